@@ -1,0 +1,173 @@
+/* tensorjit: compile tensor index notation over dense and sparse formats
+ * into machine code in-process (LLVM ORC LLJIT).
+ *
+ * Ownership: tj_tensor is owned by the caller (tj_tensor_free). tj_context
+ * is owned by the caller (tj_context_free) and owns its kernels. Every call
+ * returns a tj_status; on failure tj_last_error() (thread-local) says why
+ * and nothing the caller owns has been changed or freed.
+ */
+#ifndef TENSORJIT_H
+#define TENSORJIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TJ_VERSION_STRING "0.1.0"
+#define TJ_MAX_ORDER_PUBLIC 8
+
+typedef enum {
+  TJ_OK = 0,
+  TJ_ERR_INVALID,     /* bad argument */
+  TJ_ERR_PARSE,       /* syntax error in an expression, format or schedule */
+  TJ_ERR_SHAPE,       /* dims / extents / orders disagree */
+  TJ_ERR_DTYPE,       /* dtype mix without a defined promotion */
+  TJ_ERR_FORMAT,      /* unsupported or malformed storage format */
+  TJ_ERR_IO,          /* file missing, unreadable or malformed */
+  TJ_ERR_NOMEM,       /* allocation failed */
+  TJ_ERR_UNSUPPORTED, /* valid but not implemented yet */
+  TJ_ERR_JIT,         /* LLVM reported an error */
+  TJ_ERR_INTERNAL     /* a broken invariant inside tensorjit (a bug) */
+} tj_status;
+
+typedef enum { TJ_F64 = 0, TJ_F32 = 1, TJ_I64 = 2, TJ_I32 = 3 } tj_dtype;
+
+/* Level letters: d dense, s compressed, u compressed-nonunique,
+ * q singleton, (and c: singleton-nonunique, used inside COO). */
+typedef struct tj_format {
+  int32_t order;
+  char levels[TJ_MAX_ORDER_PUBLIC + 1];   /* e.g. "ds", NUL-terminated */
+  int32_t mode_order[TJ_MAX_ORDER_PUBLIC]; /* level l stores dim mode_order[l] */
+  int32_t pos_width, crd_width;            /* 0 = default (32); else 32 or 64 */
+} tj_format;
+
+typedef struct tj_tensor tj_tensor;
+typedef struct tj_context tj_context;
+typedef struct tj_kernel tj_kernel;
+
+/* The message of the last failed call on this thread ("" if none). */
+const char *tj_last_error(void);
+const char *tj_version(void);
+const char *tj_dtype_name(tj_dtype t);
+
+/* ---- formats ---------------------------------------------------------- */
+
+/* Parses "ds", "ds:1,0" or the MLIR spelling
+ * "(i,j) -> (j : dense, i : compressed)" into *out. */
+tj_status tj_format_parse(const char *spec, tj_format *out);
+/* The all-dense format of the given order, identity mode order. */
+tj_format tj_format_dense(int order);
+/* Writes the taco spelling ("ds:1,0") into buf. */
+void tj_format_print(const tj_format *f, char *buf, size_t n);
+
+/* ---- tensors ---------------------------------------------------------- */
+
+/* Creates an empty tensor (no entries) owned by the caller. name is copied.
+ * fmt NULL means all dense. */
+tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
+                        const int64_t *dims, const tj_format *fmt,
+                        tj_tensor **out);
+void tj_tensor_free(tj_tensor *t);
+
+/* Adds (coord, value) to the tensor's COO buffer; visible after pack. */
+tj_status tj_tensor_insert(tj_tensor *t, const int64_t *coord, double value);
+/* Packs the COO buffer (plus current contents) into the tensor's format:
+ * sorts in level order, sums duplicates (keeps them in nonunique levels). */
+tj_status tj_tensor_pack(tj_tensor *t);
+/* Reads the value at coord (0 if not stored). */
+tj_status tj_tensor_get(const tj_tensor *t, const int64_t *coord, double *out);
+/* Unpacks to COO in level order: *coords (nnz*order) and *vals (nnz), both
+ * malloc'd and owned by the caller (free()); *nnz entries. */
+tj_status tj_tensor_unpack(const tj_tensor *t, int64_t **coords,
+                           double **vals, int64_t *nnz);
+/* A new tensor (owned by the caller) with src's contents in format fmt. */
+tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
+                            tj_tensor **out);
+/* A new tensor with src's contents and dtype dt, same format. */
+tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out);
+
+const char *tj_tensor_name(const tj_tensor *t);
+tj_status tj_tensor_rename(tj_tensor *t, const char *name);
+int tj_tensor_order(const tj_tensor *t);
+int64_t tj_tensor_dim(const tj_tensor *t, int mode);
+tj_dtype tj_tensor_dtype(const tj_tensor *t);
+const tj_format *tj_tensor_format(const tj_tensor *t);
+/* Stored entries (including explicit zeros and dense fill). */
+int64_t tj_tensor_nnz(const tj_tensor *t);
+/* Bytes held by index arrays and values. */
+int64_t tj_tensor_bytes(const tj_tensor *t);
+/* Prints a readable listing, eliding past max_entries (0 = all). */
+void tj_tensor_print(const tj_tensor *t, void *file, int64_t max_entries);
+
+/* Reads .mtx / .tns (optionally .gz) into a new tensor in format fmt
+ * (NULL: CSR for order 2, all-compressed otherwise). Errors say file:line. */
+tj_status tj_tensor_read(const char *path, const char *name,
+                         const tj_format *fmt, tj_tensor **out);
+/* Writes .mtx (order 2, coordinate real) or .tns (any order). */
+tj_status tj_tensor_write(const tj_tensor *t, const char *path);
+
+
+/* ---- compiling and running kernels ------------------------------------ */
+
+typedef struct tj_options {
+  int opt_level;            /* LLVM optimization level 0..3 (default 3) */
+  int no_vectorize;         /* skip tensorjit's explicit vectorization pass */
+  int no_llvm_vectorize;    /* turn LLVM's loop and SLP vectorizers off */
+  int nthreads;             /* 0: TJ_NUM_THREADS or all cores; 1: serial */
+  const char *cpu;          /* NULL: host CPU; else e.g. "x86-64-v3" */
+  const char *features;     /* NULL: host features; else "+avx2,+fma" */
+} tj_options;
+
+/* The defaults above (opt_level 3, everything on, host CPU). */
+tj_options tj_options_default(void);
+
+/* A context owns compiled kernels and the in-memory kernel cache. */
+tj_status tj_context_new(tj_context **out);
+void tj_context_free(tj_context *cx);
+/* Enables the on-disk cache in dir (also: environment TJ_CACHE_DIR). */
+tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir);
+
+/* Compiles `expr` (e.g. "y(i) = A(i,j) * x(j)") over operands, matched to
+ * the expression's tensors by name (tj_tensor_name); the output tensor
+ * must be among them (its dims and format say what to build). schedule may
+ * be NULL ("reorder(i,k,j) parallelize(i) vectorize(j,8)"). opts may be
+ * NULL. On success *out is owned by cx and stays bound to these operands. */
+tj_status tj_compile(tj_context *cx, const char *expr,
+                     tj_tensor *const *operands, int n, const char *schedule,
+                     const tj_options *opts, tj_kernel **out);
+
+typedef enum { TJ_ASSEMBLE, TJ_COMPUTE, TJ_EVALUATE } tj_phase;
+/* Runs a phase of k on the operands bound at compile time, or, when
+ * operands is non-NULL, on other tensors with the same names, formats and
+ * dtypes. COMPUTE requires an output assembled by ASSEMBLE (or EVALUATE). */
+tj_status tj_kernel_run(tj_kernel *k, tj_phase phase,
+                        tj_tensor *const *operands, int n);
+
+typedef enum {
+  TJ_STAGE_NOTATION, TJ_STAGE_CIN, TJ_STAGE_LATTICE, TJ_STAGE_ASSEMBLY,
+  TJ_STAGE_COMPUTE, TJ_STAGE_C, TJ_STAGE_LLVM, TJ_STAGE_LLVM_OPT,
+  TJ_STAGE_ASM
+} tj_stage;
+/* Writes one stage of k's compilation to file (a FILE *). */
+tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file);
+
+typedef struct tj_compile_times {
+  double parse_ms, lower_ms, llvm_ir_ms, optimize_ms, codegen_ms, total_ms;
+  int cache_hit;            /* 1 memory, 2 disk */
+} tj_compile_times;
+tj_compile_times tj_kernel_times(const tj_kernel *k);
+
+/* Evaluates expr with the reference interpreter (dense, long double) into
+ * the output among operands: the oracle tests compare kernels against. */
+tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n);
+
+/* Releases LLVM's global state at process exit (for leak checkers). */
+void tj_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

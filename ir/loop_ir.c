@@ -1,0 +1,289 @@
+/* Loop IR constructors and type helpers. Nodes are only built here, so every
+ * expression carries a correct type from birth. */
+#include "loop_ir.h"
+
+#include <string.h>
+
+bool lir_type_is_ptr(LirType t) { return t >= LT_PTR_I32; }
+bool lir_type_is_float(LirType t) { return t == LT_F32 || t == LT_F64; }
+bool lir_type_is_int(LirType t) { return t == LT_I32 || t == LT_I64; }
+
+LirType lir_elem_type(LirType p) {
+  switch (p) {
+  case LT_PTR_I32: return LT_I32;
+  case LT_PTR_I64: return LT_I64;
+  case LT_PTR_F32: return LT_F32;
+  case LT_PTR_F64: return LT_F64;
+  case LT_PTR_U8: return LT_BOOL;
+  default: return LT_VOID;
+  }
+}
+
+LirType lir_ptr_type(LirType e) {
+  switch (e) {
+  case LT_I32: return LT_PTR_I32;
+  case LT_I64: return LT_PTR_I64;
+  case LT_F32: return LT_PTR_F32;
+  case LT_F64: return LT_PTR_F64;
+  case LT_BOOL: return LT_PTR_U8;
+  default: return LT_VOID;
+  }
+}
+
+const char *lir_type_c(LirType t) {
+  static const char *names[] = {
+      [LT_VOID] = "void",        [LT_BOOL] = "bool",
+      [LT_I32] = "int32_t",      [LT_I64] = "int64_t",
+      [LT_F32] = "float",        [LT_F64] = "double",
+      [LT_PTR_I32] = "int32_t *", [LT_PTR_I64] = "int64_t *",
+      [LT_PTR_F32] = "float *",  [LT_PTR_F64] = "double *",
+      [LT_PTR_U8] = "bool *"};
+  return names[t];
+}
+
+LirKernel *lir_kernel(Arena *a, const char *name) {
+  LirKernel *k = arena_alloc(a, sizeof *k);
+  if (k) k->name = arena_strdup(a, name);
+  return k;
+}
+
+LirVar *lir_var(Arena *a, LirKernel *k, const char *name, LirType t) {
+  LirVar *v = arena_alloc(a, sizeof *v);
+  if (!v) return NULL;
+  v->id = k->nvars++;
+  v->name = name;
+  v->type = t;
+  return v;
+}
+
+static LirExpr *expr_new(Arena *a, LirExprKind kind, LirType t) {
+  LirExpr *e = arena_alloc(a, sizeof *e);
+  if (e) {
+    e->kind = kind;
+    e->type = t;
+  }
+  return e;
+}
+
+LirExpr *lir_const_int(Arena *a, LirType t, int64_t v) {
+  LirExpr *e = expr_new(a, LE_CONST, t);
+  if (e) {
+    e->u.c.i = v;
+    e->u.c.f = (double)v;
+  }
+  return e;
+}
+
+LirExpr *lir_const_fp(Arena *a, LirType t, double v) {
+  LirExpr *e = expr_new(a, LE_CONST, t);
+  if (e) {
+    e->u.c.f = v;
+    e->u.c.i = (int64_t)v;
+  }
+  return e;
+}
+
+LirExpr *lir_ref(Arena *a, LirVar *v) {
+  LirExpr *e = expr_new(a, LE_VAR, v ? v->type : LT_VOID);
+  if (e) e->u.var = v;
+  return e;
+}
+
+static LirType width_ptr(int bytes) {
+  return bytes == 4 ? LT_PTR_I32 : LT_PTR_I64;
+}
+
+static LirType dtype_type(int dtype) {
+  /* tj_dtype: F64 0, F32 1, I64 2, I32 3 */
+  static const LirType t[] = {LT_F64, LT_F32, LT_I64, LT_I32};
+  return dtype >= 0 && dtype < 4 ? t[dtype] : LT_VOID;
+}
+
+LirType lir_field_type(const LirKernel *k, int operand, LirField f) {
+  const LirOperand *o = &k->operands[operand];
+  switch (f) {
+  case LF_POS: return width_ptr(o->pos_width);
+  case LF_CRD: return width_ptr(o->crd_width);
+  case LF_VALS: return lir_ptr_type(dtype_type(o->dtype));
+  default: return LT_I64;
+  }
+}
+
+LirExpr *lir_field(Arena *a, const LirKernel *k, int operand, LirField f,
+                   int level) {
+  LirExpr *e = expr_new(a, LE_FIELD, lir_field_type(k, operand, f));
+  if (e) {
+    e->u.field.operand = operand;
+    e->u.field.field = f;
+    e->u.field.level = level;
+  }
+  return e;
+}
+
+LirExpr *lir_load(Arena *a, LirExpr *ptr, LirExpr *idx) {
+  if (!ptr || !idx) return NULL;
+  LirExpr *e = expr_new(a, LE_LOAD, lir_elem_type(ptr->type));
+  if (e) {
+    e->u.load.ptr = ptr;
+    e->u.load.idx = idx;
+  }
+  return e;
+}
+
+LirExpr *lir_bin(Arena *a, LirBinOp op, LirExpr *x, LirExpr *y) {
+  if (!x || !y) return NULL;
+  LirType t = op >= LOP_LT ? LT_BOOL : x->type;
+  LirExpr *e = expr_new(a, LE_BIN, t);
+  if (e) {
+    e->u.bin.op = op;
+    e->u.bin.a = x;
+    e->u.bin.b = y;
+  }
+  return e;
+}
+
+LirExpr *lir_un(Arena *a, LirUnOp op, LirExpr *x) {
+  if (!x) return NULL;
+  LirExpr *e = expr_new(a, LE_UN, op == LUN_NOT ? LT_BOOL : x->type);
+  if (e) {
+    e->u.un.op = op;
+    e->u.un.a = x;
+  }
+  return e;
+}
+
+LirExpr *lir_cast(Arena *a, LirType t, LirExpr *x) {
+  if (!x) return NULL;
+  if (x->type == t) return x;
+  LirExpr *e = expr_new(a, LE_CAST, t);
+  if (e) e->u.cast = x;
+  return e;
+}
+
+LirExpr *lir_select(Arena *a, LirExpr *c, LirExpr *x, LirExpr *y) {
+  if (!c || !x || !y) return NULL;
+  LirExpr *e = expr_new(a, LE_SELECT, x->type);
+  if (e) {
+    e->u.sel.cond = c;
+    e->u.sel.a = x;
+    e->u.sel.b = y;
+  }
+  return e;
+}
+
+static LirStmt *stmt_new(Arena *a, LirStmtKind kind) {
+  LirStmt *s = arena_alloc(a, sizeof *s);
+  if (s) s->kind = kind;
+  return s;
+}
+
+LirStmt *lir_decl(Arena *a, LirVar *v, LirExpr *init) {
+  LirStmt *s = stmt_new(a, LS_DECL);
+  if (s) {
+    s->u.decl.var = v;
+    s->u.decl.init = init;
+  }
+  return s;
+}
+
+LirStmt *lir_assign(Arena *a, LirVar *v, LirExpr *e) {
+  LirStmt *s = stmt_new(a, LS_ASSIGN);
+  if (s) {
+    s->u.assign.var = v;
+    s->u.assign.e = e;
+    s->u.assign.op = -1;
+  }
+  return s;
+}
+
+LirStmt *lir_update(Arena *a, LirVar *v, LirBinOp op, LirExpr *e) {
+  LirStmt *s = lir_assign(a, v, e);
+  if (s) s->u.assign.op = (int)op;
+  return s;
+}
+
+LirStmt *lir_store(Arena *a, LirExpr *ptr, LirExpr *idx, LirExpr *e) {
+  LirStmt *s = stmt_new(a, LS_STORE);
+  if (s) {
+    s->u.store.ptr = ptr;
+    s->u.store.idx = idx;
+    s->u.store.e = e;
+    s->u.store.op = -1;
+  }
+  return s;
+}
+
+LirStmt *lir_store_update(Arena *a, LirExpr *ptr, LirExpr *idx, LirBinOp op,
+                          LirExpr *e) {
+  LirStmt *s = lir_store(a, ptr, idx, e);
+  if (s) s->u.store.op = (int)op;
+  return s;
+}
+
+LirStmt *lir_setfield(Arena *a, int operand, LirField f, int level,
+                      LirExpr *e) {
+  LirStmt *s = stmt_new(a, LS_SETFIELD);
+  if (s) {
+    s->u.setfield.operand = operand;
+    s->u.setfield.field = f;
+    s->u.setfield.level = level;
+    s->u.setfield.e = e;
+  }
+  return s;
+}
+
+LirStmt *lir_for(Arena *a, LirVar *iv, LirExpr *lo, LirExpr *hi,
+                 LirStmt *body) {
+  LirStmt *s = stmt_new(a, LS_FOR);
+  if (s) {
+    s->u.loop.iv = iv;
+    s->u.loop.lo = lo;
+    s->u.loop.hi = hi;
+    s->u.loop.step = iv ? lir_const_int(a, iv->type, 1) : NULL;
+    s->u.loop.body = body;
+  }
+  return s;
+}
+
+LirStmt *lir_while(Arena *a, LirExpr *cond, LirStmt *body) {
+  LirStmt *s = stmt_new(a, LS_WHILE);
+  if (s) {
+    s->u.whl.cond = cond;
+    s->u.whl.body = body;
+  }
+  return s;
+}
+
+LirStmt *lir_if(Arena *a, LirExpr *cond, LirStmt *then, LirStmt *els) {
+  LirStmt *s = stmt_new(a, LS_IF);
+  if (s) {
+    s->u.cond.cond = cond;
+    s->u.cond.then = then;
+    s->u.cond.els = els;
+  }
+  return s;
+}
+
+LirStmt *lir_call(Arena *a, LirHelper h) {
+  LirStmt *s = stmt_new(a, LS_CALL);
+  if (s) s->u.call.h = h;
+  return s;
+}
+
+LirStmt *lir_block(Arena *a, LirStmt *body) {
+  LirStmt *s = stmt_new(a, LS_BLOCK);
+  if (s) s->u.block = body;
+  return s;
+}
+
+LirStmt *lir_comment(Arena *a, const char *text) {
+  LirStmt *s = stmt_new(a, LS_COMMENT);
+  if (s) s->u.comment = text;
+  return s;
+}
+
+void lir_append(LirStmt **head, LirStmt *s) {
+  if (!s) return;
+  while (*head) head = &(*head)->next;
+  *head = s;
+}

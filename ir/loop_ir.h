@@ -1,0 +1,183 @@
+/* The loop IR: a small typed imperative IR that keeps the merge-lattice
+ * structure visible (for / while co-iteration / if-else chains) and talks to
+ * tensors only through the kernel ABI (runtime/abi.h).
+ *
+ * A LirKernel is `int32_t name(tj_storage **operands)`. Operand k's fields
+ * are read with FIELD expressions; array bases are copied into pointer
+ * variables (typically once at entry, and again after a RESERVE call that
+ * may move the array). Statements form singly linked lists (next).
+ * Every node is built by a constructor in an Arena. Printers: lir_print
+ * (readable, valid C against runtime/abi.h); lower/lir_interp.h runs it
+ * (it lives in lower/ because it needs the storage layout).
+ */
+#ifndef TJ_IR_LOOP_IR_H
+#define TJ_IR_LOOP_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "arena.h"
+#include "diag.h"
+
+typedef enum {
+  LT_VOID, LT_BOOL, LT_I32, LT_I64, LT_F32, LT_F64,
+  LT_PTR_I32, LT_PTR_I64, LT_PTR_F32, LT_PTR_F64, LT_PTR_U8
+} LirType;
+
+bool lir_type_is_ptr(LirType t);
+bool lir_type_is_float(LirType t);
+bool lir_type_is_int(LirType t);          /* I32 / I64 (not BOOL) */
+LirType lir_elem_type(LirType ptr);       /* LT_PTR_F64 -> LT_F64 */
+LirType lir_ptr_type(LirType elem);       /* LT_F64 -> LT_PTR_F64 */
+const char *lir_type_c(LirType t);        /* "double", "int32_t *", ... */
+
+typedef enum {
+#define LIR_EXPR(k) LE_##k,
+#include "loop_ir.def"
+#undef LIR_EXPR
+} LirExprKind;
+
+typedef enum {
+#define LIR_STMT(k) LS_##k,
+#include "loop_ir.def"
+#undef LIR_STMT
+} LirStmtKind;
+
+typedef enum {
+  LOP_ADD, LOP_SUB, LOP_MUL, LOP_DIV, LOP_REM, LOP_MIN, LOP_MAX,
+  LOP_LT, LOP_LE, LOP_GT, LOP_GE, LOP_EQ, LOP_NE, LOP_AND, LOP_OR
+} LirBinOp;  /* comparisons yield LT_BOOL; AND/OR take and yield LT_BOOL */
+
+typedef enum { LUN_NEG, LUN_NOT, LUN_SQRT, LUN_ABS, LUN_EXP, LUN_LOG } LirUnOp;
+
+/* Operand fields (FIELD expressions, SETFIELD statements). */
+typedef enum {
+  LF_DIM,       /* dims[level]  (here `level` is the dimension index), I64 */
+  LF_LVL_SIZE,  /* levels[level].size, I64 */
+  LF_POS,       /* levels[level].pos, pointer of the pos width */
+  LF_CRD,       /* levels[level].crd, pointer of the crd width */
+  LF_VALS,      /* vals, pointer of the dtype */
+  LF_POS_LEN,   /* levels[level].pos_len, I64 (settable) */
+  LF_CRD_LEN,   /* levels[level].crd_len, I64 (settable) */
+  LF_VALS_LEN   /* vals_len, I64 (settable) */
+} LirField;
+
+/* Runtime helpers a CALL may invoke (all declared in runtime/abi.h). */
+typedef enum {
+  LH_RESERVE,   /* tj_rt_reserve(operand, arr, level, need): may fail */
+  LH_ALLOC,     /* ptr var = tj_rt_alloc(bytes): may fail */
+  LH_FREE,      /* tj_rt_free(ptr var) */
+  LH_SORT_CRD,  /* tj_rt_sort_crd(ptr, n, width) */
+  LH_ZERO       /* memset(ptr + lo, 0, (hi - lo) elements) */
+} LirHelper;
+
+typedef struct LirVar {
+  int id;            /* unique in the kernel */
+  const char *name;  /* unique in the kernel (the C printer uses it) */
+  LirType type;
+} LirVar;
+
+typedef struct LirExpr LirExpr;
+struct LirExpr {
+  LirExprKind kind;
+  LirType type;
+  union {
+    struct { int64_t i; double f; } c;                          /* LE_CONST */
+    LirVar *var;                                                 /* LE_VAR */
+    struct { int operand; LirField field; int level; } field;    /* LE_FIELD */
+    struct { LirExpr *ptr, *idx; } load;                         /* LE_LOAD */
+    struct { LirBinOp op; LirExpr *a, *b; } bin;                 /* LE_BIN */
+    struct { LirUnOp op; LirExpr *a; } un;                       /* LE_UN */
+    LirExpr *cast;                                               /* LE_CAST */
+    struct { LirExpr *cond, *a, *b; } sel;                       /* LE_SELECT */
+  } u;
+};
+
+/* Loop attributes. */
+typedef struct LoopAttrs {
+  bool parallel;     /* iterations independent; run on the OpenMP runtime */
+  int vec_width;     /* 0 = not vectorized; else lanes */
+  int unroll;        /* 0 = no hint */
+} LoopAttrs;
+
+typedef struct LirStmt LirStmt;
+struct LirStmt {
+  LirStmtKind kind;
+  LirStmt *next;
+  union {
+    struct { LirVar *var; LirExpr *init; } decl;                   /* LS_DECL */
+    struct { LirVar *var; LirExpr *e; int op; } assign;  /* LS_ASSIGN; op -1 '=' or a LirBinOp */
+    struct { LirExpr *ptr, *idx, *e; int op; } store;              /* LS_STORE; op as above */
+    struct { int operand; LirField field; int level; LirExpr *e; } setfield; /* LS_SETFIELD */
+    struct { LirVar *iv; LirExpr *lo, *hi, *step; LirStmt *body; LoopAttrs at; } loop; /* LS_FOR */
+    struct { LirExpr *cond; LirStmt *body; } whl;                  /* LS_WHILE */
+    struct { LirExpr *cond; LirStmt *then, *els; } cond;           /* LS_IF */
+    struct { LirHelper h; int operand; int arr; int level;         /* LS_CALL */
+             LirExpr *a, *b; LirVar *ptr; } call;
+             /* RESERVE: operand, arr, level, a = need.
+                ALLOC: ptr = result, a = bytes. FREE: ptr.
+                SORT_CRD: ptr, a = n.  ZERO: ptr, a = lo, b = hi. */
+    LirStmt *block;                                                /* LS_BLOCK */
+    const char *comment;                                           /* LS_COMMENT */
+  } u;
+};
+
+typedef struct LirOperand {
+  const char *name;      /* tensor name, used for C identifiers */
+  int order;
+  int dtype;             /* tj_dtype */
+  int pos_width, crd_width;  /* bytes */
+  bool is_output;
+} LirOperand;
+
+typedef struct LirKernel {
+  const char *name;      /* the C / LLVM symbol */
+  int noperands;
+  LirOperand operands[32];
+  int nvars;             /* LirVar ids are 0..nvars-1 */
+  LirStmt *body;         /* runs, then returns 0 */
+  LirStmt *cleanup;      /* runs on every exit, success or failure (frees) */
+} LirKernel;
+
+/* ---- constructors (NULL only when the arena is out of memory) ---- */
+LirKernel *lir_kernel(Arena *a, const char *name);
+LirVar *lir_var(Arena *a, LirKernel *k, const char *name, LirType t);
+
+LirExpr *lir_const_int(Arena *a, LirType t, int64_t v);
+LirExpr *lir_const_fp(Arena *a, LirType t, double v);
+LirExpr *lir_ref(Arena *a, LirVar *v);
+LirExpr *lir_field(Arena *a, const LirKernel *k, int operand, LirField f, int level);
+LirExpr *lir_load(Arena *a, LirExpr *ptr, LirExpr *idx);
+LirExpr *lir_bin(Arena *a, LirBinOp op, LirExpr *x, LirExpr *y); /* types must match */
+LirExpr *lir_un(Arena *a, LirUnOp op, LirExpr *x);
+LirExpr *lir_cast(Arena *a, LirType t, LirExpr *x);
+LirExpr *lir_select(Arena *a, LirExpr *c, LirExpr *x, LirExpr *y);
+
+LirStmt *lir_decl(Arena *a, LirVar *v, LirExpr *init);
+LirStmt *lir_assign(Arena *a, LirVar *v, LirExpr *e);
+LirStmt *lir_update(Arena *a, LirVar *v, LirBinOp op, LirExpr *e);   /* v op= e */
+LirStmt *lir_store(Arena *a, LirExpr *ptr, LirExpr *idx, LirExpr *e);
+LirStmt *lir_store_update(Arena *a, LirExpr *ptr, LirExpr *idx, LirBinOp op, LirExpr *e);
+LirStmt *lir_setfield(Arena *a, int operand, LirField f, int level, LirExpr *e);
+LirStmt *lir_for(Arena *a, LirVar *iv, LirExpr *lo, LirExpr *hi, LirStmt *body);
+LirStmt *lir_while(Arena *a, LirExpr *cond, LirStmt *body);
+LirStmt *lir_if(Arena *a, LirExpr *cond, LirStmt *then, LirStmt *els);
+LirStmt *lir_call(Arena *a, LirHelper h);
+LirStmt *lir_block(Arena *a, LirStmt *body);
+LirStmt *lir_comment(Arena *a, const char *text);
+
+/* Appends the list s to the end of the list at *head. */
+void lir_append(LirStmt **head, LirStmt *s);
+
+/* Type of an operand field (pointer types from the operand's widths). */
+LirType lir_field_type(const LirKernel *k, int operand, LirField f);
+
+/* ---- printing, checking, running ---- */
+/* Writes the kernel as a C function against runtime/abi.h (with the
+ * #include line when with_header). */
+void lir_print(FILE *out, const LirKernel *k, bool with_header);
+/* Checks types and variable scoping; false with d set on a violation. */
+bool lir_verify(const LirKernel *k, Diag *d);
+
+#endif

@@ -1,0 +1,168 @@
+/* Index notation: the checked AST of one assignment
+ *   A(i,j) = B(i,k) * C(k,j)      (or +=)
+ * and concrete index notation (forall / where / sequence) built from it.
+ *
+ * Every node is built through a constructor in an Arena and keeps its source
+ * column (0 when built through the C builder API) for error messages.
+ * Tensor and index variables are interned per assignment: the same name is
+ * the same object, and each has a dense id (TensorId / IndexId).
+ */
+#ifndef TJ_IR_NOTATION_H
+#define TJ_IR_NOTATION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../include/tensorjit.h"
+#include "arena.h"
+#include "diag.h"
+
+#define NT_MAX_ORDER 8
+#define NT_MAX_TENSORS 32
+#define NT_MAX_INDICES 32
+
+typedef int32_t TensorId;  /* 0 = the output; inputs 1.. in first-use order */
+typedef int32_t IndexId;
+
+/* A declared tensor: what the checker binds a name to. */
+typedef struct TensorDecl {
+  const char *name;
+  int order;
+  int64_t dims[NT_MAX_ORDER];   /* -1 where unknown (from -d= var extents) */
+  tj_dtype dtype;
+  tj_format format;             /* levels + mode order */
+} TensorDecl;
+
+typedef struct TensorVar {
+  TensorId id;
+  const char *name;
+  TensorDecl decl;              /* copied from the binding at check time */
+} TensorVar;
+
+typedef struct IndexVar {
+  IndexId id;
+  const char *name;
+  int64_t extent;               /* set by the checker */
+} IndexVar;
+
+#define NT_EXPR_KINDS(X) \
+  X(ACCESS) X(LITERAL) X(NEG) X(ADD) X(SUB) X(MUL) X(DIV) X(CALL)
+typedef enum {
+#define X(k) EX_##k,
+  NT_EXPR_KINDS(X)
+#undef X
+} ExprKind;
+
+typedef enum { FN_SQRT, FN_ABS, FN_EXP, FN_LOG, FN_MIN, FN_MAX } FnKind;
+
+typedef struct Expr Expr;
+struct Expr {
+  ExprKind kind;
+  int col;           /* 1-based source column, 0 if built by the API */
+  tj_dtype dtype;    /* result type, set by the checker */
+  union {
+    struct { TensorVar *t; int n; IndexVar *idx[NT_MAX_ORDER]; } access; /* EX_ACCESS */
+    struct { double value; bool is_int; } lit;                            /* EX_LITERAL */
+    struct { Expr *a, *b; } bin;           /* EX_ADD SUB MUL DIV; EX_NEG uses a */
+    struct { FnKind fn; Expr *a, *b; } call; /* EX_CALL; b only for min/max */
+  } u;
+};
+
+/* One statement: lhs (an EX_ACCESS) = or += rhs. */
+typedef struct Assignment {
+  Expr *lhs;
+  Expr *rhs;
+  bool accumulate;                       /* += */
+  const char *src;                       /* source text, if parsed */
+  int ntensors;                          /* output + inputs */
+  TensorVar *tensors[NT_MAX_TENSORS];    /* by TensorId */
+  int nindices;
+  IndexVar *indices[NT_MAX_INDICES];     /* by IndexId, first-use order */
+} Assignment;
+
+/* ---- building ---- */
+/* Constructors; they return NULL only when the arena is out of memory. */
+Assignment *nt_assignment(Arena *a);
+TensorVar *nt_tensor(Arena *a, Assignment *as, const char *name);  /* interned */
+IndexVar *nt_index(Arena *a, Assignment *as, const char *name);    /* interned */
+Expr *nt_access(Arena *a, TensorVar *t, int n, IndexVar *const *idx, int col);
+Expr *nt_literal(Arena *a, double v, bool is_int, int col);
+Expr *nt_unary(Arena *a, ExprKind k, Expr *x, int col);            /* EX_NEG */
+Expr *nt_binary(Arena *a, ExprKind k, Expr *x, Expr *y, int col);
+Expr *nt_call(Arena *a, FnKind fn, Expr *x, Expr *y, int col);
+
+/* Parses one assignment. On error returns NULL with d set ("1:7: ..."). */
+Assignment *nt_parse(Arena *a, const char *src, Diag *d);
+
+/* Binds every tensor to decls[] by name, infers index extents and dtypes,
+ * and refuses what cannot be computed (see the checker for the list).
+ * decls for the output may have dims -1 where the extents imply them;
+ * var_extents (may be NULL) gives extents by index name (-d=i:10). */
+typedef struct VarExtent { const char *name; int64_t extent; } VarExtent;
+bool nt_check(Arena *a, Assignment *as, const TensorDecl *decls, int ndecls,
+              const VarExtent *ext, int next, Diag *d);
+
+/* Index variables of the rhs that do not occur on the lhs (summed). */
+bool nt_is_reduction_var(const Assignment *as, const IndexVar *v);
+
+/* Prints "A(i,j) = B(i,k) * C(k,j)" with minimal parentheses; parsing the
+ * output yields the same AST. */
+void nt_print(FILE *out, const Assignment *as);
+void nt_print_expr(FILE *out, const Expr *e);
+const char *nt_fn_name(FnKind fn);
+
+/* ---- concrete index notation ---- */
+typedef enum { CIN_FORALL, CIN_WHERE, CIN_SEQUENCE, CIN_ASSIGN } CinKind;
+
+enum { CIN_PARALLEL = 1u << 0 };
+
+typedef struct Cin Cin;
+struct Cin {
+  CinKind kind;
+  union {
+    struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width; } forall;
+    struct { Cin *consumer, *producer; TensorVar *ws; } where;
+    struct { Cin *first, *second; } seq;
+    struct { Expr *lhs, *rhs; bool accumulate; } assign;
+  } u;
+};
+
+/* Schedule directives, parsed from "reorder(i,k,j) parallelize(i) ...". */
+typedef enum {
+  SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE
+} SchedKind;
+
+typedef struct SchedDirective {
+  SchedKind kind;
+  int nvars;
+  const char *vars[NT_MAX_INDICES];  /* index names */
+  int width;                         /* vectorize */
+  const char *arg;                   /* precompute: the text inside () */
+} SchedDirective;
+
+typedef struct Schedule {
+  int n;
+  SchedDirective d[16];
+} Schedule;
+
+/* Parses schedule text; unknown directives are errors with a column. */
+bool nt_schedule_parse(const char *src, Schedule *out, Arena *a, Diag *d);
+void nt_schedule_print(FILE *out, const Schedule *s);
+
+/* The default concrete notation: forall over the lhs indices in order, then
+ * the reduction indices in first-use order, around the assignment; then
+ * reorder/parallelize/vectorize applied (unknown index names are errors). */
+Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
+                         Diag *d);
+/* Loop order of the forall nest (outermost first), n of them. */
+int cin_loop_order(const Cin *c, IndexVar **order, int max);
+void cin_print(FILE *out, const Cin *c);
+
+/* ---- reference interpreter ---- */
+/* Evaluates as on dense row-major copies of the operands (index by TensorId;
+ * dense[0] is the output, read when accumulating, overwritten otherwise),
+ * in long double. Independent of lowering and the JIT: the test oracle. */
+bool nt_ref_eval(const Assignment *as, double *const *dense, Diag *d);
+
+#endif

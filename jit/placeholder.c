@@ -1,0 +1,1 @@
+int tj_jit_placeholder_;

@@ -1,0 +1,1 @@
+int tj_lower_placeholder_;

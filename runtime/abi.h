@@ -1,0 +1,91 @@
+/* The kernel ABI: the storage layout generated kernels read and write.
+ *
+ * A compiled kernel is `int32_t kernel(tj_storage **operands)`. Operand 0 is
+ * the output, operands 1.. are the inputs in the order the expression binds
+ * them. Every field a kernel touches lives in these two structs; `jit/`
+ * addresses them by offsetof(), so changing a field here changes the ABI.
+ *
+ * A tensor of order n has n levels. Level l stores the dimension given by
+ * map[l] (a level expression over dims; today always the identity on one
+ * dim, which makes the map a permutation: the "mode order").
+ *   dense:       no arrays; the level's size is dims[map[l].dim].
+ *   compressed:  pos[p] .. pos[p+1] is the segment of parent position p;
+ *                crd[q] is the coordinate at position q.
+ *   singleton:   crd[q] only; one child per parent position (COO tails).
+ * Position and coordinate arrays hold 32- or 64-bit signed integers
+ * (pos_width / crd_width bytes, per tensor). Values live in one vals array.
+ */
+#ifndef TJ_RUNTIME_ABI_H
+#define TJ_RUNTIME_ABI_H
+
+#include <stdint.h>
+
+#define TJ_MAX_ORDER 8
+
+typedef enum {
+  TJ_LVL_DENSE = 0,
+  TJ_LVL_COMPRESSED = 1,
+  TJ_LVL_SINGLETON = 2
+} tj_level_kind;
+
+/* Level properties, one flags word per level. */
+enum {
+  TJ_LVL_NONUNIQUE = 1u << 0,  /* duplicates allowed in this level */
+  TJ_LVL_NONORDERED = 1u << 1  /* coordinates not sorted in a segment */
+};
+
+/* A level expression: the coordinate of a level as a function of dims.
+ * Only TJ_LX_DIM is produced today; the op/k pair exists so blocked
+ * formats (d floordiv k, d mod k) drop in without changing the ABI. */
+typedef enum { TJ_LX_DIM = 0, TJ_LX_FLOORDIV = 1, TJ_LX_MOD = 2 } tj_lx_op;
+
+typedef struct tj_lvl_expr {
+  int32_t dim;   /* which dimension */
+  int32_t op;    /* tj_lx_op */
+  int64_t k;     /* divisor for FLOORDIV / MOD */
+} tj_lvl_expr;
+
+typedef struct tj_level_storage {
+  int32_t kind;     /* tj_level_kind */
+  uint32_t flags;   /* TJ_LVL_* properties */
+  int64_t size;     /* extent of this level's coordinates */
+  void *pos;        /* compressed: pos_len entries of pos_width bytes */
+  void *crd;        /* compressed, singleton: crd_len entries */
+  int64_t pos_len, pos_cap;  /* entries used / allocated */
+  int64_t crd_len, crd_cap;
+} tj_level_storage;
+
+typedef struct tj_storage {
+  int32_t order;
+  int32_t dtype;      /* tj_dtype of include/tensorjit.h */
+  int32_t pos_width;  /* 4 or 8 */
+  int32_t crd_width;  /* 4 or 8 */
+  int64_t dims[TJ_MAX_ORDER];
+  tj_lvl_expr map[TJ_MAX_ORDER];      /* level l stores map[l] */
+  tj_level_storage levels[TJ_MAX_ORDER];
+  void *vals;
+  int64_t vals_len, vals_cap;         /* entries used / allocated */
+} tj_storage;
+
+/* Which array of a storage a runtime helper acts on. */
+typedef enum { TJ_ARR_POS = 0, TJ_ARR_CRD = 1, TJ_ARR_VALS = 2 } tj_array_kind;
+
+/* Kernel return codes (0 = success). */
+enum { TJ_KERNEL_OK = 0, TJ_KERNEL_NOMEM = 1, TJ_KERNEL_SHAPE = 2 };
+
+typedef int32_t (*tj_kernel_fn)(tj_storage **operands);
+
+/* Helpers generated code calls, resolved by the JIT's symbol table.
+ * Each returns 0 or a TJ_KERNEL_* code; none aborts. */
+
+/* Ensures level `level`'s array `arr` (or vals) of s holds at least `need`
+ * entries, growing by doubling; new entries are zeroed. */
+int32_t tj_rt_reserve(tj_storage *s, int32_t arr, int32_t level, int64_t need);
+/* Allocates n zeroed bytes for a kernel workspace into *out (NULL if n==0). */
+int32_t tj_rt_alloc(int64_t n, void **out);
+/* Frees a workspace from tj_rt_alloc (NULL is fine). */
+void tj_rt_free(void *p);
+/* Sorts n coordinates of width w bytes in place, ascending. */
+void tj_rt_sort_crd(void *crd, int64_t n, int32_t w);
+
+#endif

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# README command 2: build and run the whole test suite, in a Release build
+# and in an AddressSanitizer + UndefinedBehaviorSanitizer build.
+set -eu
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+jobs=$(nproc)
+bash scripts/build.sh build
+(cd build && ctest --output-on-failure -j"$jobs")
+bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJ_SANITIZE=ON -DTJ_BUILD_BENCH=OFF
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs")
