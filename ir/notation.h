@@ -21,6 +21,8 @@
 #define NT_MAX_ORDER 8
 #define NT_MAX_TENSORS 32
 #define NT_MAX_INDICES 32
+#define NT_MAX_NESTING 256   /* parentheses / unary minus / calls, nested */
+#define NT_MAX_HEIGHT 1024   /* operator tree height (a+b+c+... chains) */
 
 typedef int32_t TensorId;  /* 0 = the output; inputs 1.. in first-use order */
 typedef int32_t IndexId;
@@ -111,6 +113,12 @@ bool nt_is_reduction_var(const Assignment *as, const IndexVar *v);
 void nt_print(FILE *out, const Assignment *as);
 void nt_print_expr(FILE *out, const Expr *e);
 const char *nt_fn_name(FnKind fn);
+/* Structural equality by names (tensors, indices), literal values, kinds;
+ * columns and dtypes are ignored. */
+bool nt_expr_equal(const Expr *x, const Expr *y);
+bool nt_equal(const Assignment *x, const Assignment *y);
+/* "f64", "f32", "i64", "i32" (ir/ may not call the runtime's names). */
+const char *nt_dtype_name(tj_dtype t);
 
 /* ---- concrete index notation ---- */
 typedef enum { CIN_FORALL, CIN_WHERE, CIN_SEQUENCE, CIN_ASSIGN } CinKind;
@@ -139,11 +147,13 @@ typedef struct SchedDirective {
   const char *vars[NT_MAX_INDICES];  /* index names */
   int width;                         /* vectorize */
   const char *arg;                   /* precompute: the text inside () */
+  int col;                           /* 1-based column of the directive */
 } SchedDirective;
 
 typedef struct Schedule {
   int n;
   SchedDirective d[16];
+  const char *src;                   /* the parsed text (for carets), or NULL */
 } Schedule;
 
 /* Parses schedule text; unknown directives are errors with a column. */
@@ -155,6 +165,11 @@ void nt_schedule_print(FILE *out, const Schedule *s);
  * reorder/parallelize/vectorize applied (unknown index names are errors). */
 Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
                          Diag *d);
+/* Constructors (NULL only when the arena is out of memory). */
+Cin *cin_forall(Arena *a, IndexVar *iv, Cin *body);
+Cin *cin_where(Arena *a, Cin *consumer, Cin *producer, TensorVar *ws);
+Cin *cin_sequence(Arena *a, Cin *first, Cin *second);
+Cin *cin_assign(Arena *a, Expr *lhs, Expr *rhs, bool accumulate);
 /* Loop order of the forall nest (outermost first), n of them. */
 int cin_loop_order(const Cin *c, IndexVar **order, int max);
 void cin_print(FILE *out, const Cin *c);

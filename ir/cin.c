@@ -1,0 +1,353 @@
+/* Concrete index notation and schedule directives.
+ *
+ * cin_from_assignment nests one forall per index variable around the
+ * assignment: the output's indices in output order, then the summed
+ * indices in first-use order; then reorder / parallelize / vectorize from
+ * the schedule are applied to that loop list (precompute is kept as text
+ * for lowering, which builds the where() around a workspace). Inside the
+ * nest a reduction reads as `+=`: the loops accumulate into the output,
+ * which `=` zeroes first. Schedules are text: "reorder(i,k,j)
+ * parallelize(i) vectorize(j,8) precompute(B(i,k)*C(k,j), j, w)", the
+ * directives separated by blanks, commas or semicolons.
+ */
+#include "notation.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- constructors ---- */
+
+Cin *cin_forall(Arena *a, IndexVar *iv, Cin *body) {
+  Cin *c = arena_alloc(a, sizeof *c);
+  if (!c) return NULL;
+  c->kind = CIN_FORALL;
+  c->u.forall.iv = iv;
+  c->u.forall.body = body;
+  return c;
+}
+
+Cin *cin_where(Arena *a, Cin *consumer, Cin *producer, TensorVar *ws) {
+  Cin *c = arena_alloc(a, sizeof *c);
+  if (!c) return NULL;
+  c->kind = CIN_WHERE;
+  c->u.where.consumer = consumer;
+  c->u.where.producer = producer;
+  c->u.where.ws = ws;
+  return c;
+}
+
+Cin *cin_sequence(Arena *a, Cin *first, Cin *second) {
+  Cin *c = arena_alloc(a, sizeof *c);
+  if (!c) return NULL;
+  c->kind = CIN_SEQUENCE;
+  c->u.seq.first = first;
+  c->u.seq.second = second;
+  return c;
+}
+
+Cin *cin_assign(Arena *a, Expr *lhs, Expr *rhs, bool accumulate) {
+  Cin *c = arena_alloc(a, sizeof *c);
+  if (!c) return NULL;
+  c->kind = CIN_ASSIGN;
+  c->u.assign.lhs = lhs;
+  c->u.assign.rhs = rhs;
+  c->u.assign.accumulate = accumulate;
+  return c;
+}
+
+/* ---- default loop order and schedule application ---- */
+
+typedef struct Loops {
+  int n;
+  IndexVar *iv[NT_MAX_INDICES];
+  unsigned flags[NT_MAX_INDICES];
+  int vec_width[NT_MAX_INDICES];
+} Loops;
+
+static int loop_pos(const Loops *l, const char *name) {
+  for (int i = 0; i < l->n; i++)
+    if (strcmp(l->iv[i]->name, name) == 0) return i;
+  return -1;
+}
+
+static void add_loop(Loops *l, IndexVar *v) {
+  for (int i = 0; i < l->n; i++)
+    if (l->iv[i] == v) return;
+  if (l->n < NT_MAX_INDICES) l->iv[l->n++] = v;
+}
+
+/* Appends e's indices in first-use order. */
+static void collect(Loops *l, const Expr *e) {
+  switch (e->kind) {
+  case EX_ACCESS:
+    for (int m = 0; m < e->u.access.n; m++) add_loop(l, e->u.access.idx[m]);
+    return;
+  case EX_LITERAL: return;
+  case EX_NEG: collect(l, e->u.bin.a); return;
+  case EX_CALL:
+    collect(l, e->u.call.a);
+    if (e->u.call.b) collect(l, e->u.call.b);
+    return;
+  default: collect(l, e->u.bin.a); collect(l, e->u.bin.b); return;
+  }
+}
+
+static bool sched_err(const Schedule *s, const SchedDirective *sd, Diag *d,
+                      const char *what, const char *name) {
+  if (s->src && sd->col > 0)
+    return diag_error_at(d, TJ_ERR_INVALID, s->src, sd->col,
+                         "%s: unknown index '%s'", what, name);
+  return diag_error(d, TJ_ERR_INVALID, "%s: unknown index '%s'", what, name);
+}
+
+/* Places sd's variables, in sd's order, into the slots they occupy. */
+static bool apply_reorder(Loops *l, const Schedule *s,
+                          const SchedDirective *sd, Diag *d) {
+  int pos[NT_MAX_INDICES];
+  for (int k = 0; k < sd->nvars; k++) {
+    pos[k] = loop_pos(l, sd->vars[k]);
+    if (pos[k] < 0) return sched_err(s, sd, d, "reorder", sd->vars[k]);
+    for (int j = 0; j < k; j++)
+      if (pos[j] == pos[k])
+        return diag_error(d, TJ_ERR_INVALID, "reorder: index '%s' appears "
+                          "twice", sd->vars[k]);
+  }
+  IndexVar *vars[NT_MAX_INDICES];
+  for (int k = 0; k < sd->nvars; k++) vars[k] = l->iv[pos[k]];
+  int sorted[NT_MAX_INDICES];
+  memcpy(sorted, pos, sizeof(int) * (size_t)sd->nvars);
+  for (int i = 1; i < sd->nvars; i++) /* insertion sort of the slots */
+    for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+      int t = sorted[j];
+      sorted[j] = sorted[j - 1];
+      sorted[j - 1] = t;
+    }
+  for (int k = 0; k < sd->nvars; k++) l->iv[sorted[k]] = vars[k];
+  return true;
+}
+
+static bool apply(Loops *l, const Schedule *s, Diag *d) {
+  for (int i = 0; s && i < s->n; i++) {
+    const SchedDirective *sd = &s->d[i];
+    int p = sd->nvars > 0 ? loop_pos(l, sd->vars[0]) : -1;
+    switch (sd->kind) {
+    case SCHED_REORDER:
+      if (!apply_reorder(l, s, sd, d)) return false;
+      break;
+    case SCHED_PARALLELIZE:
+      if (p < 0) return sched_err(s, sd, d, "parallelize", sd->vars[0]);
+      l->flags[p] |= CIN_PARALLEL;
+      break;
+    case SCHED_VECTORIZE:
+      if (p < 0) return sched_err(s, sd, d, "vectorize", sd->vars[0]);
+      l->vec_width[p] = sd->width;
+      break;
+    case SCHED_PRECOMPUTE: break; /* lowering builds the where() */
+    }
+  }
+  return true;
+}
+
+Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
+                         Diag *d) {
+  Loops l = {0};
+  collect(&l, as->lhs);
+  int nlhs = l.n;
+  collect(&l, as->rhs);
+  if (!apply(&l, s, d)) return NULL;
+  Cin *c = cin_assign(a, as->lhs, as->rhs, as->accumulate || l.n > nlhs);
+  for (int i = l.n - 1; c && i >= 0; i--) {
+    c = cin_forall(a, l.iv[i], c);
+    if (c) {
+      c->u.forall.flags = l.flags[i];
+      c->u.forall.vec_width = l.vec_width[i];
+    }
+  }
+  if (!c) diag_error(d, TJ_ERR_NOMEM, "out of memory building the loop nest");
+  return c;
+}
+
+int cin_loop_order(const Cin *c, IndexVar **order, int max) {
+  int n = 0;
+  while (c) {
+    switch (c->kind) {
+    case CIN_FORALL:
+      if (n < max) order[n] = c->u.forall.iv;
+      n++;
+      c = c->u.forall.body;
+      break;
+    case CIN_WHERE: c = c->u.where.consumer; break;
+    case CIN_SEQUENCE: c = c->u.seq.first; break;
+    case CIN_ASSIGN: c = NULL; break;
+    }
+  }
+  return n < max ? n : max;
+}
+
+void cin_print(FILE *out, const Cin *c) {
+  switch (c->kind) {
+  case CIN_FORALL:
+    fprintf(out, "forall(%s", c->u.forall.iv->name);
+    if (c->u.forall.flags & CIN_PARALLEL) fputs(":parallel", out);
+    if (c->u.forall.vec_width > 0)
+      fprintf(out, ":vectorize(%d)", c->u.forall.vec_width);
+    fputs(", ", out);
+    cin_print(out, c->u.forall.body);
+    fputc(')', out);
+    break;
+  case CIN_WHERE:
+    fputs("where(", out);
+    cin_print(out, c->u.where.consumer);
+    fputs(", ", out);
+    cin_print(out, c->u.where.producer);
+    fputc(')', out);
+    break;
+  case CIN_SEQUENCE:
+    fputs("sequence(", out);
+    cin_print(out, c->u.seq.first);
+    fputs(", ", out);
+    cin_print(out, c->u.seq.second);
+    fputc(')', out);
+    break;
+  case CIN_ASSIGN:
+    nt_print_expr(out, c->u.assign.lhs);
+    fputs(c->u.assign.accumulate ? " += " : " = ", out);
+    nt_print_expr(out, c->u.assign.rhs);
+    break;
+  }
+}
+
+/* ---- schedule text ---- */
+
+typedef struct SchedParser {
+  const char *src, *p;
+  Arena *a;
+  Diag *d;
+} SchedParser;
+
+static void skip_blank(SchedParser *sp) {
+  while (*sp->p == ' ' || *sp->p == '\t' || *sp->p == '\n' || *sp->p == '\r')
+    sp->p++;
+}
+
+static int col_of(const SchedParser *sp) { return (int)(sp->p - sp->src) + 1; }
+
+static bool serr(SchedParser *sp, const char *msg, const char *arg) {
+  return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, col_of(sp), msg, arg);
+}
+
+/* An identifier at sp->p (arena copy), or NULL with d set. */
+static const char *ident(SchedParser *sp, const char *what) {
+  skip_blank(sp);
+  const char *q = sp->p;
+  if (!isalpha((unsigned char)*q) && *q != '_') {
+    serr(sp, "expected %s", what);
+    return NULL;
+  }
+  while (isalnum((unsigned char)*q) || *q == '_') q++;
+  char *s = arena_strndup(sp->a, sp->p, (size_t)(q - sp->p));
+  if (!s) diag_error(sp->d, TJ_ERR_NOMEM, "out of memory");
+  sp->p = q;
+  return s;
+}
+
+static bool punct(SchedParser *sp, char c, const char *what) {
+  skip_blank(sp);
+  if (*sp->p == c) {
+    sp->p++;
+    return true;
+  }
+  return serr(sp, "expected %s", what);
+}
+
+/* precompute(...): keeps the balanced text inside the parentheses. */
+static bool parse_raw_arg(SchedParser *sp, SchedDirective *sd) {
+  const char *start = sp->p;
+  int depth = 1;
+  for (; *sp->p && depth > 0; sp->p++) {
+    if (*sp->p == '(') depth++;
+    if (*sp->p == ')') depth--;
+  }
+  if (depth > 0) return serr(sp, "unclosed '(' in %s", "precompute");
+  sd->arg = arena_strndup(sp->a, start, (size_t)(sp->p - 1 - start));
+  if (!sd->arg) return diag_error(sp->d, TJ_ERR_NOMEM, "out of memory");
+  return true;
+}
+
+static bool parse_width(SchedParser *sp, SchedDirective *sd) {
+  skip_blank(sp);
+  int col = col_of(sp);
+  char *end;
+  long w = strtol(sp->p, &end, 10);
+  if (end == sp->p || !isdigit((unsigned char)*sp->p))
+    return serr(sp, "expected %s", "a vector width");
+  sp->p = end;
+  if (w < 1 || w > 64 || (w & (w - 1)) != 0)
+    return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, col, "vectorize width "
+                         "%ld is not a power of two between 1 and 64", w);
+  sd->width = (int)w;
+  return true;
+}
+
+/* The index list of reorder / parallelize / vectorize. */
+static bool parse_vars(SchedParser *sp, SchedDirective *sd) {
+  int maxv = sd->kind == SCHED_REORDER ? NT_MAX_INDICES : 1;
+  do {
+    if (sd->nvars == maxv)
+      return serr(sp, "too many indices in %s",
+                  sd->kind == SCHED_REORDER ? "reorder" : "this directive");
+    if (!(sd->vars[sd->nvars++] = ident(sp, "an index variable")))
+      return false;
+    skip_blank(sp);
+    if (sd->kind == SCHED_VECTORIZE)
+      return punct(sp, ',', "',' and a vector width") && parse_width(sp, sd) &&
+             punct(sp, ')', "')'");
+  } while (*sp->p == ',' && sp->p++);
+  return punct(sp, ')', "',' or ')'");
+}
+
+static bool parse_directive(SchedParser *sp, SchedDirective *sd) {
+  static const char *names[] = {"reorder", "precompute", "parallelize",
+                                "vectorize"};
+  sd->col = col_of(sp);
+  const char *name = ident(sp, "a schedule directive");
+  if (!name) return false;
+  int k = 0;
+  while (k < 4 && strcmp(names[k], name) != 0) k++;
+  if (k == 4)
+    return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, sd->col,
+                         "unknown schedule directive '%s'", name);
+  sd->kind = (SchedKind)k;
+  if (!punct(sp, '(', "'('")) return false;
+  if (sd->kind == SCHED_PRECOMPUTE) return parse_raw_arg(sp, sd);
+  return parse_vars(sp, sd);
+}
+
+bool nt_schedule_parse(const char *src, Schedule *out, Arena *a, Diag *d) {
+  SchedParser sp = {.src = src, .p = src, .a = a, .d = d};
+  memset(out, 0, sizeof *out);
+  out->src = arena_strdup(a, src);
+  for (;;) {
+    while (*sp.p && strchr(" \t\r\n,;", *sp.p)) sp.p++;
+    if (!*sp.p) return true;
+    if (out->n == (int)(sizeof out->d / sizeof out->d[0]))
+      return serr(&sp, "too many schedule directives (max %s)", "16");
+    if (!parse_directive(&sp, &out->d[out->n])) return false;
+    out->n++;
+  }
+}
+
+void nt_schedule_print(FILE *out, const Schedule *s) {
+  static const char *names[] = {"reorder", "precompute", "parallelize",
+                                "vectorize"};
+  for (int i = 0; i < s->n; i++) {
+    const SchedDirective *sd = &s->d[i];
+    fprintf(out, "%s%s(", i ? " " : "", names[sd->kind]);
+    if (sd->kind == SCHED_PRECOMPUTE) fputs(sd->arg, out);
+    for (int k = 0; k < sd->nvars; k++)
+      fprintf(out, "%s%s", k ? "," : "", sd->vars[k]);
+    if (sd->kind == SCHED_VECTORIZE) fprintf(out, ",%d", sd->width);
+    fputc(')', out);
+  }
+}

@@ -1,0 +1,576 @@
+/* The loop IR's C printer: writes a LirKernel as one readable C11 function
+ * `int32_t name(tj_storage **operands)` against runtime/abi.h.
+ *
+ * Operands become locals (`tj_storage *A = operands[0];`), fields print as
+ * `A->dims[0]`, `((int32_t *)A->levels[1].crd)`. Expressions print with C
+ * precedence, so parentheses appear only where C needs them. Helpers that can
+ * fail jump to `fail:`, where k->cleanup runs on every exit; the body's
+ * top-level declarations that cleanup reads are hoisted to the function's
+ * top (initialized to 0) so the jump never skips them.
+ */
+#include "loop_ir.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Printer {
+  FILE *out;
+  const LirKernel *k;
+  char (*opname)[48];      /* C name of each operand local */
+  unsigned char *hoisted;  /* by LirVar id: declared at the function's top */
+} Printer;
+
+/* C precedence levels (higher binds tighter). */
+enum { P_COND = 3, P_OR = 4, P_AND = 5, P_EQ = 9, P_REL = 10, P_ADD = 12,
+       P_MUL = 13, P_UNARY = 14, P_POSTFIX = 15, P_PRIMARY = 16 };
+
+static void print_expr(Printer *p, const LirExpr *e, int need);
+
+static const char *binop_c(LirBinOp op) {
+  static const char *s[] = {"+", "-", "*", "/", "%", "min", "max", "<",
+                            "<=", ">", ">=", "==", "!=", "&&", "||"};
+  return s[op];
+}
+
+static int binop_prec(LirBinOp op) {
+  switch (op) {
+  case LOP_ADD: case LOP_SUB: return P_ADD;
+  case LOP_MUL: case LOP_DIV: case LOP_REM: return P_MUL;
+  case LOP_MIN: case LOP_MAX: return P_PRIMARY;  /* printed parenthesized */
+  case LOP_LT: case LOP_LE: case LOP_GT: case LOP_GE: return P_REL;
+  case LOP_EQ: case LOP_NE: return P_EQ;
+  case LOP_AND: return P_AND;
+  default: return P_OR;
+  }
+}
+
+static int expr_prec(const LirExpr *e) {
+  switch (e->kind) {
+  case LE_CONST:
+    if (lir_type_is_float(e->type)) return e->u.c.f < 0 ? P_UNARY : P_PRIMARY;
+    return e->u.c.i < 0 ? P_UNARY : P_PRIMARY;
+  case LE_VAR: case LE_FIELD: return P_PRIMARY;
+  case LE_LOAD: return P_POSTFIX;
+  case LE_BIN: return binop_prec(e->u.bin.op);
+  case LE_UN:
+    return e->u.un.op == LUN_NEG || e->u.un.op == LUN_NOT ? P_UNARY
+                                                          : P_POSTFIX;
+  case LE_CAST: return P_UNARY;
+  default: return P_COND;
+  }
+}
+
+static void print_float(FILE *out, double v, bool is_f32) {
+  char buf[64];
+  if (isnan(v)) {
+    fputs(is_f32 ? "NAN" : "(double)NAN", out);
+    return;
+  }
+  if (isinf(v)) {
+    fputs(v < 0 ? "-" : "", out);
+    fputs(is_f32 ? "INFINITY" : "(double)INFINITY", out);
+    return;
+  }
+  if (is_f32)
+    snprintf(buf, sizeof buf, "%.9g", (double)(float)v);
+  else
+    snprintf(buf, sizeof buf, "%.17g", v);
+  fputs(buf, out);
+  if (!strpbrk(buf, ".e")) fputs(".0", out);
+  if (is_f32) fputc('f', out);
+}
+
+static void print_const(Printer *p, const LirExpr *e) {
+  switch (e->type) {
+  case LT_BOOL: fputs(e->u.c.i ? "true" : "false", p->out); break;
+  case LT_F32: print_float(p->out, e->u.c.f, true); break;
+  case LT_F64: print_float(p->out, e->u.c.f, false); break;
+  case LT_I32:
+    if ((int32_t)e->u.c.i == INT32_MIN) fputs("INT32_MIN", p->out);
+    else fprintf(p->out, "%" PRId32, (int32_t)e->u.c.i);
+    break;
+  case LT_I64:
+    if (e->u.c.i == INT64_MIN) fputs("INT64_MIN", p->out);
+    else if (e->u.c.i > INT32_MAX || e->u.c.i < -INT32_MAX)
+      fprintf(p->out, "INT64_C(%" PRId64 ")", e->u.c.i);
+    else fprintf(p->out, "%" PRId64, e->u.c.i);
+    break;
+  default: fputs("0", p->out); break;  /* null pointer */
+  }
+}
+
+static const char *arr_name(LirField f) {
+  return f == LF_POS ? "pos" : f == LF_CRD ? "crd" : "vals";
+}
+
+static void print_field(Printer *p, int op, LirField f, int level) {
+  const char *o = p->opname[op];
+  switch (f) {
+  case LF_DIM: fprintf(p->out, "%s->dims[%d]", o, level); break;
+  case LF_LVL_SIZE: fprintf(p->out, "%s->levels[%d].size", o, level); break;
+  case LF_POS: case LF_CRD:
+    fprintf(p->out, "((%s)%s->levels[%d].%s)",
+            lir_type_c(lir_field_type(p->k, op, f)), o, level, arr_name(f));
+    break;
+  case LF_VALS:
+    fprintf(p->out, "((%s)%s->vals)",
+            lir_type_c(lir_field_type(p->k, op, f)), o);
+    break;
+  case LF_POS_LEN: fprintf(p->out, "%s->levels[%d].pos_len", o, level); break;
+  case LF_CRD_LEN: fprintf(p->out, "%s->levels[%d].crd_len", o, level); break;
+  case LF_VALS_LEN: fprintf(p->out, "%s->vals_len", o); break;
+  }
+}
+
+/* min/max print as `(a < b ? a : b)`; the interpreter uses the same rule. */
+static void print_minmax(Printer *p, const LirExpr *e) {
+  const char *cmp = e->u.bin.op == LOP_MIN ? " < " : " > ";
+  fputc('(', p->out);
+  print_expr(p, e->u.bin.a, P_REL + 1);
+  fputs(cmp, p->out);
+  print_expr(p, e->u.bin.b, P_REL + 1);
+  fputs(" ? ", p->out);
+  print_expr(p, e->u.bin.a, P_COND + 1);
+  fputs(" : ", p->out);
+  print_expr(p, e->u.bin.b, P_COND);
+  fputc(')', p->out);
+}
+
+static void print_bin(Printer *p, const LirExpr *e) {
+  LirBinOp op = e->u.bin.op;
+  if (op == LOP_MIN || op == LOP_MAX) {
+    print_minmax(p, e);
+    return;
+  }
+  int prec = binop_prec(op);
+  /* Comparisons and logic operands are never bare comparisons / other
+   * logic operators: C allows it, but it reads badly. */
+  int lneed = prec, rneed = prec + 1;
+  if (prec == P_REL || prec == P_EQ) lneed = rneed = P_ADD;
+  if (op == LOP_OR) lneed = rneed = P_AND + 1;
+  if (op == LOP_AND) lneed = P_AND, rneed = P_AND + 1;
+  if (e->type == LT_I64 && e->u.bin.a->kind == LE_CONST &&
+      e->u.bin.b->kind == LE_CONST)
+    fputs("(int64_t)", p->out);  /* two int literals would compute in int */
+  print_expr(p, e->u.bin.a, lneed);
+  fprintf(p->out, " %s ", binop_c(op));
+  print_expr(p, e->u.bin.b, rneed);
+}
+
+static void print_un(Printer *p, const LirExpr *e) {
+  const LirExpr *x = e->u.un.a;
+  bool f32 = x->type == LT_F32;
+  switch (e->u.un.op) {
+  case LUN_NEG: case LUN_NOT:
+    fputs(e->u.un.op == LUN_NEG ? "-" : "!", p->out);
+    /* a nested unary minus or negative literal needs parentheses (--x) */
+    print_expr(p, x, expr_prec(x) == P_UNARY ? P_PRIMARY : P_UNARY);
+    return;
+  case LUN_ABS:
+    if (!lir_type_is_float(x->type)) {
+      fputc('(', p->out);
+      print_expr(p, x, P_REL + 1);
+      fputs(" < 0 ? -", p->out);
+      print_expr(p, x, P_PRIMARY);
+      fputs(" : ", p->out);
+      print_expr(p, x, P_COND);
+      fputc(')', p->out);
+      return;
+    }
+    fputs(f32 ? "fabsf(" : "fabs(", p->out);
+    break;
+  case LUN_SQRT: fputs(f32 ? "sqrtf(" : "sqrt(", p->out); break;
+  case LUN_EXP: fputs(f32 ? "expf(" : "exp(", p->out); break;
+  case LUN_LOG: fputs(f32 ? "logf(" : "log(", p->out); break;
+  }
+  print_expr(p, x, 0);
+  fputc(')', p->out);
+}
+
+static void print_expr_bare(Printer *p, const LirExpr *e) {
+  switch (e->kind) {
+  case LE_CONST: print_const(p, e); break;
+  case LE_VAR: fputs(e->u.var->name, p->out); break;
+  case LE_FIELD:
+    print_field(p, e->u.field.operand, e->u.field.field, e->u.field.level);
+    break;
+  case LE_LOAD:
+    print_expr(p, e->u.load.ptr, P_POSTFIX);
+    fputc('[', p->out);
+    print_expr(p, e->u.load.idx, 0);
+    fputc(']', p->out);
+    break;
+  case LE_BIN: print_bin(p, e); break;
+  case LE_UN: print_un(p, e); break;
+  case LE_CAST:
+    fprintf(p->out, "(%s)", lir_type_c(e->type));
+    print_expr(p, e->u.cast, P_UNARY);
+    break;
+  case LE_SELECT:
+    print_expr(p, e->u.sel.cond, P_COND + 1);
+    fputs(" ? ", p->out);
+    print_expr(p, e->u.sel.a, P_COND + 1);
+    fputs(" : ", p->out);
+    print_expr(p, e->u.sel.b, P_COND);
+    break;
+  }
+}
+
+/* Prints e, parenthesized when it binds looser than `need`. */
+static void print_expr(Printer *p, const LirExpr *e, int need) {
+  if (!e) {
+    fputs("/* missing */0", p->out);
+    return;
+  }
+  bool paren = expr_prec(e) < need;
+  if (paren) fputc('(', p->out);
+  print_expr_bare(p, e);
+  if (paren) fputc(')', p->out);
+}
+
+static void indent(Printer *p, int n) {
+  for (int i = 0; i < n; i++) fputs("  ", p->out);
+}
+
+static void print_decl_head(Printer *p, const LirVar *v) {
+  const char *t = lir_type_c(v->type);
+  fprintf(p->out, "%s%s%s", t, t[strlen(t) - 1] == '*' ? "" : " ", v->name);
+}
+
+static void print_list(Printer *p, const LirStmt *s, int ind, bool top);
+
+/* Prints `{`-body-`}` ending without a newline (so `else` can follow). */
+static void print_body(Printer *p, const LirStmt *body, int ind) {
+  fputs("{\n", p->out);
+  print_list(p, body, ind + 1, false);
+  indent(p, ind);
+  fputc('}', p->out);
+}
+
+/* `x = e;`, `x += e;` or for min/max/and/or `x = x op e;`. */
+static void print_update(Printer *p, int op, const LirExpr *e) {
+  if (op < 0) {
+    fputs(" = ", p->out);
+    print_expr(p, e, P_COND);
+  } else if (op <= LOP_REM) {
+    fprintf(p->out, " %s= ", binop_c(op));
+    print_expr(p, e, P_COND);
+  }
+  fputs(";\n", p->out);
+}
+
+static void print_assign(Printer *p, const LirStmt *s) {
+  int op = s->u.assign.op;
+  fputs(s->u.assign.var->name, p->out);
+  if (op > LOP_REM) {  /* no compound C operator: spell it out */
+    LirExpr x = {.kind = LE_VAR, .type = s->u.assign.var->type};
+    x.u.var = s->u.assign.var;
+    LirExpr b = {.kind = LE_BIN, .type = x.type};
+    b.u.bin.op = op, b.u.bin.a = &x, b.u.bin.b = s->u.assign.e;
+    print_update(p, -1, &b);
+  } else {
+    print_update(p, op, s->u.assign.e);
+  }
+}
+
+static void print_store(Printer *p, const LirStmt *s) {
+  int op = s->u.store.op;
+  LirExpr ld = {.kind = LE_LOAD, .type = lir_elem_type(s->u.store.ptr->type)};
+  ld.u.load.ptr = s->u.store.ptr, ld.u.load.idx = s->u.store.idx;
+  print_expr(p, &ld, P_POSTFIX);
+  if (op > LOP_REM) {
+    LirExpr b = {.kind = LE_BIN, .type = ld.type};
+    b.u.bin.op = op, b.u.bin.a = &ld, b.u.bin.b = s->u.store.e;
+    print_update(p, -1, &b);
+  } else {
+    print_update(p, op, s->u.store.e);
+  }
+}
+
+static void print_attrs(Printer *p, LoopAttrs at, int ind) {
+  if (!at.parallel && !at.vec_width && !at.unroll) return;
+  indent(p, ind);
+  fputs("/*", p->out);
+  if (at.parallel) fputs(" parallel (#pragma omp parallel for)", p->out);
+  if (at.vec_width) fprintf(p->out, " vector(%d)", at.vec_width);
+  if (at.unroll) fprintf(p->out, " unroll(%d)", at.unroll);
+  fputs(" */\n", p->out);
+}
+
+static void print_for(Printer *p, const LirStmt *s, int ind) {
+  const LirVar *iv = s->u.loop.iv;
+  const LirExpr *st = s->u.loop.step;
+  fputs("for (", p->out);
+  print_decl_head(p, iv);
+  fputs(" = ", p->out);
+  print_expr(p, s->u.loop.lo, P_COND);
+  fprintf(p->out, "; %s < ", iv->name);
+  print_expr(p, s->u.loop.hi, P_REL + 1);
+  if (st && st->kind == LE_CONST && st->u.c.i == 1) {
+    fprintf(p->out, "; %s++) ", iv->name);
+  } else {
+    fprintf(p->out, "; %s += ", iv->name);
+    print_expr(p, st, P_COND);
+    fputs(") ", p->out);
+  }
+  print_body(p, s->u.loop.body, ind);
+  fputc('\n', p->out);
+}
+
+/* if / else if / else: an IF alone in els prints as `else if`. */
+static void print_if(Printer *p, const LirStmt *s, int ind) {
+  for (;;) {
+    fputs("if (", p->out);
+    print_expr(p, s->u.cond.cond, 0);
+    fputs(") ", p->out);
+    print_body(p, s->u.cond.then, ind);
+    const LirStmt *els = s->u.cond.els;
+    if (!els) break;
+    if (els->kind == LS_IF && !els->next) {
+      fputs(" else ", p->out);
+      s = els;
+      continue;
+    }
+    fputs(" else ", p->out);
+    print_body(p, els, ind);
+    break;
+  }
+  fputc('\n', p->out);
+}
+
+static const char *arr_const(int arr) {
+  return arr == 0 ? "TJ_ARR_POS" : arr == 1 ? "TJ_ARR_CRD" : "TJ_ARR_VALS";
+}
+
+static void print_call(Printer *p, const LirStmt *s) {
+  const char *ptr = s->u.call.ptr ? s->u.call.ptr->name : "0";
+  switch (s->u.call.h) {
+  case LH_RESERVE:
+    fprintf(p->out, "if ((rc = tj_rt_reserve(%s, %s, %d, ",
+            p->opname[s->u.call.operand], arr_const(s->u.call.arr),
+            s->u.call.level);
+    print_expr(p, s->u.call.a, P_COND);
+    fputs(")) != 0) goto fail;\n", p->out);
+    break;
+  case LH_ALLOC:
+    fputs("if ((rc = tj_rt_alloc(", p->out);
+    print_expr(p, s->u.call.a, P_COND);
+    fprintf(p->out, ", (void **)&%s)) != 0) goto fail;\n", ptr);
+    break;
+  case LH_FREE:
+    fprintf(p->out, "tj_rt_free(%s);\n", ptr);
+    break;
+  case LH_SORT_CRD:
+    fprintf(p->out, "tj_rt_sort_crd(%s, ", ptr);
+    print_expr(p, s->u.call.a, P_COND);
+    fprintf(p->out, ", sizeof *%s);\n", ptr);
+    break;
+  case LH_ZERO:
+    fprintf(p->out, "memset(%s + ", ptr);
+    print_expr(p, s->u.call.a, P_ADD + 1);
+    fputs(", 0, (", p->out);
+    print_expr(p, s->u.call.b, P_ADD);
+    fputs(" - ", p->out);
+    print_expr(p, s->u.call.a, P_ADD + 1);
+    fprintf(p->out, ") * sizeof *%s);\n", ptr);
+    break;
+  }
+}
+
+static void print_decl(Printer *p, const LirStmt *s, bool top) {
+  const LirVar *v = s->u.decl.var;
+  if (top && p->hoisted[v->id]) {
+    fprintf(p->out, "%s = ", v->name);   /* declared at the function's top */
+  } else {
+    print_decl_head(p, v);
+    fputs(" = ", p->out);
+  }
+  if (s->u.decl.init) print_expr(p, s->u.decl.init, P_COND);
+  else fputs(v->type == LT_BOOL ? "false" : "0", p->out);
+  fputs(";\n", p->out);
+}
+
+static void print_stmt(Printer *p, const LirStmt *s, int ind, bool top) {
+  if (s->kind == LS_FOR) print_attrs(p, s->u.loop.at, ind);
+  indent(p, ind);
+  switch (s->kind) {
+  case LS_DECL: print_decl(p, s, top); break;
+  case LS_ASSIGN: print_assign(p, s); break;
+  case LS_STORE: print_store(p, s); break;
+  case LS_SETFIELD:
+    print_field(p, s->u.setfield.operand, s->u.setfield.field,
+                s->u.setfield.level);
+    print_update(p, -1, s->u.setfield.e);
+    break;
+  case LS_FOR: print_for(p, s, ind); break;
+  case LS_WHILE:
+    fputs("while (", p->out);
+    print_expr(p, s->u.whl.cond, 0);
+    fputs(") ", p->out);
+    print_body(p, s->u.whl.body, ind);
+    fputc('\n', p->out);
+    break;
+  case LS_IF: print_if(p, s, ind); break;
+  case LS_CALL:
+    print_call(p, s);
+    if (s->u.call.h == LH_FREE && s->u.call.ptr) {
+      indent(p, ind);
+      fprintf(p->out, "%s = 0;\n", s->u.call.ptr->name);
+    }
+    break;
+  case LS_BLOCK:
+    print_body(p, s->u.block, ind);
+    fputc('\n', p->out);
+    break;
+  case LS_COMMENT: fprintf(p->out, "/* %s */\n", s->u.comment); break;
+  }
+}
+
+static void print_list(Printer *p, const LirStmt *s, int ind, bool top) {
+  for (; s; s = s->next) print_stmt(p, s, ind, top);
+}
+
+/* ---- which operands and variables the function needs up front ---- */
+
+typedef struct Uses {
+  unsigned char *vars;   /* by LirVar id */
+  bool ops[32];
+  bool can_fail;         /* a RESERVE or ALLOC is present */
+} Uses;
+
+static void uses_expr(Uses *u, const LirExpr *e) {
+  if (!e) return;
+  switch (e->kind) {
+  case LE_CONST: break;
+  case LE_VAR: if (e->u.var) u->vars[e->u.var->id] = 1; break;
+  case LE_FIELD:
+    if (e->u.field.operand >= 0 && e->u.field.operand < 32)
+      u->ops[e->u.field.operand] = true;
+    break;
+  case LE_LOAD: uses_expr(u, e->u.load.ptr); uses_expr(u, e->u.load.idx); break;
+  case LE_BIN: uses_expr(u, e->u.bin.a); uses_expr(u, e->u.bin.b); break;
+  case LE_UN: uses_expr(u, e->u.un.a); break;
+  case LE_CAST: uses_expr(u, e->u.cast); break;
+  case LE_SELECT:
+    uses_expr(u, e->u.sel.cond);
+    uses_expr(u, e->u.sel.a);
+    uses_expr(u, e->u.sel.b);
+    break;
+  }
+}
+
+static void uses_list(Uses *u, const LirStmt *s);
+
+static void uses_stmt(Uses *u, const LirStmt *s) {
+  switch (s->kind) {
+  case LS_DECL: uses_expr(u, s->u.decl.init); break;
+  case LS_ASSIGN:
+    u->vars[s->u.assign.var->id] = 1;
+    uses_expr(u, s->u.assign.e);
+    break;
+  case LS_STORE:
+    uses_expr(u, s->u.store.ptr);
+    uses_expr(u, s->u.store.idx);
+    uses_expr(u, s->u.store.e);
+    break;
+  case LS_SETFIELD:
+    if (s->u.setfield.operand >= 0 && s->u.setfield.operand < 32)
+      u->ops[s->u.setfield.operand] = true;
+    uses_expr(u, s->u.setfield.e);
+    break;
+  case LS_FOR:
+    uses_expr(u, s->u.loop.lo);
+    uses_expr(u, s->u.loop.hi);
+    uses_expr(u, s->u.loop.step);
+    uses_list(u, s->u.loop.body);
+    break;
+  case LS_WHILE: uses_expr(u, s->u.whl.cond); uses_list(u, s->u.whl.body); break;
+  case LS_IF:
+    uses_expr(u, s->u.cond.cond);
+    uses_list(u, s->u.cond.then);
+    uses_list(u, s->u.cond.els);
+    break;
+  case LS_CALL:
+    if (s->u.call.h == LH_RESERVE && s->u.call.operand >= 0 &&
+        s->u.call.operand < 32)
+      u->ops[s->u.call.operand] = true;
+    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC)
+      u->can_fail = true;
+    if (s->u.call.ptr) u->vars[s->u.call.ptr->id] = 1;
+    uses_expr(u, s->u.call.a);
+    uses_expr(u, s->u.call.b);
+    break;
+  case LS_BLOCK: uses_list(u, s->u.block); break;
+  case LS_COMMENT: break;
+  }
+}
+
+static void uses_list(Uses *u, const LirStmt *s) {
+  for (; s; s = s->next) uses_stmt(u, s);
+}
+
+/* Names operand locals after the tensors; a repeated or non-identifier name
+ * becomes name_k / op_k. */
+static void name_operands(Printer *p) {
+  const LirKernel *k = p->k;
+  for (int i = 0; i < k->noperands; i++) {
+    const char *n = k->operands[i].name;
+    bool ok = n && *n && strlen(n) < 40 && !(*n >= '0' && *n <= '9');
+    for (const char *c = n; ok && *c; c++)
+      ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+           (*c >= '0' && *c <= '9') || *c == '_';
+    bool dup = false;
+    for (int j = 0; ok && j < k->noperands; j++)
+      dup |= j != i && k->operands[j].name && !strcmp(n, k->operands[j].name);
+    if (!ok) snprintf(p->opname[i], 48, "op_%d", i);
+    else if (dup) snprintf(p->opname[i], 48, "%s_%d", n, i);
+    else snprintf(p->opname[i], 48, "%s", n);
+  }
+}
+
+static void print_prologue(Printer *p, const Uses *body, const Uses *clean) {
+  const LirKernel *k = p->k;
+  for (int i = 0; i < k->noperands && i < 32; i++)
+    if (body->ops[i] || clean->ops[i])
+      fprintf(p->out, "  tj_storage *%s = operands[%d];\n", p->opname[i], i);
+  fputs("  int32_t rc = 0;\n", p->out);
+  for (const LirStmt *s = k->body; s; s = s->next) {
+    if (s->kind != LS_DECL || !clean->vars[s->u.decl.var->id]) continue;
+    p->hoisted[s->u.decl.var->id] = 1;
+    fputs("  ", p->out);
+    print_decl_head(p, s->u.decl.var);
+    fputs(" = 0;\n", p->out);
+  }
+}
+
+void lir_print(FILE *out, const LirKernel *k, bool with_header) {
+  int n = k->nvars > 0 ? k->nvars : 1;
+  char (*names)[48] = calloc(32, sizeof *names);
+  unsigned char *hoisted = calloc((size_t)n, 1);
+  unsigned char *bvars = calloc((size_t)n, 1), *cvars = calloc((size_t)n, 1);
+  if (!names || !hoisted || !bvars || !cvars) {
+    fputs("/* lir_print: out of memory */\n", out);
+    goto done;
+  }
+  Printer p = {out, k, names, hoisted};
+  Uses body = {.vars = bvars}, clean = {.vars = cvars};
+  uses_list(&body, k->body);
+  uses_list(&clean, k->cleanup);
+  name_operands(&p);
+  if (with_header)
+    fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n"
+          "#include <string.h>\n\n#include \"runtime/abi.h\"\n\n", out);
+  fprintf(out, "int32_t %s(tj_storage **operands) {\n", k->name);
+  print_prologue(&p, &body, &clean);
+  print_list(&p, k->body, 1, true);
+  if (body.can_fail || clean.can_fail) fputs("fail:\n", out);
+  print_list(&p, k->cleanup, 1, false);
+  fputs("  return rc;\n}\n", out);
+done:
+  free(names);
+  free(hoisted);
+  free(bvars);
+  free(cvars);
+}

@@ -1,0 +1,254 @@
+/* Index notation nodes: constructors, interning, equality and the printer.
+ *
+ * Tensor and index variables are interned per assignment by name, so one
+ * name is one object with a dense id. The printer uses minimal parentheses
+ * that still re-parse to the same tree: operators are left-associative, so
+ * a right operand of equal precedence is parenthesized (a - (b - c)); a
+ * parsed "-2" is a negative literal, so negating a literal prints "-(2)".
+ */
+#include "notation.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+Assignment *nt_assignment(Arena *a) {
+  return arena_alloc(a, sizeof(Assignment));
+}
+
+/* The tensor named name in as, created with the next id if new; NULL when
+ * the arena is out of memory or as already has NT_MAX_TENSORS tensors. */
+TensorVar *nt_tensor(Arena *a, Assignment *as, const char *name) {
+  for (int i = 0; i < as->ntensors; i++)
+    if (strcmp(as->tensors[i]->name, name) == 0) return as->tensors[i];
+  if (as->ntensors >= NT_MAX_TENSORS) return NULL;
+  TensorVar *t = arena_alloc(a, sizeof *t);
+  char *nm = arena_strdup(a, name);
+  if (!t || !nm) return NULL;
+  t->id = as->ntensors;
+  t->name = nm;
+  t->decl.order = -1;
+  as->tensors[as->ntensors++] = t;
+  return t;
+}
+
+/* The index named name in as, created if new (extent -1 until checked);
+ * NULL when out of memory or as already has NT_MAX_INDICES indices. */
+IndexVar *nt_index(Arena *a, Assignment *as, const char *name) {
+  for (int i = 0; i < as->nindices; i++)
+    if (strcmp(as->indices[i]->name, name) == 0) return as->indices[i];
+  if (as->nindices >= NT_MAX_INDICES) return NULL;
+  IndexVar *v = arena_alloc(a, sizeof *v);
+  char *nm = arena_strdup(a, name);
+  if (!v || !nm) return NULL;
+  v->id = as->nindices;
+  v->name = nm;
+  v->extent = -1;
+  as->indices[as->nindices++] = v;
+  return v;
+}
+
+static Expr *new_expr(Arena *a, ExprKind k, int col) {
+  Expr *e = arena_alloc(a, sizeof *e);
+  if (!e) return NULL;
+  e->kind = k;
+  e->col = col;
+  return e;
+}
+
+Expr *nt_access(Arena *a, TensorVar *t, int n, IndexVar *const *idx, int col) {
+  if (n < 0 || n > NT_MAX_ORDER) return NULL;
+  Expr *e = new_expr(a, EX_ACCESS, col);
+  if (!e) return NULL;
+  e->u.access.t = t;
+  e->u.access.n = n;
+  for (int i = 0; i < n; i++) e->u.access.idx[i] = idx[i];
+  return e;
+}
+
+Expr *nt_literal(Arena *a, double v, bool is_int, int col) {
+  Expr *e = new_expr(a, EX_LITERAL, col);
+  if (!e) return NULL;
+  e->u.lit.value = v;
+  e->u.lit.is_int = is_int;
+  return e;
+}
+
+Expr *nt_unary(Arena *a, ExprKind k, Expr *x, int col) {
+  Expr *e = new_expr(a, k, col);
+  if (!e) return NULL;
+  e->u.bin.a = x;
+  return e;
+}
+
+Expr *nt_binary(Arena *a, ExprKind k, Expr *x, Expr *y, int col) {
+  Expr *e = new_expr(a, k, col);
+  if (!e) return NULL;
+  e->u.bin.a = x;
+  e->u.bin.b = y;
+  return e;
+}
+
+Expr *nt_call(Arena *a, FnKind fn, Expr *x, Expr *y, int col) {
+  Expr *e = new_expr(a, EX_CALL, col);
+  if (!e) return NULL;
+  e->u.call.fn = fn;
+  e->u.call.a = x;
+  e->u.call.b = y;
+  return e;
+}
+
+/* True when v occurs in e. */
+static bool uses_index(const Expr *e, const IndexVar *v) {
+  switch (e->kind) {
+  case EX_ACCESS:
+    for (int i = 0; i < e->u.access.n; i++)
+      if (e->u.access.idx[i] == v) return true;
+    return false;
+  case EX_LITERAL: return false;
+  case EX_NEG: return uses_index(e->u.bin.a, v);
+  case EX_CALL:
+    return uses_index(e->u.call.a, v) ||
+           (e->u.call.b && uses_index(e->u.call.b, v));
+  default: return uses_index(e->u.bin.a, v) || uses_index(e->u.bin.b, v);
+  }
+}
+
+bool nt_is_reduction_var(const Assignment *as, const IndexVar *v) {
+  return !uses_index(as->lhs, v) && uses_index(as->rhs, v);
+}
+
+const char *nt_fn_name(FnKind fn) {
+  static const char *names[] = {"sqrt", "abs", "exp", "log", "min", "max"};
+  return (unsigned)fn < 6 ? names[fn] : "?";
+}
+
+const char *nt_dtype_name(tj_dtype t) {
+  static const char *names[] = {"f64", "f32", "i64", "i32"};
+  return (unsigned)t < 4 ? names[t] : "?";
+}
+
+/* ---- equality ---- */
+
+bool nt_expr_equal(const Expr *x, const Expr *y) {
+  if (!x || !y) return x == y;
+  if (x->kind != y->kind) return false;
+  switch (x->kind) {
+  case EX_ACCESS:
+    if (strcmp(x->u.access.t->name, y->u.access.t->name) != 0 ||
+        x->u.access.n != y->u.access.n)
+      return false;
+    for (int i = 0; i < x->u.access.n; i++)
+      if (strcmp(x->u.access.idx[i]->name, y->u.access.idx[i]->name) != 0)
+        return false;
+    return true;
+  case EX_LITERAL:
+    return x->u.lit.is_int == y->u.lit.is_int &&
+           memcmp(&x->u.lit.value, &y->u.lit.value, sizeof(double)) == 0;
+  case EX_NEG: return nt_expr_equal(x->u.bin.a, y->u.bin.a);
+  case EX_CALL:
+    return x->u.call.fn == y->u.call.fn &&
+           nt_expr_equal(x->u.call.a, y->u.call.a) &&
+           nt_expr_equal(x->u.call.b, y->u.call.b);
+  default:
+    return nt_expr_equal(x->u.bin.a, y->u.bin.a) &&
+           nt_expr_equal(x->u.bin.b, y->u.bin.b);
+  }
+}
+
+bool nt_equal(const Assignment *x, const Assignment *y) {
+  return x->accumulate == y->accumulate && nt_expr_equal(x->lhs, y->lhs) &&
+         nt_expr_equal(x->rhs, y->rhs);
+}
+
+/* ---- printer ---- */
+
+enum { PREC_ADD = 1, PREC_MUL = 2, PREC_UNARY = 3, PREC_ATOM = 4 };
+
+static int prec_of(const Expr *e) {
+  switch (e->kind) {
+  case EX_ADD: case EX_SUB: return PREC_ADD;
+  case EX_MUL: case EX_DIV: return PREC_MUL;
+  case EX_NEG: return PREC_UNARY;
+  default: return PREC_ATOM;
+  }
+}
+
+/* Shortest %g spelling that reads back as v, with a '.' or 'e' so it
+ * re-parses as a non-integer literal. */
+static void print_double(FILE *out, double v) {
+  char buf[64];
+  for (int digits = 15; digits <= 17; digits++) {
+    snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (strtod(buf, NULL) == v) break;
+  }
+  if (isfinite(v) && !strpbrk(buf, ".e")) strcat(buf, ".0");
+  fputs(buf, out);
+}
+
+static void print_literal(FILE *out, const Expr *e) {
+  double v = e->u.lit.value;
+  if (e->u.lit.is_int && v == nearbyint(v) && fabs(v) < 1e300)
+    fprintf(out, "%.0f", v);
+  else
+    print_double(out, v);
+}
+
+static void print_access(FILE *out, const Expr *e) {
+  fputs(e->u.access.t->name, out);
+  if (e->u.access.n == 0) return;
+  fputc('(', out);
+  for (int i = 0; i < e->u.access.n; i++)
+    fprintf(out, "%s%s", i ? "," : "", e->u.access.idx[i]->name);
+  fputc(')', out);
+}
+
+static void print_prec(FILE *out, const Expr *e, int ctx);
+
+static void print_binary(FILE *out, const Expr *e) {
+  static const char ops[] = {[EX_ADD] = '+', [EX_SUB] = '-', [EX_MUL] = '*',
+                             [EX_DIV] = '/'};
+  int p = prec_of(e);
+  print_prec(out, e->u.bin.a, p);
+  fprintf(out, " %c ", ops[e->kind]);
+  print_prec(out, e->u.bin.b, p + 1);
+}
+
+/* Prints e, parenthesized when its precedence is below ctx. */
+static void print_prec(FILE *out, const Expr *e, int ctx) {
+  bool paren = prec_of(e) < ctx;
+  if (paren) fputc('(', out);
+  switch (e->kind) {
+  case EX_ACCESS: print_access(out, e); break;
+  case EX_LITERAL: print_literal(out, e); break;
+  case EX_NEG:
+    fputc('-', out);
+    if (e->u.bin.a->kind == EX_LITERAL) { /* "-2" would read as a literal */
+      fputc('(', out);
+      print_literal(out, e->u.bin.a);
+      fputc(')', out);
+    } else {
+      print_prec(out, e->u.bin.a, PREC_UNARY);
+    }
+    break;
+  case EX_CALL:
+    fprintf(out, "%s(", nt_fn_name(e->u.call.fn));
+    print_prec(out, e->u.call.a, 0);
+    if (e->u.call.b) {
+      fputs(", ", out);
+      print_prec(out, e->u.call.b, 0);
+    }
+    fputc(')', out);
+    break;
+  default: print_binary(out, e); break;
+  }
+  if (paren) fputc(')', out);
+}
+
+void nt_print_expr(FILE *out, const Expr *e) { print_prec(out, e, 0); }
+
+void nt_print(FILE *out, const Assignment *as) {
+  nt_print_expr(out, as->lhs);
+  fputs(as->accumulate ? " += " : " = ", out);
+  nt_print_expr(out, as->rhs);
+}

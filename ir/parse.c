@@ -1,0 +1,399 @@
+/* Lexer and recursive-descent parser for one index-notation assignment:
+ *
+ *   assignment := access ('=' | '+=') expr
+ *   expr  := term  (('+' | '-') term)*        left-associative
+ *   term  := unary (('*' | '/') unary)*       left-associative
+ *   unary := '-' unary | '-' NUMBER | primary  (-2 is one negative literal)
+ *   primary := NUMBER | '(' expr ')' | FN '(' expr [',' expr] ')' | access
+ *   access  := NAME [ '(' [NAME (',' NAME)*] ')' ]      (a and a() alike)
+ *
+ * FN is sqrt abs exp log min max when followed by '('. Nesting is bounded
+ * (NT_MAX_NESTING) and so is the tree height (NT_MAX_HEIGHT), so no input
+ * can exhaust the stack here or in the recursive walks that follow. An index
+ * repeated in one access (B(i,i), a diagonal) is refused.
+ */
+#include "notation.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum {
+  TK_EOF, TK_NAME, TK_NUM, TK_LPAREN, TK_RPAREN, TK_COMMA, TK_PLUS,
+  TK_MINUS, TK_STAR, TK_SLASH, TK_ASSIGN, TK_PLUS_ASSIGN
+} TokKind;
+
+typedef struct Token {
+  TokKind kind;
+  int col;          /* 1-based */
+  const char *s;    /* start in the source */
+  int len;
+  double num;
+  bool is_int;
+} Token;
+
+typedef struct Parser {
+  Arena *a;
+  Diag *d;
+  const char *src;
+  const char *p;    /* lexer position */
+  Token tok;        /* current token */
+  int depth;        /* current nesting */
+  Assignment *as;
+} Parser;
+
+static const char *tok_names[] = {
+  "end of input", "name", "number", "'('", "')'", "','", "'+'", "'-'",
+  "'*'", "'/'", "'='", "'+='"};
+
+static bool err_at(Parser *ps, int col, const char *msg) {
+  return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, col, "%s", msg);
+}
+
+/* "found 'x'" text for the current token. */
+static const char *found(Parser *ps) {
+  Token *t = &ps->tok;
+  if (t->kind == TK_NAME || t->kind == TK_NUM) {
+    const char *s =
+        arena_printf(ps->a, "'%.*s'", t->len > 40 ? 40 : t->len, t->s);
+    return s ? s : "a token";
+  }
+  return tok_names[t->kind];
+}
+
+static bool lex_number(Parser *ps, Token *t) {
+  const char *q = ps->p;
+  bool is_int = true;
+  while (isdigit((unsigned char)*q)) q++;
+  if (*q == '.') {
+    is_int = false;
+    q++;
+    while (isdigit((unsigned char)*q)) q++;
+  }
+  if (*q == 'e' || *q == 'E') {
+    is_int = false;
+    q++;
+    if (*q == '+' || *q == '-') q++;
+    if (!isdigit((unsigned char)*q))
+      return err_at(ps, t->col, "malformed number: exponent has no digits");
+    while (isdigit((unsigned char)*q)) q++;
+  }
+  t->kind = TK_NUM;
+  t->len = (int)(q - ps->p);
+  char *text = arena_strndup(ps->a, ps->p, (size_t)t->len);
+  if (!text) return diag_error(ps->d, TJ_ERR_NOMEM, "out of memory");
+  errno = 0;
+  t->num = strtod(text, NULL);
+  if (isinf(t->num) || (errno == ERANGE && t->num == 0))
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t->col,
+                         "literal %.40s is out of range for f64", text);
+  t->is_int = is_int;
+  ps->p = q;
+  return true;
+}
+
+static bool lex_symbol(Parser *ps, Token *t) {
+  static const char syms[] = "(),+-*/=";
+  static const TokKind kinds[] = {TK_LPAREN, TK_RPAREN, TK_COMMA, TK_PLUS,
+                                  TK_MINUS, TK_STAR, TK_SLASH, TK_ASSIGN};
+  unsigned char c = (unsigned char)*ps->p;
+  if (c == '+' && ps->p[1] == '=') {
+    t->kind = TK_PLUS_ASSIGN;
+    t->len = 2;
+  } else if (c && strchr(syms, c)) {
+    t->kind = kinds[strchr(syms, c) - syms];
+    t->len = 1;
+  } else if (c >= 0x80) {
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t->col,
+                         "non-ASCII byte 0x%02X is not allowed", c);
+  } else if (isprint(c)) {
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t->col,
+                         "unexpected character '%c'", c);
+  } else {
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t->col,
+                         "unexpected control character 0x%02X", c);
+  }
+  ps->p += t->len;
+  return true;
+}
+
+/* Reads the next token into ps->tok; false (d set) on a lexical error. */
+static bool next(Parser *ps) {
+  while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r')
+    ps->p++;
+  Token *t = &ps->tok;
+  memset(t, 0, sizeof *t);
+  t->s = ps->p;
+  t->col = (int)(ps->p - ps->src) + 1;
+  unsigned char c = (unsigned char)*ps->p;
+  if (c == 0) {
+    t->kind = TK_EOF;
+    return true;
+  }
+  if (isalpha(c) || c == '_') {
+    const char *q = ps->p;
+    while (isalnum((unsigned char)*q) || *q == '_') q++;
+    t->kind = TK_NAME;
+    t->len = (int)(q - ps->p);
+    ps->p = q;
+    return true;
+  }
+  if (isdigit(c) || (c == '.' && isdigit((unsigned char)ps->p[1])))
+    return lex_number(ps, t);
+  return lex_symbol(ps, t);
+}
+
+static bool expect(Parser *ps, TokKind k, const char *what) {
+  if (ps->tok.kind == k) return next(ps);
+  return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                       "expected %s, found %s", what, found(ps));
+}
+
+static bool nomem(Parser *ps) {
+  return diag_error(ps->d, TJ_ERR_NOMEM, "out of memory while parsing");
+}
+
+/* Enters one nesting level; false (d set) past NT_MAX_NESTING. */
+static bool enter(Parser *ps) {
+  if (++ps->depth <= NT_MAX_NESTING) return true;
+  return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                       "expression nested too deeply (more than %d levels)",
+                       NT_MAX_NESTING);
+}
+
+/* The next non-blank source character after the current token. */
+static char peek_char(const Parser *ps) {
+  const char *q = ps->p;
+  while (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r') q++;
+  return *q;
+}
+
+static Expr *parse_expr(Parser *ps, int *h);
+
+/* One index of an access to tensor nm: a fresh name for idx[0..n). */
+static IndexVar *parse_index(Parser *ps, const char *nm, IndexVar **idx,
+                             int n) {
+  if (ps->tok.kind != TK_NAME) {
+    diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                  "expected an index variable, found %s", found(ps));
+    return NULL;
+  }
+  if (n == NT_MAX_ORDER) {
+    diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                  "too many indices in %s (max %d)", nm, NT_MAX_ORDER);
+    return NULL;
+  }
+  char *iname = arena_strndup(ps->a, ps->tok.s, (size_t)ps->tok.len);
+  IndexVar *v = iname ? nt_index(ps->a, ps->as, iname) : NULL;
+  if (!v) {
+    if (iname && ps->as->nindices >= NT_MAX_INDICES)
+      err_at(ps, ps->tok.col, "too many index variables (max 32)");
+    else
+      nomem(ps);
+    return NULL;
+  }
+  for (int i = 0; i < n; i++)
+    if (idx[i] == v) {
+      diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                    "index %s appears twice in %s; diagonal access is not "
+                    "supported", v->name, nm);
+      return NULL;
+    }
+  return next(ps) ? v : NULL;
+}
+
+/* NAME ( '(' names ')' )? — the tensor name token is current. */
+static Expr *parse_access(Parser *ps) {
+  Token name = ps->tok;
+  char *nm = arena_strndup(ps->a, name.s, (size_t)name.len);
+  if (!nm) return nomem(ps), NULL;
+  if (!next(ps)) return NULL;
+  TensorVar *t = nt_tensor(ps->a, ps->as, nm);
+  if (!t) {
+    if (ps->as->ntensors >= NT_MAX_TENSORS)
+      err_at(ps, name.col, "too many tensors in one expression (max 32)");
+    else
+      nomem(ps);
+    return NULL;
+  }
+  IndexVar *idx[NT_MAX_ORDER];
+  int n = 0;
+  if (ps->tok.kind == TK_LPAREN) {
+    if (!next(ps)) return NULL;
+    while (ps->tok.kind != TK_RPAREN) {
+      if (n > 0 && !expect(ps, TK_COMMA, "',' or ')'")) return NULL;
+      IndexVar *v = parse_index(ps, nm, idx, n);
+      if (!v) return NULL;
+      idx[n++] = v;
+    }
+    if (!next(ps)) return NULL;
+  }
+  Expr *e = nt_access(ps->a, t, n, idx, name.col);
+  if (!e) nomem(ps);
+  return e;
+}
+
+static bool fn_kind(const Token *t, FnKind *fn) {
+  static const char *names[] = {"sqrt", "abs", "exp", "log", "min", "max"};
+  for (int i = 0; i < 6; i++)
+    if ((int)strlen(names[i]) == t->len &&
+        strncmp(names[i], t->s, (size_t)t->len) == 0) {
+      *fn = (FnKind)i;
+      return true;
+    }
+  return false;
+}
+
+/* FN '(' expr [',' expr] ')' — the function name is current. */
+static Expr *parse_call(Parser *ps, FnKind fn, int *h) {
+  int col = ps->tok.col, nargs = fn == FN_MIN || fn == FN_MAX ? 2 : 1;
+  if (!next(ps) || !next(ps) || !enter(ps)) return NULL; /* name, '(' */
+  int ha = 0, hb = 0;
+  Expr *x = parse_expr(ps, &ha), *y = NULL;
+  if (!x) return NULL;
+  if (ps->tok.kind == TK_COMMA) {
+    if (nargs == 1) {
+      diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                    "%s takes 1 argument", nt_fn_name(fn));
+      return NULL;
+    }
+    if (!next(ps) || !(y = parse_expr(ps, &hb))) return NULL;
+  } else if (nargs == 2 && ps->tok.kind == TK_RPAREN) {
+    diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                  "%s takes 2 arguments", nt_fn_name(fn));
+    return NULL;
+  }
+  if (!expect(ps, TK_RPAREN, "')'")) return NULL;
+  ps->depth--;
+  *h = 1 + (ha > hb ? ha : hb);
+  Expr *e = nt_call(ps->a, fn, x, y, col);
+  if (!e) nomem(ps);
+  return e;
+}
+
+static Expr *parse_primary(Parser *ps, int *h) {
+  Token t = ps->tok;
+  *h = 1;
+  if (t.kind == TK_NUM) {
+    if (!next(ps)) return NULL;
+    Expr *e = nt_literal(ps->a, t.num, t.is_int, t.col);
+    if (!e) nomem(ps);
+    return e;
+  }
+  if (t.kind == TK_LPAREN) {
+    if (!enter(ps) || !next(ps)) return NULL;
+    Expr *e = parse_expr(ps, h);
+    if (!e || !expect(ps, TK_RPAREN, "')'")) return NULL;
+    ps->depth--;
+    return e;
+  }
+  FnKind fn;
+  if (t.kind == TK_NAME && peek_char(ps) == '(' && fn_kind(&t, &fn))
+    return parse_call(ps, fn, h);
+  if (t.kind == TK_NAME) {
+    Expr *e = parse_access(ps);
+    if (e && e->u.access.t->id == 0) {
+      diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, e->col,
+                    "%s is both output and operand", e->u.access.t->name);
+      return NULL;
+    }
+    return e;
+  }
+  diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t.col,
+                "expected an expression, found %s", found(ps));
+  return NULL;
+}
+
+static Expr *parse_unary(Parser *ps, int *h) {
+  if (ps->tok.kind != TK_MINUS) return parse_primary(ps, h);
+  int col = ps->tok.col;
+  if (!next(ps)) return NULL;
+  if (ps->tok.kind == TK_NUM) { /* -2: one negative literal */
+    Token t = ps->tok;
+    if (!next(ps)) return NULL;
+    *h = 1;
+    Expr *e = nt_literal(ps->a, -t.num, t.is_int, col);
+    if (!e) nomem(ps);
+    return e;
+  }
+  if (!enter(ps)) return NULL;
+  Expr *x = parse_unary(ps, h);
+  if (!x) return NULL;
+  ps->depth--;
+  (*h)++;
+  Expr *e = nt_unary(ps->a, EX_NEG, x, col);
+  if (!e) nomem(ps);
+  return e;
+}
+
+/* Folds `x op y` into a node, bounding the tree height. */
+static Expr *fold(Parser *ps, ExprKind k, Expr *x, Expr *y, int col, int *h,
+                  int hy) {
+  if (hy > *h) *h = hy;
+  if (++*h > NT_MAX_HEIGHT) {
+    diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, col,
+                  "expression too large (operator tree deeper than %d)",
+                  NT_MAX_HEIGHT);
+    return NULL;
+  }
+  Expr *e = nt_binary(ps->a, k, x, y, col);
+  if (!e) nomem(ps);
+  return e;
+}
+
+static Expr *parse_term(Parser *ps, int *h) {
+  Expr *x = parse_unary(ps, h);
+  while (x && (ps->tok.kind == TK_STAR || ps->tok.kind == TK_SLASH)) {
+    ExprKind k = ps->tok.kind == TK_STAR ? EX_MUL : EX_DIV;
+    int col = ps->tok.col, hy = 0;
+    if (!next(ps)) return NULL;
+    Expr *y = parse_unary(ps, &hy);
+    x = y ? fold(ps, k, x, y, col, h, hy) : NULL;
+  }
+  return x;
+}
+
+/* Parses expr, setting *h to the height of its tree. */
+static Expr *parse_expr(Parser *ps, int *h) {
+  Expr *x = parse_term(ps, h);
+  while (x && (ps->tok.kind == TK_PLUS || ps->tok.kind == TK_MINUS)) {
+    ExprKind k = ps->tok.kind == TK_PLUS ? EX_ADD : EX_SUB;
+    int col = ps->tok.col, hy = 0;
+    if (!next(ps)) return NULL;
+    Expr *y = parse_term(ps, &hy);
+    x = y ? fold(ps, k, x, y, col, h, hy) : NULL;
+  }
+  return x;
+}
+
+static bool parse_lhs(Parser *ps) {
+  if (ps->tok.kind != TK_NAME)
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                         "expected the output tensor, found %s", found(ps));
+  ps->as->lhs = parse_access(ps);
+  if (!ps->as->lhs) return false;
+  if (ps->tok.kind == TK_PLUS_ASSIGN) ps->as->accumulate = true;
+  else if (ps->tok.kind != TK_ASSIGN)
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                         "expected '=' or '+=', found %s", found(ps));
+  return next(ps);
+}
+
+Assignment *nt_parse(Arena *a, const char *src, Diag *d) {
+  Parser ps = {.a = a, .d = d, .src = src, .p = src};
+  ps.as = nt_assignment(a);
+  if (!ps.as) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
+  ps.as->src = arena_strdup(a, src);
+  if (!next(&ps) || !parse_lhs(&ps)) return NULL;
+  int h = 0;
+  ps.as->rhs = parse_expr(&ps, &h);
+  if (!ps.as->rhs) return NULL;
+  if (ps.tok.kind != TK_EOF) {
+    diag_error_at(d, TJ_ERR_PARSE, src, ps.tok.col,
+                  "unexpected %s after the expression", found(&ps));
+    return NULL;
+  }
+  return ps.as;
+}

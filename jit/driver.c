@@ -1,0 +1,333 @@
+/* The compile driver: the pipeline behind tj_compile, as one list of calls
+ *   parse -> check -> concrete notation (schedule) -> plan -> lower -> JIT
+ * and the in-memory kernel cache. A cache key is the expression printed
+ * with tensors and indices renamed by first use (T0.., i0..), plus each
+ * operand's format, dtype and widths, the schedule, the codegen options and
+ * the target; dims are not in it, because kernels read dims at run time.
+ * A hit costs the parse and check of the expression plus one hash lookup.
+ */
+#include "driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+tj_status drv_fail(const Diag *d) {
+  return rt_set_error(d->status == TJ_OK ? TJ_ERR_INTERNAL : d->status, "%s", d->msg);
+}
+
+tj_options tj_options_default(void) {
+  return (tj_options){.opt_level = 3};
+}
+
+tj_status tj_context_new(tj_context **out) {
+  if (!out) return rt_set_error(TJ_ERR_INVALID, "tj_context_new: out is NULL");
+  tj_context *cx = calloc(1, sizeof *cx);
+  if (!cx) return rt_set_error(TJ_ERR_NOMEM, "out of memory creating a context");
+  pthread_mutex_init(&cx->lock, NULL);
+  const char *dir = getenv("TJ_CACHE_DIR");
+  if (dir && *dir) cx->cache_dir = strdup(dir);
+  *out = cx;
+  return TJ_OK;
+}
+
+tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir) {
+  if (!cx) return rt_set_error(TJ_ERR_INVALID, "context is NULL");
+  char *copy = dir ? strdup(dir) : NULL;
+  if (dir && !copy) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  pthread_mutex_lock(&cx->lock);
+  free(cx->cache_dir);
+  cx->cache_dir = copy;
+  pthread_mutex_unlock(&cx->lock);
+  return TJ_OK;
+}
+
+static void entry_free(CacheEntry *e) {
+  for (int p = 0; p < 3; p++)
+    if (e->compiled[p]) jit_kernel_release(e->engine, &e->jk[p]);
+  arena_free(&e->arena);
+  pthread_mutex_destroy(&e->lock);
+  free(e->key);
+  free(e);
+}
+
+void tj_context_free(tj_context *cx) {
+  if (!cx) return;
+  for (struct tj_kernel *k = cx->kernels, *n; k; k = n) {
+    n = k->next;
+    arena_free(&k->arena);
+    free(k);
+  }
+  for (CacheEntry *e = cx->entries, *n; e; e = n) {
+    n = e->next;
+    entry_free(e);
+  }
+  for (Engine *g = cx->engines, *n; g; g = n) {
+    n = g->next;
+    jit_engine_free(g->jit);
+    free(g->cpu);
+    free(g->features);
+    free(g);
+  }
+  free(cx->cache_dir);
+  pthread_mutex_destroy(&cx->lock);
+  free(cx);
+}
+
+static bool same_str(const char *a, const char *b) {
+  return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/* The engine for a cpu/feature pair, created on first use (cx locked). */
+static JitEngine *engine_for(tj_context *cx, const tj_options *o, Diag *d) {
+  for (Engine *g = cx->engines; g; g = g->next)
+    if (same_str(g->cpu, o->cpu) && same_str(g->features, o->features)) return g->jit;
+  Engine *g = calloc(1, sizeof *g);
+  if (!g) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
+  g->jit = jit_engine_new(o->cpu, o->features, d);
+  if (!g->jit) {
+    free(g);
+    return NULL;
+  }
+  g->cpu = o->cpu ? strdup(o->cpu) : NULL;
+  g->features = o->features ? strdup(o->features) : NULL;
+  g->next = cx->engines;
+  cx->engines = g;
+  return g->jit;
+}
+
+bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
+              tj_tensor **out, Diag *d) {
+  for (int t = 0; t < as->ntensors; t++) {
+    out[t] = NULL;
+    for (int k = 0; k < n; k++)
+      if (ops[k] && strcmp(tj_tensor_name(ops[k]), as->tensors[t]->name) == 0) {
+        if (out[t] && out[t] != ops[k])
+          return diag_error(d, TJ_ERR_INVALID, "two operands are named '%s'",
+                            as->tensors[t]->name);
+        out[t] = ops[k];
+      }
+    if (!out[t])
+      return diag_error(d, TJ_ERR_INVALID,
+                        "no operand named '%s' was given for the expression",
+                        as->tensors[t]->name);
+  }
+  return true;
+}
+
+static void decl_of(tj_tensor *t, TensorDecl *dcl) {
+  memset(dcl, 0, sizeof *dcl);
+  dcl->name = tj_tensor_name(t);
+  dcl->order = tj_tensor_order(t);
+  for (int m = 0; m < dcl->order; m++) dcl->dims[m] = tj_tensor_dim(t, m);
+  dcl->dtype = tj_tensor_dtype(t);
+  dcl->format = *tj_tensor_format(t);
+}
+
+/* Parses and checks expr against the operands (decls built from them). */
+static Assignment *front_end(Arena *a, const char *expr, tj_tensor *const *ops,
+                             int n, Diag *d) {
+  Assignment *as = nt_parse(a, expr, d);
+  if (!as) return NULL;
+  TensorDecl decls[NT_MAX_TENSORS];
+  int nd = 0;
+  for (int k = 0; k < n && nd < NT_MAX_TENSORS; k++)
+    if (ops[k]) decl_of(ops[k], &decls[nd++]);
+  if (!nt_check(a, as, decls, nd, NULL, 0, d)) return NULL;
+  return as;
+}
+
+/* The canonical key: renamed expression, formats, schedule, options. */
+static char *canonical_key(const Assignment *as, const char *schedule,
+                           const tj_options *o) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  const char *tn[NT_MAX_TENSORS], *in[NT_MAX_INDICES];
+  char tbuf[NT_MAX_TENSORS][8], ibuf[NT_MAX_INDICES][8];
+  for (int t = 0; t < as->ntensors; t++) {
+    tn[t] = as->tensors[t]->name;
+    snprintf(tbuf[t], 8, "T%d", t);
+    as->tensors[t]->name = tbuf[t];
+  }
+  for (int v = 0; v < as->nindices; v++) {
+    in[v] = as->indices[v]->name;
+    snprintf(ibuf[v], 8, "i%d", v);
+    as->indices[v]->name = ibuf[v];
+  }
+  nt_print(f, as);
+  for (int t = 0; t < as->ntensors; t++) as->tensors[t]->name = tn[t];
+  for (int v = 0; v < as->nindices; v++) as->indices[v]->name = in[v];
+  for (int t = 0; t < as->ntensors; t++) {
+    const TensorDecl *dc = &as->tensors[t]->decl;
+    char fb[64];
+    tj_format_print(&dc->format, fb, sizeof fb);
+    fprintf(f, "|T%d:%s:%d:%d:%d", t, fb, dc->dtype, dc->format.pos_width,
+            dc->format.crd_width);
+  }
+  /* The schedule names indices by the user's names: key them as given. */
+  fprintf(f, "|s=%s|O%d|v%d|lv%d|t%d|cpu=%s|f=%s", schedule ? schedule : "",
+          o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->nthreads,
+          o->cpu ? o->cpu : "host", o->features ? o->features : "host");
+  if (schedule) {
+    /* index names matter in a schedule: record the renaming */
+    for (int v = 0; v < as->nindices; v++) fprintf(f, "|%s", as->indices[v]->name);
+  }
+  fclose(f);
+  return buf;
+}
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* Plans the kernel shape of a new cache entry (in its own arena). */
+static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
+                       int n, const char *schedule, Diag *d) {
+  Assignment *as = front_end(&e->arena, expr, ops, n, d);
+  if (!as) return false;
+  Schedule sched = {0};
+  if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
+  Cin *cin = cin_from_assignment(&e->arena, as, &sched, d);
+  if (!cin) return false;
+  IndexVar *want[NT_MAX_INDICES];
+  int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
+  bool strict = false;
+  for (int k = 0; k < sched.n; k++) strict |= sched.d[k].kind == SCHED_REORDER;
+  if (!lower_plan(as, want, nw, strict, &e->plan, d)) return false;
+  e->cin = cin;
+  e->as = as;
+  return true;
+}
+
+bool drv_ensure_compiled(CacheEntry *e, LowerPhase ph, Diag *d) {
+  pthread_mutex_lock(&e->lock);
+  bool ok = e->compiled[ph];
+  if (!ok) {
+    static const char *names[] = {"assemble", "compute", "evaluate"};
+    if (!e->lir[ph])
+      e->lir[ph] = lower_kernel(&e->arena, e->as, &e->plan, ph, names[ph], d);
+    ok = e->lir[ph] && lir_verify(e->lir[ph], d) &&
+         jit_compile(e->engine, e->lir[ph], &e->jopt, &e->jk[ph], d);
+    e->compiled[ph] = ok;
+  }
+  pthread_mutex_unlock(&e->lock);
+  return ok;
+}
+
+static CacheEntry *cache_find(tj_context *cx, const char *key, uint64_t h) {
+  for (CacheEntry *e = cx->entries; e; e = e->next)
+    if (e->hash == h && strcmp(e->key, key) == 0) return e;
+  return NULL;
+}
+
+static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
+                             const tj_options *o, Diag *d) {
+  CacheEntry *e = calloc(1, sizeof *e);
+  if (!e) {
+    diag_error(d, TJ_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  arena_init(&e->arena);
+  pthread_mutex_init(&e->lock, NULL);
+  e->key = key;
+  e->hash = h;
+  e->jopt = (JitOptions){.opt_level = o->opt_level,
+                         .no_llvm_vectorize = o->no_llvm_vectorize != 0,
+                         .fp_contract = true};
+  e->engine = engine_for(cx, o, d);
+  if (!e->engine) {
+    e->key = NULL;
+    entry_free(e);
+    return NULL;
+  }
+  return e;
+}
+
+tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operands,
+                     int n, const char *schedule, const tj_options *opts,
+                     tj_kernel **out) {
+  if (!cx || !expr || !out || (n > 0 && !operands))
+    return rt_set_error(TJ_ERR_INVALID, "tj_compile: NULL argument");
+  double t0 = now_ms();
+  tj_options o = opts ? *opts : tj_options_default();
+  if (o.opt_level < 0 || o.opt_level > 3)
+    return rt_set_error(TJ_ERR_INVALID, "optimization level %d is not in 0..3", o.opt_level);
+  Diag d;
+  diag_init(&d);
+  struct tj_kernel *k = calloc(1, sizeof *k);
+  if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  arena_init(&k->arena);
+  k->as = front_end(&k->arena, expr, operands, n, &d);
+  char *key = k->as ? canonical_key(k->as, schedule, &o) : NULL;
+  if (k->as && !key) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
+  if (key && !drv_bind(k->as, operands, n, k->bound, &d)) {
+    free(key);
+    key = NULL;
+  }
+  if (!key) goto fail;
+  k->times.parse_ms = now_ms() - t0;
+  uint64_t h = hash_str(key);
+  pthread_mutex_lock(&cx->lock);
+  CacheEntry *e = cache_find(cx, key, h);
+  if (e) {
+    free(key);
+    k->times.cache_hit = 1;
+  } else {
+    e = new_entry(cx, key, h, &o, &d);
+    if (e) {
+      e->next = cx->entries;
+      cx->entries = e;
+    } else {
+      free(key);
+    }
+  }
+  pthread_mutex_unlock(&cx->lock);
+  if (!e) goto fail;
+  k->entry = e;
+  k->cx = cx;
+  k->opts = o;
+  k->nbound = k->as->ntensors;
+  double t1 = now_ms();
+  pthread_mutex_lock(&e->lock);
+  bool planned = e->as || plan_entry(e, expr, operands, n, schedule, &d);
+  pthread_mutex_unlock(&e->lock);
+  if (!planned) goto fail;
+  k->times.lower_ms = now_ms() - t1;
+  /* A failed plan or compile leaves the entry uncompiled (and retried by
+   * the next compile with this key); entries live as long as the context. */
+  if (!drv_ensure_compiled(e, PHASE_EVALUATE, &d)) goto fail;
+  if (!k->times.cache_hit) {
+    const JitTimes *jt = &e->jk[PHASE_EVALUATE].times;
+    k->times.llvm_ir_ms = jt->ir_ms;
+    k->times.optimize_ms = jt->opt_ms;
+    k->times.codegen_ms = jt->codegen_ms + jt->link_ms;
+  }
+  k->times.total_ms = now_ms() - t0;
+  pthread_mutex_lock(&cx->lock);
+  k->next = cx->kernels;
+  cx->kernels = k;
+  pthread_mutex_unlock(&cx->lock);
+  *out = k;
+  return TJ_OK;
+
+fail:
+  arena_free(&k->arena);
+  free(k);
+  return drv_fail(&d);
+}
+
+tj_compile_times tj_kernel_times(const tj_kernel *k) {
+  tj_compile_times z = {0};
+  return k ? k->times : z;
+}

@@ -1,0 +1,70 @@
+/* Internal structures of the compile driver shared by driver.c (compile,
+ * cache), driver_run.c (running kernels) and driver_stages.c (printing stages). */
+#ifndef TJ_JIT_DRIVER_H
+#define TJ_JIT_DRIVER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "../include/tensorjit.h"
+#include "../ir/arena.h"
+#include "../ir/loop_ir.h"
+#include "../ir/notation.h"
+#include "../lower/lower.h"
+#include "../runtime/tensor.h"
+#include "engine.h"
+
+/* One compiled kernel shape, shared by every tj_kernel with the same
+ * canonical key (expression up to renaming, formats, dtypes, widths,
+ * schedule, options, target). Owned by its context. */
+typedef struct CacheEntry {
+  struct CacheEntry *next;
+  char *key;                  /* canonical key (malloc'd) */
+  uint64_t hash;
+  Arena arena;                /* assignment, plan, loop IR */
+  Assignment *as;
+  Cin *cin;
+  LowerPlan plan;
+  LirKernel *lir[3];          /* by LowerPhase, lowered on demand */
+  JitKernel jk[3];
+  bool compiled[3];
+  JitEngine *engine;
+  JitOptions jopt;
+  pthread_mutex_t lock;       /* guards lazy lowering/compiling */
+} CacheEntry;
+
+typedef struct Engine {
+  struct Engine *next;
+  char *cpu, *features;       /* as requested (NULL host) */
+  JitEngine *jit;
+} Engine;
+
+struct tj_context {
+  pthread_mutex_t lock;
+  CacheEntry *entries;
+  Engine *engines;
+  struct tj_kernel *kernels;
+  char *cache_dir;            /* on-disk cache, NULL off */
+};
+
+struct tj_kernel {
+  struct tj_kernel *next;
+  tj_context *cx;
+  CacheEntry *entry;
+  Arena arena;                /* this binding's assignment */
+  Assignment *as;
+  int nbound;
+  tj_tensor *bound[NT_MAX_TENSORS];   /* by TensorId */
+  tj_compile_times times;
+  tj_options opts;
+};
+
+/* Sets the thread-local error from a diagnostic; returns its status. */
+tj_status drv_fail(const Diag *d);
+/* Lowers (if needed) and JIT-compiles phase ph of entry e. */
+bool drv_ensure_compiled(CacheEntry *e, LowerPhase ph, Diag *d);
+/* Binds the expression's tensors to operands by name (by TensorId). */
+bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
+              tj_tensor **out, Diag *d);
+
+#endif

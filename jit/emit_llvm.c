@@ -1,0 +1,810 @@
+/* Loop IR -> LLVM IR through the LLVM-C builder.
+ *
+ * The kernel is laid out as
+ *   entry:   allocas for every variable (zero / null), operand pointers
+ *   body:    the statements; then rc = 0; br cleanup
+ *   (any failing helper call stores its code in rc and branches to cleanup)
+ *   cleanup: the cleanup statements; ret rc
+ * Loads and stores of tensor arrays carry TBAA tags by element type and the
+ * tj_storage fields their own tag, so LLVM may keep array bases, lengths and
+ * accumulators in registers across stores to value arrays.
+ */
+#include "emit_llvm.h"
+
+#include <llvm-c/DebugInfo.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/abi.h"
+
+#define NTYPES (LT_PTR_U8 + 1)
+
+typedef struct Emitter {
+  LLVMContextRef cx;
+  LLVMModuleRef m;
+  LLVMBuilderRef b;          /* the statement builder */
+  LLVMBuilderRef eb;         /* appends to the entry block */
+  LLVMValueRef fn, rc, alloc_out;
+  LLVMValueRef ops[32];      /* operands[k], loaded once at entry */
+  LLVMValueRef *slots;       /* alloca per LirVar id, made on first use */
+  LLVMBasicBlockRef cleanup;
+  LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
+  LLVMValueRef tbaa[NTYPES], tbaa_field;
+  unsigned tbaa_kind, loop_kind;
+  const LirKernel *k;
+  bool contract;             /* set the contract flag on fadd/fsub/fmul */
+  bool in_cleanup;           /* failing calls are not allowed in cleanup */
+  Diag *d;
+} Emitter;
+
+/* ---- types, slots, metadata ---- */
+
+static LLVMTypeRef reg_type(Emitter *e, LirType t) {
+  switch (t) {
+  case LT_BOOL: return e->i1;
+  case LT_I32: return e->i32;
+  case LT_I64: return e->i64;
+  case LT_F32: return e->f32;
+  case LT_F64: return e->f64;
+  case LT_VOID: return e->vd;
+  default: return e->ptr;
+  }
+}
+
+/* Booleans are bytes in memory. */
+static LLVMTypeRef mem_type(Emitter *e, LirType t) {
+  return t == LT_BOOL ? e->i8 : reg_type(e, t);
+}
+
+static LLVMValueRef zero_of(Emitter *e, LirType t) {
+  return LLVMConstNull(reg_type(e, t));
+}
+
+static bool bug(Emitter *e, const char *what) { return TJ_BUG(e->d, what); }
+
+static LLVMMetadataRef md_str(Emitter *e, const char *s) {
+  return LLVMMDStringInContext2(e->cx, s, strlen(s));
+}
+
+static LLVMMetadataRef md_int(LLVMTypeRef t, long long v) {
+  return LLVMValueAsMetadata(LLVMConstInt(t, (unsigned long long)v, 1));
+}
+
+/* Scalar TBAA: one root, one type node per element type and one for the
+ * tj_storage fields; distinct siblings never alias. */
+static void tbaa_init(Emitter *e) {
+  static const char *names[NTYPES] = {
+      [LT_BOOL] = "bool", [LT_I32] = "int32", [LT_I64] = "int64",
+      [LT_F32] = "float", [LT_F64] = "double"};
+  LLVMMetadataRef root_ops[] = {md_str(e, "tensorjit tbaa")};
+  LLVMMetadataRef root = LLVMMDNodeInContext2(e->cx, root_ops, 1);
+  e->tbaa_kind = LLVMGetMDKindIDInContext(e->cx, "tbaa", 4);
+  for (int t = 0; t <= NTYPES; t++) {
+    const char *name = t == NTYPES ? "tj_storage field" : names[t];
+    if (!name) continue;
+    LLVMMetadataRef ty_ops[] = {md_str(e, name), root, md_int(e->i64, 0)};
+    LLVMMetadataRef ty = LLVMMDNodeInContext2(e->cx, ty_ops, 3);
+    LLVMMetadataRef tag_ops[] = {ty, ty, md_int(e->i64, 0)};
+    LLVMValueRef tag =
+        LLVMMetadataAsValue(e->cx, LLVMMDNodeInContext2(e->cx, tag_ops, 3));
+    if (t == NTYPES) e->tbaa_field = tag;
+    else e->tbaa[t] = tag;
+  }
+}
+
+static void tag(Emitter *e, LLVMValueRef inst, LLVMValueRef node) {
+  if (node) LLVMSetMetadata(inst, e->tbaa_kind, node);
+}
+
+/* The alloca of v, created zero-initialized in the entry block on first use
+ * (so cleanup code reached from an early failure sees null pointers). */
+static LLVMValueRef slot(Emitter *e, const LirVar *v) {
+  if (!v || v->id < 0 || v->id >= e->k->nvars) {
+    bug(e, "loop IR variable out of range");
+    return NULL;
+  }
+  if (!e->slots[v->id]) {
+    LLVMTypeRef t = reg_type(e, v->type);
+    LLVMValueRef a = LLVMBuildAlloca(e->eb, t, v->name ? v->name : "v");
+    LLVMBuildStore(e->eb, LLVMConstNull(t), a);
+    e->slots[v->id] = a;
+  }
+  return e->slots[v->id];
+}
+
+static LLVMValueRef intrinsic(Emitter *e, const char *name, LLVMTypeRef t,
+                              LLVMValueRef *args, unsigned n) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, &t, 1);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(e->cx, id, &t, 1);
+  return LLVMBuildCall2(e->b, ft, f, args, n, "");
+}
+
+static LLVMValueRef helper(Emitter *e, const char *name, LLVMTypeRef ret,
+                           LLVMTypeRef *params, unsigned n,
+                           LLVMValueRef *args) {
+  LLVMTypeRef ft = LLVMFunctionType(ret, params, n, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(e->m, name);
+  if (!f) {
+    f = LLVMAddFunction(e->m, name, ft);
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(e->cx, nounwind, 0));
+  }
+  return LLVMBuildCall2(e->b, ft, f, args, n, "");
+}
+
+static LLVMBasicBlockRef new_block(Emitter *e, const char *name) {
+  return LLVMAppendBasicBlockInContext(e->cx, e->fn, name);
+}
+
+/* ---- expressions ---- */
+
+static LLVMValueRef emit_expr(Emitter *e, const LirExpr *x);
+
+/* Byte offset of an operand field in tj_storage. */
+static bool field_offset(Emitter *e, LirField f, int level, size_t *off) {
+  size_t lv = offsetof(tj_storage, levels) +
+              (size_t)level * sizeof(tj_level_storage);
+  if (f != LF_VALS && f != LF_VALS_LEN &&
+      (level < 0 || level >= TJ_MAX_ORDER))
+    return bug(e, "operand field level out of range");
+  switch (f) {
+  case LF_DIM: *off = offsetof(tj_storage, dims) + 8 * (size_t)level; break;
+  case LF_LVL_SIZE: *off = lv + offsetof(tj_level_storage, size); break;
+  case LF_POS: *off = lv + offsetof(tj_level_storage, pos); break;
+  case LF_CRD: *off = lv + offsetof(tj_level_storage, crd); break;
+  case LF_POS_LEN: *off = lv + offsetof(tj_level_storage, pos_len); break;
+  case LF_CRD_LEN: *off = lv + offsetof(tj_level_storage, crd_len); break;
+  case LF_VALS: *off = offsetof(tj_storage, vals); break;
+  case LF_VALS_LEN: *off = offsetof(tj_storage, vals_len); break;
+  default: return bug(e, "unknown operand field");
+  }
+  return true;
+}
+
+static LLVMValueRef field_addr(Emitter *e, int operand, LirField f,
+                               int level) {
+  size_t off;
+  if (operand < 0 || operand >= e->k->noperands) {
+    bug(e, "operand index out of range");
+    return NULL;
+  }
+  if (!field_offset(e, f, level, &off)) return NULL;
+  LLVMValueRef idx = LLVMConstInt(e->i64, off, 0);
+  return LLVMBuildInBoundsGEP2(e->b, e->i8, e->ops[operand], &idx, 1, "");
+}
+
+static LLVMValueRef emit_field(Emitter *e, const LirExpr *x) {
+  LLVMValueRef a = field_addr(e, x->u.field.operand, x->u.field.field,
+                              x->u.field.level);
+  if (!a) return NULL;
+  LLVMValueRef v = LLVMBuildLoad2(e->b, reg_type(e, x->type), a, "");
+  tag(e, v, e->tbaa_field);
+  return v;
+}
+
+static LLVMValueRef elem_addr(Emitter *e, const LirExpr *p, const LirExpr *i,
+                              LirType *elem) {
+  if (!p || !i || !lir_type_is_ptr(p->type) || !lir_type_is_int(i->type)) {
+    bug(e, "load/store needs a pointer and an integer index");
+    return NULL;
+  }
+  LLVMValueRef pv = emit_expr(e, p), iv = emit_expr(e, i);
+  if (!pv || !iv) return NULL;
+  *elem = lir_elem_type(p->type);
+  return LLVMBuildInBoundsGEP2(e->b, mem_type(e, *elem), pv, &iv, 1, "");
+}
+
+static LLVMValueRef load_elem(Emitter *e, LLVMValueRef addr, LirType t) {
+  LLVMValueRef v = LLVMBuildLoad2(e->b, mem_type(e, t), addr, "");
+  tag(e, v, e->tbaa[t]);
+  if (t == LT_BOOL) v = LLVMBuildICmp(e->b, LLVMIntNE, v,
+                                      LLVMConstInt(e->i8, 0, 0), "");
+  return v;
+}
+
+static void store_elem(Emitter *e, LLVMValueRef addr, LirType t,
+                       LLVMValueRef v) {
+  if (t == LT_BOOL) v = LLVMBuildZExt(e->b, v, e->i8, "");
+  tag(e, LLVMBuildStore(e->b, v, addr), e->tbaa[t]);
+}
+
+static LLVMValueRef emit_load(Emitter *e, const LirExpr *x) {
+  LirType t;
+  LLVMValueRef a = elem_addr(e, x->u.load.ptr, x->u.load.idx, &t);
+  return a ? load_elem(e, a, t) : NULL;
+}
+
+static LLVMValueRef int_minmax_cmp(Emitter *e, LirBinOp op, LLVMValueRef a,
+                                   LLVMValueRef b) {
+  LLVMValueRef args[] = {a, b};
+  return intrinsic(e, op == LOP_MIN ? "llvm.smin" : "llvm.smax",
+                   LLVMTypeOf(a), args, 2);
+}
+
+static LLVMValueRef int_binop(Emitter *e, LirBinOp op, LLVMValueRef a,
+                              LLVMValueRef b) {
+  static const LLVMIntPredicate pred[] = {
+      [LOP_LT] = LLVMIntSLT, [LOP_LE] = LLVMIntSLE, [LOP_GT] = LLVMIntSGT,
+      [LOP_GE] = LLVMIntSGE, [LOP_EQ] = LLVMIntEQ,  [LOP_NE] = LLVMIntNE};
+  switch (op) {
+  case LOP_ADD: return LLVMBuildNSWAdd(e->b, a, b, "");
+  case LOP_SUB: return LLVMBuildNSWSub(e->b, a, b, "");
+  case LOP_MUL: return LLVMBuildNSWMul(e->b, a, b, "");
+  case LOP_DIV: return LLVMBuildSDiv(e->b, a, b, "");
+  case LOP_REM: return LLVMBuildSRem(e->b, a, b, "");
+  case LOP_MIN: case LOP_MAX: return int_minmax_cmp(e, op, a, b);
+  case LOP_AND: return LLVMBuildAnd(e->b, a, b, "");
+  case LOP_OR: return LLVMBuildOr(e->b, a, b, "");
+  default: return LLVMBuildICmp(e->b, pred[op], a, b, "");
+  }
+}
+
+static LLVMValueRef contract(Emitter *e, LLVMValueRef inst) {
+  if (e->contract) LLVMSetFastMathFlags(inst, LLVMFastMathAllowContract);
+  return inst;
+}
+
+static LLVMValueRef float_binop(Emitter *e, LirBinOp op, LLVMValueRef a,
+                                LLVMValueRef b) {
+  static const LLVMRealPredicate pred[] = {
+      [LOP_LT] = LLVMRealOLT, [LOP_LE] = LLVMRealOLE, [LOP_GT] = LLVMRealOGT,
+      [LOP_GE] = LLVMRealOGE, [LOP_EQ] = LLVMRealOEQ, [LOP_NE] = LLVMRealUNE};
+  LLVMValueRef args[] = {a, b};
+  switch (op) {
+  case LOP_ADD: return contract(e, LLVMBuildFAdd(e->b, a, b, ""));
+  case LOP_SUB: return contract(e, LLVMBuildFSub(e->b, a, b, ""));
+  case LOP_MUL: return contract(e, LLVMBuildFMul(e->b, a, b, ""));
+  case LOP_DIV: return LLVMBuildFDiv(e->b, a, b, "");
+  case LOP_REM: return LLVMBuildFRem(e->b, a, b, "");
+  case LOP_MIN: return intrinsic(e, "llvm.minnum", LLVMTypeOf(a), args, 2);
+  case LOP_MAX: return intrinsic(e, "llvm.maxnum", LLVMTypeOf(a), args, 2);
+  case LOP_AND: case LOP_OR:
+    bug(e, "logical operator on floating operands");
+    return NULL;
+  default: return LLVMBuildFCmp(e->b, pred[op], a, b, "");
+  }
+}
+
+/* a op b where both are registers of loop IR type t (the operand type). */
+static LLVMValueRef binop(Emitter *e, LirBinOp op, LirType t, LLVMValueRef a,
+                          LLVMValueRef b) {
+  if (!a || !b) return NULL;
+  if ((unsigned)op > LOP_OR) {
+    bug(e, "unknown binary operator");
+    return NULL;
+  }
+  if (lir_type_is_float(t)) return float_binop(e, op, a, b);
+  if (lir_type_is_int(t) || t == LT_BOOL) return int_binop(e, op, a, b);
+  bug(e, "binary operator on a pointer or void");
+  return NULL;
+}
+
+/* True when evaluating x cannot trap (no loads, no integer division), so it
+ * may run unconditionally instead of behind a branch. */
+static bool is_speculatable(const LirExpr *x) {
+  if (!x) return true;
+  switch (x->kind) {
+  case LE_LOAD: return false;
+  case LE_BIN:
+    if ((x->u.bin.op == LOP_DIV || x->u.bin.op == LOP_REM) &&
+        !lir_type_is_float(x->u.bin.a->type))
+      return false;
+    return is_speculatable(x->u.bin.a) && is_speculatable(x->u.bin.b);
+  case LE_UN: return is_speculatable(x->u.un.a);
+  case LE_CAST: return is_speculatable(x->u.cast);
+  case LE_SELECT:
+    return is_speculatable(x->u.sel.cond) && is_speculatable(x->u.sel.a) &&
+           is_speculatable(x->u.sel.b);
+  default: return true;
+  }
+}
+
+/* c ? a : b with a and b evaluated only on their own branch (C semantics;
+ * also used for && and ||). */
+static LLVMValueRef branchy_select(Emitter *e, LLVMValueRef c,
+                                   const LirExpr *a, LLVMValueRef a_val,
+                                   const LirExpr *b, LLVMValueRef b_val) {
+  LLVMBasicBlockRef then = new_block(e, "sel.a"), els = new_block(e, "sel.b");
+  LLVMBasicBlockRef join = new_block(e, "sel.join");
+  LLVMBuildCondBr(e->b, c, then, els);
+  LLVMPositionBuilderAtEnd(e->b, then);
+  LLVMValueRef av = a ? emit_expr(e, a) : a_val;
+  LLVMBasicBlockRef then_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, join);
+  LLVMPositionBuilderAtEnd(e->b, els);
+  LLVMValueRef bv = b ? emit_expr(e, b) : b_val;
+  LLVMBasicBlockRef els_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, join);
+  LLVMPositionBuilderAtEnd(e->b, join);
+  if (!av || !bv) return NULL;
+  LLVMValueRef phi = LLVMBuildPhi(e->b, LLVMTypeOf(av), "");
+  LLVMValueRef vals[] = {av, bv};
+  LLVMBasicBlockRef from[] = {then_end, els_end};
+  LLVMAddIncoming(phi, vals, from, 2);
+  return phi;
+}
+
+static LLVMValueRef emit_bin(Emitter *e, const LirExpr *x) {
+  const LirExpr *a = x->u.bin.a, *b = x->u.bin.b;
+  if (!a || !b || a->type != b->type) {
+    bug(e, "binary operands differ in type");
+    return NULL;
+  }
+  LirBinOp op = x->u.bin.op;
+  if ((op == LOP_AND || op == LOP_OR) && !is_speculatable(b)) {
+    LLVMValueRef av = emit_expr(e, a);
+    if (!av) return NULL;
+    LLVMValueRef t = LLVMConstInt(e->i1, 1, 0), f = LLVMConstInt(e->i1, 0, 0);
+    return op == LOP_AND ? branchy_select(e, av, b, NULL, NULL, f)
+                         : branchy_select(e, av, NULL, t, b, NULL);
+  }
+  return binop(e, op, a->type, emit_expr(e, a), emit_expr(e, b));
+}
+
+static LLVMValueRef emit_un(Emitter *e, const LirExpr *x) {
+  static const char *fname[] = {[LUN_SQRT] = "llvm.sqrt", [LUN_ABS] = "llvm.fabs",
+                                [LUN_EXP] = "llvm.exp", [LUN_LOG] = "llvm.log"};
+  LirType t = x->u.un.a->type;
+  LLVMValueRef a = emit_expr(e, x->u.un.a);
+  if (!a) return NULL;
+  bool fp = lir_type_is_float(t);
+  switch (x->u.un.op) {
+  case LUN_NEG: return fp ? LLVMBuildFNeg(e->b, a, "") : LLVMBuildNeg(e->b, a, "");
+  case LUN_NOT:
+    if (t == LT_BOOL) return LLVMBuildNot(e->b, a, "");
+    return fp ? LLVMBuildFCmp(e->b, LLVMRealOEQ, a, LLVMConstNull(LLVMTypeOf(a)), "")
+              : LLVMBuildICmp(e->b, LLVMIntEQ, a, LLVMConstNull(LLVMTypeOf(a)), "");
+  case LUN_ABS:
+    if (!fp) {
+      LLVMValueRef args[] = {a, LLVMConstInt(e->i1, 0, 0)};
+      return intrinsic(e, "llvm.abs", LLVMTypeOf(a), args, 2);
+    }
+    /* fall through */
+  case LUN_SQRT: case LUN_EXP: case LUN_LOG:
+    if (!fp) break;
+    return intrinsic(e, fname[x->u.un.op], LLVMTypeOf(a), &a, 1);
+  }
+  bug(e, "unary operator not defined on this type");
+  return NULL;
+}
+
+static LLVMValueRef convert(Emitter *e, LLVMValueRef v, LirType from,
+                            LirType to) {
+  LLVMTypeRef tt = reg_type(e, to);
+  if (from == to || (lir_type_is_ptr(from) && lir_type_is_ptr(to))) return v;
+  if (to == LT_BOOL)
+    return lir_type_is_float(from)
+               ? LLVMBuildFCmp(e->b, LLVMRealUNE, v, LLVMConstNull(LLVMTypeOf(v)), "")
+               : LLVMBuildICmp(e->b, LLVMIntNE, v, LLVMConstNull(LLVMTypeOf(v)), "");
+  if (from == LT_BOOL)
+    return lir_type_is_float(to) ? LLVMBuildUIToFP(e->b, v, tt, "")
+                                 : LLVMBuildZExt(e->b, v, tt, "");
+  if (lir_type_is_int(from) && lir_type_is_int(to))
+    return LLVMBuildIntCast2(e->b, v, tt, 1, "");
+  if (lir_type_is_int(from) && lir_type_is_float(to))
+    return LLVMBuildSIToFP(e->b, v, tt, "");
+  if (lir_type_is_float(from) && lir_type_is_int(to))
+    return LLVMBuildFPToSI(e->b, v, tt, "");
+  if (lir_type_is_float(from) && lir_type_is_float(to))
+    return LLVMBuildFPCast(e->b, v, tt, "");
+  bug(e, "unsupported cast");
+  return NULL;
+}
+
+static LLVMValueRef emit_select(Emitter *e, const LirExpr *x) {
+  const LirExpr *a = x->u.sel.a, *b = x->u.sel.b;
+  if (!a || !b || a->type != b->type || x->u.sel.cond->type != LT_BOOL) {
+    bug(e, "select needs a bool condition and arms of one type");
+    return NULL;
+  }
+  LLVMValueRef c = emit_expr(e, x->u.sel.cond);
+  if (!c) return NULL;
+  if (!is_speculatable(a) || !is_speculatable(b))
+    return branchy_select(e, c, a, NULL, b, NULL);
+  LLVMValueRef av = emit_expr(e, a), bv = emit_expr(e, b);
+  return av && bv ? LLVMBuildSelect(e->b, c, av, bv, "") : NULL;
+}
+
+static LLVMValueRef emit_const(Emitter *e, const LirExpr *x) {
+  if (lir_type_is_float(x->type))
+    return LLVMConstReal(reg_type(e, x->type), x->u.c.f);
+  if (lir_type_is_ptr(x->type)) return LLVMConstNull(e->ptr);
+  if (x->type == LT_BOOL) return LLVMConstInt(e->i1, x->u.c.i != 0, 0);
+  return LLVMConstInt(reg_type(e, x->type), (unsigned long long)x->u.c.i, 1);
+}
+
+static LLVMValueRef emit_expr(Emitter *e, const LirExpr *x) {
+  if (!diag_ok(e->d)) return NULL;
+  if (!x) {
+    bug(e, "missing loop IR expression");
+    return NULL;
+  }
+  LLVMValueRef s;
+  switch (x->kind) {
+  case LE_CONST: return emit_const(e, x);
+  case LE_VAR:
+    s = slot(e, x->u.var);
+    return s ? LLVMBuildLoad2(e->b, reg_type(e, x->type), s, "") : NULL;
+  case LE_FIELD: return emit_field(e, x);
+  case LE_LOAD: return emit_load(e, x);
+  case LE_BIN: return emit_bin(e, x);
+  case LE_UN: return emit_un(e, x);
+  case LE_CAST:
+    return convert(e, emit_expr(e, x->u.cast), x->u.cast->type, x->type);
+  case LE_SELECT: return emit_select(e, x);
+  }
+  bug(e, "unknown loop IR expression kind");
+  return NULL;
+}
+
+/* ---- statements ---- */
+
+static bool emit_stmts(Emitter *e, const LirStmt *s);
+
+static bool same_type(Emitter *e, LirType got, LirType want, const char *what) {
+  return got == want ? true : bug(e, what);
+}
+
+static bool emit_assign(Emitter *e, const LirStmt *s) {
+  const LirVar *v = s->u.assign.var;
+  LLVMValueRef a = slot(e, v);
+  if (!a || !s->u.assign.e ||
+      !same_type(e, s->u.assign.e->type, v->type, "assignment type mismatch"))
+    return false;
+  LLVMValueRef x = emit_expr(e, s->u.assign.e);
+  if (x && s->u.assign.op >= 0)
+    x = binop(e, (LirBinOp)s->u.assign.op, v->type,
+              LLVMBuildLoad2(e->b, reg_type(e, v->type), a, ""), x);
+  if (!x) return false;
+  LLVMBuildStore(e->b, x, a);
+  return true;
+}
+
+static bool emit_store(Emitter *e, const LirStmt *s) {
+  LirType t;
+  LLVMValueRef addr = elem_addr(e, s->u.store.ptr, s->u.store.idx, &t);
+  if (!addr || !s->u.store.e ||
+      !same_type(e, s->u.store.e->type, t, "store type mismatch"))
+    return false;
+  LLVMValueRef x = emit_expr(e, s->u.store.e);
+  if (x && s->u.store.op >= 0)
+    x = binop(e, (LirBinOp)s->u.store.op, t, load_elem(e, addr, t), x);
+  if (!x) return false;
+  store_elem(e, addr, t, x);
+  return true;
+}
+
+static bool emit_setfield(Emitter *e, const LirStmt *s) {
+  LirField f = s->u.setfield.field;
+  if (f != LF_POS_LEN && f != LF_CRD_LEN && f != LF_VALS_LEN)
+    return bug(e, "SETFIELD of a field that is not a length");
+  if (!s->u.setfield.e ||
+      !same_type(e, s->u.setfield.e->type, LT_I64, "SETFIELD needs an i64"))
+    return false;
+  LLVMValueRef x = emit_expr(e, s->u.setfield.e);
+  LLVMValueRef a = x ? field_addr(e, s->u.setfield.operand, f,
+                                  s->u.setfield.level) : NULL;
+  if (!a) return false;
+  tag(e, LLVMBuildStore(e->b, x, a), e->tbaa_field);
+  return true;
+}
+
+/* !llvm.loop metadata for vectorize-width / unroll-count hints. */
+static void loop_hints(Emitter *e, LLVMValueRef br, LoopAttrs at) {
+  LLVMMetadataRef ops[4];
+  unsigned n = 1;
+  if (at.vec_width > 1) {
+    LLVMMetadataRef w[] = {md_str(e, "llvm.loop.vectorize.width"),
+                           md_int(e->i32, at.vec_width)};
+    LLVMMetadataRef en[] = {md_str(e, "llvm.loop.vectorize.enable"),
+                            md_int(e->i1, 1)};
+    ops[n++] = LLVMMDNodeInContext2(e->cx, w, 2);
+    ops[n++] = LLVMMDNodeInContext2(e->cx, en, 2);
+  }
+  if (at.unroll > 0) {
+    LLVMMetadataRef u[] = {md_str(e, "llvm.loop.unroll.count"),
+                           md_int(e->i32, at.unroll)};
+    ops[n++] = LLVMMDNodeInContext2(e->cx, u, 2);
+  }
+  if (n == 1) return;
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->cx, NULL, 0);
+  ops[0] = tmp;
+  LLVMMetadataRef node = LLVMMDNodeInContext2(e->cx, ops, n);
+  LLVMMetadataReplaceAllUsesWith(tmp, node);  /* also disposes tmp */
+  LLVMSetMetadata(br, e->loop_kind, LLVMMetadataAsValue(e->cx, node));
+}
+
+/* Emits for (iv = lo; iv < hi; iv += step) body, re-reading hi each trip:
+ *   store lo; br cond
+ *   cond:  iv < hi ? body : exit
+ *   body:  ...; br latch
+ *   latch: iv += step; br cond   (!llvm.loop hints) */
+static bool emit_for(Emitter *e, const LirStmt *s) {
+  const LirVar *iv = s->u.loop.iv;
+  if (!iv || !lir_type_is_int(iv->type)) return bug(e, "FOR needs an integer iv");
+  LLVMValueRef a = slot(e, iv), lo = emit_expr(e, s->u.loop.lo);
+  if (!a || !lo) return false;
+  LLVMBuildStore(e->b, lo, a);
+  LLVMBasicBlockRef cond = new_block(e, "for.cond"), body = new_block(e, "for.body");
+  LLVMBasicBlockRef latch = new_block(e, "for.latch"), exit = new_block(e, "for.end");
+  LLVMTypeRef t = reg_type(e, iv->type);
+  LLVMBuildBr(e->b, cond);
+  LLVMPositionBuilderAtEnd(e->b, cond);
+  LLVMValueRef i = LLVMBuildLoad2(e->b, t, a, iv->name ? iv->name : "");
+  LLVMValueRef hi = emit_expr(e, s->u.loop.hi);
+  if (!hi) return false;
+  LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, i, hi, ""), body, exit);
+  LLVMPositionBuilderAtEnd(e->b, body);
+  if (!emit_stmts(e, s->u.loop.body)) return false;
+  LLVMBuildBr(e->b, latch);
+  LLVMPositionBuilderAtEnd(e->b, latch);
+  LLVMValueRef step = s->u.loop.step ? emit_expr(e, s->u.loop.step)
+                                     : LLVMConstInt(t, 1, 0);
+  if (!step) return false;
+  LLVMValueRef next = LLVMBuildNSWAdd(e->b, LLVMBuildLoad2(e->b, t, a, ""), step, "");
+  LLVMBuildStore(e->b, next, a);
+  loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at);
+  LLVMPositionBuilderAtEnd(e->b, exit);
+  return true;
+}
+
+static bool emit_while(Emitter *e, const LirStmt *s) {
+  LLVMBasicBlockRef cond = new_block(e, "while.cond");
+  LLVMBasicBlockRef body = new_block(e, "while.body");
+  LLVMBasicBlockRef exit = new_block(e, "while.end");
+  LLVMBuildBr(e->b, cond);
+  LLVMPositionBuilderAtEnd(e->b, cond);
+  LLVMValueRef c = emit_expr(e, s->u.whl.cond);
+  if (!c) return false;
+  LLVMBuildCondBr(e->b, c, body, exit);
+  LLVMPositionBuilderAtEnd(e->b, body);
+  if (!emit_stmts(e, s->u.whl.body)) return false;
+  LLVMBuildBr(e->b, cond);
+  LLVMPositionBuilderAtEnd(e->b, exit);
+  return true;
+}
+
+static bool emit_if(Emitter *e, const LirStmt *s) {
+  if (!s->u.cond.cond || s->u.cond.cond->type != LT_BOOL)
+    return bug(e, "IF needs a bool condition");
+  LLVMValueRef c = emit_expr(e, s->u.cond.cond);
+  if (!c) return false;
+  LLVMBasicBlockRef then = new_block(e, "if.then"), join = new_block(e, "if.end");
+  LLVMBasicBlockRef els = s->u.cond.els ? new_block(e, "if.else") : join;
+  LLVMBuildCondBr(e->b, c, then, els);
+  LLVMPositionBuilderAtEnd(e->b, then);
+  if (!emit_stmts(e, s->u.cond.then)) return false;
+  LLVMBuildBr(e->b, join);
+  if (s->u.cond.els) {
+    LLVMPositionBuilderAtEnd(e->b, els);
+    if (!emit_stmts(e, s->u.cond.els)) return false;
+    LLVMBuildBr(e->b, join);
+  }
+  LLVMPositionBuilderAtEnd(e->b, join);
+  return true;
+}
+
+/* if (rc_value != 0) { rc = rc_value; goto cleanup; } */
+static bool fail_if_nonzero(Emitter *e, LLVMValueRef rcv) {
+  if (e->in_cleanup) return bug(e, "a failing helper call inside cleanup");
+  LLVMBasicBlockRef fail = new_block(e, "fail"), ok = new_block(e, "ok");
+  LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, rcv,
+                                   LLVMConstInt(e->i32, 0, 0), "");
+  LLVMBuildCondBr(e->b, bad, fail, ok);
+  LLVMPositionBuilderAtEnd(e->b, fail);
+  LLVMBuildStore(e->b, rcv, e->rc);
+  LLVMBuildBr(e->b, e->cleanup);
+  LLVMPositionBuilderAtEnd(e->b, ok);
+  return true;
+}
+
+static bool call_reserve(Emitter *e, const LirStmt *s) {
+  const LirExpr *need = s->u.call.a;
+  if (!need || need->type != LT_I64) return bug(e, "RESERVE needs an i64 count");
+  if (s->u.call.operand < 0 || s->u.call.operand >= e->k->noperands)
+    return bug(e, "RESERVE operand out of range");
+  LLVMValueRef n = emit_expr(e, need);
+  if (!n) return false;
+  LLVMTypeRef pt[] = {e->ptr, e->i32, e->i32, e->i64};
+  LLVMValueRef args[] = {e->ops[s->u.call.operand],
+                         LLVMConstInt(e->i32, (unsigned)s->u.call.arr, 0),
+                         LLVMConstInt(e->i32, (unsigned)s->u.call.level, 0), n};
+  return fail_if_nonzero(e, helper(e, "tj_rt_reserve", e->i32, pt, 4, args));
+}
+
+static bool call_alloc(Emitter *e, const LirStmt *s) {
+  const LirExpr *bytes = s->u.call.a;
+  if (!bytes || bytes->type != LT_I64) return bug(e, "ALLOC needs i64 bytes");
+  LLVMValueRef var = slot(e, s->u.call.ptr), n = emit_expr(e, bytes);
+  if (!var || !n) return false;
+  LLVMTypeRef pt[] = {e->i64, e->ptr};
+  LLVMValueRef args[] = {n, e->alloc_out};
+  LLVMValueRef rcv = helper(e, "tj_rt_alloc", e->i32, pt, 2, args);
+  LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, e->ptr, e->alloc_out, ""), var);
+  return fail_if_nonzero(e, rcv);
+}
+
+static bool call_free(Emitter *e, const LirStmt *s) {
+  LLVMValueRef var = slot(e, s->u.call.ptr);
+  if (!var) return false;
+  LLVMValueRef p = LLVMBuildLoad2(e->b, e->ptr, var, "");
+  helper(e, "tj_rt_free", e->vd, &e->ptr, 1, &p);
+  LLVMBuildStore(e->b, LLVMConstNull(e->ptr), var);
+  return true;
+}
+
+static int elem_bytes(LirType ptr) {
+  switch (lir_elem_type(ptr)) {
+  case LT_BOOL: return 1;
+  case LT_I32: case LT_F32: return 4;
+  default: return 8;
+  }
+}
+
+static bool call_sort(Emitter *e, const LirStmt *s) {
+  const LirVar *v = s->u.call.ptr;
+  if (!v || (v->type != LT_PTR_I32 && v->type != LT_PTR_I64))
+    return bug(e, "SORT_CRD needs an integer pointer variable");
+  LLVMValueRef var = slot(e, v), n = emit_expr(e, s->u.call.a);
+  if (!var || !n) return false;
+  LLVMTypeRef pt[] = {e->ptr, e->i64, e->i32};
+  LLVMValueRef args[] = {LLVMBuildLoad2(e->b, e->ptr, var, ""),
+                         LLVMBuildIntCast2(e->b, n, e->i64, 1, ""),
+                         LLVMConstInt(e->i32, (unsigned)elem_bytes(v->type), 0)};
+  helper(e, "tj_rt_sort_crd", e->vd, pt, 3, args);
+  return true;
+}
+
+/* memset(ptr + lo, 0, (hi - lo) * sizeof elem) */
+static bool call_zero(Emitter *e, const LirStmt *s) {
+  const LirVar *v = s->u.call.ptr;
+  if (!v || !lir_type_is_ptr(v->type)) return bug(e, "ZERO needs a pointer");
+  LLVMValueRef var = slot(e, v);
+  LLVMValueRef lo = emit_expr(e, s->u.call.a), hi = emit_expr(e, s->u.call.b);
+  if (!var || !lo || !hi) return false;
+  lo = LLVMBuildIntCast2(e->b, lo, e->i64, 1, "");
+  hi = LLVMBuildIntCast2(e->b, hi, e->i64, 1, "");
+  LLVMTypeRef et = mem_type(e, lir_elem_type(v->type));
+  LLVMValueRef base = LLVMBuildInBoundsGEP2(
+      e->b, et, LLVMBuildLoad2(e->b, e->ptr, var, ""), &lo, 1, "");
+  LLVMValueRef len = LLVMBuildMul(e->b, LLVMBuildSub(e->b, hi, lo, ""),
+                                  LLVMConstInt(e->i64, (unsigned)elem_bytes(v->type), 0), "");
+  LLVMBuildMemSet(e->b, base, LLVMConstInt(e->i8, 0, 0), len,
+                  (unsigned)elem_bytes(v->type));
+  return true;
+}
+
+static bool emit_call(Emitter *e, const LirStmt *s) {
+  switch (s->u.call.h) {
+  case LH_RESERVE: return call_reserve(e, s);
+  case LH_ALLOC: return call_alloc(e, s);
+  case LH_FREE: return call_free(e, s);
+  case LH_SORT_CRD: return call_sort(e, s);
+  case LH_ZERO: return call_zero(e, s);
+  }
+  return bug(e, "unknown runtime helper");
+}
+
+static bool emit_decl(Emitter *e, const LirStmt *s) {
+  const LirVar *v = s->u.decl.var;
+  LLVMValueRef a = slot(e, v);
+  if (!a) return false;
+  const LirExpr *init = s->u.decl.init;
+  if (init && !same_type(e, init->type, v->type, "declaration type mismatch"))
+    return false;
+  LLVMValueRef x = init ? emit_expr(e, init) : zero_of(e, v->type);
+  if (!x) return false;
+  LLVMBuildStore(e->b, x, a);
+  return true;
+}
+
+static bool emit_stmt(Emitter *e, const LirStmt *s) {
+  switch (s->kind) {
+  case LS_DECL: return emit_decl(e, s);
+  case LS_ASSIGN: return emit_assign(e, s);
+  case LS_STORE: return emit_store(e, s);
+  case LS_SETFIELD: return emit_setfield(e, s);
+  case LS_FOR: return emit_for(e, s);
+  case LS_WHILE: return emit_while(e, s);
+  case LS_IF: return emit_if(e, s);
+  case LS_CALL: return emit_call(e, s);
+  case LS_BLOCK: return emit_stmts(e, s->u.block);
+  case LS_COMMENT: return true;
+  }
+  return bug(e, "unknown loop IR statement kind");
+}
+
+static bool emit_stmts(Emitter *e, const LirStmt *s) {
+  for (; s; s = s->next)
+    if (!emit_stmt(e, s) || !diag_ok(e->d)) return false;
+  return true;
+}
+
+/* ---- the kernel function ---- */
+
+static void add_fn_attrs(Emitter *e, const EmitTarget *t) {
+  unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+  LLVMAddAttributeAtIndex(e->fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateEnumAttribute(e->cx, nounwind, 0));
+  if (t->cpu && *t->cpu)
+    LLVMAddAttributeAtIndex(e->fn, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(e->cx, "target-cpu", 10, t->cpu,
+                                  (unsigned)strlen(t->cpu)));
+  if (t->features && *t->features)
+    LLVMAddAttributeAtIndex(e->fn, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(e->cx, "target-features", 15, t->features,
+                                  (unsigned)strlen(t->features)));
+}
+
+static void init_types(Emitter *e) {
+  e->i1 = LLVMInt1TypeInContext(e->cx);
+  e->i8 = LLVMInt8TypeInContext(e->cx);
+  e->i32 = LLVMInt32TypeInContext(e->cx);
+  e->i64 = LLVMInt64TypeInContext(e->cx);
+  e->f32 = LLVMFloatTypeInContext(e->cx);
+  e->f64 = LLVMDoubleTypeInContext(e->cx);
+  e->ptr = LLVMPointerTypeInContext(e->cx, 0);
+  e->vd = LLVMVoidTypeInContext(e->cx);
+  e->loop_kind = LLVMGetMDKindIDInContext(e->cx, "llvm.loop", 9);
+  tbaa_init(e);
+}
+
+/* entry: rc, alloc_out and operands[k] loads; the rest as described above. */
+static bool emit_function(Emitter *e, const EmitTarget *t) {
+  LLVMTypeRef ft = LLVMFunctionType(e->i32, &e->ptr, 1, 0);
+  e->fn = LLVMAddFunction(e->m, t->symbol, ft);
+  add_fn_attrs(e, t);
+  LLVMValueRef arg = LLVMGetParam(e->fn, 0);
+  LLVMSetValueName2(arg, "operands", 8);
+  LLVMBasicBlockRef entry = new_block(e, "entry"), body = new_block(e, "body");
+  e->cleanup = new_block(e, "cleanup");
+  LLVMPositionBuilderAtEnd(e->eb, entry);
+  e->rc = LLVMBuildAlloca(e->eb, e->i32, "rc");
+  e->alloc_out = LLVMBuildAlloca(e->eb, e->ptr, "alloc.out");
+  for (int i = 0; i < e->k->noperands; i++) {
+    LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned)i, 0);
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(e->eb, e->ptr, arg, &idx, 1, "");
+    e->ops[i] = LLVMBuildLoad2(e->eb, e->ptr, p, e->k->operands[i].name
+                                                    ? e->k->operands[i].name : "");
+  }
+  LLVMPositionBuilderAtEnd(e->b, body);
+  if (!emit_stmts(e, e->k->body)) return false;
+  LLVMBuildStore(e->b, LLVMConstInt(e->i32, 0, 0), e->rc);
+  LLVMBuildBr(e->b, e->cleanup);
+  LLVMPositionBuilderAtEnd(e->b, e->cleanup);
+  e->in_cleanup = true;
+  if (!emit_stmts(e, e->k->cleanup)) return false;
+  LLVMBuildRet(e->b, LLVMBuildLoad2(e->b, e->i32, e->rc, ""));
+  LLVMBuildBr(e->eb, body);
+  return true;
+}
+
+bool emit_kernel(LLVMContextRef cx, const LirKernel *k, const EmitTarget *t,
+                 LLVMModuleRef *out, Diag *d) {
+  *out = NULL;
+  if (!k || !t || !t->symbol) return TJ_BUG(d, "emit_kernel without a kernel");
+  if (k->noperands < 0 || k->noperands > 32 || k->nvars < 0)
+    return TJ_BUG(d, "kernel operand or variable count out of range");
+  Emitter e = {.cx = cx, .k = k, .d = d, .contract = t->fp_contract};
+  e.slots = calloc((size_t)k->nvars + 1, sizeof *e.slots);
+  if (!e.slots) return diag_error(d, TJ_ERR_NOMEM, "out of memory emitting %s", t->symbol);
+  e.m = LLVMModuleCreateWithNameInContext(t->symbol, cx);
+  if (t->triple) LLVMSetTarget(e.m, t->triple);
+  if (t->data_layout) LLVMSetDataLayout(e.m, t->data_layout);
+  e.b = LLVMCreateBuilderInContext(cx);
+  e.eb = LLVMCreateBuilderInContext(cx);
+  init_types(&e);
+  bool ok = emit_function(&e, t) && diag_ok(d);
+  LLVMDisposeBuilder(e.b);
+  LLVMDisposeBuilder(e.eb);
+  free(e.slots);
+  if (!ok) {
+    LLVMDisposeModule(e.m);
+    return false;
+  }
+  *out = e.m;
+  return true;
+}

@@ -1,0 +1,395 @@
+/* ORC LLJIT wrapper: from a LirKernel to a callable function pointer.
+ *
+ * One compile is a straight line of stages, each timed:
+ *   emit_kernel -> LLVMVerifyModule -> LLVMRunPasses(default<On>)
+ *   -> [assembly text from a clone] -> object file (our target machine)
+ *   -> LLVMOrcLLJITAddObjectFileWithRT -> lookup (JITLink links it)
+ * Every compile owns its LLVMContext and target machine, so compiles run in
+ * parallel; LLJIT's session is itself thread-safe. Runtime helpers are
+ * absolute symbols in the main JITDylib, everything else (memset, libm)
+ * comes from the process through a search generator.
+ */
+#include "engine.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "emit_llvm.h"
+
+struct JitEngine {
+  LLVMOrcLLJITRef jit;
+  LLVMOrcJITDylibRef main;
+  LLVMTargetRef target;
+  char *triple, *cpu, *features, *layout;
+  pthread_mutex_t mu;          /* guards counter */
+  unsigned long counter;       /* makes symbol names unique */
+};
+
+/* One compile in flight. */
+typedef struct Build {
+  LLVMContextRef cx;
+  LLVMModuleRef m;
+  LLVMTargetMachineRef tm;
+  char symbol[128];
+} Build;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static bool init_ok;
+
+static void init_llvm(void) {
+  init_ok = !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter() &&
+            !LLVMInitializeNativeAsmParser();
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Turns an LLVMErrorRef into diagnostic text (and consumes it). */
+static bool llvm_error(Diag *d, LLVMErrorRef err, const char *what) {
+  char *msg = LLVMGetErrorMessage(err);
+  diag_error(d, TJ_ERR_JIT, "%s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return false;
+}
+
+/* Copies an LLVM-owned message into malloc'd memory and disposes it. */
+static char *take_message(char *m) {
+  char *s = m ? strdup(m) : NULL;
+  LLVMDisposeMessage(m);
+  return s;
+}
+
+static LLVMTargetMachineRef make_tm(const JitEngine *e) {
+  return LLVMCreateTargetMachine(e->target, e->triple, e->cpu, e->features,
+                                 LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                 LLVMCodeModelJITDefault);
+}
+
+/* ---- engine ---- */
+
+static bool define_helpers(JitEngine *e, Diag *d) {
+  static const struct { const char *name; void *addr; } helpers[] = {
+      {"tj_rt_reserve", (void *)tj_rt_reserve},
+      {"tj_rt_alloc", (void *)tj_rt_alloc},
+      {"tj_rt_free", (void *)tj_rt_free},
+      {"tj_rt_sort_crd", (void *)tj_rt_sort_crd}};
+  enum { N = sizeof helpers / sizeof helpers[0] };
+  LLVMOrcCSymbolMapPair syms[N];
+  for (int i = 0; i < N; i++) {
+    syms[i].Name = LLVMOrcLLJITMangleAndIntern(e->jit, helpers[i].name);
+    syms[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)helpers[i].addr;
+    syms[i].Sym.Flags.GenericFlags =
+        LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    syms[i].Sym.Flags.TargetFlags = 0;
+  }
+  LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(syms, N);
+  LLVMErrorRef err = LLVMOrcJITDylibDefine(e->main, mu);
+  if (err) {
+    LLVMOrcDisposeMaterializationUnit(mu);
+    return llvm_error(d, err, "defining runtime helper symbols");
+  }
+  LLVMOrcDefinitionGeneratorRef gen;
+  err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+      &gen, LLVMOrcLLJITGetGlobalPrefix(e->jit), NULL, NULL);
+  if (err) return llvm_error(d, err, "creating the process symbol generator");
+  LLVMOrcJITDylibAddGenerator(e->main, gen);
+  return true;
+}
+
+static bool create_lljit(JitEngine *e, Diag *d) {
+  LLVMTargetMachineRef tm = make_tm(e);
+  if (!tm)
+    return diag_error(d, TJ_ERR_JIT, "no target machine for %s cpu=%s",
+                      e->triple, e->cpu);
+  LLVMOrcLLJITBuilderRef b = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+      b, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+  LLVMErrorRef err = LLVMOrcCreateLLJIT(&e->jit, b);
+  if (err) {
+    e->jit = NULL;
+    return llvm_error(d, err, "creating LLJIT");
+  }
+  e->main = LLVMOrcLLJITGetMainJITDylib(e->jit);
+  e->layout = strdup(LLVMOrcLLJITGetDataLayoutStr(e->jit));
+  return e->layout ? define_helpers(e, d)
+                   : diag_error(d, TJ_ERR_NOMEM, "out of memory creating JIT");
+}
+
+static bool pick_target(JitEngine *e, const char *cpu, const char *features,
+                        Diag *d) {
+  e->triple = take_message(LLVMGetDefaultTargetTriple());
+  e->cpu = cpu ? strdup(cpu) : take_message(LLVMGetHostCPUName());
+  e->features = features ? strdup(features)
+                         : take_message(LLVMGetHostCPUFeatures());
+  if (!e->triple || !e->cpu || !e->features)
+    return diag_error(d, TJ_ERR_NOMEM, "out of memory creating JIT");
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(e->triple, &e->target, &msg)) {
+    diag_error(d, TJ_ERR_JIT, "no LLVM target for %s: %s", e->triple,
+               msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  return true;
+}
+
+JitEngine *jit_engine_new(const char *cpu, const char *features, Diag *d) {
+  pthread_once(&init_once, init_llvm);
+  if (!init_ok) {
+    diag_error(d, TJ_ERR_JIT, "LLVM has no native target");
+    return NULL;
+  }
+  JitEngine *e = calloc(1, sizeof *e);
+  if (!e) {
+    diag_error(d, TJ_ERR_NOMEM, "out of memory creating JIT");
+    return NULL;
+  }
+  pthread_mutex_init(&e->mu, NULL);
+  if (!pick_target(e, cpu, features, d) || !create_lljit(e, d)) {
+    jit_engine_free(e);
+    return NULL;
+  }
+  return e;
+}
+
+void jit_engine_free(JitEngine *e) {
+  if (!e) return;
+  if (e->jit) {
+    LLVMErrorRef err = LLVMOrcDisposeLLJIT(e->jit);
+    if (err) LLVMConsumeError(err);
+  }
+  pthread_mutex_destroy(&e->mu);
+  free(e->triple);
+  free(e->cpu);
+  free(e->features);
+  free(e->layout);
+  free(e);
+}
+
+const char *jit_engine_cpu(const JitEngine *e) { return e->cpu; }
+const char *jit_engine_features(const JitEngine *e) { return e->features; }
+
+/* ---- one compile ---- */
+
+static void build_dispose(Build *b) {
+  if (b->m) LLVMDisposeModule(b->m);
+  if (b->cx) LLVMContextDispose(b->cx);
+  if (b->tm) LLVMDisposeTargetMachine(b->tm);
+  memset(b, 0, sizeof *b);
+}
+
+static bool pick_symbol(JitEngine *e, const LirKernel *k, const JitOptions *o,
+                        char sym[128], Diag *d) {
+  pthread_mutex_lock(&e->mu);
+  unsigned long n = e->counter++;
+  pthread_mutex_unlock(&e->mu);
+  int len = o->symbol ? snprintf(sym, 128, "%s", o->symbol)
+                      : snprintf(sym, 128, "%s_tj%lu", k->name ? k->name : "kernel", n);
+  if (len <= 0 || len >= 128)
+    return diag_error(d, TJ_ERR_INVALID, "kernel symbol name too long or empty");
+  return true;
+}
+
+static bool verify(Build *b, Diag *d) {
+  char *msg = NULL;
+  bool bad = LLVMVerifyModule(b->m, LLVMReturnStatusAction, &msg);
+  if (bad)
+    diag_error(d, TJ_ERR_INTERNAL, "LLVM verifier rejected %s: %s", b->symbol,
+               msg ? msg : "");
+  LLVMDisposeMessage(msg);
+  return !bad;
+}
+
+static bool optimize(Build *b, const JitOptions *o, Diag *d) {
+  char pipeline[32];
+  int lvl = o->opt_level < 0 ? 0 : o->opt_level > 3 ? 3 : o->opt_level;
+  snprintf(pipeline, sizeof pipeline, "default<O%d>", lvl);
+  LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+  if (o->no_llvm_vectorize) {
+    LLVMPassBuilderOptionsSetLoopVectorization(pbo, 0);
+    LLVMPassBuilderOptionsSetSLPVectorization(pbo, 0);
+  }
+  LLVMErrorRef err = LLVMRunPasses(b->m, pipeline, b->tm, pbo);
+  LLVMDisposePassBuilderOptions(pbo);
+  return err ? llvm_error(d, err, "optimizing") : true;
+}
+
+/* loop IR -> verified, optimized module in b (IR text into out if asked). */
+static bool build_module(JitEngine *e, const LirKernel *k, const JitOptions *o,
+                         Build *b, JitKernel *out, Diag *d) {
+  double t0 = now_ms();
+  b->cx = LLVMContextCreate();
+  b->tm = make_tm(e);
+  if (!b->tm) return diag_error(d, TJ_ERR_JIT, "no target machine for cpu %s", e->cpu);
+  EmitTarget t = {b->symbol, e->triple, e->layout, e->cpu, e->features,
+                  o->fp_contract};
+  if (!emit_kernel(b->cx, k, &t, &b->m, d) || !verify(b, d)) return false;
+  if (o->want_ir) out->ir_before = take_message(LLVMPrintModuleToString(b->m));
+  double t1 = now_ms();
+  out->times.ir_ms = t1 - t0;
+  if (!optimize(b, o, d)) return false;
+  if (o->want_ir) out->ir_after = take_message(LLVMPrintModuleToString(b->m));
+  out->times.opt_ms = now_ms() - t1;
+  return true;
+}
+
+/* Machine code for b->m; asm is emitted from a clone because codegen
+ * rewrites the module it runs on. */
+static bool emit_buffer(Build *b, LLVMCodeGenFileType ft,
+                        LLVMMemoryBufferRef *buf, Diag *d) {
+  LLVMModuleRef m = ft == LLVMAssemblyFile ? LLVMCloneModule(b->m) : b->m;
+  char *msg = NULL;
+  bool bad = LLVMTargetMachineEmitToMemoryBuffer(b->tm, m, ft, &msg, buf);
+  if (bad) diag_error(d, TJ_ERR_JIT, "code generation for %s failed: %s",
+                      b->symbol, msg ? msg : "");
+  LLVMDisposeMessage(msg);
+  if (m != b->m) LLVMDisposeModule(m);
+  return !bad;
+}
+
+static bool emit_asm_text(Build *b, JitKernel *out, Diag *d) {
+  double t0 = now_ms();
+  LLVMMemoryBufferRef buf;
+  if (!emit_buffer(b, LLVMAssemblyFile, &buf, d)) return false;
+  size_t n = LLVMGetBufferSize(buf);
+  out->asm_text = malloc(n + 1);
+  if (out->asm_text) {
+    memcpy(out->asm_text, LLVMGetBufferStart(buf), n);
+    out->asm_text[n] = 0;
+  }
+  LLVMDisposeMemoryBuffer(buf);
+  out->times.asm_ms = now_ms() - t0;
+  return out->asm_text ? true : diag_error(d, TJ_ERR_NOMEM, "out of memory");
+}
+
+/* Hands obj (ownership passes) to LLJIT under a fresh tracker and looks up
+ * symbol; fills out->fn and out->tracker. */
+static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
+                        const char *symbol, JitKernel *out, Diag *d) {
+  double t0 = now_ms();
+  LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(e->main);
+  LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(e->jit, rt, obj);
+  LLVMOrcExecutorAddress addr = 0;
+  if (!err) err = LLVMOrcLLJITLookup(e->jit, &addr, symbol);
+  if (err) {
+    llvm_error(d, err, "linking the kernel");
+    LLVMErrorRef rm = LLVMOrcResourceTrackerRemove(rt);
+    if (rm) LLVMConsumeError(rm);
+    LLVMOrcReleaseResourceTracker(rt);
+    return false;
+  }
+  out->fn = (tj_kernel_fn)(uintptr_t)addr;
+  out->tracker = rt;
+  snprintf(out->symbol, sizeof out->symbol, "%s", symbol);
+  out->times.link_ms = now_ms() - t0;
+  return true;
+}
+
+static void kernel_texts_free(JitKernel *k) {
+  free(k->ir_before);
+  free(k->ir_after);
+  free(k->asm_text);
+  k->ir_before = k->ir_after = k->asm_text = NULL;
+}
+
+bool jit_compile(JitEngine *e, const LirKernel *k, const JitOptions *o,
+                 JitKernel *out, Diag *d) {
+  memset(out, 0, sizeof *out);
+  if (!e || !k || !o) return TJ_BUG(d, "jit_compile without engine, kernel or options");
+  double t0 = now_ms();
+  Build b = {0};
+  LLVMMemoryBufferRef obj = NULL;
+  bool ok = pick_symbol(e, k, o, b.symbol, d) && build_module(e, k, o, &b, out, d) &&
+            (!o->want_asm || emit_asm_text(&b, out, d));
+  if (ok) {
+    double t1 = now_ms();
+    ok = emit_buffer(&b, LLVMObjectFile, &obj, d);
+    out->times.codegen_ms = now_ms() - t1;
+  }
+  char symbol[128];
+  memcpy(symbol, b.symbol, sizeof symbol);
+  build_dispose(&b);
+  if (ok) ok = link_object(e, obj, symbol, out, d);
+  if (!ok) {
+    kernel_texts_free(out);
+    memset(out, 0, sizeof *out);
+    return false;
+  }
+  out->times.total_ms = now_ms() - t0;
+  return true;
+}
+
+#if defined(__clang__)
+__attribute__((no_sanitize("function")))
+#endif
+int32_t jit_kernel_run(const JitKernel *k, tj_storage **operands) {
+  return k->fn(operands);
+}
+
+void jit_kernel_release(JitEngine *e, JitKernel *k) {
+  if (!k) return;
+  if (e && k->tracker) {
+    LLVMOrcResourceTrackerRef rt = k->tracker;
+    LLVMErrorRef err = LLVMOrcResourceTrackerRemove(rt);
+    if (err) LLVMConsumeError(err);
+    LLVMOrcReleaseResourceTracker(rt);
+  }
+  kernel_texts_free(k);
+  memset(k, 0, sizeof *k);
+}
+
+/* ---- object code (for a disk cache) ---- */
+
+bool jit_emit_object(JitEngine *e, const LirKernel *k, const JitOptions *o,
+                     void **bytes, size_t *len, char symbol[128], Diag *d) {
+  *bytes = NULL;
+  *len = 0;
+  if (!e || !k || !o) return TJ_BUG(d, "jit_emit_object without engine, kernel or options");
+  JitKernel scratch = {0};
+  JitOptions plain = *o;
+  plain.want_ir = plain.want_asm = false;
+  Build b = {0};
+  LLVMMemoryBufferRef obj = NULL;
+  bool ok = pick_symbol(e, k, &plain, b.symbol, d) &&
+            build_module(e, k, &plain, &b, &scratch, d) &&
+            emit_buffer(&b, LLVMObjectFile, &obj, d);
+  if (ok) {
+    *len = LLVMGetBufferSize(obj);
+    *bytes = malloc(*len ? *len : 1);
+    if (*bytes) memcpy(*bytes, LLVMGetBufferStart(obj), *len);
+    else ok = diag_error(d, TJ_ERR_NOMEM, "out of memory copying object code");
+    memcpy(symbol, b.symbol, 128);
+  }
+  if (obj) LLVMDisposeMemoryBuffer(obj);
+  build_dispose(&b);
+  if (!ok) *len = 0;
+  return ok;
+}
+
+bool jit_add_object(JitEngine *e, const void *bytes, size_t len,
+                    const char *symbol, JitKernel *out, Diag *d) {
+  memset(out, 0, sizeof *out);
+  if (!e || !bytes || !symbol) return TJ_BUG(d, "jit_add_object without engine, bytes or symbol");
+  if (strlen(symbol) >= sizeof out->symbol)
+    return diag_error(d, TJ_ERR_INVALID, "kernel symbol name too long");
+  double t0 = now_ms();
+  LLVMMemoryBufferRef obj =
+      LLVMCreateMemoryBufferWithMemoryRangeCopy(bytes, len, symbol);
+  if (!link_object(e, obj, symbol, out, d)) return false;
+  out->times.total_ms = now_ms() - t0;
+  return true;
+}

@@ -1,1 +1,0 @@
-int tj_jit_placeholder_;

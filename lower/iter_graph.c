@@ -1,0 +1,254 @@
+/* The iteration graph: one path per tensor access with a sparse level, its
+ * variables in the tensor's level order. The loop order is a topological
+ * order of the accepted paths that stays as close as possible to the
+ * requested order. A path that would close a cycle (e.g. B(i,j) + C(j,i)
+ * with both CSR) is not forced: that operand is converted to the mode order
+ * the loops need, at run time, and the printed kernel says so.
+ */
+#include <string.h>
+
+#include "lower.h"
+
+typedef struct Graph {
+  int n;                                 /* index variables */
+  bool edge[NT_MAX_INDICES][NT_MAX_INDICES];
+} Graph;
+
+static bool is_sparse_letter(char c) { return c == 's' || c == 'u' || c == 'q'; }
+
+static bool format_has_sparse(const tj_format *f) {
+  for (int l = 0; l < f->order; l++)
+    if (is_sparse_letter(f->levels[l])) return true;
+  return false;
+}
+
+/* Index variable stored at level l of access e under format f. */
+static IndexVar *level_var(const Expr *e, const tj_format *f, int l) {
+  return e->u.access.idx[f->mode_order[l]];
+}
+
+static bool reaches(const Graph *g, int from, int to) {
+  bool seen[NT_MAX_INDICES] = {0};
+  int stack[NT_MAX_INDICES * NT_MAX_INDICES], top = 0;
+  stack[top++] = from;
+  while (top) {
+    int v = stack[--top];
+    if (v == to) return true;
+    if (seen[v]) continue;
+    seen[v] = true;
+    for (int w = 0; w < g->n; w++)
+      if (g->edge[v][w] && !seen[w]) stack[top++] = w;
+  }
+  return false;
+}
+
+/* Adds the path of access e if it keeps g acyclic (and, when strict,
+ * agrees with the requested positions); returns whether it was added. */
+static bool add_path(Graph *g, const Expr *e, const tj_format *f,
+                     const int *want_pos, bool strict) {
+  Graph trial = *g;
+  for (int l = 0; l + 1 < f->order; l++) {
+    int a = level_var(e, f, l)->id, b = level_var(e, f, l + 1)->id;
+    if (a == b) return false;
+    if (strict && want_pos[a] > want_pos[b]) return false;
+    if (reaches(&trial, b, a)) return false;
+    trial.edge[a][b] = true;
+  }
+  *g = trial;
+  return true;
+}
+
+typedef struct AccessList {
+  int n;
+  const Expr *e[64];
+} AccessList;
+
+static void collect_accesses(const Expr *e, AccessList *out) {
+  switch (e->kind) {
+  case EX_ACCESS:
+    if (out->n < 64) out->e[out->n++] = e;
+    return;
+  case EX_LITERAL: return;
+  case EX_NEG: collect_accesses(e->u.bin.a, out); return;
+  case EX_CALL:
+    collect_accesses(e->u.call.a, out);
+    if (e->u.call.b) collect_accesses(e->u.call.b, out);
+    return;
+  default:
+    collect_accesses(e->u.bin.a, out);
+    collect_accesses(e->u.bin.b, out);
+  }
+}
+
+/* Kahn's algorithm, always taking the ready variable wanted earliest. */
+static bool topo_order(const Graph *g, const int *want_pos, int *order) {
+  int indeg[NT_MAX_INDICES] = {0};
+  bool done[NT_MAX_INDICES] = {0};
+  for (int a = 0; a < g->n; a++)
+    for (int b = 0; b < g->n; b++) indeg[b] += g->edge[a][b];
+  for (int k = 0; k < g->n; k++) {
+    int best = -1;
+    for (int v = 0; v < g->n; v++)
+      if (!done[v] && indeg[v] == 0 &&
+          (best < 0 || want_pos[v] < want_pos[best]))
+        best = v;
+    if (best < 0) return false;
+    done[best] = true;
+    order[k] = best;
+    for (int w = 0; w < g->n; w++) indeg[w] -= g->edge[best][w];
+  }
+  return true;
+}
+
+static bool check_input_format(const TensorVar *t, Diag *d) {
+  const tj_format *f = &t->decl.format;
+  for (int l = 0; l < f->order; l++) {
+    char c = f->levels[l];
+    char next = l + 1 < f->order ? f->levels[l + 1] : 0;
+    if (c == 'u' && next != 'q')
+      return diag_error(d, TJ_ERR_FORMAT,
+                        "%s: a compressed-nonunique level ('u', level %d) "
+                        "must be followed by a singleton level ('q')",
+                        t->name, l);
+    if (c == 'q' && (l == 0 || (f->levels[l - 1] == 'd')))
+      return diag_error(d, TJ_ERR_FORMAT,
+                        "%s: a singleton level ('q', level %d) needs a "
+                        "compressed or singleton parent level",
+                        t->name, l);
+  }
+  return true;
+}
+
+static bool check_output_format(const Assignment *as, Diag *d) {
+  const TensorVar *t = as->tensors[0];
+  const tj_format *f = &t->decl.format;
+  bool seen_sparse = false;
+  for (int l = 0; l < f->order; l++) {
+    char c = f->levels[l];
+    if (c == 'u' || c == 'q')
+      return diag_error(d, TJ_ERR_UNSUPPORTED,
+                        "output %s: level %d is '%c'; outputs support dense "
+                        "('d') and compressed ('s') levels",
+                        t->name, l, c);
+    if (c == 'd' && seen_sparse)
+      return diag_error(d, TJ_ERR_UNSUPPORTED,
+                        "output %s: a dense level below a compressed one "
+                        "(level %d of '%s') is not supported for outputs yet",
+                        t->name, l, f->levels);
+    seen_sparse |= c == 's';
+  }
+  if (seen_sparse && as->accumulate)
+    return diag_error(d, TJ_ERR_UNSUPPORTED,
+                      "'+=' into sparse output %s is not supported; use '=' "
+                      "or a dense output",
+                      t->name);
+  return true;
+}
+
+/* Mode order of tensor t's access e that follows the loop order. */
+static void mode_order_for(const Expr *e, const int *loop_pos, tj_format *f) {
+  int n = f->order;
+  for (int m = 0; m < n; m++) f->mode_order[m] = m;
+  for (int a = 1; a < n; a++)
+    for (int b = a; b > 0; b--) {
+      int x = f->mode_order[b - 1], y = f->mode_order[b];
+      if (loop_pos[e->u.access.idx[x]->id] <= loop_pos[e->u.access.idx[y]->id])
+        break;
+      f->mode_order[b - 1] = y;
+      f->mode_order[b] = x;
+    }
+}
+
+static bool plan_workspace(const Assignment *as, LowerPlan *p, Diag *d) {
+  const Expr *lhs = as->lhs;
+  const tj_format *f = &p->fmt[0];
+  p->ws_depth = -1;
+  p->out_sparse = format_has_sparse(f);
+  if (!p->out_sparse) return true;
+  int first_red = p->nloops;
+  for (int k = 0; k < p->nloops; k++)
+    if (nt_is_reduction_var(as, p->order[k])) {
+      first_red = k;
+      break;
+    }
+  for (int l = 0; l < f->order; l++) {
+    IndexVar *v = level_var(lhs, f, l);
+    int depth = 0;
+    while (p->order[depth] != v) depth++;
+    if (depth < first_red) continue;
+    if (l != f->order - 1 || f->levels[l] != 's')
+      return diag_error(d, TJ_ERR_UNSUPPORTED,
+                        "output %s: level %d (index %s) would be written "
+                        "after reduction index %s; only the last output "
+                        "level can be scattered through a workspace",
+                        as->tensors[0]->name, l, v->name,
+                        p->order[first_red]->name);
+    p->ws_depth = first_red;
+    p->ws_var = v;
+  }
+  return true;
+}
+
+bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
+                bool strict, LowerPlan *p, Diag *d) {
+  memset(p, 0, sizeof *p);
+  Graph g = {.n = as->nindices};
+  int want_pos[NT_MAX_INDICES];
+  for (int v = 0; v < as->nindices; v++) want_pos[v] = NT_MAX_INDICES + v;
+  for (int k = 0; k < nwant; k++) want_pos[want[k]->id] = k;
+  for (int t = 0; t < as->ntensors; t++) p->fmt[t] = as->tensors[t]->decl.format;
+  if (!check_output_format(as, d)) return false;
+  for (int t = 1; t < as->ntensors; t++)
+    if (!check_input_format(as->tensors[t], d)) return false;
+
+  AccessList acc = {0};
+  acc.e[acc.n++] = as->lhs;
+  collect_accesses(as->rhs, &acc);
+  bool rejected[64] = {0};
+  for (int k = 0; k < acc.n; k++) {
+    const TensorVar *t = acc.e[k]->u.access.t;
+    if (!format_has_sparse(&p->fmt[t->id])) continue;
+    if (add_path(&g, acc.e[k], &p->fmt[t->id], want_pos, strict)) continue;
+    if (k == 0)
+      return diag_error(d, TJ_ERR_UNSUPPORTED,
+                        "output %s cannot be assembled in the requested loop "
+                        "order: its levels (%s) would be visited out of order",
+                        t->name, p->fmt[0].levels);
+    rejected[k] = true;
+  }
+  int order[NT_MAX_INDICES];
+  if (!topo_order(&g, want_pos, order)) return TJ_BUG(d, "cyclic iteration graph");
+  int loop_pos[NT_MAX_INDICES];
+  p->nloops = as->nindices;
+  for (int k = 0; k < p->nloops; k++) {
+    p->order[k] = as->indices[order[k]];
+    loop_pos[order[k]] = k;
+  }
+  for (int k = 1; k < acc.n; k++) {
+    if (!rejected[k]) continue;
+    const TensorVar *t = acc.e[k]->u.access.t;
+    tj_format f = p->fmt[t->id];
+    mode_order_for(acc.e[k], loop_pos, &f);
+    if (p->convert[t->id] &&
+        memcmp(f.mode_order, p->fmt[t->id].mode_order, sizeof f.mode_order))
+      return diag_error(d, TJ_ERR_UNSUPPORTED,
+                        "%s is accessed in two conflicting orders; bind a "
+                        "transposed copy under another name",
+                        t->name);
+    p->fmt[t->id] = f;
+    p->convert[t->id] = true;
+  }
+  /* A converted tensor must now fit the loop order in every access. */
+  for (int k = 1; k < acc.n; k++) {
+    const TensorVar *t = acc.e[k]->u.access.t;
+    if (!p->convert[t->id] || rejected[k]) continue;
+    for (int l = 0; l + 1 < p->fmt[t->id].order; l++)
+      if (loop_pos[level_var(acc.e[k], &p->fmt[t->id], l)->id] >
+          loop_pos[level_var(acc.e[k], &p->fmt[t->id], l + 1)->id])
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "%s is accessed in two conflicting orders; bind a "
+                          "transposed copy under another name",
+                          t->name);
+  }
+  return plan_workspace(as, p, d);
+}

@@ -1,0 +1,183 @@
+/* Merge lattices (TACO): per loop index, the set of iterator combinations
+ * whose co-iteration covers every coordinate where the expression can be
+ * nonzero. Leaves: a sparse level is a point of its own; a dense level, an
+ * access without this index or a literal is a full point. `*` takes the
+ * conjunction, `+ - min max` the disjunction, zero-preserving functions
+ * (neg, sqrt, abs) keep the operand's lattice, others (exp, log) add a full
+ * point. Then: points whose expression is zero are dropped, and when the
+ * top point is full every non-full point goes (dense exhausts last).
+ */
+#include <stdio.h>
+
+#include "lowerer.h"
+
+int lw_access_index(const Lowerer *lw, const Expr *e) {
+  for (int x = 0; x < lw->nacc; x++)
+    if (lw->acc[x].e == e) return x;
+  return -1;
+}
+
+int lw_level_at(const Lowerer *lw, int x, int depth) {
+  const Access *ac = &lw->acc[x];
+  if (ac->located) return -1;
+  int bound = 0;
+  for (int l = 0; l < ac->f->order; l++) {
+    const IndexVar *v = ac->e->u.access.idx[ac->f->mode_order[l]];
+    if (lw->depth_of[v->id] < depth) bound++;
+  }
+  if (bound >= ac->f->order) return -1;
+  const IndexVar *v = ac->e->u.access.idx[ac->f->mode_order[bound]];
+  return lw->depth_of[v->id] == depth ? bound : -1;
+}
+
+bool lw_is_sparse_level(const Lowerer *lw, int x, int level) {
+  char c = lw->acc[x].f->levels[level];
+  return c == 's' || c == 'u' || c == 'q';
+}
+
+AMask lw_sparse_at(const Lowerer *lw, AMask alive, int depth) {
+  AMask m = 0;
+  for (int x = 1; x < lw->nacc; x++) {
+    if (!(alive >> x & 1)) continue;
+    int l = lw_level_at(lw, x, depth);
+    if (l >= 0 && lw_is_sparse_level(lw, x, l)) m |= (AMask)1 << x;
+  }
+  return m;
+}
+
+bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {
+  switch (e->kind) {
+  case EX_ACCESS: return !(alive >> lw_access_index(lw, e) & 1);
+  case EX_LITERAL: return e->u.lit.value == 0;
+  case EX_NEG: return lw_expr_zero(lw, e->u.bin.a, alive);
+  case EX_MUL:
+    return lw_expr_zero(lw, e->u.bin.a, alive) ||
+           lw_expr_zero(lw, e->u.bin.b, alive);
+  case EX_DIV: return lw_expr_zero(lw, e->u.bin.a, alive);
+  case EX_ADD:
+  case EX_SUB:
+    return lw_expr_zero(lw, e->u.bin.a, alive) &&
+           lw_expr_zero(lw, e->u.bin.b, alive);
+  case EX_CALL:
+    switch (e->u.call.fn) {
+    case FN_SQRT:
+    case FN_ABS: return lw_expr_zero(lw, e->u.call.a, alive);
+    case FN_MIN:
+    case FN_MAX:
+      return lw_expr_zero(lw, e->u.call.a, alive) &&
+             lw_expr_zero(lw, e->u.call.b, alive);
+    default: return false;
+    }
+  }
+  return false;
+}
+
+static void add_point(Lattice *L, AMask m, bool full) {
+  for (int q = 0; q < L->n; q++)
+    if (L->p[q].sparse == m && L->p[q].full == full) return;
+  if (L->n < 64) L->p[L->n++] = (LatPoint){m, full};
+}
+
+static void conj(const Lattice *x, const Lattice *y, Lattice *out) {
+  out->n = 0;
+  for (int a = 0; a < x->n; a++)
+    for (int b = 0; b < y->n; b++)
+      add_point(out, x->p[a].sparse | y->p[b].sparse,
+                x->p[a].full && y->p[b].full);
+}
+
+static void disj(const Lattice *x, const Lattice *y, Lattice *out) {
+  Lattice r = {0};
+  for (int a = 0; a < x->n; a++)
+    for (int b = 0; b < y->n; b++)
+      add_point(&r, x->p[a].sparse | y->p[b].sparse,
+                x->p[a].full || y->p[b].full);
+  for (int a = 0; a < x->n; a++) add_point(&r, x->p[a].sparse, x->p[a].full);
+  for (int b = 0; b < y->n; b++) add_point(&r, y->p[b].sparse, y->p[b].full);
+  *out = r;
+}
+
+static const Lattice FULL = {1, {{0, true}}};
+
+static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
+                  Lattice *out) {
+  Lattice x = {0}, y = {0};
+  out->n = 0;
+  switch (e->kind) {
+  case EX_ACCESS: {
+    int ax = lw_access_index(lw, e);
+    if (!(alive >> ax & 1)) return;
+    int l = lw_level_at(lw, ax, depth);
+    if (l >= 0 && lw_is_sparse_level(lw, ax, l))
+      add_point(out, (AMask)1 << ax, false);
+    else
+      *out = FULL;
+    return;
+  }
+  case EX_LITERAL:
+    if (e->u.lit.value != 0) *out = FULL;
+    return;
+  case EX_NEG: build(lw, e->u.bin.a, alive, depth, out); return;
+  case EX_MUL:
+  case EX_DIV:
+    build(lw, e->u.bin.a, alive, depth, &x);
+    build(lw, e->u.bin.b, alive, depth, &y);
+    if (e->kind == EX_DIV && y.n == 0) y = FULL; /* x / 0: keep x's points */
+    conj(&x, &y, out);
+    return;
+  case EX_ADD:
+  case EX_SUB:
+    build(lw, e->u.bin.a, alive, depth, &x);
+    build(lw, e->u.bin.b, alive, depth, &y);
+    disj(&x, &y, out);
+    return;
+  case EX_CALL:
+    build(lw, e->u.call.a, alive, depth, &x);
+    if (e->u.call.fn == FN_MIN || e->u.call.fn == FN_MAX) {
+      build(lw, e->u.call.b, alive, depth, &y);
+      disj(&x, &y, out);
+    } else if (e->u.call.fn == FN_SQRT || e->u.call.fn == FN_ABS) {
+      *out = x;
+    } else {
+      disj(&x, &FULL, out);
+    }
+    return;
+  }
+}
+
+static int popcount(AMask m) { return __builtin_popcountll(m); }
+
+void lw_lattice(const Lowerer *lw, AMask alive, int depth, Lattice *out) {
+  Lattice raw;
+  build(lw, lw->as->rhs, alive, depth, &raw);
+  AMask at = lw_sparse_at(lw, alive, depth);
+  out->n = 0;
+  /* Top first: more iterators first, full before not full. */
+  for (int want = 64; want >= 0; want--)
+    for (int full = 1; full >= 0; full--)
+      for (int q = 0; q < raw.n; q++) {
+        const LatPoint *p = &raw.p[q];
+        if (popcount(p->sparse) != want || p->full != (bool)full) continue;
+        AMask keep = alive & ~(at & ~p->sparse);
+        if (lw_expr_zero(lw, lw->as->rhs, keep)) continue;
+        out->p[out->n++] = *p;
+      }
+  if (out->n && out->p[0].full) {
+    int n = 0;
+    for (int q = 0; q < out->n; q++)
+      if (out->p[q].full) out->p[n++] = out->p[q];
+    out->n = n;
+  }
+}
+
+void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p) {
+  fputc('[', out);
+  bool first = true;
+  for (int x = 1; x < lw->nacc; x++) {
+    if (!(p->sparse >> x & 1)) continue;
+    fprintf(out, "%s%s", first ? "" : " ", lw->acc[x].e->u.access.t->name);
+    first = false;
+  }
+  if (p->full) fprintf(out, "%sfull", first ? "" : " ");
+  fputc(']', out);
+}

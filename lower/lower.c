@@ -1,0 +1,425 @@
+/* Kernel assembly around the loops: operand arrays and dims read once at
+ * entry; the output prepared (dense: sized and zeroed; sparse: counters and
+ * first capacity); workspaces allocated and freed in the cleanup path; the
+ * output's lengths and position fix-ups written at the end. Three phases
+ * share one emitter: assemble writes pos/crd only, compute writes vals into
+ * an assembled output (walking the same positions), evaluate does both.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lowerer.h"
+
+static LirType dtype_lir(tj_dtype t) {
+  static const LirType m[] = {LT_F64, LT_F32, LT_I64, LT_I32};
+  return m[t];
+}
+
+const char *lw_name(Lowerer *lw, const char *base) {
+  for (int i = 0; i < lw->nnames; i++)
+    if (strcmp(lw->names[i], base) == 0) {
+      int n = ++lw->name_uses[i];
+      return arena_printf(lw->a, "%s_%d", base, n);
+    }
+  if (lw->nnames < 512) {
+    lw->names[lw->nnames] = arena_strdup(lw->a, base);
+    lw->name_uses[lw->nnames++] = 0;
+  }
+  return arena_strdup(lw->a, base);
+}
+
+LirVar *lw_var(Lowerer *lw, const char *base, LirType t) {
+  return lir_var(lw->a, lw->k, lw_name(lw, base), t);
+}
+
+LirExpr *lw_i64(Lowerer *lw, int64_t v) { return lir_const_int(lw->a, LT_I64, v); }
+LirExpr *lw_ref(Lowerer *lw, LirVar *v) { return lir_ref(lw->a, v); }
+
+LirExpr *lw_load_index(Lowerer *lw, LirVar *arr, LirExpr *idx) {
+  return lir_cast(lw->a, LT_I64, lir_load(lw->a, lir_ref(lw->a, arr), idx));
+}
+
+LirStmt *lw_store_index(Lowerer *lw, LirVar *arr, LirExpr *idx, LirExpr *v) {
+  return lir_store(lw->a, lir_ref(lw->a, arr), idx,
+                   lir_cast(lw->a, lir_elem_type(arr->type), v));
+}
+
+/* Size of level l of access x: the dim that level stores. */
+LirExpr *lw_level_size(Lowerer *lw, int x, int l) {
+  const Access *ac = &lw->acc[x];
+  return lw_ref(lw, lw->dim[ac->t][ac->f->mode_order[l]]);
+}
+
+LirExpr *lw_out_linear(Lowerer *lw) {
+  const Access *ac = &lw->acc[0];
+  LirExpr *p = NULL;
+  for (int l = 0; l < ac->f->order; l++) {
+    const IndexVar *v = ac->e->u.access.idx[ac->f->mode_order[l]];
+    LirExpr *c = lw_ref(lw, lw->coord[v->id]);
+    p = p ? lir_bin(lw->a, LOP_ADD, lir_bin(lw->a, LOP_MUL, p, lw_level_size(lw, 0, l)), c) : c;
+  }
+  return p ? p : lw_i64(lw, 0);
+}
+
+static LirStmt *reserve(Lowerer *lw, int arr, int level, LirExpr *need) {
+  LirStmt *s = lir_call(lw->a, LH_RESERVE);
+  s->u.call.operand = 0;
+  s->u.call.arr = arr;
+  s->u.call.level = level;
+  s->u.call.a = need;
+  return s;
+}
+
+static LirStmt *reload(Lowerer *lw, LirVar *ptr, LirField f, int level) {
+  return lir_assign(lw->a, ptr, lir_field(lw->a, lw->k, 0, f, level));
+}
+
+/* Emits: if (index >= cap) { cap = 2 * cap; reserve crd (and vals); reload }. */
+LirStmt *lw_ensure_out_cap(Lowerer *lw, int l, LirExpr *index) {
+  if (lw->phase == PHASE_COMPUTE) return NULL;
+  Arena *a = lw->a;
+  LirVar *cap = lw->crd_cap[l];
+  LirStmt *grow = lir_assign(a, cap, lir_bin(a, LOP_MAX, lir_bin(a, LOP_MUL, lw_ref(lw, cap),
+                                              lw_i64(lw, 2)), lir_bin(a, LOP_ADD, index, lw_i64(lw, 1))));
+  lir_append(&grow, reserve(lw, TJ_ARR_CRD, l, lw_ref(lw, cap)));
+  lir_append(&grow, reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
+  if (l == lw->out_last && lw->emit_values) {
+    lir_append(&grow, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, cap)));
+    lir_append(&grow, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+  }
+  return lir_if(a, lir_bin(a, LOP_GE, index, lw_ref(lw, cap)), grow, NULL);
+}
+
+LirStmt *lw_ensure_pos_cap(Lowerer *lw, int l, LirExpr *index) {
+  if (lw->phase == PHASE_COMPUTE || !lw->pos_cap[l]) return NULL;
+  Arena *a = lw->a;
+  LirVar *cap = lw->pos_cap[l];
+  LirStmt *grow = lir_assign(a, cap, lir_bin(a, LOP_MAX, lir_bin(a, LOP_MUL, lw_ref(lw, cap),
+                                              lw_i64(lw, 2)), lir_bin(a, LOP_ADD, index, lw_i64(lw, 1))));
+  lir_append(&grow, reserve(lw, TJ_ARR_POS, l, lw_ref(lw, cap)));
+  lir_append(&grow, reload(lw, lw->pos_ptr[0][l], LF_POS, l));
+  return lir_if(a, lir_bin(a, LOP_GE, index, lw_ref(lw, cap)), grow, NULL);
+}
+
+/* ---- set-up ---- */
+
+static void collect(Lowerer *lw, const Expr *e) {
+  switch (e->kind) {
+  case EX_ACCESS:
+    if (lw->nacc < LW_MAX_ACCESS) lw->acc[lw->nacc++].e = e;
+    return;
+  case EX_LITERAL: return;
+  case EX_NEG: collect(lw, e->u.bin.a); return;
+  case EX_CALL:
+    collect(lw, e->u.call.a);
+    if (e->u.call.b) collect(lw, e->u.call.b);
+    return;
+  default:
+    collect(lw, e->u.bin.a);
+    collect(lw, e->u.bin.b);
+  }
+}
+
+static bool all_dense(const tj_format *f) {
+  for (int l = 0; l < f->order; l++)
+    if (f->levels[l] != 'd') return false;
+  return true;
+}
+
+static void setup_accesses(Lowerer *lw) {
+  const LowerPlan *p = lw->plan;
+  for (int k = 0; k < p->nloops; k++) lw->depth_of[p->order[k]->id] = k;
+  lw->first_red = p->nloops;
+  for (int k = p->nloops - 1; k >= 0; k--)
+    if (nt_is_reduction_var(lw->as, p->order[k])) lw->first_red = k;
+  lw->acc[lw->nacc++].e = lw->as->lhs;
+  collect(lw, lw->as->rhs);
+  for (int x = 0; x < lw->nacc; x++) {
+    Access *ac = &lw->acc[x];
+    ac->t = ac->e->u.access.t->id;
+    ac->f = &p->fmt[ac->t];
+    ac->located = all_dense(ac->f);
+    ac->last_depth = -1;
+    for (int m = 0; m < ac->e->u.access.n; m++) {
+      int dd = lw->depth_of[ac->e->u.access.idx[m]->id];
+      if (dd > ac->last_depth) ac->last_depth = dd;
+    }
+  }
+  lw->out_last = lw->acc[0].f->order - 1;
+}
+
+static LirStmt *declare_operands(Lowerer *lw) {
+  Arena *a = lw->a;
+  LirStmt *s = NULL;
+  char base[64];
+  for (int t = 0; t < lw->as->ntensors; t++) {
+    const TensorVar *tv = lw->as->tensors[t];
+    const tj_format *f = &lw->plan->fmt[t];
+    LirOperand *op = &lw->k->operands[t];
+    op->name = tv->name;
+    op->order = f->order;
+    op->dtype = tv->decl.dtype;
+    op->pos_width = f->pos_width == 64 ? 8 : 4;
+    op->crd_width = f->crd_width == 64 ? 8 : 4;
+    op->is_output = t == 0;
+    for (int m = 0; m < f->order; m++) {
+      snprintf(base, sizeof base, "%s_dim%d", tv->name, m);
+      lw->dim[t][m] = lw_var(lw, base, LT_I64);
+      lir_append(&s, lir_decl(a, lw->dim[t][m], lir_field(a, lw->k, t, LF_DIM, m)));
+    }
+    for (int l = 0; l < f->order; l++) {
+      if (f->levels[l] == 's' || f->levels[l] == 'u') {
+        snprintf(base, sizeof base, "%s%d_pos", tv->name, l);
+        lw->pos_ptr[t][l] = lw_var(lw, base, lir_field_type(lw->k, t, LF_POS));
+        lir_append(&s, lir_decl(a, lw->pos_ptr[t][l], lir_field(a, lw->k, t, LF_POS, l)));
+      }
+      if (f->levels[l] != 'd') {
+        snprintf(base, sizeof base, "%s%d_crd", tv->name, l);
+        lw->crd_ptr[t][l] = lw_var(lw, base, lir_field_type(lw->k, t, LF_CRD));
+        lir_append(&s, lir_decl(a, lw->crd_ptr[t][l], lir_field(a, lw->k, t, LF_CRD, l)));
+      }
+    }
+    snprintf(base, sizeof base, "%s_vals", tv->name);
+    lw->vals_ptr[t] = lw_var(lw, base, lir_field_type(lw->k, t, LF_VALS));
+    lir_append(&s, lir_decl(a, lw->vals_ptr[t], lir_field(a, lw->k, t, LF_VALS, 0)));
+  }
+  lw->k->noperands = lw->as->ntensors;
+  return s;
+}
+
+/* Product of the sizes of output levels [0, l). */
+static LirExpr *out_prefix_size(Lowerer *lw, int l) {
+  LirExpr *n = lw_i64(lw, 1);
+  for (int k = 0; k < l; k++) n = lir_bin(lw->a, LOP_MUL, n, lw_level_size(lw, 0, k));
+  return n;
+}
+
+static bool parents_dense(const tj_format *f, int l) {
+  for (int k = 0; k < l; k++)
+    if (f->levels[k] != 'd') return false;
+  return true;
+}
+
+/* Dense output: size, zero (unless +=), set length. */
+static LirStmt *prepare_dense_output(Lowerer *lw) {
+  Arena *a = lw->a;
+  LirVar *n = lw_var(lw, "out_size", LT_I64);
+  LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
+  lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
+  lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+  if (!lw->as->accumulate && lw->phase != PHASE_ASSEMBLE) {
+    LirStmt *z = lir_call(a, LH_ZERO);
+    z->u.call.ptr = lw->vals_ptr[0];
+    z->u.call.a = lw_i64(lw, 0);
+    z->u.call.b = lw_ref(lw, n);
+    lir_append(&s, z);
+  }
+  lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, n)));
+  return s;
+}
+
+static LirStmt *prepare_sparse_output(Lowerer *lw) {
+  Arena *a = lw->a;
+  const tj_format *f = lw->acc[0].f;
+  LirStmt *s = NULL;
+  char base[64];
+  for (int l = 0; l < f->order; l++) {
+    if (f->levels[l] != 's') continue;
+    snprintf(base, sizeof base, "pOut%d", l);
+    lw->out_p[l] = lw_var(lw, base, LT_I64);
+    lir_append(&s, lir_decl(a, lw->out_p[l], lw_i64(lw, 0)));
+    if (lw->phase == PHASE_COMPUTE) continue;
+    snprintf(base, sizeof base, "out%d_crd_cap", l);
+    lw->crd_cap[l] = lw_var(lw, base, LT_I64);
+    lir_append(&s, lir_decl(a, lw->crd_cap[l], lw_i64(lw, 1024)));
+    lir_append(&s, reserve(lw, TJ_ARR_CRD, l, lw_ref(lw, lw->crd_cap[l])));
+    lir_append(&s, reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
+    LirExpr *plen;
+    if (parents_dense(f, l)) {
+      plen = lir_bin(a, LOP_ADD, out_prefix_size(lw, l), lw_i64(lw, 1));
+    } else {
+      snprintf(base, sizeof base, "out%d_pos_cap", l);
+      lw->pos_cap[l] = lw_var(lw, base, LT_I64);
+      lir_append(&s, lir_decl(a, lw->pos_cap[l], lw_i64(lw, 1024)));
+      plen = lw_ref(lw, lw->pos_cap[l]);
+    }
+    lir_append(&s, reserve(lw, TJ_ARR_POS, l, plen));
+    lir_append(&s, reload(lw, lw->pos_ptr[0][l], LF_POS, l));
+    LirStmt *z = lir_call(a, LH_ZERO);
+    z->u.call.ptr = lw->pos_ptr[0][l];
+    z->u.call.a = lw_i64(lw, 0);
+    z->u.call.b = plen;
+    lir_append(&s, z);
+  }
+  int last = lw->out_last;
+  if (lw->emit_values) {
+    LirExpr *need = lw->phase == PHASE_COMPUTE
+                        ? lir_field(a, lw->k, 0, LF_CRD_LEN, last)
+                        : lw_ref(lw, lw->crd_cap[last]);
+    lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, need));
+    lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+  }
+  return s;
+}
+
+/* Lengths, pos[0..1] of a top compressed level, and the running-max fix-up
+ * of pos arrays under dense parents (rows the loops skipped). */
+static LirStmt *finish_sparse_output(Lowerer *lw) {
+  Arena *a = lw->a;
+  const tj_format *f = lw->acc[0].f;
+  int last = lw->out_last;
+  LirStmt *s = NULL;
+  if (lw->phase != PHASE_COMPUTE) {
+    for (int l = 0; l < f->order; l++) {
+      if (f->levels[l] != 's') continue;
+      LirVar *pos = lw->pos_ptr[0][l];
+      LirExpr *plen;
+      if (l == 0) {
+        lir_append(&s, lw_store_index(lw, pos, lw_i64(lw, 1), lw_ref(lw, lw->out_p[0])));
+        plen = lw_i64(lw, 2);
+      } else if (parents_dense(f, l)) {
+        plen = lir_bin(a, LOP_ADD, out_prefix_size(lw, l), lw_i64(lw, 1));
+        LirVar *q = lw_var(lw, "q", LT_I64);
+        LirExpr *prev = lw_load_index(lw, pos, lw_ref(lw, q));
+        LirExpr *nq = lir_bin(a, LOP_ADD, lw_ref(lw, q), lw_i64(lw, 1));
+        LirExpr *cur = lw_load_index(lw, pos, nq);
+        LirStmt *fix = lir_if(a, lir_bin(a, LOP_LT, cur, prev),
+                              lw_store_index(lw, pos, nq, prev), NULL);
+        lir_append(&s, lir_for(a, q, lw_i64(lw, 0), out_prefix_size(lw, l), fix));
+      } else {
+        plen = lir_bin(a, LOP_ADD, lw_ref(lw, lw->out_p[l - 1]), lw_i64(lw, 1));
+      }
+      lir_append(&s, lir_setfield(a, 0, LF_POS_LEN, l, plen));
+      lir_append(&s, lir_setfield(a, 0, LF_CRD_LEN, l, lw_ref(lw, lw->out_p[l])));
+    }
+  }
+  if (lw->phase == PHASE_ASSEMBLE) {
+    LirExpr *n = lw_ref(lw, lw->out_p[last]);
+    lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, n));
+    lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+    LirStmt *z = lir_call(a, LH_ZERO);
+    z->u.call.ptr = lw->vals_ptr[0];
+    z->u.call.a = lw_i64(lw, 0);
+    z->u.call.b = lw_ref(lw, lw->out_p[last]);
+    lir_append(&s, z);
+  }
+  lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, lw->out_p[last])));
+  return s;
+}
+
+/* Workspace arrays over the scattered index (values, marks, touched list). */
+static LirStmt *allocate_workspace(Lowerer *lw) {
+  Arena *a = lw->a;
+  IndexVar *j = lw->plan->ws_var;
+  const Expr *lhs = lw->as->lhs;
+  int mode = 0;
+  while (lhs->u.access.idx[mode] != j) mode++;
+  LirExpr *n = lw_ref(lw, lw->dim[0][mode]);
+  struct { LirVar **v; const char *name; LirType t; int bytes; } ws[] = {
+      {&lw->ws_vals, "ws_vals", lir_ptr_type(lw->vtype),
+       lw->vtype == LT_F32 || lw->vtype == LT_I32 ? 4 : 8},
+      {&lw->ws_mark, "ws_mark", LT_PTR_U8, 1},
+      {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
+  LirStmt *s = NULL;
+  for (int w = 0; w < 3; w++) {
+    *ws[w].v = lw_var(lw, ws[w].name, ws[w].t);
+    lir_append(&s, lir_decl(a, *ws[w].v, NULL));
+    LirStmt *al = lir_call(a, LH_ALLOC);
+    al->u.call.ptr = *ws[w].v;
+    al->u.call.a = lir_bin(a, LOP_MUL, n, lw_i64(lw, ws[w].bytes));
+    lir_append(&s, al);
+    LirStmt *fr = lir_call(a, LH_FREE);
+    fr->u.call.ptr = *ws[w].v;
+    lir_append(&lw->k->cleanup, fr);
+  }
+  lw->ws_n = lw_var(lw, "ws_n", LT_I64);
+  lir_append(&s, lir_decl(a, lw->ws_n, lw_i64(lw, 0)));
+  return s;
+}
+
+/* Values of order-0 operands (scalars), read once at entry. */
+static LirStmt *bind_scalars(Lowerer *lw) {
+  LirStmt *s = NULL;
+  for (int x = 1; x < lw->nacc; x++) {
+    if (lw->acc[x].e->u.access.n != 0 || !lw->emit_values) continue;
+    char base[64];
+    snprintf(base, sizeof base, "%s_val", lw->acc[x].e->u.access.t->name);
+    lw->val[x] = lw_var(lw, base, lw->vtype);
+    LirExpr *ld = lir_load(lw->a, lw_ref(lw, lw->vals_ptr[lw->acc[x].t]), lw_i64(lw, 0));
+    lir_append(&s, lir_decl(lw->a, lw->val[x], lir_cast(lw->a, lw->vtype, ld)));
+  }
+  return s;
+}
+
+static LirStmt *conversion_notes(Lowerer *lw) {
+  LirStmt *s = NULL;
+  for (int t = 1; t < lw->as->ntensors; t++) {
+    if (!lw->plan->convert[t]) continue;
+    char from[64], to[64];
+    tj_format_print(&lw->as->tensors[t]->decl.format, from, sizeof from);
+    tj_format_print(&lw->plan->fmt[t], to, sizeof to);
+    lir_append(&s, lir_comment(lw->a, arena_printf(lw->a,
+        "operand %s is converted from %s to %s: its levels would be "
+        "traversed against their storage order",
+        lw->as->tensors[t]->name, from, to)));
+  }
+  return s;
+}
+
+LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
+                        LowerPhase phase, const char *name, Diag *d) {
+  Lowerer *lw = arena_alloc(a, sizeof *lw);
+  if (!lw) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  lw->a = a;
+  lw->d = d;
+  lw->as = as;
+  lw->plan = plan;
+  lw->phase = phase;
+  lw->emit_index = phase != PHASE_COMPUTE;
+  lw->emit_values = phase != PHASE_ASSEMBLE;
+  lw->vtype = dtype_lir(as->lhs->dtype);
+  lw->k = lir_kernel(a, name);
+  if (!lw->k) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  setup_accesses(lw);
+  LirStmt *body = conversion_notes(lw);
+  lir_append(&body, declare_operands(lw));
+  if (plan->out_sparse) {
+    if (phase == PHASE_COMPUTE)
+      lir_append(&body, lir_comment(a, "compute: the output's index arrays are assembled"));
+    lir_append(&body, prepare_sparse_output(lw));
+  } else {
+    lir_append(&body, prepare_dense_output(lw));
+  }
+  if (plan->ws_depth >= 0) lir_append(&body, allocate_workspace(lw));
+  lir_append(&body, bind_scalars(lw));
+  bool dense_assemble = !plan->out_sparse && phase == PHASE_ASSEMBLE;
+  AMask alive = lw->nacc >= 64 ? ~(AMask)0 : (((AMask)1 << lw->nacc) - 1);
+  if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
+  if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));
+  lw->k->body = body;
+  if (a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  return lw->k;
+}
+
+void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan) {
+  Arena a;
+  arena_init(&a);
+  Lowerer *lw = arena_alloc(&a, sizeof *lw);
+  if (!lw) return;
+  lw->a = &a;
+  lw->as = as;
+  lw->plan = plan;
+  setup_accesses(lw);
+  AMask alive = (((AMask)1 << lw->nacc) - 1) & ~(AMask)1;
+  for (int k = 0; k < plan->nloops; k++) {
+    Lattice L;
+    lw_lattice(lw, alive, k, &L);
+    fprintf(out, "%s:", plan->order[k]->name);
+    for (int q = 0; q < L.n; q++) {
+      fputc(' ', out);
+      lw_print_point(out, lw, &L.p[q]);
+    }
+    fputc('\n', out);
+  }
+  arena_free(&a);
+}

@@ -1,0 +1,48 @@
+/* Lowering: checked index notation + formats -> loop IR kernels.
+ *
+ * lower_plan picks the loop order from the iteration graph (each tensor
+ * with a sparse level must be traversed in its level order; all-dense
+ * tensors are located and impose nothing), decides which operands must be
+ * converted to another mode order because they would be traversed against
+ * their storage order, and whether a sparse output needs a workspace
+ * (a reduction loop between its levels: Gustavson's SpGEMM).
+ * lower_kernel then emits one of the three kernels for that plan.
+ */
+#ifndef TJ_LOWER_LOWER_H
+#define TJ_LOWER_LOWER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "../ir/loop_ir.h"
+#include "../ir/notation.h"
+
+typedef enum { PHASE_ASSEMBLE, PHASE_COMPUTE, PHASE_EVALUATE } LowerPhase;
+
+typedef struct LowerPlan {
+  int nloops;
+  IndexVar *order[NT_MAX_INDICES];     /* loop order, outermost first */
+  tj_format fmt[NT_MAX_TENSORS];       /* format each operand is read in */
+  bool convert[NT_MAX_TENSORS];        /* fmt differs from the declared one */
+  int ws_depth;                        /* loop depth of the workspace, -1 none */
+  IndexVar *ws_var;                    /* the output index scattered into it */
+  bool out_sparse;                     /* output has a compressed level */
+  bool parallel_outer;                 /* parallelize(...) asked for depth 0 */
+} LowerPlan;
+
+/* Plans the loops of as, staying as close to the requested order `want`
+ * (nwant variables, outermost first) as the formats allow; with strict
+ * (an explicit reorder) the order is kept and operands that disagree are
+ * converted. Refuses what cannot be lowered with a message. */
+bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
+                bool strict, LowerPlan *plan, Diag *d);
+
+/* Emits the kernel for one phase of the plan into arena memory. */
+LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
+                        LowerPhase phase, const char *name, Diag *d);
+
+/* Prints the merge lattice of every loop of the plan (-print-lattice). */
+void lower_print_lattices(FILE *out, const Assignment *as,
+                          const LowerPlan *plan);
+
+#endif

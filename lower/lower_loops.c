@@ -1,0 +1,446 @@
+/* Loop emission, in the shape of the TACO paper and MLIR's genStmt: for the
+ * loop at depth d, build the merge lattice; start the loop sequence
+ * (initialize one iterator per sparse level); per lattice point emit a
+ * loop; per dominated point an if case; recurse; advance the iterators.
+ * For sparse b + c (point [b c] then [b], [c]) it emits:
+ *   while (pb < pb_end && pc < pc_end) {
+ *     cb = b_crd[pb]; cc = c_crd[pc]; i = min(cb, cc);
+ *     if (cb == i && cc == i) ... else if (cb == i) ... else if (cc == i) ...
+ *     pb += cb == i; pc += cc == i;
+ *   }
+ *   while (pb < pb_end) ...   while (pc < pc_end) ...
+ * Outputs: dense outputs are scattered into; sparse ones appended in loop
+ * order; a reduction below the output's last index goes to a scalar temp,
+ * one between its indices to a dense workspace (see lower.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lowerer.h"
+
+typedef struct Iter {
+  LirVar *p, *end, *c, *seg;   /* position, end, coordinate, segment end */
+} Iter;
+
+typedef struct LoopCtx {
+  int depth;
+  AMask alive;
+  bool in_temp;
+  IndexVar *v;
+  const Lattice *L;
+  Iter it[LW_MAX_ACCESS];
+} LoopCtx;
+
+static Arena *A(Lowerer *lw) { return lw->a; }
+
+static bool level_segmented(const Lowerer *lw, int x, int l) {
+  const char *lv = lw->acc[x].f->levels;
+  int n = lw->acc[x].f->order;
+  return lv[l] == 'u' || (lv[l] == 'q' && l + 1 < n && lv[l + 1] == 'q');
+}
+
+static LirExpr *parent_pos(Lowerer *lw, int x) {
+  return lw->pos[x] ? lw->pos[x] : lw_i64(lw, 0);
+}
+
+/* The extent of index v: a dim of the first access (output first) using it. */
+static LirExpr *extent_of(Lowerer *lw, const IndexVar *v) {
+  for (int x = 0; x < lw->nacc; x++) {
+    const Expr *e = lw->acc[x].e;
+    for (int m = 0; m < e->u.access.n; m++)
+      if (e->u.access.idx[m] == v) return lw_ref(lw, lw->dim[lw->acc[x].t][m]);
+  }
+  return lw_i64(lw, v->extent);
+}
+
+static LirStmt *init_iter(Lowerer *lw, int x, int l, Iter *it) {
+  char base[64];
+  const char *tn = lw->acc[x].e->u.access.t->name;
+  snprintf(base, sizeof base, "p%s%d", tn, l);
+  it->p = lw_var(lw, base, LT_I64);
+  snprintf(base, sizeof base, "p%s%d_end", tn, l);
+  it->end = lw_var(lw, base, LT_I64);
+  LirExpr *pp = parent_pos(lw, x), *lo, *hi;
+  char kind = lw->acc[x].f->levels[l];
+  if (kind == 's' || kind == 'u') {
+    LirVar *pos = lw->pos_ptr[lw->acc[x].t][l];
+    lo = lw_load_index(lw, pos, pp);
+    hi = lw_load_index(lw, pos, lir_bin(A(lw), LOP_ADD, pp, lw_i64(lw, 1)));
+  } else if (l > 0 && level_segmented(lw, x, l - 1)) {
+    lo = pp;
+    hi = lw_ref(lw, lw->seg_end[x]);
+  } else {
+    lo = pp;
+    hi = lir_bin(A(lw), LOP_ADD, pp, lw_i64(lw, 1));
+  }
+  LirStmt *s = lir_decl(A(lw), it->p, lo);
+  lir_append(&s, lir_decl(A(lw), it->end, hi));
+  return s;
+}
+
+/* Reads the coordinate of iterator x (and the end of its segment). */
+static LirStmt *read_coord(Lowerer *lw, int x, int l, Iter *it) {
+  char base[64];
+  snprintf(base, sizeof base, "%s%d", lw->acc[x].e->u.access.t->name, l);
+  it->c = lw_var(lw, base, LT_I64);
+  LirVar *crd = lw->crd_ptr[lw->acc[x].t][l];
+  LirStmt *s = lir_decl(A(lw), it->c, lw_load_index(lw, crd, lw_ref(lw, it->p)));
+  it->seg = NULL;
+  if (!level_segmented(lw, x, l)) return s;
+  /* seg = p + 1; more = seg < end;
+   * while (more) { if (crd[seg] == c) { seg++; more = seg < end; } else more = 0; } */
+  snprintf(base, sizeof base, "%s_seg", it->p->name);
+  it->seg = lw_var(lw, base, LT_I64);
+  LirVar *more = lw_var(lw, "more", LT_BOOL);
+  Arena *a = A(lw);
+  LirExpr *next = lir_bin(a, LOP_ADD, lw_ref(lw, it->p), lw_i64(lw, 1));
+  lir_append(&s, lir_decl(a, it->seg, next));
+  LirExpr *in = lir_bin(a, LOP_LT, lw_ref(lw, it->seg), lw_ref(lw, it->end));
+  lir_append(&s, lir_decl(a, more, in));
+  LirStmt *step = lir_update(a, it->seg, LOP_ADD, lw_i64(lw, 1));
+  lir_append(&step, lir_assign(a, more, lir_bin(a, LOP_LT, lw_ref(lw, it->seg),
+                                               lw_ref(lw, it->end))));
+  LirExpr *same = lir_bin(a, LOP_EQ, lw_load_index(lw, crd, lw_ref(lw, it->seg)),
+                          lw_ref(lw, it->c));
+  LirStmt *stop = lir_assign(a, more, lir_const_int(a, LT_BOOL, 0));
+  lir_append(&s, lir_while(a, lw_ref(lw, more), lir_if(a, same, step, stop)));
+  return s;
+}
+
+/* ---- values ---- */
+
+static LirExpr *vconst(Lowerer *lw, double v) {
+  return lir_type_is_float(lw->vtype) ? lir_const_fp(A(lw), lw->vtype, v)
+                                      : lir_const_int(A(lw), lw->vtype, (int64_t)v);
+}
+
+static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive);
+
+static LirExpr *gen_call(Lowerer *lw, const Expr *e, AMask alive) {
+  Arena *a = A(lw);
+  LirExpr *x = gen_expr(lw, e->u.call.a, alive);
+  if (e->u.call.fn == FN_MIN || e->u.call.fn == FN_MAX)
+    return lir_bin(a, e->u.call.fn == FN_MIN ? LOP_MIN : LOP_MAX, x,
+                   gen_expr(lw, e->u.call.b, alive));
+  static const LirUnOp un[] = {[FN_SQRT] = LUN_SQRT, [FN_ABS] = LUN_ABS,
+                               [FN_EXP] = LUN_EXP, [FN_LOG] = LUN_LOG};
+  if (lir_type_is_float(lw->vtype) || e->u.call.fn == FN_ABS)
+    return lir_un(a, un[e->u.call.fn], x);
+  return lir_cast(a, lw->vtype, lir_un(a, un[e->u.call.fn], lir_cast(a, LT_F64, x)));
+}
+
+static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive) {
+  Arena *a = A(lw);
+  if (lw_expr_zero(lw, e, alive)) return vconst(lw, 0);
+  switch (e->kind) {
+  case EX_ACCESS: return lw_ref(lw, lw->val[lw_access_index(lw, e)]);
+  case EX_LITERAL: return vconst(lw, e->u.lit.value);
+  case EX_NEG: return lir_un(a, LUN_NEG, gen_expr(lw, e->u.bin.a, alive));
+  case EX_ADD:
+  case EX_SUB: {
+    bool za = lw_expr_zero(lw, e->u.bin.a, alive);
+    bool zb = lw_expr_zero(lw, e->u.bin.b, alive);
+    if (zb) return gen_expr(lw, e->u.bin.a, alive);
+    LirExpr *y = gen_expr(lw, e->u.bin.b, alive);
+    if (za) return e->kind == EX_ADD ? y : lir_un(a, LUN_NEG, y);
+    return lir_bin(a, e->kind == EX_ADD ? LOP_ADD : LOP_SUB,
+                   gen_expr(lw, e->u.bin.a, alive), y);
+  }
+  case EX_MUL:
+  case EX_DIV:
+    return lir_bin(a, e->kind == EX_MUL ? LOP_MUL : LOP_DIV,
+                   gen_expr(lw, e->u.bin.a, alive), gen_expr(lw, e->u.bin.b, alive));
+  case EX_CALL: return gen_call(lw, e, alive);
+  }
+  return NULL;
+}
+
+/* Output position of a dense (located) output. */
+static LirExpr *out_index(Lowerer *lw) {
+  return lw->plan->out_sparse ? lw->pos[0] : lw_out_linear(lw);
+}
+
+static LirStmt *innermost(Lowerer *lw, AMask alive) {
+  Arena *a = A(lw);
+  if (lw->target == T_WS) {
+    LirExpr *j = lw_ref(lw, lw->coord[lw->plan->ws_var->id]);
+    LirStmt *s = NULL;
+    if (lw->emit_values)
+      s = lir_store_update(a, lw_ref(lw, lw->ws_vals), j, LOP_ADD,
+                           gen_expr(lw, lw->as->rhs, alive));
+    LirStmt *mark = lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1));
+    lir_append(&mark, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
+    lir_append(&mark, lir_update(a, lw->ws_n, LOP_ADD, lw_i64(lw, 1)));
+    LirExpr *unmarked = lir_un(a, LUN_NOT, lir_load(a, lw_ref(lw, lw->ws_mark), j));
+    lir_append(&s, lir_if(a, unmarked, mark, NULL));
+    return s;
+  }
+  if (!lw->emit_values) return NULL;
+  LirExpr *v = gen_expr(lw, lw->as->rhs, alive);
+  if (lw->target == T_TEMP) return lir_update(a, lw->temp, LOP_ADD, v);
+  LirVar *vals = lw->vals_ptr[0];
+  if (lw->plan->out_sparse) return lir_store(a, lw_ref(lw, vals), out_index(lw), v);
+  return lir_store_update(a, lw_ref(lw, vals), out_index(lw), LOP_ADD, v);
+}
+
+/* Emits: t = 0; <loops from depth>; out[pos] (+)= t. */
+static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
+  if (!lw->emit_values) return NULL;
+  Arena *a = A(lw);
+  LirVar *t = lw_var(lw, "t", lw->vtype);
+  LirStmt *s = lir_decl(a, t, vconst(lw, 0));
+  LirVar *saved = lw->temp;
+  lw->target = T_TEMP;
+  lw->temp = t;
+  lir_append(&s, lw_loops(lw, depth, alive, true));
+  lw->target = T_OUT;
+  lw->temp = saved;
+  LirExpr *vals = lw_ref(lw, lw->vals_ptr[0]);
+  if (lw->plan->out_sparse)
+    lir_append(&s, lir_store(a, vals, out_index(lw), lw_ref(lw, t)));
+  else
+    lir_append(&s, lir_store_update(a, vals, out_index(lw), LOP_ADD, lw_ref(lw, t)));
+  return lir_block(a, s);
+}
+
+/* Emits the producer into the workspace, then appends its coordinates in
+ * order:  <producer: ws[j] += ...; first touch records j in list>
+ *         sort(list, n); for (q < n) { j = list[q]; append (j, ws[j]); reset } */
+static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
+  Arena *a = A(lw);
+  int l = lw->out_last;
+  lw->target = T_WS;
+  LirStmt *s = lw_loops(lw, depth, alive, true);
+  lw->target = T_OUT;
+  LirStmt *sort = lir_call(a, LH_SORT_CRD);
+  sort->u.call.ptr = lw->ws_list;
+  sort->u.call.a = lw_ref(lw, lw->ws_n);
+  lir_append(&s, sort);
+  LirVar *q = lw_var(lw, "q", LT_I64);
+  LirVar *j = lw_var(lw, lw->plan->ws_var->name, LT_I64);
+  LirVar *p = lw->out_p[l];
+  LirStmt *body = lir_decl(a, j, lir_load(a, lw_ref(lw, lw->ws_list), lw_ref(lw, q)));
+  lir_append(&body, lw_ensure_out_cap(lw, l, lw_ref(lw, p)));
+  if (lw->emit_index)
+    lir_append(&body, lw_store_index(lw, lw->crd_ptr[0][l], lw_ref(lw, p), lw_ref(lw, j)));
+  if (lw->emit_values) {
+    lir_append(&body, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), lw_ref(lw, p),
+                                lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j))));
+    lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j), vconst(lw, 0)));
+  }
+  lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
+                              lir_const_int(a, LT_BOOL, 0)));
+  lir_append(&body, lir_update(a, p, LOP_ADD, lw_i64(lw, 1)));
+  lir_append(&s, lir_for(a, q, lw_i64(lw, 0), lw_ref(lw, lw->ws_n), body));
+  lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
+  return lir_block(a, s);
+}
+
+/* ---- one case of a lattice point ---- */
+
+typedef struct Saved {
+  LirExpr *pos[LW_MAX_ACCESS];
+  LirVar *seg[LW_MAX_ACCESS], *val[LW_MAX_ACCESS], *coord;
+} Saved;
+
+static LirVar *hoist_value(Lowerer *lw, int x, LirStmt **s) {
+  char base[64];
+  snprintf(base, sizeof base, "%s_val", lw->acc[x].e->u.access.t->name);
+  LirVar *v = lw_var(lw, base, lw->vtype);
+  LirExpr *ld = lir_load(A(lw), lw_ref(lw, lw->vals_ptr[lw->acc[x].t]), parent_pos(lw, x));
+  lir_append(s, lir_decl(A(lw), v, lir_cast(A(lw), lw->vtype, ld)));
+  return v;
+}
+
+/* Binds every access with a level at this loop (position, value). */
+static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
+  Arena *a = A(lw);
+  LirStmt *s = NULL;
+  char base[64];
+  for (int x = 1; x < lw->nacc; x++) {
+    if (!(keep >> x & 1)) continue;
+    const Access *ac = &lw->acc[x];
+    int l = lw_level_at(lw, x, cx->depth);
+    if (l >= 0 && lw_is_sparse_level(lw, x, l)) {
+      lw->pos[x] = lw_ref(lw, cx->it[x].p);
+      lw->seg_end[x] = cx->it[x].seg;
+    } else if (l >= 0) {
+      snprintf(base, sizeof base, "p%s%d", ac->e->u.access.t->name, l);
+      LirVar *p = lw_var(lw, base, LT_I64);
+      LirExpr *e = lir_bin(a, LOP_ADD, lir_bin(a, LOP_MUL, parent_pos(lw, x),
+                                               lw_level_size(lw, x, l)), lw_ref(lw, cv));
+      lir_append(&s, lir_decl(a, p, e));
+      lw->pos[x] = lw_ref(lw, p);
+    }
+    bool done = ac->located ? ac->last_depth == cx->depth : l == ac->f->order - 1;
+    if (!done) continue;
+    if (ac->located) {
+      snprintf(base, sizeof base, "p%s", ac->e->u.access.t->name);
+      LirVar *p = lw_var(lw, base, LT_I64);
+      lw->pos[x] = NULL;
+      for (int k = 0; k < ac->f->order; k++) {
+        const IndexVar *iv = ac->e->u.access.idx[ac->f->mode_order[k]];
+        LirExpr *c = lw_ref(lw, lw->coord[iv->id]);
+        lw->pos[x] = k == 0 ? c : lir_bin(a, LOP_ADD, lir_bin(a, LOP_MUL, lw->pos[x],
+                                                              lw_level_size(lw, x, k)), c);
+      }
+      lir_append(&s, lir_decl(a, p, lw->pos[x]));
+      lw->pos[x] = lw_ref(lw, p);
+    }
+    if (lw->emit_values) lw->val[x] = hoist_value(lw, x, &s);
+  }
+  return s;
+}
+
+static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *cv) {
+  Arena *a = A(lw);
+  AMask at = lw_sparse_at(lw, cx->alive, cx->depth);
+  AMask keep = cx->alive & ~(at & ~q->sparse);
+  if (lw_expr_zero(lw, lw->as->rhs, keep)) return NULL;
+  Saved sv;
+  memcpy(sv.pos, lw->pos, sizeof sv.pos);
+  memcpy(sv.seg, lw->seg_end, sizeof sv.seg);
+  memcpy(sv.val, lw->val, sizeof sv.val);
+  sv.coord = lw->coord[cx->v->id];
+  LirExpr *out_saved = lw->pos[0];
+  lw->coord[cx->v->id] = cv;
+  LirStmt *s = bind_levels(lw, cx, keep, cv);
+
+  int l = lw->target == T_OUT && lw->plan->out_sparse ? lw_level_at(lw, 0, cx->depth) : -1;
+  bool compressed = l >= 0 && lw->acc[0].f->levels[l] == 's';
+  LirVar *start = NULL;
+  if (l >= 0 && !compressed) {
+    LirVar *p = lw_var(lw, "pOut", LT_I64);
+    lir_append(&s, lir_decl(a, p, lir_bin(a, LOP_ADD,
+        lir_bin(a, LOP_MUL, parent_pos(lw, 0), lw_level_size(lw, 0, l)), lw_ref(lw, cv))));
+    lw->pos[0] = lw_ref(lw, p);
+  } else if (compressed) {
+    lw->pos[0] = lw_ref(lw, lw->out_p[l]);
+    if (l == lw->out_last)
+      lir_append(&s, lw_ensure_out_cap(lw, l, lw_ref(lw, lw->out_p[l])));
+  }
+  if (l >= 0 && l < lw->out_last) {
+    start = lw_var(lw, "pOut_start", LT_I64);
+    lir_append(&s, lir_decl(a, start, lw_ref(lw, lw->out_p[l + 1])));
+  }
+  lir_append(&s, lw_loops(lw, cx->depth + 1, keep, cx->in_temp));
+
+  if (compressed && l == lw->out_last) {
+    if (lw->emit_index)
+      lir_append(&s, lw_store_index(lw, lw->crd_ptr[0][l], lw->pos[0], lw_ref(lw, cv)));
+    lir_append(&s, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
+  } else if (compressed) {
+    LirExpr *p = lw_ref(lw, lw->out_p[l]);
+    LirExpr *next = lir_bin(a, LOP_ADD, p, lw_i64(lw, 1));
+    LirStmt *app = lw_ensure_out_cap(lw, l, p);
+    lir_append(&app, lw_ensure_pos_cap(lw, l + 1, lir_bin(a, LOP_ADD, p, lw_i64(lw, 2))));
+    if (lw->emit_index) {
+      lir_append(&app, lw_store_index(lw, lw->crd_ptr[0][l], p, lw_ref(lw, cv)));
+      lir_append(&app, lw_store_index(lw, lw->pos_ptr[0][l + 1], next,
+                                      lw_ref(lw, lw->out_p[l + 1])));
+    }
+    lir_append(&app, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
+    LirExpr *grew = lir_bin(a, LOP_GT, lw_ref(lw, lw->out_p[l + 1]), lw_ref(lw, start));
+    lir_append(&s, lir_if(a, grew, app, NULL));
+  } else if (l >= 0 && l < lw->out_last && lw->emit_index) {
+    LirExpr *next = lir_bin(a, LOP_ADD, lw->pos[0], lw_i64(lw, 1));
+    lir_append(&s, lw_store_index(lw, lw->pos_ptr[0][l + 1], next,
+                                  lw_ref(lw, lw->out_p[l + 1])));
+  }
+  memcpy(lw->pos, sv.pos, sizeof sv.pos);
+  memcpy(lw->seg_end, sv.seg, sizeof sv.seg);
+  memcpy(lw->val, sv.val, sizeof sv.val);
+  lw->coord[cx->v->id] = sv.coord;
+  lw->pos[0] = out_saved;
+  return s;
+}
+
+/* The if / else-if chain over the points dominated by point pi. */
+static LirStmt *cases(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv) {
+  Arena *a = A(lw);
+  const LatPoint *P = &cx->L->p[pi];
+  LirStmt *chain = NULL;
+  for (int q = cx->L->n - 1; q >= pi; q--) {
+    const LatPoint *Q = &cx->L->p[q];
+    if ((Q->sparse & ~P->sparse) || (Q->full && !P->full)) continue;
+    LirExpr *cond = NULL;
+    bool trivially = (!P->full && Q->sparse == P->sparse &&
+                      __builtin_popcountll(P->sparse) == 1) || Q->sparse == 0;
+    for (int x = 1; x < lw->nacc && !trivially; x++) {
+      if (!(Q->sparse >> x & 1)) continue;
+      LirExpr *eq = lir_bin(a, LOP_EQ, lw_ref(lw, cx->it[x].c), lw_ref(lw, cv));
+      cond = cond ? lir_bin(a, LOP_AND, cond, eq) : eq;
+    }
+    LirStmt *body = case_body(lw, cx, Q, cv);
+    if (trivially)
+      chain = body ? lir_block(a, body) : NULL;
+    else if (body || chain)
+      chain = lir_if(a, cond, body ? body : lir_comment(a, "nothing to compute"), chain);
+  }
+  return chain;
+}
+
+/* Loop for lattice point pi: a for over a dense range or one sparse
+ * iterator when it is the only point, a while otherwise. */
+static LirStmt *point_loop(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv,
+                           LirExpr *extent) {
+  Arena *a = A(lw);
+  const LatPoint *P = &cx->L->p[pi];
+  int n = __builtin_popcountll(P->sparse);
+  if (cx->L->n == 1 && n == 0) {
+    LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
+    return lir_for(a, iv, lw_i64(lw, 0), extent, cases(lw, cx, pi, iv));
+  }
+  LirExpr *cond = P->full ? lir_bin(a, LOP_LT, lw_ref(lw, cv), extent) : NULL;
+  LirStmt *top = NULL, *adv = NULL;
+  LirExpr *minc = NULL;
+  for (int x = 1; x < lw->nacc; x++) {
+    if (!(P->sparse >> x & 1)) continue;
+    Iter *it = &cx->it[x];
+    LirExpr *in = lir_bin(a, LOP_LT, lw_ref(lw, it->p), lw_ref(lw, it->end));
+    cond = cond ? lir_bin(a, LOP_AND, cond, in) : in;
+    lir_append(&top, read_coord(lw, x, lw_level_at(lw, x, cx->depth), it));
+    minc = minc ? lir_bin(a, LOP_MIN, minc, lw_ref(lw, it->c)) : lw_ref(lw, it->c);
+    LirExpr *hit = lir_bin(a, LOP_EQ, lw_ref(lw, it->c), lw_ref(lw, cv));
+    LirExpr *next = it->seg ? lw_ref(lw, it->seg)
+                            : lir_bin(a, LOP_ADD, lw_ref(lw, it->p), lw_i64(lw, 1));
+    if (n == 1 && !P->full)
+      lir_append(&adv, lir_assign(a, it->p, next));
+    else
+      lir_append(&adv, lir_assign(a, it->p, lir_select(a, hit, next, lw_ref(lw, it->p))));
+  }
+  if (!P->full) lir_append(&top, lir_assign(a, cv, minc));
+  lir_append(&top, cases(lw, cx, pi, cv));
+  lir_append(&top, adv);
+  if (P->full) lir_append(&top, lir_update(a, cv, LOP_ADD, lw_i64(lw, 1)));
+  return lir_while(a, cond, top);
+}
+
+LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
+  if (depth == lw->plan->nloops) return innermost(lw, alive);
+  if (lw->target == T_OUT && !in_temp) {
+    if (depth == lw->plan->ws_depth) return scatter_through_workspace(lw, depth, alive);
+    if (depth == lw->first_red && lw->plan->ws_depth < 0)
+      return reduce_into_temp(lw, depth, alive);
+  }
+  LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
+                .v = lw->plan->order[depth]};
+  Lattice L;
+  lw_lattice(lw, alive, depth, &L);
+  if (L.n == 0) return NULL;
+  cx.L = &L;
+  Arena *a = A(lw);
+  LirStmt *s = NULL;
+  AMask all = 0;
+  for (int q = 0; q < L.n; q++) all |= L.p[q].sparse;
+  for (int x = 1; x < lw->nacc; x++)
+    if (all >> x & 1) lir_append(&s, init_iter(lw, x, lw_level_at(lw, x, depth), &cx.it[x]));
+  LirExpr *extent = extent_of(lw, cx.v);
+  LirVar *cv = NULL;
+  if (!(L.n == 1 && L.p[0].sparse == 0)) {
+    cv = lw_var(lw, cx.v->name, LT_I64);
+    lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
+  }
+  for (int q = 0; q < L.n; q++) lir_append(&s, point_loop(lw, &cx, q, cv, extent));
+  return lir_block(a, s);
+}

@@ -1,0 +1,103 @@
+/* Internal state of one lowering (one kernel of one phase), shared by
+ * lattice.c, lower_loops.c and lower.c. Accesses are numbered: 0 is the
+ * output, 1.. the rhs accesses in source order; masks over them are AMask. */
+#ifndef TJ_LOWER_LOWERER_H
+#define TJ_LOWER_LOWERER_H
+
+#include <stdint.h>
+
+#include "../runtime/abi.h"
+#include "lower.h"
+
+#define LW_MAX_ACCESS 64
+
+typedef uint64_t AMask;
+
+typedef struct Access {
+  const Expr *e;
+  TensorId t;
+  const tj_format *f;      /* the format read (after conversions) */
+  bool located;            /* all levels dense: located, not iterated */
+  int last_depth;          /* loop depth of its last-bound variable, -1 order 0 */
+} Access;
+
+/* A lattice point: the sparse iterators co-iterated (a mask of accesses
+ * whose level at this loop is sparse) and whether it covers the whole
+ * extent (a dense iterator or a missing variable makes it full). */
+typedef struct LatPoint {
+  AMask sparse;
+  bool full;
+} LatPoint;
+
+typedef struct Lattice {
+  int n;
+  LatPoint p[64];
+} Lattice;
+
+enum { T_OUT, T_TEMP, T_WS };
+
+typedef struct Lowerer {
+  Arena *a;
+  Diag *d;
+  const Assignment *as;
+  const LowerPlan *plan;
+  LowerPhase phase;
+  bool emit_index, emit_values;
+  LirKernel *k;
+  int nacc;
+  Access acc[LW_MAX_ACCESS];
+  int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
+  int first_red;                           /* depth of first reduction var */
+  /* per-access binding state while emitting */
+  LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
+  LirVar *seg_end[LW_MAX_ACCESS];          /* end of a nonunique segment */
+  LirVar *val[LW_MAX_ACCESS];              /* hoisted value */
+  LirVar *coord[NT_MAX_INDICES];           /* coordinate var per IndexId */
+  /* operand arrays and dims (entry-block pointer variables) */
+  LirVar *vals_ptr[NT_MAX_TENSORS];
+  LirVar *pos_ptr[NT_MAX_TENSORS][NT_MAX_ORDER];
+  LirVar *crd_ptr[NT_MAX_TENSORS][NT_MAX_ORDER];
+  LirVar *dim[NT_MAX_TENSORS][NT_MAX_ORDER];
+  /* output assembly */
+  LirVar *out_p[NT_MAX_ORDER];             /* append counters per level */
+  LirVar *crd_cap[NT_MAX_ORDER], *pos_cap[NT_MAX_ORDER];
+  int out_last;                            /* last output level */
+  int target;                              /* T_OUT, T_TEMP, T_WS */
+  LirVar *temp;
+  LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
+  LirType vtype;                           /* value type of the expression */
+  int nnames;
+  const char *names[512];
+  int name_uses[512];
+} Lowerer;
+
+/* lattice.c */
+/* Level of access x that the loop at depth stores, or -1. */
+int lw_level_at(const Lowerer *lw, int x, int depth);
+bool lw_is_sparse_level(const Lowerer *lw, int x, int level);
+/* Accesses alive in mask whose level at depth is sparse. */
+AMask lw_sparse_at(const Lowerer *lw, AMask alive, int depth);
+/* Whether rhs is identically zero when only the accesses in alive exist. */
+bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive);
+/* The merge lattice of rhs at the loop at depth, ordered top first,
+ * pruned (dense exhausts last) and without all-zero points. */
+void lw_lattice(const Lowerer *lw, AMask alive, int depth, Lattice *out);
+int lw_access_index(const Lowerer *lw, const Expr *e);
+void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p);
+
+/* lower_loops.c */
+LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
+
+/* lower.c helpers used by lower_loops.c */
+const char *lw_name(Lowerer *lw, const char *base);
+LirVar *lw_var(Lowerer *lw, const char *base, LirType t);
+LirExpr *lw_i64(Lowerer *lw, int64_t v);
+LirExpr *lw_ref(Lowerer *lw, LirVar *v);
+LirExpr *lw_level_size(Lowerer *lw, int x, int level);
+LirExpr *lw_load_index(Lowerer *lw, LirVar *arr, LirExpr *idx);
+LirStmt *lw_store_index(Lowerer *lw, LirVar *arr, LirExpr *idx, LirExpr *v);
+LirStmt *lw_ensure_out_cap(Lowerer *lw, int level, LirExpr *index);
+LirStmt *lw_ensure_pos_cap(Lowerer *lw, int level, LirExpr *index);
+LirExpr *lw_out_linear(Lowerer *lw);
+
+#endif

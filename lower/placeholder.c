@@ -1,1 +1,0 @@
-int tj_lower_placeholder_;

@@ -1,0 +1,119 @@
+/* Conversions between formats and dtypes, and to/from dense arrays.
+ *
+ * Format conversion goes through COO: the source's entries (in its level
+ * order) become the insertion buffer of a fresh tensor, which pack sorts
+ * into the target's level order. Zeros that are dense fill in the source
+ * (it has a dense level) are dropped; explicit zeros of all-sparse sources
+ * are kept. A dtype cast keeps the index arrays and converts the values.
+ */
+#include <stdlib.h>
+
+#include "tensor.h"
+
+tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
+                            tj_tensor **out) {
+  if (!src || !fmt || !out)
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_convert: NULL argument");
+  *out = NULL;
+  tj_format f = *fmt;
+  if (f.order != src->fmt.order)
+    return rt_set_error(TJ_ERR_SHAPE, "cannot convert tensor %s of order %d "
+                        "to a format with %d levels", src->name,
+                        src->fmt.order, f.order);
+  tj_tensor *t;
+  tj_status st = tj_tensor_new(src->name, tj_tensor_dtype(src), f.order,
+                               src->st.dims, &f, &t);
+  if (st != TJ_OK) return st;
+  int64_t n;
+  st = rt_tensor_entries(src, true, &t->coo.coords, &t->coo.vals, &n);
+  t->coo.n = t->coo.cap = st == TJ_OK ? n : 0;
+  if (st == TJ_OK) st = tj_tensor_pack(t);
+  if (st != TJ_OK) {
+    tj_tensor_free(t);
+    return st;
+  }
+  *out = t;
+  return TJ_OK;
+}
+
+/* Copies n entries of width w from src into a fresh array (*dst). */
+static bool copy_array(void **dst, const void *src, int64_t n, int w) {
+  *dst = NULL;
+  if (!src) return true;
+  *dst = malloc((size_t)(n ? n : 1) * (size_t)w);
+  if (*dst && n) memcpy(*dst, src, (size_t)n * (size_t)w);
+  return *dst != NULL;
+}
+
+tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out) {
+  if (!src || !out)
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_cast: NULL argument");
+  *out = NULL;
+  tj_tensor *t;
+  tj_status st = tj_tensor_new(src->name, dt, src->fmt.order, src->st.dims,
+                               &src->fmt, &t);
+  if (st != TJ_OK) return st;
+  const tj_storage *s = &src->st;
+  tj_storage *d = &t->st;
+  bool ok = true;
+  for (int l = 0; l < s->order && ok; l++) {
+    const tj_level_storage *a = &s->levels[l];
+    tj_level_storage *b = &d->levels[l];
+    ok = copy_array(&b->pos, a->pos, a->pos_len, s->pos_width) &&
+         copy_array(&b->crd, a->crd, a->crd_len, s->crd_width);
+    b->pos_len = b->pos_cap = b->pos ? a->pos_len : 0;
+    b->crd_len = b->crd_cap = b->crd ? a->crd_len : 0;
+  }
+  if (ok && s->vals) {
+    d->vals = malloc((size_t)(s->vals_len ? s->vals_len : 1) *
+                     (size_t)rt_dtype_size(dt));
+    ok = d->vals != NULL;
+    d->vals_len = d->vals_cap = ok ? s->vals_len : 0;
+    for (int64_t i = 0; ok && i < s->vals_len; i++)
+      rt_storage_set_val(d, i, rt_storage_val(s, i));
+  }
+  if (!ok) {
+    tj_tensor_free(t);
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory casting tensor %s",
+                        src->name);
+  }
+  *out = t;
+  return TJ_OK;
+}
+
+tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense) {
+  int order = t->fmt.order;
+  int64_t total = 1;
+  for (int m = 0; m < order; m++) total *= t->st.dims[m];
+  bool all_dense = rt_format_all_dense(&t->fmt);
+  RtCoo saved = t->coo;
+  memset(&t->coo, 0, sizeof t->coo);
+  tj_status st = TJ_OK;
+  int64_t coord[TJ_MAX_ORDER] = {0};
+  for (int64_t lin = 0; lin < total && st == TJ_OK; lin++) {
+    if (dense[lin] != 0 || all_dense) st = rt_coo_push(t, coord, dense[lin]);
+    for (int m = order - 1; m >= 0 && ++coord[m] == t->st.dims[m]; m--)
+      coord[m] = 0;
+  }
+  tj_storage old = t->st;
+  if (st == TJ_OK) {
+    for (int l = 0; l < order; l++) {
+      tj_level_storage *lv = &t->st.levels[l];
+      lv->pos = lv->crd = NULL;
+      lv->pos_len = lv->pos_cap = lv->crd_len = lv->crd_cap = 0;
+    }
+    t->st.vals = NULL;
+    t->st.vals_len = t->st.vals_cap = 0;
+    st = tj_tensor_pack(t);
+  }
+  if (st != TJ_OK) {
+    rt_storage_clear(&t->st);
+    t->st = old;
+    free(t->coo.coords), free(t->coo.vals);
+    t->coo = saved;
+    return st;
+  }
+  rt_storage_clear(&old);
+  free(saved.coords), free(saved.vals);
+  return TJ_OK;
+}

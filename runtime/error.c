@@ -1,0 +1,37 @@
+/* The thread-local error message behind tj_last_error().
+ *
+ * Every failing runtime function records one message with rt_set_error and
+ * returns the status it was given, so callers can `return rt_set_error(..)`.
+ * The message buffer is per thread: two threads never see each other's
+ * errors. Also holds the dtype names, which are pure lookups.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "tensor.h"
+
+static _Thread_local char last_error[1024];
+
+const char *tj_last_error(void) { return last_error; }
+
+tj_status rt_set_error(tj_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(last_error, sizeof last_error, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+const char *tj_dtype_name(tj_dtype t) {
+  switch (t) {
+  case TJ_F64: return "f64";
+  case TJ_F32: return "f32";
+  case TJ_I64: return "i64";
+  case TJ_I32: return "i32";
+  }
+  return "?";
+}
+
+int rt_dtype_size(tj_dtype dt) {
+  return (dt == TJ_F32 || dt == TJ_I32) ? 4 : 8;
+}

@@ -1,0 +1,79 @@
+/* tj_tensor_read / tj_tensor_write: dispatch on the file name.
+ *
+ * The type comes from the extension after an optional .gz (.mtx or .tns);
+ * an unknown extension is sniffed: a %%MatrixMarket banner means .mtx,
+ * anything else is read as .tns. The tensor's default name is the file
+ * name without directory and extensions ("data/m.mtx.gz" -> "m").
+ */
+#include <stdlib.h>
+#include <strings.h>
+
+#include "reader.h"
+
+/* The extension of path after stripping ".gz" (e.g. ".mtx"), or "". */
+static void extension(const char *path, char *ext, size_t n) {
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  size_t len = strlen(base);
+  if (len > 3 && !strcasecmp(base + len - 3, ".gz")) len -= 3;
+  size_t dot = len;
+  while (dot > 0 && base[dot - 1] != '.') dot--;
+  ext[0] = 0;
+  if (dot > 1 && len - dot + 1 < n) {
+    memcpy(ext, base + dot - 1, len - dot + 1);
+    ext[len - dot + 1] = 0;
+  }
+}
+
+/* The file name stem: no directory, no .gz, no last extension. */
+static char *stem(const char *path) {
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  char *s = strdup(base);
+  if (!s) return NULL;
+  size_t len = strlen(s);
+  if (len > 3 && !strcasecmp(s + len - 3, ".gz")) s[len -= 3] = 0;
+  char *dot = strrchr(s, '.');
+  if (dot && dot != s) *dot = 0;
+  return s;
+}
+
+tj_status tj_tensor_read(const char *path, const char *name,
+                         const tj_format *fmt, tj_tensor **out) {
+  if (!path || !out)
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_read: NULL argument");
+  *out = NULL;
+  char ext[16];
+  extension(path, ext, sizeof ext);
+  RtReader *r;
+  tj_status st = rd_open(path, &r);
+  if (st != TJ_OK) return st;
+  bool is_mtx = !strcasecmp(ext, ".mtx");
+  if (!is_mtx && strcasecmp(ext, ".tns")) {
+    char *line;
+    st = rd_line(r, &line);
+    is_mtx = st == TJ_OK && line && !strncasecmp(line, "%%MatrixMarket", 14);
+    rd_unread(r);
+  }
+  char *own = name ? NULL : stem(path);
+  if (st == TJ_OK && !name && !own)
+    st = rt_set_error(TJ_ERR_NOMEM, "%s: out of memory", path);
+  if (st == TJ_OK)
+    st = is_mtx ? mtx_read(r, name ? name : own, fmt, out)
+                : tns_read(r, name ? name : own, fmt, out);
+  free(own);
+  rd_close(r);
+  return st;
+}
+
+tj_status tj_tensor_write(const tj_tensor *t, const char *path) {
+  if (!t || !path)
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_write: NULL argument");
+  char ext[16];
+  extension(path, ext, sizeof ext);
+  bool mtx = !strcasecmp(ext, ".mtx") ||
+             (strcasecmp(ext, ".tns") && t->fmt.order == 2);
+  if (mtx && t->fmt.order != 2)
+    return rt_set_error(TJ_ERR_SHAPE, "%s: a .mtx file holds a matrix, but "
+                        "tensor %s has order %d (write .tns)", path, t->name,
+                        t->fmt.order);
+  return mtx ? mtx_write(t, path) : tns_write(t, path);
+}

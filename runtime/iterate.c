@@ -1,0 +1,158 @@
+/* Reading packed storage: iteration to COO, point lookup, dense copies.
+ *
+ * One recursive walk visits every stored position in level order: a dense
+ * level loops over its extent, a compressed level over its segment
+ * pos[p]..pos[p+1], a singleton level takes the one coordinate at p.
+ * Lookup follows the same levels for one coordinate, by binary search in
+ * compressed segments; nonunique levels may hold several matches, which
+ * are summed (as the dense view of the tensor sums them).
+ */
+#include <stdlib.h>
+
+#include "tensor.h"
+
+typedef void (*EmitFn)(void *ctx, const int64_t *coord, int64_t p);
+
+/* Visits the subtree of position p at level l; coord is indexed by dim. */
+static void walk(const tj_storage *s, int l, int64_t p, int64_t *coord,
+                 EmitFn emit, void *ctx) {
+  if (l == s->order) {
+    emit(ctx, coord, p);
+    return;
+  }
+  const tj_level_storage *lv = &s->levels[l];
+  int m = s->map[l].dim;
+  if (lv->kind == TJ_LVL_DENSE) {
+    for (int64_t i = 0; i < lv->size; i++)
+      coord[m] = i, walk(s, l + 1, p * lv->size + i, coord, emit, ctx);
+  } else if (lv->kind == TJ_LVL_COMPRESSED) {
+    if (!lv->pos || p + 1 >= lv->pos_len) return;
+    int64_t lo = rt_idx(lv->pos, s->pos_width, p);
+    int64_t hi = rt_idx(lv->pos, s->pos_width, p + 1);
+    for (int64_t q = lo; q < hi; q++) {
+      coord[m] = rt_idx(lv->crd, s->crd_width, q);
+      walk(s, l + 1, q, coord, emit, ctx);
+    }
+  } else {
+    if (!lv->crd || p >= lv->crd_len) return;
+    coord[m] = rt_idx(lv->crd, s->crd_width, p);
+    walk(s, l + 1, p, coord, emit, ctx);
+  }
+}
+
+/* Walks all of s's stored positions (nothing if s holds no values). */
+static void walk_all(const tj_storage *s, EmitFn emit, void *ctx) {
+  int64_t coord[TJ_MAX_ORDER] = {0};
+  if (s->vals && s->vals_len > 0) walk(s, 0, 0, coord, emit, ctx);
+}
+
+typedef struct Collect {
+  const tj_storage *s;
+  bool drop_zero;
+  int64_t n, cap, *coords;
+  double *vals;
+} Collect;
+
+static void collect(void *ctx, const int64_t *coord, int64_t p) {
+  Collect *c = ctx;
+  if (p >= c->s->vals_len || c->n == c->cap) return;
+  double v = rt_storage_val(c->s, p);
+  if (c->drop_zero && v == 0) return;
+  memcpy(c->coords + c->n * c->s->order, coord,
+         (size_t)c->s->order * sizeof *coord);
+  c->vals[c->n++] = v;
+}
+
+static bool has_dense(const tj_storage *s) {
+  for (int l = 0; l < s->order; l++)
+    if (s->levels[l].kind == TJ_LVL_DENSE) return true;
+  return false;
+}
+
+tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
+                            int64_t **coords, double **vals, int64_t *n) {
+  const tj_storage *s = &t->st;
+  Collect c = {.s = s, .drop_zero = drop_fill && has_dense(s),
+               .cap = s->vals_len};
+  c.coords = malloc((size_t)(c.cap * s->order + 1) * sizeof *c.coords);
+  c.vals = malloc((size_t)(c.cap + 1) * sizeof *c.vals);
+  if (!c.coords || !c.vals) {
+    free(c.coords), free(c.vals);
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory reading tensor %s",
+                        t->name);
+  }
+  walk_all(s, collect, &c);
+  *coords = c.coords, *vals = c.vals, *n = c.n;
+  return TJ_OK;
+}
+
+tj_status tj_tensor_unpack(const tj_tensor *t, int64_t **coords,
+                           double **vals, int64_t *nnz) {
+  if (!t || !coords || !vals || !nnz)
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_unpack: NULL argument");
+  return rt_tensor_entries(t, false, coords, vals, nnz);
+}
+
+/* First position in [lo, hi) whose coordinate is >= c. */
+static int64_t lower_bound(const tj_storage *s, const tj_level_storage *lv,
+                           int64_t lo, int64_t hi, int64_t c) {
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (rt_idx(lv->crd, s->crd_width, mid) < c) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/* Sum of the values stored at coord below position p of level l. */
+static double lookup(const tj_storage *s, int l, int64_t p,
+                     const int64_t *coord) {
+  if (l == s->order) return p < s->vals_len ? rt_storage_val(s, p) : 0;
+  const tj_level_storage *lv = &s->levels[l];
+  int64_t c = coord[s->map[l].dim];
+  if (lv->kind == TJ_LVL_DENSE) return lookup(s, l + 1, p * lv->size + c, coord);
+  if (lv->kind == TJ_LVL_SINGLETON)
+    return p < lv->crd_len && rt_idx(lv->crd, s->crd_width, p) == c
+               ? lookup(s, l + 1, p, coord) : 0;
+  if (!lv->pos || p + 1 >= lv->pos_len) return 0;
+  int64_t hi = rt_idx(lv->pos, s->pos_width, p + 1);
+  double sum = 0;
+  for (int64_t q = lower_bound(s, lv, rt_idx(lv->pos, s->pos_width, p), hi, c);
+       q < hi && rt_idx(lv->crd, s->crd_width, q) == c; q++)
+    sum += lookup(s, l + 1, q, coord);
+  return sum;
+}
+
+tj_status tj_tensor_get(const tj_tensor *t, const int64_t *coord, double *out) {
+  if (!t || !out || (!coord && t->fmt.order > 0))
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_get: NULL argument");
+  for (int d = 0; d < t->fmt.order; d++)
+    if (coord[d] < 0 || coord[d] >= t->st.dims[d])
+      return rt_set_error(TJ_ERR_SHAPE, "tensor %s: coordinate %lld in mode "
+                          "%d is out of range 0..%lld", t->name,
+                          (long long)coord[d], d,
+                          (long long)t->st.dims[d] - 1);
+  *out = t->st.vals && t->st.vals_len > 0 ? lookup(&t->st, 0, 0, coord) : 0;
+  return TJ_OK;
+}
+
+typedef struct DenseOut {
+  const tj_storage *s;
+  double *out;
+} DenseOut;
+
+static void add_dense(void *ctx, const int64_t *coord, int64_t p) {
+  DenseOut *d = ctx;
+  int64_t lin = 0;
+  for (int m = 0; m < d->s->order; m++) lin = lin * d->s->dims[m] + coord[m];
+  if (p < d->s->vals_len) d->out[lin] += rt_storage_val(d->s, p);
+}
+
+tj_status rt_tensor_to_dense(const tj_tensor *t, double *out) {
+  int64_t total = 1;
+  for (int m = 0; m < t->fmt.order; m++) total *= t->st.dims[m];
+  memset(out, 0, (size_t)total * sizeof *out);
+  DenseOut d = {&t->st, out};
+  walk_all(&t->st, add_dense, &d);
+  return TJ_OK;
+}

@@ -1,0 +1,324 @@
+/* Pack: COO entries -> per-level storage arrays.
+ *
+ * The entries (current contents plus the insertion buffer) are sorted in
+ * level order by a stable LSD radix sort on each level's coordinate, last
+ * level first, then duplicates are summed unless a level is nonunique.
+ * Levels are built top-down from each entry's parent position: a dense
+ * level multiplies positions (p*size + i), a compressed level opens a new
+ * position per distinct (parent, coordinate) and counts segments into pos,
+ * a singleton level copies one coordinate per parent position. Nothing is
+ * allocated per entry, and dense space exists only below stored positions.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "tensor.h"
+
+/* Sorted entries, one coordinate array per level. */
+typedef struct Sorted {
+  int64_t n;
+  int64_t *lc[TJ_MAX_ORDER];  /* lc[l][e]: level-l coordinate of entry e */
+  double *vals;
+} Sorted;
+
+static void sorted_free(Sorted *s) {
+  for (int l = 0; l < TJ_MAX_ORDER; l++) free(s->lc[l]);
+  free(s->vals);
+}
+
+static tj_status nomem(const tj_tensor *t) {
+  return rt_set_error(TJ_ERR_NOMEM, "out of memory packing tensor %s",
+                      t->name);
+}
+
+enum { DIGIT_BITS = 11, BUCKETS = 1 << DIGIT_BITS };
+
+/* One stable counting pass on the digit at `shift` of key, carrying perm;
+ * false (and nothing moved) when every key has the same digit. */
+static bool radix_pass(int64_t n, int shift, const uint64_t *key,
+                       const int64_t *perm, uint64_t *key2, int64_t *perm2,
+                       int64_t *count) {
+  memset(count, 0, (BUCKETS + 1) * sizeof *count);
+  for (int64_t i = 0; i < n; i++)
+    count[((key[i] >> shift) & (BUCKETS - 1)) + 1]++;
+  for (int b = 0; b < BUCKETS; b++) {
+    if (count[b + 1] == n) return false;
+    count[b + 1] += count[b];
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int64_t at = count[(key[i] >> shift) & (BUCKETS - 1)]++;
+    key2[at] = key[i];
+    perm2[at] = perm[i];
+  }
+  return true;
+}
+
+static bool is_level_sorted(const int64_t *coords, int order, int64_t n,
+                            const tj_format *f) {
+  for (int64_t e = 1; e < n; e++) {
+    const int64_t *a = coords + (e - 1) * order, *b = coords + e * order;
+    for (int l = 0; l < order; l++) {
+      int m = f->mode_order[l];
+      if (a[m] < b[m]) break;
+      if (a[m] > b[m]) return false;
+    }
+  }
+  return true;
+}
+
+/* Sorts entries in level order into *perm (malloc'd). */
+static tj_status sort_perm(const tj_tensor *t, const int64_t *coords,
+                           int64_t n, int64_t **perm_out) {
+  int order = t->fmt.order;
+  int64_t *perm = malloc((size_t)(n ? n : 1) * sizeof *perm);
+  if (!perm) return nomem(t);
+  for (int64_t i = 0; i < n; i++) perm[i] = i;
+  *perm_out = perm;
+  if (is_level_sorted(coords, order, n, &t->fmt)) return TJ_OK;
+  int64_t *perm2 = malloc((size_t)n * sizeof *perm2);
+  uint64_t *key = malloc((size_t)n * sizeof *key);
+  uint64_t *key2 = malloc((size_t)n * sizeof *key2);
+  if (!perm2 || !key || !key2) {
+    free(perm2), free(key), free(key2);
+    return nomem(t);
+  }
+  int64_t count[BUCKETS + 1];
+  for (int l = order - 1; l >= 0; l--) {
+    int m = t->fmt.mode_order[l];
+    uint64_t hi = 0;
+    for (int64_t i = 0; i < n; i++) {
+      key[i] = (uint64_t)coords[perm[i] * order + m];
+      hi |= key[i];
+    }
+    for (int shift = 0; shift < 64 && (hi >> shift); shift += DIGIT_BITS) {
+      if (!radix_pass(n, shift, key, perm, key2, perm2, count)) continue;
+      uint64_t *tk = key; key = key2; key2 = tk;
+      int64_t *tp = perm; perm = perm2; perm2 = tp;
+    }
+  }
+  free(perm2), free(key), free(key2);
+  *perm_out = perm;
+  return TJ_OK;
+}
+
+static bool any_nonunique(const tj_storage *s) {
+  for (int l = 0; l < s->order; l++)
+    if (s->levels[l].flags & TJ_LVL_NONUNIQUE) return true;
+  return false;
+}
+
+/* Gathers coords/vals into level arrays in perm order, summing duplicate
+ * coordinates unless a level is nonunique. */
+static tj_status gather(const tj_tensor *t, const int64_t *coords,
+                        const double *vals, int64_t n, const int64_t *perm,
+                        Sorted *out) {
+  int order = t->fmt.order;
+  bool sum = !any_nonunique(&t->st);
+  size_t bytes = (size_t)(n ? n : 1) * sizeof(int64_t);
+  for (int l = 0; l < order; l++)
+    if (!(out->lc[l] = malloc(bytes))) return nomem(t);
+  if (!(out->vals = malloc(bytes))) return nomem(t);
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const int64_t *c = coords + perm[i] * order;
+    bool dup = sum && k > 0;
+    for (int l = 0; dup && l < order; l++)
+      dup = out->lc[l][k - 1] == c[t->fmt.mode_order[l]];
+    if (dup) {
+      out->vals[k - 1] += vals[perm[i]];
+      continue;
+    }
+    for (int l = 0; l < order; l++) out->lc[l][k] = c[t->fmt.mode_order[l]];
+    out->vals[k++] = vals[perm[i]];
+  }
+  out->n = k;
+  return TJ_OK;
+}
+
+static int first_nonunique(const tj_storage *s) {
+  int l = 0;
+  while (l < s->order && !(s->levels[l].flags & TJ_LVL_NONUNIQUE) &&
+         s->levels[l].kind != TJ_LVL_SINGLETON)
+    l++;
+  return l;
+}
+
+static void *alloc_idx(int64_t n, int w) {
+  return calloc((size_t)(n ? n : 1), (size_t)w);
+}
+
+/* Builds compressed level l: fills pos (P+1) and crd, updates par and P. */
+static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
+                                  const Sorted *so, int64_t *par, int64_t *P,
+                                  bool unique) {
+  tj_level_storage *lv = &s->levels[l];
+  int pw = s->pos_width, cw = s->crd_width;
+  const int64_t *c = so->lc[l];
+  if (*P > INT64_MAX - 1) return nomem(t);
+  lv->pos = alloc_idx(*P + 1, pw);
+  int64_t q = -1, prev_par = -1;
+  for (int64_t e = 0; e < so->n; e++)
+    if (!unique || par[e] != prev_par || c[e] != c[e - 1]) q++, prev_par = par[e];
+  int64_t nq = q + 1;
+  lv->crd = alloc_idx(nq, cw);
+  if (!lv->pos || !lv->crd) return nomem(t);
+  if (pw == 4 && nq > INT32_MAX)
+    return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d has %" PRId64
+                        " positions, more than 32-bit positions hold; use "
+                        "pos_width 64", t->name, l, nq);
+  int64_t *count = calloc((size_t)(*P + 1), sizeof *count);
+  if (!count) return nomem(t);
+  q = -1, prev_par = -1;
+  for (int64_t e = 0; e < so->n; e++) {
+    if (!unique || par[e] != prev_par || c[e] != c[e - 1]) {
+      q++, prev_par = par[e];
+      count[par[e] + 1]++;
+      rt_idx_set(lv->crd, cw, q, c[e]);
+    }
+    par[e] = q;
+  }
+  for (int64_t p = 0; p < *P; p++) count[p + 1] += count[p];
+  for (int64_t p = 0; p <= *P; p++) rt_idx_set(lv->pos, pw, p, count[p]);
+  free(count);
+  lv->pos_len = lv->pos_cap = *P + 1;
+  lv->crd_len = lv->crd_cap = nq;
+  *P = nq;
+  return TJ_OK;
+}
+
+/* Builds every level of s (arrays NULL on entry) from sorted entries. */
+static tj_status build_levels(const tj_tensor *t, tj_storage *s,
+                              const Sorted *so) {
+  int64_t *par = calloc((size_t)(so->n ? so->n : 1), sizeof *par);
+  if (!par) return nomem(t);
+  int64_t P = 1;
+  int nu = first_nonunique(s);
+  tj_status st = TJ_OK;
+  for (int l = 0; l < s->order && st == TJ_OK; l++) {
+    tj_level_storage *lv = &s->levels[l];
+    if (lv->kind == TJ_LVL_DENSE) {
+      if (lv->size > 0 && P > INT64_MAX / lv->size) {
+        st = rt_set_error(TJ_ERR_NOMEM, "tensor %s: dense level %d would "
+                          "hold more than 2^63 positions", t->name, l);
+        break;
+      }
+      for (int64_t e = 0; e < so->n; e++) par[e] = par[e] * lv->size + so->lc[l][e];
+      P *= lv->size;
+    } else if (lv->kind == TJ_LVL_COMPRESSED) {
+      st = build_compressed(t, s, l, so, par, &P, l < nu);
+    } else {
+      lv->crd = alloc_idx(P, s->crd_width);
+      if (!lv->crd) st = nomem(t);
+      for (int64_t e = 0; st == TJ_OK && e < so->n; e++)
+        rt_idx_set(lv->crd, s->crd_width, par[e], so->lc[l][e]);
+      lv->crd_len = lv->crd_cap = P;
+    }
+  }
+  if (st == TJ_OK) {
+    int dsz = rt_dtype_size(s->dtype);
+    if ((uint64_t)P > SIZE_MAX / (uint64_t)dsz || !(s->vals = calloc((size_t)(P ? P : 1), (size_t)dsz)))
+      st = rt_set_error(TJ_ERR_NOMEM, "tensor %s: out of memory for %" PRId64
+                        " values", t->name, P);
+    for (int64_t e = 0; st == TJ_OK && e < so->n; e++)
+      rt_storage_set_val(s, par[e], so->vals[e]);
+    s->vals_len = s->vals_cap = P;
+  }
+  free(par);
+  return st;
+}
+
+/* Adds the COO buffer into an all-dense tensor, allocating its values. */
+static tj_status pack_dense(tj_tensor *t) {
+  tj_storage *s = &t->st;
+  if (!s->vals) {
+    int64_t P = 1;
+    for (int l = 0; l < s->order; l++) {
+      if (s->levels[l].size > 0 && P > INT64_MAX / 8 / s->levels[l].size)
+        return rt_set_error(TJ_ERR_NOMEM, "tensor %s is too large to store "
+                            "densely", t->name);
+      P *= s->levels[l].size;
+    }
+    s->vals = calloc((size_t)(P ? P : 1), (size_t)rt_dtype_size(s->dtype));
+    if (!s->vals) return nomem(t);
+    s->vals_len = s->vals_cap = P;
+  }
+  for (int64_t e = 0; e < t->coo.n; e++) {
+    const int64_t *c = t->coo.coords + e * s->order;
+    int64_t p = 0;
+    for (int l = 0; l < s->order; l++)
+      p = p * s->levels[l].size + c[s->map[l].dim];
+    rt_storage_set_val(s, p, rt_storage_val(s, p) + t->coo.vals[e]);
+  }
+  return TJ_OK;
+}
+
+/* Current contents plus the buffer, as one COO list (malloc'd). */
+static tj_status combine(tj_tensor *t, int64_t **coords, double **vals,
+                         int64_t *n) {
+  if (t->st.vals_len == 0) {   /* take the buffer as it is */
+    *coords = t->coo.coords, *vals = t->coo.vals, *n = t->coo.n;
+    memset(&t->coo, 0, sizeof t->coo);
+    return TJ_OK;
+  }
+  int64_t *c0 = NULL, n0 = 0;
+  double *v0 = NULL;
+  tj_status st = rt_tensor_entries(t, false, &c0, &v0, &n0);
+  if (st != TJ_OK) return st;
+  int order = t->fmt.order;
+  int64_t nt = n0 + t->coo.n;
+  int64_t *c = realloc(c0, (size_t)(nt * order + 1) * sizeof *c);
+  double *v = c ? realloc(v0, (size_t)(nt + 1) * sizeof *v) : NULL;
+  if (!v) {
+    free(c ? c : c0), free(v0);
+    return nomem(t);
+  }
+  memcpy(c + n0 * order, t->coo.coords,
+         (size_t)(t->coo.n * order) * sizeof *c);
+  memcpy(v + n0, t->coo.vals, (size_t)t->coo.n * sizeof *v);
+  *coords = c, *vals = v, *n = nt;
+  return TJ_OK;
+}
+
+static void coo_reset(RtCoo *c) {
+  free(c->coords);
+  free(c->vals);
+  memset(c, 0, sizeof *c);
+}
+
+tj_status tj_tensor_pack(tj_tensor *t) {
+  if (!t) return rt_set_error(TJ_ERR_INVALID, "tj_tensor_pack: NULL tensor");
+  if (rt_format_all_dense(&t->fmt)) {
+    tj_status st = pack_dense(t);
+    if (st == TJ_OK) coo_reset(&t->coo);
+    return st;
+  }
+  int64_t *coords = NULL, n = 0, *perm = NULL;
+  double *vals = NULL;
+  Sorted so = {0};
+  tj_storage fresh = t->st;
+  for (int l = 0; l < fresh.order; l++) {
+    tj_level_storage *lv = &fresh.levels[l];
+    lv->pos = lv->crd = NULL;
+    lv->pos_len = lv->pos_cap = lv->crd_len = lv->crd_cap = 0;
+  }
+  fresh.vals = NULL;
+  fresh.vals_len = fresh.vals_cap = 0;
+  RtCoo saved = t->coo;   /* combine may take the buffer itself */
+  tj_status st = combine(t, &coords, &vals, &n);
+  if (st == TJ_OK) st = sort_perm(t, coords, n, &perm);
+  if (st == TJ_OK) st = gather(t, coords, vals, n, perm, &so);
+  free(perm);
+  if (st == TJ_OK) st = build_levels(t, &fresh, &so);
+  sorted_free(&so);
+  if (st != TJ_OK) {
+    rt_storage_clear(&fresh);
+    if (coords == saved.coords) t->coo = saved;
+    else free(coords), free(vals);
+    return st;
+  }
+  free(coords), free(vals);   /* the buffer itself when combine took it */
+  rt_storage_clear(&t->st);
+  t->st = fresh;
+  coo_reset(&t->coo);   /* empty already when combine took it */
+  return TJ_OK;
+}

@@ -1,0 +1,234 @@
+/* Tensor objects: creation, the COO insertion buffer, accessors, print.
+ *
+ * tj_tensor_new resolves the format into the kernel-visible tj_storage:
+ * level kinds and flags from the letters, map[l] = dim mode_order[l],
+ * and the index widths (32 bits by default, see tensor.h). Values are
+ * stored in the tensor's dtype; the runtime moves them as doubles through
+ * rt_storage_val / rt_storage_set_val.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "tensor.h"
+
+tj_storage *rt_tensor_storage(tj_tensor *t) { return &t->st; }
+
+int64_t rt_storage_nnz(const tj_storage *s) { return s->vals_len; }
+
+tj_status rt_storage_clear(tj_storage *s) {
+  for (int l = 0; l < s->order; l++) {
+    tj_level_storage *lv = &s->levels[l];
+    free(lv->pos);
+    free(lv->crd);
+    lv->pos = lv->crd = NULL;
+    lv->pos_len = lv->pos_cap = lv->crd_len = lv->crd_cap = 0;
+  }
+  free(s->vals);
+  s->vals = NULL;
+  s->vals_len = s->vals_cap = 0;
+  return TJ_OK;
+}
+
+double rt_storage_val(const tj_storage *s, int64_t i) {
+  switch ((tj_dtype)s->dtype) {
+  case TJ_F64: return ((const double *)s->vals)[i];
+  case TJ_F32: return ((const float *)s->vals)[i];
+  case TJ_I64: return (double)((const int64_t *)s->vals)[i];
+  case TJ_I32: return ((const int32_t *)s->vals)[i];
+  }
+  return 0;
+}
+
+/* Rounds v to the nearest integer, saturating at the type's range (a
+ * plain cast of an out-of-range double is undefined behaviour). */
+static int64_t to_int(double v, double lo, double hi) {
+  if (v != v) return 0;
+  if (v <= lo) return (int64_t)lo;
+  if (v >= hi) return (int64_t)hi;
+  return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
+}
+
+void rt_storage_set_val(tj_storage *s, int64_t i, double v) {
+  switch ((tj_dtype)s->dtype) {
+  case TJ_F64: ((double *)s->vals)[i] = v; break;
+  case TJ_F32: ((float *)s->vals)[i] = (float)v; break;
+  case TJ_I64:
+    ((int64_t *)s->vals)[i] = to_int(v, -9223372036854775808.0,
+                                     9223372036854774784.0);
+    break;
+  case TJ_I32:
+    ((int32_t *)s->vals)[i] = (int32_t)to_int(v, INT32_MIN, INT32_MAX);
+    break;
+  }
+}
+
+/* Fills t->st's static part (kinds, flags, sizes, map, widths) from
+ * t->fmt; resolves default widths into t->fmt. */
+static tj_status setup_storage(tj_tensor *t, tj_dtype dtype,
+                               const int64_t *dims) {
+  tj_format *f = &t->fmt;
+  tj_storage *s = &t->st;
+  s->order = f->order;
+  s->dtype = dtype;
+  bool wide = false;
+  for (int l = 0; l < f->order; l++) {
+    int d = f->mode_order[l];
+    char c = f->levels[l], below = f->levels[l + 1];
+    tj_level_storage *lv = &s->levels[l];
+    s->dims[d] = dims[d];
+    s->map[l] = (tj_lvl_expr){.dim = d, .op = TJ_LX_DIM, .k = 0};
+    lv->size = dims[d];
+    lv->kind = c == 'd' ? TJ_LVL_DENSE
+             : (c == 's' || c == 'u') ? TJ_LVL_COMPRESSED : TJ_LVL_SINGLETON;
+    lv->flags = (c == 'u' || c == 'c' || (c == 'q' && (below == 'q' ||
+                 below == 'c'))) ? TJ_LVL_NONUNIQUE : 0;
+    if (c != 'd' && dims[d] > INT32_MAX) wide = true;
+  }
+  if (f->crd_width == 0) f->crd_width = wide ? 64 : 32;
+  else if (f->crd_width == 32 && wide)
+    return rt_set_error(TJ_ERR_FORMAT, "tensor %s: a sparse level's extent "
+                        "exceeds 32-bit coordinates; use crd_width 64",
+                        t->name);
+  if (f->pos_width == 0) f->pos_width = 32;
+  s->pos_width = f->pos_width / 8;
+  s->crd_width = f->crd_width / 8;
+  return TJ_OK;
+}
+
+tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
+                        const int64_t *dims, const tj_format *fmt,
+                        tj_tensor **out) {
+  if (!out) return rt_set_error(TJ_ERR_INVALID, "tj_tensor_new: out is NULL");
+  *out = NULL;
+  if (order < 0 || order > TJ_MAX_ORDER)
+    return rt_set_error(TJ_ERR_SHAPE, "tensor %s: order %d is outside 0..%d",
+                        name ? name : "", order, TJ_MAX_ORDER);
+  if (order > 0 && !dims)
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_new: dims is NULL");
+  if ((unsigned)dtype > TJ_I32)
+    return rt_set_error(TJ_ERR_DTYPE, "tensor %s: unknown dtype %d",
+                        name ? name : "", (int)dtype);
+  for (int d = 0; d < order; d++)
+    if (dims[d] < 0)
+      return rt_set_error(TJ_ERR_SHAPE, "tensor %s: dim %d is negative "
+                          "(%" PRId64 ")", name ? name : "", d, dims[d]);
+  tj_format f = fmt ? *fmt : tj_format_dense(order);
+  tj_status st = rt_format_check(&f, order);
+  if (st != TJ_OK) return st;
+  tj_tensor *t = calloc(1, sizeof *t);
+  if (!t || !(t->name = strdup(name ? name : ""))) {
+    free(t);
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory creating a tensor");
+  }
+  t->fmt = f;
+  st = setup_storage(t, dtype, dims);
+  if (st != TJ_OK) {
+    tj_tensor_free(t);
+    return st;
+  }
+  *out = t;
+  return TJ_OK;
+}
+
+void tj_tensor_free(tj_tensor *t) {
+  if (!t) return;
+  rt_storage_clear(&t->st);
+  free(t->coo.coords);
+  free(t->coo.vals);
+  free(t->name);
+  free(t);
+}
+
+tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
+  RtCoo *c = &t->coo;
+  int order = t->fmt.order;
+  if (c->n == c->cap) {
+    int64_t cap = c->cap ? c->cap * 2 : 64;
+    int64_t *nc = realloc(c->coords, (size_t)(cap * (order ? order : 1)) *
+                                         sizeof *nc);
+    if (nc) c->coords = nc;
+    double *nv = nc ? realloc(c->vals, (size_t)cap * sizeof *nv) : NULL;
+    if (!nv) return rt_set_error(TJ_ERR_NOMEM, "out of memory inserting "
+                                 "into tensor %s", t->name);
+    c->vals = nv;
+    c->cap = cap;
+  }
+  memcpy(c->coords + c->n * order, coord, (size_t)order * sizeof *coord);
+  c->vals[c->n++] = v;
+  return TJ_OK;
+}
+
+tj_status tj_tensor_insert(tj_tensor *t, const int64_t *coord, double value) {
+  if (!t || (!coord && t->fmt.order > 0))
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_insert: NULL argument");
+  for (int d = 0; d < t->fmt.order; d++)
+    if (coord[d] < 0 || coord[d] >= t->st.dims[d])
+      return rt_set_error(TJ_ERR_SHAPE, "tensor %s: coordinate %" PRId64
+                          " in mode %d is out of range 0..%" PRId64, t->name,
+                          coord[d], d, t->st.dims[d] - 1);
+  return rt_coo_push(t, coord, value);
+}
+
+const char *tj_tensor_name(const tj_tensor *t) { return t->name; }
+
+tj_status tj_tensor_rename(tj_tensor *t, const char *name) {
+  if (!t || !name)
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_rename: NULL argument");
+  char *n = strdup(name);
+  if (!n) return rt_set_error(TJ_ERR_NOMEM, "out of memory renaming a tensor");
+  free(t->name);
+  t->name = n;
+  return TJ_OK;
+}
+
+int tj_tensor_order(const tj_tensor *t) { return t->fmt.order; }
+
+int64_t tj_tensor_dim(const tj_tensor *t, int mode) {
+  return mode >= 0 && mode < t->fmt.order ? t->st.dims[mode] : -1;
+}
+
+tj_dtype tj_tensor_dtype(const tj_tensor *t) { return (tj_dtype)t->st.dtype; }
+
+const tj_format *tj_tensor_format(const tj_tensor *t) { return &t->fmt; }
+
+int64_t tj_tensor_nnz(const tj_tensor *t) { return t->st.vals_len; }
+
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+int64_t tj_tensor_bytes(const tj_tensor *t) {
+  const tj_storage *s = &t->st;
+  int64_t b = max64(s->vals_len, s->vals_cap) * rt_dtype_size(s->dtype);
+  for (int l = 0; l < s->order; l++) {
+    b += max64(s->levels[l].pos_len, s->levels[l].pos_cap) * s->pos_width;
+    b += max64(s->levels[l].crd_len, s->levels[l].crd_cap) * s->crd_width;
+  }
+  return b;
+}
+
+void tj_tensor_print(const tj_tensor *t, void *file, int64_t max_entries) {
+  FILE *out = file ? file : stdout;
+  char fs[64];
+  tj_format_print(&t->fmt, fs, sizeof fs);
+  fprintf(out, "%s: %s ", t->name, tj_dtype_name(tj_tensor_dtype(t)));
+  for (int d = 0; d < t->fmt.order; d++)
+    fprintf(out, "%s%" PRId64, d ? "x" : "", t->st.dims[d]);
+  fprintf(out, "%s%s nnz=%" PRId64 "\n", t->fmt.order ? " " : "scalar ", fs,
+          t->st.vals_len);
+  int64_t *coords = NULL, n = 0;
+  double *vals = NULL;
+  if (rt_tensor_entries(t, false, &coords, &vals, &n) != TJ_OK) {
+    fprintf(out, "  (entries unavailable: %s)\n", tj_last_error());
+    return;
+  }
+  int64_t shown = max_entries > 0 && max_entries < n ? max_entries : n;
+  for (int64_t e = 0; e < shown; e++) {
+    fputs("  (", out);
+    for (int d = 0; d < t->fmt.order; d++)
+      fprintf(out, "%s%" PRId64, d ? "," : "", coords[e * t->fmt.order + d]);
+    fprintf(out, ") %.17g\n", vals[e]);
+  }
+  if (shown < n) fprintf(out, "  ... (%" PRId64 " more)\n", n - shown);
+  free(coords);
+  free(vals);
+}

@@ -1,0 +1,109 @@
+/* The tensor object behind the public tj_tensor handle (internal header).
+ *
+ * A tensor is a name, a format (tj_format: level letters, mode order,
+ * widths), the kernel-visible storage (tj_storage, embedded so &t->st can
+ * be handed to a kernel) and a COO insertion buffer that tj_tensor_pack()
+ * merges into the storage. The runtime, the driver and tests include this;
+ * lower/ and jit/ see only abi.h.
+ *
+ * Widths: pos/crd entries are 32-bit unless the format asks for 64 (a 0
+ * width means the default, 32). A default crd width widens to 64 when a
+ * level's extent does not fit in int32.
+ */
+#ifndef TJ_RUNTIME_TENSOR_H
+#define TJ_RUNTIME_TENSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../include/tensorjit.h"
+#include "abi.h"
+
+/* The COO insertion buffer: n entries, coords[e*order + mode]. */
+typedef struct RtCoo {
+  int64_t *coords;
+  double *vals;
+  int64_t n, cap;
+} RtCoo;
+
+struct tj_tensor {
+  char *name;
+  tj_format fmt;   /* widths resolved: always 32 or 64 */
+  tj_storage st;
+  RtCoo coo;
+};
+
+/* ---- errors (error.c) ---- */
+
+/* Records a printf-style message for tj_last_error() and returns st. */
+tj_status rt_set_error(tj_status st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- storage (tensor.c) ---- */
+
+/* The kernel-visible storage of t (owned by t). */
+tj_storage *rt_tensor_storage(tj_tensor *t);
+/* Frees every pos/crd/vals array of s and resets lengths and capacities. */
+tj_status rt_storage_clear(tj_storage *s);
+/* Stored entries of s (the vals length). */
+int64_t rt_storage_nnz(const tj_storage *s);
+/* Value at position i of s's vals, as a double. */
+double rt_storage_val(const tj_storage *s, int64_t i);
+/* Stores v (converted to s's dtype) at position i of s's vals. */
+void rt_storage_set_val(tj_storage *s, int64_t i, double v);
+/* Bytes per value of dtype dt. */
+int rt_dtype_size(tj_dtype dt);
+/* Appends (coord, value) to t's COO buffer without range checks. */
+tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v);
+
+/* Reads entry i of an index array of width w bytes (4 or 8). */
+static inline int64_t rt_idx(const void *a, int32_t w, int64_t i) {
+  return w == 4 ? (int64_t)((const int32_t *)a)[i] : ((const int64_t *)a)[i];
+}
+/* Writes entry i of an index array of width w bytes. */
+static inline void rt_idx_set(void *a, int32_t w, int64_t i, int64_t v) {
+  if (w == 4) ((int32_t *)a)[i] = (int32_t)v;
+  else ((int64_t *)a)[i] = v;
+}
+
+/* ---- formats (format.c) ---- */
+
+/* Checks f (letters, permutation, widths, singleton placement) for a
+ * tensor of order `order`; TJ_OK or an error with a message. */
+tj_status rt_format_check(const tj_format *f, int order);
+/* The default format of file reads: CSR ("ds") for order 2, all
+ * compressed ("s..s") otherwise. */
+tj_format rt_format_default(int order);
+/* True when every level of f is dense. */
+bool rt_format_all_dense(const tj_format *f);
+
+/* ---- pack, unpack, conversion (pack.c, convert.c) ---- */
+
+/* Stored entries of t (plus pending inserts) as COO in level order; with
+ * drop_fill, zero values are skipped when t has a dense level. The arrays
+ * are malloc'd, owned by the caller; coords[e*order + mode]. */
+tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
+                            int64_t **coords, double **vals, int64_t *n);
+/* Fills out (prod(dims) doubles, row-major over dims) with t's values. */
+tj_status rt_tensor_to_dense(const tj_tensor *t, double *out);
+/* Replaces t's contents with the nonzeros of dense (row-major over dims);
+ * all-dense formats store every value. */
+tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense);
+
+/* ---- file I/O (mtx.c, tns.c) ---- */
+
+typedef struct RtReader RtReader;
+/* Reads a Matrix Market file from r into a new tensor (*out, owned by the
+ * caller); on error nothing is returned. */
+tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt,
+                   tj_tensor **out);
+/* Writes order-2 t as Matrix Market coordinate real general. */
+tj_status mtx_write(const tj_tensor *t, const char *path);
+/* Reads a FROSTT .tns file from r into a new tensor (*out). */
+tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt,
+                   tj_tensor **out);
+/* Writes t as .tns (1-based coordinates, then the value). */
+tj_status tns_write(const tj_tensor *t, const char *path);
+
+#endif

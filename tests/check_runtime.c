@@ -1,0 +1,591 @@
+/* Runtime storage: formats, pack/unpack/get, conversions, kernel helpers.
+ *
+ * Every sparse result is checked against an independent dense copy built
+ * next to the inserts; small known matrices pin the exact pos/crd arrays.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/tensor.h"
+
+static tj_format fmt_of(const char *spec) {
+  tj_format f;
+  ck_assert_msg(tj_format_parse(spec, &f) == TJ_OK, "%s: %s", spec,
+                tj_last_error());
+  return f;
+}
+
+static uint64_t rng_state;
+static uint64_t rng(void) {
+  rng_state = rng_state * 6364136223846793005ULL + 1442695040888963407ULL;
+  return rng_state >> 33;
+}
+
+static int64_t prod(const int64_t *dims, int order) {
+  int64_t p = 1;
+  for (int m = 0; m < order; m++) p *= dims[m];
+  return p;
+}
+
+/* Inserts random entries (with some duplicates) into t and into dense. */
+static int64_t fill_random(tj_tensor *t, double *dense, double density) {
+  int order = tj_tensor_order(t);
+  int64_t dims[TJ_MAX_ORDER], n = 0;
+  for (int m = 0; m < order; m++) dims[m] = tj_tensor_dim(t, m);
+  int64_t total = prod(dims, order);
+  for (int64_t lin = 0; lin < total; lin++) {
+    if ((double)(rng() % 1000) / 1000.0 >= density) continue;
+    int64_t c[TJ_MAX_ORDER], rest = lin;
+    for (int m = order - 1; m >= 0; m--) c[m] = rest % dims[m], rest /= dims[m];
+    int reps = rng() % 5 == 0 ? 2 : 1;
+    for (int k = 0; k < reps; k++) {
+      double v = (double)(rng() % 19) - 9 + 0.5;
+      ck_assert_int_eq(tj_tensor_insert(t, c, v), TJ_OK);
+      dense[lin] += v;
+      n++;
+    }
+  }
+  return n;
+}
+
+/* Checks t against dense: get at every coordinate, to_dense, unpack
+ * (sum and level order). */
+static void check_against(tj_tensor *t, const double *dense) {
+  int order = tj_tensor_order(t);
+  int64_t dims[TJ_MAX_ORDER];
+  for (int m = 0; m < order; m++) dims[m] = tj_tensor_dim(t, m);
+  int64_t total = prod(dims, order);
+  for (int64_t lin = 0; lin < total; lin++) {
+    int64_t c[TJ_MAX_ORDER], rest = lin;
+    for (int m = order - 1; m >= 0; m--) c[m] = rest % dims[m], rest /= dims[m];
+    double v;
+    ck_assert_int_eq(tj_tensor_get(t, c, &v), TJ_OK);
+    ck_assert_msg(fabs(v - dense[lin]) < 1e-9, "get at %lld: %g vs %g",
+                  (long long)lin, v, dense[lin]);
+  }
+  double *d2 = malloc((size_t)(total + 1) * sizeof *d2);
+  ck_assert_int_eq(rt_tensor_to_dense(t, d2), TJ_OK);
+  for (int64_t i = 0; i < total; i++) ck_assert(fabs(d2[i] - dense[i]) < 1e-9);
+  int64_t *coords, n;
+  double *vals;
+  ck_assert_int_eq(tj_tensor_unpack(t, &coords, &vals, &n), TJ_OK);
+  ck_assert_int_eq(n, tj_tensor_nnz(t));
+  memset(d2, 0, (size_t)(total + 1) * sizeof *d2);
+  const tj_format *f = tj_tensor_format(t);
+  for (int64_t e = 0; e < n; e++) {
+    int64_t lin = 0;
+    for (int m = 0; m < order; m++) lin = lin * dims[m] + coords[e * order + m];
+    d2[lin] += vals[e];
+    if (e == 0) continue;
+    int cmp = 0;   /* level order: previous <= current */
+    for (int l = 0; l < order && !cmp; l++) {
+      int64_t a = coords[(e - 1) * order + f->mode_order[l]];
+      int64_t b = coords[e * order + f->mode_order[l]];
+      cmp = (a > b) - (a < b);
+    }
+    ck_assert_msg(cmp <= 0, "unpack not in level order at %lld", (long long)e);
+  }
+  for (int64_t i = 0; i < total; i++) ck_assert(fabs(d2[i] - dense[i]) < 1e-9);
+  free(coords), free(vals), free(d2);
+}
+
+static const char *fmts2[] = {"dd", "dd:1,0", "ds", "ds:1,0", "sd",
+                              "sd:1,0", "ss", "ss:1,0", "uq"};
+
+START_TEST(round_trip_order2) {
+  rng_state = 1234 + (uint64_t)_i;
+  int64_t dims[2] = {13, 17};
+  tj_format f = fmt_of(fmts2[_i]);
+  tj_tensor *t;
+  ck_assert_int_eq(tj_tensor_new("A", TJ_F64, 2, dims, &f, &t), TJ_OK);
+  double dense[13 * 17] = {0};
+  int64_t inserted = fill_random(t, dense, 0.3);
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  if (!strcmp(fmts2[_i], "uq")) ck_assert_int_eq(tj_tensor_nnz(t), inserted);
+  if (f.levels[0] == 'd' && f.levels[1] == 'd')
+    ck_assert_int_eq(tj_tensor_nnz(t), 13 * 17);
+  check_against(t, dense);
+  /* every other format converted from this one holds the same values */
+  for (size_t k = 0; k < sizeof fmts2 / sizeof *fmts2; k++) {
+    tj_format g = fmt_of(fmts2[k]);
+    tj_tensor *u;
+    ck_assert_int_eq(tj_tensor_convert(t, &g, &u), TJ_OK);
+    check_against(u, dense);
+    tj_tensor_free(u);
+  }
+  tj_tensor_free(t);
+}
+END_TEST
+
+/* [[1,0,2,0],[0,0,0,0],[0,3,0,4]] */
+static tj_tensor *known(const char *spec) {
+  int64_t dims[2] = {3, 4};
+  tj_format f = fmt_of(spec);
+  tj_tensor *t;
+  ck_assert_int_eq(tj_tensor_new("K", TJ_F64, 2, dims, &f, &t), TJ_OK);
+  int64_t c[4][2] = {{2, 3}, {0, 2}, {2, 1}, {0, 0}};
+  double v[4] = {4, 2, 3, 1};
+  for (int k = 0; k < 4; k++) ck_assert_int_eq(tj_tensor_insert(t, c[k], v[k]), TJ_OK);
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  return t;
+}
+
+static void expect_idx(const void *a, int w, int64_t len, int64_t got_len,
+                       const int64_t *want) {
+  ck_assert_int_eq(got_len, len);
+  for (int64_t i = 0; i < len; i++)
+    ck_assert_int_eq(rt_idx(a, w, i), want[i]);
+}
+
+START_TEST(known_layouts) {
+  tj_tensor *t = known("ds");
+  tj_storage *s = rt_tensor_storage(t);
+  ck_assert_int_eq(s->pos_width, 4);
+  expect_idx(s->levels[1].pos, 4, 4, s->levels[1].pos_len, (int64_t[]){0, 2, 2, 4});
+  expect_idx(s->levels[1].crd, 4, 4, s->levels[1].crd_len, (int64_t[]){0, 2, 1, 3});
+  ck_assert(((double *)s->vals)[2] == 3);
+  tj_tensor_free(t);
+
+  t = known("ds:1,0");
+  s = rt_tensor_storage(t);
+  ck_assert_int_eq(s->map[0].dim, 1);
+  ck_assert_int_eq(s->map[0].op, TJ_LX_DIM);
+  expect_idx(s->levels[1].pos, 4, 5, s->levels[1].pos_len, (int64_t[]){0, 1, 2, 3, 4});
+  expect_idx(s->levels[1].crd, 4, 4, s->levels[1].crd_len, (int64_t[]){0, 2, 0, 2});
+  double *v = s->vals;
+  ck_assert(v[0] == 1 && v[1] == 3 && v[2] == 2 && v[3] == 4);
+  tj_tensor_free(t);
+
+  t = known("ss");
+  s = rt_tensor_storage(t);
+  expect_idx(s->levels[0].pos, 4, 2, s->levels[0].pos_len, (int64_t[]){0, 2});
+  expect_idx(s->levels[0].crd, 4, 2, s->levels[0].crd_len, (int64_t[]){0, 2});
+  expect_idx(s->levels[1].pos, 4, 3, s->levels[1].pos_len, (int64_t[]){0, 2, 4});
+  tj_tensor_free(t);
+
+  t = known("sd");
+  s = rt_tensor_storage(t);
+  expect_idx(s->levels[0].crd, 4, 2, s->levels[0].crd_len, (int64_t[]){0, 2});
+  ck_assert_int_eq(s->vals_len, 8);   /* two stored rows of 4 */
+  tj_tensor_free(t);
+
+  t = known("uq");
+  s = rt_tensor_storage(t);
+  ck_assert_int_eq(s->levels[0].kind, TJ_LVL_COMPRESSED);
+  ck_assert(s->levels[0].flags & TJ_LVL_NONUNIQUE);
+  ck_assert_int_eq(s->levels[1].kind, TJ_LVL_SINGLETON);
+  expect_idx(s->levels[0].pos, 4, 2, s->levels[0].pos_len, (int64_t[]){0, 4});
+  expect_idx(s->levels[0].crd, 4, 4, s->levels[0].crd_len, (int64_t[]){0, 0, 2, 2});
+  expect_idx(s->levels[1].crd, 4, 4, s->levels[1].crd_len, (int64_t[]){0, 2, 1, 3});
+  tj_tensor_free(t);
+}
+END_TEST
+
+START_TEST(empty_tensors) {
+  const char *specs[] = {"ds", "ss", "uq", "dd", "sd:1,0"};
+  for (int k = 0; k < 5; k++) {
+    int64_t dims[2] = {5, 3};
+    tj_format f = fmt_of(specs[k]);
+    tj_tensor *t;
+    ck_assert_int_eq(tj_tensor_new("E", TJ_F64, 2, dims, &f, &t), TJ_OK);
+    ck_assert_int_eq(tj_tensor_nnz(t), 0);
+    ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+    double dense[15] = {0};
+    check_against(t, dense);
+    ck_assert_int_eq(tj_tensor_nnz(t), k == 3 ? 15 : 0);
+    if (k == 0) {   /* CSR of nothing: a pos array of zeros */
+      tj_storage *s = rt_tensor_storage(t);
+      expect_idx(s->levels[1].pos, 4, 6, s->levels[1].pos_len,
+                 (int64_t[]){0, 0, 0, 0, 0, 0});
+    }
+    tj_tensor_free(t);
+  }
+  /* zero-sized dims */
+  int64_t dims[2] = {0, 7};
+  tj_format f = fmt_of("ds");
+  tj_tensor *t;
+  ck_assert_int_eq(tj_tensor_new("Z", TJ_F64, 2, dims, &f, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_nnz(t), 0);
+  tj_tensor_free(t);
+}
+END_TEST
+
+START_TEST(empty_rows_and_duplicates) {
+  int64_t dims[2] = {6, 6};
+  tj_format f = fmt_of("ds");
+  tj_tensor *t, *c;
+  ck_assert_int_eq(tj_tensor_new("D", TJ_F64, 2, dims, &f, &t), TJ_OK);
+  int64_t a[2] = {4, 1}, b[2] = {1, 5};
+  tj_tensor_insert(t, a, 2);
+  tj_tensor_insert(t, b, 1);
+  tj_tensor_insert(t, a, 3);
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_nnz(t), 2);
+  double v;
+  tj_tensor_get(t, a, &v);
+  ck_assert(v == 5);
+  tj_storage *s = rt_tensor_storage(t);
+  expect_idx(s->levels[1].pos, 4, 7, s->levels[1].pos_len,
+             (int64_t[]){0, 0, 1, 1, 1, 2, 2});
+  /* nonunique COO keeps both copies; get sums them */
+  tj_format g = fmt_of("uq");
+  ck_assert_int_eq(tj_tensor_new("C", TJ_F64, 2, dims, &g, &c), TJ_OK);
+  tj_tensor_insert(c, a, 2);
+  tj_tensor_insert(c, a, 3);
+  ck_assert_int_eq(tj_tensor_pack(c), TJ_OK);
+  ck_assert_int_eq(tj_tensor_nnz(c), 2);
+  tj_tensor_get(c, a, &v);
+  ck_assert(v == 5);
+  /* packing again merges new inserts with the stored contents */
+  tj_tensor_insert(t, a, 10);
+  int64_t z[2] = {0, 0};
+  tj_tensor_insert(t, z, 7);
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_nnz(t), 3);
+  tj_tensor_get(t, a, &v);
+  ck_assert(v == 15);
+  tj_tensor_get(t, z, &v);
+  ck_assert(v == 7);
+  tj_tensor_free(t);
+  tj_tensor_free(c);
+}
+END_TEST
+
+START_TEST(widths) {
+  int64_t dims[2] = {40, 50};
+  for (int w = 32; w <= 64; w += 32) {
+    tj_format f = fmt_of("ss:1,0");
+    f.pos_width = f.crd_width = w;
+    tj_tensor *t;
+    ck_assert_int_eq(tj_tensor_new("W", TJ_F64, 2, dims, &f, &t), TJ_OK);
+    ck_assert_int_eq(rt_tensor_storage(t)->pos_width, w / 8);
+    ck_assert_int_eq(rt_tensor_storage(t)->crd_width, w / 8);
+    ck_assert_int_eq(tj_tensor_format(t)->crd_width, w);
+    rng_state = 99;
+    double dense[40 * 50] = {0};
+    fill_random(t, dense, 0.1);
+    ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+    check_against(t, dense);
+    tj_tensor_free(t);
+  }
+  /* default width is 32 */
+  tj_format f = fmt_of("ds");
+  tj_tensor *t;
+  ck_assert_int_eq(tj_tensor_new("W", TJ_F64, 2, dims, &f, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_format(t)->pos_width, 32);
+  tj_tensor_free(t);
+  /* explicit 32-bit coordinates cannot index 2^32 columns */
+  int64_t big[2] = {4, 1LL << 32};
+  f.crd_width = 32;
+  ck_assert_int_eq(tj_tensor_new("W", TJ_F64, 2, big, &f, &t), TJ_ERR_FORMAT);
+  ck_assert(strstr(tj_last_error(), "exceeds 32-bit coordinates"));
+  f.crd_width = 16;
+  ck_assert_int_eq(tj_tensor_new("W", TJ_F64, 2, dims, &f, &t), TJ_ERR_FORMAT);
+  ck_assert(strstr(tj_last_error(), "must be 32 or 64"));
+}
+END_TEST
+
+static const char *fmts3[] = {"sss", "uqq", "ddd", "dsd", "sds:2,0,1",
+                              "dss:1,2,0", "ssd", "suq"};
+
+START_TEST(order3_conversions) {
+  rng_state = 77 + (uint64_t)_i;
+  int64_t dims[3] = {4, 5, 6};
+  tj_format f = fmt_of(fmts3[_i]);
+  tj_tensor *t;
+  ck_assert_int_eq(tj_tensor_new("T", TJ_F64, 3, dims, &f, &t), TJ_OK);
+  double dense[120] = {0};
+  fill_random(t, dense, 0.15);
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  check_against(t, dense);
+  /* CSF -> COO -> dense -> CSF chain from this format */
+  const char *chain[] = {"sss", "uqq", "ddd", "dsd", "sss:2,1,0"};
+  tj_tensor *cur = t;
+  for (int k = 0; k < 5; k++) {
+    tj_format g = fmt_of(chain[k]);
+    tj_tensor *next;
+    ck_assert_int_eq(tj_tensor_convert(cur, &g, &next), TJ_OK);
+    check_against(next, dense);
+    if (cur != t) tj_tensor_free(cur);
+    cur = next;
+  }
+  tj_tensor_free(cur);
+  tj_tensor_free(t);
+}
+END_TEST
+
+START_TEST(order4_dsdd) {
+  rng_state = 5;
+  int64_t dims[4] = {3, 4, 2, 5};
+  tj_format f = fmt_of("dsdd");
+  tj_tensor *t, *u;
+  ck_assert_int_eq(tj_tensor_new("Q", TJ_F64, 4, dims, &f, &t), TJ_OK);
+  double dense[120] = {0};
+  fill_random(t, dense, 0.2);
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  check_against(t, dense);
+  tj_format g = fmt_of("ssss:3,1,0,2");
+  ck_assert_int_eq(tj_tensor_convert(t, &g, &u), TJ_OK);
+  check_against(u, dense);
+  tj_tensor_free(u);
+  tj_tensor_free(t);
+}
+END_TEST
+
+START_TEST(hypersparse) {
+  int64_t dims[2] = {10000000000LL, 10000000000LL};
+  tj_format f = fmt_of("ss");
+  tj_tensor *t, *u;
+  ck_assert_int_eq(tj_tensor_new("H", TJ_F64, 2, dims, &f, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_format(t)->crd_width, 64);
+  rng_state = 3;
+  int64_t cs[1000][2];
+  for (int k = 0; k < 1000; k++) {
+    cs[k][0] = (int64_t)((rng() << 20 ^ rng()) % (uint64_t)dims[0]);
+    cs[k][1] = (int64_t)((rng() << 20 ^ rng()) % (uint64_t)dims[1]);
+    ck_assert_int_eq(tj_tensor_insert(t, cs[k], k + 1), TJ_OK);
+  }
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_nnz(t), 1000);
+  ck_assert_int_lt(tj_tensor_bytes(t), 100 * 1024);
+  for (int k = 0; k < 1000; k += 37) {
+    double v;
+    tj_tensor_get(t, cs[k], &v);
+    ck_assert(v == k + 1);
+  }
+  /* DCSC and COO of the same: also small */
+  const char *others[] = {"ss:1,0", "uq"};
+  for (int k = 0; k < 2; k++) {
+    tj_format g = fmt_of(others[k]);
+    ck_assert_int_eq(tj_tensor_convert(t, &g, &u), TJ_OK);
+    ck_assert_int_eq(tj_tensor_nnz(u), 1000);
+    ck_assert_int_lt(tj_tensor_bytes(u), 100 * 1024);
+    double v;
+    tj_tensor_get(u, cs[500], &v);
+    ck_assert(v == 501);
+    tj_tensor_free(u);
+  }
+  tj_tensor_free(t);
+}
+END_TEST
+
+START_TEST(format_parse_good) {
+  tj_format f = fmt_of("ds:1,0");
+  ck_assert_int_eq(f.order, 2);
+  ck_assert_str_eq(f.levels, "ds");
+  ck_assert(f.mode_order[0] == 1 && f.mode_order[1] == 0);
+  char buf[64];
+  tj_format_print(&f, buf, sizeof buf);
+  ck_assert_str_eq(buf, "ds:1,0");
+  f = fmt_of("(i,j) -> (j : dense, i : compressed)");
+  tj_format_print(&f, buf, sizeof buf);
+  ck_assert_str_eq(buf, "ds:1,0");
+  f = fmt_of("(i, j, k) -> (i : compressed(nonunique), j : singleton(nonunique),"
+             " k : singleton)");
+  tj_format_print(&f, buf, sizeof buf);
+  ck_assert_str_eq(buf, "ucq");
+  f = fmt_of("uqq");
+  ck_assert_int_eq(f.order, 3);
+  f = tj_format_dense(3);
+  tj_format_print(&f, buf, sizeof buf);
+  ck_assert_str_eq(buf, "ddd");
+  f = fmt_of("");
+  ck_assert_int_eq(f.order, 0);
+}
+END_TEST
+
+static const struct { const char *spec, *msg; } bad_formats[] = {
+  {"dx", "bad level letter 'x' at column 2"},
+  {"ds:1,1", "mode order is not a permutation of 0..1"},
+  {"ds:0", "mode order has 1 entries but the format has 2 levels"},
+  {"ds:0,1,2", "mode order has more entries than the 2 levels"},
+  {"sssssssss", "has more than 8 levels"},
+  {"sq", "singleton level 1 needs a nonunique level"},
+  {"q", "singleton level 0 needs a nonunique level"},
+  {"ds:a", "expected a mode number at column 4"},
+  {"(i,j) -> (j : dense, i : sparse)", "unknown level type at column 26"},
+  {"(i,j) -> (j : dense, k : compressed)", "unknown dim 'k'"},
+  {"(i,j) -> (j : dense)", "2 dims but 1 levels"},
+  {"(i,j) -> (i : dense, i : dense)", "not a permutation"},
+};
+
+START_TEST(format_parse_errors) {
+  tj_format f;
+  ck_assert_int_eq(tj_format_parse(bad_formats[_i].spec, &f), TJ_ERR_PARSE);
+  ck_assert_msg(strstr(tj_last_error(), bad_formats[_i].msg),
+                "%s: got '%s'", bad_formats[_i].spec, tj_last_error());
+}
+END_TEST
+
+START_TEST(reserve_growth) {
+  tj_format f = fmt_of("ds");
+  int64_t dims[2] = {3, 3};
+  tj_tensor *t;
+  ck_assert_int_eq(tj_tensor_new("R", TJ_F64, 2, dims, &f, &t), TJ_OK);
+  tj_storage *s = rt_tensor_storage(t);
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_CRD, 1, 5), TJ_KERNEL_OK);
+  ck_assert_int_eq(s->levels[1].crd_cap, 16);
+  int32_t *crd = s->levels[1].crd;
+  for (int i = 0; i < 16; i++) ck_assert_int_eq(crd[i], 0);
+  crd[3] = 42;
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_CRD, 1, 100), TJ_KERNEL_OK);
+  ck_assert_int_eq(s->levels[1].crd_cap, 128);
+  crd = s->levels[1].crd;
+  ck_assert_int_eq(crd[3], 42);
+  for (int i = 16; i < 128; i++) ck_assert_int_eq(crd[i], 0);
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_CRD, 1, 20), TJ_KERNEL_OK);
+  ck_assert_int_eq(s->levels[1].crd_cap, 128);
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, 17), TJ_KERNEL_OK);
+  ck_assert_int_eq(s->vals_cap, 32);
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_POS, 1, 4), TJ_KERNEL_OK);
+  ck_assert_int_eq(s->levels[1].pos_cap, 16);
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_POS, 9, 4), TJ_KERNEL_SHAPE);
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, INT64_MAX), TJ_KERNEL_NOMEM);
+  ck_assert_int_eq(s->vals_cap, 32);
+  rt_storage_clear(s);
+  ck_assert(s->vals == NULL && s->levels[1].crd_cap == 0);
+  void *w;
+  ck_assert_int_eq(tj_rt_alloc(64, &w), TJ_KERNEL_OK);
+  ck_assert(w && ((char *)w)[63] == 0);
+  tj_rt_free(w);
+  int64_t c64[] = {5, -1, 3, 3, 0};
+  tj_rt_sort_crd(c64, 5, 8);
+  ck_assert(c64[0] == -1 && c64[1] == 0 && c64[4] == 5);
+  int32_t c32[] = {9, 2, 7};
+  tj_rt_sort_crd(c32, 3, 4);
+  ck_assert(c32[0] == 2 && c32[2] == 9);
+  tj_tensor_free(t);
+}
+END_TEST
+
+START_TEST(dense_cast_print) {
+  int64_t dims[2] = {2, 3};
+  double dense[6] = {0, 1.5, 0, -2, 0, 3};
+  const char *specs[] = {"ds", "dd:1,0", "uq"};
+  for (int k = 0; k < 3; k++) {
+    tj_format f = fmt_of(specs[k]);
+    tj_tensor *t, *c;
+    ck_assert_int_eq(tj_tensor_new("P", TJ_F64, 2, dims, &f, &t), TJ_OK);
+    ck_assert_int_eq(rt_tensor_from_dense(t, dense), TJ_OK);
+    ck_assert_int_eq(tj_tensor_nnz(t), k == 1 ? 6 : 3);
+    check_against(t, dense);
+    ck_assert_int_eq(tj_tensor_cast(t, TJ_I32, &c), TJ_OK);
+    double v;
+    int64_t at[2] = {0, 1};
+    tj_tensor_get(c, at, &v);
+    ck_assert(v == 2);   /* 1.5 rounds to 2 */
+    ck_assert_int_eq(tj_tensor_dtype(c), TJ_I32);
+    tj_tensor_free(c);
+    tj_tensor_free(t);
+  }
+  tj_format f = fmt_of("ds");
+  tj_tensor *t;
+  tj_tensor_new("P", TJ_F32, 2, dims, &f, &t);
+  rt_tensor_from_dense(t, dense);
+  ck_assert_int_eq(tj_tensor_rename(t, "Pr"), TJ_OK);
+  ck_assert_str_eq(tj_tensor_name(t), "Pr");
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  tj_tensor_print(t, mem, 2);
+  fclose(mem);
+  ck_assert_msg(strstr(buf, "Pr: f32 2x3 ds nnz=3"), "%s", buf);
+  ck_assert(strstr(buf, "(0,1) 1.5"));
+  ck_assert(strstr(buf, "(1,0) -2"));
+  ck_assert(strstr(buf, "... (1 more)"));
+  free(buf);
+  ck_assert_int_eq(tj_tensor_bytes(t), 4 * 3 + 4 * 3 + 4 * 3);
+  ck_assert_str_eq(tj_dtype_name(TJ_I64), "i64");
+  tj_tensor_free(t);
+  /* order-0 scalar */
+  ck_assert_int_eq(tj_tensor_new("s", TJ_F64, 0, NULL, NULL, &t), TJ_OK);
+  tj_tensor_insert(t, NULL, 2.5);
+  tj_tensor_insert(t, NULL, 1);
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  double v;
+  tj_tensor_get(t, NULL, &v);
+  ck_assert(v == 3.5);
+  tj_tensor_free(t);
+}
+END_TEST
+
+START_TEST(argument_errors) {
+  int64_t dims[2] = {3, -1};
+  tj_tensor *t;
+  ck_assert_int_eq(tj_tensor_new("N", TJ_F64, 2, dims, NULL, &t), TJ_ERR_SHAPE);
+  ck_assert(strstr(tj_last_error(), "dim 1 is negative"));
+  dims[1] = 3;
+  tj_format f = fmt_of("sss");
+  ck_assert_int_eq(tj_tensor_new("N", TJ_F64, 2, dims, &f, &t), TJ_ERR_SHAPE);
+  ck_assert(strstr(tj_last_error(), "has 3 levels but the tensor has order 2"));
+  ck_assert_int_eq(tj_tensor_new("N", TJ_F64, 2, dims, NULL, &t), TJ_OK);
+  int64_t c[2] = {1, 3};
+  ck_assert_int_eq(tj_tensor_insert(t, c, 1), TJ_ERR_SHAPE);
+  ck_assert(strstr(tj_last_error(), "coordinate 3 in mode 1 is out of range 0..2"));
+  tj_tensor *u;
+  ck_assert_int_eq(tj_tensor_convert(t, &f, &u), TJ_ERR_SHAPE);
+  ck_assert(strstr(tj_last_error(), "cannot convert tensor N of order 2"));
+  tj_tensor_free(t);
+}
+END_TEST
+
+START_TEST(pack_large) {
+  /* 2M random entries: the radix sort keeps this well under a second */
+  int64_t dims[2] = {100000, 100000}, n = 2000000;
+  tj_format f = fmt_of("ds:1,0");
+  tj_tensor *t;
+  ck_assert_int_eq(tj_tensor_new("L", TJ_F64, 2, dims, &f, &t), TJ_OK);
+  rng_state = 11;
+  double sum = 0;
+  for (int64_t k = 0; k < n; k++) {
+    int64_t c[2] = {(int64_t)(rng() % 100000), (int64_t)(rng() % 100000)};
+    tj_tensor_insert(t, c, 1.0);
+    sum += 1.0;
+  }
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
+  tj_storage *s = rt_tensor_storage(t);
+  double got = 0;
+  for (int64_t i = 0; i < s->vals_len; i++) got += ((double *)s->vals)[i];
+  ck_assert(got == sum);
+  for (int64_t j = 0; j < 100000; j++)   /* sorted rows within each column */
+    for (int64_t q = rt_idx(s->levels[1].pos, 4, j) + 1;
+         q < rt_idx(s->levels[1].pos, 4, j + 1); q++)
+      ck_assert(rt_idx(s->levels[1].crd, 4, q - 1) < rt_idx(s->levels[1].crd, 4, q));
+  tj_tensor_free(t);
+}
+END_TEST
+
+static Suite *runtime_suite(void) {
+  Suite *s = suite_create("runtime");
+  TCase *tc = tcase_create("formats");
+  tcase_set_timeout(tc, 120);
+  tcase_add_loop_test(tc, round_trip_order2, 0, sizeof fmts2 / sizeof *fmts2);
+  tcase_add_test(tc, known_layouts);
+  tcase_add_test(tc, empty_tensors);
+  tcase_add_test(tc, empty_rows_and_duplicates);
+  tcase_add_test(tc, widths);
+  tcase_add_loop_test(tc, order3_conversions, 0, sizeof fmts3 / sizeof *fmts3);
+  tcase_add_test(tc, order4_dsdd);
+  tcase_add_test(tc, hypersparse);
+  tcase_add_test(tc, format_parse_good);
+  tcase_add_loop_test(tc, format_parse_errors, 0,
+                      sizeof bad_formats / sizeof *bad_formats);
+  tcase_add_test(tc, reserve_growth);
+  tcase_add_test(tc, dense_cast_print);
+  tcase_add_test(tc, argument_errors);
+  tcase_add_test(tc, pack_large);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(runtime_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
