@@ -78,7 +78,7 @@ LirExpr *lir_const_fp(Arena *a, LirType t, double v) {
   LirExpr *e = expr_new(a, LE_CONST, t);
   if (e) {
     e->u.c.f = v;
-    e->u.c.i = (int64_t)v;
+    e->u.c.i = v > -9.2e18 && v < 9.2e18 ? (int64_t)v : 0;
   }
   return e;
 }

@@ -188,7 +188,7 @@ static void print_double(FILE *out, double v) {
 
 static void print_literal(FILE *out, const Expr *e) {
   double v = e->u.lit.value;
-  if (e->u.lit.is_int && v == nearbyint(v) && fabs(v) < 1e300)
+  if (e->u.lit.is_int && isfinite(v) && v == nearbyint(v))
     fprintf(out, "%.0f", v);
   else
     print_double(out, v);

@@ -210,14 +210,27 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   return true;
 }
 
+static bool lower_locked(CacheEntry *e, LowerPhase ph, Diag *d) {
+  static const char *names[] = {"assemble", "compute", "evaluate"};
+  if (e->lir[ph]) return true;
+  LirKernel *k = lower_kernel(&e->arena, e->as, &e->plan, ph, names[ph], d);
+  if (!k || !lir_verify(k, d)) return false;
+  e->lir[ph] = k;
+  return true;
+}
+
+bool drv_ensure_lowered(CacheEntry *e, LowerPhase ph, Diag *d) {
+  pthread_mutex_lock(&e->lock);
+  bool ok = lower_locked(e, ph, d);
+  pthread_mutex_unlock(&e->lock);
+  return ok;
+}
+
 bool drv_ensure_compiled(CacheEntry *e, LowerPhase ph, Diag *d) {
   pthread_mutex_lock(&e->lock);
   bool ok = e->compiled[ph];
   if (!ok) {
-    static const char *names[] = {"assemble", "compute", "evaluate"};
-    if (!e->lir[ph])
-      e->lir[ph] = lower_kernel(&e->arena, e->as, &e->plan, ph, names[ph], d);
-    ok = e->lir[ph] && lir_verify(e->lir[ph], d) &&
+    ok = lower_locked(e, ph, d) &&
          jit_compile(e->engine, e->lir[ph], &e->jopt, &e->jk[ph], d);
     e->compiled[ph] = ok;
   }

@@ -63,6 +63,12 @@ struct tj_kernel {
 tj_status drv_fail(const Diag *d);
 /* Lowers (if needed) and JIT-compiles phase ph of entry e. */
 bool drv_ensure_compiled(CacheEntry *e, LowerPhase ph, Diag *d);
+/* Lowers phase ph of entry e (no JIT). */
+bool drv_ensure_lowered(CacheEntry *e, LowerPhase ph, Diag *d);
+/* Runs a phase like tj_kernel_run, through the loop-IR interpreter instead
+ * of the JIT (tests cross-check the two). */
+tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase,
+                               tj_tensor *const *operands, int n);
 /* Binds the expression's tensors to operands by name (by TensorId). */
 bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
               tj_tensor **out, Diag *d);

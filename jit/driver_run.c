@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../lower/lir_interp.h"
 #include "driver.h"
 
 /* Every index has one extent across the bound operands, and each operand
@@ -66,7 +67,8 @@ static tj_status kernel_code(int32_t rc) {
   return rt_set_error(TJ_ERR_INTERNAL, "kernel returned error code %d", rc);
 }
 
-tj_status tj_kernel_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n) {
+static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
+                     int n, bool interpret) {
   if (!k || phase < TJ_ASSEMBLE || phase > TJ_EVALUATE)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: bad kernel or phase");
   Diag d;
@@ -81,7 +83,8 @@ tj_status tj_kernel_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands
   CacheEntry *e = k->entry;
   LowerPhase ph = phase == TJ_ASSEMBLE ? PHASE_ASSEMBLE
                   : phase == TJ_COMPUTE ? PHASE_COMPUTE : PHASE_EVALUATE;
-  if (!drv_ensure_compiled(e, ph, &d)) return drv_fail(&d);
+  if (!interpret && !drv_ensure_compiled(e, ph, &d)) return drv_fail(&d);
+  if (interpret && !drv_ensure_lowered(e, ph, &d)) return drv_fail(&d);
   tj_tensor *tmp[NT_MAX_TENSORS] = {0};
   tj_storage *st[NT_MAX_TENSORS];
   tj_status status = TJ_OK;
@@ -94,11 +97,21 @@ tj_status tj_kernel_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands
     }
   }
   if (status == TJ_OK) {
-    int32_t rc = e->jk[ph].fn(st);
-    if (rc != 0) status = kernel_code(rc);
+    int32_t rc = interpret ? lir_interp(e->lir[ph], st, &d) : e->jk[ph].fn(st);
+    if (!diag_ok(&d)) status = drv_fail(&d);
+    else if (rc != 0) status = kernel_code(rc);
   }
   for (int t = 0; t < NT_MAX_TENSORS; t++) tj_tensor_free(tmp[t]);
   return status;
+}
+
+tj_status tj_kernel_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n) {
+  return run(k, phase, operands, n, false);
+}
+
+tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
+                               int n) {
+  return run(k, phase, operands, n, true);
 }
 
 tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n) {

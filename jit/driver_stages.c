@@ -31,11 +31,7 @@ static tj_status print_lir(const tj_kernel *k, LowerPhase ph, bool header, FILE 
   CacheEntry *e = k->entry;
   Diag d;
   diag_init(&d);
-  pthread_mutex_lock(&e->lock);
-  static const char *names[] = {"assemble", "compute", "evaluate"};
-  if (!e->lir[ph]) e->lir[ph] = lower_kernel(&e->arena, e->as, &e->plan, ph, names[ph], &d);
-  pthread_mutex_unlock(&e->lock);
-  if (!e->lir[ph]) return drv_fail(&d);
+  if (!drv_ensure_lowered(e, ph, &d)) return drv_fail(&d);
   lir_print(f, e->lir[ph], header);
   return TJ_OK;
 }

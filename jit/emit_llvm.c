@@ -525,6 +525,10 @@ static void loop_hints(Emitter *e, LLVMValueRef br, LoopAttrs at) {
 static bool emit_for(Emitter *e, const LirStmt *s) {
   const LirVar *iv = s->u.loop.iv;
   if (!iv || !lir_type_is_int(iv->type)) return bug(e, "FOR needs an integer iv");
+  const LirExpr *bounds[] = {s->u.loop.lo, s->u.loop.hi, s->u.loop.step};
+  for (int q = 0; q < 3; q++)
+    if ((bounds[q] || q < 2) && (!bounds[q] || bounds[q]->type != iv->type))
+      return bug(e, "FOR bounds and step must have the iv's type");
   LLVMValueRef a = slot(e, iv), lo = emit_expr(e, s->u.loop.lo);
   if (!a || !lo) return false;
   LLVMBuildStore(e->b, lo, a);
@@ -555,6 +559,8 @@ static bool emit_while(Emitter *e, const LirStmt *s) {
   LLVMBasicBlockRef cond = new_block(e, "while.cond");
   LLVMBasicBlockRef body = new_block(e, "while.body");
   LLVMBasicBlockRef exit = new_block(e, "while.end");
+  if (!s->u.whl.cond || s->u.whl.cond->type != LT_BOOL)
+    return bug(e, "WHILE needs a bool condition");
   LLVMBuildBr(e->b, cond);
   LLVMPositionBuilderAtEnd(e->b, cond);
   LLVMValueRef c = emit_expr(e, s->u.whl.cond);

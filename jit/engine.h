@@ -52,7 +52,9 @@ typedef struct JitKernel {
 /* Creates an engine for cpu/features (NULL = the host's); NULL with d set
  * on failure. The caller owns the engine (jit_engine_free). */
 JitEngine *jit_engine_new(const char *cpu, const char *features, Diag *d);
-/* Releases the engine and every kernel still loaded in it. */
+/* Releases the engine and the code of every kernel still loaded in it;
+ * their JitKernels must not run afterwards, and jit_kernel_release(NULL, k)
+ * then frees only their text fields. */
 void jit_engine_free(JitEngine *e);
 /* The CPU name and feature string the engine generates code for. */
 const char *jit_engine_cpu(const JitEngine *e);
@@ -68,8 +70,9 @@ bool jit_compile(JitEngine *e, const LirKernel *k, const JitOptions *o,
  * checks a type signature stored before every indirect callee, which
  * JIT-compiled functions do not carry. */
 int32_t jit_kernel_run(const JitKernel *k, tj_storage **operands);
-/* Removes the kernel's code from the engine and frees its text fields;
- * k->fn must not be called afterwards. Safe on a zeroed JitKernel. */
+/* Removes the kernel's code from engine e (skipped when e is NULL) and frees
+ * its text fields; k->fn must not be called afterwards. Safe on a zeroed
+ * JitKernel and idempotent. */
 void jit_kernel_release(JitEngine *e, JitKernel *k);
 
 /* Compiles k to a relocatable object file for this engine's target (for a

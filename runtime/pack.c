@@ -1,8 +1,10 @@
 /* Pack: COO entries -> per-level storage arrays.
  *
  * The entries (current contents plus the insertion buffer) are sorted in
- * level order by a stable LSD radix sort on each level's coordinate, last
- * level first, then duplicates are summed unless a level is nonunique.
+ * level order by a stable LSD radix sort: on one linear level-order key
+ * when the level extents multiply into 63 bits, else on each level's
+ * coordinate, last level first. Duplicates are then summed unless a level
+ * is nonunique.
  * Levels are built top-down from each entry's parent position: a dense
  * level multiplies positions (p*size + i), a compressed level opens a new
  * position per distinct (parent, coordinate) and counts segments into pos,
@@ -106,6 +108,71 @@ static bool any_nonunique(const tj_storage *s) {
     if (s->levels[l].flags & TJ_LVL_NONUNIQUE) return true;
   return false;
 }
+
+/* Level-order strides when the product of the level extents fits in
+ * 63 bits (then an entry's level-order key is one integer); else false. */
+static bool linear_strides(const tj_storage *s, int64_t *stride) {
+  int64_t total = 1;
+  for (int l = s->order - 1; l >= 0; l--) {
+    stride[l] = total;
+    int64_t size = s->levels[l].size > 0 ? s->levels[l].size : 1;
+    if (total > INT64_MAX / size) return false;
+    total *= size;
+  }
+  return true;
+}
+
+/* Fast path: sorts (linear key, value) pairs with no random access and
+ * decodes the level coordinates from the sorted keys. */
+static tj_status sort_linear(const tj_tensor *t, const int64_t *coords,
+                             const double *vals, int64_t n,
+                             const int64_t *stride, Sorted *out) {
+  const tj_storage *s = &t->st;
+  int order = s->order;
+  bool sum = !any_nonunique(s);
+  size_t bytes = (size_t)(n ? n : 1) * sizeof(uint64_t);
+  uint64_t *key = malloc(bytes), *key2 = malloc(bytes);
+  int64_t *val = malloc(bytes), *val2 = malloc(bytes);
+  tj_status st = TJ_OK;
+  if (!key || !key2 || !val || !val2) st = nomem(t);
+  uint64_t hi = 0;
+  for (int64_t i = 0; st == TJ_OK && i < n; i++) {
+    uint64_t k = 0;
+    for (int l = 0; l < order; l++)
+      k += (uint64_t)coords[i * order + s->map[l].dim] * (uint64_t)stride[l];
+    key[i] = k, hi |= k;
+    memcpy(&val[i], &vals[i], sizeof(double));
+  }
+  int64_t count[BUCKETS + 1];
+  for (int shift = 0; st == TJ_OK && shift < 64 && (hi >> shift);
+       shift += DIGIT_BITS) {
+    if (!radix_pass(n, shift, key, val, key2, val2, count)) continue;
+    uint64_t *tk = key; key = key2; key2 = tk;
+    int64_t *tv = val; val = val2; val2 = tv;
+  }
+  free(key2), free(val2);
+  for (int l = 0; st == TJ_OK && l < order; l++)
+    if (!(out->lc[l] = malloc(bytes))) st = nomem(t);
+  if (st == TJ_OK && !(out->vals = malloc(bytes))) st = nomem(t);
+  int64_t k = 0;
+  for (int64_t i = 0; st == TJ_OK && i < n; i++) {
+    double v;
+    memcpy(&v, &val[i], sizeof v);
+    if (sum && i > 0 && key[i] == key[i - 1]) {
+      out->vals[k - 1] += v;
+      continue;
+    }
+    for (int l = 0; l < order; l++) {
+      int64_t size = s->levels[l].size > 0 ? s->levels[l].size : 1;
+      out->lc[l][k] = (int64_t)(key[i] / (uint64_t)stride[l]) % size;
+    }
+    out->vals[k++] = v;
+  }
+  out->n = k;
+  free(key), free(val);
+  return st;
+}
+
 
 /* Gathers coords/vals into level arrays in perm order, summing duplicate
  * coordinates unless a level is nonunique. */
@@ -305,8 +372,11 @@ tj_status tj_tensor_pack(tj_tensor *t) {
   fresh.vals_len = fresh.vals_cap = 0;
   RtCoo saved = t->coo;   /* combine may take the buffer itself */
   tj_status st = combine(t, &coords, &vals, &n);
-  if (st == TJ_OK) st = sort_perm(t, coords, n, &perm);
-  if (st == TJ_OK) st = gather(t, coords, vals, n, perm, &so);
+  int64_t stride[TJ_MAX_ORDER];
+  if (st == TJ_OK && linear_strides(&t->st, stride))
+    st = sort_linear(t, coords, vals, n, stride, &so);
+  else if (st == TJ_OK && (st = sort_perm(t, coords, n, &perm)) == TJ_OK)
+    st = gather(t, coords, vals, n, perm, &so);
   free(perm);
   if (st == TJ_OK) st = build_levels(t, &fresh, &so);
   sorted_free(&so);

@@ -227,6 +227,19 @@ START_TEST(test_dense_sum) {
   ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
   ck_assert_double_eq(val_get(out, 0), 0.0);
   jit_kernel_release(e, &jk);
+  /* Loop attributes become !llvm.loop hints (parallel is ignored here). */
+  x->dims[0] = 1001;
+  LirKernel *k = k_sum(out, x);
+  LirStmt *loop = k->body;
+  while (loop->kind != LS_FOR) loop = loop->next;
+  loop->u.loop.at = (LoopAttrs){.parallel = true, .vec_width = 4, .unroll = 2};
+  JitOptions o = {.opt_level = 3, .want_ir = true};
+  jk = compile(e, k, &o);
+  ck_assert_ptr_nonnull(strstr(jk.ir_before, "!\"llvm.loop.vectorize.width\", i32 4}"));
+  ck_assert_ptr_nonnull(strstr(jk.ir_before, "!\"llvm.loop.unroll.count\", i32 2}"));
+  ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
+  ck_assert_double_eq_tol(val_get(out, 0), ref, 1e-9);
+  jit_kernel_release(e, &jk);
   st_free(out);
   st_free(x);
   jit_engine_free(e);
@@ -670,7 +683,6 @@ START_TEST(test_print_ir_asm) {
   ck_assert_ptr_nonnull(strstr(jk.asm_text, jk.symbol));
   ck_assert_ptr_nonnull(strstr(jk.asm_text, "vfmadd"));
   check_spmv(&jk, y, a, x, 1e-12);
-  if (getenv("TJ_DUMP")) printf("%s\n%s\n", jk.ir_after, jk.asm_text);
   jit_kernel_release(e, &jk);
   jit_engine_free(e);
 
@@ -722,6 +734,14 @@ START_TEST(test_errors) {
   diag_init(&d);
   ck_assert(!jit_compile(e, k, &o, &jk, &d));
   ck_assert_ptr_nonnull(strstr(d.msg, "operand index out of range"));
+
+  k = kernel("bad_loop", 1);
+  operand(k, 0, x, true);
+  LirVar *i = lir_var(A, k, "i", LT_I32);
+  k->body = lir_for(A, i, lir_const_int(A, LT_I32, 0), I64(4), NULL);
+  diag_init(&d);
+  ck_assert(!jit_compile(e, k, &o, &jk, &d));
+  ck_assert_ptr_nonnull(strstr(d.msg, "FOR bounds and step must have the iv's type"));
 
   diag_init(&d);
   static const char junk[] = "\177ELF this is not an object file";

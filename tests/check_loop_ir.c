@@ -644,10 +644,10 @@ static bool have_cc(void) { return system("cc --version >/dev/null 2>&1") == 0; 
 
 static void tmp_init(Tmp *t) {
   const char *td = getenv("TJ_TEST_DIR");  /* else this file's folder */
-  if (td) snprintf(t->root, sizeof t->root, "%s/..", td);
-  else snprintf(t->root, sizeof t->root, "%s/..", __FILE__);
-  if (!td) *strrchr(t->root, '/') = 0, *strrchr(t->root, '/') = 0;
-  if (!td) strcat(t->root, "/..");
+  snprintf(t->root, sizeof t->root, "%s", td ? td : __FILE__);
+  char *slash = strrchr(t->root, '/');
+  if (!td && slash) *slash = 0;
+  strcat(t->root, "/..");
   snprintf(t->dir, sizeof t->dir, "/tmp/tj_lir_XXXXXX");
   ck_assert_ptr_nonnull(mkdtemp(t->dir));
 }

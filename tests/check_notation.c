@@ -101,6 +101,7 @@ static const char *valid[][2] = {
   {"A(i) = B(i) + 3", "A(i) = B(i) + 3"},
   {"A(i) = 1e300 * B(i)", "A(i) = 1e+300 * B(i)"},
   {"A(i) = 0.1 * B(i)", "A(i) = 0.1 * B(i)"},
+  {"A(i) = 1000000000000000000000000", "A(i) = 999999999999999983222784"},
   {"exp = B(i) * c", "exp = B(i) * c"},
   {"_x1(i_2) = Y_(i_2)", "_x1(i_2) = Y_(i_2)"},
   {"A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)"},
@@ -308,6 +309,20 @@ START_TEST(test_deep_nesting) {
   ck_assert_msg(strstr(d.msg, "expression too large (operator tree deeper "
                               "than 1024)"), "%s", d.msg);
   free(chain);
+  /* interning limits */
+  char many[512], *q = many + sprintf(many, "A = b0");
+  for (int k = 1; k < 40; k++) q += sprintf(q, " + b%d", k);
+  diag_init(&d);
+  ck_assert_ptr_null(nt_parse(&a, many, &d));
+  ck_assert_msg(strstr(d.msg, "too many tensors in one expression (max 32)"),
+                "%s", d.msg);
+  q = many + sprintf(many, "A = b(i0,i1,i2,i3,i4,i5,i6,i7)");
+  for (int k = 1; k < 6; k++)
+    q += sprintf(q, " + b%d(j%d,k%d,l%d,m%d,n%d,o%d,p%d)", k, k, k, k, k, k,
+                 k, k);
+  diag_init(&d);
+  ck_assert_ptr_null(nt_parse(&a, many, &d));
+  ck_assert_msg(strstr(d.msg, "too many index variables (max 32)"), "%s", d.msg);
   arena_free(&a);
 }
 END_TEST
