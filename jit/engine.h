@@ -65,10 +65,9 @@ const char *jit_engine_features(const JitEngine *e);
  * failure *out is zeroed and d says why. Thread-safe. */
 bool jit_compile(JitEngine *e, const LirKernel *k, const JitOptions *o,
                  JitKernel *out, Diag *d);
-/* Calls the kernel on operands and returns its TJ_KERNEL_* code. Use it
- * rather than k->fn(...) directly: a UBSan build (-fsanitize=function)
- * checks a type signature stored before every indirect callee, which
- * JIT-compiled functions do not carry. */
+/* Calls the kernel on operands and returns its TJ_KERNEL_* code (the same
+ * as k->fn(operands); kernels carry 8 zero prefix bytes so even a direct
+ * call from a -fsanitize=function build is safe). */
 int32_t jit_kernel_run(const JitKernel *k, tj_storage **operands);
 /* Removes the kernel's code from engine e (skipped when e is NULL) and frees
  * its text fields; k->fn must not be called afterwards. Safe on a zeroed

@@ -129,9 +129,15 @@ static bool all_dense(const tj_format *f) {
 static void setup_accesses(Lowerer *lw) {
   const LowerPlan *p = lw->plan;
   for (int k = 0; k < p->nloops; k++) lw->depth_of[p->order[k]->id] = k;
+  /* Reductions go to a scalar temp at the first reduction loop, when every
+   * output index is bound above it; otherwise (a dense output indexed below
+   * a reduction loop) the innermost body scatters into the output. */
   lw->first_red = p->nloops;
   for (int k = p->nloops - 1; k >= 0; k--)
     if (nt_is_reduction_var(lw->as, p->order[k])) lw->first_red = k;
+  const Expr *lhs = lw->as->lhs;
+  for (int m = 0; m < lhs->u.access.n; m++)
+    if (lw->depth_of[lhs->u.access.idx[m]->id] > lw->first_red) lw->first_red = -1;
   lw->acc[lw->nacc++].e = lw->as->lhs;
   collect(lw, lw->as->rhs);
   for (int x = 0; x < lw->nacc; x++) {

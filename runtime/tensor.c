@@ -154,7 +154,8 @@ tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
     c->vals = nv;
     c->cap = cap;
   }
-  memcpy(c->coords + c->n * order, coord, (size_t)order * sizeof *coord);
+  if (order > 0)
+    memcpy(c->coords + c->n * order, coord, (size_t)order * sizeof *coord);
   c->vals[c->n++] = v;
   return TJ_OK;
 }
