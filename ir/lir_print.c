@@ -308,7 +308,8 @@ static void print_for(Printer *p, const LirStmt *s, int ind) {
   print_expr(p, s->u.loop.lo, P_COND);
   fprintf(p->out, "; %s < ", iv->name);
   print_expr(p, s->u.loop.hi, P_REL + 1);
-  if (st && st->kind == LE_CONST && st->u.c.i == 1) {
+  /* A vector loop means the scalar loop: its lanes run in order. */
+  if ((st && st->kind == LE_CONST && st->u.c.i == 1) || s->u.loop.at.vec_width > 0) {
     fprintf(p->out, "; %s++) ", iv->name);
   } else {
     fprintf(p->out, "; %s += ", iv->name);

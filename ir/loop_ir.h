@@ -94,11 +94,16 @@ struct LirExpr {
   } u;
 };
 
-/* Loop attributes. */
+/* Loop attributes. A vector loop (vec_width W > 0) has step W and a trip
+ * count that is a multiple of W; it means exactly the scalar loop, and its
+ * body holds only DECL / ASSIGN / STORE / BLOCK / COMMENT. A parallel loop's
+ * body assigns no variable declared outside it and makes no failing call. */
 typedef struct LoopAttrs {
   bool parallel;     /* iterations independent; run on the OpenMP runtime */
   int vec_width;     /* 0 = not vectorized; else lanes */
   int unroll;        /* 0 = no hint */
+  LirExpr *balance;  /* parallel: a pos array (pointer expr) whose entries
+                        weigh iterations for chunking, or NULL */
 } LoopAttrs;
 
 typedef struct LirStmt LirStmt;

@@ -174,8 +174,8 @@ static char *canonical_key(const Assignment *as, const char *schedule,
             dc->format.crd_width);
   }
   /* The schedule names indices by the user's names: key them as given. */
-  fprintf(f, "|s=%s|O%d|v%d|lv%d|t%d|cpu=%s|f=%s", schedule ? schedule : "",
-          o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->nthreads,
+  fprintf(f, "|s=%s|O%d|v%d|lv%d|cpu=%s|f=%s", schedule ? schedule : "",
+          o->opt_level, o->no_vectorize, o->no_llvm_vectorize,
           o->cpu ? o->cpu : "host", o->features ? o->features : "host");
   if (schedule) {
     /* index names matter in a schedule: record the renaming */
@@ -189,6 +189,45 @@ static uint64_t hash_str(const char *s) {
   uint64_t h = 1469598103934665603ull;
   for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
   return h;
+}
+
+static IndexVar *index_named(const Assignment *as, const char *name) {
+  for (int v = 0; v < as->nindices; v++)
+    if (strcmp(as->indices[v]->name, name) == 0) return as->indices[v];
+  return NULL;
+}
+
+/* Vector width from the target (AVX-512: 512 bits, AVX2: 256, else 128),
+ * parallelism, and the schedule's parallelize / vectorize directives. */
+static bool apply_codegen_choices(CacheEntry *e, const Assignment *as,
+                                  const Schedule *s, Diag *d) {
+  LowerPlan *p = &e->plan;
+  const char *feat = jit_engine_features(e->engine);
+  p->vector_bits = e->no_vectorize ? 0
+                   : strstr(feat, "+avx512f") ? 512
+                   : strstr(feat, "+avx2") || strstr(feat, "+avx,") ? 256 : 128;
+  p->parallel = true;
+  for (int k = 0; k < s->n; k++) {
+    const SchedDirective *sd = &s->d[k];
+    if (sd->kind == SCHED_PARALLELIZE) {
+      IndexVar *v = index_named(as, sd->vars[0]);
+      if (!v || p->nloops == 0 || p->order[0] != v)
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s): only the outermost loop (%s) can run in parallel",
+                          sd->vars[0], p->nloops ? p->order[0]->name : "none");
+      if (p->out_sparse || nt_is_reduction_var(as, v))
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s): parallel loops need a dense output indexed by %s",
+                          sd->vars[0], sd->vars[0]);
+    } else if (sd->kind == SCHED_VECTORIZE) {
+      p->vec_var = index_named(as, sd->vars[0]);
+      p->vec_width = e->no_vectorize ? 0 : sd->width;
+      if (!p->vec_var)
+        return diag_error(d, TJ_ERR_PARSE, "vectorize(%s, %d): no index %s in the expression",
+                          sd->vars[0], sd->width, sd->vars[0]);
+    }
+  }
+  return true;
 }
 
 /* Plans the kernel shape of a new cache entry (in its own arena). */
@@ -205,6 +244,7 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   bool strict = false;
   for (int k = 0; k < sched.n; k++) strict |= sched.d[k].kind == SCHED_REORDER;
   if (!lower_plan(as, want, nw, strict, &e->plan, d)) return false;
+  if (!apply_codegen_choices(e, as, &sched, d)) return false;
   e->cin = cin;
   e->as = as;
   return true;
@@ -255,6 +295,7 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
   pthread_mutex_init(&e->lock, NULL);
   e->key = key;
   e->hash = h;
+  e->no_vectorize = o->no_vectorize != 0;
   e->jopt = (JitOptions){.opt_level = o->opt_level,
                          .no_llvm_vectorize = o->no_llvm_vectorize != 0,
                          .fp_contract = true};

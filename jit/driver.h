@@ -30,6 +30,7 @@ typedef struct CacheEntry {
   bool compiled[3];
   JitEngine *engine;
   JitOptions jopt;
+  bool no_vectorize;          /* tensorjit's own vectorization pass off */
   pthread_mutex_t lock;       /* guards lazy lowering/compiling */
 } CacheEntry;
 

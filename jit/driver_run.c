@@ -97,6 +97,7 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
     }
   }
   if (status == TJ_OK) {
+    tj_rt_set_threads(k->opts.nthreads);
     int32_t rc = interpret ? lir_interp(e->lir[ph], st, &d) : e->jk[ph].fn(st);
     if (!diag_ok(&d)) status = drv_fail(&d);
     else if (rc != 0) status = kernel_code(rc);

@@ -216,6 +216,14 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                         t->name, p->fmt[0].levels);
     rejected[k] = true;
   }
+  /* Soft edges: dense operands (and a dense output) prefer to be walked
+   * in their storage order (unit stride innermost); taken only where they
+   * close no cycle, and never forcing a conversion. */
+  for (int k = 0; k < acc.n; k++) {
+    const TensorVar *t = acc.e[k]->u.access.t;
+    if (!format_has_sparse(&p->fmt[t->id]) && !strict)
+      add_path(&g, acc.e[k], &p->fmt[t->id], want_pos, strict);
+  }
   int order[NT_MAX_INDICES];
   if (!topo_order(&g, want_pos, order)) return TJ_BUG(d, "cyclic iteration graph");
   int loop_pos[NT_MAX_INDICES];

@@ -405,6 +405,7 @@ static Exit exec_for(Interp *in, const LirStmt *s) {
     Exit r = exec_list(in, s->u.loop.body);
     if (r != EX_OK) return r;
     if (!eval(in, s->u.loop.step, &step)) return EX_FAULT;
+    if (s->u.loop.at.vec_width > 0) step.i = 1; /* lanes run in order */
     iv->i = wrap(t, (uint64_t)iv->i + (uint64_t)step.i);
   }
 }

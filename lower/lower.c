@@ -152,6 +152,10 @@ static void setup_accesses(Lowerer *lw) {
     }
   }
   lw->out_last = lw->acc[0].f->order - 1;
+  /* The outermost loop may run in parallel when it walks an output index
+   * of a dense output: iterations then write disjoint output elements. */
+  lw->par_ok = p->parallel && !p->out_sparse && p->nloops > 0 &&
+               !nt_is_reduction_var(lw->as, p->order[0]);
 }
 
 static LirStmt *declare_operands(Lowerer *lw) {
@@ -403,6 +407,7 @@ LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
   if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));
   lw->k->body = body;
+  if (plan->vector_bits > 0 || plan->vec_width > 0) lower_vectorize(a, lw->k, plan, lw->vtype);
   if (a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   return lw->k;
 }

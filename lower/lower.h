@@ -27,7 +27,12 @@ typedef struct LowerPlan {
   int ws_depth;                        /* loop depth of the workspace, -1 none */
   IndexVar *ws_var;                    /* the output index scattered into it */
   bool out_sparse;                     /* output has a compressed level */
-  bool parallel_outer;                 /* parallelize(...) asked for depth 0 */
+  /* Code generation choices, set by the driver after planning. */
+  bool parallel;                       /* mark the outermost safe loop parallel */
+  int vector_bits;                     /* explicit vectorization width in bits, 0 off */
+  bool vector_gather;                  /* also vectorize loops that gather */
+  IndexVar *vec_var;                   /* vectorize(j, w): only this loop ... */
+  int vec_width;                       /* ... with this many lanes */
 } LowerPlan;
 
 /* Plans the loops of as, staying as close to the requested order `want`
@@ -40,6 +45,13 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
 /* Emits the kernel for one phase of the plan into arena memory. */
 LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
                         LowerPhase phase, const char *name, Diag *d);
+
+/* The explicit vectorization pass: every innermost `for` whose body is
+ * straight-line (loads, unit-stride stores, reductions into scalars) is
+ * split into a vector loop of the plan's width and a scalar remainder.
+ * Requires a lowered kernel; keeps its meaning exactly (up to reassociation
+ * of reductions). Returns how many loops it vectorized. */
+int lower_vectorize(Arena *a, LirKernel *k, const LowerPlan *plan, LirType vtype);
 
 /* Prints the merge lattice of every loop of the plan (-print-lattice). */
 void lower_print_lattices(FILE *out, const Assignment *as,

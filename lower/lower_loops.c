@@ -380,17 +380,56 @@ static LirStmt *cases(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv) {
   return chain;
 }
 
-/* Loop for lattice point pi: a for over a dense range or one sparse
- * iterator when it is the only point, a while otherwise. */
+/* A pos array that weighs the iterations of the depth-0 loop by the
+ * nonzeros below them (the child level of a level at depth 0), or NULL. */
+static LirExpr *balance_array(Lowerer *lw) {
+  for (int x = 1; x < lw->nacc; x++) {
+    if (lw_level_at(lw, x, 0) != 0 || lw->acc[x].f->order < 2) continue;
+    char c = lw->acc[x].f->levels[1];
+    if (c == 's' || c == 'u') return lw_ref(lw, lw->pos_ptr[lw->acc[x].t][1]);
+  }
+  return NULL;
+}
+
+static void mark_parallel(Lowerer *lw, LoopCtx *cx, LirStmt *loop) {
+  if (cx->depth != 0 || !lw->par_ok || lw->target != T_OUT) return;
+  loop->u.loop.at.parallel = true;
+  loop->u.loop.at.balance = balance_array(lw);
+}
+
+/* The one-point loops: a for over the dense range, or a for over the
+ * positions of a single sparse iterator (coordinate read in the body). */
+static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
+  Arena *a = A(lw);
+  const LatPoint *P = &cx->L->p[0];
+  LirStmt *loop;
+  if (P->sparse == 0) {
+    LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
+    loop = lir_for(a, iv, lw_i64(lw, 0), extent, cases(lw, cx, 0, iv));
+  } else {
+    int x = __builtin_ctzll(P->sparse);
+    Iter *it = &cx->it[x];
+    LirVar *start = it->p;
+    it->p = lw_var(lw, start->name, LT_I64);
+    LirStmt *body = read_coord(lw, x, lw_level_at(lw, x, cx->depth), it);
+    LirVar *cv = lw_var(lw, cx->v->name, LT_I64);
+    lir_append(&body, lir_decl(a, cv, lw_ref(lw, it->c)));
+    lir_append(&body, cases(lw, cx, 0, cv));
+    loop = lir_for(a, it->p, lw_ref(lw, start), lw_ref(lw, it->end), body);
+    it->p = start;
+  }
+  mark_parallel(lw, cx, loop);
+  return loop;
+}
+
+/* Loop for lattice point pi of a multi-point lattice (or one that merges
+ * several iterators or a segmented one): a while over the point's
+ * iterators, with the dense counter when the point is full. */
 static LirStmt *point_loop(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv,
                            LirExpr *extent) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[pi];
   int n = __builtin_popcountll(P->sparse);
-  if (cx->L->n == 1 && n == 0) {
-    LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
-    return lir_for(a, iv, lw_i64(lw, 0), extent, cases(lw, cx, pi, iv));
-  }
   LirExpr *cond = P->full ? lir_bin(a, LOP_LT, lw_ref(lw, cv), extent) : NULL;
   LirStmt *top = NULL, *adv = NULL;
   LirExpr *minc = NULL;
@@ -416,6 +455,15 @@ static LirStmt *point_loop(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv,
   return lir_while(a, cond, top);
 }
 
+static bool is_single(const Lowerer *lw, const Lattice *L, int depth) {
+  if (L->n != 1) return false;
+  const LatPoint *P = &L->p[0];
+  if (P->sparse == 0) return true;
+  if (P->full || __builtin_popcountll(P->sparse) != 1) return false;
+  int x = __builtin_ctzll(P->sparse);
+  return !level_segmented(lw, x, lw_level_at(lw, x, depth));
+}
+
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   if (depth == lw->plan->nloops) return innermost(lw, alive);
   if (lw->target == T_OUT && !in_temp) {
@@ -436,11 +484,12 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   for (int x = 1; x < lw->nacc; x++)
     if (all >> x & 1) lir_append(&s, init_iter(lw, x, lw_level_at(lw, x, depth), &cx.it[x]));
   LirExpr *extent = extent_of(lw, cx.v);
-  LirVar *cv = NULL;
-  if (!(L.n == 1 && L.p[0].sparse == 0)) {
-    cv = lw_var(lw, cx.v->name, LT_I64);
-    lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
+  if (is_single(lw, &L, depth)) {
+    lir_append(&s, single_loop(lw, &cx, extent));
+    return lir_block(a, s);
   }
+  LirVar *cv = lw_var(lw, cx.v->name, LT_I64);
+  lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
   for (int q = 0; q < L.n; q++) lir_append(&s, point_loop(lw, &cx, q, cv, extent));
   return lir_block(a, s);
 }

@@ -48,6 +48,7 @@ typedef struct Lowerer {
   Access acc[LW_MAX_ACCESS];
   int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
   int first_red;                           /* depth of first reduction var */
+  bool par_ok;                             /* the depth-0 loop may be parallel */
   /* per-access binding state while emitting */
   LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
   LirVar *seg_end[LW_MAX_ACCESS];          /* end of a nonunique segment */

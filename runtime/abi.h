@@ -88,4 +88,21 @@ void tj_rt_free(void *p);
 /* Sorts n coordinates of width w bytes in place, ascending. */
 void tj_rt_sort_crd(void *crd, int64_t n, int32_t w);
 
+
+/* The body of a parallel loop, outlined by the JIT: runs iterations
+ * [lo, hi) with the captured variables in ctx. */
+typedef void (*tj_par_body)(void *ctx, int64_t lo, int64_t hi);
+/* Runs body over [lo, hi) on the OpenMP runtime with the calling thread's
+ * thread count (tj_rt_set_threads; 1 = a plain call, no OpenMP). When pos
+ * is non-NULL (a pos array of width pos_width bytes over the same range),
+ * chunks are balanced by pos[hi] - pos[lo] (nonzeros) plus rows, so skewed
+ * rows do not leave a thread idle; otherwise chunks are scheduled
+ * dynamically. */
+void tj_rt_parallel_for(int64_t lo, int64_t hi, const void *pos,
+                        int32_t pos_width, tj_par_body body, void *ctx);
+/* Sets the number of threads parallel loops use on this thread (<= 0:
+ * TJ_NUM_THREADS or the OpenMP default). */
+void tj_rt_set_threads(int n);
+int tj_rt_threads(void);
+
 #endif

@@ -339,9 +339,11 @@ static tj_status combine(tj_tensor *t, int64_t **coords, double **vals,
     free(c ? c : c0), free(v0);
     return nomem(t);
   }
-  memcpy(c + n0 * order, t->coo.coords,
-         (size_t)(t->coo.n * order) * sizeof *c);
-  memcpy(v + n0, t->coo.vals, (size_t)t->coo.n * sizeof *v);
+  if (t->coo.n > 0) {
+    memcpy(c + n0 * order, t->coo.coords,
+           (size_t)(t->coo.n * order) * sizeof *c);
+    memcpy(v + n0, t->coo.vals, (size_t)t->coo.n * sizeof *v);
+  }
   *coords = c, *vals = v, *n = nt;
   return TJ_OK;
 }
@@ -359,6 +361,7 @@ tj_status tj_tensor_pack(tj_tensor *t) {
     if (st == TJ_OK) coo_reset(&t->coo);
     return st;
   }
+  if (t->coo.n == 0 && t->st.vals) return TJ_OK;   /* nothing new */
   int64_t *coords = NULL, n = 0, *perm = NULL;
   double *vals = NULL;
   Sorted so = {0};

@@ -1,0 +1,227 @@
+/* Explicit vectorization of dense inner loops (a loop-IR pass).
+ *
+ * Requires: a lowered kernel. A `for` qualifies when it is innermost, its
+ * body is straight-line (DECL / ASSIGN / STORE), every store writes at a
+ * unit-stride index (uniform + iv), and every variable declared outside the
+ * loop that the body assigns is a reduction (v += e, *=, min, max) read
+ * nowhere else in the body. Loads may be uniform (broadcast), unit-stride
+ * (vector loads) or, when the plan allows gathers, anything else.
+ * The loop becomes
+ *   vend = lo + (hi - lo) / W * W;
+ *   for (iv = lo; iv < vend; iv += W) body   // vec_width W: one SIMD step
+ *   for (iv = vend; iv < hi; iv++) body      // scalar remainder
+ * and the JIT widens the first loop into <W x T> operations with vector
+ * accumulators for the reductions. Invalidates nothing: the IR means the
+ * same scalar program. Parallel loops are left alone (their chunks are not
+ * multiples of W).
+ */
+#include <string.h>
+
+#include "lower.h"
+
+typedef enum { C_UNIFORM, C_UNIT, C_VARYING } Class;
+
+typedef struct Vec {
+  Arena *a;
+  LirKernel *k;
+  const LirVar *iv;
+  char *inner;          /* var id -> declared in the body */
+  char *cls;            /* var id -> Class of an inner var */
+  int *reads;           /* var id -> reads in the body */
+  bool gathers, unit_load, unit_store, reduction;
+} Vec;
+
+static Class expr_class(Vec *v, const LirExpr *e);
+
+static Class join(Class a, Class b) { return a > b ? a : b; }
+
+static Class bin_class(Vec *v, const LirExpr *e) {
+  Class a = expr_class(v, e->u.bin.a), b = expr_class(v, e->u.bin.b);
+  if (a == C_UNIFORM && b == C_UNIFORM) return C_UNIFORM;
+  if (e->u.bin.op == LOP_ADD && ((a == C_UNIT && b == C_UNIFORM) || (a == C_UNIFORM && b == C_UNIT)))
+    return C_UNIT;
+  if (e->u.bin.op == LOP_SUB && a == C_UNIT && b == C_UNIFORM) return C_UNIT;
+  return C_VARYING;
+}
+
+/* Uniform, unit-stride in iv, or varying; records loads seen. */
+static Class expr_class(Vec *v, const LirExpr *e) {
+  switch (e->kind) {
+  case LE_CONST:
+  case LE_FIELD: return C_UNIFORM;
+  case LE_VAR:
+    v->reads[e->u.var->id]++;
+    if (e->u.var == v->iv) return C_UNIT;
+    return v->inner[e->u.var->id] ? (Class)v->cls[e->u.var->id] : C_UNIFORM;
+  case LE_LOAD: {
+    Class p = expr_class(v, e->u.load.ptr), i = expr_class(v, e->u.load.idx);
+    if (p != C_UNIFORM) return C_VARYING;
+    if (i == C_UNIT) v->unit_load = true;
+    if (i == C_VARYING) v->gathers = true;
+    return i == C_UNIFORM ? C_UNIFORM : C_VARYING;
+  }
+  case LE_BIN: return bin_class(v, e);
+  case LE_UN: return expr_class(v, e->u.un.a) == C_UNIFORM ? C_UNIFORM : C_VARYING;
+  case LE_CAST: {
+    Class c = expr_class(v, e->u.cast);
+    bool widening = lir_type_is_int(e->type) && lir_type_is_int(e->u.cast->type) &&
+                    e->type == LT_I64;
+    return c == C_UNIT && !widening ? C_VARYING : c;
+  }
+  case LE_SELECT:
+    return join(expr_class(v, e->u.sel.cond),
+                join(expr_class(v, e->u.sel.a), expr_class(v, e->u.sel.b))) == C_UNIFORM
+               ? C_UNIFORM : C_VARYING;
+  }
+  return C_VARYING;
+}
+
+static bool is_reduction_op(int op) {
+  return op == LOP_ADD || op == LOP_MUL || op == LOP_MIN || op == LOP_MAX;
+}
+
+/* Checks the body statement by statement; false when not vectorizable. */
+static bool legal_list(Vec *v, const LirStmt *s) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case LS_COMMENT: break;
+    case LS_BLOCK:
+      if (!legal_list(v, s->u.block)) return false;
+      break;
+    case LS_DECL:
+      v->inner[s->u.decl.var->id] = 1;
+      v->cls[s->u.decl.var->id] = s->u.decl.init ? expr_class(v, s->u.decl.init) : C_UNIFORM;
+      break;
+    case LS_ASSIGN: {
+      const LirVar *x = s->u.assign.var;
+      Class c = expr_class(v, s->u.assign.e);
+      if (v->inner[x->id]) {
+        v->cls[x->id] = join((Class)v->cls[x->id], join(c, C_VARYING));
+        break;
+      }
+      if (x == v->iv || !is_reduction_op(s->u.assign.op) || lir_type_is_ptr(x->type) ||
+          x->type == LT_BOOL)
+        return false;
+      v->reduction = true;
+      break;
+    }
+    case LS_STORE:
+      if (expr_class(v, s->u.store.ptr) != C_UNIFORM) return false;
+      if (expr_class(v, s->u.store.idx) != C_UNIT) return false;
+      expr_class(v, s->u.store.e);
+      v->unit_store = true;
+      break;
+    default: return false;
+    }
+  }
+  return true;
+}
+
+/* Reduction variables may not be read elsewhere in the body. */
+static bool reductions_unread(Vec *v, const LirStmt *s) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_BLOCK && !reductions_unread(v, s->u.block)) return false;
+    if (s->kind == LS_ASSIGN && !v->inner[s->u.assign.var->id] &&
+        v->reads[s->u.assign.var->id] > 0)
+      return false;
+  }
+  return true;
+}
+
+static bool vectorizable(Vec *v, const LirStmt *loop, bool allow_gather) {
+  size_t n = (size_t)v->k->nvars;
+  memset(v->inner, 0, n);
+  memset(v->cls, 0, n);
+  memset(v->reads, 0, n * sizeof *v->reads);
+  v->gathers = v->unit_load = v->unit_store = v->reduction = false;
+  v->iv = loop->u.loop.iv;
+  if (!loop->u.loop.step || loop->u.loop.step->kind != LE_CONST || loop->u.loop.step->u.c.i != 1)
+    return false;
+  if (!legal_list(v, loop->u.loop.body) || !reductions_unread(v, loop->u.loop.body)) return false;
+  if (v->gathers && !allow_gather) return false;
+  return v->unit_store || (v->reduction && v->unit_load);
+}
+
+static bool has_loop(const LirStmt *s) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case LS_FOR:
+    case LS_WHILE: return true;
+    case LS_IF:
+      if (has_loop(s->u.cond.then) || has_loop(s->u.cond.els)) return true;
+      break;
+    case LS_BLOCK:
+      if (has_loop(s->u.block)) return true;
+      break;
+    default: break;
+    }
+  }
+  return false;
+}
+
+/* Replaces *slot (a FOR) by: vend decl, vector loop, scalar remainder. */
+static void split(Vec *v, LirStmt **slot, int w) {
+  Arena *a = v->a;
+  LirStmt *loop = *slot, *rest = loop->next;
+  const LirVar *iv = loop->u.loop.iv;
+  LirVar *vend = lir_var(a, v->k, arena_printf(a, "%s_vend", iv->name), iv->type);
+  LirExpr *lo = loop->u.loop.lo, *hi = loop->u.loop.hi;
+  LirExpr *len = lir_bin(a, LOP_SUB, hi, lo);
+  LirExpr *blocks = lir_bin(a, LOP_DIV, len, lir_const_int(a, iv->type, w));
+  LirExpr *end = lir_bin(a, LOP_ADD, lo, lir_bin(a, LOP_MUL, blocks, lir_const_int(a, iv->type, w)));
+  LirStmt *decl = lir_decl(a, vend, end);
+  LirStmt *tail = lir_for(a, loop->u.loop.iv, lir_ref(a, vend), hi, loop->u.loop.body);
+  loop->u.loop.hi = lir_ref(a, vend);
+  loop->u.loop.step = lir_const_int(a, iv->type, w);
+  loop->u.loop.at.vec_width = w;
+  decl->next = loop;
+  loop->next = tail;
+  tail->next = rest;
+  *slot = decl;
+}
+
+typedef struct Pass {
+  Vec v;
+  const LowerPlan *plan;
+  int width;
+  int count;
+} Pass;
+
+static void walk(Pass *p, LirStmt **slot) {
+  for (; *slot; slot = &(*slot)->next) {
+    LirStmt *s = *slot;
+    switch (s->kind) {
+    case LS_FOR:
+      walk(p, &s->u.loop.body);
+      if (s->u.loop.at.parallel || s->u.loop.at.vec_width || has_loop(s->u.loop.body)) break;
+      if (p->plan->vec_var && strcmp(p->plan->vec_var->name, s->u.loop.iv->name) != 0) break;
+      if (!vectorizable(&p->v, s, p->plan->vector_gather)) break;
+      split(&p->v, slot, p->width);
+      p->count++;
+      slot = &(*slot)->next->next; /* skip to the remainder loop */
+      break;
+    case LS_WHILE: walk(p, &s->u.whl.body); break;
+    case LS_IF:
+      walk(p, &s->u.cond.then);
+      walk(p, &s->u.cond.els);
+      break;
+    case LS_BLOCK: walk(p, &s->u.block); break;
+    default: break;
+    }
+  }
+}
+
+int lower_vectorize(Arena *a, LirKernel *k, const LowerPlan *plan, LirType vtype) {
+  int bits = vtype == LT_F32 || vtype == LT_I32 ? 32 : 64;
+  int width = plan->vec_width ? plan->vec_width : plan->vector_bits / bits;
+  if (width < 2 || k->nvars == 0) return 0;
+  Pass p = {.plan = plan, .width = width};
+  p.v.a = a;
+  p.v.k = k;
+  p.v.inner = arena_alloc(a, (size_t)k->nvars);
+  p.v.cls = arena_alloc(a, (size_t)k->nvars);
+  p.v.reads = arena_alloc(a, (size_t)k->nvars * sizeof(int));
+  if (!p.v.inner || !p.v.cls || !p.v.reads) return 0;
+  walk(&p, &k->body);
+  return p.count;
+}
