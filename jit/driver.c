@@ -50,8 +50,8 @@ tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir) {
 }
 
 static void entry_free(CacheEntry *e) {
-  for (int p = 0; p < 3; p++)
-    if (e->compiled[p]) jit_kernel_release(e->engine, &e->jk[p]);
+  for (int v = 0; v < DRV_VARIANTS; v++)
+    if (e->compiled[v]) jit_kernel_release(e->engine, &e->jk[v]);
   arena_free(&e->arena);
   pthread_mutex_destroy(&e->lock);
   free(e->key);
@@ -250,29 +250,31 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   return true;
 }
 
-static bool lower_locked(CacheEntry *e, LowerPhase ph, Diag *d) {
-  static const char *names[] = {"assemble", "compute", "evaluate"};
-  if (e->lir[ph]) return true;
-  LirKernel *k = lower_kernel(&e->arena, e->as, &e->plan, ph, names[ph], d);
+static bool lower_locked(CacheEntry *e, int v, Diag *d) {
+  static const char *names[] = {"assemble", "compute", "evaluate",
+                                "assemble_rows", "compute_rows", "evaluate_rows"};
+  if (e->lir[v]) return true;
+  LowerPhase ph = (LowerPhase)(v % 3);
+  LirKernel *k = v >= 3 ? lower_kernel_rows(&e->arena, e->as, &e->plan, ph, names[v], d)
+                        : lower_kernel(&e->arena, e->as, &e->plan, ph, names[v], d);
   if (!k || !lir_verify(k, d)) return false;
-  e->lir[ph] = k;
+  e->lir[v] = k;
   return true;
 }
 
-bool drv_ensure_lowered(CacheEntry *e, LowerPhase ph, Diag *d) {
+bool drv_ensure_lowered(CacheEntry *e, int v, Diag *d) {
   pthread_mutex_lock(&e->lock);
-  bool ok = lower_locked(e, ph, d);
+  bool ok = lower_locked(e, v, d);
   pthread_mutex_unlock(&e->lock);
   return ok;
 }
 
-bool drv_ensure_compiled(CacheEntry *e, LowerPhase ph, Diag *d) {
+bool drv_ensure_compiled(CacheEntry *e, int v, Diag *d) {
   pthread_mutex_lock(&e->lock);
-  bool ok = e->compiled[ph];
+  bool ok = e->compiled[v];
   if (!ok) {
-    ok = lower_locked(e, ph, d) &&
-         jit_compile(e->engine, e->lir[ph], &e->jopt, &e->jk[ph], d);
-    e->compiled[ph] = ok;
+    ok = lower_locked(e, v, d) && jit_compile(e->engine, e->lir[v], &e->jopt, &e->jk[v], d);
+    e->compiled[v] = ok;
   }
   pthread_mutex_unlock(&e->lock);
   return ok;

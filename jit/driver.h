@@ -25,9 +25,9 @@ typedef struct CacheEntry {
   Assignment *as;
   Cin *cin;
   LowerPlan plan;
-  LirKernel *lir[3];          /* by LowerPhase, lowered on demand */
-  JitKernel jk[3];
-  bool compiled[3];
+  LirKernel *lir[6];          /* by variant, lowered on demand */
+  JitKernel jk[6];
+  bool compiled[6];
   JitEngine *engine;
   JitOptions jopt;
   bool no_vectorize;          /* tensorjit's own vectorization pass off */
@@ -60,12 +60,17 @@ struct tj_kernel {
   tj_options opts;
 };
 
+/* Kernel variants of an entry: a LowerPhase, or DRV_ROWS(phase) for the
+ * row-range kernel of that phase (parallel sparse outputs). */
+#define DRV_VARIANTS 6
+#define DRV_ROWS(ph) ((ph) + 3)
+
 /* Sets the thread-local error from a diagnostic; returns its status. */
 tj_status drv_fail(const Diag *d);
-/* Lowers (if needed) and JIT-compiles phase ph of entry e. */
-bool drv_ensure_compiled(CacheEntry *e, LowerPhase ph, Diag *d);
-/* Lowers phase ph of entry e (no JIT). */
-bool drv_ensure_lowered(CacheEntry *e, LowerPhase ph, Diag *d);
+/* Lowers (if needed) and JIT-compiles variant v of entry e. */
+bool drv_ensure_compiled(CacheEntry *e, int v, Diag *d);
+/* Lowers variant v of entry e (no JIT). */
+bool drv_ensure_lowered(CacheEntry *e, int v, Diag *d);
 /* Runs a phase like tj_kernel_run, through the loop-IR interpreter instead
  * of the JIT (tests cross-check the two). */
 tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase,

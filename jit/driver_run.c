@@ -61,6 +61,98 @@ static bool check_operands(const tj_kernel *k, tj_tensor **ops, Diag *d) {
   return true;
 }
 
+static tj_status kernel_code(int32_t rc);
+
+/* ---- parallel sparse outputs: two-phase row-range assembly ----
+ * Rows are split into chunks of equal work; each chunk runs the row-range
+ * kernel into a chunk-local output (assemble/evaluate) or straight into
+ * the assembled output's values (compute); the chunks are then
+ * concatenated (rt_storage_concat). Each chunk allocates its own
+ * workspace, so SpGEMM's dense workspace is per thread. */
+typedef struct RowJob {
+  tj_kernel_fn fn;
+  int n;                       /* tensor operands */
+  tj_storage **st;
+  tj_storage *chunk;           /* per chunk outputs, or NULL (compute) */
+  tj_storage *range;           /* per chunk range descriptors */
+  int32_t *rc;
+} RowJob;
+
+static void run_chunks(void *ctx, int64_t lo, int64_t hi) {
+  RowJob *job = ctx;
+  for (int64_t c = lo; c < hi; c++) {
+    tj_storage *ops[NT_MAX_TENSORS + 1];
+    memcpy(ops, job->st, (size_t)job->n * sizeof *ops);
+    if (job->chunk) ops[0] = &job->chunk[c];
+    ops[job->n] = &job->range[c];
+    job->rc[c] = job->fn(ops);
+  }
+}
+
+/* A pos array weighing the output's rows: an input's level-1 pos under a
+ * dense level-0 of the same extent, or NULL. */
+static const void *row_weights(tj_storage **st, int n, int64_t rows, int32_t *w) {
+  for (int t = 1; t < n; t++)
+    if (st[t]->order >= 2 && st[t]->levels[0].kind == TJ_LVL_DENSE &&
+        st[t]->levels[0].size == rows && st[t]->levels[1].kind == TJ_LVL_COMPRESSED &&
+        st[t]->levels[1].pos) {
+      *w = st[t]->pos_width;
+      return st[t]->levels[1].pos;
+    }
+  return NULL;
+}
+
+static tj_status run_rows(CacheEntry *e, LowerPhase ph, tj_storage **st, int threads, Diag *d) {
+  if (!drv_ensure_compiled(e, DRV_ROWS(ph), d)) return drv_fail(d);
+  int n = e->as->ntensors;
+  tj_storage *out = st[0];
+  int64_t rows = out->levels[0].size;
+  int nchunks = threads * 4;
+  if (nchunks > rows) nchunks = (int)rows;
+  int64_t *bounds = calloc((size_t)nchunks + 1, sizeof *bounds);
+  tj_storage *range = calloc((size_t)nchunks, sizeof *range);
+  tj_storage *chunk = ph == PHASE_COMPUTE ? NULL : calloc((size_t)nchunks, sizeof *chunk);
+  int32_t *rc = calloc((size_t)nchunks, sizeof *rc);
+  tj_status status = TJ_OK;
+  if (!bounds || !range || !rc || (ph != PHASE_COMPUTE && !chunk)) {
+    status = rt_set_error(TJ_ERR_NOMEM, "out of memory splitting rows");
+    goto done;
+  }
+  int32_t w = 4;
+  const void *weights = row_weights(st, n, rows, &w);
+  rt_split_rows(0, rows, weights, w, nchunks, bounds);
+  for (int c = 0; c < nchunks; c++) {
+    range[c].order = 2;
+    range[c].dims[0] = bounds[c];
+    range[c].dims[1] = bounds[c + 1];
+    if (chunk) rt_storage_empty_like(out, &chunk[c]);
+  }
+  int last = out->order - 1;
+  if (ph == PHASE_COMPUTE && tj_rt_reserve(out, TJ_ARR_VALS, 0, out->levels[last].crd_len)) {
+    status = rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
+    goto done;
+  }
+  RowJob job = {e->jk[DRV_ROWS(ph)].fn, n, st, chunk, range, rc};
+  tj_rt_parallel_for(0, nchunks, NULL, 0, run_chunks, &job);
+  for (int c = 0; c < nchunks && status == TJ_OK; c++)
+    if (rc[c]) status = kernel_code(rc[c]);
+  if (status == TJ_OK && chunk) {
+    tj_storage **ptrs = malloc((size_t)nchunks * sizeof *ptrs);
+    if (!ptrs) status = rt_set_error(TJ_ERR_NOMEM, "out of memory");
+    for (int c = 0; ptrs && c < nchunks; c++) ptrs[c] = &chunk[c];
+    if (ptrs) status = rt_storage_concat(out, ptrs, nchunks);
+    free(ptrs);
+  }
+  if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;
+done:
+  for (int c = 0; chunk && c < nchunks; c++) rt_storage_release(&chunk[c]);
+  free(chunk);
+  free(range);
+  free(bounds);
+  free(rc);
+  return status;
+}
+
 static tj_status kernel_code(int32_t rc) {
   if (rc == TJ_KERNEL_NOMEM)
     return rt_set_error(TJ_ERR_NOMEM, "kernel ran out of memory growing its output");
@@ -96,8 +188,13 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
       st[t] = rt_tensor_storage(ops[t]);
     }
   }
-  if (status == TJ_OK) {
-    tj_rt_set_threads(k->opts.nthreads);
+  tj_rt_set_threads(k->opts.nthreads);
+  int threads = tj_rt_threads();
+  bool rows = !interpret && e->plan.rangeable && threads > 1 &&
+              st[0]->levels[0].size >= 4 * threads;
+  if (status == TJ_OK && rows) {
+    status = run_rows(e, ph, st, threads, &d);
+  } else if (status == TJ_OK) {
     int32_t rc = interpret ? lir_interp(e->lir[ph], st, &d) : e->jk[ph].fn(st);
     if (!diag_ok(&d)) status = drv_fail(&d);
     else if (rc != 0) status = kernel_code(rc);

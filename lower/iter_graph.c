@@ -258,5 +258,14 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                           "transposed copy under another name",
                           t->name);
   }
-  return plan_workspace(as, p, d);
+  if (!plan_workspace(as, p, d)) return false;
+  p->rangeable = p->out_sparse && p->nloops > 0 && p->fmt[0].levels[0] == 'd' &&
+                 level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
+  for (int k = 1; k < acc.n && p->rangeable; k++) {
+    const tj_format *f = &p->fmt[acc.e[k]->u.access.t->id];
+    if (format_has_sparse(f) && f->order > 0 && level_var(acc.e[k], f, 0) == p->order[0] &&
+        f->levels[0] != 'd')
+      p->rangeable = false;
+  }
+  return true;
 }

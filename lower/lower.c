@@ -47,6 +47,8 @@ LirStmt *lw_store_index(Lowerer *lw, LirVar *arr, LirExpr *idx, LirExpr *v) {
 /* Size of level l of access x: the dim that level stores. */
 LirExpr *lw_level_size(Lowerer *lw, int x, int l) {
   const Access *ac = &lw->acc[x];
+  if (lw->ranged && x == 0 && l == 0)
+    return lir_bin(lw->a, LOP_SUB, lw_ref(lw, lw->range_hi), lw_ref(lw, lw->range_lo));
   return lw_ref(lw, lw->dim[ac->t][ac->f->mode_order[l]]);
 }
 
@@ -228,6 +230,13 @@ static LirStmt *prepare_dense_output(Lowerer *lw) {
   return s;
 }
 
+/* Where a ranged compute kernel's chunk starts in the assembled output:
+ * pOut1 = pos1[lo], pOut2 = pos2[pOut1], ... */
+static LirExpr *ranged_start(Lowerer *lw, int l) {
+  LirExpr *parent = l == 1 ? lw_ref(lw, lw->range_lo) : lw_ref(lw, lw->out_p[l - 1]);
+  return lw_load_index(lw, lw->pos_ptr[0][l], parent);
+}
+
 static LirStmt *prepare_sparse_output(Lowerer *lw) {
   Arena *a = lw->a;
   const tj_format *f = lw->acc[0].f;
@@ -237,7 +246,8 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
     if (f->levels[l] != 's') continue;
     snprintf(base, sizeof base, "pOut%d", l);
     lw->out_p[l] = lw_var(lw, base, LT_I64);
-    lir_append(&s, lir_decl(a, lw->out_p[l], lw_i64(lw, 0)));
+    bool chained = lw->ranged && lw->phase == PHASE_COMPUTE;
+    lir_append(&s, lir_decl(a, lw->out_p[l], chained ? ranged_start(lw, l) : lw_i64(lw, 0)));
     if (lw->phase == PHASE_COMPUTE) continue;
     snprintf(base, sizeof base, "out%d_crd_cap", l);
     lw->crd_cap[l] = lw_var(lw, base, LT_I64);
@@ -262,7 +272,7 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
     lir_append(&s, z);
   }
   int last = lw->out_last;
-  if (lw->emit_values) {
+  if (lw->emit_values && !(lw->ranged && lw->phase == PHASE_COMPUTE)) {
     LirExpr *need = lw->phase == PHASE_COMPUTE
                         ? lir_field(a, lw->k, 0, LF_CRD_LEN, last)
                         : lw_ref(lw, lw->crd_cap[last]);
@@ -313,7 +323,8 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
     z->u.call.b = lw_ref(lw, lw->out_p[last]);
     lir_append(&s, z);
   }
-  lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, lw->out_p[last])));
+  if (!(lw->ranged && lw->phase == PHASE_COMPUTE))
+    lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, lw->out_p[last])));
   return s;
 }
 
@@ -376,8 +387,25 @@ static LirStmt *conversion_notes(Lowerer *lw) {
   return s;
 }
 
-LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
-                        LowerPhase phase, const char *name, Diag *d) {
+/* The range descriptor operand of a row-range kernel (after the tensors). */
+static LirStmt *declare_range(Lowerer *lw) {
+  Arena *a = lw->a;
+  int r = lw->as->ntensors;
+  LirOperand *op = &lw->k->operands[r];
+  op->name = "range";
+  op->order = 2;
+  op->dtype = TJ_F64;
+  op->pos_width = op->crd_width = 8;
+  lw->k->noperands = r + 1;
+  lw->range_lo = lw_var(lw, "row_lo", LT_I64);
+  lw->range_hi = lw_var(lw, "row_hi", LT_I64);
+  LirStmt *s = lir_decl(a, lw->range_lo, lir_field(a, lw->k, r, LF_DIM, 0));
+  lir_append(&s, lir_decl(a, lw->range_hi, lir_field(a, lw->k, r, LF_DIM, 1)));
+  return s;
+}
+
+static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *plan,
+                            LowerPhase phase, bool ranged, const char *name, Diag *d) {
   Lowerer *lw = arena_alloc(a, sizeof *lw);
   if (!lw) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   lw->a = a;
@@ -391,8 +419,11 @@ LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
   lw->k = lir_kernel(a, name);
   if (!lw->k) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   setup_accesses(lw);
+  lw->ranged = ranged;
+  if (ranged && !plan->rangeable) return TJ_BUG(d, "row-range kernel of a plan that has none"), NULL;
   LirStmt *body = conversion_notes(lw);
   lir_append(&body, declare_operands(lw));
+  if (ranged) lir_append(&body, declare_range(lw));
   if (plan->out_sparse) {
     if (phase == PHASE_COMPUTE)
       lir_append(&body, lir_comment(a, "compute: the output's index arrays are assembled"));
@@ -410,6 +441,16 @@ LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
   if (plan->vector_bits > 0 || plan->vec_width > 0) lower_vectorize(a, lw->k, plan, lw->vtype);
   if (a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   return lw->k;
+}
+
+LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
+                        LowerPhase phase, const char *name, Diag *d) {
+  return lower_any(a, as, plan, phase, false, name, d);
+}
+
+LirKernel *lower_kernel_rows(Arena *a, const Assignment *as, const LowerPlan *plan,
+                             LowerPhase phase, const char *name, Diag *d) {
+  return lower_any(a, as, plan, phase, true, name, d);
 }
 
 void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan) {

@@ -27,6 +27,10 @@ typedef struct LowerPlan {
   int ws_depth;                        /* loop depth of the workspace, -1 none */
   IndexVar *ws_var;                    /* the output index scattered into it */
   bool out_sparse;                     /* output has a compressed level */
+  bool rangeable;                      /* sparse output whose first level is
+                                          dense and walked by a dense loop:
+                                          row-range kernels can build it in
+                                          parallel chunks (lower_kernel_rows) */
   /* Code generation choices, set by the driver after planning. */
   bool parallel;                       /* mark the outermost safe loop parallel */
   int vector_bits;                     /* explicit vectorization width in bits, 0 off */
@@ -45,6 +49,15 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
 /* Emits the kernel for one phase of the plan into arena memory. */
 LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
                         LowerPhase phase, const char *name, Diag *d);
+
+/* The row-range variant of a rangeable plan's kernel: an extra last
+ * operand (the "range" descriptor, dims[0] = lo, dims[1] = hi) limits the
+ * outermost loop to rows [lo, hi). Assemble / evaluate build a chunk-local
+ * output (its first level has hi - lo rows), which the driver concatenates;
+ * compute writes values straight into the assembled global output, whose
+ * vals the caller has already reserved. */
+LirKernel *lower_kernel_rows(Arena *a, const Assignment *as, const LowerPlan *plan,
+                             LowerPhase phase, const char *name, Diag *d);
 
 /* The explicit vectorization pass: every innermost `for` whose body is
  * straight-line (loads, unit-stride stores, reductions into scalars) is

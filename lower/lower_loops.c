@@ -311,8 +311,11 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   LirVar *start = NULL;
   if (l >= 0 && !compressed) {
     LirVar *p = lw_var(lw, "pOut", LT_I64);
+    LirExpr *c = lw_ref(lw, cv);
+    if (lw->ranged && l == 0 && lw->phase != PHASE_COMPUTE)  /* chunk-local row */
+      c = lir_bin(a, LOP_SUB, c, lw_ref(lw, lw->range_lo));
     lir_append(&s, lir_decl(a, p, lir_bin(a, LOP_ADD,
-        lir_bin(a, LOP_MUL, parent_pos(lw, 0), lw_level_size(lw, 0, l)), lw_ref(lw, cv))));
+        lir_bin(a, LOP_MUL, parent_pos(lw, 0), lw_level_size(lw, 0, l)), c)));
     lw->pos[0] = lw_ref(lw, p);
   } else if (compressed) {
     lw->pos[0] = lw_ref(lw, lw->out_p[l]);
@@ -405,7 +408,10 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   LirStmt *loop;
   if (P->sparse == 0) {
     LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
-    loop = lir_for(a, iv, lw_i64(lw, 0), extent, cases(lw, cx, 0, iv));
+    bool rows = lw->ranged && cx->depth == 0;
+    LirExpr *lo = rows ? lw_ref(lw, lw->range_lo) : lw_i64(lw, 0);
+    LirExpr *hi = rows ? lw_ref(lw, lw->range_hi) : extent;
+    loop = lir_for(a, iv, lo, hi, cases(lw, cx, 0, iv));
   } else {
     int x = __builtin_ctzll(P->sparse);
     Iter *it = &cx->it[x];

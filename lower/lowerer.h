@@ -49,6 +49,8 @@ typedef struct Lowerer {
   int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
   int first_red;                           /* depth of first reduction var */
   bool par_ok;                             /* the depth-0 loop may be parallel */
+  bool ranged;                             /* row-range kernel (lower_kernel_rows) */
+  LirVar *range_lo, *range_hi;
   /* per-access binding state while emitting */
   LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
   LirVar *seg_end[LW_MAX_ACCESS];          /* end of a nonunique segment */

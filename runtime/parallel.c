@@ -43,6 +43,17 @@ static int64_t split_row(const void *pos, int32_t w, int64_t lo, int64_t hi,
   return lo;
 }
 
+void rt_split_rows(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
+                   int n, int64_t *bounds) {
+  int64_t base = pos ? work_at(pos, pos_width, lo) : 0;
+  int64_t total = pos ? work_at(pos, pos_width, hi) - base : hi - lo;
+  bounds[0] = lo;
+  bounds[n] = hi;
+  for (int c = 1; c < n; c++)
+    bounds[c] = pos ? split_row(pos, pos_width, lo, hi, base + total * c / n)
+                    : lo + (hi - lo) * c / n;
+}
+
 void tj_rt_parallel_for(int64_t lo, int64_t hi, const void *pos,
                         int32_t pos_width, tj_par_body body, void *ctx) {
   int nt = tj_rt_threads();

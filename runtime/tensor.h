@@ -91,6 +91,19 @@ tj_status rt_tensor_to_dense(const tj_tensor *t, double *out);
  * all-dense formats store every value. */
 tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense);
 
+/* ---- parallel assembly (parallel.c, concat.c) ---- */
+/* Splits rows [lo, hi) into n chunks (bounds[0..n]) of about equal work:
+ * rows plus nonzeros by pos (width pos_width) when pos is non-NULL. */
+void rt_split_rows(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
+                   int n, int64_t *bounds);
+/* An empty storage shaped like s (order, dtype, widths, dims, levels). */
+void rt_storage_empty_like(const tj_storage *s, tj_storage *out);
+/* Frees the arrays of a storage made by rt_storage_empty_like. */
+void rt_storage_release(tj_storage *s);
+/* Concatenates n row chunks (first level dense, the rest compressed, built
+ * by row-range kernels in row order) into out, replacing its contents. */
+tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n);
+
 /* ---- file I/O (mtx.c, tns.c) ---- */
 
 typedef struct RtReader RtReader;

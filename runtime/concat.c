@@ -1,0 +1,87 @@
+/* Concatenation of row chunks into one sparse output: the second phase of
+ * parallel assembly. Each chunk was built by a row-range kernel over rows
+ * [lo, hi) with chunk-local positions; its first level is dense (one entry
+ * per row) and the levels below are compressed. Level by level, positions
+ * are shifted by the coordinates of the chunks before it, and coordinate
+ * and value arrays are copied end to end.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensor.h"
+
+void rt_storage_empty_like(const tj_storage *s, tj_storage *out) {
+  memset(out, 0, sizeof *out);
+  out->order = s->order;
+  out->dtype = s->dtype;
+  out->pos_width = s->pos_width;
+  out->crd_width = s->crd_width;
+  memcpy(out->dims, s->dims, sizeof out->dims);
+  memcpy(out->map, s->map, sizeof out->map);
+  for (int l = 0; l < s->order; l++) {
+    out->levels[l].kind = s->levels[l].kind;
+    out->levels[l].flags = s->levels[l].flags;
+    out->levels[l].size = s->levels[l].size;
+  }
+}
+
+void rt_storage_release(tj_storage *s) {
+  for (int l = 0; l < s->order; l++) {
+    free(s->levels[l].pos);
+    free(s->levels[l].crd);
+  }
+  free(s->vals);
+  memset(s, 0, sizeof *s);
+}
+
+/* Entries of level l's parent in chunk c (rows for level 1). */
+static int64_t parents(const tj_storage *c, int l) {
+  return l == 1 ? c->levels[1].pos_len - 1 : c->levels[l - 1].crd_len;
+}
+
+static tj_status concat_level(tj_storage *out, tj_storage *const *chunks, int n, int l) {
+  int64_t npar = 0, ncrd = 0;
+  for (int c = 0; c < n; c++) {
+    npar += parents(chunks[c], l);
+    ncrd += chunks[c]->levels[l].crd_len;
+  }
+  if (tj_rt_reserve(out, TJ_ARR_POS, l, npar + 1) || tj_rt_reserve(out, TJ_ARR_CRD, l, ncrd))
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory assembling %lld entries", (long long)ncrd);
+  tj_level_storage *o = &out->levels[l];
+  int32_t pw = out->pos_width, cw = out->crd_width;
+  rt_idx_set(o->pos, pw, 0, 0);
+  int64_t at = 0, base = 0;
+  for (int c = 0; c < n; c++) {
+    const tj_level_storage *s = &chunks[c]->levels[l];
+    int64_t np = parents(chunks[c], l);
+    for (int64_t q = 1; q <= np; q++) rt_idx_set(o->pos, pw, at + q, rt_idx(s->pos, pw, q) + base);
+    if (s->crd_len) memcpy((char *)o->crd + base * cw, s->crd, (size_t)(s->crd_len * cw));
+    at += np;
+    base += s->crd_len;
+  }
+  o->pos_len = npar + 1;
+  o->crd_len = ncrd;
+  return TJ_OK;
+}
+
+tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n) {
+  int last = out->order - 1;
+  if (out->order < 2 || out->levels[0].kind != TJ_LVL_DENSE)
+    return rt_set_error(TJ_ERR_INTERNAL, "concat: output's first level is not dense");
+  for (int l = 1; l <= last; l++) {
+    tj_status st = concat_level(out, chunks, n, l);
+    if (st != TJ_OK) return st;
+  }
+  int64_t nv = out->levels[last].crd_len;
+  int w = rt_dtype_size((tj_dtype)out->dtype);
+  if (tj_rt_reserve(out, TJ_ARR_VALS, 0, nv))
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory assembling %lld values", (long long)nv);
+  int64_t base = 0;
+  for (int c = 0; c < n; c++) {
+    int64_t m = chunks[c]->vals_len;
+    if (m) memcpy((char *)out->vals + base * w, chunks[c]->vals, (size_t)(m * w));
+    base += m;
+  }
+  out->vals_len = nv;
+  return TJ_OK;
+}
