@@ -54,6 +54,7 @@ static void entry_free(CacheEntry *e) {
     if (e->compiled[v]) jit_kernel_release(e->engine, &e->jk[v]);
   arena_free(&e->arena);
   pthread_mutex_destroy(&e->lock);
+  free(e->cache_dir);
   free(e->key);
   free(e);
 }
@@ -273,7 +274,9 @@ bool drv_ensure_compiled(CacheEntry *e, int v, Diag *d) {
   pthread_mutex_lock(&e->lock);
   bool ok = e->compiled[v];
   if (!ok) {
-    ok = lower_locked(e, v, d) && jit_compile(e->engine, e->lir[v], &e->jopt, &e->jk[v], d);
+    ok = lower_locked(e, v, d) &&
+         (e->cache_dir ? drv_disk_compile(e, v, e->cache_dir, &e->from_disk[v], d)
+                       : jit_compile(e->engine, e->lir[v], &e->jopt, &e->jk[v], d));
     e->compiled[v] = ok;
   }
   pthread_mutex_unlock(&e->lock);
@@ -297,6 +300,12 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
   pthread_mutex_init(&e->lock, NULL);
   e->key = key;
   e->hash = h;
+  if (cx->cache_dir && !(e->cache_dir = strdup(cx->cache_dir))) {
+    diag_error(d, TJ_ERR_NOMEM, "out of memory");
+    e->key = NULL;
+    entry_free(e);
+    return NULL;
+  }
   e->no_vectorize = o->no_vectorize != 0;
   e->jopt = (JitOptions){.opt_level = o->opt_level,
                          .no_llvm_vectorize = o->no_llvm_vectorize != 0,
@@ -363,6 +372,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   /* A failed plan or compile leaves the entry uncompiled (and retried by
    * the next compile with this key); entries live as long as the context. */
   if (!drv_ensure_compiled(e, PHASE_EVALUATE, &d)) goto fail;
+  if (!k->times.cache_hit && e->from_disk[PHASE_EVALUATE]) k->times.cache_hit = 2;
   if (!k->times.cache_hit) {
     const JitTimes *jt = &e->jk[PHASE_EVALUATE].times;
     k->times.llvm_ir_ms = jt->ir_ms;

@@ -30,6 +30,8 @@ typedef struct CacheEntry {
   bool compiled[6];
   JitEngine *engine;
   JitOptions jopt;
+  char *cache_dir;            /* on-disk cache (copied from the context), or NULL */
+  bool from_disk[6];          /* variant loaded from the disk cache */
   bool no_vectorize;          /* tensorjit's own vectorization pass off */
   pthread_mutex_t lock;       /* guards lazy lowering/compiling */
 } CacheEntry;
@@ -59,6 +61,10 @@ struct tj_kernel {
   tj_compile_times times;
   tj_options opts;
 };
+
+/* Compiles variant v (already lowered) through the on-disk cache in dir:
+ * loads a valid cached object (*from_disk) or compiles and stores one. */
+bool drv_disk_compile(CacheEntry *e, int v, const char *dir, bool *from_disk, Diag *d);
 
 /* Kernel variants of an entry: a LowerPhase, or DRV_ROWS(phase) for the
  * row-range kernel of that phase (parallel sparse outputs). */

@@ -8,6 +8,34 @@
 #include "../lower/lir_interp.h"
 #include "driver.h"
 
+static bool check_extents(const Expr *e, tj_tensor **ops, int64_t *ext, const char **who,
+                          Diag *d) {
+  switch (e->kind) {
+  case EX_LITERAL: return true;
+  case EX_ACCESS:
+    for (int m = 0; m < e->u.access.n; m++) {
+      int v = e->u.access.idx[m]->id;
+      int64_t dim = tj_tensor_dim(ops[e->u.access.t->id], m);
+      if (ext[v] < 0) {
+        ext[v] = dim;
+        who[v] = e->u.access.t->name;
+      } else if (ext[v] != dim) {
+        return diag_error(d, TJ_ERR_SHAPE, "index %s has extent %lld in %s but %lld in %s",
+                          e->u.access.idx[m]->name, (long long)ext[v], who[v],
+                          (long long)dim, e->u.access.t->name);
+      }
+    }
+    return true;
+  case EX_CALL:
+    return check_extents(e->u.call.a, ops, ext, who, d) &&
+           (!e->u.call.b || check_extents(e->u.call.b, ops, ext, who, d));
+  case EX_NEG: return check_extents(e->u.bin.a, ops, ext, who, d);
+  default:
+    return check_extents(e->u.bin.a, ops, ext, who, d) &&
+           check_extents(e->u.bin.b, ops, ext, who, d);
+  }
+}
+
 /* Every index has one extent across the bound operands, and each operand
  * has the format and dtype the kernel was compiled for. */
 static bool check_operands(const tj_kernel *k, tj_tensor **ops, Diag *d) {
@@ -27,38 +55,8 @@ static bool check_operands(const tj_kernel *k, tj_tensor **ops, Diag *d) {
                         "the kernel was compiled for",
                         tj_tensor_name(ops[t]));
   }
-  /* Extents by walking accesses of the binding's assignment. */
-  const Assignment *bs = k->as;
-  const Expr *stack[128];
-  int top = 0;
-  stack[top++] = bs->lhs;
-  stack[top++] = bs->rhs;
-  while (top) {
-    const Expr *e = stack[--top];
-    if (e->kind == EX_ACCESS) {
-      for (int m = 0; m < e->u.access.n; m++) {
-        int v = e->u.access.idx[m]->id;
-        int64_t dim = tj_tensor_dim(ops[e->u.access.t->id], m);
-        if (ext[v] < 0) {
-          ext[v] = dim;
-          who[v] = e->u.access.t->name;
-        } else if (ext[v] != dim) {
-          return diag_error(d, TJ_ERR_SHAPE,
-                            "index %s has extent %lld in %s but %lld in %s",
-                            e->u.access.idx[m]->name, (long long)ext[v], who[v],
-                            (long long)dim, e->u.access.t->name);
-        }
-      }
-    } else if (e->kind == EX_CALL) {
-      stack[top++] = e->u.call.a;
-      if (e->u.call.b) stack[top++] = e->u.call.b;
-    } else if (e->kind != EX_LITERAL) {
-      stack[top++] = e->u.bin.a;
-      if (e->kind != EX_NEG) stack[top++] = e->u.bin.b;
-    }
-    if (top > 120) return diag_error(d, TJ_ERR_UNSUPPORTED, "expression too large to run");
-  }
-  return true;
+  /* Extents, checked in source order (the checker bounds the depth). */
+  return check_extents(k->as->lhs, ops, ext, who, d) && check_extents(k->as->rhs, ops, ext, who, d);
 }
 
 static tj_status kernel_code(int32_t rc);

@@ -1,0 +1,460 @@
+/* The public API around compiled kernels: the in-memory and on-disk kernel
+ * caches, thread safety (concurrent compiles, one kernel run from several
+ * threads on different tensors), assemble/compute reuse, and errors that
+ * come back as status codes with messages. */
+#include <check.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tensorjit.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+static tj_tensor *matrix(const char *name, const char *fmt, int64_t n, int64_t m,
+                         unsigned seed, int density) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  int64_t dims[2] = {n, m};
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, 2, dims, &f, &t));
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < m; j++) {
+      seed = seed * 1103515245u + 12345u;
+      if ((int)(seed >> 16) % 100 < density) {
+        int64_t c[2] = {i, j};
+        OK(tj_tensor_insert(t, c, (double)((seed >> 8) % 17) - 8));
+      }
+    }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+static tj_tensor *vec(const char *name, int64_t n, double base) {
+  tj_format f = tj_format_dense(1);
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, 1, &n, &f, &t));
+  for (int64_t i = 0; i < n; i++) OK(tj_tensor_insert(t, &i, base + (double)i));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+static double max_diff(const tj_tensor *a, const tj_tensor *b) {
+  tj_format f = tj_format_dense(tj_tensor_order(a));
+  tj_tensor *da, *db;
+  OK(tj_tensor_convert(a, &f, &da));
+  OK(tj_tensor_convert(b, &f, &db));
+  int64_t *c;
+  double *v, worst = 0;
+  int64_t n;
+  OK(tj_tensor_unpack(da, &c, &v, &n));
+  for (int64_t e = 0; e < n; e++) {
+    double w;
+    OK(tj_tensor_get(db, c + e * tj_tensor_order(a), &w));
+    if (fabs(w - v[e]) > worst) worst = fabs(w - v[e]);
+  }
+  free(c);
+  free(v);
+  OK(tj_tensor_unpack(db, &c, &v, &n));
+  for (int64_t e = 0; e < n; e++) {
+    double w;
+    OK(tj_tensor_get(da, c + e * tj_tensor_order(a), &w));
+    if (fabs(w - v[e]) > worst) worst = fabs(w - v[e]);
+  }
+  free(c);
+  free(v);
+  tj_tensor_free(da);
+  tj_tensor_free(db);
+  return worst;
+}
+
+/* SpMV through the API with y checked against the reference. */
+static void spmv_check(tj_context *cx, const char *expr, const char *yname,
+                       const char *aname, const char *xname, int *hit) {
+  tj_tensor *A = matrix(aname, "ds", 40, 30, 7, 20), *x = vec(xname, 30, 1);
+  tj_format f = tj_format_dense(1);
+  int64_t n = 40;
+  tj_tensor *y, *yr;
+  OK(tj_tensor_new(yname, TJ_F64, 1, &n, &f, &y));
+  OK(tj_tensor_new(yname, TJ_F64, 1, &n, &f, &yr));
+  tj_tensor *ops[] = {y, A, x}, *rops[] = {yr, A, x};
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, ops, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_reference(expr, rops, 3));
+  ck_assert_double_le(max_diff(y, yr), 1e-9);
+  *hit = tj_kernel_times(k).cache_hit;
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_tensor_free(yr);
+}
+
+START_TEST(memory_cache_hits_renamed_kernels) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, NULL));
+  int hit;
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 0);
+  spmv_check(cx, "out(r) = M(r,c) * v(c)", "out", "M", "v", &hit);
+  ck_assert_int_eq(hit, 1);
+  tj_context_free(cx);
+}
+END_TEST
+
+START_TEST(memory_cache_misses_on_differences) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, NULL));
+  tj_tensor *A = matrix("A", "ds", 8, 8, 3, 30), *B = matrix("B", "ss", 8, 8, 4, 30);
+  tj_tensor *C = matrix("C", "ds", 8, 8, 5, 0);
+  tj_tensor *ops[] = {C, A, B};
+  tj_kernel *k;
+  OK(tj_compile(cx, "C(i,j) = A(i,j) + B(i,j)", ops, 3, NULL, NULL, &k));
+  ck_assert_int_eq(tj_kernel_times(k).cache_hit, 0);
+  OK(tj_compile(cx, "C(i,j) = A(i,j) + B(i,j)", ops, 3, NULL, NULL, &k));
+  ck_assert_int_eq(tj_kernel_times(k).cache_hit, 1);
+  OK(tj_compile(cx, "C(i,j) = A(i,j) * B(i,j)", ops, 3, NULL, NULL, &k));
+  ck_assert_int_eq(tj_kernel_times(k).cache_hit, 0);   /* expression */
+  tj_tensor *B2 = matrix("B", "ds", 8, 8, 4, 30);
+  tj_tensor *ops2[] = {C, A, B2};
+  OK(tj_compile(cx, "C(i,j) = A(i,j) + B(i,j)", ops2, 3, NULL, NULL, &k));
+  ck_assert_int_eq(tj_kernel_times(k).cache_hit, 0);   /* format */
+  tj_tensor *B3;
+  OK(tj_tensor_cast(B2, TJ_F32, &B3));
+  tj_tensor *A3, *C3;
+  OK(tj_tensor_cast(A, TJ_F32, &A3));
+  OK(tj_tensor_cast(C, TJ_F32, &C3));
+  tj_tensor *ops3[] = {C3, A3, B3};
+  OK(tj_compile(cx, "C(i,j) = A(i,j) + B(i,j)", ops3, 3, NULL, NULL, &k));
+  ck_assert_int_eq(tj_kernel_times(k).cache_hit, 0);   /* dtype */
+  OK(tj_compile(cx, "C(i,j) = A(i,j) + B(i,j)", ops2, 3, "reorder(i,j)", NULL, &k));
+  ck_assert_int_eq(tj_kernel_times(k).cache_hit, 0);   /* schedule */
+  tj_options o = tj_options_default();
+  o.opt_level = 1;
+  OK(tj_compile(cx, "C(i,j) = A(i,j) + B(i,j)", ops2, 3, NULL, &o, &k));
+  ck_assert_int_eq(tj_kernel_times(k).cache_hit, 0);   /* options */
+  tj_tensor *all[] = {A, B, C, B2, B3, A3, C3};
+  for (int i = 0; i < 7; i++) tj_tensor_free(all[i]);
+  tj_context_free(cx);
+}
+END_TEST
+
+static char *temp_dir(void) {
+  char *d = strdup("/tmp/tj_cache_XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(d));
+  return d;
+}
+
+static void remove_dir(char *d) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
+  ck_assert_int_eq(system(cmd), 0);
+  free(d);
+}
+
+static int count_files(const char *d) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "ls '%s' | grep -c '\\.o$'", d);
+  FILE *p = popen(cmd, "r");
+  int n = 0;
+  if (fscanf(p, "%d", &n) != 1) n = -1;
+  pclose(p);
+  return n;
+}
+
+START_TEST(disk_cache_survives_a_restart) {
+  char *dir = temp_dir();
+  int hit;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 0);
+  tj_context_free(cx);
+  ck_assert_int_eq(count_files(dir), 1);
+  OK(tj_context_new(&cx));          /* a new engine: nothing in memory */
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 2);
+  tj_context_free(cx);
+  remove_dir(dir);
+}
+END_TEST
+
+START_TEST(disk_cache_rejects_truncated_and_foreign_files) {
+  char *dir = temp_dir();
+  int hit;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  tj_context_free(cx);
+  char cmd[512];
+  snprintf(cmd, sizeof cmd, "for f in '%s'/*.o; do truncate -s 300 \"$f\"; done", dir);
+  ck_assert_int_eq(system(cmd), 0);
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 0);         /* rejected, recompiled, rewritten */
+  tj_context_free(cx);
+  snprintf(cmd, sizeof cmd, "for f in '%s'/*.o; do head -c 4000 /dev/urandom > \"$f\"; done", dir);
+  ck_assert_int_eq(system(cmd), 0);
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 0);
+  tj_context_free(cx);
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 2);         /* the rewritten file is good again */
+  tj_context_free(cx);
+  remove_dir(dir);
+}
+END_TEST
+
+typedef struct Job {
+  tj_context *cx;
+  int which;
+  int failures;
+} Job;
+
+static void *compile_and_run(void *arg) {
+  Job *j = arg;
+  static const char *exprs[] = {"y(i) = A(i,j) * x(j)", "y(i) = A(i,j) * x(j) + x(i)",
+                                "y(i) = A(i,j) * A(i,j) * x(j)", "y(i) = (A(i,j) + 1) * x(j)"};
+  for (int rep = 0; rep < 3; rep++) {
+    const char *e = exprs[(j->which + rep) % 4];
+    tj_tensor *A = matrix("A", "ds", 30, 30, 11 + j->which, 25), *x = vec("x", 30, j->which);
+    tj_format f = tj_format_dense(1);
+    int64_t n = 30;
+    tj_tensor *y, *yr;
+    tj_tensor_new("y", TJ_F64, 1, &n, &f, &y);
+    tj_tensor_new("y", TJ_F64, 1, &n, &f, &yr);
+    tj_tensor *ops[] = {y, A, x}, *rops[] = {yr, A, x};
+    tj_kernel *k;
+    if (tj_compile(j->cx, e, ops, 3, NULL, NULL, &k) != TJ_OK ||
+        tj_kernel_run(k, TJ_EVALUATE, NULL, 0) != TJ_OK || tj_reference(e, rops, 3) != TJ_OK ||
+        max_diff(y, yr) > 1e-9)
+      j->failures++;
+    tj_tensor_free(A);
+    tj_tensor_free(x);
+    tj_tensor_free(y);
+    tj_tensor_free(yr);
+  }
+  return NULL;
+}
+
+START_TEST(two_threads_compile_at_once) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  pthread_t th[3];
+  Job jobs[3];
+  for (int t = 0; t < 3; t++) {
+    jobs[t] = (Job){cx, t, 0};
+    ck_assert_int_eq(pthread_create(&th[t], NULL, compile_and_run, &jobs[t]), 0);
+  }
+  for (int t = 0; t < 3; t++) {
+    pthread_join(th[t], NULL);
+    ck_assert_int_eq(jobs[t].failures, 0);
+  }
+  tj_context_free(cx);
+}
+END_TEST
+
+typedef struct RunJob {
+  tj_kernel *k;
+  int seed;
+  int failures;
+} RunJob;
+
+static void *run_on_own_tensors(void *arg) {
+  RunJob *r = arg;
+  tj_tensor *A = matrix("A", "ds", 50, 40, 100 + r->seed, 30), *x = vec("x", 40, r->seed);
+  tj_format f = tj_format_dense(1);
+  int64_t n = 50;
+  tj_tensor *y, *yr;
+  tj_tensor_new("y", TJ_F64, 1, &n, &f, &y);
+  tj_tensor_new("y", TJ_F64, 1, &n, &f, &yr);
+  tj_tensor *ops[] = {y, A, x}, *rops[] = {yr, A, x};
+  for (int rep = 0; rep < 20; rep++)
+    if (tj_kernel_run(r->k, TJ_EVALUATE, ops, 3) != TJ_OK) r->failures++;
+  if (tj_reference("y(i) = A(i,j) * x(j)", rops, 3) != TJ_OK || max_diff(y, yr) > 1e-9)
+    r->failures++;
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_tensor_free(yr);
+  return NULL;
+}
+
+START_TEST(one_kernel_many_threads) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", "ds", 50, 40, 1, 30), *x = vec("x", 40, 0);
+  tj_format f = tj_format_dense(1);
+  int64_t n = 50;
+  tj_tensor *y;
+  OK(tj_tensor_new("y", TJ_F64, 1, &n, &f, &y));
+  tj_tensor *ops[] = {y, A, x};
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", ops, 3, NULL, NULL, &k));
+  pthread_t th[4];
+  RunJob jobs[4];
+  for (int t = 0; t < 4; t++) {
+    jobs[t] = (RunJob){k, t + 1, 0};
+    pthread_create(&th[t], NULL, run_on_own_tensors, &jobs[t]);
+  }
+  for (int t = 0; t < 4; t++) {
+    pthread_join(th[t], NULL);
+    ck_assert_int_eq(jobs[t].failures, 0);
+  }
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+START_TEST(compute_reuses_assembled_output) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *B = matrix("B", "ds", 30, 20, 1, 30), *C = matrix("C", "ds", 30, 20, 2, 30);
+  tj_tensor *A = matrix("A", "ds", 30, 20, 3, 0), *Ar = matrix("A", "dd", 30, 20, 3, 0);
+  tj_tensor *ops[] = {A, B, C}, *rops[] = {Ar, B, C};
+  tj_kernel *k;
+  OK(tj_compile(cx, "A(i,j) = B(i,j) * C(i,j) + B(i,j)", ops, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+  OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  OK(tj_reference("A(i,j) = B(i,j) * C(i,j) + B(i,j)", rops, 3));
+  ck_assert_double_le(max_diff(A, Ar), 1e-9);
+  int64_t nnz = tj_tensor_nnz(A);
+  /* Same pattern, new values: compute again without re-assembling. */
+  tj_tensor *B2 = matrix("B", "ds", 30, 20, 1, 30);
+  int64_t *c;
+  double *v;
+  int64_t n;
+  OK(tj_tensor_unpack(B2, &c, &v, &n));
+  tj_tensor *B3;
+  tj_format f;
+  OK(tj_format_parse("ds", &f));
+  int64_t dims[2] = {30, 20};
+  OK(tj_tensor_new("B", TJ_F64, 2, dims, &f, &B3));
+  for (int64_t e = 0; e < n; e++) OK(tj_tensor_insert(B3, c + 2 * e, v[e] * 3 + 1));
+  OK(tj_tensor_pack(B3));
+  free(c);
+  free(v);
+  tj_tensor *ops3[] = {A, B3, C}, *rops3[] = {Ar, B3, C};
+  OK(tj_kernel_run(k, TJ_COMPUTE, ops3, 3));
+  ck_assert_int_eq(tj_tensor_nnz(A), nnz);
+  OK(tj_reference("A(i,j) = B(i,j) * C(i,j) + B(i,j)", rops3, 3));
+  ck_assert_double_le(max_diff(A, Ar), 1e-9);
+  tj_tensor *all[] = {A, Ar, B, B2, B3, C};
+  for (int i = 0; i < 6; i++) tj_tensor_free(all[i]);
+  tj_context_free(cx);
+}
+END_TEST
+
+typedef struct ErrCase {
+  const char *expr;
+  const char *schedule;
+  tj_status status;
+  const char *msg;
+} ErrCase;
+
+static const ErrCase errors[] = {
+    {"y(i) = A(i,j) * z(j)", NULL, TJ_ERR_SHAPE, "unknown tensor 'z'"},
+    {"y(i) = A(i,j) *", NULL, TJ_ERR_PARSE, "1:"},
+    {"y(i) = A(i,j,k) * x(j)", NULL, TJ_ERR_SHAPE, "A has order 2"},
+    {"y(i) = A(i,j) * x(j)", "frobnicate(i)", TJ_ERR_PARSE, "unknown schedule directive"},
+    {"y(i) = A(i,j) * x(j)", "parallelize(j)", TJ_ERR_UNSUPPORTED, "only the outermost loop"},
+    {"y(i) = A(j,i) * x(j)", NULL, TJ_ERR_SHAPE, "extent"},
+};
+
+START_TEST(errors_are_status_codes_with_messages) {
+  const ErrCase *ec = &errors[_i];
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", "ds", 40, 30, 7, 20), *x = vec("x", 30, 1);
+  tj_format f = tj_format_dense(1);
+  int64_t n = 40;
+  tj_tensor *y;
+  OK(tj_tensor_new("y", TJ_F64, 1, &n, &f, &y));
+  tj_tensor *ops[] = {y, A, x};
+  tj_kernel *k = NULL;
+  tj_status st = tj_compile(cx, ec->expr, ops, 3, ec->schedule, NULL, &k);
+  ck_assert_msg(st != TJ_OK, "%s compiled", ec->expr);
+  ck_assert_msg(strstr(tj_last_error(), ec->msg), "got '%s'", tj_last_error());
+  if (ec->status != TJ_ERR_SHAPE) ck_assert_int_eq(st, ec->status);
+  ck_assert_ptr_null(k);
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+START_TEST(run_refuses_mismatched_operands) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", "ds", 40, 30, 7, 20), *x = vec("x", 30, 1);
+  tj_format f = tj_format_dense(1);
+  int64_t n = 40;
+  tj_tensor *y;
+  OK(tj_tensor_new("y", TJ_F64, 1, &n, &f, &y));
+  tj_tensor *ops[] = {y, A, x};
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", ops, 3, NULL, NULL, &k));
+  tj_tensor *x2 = vec("x", 31, 1);
+  tj_tensor *bad[] = {y, A, x2};
+  ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, bad, 3), TJ_ERR_SHAPE);
+  ck_assert_ptr_nonnull(strstr(tj_last_error(), "index j has extent 30 in A but 31 in x"));
+  tj_tensor *Acsc = matrix("A", "ds:1,0", 40, 30, 7, 20);
+  tj_tensor *bad2[] = {y, Acsc, x};
+  ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, bad2, 3), TJ_ERR_FORMAT);
+  tj_tensor *missing[] = {y, A};
+  ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, missing, 2), TJ_ERR_INVALID);
+  ck_assert_ptr_nonnull(strstr(tj_last_error(), "no operand named 'x'"));
+  tj_tensor *all[] = {A, x, y, x2, Acsc};
+  for (int i = 0; i < 5; i++) tj_tensor_free(all[i]);
+  tj_context_free(cx);
+}
+END_TEST
+
+Suite *api_suite(void) {
+  Suite *s = suite_create("api");
+  TCase *c = tcase_create("cache");
+  tcase_set_timeout(c, 120);
+  tcase_add_test(c, memory_cache_hits_renamed_kernels);
+  tcase_add_test(c, memory_cache_misses_on_differences);
+  tcase_add_test(c, disk_cache_survives_a_restart);
+  tcase_add_test(c, disk_cache_rejects_truncated_and_foreign_files);
+  suite_add_tcase(s, c);
+  TCase *t = tcase_create("threads");
+  tcase_set_timeout(t, 120);
+  tcase_add_test(t, two_threads_compile_at_once);
+  tcase_add_test(t, one_kernel_many_threads);
+  suite_add_tcase(s, t);
+  TCase *r = tcase_create("runs");
+  tcase_set_timeout(r, 60);
+  tcase_add_test(r, compute_reuses_assembled_output);
+  tcase_add_loop_test(r, errors_are_status_codes_with_messages, 0,
+                      sizeof errors / sizeof errors[0]);
+  tcase_add_test(r, run_refuses_mismatched_operands);
+  suite_add_tcase(s, r);
+  return s;
+}
+
+int main(void) {
+  SRunner *r = srunner_create(api_suite());
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
