@@ -9,7 +9,7 @@
  * tj_storage fields their own tag, so LLVM may keep array bases, lengths and
  * accumulators in registers across stores to value arrays.
  */
-#include "emit_llvm.h"
+#include "emit_internal.h"
 
 #include <llvm-c/DebugInfo.h>
 #include <stddef.h>
@@ -18,29 +18,10 @@
 
 #include "../runtime/abi.h"
 
-#define NTYPES (LT_PTR_U8 + 1)
-
-typedef struct Emitter {
-  LLVMContextRef cx;
-  LLVMModuleRef m;
-  LLVMBuilderRef b;          /* the statement builder */
-  LLVMBuilderRef eb;         /* appends to the entry block */
-  LLVMValueRef fn, rc, alloc_out;
-  LLVMValueRef ops[32];      /* operands[k], loaded once at entry */
-  LLVMValueRef *slots;       /* alloca per LirVar id, made on first use */
-  LLVMBasicBlockRef cleanup;
-  LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
-  LLVMValueRef tbaa[NTYPES], tbaa_field;
-  unsigned tbaa_kind, loop_kind;
-  const LirKernel *k;
-  bool contract;             /* set the contract flag on fadd/fsub/fmul */
-  bool in_cleanup;           /* failing calls are not allowed in cleanup */
-  Diag *d;
-} Emitter;
 
 /* ---- types, slots, metadata ---- */
 
-static LLVMTypeRef reg_type(Emitter *e, LirType t) {
+LLVMTypeRef em_reg_type(Emitter *e, LirType t) {
   switch (t) {
   case LT_BOOL: return e->i1;
   case LT_I32: return e->i32;
@@ -53,21 +34,21 @@ static LLVMTypeRef reg_type(Emitter *e, LirType t) {
 }
 
 /* Booleans are bytes in memory. */
-static LLVMTypeRef mem_type(Emitter *e, LirType t) {
-  return t == LT_BOOL ? e->i8 : reg_type(e, t);
+LLVMTypeRef em_mem_type(Emitter *e, LirType t) {
+  return t == LT_BOOL ? e->i8 : em_reg_type(e, t);
 }
 
 static LLVMValueRef zero_of(Emitter *e, LirType t) {
-  return LLVMConstNull(reg_type(e, t));
+  return LLVMConstNull(em_reg_type(e, t));
 }
 
-static bool bug(Emitter *e, const char *what) { return TJ_BUG(e->d, what); }
+bool em_bug(Emitter *e, const char *what) { return TJ_BUG(e->d, what); }
 
-static LLVMMetadataRef md_str(Emitter *e, const char *s) {
+LLVMMetadataRef em_md_str(Emitter *e, const char *s) {
   return LLVMMDStringInContext2(e->cx, s, strlen(s));
 }
 
-static LLVMMetadataRef md_int(LLVMTypeRef t, long long v) {
+LLVMMetadataRef em_md_int(LLVMTypeRef t, long long v) {
   return LLVMValueAsMetadata(LLVMConstInt(t, (unsigned long long)v, 1));
 }
 
@@ -77,15 +58,15 @@ static void tbaa_init(Emitter *e) {
   static const char *names[NTYPES] = {
       [LT_BOOL] = "bool", [LT_I32] = "int32", [LT_I64] = "int64",
       [LT_F32] = "float", [LT_F64] = "double"};
-  LLVMMetadataRef root_ops[] = {md_str(e, "tensorjit tbaa")};
+  LLVMMetadataRef root_ops[] = {em_md_str(e, "tensorjit tbaa")};
   LLVMMetadataRef root = LLVMMDNodeInContext2(e->cx, root_ops, 1);
   e->tbaa_kind = LLVMGetMDKindIDInContext(e->cx, "tbaa", 4);
   for (int t = 0; t <= NTYPES; t++) {
     const char *name = t == NTYPES ? "tj_storage field" : names[t];
     if (!name) continue;
-    LLVMMetadataRef ty_ops[] = {md_str(e, name), root, md_int(e->i64, 0)};
+    LLVMMetadataRef ty_ops[] = {em_md_str(e, name), root, em_md_int(e->i64, 0)};
     LLVMMetadataRef ty = LLVMMDNodeInContext2(e->cx, ty_ops, 3);
-    LLVMMetadataRef tag_ops[] = {ty, ty, md_int(e->i64, 0)};
+    LLVMMetadataRef tag_ops[] = {ty, ty, em_md_int(e->i64, 0)};
     LLVMValueRef tag =
         LLVMMetadataAsValue(e->cx, LLVMMDNodeInContext2(e->cx, tag_ops, 3));
     if (t == NTYPES) e->tbaa_field = tag;
@@ -93,19 +74,19 @@ static void tbaa_init(Emitter *e) {
   }
 }
 
-static void tag(Emitter *e, LLVMValueRef inst, LLVMValueRef node) {
+void em_tag(Emitter *e, LLVMValueRef inst, LLVMValueRef node) {
   if (node) LLVMSetMetadata(inst, e->tbaa_kind, node);
 }
 
 /* The alloca of v, created zero-initialized in the entry block on first use
  * (so cleanup code reached from an early failure sees null pointers). */
-static LLVMValueRef slot(Emitter *e, const LirVar *v) {
+LLVMValueRef em_slot(Emitter *e, const LirVar *v) {
   if (!v || v->id < 0 || v->id >= e->k->nvars) {
-    bug(e, "loop IR variable out of range");
+    em_bug(e, "loop IR variable out of range");
     return NULL;
   }
   if (!e->slots[v->id]) {
-    LLVMTypeRef t = reg_type(e, v->type);
+    LLVMTypeRef t = em_reg_type(e, v->type);
     LLVMValueRef a = LLVMBuildAlloca(e->eb, t, v->name ? v->name : "v");
     LLVMBuildStore(e->eb, LLVMConstNull(t), a);
     e->slots[v->id] = a;
@@ -113,7 +94,7 @@ static LLVMValueRef slot(Emitter *e, const LirVar *v) {
   return e->slots[v->id];
 }
 
-static LLVMValueRef intrinsic(Emitter *e, const char *name, LLVMTypeRef t,
+LLVMValueRef em_intrinsic(Emitter *e, const char *name, LLVMTypeRef t,
                               LLVMValueRef *args, unsigned n) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
   LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, &t, 1);
@@ -135,13 +116,12 @@ static LLVMValueRef helper(Emitter *e, const char *name, LLVMTypeRef ret,
   return LLVMBuildCall2(e->b, ft, f, args, n, "");
 }
 
-static LLVMBasicBlockRef new_block(Emitter *e, const char *name) {
+LLVMBasicBlockRef em_new_block(Emitter *e, const char *name) {
   return LLVMAppendBasicBlockInContext(e->cx, e->fn, name);
 }
 
 /* ---- expressions ---- */
 
-static LLVMValueRef emit_expr(Emitter *e, const LirExpr *x);
 
 /* Byte offset of an operand field in tj_storage. */
 static bool field_offset(Emitter *e, LirField f, int level, size_t *off) {
@@ -149,7 +129,7 @@ static bool field_offset(Emitter *e, LirField f, int level, size_t *off) {
               (size_t)level * sizeof(tj_level_storage);
   if (f != LF_VALS && f != LF_VALS_LEN &&
       (level < 0 || level >= TJ_MAX_ORDER))
-    return bug(e, "operand field level out of range");
+    return em_bug(e, "operand field level out of range");
   switch (f) {
   case LF_DIM: *off = offsetof(tj_storage, dims) + 8 * (size_t)level; break;
   case LF_LVL_SIZE: *off = lv + offsetof(tj_level_storage, size); break;
@@ -159,7 +139,7 @@ static bool field_offset(Emitter *e, LirField f, int level, size_t *off) {
   case LF_CRD_LEN: *off = lv + offsetof(tj_level_storage, crd_len); break;
   case LF_VALS: *off = offsetof(tj_storage, vals); break;
   case LF_VALS_LEN: *off = offsetof(tj_storage, vals_len); break;
-  default: return bug(e, "unknown operand field");
+  default: return em_bug(e, "unknown operand field");
   }
   return true;
 }
@@ -168,7 +148,7 @@ static LLVMValueRef field_addr(Emitter *e, int operand, LirField f,
                                int level) {
   size_t off;
   if (operand < 0 || operand >= e->k->noperands) {
-    bug(e, "operand index out of range");
+    em_bug(e, "operand index out of range");
     return NULL;
   }
   if (!field_offset(e, f, level, &off)) return NULL;
@@ -180,26 +160,26 @@ static LLVMValueRef emit_field(Emitter *e, const LirExpr *x) {
   LLVMValueRef a = field_addr(e, x->u.field.operand, x->u.field.field,
                               x->u.field.level);
   if (!a) return NULL;
-  LLVMValueRef v = LLVMBuildLoad2(e->b, reg_type(e, x->type), a, "");
-  tag(e, v, e->tbaa_field);
+  LLVMValueRef v = LLVMBuildLoad2(e->b, em_reg_type(e, x->type), a, "");
+  em_tag(e, v, e->tbaa_field);
   return v;
 }
 
 static LLVMValueRef elem_addr(Emitter *e, const LirExpr *p, const LirExpr *i,
                               LirType *elem) {
   if (!p || !i || !lir_type_is_ptr(p->type) || !lir_type_is_int(i->type)) {
-    bug(e, "load/store needs a pointer and an integer index");
+    em_bug(e, "load/store needs a pointer and an integer index");
     return NULL;
   }
   LLVMValueRef pv = emit_expr(e, p), iv = emit_expr(e, i);
   if (!pv || !iv) return NULL;
   *elem = lir_elem_type(p->type);
-  return LLVMBuildInBoundsGEP2(e->b, mem_type(e, *elem), pv, &iv, 1, "");
+  return LLVMBuildInBoundsGEP2(e->b, em_mem_type(e, *elem), pv, &iv, 1, "");
 }
 
 static LLVMValueRef load_elem(Emitter *e, LLVMValueRef addr, LirType t) {
-  LLVMValueRef v = LLVMBuildLoad2(e->b, mem_type(e, t), addr, "");
-  tag(e, v, e->tbaa[t]);
+  LLVMValueRef v = LLVMBuildLoad2(e->b, em_mem_type(e, t), addr, "");
+  em_tag(e, v, e->tbaa[t]);
   if (t == LT_BOOL) v = LLVMBuildICmp(e->b, LLVMIntNE, v,
                                       LLVMConstInt(e->i8, 0, 0), "");
   return v;
@@ -208,7 +188,7 @@ static LLVMValueRef load_elem(Emitter *e, LLVMValueRef addr, LirType t) {
 static void store_elem(Emitter *e, LLVMValueRef addr, LirType t,
                        LLVMValueRef v) {
   if (t == LT_BOOL) v = LLVMBuildZExt(e->b, v, e->i8, "");
-  tag(e, LLVMBuildStore(e->b, v, addr), e->tbaa[t]);
+  em_tag(e, LLVMBuildStore(e->b, v, addr), e->tbaa[t]);
 }
 
 static LLVMValueRef emit_load(Emitter *e, const LirExpr *x) {
@@ -220,7 +200,7 @@ static LLVMValueRef emit_load(Emitter *e, const LirExpr *x) {
 static LLVMValueRef int_minmax_cmp(Emitter *e, LirBinOp op, LLVMValueRef a,
                                    LLVMValueRef b) {
   LLVMValueRef args[] = {a, b};
-  return intrinsic(e, op == LOP_MIN ? "llvm.smin" : "llvm.smax",
+  return em_intrinsic(e, op == LOP_MIN ? "llvm.smin" : "llvm.smax",
                    LLVMTypeOf(a), args, 2);
 }
 
@@ -259,32 +239,32 @@ static LLVMValueRef float_binop(Emitter *e, LirBinOp op, LLVMValueRef a,
   case LOP_MUL: return contract(e, LLVMBuildFMul(e->b, a, b, ""));
   case LOP_DIV: return LLVMBuildFDiv(e->b, a, b, "");
   case LOP_REM: return LLVMBuildFRem(e->b, a, b, "");
-  case LOP_MIN: return intrinsic(e, "llvm.minnum", LLVMTypeOf(a), args, 2);
-  case LOP_MAX: return intrinsic(e, "llvm.maxnum", LLVMTypeOf(a), args, 2);
+  case LOP_MIN: return em_intrinsic(e, "llvm.minnum", LLVMTypeOf(a), args, 2);
+  case LOP_MAX: return em_intrinsic(e, "llvm.maxnum", LLVMTypeOf(a), args, 2);
   case LOP_AND: case LOP_OR:
-    bug(e, "logical operator on floating operands");
+    em_bug(e, "logical operator on floating operands");
     return NULL;
   default: return LLVMBuildFCmp(e->b, pred[op], a, b, "");
   }
 }
 
 /* a op b where both are registers of loop IR type t (the operand type). */
-static LLVMValueRef binop(Emitter *e, LirBinOp op, LirType t, LLVMValueRef a,
+LLVMValueRef em_binop(Emitter *e, LirBinOp op, LirType t, LLVMValueRef a,
                           LLVMValueRef b) {
   if (!a || !b) return NULL;
   if ((unsigned)op > LOP_OR) {
-    bug(e, "unknown binary operator");
+    em_bug(e, "unknown binary operator");
     return NULL;
   }
   if (lir_type_is_float(t)) return float_binop(e, op, a, b);
   if (lir_type_is_int(t) || t == LT_BOOL) return int_binop(e, op, a, b);
-  bug(e, "binary operator on a pointer or void");
+  em_bug(e, "binary operator on a pointer or void");
   return NULL;
 }
 
 /* True when evaluating x cannot trap (no loads, no integer division), so it
  * may run unconditionally instead of behind a branch. */
-static bool is_speculatable(const LirExpr *x) {
+bool em_is_speculatable(const LirExpr *x) {
   if (!x) return true;
   switch (x->kind) {
   case LE_LOAD: return false;
@@ -292,12 +272,12 @@ static bool is_speculatable(const LirExpr *x) {
     if ((x->u.bin.op == LOP_DIV || x->u.bin.op == LOP_REM) &&
         !lir_type_is_float(x->u.bin.a->type))
       return false;
-    return is_speculatable(x->u.bin.a) && is_speculatable(x->u.bin.b);
-  case LE_UN: return is_speculatable(x->u.un.a);
-  case LE_CAST: return is_speculatable(x->u.cast);
+    return em_is_speculatable(x->u.bin.a) && em_is_speculatable(x->u.bin.b);
+  case LE_UN: return em_is_speculatable(x->u.un.a);
+  case LE_CAST: return em_is_speculatable(x->u.cast);
   case LE_SELECT:
-    return is_speculatable(x->u.sel.cond) && is_speculatable(x->u.sel.a) &&
-           is_speculatable(x->u.sel.b);
+    return em_is_speculatable(x->u.sel.cond) && em_is_speculatable(x->u.sel.a) &&
+           em_is_speculatable(x->u.sel.b);
   default: return true;
   }
 }
@@ -307,8 +287,8 @@ static bool is_speculatable(const LirExpr *x) {
 static LLVMValueRef branchy_select(Emitter *e, LLVMValueRef c,
                                    const LirExpr *a, LLVMValueRef a_val,
                                    const LirExpr *b, LLVMValueRef b_val) {
-  LLVMBasicBlockRef then = new_block(e, "sel.a"), els = new_block(e, "sel.b");
-  LLVMBasicBlockRef join = new_block(e, "sel.join");
+  LLVMBasicBlockRef then = em_new_block(e, "sel.a"), els = em_new_block(e, "sel.b");
+  LLVMBasicBlockRef join = em_new_block(e, "sel.join");
   LLVMBuildCondBr(e->b, c, then, els);
   LLVMPositionBuilderAtEnd(e->b, then);
   LLVMValueRef av = a ? emit_expr(e, a) : a_val;
@@ -330,28 +310,26 @@ static LLVMValueRef branchy_select(Emitter *e, LLVMValueRef c,
 static LLVMValueRef emit_bin(Emitter *e, const LirExpr *x) {
   const LirExpr *a = x->u.bin.a, *b = x->u.bin.b;
   if (!a || !b || a->type != b->type) {
-    bug(e, "binary operands differ in type");
+    em_bug(e, "binary operands differ in type");
     return NULL;
   }
   LirBinOp op = x->u.bin.op;
-  if ((op == LOP_AND || op == LOP_OR) && !is_speculatable(b)) {
+  if ((op == LOP_AND || op == LOP_OR) && !em_is_speculatable(b)) {
     LLVMValueRef av = emit_expr(e, a);
     if (!av) return NULL;
     LLVMValueRef t = LLVMConstInt(e->i1, 1, 0), f = LLVMConstInt(e->i1, 0, 0);
     return op == LOP_AND ? branchy_select(e, av, b, NULL, NULL, f)
                          : branchy_select(e, av, NULL, t, b, NULL);
   }
-  return binop(e, op, a->type, emit_expr(e, a), emit_expr(e, b));
+  return em_binop(e, op, a->type, emit_expr(e, a), emit_expr(e, b));
 }
 
-static LLVMValueRef emit_un(Emitter *e, const LirExpr *x) {
+LLVMValueRef em_unop(Emitter *e, LirUnOp op, LirType t, LLVMValueRef a) {
   static const char *fname[] = {[LUN_SQRT] = "llvm.sqrt", [LUN_ABS] = "llvm.fabs",
                                 [LUN_EXP] = "llvm.exp", [LUN_LOG] = "llvm.log"};
-  LirType t = x->u.un.a->type;
-  LLVMValueRef a = emit_expr(e, x->u.un.a);
   if (!a) return NULL;
   bool fp = lir_type_is_float(t);
-  switch (x->u.un.op) {
+  switch (op) {
   case LUN_NEG: return fp ? LLVMBuildFNeg(e->b, a, "") : LLVMBuildNeg(e->b, a, "");
   case LUN_NOT:
     if (t == LT_BOOL) return LLVMBuildNot(e->b, a, "");
@@ -360,20 +338,22 @@ static LLVMValueRef emit_un(Emitter *e, const LirExpr *x) {
   case LUN_ABS:
     if (!fp) {
       LLVMValueRef args[] = {a, LLVMConstInt(e->i1, 0, 0)};
-      return intrinsic(e, "llvm.abs", LLVMTypeOf(a), args, 2);
+      return em_intrinsic(e, "llvm.abs", LLVMTypeOf(a), args, 2);
     }
     /* fall through */
   case LUN_SQRT: case LUN_EXP: case LUN_LOG:
     if (!fp) break;
-    return intrinsic(e, fname[x->u.un.op], LLVMTypeOf(a), &a, 1);
+    return em_intrinsic(e, fname[op], LLVMTypeOf(a), &a, 1);
   }
-  bug(e, "unary operator not defined on this type");
+  em_bug(e, "unary operator not defined on this type");
   return NULL;
 }
 
-static LLVMValueRef convert(Emitter *e, LLVMValueRef v, LirType from,
-                            LirType to) {
-  LLVMTypeRef tt = reg_type(e, to);
+LLVMValueRef em_convert(Emitter *e, LLVMValueRef v, LirType from, LirType to) {
+  if (!v) return NULL;
+  LLVMTypeRef tt = em_reg_type(e, to), vt = LLVMTypeOf(v);
+  if (LLVMGetTypeKind(vt) == LLVMVectorTypeKind)
+    tt = LLVMVectorType(tt, LLVMGetVectorSize(vt));
   if (from == to || (lir_type_is_ptr(from) && lir_type_is_ptr(to))) return v;
   if (to == LT_BOOL)
     return lir_type_is_float(from)
@@ -390,19 +370,19 @@ static LLVMValueRef convert(Emitter *e, LLVMValueRef v, LirType from,
     return LLVMBuildFPToSI(e->b, v, tt, "");
   if (lir_type_is_float(from) && lir_type_is_float(to))
     return LLVMBuildFPCast(e->b, v, tt, "");
-  bug(e, "unsupported cast");
+  em_bug(e, "unsupported cast");
   return NULL;
 }
 
 static LLVMValueRef emit_select(Emitter *e, const LirExpr *x) {
   const LirExpr *a = x->u.sel.a, *b = x->u.sel.b;
   if (!a || !b || a->type != b->type || x->u.sel.cond->type != LT_BOOL) {
-    bug(e, "select needs a bool condition and arms of one type");
+    em_bug(e, "select needs a bool condition and arms of one type");
     return NULL;
   }
   LLVMValueRef c = emit_expr(e, x->u.sel.cond);
   if (!c) return NULL;
-  if (!is_speculatable(a) || !is_speculatable(b))
+  if (!em_is_speculatable(a) || !em_is_speculatable(b))
     return branchy_select(e, c, a, NULL, b, NULL);
   LLVMValueRef av = emit_expr(e, a), bv = emit_expr(e, b);
   return av && bv ? LLVMBuildSelect(e->b, c, av, bv, "") : NULL;
@@ -410,54 +390,53 @@ static LLVMValueRef emit_select(Emitter *e, const LirExpr *x) {
 
 static LLVMValueRef emit_const(Emitter *e, const LirExpr *x) {
   if (lir_type_is_float(x->type))
-    return LLVMConstReal(reg_type(e, x->type), x->u.c.f);
+    return LLVMConstReal(em_reg_type(e, x->type), x->u.c.f);
   if (lir_type_is_ptr(x->type)) return LLVMConstNull(e->ptr);
   if (x->type == LT_BOOL) return LLVMConstInt(e->i1, x->u.c.i != 0, 0);
-  return LLVMConstInt(reg_type(e, x->type), (unsigned long long)x->u.c.i, 1);
+  return LLVMConstInt(em_reg_type(e, x->type), (unsigned long long)x->u.c.i, 1);
 }
 
-static LLVMValueRef emit_expr(Emitter *e, const LirExpr *x) {
+LLVMValueRef emit_expr(Emitter *e, const LirExpr *x) {
   if (!diag_ok(e->d)) return NULL;
   if (!x) {
-    bug(e, "missing loop IR expression");
+    em_bug(e, "missing loop IR expression");
     return NULL;
   }
   LLVMValueRef s;
   switch (x->kind) {
   case LE_CONST: return emit_const(e, x);
   case LE_VAR:
-    s = slot(e, x->u.var);
-    return s ? LLVMBuildLoad2(e->b, reg_type(e, x->type), s, "") : NULL;
+    s = em_slot(e, x->u.var);
+    return s ? LLVMBuildLoad2(e->b, em_reg_type(e, x->type), s, "") : NULL;
   case LE_FIELD: return emit_field(e, x);
   case LE_LOAD: return emit_load(e, x);
   case LE_BIN: return emit_bin(e, x);
-  case LE_UN: return emit_un(e, x);
+  case LE_UN: return em_unop(e, x->u.un.op, x->u.un.a->type, emit_expr(e, x->u.un.a));
   case LE_CAST:
-    return convert(e, emit_expr(e, x->u.cast), x->u.cast->type, x->type);
+    return em_convert(e, emit_expr(e, x->u.cast), x->u.cast->type, x->type);
   case LE_SELECT: return emit_select(e, x);
   }
-  bug(e, "unknown loop IR expression kind");
+  em_bug(e, "unknown loop IR expression kind");
   return NULL;
 }
 
 /* ---- statements ---- */
 
-static bool emit_stmts(Emitter *e, const LirStmt *s);
 
 static bool same_type(Emitter *e, LirType got, LirType want, const char *what) {
-  return got == want ? true : bug(e, what);
+  return got == want ? true : em_bug(e, what);
 }
 
 static bool emit_assign(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.assign.var;
-  LLVMValueRef a = slot(e, v);
+  LLVMValueRef a = em_slot(e, v);
   if (!a || !s->u.assign.e ||
       !same_type(e, s->u.assign.e->type, v->type, "assignment type mismatch"))
     return false;
   LLVMValueRef x = emit_expr(e, s->u.assign.e);
   if (x && s->u.assign.op >= 0)
-    x = binop(e, (LirBinOp)s->u.assign.op, v->type,
-              LLVMBuildLoad2(e->b, reg_type(e, v->type), a, ""), x);
+    x = em_binop(e, (LirBinOp)s->u.assign.op, v->type,
+              LLVMBuildLoad2(e->b, em_reg_type(e, v->type), a, ""), x);
   if (!x) return false;
   LLVMBuildStore(e->b, x, a);
   return true;
@@ -471,7 +450,7 @@ static bool emit_store(Emitter *e, const LirStmt *s) {
     return false;
   LLVMValueRef x = emit_expr(e, s->u.store.e);
   if (x && s->u.store.op >= 0)
-    x = binop(e, (LirBinOp)s->u.store.op, t, load_elem(e, addr, t), x);
+    x = em_binop(e, (LirBinOp)s->u.store.op, t, load_elem(e, addr, t), x);
   if (!x) return false;
   store_elem(e, addr, t, x);
   return true;
@@ -480,7 +459,7 @@ static bool emit_store(Emitter *e, const LirStmt *s) {
 static bool emit_setfield(Emitter *e, const LirStmt *s) {
   LirField f = s->u.setfield.field;
   if (f != LF_POS_LEN && f != LF_CRD_LEN && f != LF_VALS_LEN)
-    return bug(e, "SETFIELD of a field that is not a length");
+    return em_bug(e, "SETFIELD of a field that is not a length");
   if (!s->u.setfield.e ||
       !same_type(e, s->u.setfield.e->type, LT_I64, "SETFIELD needs an i64"))
     return false;
@@ -488,57 +467,38 @@ static bool emit_setfield(Emitter *e, const LirStmt *s) {
   LLVMValueRef a = x ? field_addr(e, s->u.setfield.operand, f,
                                   s->u.setfield.level) : NULL;
   if (!a) return false;
-  tag(e, LLVMBuildStore(e->b, x, a), e->tbaa_field);
+  em_tag(e, LLVMBuildStore(e->b, x, a), e->tbaa_field);
   return true;
 }
 
-/* !llvm.loop metadata for vectorize-width / unroll-count hints. */
-static void loop_hints(Emitter *e, LLVMValueRef br, LoopAttrs at) {
-  LLVMMetadataRef ops[4];
-  unsigned n = 1;
-  if (at.vec_width > 1) {
-    LLVMMetadataRef w[] = {md_str(e, "llvm.loop.vectorize.width"),
-                           md_int(e->i32, at.vec_width)};
-    LLVMMetadataRef en[] = {md_str(e, "llvm.loop.vectorize.enable"),
-                            md_int(e->i1, 1)};
-    ops[n++] = LLVMMDNodeInContext2(e->cx, w, 2);
-    ops[n++] = LLVMMDNodeInContext2(e->cx, en, 2);
-  }
-  if (at.unroll > 0) {
-    LLVMMetadataRef u[] = {md_str(e, "llvm.loop.unroll.count"),
-                           md_int(e->i32, at.unroll)};
-    ops[n++] = LLVMMDNodeInContext2(e->cx, u, 2);
-  }
-  if (n == 1) return;
-  LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->cx, NULL, 0);
-  ops[0] = tmp;
-  LLVMMetadataRef node = LLVMMDNodeInContext2(e->cx, ops, n);
-  LLVMMetadataReplaceAllUsesWith(tmp, node);  /* also disposes tmp */
-  LLVMSetMetadata(br, e->loop_kind, LLVMMetadataAsValue(e->cx, node));
-}
-
-/* Emits for (iv = lo; iv < hi; iv += step) body, re-reading hi each trip:
- *   store lo; br cond
- *   cond:  iv < hi ? body : exit
- *   body:  ...; br latch
- *   latch: iv += step; br cond   (!llvm.loop hints) */
-static bool emit_for(Emitter *e, const LirStmt *s) {
+static bool check_for(Emitter *e, const LirStmt *s) {
   const LirVar *iv = s->u.loop.iv;
-  if (!iv || !lir_type_is_int(iv->type)) return bug(e, "FOR needs an integer iv");
+  if (!iv || !lir_type_is_int(iv->type)) return em_bug(e, "FOR needs an integer iv");
   const LirExpr *bounds[] = {s->u.loop.lo, s->u.loop.hi, s->u.loop.step};
   for (int q = 0; q < 3; q++)
     if ((bounds[q] || q < 2) && (!bounds[q] || bounds[q]->type != iv->type))
-      return bug(e, "FOR bounds and step must have the iv's type");
-  LLVMValueRef a = slot(e, iv), lo = emit_expr(e, s->u.loop.lo);
+      return em_bug(e, "FOR bounds and step must have the iv's type");
+  return true;
+}
+
+/* Emits for (iv = lo; iv < hi; iv += step) body:
+ *   store lo; br cond
+ *   cond:  iv < hi ? body : exit      (hi re-read each trip when NULL)
+ *   body:  ...; br latch
+ *   latch: iv += step; br cond   (!llvm.loop hints) */
+bool em_scalar_for(Emitter *e, const LirStmt *s, LLVMValueRef lo,
+                   LLVMValueRef hi) {
+  const LirVar *iv = s->u.loop.iv;
+  LLVMValueRef a = em_slot(e, iv);
   if (!a || !lo) return false;
   LLVMBuildStore(e->b, lo, a);
-  LLVMBasicBlockRef cond = new_block(e, "for.cond"), body = new_block(e, "for.body");
-  LLVMBasicBlockRef latch = new_block(e, "for.latch"), exit = new_block(e, "for.end");
-  LLVMTypeRef t = reg_type(e, iv->type);
+  LLVMBasicBlockRef cond = em_new_block(e, "for.cond"), body = em_new_block(e, "for.body");
+  LLVMBasicBlockRef latch = em_new_block(e, "for.latch"), exit = em_new_block(e, "for.end");
+  LLVMTypeRef t = em_reg_type(e, iv->type);
   LLVMBuildBr(e->b, cond);
   LLVMPositionBuilderAtEnd(e->b, cond);
   LLVMValueRef i = LLVMBuildLoad2(e->b, t, a, iv->name ? iv->name : "");
-  LLVMValueRef hi = emit_expr(e, s->u.loop.hi);
+  if (!hi) hi = emit_expr(e, s->u.loop.hi);
   if (!hi) return false;
   LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, i, hi, ""), body, exit);
   LLVMPositionBuilderAtEnd(e->b, body);
@@ -550,17 +510,27 @@ static bool emit_for(Emitter *e, const LirStmt *s) {
   if (!step) return false;
   LLVMValueRef next = LLVMBuildNSWAdd(e->b, LLVMBuildLoad2(e->b, t, a, ""), step, "");
   LLVMBuildStore(e->b, next, a);
-  loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at);
+  em_loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at, false);
   LLVMPositionBuilderAtEnd(e->b, exit);
   return true;
 }
 
+/* A vector loop (see emit_vector.c), an outlined parallel loop (see
+ * emit_parallel.c; nested ones run serially) or a scalar loop. */
+static bool emit_for(Emitter *e, const LirStmt *s) {
+  if (!check_for(e, s)) return false;
+  if (s->u.loop.at.vec_width > 0 && emit_is_vector_loop(s))
+    return emit_vector_for(e, s);
+  if (s->u.loop.at.parallel && !e->in_parallel) return emit_parallel_for(e, s);
+  return em_scalar_for(e, s, emit_expr(e, s->u.loop.lo), NULL);
+}
+
 static bool emit_while(Emitter *e, const LirStmt *s) {
-  LLVMBasicBlockRef cond = new_block(e, "while.cond");
-  LLVMBasicBlockRef body = new_block(e, "while.body");
-  LLVMBasicBlockRef exit = new_block(e, "while.end");
+  LLVMBasicBlockRef cond = em_new_block(e, "while.cond");
+  LLVMBasicBlockRef body = em_new_block(e, "while.body");
+  LLVMBasicBlockRef exit = em_new_block(e, "while.end");
   if (!s->u.whl.cond || s->u.whl.cond->type != LT_BOOL)
-    return bug(e, "WHILE needs a bool condition");
+    return em_bug(e, "WHILE needs a bool condition");
   LLVMBuildBr(e->b, cond);
   LLVMPositionBuilderAtEnd(e->b, cond);
   LLVMValueRef c = emit_expr(e, s->u.whl.cond);
@@ -575,11 +545,11 @@ static bool emit_while(Emitter *e, const LirStmt *s) {
 
 static bool emit_if(Emitter *e, const LirStmt *s) {
   if (!s->u.cond.cond || s->u.cond.cond->type != LT_BOOL)
-    return bug(e, "IF needs a bool condition");
+    return em_bug(e, "IF needs a bool condition");
   LLVMValueRef c = emit_expr(e, s->u.cond.cond);
   if (!c) return false;
-  LLVMBasicBlockRef then = new_block(e, "if.then"), join = new_block(e, "if.end");
-  LLVMBasicBlockRef els = s->u.cond.els ? new_block(e, "if.else") : join;
+  LLVMBasicBlockRef then = em_new_block(e, "if.then"), join = em_new_block(e, "if.end");
+  LLVMBasicBlockRef els = s->u.cond.els ? em_new_block(e, "if.else") : join;
   LLVMBuildCondBr(e->b, c, then, els);
   LLVMPositionBuilderAtEnd(e->b, then);
   if (!emit_stmts(e, s->u.cond.then)) return false;
@@ -595,8 +565,9 @@ static bool emit_if(Emitter *e, const LirStmt *s) {
 
 /* if (rc_value != 0) { rc = rc_value; goto cleanup; } */
 static bool fail_if_nonzero(Emitter *e, LLVMValueRef rcv) {
-  if (e->in_cleanup) return bug(e, "a failing helper call inside cleanup");
-  LLVMBasicBlockRef fail = new_block(e, "fail"), ok = new_block(e, "ok");
+  if (e->in_cleanup) return em_bug(e, "a failing helper call inside cleanup");
+  if (!e->cleanup) return em_bug(e, "a failing helper call inside a parallel loop");
+  LLVMBasicBlockRef fail = em_new_block(e, "fail"), ok = em_new_block(e, "ok");
   LLVMValueRef bad = LLVMBuildICmp(e->b, LLVMIntNE, rcv,
                                    LLVMConstInt(e->i32, 0, 0), "");
   LLVMBuildCondBr(e->b, bad, fail, ok);
@@ -609,9 +580,9 @@ static bool fail_if_nonzero(Emitter *e, LLVMValueRef rcv) {
 
 static bool call_reserve(Emitter *e, const LirStmt *s) {
   const LirExpr *need = s->u.call.a;
-  if (!need || need->type != LT_I64) return bug(e, "RESERVE needs an i64 count");
+  if (!need || need->type != LT_I64) return em_bug(e, "RESERVE needs an i64 count");
   if (s->u.call.operand < 0 || s->u.call.operand >= e->k->noperands)
-    return bug(e, "RESERVE operand out of range");
+    return em_bug(e, "RESERVE operand out of range");
   LLVMValueRef n = emit_expr(e, need);
   if (!n) return false;
   LLVMTypeRef pt[] = {e->ptr, e->i32, e->i32, e->i64};
@@ -623,8 +594,8 @@ static bool call_reserve(Emitter *e, const LirStmt *s) {
 
 static bool call_alloc(Emitter *e, const LirStmt *s) {
   const LirExpr *bytes = s->u.call.a;
-  if (!bytes || bytes->type != LT_I64) return bug(e, "ALLOC needs i64 bytes");
-  LLVMValueRef var = slot(e, s->u.call.ptr), n = emit_expr(e, bytes);
+  if (!bytes || bytes->type != LT_I64) return em_bug(e, "ALLOC needs i64 bytes");
+  LLVMValueRef var = em_slot(e, s->u.call.ptr), n = emit_expr(e, bytes);
   if (!var || !n) return false;
   LLVMTypeRef pt[] = {e->i64, e->ptr};
   LLVMValueRef args[] = {n, e->alloc_out};
@@ -634,7 +605,7 @@ static bool call_alloc(Emitter *e, const LirStmt *s) {
 }
 
 static bool call_free(Emitter *e, const LirStmt *s) {
-  LLVMValueRef var = slot(e, s->u.call.ptr);
+  LLVMValueRef var = em_slot(e, s->u.call.ptr);
   if (!var) return false;
   LLVMValueRef p = LLVMBuildLoad2(e->b, e->ptr, var, "");
   helper(e, "tj_rt_free", e->vd, &e->ptr, 1, &p);
@@ -642,7 +613,7 @@ static bool call_free(Emitter *e, const LirStmt *s) {
   return true;
 }
 
-static int elem_bytes(LirType ptr) {
+int em_elem_bytes(LirType ptr) {
   switch (lir_elem_type(ptr)) {
   case LT_BOOL: return 1;
   case LT_I32: case LT_F32: return 4;
@@ -653,13 +624,13 @@ static int elem_bytes(LirType ptr) {
 static bool call_sort(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.call.ptr;
   if (!v || (v->type != LT_PTR_I32 && v->type != LT_PTR_I64))
-    return bug(e, "SORT_CRD needs an integer pointer variable");
-  LLVMValueRef var = slot(e, v), n = emit_expr(e, s->u.call.a);
+    return em_bug(e, "SORT_CRD needs an integer pointer variable");
+  LLVMValueRef var = em_slot(e, v), n = emit_expr(e, s->u.call.a);
   if (!var || !n) return false;
   LLVMTypeRef pt[] = {e->ptr, e->i64, e->i32};
   LLVMValueRef args[] = {LLVMBuildLoad2(e->b, e->ptr, var, ""),
                          LLVMBuildIntCast2(e->b, n, e->i64, 1, ""),
-                         LLVMConstInt(e->i32, (unsigned)elem_bytes(v->type), 0)};
+                         LLVMConstInt(e->i32, (unsigned)em_elem_bytes(v->type), 0)};
   helper(e, "tj_rt_sort_crd", e->vd, pt, 3, args);
   return true;
 }
@@ -667,19 +638,19 @@ static bool call_sort(Emitter *e, const LirStmt *s) {
 /* memset(ptr + lo, 0, (hi - lo) * sizeof elem) */
 static bool call_zero(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.call.ptr;
-  if (!v || !lir_type_is_ptr(v->type)) return bug(e, "ZERO needs a pointer");
-  LLVMValueRef var = slot(e, v);
+  if (!v || !lir_type_is_ptr(v->type)) return em_bug(e, "ZERO needs a pointer");
+  LLVMValueRef var = em_slot(e, v);
   LLVMValueRef lo = emit_expr(e, s->u.call.a), hi = emit_expr(e, s->u.call.b);
   if (!var || !lo || !hi) return false;
   lo = LLVMBuildIntCast2(e->b, lo, e->i64, 1, "");
   hi = LLVMBuildIntCast2(e->b, hi, e->i64, 1, "");
-  LLVMTypeRef et = mem_type(e, lir_elem_type(v->type));
+  LLVMTypeRef et = em_mem_type(e, lir_elem_type(v->type));
   LLVMValueRef base = LLVMBuildInBoundsGEP2(
       e->b, et, LLVMBuildLoad2(e->b, e->ptr, var, ""), &lo, 1, "");
   LLVMValueRef len = LLVMBuildMul(e->b, LLVMBuildSub(e->b, hi, lo, ""),
-                                  LLVMConstInt(e->i64, (unsigned)elem_bytes(v->type), 0), "");
+                                  LLVMConstInt(e->i64, (unsigned)em_elem_bytes(v->type), 0), "");
   LLVMBuildMemSet(e->b, base, LLVMConstInt(e->i8, 0, 0), len,
-                  (unsigned)elem_bytes(v->type));
+                  (unsigned)em_elem_bytes(v->type));
   return true;
 }
 
@@ -691,12 +662,12 @@ static bool emit_call(Emitter *e, const LirStmt *s) {
   case LH_SORT_CRD: return call_sort(e, s);
   case LH_ZERO: return call_zero(e, s);
   }
-  return bug(e, "unknown runtime helper");
+  return em_bug(e, "unknown runtime helper");
 }
 
 static bool emit_decl(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.decl.var;
-  LLVMValueRef a = slot(e, v);
+  LLVMValueRef a = em_slot(e, v);
   if (!a) return false;
   const LirExpr *init = s->u.decl.init;
   if (init && !same_type(e, init->type, v->type, "declaration type mismatch"))
@@ -720,10 +691,10 @@ static bool emit_stmt(Emitter *e, const LirStmt *s) {
   case LS_BLOCK: return emit_stmts(e, s->u.block);
   case LS_COMMENT: return true;
   }
-  return bug(e, "unknown loop IR statement kind");
+  return em_bug(e, "unknown loop IR statement kind");
 }
 
-static bool emit_stmts(Emitter *e, const LirStmt *s) {
+bool emit_stmts(Emitter *e, const LirStmt *s) {
   for (; s; s = s->next)
     if (!emit_stmt(e, s) || !diag_ok(e->d)) return false;
   return true;
@@ -731,16 +702,17 @@ static bool emit_stmts(Emitter *e, const LirStmt *s) {
 
 /* ---- the kernel function ---- */
 
-static void add_fn_attrs(Emitter *e, const EmitTarget *t) {
+void em_add_fn_attrs(Emitter *e, LLVMValueRef fn) {
+  const EmitTarget *t = e->t;
   unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
-  LLVMAddAttributeAtIndex(e->fn, LLVMAttributeFunctionIndex,
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                           LLVMCreateEnumAttribute(e->cx, nounwind, 0));
   if (t->cpu && *t->cpu)
-    LLVMAddAttributeAtIndex(e->fn, LLVMAttributeFunctionIndex,
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
         LLVMCreateStringAttribute(e->cx, "target-cpu", 10, t->cpu,
                                   (unsigned)strlen(t->cpu)));
   if (t->features && *t->features)
-    LLVMAddAttributeAtIndex(e->fn, LLVMAttributeFunctionIndex,
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
         LLVMCreateStringAttribute(e->cx, "target-features", 15, t->features,
                                   (unsigned)strlen(t->features)));
 }
@@ -762,15 +734,16 @@ static void init_types(Emitter *e) {
 static bool emit_function(Emitter *e, const EmitTarget *t) {
   LLVMTypeRef ft = LLVMFunctionType(e->i32, &e->ptr, 1, 0);
   e->fn = LLVMAddFunction(e->m, t->symbol, ft);
-  add_fn_attrs(e, t);
+  em_add_fn_attrs(e, e->fn);
   /* 8 zero bytes before the entry: a caller built with -fsanitize=function
    * reads the signature word at fn - 8 and, finding no magic there, skips
    * its check (without them it may read an unmapped page). */
   LLVMSetPrefixData(e->fn, LLVMConstInt(e->i64, 0, 0));
   LLVMValueRef arg = LLVMGetParam(e->fn, 0);
   LLVMSetValueName2(arg, "operands", 8);
-  LLVMBasicBlockRef entry = new_block(e, "entry"), body = new_block(e, "body");
-  e->cleanup = new_block(e, "cleanup");
+  e->operands = arg;
+  LLVMBasicBlockRef entry = em_new_block(e, "entry"), body = em_new_block(e, "body");
+  e->cleanup = em_new_block(e, "cleanup");
   LLVMPositionBuilderAtEnd(e->eb, entry);
   e->rc = LLVMBuildAlloca(e->eb, e->i32, "rc");
   e->alloc_out = LLVMBuildAlloca(e->eb, e->ptr, "alloc.out");
@@ -798,7 +771,7 @@ bool emit_kernel(LLVMContextRef cx, const LirKernel *k, const EmitTarget *t,
   if (!k || !t || !t->symbol) return TJ_BUG(d, "emit_kernel without a kernel");
   if (k->noperands < 0 || k->noperands > 32 || k->nvars < 0)
     return TJ_BUG(d, "kernel operand or variable count out of range");
-  Emitter e = {.cx = cx, .k = k, .d = d, .contract = t->fp_contract};
+  Emitter e = {.cx = cx, .k = k, .t = t, .d = d, .contract = t->fp_contract};
   e.slots = calloc((size_t)k->nvars + 1, sizeof *e.slots);
   if (!e.slots) return diag_error(d, TJ_ERR_NOMEM, "out of memory emitting %s", t->symbol);
   e.m = LLVMModuleCreateWithNameInContext(t->symbol, cx);

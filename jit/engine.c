@@ -86,7 +86,8 @@ static bool define_helpers(JitEngine *e, Diag *d) {
       {"tj_rt_reserve", (void *)tj_rt_reserve},
       {"tj_rt_alloc", (void *)tj_rt_alloc},
       {"tj_rt_free", (void *)tj_rt_free},
-      {"tj_rt_sort_crd", (void *)tj_rt_sort_crd}};
+      {"tj_rt_sort_crd", (void *)tj_rt_sort_crd},
+      {"tj_rt_parallel_for", (void *)tj_rt_parallel_for}};
   enum { N = sizeof helpers / sizeof helpers[0] };
   LLVMOrcCSymbolMapPair syms[N];
   for (int i = 0; i < N; i++) {

@@ -14,7 +14,7 @@ typedef struct Graph {
   bool edge[NT_MAX_INDICES][NT_MAX_INDICES];
 } Graph;
 
-static bool is_sparse_letter(char c) { return c == 's' || c == 'u' || c == 'q'; }
+static bool is_sparse_letter(char c) { return c == 's' || c == 'u' || c == 'q' || c == 'c'; }
 
 static bool format_has_sparse(const tj_format *f) {
   for (int l = 0; l < f->order; l++)
@@ -105,12 +105,12 @@ static bool check_input_format(const TensorVar *t, Diag *d) {
   for (int l = 0; l < f->order; l++) {
     char c = f->levels[l];
     char next = l + 1 < f->order ? f->levels[l + 1] : 0;
-    if (c == 'u' && next != 'q')
+    if (c == 'u' && next != 'q' && next != 'c')
       return diag_error(d, TJ_ERR_FORMAT,
                         "%s: a compressed-nonunique level ('u', level %d) "
                         "must be followed by a singleton level ('q')",
                         t->name, l);
-    if (c == 'q' && (l == 0 || (f->levels[l - 1] == 'd')))
+    if ((c == 'q' || c == 'c') && (l == 0 || (f->levels[l - 1] == 'd')))
       return diag_error(d, TJ_ERR_FORMAT,
                         "%s: a singleton level ('q', level %d) needs a "
                         "compressed or singleton parent level",
@@ -189,10 +189,18 @@ static bool plan_workspace(const Assignment *as, LowerPlan *p, Diag *d) {
   return true;
 }
 
-bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
-                bool strict, LowerPlan *p, Diag *d) {
+/* One planning attempt; out_first adds edges from every output index to
+ * every reduction index first, so a sparse output can always be appended
+ * in loop order (operands that disagree are converted instead). */
+static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
+                      bool strict, bool out_first, LowerPlan *p, Diag *d) {
   memset(p, 0, sizeof *p);
   Graph g = {.n = as->nindices};
+  if (out_first)
+    for (int m = 0; m < as->lhs->u.access.n; m++)
+      for (int v = 0; v < as->nindices; v++)
+        if (nt_is_reduction_var(as, as->indices[v]))
+          g.edge[as->lhs->u.access.idx[m]->id][v] = true;
   int want_pos[NT_MAX_INDICES];
   for (int v = 0; v < as->nindices; v++) want_pos[v] = NT_MAX_INDICES + v;
   for (int k = 0; k < nwant; k++) want_pos[want[k]->id] = k;
@@ -259,6 +267,27 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                           t->name);
   }
   if (!plan_workspace(as, p, d)) return false;
+  return true;
+}
+
+bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
+                bool strict, LowerPlan *p, Diag *d) {
+  Diag first;
+  diag_init(&first);
+  if (!plan_once(as, want, nwant, strict, false, p, &first)) {
+    /* A sparse output that would be scattered after a reduction: retry
+     * with output indices outermost, converting operands as needed. */
+    Diag retry;
+    diag_init(&retry);
+    if (first.status != TJ_ERR_UNSUPPORTED || strict ||
+        !plan_once(as, want, nwant, strict, true, p, &retry)) {
+      *d = first;
+      return false;
+    }
+  }
+  AccessList acc = {0};
+  acc.e[acc.n++] = as->lhs;
+  collect_accesses(as->rhs, &acc);
   p->rangeable = p->out_sparse && p->nloops > 0 && p->fmt[0].levels[0] == 'd' &&
                  level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
   for (int k = 1; k < acc.n && p->rangeable; k++) {

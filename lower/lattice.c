@@ -32,7 +32,7 @@ int lw_level_at(const Lowerer *lw, int x, int depth) {
 
 bool lw_is_sparse_level(const Lowerer *lw, int x, int level) {
   char c = lw->acc[x].f->levels[level];
-  return c == 's' || c == 'u' || c == 'q';
+  return c == 's' || c == 'u' || c == 'q' || c == 'c';
 }
 
 AMask lw_sparse_at(const Lowerer *lw, AMask alive, int depth) {

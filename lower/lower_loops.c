@@ -33,10 +33,14 @@ typedef struct LoopCtx {
 
 static Arena *A(Lowerer *lw) { return lw->a; }
 
+/* A level whose coordinates may repeat inside its range: nonunique
+ * levels, and singletons below them (COO keeps duplicate entries). Such a
+ * level is walked by segments of equal coordinates; its children see the
+ * whole segment, and a leaf segment's values are summed. */
 static bool level_segmented(const Lowerer *lw, int x, int l) {
   const char *lv = lw->acc[x].f->levels;
-  int n = lw->acc[x].f->order;
-  return lv[l] == 'u' || (lv[l] == 'q' && l + 1 < n && lv[l + 1] == 'q');
+  if (lv[l] == 'u' || lv[l] == 'c') return true;
+  return lv[l] == 'q' && l > 0 && level_segmented(lw, x, l - 1);
 }
 
 static LirExpr *parent_pos(Lowerer *lw, int x) {
@@ -243,12 +247,25 @@ typedef struct Saved {
   LirVar *seg[LW_MAX_ACCESS], *val[LW_MAX_ACCESS], *coord;
 } Saved;
 
+/* Emits the value of access x at its bound position:
+ *   v = vals[p];   or, over a segment of duplicates,
+ *   v = 0; for (q = p; q < seg; q++) v += vals[q]; */
 static LirVar *hoist_value(Lowerer *lw, int x, LirStmt **s) {
+  Arena *a = A(lw);
   char base[64];
   snprintf(base, sizeof base, "%s_val", lw->acc[x].e->u.access.t->name);
   LirVar *v = lw_var(lw, base, lw->vtype);
-  LirExpr *ld = lir_load(A(lw), lw_ref(lw, lw->vals_ptr[lw->acc[x].t]), parent_pos(lw, x));
-  lir_append(s, lir_decl(A(lw), v, lir_cast(A(lw), lw->vtype, ld)));
+  LirVar *vals = lw->vals_ptr[lw->acc[x].t];
+  if (!lw->seg_end[x]) {
+    LirExpr *ld = lir_load(a, lw_ref(lw, vals), parent_pos(lw, x));
+    lir_append(s, lir_decl(a, v, lir_cast(a, lw->vtype, ld)));
+    return v;
+  }
+  lir_append(s, lir_decl(a, v, vconst(lw, 0)));
+  LirVar *q = lw_var(lw, "q", LT_I64);
+  LirExpr *ld = lir_cast(a, lw->vtype, lir_load(a, lw_ref(lw, vals), lw_ref(lw, q)));
+  lir_append(s, lir_for(a, q, parent_pos(lw, x), lw_ref(lw, lw->seg_end[x]),
+                        lir_update(a, v, LOP_ADD, ld)));
   return v;
 }
 
@@ -265,6 +282,7 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lw->pos[x] = lw_ref(lw, cx->it[x].p);
       lw->seg_end[x] = cx->it[x].seg;
     } else if (l >= 0) {
+      lw->seg_end[x] = NULL;
       snprintf(base, sizeof base, "p%s%d", ac->e->u.access.t->name, l);
       LirVar *p = lw_var(lw, base, LT_I64);
       LirExpr *e = lir_bin(a, LOP_ADD, lir_bin(a, LOP_MUL, parent_pos(lw, x),
@@ -322,7 +340,8 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
     if (l == lw->out_last)
       lir_append(&s, lw_ensure_out_cap(lw, l, lw_ref(lw, lw->out_p[l])));
   }
-  if (l >= 0 && l < lw->out_last) {
+  bool next_compressed = l >= 0 && l < lw->out_last && lw->acc[0].f->levels[l + 1] == 's';
+  if (next_compressed) {
     start = lw_var(lw, "pOut_start", LT_I64);
     lir_append(&s, lir_decl(a, start, lw_ref(lw, lw->out_p[l + 1])));
   }
@@ -345,7 +364,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
     lir_append(&app, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
     LirExpr *grew = lir_bin(a, LOP_GT, lw_ref(lw, lw->out_p[l + 1]), lw_ref(lw, start));
     lir_append(&s, lir_if(a, grew, app, NULL));
-  } else if (l >= 0 && l < lw->out_last && lw->emit_index) {
+  } else if (next_compressed && lw->emit_index) {
     LirExpr *next = lir_bin(a, LOP_ADD, lw->pos[0], lw_i64(lw, 1));
     lir_append(&s, lw_store_index(lw, lw->pos_ptr[0][l + 1], next,
                                   lw_ref(lw, lw->out_p[l + 1])));

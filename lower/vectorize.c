@@ -28,6 +28,7 @@ typedef struct Vec {
   char *inner;          /* var id -> declared in the body */
   char *cls;            /* var id -> Class of an inner var */
   int *reads;           /* var id -> reads in the body */
+  int cap;              /* entries allocated in inner / cls / reads */
   bool gathers, unit_load, unit_store, reduction;
 } Vec;
 
@@ -128,7 +129,20 @@ static bool reductions_unread(Vec *v, const LirStmt *s) {
   return true;
 }
 
+/* Sizes the per-variable tables for the kernel's current variable count
+ * (split() adds variables as the pass goes). */
+static bool ensure_tables(Vec *v) {
+  if (v->k->nvars <= v->cap) return true;
+  int cap = v->k->nvars * 2 + 16;
+  v->inner = arena_alloc(v->a, (size_t)cap);
+  v->cls = arena_alloc(v->a, (size_t)cap);
+  v->reads = arena_alloc(v->a, (size_t)cap * sizeof(int));
+  v->cap = v->inner && v->cls && v->reads ? cap : 0;
+  return v->cap > 0;
+}
+
 static bool vectorizable(Vec *v, const LirStmt *loop, bool allow_gather) {
+  if (!ensure_tables(v)) return false;
   size_t n = (size_t)v->k->nvars;
   memset(v->inner, 0, n);
   memset(v->cls, 0, n);
@@ -218,10 +232,6 @@ int lower_vectorize(Arena *a, LirKernel *k, const LowerPlan *plan, LirType vtype
   Pass p = {.plan = plan, .width = width};
   p.v.a = a;
   p.v.k = k;
-  p.v.inner = arena_alloc(a, (size_t)k->nvars);
-  p.v.cls = arena_alloc(a, (size_t)k->nvars);
-  p.v.reads = arena_alloc(a, (size_t)k->nvars * sizeof(int));
-  if (!p.v.inner || !p.v.cls || !p.v.reads) return 0;
   walk(&p, &k->body);
   return p.count;
 }

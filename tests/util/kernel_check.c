@@ -357,7 +357,19 @@ static tj_tensor *make_output(Run *r, const char *fmt) {
                    s + 1, 0);
 }
 
+static bool listed(const char *list, const char *name) {
+  if (!list) return false;
+  size_t n = strlen(name);
+  for (const char *p = list; *p;) {
+    while (*p == ' ') p++;
+    if (strncmp(p, name, n) == 0 && (p[n] == ' ' || !p[n])) return true;
+    while (*p && *p != ' ') p++;
+  }
+  return false;
+}
+
 static double input_density(Run *r, int k) {
+  if (listed(r->c->full, r->sh.t[k].name)) return 1.0;
   if (r->c->density >= 0) return r->c->density;
   uint64_t s = r->c->seed * 31 + (uint64_t)k;
   static const double ds[] = {0.0, 0.2, 0.5, 1.0, 0.35};
@@ -367,8 +379,10 @@ static double input_density(Run *r, int k) {
 static bool make_inputs(Run *r, uint64_t vgen, tj_tensor **ops) {
   for (int k = 1; k < r->sh.n; k++) {
     const KcAccess *a = &r->sh.t[k];
+    bool full = listed(r->c->full, a->name);
     ops[k] = kc_tensor(a->name, r->fmt[k], a->order, r->dims[k], r->c->dtype,
-                       r->c->width, input_density(r, k), r->c->pattern,
+                       r->c->width, input_density(r, k),
+                       full ? KC_RANDOM : r->c->pattern,
                        r->c->seed * 1000003u + (uint64_t)k,
                        r->c->seed * 7919u + (uint64_t)k * 131u + vgen * 977u,
                        r->c->flags);
@@ -497,7 +511,7 @@ KcResult kc_run(tj_context *cx, const KcCase *c, KcOutcome *o) {
     goto done;
   }
   tj_kernel *k = NULL;
-  st = tj_compile(cx, c->expr, ops, r.sh.n, NULL, NULL, &k);
+  st = tj_compile(cx, c->expr, ops, r.sh.n, NULL, c->opts, &k);
   if (st != TJ_OK) {
     res = fail(&r, KC_COMPILE_ERROR, st, "tj_compile failed (status %d): %s",
                st, tj_last_error());

@@ -49,6 +49,8 @@ typedef struct KcCase {
   KcPattern pattern;
   uint64_t seed;
   unsigned flags;
+  const char *full;     /* inputs stored at density 1 ("c d"), or NULL */
+  const tj_options *opts; /* for tj_compile; NULL defaults */
 } KcCase;
 
 typedef enum {

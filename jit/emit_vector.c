@@ -1,0 +1,499 @@
+/* Vector loops: a FOR with vec_width W (step W, trip count a multiple of W,
+ * a straight-line body of DECL / ASSIGN / STORE / BLOCK) becomes one LLVM
+ * iteration per W lanes over <W x T> values. Each value has a class:
+ *   uniform     one scalar for all lanes (outer variables, constants,
+ *               fields, loads at uniform indices)
+ *   unit        lanes base+0 .. base+W-1, kept as the scalar base (the iv,
+ *               and uniform +/- unit integer arithmetic)
+ *   varying     a <W x T> register
+ * so unit-stride loads and stores are single vector accesses and anything
+ * else loads by gather. Reductions into outer variables keep a vector
+ * accumulator and combine it horizontally after the loop:
+ *   acc = splat(identity); for (iv = lo; iv < hi; iv += W) { ...; acc op= x; }
+ *   s = s op reduce(acc)
+ * Loads reached only under a condition (select arms, && / ||) are masked.
+ */
+#include <llvm-c/DebugInfo.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_internal.h"
+
+#define MAX_LANES 64
+
+typedef enum { VU, VUNIT, VVAR } VClass;
+
+typedef struct VVal {
+  LLVMValueRef v;  /* scalar (VU), scalar base (VUNIT) or vector (VVAR) */
+  VClass c;
+} VVal;
+
+typedef struct VecLoop {
+  Emitter *e;
+  const LirStmt *s;
+  unsigned w;
+  LLVMValueRef base;      /* the iv at lane 0 of this iteration */
+  unsigned char *inner;   /* by var id: declared in the body */
+  VVal *val;              /* by var id: current value of a body variable */
+  int *red;               /* by var id: reduction op family + 1, or 0 */
+  LLVMValueRef *acc;      /* by var id: accumulator alloca */
+  const LirVar **rvars;   /* the reduction variables, in order */
+  int nred;
+} VecLoop;
+
+static const VVal none = {NULL, VVAR};
+
+static bool fail(VecLoop *v, const char *what) {
+  const LirVar *iv = v->s->u.loop.iv;
+  return diag_error(v->e->d, TJ_ERR_INTERNAL,
+                    "internal error: vector loop over %s: %s",
+                    iv->name ? iv->name : "?", what);
+}
+
+bool emit_is_vector_loop(const LirStmt *s) {
+  int w = s->u.loop.at.vec_width;
+  const LirExpr *st = s->u.loop.step;
+  return w >= 2 && w <= MAX_LANES && (w & (w - 1)) == 0 && st &&
+         st->kind == LE_CONST && st->u.c.i == w;
+}
+
+/* ---- vector values ---- */
+
+static LLVMValueRef splat(VecLoop *v, LLVMValueRef x) {
+  LLVMBuilderRef b = v->e->b;
+  LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), v->w);
+  LLVMValueRef ins = LLVMBuildInsertElement(b, LLVMGetPoison(vt), x,
+                                            LLVMConstInt(v->e->i32, 0, 0), "");
+  LLVMValueRef zero = LLVMConstNull(LLVMVectorType(v->e->i32, v->w));
+  return LLVMBuildShuffleVector(b, ins, LLVMGetPoison(vt), zero, "");
+}
+
+/* <0, 1, ..., W-1> of integer type t. */
+static LLVMValueRef lane_ids(VecLoop *v, LLVMTypeRef t) {
+  LLVMValueRef c[MAX_LANES];
+  for (unsigned q = 0; q < v->w; q++) c[q] = LLVMConstInt(t, q, 0);
+  return LLVMConstVector(c, v->w);
+}
+
+static LLVMValueRef to_vec(VecLoop *v, VVal x) {
+  if (!x.v) return NULL;
+  if (x.c == VVAR) return x.v;
+  LLVMValueRef s = splat(v, x.v);
+  if (x.c == VU) return s;
+  return LLVMBuildNSWAdd(v->e->b, s, lane_ids(v, LLVMTypeOf(x.v)), "");
+}
+
+/* mask & cond (either may be NULL = all lanes); cond is a bool VVal. */
+static LLVMValueRef and_mask(VecLoop *v, LLVMValueRef mask, LLVMValueRef cond) {
+  if (!mask) return cond;
+  return cond ? LLVMBuildAnd(v->e->b, mask, cond, "") : NULL;
+}
+
+static LLVMValueRef intrinsic2(Emitter *e, const char *name, LLVMTypeRef t0,
+                               LLVMTypeRef t1, LLVMValueRef *args, unsigned n) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMTypeRef tys[] = {t0, t1};
+  LLVMValueRef f = LLVMGetIntrinsicDeclaration(e->m, id, tys, 2);
+  LLVMTypeRef ft = LLVMIntrinsicGetType(e->cx, id, tys, 2);
+  return LLVMBuildCall2(e->b, ft, f, args, n, "");
+}
+
+/* ---- classes ---- */
+
+static VClass classify(VecLoop *v, const LirExpr *x) {
+  VClass a, b;
+  switch (x->kind) {
+  case LE_CONST: case LE_FIELD: return VU;
+  case LE_VAR:
+    if (x->u.var == v->s->u.loop.iv) return VUNIT;
+    if (v->inner[x->u.var->id]) return v->val[x->u.var->id].c;
+    return v->red[x->u.var->id] ? VVAR : VU;
+  case LE_LOAD:
+    return classify(v, x->u.load.ptr) == VU && classify(v, x->u.load.idx) == VU
+               ? VU : VVAR;
+  case LE_BIN:
+    a = classify(v, x->u.bin.a), b = classify(v, x->u.bin.b);
+    if (a == VU && b == VU) return VU;
+    if (!lir_type_is_int(x->type)) return VVAR;
+    if (x->u.bin.op == LOP_ADD && ((a == VUNIT && b == VU) || (a == VU && b == VUNIT)))
+      return VUNIT;
+    return x->u.bin.op == LOP_SUB && a == VUNIT && b == VU ? VUNIT : VVAR;
+  case LE_UN: return classify(v, x->u.un.a) == VU ? VU : VVAR;
+  case LE_CAST:
+    a = classify(v, x->u.cast);
+    if (a == VUNIT && lir_type_is_int(x->type) && lir_type_is_int(x->u.cast->type))
+      return VUNIT;
+    return a == VU ? VU : VVAR;
+  case LE_SELECT:
+    return classify(v, x->u.sel.cond) == VU && classify(v, x->u.sel.a) == VU &&
+           classify(v, x->u.sel.b) == VU ? VU : VVAR;
+  }
+  return VVAR;
+}
+
+/* ---- expressions ---- */
+
+static VVal vexpr(VecLoop *v, const LirExpr *x, LLVMValueRef mask);
+
+static VVal mk(LLVMValueRef x, VClass c) { return (VVal){x, c}; }
+
+/* ptr[idx]: scalar (uniform index, no mask), one vector load (unit), or a
+ * gather; masked lanes read nothing and yield zero. */
+static VVal vload(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
+  Emitter *e = v->e;
+  if (classify(v, x->u.load.ptr) != VU)
+    return fail(v, "load through a pointer that differs per lane"), none;
+  LLVMValueRef p = emit_expr(e, x->u.load.ptr);
+  VVal i = vexpr(v, x->u.load.idx, mask);
+  if (!p || !i.v) return none;
+  LirType t = lir_elem_type(x->u.load.ptr->type);
+  LLVMTypeRef et = em_mem_type(e, t), vt = LLVMVectorType(et, v->w);
+  unsigned align = (unsigned)em_elem_bytes(x->u.load.ptr->type);
+  LLVMValueRef r, al = LLVMConstInt(e->i32, align, 0);
+  if (i.c == VU && !mask) {
+    r = LLVMBuildLoad2(e->b, et, LLVMBuildInBoundsGEP2(e->b, et, p, &i.v, 1, ""), "");
+    em_tag(e, r, e->tbaa[t]);
+    if (t == LT_BOOL) r = LLVMBuildICmp(e->b, LLVMIntNE, r, LLVMConstNull(et), "");
+    return mk(r, VU);
+  }
+  if (i.c == VUNIT) {
+    LLVMValueRef a = LLVMBuildInBoundsGEP2(e->b, et, p, &i.v, 1, "");
+    if (mask) {
+      LLVMValueRef args[] = {a, al, mask, LLVMConstNull(vt)};
+      r = intrinsic2(e, "llvm.masked.load", vt, e->ptr, args, 4);
+    } else {
+      r = LLVMBuildLoad2(e->b, vt, a, "");
+      LLVMSetAlignment(r, align);
+    }
+  } else {
+    LLVMValueRef iv = to_vec(v, i);
+    LLVMValueRef ptrs = LLVMBuildInBoundsGEP2(e->b, et, p, &iv, 1, "");
+    LLVMValueRef m = mask ? mask : LLVMConstAllOnes(LLVMVectorType(e->i1, v->w));
+    LLVMValueRef args[] = {ptrs, al, m, LLVMConstNull(vt)};
+    r = intrinsic2(e, "llvm.masked.gather", vt, LLVMTypeOf(ptrs), args, 4);
+  }
+  em_tag(e, r, e->tbaa[t]);
+  if (t == LT_BOOL) r = LLVMBuildICmp(e->b, LLVMIntNE, r, LLVMConstNull(vt), "");
+  return mk(r, VVAR);
+}
+
+/* a op b on classed values: scalar when both are uniform, unit-stride
+ * integer +/- uniform stays unit, anything else on vectors. Masked-off
+ * lanes of an integer division divide by 1. */
+static VVal vbinop(VecLoop *v, LirBinOp op, LirType t, VVal a, VVal b,
+                   LLVMValueRef mask) {
+  Emitter *e = v->e;
+  if (!a.v || !b.v) return none;
+  bool idiv = (op == LOP_DIV || op == LOP_REM) && !lir_type_is_float(t);
+  if (a.c == VU && b.c == VU && !(idiv && mask))
+    return mk(em_binop(e, op, t, a.v, b.v), VU);
+  if (lir_type_is_int(t) && op == LOP_ADD && a.c + b.c == VUNIT)
+    return mk(em_binop(e, op, t, a.v, b.v), VUNIT);
+  if (lir_type_is_int(t) && op == LOP_SUB && a.c == VUNIT && b.c == VU)
+    return mk(em_binop(e, op, t, a.v, b.v), VUNIT);
+  LLVMValueRef x = to_vec(v, a), y = to_vec(v, b);
+  if (idiv && mask)
+    y = LLVMBuildSelect(e->b, mask, y, LLVMConstInt(LLVMTypeOf(y), 1, 0), "");
+  return mk(em_binop(e, op, t, x, y), VVAR);
+}
+
+static VVal vbin(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
+  const LirExpr *a = x->u.bin.a, *b = x->u.bin.b;
+  LirBinOp op = x->u.bin.op;
+  if ((op == LOP_AND || op == LOP_OR) && !em_is_speculatable(b)) {
+    VVal av = vexpr(v, a, mask);
+    LLVMValueRef c = to_vec(v, av);
+    if (!c) return none;
+    if (op == LOP_OR) c = LLVMBuildNot(v->e->b, c, "");
+    VVal bv = vexpr(v, b, and_mask(v, mask, c));
+    return bv.v ? mk(em_binop(v->e, op, LT_BOOL, to_vec(v, av), to_vec(v, bv)), VVAR)
+                : none;
+  }
+  VVal av = vexpr(v, a, mask);
+  return vbinop(v, op, a->type, av, vexpr(v, b, mask), mask);
+}
+
+static VVal vcast(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
+  VVal a = vexpr(v, x->u.cast, mask);
+  LirType from = x->u.cast->type, to = x->type;
+  if (!a.v) return none;
+  if (a.c == VU || (a.c == VUNIT && lir_type_is_int(from) && lir_type_is_int(to)))
+    return mk(em_convert(v->e, a.v, from, to), a.c);
+  return mk(em_convert(v->e, to_vec(v, a), from, to), VVAR);
+}
+
+/* cond ? a : b; arms that may trap are evaluated under their lanes' mask. */
+static VVal vselect(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
+  const LirExpr *a = x->u.sel.a, *b = x->u.sel.b;
+  VVal c = vexpr(v, x->u.sel.cond, mask), av, bv;
+  if (!c.v) return none;
+  LLVMValueRef cv = to_vec(v, c);
+  if (em_is_speculatable(a) && em_is_speculatable(b)) {
+    av = vexpr(v, a, mask), bv = vexpr(v, b, mask);
+  } else {
+    av = vexpr(v, a, and_mask(v, mask, cv));
+    bv = vexpr(v, b, and_mask(v, mask, LLVMBuildNot(v->e->b, cv, "")));
+  }
+  if (!av.v || !bv.v) return none;
+  if (c.c == VU && av.c == VU && bv.c == VU)
+    return mk(LLVMBuildSelect(v->e->b, c.v, av.v, bv.v, ""), VU);
+  return mk(LLVMBuildSelect(v->e->b, cv, to_vec(v, av), to_vec(v, bv), ""), VVAR);
+}
+
+/* x under mask (NULL = all lanes); uniform code that cannot trap, or runs
+ * for all lanes, goes through the scalar emitter. */
+static VVal vexpr(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
+  if (!diag_ok(v->e->d)) return none;
+  if (classify(v, x) == VU && (!mask || em_is_speculatable(x)))
+    return mk(emit_expr(v->e, x), VU);
+  switch (x->kind) {
+  case LE_VAR:
+    if (x->u.var == v->s->u.loop.iv) return mk(v->base, VUNIT);
+    if (v->inner[x->u.var->id]) return v->val[x->u.var->id];
+    return fail(v, "the body reads a reduction variable"), none;
+  case LE_LOAD: return vload(v, x, mask);
+  case LE_BIN: return vbin(v, x, mask);
+  case LE_UN: {
+    VVal a = vexpr(v, x->u.un.a, mask);
+    if (!a.v) return none;
+    LLVMValueRef r = em_unop(v->e, x->u.un.op, x->u.un.a->type,
+                             a.c == VU ? a.v : to_vec(v, a));
+    return mk(r, a.c == VU ? VU : VVAR);
+  }
+  case LE_CAST: return vcast(v, x, mask);
+  case LE_SELECT: return vselect(v, x, mask);
+  default: return mk(emit_expr(v->e, x), VU);
+  }
+}
+
+/* ---- statements ---- */
+
+/* Records a body variable's value; uniform values also go to its slot so
+ * the scalar emitter can read them. */
+static bool set_inner(VecLoop *v, const LirVar *var, VVal x) {
+  if (!x.v) return false;
+  v->val[var->id] = x;
+  if (x.c == VU) {
+    LLVMValueRef a = em_slot(v->e, var);
+    if (!a) return false;
+    LLVMBuildStore(v->e->b, x.v, a);
+  }
+  return true;
+}
+
+static bool vassign(VecLoop *v, const LirStmt *s) {
+  const LirVar *var = s->u.assign.var;
+  int op = s->u.assign.op;
+  VVal x = vexpr(v, s->u.assign.e, NULL);
+  if (!x.v) return false;
+  if (v->inner[var->id])
+    return set_inner(v, var, op < 0 ? x : vbinop(v, (LirBinOp)op, var->type,
+                                                 v->val[var->id], x, NULL));
+  Emitter *e = v->e;
+  LLVMTypeRef vt = LLVMVectorType(em_reg_type(e, var->type), v->w);
+  LLVMValueRef acc = LLVMBuildLoad2(e->b, vt, v->acc[var->id], "");
+  LLVMValueRef r = em_binop(e, (LirBinOp)op, var->type, acc, to_vec(v, x));
+  if (!r) return false;
+  LLVMBuildStore(e->b, r, v->acc[var->id]);
+  return true;
+}
+
+static bool vstore(VecLoop *v, const LirStmt *s) {
+  Emitter *e = v->e;
+  const LirExpr *p = s->u.store.ptr;
+  if (classify(v, p) != VU) return fail(v, "store through a pointer that differs per lane");
+  VVal i = vexpr(v, s->u.store.idx, NULL);
+  if (i.v && i.c != VUNIT)
+    return fail(v, "store at an index that is not unit-stride in the iv");
+  VVal x = vexpr(v, s->u.store.e, NULL);
+  LLVMValueRef pv = emit_expr(e, p);
+  if (!i.v || !x.v || !pv) return false;
+  LirType t = lir_elem_type(p->type);
+  LLVMTypeRef et = em_mem_type(e, t), vt = LLVMVectorType(et, v->w);
+  unsigned align = (unsigned)em_elem_bytes(p->type);
+  LLVMValueRef a = LLVMBuildInBoundsGEP2(e->b, et, pv, &i.v, 1, "");
+  LLVMValueRef val = to_vec(v, x);
+  if (s->u.store.op >= 0) {
+    LLVMValueRef old = LLVMBuildLoad2(e->b, vt, a, "");
+    LLVMSetAlignment(old, align);
+    em_tag(e, old, e->tbaa[t]);
+    if (t == LT_BOOL) old = LLVMBuildICmp(e->b, LLVMIntNE, old, LLVMConstNull(vt), "");
+    val = em_binop(e, (LirBinOp)s->u.store.op, t, old, val);
+    if (!val) return false;
+  }
+  if (t == LT_BOOL) val = LLVMBuildZExt(e->b, val, vt, "");
+  LLVMValueRef st = LLVMBuildStore(e->b, val, a);
+  LLVMSetAlignment(st, align);
+  em_tag(e, st, e->tbaa[t]);
+  return true;
+}
+
+static bool vstmts(VecLoop *v, const LirStmt *s) {
+  for (; s; s = s->next) {
+    bool ok = true;
+    switch (s->kind) {
+    case LS_DECL:
+      ok = set_inner(v, s->u.decl.var,
+                     s->u.decl.init ? vexpr(v, s->u.decl.init, NULL)
+                                    : mk(LLVMConstNull(em_reg_type(v->e, s->u.decl.var->type)), VU));
+      break;
+    case LS_ASSIGN: ok = vassign(v, s); break;
+    case LS_STORE: ok = vstore(v, s); break;
+    case LS_BLOCK: ok = vstmts(v, s->u.block); break;
+    case LS_COMMENT: break;
+    default: return fail(v, "the body holds a statement other than decl/assign/store");
+    }
+    if (!ok || !diag_ok(v->e->d)) return false;
+  }
+  return true;
+}
+
+/* ---- reductions ---- */
+
+/* Marks body declarations and finds reductions into outer variables. */
+static bool scan(VecLoop *v, const LirStmt *s) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_DECL) v->inner[s->u.decl.var->id] = 1;
+    if (s->kind == LS_BLOCK && !scan(v, s->u.block)) return false;
+    if (s->kind != LS_ASSIGN || v->inner[s->u.assign.var->id]) continue;
+    const LirVar *var = s->u.assign.var;
+    if (var == v->s->u.loop.iv) return fail(v, "the body assigns the iv");
+    int op = s->u.assign.op, fam = op == LOP_SUB ? LOP_ADD : op;
+    bool num = lir_type_is_int(var->type) || lir_type_is_float(var->type);
+    if (!num || (fam != LOP_ADD && fam != LOP_MUL && fam != LOP_MIN && fam != LOP_MAX))
+      return fail(v, "the body assigns an outer variable other than by +=, *=, min or max");
+    if (v->red[var->id] && v->red[var->id] != fam + 1)
+      return fail(v, "one reduction variable updated with two operators");
+    if (!v->red[var->id]) v->rvars[v->nred++] = var;
+    v->red[var->id] = fam + 1;
+  }
+  return true;
+}
+
+static LLVMValueRef identity(Emitter *e, LirType t, int fam) {
+  LLVMTypeRef rt = em_reg_type(e, t);
+  bool i64 = t == LT_I64;
+  switch (fam) {
+  case LOP_MUL: return lir_type_is_float(t) ? LLVMConstReal(rt, 1) : LLVMConstInt(rt, 1, 0);
+  case LOP_MIN:
+    return lir_type_is_float(t) ? LLVMConstReal(rt, INFINITY)
+                                : LLVMConstInt(rt, i64 ? INT64_MAX : INT32_MAX, 1);
+  case LOP_MAX:
+    return lir_type_is_float(t) ? LLVMConstReal(rt, -INFINITY)
+                                : LLVMConstInt(rt, (unsigned long long)(i64 ? INT64_MIN : INT32_MIN), 1);
+  default: return LLVMConstNull(rt);
+  }
+}
+
+/* s = s op reduce(acc), float sums and products reassociated. */
+static bool combine(VecLoop *v, const LirVar *var) {
+  static const char *fname[] = {[LOP_ADD] = "llvm.vector.reduce.fadd",
+      [LOP_MUL] = "llvm.vector.reduce.fmul", [LOP_MIN] = "llvm.vector.reduce.fmin",
+      [LOP_MAX] = "llvm.vector.reduce.fmax"};
+  static const char *iname[] = {[LOP_ADD] = "llvm.vector.reduce.add",
+      [LOP_MUL] = "llvm.vector.reduce.mul", [LOP_MIN] = "llvm.vector.reduce.smin",
+      [LOP_MAX] = "llvm.vector.reduce.smax"};
+  Emitter *e = v->e;
+  int fam = v->red[var->id] - 1;
+  LLVMTypeRef vt = LLVMVectorType(em_reg_type(e, var->type), v->w);
+  LLVMValueRef slot = em_slot(e, var);
+  if (!slot) return false;
+  LLVMValueRef acc = LLVMBuildLoad2(e->b, vt, v->acc[var->id], "");
+  LLVMValueRef s = LLVMBuildLoad2(e->b, em_reg_type(e, var->type), slot, ""), r;
+  if (lir_type_is_float(var->type) && (fam == LOP_ADD || fam == LOP_MUL)) {
+    LLVMValueRef args[] = {s, acc};
+    r = em_intrinsic(e, fname[fam], vt, args, 2);
+    LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc |
+                                (e->contract ? LLVMFastMathAllowContract : 0));
+  } else {
+    const char *name = lir_type_is_float(var->type) ? fname[fam] : iname[fam];
+    r = em_binop(e, (LirBinOp)fam, var->type, s, em_intrinsic(e, name, vt, &acc, 1));
+  }
+  if (!r) return false;
+  LLVMBuildStore(e->b, r, slot);
+  return true;
+}
+
+/* ---- the loop ---- */
+
+void em_loop_hints(Emitter *e, LLVMValueRef br, LoopAttrs at, bool no_vectorize) {
+  LLVMMetadataRef ops[4];
+  unsigned n = 1;
+  if (at.vec_width > 1 || no_vectorize) {
+    LLVMMetadataRef w[] = {em_md_str(e, "llvm.loop.vectorize.width"),
+                           em_md_int(e->i32, at.vec_width)};
+    LLVMMetadataRef en[] = {em_md_str(e, "llvm.loop.vectorize.enable"),
+                            em_md_int(e->i1, !no_vectorize)};
+    if (!no_vectorize) ops[n++] = LLVMMDNodeInContext2(e->cx, w, 2);
+    ops[n++] = LLVMMDNodeInContext2(e->cx, en, 2);
+  }
+  if (at.unroll > 0) {
+    LLVMMetadataRef u[] = {em_md_str(e, "llvm.loop.unroll.count"),
+                           em_md_int(e->i32, at.unroll)};
+    ops[n++] = LLVMMDNodeInContext2(e->cx, u, 2);
+  }
+  if (n == 1) return;
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->cx, NULL, 0);
+  ops[0] = tmp;
+  LLVMMetadataRef node = LLVMMDNodeInContext2(e->cx, ops, n);
+  LLVMMetadataReplaceAllUsesWith(tmp, node);  /* also disposes tmp */
+  LLVMSetMetadata(br, e->loop_kind, LLVMMetadataAsValue(e->cx, node));
+}
+
+/* Emits, for reductions r:
+ *   acc_r = splat(identity); iv = lo; br cond
+ *   cond:  iv < hi ? body : exit
+ *   body:  <W-lane body>; iv += W; br cond  (!llvm.loop vectorize.enable false)
+ *   exit:  r = r op reduce(acc_r) */
+static bool emit_loop(VecLoop *v) {
+  Emitter *e = v->e;
+  const LirStmt *s = v->s;
+  for (int q = 0; q < v->nred; q++) {
+    const LirVar *r = v->rvars[q];
+    LLVMTypeRef vt = LLVMVectorType(em_reg_type(e, r->type), v->w);
+    v->acc[r->id] = LLVMBuildAlloca(e->eb, vt, "vacc");
+    LLVMBuildStore(e->b, splat(v, identity(e, r->type, v->red[r->id] - 1)),
+                   v->acc[r->id]);
+  }
+  LLVMValueRef a = em_slot(e, s->u.loop.iv), lo = emit_expr(e, s->u.loop.lo);
+  if (!a || !lo) return false;
+  LLVMBuildStore(e->b, lo, a);
+  LLVMBasicBlockRef cond = em_new_block(e, "vfor.cond"), body = em_new_block(e, "vfor.body");
+  LLVMBasicBlockRef exit = em_new_block(e, "vfor.end");
+  LLVMTypeRef t = em_reg_type(e, s->u.loop.iv->type);
+  LLVMBuildBr(e->b, cond);
+  LLVMPositionBuilderAtEnd(e->b, cond);
+  v->base = LLVMBuildLoad2(e->b, t, a, "");
+  LLVMValueRef hi = emit_expr(e, s->u.loop.hi);
+  if (!hi) return false;
+  LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v->base, hi, ""), body, exit);
+  LLVMPositionBuilderAtEnd(e->b, body);
+  if (!vstmts(v, s->u.loop.body)) return false;
+  LLVMBuildStore(e->b, LLVMBuildNSWAdd(e->b, v->base, LLVMConstInt(t, v->w, 0), ""), a);
+  em_loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at, true);
+  LLVMPositionBuilderAtEnd(e->b, exit);
+  for (int q = 0; q < v->nred; q++)
+    if (!combine(v, v->rvars[q])) return false;
+  return true;
+}
+
+bool emit_vector_for(Emitter *e, const LirStmt *s) {
+  size_t n = (size_t)e->k->nvars + 1;
+  VecLoop v = {.e = e, .s = s, .w = (unsigned)s->u.loop.at.vec_width};
+  v.inner = calloc(n, 1);
+  v.val = calloc(n, sizeof *v.val);
+  v.red = calloc(n, sizeof *v.red);
+  v.acc = calloc(n, sizeof *v.acc);
+  v.rvars = calloc(n, sizeof *v.rvars);
+  bool ok = v.inner && v.val && v.red && v.acc && v.rvars;
+  if (!ok) diag_error(e->d, TJ_ERR_NOMEM, "out of memory emitting a vector loop");
+  ok = ok && scan(&v, s->u.loop.body) && emit_loop(&v);
+  free(v.inner);
+  free(v.val);
+  free(v.red);
+  free(v.acc);
+  free(v.rvars);
+  return ok;
+}

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# End-to-end tests of the tensorjit command line: kernels on real matrices
+# and on random inputs checked against the reference interpreter (-check),
+# result files that read back, the -time lines, every -print-* stage, and
+# the default summary. Usage: bash tests/cli_basic.sh <tensorjit>
+# (env TJ_DATA_DIR: the shared data folder; its cases skip visibly without it).
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/util/cli_lib.sh"
+
+SPMV='y(i) = A(i,j) * x(j)'
+OK='^check: ok \(max abs error [0-9.e+-]+\)$'
+
+# ---- real matrices ----
+if have_data matrices/west0067.mtx "SpMV on west0067"; then
+  M=$D/matrices/west0067.mtx
+  expect spmv_west0067_csr "$OK" "$SPMV" -i=A:"$M" -g=x:d -check
+  expect spmv_west0067_csc "$OK" "$SPMV" -f=A:ds:1,0 -i=A:"$M" -g=x:d -check
+  expect spmv_west0067_mlir "$OK" "$SPMV" -f='A:(i,j) -> (i : dense, j : compressed)' \
+    -i=A:"$M" -g=x:d -check
+  expect spmv_west0067_dense "$OK" "$SPMV" -f=A:dd -i=A:"$M" -g=x:d -check
+  expect spmv_west0067_nthreads "$OK" "$SPMV" -i=A:"$M" -g=x:d -nthreads=2 -check
+  expect spmv_west0067_f32 "$OK" "$SPMV" -i=A:"$M" -t=A:f32 -t=x:f32 -t=y:f32 -g=x:d -check
+  expect spmv_west0067_O0 "$OK" "$SPMV" -i=A:"$M" -g=x:d -O0 -no-vectorize \
+    -no-llvm-vectorize -check
+  expect spmm_west0067 "$OK" 'C(i,j) = A(i,k) * B(k,j)' -i=A:"$M" -g=B:d -d=j:8 -check
+fi
+if have_data matrices/cage8.mtx "SpMV on cage8"; then
+  expect spmv_cage8 "$OK" "$SPMV" -i=A:"$D/matrices/cage8.mtx" -g=x:d -check
+  expect spmv_cage8_time '^compute: ' "$SPMV" -i=A:"$D/matrices/cage8.mtx" -g=x:d -time=3
+fi
+
+# ---- random inputs ----
+expect gemv_dense "$OK" "$SPMV" -g=A:d -g=x:d -d=A:37,23 -check
+expect gemm_dense "$OK" 'C(i,j) = A(i,k) * B(k,j)' -g=A:d -g=B:d -d=i:17 -d=k:9 -d=j:13 -check
+expect spmm "$OK" 'C(i,j) = A(i,k) * B(k,j)' -f=A:ds -g=A:s:0.1 -g=B:d -d=A:50,40 -d=j:30 -check
+expect spmm_powerlaw "$OK" 'C(i,j) = A(i,k) * B(k,j)' -f=A:ds -g=A:p:0.05 -g=B:d \
+  -d=A:64,64 -d=j:16 -check
+expect sparse_add_sparse_out "$OK" 'C(i,j) = A(i,j) + B(i,j)' -f=A:ds -f=B:ds -f=C:ds \
+  -g=A:s:0.1 -g=B:s:0.1 -d=A:50,40 -check
+expect sparse_mul_sparse_out "$OK" 'C(i,j) = A(i,j) * B(i,j)' -f=A:ds -f=B:ds -f=C:ds \
+  -g=A:s:0.3 -g=B:s:0.3 -d=A:20,30 -check
+expect vector_add_sparse "$OK" 'z(i) = x(i) + y(i)' -f=x:s -f=y:s -f=z:s -g=x:s:0.2 \
+  -g=y:s:0.2 -d=i:200 -check
+expect dot_scalar "$OK" 'a = x(i) * y(i)' -f=x:s -g=x:s:0.1 -g=y:d -d=i:1000 -check
+expect spgemm "$OK" 'C(i,j) = A(i,k) * B(k,j)' -f=A:ds -f=B:ds -f=C:ds -g=A:s:0.1 \
+  -g=B:s:0.1 -d=i:30 -d=k:40 -d=j:20 -check
+expect mttkrp_random "$OK" 'A(i,j) = B(i,k,l) * C(k,j) * D(l,j)' -f=B:sss \
+  -g=B:s:0.05 -d=B:30,20,10 -g=C:d -g=D:d -d=j:8 -check
+expect ttv_random "$OK" 'A(i,j) = B(i,j,k) * c(k)' -f=B:sss -g=B:s:0.1 -d=B:10,12,14 \
+  -g=c:d -check
+expect int64 "$OK" "$SPMV" -t=A:i64 -t=x:i64 -t=y:i64 -f=A:ds -g=A:s:0.2 -g=x:d -d=A:20,30 -check
+expect int32 "$OK" "$SPMV" -t=A:i32 -t=x:i32 -t=y:i32 -f=A:ds -g=A:s:0.2 -g=x:d -d=A:20,30 -check
+expect accumulate "$OK" 'y(i) += A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=x:d -g=y:d -d=A:20,30 -check
+expect seeded_same "$OK" "$SPMV" -f=A:ds -g=A:s:0.2 -g=x:d -d=A:20,30 -seed=42 -check
+
+# MTTKRP on a real tensor: too large for the dense reference, so run and time it.
+if have_data tensors/openflight.tns "MTTKRP on openflight"; then
+  expect mttkrp_openflight '^compute: ' 'A(i,j) = B(i,k,l) * C(k,j) * D(l,j)' -f=B:sss \
+    -i=B:"$D/tensors/openflight.tns" -g=C:d -g=D:d -d=j:16 -time=2
+fi
+
+# ---- -o writes a file that reads back ----
+expect write_tns "$OK" "$SPMV" -f=A:ds -g=A:s:0.2 -g=x:d -d=A:20,30 -o=y:"$TMP/y.tns" -check
+expect read_back_tns "$OK" 'z(i) = y(i)' -i=y:"$TMP/y.tns" -d=y:20 -o=z:"$TMP/z.tns" -check
+if cmp -s "$TMP/y.tns" "$TMP/z.tns" && [ "$(wc -l <"$TMP/y.tns")" -ge 1 ]; then
+  pass tns_round_trip
+else
+  fail tns_round_trip "y.tns and z.tns differ (or are empty)"
+fi
+expect write_mtx "$OK" 'C(i,j) = A(i,j) + B(i,j)' -f=A:ds -f=B:ds -f=C:ds -g=A:s:0.1 \
+  -g=B:s:0.1 -d=A:15,25 -o=C:"$TMP/c.mtx" -check
+expect read_back_mtx "$OK" 'E(i,j) = C(i,j)' -i=C:"$TMP/c.mtx" -d=C:15,25 -o=E:"$TMP/e.mtx" -check
+if head -1 "$TMP/c.mtx" 2>/dev/null | grep -q '^%%MatrixMarket' && cmp -s "$TMP/c.mtx" "$TMP/e.mtx"; then
+  pass mtx_round_trip
+else
+  fail mtx_round_trip "c.mtx is no Matrix Market file or differs from e.mtx"
+fi
+expect write_scalar '' 'a = x(i) * y(i)' -g=x:d -g=y:d -d=i:10 -o=a:"$TMP/a.tns"
+if [ "$(wc -l <"$TMP/a.tns" 2>/dev/null)" = 1 ] && grep -qE '^-?[0-9.e+-]+$' "$TMP/a.tns"; then
+  pass scalar_one_line
+else
+  fail scalar_one_line "a.tns is not one line holding a number" "$(cat "$TMP/a.tns" 2>&1)"
+fi
+
+# ---- -time prints exactly three lines in the contract's format ----
+out=$("$T" "$SPMV" -f=A:ds -g=A:s:0.1 -g=x:d -d=A:200,300 -time=5 2>&1)
+if [ $? -eq 0 ] && [ "$(wc -l <<<"$out")" = 3 ] &&
+   grep -qE '^compile: [0-9]+\.[0-9]+ ms$' <<<"$out" &&
+   grep -qE '^assemble: [0-9]+\.[0-9]+ ms$' <<<"$out" &&
+   grep -qE '^compute: [0-9]+\.[0-9]+ ms \(median of 5; min [0-9]+\.[0-9]+ ms, max [0-9]+\.[0-9]+ ms\)$' <<<"$out"; then
+  pass time_format
+else
+  fail time_format "unexpected -time output" "$out"
+fi
+expect time_default_reps 'median of 10;' "$SPMV" -g=A:d -g=x:d -d=A:10,10 -time
+
+# ---- every stage prints something recognizable ----
+P=(-f=A:ds -d=A:100,200)
+expect print_notation '^y\(i\) = A\(i,j\) \* x\(j\)$' "$SPMV" "${P[@]}" -print-notation
+expect print_cin 'forall\(i' "$SPMV" "${P[@]}" -print-cin
+expect print_lattice '^j: ' "$SPMV" "${P[@]}" -print-lattice
+expect print_assembly 'int32_t assemble\(' "$SPMV" "${P[@]}" -print-assembly
+expect print_compute 'int32_t compute\(' "$SPMV" "${P[@]}" -print-compute
+expect print_c 'int32_t evaluate\(' "$SPMV" "${P[@]}" -print-c
+expect print_llvm '^define ' "$SPMV" "${P[@]}" -print-llvm
+expect print_llvm_opt '^define ' "$SPMV" "${P[@]}" -print-llvm-opt
+expect print_asm '^evaluate[A-Za-z0-9_]*:' "$SPMV" "${P[@]}" -print-asm
+expect print_two '^--- cin ---$' "$SPMV" "${P[@]}" -print-cin -print-c
+expect print_no_dims 'int32_t evaluate\(' "$SPMV" -f=A:ds -print-c
+expect write_source '' "$SPMV" "${P[@]}" -write-source="$TMP/k.c"
+if grep -q 'int32_t evaluate(' "$TMP/k.c" 2>/dev/null; then pass write_source_file
+else fail write_source_file "k.c lacks 'int32_t evaluate('"; fi
+
+# ---- summary, help, version ----
+expect summary_compile '^compile: [0-9.]+ ms$' "$SPMV" "${P[@]}"
+expect summary_tensors '^  A +100x200 +ds +f64' "$SPMV" "${P[@]}"
+expect summary_result '^y: f64 20 d nnz=20$' "$SPMV" -f=A:ds -g=A:s:0.2 -g=x:d -d=A:20,30
+expect summary_elided '^  \.\.\. \(80 more\)$' "$SPMV" -g=A:d -g=x:d -d=A:100,5
+expect help '^usage: tensorjit' --help
+expect help_single_dash '^usage: tensorjit' -help
+expect version '^tensorjit [0-9]+\.[0-9]+\.[0-9]+$' --version
+
+finish

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The bad-input corpus of the tensorjit command line: unknown flags,
+# malformed values, bad formats, dims, files and expressions, and requests
+# that cannot be met. Each case expects exit status 1, nothing on stdout
+# and one "tensorjit: " message holding the given text — never a crash.
+# Usage: bash tests/cli_errors.sh <tensorjit>  (env TJ_TEST_DIR: tests/).
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/util/cli_lib.sh"
+
+E='y(i) = A(i,j) * x(j)'
+BAD=${TJ_TEST_DIR:-$(dirname "${BASH_SOURCE[0]}")}/data/bad
+DATA=(-f=A:ds -g=A:s:0.2 -g=x:d -d=A:20,30)
+
+# ---- flags and values ----
+expect_fail unknown_flag "unknown flag '-bogus'" -bogus "$E"
+expect_fail unknown_double_dash "unknown flag '-frobnicate'" --frobnicate "$E"
+expect_fail flag_without_value "expected -i=<name>:<value>" "$E" -i=A
+expect_fail flag_bad_name "expected -f=<name>:<value>" "$E" -f=1A:ds
+expect_fail two_expressions "more than one expression" "$E" "$E"
+expect_fail empty_expression "the expression is empty" ''
+expect_fail repl_with_expression "-repl takes no expression" -repl "$E"
+expect_fail time_zero "-time=0: repetitions" "$E" -time=0
+expect_fail time_garbage "-time=x: repetitions" "$E" -time=x
+expect_fail opt_level "-O7: optimization level" "$E" -O7
+expect_fail nthreads "-nthreads=abc: thread count" "$E" -nthreads=abc
+expect_fail seed "-seed=-1: seed" "$E" -seed=-1
+
+# ---- formats ----
+expect_fail format_letter "bad level letter 'x'" "$E" -f=A:dx
+expect_fail format_levels "the format has 3 levels, but A has order 2" "$E" -f=A:dsd
+expect_fail format_mode_order "not a permutation" "$E" -f=A:ds:1,1
+expect_fail format_mlir "-f=A:(i,j) -> (j : dense, i : sparse)" "$E" \
+  -f='A:(i,j) -> (j : dense, i : sparse)'
+expect_fail format_unknown_tensor "'Q' (named in a flag) is not a tensor" "$E" -f=Q:ds
+
+# ---- dtypes, dims, random data ----
+expect_fail dtype "unknown dtype 'f16'" "$E" -t=A:f16
+expect_fail dtype_mix "dtype mix" "$E" -t=A:f32 -d=A:4,5
+expect_fail dims_letter "'x' is not a dimension" "$E" -d=A:10,x
+expect_fail dims_empty "expected -d=<name>:<value>" "$E" -d=A:
+expect_fail dims_double_comma "expected a comma-separated list" "$E" -d=A:10,,2
+expect_fail dims_negative "'-3' is not a dimension" "$E" -d=A:10,-3
+expect_fail dims_count "1 dims given, but A has order 2" "$E" -d=A:10
+expect_fail dims_index_list "index j takes one extent" "$E" -d=j:3,4
+expect_fail dims_unknown_name "'q' (named in a flag) is not a tensor or index" "$E" -d=q:3
+expect_fail dims_missing "the extent of index i (mode 0 of y) is unknown" "$E" -g=x:d -d=j:4
+expect_fail dims_mismatch "index j has extent 20 in A (mode 1) but 30 in x (mode 0)" \
+  "$E" -d=A:10,20 -d=x:30
+expect_fail gen_kind "kind must be d (dense), s (sparse) or p (power-law)" "$E" -g=A:z
+expect_fail gen_density "density '2' is not a number in (0, 1]" "$E" -g=A:s:2
+expect_fail gen_and_file "A has both -i and -g" "$E" -i=A:m.mtx -g=A:s
+
+# ---- files ----
+expect_fail missing_file "nonexistent.mtx" "$E" -i=A:/nonexistent/nonexistent.mtx -g=x:d
+for f in bad_value.mtx past_col.mtx no_banner.mtx too_many.mtx ragged.tns zero_coord.tns; do
+  if [ -f "$BAD/$f" ]; then
+    expect_fail "bad_file_${f%%.*}" "$f:" "$E" -i=A:"$BAD/$f" -g=x:d
+  else
+    echo "SKIP bad_file_${f%%.*}: $BAD/$f not found"
+  fi
+done
+expect_fail file_order "the file holds a tensor of order 1, but A has order 2" \
+  "$E" -i=A:<(printf '1 2.5\n3 1.0\n') -g=x:d
+expect_fail write_dir "cannot open for writing" "$E" "${DATA[@]}" -o=y:/nonexistent/y.tns
+expect_fail write_mtx_vector "a .mtx file holds a matrix" "$E" "${DATA[@]}" -o=y:"$TMP/y.mtx"
+expect_fail write_source_dir "-write-source=/nonexistent/k.c: cannot open" "$E" -d=A:3,4 \
+  -write-source=/nonexistent/k.c
+
+# ---- expressions and schedules ----
+expect_fail expr_trailing_op "expected an expression" 'y(i) = A(i,j) *' -d=i:3 -d=j:3
+expect_fail expr_unclosed "expected ',' or ')'" 'y(i) = A(i,j) * x(j' -d=i:3 -d=j:3
+expect_fail expr_no_assign "expected '=' or '+='" 'y(i) A(i,j)' -d=i:3 -d=j:3
+expect_fail expr_no_output "expected the output tensor's name" '= A(i,j)'
+expect_fail expr_order_clash "tensor A is used with 2 and with 1 indices" \
+  'y(i) = A(i,j) * A(j)' -d=i:3 -d=j:3
+expect_fail expr_bad_char "1:" 'y(i) = A(i,j) $ x(j)' -d=i:3 -d=j:3
+expect_fail schedule_unknown "unknown schedule directive 'frobnicate'" "$E" -d=A:3,4 \
+  -s='frobnicate(i)'
+
+# ---- requests that need data ----
+expect_fail output_needs_data "-o needs evaluation, but input x has no data" \
+  "$E" -f=A:ds -g=A:s -d=A:4,5 -o=y:"$TMP/y.tns"
+expect_fail check_needs_data "-check needs evaluation, but input A has no data" \
+  "$E" -d=A:4,5 -check
+expect_fail time_needs_data "-time needs evaluation, but input A has no data" \
+  "$E" -d=A:4,5 -time
+
+finish

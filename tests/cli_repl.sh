@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The tensorjit REPL driven by scripts piped into it: loading, random and
+# empty tensors, expressions evaluated and checked, stage views, timing,
+# saving, and errors that leave the session and its tensors intact.
+# Usage: bash tests/cli_repl.sh <tensorjit>  (env TJ_DATA_DIR optional).
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/util/cli_lib.sh"
+
+# repl_expect NAME SCRIPT STATUS PATTERN...: pipes SCRIPT into `tensorjit
+# -repl`, expects exit STATUS and each extended regex PATTERN to match a line.
+repl_expect() {
+  local name=$1 script=$2 want=$3; shift 3
+  local out rc pat
+  out=$(printf '%s\n' "$script" | "$T" -repl 2>&1); rc=$?
+  if [ "$rc" != "$want" ]; then fail "$name" "exit status $rc, expected $want" "$out"; return; fi
+  for pat in "$@"; do
+    if ! grep -qE -- "$pat" <<<"$out"; then fail "$name" "no line matches /$pat/" "$out"; return; fi
+  done
+  pass "$name"
+}
+
+if have_data matrices/west0067.mtx "REPL on west0067 (using a random matrix instead)"; then
+  LOAD_A="A = load(\"$D/matrices/west0067.mtx\", \"ds\")"
+else
+  LOAD_A='A = random(67, 67, "ds", 0.07)'
+fi
+
+SESSION="# SpMV, checked, viewed, timed and saved
+$LOAD_A
+x = random(67, \"d\")
+y(i) = A(i,j) * x(j)
+:check
+info y
+print y 3
+:cin
+:ir
+:llvm
+:asm
+:time 4
+save y \"$TMP/y.tns\"
+list
+:quit"
+repl_expect spmv_session "$SESSION" 0 \
+  '^y: order 1, dims 67, format d, f64, nnz 67, [0-9]+ bytes$' \
+  '^check: ok \(max abs error' \
+  '^y: f64 67 d nnz=67$' '^  \.\.\. \(64 more\)$' \
+  '^forall\(i' 'int32_t evaluate\(' '^define ' \
+  '^compute: [0-9.]+ ms \(median of 4; min [0-9.]+ ms, max [0-9.]+ ms\)$' \
+  '^A: order 2, dims 67x67, format ds, f64'
+if [ "$(wc -l <"$TMP/y.tns" 2>/dev/null)" = 67 ]; then pass repl_saved_file
+else fail repl_saved_file "y.tns does not hold 67 lines"; fi
+
+SPARSE='B = random(30, 40, "ds", 0.1)
+C = random(30, 40, "ds", 0.1)
+format Z "ds"
+Z(i,j) = B(i,j) + C(i,j)
+:check
+info Z
+W(i,j) = B(i,k) * D(k,j)
+D = random(40, 5, "dd")
+W(i,j) = B(i,k) * D(k,j)
+:check
+a = D(i,j) * D(i,j)
+:check
+e = zeros(3, 4, "ds")
+info e
+dtype f f32
+f = random(10, "d")
+info f
+format D "ds"
+info D'
+repl_expect sparse_session "$SPARSE" 1 \
+  '^Z: order 2, dims 30x40, format ds, f64' \
+  "^error: no tensor named 'D'" \
+  '^W: order 2, dims 30x5, format dd, f64' \
+  '^a = [0-9]' \
+  '^e: order 2, dims 3x4, format ds, f64, nnz 0' \
+  '^f: order 1, dims 10, format d, f32' \
+  '^D: order 2, dims 40x5, format ds, f64'
+n=$(printf '%s\n' "$SPARSE" | "$T" -repl 2>&1 | grep -c '^check: ok')
+if [ "$n" = 3 ]; then pass sparse_session_checks; else fail sparse_session_checks "$n of 3 checks ok"; fi
+
+ERRORS='x = random(10, "d")
+bogus
+:bogus
+y(i) = nope(i)
+x = random(10, "zz")
+x = load("/nonexistent/m.mtx")
+print nope
+save x "/nonexistent/x.tns"
+:time
+y(i) = x(i) *
+z = random(3, "d", 7)
+info x
+y(i) = x(i) * 2
+print y 2'
+repl_expect errors_keep_session "$ERRORS" 1 \
+  "^error: unknown command 'bogus'" "^error: unknown command ':bogus'" \
+  "^error: no tensor named 'nope'" "^error: bad level letter 'z'|^error: .*zz" \
+  '^error: load: .*nonexistent/m\.mtx' '^error: save: .*cannot open' \
+  '^error: no kernel yet' '^error: compile: .*expected an expression' \
+  "^error: .*density 7 is not in \(0, 1\]" \
+  '^x: order 1, dims 10, format d, f64, nnz 10' \
+  '^y: f64 10 d nnz=10$'
+
+repl_expect quit_stops 'x = random(3, "d")
+:quit
+print x' 0 '^x: order 1'
+if printf 'x = random(3, "d")\n:quit\nprint x\n' | "$T" -repl 2>&1 | grep -q '^x: f64'; then
+  fail quit_stops_reading "commands after :quit ran"
+else
+  pass quit_stops_reading
+fi
+repl_expect help ':help' 0 '^  :time \[reps\]' 'load\('
+if out=$(printf 'x = random(2, "d")\n' | "$T" 2>&1) && grep -q '^x: order 1' <<<"$out"; then
+  pass no_expression_is_repl
+else
+  fail no_expression_is_repl "tensorjit with no arguments did not read commands" "$out"
+fi
+
+finish
