@@ -198,6 +198,16 @@ static IndexVar *index_named(const Assignment *as, const char *name) {
   return NULL;
 }
 
+/* Whether an operand's first level, walked by the outermost loop, is
+ * nonunique (a COO row list: walked by segments, never in parallel). */
+static bool walks_nonunique_outer(const Assignment *as, const LowerPlan *p) {
+  for (int t = 1; t < as->ntensors; t++) {
+    const tj_format *f = &p->fmt[t];
+    if (f->order > 0 && (f->levels[0] == 'u' || f->levels[0] == 'c')) return true;
+  }
+  return false;
+}
+
 /* Vector width from the target (AVX-512: 512 bits, AVX2: 256, else 128),
  * parallelism, and the schedule's parallelize / vectorize directives. */
 static bool apply_codegen_choices(CacheEntry *e, const Assignment *as,
@@ -216,10 +226,17 @@ static bool apply_codegen_choices(CacheEntry *e, const Assignment *as,
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s): only the outermost loop (%s) can run in parallel",
                           sd->vars[0], p->nloops ? p->order[0]->name : "none");
-      if (p->out_sparse || nt_is_reduction_var(as, v))
+      bool dense_rows = !p->out_sparse && !nt_is_reduction_var(as, v);
+      if (!dense_rows && !p->rangeable)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
-                          "parallelize(%s): parallel loops need a dense output indexed by %s",
+                          "parallelize(%s): the loop over %s writes a shared output (a "
+                          "reduction, or a sparse output whose first level is not dense)",
                           sd->vars[0], sd->vars[0]);
+      if (walks_nonunique_outer(as, p))
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s): the outer loop walks a nonunique (COO) level; "
+                          "use a dense or compressed outer level",
+                          sd->vars[0]);
     } else if (sd->kind == SCHED_VECTORIZE) {
       p->vec_var = index_named(as, sd->vars[0]);
       p->vec_width = e->no_vectorize ? 0 : sd->width;

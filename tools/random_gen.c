@@ -66,31 +66,37 @@ static bool insert(tj_tensor *t, const int64_t *c, double v) {
   return tj_tensor_insert(t, c, v) == TJ_OK || tool_fail_lib(tj_tensor_name(t));
 }
 
-static bool fill_uniform(tj_tensor *t, Rng *r, int64_t total, double p, bool all) {
+/* Random coordinates, drawn mode by mode (no linear index to overflow). */
+static void draw(Rng *r, int order, const int64_t *dims, int64_t *c) {
+  for (int m = 0; m < order; m++) c[m] = below(r, dims[m]);
+}
+
+static bool fill_uniform(tj_tensor *t, Rng *r, double total, double p, bool all) {
   int order = tj_tensor_order(t);
   int64_t dims[TJ_MAX_ORDER_PUBLIC], c[TJ_MAX_ORDER_PUBLIC + 1] = {0};
   for (int m = 0; m < order; m++) dims[m] = tj_tensor_dim(t, m);
   tj_dtype dt = tj_tensor_dtype(t);
   if (all || total <= EXACT_LIMIT) {
-    for (int64_t e = 0; e < total; e++) {
+    for (int64_t e = 0; e < (int64_t)total; e++) {
       if (!all && unit(r) >= p) continue;
       unlinear(e, order, dims, c);
       if (!insert(t, c, value(r, dt))) return false;
     }
     return true;
   }
-  int64_t count = (int64_t)llround(p * (double)total);
+  int64_t count = (int64_t)llround(p * total);
   for (int64_t e = 0; e < count; e++) {
-    unlinear(below(r, total), order, dims, c);
+    draw(r, order, dims, c);
     if (!insert(t, c, value(r, dt))) return false;
   }
   return true;
 }
 
-static bool fill_powerlaw(tj_tensor *t, Rng *r, int64_t total, double p) {
+static bool fill_powerlaw(tj_tensor *t, Rng *r, double total, double p) {
   int order = tj_tensor_order(t);
-  int64_t rows = tj_tensor_dim(t, 0), rest = rows ? total / rows : 0;
-  if (rows == 0 || rest == 0) return true;
+  int64_t rows = tj_tensor_dim(t, 0);
+  double rest = rows ? total / (double)rows : 0;
+  if (rows == 0 || rest < 1) return true;
   int64_t dims[TJ_MAX_ORDER_PUBLIC], c[TJ_MAX_ORDER_PUBLIC] = {0};
   for (int m = 1; m < order; m++) dims[m - 1] = tj_tensor_dim(t, m);
   int64_t *rank = malloc((size_t)rows * sizeof *rank);
@@ -102,15 +108,15 @@ static bool fill_powerlaw(tj_tensor *t, Rng *r, int64_t total, double p) {
   }
   double harmonic = 0;
   for (int64_t i = 0; i < rows; i++) harmonic += 1.0 / (double)(i + 1);
-  double target = p * (double)total;
+  double target = p * total;
   bool ok = true;
   for (int64_t i = 0; ok && i < rows; i++) {
     double share = target / ((double)(rank[i] + 1) * harmonic);
-    int64_t k = (int64_t)llround(share);
-    if (k > rest) k = rest;
+    double kd = share < rest ? share : rest;
+    int64_t k = (int64_t)llround(kd);
     c[0] = i;
     for (int64_t e = 0; ok && e < k; e++) {
-      unlinear(below(r, rest), order - 1, dims, c + 1);
+      draw(r, order - 1, dims, c + 1);
       ok = insert(t, c, value(r, tj_tensor_dtype(t)));
     }
   }
@@ -123,13 +129,11 @@ bool gen_fill(tj_tensor *t, GenKind k, double density, uint64_t seed) {
   if (k != GEN_DENSE && !(density > 0 && density <= 1))
     return tool_fail("%s: density %g is not in (0, 1]", name, density);
   int order = tj_tensor_order(t);
-  int64_t total = 1;
-  for (int m = 0; m < order; m++) {
-    int64_t d = tj_tensor_dim(t, m);
-    if (d && total > GEN_LIMIT / d)
-      return tool_fail("%s: too large to generate (more than 2^31 coordinates)", name);
-    total *= d;
-  }
+  double total = 1;
+  for (int m = 0; m < order; m++) total *= (double)tj_tensor_dim(t, m);
+  double entries = k == GEN_DENSE || order == 0 ? total : density * total;
+  if (entries > (double)GEN_LIMIT)
+    return tool_fail("%s: too large to generate (%.3g entries; at most 2^31)", name, entries);
   Rng r = rng_for(seed, name);
   bool ok;
   if (k == GEN_POWERLAW && order >= 1) ok = fill_powerlaw(t, &r, total, density);

@@ -1,0 +1,118 @@
+/* tjbench: shared types of the benchmark suite.
+ *
+ * A Case is one kernel on one input: the tensorjit expression, its operands
+ * (operand 0 is the output), the flop and byte counts, and the peers that
+ * have the kernel. A Peer is a setup (untimed: build library objects and
+ * output buffers), a run (timed), a view of its result (checked against
+ * tensorjit's before timing) and a release.
+ */
+#ifndef TJ_BENCH_H
+#define TJ_BENCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "tensorjit.h"
+#include "runtime/tensor.h"
+
+/* How a result is compared: a dense array, a CSR matrix (rows may be in
+ * any order of columns), or a values array in tensorjit's storage order. */
+typedef enum { OUT_DENSE, OUT_CSR, OUT_VALS } OutKind;
+
+typedef struct Out {
+  OutKind kind;
+  int is_f32;
+  const void *vals;
+  int64_t n;                   /* DENSE/VALS: values; CSR: rows */
+  const void *pos, *crd;       /* CSR */
+  int pw, cw;                  /* CSR index widths in bytes */
+  int64_t ncols;
+} Out;
+
+typedef struct Case Case;
+
+typedef struct Peer {
+  const char *name;
+  void *(*setup)(Case *c, int nth);   /* NULL: not available (c->note) */
+  void (*run)(void *st);
+  void (*out)(void *st, Out *o);
+  void (*done)(void *st);
+  int max_threads;                    /* 1: serial code only */
+} Peer;
+
+#define MAX_OPS 6
+#define MAX_PEERS 8
+
+struct Case {
+  const char *kernel;
+  char input[64];
+  const char *expr;
+  const char *sched;          /* base schedule or NULL */
+  tj_tensor *ops[MAX_OPS];    /* ops[0] is the output */
+  int nops;
+  OutKind okind;
+  int is_f32;
+  double flops, bytes;
+  int64_t R;                  /* dense columns / rank, where it applies */
+  const Peer *peers[MAX_PEERS];
+  int npeers;
+  tj_kernel *kernel_1t;       /* the 1-thread kernel (its C rendering) */
+  char note[256];
+  void *aux;                  /* kernel-specific data (TCCG strides) */
+};
+
+/* ---- global settings (tjbench.c) ---- */
+typedef struct Settings {
+  int quick;
+  int min_reps;
+  double budget_s;            /* per row: fewer reps past this, never < 3 */
+  const char *only;           /* run only kernels whose name contains it */
+  const char *src_dir;        /* for the C rendering's #include */
+  const char *out_dir;
+} Settings;
+extern Settings g_set;
+
+double now_s(void);
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+
+/* ---- probes (probes.c) ---- */
+double probe_triad_gbs(int nth, int quick);
+double probe_fma_gflops(int nth, int f32);
+
+/* ---- inputs (inputs.c) ---- */
+tj_tensor *in_csr_uniform(const char *name, int64_t n, int per_row, uint64_t seed);
+tj_tensor *in_csr_rmat(const char *name, int scale, int avg, uint64_t seed);
+tj_tensor *in_csr_colperm(const char *name, const tj_tensor *a);
+tj_tensor *in_read(const char *path, const char *name, const char *fmt);
+tj_tensor *in_tensor3_random(const char *name, int64_t d, int64_t nnz, uint64_t seed);
+tj_tensor *in_dense(const char *name, tj_dtype dt, int order, const int64_t *dims, uint64_t seed);
+tj_tensor *in_empty(const char *name, tj_dtype dt, int order, const int64_t *dims, const char *fmt);
+tj_tensor *in_convert(const tj_tensor *t, const char *name, const char *fmt);
+
+/* ---- peers (peers_hand.c, peers_lib.c, cgen.c) ---- */
+extern const Peer P_HAND_SPMV_CSR, P_HAND_SPMV_CSC, P_HAND_SPMV_COO, P_HAND_SPMM,
+    P_HAND_SDDMM, P_HAND_ADD, P_HAND_SPGEMM, P_HAND_TTV, P_HAND_TTM,
+    P_HAND_MTTKRP, P_HAND_INNER, P_HAND_GEMM, P_HAND_TCCG;
+extern const Peer P_BLAS_GEMM, P_GRB_MXV, P_GRB_SPMM, P_GRB_ADD, P_GRB_SPGEMM;
+extern const Peer P_TJ_C;
+int have_graphblas(void);
+void lib_set_threads(int nth);
+const char *blas_name(void);
+/* The cc -O3 time of the last C rendering compiled (ms), and of any key. */
+extern double g_cgen_last_cc_ms;   /* cc time of the last rendering built */
+/* Compiles k's C rendering to a .so; returns cc's wall time in ms (< 0 on
+ * failure, message in err) and the dlopen handle in *so (may be NULL). */
+double cgen_build(tj_kernel *k, void **so, char *err, size_t n);
+/* The result view of a tensorjit output tensor. */
+void out_from_tensor(const Case *c, const tj_tensor *t, Out *o);
+
+/* TCCG contraction description (aux of a TCCG case). */
+typedef struct Tccg {
+  int nidx;
+  int64_t ext[16];
+  int64_t sa[16], sb[16], sc[16];   /* strides of each index in A, B, C */
+} Tccg;
+
+#endif

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs the benchmark suite: scripts/bench.sh [--quick] [tjbench args].
+# Full mode takes under 15 minutes on a 2-core machine; --quick (CI smoke)
+# under 2 minutes and exits nonzero if any peer disagrees with tensorjit.
+# Results: results/bench.json and results/*.png (bench/plot.py).
+set -eu
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=${TJ_BENCH_BUILD:-$src/build-bench}
+out=${TJ_BENCH_OUT:-$src/results}
+if [ ! -f "$build/build.ninja" ]; then
+  CC=clang-19 CXX=clang++-19 cmake -S "$src" -B "$build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DTJ_BUILD_TESTS=OFF >/dev/null
+fi
+cmake --build "$build" --target tjbench -- --quiet
+# Two OpenMP runtimes (libomp for tensorjit and the hand loops, libgomp in
+# GraphBLAS/OpenBLAS) on two cores: idle threads must not spin.
+export KMP_BLOCKTIME=${KMP_BLOCKTIME:-0}
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+status=0
+"$build/bench/tjbench" --out "$out" "$@" || status=$?
+py=""
+for p in python3 /usr/bin/python3; do
+  if command -v "$p" >/dev/null && "$p" -c "import matplotlib" 2>/dev/null; then py=$p; break; fi
+done
+if [ -n "$py" ]; then
+  "$py" "$src/bench/plot.py" "$out/bench.json" "$out" || echo "bench.sh: plotting failed" >&2
+else
+  echo "bench.sh: python3-matplotlib missing; no plots (scripts/deps.sh installs it)" >&2
+fi
+exit $status
