@@ -7,5 +7,10 @@ bash scripts/deps.sh
 jobs=$(nproc)
 bash scripts/build.sh build
 (cd build && ctest --output-on-failure -j"$jobs")
+# The benchmark suite's quick mode: completes and every peer agrees with
+# tensorjit (timings are not checked).
+TJ_BENCH_BUILD="$PWD/build" TJ_BENCH_OUT="$PWD/build/bench-quick" \
+  bash scripts/bench.sh --quick > build/bench-quick.log 2>&1 ||
+  { tail -40 build/bench-quick.log; echo "bench --quick failed"; exit 1; }
 bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJ_SANITIZE=ON -DTJ_BUILD_BENCH=OFF
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs")
