@@ -102,6 +102,8 @@ typedef struct LoopAttrs {
   bool parallel;     /* iterations independent; run on the OpenMP runtime */
   int vec_width;     /* 0 = not vectorized; else lanes */
   int unroll;        /* 0 = no hint */
+  bool remainder;    /* the scalar remainder of a vector loop (< W trips):
+                        LLVM should neither vectorize nor unroll it */
   LirExpr *balance;  /* parallel: a pos array (pointer expr) whose entries
                         weigh iterations for chunking, or NULL */
 } LoopAttrs;

@@ -218,6 +218,10 @@ static bool apply_codegen_choices(CacheEntry *e, const Assignment *as,
                    : strstr(feat, "+avx512f") ? 512
                    : strstr(feat, "+avx2") || strstr(feat, "+avx,") ? 256 : 128;
   p->parallel = true;
+  /* Gathers: on by default (measured wins on long rows, guarded for short
+   * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
+  const char *g = getenv("TJ_VECTOR_GATHER");
+  p->vector_gather = !(g && *g == '0');
   for (int k = 0; k < s->n; k++) {
     const SchedDirective *sd = &s->d[k];
     if (sd->kind == SCHED_PARALLELIZE) {

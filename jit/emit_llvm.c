@@ -510,7 +510,7 @@ bool em_scalar_for(Emitter *e, const LirStmt *s, LLVMValueRef lo,
   if (!step) return false;
   LLVMValueRef next = LLVMBuildNSWAdd(e->b, LLVMBuildLoad2(e->b, t, a, ""), step, "");
   LLVMBuildStore(e->b, next, a);
-  em_loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at, false);
+  em_loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at, s->u.loop.at.remainder);
   LLVMPositionBuilderAtEnd(e->b, exit);
   return true;
 }

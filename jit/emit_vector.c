@@ -433,6 +433,9 @@ void em_loop_hints(Emitter *e, LLVMValueRef br, LoopAttrs at, bool no_vectorize)
     LLVMMetadataRef u[] = {em_md_str(e, "llvm.loop.unroll.count"),
                            em_md_int(e->i32, at.unroll)};
     ops[n++] = LLVMMDNodeInContext2(e->cx, u, 2);
+  } else if (at.remainder) {
+    LLVMMetadataRef u[] = {em_md_str(e, "llvm.loop.unroll.disable")};
+    ops[n++] = LLVMMDNodeInContext2(e->cx, u, 1);
   }
   if (n == 1) return;
   LLVMMetadataRef tmp = LLVMTemporaryMDNode(e->cx, NULL, 0);
