@@ -76,31 +76,37 @@ static LirStmt *reload(Lowerer *lw, LirVar *ptr, LirField f, int level) {
   return lir_assign(lw->a, ptr, lir_field(lw->a, lw->k, 0, f, level));
 }
 
-/* Emits: if (index >= cap) { cap = 2 * cap; reserve crd (and vals); reload }. */
-LirStmt *lw_ensure_out_cap(Lowerer *lw, int l, LirExpr *index) {
-  if (lw->phase == PHASE_COMPUTE) return NULL;
+/* Emits: if (index >= cap) { cap = max(2 * cap, index + 1); reserve;
+ * reload the pointer }, for the output array `arr` of level l. */
+static LirStmt *grow_if_full(Lowerer *lw, LirVar *cap, int arr, int l, LirExpr *index,
+                             LirStmt *more) {
   Arena *a = lw->a;
-  LirVar *cap = lw->crd_cap[l];
-  LirStmt *grow = lir_assign(a, cap, lir_bin(a, LOP_MAX, lir_bin(a, LOP_MUL, lw_ref(lw, cap),
-                                              lw_i64(lw, 2)), lir_bin(a, LOP_ADD, index, lw_i64(lw, 1))));
-  lir_append(&grow, reserve(lw, TJ_ARR_CRD, l, lw_ref(lw, cap)));
-  lir_append(&grow, reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
-  if (l == lw->out_last && lw->emit_values) {
-    lir_append(&grow, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, cap)));
-    lir_append(&grow, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
-  }
+  LirExpr *twice = lir_bin(a, LOP_MUL, lw_ref(lw, cap), lw_i64(lw, 2));
+  LirStmt *grow = lir_assign(a, cap, lir_bin(a, LOP_MAX, twice,
+                                             lir_bin(a, LOP_ADD, index, lw_i64(lw, 1))));
+  lir_append(&grow, reserve(lw, arr, l, lw_ref(lw, cap)));
+  if (arr == TJ_ARR_CRD) lir_append(&grow, reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
+  else lir_append(&grow, reload(lw, lw->pos_ptr[0][l], LF_POS, l));
+  lir_append(&grow, more);
   return lir_if(a, lir_bin(a, LOP_GE, index, lw_ref(lw, cap)), grow, NULL);
 }
 
+/* Room for an output entry at index in level l (and its value). */
+LirStmt *lw_ensure_out_cap(Lowerer *lw, int l, LirExpr *index) {
+  if (lw->phase == PHASE_COMPUTE) return NULL;
+  LirStmt *vals = NULL;
+  if (l == lw->out_last && lw->emit_values) {
+    vals = reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, lw->crd_cap[l]));
+    lir_append(&vals, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+  }
+  return grow_if_full(lw, lw->crd_cap[l], TJ_ARR_CRD, l, index, vals);
+}
+
+/* Room for pos entry index of level l (a compressed level under a
+ * compressed parent). */
 LirStmt *lw_ensure_pos_cap(Lowerer *lw, int l, LirExpr *index) {
   if (lw->phase == PHASE_COMPUTE || !lw->pos_cap[l]) return NULL;
-  Arena *a = lw->a;
-  LirVar *cap = lw->pos_cap[l];
-  LirStmt *grow = lir_assign(a, cap, lir_bin(a, LOP_MAX, lir_bin(a, LOP_MUL, lw_ref(lw, cap),
-                                              lw_i64(lw, 2)), lir_bin(a, LOP_ADD, index, lw_i64(lw, 1))));
-  lir_append(&grow, reserve(lw, TJ_ARR_POS, l, lw_ref(lw, cap)));
-  lir_append(&grow, reload(lw, lw->pos_ptr[0][l], LF_POS, l));
-  return lir_if(a, lir_bin(a, LOP_GE, index, lw_ref(lw, cap)), grow, NULL);
+  return grow_if_full(lw, lw->pos_cap[l], TJ_ARR_POS, l, index, NULL);
 }
 
 /* ---- set-up ---- */

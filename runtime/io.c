@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <strings.h>
 
+#include <inttypes.h>
+#include <string.h>
+#include <zlib.h>
+
 #include "reader.h"
 
 /* The extension of path after stripping ".gz" (e.g. ".mtx"), or "". */
@@ -22,6 +26,42 @@ static void extension(const char *path, char *ext, size_t n) {
     memcpy(ext, base + dot - 1, len - dot + 1);
     ext[len - dot + 1] = 0;
   }
+}
+
+/* Writes t's stored entries, 1-based coordinates and %.17g values, one
+ * per line (gzip-compressed when path ends in .gz): after the Matrix
+ * Market header `coordinate real general` when mtx, else as FROSTT .tns,
+ * where an order-0 tensor is one line holding its value. */
+static tj_status write_entries(const tj_tensor *t, const char *path, bool mtx) {
+  int64_t *coords, n;
+  double *vals;
+  tj_status st = rt_tensor_entries(t, true, &coords, &vals, &n);
+  if (st != TJ_OK) return st;
+  size_t len = strlen(path);
+  bool gz = len > 3 && !strcmp(path + len - 3, ".gz");
+  gzFile f = gzopen(path, gz ? "wb" : "wT");
+  if (!f) {
+    free(coords), free(vals);
+    return rt_set_error(TJ_ERR_IO, "%s: cannot open for writing", path);
+  }
+  int order = t->fmt.order;
+  bool ok = true;
+  if (mtx)
+    ok = gzprintf(f, "%%%%MatrixMarket matrix coordinate real general\n"
+                  "%" PRId64 " %" PRId64 " %" PRId64 "\n", t->st.dims[0], t->st.dims[1], n) > 0;
+  if (order == 0) {
+    double v = 0;
+    for (int64_t e = 0; e < n; e++) v += vals[e];
+    ok = gzprintf(f, "%.17g\n", v) > 0;
+  }
+  for (int64_t e = 0; ok && order > 0 && e < n; e++) {
+    for (int m = 0; ok && m < order; m++)
+      ok = gzprintf(f, "%" PRId64 " ", coords[e * order + m] + 1) > 0;
+    ok = ok && gzprintf(f, "%.17g\n", vals[e]) > 0;
+  }
+  ok = (gzclose(f) == Z_OK) && ok;
+  free(coords), free(vals);
+  return ok ? TJ_OK : rt_set_error(TJ_ERR_IO, "%s: write failed", path);
 }
 
 /* The file name stem: no directory, no .gz, no last extension. */
@@ -75,5 +115,5 @@ tj_status tj_tensor_write(const tj_tensor *t, const char *path) {
     return rt_set_error(TJ_ERR_SHAPE, "%s: a .mtx file holds a matrix, but "
                         "tensor %s has order %d (write .tns)", path, t->name,
                         t->fmt.order);
-  return mtx ? mtx_write(t, path) : tns_write(t, path);
+  return write_entries(t, path, mtx);
 }

@@ -1,10 +1,10 @@
-/* Matrix Market (.mtx) reading and writing.
+/* Matrix Market (.mtx) reading (writing is io.c's write_entries).
  *
  * Reads `coordinate` and `array` objects with real, integer or pattern
  * fields (pattern entries are 1) and general, symmetric or skew-symmetric
  * storage, expanded on read: an off-diagonal (i,j,v) also stores (j,i,v),
  * or (j,i,-v) when skew; the diagonal is never duplicated. Explicit zeros
- * stay stored entries. Writes `coordinate real general` with %.17g values.
+ * stay stored entries.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -225,28 +225,4 @@ tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt,
   }
   *out = t;
   return TJ_OK;
-}
-
-tj_status mtx_write(const tj_tensor *t, const char *path) {
-  int64_t *coords, n;
-  double *vals;
-  tj_status st = rt_tensor_entries(t, true, &coords, &vals, &n);
-  if (st != TJ_OK) return st;
-  size_t len = strlen(path);
-  bool gz = len > 3 && !strcmp(path + len - 3, ".gz");
-  gzFile f = gzopen(path, gz ? "wb" : "wT");
-  if (!f) {
-    free(coords), free(vals);
-    return rt_set_error(TJ_ERR_IO, "%s: cannot open for writing", path);
-  }
-  bool ok = gzprintf(f, "%%%%MatrixMarket matrix coordinate real general\n"
-                     "%" PRId64 " %" PRId64 " %" PRId64 "\n", t->st.dims[0],
-                     t->st.dims[1], n) > 0;
-  for (int64_t e = 0; ok && e < n; e++)
-    ok = gzprintf(f, "%" PRId64 " %" PRId64 " %.17g\n", coords[2 * e] + 1,
-                  coords[2 * e + 1] + 1, vals[e]) > 0;
-  ok = (gzclose(f) == Z_OK) && ok;
-  free(coords), free(vals);
-  return ok ? TJ_OK
-            : rt_set_error(TJ_ERR_IO, "%s: write failed", path);
 }

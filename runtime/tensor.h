@@ -111,12 +111,8 @@ typedef struct RtReader RtReader;
  * caller); on error nothing is returned. */
 tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt,
                    tj_tensor **out);
-/* Writes order-2 t as Matrix Market coordinate real general. */
-tj_status mtx_write(const tj_tensor *t, const char *path);
 /* Reads a FROSTT .tns file from r into a new tensor (*out). */
 tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt,
                    tj_tensor **out);
-/* Writes t as .tns (1-based coordinates, then the value). */
-tj_status tns_write(const tj_tensor *t, const char *path);
 
 #endif

@@ -1,4 +1,4 @@
-/* FROSTT .tns reading and writing.
+/* FROSTT .tns reading (writing is io.c's write_entries).
  *
  * A .tns line holds 1-based coordinates and then a value; the first data
  * line fixes the order (fields - 1) and every later line must match it.
@@ -120,33 +120,4 @@ tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt,
   }
   *out = t;
   return TJ_OK;
-}
-
-tj_status tns_write(const tj_tensor *t, const char *path) {
-  int64_t *coords, n;
-  double *vals;
-  tj_status st = rt_tensor_entries(t, true, &coords, &vals, &n);
-  if (st != TJ_OK) return st;
-  size_t len = strlen(path);
-  bool gz = len > 3 && !strcmp(path + len - 3, ".gz");
-  gzFile f = gzopen(path, gz ? "wb" : "wT");
-  if (!f) {
-    free(coords), free(vals);
-    return rt_set_error(TJ_ERR_IO, "%s: cannot open for writing", path);
-  }
-  int order = t->fmt.order;
-  bool ok = true;
-  if (order == 0) {
-    double v = 0;
-    for (int64_t e = 0; e < n; e++) v += vals[e];
-    ok = gzprintf(f, "%.17g\n", v) > 0;
-  }
-  for (int64_t e = 0; ok && order > 0 && e < n; e++) {
-    for (int m = 0; ok && m < order; m++)
-      ok = gzprintf(f, "%" PRId64 " ", coords[e * order + m] + 1) > 0;
-    ok = ok && gzprintf(f, "%.17g\n", vals[e]) > 0;
-  }
-  ok = (gzclose(f) == Z_OK) && ok;
-  free(coords), free(vals);
-  return ok ? TJ_OK : rt_set_error(TJ_ERR_IO, "%s: write failed", path);
 }
