@@ -160,6 +160,35 @@ typedef struct tj_compile_times {
 } tj_compile_times;
 tj_compile_times tj_kernel_times(const tj_kernel *k);
 
+/* ---- building expressions without a string ---------------------------- */
+
+typedef struct tj_builder tj_builder; /* owned by the caller: tj_builder_free */
+typedef struct tj_expr tj_expr;       /* owned by its builder */
+
+tj_status tj_builder_new(tj_builder **out);
+void tj_builder_free(tj_builder *b);
+/* An access tensor(i, j, ...) over n index names (n = 0: a scalar). Every
+ * tj_build_* returns NULL on bad arguments or when an argument is NULL, and
+ * records the first such error in b (reported by tj_builder_assign). */
+tj_expr *tj_build_access(tj_builder *b, const char *tensor, int n,
+                         const char *const *indices);
+tj_expr *tj_build_literal(tj_builder *b, double value);
+/* op: '+', '-', '*' or '/'. */
+tj_expr *tj_build_binary(tj_builder *b, char op, tj_expr *x, tj_expr *y);
+tj_expr *tj_build_neg(tj_builder *b, tj_expr *x);
+/* fn: "sqrt", "abs", "exp", "log" (y NULL), "min" or "max" (y given). */
+tj_expr *tj_build_call(tj_builder *b, const char *fn, tj_expr *x, tj_expr *y);
+/* Makes the statement lhs = rhs (accumulate: +=); lhs must be an access. */
+tj_status tj_builder_assign(tj_builder *b, tj_expr *lhs, tj_expr *rhs, int accumulate);
+/* Writes the statement as index notation (what tj_compile would parse). */
+tj_status tj_builder_print(const tj_builder *b, char *buf, size_t n);
+/* tj_compile for a built statement: the same kernel (and cache entry) as
+ * its index-notation text. */
+tj_status tj_compile_built(tj_context *cx, const tj_builder *b,
+                           tj_tensor *const *operands, int n,
+                           const char *schedule, const tj_options *opts,
+                           tj_kernel **out);
+
 /* Evaluates expr with the reference interpreter (dense, long double) into
  * the output among operands: the oracle tests compare kernels against. */
 tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n);
