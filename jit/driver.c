@@ -192,66 +192,6 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-static IndexVar *index_named(const Assignment *as, const char *name) {
-  for (int v = 0; v < as->nindices; v++)
-    if (strcmp(as->indices[v]->name, name) == 0) return as->indices[v];
-  return NULL;
-}
-
-/* Whether an operand's first level, walked by the outermost loop, is
- * nonunique (a COO row list: walked by segments, never in parallel). */
-static bool walks_nonunique_outer(const Assignment *as, const LowerPlan *p) {
-  for (int t = 1; t < as->ntensors; t++) {
-    const tj_format *f = &p->fmt[t];
-    if (f->order > 0 && (f->levels[0] == 'u' || f->levels[0] == 'c')) return true;
-  }
-  return false;
-}
-
-/* Vector width from the target (AVX-512: 512 bits, AVX2: 256, else 128),
- * parallelism, and the schedule's parallelize / vectorize directives. */
-static bool apply_codegen_choices(CacheEntry *e, const Assignment *as,
-                                  const Schedule *s, Diag *d) {
-  LowerPlan *p = &e->plan;
-  const char *feat = jit_engine_features(e->engine);
-  p->vector_bits = e->no_vectorize ? 0
-                   : strstr(feat, "+avx512f") ? 512
-                   : strstr(feat, "+avx2") || strstr(feat, "+avx,") ? 256 : 128;
-  p->parallel = true;
-  /* Gathers: on by default (measured wins on long rows, guarded for short
-   * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
-  const char *g = getenv("TJ_VECTOR_GATHER");
-  p->vector_gather = !(g && *g == '0');
-  for (int k = 0; k < s->n; k++) {
-    const SchedDirective *sd = &s->d[k];
-    if (sd->kind == SCHED_PARALLELIZE) {
-      IndexVar *v = index_named(as, sd->vars[0]);
-      if (!v || p->nloops == 0 || p->order[0] != v)
-        return diag_error(d, TJ_ERR_UNSUPPORTED,
-                          "parallelize(%s): only the outermost loop (%s) can run in parallel",
-                          sd->vars[0], p->nloops ? p->order[0]->name : "none");
-      bool dense_rows = !p->out_sparse && !nt_is_reduction_var(as, v);
-      if (!dense_rows && !p->rangeable)
-        return diag_error(d, TJ_ERR_UNSUPPORTED,
-                          "parallelize(%s): the loop over %s writes a shared output (a "
-                          "reduction, or a sparse output whose first level is not dense)",
-                          sd->vars[0], sd->vars[0]);
-      if (walks_nonunique_outer(as, p))
-        return diag_error(d, TJ_ERR_UNSUPPORTED,
-                          "parallelize(%s): the outer loop walks a nonunique (COO) level; "
-                          "use a dense or compressed outer level",
-                          sd->vars[0]);
-    } else if (sd->kind == SCHED_VECTORIZE) {
-      p->vec_var = index_named(as, sd->vars[0]);
-      p->vec_width = e->no_vectorize ? 0 : sd->width;
-      if (!p->vec_var)
-        return diag_error(d, TJ_ERR_PARSE, "vectorize(%s, %d): no index %s in the expression",
-                          sd->vars[0], sd->width, sd->vars[0]);
-    }
-  }
-  return true;
-}
-
 /* Plans the kernel shape of a new cache entry (in its own arena). */
 static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
                        int n, const char *schedule, Diag *d) {
@@ -266,8 +206,8 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   bool strict = false;
   for (int k = 0; k < sched.n; k++) strict |= sched.d[k].kind == SCHED_REORDER;
   if (!lower_plan(as, want, nw, strict, &e->plan, d)) return false;
-  if (!apply_codegen_choices(e, as, &sched, d)) return false;
-  e->cin = cin;
+  if (!drv_apply_schedule(e, as, &sched, d)) return false;
+  e->cin = drv_cin_with_workspace(&e->arena, as, &e->plan, cin);
   e->as = as;
   return true;
 }

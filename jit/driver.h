@@ -66,6 +66,12 @@ struct tj_kernel {
  * loads a valid cached object (*from_disk) or compiles and stores one. */
 bool drv_disk_compile(CacheEntry *e, int v, const char *dir, bool *from_disk, Diag *d);
 
+/* Applies parallelize / vectorize / precompute and the target's vector
+ * width to e's plan (driver_schedule.c). */
+bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d);
+/* The concrete notation to show for a plan (with its workspace). */
+Cin *drv_cin_with_workspace(Arena *a, const Assignment *as, const LowerPlan *p, Cin *plain);
+
 /* Kernel variants of an entry: a LowerPhase, or DRV_ROWS(phase) for the
  * row-range kernel of that phase (parallel sparse outputs). */
 #define DRV_VARIANTS 6

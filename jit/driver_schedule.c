@@ -1,0 +1,167 @@
+/* Schedule directives the planner does not handle itself (parallelize,
+ * vectorize, precompute), the target's vector width, and the concrete index
+ * notation shown for a plan with a workspace:
+ *   forall(i, where(forall(j, A(i,j) = w(j)),
+ *                   forall(k, forall(j, w(j) += B(i,k) * C(k,j)))))
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+static IndexVar *index_named(const Assignment *as, const char *name) {
+  for (int v = 0; v < as->nindices; v++)
+    if (strcmp(as->indices[v]->name, name) == 0) return as->indices[v];
+  return NULL;
+}
+
+/* The top-level comma-separated parts of a precompute argument. */
+static int split_args(const char *arg, char parts[3][256]) {
+  int n = 0, depth = 0;
+  size_t len = 0;
+  for (const char *c = arg;; c++) {
+    if (*c == '(') depth++;
+    if (*c == ')') depth--;
+    if (*c == 0 || (*c == ',' && depth == 0)) {
+      if (n < 3) {
+        while (len > 0 && parts[n][len - 1] == ' ') len--;
+        parts[n][len] = 0;
+      }
+      n++;
+      len = 0;
+      if (*c == 0) return n;
+      continue;
+    }
+    if (n < 3 && len < 255 && !(len == 0 && *c == ' ')) parts[n][len++] = *c;
+  }
+}
+
+static char *expr_text(const Expr *e) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  nt_print_expr(f, e);
+  fclose(f);
+  return buf;
+}
+
+/* precompute(<rhs>, <j>, <w>): the whole right-hand side into a dense
+ * workspace over j, the sparse output's last index, appended in order. */
+static bool apply_precompute(const Assignment *as, LowerPlan *p, const SchedDirective *sd,
+                             Arena *a, Diag *d) {
+  char parts[3][256];
+  int n = split_args(sd->arg ? sd->arg : "", parts);
+  if (n != 3)
+    return diag_error(d, TJ_ERR_PARSE,
+                      "precompute(%s): expected precompute(<expression>, <index>, <workspace>)",
+                      sd->arg ? sd->arg : "");
+  char src[300];
+  snprintf(src, sizeof src, "w__(%s) = %s", parts[1], parts[0]);
+  Diag pd;
+  diag_init(&pd);
+  Assignment *pa = nt_parse(a, src, &pd);
+  char *want = expr_text(as->rhs), *got = pa ? expr_text(pa->rhs) : NULL;
+  bool same = want && got && strcmp(want, got) == 0;
+  free(want);
+  free(got);
+  if (!pa)
+    return diag_error(d, TJ_ERR_PARSE, "precompute(%s): %s", sd->arg, pd.msg);
+  if (!same)
+    return diag_error(d, TJ_ERR_UNSUPPORTED,
+                      "precompute(%s): only the whole right-hand side can go to a workspace",
+                      sd->arg);
+  IndexVar *v = index_named(as, parts[1]);
+  const tj_format *f = &p->fmt[0];
+  if (!v || !p->out_sparse || as->lhs->u.access.idx[f->mode_order[f->order - 1]] != v)
+    return diag_error(d, TJ_ERR_UNSUPPORTED,
+                      "precompute(%s): a workspace is built over the last index of a sparse "
+                      "output (here: %s)", sd->arg,
+                      p->out_sparse ? as->lhs->u.access.idx[f->mode_order[f->order - 1]]->name
+                                    : "the output is dense");
+  int depth = 0;
+  while (p->order[depth] != v) depth++;
+  for (int k = 0; k < depth; k++)
+    if (nt_is_reduction_var(as, p->order[k])) depth = k;
+  p->ws_var = v;
+  p->ws_depth = depth;
+  return true;
+}
+
+
+/* Whether an operand's first level, walked by the outermost loop, is
+ * nonunique (a COO row list: walked by segments, never in parallel). */
+static bool walks_nonunique_outer(const Assignment *as, const LowerPlan *p) {
+  for (int t = 1; t < as->ntensors; t++) {
+    const tj_format *f = &p->fmt[t];
+    if (f->order > 0 && (f->levels[0] == 'u' || f->levels[0] == 'c')) return true;
+  }
+  return false;
+}
+
+/* Vector width from the target (AVX-512: 512 bits, AVX2: 256, else 128),
+ * parallelism, and the schedule's parallelize / vectorize directives. */
+bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d) {
+  LowerPlan *p = &e->plan;
+  const char *feat = jit_engine_features(e->engine);
+  p->vector_bits = e->no_vectorize ? 0
+                   : strstr(feat, "+avx512f") ? 512
+                   : strstr(feat, "+avx2") || strstr(feat, "+avx,") ? 256 : 128;
+  p->parallel = true;
+  /* Gathers: on by default (measured wins on long rows, guarded for short
+   * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
+  const char *g = getenv("TJ_VECTOR_GATHER");
+  p->vector_gather = !(g && *g == '0');
+  for (int k = 0; k < s->n; k++) {
+    const SchedDirective *sd = &s->d[k];
+    if (sd->kind == SCHED_PARALLELIZE) {
+      IndexVar *v = index_named(as, sd->vars[0]);
+      if (!v || p->nloops == 0 || p->order[0] != v)
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s): only the outermost loop (%s) can run in parallel",
+                          sd->vars[0], p->nloops ? p->order[0]->name : "none");
+      bool dense_rows = !p->out_sparse && !nt_is_reduction_var(as, v);
+      if (!dense_rows && !p->rangeable)
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s): the loop over %s writes a shared output (a "
+                          "reduction, or a sparse output whose first level is not dense)",
+                          sd->vars[0], sd->vars[0]);
+      if (walks_nonunique_outer(as, p))
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s): the outer loop walks a nonunique (COO) level; "
+                          "use a dense or compressed outer level",
+                          sd->vars[0]);
+    } else if (sd->kind == SCHED_PRECOMPUTE) {
+      if (!apply_precompute(as, p, sd, &e->arena, d)) return false;
+    } else if (sd->kind == SCHED_VECTORIZE) {
+      p->vec_var = index_named(as, sd->vars[0]);
+      p->vec_width = e->no_vectorize ? 0 : sd->width;
+      if (!p->vec_var)
+        return diag_error(d, TJ_ERR_PARSE, "vectorize(%s, %d): no index %s in the expression",
+                          sd->vars[0], sd->width, sd->vars[0]);
+    }
+  }
+  return true;
+}
+
+
+/* The concrete notation of a plan: loops in plan order, with a where()
+ * around the workspace when the plan has one. */
+Cin *drv_cin_with_workspace(Arena *a, const Assignment *as, const LowerPlan *p, Cin *plain) {
+  Cin *body = cin_assign(a, as->lhs, as->rhs, as->accumulate);
+  if (p->ws_depth < 0 || !body) return plain;
+  TensorVar *w = arena_alloc(a, sizeof *w);
+  if (!w) return plain;
+  w->id = -1;
+  w->name = "w";
+  w->decl.order = 1;
+  IndexVar *j = p->ws_var;
+  Expr *wj = nt_access(a, w, 1, &j, 0);
+  Cin *producer = cin_assign(a, wj, as->rhs, true);
+  for (int k = p->nloops - 1; k >= p->ws_depth; k--) producer = cin_forall(a, p->order[k], producer);
+  Cin *consumer = cin_forall(a, j, cin_assign(a, as->lhs, wj, false));
+  Cin *c = cin_where(a, consumer, producer, w);
+  for (int k = p->ws_depth - 1; k >= 0; k--) c = cin_forall(a, p->order[k], c);
+  return c && !a->failed ? c : plain;
+}

@@ -1,0 +1,144 @@
+/* Schedules through the public API: precompute (a workspace, shown as
+ * where() in the concrete notation), vectorize with a width, parallelize,
+ * reorder — each result checked against the reference interpreter — and
+ * refusals with messages. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorjit.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+static tj_tensor *random_matrix(const char *name, const char *fmt, int64_t n, int64_t m,
+                                unsigned seed) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  int64_t dims[2] = {n, m};
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, 2, dims, &f, &t));
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < m; j++) {
+      seed = seed * 1664525u + 1013904223u;
+      if ((seed >> 24) % 4 == 0) {
+        int64_t c[2] = {i, j};
+        OK(tj_tensor_insert(t, c, (double)((seed >> 8) % 13) - 6));
+      }
+    }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+static char *stage(tj_kernel *k, tj_stage s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  OK(tj_kernel_print(k, s, f));
+  fclose(f);
+  return buf;
+}
+
+/* Compiles expr with schedule over A (output, format fa), B, C; checks
+ * values against the reference; returns the kernel's CIN text. */
+static char *run(const char *expr, const char *schedule, const char *fa, const char *fb,
+                 int64_t n, int64_t m) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = random_matrix("A", fa, n, m, 0), *Ar = random_matrix("A", "dd", n, m, 0);
+  tj_tensor *B = random_matrix("B", fb, n, m, 1), *C = random_matrix("C", fb, n, m, 2);
+  tj_tensor *ops[] = {A, B, C}, *rops[] = {Ar, B, C};
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, ops, 3, schedule, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_reference(expr, rops, 3));
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < m; j++) {
+      int64_t c[2] = {i, j};
+      double u, v;
+      OK(tj_tensor_get(A, c, &u));
+      OK(tj_tensor_get(Ar, c, &v));
+      ck_assert_msg(fabs(u - v) <= 1e-9 * (1 + fabs(v)), "%s [%s] at (%lld,%lld): %g vs %g",
+                    expr, schedule, (long long)i, (long long)j, u, v);
+    }
+  char *cin = stage(k, TJ_STAGE_CIN);
+  tj_tensor_free(A);
+  tj_tensor_free(Ar);
+  tj_tensor_free(B);
+  tj_tensor_free(C);
+  tj_context_free(cx);
+  return cin;
+}
+
+START_TEST(precompute_builds_a_workspace) {
+  char *cin = run("A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j), j, w)", "ds", "ds",
+                  40, 33);
+  ck_assert_str_eq(cin, "forall(i, where(forall(j, A(i,j) = w(j)), "
+                        "forall(j, w(j) += B(i,j) + C(i,j))))\n");
+  free(cin);
+}
+END_TEST
+
+START_TEST(automatic_workspace_shows_where) {
+  char *cin = run("A(i,j) = B(i,k) * C(k,j)", NULL, "ds", "ds", 30, 30);
+  ck_assert_ptr_nonnull(strstr(cin, "where(forall(j, A(i,j) = w(j)), forall(k, forall(j, w(j) +="));
+  free(cin);
+}
+END_TEST
+
+START_TEST(vectorize_parallelize_reorder) {
+  free(run("A(i,j) = B(i,j) * C(i,j) + B(i,j)", "vectorize(j,4) parallelize(i)", "dd", "dd", 37,
+           29));
+  free(run("A(i,j) = B(i,j) + C(i,j)", "parallelize(i)", "ds", "ds", 37, 29));
+  char *cin = run("A(i,j) = B(i,j) + C(i,j)", "reorder(j,i)", "dd", "dd", 17, 19);
+  ck_assert_str_eq(cin, "forall(j, forall(i, A(i,j) = B(i,j) + C(i,j)))\n");
+  free(cin);
+}
+END_TEST
+
+typedef struct Refusal {
+  const char *expr, *schedule, *fa, *msg;
+} Refusal;
+
+static const Refusal refusals[] = {
+    {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j), j, w)", "ds", "only the whole right-hand side"},
+    {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j), i, w)", "ds", "last index of a sparse output"},
+    {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j), j, w)", "dd", "the output is dense"},
+    {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j))", "ds", "expected precompute("},
+    {"A(i,j) = B(i,j) + C(i,j)", "parallelize(j)", "dd", "only the outermost loop"},
+    {"A(i,j) = B(i,j) + C(i,j)", "vectorize(q,4)", "dd", "unknown index 'q'"},
+};
+
+START_TEST(refusals_with_messages) {
+  const Refusal *r = &refusals[_i];
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = random_matrix("A", r->fa, 8, 8, 0), *B = random_matrix("B", "ds", 8, 8, 1);
+  tj_tensor *C = random_matrix("C", "ds", 8, 8, 2);
+  tj_tensor *ops[] = {A, B, C};
+  tj_kernel *k = NULL;
+  ck_assert_int_ne(tj_compile(cx, r->expr, ops, 3, r->schedule, NULL, &k), TJ_OK);
+  ck_assert_msg(strstr(tj_last_error(), r->msg), "got: %s", tj_last_error());
+  tj_tensor_free(A);
+  tj_tensor_free(B);
+  tj_tensor_free(C);
+  tj_context_free(cx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("schedule");
+  TCase *t = tcase_create("schedule");
+  tcase_set_timeout(t, 60);
+  tcase_add_test(t, precompute_builds_a_workspace);
+  tcase_add_test(t, automatic_workspace_shows_where);
+  tcase_add_test(t, vectorize_parallelize_reorder);
+  tcase_add_loop_test(t, refusals_with_messages, 0, sizeof refusals / sizeof refusals[0]);
+  suite_add_tcase(s, t);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
