@@ -145,20 +145,36 @@ static tj_status add_entry(tj_tensor *t, const Header *h, int64_t i,
   return rt_coo_push(t, c, h->sym == SYM_SKEW ? -v : v);
 }
 
+/* How a reader names the items it counts, in its messages:
+ * "file ends after K of the N <all>", "more <noun> than the N <source>". */
+typedef struct Counted {
+  const char *all, *noun, *source;
+} Counted;
+
+/* The data line of item k (0-based) of the n the header promised, in *line;
+ * *line is NULL when the file ends right after the n-th item. A file that
+ * ends sooner, or has a line after the n-th item, is an error. */
+static tj_status item_line(RtReader *r, int64_t k, int64_t n, const Counted *c,
+                           char **line) {
+  tj_status st = data_line(r, line);
+  if (st != TJ_OK) return st;
+  if (!*line && k < n)
+    return rd_error(r, "file ends after %" PRId64 " of the %" PRId64 " %s", k,
+                    n, c->all);
+  if (*line && k == n)
+    return rd_error(r, "more %s than the %" PRId64 " %s", c->noun, n,
+                    c->source);
+  return TJ_OK;
+}
+
 /* Reads the entries of a coordinate file. */
 static tj_status read_coordinate(RtReader *r, const Header *h, tj_tensor *t) {
+  static const Counted entries = {"entries declared in the header", "entries",
+                                  "declared in the header"};
   for (int64_t k = 0;; k++) {
     char *line;
-    tj_status st = data_line(r, &line);
-    if (st != TJ_OK) return st;
-    if (!line) {
-      if (k == h->nnz) return TJ_OK;
-      return rd_error(r, "file ends after %" PRId64 " of the %" PRId64
-                      " entries declared in the header", k, h->nnz);
-    }
-    if (k == h->nnz)
-      return rd_error(r, "more entries than the %" PRId64 " declared in the "
-                      "header", h->nnz);
+    tj_status st = item_line(r, k, h->nnz, &entries, &line);
+    if (st != TJ_OK || !line) return st;
     const char *p = line;
     int64_t i, j;
     double v = 1;
@@ -176,18 +192,12 @@ static tj_status read_coordinate(RtReader *r, const Header *h, tj_tensor *t) {
 static tj_status read_array(RtReader *r, const Header *h, tj_tensor *t) {
   int64_t i = 0, j = 0, k = 0;
   if (h->sym == SYM_SKEW) i = 1;
+  static const Counted values = {"array values", "values",
+                                 "the size line implies"};
   for (;;) {
     char *line;
-    tj_status st = data_line(r, &line);
-    if (st != TJ_OK) return st;
-    if (!line) {
-      if (k == h->nnz) return TJ_OK;
-      return rd_error(r, "file ends after %" PRId64 " of the %" PRId64
-                      " array values", k, h->nnz);
-    }
-    if (k == h->nnz)
-      return rd_error(r, "more values than the %" PRId64 " the size line "
-                      "implies", h->nnz);
+    tj_status st = item_line(r, k, h->nnz, &values, &line);
+    if (st != TJ_OK || !line) return st;
     const char *p = line;
     double v;
     if ((st = scan_value(r, &p, &v))) return st;

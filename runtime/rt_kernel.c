@@ -54,17 +54,70 @@ int32_t tj_rt_alloc(int64_t n, void **out) {
 
 void tj_rt_free(void *p) { free(p); }
 
-static int cmp_i32(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
-}
+/* Sorting a workspace's coordinate list (one per output row of SpGEMM):
+ * qsort's comparator calls cost more than the rest of the row, so an
+ * introsort-style quicksort specialized per width, with insertion sort
+ * for short runs and heapsort when partitions degenerate. */
+#define DEFINE_SORT(NAME, T)                                                  \
+  static void NAME##_insertion(T *a, int64_t n) {                             \
+    for (int64_t i = 1; i < n; i++) {                                         \
+      T x = a[i];                                                             \
+      int64_t j = i;                                                          \
+      for (; j > 0 && a[j - 1] > x; j--) a[j] = a[j - 1];                     \
+      a[j] = x;                                                               \
+    }                                                                         \
+  }                                                                           \
+  static void NAME##_sift(T *a, int64_t n, int64_t r) {                       \
+    for (;;) {                                                                \
+      int64_t c = 2 * r + 1;                                                  \
+      if (c >= n) return;                                                     \
+      if (c + 1 < n && a[c + 1] > a[c]) c++;                                  \
+      if (a[r] >= a[c]) return;                                               \
+      T t = a[r];                                                             \
+      a[r] = a[c];                                                            \
+      a[c] = t;                                                               \
+      r = c;                                                                  \
+    }                                                                         \
+  }                                                                           \
+  static void NAME##_heap(T *a, int64_t n) {                                  \
+    for (int64_t r = n / 2 - 1; r >= 0; r--) NAME##_sift(a, n, r);            \
+    for (int64_t e = n - 1; e > 0; e--) {                                     \
+      T t = a[0];                                                             \
+      a[0] = a[e];                                                            \
+      a[e] = t;                                                               \
+      NAME##_sift(a, e, 0);                                                   \
+    }                                                                         \
+  }                                                                           \
+  static void NAME(T *a, int64_t n, int depth) {                              \
+    while (n > 24) {                                                          \
+      if (depth-- == 0) {                                                     \
+        NAME##_heap(a, n);                                                    \
+        return;                                                               \
+      }                                                                       \
+      T x = a[0], y = a[n / 2], z = a[n - 1];                                 \
+      T pivot = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y); \
+      int64_t i = 0, j = n - 1;                                               \
+      for (;;) {                                                              \
+        while (a[i] < pivot) i++;                                             \
+        while (a[j] > pivot) j--;                                             \
+        if (i >= j) break;                                                    \
+        T t = a[i];                                                           \
+        a[i++] = a[j];                                                        \
+        a[j--] = t;                                                           \
+      }                                                                       \
+      NAME(a, j + 1, depth);                                                  \
+      a += j + 1;                                                             \
+      n -= j + 1;                                                             \
+    }                                                                         \
+    NAME##_insertion(a, n);                                                   \
+  }
 
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return (x > y) - (x < y);
-}
+DEFINE_SORT(sort_i32, int32_t)
+DEFINE_SORT(sort_i64, int64_t)
 
 void tj_rt_sort_crd(void *crd, int64_t n, int32_t w) {
   if (!crd || n < 2) return;
-  qsort(crd, (size_t)n, (size_t)w, w == 4 ? cmp_i32 : cmp_i64);
+  int depth = 2 * (64 - __builtin_clzll((unsigned long long)n));
+  if (w == 4) sort_i32(crd, n, depth);
+  else sort_i64(crd, n, depth);
 }

@@ -43,6 +43,22 @@ static tj_tensor *vec(const char *name, int64_t n, double base) {
   return t;
 }
 
+/* Makes *t an all-zero dense f64 vector of n entries named name. */
+static tj_status zeros(const char *name, int64_t n, tj_tensor **t) {
+  tj_format f = tj_format_dense(1);
+  return tj_tensor_new(name, TJ_F64, 1, &n, &f, t);
+}
+
+/* Fills ops with {y, A, x} for y(i) = A(i,j) * x(j) under the given names:
+ * A a 40 x 30 CSR matrix (seed 7, 20% stored), x = 1, 2, ..., y zero.
+ * The caller frees all three. */
+static void spmv_operands(const char *y, const char *a, const char *x,
+                          tj_tensor *ops[3]) {
+  ops[1] = matrix(a, "ds", 40, 30, 7, 20);
+  ops[2] = vec(x, 30, 1);
+  OK(zeros(y, 40, &ops[0]));
+}
+
 static double max_diff(const tj_tensor *a, const tj_tensor *b) {
   tj_format f = tj_format_dense(tj_tensor_order(a));
   tj_tensor *da, *db;
@@ -75,13 +91,10 @@ static double max_diff(const tj_tensor *a, const tj_tensor *b) {
 /* SpMV through the API with y checked against the reference. */
 static void spmv_check(tj_context *cx, const char *expr, const char *yname,
                        const char *aname, const char *xname, int *hit) {
-  tj_tensor *A = matrix(aname, "ds", 40, 30, 7, 20), *x = vec(xname, 30, 1);
-  tj_format f = tj_format_dense(1);
-  int64_t n = 40;
-  tj_tensor *y, *yr;
-  OK(tj_tensor_new(yname, TJ_F64, 1, &n, &f, &y));
-  OK(tj_tensor_new(yname, TJ_F64, 1, &n, &f, &yr));
-  tj_tensor *ops[] = {y, A, x}, *rops[] = {yr, A, x};
+  tj_tensor *ops[3], *yr;
+  spmv_operands(yname, aname, xname, ops);
+  OK(zeros(yname, 40, &yr));
+  tj_tensor *y = ops[0], *A = ops[1], *x = ops[2], *rops[] = {yr, A, x};
   tj_kernel *k;
   OK(tj_compile(cx, expr, ops, 3, NULL, NULL, &k));
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
@@ -232,11 +245,9 @@ static void *compile_and_run(void *arg) {
   for (int rep = 0; rep < 3; rep++) {
     const char *e = exprs[(j->which + rep) % 4];
     tj_tensor *A = matrix("A", "ds", 30, 30, 11 + j->which, 25), *x = vec("x", 30, j->which);
-    tj_format f = tj_format_dense(1);
-    int64_t n = 30;
     tj_tensor *y, *yr;
-    tj_tensor_new("y", TJ_F64, 1, &n, &f, &y);
-    tj_tensor_new("y", TJ_F64, 1, &n, &f, &yr);
+    zeros("y", 30, &y);
+    zeros("y", 30, &yr);
     tj_tensor *ops[] = {y, A, x}, *rops[] = {yr, A, x};
     tj_kernel *k;
     if (tj_compile(j->cx, e, ops, 3, NULL, NULL, &k) != TJ_OK ||
@@ -277,11 +288,9 @@ typedef struct RunJob {
 static void *run_on_own_tensors(void *arg) {
   RunJob *r = arg;
   tj_tensor *A = matrix("A", "ds", 50, 40, 100 + r->seed, 30), *x = vec("x", 40, r->seed);
-  tj_format f = tj_format_dense(1);
-  int64_t n = 50;
   tj_tensor *y, *yr;
-  tj_tensor_new("y", TJ_F64, 1, &n, &f, &y);
-  tj_tensor_new("y", TJ_F64, 1, &n, &f, &yr);
+  zeros("y", 50, &y);
+  zeros("y", 50, &yr);
   tj_tensor *ops[] = {y, A, x}, *rops[] = {yr, A, x};
   for (int rep = 0; rep < 20; rep++)
     if (tj_kernel_run(r->k, TJ_EVALUATE, ops, 3) != TJ_OK) r->failures++;
@@ -298,10 +307,8 @@ START_TEST(one_kernel_many_threads) {
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_tensor *A = matrix("A", "ds", 50, 40, 1, 30), *x = vec("x", 40, 0);
-  tj_format f = tj_format_dense(1);
-  int64_t n = 50;
   tj_tensor *y;
-  OK(tj_tensor_new("y", TJ_F64, 1, &n, &f, &y));
+  OK(zeros("y", 50, &y));
   tj_tensor *ops[] = {y, A, x};
   tj_kernel *k;
   OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", ops, 3, NULL, NULL, &k));
@@ -381,21 +388,15 @@ START_TEST(errors_are_status_codes_with_messages) {
   const ErrCase *ec = &errors[_i];
   tj_context *cx;
   OK(tj_context_new(&cx));
-  tj_tensor *A = matrix("A", "ds", 40, 30, 7, 20), *x = vec("x", 30, 1);
-  tj_format f = tj_format_dense(1);
-  int64_t n = 40;
-  tj_tensor *y;
-  OK(tj_tensor_new("y", TJ_F64, 1, &n, &f, &y));
-  tj_tensor *ops[] = {y, A, x};
+  tj_tensor *ops[3];
+  spmv_operands("y", "A", "x", ops);
   tj_kernel *k = NULL;
   tj_status st = tj_compile(cx, ec->expr, ops, 3, ec->schedule, NULL, &k);
   ck_assert_msg(st != TJ_OK, "%s compiled", ec->expr);
   ck_assert_msg(strstr(tj_last_error(), ec->msg), "got '%s'", tj_last_error());
   if (ec->status != TJ_ERR_SHAPE) ck_assert_int_eq(st, ec->status);
   ck_assert_ptr_null(k);
-  tj_tensor_free(A);
-  tj_tensor_free(x);
-  tj_tensor_free(y);
+  for (int i = 0; i < 3; i++) tj_tensor_free(ops[i]);
   tj_context_free(cx);
 }
 END_TEST
@@ -403,12 +404,9 @@ END_TEST
 START_TEST(run_refuses_mismatched_operands) {
   tj_context *cx;
   OK(tj_context_new(&cx));
-  tj_tensor *A = matrix("A", "ds", 40, 30, 7, 20), *x = vec("x", 30, 1);
-  tj_format f = tj_format_dense(1);
-  int64_t n = 40;
-  tj_tensor *y;
-  OK(tj_tensor_new("y", TJ_F64, 1, &n, &f, &y));
-  tj_tensor *ops[] = {y, A, x};
+  tj_tensor *ops[3];
+  spmv_operands("y", "A", "x", ops);
+  tj_tensor *y = ops[0], *A = ops[1], *x = ops[2];
   tj_kernel *k;
   OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", ops, 3, NULL, NULL, &k));
   tj_tensor *x2 = vec("x", 31, 1);

@@ -15,128 +15,11 @@
 #include "ir/loop_ir.h"
 #include "jit/engine.h"
 #include "runtime/abi.h"
+#include "util/lir_build.h"
+#include "util/storage_fixture.h"
 
-/* ---- storage helpers ---- */
+/* ---- loop IR shorthands (the common ones are in util/lir_build.h) ---- */
 
-static int dsize(int dtype) { return dtype == TJ_F64 || dtype == TJ_I64 ? 8 : 4; }
-
-static tj_storage *st_new(int order, int dtype, int pw, int cw) {
-  tj_storage *s = calloc(1, sizeof *s);
-  s->order = order;
-  s->dtype = dtype;
-  s->pos_width = pw;
-  s->crd_width = cw;
-  for (int l = 0; l < order; l++) s->map[l].dim = l;
-  return s;
-}
-
-static void st_free(tj_storage *s) {
-  for (int l = 0; l < TJ_MAX_ORDER; l++) {
-    free(s->levels[l].pos);
-    free(s->levels[l].crd);
-  }
-  free(s->vals);
-  free(s);
-}
-
-/* A dense vector of n entries (vals exactly n long). */
-static tj_storage *st_vec(int dtype, int64_t n) {
-  tj_storage *s = st_new(1, dtype, 8, 8);
-  s->dims[0] = s->levels[0].size = n;
-  s->vals = calloc((size_t)(n ? n : 1), (size_t)dsize(dtype));
-  s->vals_len = s->vals_cap = n;
-  return s;
-}
-
-static int64_t idx_get(const void *a, int w, int64_t i) {
-  return w == 4 ? ((const int32_t *)a)[i] : ((const int64_t *)a)[i];
-}
-
-static void idx_set(void *a, int w, int64_t i, int64_t v) {
-  if (w == 4) ((int32_t *)a)[i] = (int32_t)v;
-  else ((int64_t *)a)[i] = v;
-}
-
-static double val_get(const tj_storage *s, int64_t i) {
-  switch (s->dtype) {
-  case TJ_F64: return ((double *)s->vals)[i];
-  case TJ_F32: return ((float *)s->vals)[i];
-  case TJ_I64: return (double)((int64_t *)s->vals)[i];
-  default: return ((int32_t *)s->vals)[i];
-  }
-}
-
-static void val_set(tj_storage *s, int64_t i, double v) {
-  switch (s->dtype) {
-  case TJ_F64: ((double *)s->vals)[i] = v; break;
-  case TJ_F32: ((float *)s->vals)[i] = (float)v; break;
-  case TJ_I64: ((int64_t *)s->vals)[i] = (int64_t)v; break;
-  default: ((int32_t *)s->vals)[i] = (int32_t)v; break;
-  }
-}
-
-static uint64_t rng = 88172645463325252ull;
-static double rnd(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-/* A random m x n CSR matrix (dense, compressed) with some empty rows. */
-static tj_storage *st_csr(int dtype, int w, int64_t m, int64_t n, double dens) {
-  tj_storage *s = st_new(2, dtype, w, w);
-  s->dims[0] = s->levels[0].size = m;
-  s->dims[1] = s->levels[1].size = n;
-  s->levels[1].kind = TJ_LVL_COMPRESSED;
-  int64_t cap = m * n;
-  s->levels[1].pos = calloc((size_t)m + 1, (size_t)w);
-  s->levels[1].crd = calloc((size_t)cap, (size_t)w);
-  s->vals = calloc((size_t)cap, (size_t)dsize(dtype));
-  int64_t nz = 0;
-  for (int64_t i = 0; i < m; i++) {
-    bool empty = i % 7 == 3;
-    for (int64_t j = 0; j < n && !empty; j++)
-      if (rnd() < dens) {
-        idx_set(s->levels[1].crd, w, nz, j);
-        val_set(s, nz++, rnd() * 2 - 1);
-      }
-    idx_set(s->levels[1].pos, w, i + 1, nz);
-  }
-  s->levels[1].pos_len = m + 1;
-  s->levels[1].crd_len = s->vals_len = nz;
-  return s;
-}
-
-/* A sparse vector (one compressed level) with the given coordinates. */
-static tj_storage *st_spvec(int64_t n, const int64_t *crd, const double *v,
-                            int64_t nz, int w) {
-  tj_storage *s = st_new(1, TJ_F64, w, w);
-  s->dims[0] = s->levels[0].size = n;
-  s->levels[0].kind = TJ_LVL_COMPRESSED;
-  s->levels[0].pos = calloc(2, (size_t)w);
-  s->levels[0].crd = calloc((size_t)nz + 1, (size_t)w);
-  s->vals = calloc((size_t)nz + 1, 8);
-  idx_set(s->levels[0].pos, w, 1, nz);
-  for (int64_t q = 0; q < nz; q++) {
-    idx_set(s->levels[0].crd, w, q, crd[q]);
-    ((double *)s->vals)[q] = v[q];
-  }
-  s->levels[0].pos_len = 2;
-  s->levels[0].crd_len = s->vals_len = nz;
-  return s;
-}
-
-/* ---- loop IR shorthands (one arena per test process) ---- */
-
-static Arena arena;
-static Arena *A = &arena;
-
-static void setup(void) { arena_init(A); }
-static void teardown(void) { arena_free(A); }
-
-static LirExpr *I64(int64_t v) { return lir_const_int(A, LT_I64, v); }
-static LirExpr *R(LirVar *v) { return lir_ref(A, v); }
-static LirExpr *BIN(LirBinOp op, LirExpr *a, LirExpr *b) { return lir_bin(A, op, a, b); }
-static LirExpr *LD(LirVar *p, LirExpr *i) { return lir_load(A, R(p), i); }
 static LirExpr *TO64(LirExpr *x) { return lir_cast(A, LT_I64, x); }
 
 /* CALL RESERVE: operand op's array arr at level lvl holds need entries. */
@@ -149,15 +32,15 @@ static LirStmt *reserve(int op, int arr, int lvl, LirExpr *need) {
   return c;
 }
 
-static LirKernel *kernel(const char *name, int n) {
+/* A kernel over operands shaped like ops[0..n), the first nout outputs. */
+static LirKernel *kernel(const char *name, const tj_storage *const *ops, int n,
+                         int nout) {
   LirKernel *k = lir_kernel(A, name);
   k->noperands = n;
+  for (int i = 0; i < n; i++)
+    k->operands[i] = (LirOperand){"t", ops[i]->order, ops[i]->dtype,
+                                  ops[i]->pos_width, ops[i]->crd_width, i < nout};
   return k;
-}
-
-static void operand(LirKernel *k, int i, const tj_storage *s, bool out) {
-  k->operands[i] = (LirOperand){"t", s->order, s->dtype, s->pos_width,
-                                s->crd_width, out};
 }
 
 /* DECL v = init appended to *body; returns v. */
@@ -174,14 +57,6 @@ static LirVar *decl_field(LirKernel *k, LirStmt **body, const char *name,
   return decl(k, body, name, x->type, x);
 }
 
-static JitEngine *engine(void) {
-  Diag d;
-  diag_init(&d);
-  JitEngine *e = jit_engine_new(NULL, NULL, &d);
-  ck_assert_msg(e, "engine: %s", d.msg);
-  return e;
-}
-
 static JitKernel compile(JitEngine *e, const LirKernel *k, const JitOptions *o) {
   Diag d;
   diag_init(&d);
@@ -196,9 +71,7 @@ static JitKernel compile(JitEngine *e, const LirKernel *k, const JitOptions *o) 
 
 /* out[0] = sum_i x[i] */
 static LirKernel *k_sum(const tj_storage *out, const tj_storage *x) {
-  LirKernel *k = kernel("vsum", 2);
-  operand(k, 0, out, true);
-  operand(k, 1, x, false);
+  LirKernel *k = kernel("vsum", (const tj_storage *[]){out, x}, 2, 1);
   LirStmt *b = NULL;
   LirVar *ov = decl_field(k, &b, "out_vals", 0, LF_VALS, 0);
   LirVar *xv = decl_field(k, &b, "x_vals", 1, LF_VALS, 0);
@@ -213,19 +86,19 @@ static LirKernel *k_sum(const tj_storage *out, const tj_storage *x) {
 
 START_TEST(test_dense_sum) {
   JitEngine *e = engine();
-  tj_storage *out = st_vec(TJ_F64, 1), *x = st_vec(TJ_F64, 1001);
+  tj_storage *out = fx_st_vec(TJ_F64, 1), *x = fx_st_vec(TJ_F64, 1001);
   double ref = 0;
   for (int i = 0; i < 1001; i++) {
-    val_set(x, i, i * 0.5 - 3);
+    fx_val_set(x, i, i * 0.5 - 3);
     ref += i * 0.5 - 3;
   }
   JitKernel jk = compile(e, k_sum(out, x), NULL);
   tj_storage *ops[] = {out, x};
   ck_assert_int_eq(jk.fn(ops), 0);  /* a direct call works too */
-  ck_assert_double_eq_tol(val_get(out, 0), ref, 1e-9);
+  ck_assert_double_eq_tol(fx_val_get(out, 0), ref, 1e-9);
   x->dims[0] = 0;  /* empty loop */
   ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
-  ck_assert_double_eq(val_get(out, 0), 0.0);
+  ck_assert_double_eq(fx_val_get(out, 0), 0.0);
   jit_kernel_release(e, &jk);
   /* Loop attributes become !llvm.loop hints (parallel is ignored here). */
   x->dims[0] = 1001;
@@ -238,10 +111,10 @@ START_TEST(test_dense_sum) {
   ck_assert_ptr_nonnull(strstr(jk.ir_before, "!\"llvm.loop.vectorize.width\", i32 4}"));
   ck_assert_ptr_nonnull(strstr(jk.ir_before, "!\"llvm.loop.unroll.count\", i32 2}"));
   ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
-  ck_assert_double_eq_tol(val_get(out, 0), ref, 1e-9);
+  ck_assert_double_eq_tol(fx_val_get(out, 0), ref, 1e-9);
   jit_kernel_release(e, &jk);
-  st_free(out);
-  st_free(x);
+  fx_st_free(out);
+  fx_st_free(x);
   jit_engine_free(e);
 }
 END_TEST
@@ -253,10 +126,7 @@ END_TEST
  *              y[i] = acc */
 static LirKernel *k_spmv(const tj_storage *y, const tj_storage *a,
                          const tj_storage *x) {
-  LirKernel *k = kernel("spmv", 3);
-  operand(k, 0, y, true);
-  operand(k, 1, a, false);
-  operand(k, 2, x, false);
+  LirKernel *k = kernel("spmv", (const tj_storage *[]){y, a, x}, 3, 1);
   LirType vt = a->dtype == TJ_F32 ? LT_F32 : LT_F64;
   LirStmt *b = NULL;
   LirVar *yv = decl_field(k, &b, "y_vals", 0, LF_VALS, 0);
@@ -284,9 +154,9 @@ static void spmv_ref(const tj_storage *a, const tj_storage *x, double *y) {
   int w = a->pos_width;
   for (int64_t i = 0; i < a->dims[0]; i++) {
     double acc = 0;
-    for (int64_t p = idx_get(a->levels[1].pos, w, i);
-         p < idx_get(a->levels[1].pos, w, i + 1); p++)
-      acc += val_get(a, p) * val_get(x, idx_get(a->levels[1].crd, w, p));
+    for (int64_t p = fx_idx_get(a->levels[1].pos, w, i);
+         p < fx_idx_get(a->levels[1].pos, w, i + 1); p++)
+      acc += fx_val_get(a, p) * fx_val_get(x, fx_idx_get(a->levels[1].crd, w, p));
     y[i] = acc;
   }
 }
@@ -298,8 +168,8 @@ static void check_spmv(JitKernel *jk, tj_storage *y, tj_storage *a,
   tj_storage *ops[] = {y, a, x};
   ck_assert_int_eq(jit_kernel_run(jk, ops), 0);
   for (int64_t i = 0; i < a->dims[0]; i++)
-    ck_assert_msg(fabs(val_get(y, i) - ref[i]) <= tol * (1 + fabs(ref[i])),
-                  "y[%ld] = %g, expected %g", (long)i, val_get(y, i), ref[i]);
+    ck_assert_msg(fabs(fx_val_get(y, i) - ref[i]) <= tol * (1 + fabs(ref[i])),
+                  "y[%ld] = %g, expected %g", (long)i, fx_val_get(y, i), ref[i]);
   free(ref);
 }
 
@@ -309,9 +179,9 @@ static const struct { int w, dtype; } spmv_cases[] = {
 START_TEST(test_spmv) {
   int w = spmv_cases[_i].w, dt = spmv_cases[_i].dtype;
   JitEngine *e = engine();
-  tj_storage *a = st_csr(dt, w, 57, 43, 0.2);
-  tj_storage *x = st_vec(dt, 43), *y = st_vec(dt, 57);
-  for (int j = 0; j < 43; j++) val_set(x, j, rnd());
+  tj_storage *a = fx_st_csr(dt, w, 57, 43, 0.2);
+  tj_storage *x = fx_st_vec(dt, 43), *y = fx_st_vec(dt, 57);
+  for (int j = 0; j < 43; j++) fx_val_set(x, j, fx_rnd());
   JitKernel jk = compile(e, k_spmv(y, a, x), NULL);
   check_spmv(&jk, y, a, x, dt == TJ_F32 ? 1e-5 : 1e-12);
   jit_kernel_release(e, &jk);
@@ -322,9 +192,9 @@ START_TEST(test_spmv) {
     check_spmv(&jk, y, a, x, dt == TJ_F32 ? 1e-5 : 1e-12);
     jit_kernel_release(e, &jk);
   }
-  st_free(a);
-  st_free(x);
-  st_free(y);
+  fx_st_free(a);
+  fx_st_free(x);
+  fx_st_free(y);
   jit_engine_free(e);
 }
 END_TEST
@@ -338,9 +208,7 @@ END_TEST
  *     vals cap; reload } crd[nz] = i; vals[nz] = x[i]; nz += 1 }
  *   pos[1] = nz; lengths = 2, nz, nz */
 static LirKernel *k_compress(const tj_storage *z, const tj_storage *x) {
-  LirKernel *k = kernel("compress", 2);
-  operand(k, 0, z, true);
-  operand(k, 1, x, false);
+  LirKernel *k = kernel("compress", (const tj_storage *[]){z, x}, 2, 1);
   LirType it = z->crd_width == 4 ? LT_I32 : LT_I64;
   LirStmt *b = reserve(0, TJ_ARR_POS, 0, I64(2));
   LirVar *pos = decl_field(k, &b, "z_pos", 0, LF_POS, 0);
@@ -377,11 +245,11 @@ static LirKernel *k_compress(const tj_storage *z, const tj_storage *x) {
 START_TEST(test_append_grows) {
   int w = _i == 0 ? 4 : 8;
   JitEngine *e = engine();
-  tj_storage *x = st_vec(TJ_F64, 5000);
+  tj_storage *x = fx_st_vec(TJ_F64, 5000);
   int64_t nref = 0;
   for (int i = 0; i < 5000; i++)
-    if (i % 3 != 1) val_set(x, i, i + 0.25), nref++;
-  tj_storage *z = st_new(1, TJ_F64, w, w);
+    if (i % 3 != 1) fx_val_set(x, i, i + 0.25), nref++;
+  tj_storage *z = fx_st_new(1, TJ_F64, w, w);
   z->dims[0] = z->levels[0].size = 5000;
   z->levels[0].kind = TJ_LVL_COMPRESSED;
   z->levels[0].crd = calloc(4, (size_t)w);  /* a small initial capacity */
@@ -394,17 +262,17 @@ START_TEST(test_append_grows) {
   ck_assert_int_eq(z->vals_len, nref);
   ck_assert_int_ge(z->levels[0].crd_cap, nref);
   ck_assert_int_ge(z->vals_cap, nref);
-  ck_assert_int_eq(idx_get(z->levels[0].pos, w, 0), 0);
-  ck_assert_int_eq(idx_get(z->levels[0].pos, w, 1), nref);
+  ck_assert_int_eq(fx_idx_get(z->levels[0].pos, w, 0), 0);
+  ck_assert_int_eq(fx_idx_get(z->levels[0].pos, w, 1), nref);
   for (int64_t q = 0, i = 0; i < 5000; i++) {
     if (i % 3 == 1) continue;
-    ck_assert_int_eq(idx_get(z->levels[0].crd, w, q), i);
-    ck_assert_double_eq(val_get(z, q), i + 0.25);
+    ck_assert_int_eq(fx_idx_get(z->levels[0].crd, w, q), i);
+    ck_assert_double_eq(fx_val_get(z, q), i + 0.25);
     q++;
   }
   jit_kernel_release(e, &jk);
-  st_free(z);
-  st_free(x);
+  fx_st_free(z);
+  fx_st_free(x);
   jit_engine_free(e);
 }
 END_TEST
@@ -426,10 +294,7 @@ static void append(LirStmt **s, LirVar *zc, LirVar *zv, LirVar *nz, LirExpr *c,
  *     pa += ia == i; pb += ib == i; }
  *   while (pa < pa_end) z += a ...; while (pb < pb_end) z += b ... */
 static LirKernel *k_spadd(const tj_storage *z, const tj_storage *a) {
-  LirKernel *k = kernel("spadd", 3);
-  operand(k, 0, z, true);
-  operand(k, 1, a, false);
-  operand(k, 2, a, false);
+  LirKernel *k = kernel("spadd", (const tj_storage *[]){z, a, a}, 3, 1);
   LirStmt *b = NULL;
   LirVar *apos = decl_field(k, &b, "a_pos", 1, LF_POS, 0);
   LirVar *bpos = decl_field(k, &b, "b_pos", 2, LF_POS, 0);
@@ -487,8 +352,8 @@ START_TEST(test_coiterate) {
   JitEngine *e = engine();
   int64_t ac[] = {0, 2, 3, 7, 9}, bc[] = {1, 2, 5, 9, 10, 12};
   double av[] = {1, 2, 3, 4, 5}, bv[] = {10, 20, 30, 40, 50, 60};
-  tj_storage *a = st_spvec(13, ac, av, 5, 8), *bb = st_spvec(13, bc, bv, 6, 8);
-  tj_storage *z = st_new(1, TJ_F64, 8, 8);
+  tj_storage *a = fx_st_spvec(13, ac, av, 5, 8), *bb = fx_st_spvec(13, bc, bv, 6, 8);
+  tj_storage *z = fx_st_new(1, TJ_F64, 8, 8);
   z->dims[0] = z->levels[0].size = 13;
   z->levels[0].kind = TJ_LVL_COMPRESSED;
   JitKernel jk = compile(e, k_spadd(z, a), NULL);
@@ -497,22 +362,22 @@ START_TEST(test_coiterate) {
   int64_t zc[] = {0, 1, 2, 3, 5, 7, 9, 10, 12};
   double zv[] = {1, 10, 22, 3, 30, 4, 45, 50, 60};
   ck_assert_int_eq(z->levels[0].crd_len, 9);
-  ck_assert_int_eq(idx_get(z->levels[0].pos, 8, 1), 9);
+  ck_assert_int_eq(fx_idx_get(z->levels[0].pos, 8, 1), 9);
   for (int q = 0; q < 9; q++) {
-    ck_assert_int_eq(idx_get(z->levels[0].crd, 8, q), zc[q]);
-    ck_assert_double_eq(val_get(z, q), zv[q]);
+    ck_assert_int_eq(fx_idx_get(z->levels[0].crd, 8, q), zc[q]);
+    ck_assert_double_eq(fx_val_get(z, q), zv[q]);
   }
   /* One side empty: the tail loop alone. */
-  tj_storage *empty = st_spvec(13, ac, av, 0, 8);
+  tj_storage *empty = fx_st_spvec(13, ac, av, 0, 8);
   tj_storage *ops2[] = {z, empty, bb};
   ck_assert_int_eq(jit_kernel_run(&jk, ops2), 0);
   ck_assert_int_eq(z->levels[0].crd_len, 6);
-  ck_assert_double_eq(val_get(z, 5), 60);
+  ck_assert_double_eq(fx_val_get(z, 5), 60);
   jit_kernel_release(e, &jk);
-  st_free(a);
-  st_free(bb);
-  st_free(empty);
-  st_free(z);
+  fx_st_free(a);
+  fx_st_free(bb);
+  fx_st_free(empty);
+  fx_st_free(z);
   jit_engine_free(e);
 }
 END_TEST
@@ -524,9 +389,7 @@ END_TEST
  * cleanup: free w. */
 static LirKernel *k_workspace(const tj_storage *out, const tj_storage *x,
                               bool fail) {
-  LirKernel *k = kernel("workspace", 2);
-  operand(k, 0, out, true);
-  operand(k, 1, x, false);
+  LirKernel *k = kernel("workspace", (const tj_storage *[]){out, x}, 2, 1);
   LirStmt *b = NULL;
   LirVar *ws = decl(k, &b, "w", LT_PTR_F64, NULL);
   LirVar *n = decl_field(k, &b, "n", 1, LF_DIM, 0);
@@ -562,24 +425,24 @@ static LirKernel *k_workspace(const tj_storage *out, const tj_storage *x,
 
 START_TEST(test_workspace) {
   JitEngine *e = engine();
-  tj_storage *out = st_vec(TJ_F64, 1), *x = st_vec(TJ_F64, 100);
+  tj_storage *out = fx_st_vec(TJ_F64, 1), *x = fx_st_vec(TJ_F64, 100);
   double ref = 0;
   for (int i = 0; i < 100; i++) {
-    val_set(x, i, i + 1);
+    fx_val_set(x, i, i + 1);
     if (i >= 50) ref += 2.0 * (i + 1);
   }
   tj_storage *ops[] = {out, x};
   JitKernel jk = compile(e, k_workspace(out, x, false), NULL);
   ck_assert_int_eq(jit_kernel_run(&jk, ops), TJ_KERNEL_OK);
-  ck_assert_double_eq(val_get(out, 0), ref);
+  ck_assert_double_eq(fx_val_get(out, 0), ref);
   jit_kernel_release(e, &jk);
-  val_set(out, 0, -1);
+  fx_val_set(out, 0, -1);
   jk = compile(e, k_workspace(out, x, true), NULL);
   ck_assert_int_eq(jit_kernel_run(&jk, ops), TJ_KERNEL_NOMEM);
-  ck_assert_double_eq(val_get(out, 0), -1);  /* stopped at the reserve */
+  ck_assert_double_eq(fx_val_get(out, 0), -1);  /* stopped at the reserve */
   jit_kernel_release(e, &jk);
-  st_free(out);
-  st_free(x);
+  fx_st_free(out);
+  fx_st_free(x);
   jit_engine_free(e);
 }
 END_TEST
@@ -591,10 +454,7 @@ END_TEST
  * `while (p < n && xi[p] != 0)`, which must not read xi[n]. */
 static LirKernel *k_scalar(const tj_storage *o32, const tj_storage *of,
                            const tj_storage *xi) {
-  LirKernel *k = kernel("scalar", 3);
-  operand(k, 0, o32, true);
-  operand(k, 1, of, true);
-  operand(k, 2, xi, false);
+  LirKernel *k = kernel("scalar", (const tj_storage *[]){o32, of, xi}, 3, 2);
   LirStmt *b = NULL;
   LirVar *iv = decl_field(k, &b, "iv", 0, LF_VALS, 0);
   LirVar *fv = decl_field(k, &b, "fv", 1, LF_VALS, 0);
@@ -631,7 +491,7 @@ static LirKernel *k_scalar(const tj_storage *o32, const tj_storage *of,
 
 START_TEST(test_scalar_semantics) {
   JitEngine *e = engine();
-  tj_storage *o32 = st_vec(TJ_I32, 16), *of = st_vec(TJ_F32, 16), *xi = st_vec(TJ_I64, 9);
+  tj_storage *o32 = fx_st_vec(TJ_I32, 16), *of = fx_st_vec(TJ_F32, 16), *xi = fx_st_vec(TJ_I64, 9);
   int32_t a = -7, c = 2;
   float f = 2.5f, g = -1.25f;
   ((int32_t *)o32->vals)[0] = a, ((int32_t *)o32->vals)[1] = c;
@@ -654,9 +514,9 @@ START_TEST(test_scalar_semantics) {
   ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
   ck_assert_int_eq(((int32_t *)o32->vals)[15], 4);
   jit_kernel_release(e, &jk);
-  st_free(o32);
-  st_free(of);
-  st_free(xi);
+  fx_st_free(o32);
+  fx_st_free(of);
+  fx_st_free(xi);
   jit_engine_free(e);
 }
 END_TEST
@@ -665,8 +525,8 @@ END_TEST
 
 START_TEST(test_print_ir_asm) {
   JitEngine *e = engine();
-  tj_storage *a = st_csr(TJ_F64, 4, 20, 20, 0.3), *x = st_vec(TJ_F64, 20), *y = st_vec(TJ_F64, 20);
-  for (int j = 0; j < 20; j++) val_set(x, j, j);
+  tj_storage *a = fx_st_csr(TJ_F64, 4, 20, 20, 0.3), *x = fx_st_vec(TJ_F64, 20), *y = fx_st_vec(TJ_F64, 20);
+  for (int j = 0; j < 20; j++) fx_val_set(x, j, j);
   JitOptions o = {.opt_level = 3, .want_ir = true, .want_asm = true, .fp_contract = true};
   JitKernel jk = compile(e, k_spmv(y, a, x), &o);
   ck_assert_ptr_nonnull(jk.ir_before);
@@ -697,15 +557,15 @@ START_TEST(test_print_ir_asm) {
   ck_assert_ptr_nonnull(strstr(jk.asm_text, "vaddsd"));  /* VEX (AVX) */
   tj_storage *ops[] = {y, x};
   ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
-  ck_assert_double_eq(val_get(y, 0), 190.0);
+  ck_assert_double_eq(fx_val_get(y, 0), 190.0);
   jit_kernel_release(e, &jk);
   jk = compile(e, k_spmv(y, a, x), &o3);
   check_spmv(&jk, y, a, x, 1e-12);
   jit_kernel_release(e, &jk);
   jit_engine_free(e);
-  st_free(a);
-  st_free(x);
-  st_free(y);
+  fx_st_free(a);
+  fx_st_free(x);
+  fx_st_free(y);
 }
 END_TEST
 
@@ -713,9 +573,8 @@ END_TEST
 
 START_TEST(test_errors) {
   JitEngine *e = engine();
-  tj_storage *x = st_vec(TJ_F64, 4);
-  LirKernel *k = kernel("bad", 1);
-  operand(k, 0, x, true);
+  tj_storage *x = fx_st_vec(TJ_F64, 4);
+  LirKernel *k = kernel("bad", (const tj_storage *[]){x}, 1, 1);
   LirVar *v = lir_var(A, k, "v", LT_I64);
   k->body = lir_decl(A, v, NULL);
   lir_append(&k->body, lir_assign(A, v, lir_const_fp(A, LT_F64, 1)));
@@ -728,15 +587,13 @@ START_TEST(test_errors) {
   ck_assert_ptr_nonnull(strstr(d.msg, "assignment type mismatch"));
   ck_assert_ptr_null(jk.fn);
 
-  k = kernel("bad_operand", 1);
-  operand(k, 0, x, true);
+  k = kernel("bad_operand", (const tj_storage *[]){x}, 1, 1);
   k->body = lir_setfield(A, 3, LF_VALS_LEN, 0, I64(1));
   diag_init(&d);
   ck_assert(!jit_compile(e, k, &o, &jk, &d));
   ck_assert_ptr_nonnull(strstr(d.msg, "operand index out of range"));
 
-  k = kernel("bad_loop", 1);
-  operand(k, 0, x, true);
+  k = kernel("bad_loop", (const tj_storage *[]){x}, 1, 1);
   LirVar *i = lir_var(A, k, "i", LT_I32);
   k->body = lir_for(A, i, lir_const_int(A, LT_I32, 0), I64(4), NULL);
   diag_init(&d);
@@ -748,15 +605,15 @@ START_TEST(test_errors) {
   ck_assert(!jit_add_object(e, junk, sizeof junk, "nothing", &jk, &d));
   ck_assert_int_eq(d.status, TJ_ERR_JIT);
   ck_assert_msg(strlen(d.msg) > 0, "no message");
-  st_free(x);
+  fx_st_free(x);
   jit_engine_free(e);
 }
 END_TEST
 
 START_TEST(test_object_and_recompile) {
   JitEngine *e = engine();
-  tj_storage *a = st_csr(TJ_F64, 8, 30, 30, 0.2), *x = st_vec(TJ_F64, 30), *y = st_vec(TJ_F64, 30);
-  for (int j = 0; j < 30; j++) val_set(x, j, 1.0 / (j + 1));
+  tj_storage *a = fx_st_csr(TJ_F64, 8, 30, 30, 0.2), *x = fx_st_vec(TJ_F64, 30), *y = fx_st_vec(TJ_F64, 30);
+  for (int j = 0; j < 30; j++) fx_val_set(x, j, 1.0 / (j + 1));
   Diag d;
   diag_init(&d);
   void *bytes;
@@ -783,9 +640,9 @@ START_TEST(test_object_and_recompile) {
   check_spmv(&k2, y, a, x, 1e-12);
   jit_kernel_release(e, &k2);
   jit_kernel_release(e, &k2);  /* second release is a no-op */
-  st_free(a);
-  st_free(x);
-  st_free(y);
+  fx_st_free(a);
+  fx_st_free(x);
+  fx_st_free(y);
   jit_engine_free(e);
 }
 END_TEST
@@ -803,9 +660,9 @@ static pthread_mutex_t arena_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void *worker(void *arg) {
   Worker *wk = arg;
-  tj_storage *a = st_csr(wk->dtype, wk->w, 40, 40, 0.25);
-  tj_storage *x = st_vec(wk->dtype, 40), *y = st_vec(wk->dtype, 40);
-  for (int j = 0; j < 40; j++) val_set(x, j, j % 5);
+  tj_storage *a = fx_st_csr(wk->dtype, wk->w, 40, 40, 0.25);
+  tj_storage *x = fx_st_vec(wk->dtype, 40), *y = fx_st_vec(wk->dtype, 40);
+  for (int j = 0; j < 40; j++) fx_val_set(x, j, j % 5);
   double ref[40];
   spmv_ref(a, x, ref);
   pthread_mutex_lock(&arena_mu);  /* the test arena is not thread-safe */
@@ -824,12 +681,12 @@ static void *worker(void *arg) {
     tj_storage *ops[] = {y, a, x};
     if (jit_kernel_run(&jk, ops) != 0) wk->failures++;
     for (int i = 0; i < 40; i++)
-      if (fabs(val_get(y, i) - ref[i]) > 1e-4 * (1 + fabs(ref[i]))) wk->failures++;
+      if (fabs(fx_val_get(y, i) - ref[i]) > 1e-4 * (1 + fabs(ref[i]))) wk->failures++;
     jit_kernel_release(wk->e, &jk);
   }
-  st_free(a);
-  st_free(x);
-  st_free(y);
+  fx_st_free(a);
+  fx_st_free(x);
+  fx_st_free(y);
   return NULL;
 }
 
@@ -860,7 +717,7 @@ START_TEST(test_compile_time) {
   JitEngine *e = engine();
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double engine_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
-  tj_storage *a = st_csr(TJ_F64, 4, 10, 10, 0.3), *x = st_vec(TJ_F64, 10), *y = st_vec(TJ_F64, 10);
+  tj_storage *a = fx_st_csr(TJ_F64, 4, 10, 10, 0.3), *x = fx_st_vec(TJ_F64, 10), *y = fx_st_vec(TJ_F64, 10);
   LirKernel *k = k_spmv(y, a, x);
   JitKernel jk = compile(e, k, NULL);
   printf("jit engine creation      %7.2f ms\n", engine_ms);
@@ -878,36 +735,20 @@ START_TEST(test_compile_time) {
   jk = compile(e, k, &o);
   print_times("spmv O3 no-vectorize", &jk);
   jit_kernel_release(e, &jk);
-  st_free(a);
-  st_free(x);
-  st_free(y);
+  fx_st_free(a);
+  fx_st_free(x);
+  fx_st_free(y);
   jit_engine_free(e);
 }
 END_TEST
 
-static Suite *jit_suite(void) {
-  Suite *s = suite_create("jit");
-  struct { const char *name; const TTest *t; int n; } cases[] = {
+int main(void) {
+  const LbCase cases[] = {
       {"dense_sum", test_dense_sum, 1},     {"spmv", test_spmv, 4},
       {"append", test_append_grows, 2},     {"coiterate", test_coiterate, 1},
       {"workspace", test_workspace, 1},     {"scalar", test_scalar_semantics, 1},
       {"print", test_print_ir_asm, 1},      {"errors", test_errors, 1},
       {"object", test_object_and_recompile, 1}, {"threads", test_threads, 1},
       {"compile_time", test_compile_time, 1}};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    TCase *tc = tcase_create(cases[i].name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, cases[i].t, 0, cases[i].n);
-    suite_add_tcase(s, tc);
-  }
-  return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(jit_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return lb_run_suite("jit", cases, sizeof cases / sizeof cases[0]);
 }

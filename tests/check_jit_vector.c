@@ -16,103 +16,13 @@
 #include "ir/loop_ir.h"
 #include "jit/engine.h"
 #include "runtime/abi.h"
-
-/* ---- storage ---- */
-
-static int dsize(int dtype) { return dtype == TJ_F64 || dtype == TJ_I64 ? 8 : 4; }
-
-static tj_storage *st_vec(int dtype, int64_t n) {
-  tj_storage *s = calloc(1, sizeof *s);
-  s->order = 1;
-  s->dtype = dtype;
-  s->pos_width = s->crd_width = 8;
-  s->dims[0] = s->levels[0].size = n;
-  s->vals = calloc((size_t)(n ? n : 1), (size_t)dsize(dtype));
-  s->vals_len = s->vals_cap = n;
-  return s;
-}
-
-static void st_free(tj_storage *s) {
-  for (int l = 0; l < TJ_MAX_ORDER; l++) {
-    free(s->levels[l].pos);
-    free(s->levels[l].crd);
-  }
-  free(s->vals);
-  free(s);
-}
-
-static double val_get(const tj_storage *s, int64_t i) {
-  switch (s->dtype) {
-  case TJ_F64: return ((double *)s->vals)[i];
-  case TJ_F32: return ((float *)s->vals)[i];
-  case TJ_I64: return (double)((int64_t *)s->vals)[i];
-  default: return ((int32_t *)s->vals)[i];
-  }
-}
-
-static void val_set(tj_storage *s, int64_t i, double v) {
-  switch (s->dtype) {
-  case TJ_F64: ((double *)s->vals)[i] = v; break;
-  case TJ_F32: ((float *)s->vals)[i] = (float)v; break;
-  case TJ_I64: ((int64_t *)s->vals)[i] = (int64_t)v; break;
-  default: ((int32_t *)s->vals)[i] = (int32_t)v; break;
-  }
-}
-
-static uint64_t rng = 88172645463325252ull;
-static double rnd(void) {
-  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-  return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static int64_t idx_get(const void *a, int w, int64_t i) {
-  return w == 4 ? ((const int32_t *)a)[i] : ((const int64_t *)a)[i];
-}
-
-static void idx_set(void *a, int w, int64_t i, int64_t v) {
-  if (w == 4) ((int32_t *)a)[i] = (int32_t)v;
-  else ((int64_t *)a)[i] = v;
-}
-
-/* A random m x n CSR matrix with skewed rows (row 0 dense, some empty). */
-static tj_storage *st_csr(int w, int64_t m, int64_t n, double dens) {
-  tj_storage *s = calloc(1, sizeof *s);
-  s->order = 2;
-  s->dtype = TJ_F64;
-  s->pos_width = s->crd_width = w;
-  s->dims[0] = s->levels[0].size = m;
-  s->dims[1] = s->levels[1].size = n;
-  s->levels[1].kind = TJ_LVL_COMPRESSED;
-  s->levels[1].pos = calloc((size_t)m + 1, (size_t)w);
-  s->levels[1].crd = calloc((size_t)(m * n), (size_t)w);
-  s->vals = calloc((size_t)(m * n), 8);
-  int64_t nz = 0;
-  for (int64_t i = 0; i < m; i++) {
-    for (int64_t j = 0; j < n && i % 7 != 3; j++)
-      if (i == 0 || rnd() < dens) {
-        idx_set(s->levels[1].crd, w, nz, j);
-        ((double *)s->vals)[nz++] = rnd() * 2 - 1;
-      }
-    idx_set(s->levels[1].pos, w, i + 1, nz);
-  }
-  s->levels[1].pos_len = m + 1;
-  s->levels[1].crd_len = s->vals_len = nz;
-  return s;
-}
+#include "util/lir_build.h"
+#include "util/storage_fixture.h"
 
 /* ---- loop IR shorthands ---- */
 
-static Arena arena;
-static Arena *A = &arena;
 static int nnames;
 
-static void setup(void) { arena_init(A); }
-static void teardown(void) { arena_free(A); }
-
-static LirExpr *I64(int64_t v) { return lir_const_int(A, LT_I64, v); }
-static LirExpr *R(LirVar *v) { return lir_ref(A, v); }
-static LirExpr *BIN(LirBinOp op, LirExpr *a, LirExpr *b) { return lir_bin(A, op, a, b); }
-static LirExpr *LD(LirVar *p, LirExpr *i) { return lir_load(A, R(p), i); }
 static LirVar *var(LirKernel *k, const char *base, LirType t) {
   return lir_var(A, k, arena_printf(A, "%s%d", base, nnames++), t);
 }
@@ -175,14 +85,6 @@ static void split_loop(LirKernel *k, LirStmt **b, LirExpr *lo, LirExpr *hi,
   lir_append(b, lir_for(A, js, R(nv), hi, f(k, js, cx)));
 }
 
-static JitEngine *engine(void) {
-  Diag d;
-  diag_init(&d);
-  JitEngine *e = jit_engine_new(NULL, NULL, &d);
-  ck_assert_msg(e, "engine: %s", d.msg);
-  return e;
-}
-
 static const JitOptions novec = {.opt_level = 3, .no_llvm_vectorize = true,
                                  .fp_contract = true};
 
@@ -227,7 +129,7 @@ START_TEST(test_axpy) {
   int dt = axpy_cases[_i].dtype, w = axpy_cases[_i].w;
   JitEngine *e = engine();
   int64_t sizes[] = {0, 1, w - 1, w, w + 1, 1000};
-  tj_storage *y = st_vec(dt, 1000), *x = st_vec(dt, 1000);
+  tj_storage *y = fx_st_vec(dt, 1000), *x = fx_st_vec(dt, 1000);
   tj_storage *ops[] = {y, x};
   JitOptions o = novec;
   o.want_asm = true;
@@ -238,19 +140,19 @@ START_TEST(test_axpy) {
     int64_t n = sizes[q];
     double ref[1000];
     for (int64_t j = 0; j < 1000; j++) {
-      val_set(x, j, rnd() - 0.5);
-      val_set(y, j, rnd());
-      ref[j] = val_get(y, j) + (j < n ? 1.5 * val_get(x, j) : 0);
+      fx_val_set(x, j, fx_rnd() - 0.5);
+      fx_val_set(y, j, fx_rnd());
+      ref[j] = fx_val_get(y, j) + (j < n ? 1.5 * fx_val_get(x, j) : 0);
     }
     x->dims[0] = n;
     ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
     for (int64_t j = 0; j < 1000; j++)
-      ck_assert_msg(fabs(val_get(y, j) - ref[j]) <= 1e-6,
-                    "n=%ld y[%ld] = %g, expected %g", (long)n, (long)j, val_get(y, j), ref[j]);
+      ck_assert_msg(fabs(fx_val_get(y, j) - ref[j]) <= 1e-6,
+                    "n=%ld y[%ld] = %g, expected %g", (long)n, (long)j, fx_val_get(y, j), ref[j]);
   }
   jit_kernel_release(e, &jk);
-  st_free(y);
-  st_free(x);
+  fx_st_free(y);
+  fx_st_free(x);
   jit_engine_free(e);
 }
 END_TEST
@@ -295,7 +197,7 @@ START_TEST(test_reduce) {
   bool fp = dt == TJ_F64 || dt == TJ_F32;
   JitEngine *e = engine();
   int64_t sizes[] = {0, 1, 7, 8, 9, 1000};
-  tj_storage *out = st_vec(dt, 1), *x = st_vec(dt, 1000), *y = st_vec(dt, 1000);
+  tj_storage *out = fx_st_vec(dt, 1), *x = fx_st_vec(dt, 1000), *y = fx_st_vec(dt, 1000);
   tj_storage *ops[] = {out, x, y};
   double init = op == LOP_MUL ? 1 : 3;
   JitKernel jk = compile(e, k_reduce(ops, 8, op, init), NULL);
@@ -303,10 +205,10 @@ START_TEST(test_reduce) {
     int64_t n = sizes[q];
     double ref = init;
     for (int64_t j = 0; j < n; j++) {
-      val_set(x, j, op == LOP_MUL ? 1 + (rnd() - 0.5) / 50 : fp ? rnd() * 4 - 2 : (int)(rnd() * 200) - 100);
-      val_set(y, j, fp ? rnd() : (int)(rnd() * 10));
-      double xv = val_get(x, j);
-      if (op == LOP_ADD) ref += xv * val_get(y, j);
+      fx_val_set(x, j, op == LOP_MUL ? 1 + (fx_rnd() - 0.5) / 50 : fp ? fx_rnd() * 4 - 2 : (int)(fx_rnd() * 200) - 100);
+      fx_val_set(y, j, fp ? fx_rnd() : (int)(fx_rnd() * 10));
+      double xv = fx_val_get(x, j);
+      if (op == LOP_ADD) ref += xv * fx_val_get(y, j);
       else if (op == LOP_MUL) ref *= xv;
       else if (op == LOP_MIN) ref = xv < ref ? xv : ref;
       else ref = xv > ref ? xv : ref;
@@ -314,13 +216,13 @@ START_TEST(test_reduce) {
     x->dims[0] = n;
     ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
     double tol = dt == TJ_F32 ? 1e-4 : fp ? 1e-10 : 0;
-    ck_assert_msg(fabs(val_get(out, 0) - ref) <= tol * (1 + fabs(ref)),
-                  "case %d n=%ld: got %.17g, expected %.17g", _i, (long)n, val_get(out, 0), ref);
+    ck_assert_msg(fabs(fx_val_get(out, 0) - ref) <= tol * (1 + fabs(ref)),
+                  "case %d n=%ld: got %.17g, expected %.17g", _i, (long)n, fx_val_get(out, 0), ref);
   }
   jit_kernel_release(e, &jk);
-  st_free(out);
-  st_free(x);
-  st_free(y);
+  fx_st_free(out);
+  fx_st_free(x);
+  fx_st_free(y);
   jit_engine_free(e);
 }
 END_TEST
@@ -343,10 +245,10 @@ static LirStmt *gather_body(LirKernel *k, LirVar *j, void *cx) {
 START_TEST(test_gather) {
   JitEngine *e = engine();
   enum { N = 103 };
-  tj_storage *out = st_vec(TJ_F64, N), *idx = st_vec(TJ_I32, 2 * N), *B = st_vec(TJ_F64, 2 * N);
+  tj_storage *out = fx_st_vec(TJ_F64, N), *idx = fx_st_vec(TJ_I32, 2 * N), *B = fx_st_vec(TJ_F64, 2 * N);
   for (int q = 0; q < 2 * N; q++) {
-    val_set(idx, q, (int)(rnd() * 2 * N));
-    val_set(B, q, rnd());
+    fx_val_set(idx, q, (int)(fx_rnd() * 2 * N));
+    fx_val_set(B, q, fx_rnd());
   }
   tj_storage *ops[] = {out, idx, B};
   LirKernel *k = kernel("gather", ops, 3);
@@ -364,13 +266,13 @@ START_TEST(test_gather) {
   ck_assert_ptr_nonnull(strstr(jk.ir_before, "load <8 x i32>"));
   ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
   for (int j = 0; j < N; j++) {
-    double ref = val_get(B, (int64_t)val_get(idx, N + j)) + val_get(B, N + j) * 2;
-    ck_assert_double_eq_tol(val_get(out, j), ref, 1e-12);
+    double ref = fx_val_get(B, (int64_t)fx_val_get(idx, N + j)) + fx_val_get(B, N + j) * 2;
+    ck_assert_double_eq_tol(fx_val_get(out, j), ref, 1e-12);
   }
   jit_kernel_release(e, &jk);
-  st_free(out);
-  st_free(idx);
-  st_free(B);
+  fx_st_free(out);
+  fx_st_free(idx);
+  fx_st_free(B);
   jit_engine_free(e);
 }
 END_TEST
@@ -416,14 +318,14 @@ static void spmm_ref(const tj_storage *a, const tj_storage *B, double *C) {
   int64_t N = B->dims[1];
   memset(C, 0, sizeof *C * (size_t)(a->dims[0] * N));
   for (int64_t i = 0; i < a->dims[0]; i++)
-    for (int64_t p = idx_get(a->levels[1].pos, w, i); p < idx_get(a->levels[1].pos, w, i + 1); p++)
+    for (int64_t p = fx_idx_get(a->levels[1].pos, w, i); p < fx_idx_get(a->levels[1].pos, w, i + 1); p++)
       for (int64_t j = 0; j < N; j++)
         C[i * N + j] += ((double *)a->vals)[p] *
-                        ((double *)B->vals)[idx_get(a->levels[1].crd, w, p) * N + j];
+                        ((double *)B->vals)[fx_idx_get(a->levels[1].crd, w, p) * N + j];
 }
 
 static tj_storage *st_dense(int64_t m, int64_t n) {
-  tj_storage *s = st_vec(TJ_F64, m * n);
+  tj_storage *s = fx_st_vec(TJ_F64, m * n);
   s->order = 2;
   s->dims[0] = m;
   s->dims[1] = n;
@@ -434,8 +336,8 @@ static tj_storage *st_dense(int64_t m, int64_t n) {
 START_TEST(test_spmm) {
   JitEngine *e = engine();
   enum { M = 61, K = 45, N = 37 };
-  tj_storage *a = st_csr(_i == 2 ? 4 : 8, M, K, 0.15), *B = st_dense(K, N), *C = st_dense(M, N);
-  for (int q = 0; q < K * N; q++) val_set(B, q, rnd());
+  tj_storage *a = fx_st_csr_skewed(_i == 2 ? 4 : 8, M, K, 0.15), *B = st_dense(K, N), *C = st_dense(M, N);
+  for (int q = 0; q < K * N; q++) fx_val_set(B, q, fx_rnd());
   double *ref = malloc(sizeof *ref * M * N);
   spmm_ref(a, B, ref);
   tj_storage *ops[] = {C, a, B};
@@ -448,14 +350,14 @@ START_TEST(test_spmm) {
     memset(C->vals, 0, sizeof(double) * M * N);
     ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
     for (int q = 0; q < M * N; q++)
-      ck_assert_msg(fabs(val_get(C, q) - ref[q]) <= 1e-12 * (1 + fabs(ref[q])),
-                    "threads=%d C[%d] = %g, expected %g", nt, q, val_get(C, q), ref[q]);
+      ck_assert_msg(fabs(fx_val_get(C, q) - ref[q]) <= 1e-12 * (1 + fabs(ref[q])),
+                    "threads=%d C[%d] = %g, expected %g", nt, q, fx_val_get(C, q), ref[q]);
   }
   jit_kernel_release(e, &jk);
   free(ref);
-  st_free(a);
-  st_free(B);
-  st_free(C);
+  fx_st_free(a);
+  fx_st_free(B);
+  fx_st_free(C);
   jit_engine_free(e);
 }
 END_TEST
@@ -494,14 +396,14 @@ START_TEST(test_parallel_spmv) {
   JitEngine *e = engine();
   enum { M = 500, K = 300 };
   int st = _i & 4 ? 3 : 1;
-  tj_storage *a = st_csr(_i & 2 ? 4 : 8, M, K, 0.05), *x = st_vec(TJ_F64, K), *y = st_vec(TJ_F64, M);
-  for (int q = 0; q < K; q++) val_set(x, q, rnd());
+  tj_storage *a = fx_st_csr_skewed(_i & 2 ? 4 : 8, M, K, 0.05), *x = fx_st_vec(TJ_F64, K), *y = fx_st_vec(TJ_F64, M);
+  for (int q = 0; q < K; q++) fx_val_set(x, q, fx_rnd());
   double ref[M] = {0};
   int w = a->pos_width;
   for (int64_t i = 0; i < M; i += st) {
     double acc = 0;
-    for (int64_t p = idx_get(a->levels[1].pos, w, i); p < idx_get(a->levels[1].pos, w, i + 1); p++)
-      acc += ((double *)a->vals)[p] * val_get(x, idx_get(a->levels[1].crd, w, p));
+    for (int64_t p = fx_idx_get(a->levels[1].pos, w, i); p < fx_idx_get(a->levels[1].pos, w, i + 1); p++)
+      acc += ((double *)a->vals)[p] * fx_val_get(x, fx_idx_get(a->levels[1].crd, w, p));
     ref[i] = acc;
   }
   tj_storage *ops[] = {y, a, x};
@@ -513,15 +415,15 @@ START_TEST(test_parallel_spmv) {
     ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
     if (nt == 1) memcpy(serial, y->vals, sizeof serial);
     for (int i = 0; i < M; i++) {  /* same per-row order: bitwise equal */
-      ck_assert_msg(val_get(y, i) == serial[i], "threads=%d y[%d] = %.17g, serial %.17g",
-                    nt, i, val_get(y, i), serial[i]);
-      ck_assert_double_eq_tol(val_get(y, i), ref[i], 1e-12 * (1 + fabs(ref[i])));
+      ck_assert_msg(fx_val_get(y, i) == serial[i], "threads=%d y[%d] = %.17g, serial %.17g",
+                    nt, i, fx_val_get(y, i), serial[i]);
+      ck_assert_double_eq_tol(fx_val_get(y, i), ref[i], 1e-12 * (1 + fabs(ref[i])));
     }
   }
   jit_kernel_release(e, &jk);
-  st_free(a);
-  st_free(x);
-  st_free(y);
+  fx_st_free(a);
+  fx_st_free(x);
+  fx_st_free(y);
   jit_engine_free(e);
 }
 END_TEST
@@ -546,7 +448,7 @@ START_TEST(test_parallel_vector) {
   JitEngine *e = engine();
   enum { M = 33, N = 29 };
   tj_storage *C = st_dense(M, N), *B = st_dense(M, N);
-  for (int q = 0; q < M * N; q++) val_set(B, q, rnd() * 10);
+  for (int q = 0; q < M * N; q++) fx_val_set(B, q, fx_rnd() * 10);
   tj_storage *ops[] = {C, B};
   LirKernel *k = kernel("rows", ops, 2);
   LirStmt *b = NULL;
@@ -568,11 +470,11 @@ START_TEST(test_parallel_vector) {
     memset(C->vals, 0, sizeof(double) * M * N);
     ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
     for (int q = 0; q < M * N; q++)
-      ck_assert_double_eq_tol(val_get(C, q), sqrt(val_get(B, q)) * 2 + (q % N < 5), 1e-12);
+      ck_assert_double_eq_tol(fx_val_get(C, q), sqrt(fx_val_get(B, q)) * 2 + (q % N < 5), 1e-12);
   }
   jit_kernel_release(e, &jk);
-  st_free(C);
-  st_free(B);
+  fx_st_free(C);
+  fx_st_free(B);
   jit_engine_free(e);
 }
 END_TEST
@@ -581,7 +483,7 @@ END_TEST
 
 START_TEST(test_vector_errors) {
   JitEngine *e = engine();
-  tj_storage *y = st_vec(TJ_F64, 16), *x = st_vec(TJ_F64, 16);
+  tj_storage *y = fx_st_vec(TJ_F64, 16), *x = fx_st_vec(TJ_F64, 16);
   tj_storage *ops[] = {y, x};
   for (int c = 0; c < 2; c++) {
     LirKernel *k = kernel("bad", ops, 2);
@@ -599,8 +501,8 @@ START_TEST(test_vector_errors) {
     ck_assert_int_eq(d.status, TJ_ERR_INTERNAL);
     ck_assert_msg(strstr(d.msg, c == 0 ? "not unit-stride" : "outer variable"), "%s", d.msg);
   }
-  st_free(y);
-  st_free(x);
+  fx_st_free(y);
+  fx_st_free(x);
   jit_engine_free(e);
 }
 END_TEST
@@ -616,8 +518,8 @@ static double now_ms(void) {
 START_TEST(test_dot_timing) {
   JitEngine *e = engine();
   enum { N = 1 << 20 };
-  tj_storage *out = st_vec(TJ_F64, 1), *x = st_vec(TJ_F64, N), *y = st_vec(TJ_F64, N);
-  for (int q = 0; q < N; q++) val_set(x, q, rnd()), val_set(y, q, rnd());
+  tj_storage *out = fx_st_vec(TJ_F64, 1), *x = fx_st_vec(TJ_F64, N), *y = fx_st_vec(TJ_F64, N);
+  for (int q = 0; q < N; q++) fx_val_set(x, q, fx_rnd()), fx_val_set(y, q, fx_rnd());
   tj_storage *ops[] = {out, x, y};
   int w = strstr(jit_engine_features(e), "+avx512f") ? 8 : 4;
   double t[2], r[2];
@@ -632,22 +534,21 @@ START_TEST(test_dot_timing) {
       if (dt < best) best = dt;
     }
     t[v] = best;
-    r[v] = val_get(out, 0);
+    r[v] = fx_val_get(out, 0);
     jit_kernel_release(e, &jk);
   }
   printf("dot 1M f64, no_llvm_vectorize: scalar %.3f ms, vector W=%d %.3f ms (%.2fx)\n",
          t[0], w, t[1], t[0] / t[1]);
   ck_assert_double_eq_tol(r[0], r[1], 1e-9 * fabs(r[0]));
-  st_free(out);
-  st_free(x);
-  st_free(y);
+  fx_st_free(out);
+  fx_st_free(x);
+  fx_st_free(y);
   jit_engine_free(e);
 }
 END_TEST
 
-static Suite *jit_vector_suite(void) {
-  Suite *s = suite_create("jit_vector");
-  struct { const char *name; const TTest *t; int n; } cases[] = {
+int main(void) {
+  const LbCase cases[] = {
       {"axpy", test_axpy, sizeof axpy_cases / sizeof *axpy_cases},
       {"reduce", test_reduce, sizeof red_cases / sizeof *red_cases},
       {"gather", test_gather, 1},
@@ -656,20 +557,5 @@ static Suite *jit_vector_suite(void) {
       {"parallel_vector", test_parallel_vector, 1},
       {"vector_errors", test_vector_errors, 1},
       {"dot_timing", test_dot_timing, 1}};
-  for (unsigned i = 0; i < sizeof cases / sizeof *cases; i++) {
-    TCase *tc = tcase_create(cases[i].name);
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_set_timeout(tc, 120);
-    tcase_add_loop_test(tc, cases[i].t, 0, cases[i].n);
-    suite_add_tcase(s, tc);
-  }
-  return s;
-}
-
-int main(void) {
-  SRunner *sr = srunner_create(jit_vector_suite());
-  srunner_run_all(sr, CK_NORMAL);
-  int failed = srunner_ntests_failed(sr);
-  srunner_free(sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return lb_run_suite("jit_vector", cases, sizeof cases / sizeof cases[0]);
 }
