@@ -28,6 +28,7 @@ typedef struct Emitter {
   const LirKernel *k;
   const EmitTarget *t;
   bool contract;             /* set the contract flag on fadd/fsub/fmul */
+  bool no_llvm_vectorize;    /* scalar loops carry vectorize.enable=false */
   bool in_cleanup;           /* failing calls are not allowed in cleanup */
   bool in_parallel;          /* nested parallel loops run serially */
   int npar;                  /* outlined bodies so far (names .par<N>) */

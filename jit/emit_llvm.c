@@ -510,7 +510,8 @@ bool em_scalar_for(Emitter *e, const LirStmt *s, LLVMValueRef lo,
   if (!step) return false;
   LLVMValueRef next = LLVMBuildNSWAdd(e->b, LLVMBuildLoad2(e->b, t, a, ""), step, "");
   LLVMBuildStore(e->b, next, a);
-  em_loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at, s->u.loop.at.remainder);
+  em_loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at,
+                s->u.loop.at.remainder || e->no_llvm_vectorize);
   LLVMPositionBuilderAtEnd(e->b, exit);
   return true;
 }
@@ -538,7 +539,8 @@ static bool emit_while(Emitter *e, const LirStmt *s) {
   LLVMBuildCondBr(e->b, c, body, exit);
   LLVMPositionBuilderAtEnd(e->b, body);
   if (!emit_stmts(e, s->u.whl.body)) return false;
-  LLVMBuildBr(e->b, cond);
+  LLVMValueRef back = LLVMBuildBr(e->b, cond);
+  if (e->no_llvm_vectorize) em_loop_hints(e, back, (LoopAttrs){0}, true);
   LLVMPositionBuilderAtEnd(e->b, exit);
   return true;
 }
@@ -771,7 +773,8 @@ bool emit_kernel(LLVMContextRef cx, const LirKernel *k, const EmitTarget *t,
   if (!k || !t || !t->symbol) return TJ_BUG(d, "emit_kernel without a kernel");
   if (k->noperands < 0 || k->noperands > 32 || k->nvars < 0)
     return TJ_BUG(d, "kernel operand or variable count out of range");
-  Emitter e = {.cx = cx, .k = k, .t = t, .d = d, .contract = t->fp_contract};
+  Emitter e = {.cx = cx, .k = k, .t = t, .d = d, .contract = t->fp_contract,
+               .no_llvm_vectorize = t->no_llvm_vectorize};
   e.slots = calloc((size_t)k->nvars + 1, sizeof *e.slots);
   if (!e.slots) return diag_error(d, TJ_ERR_NOMEM, "out of memory emitting %s", t->symbol);
   e.m = LLVMModuleCreateWithNameInContext(t->symbol, cx);

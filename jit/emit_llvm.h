@@ -23,6 +23,7 @@ typedef struct EmitTarget {
   bool fp_contract;         /* allow fusing a*b+c into FMA (like clang's
                                -ffp-contract=on); results may differ in the
                                last bit from unfused C */
+  bool no_llvm_vectorize;   /* mark every scalar loop vectorize.enable=false */
 } EmitTarget;
 
 /* Builds kernel k into a new module in cx; on success *out is owned by the

@@ -225,6 +225,9 @@ static bool optimize(Build *b, const JitOptions *o, Diag *d) {
    * and SDDMM kernels ran within noise of the unrolled code, and SpMV /
    * MTTKRP compiled in 11 / 22 ms instead of 22 / 45 ms. */
   LLVMPassBuilderOptionsSetLoopUnrolling(pbo, 0);
+  /* LLVM 19 still vectorized plain loops with only these tuning flags
+   * off (seen on SpMM's inner loop), so the emitter also marks every
+   * scalar loop vectorize.enable=false when they are asked off. */
   if (o->no_llvm_vectorize) {
     LLVMPassBuilderOptionsSetLoopVectorization(pbo, 0);
     LLVMPassBuilderOptionsSetSLPVectorization(pbo, 0);
@@ -242,7 +245,7 @@ static bool build_module(JitEngine *e, const LirKernel *k, const JitOptions *o,
   b->tm = make_tm(e);
   if (!b->tm) return diag_error(d, TJ_ERR_JIT, "no target machine for cpu %s", e->cpu);
   EmitTarget t = {b->symbol, e->triple, e->layout, e->cpu, e->features,
-                  o->fp_contract};
+                  o->fp_contract, o->no_llvm_vectorize};
   if (!emit_kernel(b->cx, k, &t, &b->m, d) || !verify(b, d)) return false;
   if (o->want_ir) out->ir_before = take_message(LLVMPrintModuleToString(b->m));
   double t1 = now_ms();
