@@ -96,8 +96,15 @@ static JitKernel compile(JitEngine *e, const LirKernel *k, const JitOptions *o) 
   return jk;
 }
 
+/* A packed FMA (vfmadd...pd / ...ps on xmm, ymm or zmm), not a scalar
+ * ...sd / ...ss one. */
 static bool has_vector_fma(const char *s) {
-  return s && strstr(s, "vfmadd") && (strstr(s, "ymm") || strstr(s, "zmm"));
+  for (const char *p = s ? strstr(s, "vfmadd") : NULL; p; p = strstr(p + 1, "vfmadd")) {
+    const char *q = p + 6;
+    while (*q >= '0' && *q <= '9') q++;
+    if ((q[0] == 'p') && (q[1] == 'd' || q[1] == 's')) return true;
+  }
+  return false;
 }
 
 /* ---- axpy: y[j] += a * x[j] ---- */
