@@ -63,6 +63,8 @@ void tj_context_free(tj_context *cx) {
   if (!cx) return;
   for (struct tj_kernel *k = cx->kernels, *n; k; k = n) {
     n = k->next;
+    drv_kernel_release_chunks(k);
+    pthread_mutex_destroy(&k->chunk_lock);
     arena_free(&k->arena);
     free(k);
   }
@@ -294,6 +296,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   struct tj_kernel *k = calloc(1, sizeof *k);
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);
+  pthread_mutex_init(&k->chunk_lock, NULL);
   k->as = front_end(&k->arena, expr, operands, n, &d);
   char *key = k->as ? canonical_key(k->as, schedule, &o) : NULL;
   if (k->as && !key) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
@@ -349,6 +352,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   return TJ_OK;
 
 fail:
+  pthread_mutex_destroy(&k->chunk_lock);
   arena_free(&k->arena);
   free(k);
   return drv_fail(&d);

@@ -60,7 +60,17 @@ struct tj_kernel {
   tj_tensor *bound[NT_MAX_TENSORS];   /* by TensorId */
   tj_compile_times times;
   tj_options opts;
+  /* Chunk outputs of parallel assembly, kept between runs so their arrays
+   * are reused instead of grown from scratch (fresh pages faulted in by
+   * two threads at once cost more than the kernels); taken with trylock,
+   * so concurrent runs of one kernel allocate their own. */
+  pthread_mutex_t chunk_lock;
+  tj_storage *chunks;
+  int nchunks;
 };
+
+/* Frees a kernel's cached chunk outputs (driver_run.c). */
+void drv_kernel_release_chunks(struct tj_kernel *k);
 
 /* Compiles variant v (already lowered) through the on-disk cache in dir:
  * loads a valid cached object (*from_disk) or compiles and stores one. */

@@ -100,7 +100,58 @@ static const void *row_weights(tj_storage **st, int n, int64_t rows, int32_t *w)
   return NULL;
 }
 
-static tj_status run_rows(CacheEntry *e, LowerPhase ph, tj_storage **st, int threads, Diag *d) {
+void drv_kernel_release_chunks(struct tj_kernel *k) {
+  for (int c = 0; c < k->nchunks; c++) rt_storage_release(&k->chunks[c]);
+  free(k->chunks);
+  k->chunks = NULL;
+  k->nchunks = 0;
+}
+
+/* nchunks chunk outputs shaped like out: the kernel's cached ones when
+ * free (*cached set, chunk_lock held), else fresh ones. */
+static tj_storage *take_chunks(tj_kernel *k, const tj_storage *out, int nchunks, bool *cached) {
+  *cached = pthread_mutex_trylock(&k->chunk_lock) == 0;
+  if (*cached) {
+    bool same = k->nchunks == nchunks && k->chunks && k->chunks[0].order == out->order &&
+                k->chunks[0].dtype == out->dtype && k->chunks[0].pos_width == out->pos_width &&
+                k->chunks[0].crd_width == out->crd_width;
+    if (!same) {
+      drv_kernel_release_chunks(k);
+      k->chunks = calloc((size_t)nchunks, sizeof *k->chunks);
+      if (!k->chunks) {
+        pthread_mutex_unlock(&k->chunk_lock);
+        *cached = false;
+        return NULL;
+      }
+      k->nchunks = nchunks;
+      for (int c = 0; c < nchunks; c++) rt_storage_empty_like(out, &k->chunks[c]);
+    }
+    for (int c = 0; c < nchunks; c++) {       /* reuse the arrays, restart the lengths */
+      memcpy(k->chunks[c].dims, out->dims, sizeof out->dims);
+      for (int l = 0; l < out->order; l++) {
+        k->chunks[c].levels[l].size = out->levels[l].size;
+        k->chunks[c].levels[l].pos_len = k->chunks[c].levels[l].crd_len = 0;
+      }
+      k->chunks[c].vals_len = 0;
+    }
+    return k->chunks;
+  }
+  tj_storage *chunk = calloc((size_t)nchunks, sizeof *chunk);
+  for (int c = 0; chunk && c < nchunks; c++) rt_storage_empty_like(out, &chunk[c]);
+  return chunk;
+}
+
+static void give_back_chunks(tj_kernel *k, tj_storage *chunk, int nchunks, bool cached) {
+  if (cached) {
+    pthread_mutex_unlock(&k->chunk_lock);
+    return;
+  }
+  for (int c = 0; chunk && c < nchunks; c++) rt_storage_release(&chunk[c]);
+  free(chunk);
+}
+
+static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int threads, Diag *d) {
+  CacheEntry *e = k->entry;
   if (!drv_ensure_compiled(e, DRV_ROWS(ph), d)) return drv_fail(d);
   int n = e->as->ntensors;
   tj_storage *out = st[0];
@@ -109,7 +160,8 @@ static tj_status run_rows(CacheEntry *e, LowerPhase ph, tj_storage **st, int thr
   if (nchunks > rows) nchunks = (int)rows;
   int64_t *bounds = calloc((size_t)nchunks + 1, sizeof *bounds);
   tj_storage *range = calloc((size_t)nchunks, sizeof *range);
-  tj_storage *chunk = ph == PHASE_COMPUTE ? NULL : calloc((size_t)nchunks, sizeof *chunk);
+  bool cached = false;
+  tj_storage *chunk = ph == PHASE_COMPUTE ? NULL : take_chunks(k, out, nchunks, &cached);
   int32_t *rc = calloc((size_t)nchunks, sizeof *rc);
   tj_status status = TJ_OK;
   if (!bounds || !range || !rc || (ph != PHASE_COMPUTE && !chunk)) {
@@ -123,7 +175,6 @@ static tj_status run_rows(CacheEntry *e, LowerPhase ph, tj_storage **st, int thr
     range[c].order = 2;
     range[c].dims[0] = bounds[c];
     range[c].dims[1] = bounds[c + 1];
-    if (chunk) rt_storage_empty_like(out, &chunk[c]);
   }
   int last = out->order - 1;
   if (ph == PHASE_COMPUTE && tj_rt_reserve(out, TJ_ARR_VALS, 0, out->levels[last].crd_len)) {
@@ -143,8 +194,7 @@ static tj_status run_rows(CacheEntry *e, LowerPhase ph, tj_storage **st, int thr
   }
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;
 done:
-  for (int c = 0; chunk && c < nchunks; c++) rt_storage_release(&chunk[c]);
-  free(chunk);
+  give_back_chunks(k, chunk, nchunks, cached);
   free(range);
   free(bounds);
   free(rc);
@@ -191,7 +241,7 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
   bool rows = !interpret && e->plan.rangeable && threads > 1 &&
               st[0]->levels[0].size >= 4 * threads;
   if (status == TJ_OK && rows) {
-    status = run_rows(e, ph, st, threads, &d);
+    status = run_rows(k, ph, st, threads, &d);
   } else if (status == TJ_OK) {
     int32_t rc = interpret ? lir_interp(e->lir[ph], st, &d) : e->jk[ph].fn(st);
     if (!diag_ok(&d)) status = drv_fail(&d);
