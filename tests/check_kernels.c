@@ -341,6 +341,52 @@ END_TEST
 
 /* ---- kernel cache ---- */
 
+/* ---- threads x vectorization x remainder sizes ----
+ * Issue 8's matrix: each kernel at 1, 2 and 3 (oversubscribed) threads,
+ * with tensorjit's vectorization on and off, at extents around the vector
+ * width (8 doubles on AVX-512, 4 on AVX2) of the index it vectorizes. */
+typedef struct Matrixed {
+  const char *expr, *formats, *vec_index;
+} Matrixed;
+
+static const Matrixed MATRIXED[] = {
+    {"y(i) = A(i,j) * x(j)", "A:ds", "j"},
+    {"C(i,j) = A(i,k) * B(k,j)", "A:ds", "j"},
+    {"A(i,j) = B(i,j) * C(i,k) * D(j,k)", "A:ds B:ds", "k"},
+    {"A(i,j) = B(i,j) + C(i,j)", "A:ds B:ds C:ds", "j"},
+    {"A(i,j) = B(i,k) * C(k,j)", "A:ds B:ds C:ds", "j"},
+    {"A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", "B:sss", "j"},
+    {"A(i,j,k) = B(i,j,l) * C(k,l)", "B:sss", "l"},
+    {"A(i,j) = B(i,k) * C(k,j)", "", "j"},
+    {"a = B(i,j) * C(i,j)", "", "j"},
+    {"A(i,j) = B(i,j) * C(i,j) + B(i,j)", "", "j"},
+};
+#define NMATRIXED ((int)(sizeof MATRIXED / sizeof MATRIXED[0]))
+static const int THREADS[] = {1, 2, 3};
+static const int SIZES[] = {1, 3, 4, 5, 7, 8, 9, 13};
+
+START_TEST(test_threads_and_vectors) {
+  const Matrixed *m = &MATRIXED[_i];
+  tj_context *cx = NULL;
+  ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
+  for (int t = 0; t < 3; t++)
+    for (int nv = 0; nv < 2; nv++)
+      for (int z = 0; z < 8; z++) {
+        tj_options o = tj_options_default();
+        o.nthreads = THREADS[t];
+        o.no_vectorize = nv;
+        char extents[64];
+        /* i = 37 rows: enough for the row-chunked parallel paths at 3 threads */
+        snprintf(extents, sizeof extents, "%s=%d i=37", m->vec_index, SIZES[z]);
+        KcCase c = {.expr = m->expr, .formats = m->formats, .extents = extents,
+                    .density = 0.4, .seed = 7000u + (unsigned)(_i * 100 + z),
+                    .flags = KC_NO_INTERP | (z % 2 ? KC_SPLIT : 0u), .opts = &o};
+        run_case(cx, &c);
+      }
+  tj_context_free(cx);
+}
+END_TEST
+
 START_TEST(test_cache) {
   tj_context *cx = NULL;
   ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
@@ -556,6 +602,10 @@ static Suite *kernels_suite(void) {
   tc = tcase_create("cache");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_cache);
+  suite_add_tcase(s, tc);
+  tc = tcase_create("threads_vectors");
+  tcase_set_timeout(tc, 300);
+  tcase_add_loop_test(tc, test_threads_and_vectors, 0, NMATRIXED);
   suite_add_tcase(s, tc);
   tc = tcase_create("property");
   tcase_set_timeout(tc, 300);
