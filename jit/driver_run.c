@@ -150,12 +150,45 @@ static void give_back_chunks(tj_kernel *k, tj_storage *chunk, int nchunks, bool 
   free(chunk);
 }
 
+/* The extent of index v: the dim of the first access in e that uses it. */
+static int64_t extent_in(const Expr *e, const IndexVar *v, tj_storage **st) {
+  switch (e->kind) {
+  case EX_LITERAL: return -1;
+  case EX_ACCESS:
+    for (int m = 0; m < e->u.access.n; m++)
+      if (e->u.access.idx[m] == v) return st[e->u.access.t->id]->dims[m];
+    return -1;
+  case EX_CALL: {
+    int64_t x = extent_in(e->u.call.a, v, st);
+    return x >= 0 || !e->u.call.b ? x : extent_in(e->u.call.b, v, st);
+  }
+  case EX_NEG: return extent_in(e->u.bin.a, v, st);
+  default: {
+    int64_t x = extent_in(e->u.bin.a, v, st);
+    return x >= 0 ? x : extent_in(e->u.bin.b, v, st);
+  }
+  }
+}
+
+/* A parallel reduction keeps one partial output per chunk: worth it when
+ * the outer loop is long and the partials are small. */
+static bool small_partials(const CacheEntry *e, tj_storage **st, int threads) {
+  int64_t size = 1;
+  for (int m = 0; m < st[0]->order; m++) size *= st[0]->dims[m];
+  int64_t outer = extent_in(e->as->rhs, e->plan.order[0], st);
+  return size <= (1 << 16) && outer >= 4 * threads;
+}
+
 static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int threads, Diag *d) {
   CacheEntry *e = k->entry;
+  if (!e->plan.rangeable) ph = PHASE_EVALUATE; /* dense partials: one kernel */
   if (!drv_ensure_compiled(e, DRV_ROWS(ph), d)) return drv_fail(d);
   int n = e->as->ntensors;
   tj_storage *out = st[0];
-  int64_t rows = out->levels[0].size;
+  /* Sparse outputs split their own rows; reductions split the outermost
+   * (reduction) loop's extent, an operand's dim. */
+  int64_t rows = e->plan.rangeable ? out->levels[0].size
+                                    : extent_in(e->as->rhs, e->plan.order[0], st);
   int nchunks = threads * 4;
   if (nchunks > rows) nchunks = (int)rows;
   int64_t *bounds = calloc((size_t)nchunks + 1, sizeof *bounds);
@@ -189,7 +222,10 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
     tj_storage **ptrs = malloc((size_t)nchunks * sizeof *ptrs);
     if (!ptrs) status = rt_set_error(TJ_ERR_NOMEM, "out of memory");
     for (int c = 0; ptrs && c < nchunks; c++) ptrs[c] = &chunk[c];
-    if (ptrs) status = rt_storage_concat(out, ptrs, nchunks);
+    if (ptrs)
+      status = e->plan.rangeable
+                   ? rt_storage_concat(out, ptrs, nchunks)
+                   : rt_storage_sum_partials(out, ptrs, nchunks, e->as->accumulate);
     free(ptrs);
   }
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;
@@ -238,8 +274,9 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
   }
   tj_rt_set_threads(k->opts.nthreads);
   int threads = tj_rt_threads();
-  bool rows = !interpret && e->plan.rangeable && threads > 1 &&
-              st[0]->levels[0].size >= 4 * threads;
+  bool rows = !interpret && threads > 1 &&
+              ((e->plan.rangeable && st[0]->levels[0].size >= 4 * threads) ||
+               (e->plan.reduce_rows && phase != TJ_ASSEMBLE && small_partials(e, st, threads)));
   if (status == TJ_OK && rows) {
     status = run_rows(k, ph, st, threads, &d);
   } else if (status == TJ_OK) {

@@ -288,13 +288,17 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   AccessList acc = {0};
   acc.e[acc.n++] = as->lhs;
   collect_accesses(as->rhs, &acc);
-  p->rangeable = p->out_sparse && p->nloops > 0 && p->fmt[0].levels[0] == 'd' &&
-                 level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
-  for (int k = 1; k < acc.n && p->rangeable; k++) {
+  /* Row ranges need a dense loop at depth 0: every operand walked there
+   * is dense at that level. */
+  bool dense_outer = p->nloops > 0;
+  for (int k = 1; k < acc.n && dense_outer; k++) {
     const tj_format *f = &p->fmt[acc.e[k]->u.access.t->id];
     if (format_has_sparse(f) && f->order > 0 && level_var(acc.e[k], f, 0) == p->order[0] &&
         f->levels[0] != 'd')
-      p->rangeable = false;
+      dense_outer = false;
   }
+  p->rangeable = dense_outer && p->out_sparse && p->fmt[0].levels[0] == 'd' &&
+                 level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
+  p->reduce_rows = dense_outer && !p->out_sparse && nt_is_reduction_var(as, p->order[0]);
   return true;
 }

@@ -47,7 +47,7 @@ LirStmt *lw_store_index(Lowerer *lw, LirVar *arr, LirExpr *idx, LirExpr *v) {
 /* Size of level l of access x: the dim that level stores. */
 LirExpr *lw_level_size(Lowerer *lw, int x, int l) {
   const Access *ac = &lw->acc[x];
-  if (lw->ranged && x == 0 && l == 0)
+  if (lw->ranged && lw->plan->rangeable && x == 0 && l == 0)
     return lir_bin(lw->a, LOP_SUB, lw_ref(lw, lw->range_hi), lw_ref(lw, lw->range_lo));
   return lw_ref(lw, lw->dim[ac->t][ac->f->mode_order[l]]);
 }
@@ -225,7 +225,7 @@ static LirStmt *prepare_dense_output(Lowerer *lw) {
   LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
   lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
   lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
-  if (!lw->as->accumulate && lw->phase != PHASE_ASSEMBLE) {
+  if ((!lw->as->accumulate || lw->ranged) && lw->phase != PHASE_ASSEMBLE) {
     LirStmt *z = lir_call(a, LH_ZERO);
     z->u.call.ptr = lw->vals_ptr[0];
     z->u.call.a = lw_i64(lw, 0);
@@ -426,7 +426,8 @@ static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *pla
   if (!lw->k) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   setup_accesses(lw);
   lw->ranged = ranged;
-  if (ranged && !plan->rangeable) return TJ_BUG(d, "row-range kernel of a plan that has none"), NULL;
+  if (ranged && !plan->rangeable && !plan->reduce_rows)
+    return TJ_BUG(d, "row-range kernel of a plan that has none"), NULL;
   LirStmt *body = conversion_notes(lw);
   lir_append(&body, declare_operands(lw));
   if (ranged) lir_append(&body, declare_range(lw));

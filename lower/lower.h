@@ -31,6 +31,9 @@ typedef struct LowerPlan {
                                           dense and walked by a dense loop:
                                           row-range kernels can build it in
                                           parallel chunks (lower_kernel_rows) */
+  bool reduce_rows;                    /* dense output, outermost loop a dense
+                                          reduction loop: row-range kernels
+                                          into per-chunk partial outputs */
   /* Code generation choices, set by the driver after planning. */
   bool parallel;                       /* mark the outermost safe loop parallel */
   int vector_bits;                     /* explicit vectorization width in bits, 0 off */
@@ -50,12 +53,14 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
 LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
                         LowerPhase phase, const char *name, Diag *d);
 
-/* The row-range variant of a rangeable plan's kernel: an extra last
- * operand (the "range" descriptor, dims[0] = lo, dims[1] = hi) limits the
- * outermost loop to rows [lo, hi). Assemble / evaluate build a chunk-local
- * output (its first level has hi - lo rows), which the driver concatenates;
- * compute writes values straight into the assembled global output, whose
- * vals the caller has already reserved. */
+/* The row-range variant of a rangeable (or reduce_rows) plan's kernel: an
+ * extra last operand (the "range" descriptor, dims[0] = lo, dims[1] = hi)
+ * limits the outermost loop to rows [lo, hi). For sparse outputs, assemble
+ * / evaluate build a chunk-local output (its first level has hi - lo rows),
+ * which the driver concatenates; compute writes values straight into the
+ * assembled global output, whose vals the caller has already reserved. For
+ * reduce_rows plans the kernel writes a zeroed partial output (never
+ * accumulating), which the driver sums in chunk order. */
 LirKernel *lower_kernel_rows(Arena *a, const Assignment *as, const LowerPlan *plan,
                              LowerPhase phase, const char *name, Diag *d);
 

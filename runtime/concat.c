@@ -1,5 +1,7 @@
-/* Concatenation of row chunks into one sparse output: the second phase of
- * parallel assembly. Each chunk was built by a row-range kernel over rows
+/* Combining the outputs of row-range kernels. Sparse outputs: the
+ * concatenation of row chunks, the second phase of parallel assembly.
+ * Dense outputs of a parallel reduction: the sum of per-chunk partials, in
+ * chunk order, so a given thread count always gives the same result. Each chunk was built by a row-range kernel over rows
  * [lo, hi) with chunk-local positions; its first level is dense (one entry
  * per row) and the levels below are compressed. Level by level, positions
  * are shifted by the coordinates of the chunks before it, and coordinate
@@ -83,5 +85,31 @@ tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n) {
     base += m;
   }
   out->vals_len = nv;
+  return TJ_OK;
+}
+
+tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int n,
+                                  bool accumulate) {
+  int64_t size = 1;
+  for (int m = 0; m < out->order; m++) size *= out->dims[m];
+  if (tj_rt_reserve(out, TJ_ARR_VALS, 0, size ? size : 1))
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
+  if (out->dtype == TJ_I64 || out->dtype == TJ_I32) {  /* exact integer sums */
+    bool wide = out->dtype == TJ_I64;
+    for (int64_t q = 0; q < size; q++) {
+      int64_t v = accumulate ? (wide ? ((int64_t *)out->vals)[q] : ((int32_t *)out->vals)[q]) : 0;
+      for (int c = 0; c < n; c++)
+        v += wide ? ((int64_t *)parts[c]->vals)[q] : ((int32_t *)parts[c]->vals)[q];
+      if (wide) ((int64_t *)out->vals)[q] = v;
+      else ((int32_t *)out->vals)[q] = (int32_t)v;
+    }
+  } else {
+    for (int64_t q = 0; q < size; q++) {
+      double v = accumulate ? rt_storage_val(out, q) : 0;
+      for (int c = 0; c < n; c++) v += rt_storage_val(parts[c], q);
+      rt_storage_set_val(out, q, v);
+    }
+  }
+  out->vals_len = size;
   return TJ_OK;
 }

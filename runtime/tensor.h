@@ -104,6 +104,11 @@ void rt_storage_release(tj_storage *s);
  * by row-range kernels in row order) into out, replacing its contents. */
 tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n);
 
+/* Sums n dense partial outputs (all dense levels, same shape as out) into
+ * out in chunk order, after zeroing out unless accumulate. */
+tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int n,
+                                  bool accumulate);
+
 /* ---- file I/O (mtx.c, tns.c) ---- */
 
 typedef struct RtReader RtReader;
