@@ -185,6 +185,15 @@ int cin_loop_order(const Cin *c, IndexVar **order, int max) {
   return n < max ? n : max;
 }
 
+/* name(a, b) for the two-statement nodes. */
+static void print_pair(FILE *out, const char *name, const Cin *a, const Cin *b) {
+  fprintf(out, "%s(", name);
+  cin_print(out, a);
+  fputs(", ", out);
+  cin_print(out, b);
+  fputc(')', out);
+}
+
 void cin_print(FILE *out, const Cin *c) {
   switch (c->kind) {
   case CIN_FORALL:
@@ -196,20 +205,8 @@ void cin_print(FILE *out, const Cin *c) {
     cin_print(out, c->u.forall.body);
     fputc(')', out);
     break;
-  case CIN_WHERE:
-    fputs("where(", out);
-    cin_print(out, c->u.where.consumer);
-    fputs(", ", out);
-    cin_print(out, c->u.where.producer);
-    fputc(')', out);
-    break;
-  case CIN_SEQUENCE:
-    fputs("sequence(", out);
-    cin_print(out, c->u.seq.first);
-    fputs(", ", out);
-    cin_print(out, c->u.seq.second);
-    fputc(')', out);
-    break;
+  case CIN_WHERE: print_pair(out, "where", c->u.where.consumer, c->u.where.producer); break;
+  case CIN_SEQUENCE: print_pair(out, "sequence", c->u.seq.first, c->u.seq.second); break;
   case CIN_ASSIGN:
     nt_print_expr(out, c->u.assign.lhs);
     fputs(c->u.assign.accumulate ? " += " : " = ", out);
