@@ -108,6 +108,41 @@ double cgen_build(tj_kernel *k, void **so, char *err, size_t n);
 /* The result view of a tensorjit output tensor. */
 void out_from_tensor(const Case *c, const tj_tensor *t, Out *o);
 
+/* ---- timing, checking, JSON (tjbench.c) ---- */
+typedef struct Row {
+  const char *impl;
+  int ok, timed, reps;
+  double med, min, compile_ms, err;
+  char note[256];
+} Row;
+
+typedef struct TjRun { tj_kernel *k; tj_status st; } TjRun;
+
+extern FILE *g_json;
+extern int g_fails;             /* disagreements: a nonzero exit status */
+extern int g_tj_errors;         /* tensorjit compile or run errors */
+extern double g_bw[3];          /* measured triad GB/s at 1 and 2 threads */
+
+/* Times fn(arg) after the caller's warm-up (whose time was warm_s). */
+void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r);
+/* Max |ref - got| / max |ref|; < 0 when the shapes disagree (why says). */
+double compare(const Out *ref, const Out *got, char *why, size_t n);
+/* Bytes of t's arrays in use (lengths, not capacities). */
+double used_bytes(const tj_tensor *t);
+/* Compiles c in cx with opts (opts->nthreads > 1 adds parallelize of the
+ * outer index), falling back to the base schedule, then to none; the
+ * kernel is owned by cx. NULL on failure, with the reason in r->note. */
+tj_kernel *tj_build(tj_context *cx, Case *c, const tj_options *opts, Row *r);
+/* Runs a TjRun's kernel (TJ_EVALUATE) and keeps the status. */
+void tj_run(void *p);
+void json_str(FILE *f, const char *s);
+/* <data>/matrices/<file> as CSR named "A"; NULL (a note printed) if missing. */
+tj_tensor *real_matrix(const char *data, const char *file);
+
+/* ---- vectorization and thread scaling (ratios.c) ---- */
+/* Runs the ratio section: prints it and writes the "ratios" list entries. */
+void ratios_run(const char *data);
+
 /* TCCG contraction description (aux of a TCCG case). */
 typedef struct Tccg {
   int nidx;

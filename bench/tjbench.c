@@ -19,9 +19,11 @@
 #include "bench.h"
 
 Settings g_set;
-static FILE *g_json;
-static int g_nrows_json, g_fails, g_tj_errors;
-static double g_bw[3], g_peak_d[3], g_peak_f[3];
+FILE *g_json;
+int g_fails, g_tj_errors;
+double g_bw[3];
+static int g_nrows_json;
+static double g_peak_d[3], g_peak_f[3];
 
 double now_s(void) {
   struct timespec t;
@@ -40,13 +42,6 @@ void *xcalloc(size_t n, size_t m) {
 }
 
 /* ---- results ---------------------------------------------------------- */
-
-typedef struct Row {
-  const char *impl;
-  int ok, timed, reps;
-  double med, min, compile_ms, err;
-  char note[256];
-} Row;
 
 void out_from_tensor(const Case *c, const tj_tensor *t, Out *o) {
   const tj_storage *s = &t->st;
@@ -67,7 +62,7 @@ static double val_at(const Out *o, int64_t i) {
 }
 
 /* Max |ref - got| / max |ref|; < 0 when the shapes disagree (why says). */
-static double compare(const Out *ref, const Out *got, char *why, size_t n) {
+double compare(const Out *ref, const Out *got, char *why, size_t n) {
   if (got->n < 0) { snprintf(why, n, "kernel returned an error"); return -1; }
   if (ref->kind != OUT_CSR) {
     if (ref->n != got->n) {
@@ -112,7 +107,7 @@ static int cmp_dbl(const void *a, const void *b) {
 }
 
 /* Times fn(arg) after the caller's warm-up (whose time was warm_s). */
-static void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r) {
+void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r) {
   int reps = g_set.min_reps;
   if (warm_s * reps > g_set.budget_s) {
     reps = (int)(g_set.budget_s / (warm_s > 0 ? warm_s : 1e-9));
@@ -133,7 +128,7 @@ static void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r) {
 }
 
 /* Bytes of t's arrays in use (lengths, not capacities). */
-static double used_bytes(const tj_tensor *t) {
+double used_bytes(const tj_tensor *t) {
   const tj_storage *s = &t->st;
   double b = (double)s->vals_len * rt_dtype_size((tj_dtype)s->dtype);
   for (int l = 0; l < s->order; l++)
@@ -145,13 +140,12 @@ static double used_bytes(const tj_tensor *t) {
  * table at threads 1 and 2, so they count as peers. */
 static Row g_extra[3];
 
-typedef struct TjRun { tj_kernel *k; tj_status st; } TjRun;
-static void tj_run(void *p) {
+void tj_run(void *p) {
   TjRun *r = p;
   r->st = tj_kernel_run(r->k, TJ_EVALUATE, NULL, 0);
 }
 
-static void json_str(FILE *f, const char *s) {
+void json_str(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
     if (*s == '"' || *s == '\\') fputc('\\', f);
@@ -209,11 +203,9 @@ static void emit_rows(Case *c, int nth, Row *rows, int n) {
   fflush(g_json);
 }
 
-/* Compiles c for nth threads: the base schedule plus parallelize of the
- * outer index, falling back to the base schedule, then to none. */
-static tj_kernel *tj_build(tj_context *cx, Case *c, int nth, Row *r) {
-  tj_options o = tj_options_default();
-  o.nthreads = nth;
+tj_kernel *tj_build(tj_context *cx, Case *c, const tj_options *opts, Row *r) {
+  tj_options o = *opts;
+  int nth = o.nthreads;
   char s[256];
   const char *tries[3];
   int nt = 0;
@@ -264,7 +256,9 @@ static void run_case(tj_context *unused, Case *c) {
     Out ref;
     int have_ref = 0;
     rows[0].impl = "tensorjit";
-    TjRun tr = {tj_build(cx, c, nth, &rows[0]), TJ_OK};
+    tj_options o = tj_options_default();
+    o.nthreads = nth;
+    TjRun tr = {tj_build(cx, c, &o, &rows[0]), TJ_OK};
     if (tr.k) {
       double t0 = now_s();
       tj_run(&tr);
@@ -723,7 +717,7 @@ static Lat compile_latency(void) {
 /* ---- main ----------------------------------------------------------------- */
 
 static void usage(void) {
-  fprintf(stderr, "usage: tjbench [--quick] [--only KERNEL] [--out DIR] [--data DIR]\n");
+  fprintf(stderr, "usage: tjbench [--quick] [--only KERNEL|ratios] [--out DIR] [--data DIR]\n");
   exit(2);
 }
 
@@ -753,7 +747,7 @@ static void table_header(void) {
          "impl", "median_ms", "min_ms", "GFLOP/s", "GB/s", "%roof", "vs-best", "compile", "note");
 }
 
-static tj_tensor *real_matrix(const char *data, const char *file) {
+tj_tensor *real_matrix(const char *data, const char *file) {
   char path[1024];
   snprintf(path, sizeof path, "%s/matrices/%s", data, file);
   if (access(path, R_OK) != 0) { printf("(input %s missing: skipped)\n", path); return NULL; }
@@ -866,6 +860,9 @@ int main(int argc, char **argv) {
   snprintf(path, sizeof path, "%s/tccg/contractions-f64.tsv", data);
   const char *tc[3] = {"abc-bda-dc", "abcd-ea-ebcd", "abc-adec-ebd"};
   for (int i = 0; i < 3; i++) run_tccg(cx, path, tc[i], q ? 0.05 : 0.5);
+
+  fprintf(g_json, "\n  ],\n  \"ratios\": [");
+  if (!g_set.only || strstr("ratios", g_set.only)) ratios_run(data);
 
   printf("\ncompile latency (ms, 1 thread): first compile in process %.1f; warm SpMV CSR %.1f, "
          "warm MTTKRP CSF %.1f (median of 5, fresh contexts); cache hit %.3f (hit=%d); "
