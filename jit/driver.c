@@ -11,13 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 tj_status drv_fail(const Diag *d) {
   return rt_set_error(d->status == TJ_OK ? TJ_ERR_INTERNAL : d->status, "%s", d->msg);
@@ -134,8 +128,7 @@ static void decl_of(tj_tensor *t, TensorDecl *dcl) {
   dcl->format = *tj_tensor_format(t);
 }
 
-/* Parses and checks expr against the operands (decls built from them). */
-static Assignment *front_end(Arena *a, const char *expr, tj_tensor *const *ops,
+Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
                              int n, Diag *d) {
   Assignment *as = nt_parse(a, expr, d);
   if (!as) return NULL;
@@ -197,7 +190,7 @@ static uint64_t hash_str(const char *s) {
 /* Plans the kernel shape of a new cache entry (in its own arena). */
 static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
                        int n, const char *schedule, Diag *d) {
-  Assignment *as = front_end(&e->arena, expr, ops, n, d);
+  Assignment *as = drv_front_end(&e->arena, expr, ops, n, d);
   if (!as) return false;
   Schedule sched = {0};
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
@@ -287,7 +280,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
                      tj_kernel **out) {
   if (!cx || !expr || !out || (n > 0 && !operands))
     return rt_set_error(TJ_ERR_INVALID, "tj_compile: NULL argument");
-  double t0 = now_ms();
+  double t0 = jit_now_ms();
   tj_options o = opts ? *opts : tj_options_default();
   if (o.opt_level < 0 || o.opt_level > 3)
     return rt_set_error(TJ_ERR_INVALID, "optimization level %d is not in 0..3", o.opt_level);
@@ -297,7 +290,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);
   pthread_mutex_init(&k->chunk_lock, NULL);
-  k->as = front_end(&k->arena, expr, operands, n, &d);
+  k->as = drv_front_end(&k->arena, expr, operands, n, &d);
   char *key = k->as ? canonical_key(k->as, schedule, &o) : NULL;
   if (k->as && !key) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
   if (key && !drv_bind(k->as, operands, n, k->bound, &d)) {
@@ -305,7 +298,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     key = NULL;
   }
   if (!key) goto fail;
-  k->times.parse_ms = now_ms() - t0;
+  k->times.parse_ms = jit_now_ms() - t0;
   uint64_t h = hash_str(key);
   pthread_mutex_lock(&cx->lock);
   CacheEntry *e = cache_find(cx, key, h);
@@ -327,12 +320,12 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   k->cx = cx;
   k->opts = o;
   k->nbound = k->as->ntensors;
-  double t1 = now_ms();
+  double t1 = jit_now_ms();
   pthread_mutex_lock(&e->lock);
   bool planned = e->as || plan_entry(e, expr, operands, n, schedule, &d);
   pthread_mutex_unlock(&e->lock);
   if (!planned) goto fail;
-  k->times.lower_ms = now_ms() - t1;
+  k->times.lower_ms = jit_now_ms() - t1;
   /* A failed plan or compile leaves the entry uncompiled (and retried by
    * the next compile with this key); entries live as long as the context. */
   if (!drv_ensure_compiled(e, PHASE_EVALUATE, &d)) goto fail;
@@ -343,7 +336,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     k->times.optimize_ms = jt->opt_ms;
     k->times.codegen_ms = jt->codegen_ms + jt->link_ms;
   }
-  k->times.total_ms = now_ms() - t0;
+  k->times.total_ms = jit_now_ms() - t0;
   pthread_mutex_lock(&cx->lock);
   k->next = cx->kernels;
   cx->kernels = k;

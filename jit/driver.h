@@ -97,6 +97,9 @@ bool drv_ensure_lowered(CacheEntry *e, int v, Diag *d);
  * of the JIT (tests cross-check the two). */
 tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase,
                                tj_tensor *const *operands, int n);
+/* Parses and checks expr against the operands (declarations taken from
+ * them), in arena a; NULL with d set on an error. */
+Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops, int n, Diag *d);
 /* Binds the expression's tensors to operands by name (by TensorId). */
 bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
               tj_tensor **out, Diag *d);

@@ -304,24 +304,11 @@ tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n) {
   arena_init(&a);
   Diag d;
   diag_init(&d);
-  TensorDecl decls[NT_MAX_TENSORS];
-  int nd = 0;
-  for (int k = 0; k < n && nd < NT_MAX_TENSORS; k++) {
-    if (!operands[k]) continue;
-    TensorDecl *dc = &decls[nd++];
-    memset(dc, 0, sizeof *dc);
-    dc->name = tj_tensor_name(operands[k]);
-    dc->order = tj_tensor_order(operands[k]);
-    for (int m = 0; m < dc->order; m++) dc->dims[m] = tj_tensor_dim(operands[k], m);
-    dc->dtype = tj_tensor_dtype(operands[k]);
-    dc->format = *tj_tensor_format(operands[k]);
-  }
   double *dense[NT_MAX_TENSORS] = {0};
   tj_tensor *ops[NT_MAX_TENSORS];
   tj_status st = TJ_OK;
-  Assignment *as = nt_parse(&a, expr, &d);
-  if (!as || !nt_check(&a, as, decls, nd, NULL, 0, &d) ||
-      !drv_bind(as, operands, n, ops, &d)) {
+  Assignment *as = drv_front_end(&a, expr, operands, n, &d);
+  if (!as || !drv_bind(as, operands, n, ops, &d)) {
     st = drv_fail(&d);
     goto done;
   }

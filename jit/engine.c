@@ -52,7 +52,7 @@ static void init_llvm(void) {
             !LLVMInitializeNativeAsmParser();
 }
 
-static double now_ms(void) {
+double jit_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
@@ -240,7 +240,7 @@ static bool optimize(Build *b, const JitOptions *o, Diag *d) {
 /* loop IR -> verified, optimized module in b (IR text into out if asked). */
 static bool build_module(JitEngine *e, const LirKernel *k, const JitOptions *o,
                          Build *b, JitKernel *out, Diag *d) {
-  double t0 = now_ms();
+  double t0 = jit_now_ms();
   b->cx = LLVMContextCreate();
   b->tm = make_tm(e);
   if (!b->tm) return diag_error(d, TJ_ERR_JIT, "no target machine for cpu %s", e->cpu);
@@ -248,11 +248,11 @@ static bool build_module(JitEngine *e, const LirKernel *k, const JitOptions *o,
                   o->fp_contract, o->no_llvm_vectorize};
   if (!emit_kernel(b->cx, k, &t, &b->m, d) || !verify(b, d)) return false;
   if (o->want_ir) out->ir_before = take_message(LLVMPrintModuleToString(b->m));
-  double t1 = now_ms();
+  double t1 = jit_now_ms();
   out->times.ir_ms = t1 - t0;
   if (!optimize(b, o, d)) return false;
   if (o->want_ir) out->ir_after = take_message(LLVMPrintModuleToString(b->m));
-  out->times.opt_ms = now_ms() - t1;
+  out->times.opt_ms = jit_now_ms() - t1;
   return true;
 }
 
@@ -271,7 +271,7 @@ static bool emit_buffer(Build *b, LLVMCodeGenFileType ft,
 }
 
 static bool emit_asm_text(Build *b, JitKernel *out, Diag *d) {
-  double t0 = now_ms();
+  double t0 = jit_now_ms();
   LLVMMemoryBufferRef buf;
   if (!emit_buffer(b, LLVMAssemblyFile, &buf, d)) return false;
   size_t n = LLVMGetBufferSize(buf);
@@ -281,7 +281,7 @@ static bool emit_asm_text(Build *b, JitKernel *out, Diag *d) {
     out->asm_text[n] = 0;
   }
   LLVMDisposeMemoryBuffer(buf);
-  out->times.asm_ms = now_ms() - t0;
+  out->times.asm_ms = jit_now_ms() - t0;
   return out->asm_text ? true : diag_error(d, TJ_ERR_NOMEM, "out of memory");
 }
 
@@ -289,7 +289,7 @@ static bool emit_asm_text(Build *b, JitKernel *out, Diag *d) {
  * symbol; fills out->fn and out->tracker. */
 static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
                         const char *symbol, JitKernel *out, Diag *d) {
-  double t0 = now_ms();
+  double t0 = jit_now_ms();
   LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(e->main);
   LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(e->jit, rt, obj);
   LLVMOrcExecutorAddress addr = 0;
@@ -304,7 +304,7 @@ static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
   out->fn = (tj_kernel_fn)(uintptr_t)addr;
   out->tracker = rt;
   snprintf(out->symbol, sizeof out->symbol, "%s", symbol);
-  out->times.link_ms = now_ms() - t0;
+  out->times.link_ms = jit_now_ms() - t0;
   return true;
 }
 
@@ -319,15 +319,15 @@ bool jit_compile(JitEngine *e, const LirKernel *k, const JitOptions *o,
                  JitKernel *out, Diag *d) {
   memset(out, 0, sizeof *out);
   if (!e || !k || !o) return TJ_BUG(d, "jit_compile without engine, kernel or options");
-  double t0 = now_ms();
+  double t0 = jit_now_ms();
   Build b = {0};
   LLVMMemoryBufferRef obj = NULL;
   bool ok = pick_symbol(e, k, o, b.symbol, d) && build_module(e, k, o, &b, out, d) &&
             (!o->want_asm || emit_asm_text(&b, out, d));
   if (ok) {
-    double t1 = now_ms();
+    double t1 = jit_now_ms();
     ok = emit_buffer(&b, LLVMObjectFile, &obj, d);
-    out->times.codegen_ms = now_ms() - t1;
+    out->times.codegen_ms = jit_now_ms() - t1;
   }
   char symbol[128];
   memcpy(symbol, b.symbol, sizeof symbol);
@@ -338,7 +338,7 @@ bool jit_compile(JitEngine *e, const LirKernel *k, const JitOptions *o,
     memset(out, 0, sizeof *out);
     return false;
   }
-  out->times.total_ms = now_ms() - t0;
+  out->times.total_ms = jit_now_ms() - t0;
   return true;
 }
 
@@ -395,10 +395,10 @@ bool jit_add_object(JitEngine *e, const void *bytes, size_t len,
   if (!e || !bytes || !symbol) return TJ_BUG(d, "jit_add_object without engine, bytes or symbol");
   if (strlen(symbol) >= sizeof out->symbol)
     return diag_error(d, TJ_ERR_INVALID, "kernel symbol name too long");
-  double t0 = now_ms();
+  double t0 = jit_now_ms();
   LLVMMemoryBufferRef obj =
       LLVMCreateMemoryBufferWithMemoryRangeCopy(bytes, len, symbol);
   if (!link_object(e, obj, symbol, out, d)) return false;
-  out->times.total_ms = now_ms() - t0;
+  out->times.total_ms = jit_now_ms() - t0;
   return true;
 }

@@ -49,6 +49,9 @@ typedef struct JitKernel {
   void *tracker;       /* LLVMOrcResourceTrackerRef owning the code */
 } JitKernel;
 
+/* A monotonic clock in milliseconds (compile-time breakdowns). */
+double jit_now_ms(void);
+
 /* Creates an engine for cpu/features (NULL = the host's); NULL with d set
  * on failure. The caller owns the engine (jit_engine_free). */
 JitEngine *jit_engine_new(const char *cpu, const char *features, Diag *d);

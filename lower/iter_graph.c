@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "lower.h"
+#include "lowerer.h"
 
 typedef struct Graph {
   int n;                                 /* index variables */
@@ -63,20 +63,20 @@ typedef struct AccessList {
   const Expr *e[64];
 } AccessList;
 
-static void collect_accesses(const Expr *e, AccessList *out) {
+void lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max) {
   switch (e->kind) {
   case EX_ACCESS:
-    if (out->n < 64) out->e[out->n++] = e;
+    if (*n < max) out[(*n)++] = e;
     return;
   case EX_LITERAL: return;
-  case EX_NEG: collect_accesses(e->u.bin.a, out); return;
+  case EX_NEG: lw_collect_accesses(e->u.bin.a, out, n, max); return;
   case EX_CALL:
-    collect_accesses(e->u.call.a, out);
-    if (e->u.call.b) collect_accesses(e->u.call.b, out);
+    lw_collect_accesses(e->u.call.a, out, n, max);
+    if (e->u.call.b) lw_collect_accesses(e->u.call.b, out, n, max);
     return;
   default:
-    collect_accesses(e->u.bin.a, out);
-    collect_accesses(e->u.bin.b, out);
+    lw_collect_accesses(e->u.bin.a, out, n, max);
+    lw_collect_accesses(e->u.bin.b, out, n, max);
   }
 }
 
@@ -211,7 +211,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
 
   AccessList acc = {0};
   acc.e[acc.n++] = as->lhs;
-  collect_accesses(as->rhs, &acc);
+  lw_collect_accesses(as->rhs, acc.e, &acc.n, 64);
   bool rejected[64] = {0};
   for (int k = 0; k < acc.n; k++) {
     const TensorVar *t = acc.e[k]->u.access.t;
@@ -287,7 +287,7 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   }
   AccessList acc = {0};
   acc.e[acc.n++] = as->lhs;
-  collect_accesses(as->rhs, &acc);
+  lw_collect_accesses(as->rhs, acc.e, &acc.n, 64);
   /* Row ranges need a dense loop at depth 0: every operand walked there
    * is dense at that level. */
   bool dense_outer = p->nloops > 0;

@@ -111,22 +111,6 @@ LirStmt *lw_ensure_pos_cap(Lowerer *lw, int l, LirExpr *index) {
 
 /* ---- set-up ---- */
 
-static void collect(Lowerer *lw, const Expr *e) {
-  switch (e->kind) {
-  case EX_ACCESS:
-    if (lw->nacc < LW_MAX_ACCESS) lw->acc[lw->nacc++].e = e;
-    return;
-  case EX_LITERAL: return;
-  case EX_NEG: collect(lw, e->u.bin.a); return;
-  case EX_CALL:
-    collect(lw, e->u.call.a);
-    if (e->u.call.b) collect(lw, e->u.call.b);
-    return;
-  default:
-    collect(lw, e->u.bin.a);
-    collect(lw, e->u.bin.b);
-  }
-}
 
 static bool all_dense(const tj_format *f) {
   for (int l = 0; l < f->order; l++)
@@ -146,8 +130,11 @@ static void setup_accesses(Lowerer *lw) {
   const Expr *lhs = lw->as->lhs;
   for (int m = 0; m < lhs->u.access.n; m++)
     if (lw->depth_of[lhs->u.access.idx[m]->id] > lw->first_red) lw->first_red = -1;
+  const Expr *rhs[LW_MAX_ACCESS];
+  int nrhs = 0;
+  lw_collect_accesses(lw->as->rhs, rhs, &nrhs, LW_MAX_ACCESS - 1);
   lw->acc[lw->nacc++].e = lw->as->lhs;
-  collect(lw, lw->as->rhs);
+  for (int x = 0; x < nrhs; x++) lw->acc[lw->nacc++].e = rhs[x];
   for (int x = 0; x < lw->nacc; x++) {
     Access *ac = &lw->acc[x];
     ac->t = ac->e->u.access.t->id;

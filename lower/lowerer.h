@@ -74,6 +74,10 @@ typedef struct Lowerer {
   int name_uses[512];
 } Lowerer;
 
+/* iter_graph.c */
+/* Appends the access nodes of e, in source order, to out (at most max). */
+void lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max);
+
 /* lattice.c */
 /* Level of access x that the loop at depth stores, or -1. */
 int lw_level_at(const Lowerer *lw, int x, int depth);
