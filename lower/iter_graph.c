@@ -16,7 +16,7 @@ typedef struct Graph {
 
 static bool is_sparse_letter(char c) { return c == 's' || c == 'u' || c == 'q' || c == 'c'; }
 
-static bool format_has_sparse(const tj_format *f) {
+bool lw_format_has_sparse(const tj_format *f) {
   for (int l = 0; l < f->order; l++)
     if (is_sparse_letter(f->levels[l])) return true;
   return false;
@@ -163,7 +163,7 @@ static bool plan_workspace(const Assignment *as, LowerPlan *p, Diag *d) {
   const Expr *lhs = as->lhs;
   const tj_format *f = &p->fmt[0];
   p->ws_depth = -1;
-  p->out_sparse = format_has_sparse(f);
+  p->out_sparse = lw_format_has_sparse(f);
   if (!p->out_sparse) return true;
   int first_red = p->nloops;
   for (int k = 0; k < p->nloops; k++)
@@ -215,7 +215,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
   bool rejected[64] = {0};
   for (int k = 0; k < acc.n; k++) {
     const TensorVar *t = acc.e[k]->u.access.t;
-    if (!format_has_sparse(&p->fmt[t->id])) continue;
+    if (!lw_format_has_sparse(&p->fmt[t->id])) continue;
     if (add_path(&g, acc.e[k], &p->fmt[t->id], want_pos, strict)) continue;
     if (k == 0)
       return diag_error(d, TJ_ERR_UNSUPPORTED,
@@ -229,7 +229,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
    * close no cycle, and never forcing a conversion. */
   for (int k = 0; k < acc.n; k++) {
     const TensorVar *t = acc.e[k]->u.access.t;
-    if (!format_has_sparse(&p->fmt[t->id]) && !strict)
+    if (!lw_format_has_sparse(&p->fmt[t->id]) && !strict)
       add_path(&g, acc.e[k], &p->fmt[t->id], want_pos, strict);
   }
   int order[NT_MAX_INDICES];
@@ -293,7 +293,7 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   bool dense_outer = p->nloops > 0;
   for (int k = 1; k < acc.n && dense_outer; k++) {
     const tj_format *f = &p->fmt[acc.e[k]->u.access.t->id];
-    if (format_has_sparse(f) && f->order > 0 && level_var(acc.e[k], f, 0) == p->order[0] &&
+    if (lw_format_has_sparse(f) && f->order > 0 && level_var(acc.e[k], f, 0) == p->order[0] &&
         f->levels[0] != 'd')
       dense_outer = false;
   }

@@ -112,12 +112,6 @@ LirStmt *lw_ensure_pos_cap(Lowerer *lw, int l, LirExpr *index) {
 /* ---- set-up ---- */
 
 
-static bool all_dense(const tj_format *f) {
-  for (int l = 0; l < f->order; l++)
-    if (f->levels[l] != 'd') return false;
-  return true;
-}
-
 static void setup_accesses(Lowerer *lw) {
   const LowerPlan *p = lw->plan;
   for (int k = 0; k < p->nloops; k++) lw->depth_of[p->order[k]->id] = k;
@@ -139,7 +133,7 @@ static void setup_accesses(Lowerer *lw) {
     Access *ac = &lw->acc[x];
     ac->t = ac->e->u.access.t->id;
     ac->f = &p->fmt[ac->t];
-    ac->located = all_dense(ac->f);
+    ac->located = !lw_format_has_sparse(ac->f);
     ac->last_depth = -1;
     for (int m = 0; m < ac->e->u.access.n; m++) {
       int dd = lw->depth_of[ac->e->u.access.idx[m]->id];

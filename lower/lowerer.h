@@ -75,6 +75,8 @@ typedef struct Lowerer {
 } Lowerer;
 
 /* iter_graph.c */
+/* Whether f has a level other than dense. */
+bool lw_format_has_sparse(const tj_format *f);
 /* Appends the access nodes of e, in source order, to out (at most max). */
 void lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max);
 
