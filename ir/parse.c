@@ -318,10 +318,14 @@ static Expr *parse_unary(Parser *ps, int *h) {
     if (!e) nomem(ps);
     return e;
   }
-  if (!enter(ps)) return NULL;
+  /* "-(" is one nesting level (the parenthesis counts it): the printer
+   * writes a negated literal as "-(2)", and the printed form of every
+   * accepted tree must parse back within the same bound. */
+  bool paren = ps->tok.kind == TK_LPAREN;
+  if (!paren && !enter(ps)) return NULL;
   Expr *x = parse_unary(ps, h);
   if (!x) return NULL;
-  ps->depth--;
+  if (!paren) ps->depth--;
   (*h)++;
   Expr *e = nt_unary(ps->a, EX_NEG, x, col);
   if (!e) nomem(ps);

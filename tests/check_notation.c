@@ -299,6 +299,24 @@ START_TEST(test_deep_nesting) {
   ck_assert_msg(as, "%s", d.msg);
   ck_assert_int_eq(as->rhs->kind, EX_ACCESS);
   free(s);
+  /* At the nesting bound, the printed form still parses back: 256
+   * negations of the literal -2 (257 minuses after the binary one) print
+   * with "-(-2)" innermost (found by the fuzzer). */
+  diag_init(&d);
+  s = repeat("A(i) = b - ", '-', 257, "2", ' ', 0);
+  as = nt_parse(&a, s, &d);
+  ck_assert_msg(as, "%s", d.msg);
+  char *printed = NULL;
+  size_t plen = 0;
+  FILE *pf = open_memstream(&printed, &plen);
+  nt_print(pf, as);
+  fclose(pf);
+  Diag d2;
+  diag_init(&d2);
+  Assignment *back = nt_parse(&a, printed, &d2);
+  ck_assert_msg(back && nt_equal(as, back), "%s", d2.msg);
+  free(printed);
+  free(s);
   /* a long chain a+a+...: the tree height is bounded too */
   size_t n = 100000;
   diag_init(&d);
