@@ -119,6 +119,7 @@ typedef struct tj_options {
   int nthreads;             /* 0: TJ_NUM_THREADS or all cores; 1: serial */
   const char *cpu;          /* NULL: host CPU; else e.g. "x86-64-v3" */
   const char *features;     /* NULL: host features; else "+avx2,+fma" */
+  int no_unroll_jam;        /* skip register blocking of dense nests */
 } tj_options;
 
 /* The defaults above (opt_level 3, everything on, host CPU). */

@@ -170,8 +170,8 @@ static char *canonical_key(const Assignment *as, const char *schedule,
             dc->format.crd_width);
   }
   /* The schedule names indices by the user's names: key them as given. */
-  fprintf(f, "|s=%s|O%d|v%d|lv%d|cpu=%s|f=%s", schedule ? schedule : "",
-          o->opt_level, o->no_vectorize, o->no_llvm_vectorize,
+  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s", schedule ? schedule : "",
+          o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->no_unroll_jam,
           o->cpu ? o->cpu : "host", o->features ? o->features : "host");
   if (schedule) {
     /* index names matter in a schedule: record the renaming */
@@ -187,6 +187,34 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
+/* A dense contraction that will be vectorized runs its output indices
+ * outermost (in the output's storage order) and its reductions inside:
+ * the vectorizer then takes the innermost output loop as an outer vector
+ * loop around the reduction (register accumulators, unit-stride loads) and
+ * unroll-and-jam blocks the rows, a GEMM micro-kernel. Adds that order as
+ * a reorder directive when the user gave none (the concrete notation then
+ * shows it). */
+static void order_dense_contraction(const CacheEntry *e, const Assignment *as, Schedule *s) {
+  if (e->no_vectorize || s->n >= 16) return;
+  bool reduction = false;
+  for (int k = 0; k < s->n; k++)
+    if (s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_PRECOMPUTE) return;
+  for (int t = 0; t < as->ntensors; t++) {
+    const tj_format *f = &as->tensors[t]->decl.format;
+    for (int l = 0; l < f->order; l++)
+      if (f->levels[l] != 'd') return;
+  }
+  for (int v = 0; v < as->nindices; v++) reduction |= nt_is_reduction_var(as, as->indices[v]);
+  if (!reduction || as->lhs->u.access.n == 0) return;
+  SchedDirective *r = &s->d[s->n];
+  *r = (SchedDirective){.kind = SCHED_REORDER};
+  const tj_format *of = &as->tensors[0]->decl.format;
+  for (int l = 0; l < of->order; l++) r->vars[r->nvars++] = as->lhs->u.access.idx[of->mode_order[l]]->name;
+  for (int v = 0; v < as->nindices; v++)
+    if (nt_is_reduction_var(as, as->indices[v])) r->vars[r->nvars++] = as->indices[v]->name;
+  s->n++;
+}
+
 /* Plans the kernel shape of a new cache entry (in its own arena). */
 static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
                        int n, const char *schedule, Diag *d) {
@@ -194,6 +222,7 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   if (!as) return false;
   Schedule sched = {0};
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
+  order_dense_contraction(e, as, &sched);
   Cin *cin = cin_from_assignment(&e->arena, as, &sched, d);
   if (!cin) return false;
   IndexVar *want[NT_MAX_INDICES];
@@ -263,6 +292,7 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
     return NULL;
   }
   e->no_vectorize = o->no_vectorize != 0;
+  e->no_unroll_jam = o->no_unroll_jam != 0;
   e->jopt = (JitOptions){.opt_level = o->opt_level,
                          .no_llvm_vectorize = o->no_llvm_vectorize != 0,
                          .fp_contract = true};

@@ -33,6 +33,7 @@ typedef struct CacheEntry {
   char *cache_dir;            /* on-disk cache (copied from the context), or NULL */
   bool from_disk[6];          /* variant loaded from the disk cache */
   bool no_vectorize;          /* tensorjit's own vectorization pass off */
+  bool no_unroll_jam;         /* register blocking of dense nests off */
   pthread_mutex_t lock;       /* guards lazy lowering/compiling */
 } CacheEntry;
 

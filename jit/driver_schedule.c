@@ -109,6 +109,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
                    : strstr(feat, "+avx512f") ? 512
                    : strstr(feat, "+avx2") || strstr(feat, "+avx,") ? 256 : 128;
   p->parallel = true;
+  p->unroll_jam = e->no_unroll_jam ? 0 : 4;
   /* Gathers: on by default (measured wins on long rows, guarded for short
    * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
   const char *g = getenv("TJ_VECTOR_GATHER");

@@ -65,6 +65,10 @@ void em_loop_hints(Emitter *e, LLVMValueRef br, LoopAttrs at, bool no_vectorize)
  * re-evaluate s's upper bound on every trip. */
 bool em_scalar_for(Emitter *e, const LirStmt *s, LLVMValueRef lo,
                    LLVMValueRef hi);
+/* The same loop with its body emitted by body_fn(cx, body list). */
+typedef bool (*EmBody)(void *cx, const LirStmt *body);
+bool em_loop_with(Emitter *e, const LirStmt *s, LLVMValueRef lo, LLVMValueRef hi,
+                  EmBody body_fn, void *cx);
 
 /* ---- jit/emit_vector.c ---- */
 /* True when s (a FOR with vec_width W) has the vector-loop shape: step the

@@ -486,8 +486,15 @@ static bool check_for(Emitter *e, const LirStmt *s) {
  *   cond:  iv < hi ? body : exit      (hi re-read each trip when NULL)
  *   body:  ...; br latch
  *   latch: iv += step; br cond   (!llvm.loop hints) */
+static bool scalar_body(void *e, const LirStmt *body) { return emit_stmts(e, body); }
+
 bool em_scalar_for(Emitter *e, const LirStmt *s, LLVMValueRef lo,
                    LLVMValueRef hi) {
+  return em_loop_with(e, s, lo, hi, scalar_body, e);
+}
+
+bool em_loop_with(Emitter *e, const LirStmt *s, LLVMValueRef lo, LLVMValueRef hi,
+                  EmBody body_fn, void *cx) {
   const LirVar *iv = s->u.loop.iv;
   LLVMValueRef a = em_slot(e, iv);
   if (!a || !lo) return false;
@@ -502,7 +509,7 @@ bool em_scalar_for(Emitter *e, const LirStmt *s, LLVMValueRef lo,
   if (!hi) return false;
   LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, i, hi, ""), body, exit);
   LLVMPositionBuilderAtEnd(e->b, body);
-  if (!emit_stmts(e, s->u.loop.body)) return false;
+  if (!body_fn(cx, s->u.loop.body)) return false;
   LLVMBuildBr(e->b, latch);
   LLVMPositionBuilderAtEnd(e->b, latch);
   LLVMValueRef step = s->u.loop.step ? emit_expr(e, s->u.loop.step)

@@ -12,6 +12,10 @@
  *   acc = splat(identity); for (iv = lo; iv < hi; iv += W) { ...; acc op= x; }
  *   s = s op reduce(acc)
  * Loads reached only under a condition (select arms, && / ||) are masked.
+ * The body may hold scalar `for` loops with uniform bounds (outer-loop
+ * vectorization: GEMM's k loop inside the vector loop over j); a body
+ * variable assigned inside such a loop lives in a <W x T> stack slot
+ * (SROA keeps it in registers) so its lanes carry across the trips.
  */
 #include <llvm-c/DebugInfo.h>
 #include <math.h>
@@ -41,6 +45,9 @@ typedef struct VecLoop {
   LLVMValueRef *acc;      /* by var id: accumulator alloca */
   const LirVar **rvars;   /* the reduction variables, in order */
   int nred;
+  int *depth;             /* by var id: loop nesting depth of its declaration */
+  LLVMValueRef *vslot;    /* by var id: <W x T> slot of a variable carried
+                             across a nested loop's trips, or NULL */
 } VecLoop;
 
 static const VVal none = {NULL, VVAR};
@@ -108,6 +115,7 @@ static VClass classify(VecLoop *v, const LirExpr *x) {
   case LE_CONST: case LE_FIELD: return VU;
   case LE_VAR:
     if (x->u.var == v->s->u.loop.iv) return VUNIT;
+    if (v->vslot[x->u.var->id]) return VVAR;
     if (v->inner[x->u.var->id]) return v->val[x->u.var->id].c;
     return v->red[x->u.var->id] ? VVAR : VU;
   case LE_LOAD:
@@ -138,6 +146,15 @@ static VClass classify(VecLoop *v, const LirExpr *x) {
 static VVal vexpr(VecLoop *v, const LirExpr *x, LLVMValueRef mask);
 
 static VVal mk(LLVMValueRef x, VClass c) { return (VVal){x, c}; }
+
+/* The current value of a body variable (from its vector slot when it is
+ * carried across a nested loop). */
+static VVal inner_value(VecLoop *v, const LirVar *var) {
+  LLVMValueRef slot = v->vslot[var->id];
+  if (!slot) return v->val[var->id];
+  LLVMTypeRef vt = LLVMVectorType(em_reg_type(v->e, var->type), v->w);
+  return mk(LLVMBuildLoad2(v->e->b, vt, slot, ""), VVAR);
+}
 
 /* ptr[idx]: scalar (uniform index, no mask), one vector load (unit), or a
  * gather; masked lanes read nothing and yield zero. */
@@ -251,7 +268,7 @@ static VVal vexpr(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
   switch (x->kind) {
   case LE_VAR:
     if (x->u.var == v->s->u.loop.iv) return mk(v->base, VUNIT);
-    if (v->inner[x->u.var->id]) return v->val[x->u.var->id];
+    if (v->inner[x->u.var->id]) return inner_value(v, x->u.var);
     return fail(v, "the body reads a reduction variable"), none;
   case LE_LOAD: return vload(v, x, mask);
   case LE_BIN: return vbin(v, x, mask);
@@ -274,6 +291,10 @@ static VVal vexpr(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
  * the scalar emitter can read them. */
 static bool set_inner(VecLoop *v, const LirVar *var, VVal x) {
   if (!x.v) return false;
+  if (v->vslot[var->id]) {
+    LLVMBuildStore(v->e->b, to_vec(v, x), v->vslot[var->id]);
+    return true;
+  }
   v->val[var->id] = x;
   if (x.c == VU) {
     LLVMValueRef a = em_slot(v->e, var);
@@ -290,7 +311,7 @@ static bool vassign(VecLoop *v, const LirStmt *s) {
   if (!x.v) return false;
   if (v->inner[var->id])
     return set_inner(v, var, op < 0 ? x : vbinop(v, (LirBinOp)op, var->type,
-                                                 v->val[var->id], x, NULL));
+                                                 inner_value(v, var), x, NULL));
   Emitter *e = v->e;
   LLVMTypeRef vt = LLVMVectorType(em_reg_type(e, var->type), v->w);
   LLVMValueRef acc = LLVMBuildLoad2(e->b, vt, v->acc[var->id], "");
@@ -330,6 +351,20 @@ static bool vstore(VecLoop *v, const LirStmt *s) {
   return true;
 }
 
+static bool vstmts(VecLoop *v, const LirStmt *s);
+
+static bool vstmts_cb(void *v, const LirStmt *s) { return vstmts(v, s); }
+
+/* A scalar loop inside the vector body: its bounds are the same for every
+ * lane, its iv is uniform (kept in its scalar slot). */
+static bool vnested(VecLoop *v, const LirStmt *s) {
+  const LirExpr *st = s->u.loop.step;
+  if (classify(v, s->u.loop.lo) != VU || classify(v, s->u.loop.hi) != VU ||
+      (st && classify(v, st) != VU))
+    return fail(v, "a nested loop's bounds differ per lane");
+  return em_loop_with(v->e, s, emit_expr(v->e, s->u.loop.lo), NULL, vstmts_cb, v);
+}
+
 static bool vstmts(VecLoop *v, const LirStmt *s) {
   for (; s; s = s->next) {
     bool ok = true;
@@ -342,8 +377,9 @@ static bool vstmts(VecLoop *v, const LirStmt *s) {
     case LS_ASSIGN: ok = vassign(v, s); break;
     case LS_STORE: ok = vstore(v, s); break;
     case LS_BLOCK: ok = vstmts(v, s->u.block); break;
+    case LS_FOR: ok = vnested(v, s); break;
     case LS_COMMENT: break;
-    default: return fail(v, "the body holds a statement other than decl/assign/store");
+    default: return fail(v, "the body holds a statement other than decl/assign/store/for");
     }
     if (!ok || !diag_ok(v->e->d)) return false;
   }
@@ -352,12 +388,34 @@ static bool vstmts(VecLoop *v, const LirStmt *s) {
 
 /* ---- reductions ---- */
 
-/* Marks body declarations and finds reductions into outer variables. */
-static bool scan(VecLoop *v, const LirStmt *s) {
+/* A <W x T> slot for a body variable carried across nested-loop trips. */
+static bool carry(VecLoop *v, const LirVar *var) {
+  if (v->vslot[var->id]) return true;
+  LLVMTypeRef vt = LLVMVectorType(em_reg_type(v->e, var->type), v->w);
+  v->vslot[var->id] = LLVMBuildAlloca(v->e->eb, vt, "vcarry");
+  return v->vslot[var->id] != NULL;
+}
+
+/* Marks body declarations (and nested loop ivs), finds reductions into
+ * outer variables and the body variables assigned in a deeper loop than
+ * the one that declares them. */
+static bool scan(VecLoop *v, const LirStmt *s, int depth) {
   for (; s; s = s->next) {
-    if (s->kind == LS_DECL) v->inner[s->u.decl.var->id] = 1;
-    if (s->kind == LS_BLOCK && !scan(v, s->u.block)) return false;
-    if (s->kind != LS_ASSIGN || v->inner[s->u.assign.var->id]) continue;
+    if (s->kind == LS_DECL) {
+      v->inner[s->u.decl.var->id] = 1;
+      v->depth[s->u.decl.var->id] = depth;
+    }
+    if (s->kind == LS_BLOCK && !scan(v, s->u.block, depth)) return false;
+    if (s->kind == LS_FOR) {
+      v->inner[s->u.loop.iv->id] = 1;
+      v->depth[s->u.loop.iv->id] = depth + 1;
+      if (!scan(v, s->u.loop.body, depth + 1)) return false;
+    }
+    if (s->kind != LS_ASSIGN) continue;
+    if (v->inner[s->u.assign.var->id]) {
+      if (depth > v->depth[s->u.assign.var->id] && !carry(v, s->u.assign.var)) return false;
+      continue;
+    }
     const LirVar *var = s->u.assign.var;
     if (var == v->s->u.loop.iv) return fail(v, "the body assigns the iv");
     int op = s->u.assign.op, fam = op == LOP_SUB ? LOP_ADD : op;
@@ -490,13 +548,17 @@ bool emit_vector_for(Emitter *e, const LirStmt *s) {
   v.red = calloc(n, sizeof *v.red);
   v.acc = calloc(n, sizeof *v.acc);
   v.rvars = calloc(n, sizeof *v.rvars);
-  bool ok = v.inner && v.val && v.red && v.acc && v.rvars;
+  v.depth = calloc(n, sizeof *v.depth);
+  v.vslot = calloc(n, sizeof *v.vslot);
+  bool ok = v.inner && v.val && v.red && v.acc && v.rvars && v.depth && v.vslot;
   if (!ok) diag_error(e->d, TJ_ERR_NOMEM, "out of memory emitting a vector loop");
-  ok = ok && scan(&v, s->u.loop.body) && emit_loop(&v);
+  ok = ok && scan(&v, s->u.loop.body, 0) && emit_loop(&v);
   free(v.inner);
   free(v.val);
   free(v.red);
   free(v.acc);
   free(v.rvars);
+  free(v.depth);
+  free(v.vslot);
   return ok;
 }

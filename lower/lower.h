@@ -40,6 +40,7 @@ typedef struct LowerPlan {
   bool vector_gather;                  /* also vectorize loops that gather */
   IndexVar *vec_var;                   /* vectorize(j, w): only this loop ... */
   int vec_width;                       /* ... with this many lanes */
+  int unroll_jam;                      /* rows per unroll-and-jam block, 0 off */
 } LowerPlan;
 
 /* Plans the loops of as, staying as close to the requested order `want`
@@ -70,6 +71,13 @@ LirKernel *lower_kernel_rows(Arena *a, const Assignment *as, const LowerPlan *pl
  * Requires a lowered kernel; keeps its meaning exactly (up to reassociation
  * of reductions). Returns how many loops it vectorized. */
 int lower_vectorize(Arena *a, LirKernel *k, const LowerPlan *plan, LirType vtype);
+
+/* Unroll-and-jam (register blocking): every parallel `for` whose inner
+ * loops have bounds independent of it and whose body loads something it
+ * does not index runs `factor` iterations at once, jammed into one copy of
+ * the inner loops (lower/unroll_jam.c). Requires a lowered kernel; keeps
+ * its meaning exactly. Returns how many loops it rewrote. */
+int lower_unroll_jam(Arena *a, LirKernel *k, int factor);
 
 /* Prints the merge lattice of every loop of the plan (-print-lattice). */
 void lower_print_lattices(FILE *out, const Assignment *as,

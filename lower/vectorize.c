@@ -91,7 +91,9 @@ static bool legal_list(Vec *v, const LirStmt *s) {
       break;
     case LS_DECL:
       v->inner[s->u.decl.var->id] = 1;
-      v->cls[s->u.decl.var->id] = s->u.decl.init ? expr_class(v, s->u.decl.init) : C_UNIFORM;
+      /* joined: a second pass sees what nested loops assign later */
+      v->cls[s->u.decl.var->id] = join((Class)v->cls[s->u.decl.var->id],
+                                       s->u.decl.init ? expr_class(v, s->u.decl.init) : C_UNIFORM);
       break;
     case LS_ASSIGN: {
       const LirVar *x = s->u.assign.var;
@@ -104,6 +106,14 @@ static bool legal_list(Vec *v, const LirStmt *s) {
           x->type == LT_BOOL)
         return false;
       v->reduction = true;
+      break;
+    }
+    case LS_FOR: { /* outer-loop vectorization: a nested loop, same for all lanes */
+      const LirExpr *st = s->u.loop.step;
+      if (s->u.loop.at.parallel || s->u.loop.at.vec_width || !st || st->kind != LE_CONST ||
+          expr_class(v, s->u.loop.lo) != C_UNIFORM || expr_class(v, s->u.loop.hi) != C_UNIFORM)
+        return false;
+      if (!legal_list(v, s->u.loop.body)) return false;
       break;
     }
     case LS_STORE:
@@ -122,6 +132,7 @@ static bool legal_list(Vec *v, const LirStmt *s) {
 static bool reductions_unread(Vec *v, const LirStmt *s) {
   for (; s; s = s->next) {
     if (s->kind == LS_BLOCK && !reductions_unread(v, s->u.block)) return false;
+    if (s->kind == LS_FOR && !reductions_unread(v, s->u.loop.body)) return false;
     if (s->kind == LS_ASSIGN && !v->inner[s->u.assign.var->id] &&
         v->reads[s->u.assign.var->id] > 0)
       return false;
@@ -141,6 +152,8 @@ static bool ensure_tables(Vec *v) {
   return v->cap > 0;
 }
 
+static bool has_loop(const LirStmt *s);
+
 static bool vectorizable(Vec *v, const LirStmt *loop, bool allow_gather) {
   if (!ensure_tables(v)) return false;
   size_t n = (size_t)v->k->nvars;
@@ -151,7 +164,10 @@ static bool vectorizable(Vec *v, const LirStmt *loop, bool allow_gather) {
   v->iv = loop->u.loop.iv;
   if (!loop->u.loop.step || loop->u.loop.step->kind != LE_CONST || loop->u.loop.step->u.c.i != 1)
     return false;
-  if (!legal_list(v, loop->u.loop.body) || !reductions_unread(v, loop->u.loop.body)) return false;
+  const LirStmt *body = loop->u.loop.body;
+  if (!legal_list(v, body) || (has_loop(body) && !legal_list(v, body)) ||
+      !reductions_unread(v, body))
+    return false;
   if (v->gathers && !allow_gather) return false;
   return v->unit_store || (v->reduction && v->unit_load);
 }
@@ -202,10 +218,23 @@ static void split(Vec *v, LirStmt **slot, int w, bool gathers) {
   *slot = decl;
 }
 
+/* An outer loop: a vector loop of `wide` lanes (several registers: the
+ * nested loop keeps that many accumulators live), then one of w lanes for
+ * what is left, then the scalar remainder. Returns the remainder's slot. */
+static LirStmt **split_outer(Vec *v, LirStmt **slot, int wide, int w) {
+  split(v, slot, wide, false);
+  LirStmt **tail = &(*slot)->next->next;
+  if (wide <= w) return tail;
+  split(v, tail, w, false);
+  (*tail)->next->u.loop.at.remainder = false;
+  return &(*tail)->next->next;
+}
+
 typedef struct Pass {
   Vec v;
   const LowerPlan *plan;
   int width;
+  int outer_width;  /* lanes of an outer-loop vector loop */
   int count;
 } Pass;
 
@@ -213,15 +242,22 @@ static void walk(Pass *p, LirStmt **slot) {
   for (; *slot; slot = &(*slot)->next) {
     LirStmt *s = *slot;
     switch (s->kind) {
-    case LS_FOR:
+    case LS_FOR: {
+      bool named = !p->plan->vec_var || strcmp(p->plan->vec_var->name, s->u.loop.iv->name) == 0;
+      bool free_loop = !s->u.loop.at.parallel && !s->u.loop.at.vec_width;
+      if (free_loop && named && has_loop(s->u.loop.body) && vectorizable(&p->v, s, false)) {
+        slot = split_outer(&p->v, slot, p->outer_width, p->width);
+        p->count++;
+        break;
+      }
       walk(p, &s->u.loop.body);
-      if (s->u.loop.at.parallel || s->u.loop.at.vec_width || has_loop(s->u.loop.body)) break;
-      if (p->plan->vec_var && strcmp(p->plan->vec_var->name, s->u.loop.iv->name) != 0) break;
+      if (!free_loop || has_loop(s->u.loop.body) || !named) break;
       if (!vectorizable(&p->v, s, p->plan->vector_gather)) break;
       split(&p->v, slot, p->width, p->v.gathers);
       p->count++;
       slot = &(*slot)->next->next; /* skip to the remainder loop */
       break;
+    }
     case LS_WHILE: walk(p, &s->u.whl.body); break;
     case LS_IF:
       walk(p, &s->u.cond.then);
@@ -237,7 +273,10 @@ int lower_vectorize(Arena *a, LirKernel *k, const LowerPlan *plan, LirType vtype
   int bits = vtype == LT_F32 || vtype == LT_I32 ? 32 : 64;
   int width = plan->vec_width ? plan->vec_width : plan->vector_bits / bits;
   if (width < 2 || k->nvars == 0) return 0;
-  Pass p = {.plan = plan, .width = width};
+  /* Outer loops block 4 registers per row on AVX-512 (32 of them), 2 with
+   * 16: unroll-and-jam then keeps 4 rows x that many accumulators live. */
+  Pass p = {.plan = plan, .width = width,
+            .outer_width = plan->vec_width ? width : width * (plan->vector_bits >= 512 ? 4 : 2)};
   p.v.a = a;
   p.v.k = k;
   walk(&p, &k->body);

@@ -196,6 +196,53 @@ START_TEST(parallel_outer_loop_marked) {
 }
 END_TEST
 
+static IndexVar *index_of(const Assignment *as, const char *name) {
+  for (int v = 0; v < as->nindices; v++)
+    if (strcmp(as->indices[v]->name, name) == 0) return as->indices[v];
+  ck_abort_msg("no index %s", name);
+  return NULL;
+}
+
+/* Dense GEMM in the order i, j, k: j becomes an outer vector loop of 4
+ * registers (then 1, then scalar) around the k loop, and the parallel i
+ * loop runs 4 rows at a time with one C load shared by 4 accumulators. */
+START_TEST(dense_gemm_register_blocked) {
+  Case c;
+  const char *s[] = {"A/dd/64,64", "B/dd/64,64", "C/dd/64,64"};
+  plan(&c, "A(i,j) = B(i,k) * C(k,j)", s, 3, true);
+  IndexVar *want[] = {index_of(c.as, "i"), index_of(c.as, "j"), index_of(c.as, "k")};
+  ck_assert(lower_plan(c.as, want, 3, true, &c.plan, &c.d));
+  c.plan.vector_bits = 512;
+  c.plan.parallel = true;
+  c.plan.unroll_jam = 4;
+  char *t = lowered(&c, PHASE_EVALUATE);
+  HAS(t, "for (int64_t i_blk = 0; i_blk < (A_dim0 - 0 + 3) / 4; i_blk++)");
+  HAS(t, "if (i_0 + 4 <= A_dim0)");
+  HAS(t, "/* vector(32) */");
+  HAS(t, "/* vector(8) */");
+  HAS(t, "A_vals[(i_0 + 3) * A_dim1 + j] += ");
+  ck_assert_int_eq(count(t, "C_vals["), 6);  /* 3 loops (32, 8 lanes, scalar), jammed and not */
+  ck_assert_int_eq(count(t, "B_vals["), 15); /* 4 rows per jammed loop, 1 in the last rows */
+  free(t);
+  arena_free(&c.a);
+}
+END_TEST
+
+/* A loop whose inner bounds depend on its iv (CSR rows) is not jammed. */
+START_TEST(sparse_rows_not_jammed) {
+  Case c;
+  const char *s[] = {"y/d/5", "A/ds/5,6", "x/d/6"};
+  plan(&c, "y(i) = A(i,j) * x(j)", s, 3, true);
+  c.plan.parallel = true;
+  c.plan.unroll_jam = 4;
+  char *t = lowered(&c, PHASE_EVALUATE);
+  HAS(t, "/* parallel");
+  ck_assert_ptr_null(strstr(t, "i_blk"));
+  free(t);
+  arena_free(&c.a);
+}
+END_TEST
+
 START_TEST(assemble_and_compute_split) {
   Case c;
   const char *s[] = {"A/ds/5,6", "B/ds/5,6", "C/ds/5,6"};
@@ -250,6 +297,8 @@ Suite *lower_suite(void) {
   tcase_add_test(t, spmm_dense_inner_loop_vectorized);
   tcase_add_test(t, parallel_outer_loop_marked);
   tcase_add_test(t, assemble_and_compute_split);
+  tcase_add_test(t, dense_gemm_register_blocked);
+  tcase_add_test(t, sparse_rows_not_jammed);
   suite_add_tcase(s, t);
   TCase *e = tcase_create("refusals");
   tcase_add_loop_test(e, refused_with_message, 0, sizeof refusals / sizeof refusals[0]);

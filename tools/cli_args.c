@@ -36,6 +36,7 @@ void cli_usage(FILE *out) {
       "  -O<n>                         LLVM optimization level 0..3 (default 3)\n"
       "  -no-vectorize                 skip tensorjit's vectorization pass\n"
       "  -no-llvm-vectorize            turn LLVM's loop and SLP vectorizers off\n"
+      "  -no-unroll-jam                skip register blocking (unroll-and-jam) of dense nests\n"
       "  -time[=<reps>]                time assemble and compute (default 10 reps)\n"
       "  -check                        compare the result with the reference interpreter\n"
       "printing:\n"
@@ -152,6 +153,7 @@ static bool plain_flag(CliArgs *a, const char *arg) {
   else if (!strcmp(arg, "-check")) a->check = true;
   else if (!strcmp(arg, "-no-vectorize")) a->opts.no_vectorize = 1;
   else if (!strcmp(arg, "-no-llvm-vectorize")) a->opts.no_llvm_vectorize = 1;
+  else if (!strcmp(arg, "-no-unroll-jam")) a->opts.no_unroll_jam = 1;
   else if (!strcmp(arg, "-time")) a->time = true;
   else if (!strncmp(arg, "-time=", 6)) {
     if (!tool_parse_int(v + 1, 1, &n) || n > 1000000)
