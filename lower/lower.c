@@ -426,6 +426,7 @@ static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *pla
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
   if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));
   lw->k->body = body;
+  if (plan->unroll_jam > 1) lower_tile(a, lw->k);
   if (plan->vector_bits > 0 || plan->vec_width > 0) lower_vectorize(a, lw->k, plan, lw->vtype);
   if (plan->unroll_jam > 1) lower_unroll_jam(a, lw->k, plan->unroll_jam);
   if (a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;

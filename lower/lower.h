@@ -72,6 +72,12 @@ LirKernel *lower_kernel_rows(Arena *a, const Assignment *as, const LowerPlan *pl
  * of reductions). Returns how many loops it vectorized. */
 int lower_vectorize(Arena *a, LirKernel *k, const LowerPlan *plan, LirType vtype);
 
+/* Cache blocking of GEMM-shaped dense nests (lower/tile.c): the column
+ * and reduction loops of a parallel row loop get block loops around it.
+ * Runs before vectorization; keeps the meaning up to reassociation of the
+ * reduction. Returns how many nests it blocked. */
+int lower_tile(Arena *a, LirKernel *k);
+
 /* Unroll-and-jam (register blocking): every parallel `for` whose inner
  * loops have bounds independent of it and whose body loads something it
  * does not index runs `factor` iterations at once, jammed into one copy of

@@ -194,11 +194,13 @@ static bool has_loop(const LirStmt *s) {
  * measured on this machine (Zen 5), gathers win on long sparse rows
  * (bcsstk33, 68 per row: 1.5x) but lose on short ones (cage11, 14 per
  * row: 0.8x) when most of the row would run in the remainder anyway. */
-static void split(Vec *v, LirStmt **slot, int w, bool gathers) {
+static void split(Vec *v, LirStmt **slot, int w, bool gathers, bool tiered) {
   Arena *a = v->a;
   LirStmt *loop = *slot, *rest = loop->next;
   const LirVar *iv = loop->u.loop.iv;
-  LirVar *vend = lir_var(a, v->k, arena_printf(a, "%s_vend", iv->name), iv->type);
+  const char *name = tiered ? arena_printf(a, "%s_vend%d", iv->name, w)
+                            : arena_printf(a, "%s_vend", iv->name);
+  LirVar *vend = lir_var(a, v->k, name, iv->type);
   LirExpr *lo = loop->u.loop.lo, *hi = loop->u.loop.hi;
   LirExpr *len = lir_bin(a, LOP_SUB, hi, lo);
   LirExpr *blocks = lir_bin(a, LOP_DIV, len, lir_const_int(a, iv->type, w));
@@ -222,10 +224,10 @@ static void split(Vec *v, LirStmt **slot, int w, bool gathers) {
  * nested loop keeps that many accumulators live), then one of w lanes for
  * what is left, then the scalar remainder. Returns the remainder's slot. */
 static LirStmt **split_outer(Vec *v, LirStmt **slot, int wide, int w) {
-  split(v, slot, wide, false);
+  split(v, slot, wide, false, wide > w);
   LirStmt **tail = &(*slot)->next->next;
   if (wide <= w) return tail;
-  split(v, tail, w, false);
+  split(v, tail, w, false, true);
   (*tail)->next->u.loop.at.remainder = false;
   return &(*tail)->next->next;
 }
@@ -253,7 +255,7 @@ static void walk(Pass *p, LirStmt **slot) {
       walk(p, &s->u.loop.body);
       if (!free_loop || has_loop(s->u.loop.body) || !named) break;
       if (!vectorizable(&p->v, s, p->plan->vector_gather)) break;
-      split(&p->v, slot, p->width, p->v.gathers);
+      split(&p->v, slot, p->width, p->v.gathers, false);
       p->count++;
       slot = &(*slot)->next->next; /* skip to the remainder loop */
       break;

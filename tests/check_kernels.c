@@ -342,7 +342,8 @@ END_TEST
 /* ---- dense nests: outer-loop vectorization and unroll-and-jam ----
  * All-dense contractions run their output indices outermost, the innermost
  * one as a wide outer vector loop (4 registers, then 1, then scalar) around
- * the reduction, rows jammed by 4 with a remainder. Extents straddle every
+ * the reduction, rows jammed by 4 with a remainder, columns and reduction
+ * tiled by 256 for the cache. Extents straddle every
  * boundary: rows around 4, columns around W and the outer width (AVX-512:
  * 8 / 32 doubles, 16 / 64 floats; AVX2, forced by one variant: 4 / 8). */
 typedef struct DenseCase {
@@ -352,6 +353,7 @@ typedef struct DenseCase {
 
 static const DenseCase DENSE[] = {
     {"A(i,j) = B(i,k) * C(k,j)", "i=%d j=%d k=7", TJ_F64},
+    {"A(i,j) = B(i,k) * C(k,j)", "i=%d j=%d k=300", TJ_F64}, /* 2 k blocks */
     {"A(i,j) = B(i,k) * C(k,j)", "i=%d j=%d k=3", TJ_F32},
     {"A(i,j) = B(i,k) * C(k,j)", "i=%d j=%d k=6", TJ_I64},
     {"A(i,j) = B(k,i) * C(k,j)", "i=%d j=%d k=5", TJ_F64},
@@ -367,12 +369,12 @@ static const DenseCase DENSE[] = {
 
 START_TEST(test_dense_blocking) {
   static const int rows[] = {1, 4, 6, 9};
-  static const int cols[] = {1, 7, 8, 9, 17, 31, 32, 33, 41, 65};
+  static const int cols[] = {1, 7, 8, 9, 17, 31, 32, 33, 41, 65, 300}; /* 300: 2 j blocks */
   const DenseCase *dc = &DENSE[_i];
   tj_context *cx = NULL;
   ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
   for (int r = 0; r < 4; r++)
-    for (int c = 0; c < 10; c++)
+    for (int c = 0; c < 11; c++)
       for (int v = 0; v < 4; v++) {
         tj_options o = tj_options_default();
         o.nthreads = 1 + (c + r) % 2;

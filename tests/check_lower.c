@@ -220,6 +220,9 @@ START_TEST(dense_gemm_register_blocked) {
   HAS(t, "if (i_0 + 4 <= A_dim0)");
   HAS(t, "/* vector(32) */");
   HAS(t, "/* vector(8) */");
+  HAS(t, "j_blk");  /* cache blocks of 256 columns and 256 of k around the rows */
+  HAS(t, " += 256)");
+  HAS(t, "for (int64_t k = k_blk");
   HAS(t, "A_vals[(i_0 + 3) * A_dim1 + j] += ");
   ck_assert_int_eq(count(t, "C_vals["), 6);  /* 3 loops (32, 8 lanes, scalar), jammed and not */
   ck_assert_int_eq(count(t, "B_vals["), 15); /* 4 rows per jammed loop, 1 in the last rows */

@@ -111,6 +111,24 @@ expect write_source '' "$SPMV" "${P[@]}" -write-source="$TMP/k.c"
 if grep -q 'int32_t evaluate(' "$TMP/k.c" 2>/dev/null; then pass write_source_file
 else fail write_source_file "k.c lacks 'int32_t evaluate('"; fi
 
+# The C rendering is valid C against runtime/abi.h for every kernel shape:
+# register-blocked dense GEMM (tiled, tiered vector loops, jammed rows),
+# SpMM's vector loop, SpGEMM's workspace, sparse add's merge loops.
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CC_C=$(command -v clang-19 || command -v cc || true)
+n=0
+for k in "A(i,j) = B(i,k) * C(k,j)|-d=B:40,30 -d=C:30,70" \
+         "C(i,j) = A(i,k) * B(k,j)|-f=A:ds -d=A:40,30 -d=B:30,64" \
+         "A(i,j) = B(i,k) * C(k,j)|-f=A:ds -f=B:ds -f=C:ds -d=B:40,30 -d=C:30,20" \
+         "A(i,j) = B(i,j) + C(i,j)|-f=A:ds -f=B:ds -f=C:ds -d=B:40,30"; do
+  n=$((n + 1))
+  # shellcheck disable=SC2086
+  "$T" ${k#*|} -write-source="$TMP/c$n.c" "${k%%|*}" >/dev/null 2>&1
+  if [ -z "$CC_C" ]; then pass "c_rendering_$n (no C compiler: skipped)"
+  elif out=$("$CC_C" -std=c11 -fsyntax-only -I "$ROOT" "$TMP/c$n.c" 2>&1); then pass "c_rendering_$n"
+  else fail "c_rendering_$n" "${k%%|*} does not compile as C" "$out"; fi
+done
+
 # ---- summary, help, version ----
 expect summary_compile '^compile: [0-9.]+ ms$' "$SPMV" "${P[@]}"
 expect summary_tensors '^  A +100x200 +ds +f64' "$SPMV" "${P[@]}"
