@@ -106,6 +106,8 @@ typedef struct LoopAttrs {
                         LLVM should neither vectorize nor unroll it */
   LirExpr *balance;  /* parallel: a pos array (pointer expr) whose entries
                         weigh iterations for chunking, or NULL */
+  LirExpr *leaves;   /* with balance: the pos array one level further down;
+                        iteration r then weighs leaves[balance[r]] */
 } LoopAttrs;
 
 typedef struct LirStmt LirStmt;

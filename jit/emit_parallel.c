@@ -5,7 +5,8 @@
  *   }
  * and the kernel fills ctx (8 bytes per entry, by value: the body assigns
  * no outer variable) and calls
- *   tj_rt_parallel_for(lo, hi, balance pos or NULL, width, .par<N>, ctx).
+ *   tj_rt_parallel_for_leaves(lo, hi, balance pos or NULL, width,
+ *                             leaves pos or NULL, width, .par<N>, ctx).
  * A loop whose step is not the constant 1 is split by trip number instead:
  * the runtime sees [0, trips) and the body maps t to ctx[1] + t * ctx[2].
  * A body that breaks the parallel contract (assigns an outer variable, may
@@ -213,24 +214,32 @@ static bool run_range(Emitter *e, const LirStmt *s, LLVMValueRef ctx,
   return true;
 }
 
-/* tj_rt_parallel_for(lo, hi, pos, width, body, ctx) */
+/* A balance array as (pointer, width in bytes); null and 0 when absent. */
+static bool weight_array(Emitter *e, const LirExpr *x, LLVMValueRef *p, LLVMValueRef *w) {
+  *p = LLVMConstNull(e->ptr);
+  *w = LLVMConstInt(e->i32, 0, 0);
+  if (!x) return true;
+  if (x->type != LT_PTR_I32 && x->type != LT_PTR_I64)
+    return em_bug(e, "parallel balance array is not an integer pointer");
+  if (!(*p = emit_expr(e, x))) return false;
+  *w = LLVMConstInt(e->i32, (unsigned)em_elem_bytes(x->type), 0);
+  return true;
+}
+
+/* tj_rt_parallel_for_leaves(lo, hi, pos, width, leaves, width, body, ctx) */
 static bool call_runtime(Emitter *e, const LirStmt *s, LLVMValueRef fn,
                          LLVMValueRef ctx, LLVMValueRef lo, LLVMValueRef hi) {
   const LirExpr *bal = is_unit_step(s) ? s->u.loop.at.balance : NULL;
-  LLVMValueRef pos = LLVMConstNull(e->ptr);
-  int width = 0;
-  if (bal) {
-    if (bal->type != LT_PTR_I32 && bal->type != LT_PTR_I64)
-      return em_bug(e, "parallel balance array is not an integer pointer");
-    if (!(pos = emit_expr(e, bal))) return false;
-    width = em_elem_bytes(bal->type);
-  }
-  LLVMTypeRef pt[] = {e->i64, e->i64, e->ptr, e->i32, e->ptr, e->ptr};
-  LLVMTypeRef ft = LLVMFunctionType(e->vd, pt, 6, 0);
-  LLVMValueRef rt = LLVMGetNamedFunction(e->m, "tj_rt_parallel_for");
-  if (!rt) rt = LLVMAddFunction(e->m, "tj_rt_parallel_for", ft);
-  LLVMValueRef args[] = {lo, hi, pos, LLVMConstInt(e->i32, (unsigned)width, 0), fn, ctx};
-  LLVMBuildCall2(e->b, ft, rt, args, 6, "");
+  LLVMValueRef pos, pw, leaf, lw;
+  if (!weight_array(e, bal, &pos, &pw) ||
+      !weight_array(e, bal ? s->u.loop.at.leaves : NULL, &leaf, &lw))
+    return false;
+  LLVMTypeRef pt[] = {e->i64, e->i64, e->ptr, e->i32, e->ptr, e->i32, e->ptr, e->ptr};
+  LLVMTypeRef ft = LLVMFunctionType(e->vd, pt, 8, 0);
+  LLVMValueRef rt = LLVMGetNamedFunction(e->m, "tj_rt_parallel_for_leaves");
+  if (!rt) rt = LLVMAddFunction(e->m, "tj_rt_parallel_for_leaves", ft);
+  LLVMValueRef args[] = {lo, hi, pos, pw, leaf, lw, fn, ctx};
+  LLVMBuildCall2(e->b, ft, rt, args, 8, "");
   return true;
 }
 

@@ -117,13 +117,22 @@ static void setup_accesses(Lowerer *lw) {
   for (int k = 0; k < p->nloops; k++) lw->depth_of[p->order[k]->id] = k;
   /* Reductions go to a scalar temp at the first reduction loop, when every
    * output index is bound above it; otherwise (a dense output indexed below
-   * a reduction loop) the innermost body scatters into the output. */
+   * a reduction loop) the body scatters into the output, through a temp for
+   * the reduction loops below the output's last index. */
   lw->first_red = p->nloops;
   for (int k = p->nloops - 1; k >= 0; k--)
     if (nt_is_reduction_var(lw->as, p->order[k])) lw->first_red = k;
   const Expr *lhs = lw->as->lhs;
-  for (int m = 0; m < lhs->u.access.n; m++)
-    if (lw->depth_of[lhs->u.access.idx[m]->id] > lw->first_red) lw->first_red = -1;
+  int last_out = -1;
+  for (int m = 0; m < lhs->u.access.n; m++) {
+    int dd = lw->depth_of[lhs->u.access.idx[m]->id];
+    if (dd > lw->first_red) lw->first_red = -1;
+    if (dd > last_out) last_out = dd;
+  }
+  /* A dense output indexed below a reduction loop (MTTKRP in the order
+   * i,k,j,l) still sums the reductions below its last index in a temp. */
+  if (lw->first_red < 0 && !p->out_sparse && last_out + 1 < p->nloops)
+    lw->first_red = last_out + 1;
   const Expr *rhs[LW_MAX_ACCESS];
   int nrhs = 0;
   lw_collect_accesses(lw->as->rhs, rhs, &nrhs, LW_MAX_ACCESS - 1);

@@ -402,21 +402,27 @@ static LirStmt *cases(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv) {
   return chain;
 }
 
-/* A pos array that weighs the iterations of the depth-0 loop by the
- * nonzeros below them (the child level of a level at depth 0), or NULL. */
-static LirExpr *balance_array(Lowerer *lw) {
+static bool has_pos(char level) { return level == 's' || level == 'u'; }
+
+/* Pos arrays that weigh the iterations of the depth-0 loop by the entries
+ * below them: the child level of a level at depth 0 and, when that one's
+ * child is compressed too (CSF), the level below it (MTTKRP's work is in
+ * its leaves, not its fibers). */
+static void balance_arrays(Lowerer *lw, LoopAttrs *at) {
   for (int x = 1; x < lw->nacc; x++) {
-    if (lw_level_at(lw, x, 0) != 0 || lw->acc[x].f->order < 2) continue;
-    char c = lw->acc[x].f->levels[1];
-    if (c == 's' || c == 'u') return lw_ref(lw, lw->pos_ptr[lw->acc[x].t][1]);
+    const tj_format *f = lw->acc[x].f;
+    if (lw_level_at(lw, x, 0) != 0 || f->order < 2 || !has_pos(f->levels[1])) continue;
+    at->balance = lw_ref(lw, lw->pos_ptr[lw->acc[x].t][1]);
+    if (f->order >= 3 && has_pos(f->levels[2]))
+      at->leaves = lw_ref(lw, lw->pos_ptr[lw->acc[x].t][2]);
+    return;
   }
-  return NULL;
 }
 
 static void mark_parallel(Lowerer *lw, LoopCtx *cx, LirStmt *loop) {
   if (cx->depth != 0 || !lw->par_ok || lw->target != T_OUT) return;
   loop->u.loop.at.parallel = true;
-  loop->u.loop.at.balance = balance_array(lw);
+  balance_arrays(lw, &loop->u.loop.at);
 }
 
 /* The one-point loops: a for over the dense range, or a for over the

@@ -100,6 +100,12 @@ typedef void (*tj_par_body)(void *ctx, int64_t lo, int64_t hi);
  * dynamically. */
 void tj_rt_parallel_for(int64_t lo, int64_t hi, const void *pos,
                         int32_t pos_width, tj_par_body body, void *ctx);
+/* The same, weighing row r by the entries two levels down: leaf[pos[r]]
+ * (leaf: the pos array of the level below pos's, leaf_width bytes), so a
+ * CSF tensor's rows are balanced by their leaves, not their fibers. */
+void tj_rt_parallel_for_leaves(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
+                               const void *leaf, int32_t leaf_width, tj_par_body body,
+                               void *ctx);
 /* Sets the number of threads parallel loops use on this thread (<= 0:
  * TJ_NUM_THREADS or the OpenMP default). */
 void tj_rt_set_threads(int n);

@@ -27,17 +27,23 @@ static int64_t pos_at(const void *pos, int32_t w, int64_t i) {
   return w == 4 ? ((const int32_t *)pos)[i] : ((const int64_t *)pos)[i];
 }
 
-/* Work up to row r: rows plus nonzeros, monotonic in r. */
-static int64_t work_at(const void *pos, int32_t w, int64_t r) {
-  return pos_at(pos, w, r) + r;
+/* How rows are weighed: entries below them (one or two levels down). */
+typedef struct Weights {
+  const void *pos, *leaf;
+  int32_t w, leaf_w;
+} Weights;
+
+/* Work up to row r: rows plus entries below, monotonic in r. */
+static int64_t work_at(const Weights *g, int64_t r) {
+  int64_t p = pos_at(g->pos, g->w, r);
+  return (g->leaf ? pos_at(g->leaf, g->leaf_w, p) : p) + r;
 }
 
 /* First row r in [lo, hi] with work_at(r) >= target. */
-static int64_t split_row(const void *pos, int32_t w, int64_t lo, int64_t hi,
-                         int64_t target) {
+static int64_t split_row(const Weights *g, int64_t lo, int64_t hi, int64_t target) {
   while (lo < hi) {
     int64_t mid = lo + (hi - lo) / 2;
-    if (work_at(pos, w, mid) < target) lo = mid + 1;
+    if (work_at(g, mid) < target) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -45,37 +51,44 @@ static int64_t split_row(const void *pos, int32_t w, int64_t lo, int64_t hi,
 
 void rt_split_rows(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
                    int n, int64_t *bounds) {
-  int64_t base = pos ? work_at(pos, pos_width, lo) : 0;
-  int64_t total = pos ? work_at(pos, pos_width, hi) - base : hi - lo;
+  Weights g = {pos, NULL, pos_width, 0};
+  int64_t base = pos ? work_at(&g, lo) : 0;
+  int64_t total = pos ? work_at(&g, hi) - base : hi - lo;
   bounds[0] = lo;
   bounds[n] = hi;
   for (int c = 1; c < n; c++)
-    bounds[c] = pos ? split_row(pos, pos_width, lo, hi, base + total * c / n)
-                    : lo + (hi - lo) * c / n;
+    bounds[c] = pos ? split_row(&g, lo, hi, base + total * c / n) : lo + (hi - lo) * c / n;
 }
 
-void tj_rt_parallel_for(int64_t lo, int64_t hi, const void *pos,
-                        int32_t pos_width, tj_par_body body, void *ctx) {
+void tj_rt_parallel_for_leaves(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
+                               const void *leaf, int32_t leaf_width, tj_par_body body,
+                               void *ctx) {
   int nt = tj_rt_threads();
   if (hi <= lo) return;
   if (nt <= 1 || hi - lo < 2) {
     body(ctx, lo, hi);
     return;
   }
+  Weights g = {pos, pos ? leaf : NULL, pos_width, leaf_width};
   int64_t nchunks = (int64_t)nt * 8;
   if (nchunks > hi - lo) nchunks = hi - lo;
-  int64_t base = pos ? work_at(pos, pos_width, lo) : 0;
-  int64_t total = pos ? work_at(pos, pos_width, hi) - base : hi - lo;
+  int64_t base = pos ? work_at(&g, lo) : 0;
+  int64_t total = pos ? work_at(&g, hi) - base : hi - lo;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
   for (int64_t c = 0; c < nchunks; c++) {
     int64_t a, b;
     if (pos) {
-      a = split_row(pos, pos_width, lo, hi, base + total * c / nchunks);
-      b = c == nchunks - 1 ? hi : split_row(pos, pos_width, lo, hi, base + total * (c + 1) / nchunks);
+      a = split_row(&g, lo, hi, base + total * c / nchunks);
+      b = c == nchunks - 1 ? hi : split_row(&g, lo, hi, base + total * (c + 1) / nchunks);
     } else {
       a = lo + (hi - lo) * c / nchunks;
       b = lo + (hi - lo) * (c + 1) / nchunks;
     }
     if (a < b) body(ctx, a, b);
   }
+}
+
+void tj_rt_parallel_for(int64_t lo, int64_t hi, const void *pos,
+                        int32_t pos_width, tj_par_body body, void *ctx) {
+  tj_rt_parallel_for_leaves(lo, hi, pos, pos_width, NULL, 0, body, ctx);
 }
