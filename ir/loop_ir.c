@@ -287,3 +287,28 @@ void lir_append(LirStmt **head, LirStmt *s) {
   while (*head) head = &(*head)->next;
   *head = s;
 }
+
+bool lir_unit_step(const LirStmt *loop) {
+  const LirExpr *st = loop->u.loop.step;
+  return !st || (st->kind == LE_CONST && st->u.c.i == 1);
+}
+
+bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark) {
+  if (!e) return false;
+  switch (e->kind) {
+  case LE_CONST:
+  case LE_FIELD: return false;
+  case LE_VAR: return e->u.var->id < nmark && mark[e->u.var->id];
+  case LE_LOAD:
+    return lir_reads_marked(e->u.load.ptr, mark, nmark) ||
+           lir_reads_marked(e->u.load.idx, mark, nmark);
+  case LE_BIN:
+    return lir_reads_marked(e->u.bin.a, mark, nmark) || lir_reads_marked(e->u.bin.b, mark, nmark);
+  case LE_UN: return lir_reads_marked(e->u.un.a, mark, nmark);
+  case LE_CAST: return lir_reads_marked(e->u.cast, mark, nmark);
+  case LE_SELECT:
+    return lir_reads_marked(e->u.sel.cond, mark, nmark) ||
+           lir_reads_marked(e->u.sel.a, mark, nmark) || lir_reads_marked(e->u.sel.b, mark, nmark);
+  }
+  return true;
+}

@@ -179,6 +179,11 @@ LirStmt *lir_comment(Arena *a, const char *text);
 /* Appends the list s to the end of the list at *head. */
 void lir_append(LirStmt **head, LirStmt *s);
 
+/* A FOR whose step is 1 (a missing step means 1). */
+bool lir_unit_step(const LirStmt *loop);
+/* Does e read a variable v with v->id < nmark and mark[v->id] set? */
+bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark);
+
 /* Type of an operand field (pointer types from the operand's widths). */
 LirType lir_field_type(const LirKernel *k, int operand, LirField f);
 

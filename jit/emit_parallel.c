@@ -96,11 +96,6 @@ static LLVMValueRef ctx_addr(Emitter *e, LLVMBuilderRef b, LLVMValueRef ctx, int
   return LLVMBuildInBoundsGEP2(b, e->i64, ctx, &idx, 1, "");
 }
 
-static bool is_unit_step(const LirStmt *s) {
-  const LirExpr *st = s->u.loop.step;
-  return !st || (st->kind == LE_CONST && st->u.c.i == 1);
-}
-
 /* The outlined function's entry: operand pointers and captured variables
  * copied from ctx into this function's own slots. */
 static void load_ctx(Emitter *e, LLVMValueRef ctx, const Capture *c) {
@@ -124,7 +119,7 @@ static void load_ctx(Emitter *e, LLVMValueRef ctx, const Capture *c) {
 static void iv_range(Emitter *e, const LirStmt *s, LLVMValueRef ctx,
                      LLVMValueRef *lo, LLVMValueRef *hi) {
   LLVMValueRef l = LLVMGetParam(e->fn, 1), h = LLVMGetParam(e->fn, 2);
-  if (!is_unit_step(s)) {
+  if (!lir_unit_step(s)) {
     LLVMValueRef l0 = LLVMBuildLoad2(e->b, e->i64, ctx_addr(e, e->b, ctx, CTX_LO), "");
     LLVMValueRef st = LLVMBuildLoad2(e->b, e->i64, ctx_addr(e, e->b, ctx, CTX_STEP), "");
     l = LLVMBuildAdd(e->b, l0, LLVMBuildMul(e->b, l, st, ""), "");
@@ -196,7 +191,7 @@ static bool run_range(Emitter *e, const LirStmt *s, LLVMValueRef ctx,
   if (!h) return false;
   l = LLVMBuildIntCast2(e->b, l, e->i64, 1, "");
   h = LLVMBuildIntCast2(e->b, h, e->i64, 1, "");
-  if (is_unit_step(s)) {
+  if (lir_unit_step(s)) {
     *lo = l, *hi = h;
     return true;
   }
@@ -229,7 +224,7 @@ static bool weight_array(Emitter *e, const LirExpr *x, LLVMValueRef *p, LLVMValu
 /* tj_rt_parallel_for_leaves(lo, hi, pos, width, leaves, width, body, ctx) */
 static bool call_runtime(Emitter *e, const LirStmt *s, LLVMValueRef fn,
                          LLVMValueRef ctx, LLVMValueRef lo, LLVMValueRef hi) {
-  const LirExpr *bal = is_unit_step(s) ? s->u.loop.at.balance : NULL;
+  const LirExpr *bal = lir_unit_step(s) ? s->u.loop.at.balance : NULL;
   LLVMValueRef pos, pw, leaf, lw;
   if (!weight_array(e, bal, &pos, &pw) ||
       !weight_array(e, bal ? s->u.loop.at.leaves : NULL, &leaf, &lw))

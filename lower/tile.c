@@ -47,23 +47,6 @@ static LirStmt *only_stmt(LirStmt *s) {
   return plain_stmts(s, &one, 1) == 1 ? one : NULL;
 }
 
-/* Does e read a variable declared by the statements of list s (or one of
- * the given ivs)? Used to keep bounds free of the tiled loops' variables. */
-static bool reads_any(const LirExpr *e, const char *mark) {
-  if (!e) return false;
-  switch (e->kind) {
-  case LE_VAR: return mark[e->u.var->id] != 0;
-  case LE_LOAD: return reads_any(e->u.load.ptr, mark) || reads_any(e->u.load.idx, mark);
-  case LE_BIN: return reads_any(e->u.bin.a, mark) || reads_any(e->u.bin.b, mark);
-  case LE_UN: return reads_any(e->u.un.a, mark);
-  case LE_CAST: return reads_any(e->u.cast, mark);
-  case LE_SELECT:
-    return reads_any(e->u.sel.cond, mark) || reads_any(e->u.sel.a, mark) ||
-           reads_any(e->u.sel.b, mark);
-  default: return false;
-  }
-}
-
 /* Marks every variable declared (or iterated) inside list s. */
 static void mark_decls(const LirStmt *s, char *mark) {
   for (; s; s = s->next) {
@@ -96,16 +79,11 @@ static bool is_zero(const LirExpr *e) {
   return !e || (e->kind == LE_CONST && e->u.c.i == 0 && e->u.c.f == 0);
 }
 
-static bool unit_step(const LirStmt *f) {
-  const LirExpr *st = f->u.loop.step;
-  return st && st->kind == LE_CONST && st->u.c.i == 1;
-}
-
 /* Finds j and k of a qualifying parallel loop p (see the file comment). */
 static bool gemm_shaped(LirKernel *k, Arena *a, LirStmt *p, LirStmt **jl, LirStmt **kl) {
-  if (!p->u.loop.at.parallel || p->u.loop.at.balance || !unit_step(p)) return false;
+  if (!p->u.loop.at.parallel || p->u.loop.at.balance || !lir_unit_step(p)) return false;
   LirStmt *j = only_stmt(p->u.loop.body);
-  if (!j || j->kind != LS_FOR || !unit_step(j) || j->u.loop.at.vec_width) return false;
+  if (!j || j->kind != LS_FOR || !lir_unit_step(j) || j->u.loop.at.vec_width) return false;
   LirStmt *b[4];
   if (plain_stmts(j->u.loop.body, b, 3) != 3) return false;
   if (b[0]->kind != LS_DECL || !is_zero(b[0]->u.decl.init) ||
@@ -113,7 +91,7 @@ static bool gemm_shaped(LirKernel *k, Arena *a, LirStmt *p, LirStmt **jl, LirStm
     return false;
   const LirVar *t = b[0]->u.decl.var;
   if (b[1]->kind == LS_BLOCK) b[1] = only_stmt(b[1]->u.block);
-  if (!b[1] || b[1]->kind != LS_FOR || !unit_step(b[1]) || b[1]->u.loop.at.vec_width) return false;
+  if (!b[1] || b[1]->kind != LS_FOR || !lir_unit_step(b[1]) || b[1]->u.loop.at.vec_width) return false;
   if (b[2]->kind != LS_STORE || b[2]->u.store.op != LOP_ADD || b[2]->u.store.e->kind != LE_VAR ||
       b[2]->u.store.e->u.var != t)
     return false;
@@ -122,8 +100,9 @@ static bool gemm_shaped(LirKernel *k, Arena *a, LirStmt *p, LirStmt **jl, LirStm
   if (!mark) return false;
   mark[p->u.loop.iv->id] = 1;
   mark_decls(p->u.loop.body, mark);
-  if (reads_any(j->u.loop.lo, mark) || reads_any(j->u.loop.hi, mark) ||
-      reads_any(b[1]->u.loop.lo, mark) || reads_any(b[1]->u.loop.hi, mark))
+  int n = k->nvars;
+  if (lir_reads_marked(j->u.loop.lo, mark, n) || lir_reads_marked(j->u.loop.hi, mark, n) ||
+      lir_reads_marked(b[1]->u.loop.lo, mark, n) || lir_reads_marked(b[1]->u.loop.hi, mark, n))
     return false;
   *jl = j;
   *kl = b[1];

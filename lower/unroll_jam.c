@@ -41,19 +41,7 @@ typedef struct Jam {
 /* ---- which variables depend on the induction variable ---- */
 
 static bool expr_dep(const Jam *j, const LirExpr *e) {
-  if (!e) return false;
-  switch (e->kind) {
-  case LE_CONST:
-  case LE_FIELD: return false;
-  case LE_VAR: return e->u.var->id < j->ndep && j->dep[e->u.var->id];
-  case LE_LOAD: return expr_dep(j, e->u.load.ptr) || expr_dep(j, e->u.load.idx);
-  case LE_BIN: return expr_dep(j, e->u.bin.a) || expr_dep(j, e->u.bin.b);
-  case LE_UN: return expr_dep(j, e->u.un.a);
-  case LE_CAST: return expr_dep(j, e->u.cast);
-  case LE_SELECT:
-    return expr_dep(j, e->u.sel.cond) || expr_dep(j, e->u.sel.a) || expr_dep(j, e->u.sel.b);
-  }
-  return true;
+  return lir_reads_marked(e, j->dep, j->ndep);
 }
 
 /* Notes loads that do not depend on iv (after dependence is settled). */
@@ -136,10 +124,7 @@ static bool bounds_shared(Jam *j, const LirStmt *s) {
 
 static bool jammable(Jam *j, const LirStmt *loop) {
   const LoopAttrs *at = &loop->u.loop.at;
-  const LirExpr *st = loop->u.loop.step;
-  if (!at->parallel || at->balance || at->vec_width || !st || st->kind != LE_CONST ||
-      st->u.c.i != 1)
-    return false;
+  if (!at->parallel || at->balance || at->vec_width || !lir_unit_step(loop)) return false;
   memset(j->dep, 0, (size_t)j->ndep);
   j->dep[loop->u.loop.iv->id] = 1;
   j->shared_load = false;

@@ -162,8 +162,7 @@ static bool vectorizable(Vec *v, const LirStmt *loop, bool allow_gather) {
   memset(v->reads, 0, n * sizeof *v->reads);
   v->gathers = v->unit_load = v->unit_store = v->reduction = false;
   v->iv = loop->u.loop.iv;
-  if (!loop->u.loop.step || loop->u.loop.step->kind != LE_CONST || loop->u.loop.step->u.c.i != 1)
-    return false;
+  if (!lir_unit_step(loop)) return false;
   const LirStmt *body = loop->u.loop.body;
   if (!legal_list(v, body) || (has_loop(body) && !legal_list(v, body)) ||
       !reductions_unread(v, body))
