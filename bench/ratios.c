@@ -7,6 +7,7 @@
  * warm-up) and prints a / b next to the target the issue set.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -43,39 +44,75 @@ static Pair pair_threads(double target) {
   return p;
 }
 
-/* Builds and runs one variant of c in its own context; 0 on an error. */
-static int variant_time(Case *c, const tj_options *o, Row *r) {
-  tj_context *cx;
-  if (tj_context_new(&cx) != TJ_OK) {
-    snprintf(r->note, sizeof r->note, "%.200s", tj_last_error());
-    return 0;
-  }
-  TjRun tr = {tj_build(cx, c, o, r), TJ_OK};
-  if (tr.k) {
-    double t0 = now_s();
-    tj_run(&tr);
-    if (tr.st == TJ_OK) time_it(tj_run, &tr, now_s() - t0, r);
-    if (tr.st != TJ_OK) snprintf(r->note, sizeof r->note, "run error: %.200s", tj_last_error());
-  }
-  tj_context_free(cx);
-  return tr.k && tr.st == TJ_OK;
+static int cmp_ms(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Median of n times (seconds), in ms; sorts t. */
+static double median_ms(double *t, int n) {
+  qsort(t, (size_t)n, sizeof *t, cmp_ms);
+  return (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2])) * 1e3;
 }
 
 /* Times both variants of p on c; variant 0 writes c->ops[0], variant 1
- * out_b (same shape and format). Checks variant 1 against variant 0. */
+ * out_b (same shape and format). Both are compiled first, each in its own
+ * context, then run in alternation (a, b, a, b, ...) so that drift in the
+ * machine's speed — frequency, a neighbour's load — falls on both sides of
+ * the ratio alike. Short kernels get more rounds (about 0.3 s a side, at
+ * most 401). Checks variant 1 against variant 0. */
 static void pair_run(Pair *p, Case *c, tj_tensor *out_b) {
   tj_tensor *outs[2] = {c->ops[0], out_b};
-  Out o[2];
+  tj_context *cx[2] = {NULL, NULL};
+  TjRun tr[2] = {{NULL, TJ_OK}, {NULL, TJ_OK}};
+  double warm = 0;
   p->ok = 1;
   for (int v = 0; v < 2 && p->ok; v++) {
     c->ops[0] = outs[v];
-    p->ok = variant_time(c, &p->opt[v], &p->row[v]);
-    out_from_tensor(c, outs[v], &o[v]);
+    if (tj_context_new(&cx[v]) != TJ_OK) {
+      snprintf(p->row[v].note, sizeof p->row[v].note, "%.200s", tj_last_error());
+      p->ok = 0;
+      break;
+    }
+    tr[v].k = tj_build(cx[v], c, &p->opt[v], &p->row[v]);
+    if (!tr[v].k) { p->ok = 0; break; }
+    double t0 = now_s();
+    tj_run(&tr[v]);
+    warm = fmax(warm, now_s() - t0);
+    if (tr[v].st != TJ_OK) {
+      snprintf(p->row[v].note, sizeof p->row[v].note, "run error: %.200s", tj_last_error());
+      p->ok = 0;
+    }
   }
   c->ops[0] = outs[0];
+  if (p->ok) {
+    int reps = g_set.min_reps;
+    if (warm > 0 && reps * warm < 0.3) reps = (int)(0.3 / warm) | 1;
+    if (reps > 401) reps = 401;
+    double *t[2] = {xmalloc(sizeof(double) * (size_t)reps), xmalloc(sizeof(double) * (size_t)reps)};
+    for (int i = 0; i < reps && p->ok; i++)
+      for (int v = 0; v < 2; v++) {
+        double t0 = now_s();
+        tj_run(&tr[v]);
+        t[v][i] = now_s() - t0;
+        if (tr[v].st != TJ_OK) p->ok = 0;
+      }
+    for (int v = 0; v < 2; v++) {
+      Row *r = &p->row[v];
+      r->med = median_ms(t[v], reps);
+      r->min = t[v][0] * 1e3;
+      r->reps = reps;
+      r->timed = 1;
+      free(t[v]);
+    }
+    if (!p->ok) snprintf(p->row[1].note, sizeof p->row[1].note, "run error: %.200s", tj_last_error());
+  }
+  for (int v = 0; v < 2; v++) tj_context_free(cx[v]);
   c->bytes = 0;
   for (int i = 0; i < c->nops; i++) c->bytes += used_bytes(c->ops[i]);
   if (!p->ok) { p->is_error = 1; g_tj_errors++; return; }
+  Out o[2];
+  for (int v = 0; v < 2; v++) out_from_tensor(c, outs[v], &o[v]);
   char why[128] = "";
   p->err = compare(&o[0], &o[1], why, sizeof why);
   if (p->err < 0 || !(p->err <= 1e-9)) {
@@ -243,12 +280,12 @@ static void thr_spmv(const char *input, int64_t n, uint64_t seed) {
 void ratios_run(const char *data) {
   int q = g_set.quick;
   Settings saved = g_set;
-  g_set.min_reps = q ? 5 : 7;      /* exactly: no budget cut below 5 */
+  g_set.min_reps = q ? 5 : 7;      /* at least; short kernels get more rounds */
   g_set.budget_s = INFINITY;
   double t0 = now_s();
   const char *uname = q ? "u50k" : "u200k";
   tj_tensor *U = in_csr_uniform("A", q ? 50000 : 200000, 16, 1);
-  printf("\nvectorization and thread scaling (tensorjit against itself; median of %d runs)\n"
+  printf("\nvectorization and thread scaling (tensorjit against itself; median of >= %d runs, a and b alternated)\n"
          "%-9s %-8s %-14s %10s %10s %7s  %-7s %-5s %s\n", g_set.min_reps, "pair", "kernel",
          "input", "a_ms", "b_ms", "a/b", "target", "", "note");
   printf("-- a = scalar, b = vectorized: 1 thread, LLVM's vectorizers off on both sides\n");

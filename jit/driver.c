@@ -187,34 +187,6 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-/* A dense contraction that will be vectorized runs its output indices
- * outermost (in the output's storage order) and its reductions inside:
- * the vectorizer then takes the innermost output loop as an outer vector
- * loop around the reduction (register accumulators, unit-stride loads) and
- * unroll-and-jam blocks the rows, a GEMM micro-kernel. Adds that order as
- * a reorder directive when the user gave none (the concrete notation then
- * shows it). */
-static void order_dense_contraction(const CacheEntry *e, const Assignment *as, Schedule *s) {
-  if (e->no_vectorize || s->n >= 16) return;
-  bool reduction = false;
-  for (int k = 0; k < s->n; k++)
-    if (s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_PRECOMPUTE) return;
-  for (int t = 0; t < as->ntensors; t++) {
-    const tj_format *f = &as->tensors[t]->decl.format;
-    for (int l = 0; l < f->order; l++)
-      if (f->levels[l] != 'd') return;
-  }
-  for (int v = 0; v < as->nindices; v++) reduction |= nt_is_reduction_var(as, as->indices[v]);
-  if (!reduction || as->lhs->u.access.n == 0) return;
-  SchedDirective *r = &s->d[s->n];
-  *r = (SchedDirective){.kind = SCHED_REORDER};
-  const tj_format *of = &as->tensors[0]->decl.format;
-  for (int l = 0; l < of->order; l++) r->vars[r->nvars++] = as->lhs->u.access.idx[of->mode_order[l]]->name;
-  for (int v = 0; v < as->nindices; v++)
-    if (nt_is_reduction_var(as, as->indices[v])) r->vars[r->nvars++] = as->indices[v]->name;
-  s->n++;
-}
-
 /* Plans the kernel shape of a new cache entry (in its own arena). */
 static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
                        int n, const char *schedule, Diag *d) {
@@ -222,16 +194,20 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   if (!as) return false;
   Schedule sched = {0};
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
-  order_dense_contraction(e, as, &sched);
-  Cin *cin = cin_from_assignment(&e->arena, as, &sched, d);
-  if (!cin) return false;
-  IndexVar *want[NT_MAX_INDICES];
-  int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
-  bool strict = false;
-  for (int k = 0; k < sched.n; k++) strict |= sched.d[k].kind == SCHED_REORDER;
-  if (!lower_plan(as, want, nw, strict, &e->plan, d)) return false;
+  Cin *cin = NULL;
+  for (int pass = 0; pass < 2; pass++) {
+    cin = cin_from_assignment(&e->arena, as, &sched, d);
+    if (!cin) return false;
+    IndexVar *want[NT_MAX_INDICES];
+    int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
+    bool strict = false;
+    for (int k = 0; k < sched.n; k++) strict |= sched.d[k].kind == SCHED_REORDER;
+    if (!lower_plan(as, want, nw, strict, &e->plan, d)) return false;
+    /* Plan again only when the default order of a contraction changes. */
+    if (pass == 1 || !drv_order_contraction(e, as, &e->plan, &sched)) break;
+  }
   if (!drv_apply_schedule(e, as, &sched, d)) return false;
-  e->cin = drv_cin_with_workspace(&e->arena, as, &e->plan, cin);
+  e->cin = drv_cin_of_plan(&e->arena, as, &e->plan, cin);
   e->as = as;
   return true;
 }

@@ -80,8 +80,15 @@ bool drv_disk_compile(CacheEntry *e, int v, const char *dir, bool *from_disk, Di
 /* Applies parallelize / vectorize / precompute and the target's vector
  * width to e's plan (driver_schedule.c). */
 bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d);
-/* The concrete notation to show for a plan (with its workspace). */
-Cin *drv_cin_with_workspace(Arena *a, const Assignment *as, const LowerPlan *p, Cin *plain);
+/* The default order of a contraction that will be vectorized, given the
+ * plan of the user's schedule: adds reorder(output indices, reductions) to
+ * s when the user gave no reorder or precompute, the order can be walked
+ * without converting an operand and differs from the plan's; returns
+ * whether it added it (driver_order.c). */
+bool drv_order_contraction(const CacheEntry *e, const Assignment *as, const LowerPlan *plain,
+                           Schedule *s);
+/* The concrete notation to show for a plan: its loop order, its workspace. */
+Cin *drv_cin_of_plan(Arena *a, const Assignment *as, const LowerPlan *p, Cin *plain);
 
 /* Kernel variants of an entry: a LowerPhase, or DRV_ROWS(phase) for the
  * row-range kernel of that phase (parallel sparse outputs). */

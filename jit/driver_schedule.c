@@ -149,9 +149,34 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
 
 /* The concrete notation of a plan: loops in plan order, with a where()
  * around the workspace when the plan has one. */
-Cin *drv_cin_with_workspace(Arena *a, const Assignment *as, const LowerPlan *p, Cin *plain) {
+/* plain's forall nest (no workspace) rebuilt in the plan's loop order, each
+ * loop keeping its flags: the planner may have moved loops to follow the
+ * formats, and the notation shown is the one that runs. */
+static Cin *in_plan_order(Arena *a, const LowerPlan *p, Cin *plain) {
+  const Cin *loops[NT_MAX_INDICES];
+  int n = 0;
+  const Cin *c = plain;
+  for (; c->kind == CIN_FORALL && n < NT_MAX_INDICES; c = c->u.forall.body) loops[n++] = c;
+  if (c->kind != CIN_ASSIGN || n != p->nloops) return plain;
+  Cin *out = (Cin *)c;
+  for (int k = p->nloops - 1; k >= 0 && out; k--) {
+    const Cin *from = NULL;
+    for (int m = 0; m < n; m++)
+      if (loops[m]->u.forall.iv == p->order[k]) from = loops[m];
+    if (!from) return plain;
+    out = cin_forall(a, p->order[k], out);
+    if (out) {
+      out->u.forall.flags = from->u.forall.flags;
+      out->u.forall.vec_width = from->u.forall.vec_width;
+    }
+  }
+  return out ? out : plain;
+}
+
+Cin *drv_cin_of_plan(Arena *a, const Assignment *as, const LowerPlan *p, Cin *plain) {
   Cin *body = cin_assign(a, as->lhs, as->rhs, as->accumulate);
-  if (p->ws_depth < 0 || !body) return plain;
+  if (!body) return plain;
+  if (p->ws_depth < 0) return in_plan_order(a, p, plain);
   TensorVar *w = arena_alloc(a, sizeof *w);
   if (!w) return plain;
   w->id = -1;

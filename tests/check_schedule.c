@@ -4,6 +4,7 @@
  * refusals with messages. */
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,17 +41,18 @@ static char *stage(tj_kernel *k, tj_stage s) {
   return buf;
 }
 
-/* Compiles expr with schedule over A (output, format fa), B, C; checks
- * values against the reference; returns the kernel's CIN text. */
-static char *run(const char *expr, const char *schedule, const char *fa, const char *fb,
-                 int64_t n, int64_t m) {
+/* Compiles expr with schedule and options o (NULL: defaults) over A
+ * (output, format fa), B (fb) and C (fc); checks values against the
+ * reference; returns the kernel's CIN text. */
+static char *run_with(const char *expr, const char *schedule, const tj_options *o,
+                      const char *fa, const char *fb, const char *fc, int64_t n, int64_t m) {
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_tensor *A = random_matrix("A", fa, n, m, 0), *Ar = random_matrix("A", "dd", n, m, 0);
-  tj_tensor *B = random_matrix("B", fb, n, m, 1), *C = random_matrix("C", fb, n, m, 2);
+  tj_tensor *B = random_matrix("B", fb, n, m, 1), *C = random_matrix("C", fc, n, m, 2);
   tj_tensor *ops[] = {A, B, C}, *rops[] = {Ar, B, C};
   tj_kernel *k;
-  OK(tj_compile(cx, expr, ops, 3, schedule, NULL, &k));
+  OK(tj_compile(cx, expr, ops, 3, schedule, o, &k));
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   OK(tj_reference(expr, rops, 3));
   for (int64_t i = 0; i < n; i++)
@@ -69,6 +71,11 @@ static char *run(const char *expr, const char *schedule, const char *fa, const c
   tj_tensor_free(C);
   tj_context_free(cx);
   return cin;
+}
+
+static char *run(const char *expr, const char *schedule, const char *fa, const char *fb,
+                 int64_t n, int64_t m) {
+  return run_with(expr, schedule, NULL, fa, fb, fb, n, m);
 }
 
 START_TEST(precompute_builds_a_workspace) {
@@ -93,6 +100,42 @@ START_TEST(vectorize_parallelize_reorder) {
   free(run("A(i,j) = B(i,j) + C(i,j)", "parallelize(i)", "ds", "ds", 37, 29));
   char *cin = run("A(i,j) = B(i,j) + C(i,j)", "reorder(j,i)", "dd", "dd", 17, 19);
   ck_assert_str_eq(cin, "forall(j, forall(i, A(i,j) = B(i,j) + C(i,j)))\n");
+  free(cin);
+}
+END_TEST
+
+/* The default order of a contraction that will be vectorized: output
+ * indices first, reductions inside — for all-dense operands, and for one
+ * sparse operand times dense ones when the sparse operand can be walked in
+ * that order as stored and the innermost output index is contiguous. The
+ * notation shown is the order that runs. */
+typedef struct OrderCase {
+  const char *fa, *fb, *fc, *schedule;
+  bool no_vectorize;
+  const char *cin;
+} OrderCase;
+
+#define IJK "forall(i, forall(j, forall(k, A(i,j) += B(i,k) * C(k,j))))\n"
+#define IKJ "forall(i, forall(k, forall(j, A(i,j) += B(i,k) * C(k,j))))\n"
+static const OrderCase orders[] = {
+    {"dd", "ds", "dd", NULL, false, IJK},            /* SpMM: rows of C in registers */
+    {"dd", "dd", "dd", NULL, false, IJK},            /* GEMM */
+    {"dd", "ds", "dd", NULL, true, IKJ},             /* scalar: the planner's order */
+    {"dd", "ds", "dd", "reorder(i,k,j)", false, IKJ}, /* the user's order wins */
+    {"dd", "ds:1,0", "dd", NULL, false,              /* CSC: walked as stored */
+     "forall(k, forall(i, forall(j, A(i,j) += B(i,k) * C(k,j))))\n"},
+    {"dd", "ds", "dd:1,0", NULL, false, IJK},        /* column-major C: the planner's */
+    {"dd", "ds", "ds", NULL, false, IKJ},            /* two sparse operands */
+    {"dd:1,0", "ds", "dd", NULL, false,              /* column-major A: the planner's */
+     "forall(j, forall(i, forall(k, A(i,j) += B(i,k) * C(k,j))))\n"},
+};
+
+START_TEST(default_order_output_first) {
+  const OrderCase *c = &orders[_i];
+  tj_options o = tj_options_default();
+  o.no_vectorize = c->no_vectorize;
+  char *cin = run_with("A(i,j) = B(i,k) * C(k,j)", c->schedule, &o, c->fa, c->fb, c->fc, 45, 45);
+  ck_assert_msg(strcmp(cin, c->cin) == 0, "A:%s B:%s C:%s: got %s", c->fa, c->fb, c->fc, cin);
   free(cin);
 }
 END_TEST
@@ -134,6 +177,7 @@ int main(void) {
   tcase_add_test(t, precompute_builds_a_workspace);
   tcase_add_test(t, automatic_workspace_shows_where);
   tcase_add_test(t, vectorize_parallelize_reorder);
+  tcase_add_loop_test(t, default_order_output_first, 0, sizeof orders / sizeof orders[0]);
   tcase_add_loop_test(t, refusals_with_messages, 0, sizeof refusals / sizeof refusals[0]);
   suite_add_tcase(s, t);
   SRunner *r = srunner_create(s);
