@@ -208,20 +208,50 @@ static bool parents_dense(const tj_format *f, int l) {
   return true;
 }
 
+/* Zeroes the n values of a dense output. A parallel kernel zeroes them in
+ * parallel blocks of ZERO_BLOCK values: one thread writing a large output
+ * (SpMM's 200k x 64 doubles: 100 MB) would otherwise be the serial part
+ * that caps its speed-up. */
+enum { ZERO_BLOCK = 1 << 15 };
+static LirStmt *zero_dense_output(Lowerer *lw, LirVar *n) {
+  Arena *a = lw->a;
+  LirStmt *z = lir_call(a, LH_ZERO);
+  z->u.call.ptr = lw->vals_ptr[0];
+  if (!lw->par_ok || lw->ranged) {
+    z->u.call.a = lw_i64(lw, 0);
+    z->u.call.b = lw_ref(lw, n);
+    return z;
+  }
+  LirVar *nb = lw_var(lw, "zero_blocks", LT_I64), *b = lw_var(lw, "zb", LT_I64);
+  LirVar *lo = lw_var(lw, "zlo", LT_I64), *hi = lw_var(lw, "zhi", LT_I64);
+  LirExpr *blk = lw_i64(lw, ZERO_BLOCK);
+  LirStmt *s = lir_decl(a, nb, lir_bin(a, LOP_DIV, lir_bin(a, LOP_ADD, lw_ref(lw, n),
+                                                            lw_i64(lw, ZERO_BLOCK - 1)), blk));
+  LirStmt *body = lir_decl(a, lo, lir_bin(a, LOP_MUL, lw_ref(lw, b), lw_i64(lw, ZERO_BLOCK)));
+  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, lo), lw_i64(lw, ZERO_BLOCK));
+  lir_append(&body, lir_decl(a, hi, lir_select(a, lir_bin(a, LOP_LT, end, lw_ref(lw, n)),
+                                               lir_bin(a, LOP_ADD, lw_ref(lw, lo),
+                                                       lw_i64(lw, ZERO_BLOCK)),
+                                               lw_ref(lw, n))));
+  z->u.call.a = lw_ref(lw, lo);
+  z->u.call.b = lw_ref(lw, hi);
+  lir_append(&body, z);
+  LirStmt *loop = lir_for(a, b, lw_i64(lw, 0), lw_ref(lw, nb), body);
+  loop->u.loop.at.parallel = true;
+  lir_append(&s, loop);
+  return s;
+}
+
 /* Dense output: size, zero (unless +=), set length. */
 static LirStmt *prepare_dense_output(Lowerer *lw) {
   Arena *a = lw->a;
   LirVar *n = lw_var(lw, "out_size", LT_I64);
+  lw->out_size = n;
   LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
   lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
   lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
-  if ((!lw->as->accumulate || lw->ranged) && lw->phase != PHASE_ASSEMBLE) {
-    LirStmt *z = lir_call(a, LH_ZERO);
-    z->u.call.ptr = lw->vals_ptr[0];
-    z->u.call.a = lw_i64(lw, 0);
-    z->u.call.b = lw_ref(lw, n);
-    lir_append(&s, z);
-  }
+  if ((!lw->as->accumulate || lw->ranged) && lw->phase != PHASE_ASSEMBLE && !lw->zero_rows)
+    lir_append(&s, zero_dense_output(lw, n));
   lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, n)));
   return s;
 }
@@ -400,6 +430,30 @@ static LirStmt *declare_range(Lowerer *lw) {
   return s;
 }
 
+/* A dense output whose first level is walked by the depth-0 loop, when
+ * that loop is plain and the loops below it walk a sparse level under it
+ * (so rows are irregular work, and never jammed): each iteration zeroes its
+ * own output row, and the gap since the previous one, right before summing
+ * into it — in cache, on the thread that owns the row, with no serial pass
+ * over the whole output first. All-dense nests keep the prologue's zeroing:
+ * tiling moves their row loop inside the column blocks. */
+static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
+  const LowerPlan *p = lw->plan;
+  const tj_format *of = lw->acc[0].f;
+  if (p->out_sparse || lw->as->accumulate || lw->ranged || lw->phase == PHASE_ASSEMBLE ||
+      p->nloops == 0 || of->order == 0 || p->ws_depth >= 0 ||
+      lw->as->lhs->u.access.idx[of->mode_order[0]] != p->order[0] ||
+      lw->first_red == 0 || !lw_single_loop_at(lw, alive, 0))
+    return false;
+  for (int x = 1; x < lw->nacc; x++) {
+    int l = lw_level_at(lw, x, 0);
+    const tj_format *f = lw->acc[x].f;
+    if (l >= 0 && (f->levels[l] != 'd' || (l + 1 < f->order && f->levels[l + 1] != 'd')))
+      return true;
+  }
+  return false;
+}
+
 static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *plan,
                             LowerPhase phase, bool ranged, const char *name, Diag *d) {
   Lowerer *lw = arena_alloc(a, sizeof *lw);
@@ -418,6 +472,8 @@ static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *pla
   lw->ranged = ranged;
   if (ranged && !plan->rangeable && !plan->reduce_rows)
     return TJ_BUG(d, "row-range kernel of a plan that has none"), NULL;
+  AMask alive = lw->nacc >= 64 ? ~(AMask)0 : (((AMask)1 << lw->nacc) - 1);
+  lw->zero_rows = rows_zeroed_in_loop(lw, alive & ~(AMask)1);
   LirStmt *body = conversion_notes(lw);
   lir_append(&body, declare_operands(lw));
   if (ranged) lir_append(&body, declare_range(lw));
@@ -431,7 +487,6 @@ static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *pla
   if (plan->ws_depth >= 0) lir_append(&body, allocate_workspace(lw));
   lir_append(&body, bind_scalars(lw));
   bool dense_assemble = !plan->out_sparse && phase == PHASE_ASSEMBLE;
-  AMask alive = lw->nacc >= 64 ? ~(AMask)0 : (((AMask)1 << lw->nacc) - 1);
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
   if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));
   lw->k->body = body;

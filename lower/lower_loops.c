@@ -425,18 +425,64 @@ static void mark_parallel(Lowerer *lw, LoopCtx *cx, LirStmt *loop) {
   balance_arrays(lw, &loop->u.loop.at);
 }
 
+/* The output's values under one row: the sizes of its levels below 0. */
+static LirExpr *row_size(Lowerer *lw) {
+  LirExpr *n = lw_i64(lw, 1);
+  for (int l = 1; l < lw->acc[0].f->order; l++) n = lir_bin(A(lw), LOP_MUL, n, lw_level_size(lw, 0, l));
+  return n;
+}
+
+/* zero(out, from * row, to * row) */
+static LirStmt *zero_rows(Lowerer *lw, LirExpr *from, LirExpr *to) {
+  LirStmt *z = lir_call(A(lw), LH_ZERO);
+  z->u.call.ptr = lw->vals_ptr[0];
+  z->u.call.a = lir_bin(A(lw), LOP_MUL, from, row_size(lw));
+  z->u.call.b = lir_bin(A(lw), LOP_MUL, to, row_size(lw));
+  return z;
+}
+
+/* Row zeroing in a sparse depth-0 loop over positions [start, end) with
+ * coordinate c at position p: rows (crd[p-1], c] in the body; after the
+ * loop the rows past the last coordinate (all of them when it is empty). */
+static LirStmt *zero_gap_before(Lowerer *lw, LirVar *crd, LirVar *p, LirVar *start, LirVar *c) {
+  Arena *a = A(lw);
+  LirVar *from = lw_var(lw, "zrow", LT_I64);
+  LirStmt *s = lir_decl(a, from, lw_i64(lw, 0));
+  LirExpr *prev = lw_load_index(lw, crd, lir_bin(a, LOP_SUB, lw_ref(lw, p), lw_i64(lw, 1)));
+  lir_append(&s, lir_if(a, lir_bin(a, LOP_GT, lw_ref(lw, p), lw_ref(lw, start)),
+                        lir_assign(a, from, lir_bin(a, LOP_ADD, prev, lw_i64(lw, 1))), NULL));
+  lir_append(&s, zero_rows(lw, lw_ref(lw, from), lir_bin(a, LOP_ADD, lw_ref(lw, c), lw_i64(lw, 1))));
+  return s;
+}
+
+static LirStmt *zero_tail(Lowerer *lw, LirVar *crd, LirVar *start, LirVar *end, LirExpr *rows) {
+  Arena *a = A(lw);
+  LirVar *from = lw_var(lw, "zrow", LT_I64);
+  LirStmt *s = lir_decl(a, from, lw_i64(lw, 0));
+  LirExpr *last = lw_load_index(lw, crd, lir_bin(a, LOP_SUB, lw_ref(lw, end), lw_i64(lw, 1)));
+  lir_append(&s, lir_if(a, lir_bin(a, LOP_GT, lw_ref(lw, end), lw_ref(lw, start)),
+                        lir_assign(a, from, lir_bin(a, LOP_ADD, last, lw_i64(lw, 1))), NULL));
+  lir_append(&s, zero_rows(lw, lw_ref(lw, from), rows));
+  return s;
+}
+
 /* The one-point loops: a for over the dense range, or a for over the
  * positions of a single sparse iterator (coordinate read in the body). */
 static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[0];
   LirStmt *loop;
+  bool zeroing = lw->zero_rows && cx->depth == 0 && lw->target == T_OUT && !cx->in_temp;
   if (P->sparse == 0) {
     LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
     bool rows = lw->ranged && cx->depth == 0;
     LirExpr *lo = rows ? lw_ref(lw, lw->range_lo) : lw_i64(lw, 0);
     LirExpr *hi = rows ? lw_ref(lw, lw->range_hi) : extent;
-    loop = lir_for(a, iv, lo, hi, cases(lw, cx, 0, iv));
+    LirStmt *body = NULL;
+    if (zeroing)
+      body = zero_rows(lw, lw_ref(lw, iv), lir_bin(a, LOP_ADD, lw_ref(lw, iv), lw_i64(lw, 1)));
+    lir_append(&body, cases(lw, cx, 0, iv));
+    loop = lir_for(a, iv, lo, hi, body);
   } else {
     int x = __builtin_ctzll(P->sparse);
     Iter *it = &cx->it[x];
@@ -445,9 +491,16 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     LirStmt *body = read_coord(lw, x, lw_level_at(lw, x, cx->depth), it);
     LirVar *cv = lw_var(lw, cx->v->name, LT_I64);
     lir_append(&body, lir_decl(a, cv, lw_ref(lw, it->c)));
+    LirVar *crd = lw->crd_ptr[lw->acc[x].t][lw_level_at(lw, x, cx->depth)];
+    if (zeroing) lir_append(&body, zero_gap_before(lw, crd, it->p, start, cv));
     lir_append(&body, cases(lw, cx, 0, cv));
     loop = lir_for(a, it->p, lw_ref(lw, start), lw_ref(lw, it->end), body);
     it->p = start;
+    if (zeroing) {
+      mark_parallel(lw, cx, loop);
+      lir_append(&loop, zero_tail(lw, crd, start, it->end, extent));
+      return loop;
+    }
   }
   mark_parallel(lw, cx, loop);
   return loop;
@@ -493,6 +546,12 @@ static bool is_single(const Lowerer *lw, const Lattice *L, int depth) {
   if (P->full || __builtin_popcountll(P->sparse) != 1) return false;
   int x = __builtin_ctzll(P->sparse);
   return !level_segmented(lw, x, lw_level_at(lw, x, depth));
+}
+
+bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth) {
+  Lattice L;
+  lw_lattice(lw, alive, depth, &L);
+  return L.n == 1 && is_single(lw, &L, depth);
 }
 
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {

@@ -50,6 +50,10 @@ typedef struct Lowerer {
   int first_red;                           /* depth of first reduction var */
   bool par_ok;                             /* the depth-0 loop may be parallel */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
+  bool zero_rows;                          /* the depth-0 loop zeroes the dense
+                                              output's rows it reaches (and the
+                                              gaps before them), not the prologue */
+  LirVar *out_size;                        /* dense output: its number of values */
   LirVar *range_lo, *range_hi;
   /* per-access binding state while emitting */
   LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
@@ -96,6 +100,9 @@ void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p);
 
 /* lower_loops.c */
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
+/* Whether the loop at depth over the accesses in alive is one plain loop
+ * (a dense range, or the positions of one unsegmented sparse level). */
+bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
 
 /* lower.c helpers used by lower_loops.c */
 const char *lw_name(Lowerer *lw, const char *base);

@@ -40,7 +40,7 @@ tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
 static bool copy_array(void **dst, const void *src, int64_t n, int w) {
   *dst = NULL;
   if (!src) return true;
-  *dst = malloc((size_t)(n ? n : 1) * (size_t)w);
+  *dst = rt_array_new(n, (size_t)w, false);
   if (*dst && n) memcpy(*dst, src, (size_t)n * (size_t)w);
   return *dst != NULL;
 }
@@ -65,8 +65,7 @@ tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out) {
     b->crd_len = b->crd_cap = b->crd ? a->crd_len : 0;
   }
   if (ok && s->vals) {
-    d->vals = malloc((size_t)(s->vals_len ? s->vals_len : 1) *
-                     (size_t)rt_dtype_size(dt));
+    d->vals = rt_array_new(s->vals_len, (size_t)rt_dtype_size(dt), false);
     ok = d->vals != NULL;
     d->vals_len = d->vals_cap = ok ? s->vals_len : 0;
     for (int64_t i = 0; ok && i < s->vals_len; i++)

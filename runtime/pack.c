@@ -210,9 +210,7 @@ static int first_nonunique(const tj_storage *s) {
   return l;
 }
 
-static void *alloc_idx(int64_t n, int w) {
-  return calloc((size_t)(n ? n : 1), (size_t)w);
-}
+static void *alloc_idx(int64_t n, int w) { return rt_array_new(n, (size_t)w, true); }
 
 /* Builds compressed level l: fills pos (P+1) and crd, updates par and P. */
 static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
@@ -283,7 +281,7 @@ static tj_status build_levels(const tj_tensor *t, tj_storage *s,
   }
   if (st == TJ_OK) {
     int dsz = rt_dtype_size(s->dtype);
-    if ((uint64_t)P > SIZE_MAX / (uint64_t)dsz || !(s->vals = calloc((size_t)(P ? P : 1), (size_t)dsz)))
+    if (!(s->vals = rt_array_new(P, (size_t)dsz, true)))
       st = rt_set_error(TJ_ERR_NOMEM, "tensor %s: out of memory for %" PRId64
                         " values", t->name, P);
     for (int64_t e = 0; st == TJ_OK && e < so->n; e++)
@@ -305,7 +303,7 @@ static tj_status pack_dense(tj_tensor *t) {
                             "densely", t->name);
       P *= s->levels[l].size;
     }
-    s->vals = calloc((size_t)(P ? P : 1), (size_t)rt_dtype_size(s->dtype));
+    s->vals = rt_array_new(P, (size_t)rt_dtype_size(s->dtype), true);
     if (!s->vals) return nomem(t);
     s->vals_len = s->vals_cap = P;
   }

@@ -1,8 +1,9 @@
 /* Helpers that JIT-compiled kernels call (see abi.h).
  *
  * Output arrays grow by doubling through tj_rt_reserve; new space is
- * zeroed so a kernel may accumulate into it. Arrays are plain malloc/free
- * memory, the same the runtime uses, so a tensor owns what a kernel grew.
+ * zeroed so a kernel may accumulate into it. Arrays are malloc/free memory
+ * (rt_array_new: large ones advised for huge pages), the same the runtime
+ * uses, so a tensor owns what a kernel grew.
  * No helper aborts: failures come back as TJ_KERNEL_* codes.
  */
 #include <stdlib.h>
@@ -35,11 +36,7 @@ int32_t tj_rt_reserve(tj_storage *s, int32_t arr, int32_t level, int64_t need) {
   int64_t w = elem_size(s, arr);
   if (ncap > INT64_MAX / w || (uint64_t)(ncap * w) > SIZE_MAX)
     return TJ_KERNEL_NOMEM;
-  char *q = realloc(*p, (size_t)(ncap * w));
-  if (!q) return TJ_KERNEL_NOMEM;
-  int64_t old = *p ? *cap : 0;
-  memset(q + old * w, 0, (size_t)((ncap - old) * w));
-  *p = q;
+  if (!rt_array_grow(p, *p ? *cap : 0, ncap, (size_t)w)) return TJ_KERNEL_NOMEM;
   *cap = ncap;
   return TJ_KERNEL_OK;
 }
@@ -48,7 +45,7 @@ int32_t tj_rt_alloc(int64_t n, void **out) {
   *out = NULL;
   if (n <= 0) return TJ_KERNEL_OK;
   if ((uint64_t)n > SIZE_MAX) return TJ_KERNEL_NOMEM;
-  *out = calloc(1, (size_t)n);
+  *out = rt_array_new(n, 1, true);
   return *out ? TJ_KERNEL_OK : TJ_KERNEL_NOMEM;
 }
 

@@ -9,8 +9,46 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "tensor.h"
+
+static void advise_huge(void *p, size_t bytes) {
+  if (bytes < RT_HUGE_BYTES) return;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = ((uintptr_t)p + page - 1) & ~(page - 1), hi = ((uintptr_t)p + bytes) & ~(page - 1);
+  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: failure is harmless */
+}
+
+void *rt_array_new(int64_t n, size_t w, bool zero) {
+  if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / w)) return NULL;
+  size_t bytes = (size_t)(n ? n : 1) * w;
+  void *p = zero ? calloc(bytes, 1) : malloc(bytes);
+  if (p) advise_huge(p, bytes);
+  return p;
+}
+
+bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w) {
+  if (n < old || (uint64_t)n > SIZE_MAX / w) return false;
+  size_t ob = (size_t)old * w, nb = (size_t)(n ? n : 1) * w;
+  char *q;
+  if (nb >= RT_HUGE_BYTES && ob < RT_HUGE_BYTES) {
+    /* the first time past the threshold: a fresh array advised before the
+     * copy touches it (realloc would copy into unadvised pages) */
+    q = rt_array_new(n, w, false);
+    if (!q) return false;
+    if (*p && ob) memcpy(q, *p, ob);
+    free(*p);
+  } else {
+    q = realloc(*p, nb); /* large blocks move by mremap, keeping the advice */
+    if (!q) return false;
+  }
+  memset(q + ob, 0, nb - ob);
+  *p = q;
+  return true;
+}
 
 tj_storage *rt_tensor_storage(tj_tensor *t) { return &t->st; }
 

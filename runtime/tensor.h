@@ -54,6 +54,17 @@ double rt_storage_val(const tj_storage *s, int64_t i);
 void rt_storage_set_val(tj_storage *s, int64_t i, double v);
 /* Bytes per value of dtype dt. */
 int rt_dtype_size(tj_dtype dt);
+/* A tensor array of n elements of w bytes (room for one when n is 0),
+ * zeroed when zero. Arrays of RT_HUGE_BYTES and more are advised for
+ * transparent huge pages before their first touch: a kernel reading rows
+ * of a large dense operand at random (SpMM's B, SpMV's x) then misses the
+ * TLB once per 2 MB instead of once per 4 kB. Freed with free(). NULL when
+ * out of memory or when n * w overflows. */
+#define RT_HUGE_BYTES ((size_t)4 << 20)
+void *rt_array_new(int64_t n, size_t w, bool zero);
+/* Grows array *p from old to n elements of w bytes, zeroing the new part
+ * (tj_rt_reserve); keeps the huge-page advice of rt_array_new. */
+bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w);
 /* Appends (coord, value) to t's COO buffer without range checks. */
 tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v);
 

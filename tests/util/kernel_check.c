@@ -435,7 +435,16 @@ static KcResult run_backend(Run *r, tj_kernel *k, RunFn fn, const char *who,
   return KC_PASS;
 }
 
-/* With ops[0] assembled: new values of the same pattern, COMPUTE again. */
+/* Poisons every stored value of t: COMPUTE (of an assignment, not +=) must
+ * write each one, whatever the output held before, and zero what it does
+ * not reach. */
+static void poison_values(tj_tensor *t) {
+  tj_storage *s = &t->st;
+  for (int64_t i = 0; i < s->vals_len; i++) rt_storage_set_val(s, i, 12345.0);
+}
+
+/* With ops[0] assembled: new values of the same pattern, COMPUTE again
+ * over a poisoned output. */
 static KcResult recompute(Run *r, tj_kernel *k, RunFn fn, const char *who,
                           tj_tensor **ops) {
   tj_tensor *fresh[KC_MAX_TENSORS] = {0};
@@ -449,7 +458,7 @@ static KcResult recompute(Run *r, tj_kernel *k, RunFn fn, const char *who,
   fresh[0] = ops[0];
   if (!want) {
     res = fail(r, KC_RUN_ERROR, st, "reference failed: %s", tj_last_error());
-  } else if ((st = fn(k, TJ_COMPUTE, fresh, r->sh.n)) != TJ_OK) {
+  } else if (poison_values(ops[0]), (st = fn(k, TJ_COMPUTE, fresh, r->sh.n)) != TJ_OK) {
     res = fail(r, KC_RUN_ERROR, st, "%s recompute with new values failed: %s",
                who, tj_last_error());
   } else {
