@@ -442,27 +442,18 @@ static LirStmt *zero_rows(Lowerer *lw, LirExpr *from, LirExpr *to) {
 }
 
 /* Row zeroing in a sparse depth-0 loop over positions [start, end) with
- * coordinate c at position p: rows (crd[p-1], c] in the body; after the
- * loop the rows past the last coordinate (all of them when it is empty). */
-static LirStmt *zero_gap_before(Lowerer *lw, LirVar *crd, LirVar *p, LirVar *start, LirVar *c) {
+ * coordinate c at position p: rows (crd[p-1], c] in the body, and after
+ * the loop the rows past the last coordinate (all of them when it is
+ * empty). Both zero the rows from just after crd[x - 1] (0 when x is
+ * start) up to `to`. */
+static LirStmt *zero_rows_after(Lowerer *lw, LirVar *crd, LirVar *x, LirVar *start, LirExpr *to) {
   Arena *a = A(lw);
   LirVar *from = lw_var(lw, "zrow", LT_I64);
   LirStmt *s = lir_decl(a, from, lw_i64(lw, 0));
-  LirExpr *prev = lw_load_index(lw, crd, lir_bin(a, LOP_SUB, lw_ref(lw, p), lw_i64(lw, 1)));
-  lir_append(&s, lir_if(a, lir_bin(a, LOP_GT, lw_ref(lw, p), lw_ref(lw, start)),
+  LirExpr *prev = lw_load_index(lw, crd, lir_bin(a, LOP_SUB, lw_ref(lw, x), lw_i64(lw, 1)));
+  lir_append(&s, lir_if(a, lir_bin(a, LOP_GT, lw_ref(lw, x), lw_ref(lw, start)),
                         lir_assign(a, from, lir_bin(a, LOP_ADD, prev, lw_i64(lw, 1))), NULL));
-  lir_append(&s, zero_rows(lw, lw_ref(lw, from), lir_bin(a, LOP_ADD, lw_ref(lw, c), lw_i64(lw, 1))));
-  return s;
-}
-
-static LirStmt *zero_tail(Lowerer *lw, LirVar *crd, LirVar *start, LirVar *end, LirExpr *rows) {
-  Arena *a = A(lw);
-  LirVar *from = lw_var(lw, "zrow", LT_I64);
-  LirStmt *s = lir_decl(a, from, lw_i64(lw, 0));
-  LirExpr *last = lw_load_index(lw, crd, lir_bin(a, LOP_SUB, lw_ref(lw, end), lw_i64(lw, 1)));
-  lir_append(&s, lir_if(a, lir_bin(a, LOP_GT, lw_ref(lw, end), lw_ref(lw, start)),
-                        lir_assign(a, from, lir_bin(a, LOP_ADD, last, lw_i64(lw, 1))), NULL));
-  lir_append(&s, zero_rows(lw, lw_ref(lw, from), rows));
+  lir_append(&s, zero_rows(lw, lw_ref(lw, from), to));
   return s;
 }
 
@@ -492,13 +483,15 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     LirVar *cv = lw_var(lw, cx->v->name, LT_I64);
     lir_append(&body, lir_decl(a, cv, lw_ref(lw, it->c)));
     LirVar *crd = lw->crd_ptr[lw->acc[x].t][lw_level_at(lw, x, cx->depth)];
-    if (zeroing) lir_append(&body, zero_gap_before(lw, crd, it->p, start, cv));
+    if (zeroing)
+      lir_append(&body, zero_rows_after(lw, crd, it->p, start,
+                                        lir_bin(a, LOP_ADD, lw_ref(lw, cv), lw_i64(lw, 1))));
     lir_append(&body, cases(lw, cx, 0, cv));
     loop = lir_for(a, it->p, lw_ref(lw, start), lw_ref(lw, it->end), body);
     it->p = start;
     if (zeroing) {
       mark_parallel(lw, cx, loop);
-      lir_append(&loop, zero_tail(lw, crd, start, it->end, extent));
+      lir_append(&loop, zero_rows_after(lw, crd, it->end, start, extent));
       return loop;
     }
   }

@@ -656,6 +656,7 @@ START_TEST(test_property) {
     gen_case(&g);
     tj_options opt = tj_options_default();
     opt.opt_level = 1; /* compile time dominates; the families run at O3 */
+    opt.nthreads = 1 + c % 3; /* 3: oversubscribed on two cores */
     KcCase kc = {.expr = g.expr, .formats = g.formats, .extents = g.extents,
                  .density = -1, .seed = seed, .flags = KC_QUIET, .opts = &opt,
                  .pattern = pick(&g, 8) == 0 ? KC_DUPLICATES : KC_RANDOM};
