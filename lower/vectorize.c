@@ -219,16 +219,19 @@ static void split(Vec *v, LirStmt **slot, int w, bool gathers, bool tiered) {
   *slot = decl;
 }
 
-/* An outer loop: a vector loop of `wide` lanes (several registers: the
- * nested loop keeps that many accumulators live), then one of w lanes for
- * what is left, then the scalar remainder. Returns the remainder's slot. */
-static LirStmt **split_outer(Vec *v, LirStmt **slot, int wide, int w) {
-  split(v, slot, wide, false, wide > w);
+/* An outer loop: vector loops of tiers[0] lanes (several registers: the
+ * nested loop keeps that many accumulators live), then of each narrower
+ * tier for what is left, then the scalar remainder. Returns the
+ * remainder's slot. */
+static LirStmt **split_outer(Vec *v, LirStmt **slot, const int *tiers, int n) {
+  split(v, slot, tiers[0], false, n > 1);
   LirStmt **tail = &(*slot)->next->next;
-  if (wide <= w) return tail;
-  split(v, tail, w, false, true);
-  (*tail)->next->u.loop.at.remainder = false;
-  return &(*tail)->next->next;
+  for (int t = 1; t < n; t++) {
+    split(v, tail, tiers[t], false, true);
+    (*tail)->next->u.loop.at.remainder = false;
+    tail = &(*tail)->next->next;
+  }
+  return tail;
 }
 
 /* Variables declared from a load (through casts): pos[p], pos[p + 1]. */
@@ -278,7 +281,9 @@ typedef struct Pass {
   const LowerPlan *plan;
   int width;
   int outer_width;  /* lanes of an outer-loop vector loop */
-  int deep_width;   /* ... around sparse fibers nested two deep: twice as wide */
+  int deep_width;   /* ... around sparse fibers nested two deep: twice as
+                       wide, then halving tiers (a rank-32 or -16 MTTKRP
+                       walks its slice once, not 4 or 2 times) */
   int count;
 } Pass;
 
@@ -291,8 +296,15 @@ static void walk(Pass *p, LirStmt **slot) {
       bool free_loop = !s->u.loop.at.parallel && !s->u.loop.at.vec_width;
       if (free_loop && named && has_loop(s->u.loop.body) && vectorizable(&p->v, s, false)) {
         Loaded L = {.n = 0};
-        bool deep = sparse_depth(s->u.loop.body, &L) >= 2;
-        slot = split_outer(&p->v, slot, deep ? p->deep_width : p->outer_width, p->width);
+        int tiers[8], n = 0;
+        if (sparse_depth(s->u.loop.body, &L) >= 2) {
+          /* every pass re-walks the fibers: halve down to one register */
+          for (int w = p->deep_width; w > p->width && n < 7; w /= 2) tiers[n++] = w;
+        } else if (p->outer_width > p->width) {
+          tiers[n++] = p->outer_width;
+        }
+        tiers[n++] = p->width;
+        slot = split_outer(&p->v, slot, tiers, n);
         p->count++;
         break;
       }

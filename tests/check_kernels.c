@@ -416,14 +416,14 @@ static const DenseCase SPARSE_OUTER[] = {
 #define NSPARSE_OUTER ((int)(sizeof SPARSE_OUTER / sizeof SPARSE_OUTER[0]))
 
 START_TEST(test_sparse_outer_vector) {
-  static const int cols[] = {1, 7, 8, 9, 31, 32, 33, 65, 100};
+  static const int cols[] = {1, 7, 8, 9, 17, 24, 31, 32, 33, 56, 65, 100};
   const DenseCase *sc = &SPARSE_OUTER[_i];
   const char *bar = strchr(sc->extents, '|');
   char formats[32];
   snprintf(formats, sizeof formats, "%.*s", (int)(bar - sc->extents), sc->extents);
   tj_context *cx = NULL;
   ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
-  for (int c = 0; c < 9; c++)
+  for (int c = 0; c < 12; c++)
     for (int v = 0; v < 5; v++) {
       tj_options o = tj_options_default();
       o.nthreads = v < 3 ? 1 + v : 1 + c % 2;
