@@ -346,6 +346,12 @@ END_TEST
  * tiled by 256 for the cache. Extents straddle every
  * boundary: rows around 4, columns around W and the outer width (AVX-512:
  * 8 / 32 doubles, 16 / 64 floats; AVX2, forced by one variant: 4 / 8). */
+/* Compiles for an AVX2-only host (x86-64-v3): 4 doubles / 8 floats. */
+static void force_avx2(tj_options *o) {
+  o->cpu = "x86-64-v3";
+  o->features = "+avx2,+fma";
+}
+
 typedef struct DenseCase {
   const char *expr, *extents;
   tj_dtype dtype;
@@ -380,7 +386,7 @@ START_TEST(test_dense_blocking) {
         o.nthreads = 1 + (c + r) % 2;
         o.no_vectorize = v == 1;
         o.no_unroll_jam = v == 2;
-        if (v == 3) o.cpu = "x86-64-v3", o.features = "+avx2,+fma"; /* 4 / 8 lanes */
+        if (v == 3) force_avx2(&o);
         char extents[64];
         snprintf(extents, sizeof extents, dc->extents, rows[r], cols[c]);
         KcCase k = {.expr = dc->expr, .formats = "", .extents = extents, .dtype = dc->dtype,
@@ -396,9 +402,11 @@ END_TEST
  * With vectorization on, SpMM, MTTKRP and TTM run the innermost output
  * index as an outer vector loop around the sparse fiber (the row of the
  * output in registers across the reduction): 4 registers, then 1, then
- * scalar. Columns straddle both widths (AVX-512: 8 / 32 doubles, 16 / 64
- * floats; AVX2: 4 / 8 doubles), every sparse format the planner can walk
- * in that order, at 1, 2 and 3 threads, and against the scalar pipeline. */
+ * scalar around one fiber (SpMM); 8, 4, 2, 1 registers, then scalar
+ * around fibers nested two deep (MTTKRP). Columns straddle every tier
+ * (AVX-512: 8 doubles a register, 16 floats; AVX2: 4 / 8), every sparse
+ * format the planner can walk in that order, at 1, 2 and 3 threads, and
+ * against the scalar pipeline. */
 static const DenseCase SPARSE_OUTER[] = {
     {"C(i,j) = A(i,k) * B(k,j)", "A:ds|i=9 k=11 j=%d", TJ_F64},
     {"C(i,j) = A(i,k) * B(k,j)", "A:ss|i=9 k=11 j=%d", TJ_F64},
@@ -428,7 +436,7 @@ START_TEST(test_sparse_outer_vector) {
       tj_options o = tj_options_default();
       o.nthreads = v < 3 ? 1 + v : 1 + c % 2;
       o.no_vectorize = v == 3;
-      if (v == 4) o.cpu = "x86-64-v3", o.features = "+avx2,+fma"; /* 4 / 8 lanes */
+      if (v == 4) force_avx2(&o);
       char extents[64];
       snprintf(extents, sizeof extents, bar + 1, cols[c]);
       /* rows zeroed in the row loop: gaps before a stored row, rows past
