@@ -125,6 +125,8 @@ extern double g_bw[3];          /* measured triad GB/s at 1 and 2 threads */
 
 /* Times fn(arg) after the caller's warm-up (whose time was warm_s). */
 void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r);
+/* Sorts n times (seconds) ascending; returns their median in ms. */
+double median_sorted_ms(double *t, int n);
 /* Max |ref - got| / max |ref|; < 0 when the shapes disagree (why says). */
 double compare(const Out *ref, const Out *got, char *why, size_t n);
 /* Bytes of t's arrays in use (lengths, not capacities). */

@@ -3,8 +3,8 @@
  * vs vectorized (1 thread, LLVM's own vectorizers off on both sides), or
  * 1 vs 2 threads — with an output tensor per variant, checks that the two
  * results agree (max relative error <= 1e-9, else a FAIL counted as a
- * disagreement), times both (median of a fixed number of runs after a
- * warm-up) and prints a / b next to the target the issue set.
+ * disagreement), times both (medians of runs in alternating rounds, see
+ * pair_run) and prints a / b next to the target the issue set.
  */
 #include <math.h>
 #include <omp.h>
@@ -57,17 +57,6 @@ enum { DEFAULT_BLOCKTIME_MS = 200 };
 /* Waits until the thread pool's workers have gone to sleep. */
 static void pool_idle(void) { usleep((DEFAULT_BLOCKTIME_MS + 50) * 1000); }
 
-static int cmp_ms(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-/* Median of n times (seconds), in ms; sorts t. */
-static double median_ms(double *t, int n) {
-  qsort(t, (size_t)n, sizeof *t, cmp_ms);
-  return (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2])) * 1e3;
-}
-
 /* Times both variants of p on c; variant 0 writes c->ops[0], variant 1
  * out_b (same shape and format). Both are compiled first, each in its own
  * context, then timed in ROUNDS rounds of a's runs then b's, so drift in
@@ -110,7 +99,8 @@ static void pair_run(Pair *p, Case *c, tj_tensor *out_b) {
     double *t[2] = {xmalloc(sizeof(double) * (size_t)reps), xmalloc(sizeof(double) * (size_t)reps)};
     for (int r = 0; r < rounds && p->ok; r++) {
       for (int v = 0; v < 2; v++) {
-        if (p->opt[0].nthreads != p->opt[1].nthreads) pool_idle();
+        /* before a's runs: b's 2-thread workers may still be spinning */
+        if (v == 0 && p->opt[0].nthreads != p->opt[1].nthreads) pool_idle();
         for (int i = r * reps / rounds; i < (r + 1) * reps / rounds; i++) {
           double t0 = now_s();
           tj_run(&tr[v]);
@@ -121,7 +111,7 @@ static void pair_run(Pair *p, Case *c, tj_tensor *out_b) {
     }
     for (int v = 0; v < 2; v++) {
       Row *r = &p->row[v];
-      r->med = median_ms(t[v], reps);
+      r->med = median_sorted_ms(t[v], reps);
       r->min = t[v][0] * 1e3;
       r->reps = reps;
       r->timed = 1;

@@ -106,6 +106,11 @@ static int cmp_dbl(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+double median_sorted_ms(double *t, int n) {
+  qsort(t, (size_t)n, sizeof *t, cmp_dbl);
+  return (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2])) * 1e3;
+}
+
 /* Times fn(arg) after the caller's warm-up (whose time was warm_s). */
 void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r) {
   int reps = g_set.min_reps;
@@ -119,8 +124,7 @@ void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r) {
     fn(arg);
     t[i] = now_s() - t0;
   }
-  qsort(t, (size_t)reps, sizeof *t, cmp_dbl);
-  r->med = (reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2])) * 1e3;
+  r->med = median_sorted_ms(t, reps);
   r->min = t[0] * 1e3;
   r->reps = reps;
   r->timed = 1;

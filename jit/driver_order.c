@@ -18,12 +18,7 @@
 
 #include "driver.h"
 
-static bool has_sparse_level(const TensorVar *t) {
-  const tj_format *f = &t->decl.format;
-  for (int l = 0; l < f->order; l++)
-    if (f->levels[l] != 'd') return true;
-  return false;
-}
+static bool has_sparse_level(const TensorVar *t) { return !rt_format_all_dense(&t->decl.format); }
 
 /* A product of accesses and literals, with `sparse` counting the accesses
  * of tensors that have a sparse level. */

@@ -224,15 +224,11 @@ static LirStmt *zero_dense_output(Lowerer *lw, LirVar *n) {
   }
   LirVar *nb = lw_var(lw, "zero_blocks", LT_I64), *b = lw_var(lw, "zb", LT_I64);
   LirVar *lo = lw_var(lw, "zlo", LT_I64), *hi = lw_var(lw, "zhi", LT_I64);
-  LirExpr *blk = lw_i64(lw, ZERO_BLOCK);
-  LirStmt *s = lir_decl(a, nb, lir_bin(a, LOP_DIV, lir_bin(a, LOP_ADD, lw_ref(lw, n),
-                                                            lw_i64(lw, ZERO_BLOCK - 1)), blk));
+  LirExpr *rounded_up = lir_bin(a, LOP_ADD, lw_ref(lw, n), lw_i64(lw, ZERO_BLOCK - 1));
+  LirStmt *s = lir_decl(a, nb, lir_bin(a, LOP_DIV, rounded_up, lw_i64(lw, ZERO_BLOCK)));
   LirStmt *body = lir_decl(a, lo, lir_bin(a, LOP_MUL, lw_ref(lw, b), lw_i64(lw, ZERO_BLOCK)));
   LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, lo), lw_i64(lw, ZERO_BLOCK));
-  lir_append(&body, lir_decl(a, hi, lir_select(a, lir_bin(a, LOP_LT, end, lw_ref(lw, n)),
-                                               lir_bin(a, LOP_ADD, lw_ref(lw, lo),
-                                                       lw_i64(lw, ZERO_BLOCK)),
-                                               lw_ref(lw, n))));
+  lir_append(&body, lir_decl(a, hi, lir_bin(a, LOP_MIN, end, lw_ref(lw, n))));
   z->u.call.a = lw_ref(lw, lo);
   z->u.call.b = lw_ref(lw, hi);
   lir_append(&body, z);
@@ -246,7 +242,6 @@ static LirStmt *zero_dense_output(Lowerer *lw, LirVar *n) {
 static LirStmt *prepare_dense_output(Lowerer *lw) {
   Arena *a = lw->a;
   LirVar *n = lw_var(lw, "out_size", LT_I64);
-  lw->out_size = n;
   LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
   lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
   lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));

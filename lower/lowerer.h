@@ -53,7 +53,6 @@ typedef struct Lowerer {
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
                                               output's rows it reaches (and the
                                               gaps before them), not the prologue */
-  LirVar *out_size;                        /* dense output: its number of values */
   LirVar *range_lo, *range_hi;
   /* per-access binding state while emitting */
   LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
