@@ -118,31 +118,12 @@ static bool check_access(Checker *ck, const Expr *e, bool is_lhs) {
 
 /* Visits the accesses of e in source order. */
 static bool walk_accesses(Checker *ck, const Expr *e) {
-  switch (e->kind) {
-  case EX_ACCESS: return check_access(ck, e, false);
-  case EX_LITERAL: return true;
-  case EX_NEG: return walk_accesses(ck, e->u.bin.a);
-  case EX_CALL:
-    return walk_accesses(ck, e->u.call.a) &&
-           (!e->u.call.b || walk_accesses(ck, e->u.call.b));
-  default:
-    return walk_accesses(ck, e->u.bin.a) && walk_accesses(ck, e->u.bin.b);
-  }
-}
-
-/* True when e uses v. */
-static bool uses_rhs(const Expr *e, const IndexVar *v) {
-  switch (e->kind) {
-  case EX_ACCESS:
-    for (int m = 0; m < e->u.access.n; m++)
-      if (e->u.access.idx[m] == v) return true;
-    return false;
-  case EX_LITERAL: return false;
-  case EX_NEG: return uses_rhs(e->u.bin.a, v);
-  case EX_CALL:
-    return uses_rhs(e->u.call.a, v) || (e->u.call.b && uses_rhs(e->u.call.b, v));
-  default: return uses_rhs(e->u.bin.a, v) || uses_rhs(e->u.bin.b, v);
-  }
+  if (e->kind == EX_ACCESS) return check_access(ck, e, false);
+  Expr *k[2];
+  int n = nt_children(e, k);
+  for (int i = 0; i < n; i++)
+    if (!walk_accesses(ck, k[i])) return false;
+  return true;
 }
 
 /* The mode of the output that v indexes, or -1. */
@@ -159,7 +140,7 @@ static bool settle_extents(Checker *ck) {
     IndexVar *v = as->indices[i];
     if (!ck->used[i] || v->extent >= 0) continue;
     int m = lhs_mode(as, v);
-    if (m >= 0 && !uses_rhs(as->rhs, v))
+    if (m >= 0 && !nt_uses_index(as->rhs, v))
       FAILF(ck, TJ_ERR_SHAPE, ck->first_col[i], "index %s is unbound: it "
             "appears only on the left and %s's mode %d has no known "
             "dimension", v->name, as->tensors[0]->name, m);
@@ -172,20 +153,15 @@ static bool settle_extents(Checker *ck) {
 
 /* Fills -1 dims of every bound tensor from the accesses' extents. */
 static void fill_dims(const Expr *e) {
-  switch (e->kind) {
-  case EX_ACCESS:
+  if (e->kind == EX_ACCESS) {
     for (int m = 0; m < e->u.access.n; m++)
       if (e->u.access.t->decl.dims[m] < 0)
         e->u.access.t->decl.dims[m] = e->u.access.idx[m]->extent;
     return;
-  case EX_LITERAL: return;
-  case EX_NEG: fill_dims(e->u.bin.a); return;
-  case EX_CALL:
-    fill_dims(e->u.call.a);
-    if (e->u.call.b) fill_dims(e->u.call.b);
-    return;
-  default: fill_dims(e->u.bin.a); fill_dims(e->u.bin.b); return;
   }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  for (int i = 0; i < n; i++) fill_dims(k[i]);
 }
 
 /* Finds the operands' common dtype: the first operand fixes it. */
@@ -204,13 +180,13 @@ static bool operand_dtype(Checker *ck, const Expr *e) {
     }
     return true;
   }
-  case EX_LITERAL: return true;
-  case EX_NEG: return operand_dtype(ck, e->u.bin.a);
-  case EX_CALL:
-    return operand_dtype(ck, e->u.call.a) &&
-           (!e->u.call.b || operand_dtype(ck, e->u.call.b));
-  default:
-    return operand_dtype(ck, e->u.bin.a) && operand_dtype(ck, e->u.bin.b);
+  default: {
+    Expr *k[2];
+    int n = nt_children(e, k);
+    for (int i = 0; i < n; i++)
+      if (!operand_dtype(ck, k[i])) return false;
+    return true;
+  }
   }
 }
 
@@ -230,6 +206,7 @@ static bool set_dtype(Checker *ck, Expr *e) {
             ck->dt_from, e->u.lit.value);
     return true;
   case EX_NEG: return set_dtype(ck, e->u.bin.a);
+  case EX_SUM: return set_dtype(ck, e->u.sum.a);
   case EX_CALL:
     if (is_int && e->u.call.fn != FN_ABS && e->u.call.fn != FN_MIN &&
         e->u.call.fn != FN_MAX)
@@ -270,25 +247,18 @@ static const Expr *sparse_access(const Expr *e) {
   const Expr *s = NULL;
   switch (e->kind) {
   case EX_ACCESS: return is_sparse(&e->u.access.t->decl) ? e : NULL;
-  case EX_LITERAL: return NULL;
-  case EX_NEG: return sparse_access(e->u.bin.a);
-  case EX_CALL:
-    s = sparse_access(e->u.call.a);
-    return s || !e->u.call.b ? s : sparse_access(e->u.call.b);
-  default:
-    s = sparse_access(e->u.bin.a);
-    return s ? s : sparse_access(e->u.bin.b);
+  default: {
+    Expr *k[2];
+    int n = nt_children(e, k);
+    for (int i = 0; i < n && !s; i++) s = sparse_access(k[i]);
+    return s;
+  }
   }
 }
 
 /* Refuses x / y where y reads a sparse operand. */
 static bool check_division(Checker *ck, const Expr *e) {
   switch (e->kind) {
-  case EX_ACCESS: case EX_LITERAL: return true;
-  case EX_NEG: return check_division(ck, e->u.bin.a);
-  case EX_CALL:
-    return check_division(ck, e->u.call.a) &&
-           (!e->u.call.b || check_division(ck, e->u.call.b));
   case EX_DIV: {
     const Expr *s = sparse_access(e->u.bin.b);
     if (s)
@@ -296,14 +266,18 @@ static bool check_division(Checker *ck, const Expr *e) {
             "is undefined where %s has no entry", s->u.access.t->name,
             s->u.access.t->name);
   } /* fall through */
-  default:
-    return check_division(ck, e->u.bin.a) && check_division(ck, e->u.bin.b);
+  default: {
+    Expr *k[2];
+    int n = nt_children(e, k);
+    for (int i = 0; i < n; i++)
+      if (!check_division(ck, k[i])) return false;
+    return true;
+  }
   }
 }
 
 bool nt_check(Arena *a, Assignment *as, const TensorDecl *decls, int ndecls,
               const VarExtent *ext, int next, Diag *d) {
-  (void)a;
   Checker ck = {.as = as, .decls = decls, .ndecls = ndecls, .d = d,
                 .src = as->src};
   if (!as->lhs || !as->rhs || as->lhs->kind != EX_ACCESS ||
@@ -321,5 +295,5 @@ bool nt_check(Arena *a, Assignment *as, const TensorDecl *decls, int ndecls,
     return false;
   fill_dims(as->lhs);
   fill_dims(as->rhs);
-  return check_dtypes(&ck) && check_division(&ck, as->rhs);
+  return check_dtypes(&ck) && check_division(&ck, as->rhs) && nt_place_sums(a, as, d);
 }

@@ -79,18 +79,29 @@ static void add_loop(Loops *l, IndexVar *v) {
 
 /* Appends e's indices in first-use order. */
 static void collect(Loops *l, const Expr *e) {
-  switch (e->kind) {
-  case EX_ACCESS:
+  if (e->kind == EX_ACCESS) {
     for (int m = 0; m < e->u.access.n; m++) add_loop(l, e->u.access.idx[m]);
     return;
-  case EX_LITERAL: return;
-  case EX_NEG: collect(l, e->u.bin.a); return;
-  case EX_CALL:
-    collect(l, e->u.call.a);
-    if (e->u.call.b) collect(l, e->u.call.b);
-    return;
-  default: collect(l, e->u.bin.a); collect(l, e->u.bin.b); return;
   }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  for (int i = 0; i < n; i++) collect(l, k[i]);
+}
+
+/* Moves the indices that sum nodes bind behind the others, in preorder of
+ * the sums (outer sums first): each sum's loop nests inside its parent's. */
+static void sums_last(Loops *l, const Expr *rhs) {
+  const Expr *s[NT_MAX_INDICES];
+  int ns = nt_sums(rhs, s, NT_MAX_INDICES);
+  if (ns == 0) return;
+  Loops kept = {0};
+  for (int i = 0; i < l->n; i++) {
+    bool bound = false;
+    for (int k = 0; k < ns && k < NT_MAX_INDICES; k++) bound |= s[k]->u.sum.iv == l->iv[i];
+    if (!bound) add_loop(&kept, l->iv[i]);
+  }
+  for (int k = 0; k < ns && k < NT_MAX_INDICES; k++) add_loop(&kept, s[k]->u.sum.iv);
+  *l = kept;
 }
 
 static bool sched_err(const Schedule *s, const SchedDirective *sd, Diag *d,
@@ -149,39 +160,111 @@ static bool apply(Loops *l, const Schedule *s, Diag *d) {
   return true;
 }
 
+/* forall(v, body) with the flags the schedule gave v. */
+static Cin *scheduled_forall(Arena *a, const Loops *l, IndexVar *v, Cin *body) {
+  Cin *c = body ? cin_forall(a, v, body) : NULL;
+  for (int i = 0; c && i < l->n; i++)
+    if (l->iv[i] == v) {
+      c->u.forall.flags = l->flags[i];
+      c->u.forall.vec_width = l->vec_width[i];
+    }
+  return c;
+}
+
+typedef struct Temps {
+  int n;
+  const Expr *sum[NT_MAX_INDICES];
+  Expr *t[NT_MAX_INDICES];
+} Temps;
+
+/* e with each sum that no other sum of e encloses replaced by a scalar
+ * temp `t_j` (recorded in tt); nodes without sums are shared, not copied. */
+static Expr *with_temps(Arena *a, const Expr *e, Temps *tt) {
+  Expr *k[2];
+  int n = nt_children(e, k);
+  if (e->kind == EX_SUM) {
+    if (tt->n == NT_MAX_INDICES) return NULL;
+    TensorVar *t = arena_alloc(a, sizeof *t);
+    if (!t) return NULL;
+    t->id = -1;
+    t->name = arena_printf(a, "t_%s", e->u.sum.iv->name);
+    tt->sum[tt->n] = e;
+    return tt->t[tt->n++] = nt_access(a, t, 0, NULL, 0);
+  }
+  const Expr *none[1];
+  if (n == 0 || nt_sums(e, none, 0) == 0) return (Expr *)e;
+  Expr *c = arena_alloc(a, sizeof *c);
+  if (!c) return NULL;
+  *c = *e;
+  Expr *ck[2] = {with_temps(a, k[0], tt), n > 1 ? with_temps(a, k[1], tt) : NULL};
+  if (!ck[0] || (n > 1 && !ck[1])) return NULL;
+  if (e->kind == EX_NEG) c->u.bin.a = ck[0];
+  else if (e->kind == EX_CALL) c->u.call.a = ck[0], c->u.call.b = ck[1];
+  else c->u.bin.a = ck[0], c->u.bin.b = ck[1];
+  return c;
+}
+
+/* The statement of one summation scope (TACO's where): lhs (+)= rhs with
+ * rhs's sums read from temps, each temp produced beside it:
+ *   where(y(i) = b(i) - t_j, forall(j, t_j += A(i,j) * x(j))) */
+static Cin *scope_stmt(Arena *a, const Loops *l, Expr *lhs, const Expr *rhs, bool acc) {
+  Temps tt = {0};
+  Expr *r = with_temps(a, rhs, &tt);
+  Cin *c = r ? cin_assign(a, lhs, r, acc) : NULL;
+  for (int k = 0; k < tt.n && c; k++) {
+    const Expr *sum = tt.sum[k];
+    Cin *body = scope_stmt(a, l, tt.t[k], sum->u.sum.a, true);
+    Cin *producer = scheduled_forall(a, l, sum->u.sum.iv, body);
+    c = producer ? cin_where(a, c, producer, tt.t[k]->u.access.t) : NULL;
+  }
+  return c;
+}
+
 Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
                          Diag *d) {
   Loops l = {0};
   collect(&l, as->lhs);
   int nlhs = l.n;
   collect(&l, as->rhs);
+  sums_last(&l, as->rhs);
   if (!apply(&l, s, d)) return NULL;
-  Cin *c = cin_assign(a, as->lhs, as->rhs, as->accumulate || l.n > nlhs);
-  for (int i = l.n - 1; c && i >= 0; i--) {
-    c = cin_forall(a, l.iv[i], c);
-    if (c) {
-      c->u.forall.flags = l.flags[i];
-      c->u.forall.vec_width = l.vec_width[i];
-    }
-  }
+  const Expr *sums[NT_MAX_INDICES];
+  int nroot = l.n - nt_sums(as->rhs, sums, NT_MAX_INDICES);
+  Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs);
+  /* A sum's loop nests inside its scope: a reorder cannot move it out. */
+  for (int k = 0; k < l.n - nroot; k++)
+    if (l.iv[nroot + k] != sums[k]->u.sum.iv)
+      return diag_error(d, TJ_ERR_UNSUPPORTED,
+                        "reorder: index %s is summed over a subexpression (%s(%s, ...)), "
+                        "so its loop must stay inside the loops of the indices around "
+                        "that sum", sums[k]->u.sum.iv->name,
+                        sums[k]->u.sum.implicit ? "an implicit sum" : "sum",
+                        sums[k]->u.sum.iv->name), NULL;
+  for (int i = nroot - 1; c && i >= 0; i--) c = scheduled_forall(a, &l, l.iv[i], c);
   if (!c) diag_error(d, TJ_ERR_NOMEM, "out of memory building the loop nest");
   return c;
 }
 
-int cin_loop_order(const Cin *c, IndexVar **order, int max) {
-  int n = 0;
-  while (c) {
-    switch (c->kind) {
-    case CIN_FORALL:
-      if (n < max) order[n] = c->u.forall.iv;
-      n++;
-      c = c->u.forall.body;
-      break;
-    case CIN_WHERE: c = c->u.where.consumer; break;
-    case CIN_SEQUENCE: c = c->u.seq.first; break;
-    case CIN_ASSIGN: c = NULL; break;
-    }
+/* Appends the loops of c in nesting order: a where's consumer, then its
+ * producer; a sequence's first statement, then its second. */
+static int loop_order(const Cin *c, IndexVar **order, int n, int max) {
+  switch (c->kind) {
+  case CIN_FORALL:
+    if (n < max) order[n] = c->u.forall.iv;
+    return loop_order(c->u.forall.body, order, n + 1, max);
+  case CIN_WHERE:
+    n = loop_order(c->u.where.consumer, order, n, max);
+    return loop_order(c->u.where.producer, order, n, max);
+  case CIN_SEQUENCE:
+    n = loop_order(c->u.seq.first, order, n, max);
+    return loop_order(c->u.seq.second, order, n, max);
+  case CIN_ASSIGN: break;
   }
+  return n;
+}
+
+int cin_loop_order(const Cin *c, IndexVar **order, int max) {
+  int n = loop_order(c, order, 0, max);
   return n < max ? n : max;
 }
 

@@ -98,24 +98,69 @@ Expr *nt_call(Arena *a, FnKind fn, Expr *x, Expr *y, int col) {
   return e;
 }
 
-/* True when v occurs in e. */
-static bool uses_index(const Expr *e, const IndexVar *v) {
+Expr *nt_sum(Arena *a, IndexVar *iv, Expr *x, bool implicit, int col) {
+  Expr *e = new_expr(a, EX_SUM, col);
+  if (!e) return NULL;
+  e->u.sum.iv = iv;
+  e->u.sum.a = x;
+  e->u.sum.implicit = implicit;
+  return e;
+}
+
+int nt_children(const Expr *e, Expr *kids[2]) {
   switch (e->kind) {
   case EX_ACCESS:
-    for (int i = 0; i < e->u.access.n; i++)
-      if (e->u.access.idx[i] == v) return true;
-    return false;
-  case EX_LITERAL: return false;
-  case EX_NEG: return uses_index(e->u.bin.a, v);
+  case EX_LITERAL: return 0;
+  case EX_NEG: kids[0] = e->u.bin.a; return 1;
+  case EX_SUM: kids[0] = e->u.sum.a; return 1;
   case EX_CALL:
-    return uses_index(e->u.call.a, v) ||
-           (e->u.call.b && uses_index(e->u.call.b, v));
-  default: return uses_index(e->u.bin.a, v) || uses_index(e->u.bin.b, v);
+    kids[0] = e->u.call.a;
+    kids[1] = e->u.call.b;
+    return e->u.call.b ? 2 : 1;
+  default:
+    kids[0] = e->u.bin.a;
+    kids[1] = e->u.bin.b;
+    return 2;
   }
 }
 
+bool nt_uses_index(const Expr *e, const IndexVar *v) {
+  if (e->kind == EX_ACCESS) {
+    for (int i = 0; i < e->u.access.n; i++)
+      if (e->u.access.idx[i] == v) return true;
+    return false;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  for (int i = 0; i < n; i++)
+    if (nt_uses_index(k[i], v)) return true;
+  return false;
+}
+
 bool nt_is_reduction_var(const Assignment *as, const IndexVar *v) {
-  return !uses_index(as->lhs, v) && uses_index(as->rhs, v);
+  return !nt_uses_index(as->lhs, v) && nt_uses_index(as->rhs, v);
+}
+
+int nt_sums(const Expr *e, const Expr **out, int max) {
+  int n = 0;
+  if (e->kind == EX_SUM) {
+    if (max > 0) out[0] = e;
+    n = 1;
+  }
+  Expr *k[2];
+  int nk = nt_children(e, k);
+  for (int i = 0; i < nk; i++)
+    n += nt_sums(k[i], out + (n < max ? n : max), max > n ? max - n : 0);
+  return n;
+}
+
+bool nt_is_root_reduction(const Assignment *as, const IndexVar *v) {
+  if (!nt_is_reduction_var(as, v)) return false;
+  const Expr *sums[NT_MAX_INDICES];
+  int n = nt_sums(as->rhs, sums, NT_MAX_INDICES);
+  for (int i = 0; i < n && i < NT_MAX_INDICES; i++)
+    if (sums[i]->u.sum.iv == v) return false;
+  return true;
 }
 
 const char *nt_fn_name(FnKind fn) {
@@ -150,6 +195,9 @@ bool nt_expr_equal(const Expr *x, const Expr *y) {
     return x->u.call.fn == y->u.call.fn &&
            nt_expr_equal(x->u.call.a, y->u.call.a) &&
            nt_expr_equal(x->u.call.b, y->u.call.b);
+  case EX_SUM:
+    return strcmp(x->u.sum.iv->name, y->u.sum.iv->name) == 0 &&
+           nt_expr_equal(x->u.sum.a, y->u.sum.a);
   default:
     return nt_expr_equal(x->u.bin.a, y->u.bin.a) &&
            nt_expr_equal(x->u.bin.b, y->u.bin.b);
@@ -238,6 +286,11 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
       fputs(", ", out);
       print_prec(out, e->u.call.b, 0);
     }
+    fputc(')', out);
+    break;
+  case EX_SUM:
+    fprintf(out, "sum(%s, ", e->u.sum.iv->name);
+    print_prec(out, e->u.sum.a, 0);
     fputc(')', out);
     break;
   default: print_binary(out, e); break;

@@ -49,7 +49,7 @@ typedef struct IndexVar {
 } IndexVar;
 
 #define NT_EXPR_KINDS(X) \
-  X(ACCESS) X(LITERAL) X(NEG) X(ADD) X(SUB) X(MUL) X(DIV) X(CALL)
+  X(ACCESS) X(LITERAL) X(NEG) X(ADD) X(SUB) X(MUL) X(DIV) X(CALL) X(SUM)
 typedef enum {
 #define X(k) EX_##k,
   NT_EXPR_KINDS(X)
@@ -68,10 +68,19 @@ struct Expr {
     struct { double value; bool is_int; } lit;                            /* EX_LITERAL */
     struct { Expr *a, *b; } bin;           /* EX_ADD SUB MUL DIV; EX_NEG uses a */
     struct { FnKind fn; Expr *a, *b; } call; /* EX_CALL; b only for min/max */
+    struct { IndexVar *iv; Expr *a; bool implicit; } sum; /* EX_SUM: a summed over iv;
+                                               implicit: placed by the checker */
   } u;
 };
 
-/* One statement: lhs (an EX_ACCESS) = or += rhs. */
+/* One statement: lhs (an EX_ACCESS) = or += rhs.
+ *
+ * Summation (TACO's einsum rule): an index that appears only on the right
+ * is summed over the smallest subexpression that contains every use of it;
+ * `sum(j, e)` says so explicitly. After checking, the rhs is in normal form:
+ * an index bound by no EX_SUM node and absent from the lhs is summed over
+ * the whole rhs (a "root" reduction, the common case: no node); every
+ * smaller scope is an EX_SUM node, nested sums outermost first. */
 typedef struct Assignment {
   Expr *lhs;
   Expr *rhs;
@@ -93,6 +102,12 @@ Expr *nt_literal(Arena *a, double v, bool is_int, int col);
 Expr *nt_unary(Arena *a, ExprKind k, Expr *x, int col);            /* EX_NEG */
 Expr *nt_binary(Arena *a, ExprKind k, Expr *x, Expr *y, int col);
 Expr *nt_call(Arena *a, FnKind fn, Expr *x, Expr *y, int col);
+Expr *nt_sum(Arena *a, IndexVar *iv, Expr *x, bool implicit, int col);
+
+/* The operands of e (0, 1 or 2 of them) in source order; returns how many. */
+int nt_children(const Expr *e, Expr *kids[2]);
+/* True when v occurs in an access of e. */
+bool nt_uses_index(const Expr *e, const IndexVar *v);
 
 /* Parses one assignment. On error returns NULL with d set ("1:7: ..."). */
 Assignment *nt_parse(Arena *a, const char *src, Diag *d);
@@ -107,6 +122,15 @@ bool nt_check(Arena *a, Assignment *as, const TensorDecl *decls, int ndecls,
 
 /* Index variables of the rhs that do not occur on the lhs (summed). */
 bool nt_is_reduction_var(const Assignment *as, const IndexVar *v);
+/* Reduction variables summed over the whole rhs (bound by no EX_SUM). */
+bool nt_is_root_reduction(const Assignment *as, const IndexVar *v);
+/* The EX_SUM nodes of e in preorder (outer sums first), at most max;
+ * returns how many there are. */
+int nt_sums(const Expr *e, const Expr **out, int max);
+/* Applies the summation rule to a checked rhs (see Assignment); refuses
+ * explicit sums over an output index, over an index their body does not
+ * use, or over an index also used outside them. Called by nt_check. */
+bool nt_place_sums(Arena *a, Assignment *as, Diag *d);
 
 /* Prints "A(i,j) = B(i,k) * C(k,j)" with minimal parentheses; parsing the
  * output yields the same AST. */

@@ -4,10 +4,12 @@
  *   expr  := term  (('+' | '-') term)*        left-associative
  *   term  := unary (('*' | '/') unary)*       left-associative
  *   unary := '-' unary | '-' NUMBER | primary  (-2 is one negative literal)
- *   primary := NUMBER | '(' expr ')' | FN '(' expr [',' expr] ')' | access
+ *   primary := NUMBER | '(' expr ')' | FN '(' expr [',' expr] ')'
+ *            | 'sum' '(' NAME (',' NAME)* ',' expr ')' | access
  *   access  := NAME [ '(' [NAME (',' NAME)*] ')' ]      (a and a() alike)
  *
- * FN is sqrt abs exp log min max when followed by '('. Nesting is bounded
+ * FN is sqrt abs exp log min max when followed by '('; `sum(j, k, e)` is the
+ * explicit reduction sum(j, sum(k, e)). Nesting is bounded
  * (NT_MAX_NESTING) and so is the tree height (NT_MAX_HEIGHT), so no input
  * can exhaust the stack here or in the recursive walks that follow. An index
  * repeated in one access (B(i,i), a diagonal) is refused.
@@ -273,6 +275,38 @@ static Expr *parse_call(Parser *ps, FnKind fn, int *h) {
   return e;
 }
 
+/* 'sum' '(' NAME (',' NAME)* ',' expr ')' — 'sum' is current. Every
+ * argument but the last is an index (a name followed by ','). */
+static Expr *parse_sum(Parser *ps, int *h) {
+  int col = ps->tok.col;
+  if (!next(ps) || !next(ps) || !enter(ps)) return NULL; /* sum, '(' */
+  IndexVar *iv[NT_MAX_INDICES];
+  int n = 0;
+  do {
+    if (ps->tok.kind != TK_NAME) {
+      diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
+                    "sum: expected the index to sum over, found %s", found(ps));
+      return NULL;
+    }
+    if (n == NT_MAX_INDICES) {
+      err_at(ps, ps->tok.col, "sum: too many indices");
+      return NULL;
+    }
+    IndexVar *none[1];
+    if (!(iv[n++] = parse_index(ps, "sum", none, 0))) return NULL;
+    if (!expect(ps, TK_COMMA, "',' and the expression to sum")) return NULL;
+  } while (ps->tok.kind == TK_NAME && peek_char(ps) == ',');
+  Expr *e = parse_expr(ps, h);
+  if (!e || !expect(ps, TK_RPAREN, "')'")) return NULL;
+  ps->depth--;
+  for (int k = n - 1; k >= 0 && e; k--) {
+    (*h)++;
+    e = nt_sum(ps->a, iv[k], e, false, col);
+  }
+  if (!e) nomem(ps);
+  return e;
+}
+
 static Expr *parse_primary(Parser *ps, int *h) {
   Token t = ps->tok;
   *h = 1;
@@ -292,6 +326,8 @@ static Expr *parse_primary(Parser *ps, int *h) {
   FnKind fn;
   if (t.kind == TK_NAME && peek_char(ps) == '(' && fn_kind(&t, &fn))
     return parse_call(ps, fn, h);
+  if (t.kind == TK_NAME && peek_char(ps) == '(' && t.len == 3 && strncmp(t.s, "sum", 3) == 0)
+    return parse_sum(ps, h);
   if (t.kind == TK_NAME) {
     Expr *e = parse_access(ps);
     if (e && e->u.access.t->id == 0) {

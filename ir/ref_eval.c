@@ -1,10 +1,11 @@
 /* The reference interpreter: the oracle every kernel test compares with.
  *
  * It is deliberately naive: one odometer runs over every combination of
- * every index variable's extent (an iteration, so any order 0..8 works
- * without recursion), evaluates the right-hand side at those coordinates
- * on dense row-major arrays, and adds it into a long double accumulator for
- * the output coordinates (summing the reduction variables). `=` starts the
+ * the extents of the output's indices and the root reductions (an
+ * iteration, so any order 0..8 works without recursion), evaluates the
+ * right-hand side at those coordinates on dense row-major arrays, and adds
+ * it into a long double accumulator for the output coordinates (summing
+ * the root reductions); a sum(j, e) node loops over j itself. `=` starts the
  * accumulator at zero, `+=` at the output's values. Integer expressions
  * divide with truncation toward zero (as C does) and refuse x/0; results
  * are stored as doubles, which the caller converts to the output dtype.
@@ -49,6 +50,14 @@ static long double eval(Eval *ev, const Expr *e) {
       return 0;
     }
     return truncl(x / y);
+  case EX_SUM: {
+    IndexVar *v = e->u.sum.iv;
+    long double s = 0;
+    for (ev->coord[v->id] = 0; ev->coord[v->id] < v->extent; ev->coord[v->id]++)
+      s += eval(ev, e->u.sum.a);
+    ev->coord[v->id] = 0;
+    return s;
+  }
   case EX_CALL:
     x = eval(ev, e->u.call.a);
     switch (e->u.call.fn) {
@@ -63,24 +72,20 @@ static long double eval(Eval *ev, const Expr *e) {
   return 0;
 }
 
-/* Index variables used by the assignment, output's first. */
+/* Index variables used by the assignment, output's first (those a sum
+ * node binds too: the odometer skips them). */
 static void used_vars(const Expr *e, IndexVar **v, int *n) {
-  switch (e->kind) {
-  case EX_ACCESS:
+  if (e->kind == EX_ACCESS) {
     for (int m = 0; m < e->u.access.n; m++) {
       int k = 0;
       while (k < *n && v[k] != e->u.access.idx[m]) k++;
       if (k == *n) v[(*n)++] = e->u.access.idx[m];
     }
     return;
-  case EX_LITERAL: return;
-  case EX_NEG: used_vars(e->u.bin.a, v, n); return;
-  case EX_CALL:
-    used_vars(e->u.call.a, v, n);
-    if (e->u.call.b) used_vars(e->u.call.b, v, n);
-    return;
-  default: used_vars(e->u.bin.a, v, n); used_vars(e->u.bin.b, v, n); return;
   }
+  Expr *k[2];
+  int nk = nt_children(e, k);
+  for (int i = 0; i < nk; i++) used_vars(k[i], v, n);
 }
 
 /* The number of elements of the output, or -1 when it cannot be held. */
@@ -121,6 +126,12 @@ bool nt_ref_eval(const Assignment *as, double *const *dense, Diag *d) {
   used_vars(as->lhs, v, &nv);
   used_vars(as->rhs, v, &nv);
   if (!validate(as, dense, v, nv, d)) return false;
+  int nodo = 0; /* the odometer's variables: all but the sum-bound ones */
+  for (int k = 0; k < nv; k++)
+    if (!nt_is_reduction_var(as, v[k]) || nt_is_root_reduction(as, v[k])) v[nodo++] = v[k];
+  nv = nodo;
+  bool empty = false;
+  for (int k = 0; k < nv; k++) empty |= v[k]->extent == 0;
   int64_t size = out_size(&as->tensors[0]->decl);
   if (size < 0)
     return diag_error(d, TJ_ERR_NOMEM, "nt_ref_eval: output %s is too large",
@@ -130,8 +141,6 @@ bool nt_ref_eval(const Assignment *as, double *const *dense, Diag *d) {
   for (int64_t i = 0; as->accumulate && i < size; i++) acc[i] = dense[0][i];
   Eval ev = {.dense = dense, .is_int = as->rhs->dtype == TJ_I64 ||
                                        as->rhs->dtype == TJ_I32};
-  bool empty = false;
-  for (int k = 0; k < nv; k++) empty |= v[k]->extent == 0;
   if (!empty) do {
       acc[offset(&ev, as->lhs)] += eval(&ev, as->rhs);
     } while (advance(&ev, v, nv));

@@ -200,7 +200,9 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
     if (!cin) return false;
     IndexVar *want[NT_MAX_INDICES];
     int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
-    bool strict = false;
+    /* Nested sums keep their loops where the concrete notation puts them. */
+    const Expr *sums[1];
+    bool strict = nt_sums(as->rhs, sums, 1) > 0;
     for (int k = 0; k < sched.n; k++) strict |= sched.d[k].kind == SCHED_REORDER;
     if (!lower_plan(as, want, nw, strict, &e->plan, d)) return false;
     /* Plan again only when the default order of a contraction changes. */

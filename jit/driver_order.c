@@ -69,6 +69,8 @@ bool drv_order_contraction(const CacheEntry *e, const Assignment *as, const Lowe
   for (int k = 0; k < s->n; k++)
     if (s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_PRECOMPUTE) return false;
   bool reduction = false, all_dense = true;
+  const Expr *sums[1];
+  if (nt_sums(as->rhs, sums, 1) > 0) return false; /* already output first */
   for (int v = 0; v < as->nindices; v++) reduction |= nt_is_reduction_var(as, as->indices[v]);
   for (int t = 0; t < as->ntensors; t++) all_dense &= !has_sparse_level(as->tensors[t]);
   if (!reduction) return false;

@@ -26,13 +26,13 @@ static bool check_extents(const Expr *e, tj_tensor **ops, int64_t *ext, const ch
       }
     }
     return true;
-  case EX_CALL:
-    return check_extents(e->u.call.a, ops, ext, who, d) &&
-           (!e->u.call.b || check_extents(e->u.call.b, ops, ext, who, d));
-  case EX_NEG: return check_extents(e->u.bin.a, ops, ext, who, d);
-  default:
-    return check_extents(e->u.bin.a, ops, ext, who, d) &&
-           check_extents(e->u.bin.b, ops, ext, who, d);
+  default: {
+    Expr *k[2];
+    int n = nt_children(e, k);
+    for (int i = 0; i < n; i++)
+      if (!check_extents(k[i], ops, ext, who, d)) return false;
+    return true;
+  }
   }
 }
 
@@ -158,14 +158,12 @@ static int64_t extent_in(const Expr *e, const IndexVar *v, tj_storage **st) {
     for (int m = 0; m < e->u.access.n; m++)
       if (e->u.access.idx[m] == v) return st[e->u.access.t->id]->dims[m];
     return -1;
-  case EX_CALL: {
-    int64_t x = extent_in(e->u.call.a, v, st);
-    return x >= 0 || !e->u.call.b ? x : extent_in(e->u.call.b, v, st);
-  }
-  case EX_NEG: return extent_in(e->u.bin.a, v, st);
   default: {
-    int64_t x = extent_in(e->u.bin.a, v, st);
-    return x >= 0 ? x : extent_in(e->u.bin.b, v, st);
+    Expr *k[2];
+    int n = nt_children(e, k);
+    int64_t x = -1;
+    for (int i = 0; i < n && x < 0; i++) x = extent_in(k[i], v, st);
+    return x;
   }
   }
 }

@@ -64,20 +64,13 @@ typedef struct AccessList {
 } AccessList;
 
 void lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max) {
-  switch (e->kind) {
-  case EX_ACCESS:
+  if (e->kind == EX_ACCESS) {
     if (*n < max) out[(*n)++] = e;
     return;
-  case EX_LITERAL: return;
-  case EX_NEG: lw_collect_accesses(e->u.bin.a, out, n, max); return;
-  case EX_CALL:
-    lw_collect_accesses(e->u.call.a, out, n, max);
-    if (e->u.call.b) lw_collect_accesses(e->u.call.b, out, n, max);
-    return;
-  default:
-    lw_collect_accesses(e->u.bin.a, out, n, max);
-    lw_collect_accesses(e->u.bin.b, out, n, max);
   }
+  Expr *k[2];
+  int nk = nt_children(e, k);
+  for (int i = 0; i < nk; i++) lw_collect_accesses(k[i], out, n, max);
 }
 
 /* Kahn's algorithm, always taking the ready variable wanted earliest. */
@@ -270,6 +263,28 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
   return true;
 }
 
+/* Sums nest their loops inside the loops of the scope around them: after
+ * the output's indices and the root reductions come the sums' indices in
+ * preorder (ir/sums.c), or the kernel would sum the wrong subexpression. */
+static bool check_sum_order(const Assignment *as, const LowerPlan *p, Diag *d) {
+  const Expr *sums[NT_MAX_INDICES];
+  int ns = nt_sums(as->rhs, sums, NT_MAX_INDICES);
+  if (ns > NT_MAX_INDICES)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "more than %d sums in one expression",
+                      NT_MAX_INDICES);
+  int first = p->nloops - ns;
+  for (int k = 0; k < ns; k++) {
+    if (p->order[first + k] == sums[k]->u.sum.iv) continue;
+    const char *outer = first > 0 ? p->order[first - 1]->name : "";
+    return diag_error(d, TJ_ERR_UNSUPPORTED,
+                      "the loop over %s must run inside the loops of the scope that "
+                      "contains sum(%s, ...)%s%s: sums nest innermost, outer sums first",
+                      sums[k]->u.sum.iv->name, sums[k]->u.sum.iv->name,
+                      first > 0 ? ", below " : "", outer);
+  }
+  return true;
+}
+
 bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                 bool strict, LowerPlan *p, Diag *d) {
   Diag first;
@@ -299,6 +314,6 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   }
   p->rangeable = dense_outer && p->out_sparse && p->fmt[0].levels[0] == 'd' &&
                  level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
-  p->reduce_rows = dense_outer && !p->out_sparse && nt_is_reduction_var(as, p->order[0]);
-  return true;
+  p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]);
+  return check_sum_order(as, p, d);
 }

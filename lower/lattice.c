@@ -50,6 +50,7 @@ bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {
   case EX_ACCESS: return !(alive >> lw_access_index(lw, e) & 1);
   case EX_LITERAL: return e->u.lit.value == 0;
   case EX_NEG: return lw_expr_zero(lw, e->u.bin.a, alive);
+  case EX_SUM: return lw_expr_zero(lw, e->u.sum.a, alive);
   case EX_MUL:
     return lw_expr_zero(lw, e->u.bin.a, alive) ||
            lw_expr_zero(lw, e->u.bin.b, alive);
@@ -118,6 +119,7 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
     if (e->u.lit.value != 0) *out = FULL;
     return;
   case EX_NEG: build(lw, e->u.bin.a, alive, depth, out); return;
+  case EX_SUM: build(lw, e->u.sum.a, alive, depth, out); return; /* sum_j e is 0 where e is */
   case EX_MUL:
   case EX_DIV:
     build(lw, e->u.bin.a, alive, depth, &x);
@@ -149,7 +151,7 @@ static int popcount(AMask m) { return __builtin_popcountll(m); }
 
 void lw_lattice(const Lowerer *lw, AMask alive, int depth, Lattice *out) {
   Lattice raw;
-  build(lw, lw->as->rhs, alive, depth, &raw);
+  build(lw, lw->root, alive, depth, &raw);
   AMask at = lw_sparse_at(lw, alive, depth);
   out->n = 0;
   /* Top first: more iterators first, full before not full. */
@@ -159,7 +161,7 @@ void lw_lattice(const Lowerer *lw, AMask alive, int depth, Lattice *out) {
         const LatPoint *p = &raw.p[q];
         if (popcount(p->sparse) != want || p->full != (bool)full) continue;
         AMask keep = alive & ~(at & ~p->sparse);
-        if (lw_expr_zero(lw, lw->as->rhs, keep)) continue;
+        if (lw_expr_zero(lw, lw->root, keep)) continue;
         out->p[out->n++] = *p;
       }
   if (out->n && out->p[0].full) {

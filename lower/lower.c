@@ -119,9 +119,18 @@ static void setup_accesses(Lowerer *lw) {
    * output index is bound above it; otherwise (a dense output indexed below
    * a reduction loop) the body scatters into the output, through a temp for
    * the reduction loops below the output's last index. */
+  /* The root scope owns the loops over the output's indices and the root
+   * reductions; the loops of sum nodes follow (lower_plan checks that). */
+  lw->root = lw->as->rhs;
+  lw->scope_end = p->nloops;
+  for (int k = 0; k < p->nloops; k++)
+    if (nt_is_reduction_var(lw->as, p->order[k]) && !nt_is_root_reduction(lw->as, p->order[k])) {
+      lw->scope_end = k;
+      break;
+    }
   lw->first_red = p->nloops;
   for (int k = p->nloops - 1; k >= 0; k--)
-    if (nt_is_reduction_var(lw->as, p->order[k])) lw->first_red = k;
+    if (nt_is_root_reduction(lw->as, p->order[k])) lw->first_red = k;
   const Expr *lhs = lw->as->lhs;
   int last_out = -1;
   for (int m = 0; m < lhs->u.access.n; m++) {
@@ -131,7 +140,7 @@ static void setup_accesses(Lowerer *lw) {
   }
   /* A dense output indexed below a reduction loop (MTTKRP in the order
    * i,k,j,l) still sums the reductions below its last index in a temp. */
-  if (lw->first_red < 0 && !p->out_sparse && last_out + 1 < p->nloops)
+  if (lw->first_red < 0 && !p->out_sparse && last_out + 1 < lw->scope_end)
     lw->first_red = last_out + 1;
   const Expr *rhs[LW_MAX_ACCESS];
   int nrhs = 0;
@@ -512,7 +521,12 @@ void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan
   lw->plan = plan;
   setup_accesses(lw);
   AMask alive = (((AMask)1 << lw->nacc) - 1) & ~(AMask)1;
+  const Expr *sums[NT_MAX_INDICES];
+  int ns = nt_sums(as->rhs, sums, NT_MAX_INDICES);
   for (int k = 0; k < plan->nloops; k++) {
+    lw->root = as->rhs;
+    for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
+      if (sums[i]->u.sum.iv == plan->order[k]) lw->root = sums[i]->u.sum.a;
     Lattice L;
     lw_lattice(lw, alive, k, &L);
     fprintf(out, "%s:", plan->order[k]->name);

@@ -155,6 +155,11 @@ static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive) {
     return lir_bin(a, e->kind == EX_MUL ? LOP_MUL : LOP_DIV,
                    gen_expr(lw, e->u.bin.a, alive), gen_expr(lw, e->u.bin.b, alive));
   case EX_CALL: return gen_call(lw, e, alive);
+  case EX_SUM: {
+    LirVar *t = lw_sum_temp(lw, e);
+    if (!t) return TJ_BUG(lw->d, "a sum is read outside its scope"), NULL;
+    return lw_ref(lw, t);
+  }
   }
   return NULL;
 }
@@ -171,7 +176,7 @@ static LirStmt *innermost(Lowerer *lw, AMask alive) {
     LirStmt *s = NULL;
     if (lw->emit_values)
       s = lir_store_update(a, lw_ref(lw, lw->ws_vals), j, LOP_ADD,
-                           gen_expr(lw, lw->as->rhs, alive));
+                           gen_expr(lw, lw->root, alive));
     LirStmt *mark = lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1));
     lir_append(&mark, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
     lir_append(&mark, lir_update(a, lw->ws_n, LOP_ADD, lw_i64(lw, 1)));
@@ -180,7 +185,7 @@ static LirStmt *innermost(Lowerer *lw, AMask alive) {
     return s;
   }
   if (!lw->emit_values) return NULL;
-  LirExpr *v = gen_expr(lw, lw->as->rhs, alive);
+  LirExpr *v = gen_expr(lw, lw->root, alive);
   if (lw->target == T_TEMP) return lir_update(a, lw->temp, LOP_ADD, v);
   LirVar *vals = lw->vals_ptr[0];
   if (lw->plan->out_sparse) return lir_store(a, lw_ref(lw, vals), out_index(lw), v);
@@ -238,6 +243,62 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   lir_append(&s, lir_for(a, q, lw_i64(lw, 0), lw_ref(lw, lw->ws_n), body));
   lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
   return lir_block(a, s);
+}
+
+/* The sum nodes of e that are not inside another sum of e, in preorder. */
+static int child_sums(const Expr *e, const Expr **out, int n) {
+  if (e->kind == EX_SUM) {
+    if (n < NT_MAX_INDICES) out[n] = e;
+    return n + 1;
+  }
+  Expr *k[2];
+  int nk = nt_children(e, k);
+  for (int i = 0; i < nk; i++) n = child_sums(k[i], out, n);
+  return n;
+}
+
+LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e) {
+  for (int i = lw->nsum_temps - 1; i >= 0; i--)
+    if (lw->sum_node[i] == e) return lw->sum_temp[i];
+  return NULL;
+}
+
+/* Emits, where the loops of the current scope end, each sum inside it
+ * into a temp of its own, then the scope's statement reading the temps:
+ *   t_j = 0; <loop over j: t_j += body>;  ...;  out (+)= f(..., t_j, ...) */
+static LirStmt *scope_body(Lowerer *lw, AMask alive) {
+  const Expr *kids[NT_MAX_INDICES];
+  int n = lw->emit_values ? child_sums(lw->root, kids, 0) : 0;
+  if (n > NT_MAX_INDICES) return TJ_BUG(lw->d, "too many sums in one scope"), NULL;
+  Arena *a = A(lw);
+  LirStmt *s = NULL;
+  int base = lw->nsum_temps;
+  for (int c = 0; c < n; c++) {
+    const Expr *sum = kids[c];
+    LirVar *t = lw_var(lw, arena_printf(a, "t_%s", sum->u.sum.iv->name), lw->vtype);
+    lir_append(&s, lir_decl(a, t, vconst(lw, 0)));
+    const Expr *root = lw->root;
+    int end = lw->scope_end, target = lw->target, nt = lw->nsum_temps;
+    LirVar *temp = lw->temp;
+    int depth = lw->depth_of[sum->u.sum.iv->id];
+    lw->root = sum->u.sum.a;
+    lw->scope_end = depth + 1;
+    lw->target = T_TEMP;
+    lw->temp = t;
+    lir_append(&s, lw_loops(lw, depth, alive, true));
+    lw->root = root;
+    lw->scope_end = end;
+    lw->target = target;
+    lw->temp = temp;
+    lw->nsum_temps = nt;
+    if (base + c >= NT_MAX_INDICES) return TJ_BUG(lw->d, "too many sums"), NULL;
+    lw->sum_node[base + c] = sum;
+    lw->sum_temp[base + c] = t;
+    lw->nsum_temps = base + c + 1;
+  }
+  lir_append(&s, innermost(lw, alive));
+  lw->nsum_temps = base;
+  return s;
 }
 
 /* ---- one case of a lattice point ---- */
@@ -314,7 +375,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   Arena *a = A(lw);
   AMask at = lw_sparse_at(lw, cx->alive, cx->depth);
   AMask keep = cx->alive & ~(at & ~q->sparse);
-  if (lw_expr_zero(lw, lw->as->rhs, keep)) return NULL;
+  if (lw_expr_zero(lw, lw->root, keep)) return NULL;
   Saved sv;
   memcpy(sv.pos, lw->pos, sizeof sv.pos);
   memcpy(sv.seg, lw->seg_end, sizeof sv.seg);
@@ -548,7 +609,7 @@ bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth) {
 }
 
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
-  if (depth == lw->plan->nloops) return innermost(lw, alive);
+  if (depth == lw->scope_end) return scope_body(lw, alive);
   if (lw->target == T_OUT && !in_temp) {
     if (depth == lw->plan->ws_depth) return scatter_through_workspace(lw, depth, alive);
     if (depth == lw->first_red && lw->plan->ws_depth < 0)

@@ -70,6 +70,15 @@ typedef struct Lowerer {
   int out_last;                            /* last output level */
   int target;                              /* T_OUT, T_TEMP, T_WS */
   LirVar *temp;
+  /* Summation scopes (see ir/sums.c): the loops at depths [0, scope_end)
+   * belong to the expression `root` (the rhs, or a sum node's body); each
+   * sum node inside it nests its own loop below, summing into a temp that
+   * the root's statement then reads in the sum's place. */
+  const Expr *root;
+  int scope_end;
+  int nsum_temps;
+  const Expr *sum_node[NT_MAX_INDICES];
+  LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
   LirType vtype;                           /* value type of the expression */
   int nnames;
@@ -96,6 +105,9 @@ bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive);
 void lw_lattice(const Lowerer *lw, AMask alive, int depth, Lattice *out);
 int lw_access_index(const Lowerer *lw, const Expr *e);
 void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p);
+
+/* The value of sum node e in the scope being lowered (its temp), or NULL. */
+LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e);
 
 /* lower_loops.c */
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);

@@ -4,7 +4,8 @@
  * It follows the library's grammar only as far as accesses go: a NAME
  * followed by '(' is an access (its arguments are index names) unless the
  * name is one of the functions sqrt abs exp log min max; a bare NAME is an
- * order-0 access. Everything else (numbers, operators) is skipped: the
+ * order-0 access. In `sum(j, k, e)` the names before the expression are
+ * indices, not tensors. Everything else (numbers, operators) is skipped: the
  * library parses and checks the expression properly at compile time and
  * reports its own errors with a column.
  */
@@ -129,6 +130,26 @@ static bool add_access(Scanner *sc, const char *name) {
   return true;
 }
 
+/* After "sum(": skips the index names that precede the summed expression. */
+static void skip_sum_indices(Scanner *sc) {
+  sc->p++;
+  for (;;) {
+    skip_space(sc);
+    const char *at = sc->p;
+    char name[TOOL_NAME];
+    if (read_name(sc, name) <= 0) {
+      sc->p = at;
+      return;
+    }
+    skip_space(sc);
+    if (*sc->p != ',') {
+      sc->p = at;
+      return;
+    }
+    sc->p++;
+  }
+}
+
 /* Skips a number literal (digits, '.', exponent). */
 static void skip_number(Scanner *sc) {
   while (isalnum((unsigned char)*sc->p) || *sc->p == '.' ||
@@ -160,7 +181,8 @@ bool xs_scan(const char *expr, XsScan *s) {
     } else if (isalpha((unsigned char)*sc.p) || *sc.p == '_') {
       if (read_name(&sc, name) < 0) return false;
       skip_space(&sc);
-      if (!(is_function(name) && *sc.p == '(') && !add_access(&sc, name))
+      if (!strcmp(name, "sum") && *sc.p == '(') skip_sum_indices(&sc);
+      else if (!(is_function(name) && *sc.p == '(') && !add_access(&sc, name))
         return false;
     } else {
       sc.p++;

@@ -1,0 +1,94 @@
+/* Where each summation happens (TACO's einsum rule): an index that appears
+ * only on the right-hand side is summed over the smallest subexpression that
+ * contains every use of it, so
+ *   y(i) = b(i) - A(i,j) * x(j)    is    y(i) = b(i) - sum(j, A(i,j) * x(j))
+ * and not sum_j (b(i) - A(i,j) * x(j)). Explicit sum(j, e) nodes from the
+ * parser are checked; implicit ones are inserted as EX_SUM nodes. A scope
+ * that is the whole right-hand side needs no node: sums wrapping the root
+ * are removed, and what is left is the normal form of notation.h.
+ */
+#include "notation.h"
+
+/* Slot k of e's children (the places nt_children reads). */
+static Expr **child_slot(Expr *e, int k) {
+  switch (e->kind) {
+  case EX_NEG: return &e->u.bin.a;
+  case EX_SUM: return &e->u.sum.a;
+  case EX_CALL: return k == 0 ? &e->u.call.a : &e->u.call.b;
+  default: return k == 0 ? &e->u.bin.a : &e->u.bin.b;
+  }
+}
+
+/* Uses of v in e, not counting those under a sum over v. */
+static int count_uses(const Expr *e, const IndexVar *v) {
+  if (e->kind == EX_ACCESS) {
+    for (int m = 0; m < e->u.access.n; m++)
+      if (e->u.access.idx[m] == v) return 1;
+    return 0;
+  }
+  if (e->kind == EX_SUM && e->u.sum.iv == v) return 0;
+  Expr *k[2];
+  int n = nt_children(e, k), c = 0;
+  for (int i = 0; i < n; i++) c += count_uses(k[i], v);
+  return c;
+}
+
+static bool fail_at(const Assignment *as, const Expr *e, Diag *d, const char *msg,
+                    const char *name) {
+  if (as->src && e->col > 0)
+    return diag_error_at(d, TJ_ERR_INVALID, as->src, e->col, msg, name, name);
+  return diag_error(d, TJ_ERR_INVALID, msg, name, name);
+}
+
+/* Refuses explicit sums the rule cannot give a meaning to. */
+static bool check_explicit(const Assignment *as, Diag *d) {
+  const Expr *s[NT_MAX_INDICES * 4];
+  int n = nt_sums(as->rhs, s, NT_MAX_INDICES * 4);
+  if (n > NT_MAX_INDICES * 4)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "more than %d sums in one expression",
+                      NT_MAX_INDICES * 4);
+  for (int k = 0; k < n; k++) {
+    const IndexVar *v = s[k]->u.sum.iv;
+    if (nt_uses_index(as->lhs, v))
+      return fail_at(as, s[k], d, "sum(%s, ...): %s indexes the output; only an "
+                     "index absent from the left-hand side can be summed", v->name);
+    if (!nt_uses_index(s[k]->u.sum.a, v))
+      return fail_at(as, s[k], d, "sum(%s, ...): %s does not occur in the "
+                     "expression it sums", v->name);
+    int twice = 0;
+    for (int m = 0; m < n; m++) twice += s[m]->u.sum.iv == v;
+    if (count_uses(as->rhs, v) > 0 || twice > 1)
+      return fail_at(as, s[k], d, "sum(%s, ...): index %s is also used outside "
+                     "this sum (or summed twice); give the other use another name",
+                     v->name);
+  }
+  return true;
+}
+
+bool nt_place_sums(Arena *a, Assignment *as, Diag *d) {
+  if (!check_explicit(as, d)) return false;
+  while (as->rhs->kind == EX_SUM) as->rhs = as->rhs->u.sum.a;
+  for (int i = 0; i < as->nindices; i++) {
+    IndexVar *v = as->indices[i];
+    if (!nt_is_root_reduction(as, v)) continue;
+    /* Descend while one child holds every use of v. */
+    Expr **slot = &as->rhs;
+    for (;;) {
+      Expr *k[2];
+      int n = nt_children(*slot, k), holder = -1, with = 0;
+      for (int c = 0; c < n; c++)
+        if (nt_uses_index(k[c], v)) {
+          holder = c;
+          with++;
+        }
+      if (with != 1) break;
+      slot = child_slot(*slot, holder);
+    }
+    if (slot == &as->rhs) continue;
+    Expr *s = nt_sum(a, v, *slot, true, (*slot)->col);
+    if (!s) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
+    s->dtype = (*slot)->dtype;
+    *slot = s;
+  }
+  return true;
+}
