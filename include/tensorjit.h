@@ -179,6 +179,10 @@ tj_expr *tj_build_binary(tj_builder *b, char op, tj_expr *x, tj_expr *y);
 tj_expr *tj_build_neg(tj_builder *b, tj_expr *x);
 /* fn: "sqrt", "abs", "exp", "log" (y NULL), "min" or "max" (y given). */
 tj_expr *tj_build_call(tj_builder *b, const char *fn, tj_expr *x, tj_expr *y);
+/* sum(index, x): x summed over index, explicitly. Without it an index
+ * that appears only on the right is summed over the smallest subexpression
+ * holding every use of it (TACO's rule: b(i) - A(i,j) * x(j) is b - Ax). */
+tj_expr *tj_build_sum(tj_builder *b, const char *index, tj_expr *x);
 /* Makes the statement lhs = rhs (accumulate: +=); lhs must be an access. */
 tj_status tj_builder_assign(tj_builder *b, tj_expr *lhs, tj_expr *rhs, int accumulate);
 /* Writes the statement as index notation (what tj_compile would parse). */

@@ -303,5 +303,7 @@ void nt_print_expr(FILE *out, const Expr *e) { print_prec(out, e, 0); }
 void nt_print(FILE *out, const Assignment *as) {
   nt_print_expr(out, as->lhs);
   fputs(as->accumulate ? " += " : " = ", out);
+  for (int k = 0; k < as->nroot_sums; k++) fprintf(out, "sum(%s, ", as->root_sums[k]->name);
   nt_print_expr(out, as->rhs);
+  for (int k = 0; k < as->nroot_sums; k++) fputc(')', out);
 }

@@ -90,6 +90,8 @@ typedef struct Assignment {
   TensorVar *tensors[NT_MAX_TENSORS];    /* by TensorId */
   int nindices;
   IndexVar *indices[NT_MAX_INDICES];     /* by IndexId, first-use order */
+  int nroot_sums;                        /* explicit sums around the whole rhs, */
+  IndexVar *root_sums[NT_MAX_INDICES];   /* removed by the checker, printed back */
 } Assignment;
 
 /* ---- building ---- */

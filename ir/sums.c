@@ -67,10 +67,14 @@ static bool check_explicit(const Assignment *as, Diag *d) {
 
 bool nt_place_sums(Arena *a, Assignment *as, Diag *d) {
   if (!check_explicit(as, d)) return false;
-  while (as->rhs->kind == EX_SUM) as->rhs = as->rhs->u.sum.a;
+  bool explicit_root[NT_MAX_INDICES] = {0};
+  for (; as->rhs->kind == EX_SUM; as->rhs = as->rhs->u.sum.a) {
+    explicit_root[as->rhs->u.sum.iv->id] = true;
+    as->root_sums[as->nroot_sums++] = as->rhs->u.sum.iv;
+  }
   for (int i = 0; i < as->nindices; i++) {
     IndexVar *v = as->indices[i];
-    if (!nt_is_root_reduction(as, v)) continue;
+    if (explicit_root[i] || !nt_is_root_reduction(as, v)) continue;
     /* Descend while one child holds every use of v. */
     Expr **slot = &as->rhs;
     for (;;) {

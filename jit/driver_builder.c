@@ -105,6 +105,16 @@ tj_expr *tj_build_call(tj_builder *b, const char *fn, tj_expr *x, tj_expr *y) {
   return diag_error(&b->d, TJ_ERR_INVALID, "builder: unknown function '%s'", fn), NULL;
 }
 
+tj_expr *tj_build_sum(tj_builder *b, const char *index, tj_expr *x) {
+  if (!b || !x) return NULL;
+  if (!is_name(index))
+    return diag_error(&b->d, TJ_ERR_INVALID, "builder: sum over '%s', which is not an index name",
+                      index ? index : "(null)"), NULL;
+  IndexVar *v = nt_index(&b->arena, b->as, index);
+  if (!v) return diag_error(&b->d, TJ_ERR_SHAPE, "builder: too many index variables"), NULL;
+  return built(b, nt_sum(&b->arena, v, (Expr *)x, false, 0));
+}
+
 tj_status tj_builder_assign(tj_builder *b, tj_expr *lhs, tj_expr *rhs, int accumulate) {
   if (!b) return rt_set_error(TJ_ERR_INVALID, "tj_builder_assign: builder is NULL");
   if (!diag_ok(&b->d)) return drv_fail(&b->d);

@@ -100,6 +100,19 @@ static const Family FAMILIES[] = {
   {"accum_add", "A(i,j) += B(i,j) * C(i,j)", "i=5 j=4", {"B", "C", "A"},
    {L("ds", "dd"), L("ss", "dd"), L("dd")}, 0, NULL},
   {"scale_sub", "a(i) = 2 * b(i) - c(i)", "i=9", {"b", "c", "a"}, {VEC, VEC, VEC}, 0, NULL},
+  /* Sums over a subexpression (ir/sums.c): a temp per sum inside the loops. */
+  {"residual", "y(i) = b(i) - A(i,j) * x(j)", "i=6 j=5", {"A", "x", "b", "y"},
+   {MATS, VEC, VEC, VEC}, 0, NULL},
+  {"spmv_plus", "a(i) = B(i,j) * c(j) + d(i)", "i=7 j=4", {"B", "c", "d", "a"},
+   {L("ds", "ss", "ds:1,0"), VEC, VEC, L("d")}, 0, NULL},
+  {"gemm_plus", "A(i,j) = B(i,k) * C(k,j) + D(i,j)", "i=5 j=4 k=6", {"B", "C", "D", "A"},
+   {L("ds", "ss", "dd"), L("ds", "dd"), L("ds", "dd"), MAT_OUT}, 0, NULL},
+  {"nested_sums", "y(i) = A(i,j) * (B(j,k) * x(k) + c(j))", "i=5 j=6 k=4",
+   {"A", "B", "x", "c", "y"}, {L("ds", "dd"), L("ds", "ss"), VEC, VEC, VEC}, 0, NULL},
+  {"sibling_sums", "y(i) = sum(j, A(i,j) * x(j)) - 2 * sum(k, B(i,k) * z(k))", "i=6 j=5 k=4",
+   {"A", "B", "x", "z", "y"}, {L("ds", "dd"), L("ds", "ss"), VEC, VEC, VEC}, 0, NULL},
+  {"scalar_of_sums", "a = sum(i, b(i) * c(i)) * sum(j, d(j)) + 1", "i=9 j=4",
+   {"b", "c", "d"}, {VEC, VEC, VEC}, 0, NULL},
 };
 #define NFAM ((int)(sizeof FAMILIES / sizeof *FAMILIES))
 

@@ -105,6 +105,10 @@ static const char *valid[][2] = {
   {"exp = B(i) * c", "exp = B(i) * c"},
   {"_x1(i_2) = Y_(i_2)", "_x1(i_2) = Y_(i_2)"},
   {"A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)"},
+  {"y(i) = b(i) - sum(j, A(i,j) * x(j))", "y(i) = b(i) - sum(j, A(i,j) * x(j))"},
+  {"y(i) = sum ( j , k , B(i,j,k) )", "y(i) = sum(j, sum(k, B(i,j,k)))"},
+  {"y(i) = -sum(j, A(i,j)) * 2", "y(i) = -sum(j, A(i,j)) * 2"},
+  {"a = sum(i, b)", "a = sum(i, b)"},
 };
 
 START_TEST(test_valid_corpus) {
@@ -236,6 +240,9 @@ static const char *invalid[][2] = {
   {"A(i,j,k,l,m,n,o,p,q) = b", "1:19: too many indices in A (max 8)"},
   {"A(i) = B(i) += C(i)", "1:13: unexpected '+=' after the expression"},
   {"A(i) = B(i)\x01", "1:12: unexpected control character 0x01"},
+  {"y(i) = sum(A(i,j))", "1:13: expected ',' and the expression to sum, found '('"},
+  {"y(i) = sum(1, A(i))", "1:12: sum: expected the index to sum over, found '1'"},
+  {"y(i) = sum(j, A(i,j)", "1:21: expected ')', found end of input"},
 };
 
 START_TEST(test_invalid_corpus) {
@@ -436,6 +443,38 @@ START_TEST(test_check_ok) {
   ck_assert_msg(strstr(d.msg, "1:1: index i has extent 11 (given) but 10 in y "
                               "(mode 0)"), "%s", d.msg);
   arena_free(&a);
+}
+END_TEST
+
+/* TACO's rule: a summed index covers the smallest subexpression holding
+ * every use of it; the checked form prints where each sum went. */
+START_TEST(test_sum_placement) {
+  static const char *cases[][2] = {
+    {"y(i) = B(i,j) * x(j)", "y(i) = B(i,j) * x(j)"},
+    {"w(i) = B(i,j) * x(j) + B(i,j) * x(j)", "w(i) = B(i,j) * x(j) + B(i,j) * x(j)"},
+    {"w(i) = y(i) - B(i,j) * x(j)", "w(i) = y(i) - sum(j, B(i,j) * x(j))"},
+    {"w(i) = (B(i,j) + B(i,j)) * x(j)", "w(i) = (B(i,j) + B(i,j)) * x(j)"},
+    {"O(i,j) = B(i,k) * C(k,j) + A(i,j)", "O(i,j) = sum(k, B(i,k) * C(k,j)) + A(i,j)"},
+    {"w(i) = B(i,j) * (C(j,k) * A(i,k) + 1)", "w(i) = B(i,j) * (sum(k, C(j,k) * A(i,k)) + 1)"},
+    {"w(i) = y(i) + B(i,j)", "w(i) = y(i) + sum(j, B(i,j))"},
+    {"w(i) = sum(j, y(i) - B(i,j) * x(j))", "w(i) = sum(j, y(i) - B(i,j) * x(j))"},
+    {"a = y(i) * y(i) * 2 + 1", "a = sum(i, y(i) * y(i)) * 2 + 1"},
+  };
+  TensorDecl decls[16];
+  int nd = std_decls(decls);
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+    
+    Arena a;
+    arena_init(&a);
+    Diag d;
+    diag_init(&d);
+    Assignment *as = nt_parse(&a, cases[q][0], &d);
+    ck_assert_msg(as && nt_check(&a, as, decls, nd, NULL, 0, &d), "%s: %s", cases[q][0], d.msg);
+    char *got = print_as(as);
+    ck_assert_msg(strcmp(got, cases[q][1]) == 0, "%s: got %s", cases[q][0], got);
+    free(got);
+    arena_free(&a);
+  }
 }
 END_TEST
 
@@ -775,6 +814,7 @@ static Suite *notation_suite(void) {
   tcase_add_loop_test(tc, test_check_errors, 0,
                       sizeof check_bad / sizeof check_bad[0]);
   tcase_add_test(tc, test_check_ok);
+  tcase_add_test(tc, test_sum_placement);
   suite_add_tcase(s, tc);
   tc = tcase_create("cin");
   tcase_add_loop_test(tc, test_cin, 0, sizeof cin_cases / sizeof cin_cases[0]);

@@ -82,6 +82,24 @@ else
   fail scalar_one_line "a.tns is not one line holding a number" "$(cat "$TMP/a.tns" 2>&1)"
 fi
 
+# ---- summation scope, by hand: TACO's residual y = b - A x with A = I ----
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 1\n' > "$TMP/I.mtx"
+printf '1 1\n2 2\n' > "$TMP/x12.tns"
+printf '1 10\n2 20\n' > "$TMP/b1020.tns"
+for expr in 'y(i) = b(i) - A(i,j) * x(j)' 'y(i) = b(i) - sum(j, A(i,j) * x(j))'; do
+  rm -f "$TMP/res.tns"
+  out=$("$T" -f=A:ds -f=x:d -f=b:d -i=A:"$TMP/I.mtx" -i=x:"$TMP/x12.tns" -i=b:"$TMP/b1020.tns" \
+    -o=y:"$TMP/res.tns" "$expr" 2>&1)
+  if [ "$(cat "$TMP/res.tns" 2>/dev/null)" = "$(printf '1 9\n2 18')" ]; then pass "residual: $expr"
+  else fail "residual: $expr" "y is not (9, 18)" "$out$(cat "$TMP/res.tns" 2>/dev/null)"; fi
+done
+expect residual_cin '^forall\(i, where\(y\(i\) = b\(i\) - t_j, forall\(j, t_j \+= A\(i,j\) \* x\(j\)\)\)\)$' \
+  'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -d=A:9,7 -print-cin
+expect residual_notation '^y\(i\) = b\(i\) - sum\(j, A\(i,j\) \* x\(j\)\)$' \
+  'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -d=A:9,7 -print-notation
+expect gemm_plus_matrix "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d \
+  -d=B:33,29 -d=C:29,31 -check
+
 # ---- -time prints exactly three lines in the contract's format ----
 out=$("$T" "$SPMV" -f=A:ds -g=A:s:0.1 -g=x:d -d=A:200,300 -time=5 2>&1)
 if [ $? -eq 0 ] && [ "$(wc -l <<<"$out")" = 3 ] &&

@@ -111,6 +111,18 @@ if printf 'x = random(3, "d")\n:quit\nprint x\n' | "$T" -repl 2>&1 | grep -q '^x
 else
   pass quit_stops_reading
 fi
+# The residual y = b - A x, by hand (A = I, x = (1, 2), b = (10, 20)).
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 1\n' > "$TMP/I.mtx"
+printf '1 1\n2 2\n' > "$TMP/x.tns"
+printf '1 10\n2 20\n' > "$TMP/b.tns"
+RESIDUAL="A = load(\"$TMP/I.mtx\", \"ds\")
+x = load(\"$TMP/x.tns\", \"d\")
+b = load(\"$TMP/b.tns\", \"d\")
+y(i) = b(i) - A(i,j) * x(j)
+print y
+:cin"
+repl_expect residual "$RESIDUAL" 0 '^  \(0\) 9$' '^  \(1\) 18$' 'where\(y\(i\) = b\(i\) - t_j'
+
 repl_expect help ':help' 0 '^  :time \[reps\]' 'load\('
 if out=$(printf 'x = random(2, "d")\n' | "$T" 2>&1) && grep -q '^x: order 1' <<<"$out"; then
   pass no_expression_is_repl

@@ -72,6 +72,19 @@ static bool scan_expr(const char *expr, KcShape *sh) {
     const char *q = p;
     while (*q == ' ') q++;
     if (*q == '(' && is_fn(s, n)) continue;
+    if (*q == '(' && n == 3 && strncmp(s, "sum", 3) == 0) { /* sum(j, k, e): skip the indices */
+      p = q + 1;
+      for (;;) {
+        const char *b = p;
+        while (*b == ' ') b++;
+        const char *e = b;
+        while (isalnum((unsigned char)*e) || *e == '_') e++;
+        while (*e == ' ') e++;
+        if (e == b || *e != ',') break;
+        p = e + 1;
+      }
+      continue;
+    }
     KcAccess a = {0};
     if (n >= sizeof a.name) return false;
     memcpy(a.name, s, n);

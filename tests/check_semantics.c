@@ -1,0 +1,292 @@
+/* The meaning of index notation, pinned by values computed here by hand or
+ * by plain C loops, never by tensorjit's reference interpreter (a mistake
+ * shared by the kernels and the interpreter would pass every differential
+ * test). Summation follows TACO's einsum rule: an index that appears only
+ * on the right is summed over the smallest subexpression holding every use
+ * of it, so y(i) = b(i) - A(i,j) * x(j) is the residual b - Ax.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorjit.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+/* A tensor named name of the given dims, format spec and row-major values
+ * (zeros are not stored in sparse levels). Owned by the caller. */
+static tj_tensor *tensor(const char *name, const char *fmt, int order, const int64_t *dims,
+                         const double *vals) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, order, dims, &f, &t));
+  int64_t n = 1;
+  for (int m = 0; m < order; m++) n *= dims[m];
+  for (int64_t k = 0; k < n && vals; k++) {
+    if (vals[k] == 0) continue;
+    int64_t c[4], r = k;
+    for (int m = order - 1; m >= 0; m--) {
+      c[m] = r % dims[m];
+      r /= dims[m];
+    }
+    OK(tj_tensor_insert(t, c, vals[k]));
+  }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+static tj_tensor *vector(const char *name, const char *fmt, int64_t n, const double *v) {
+  return tensor(name, fmt, 1, &n, v);
+}
+
+static tj_tensor *matrix(const char *name, const char *fmt, int64_t r, int64_t c, const double *v) {
+  return tensor(name, fmt, 2, (int64_t[]){r, c}, v);
+}
+
+/* Compiles and runs expr over ops (ops[0] the output), then compares the
+ * output with want (row-major, n values). */
+static void expect(const char *expr, tj_tensor **ops, int nops, const double *want, int64_t n) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, ops, nops, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  int order = tj_tensor_order(ops[0]);
+  for (int64_t e = 0; e < n; e++) {
+    int64_t c[4], r = e;
+    for (int m = order - 1; m >= 0; m--) {
+      c[m] = r % tj_tensor_dim(ops[0], m);
+      r /= tj_tensor_dim(ops[0], m);
+    }
+    double got;
+    OK(tj_tensor_get(ops[0], c, &got));
+    ck_assert_msg(fabs(got - want[e]) <= 1e-9 * (1 + fabs(want[e])),
+                  "%s: element %lld is %.17g, want %.17g", expr, (long long)e, got, want[e]);
+  }
+  tj_context_free(cx);
+}
+
+static void free_all(tj_tensor **ops, int n) {
+  for (int i = 0; i < n; i++) tj_tensor_free(ops[i]);
+}
+
+/* TACO's residual example, by hand: A = I, x = (1, 2), b = (10, 20). */
+START_TEST(test_residual_by_hand) {
+  static const char *const fmts[] = {"ds", "ss", "ds:1,0", "dd", "uq"};
+  for (int f = 0; f < 5; f++) {
+    tj_tensor *ops[] = {vector("y", "d", 2, NULL), vector("b", "d", 2, (double[]){10, 20}),
+                        matrix("A", fmts[f], 2, 2, (double[]){1, 0, 0, 1}),
+                        vector("x", "d", 2, (double[]){1, 2})};
+    expect("y(i) = b(i) - A(i,j) * x(j)", ops, 4, (double[]){9, 18}, 2);
+    expect("y(i) = b(i) - sum(j, A(i,j) * x(j))", ops, 4, (double[]){9, 18}, 2);
+    /* += adds the residual to what y holds: 9 + 9, 18 + 18 */
+    expect("y(i) += b(i) - A(i,j) * x(j)", ops, 4, (double[]){18, 36}, 2);
+    /* the sum over the whole rhs, written out: sum_j (b(i) - A(i,j) x(j)) */
+    expect("y(i) = sum(j, b(i) - A(i,j) * x(j))", ops, 4, (double[]){19, 38}, 2);
+    free_all(ops, 4);
+  }
+}
+END_TEST
+
+/* Deterministic values with zeros in a pattern (every third entry). */
+static void fill(double *v, int64_t n, int seed) {
+  for (int64_t k = 0; k < n; k++)
+    v[k] = (k * 7 + seed) % 3 == 0 ? 0 : (double)((k * 13 + seed * 5) % 11) - 5;
+}
+
+/* a(i) = B(i,j) * c(j) + d(i) on 60 x 50: B c + d by plain loops. */
+START_TEST(test_spmv_plus_vector) {
+  enum { M = 60, N = 50 };
+  static double B[M * N], c[N], d[M], want[M];
+  fill(B, M * N, 1);
+  fill(c, N, 2);
+  fill(d, M, 3);
+  for (int i = 0; i < M; i++) {
+    double s = 0;
+    for (int j = 0; j < N; j++) s += B[i * N + j] * c[j];
+    want[i] = s + d[i];
+  }
+  static const char *const fmts[] = {"ds", "ss", "ds:1,0", "dd"};
+  for (int f = 0; f < 4; f++) {
+    tj_tensor *ops[] = {vector("a", "d", M, NULL), matrix("B", fmts[f], M, N, B),
+                        vector("c", f % 2 ? "s" : "d", N, c), vector("d", "d", M, d)};
+    expect("a(i) = B(i,j) * c(j) + d(i)", ops, 4, want, M);
+    free_all(ops, 4);
+  }
+}
+END_TEST
+
+/* A(i,j) = B(i,k) * C(k,j) + D(i,j): B C + D, dense past the cache
+ * blocking (300 x 280 x 270) and sparse into CSR. */
+START_TEST(test_gemm_plus_matrix) {
+  static const struct { int m, n, k; const char *b, *c, *d, *a; } cases[] = {
+      {300, 270, 280, "dd", "dd", "dd", "dd"}, {37, 29, 41, "ds", "ds", "ds", "ds"},
+      {37, 29, 41, "ds", "dd", "dd", "dd"},    {23, 19, 17, "ss", "ds", "ds", "ds"}};
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+    int M = cases[q].m, N = cases[q].n, K = cases[q].k;
+    double *B = malloc(sizeof *B * (size_t)(M * K)), *C = malloc(sizeof *C * (size_t)(K * N));
+    double *D = malloc(sizeof *D * (size_t)(M * N)), *want = malloc(sizeof *want * (size_t)(M * N));
+    fill(B, M * K, 4);
+    fill(C, K * N, 5);
+    fill(D, M * N, 6);
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++) {
+        double s = 0;
+        for (int k = 0; k < K; k++) s += B[i * K + k] * C[k * N + j];
+        want[i * N + j] = s + D[i * N + j];
+      }
+    tj_tensor *ops[] = {matrix("A", cases[q].a, M, N, NULL), matrix("B", cases[q].b, M, K, B),
+                        matrix("C", cases[q].c, K, N, C), matrix("D", cases[q].d, M, N, D)};
+    expect("A(i,j) = B(i,k) * C(k,j) + D(i,j)", ops, 4, want, (int64_t)M * N);
+    free_all(ops, 4);
+    free(B);
+    free(C);
+    free(D);
+    free(want);
+  }
+}
+END_TEST
+
+/* Where each sum goes, by hand on small vectors. */
+START_TEST(test_scopes_by_hand) {
+  /* A = [[1 2] [3 4]], x = (1, 1), c = (10, 100), b = (1, 2) */
+  double A[] = {1, 2, 3, 4}, x[] = {1, 1}, c[] = {10, 100}, b[] = {1, 2};
+  tj_tensor *ops[] = {vector("y", "d", 2, NULL), matrix("A", "ds", 2, 2, A),
+                      matrix("B", "ds", 2, 2, A), vector("x", "d", 2, x),
+                      vector("c", "s", 2, c), vector("b", "d", 2, b)};
+  /* j used in both terms: one sum over the whole rhs: A x + B x = (6, 14) */
+  expect("y(i) = A(i,j) * x(j) + B(i,j) * x(j)", ops, 6, (double[]){6, 14}, 2);
+  /* a product of sums keeps one sum: (A + B) c = (420, 860) */
+  expect("y(i) = (A(i,j) + B(i,j)) * c(j)", ops, 6, (double[]){420, 860}, 2);
+  /* b(i) scales the sum: b .* (A x) = (3, 14) */
+  expect("y(i) = b(i) * A(i,j) * x(j)", ops, 6, (double[]){3, 14}, 2);
+  /* nested: A (B x + c) = A (13, 107) = (227, 467) */
+  expect("y(i) = A(i,j) * (B(j,k) * x(k) + c(j))", ops, 6, (double[]){227, 467}, 2);
+  /* 2 A x - b = (5, 12) */
+  expect("y(i) = 2 * A(i,j) * x(j) - b(i)", ops, 6, (double[]){5, 12}, 2);
+  /* an index used once is summed over its access: b + row sums = (4, 9) */
+  expect("y(i) = b(i) + A(i,j)", ops, 6, (double[]){4, 9}, 2);
+  /* two sums side by side: A x - 2 B c = (3 - 420, 7 - 860) */
+  expect("y(i) = sum(j, A(i,j) * x(j)) - 2 * sum(k, B(i,k) * c(k))", ops, 6,
+         (double[]){-417, -853}, 2);
+  /* sum(j, k, e) is sum(j, sum(k, e)): sum_jk A(j,k) c(k) b(i) = 1280 b(i) */
+  expect("y(i) = b(i) * sum(j, k, A(j,k) * c(k))", ops, 6, (double[]){640, 1280}, 2);
+  free_all(ops, 6);
+  /* scalars: a = b . c * 2 + 1 = (10 + 200) * 2 + 1 */
+  tj_tensor *s[] = {tensor("a", "", 0, NULL, NULL), vector("b", "d", 2, b),
+                    vector("c", "s", 2, c)};
+  expect("a = b(i) * c(i) * 2 + 1", s, 3, (double[]){421}, 1);
+  expect("a = sum(i, b(i)) * sum(j, c(j))", s, 3, (double[]){330}, 1);
+  free_all(s, 3);
+}
+END_TEST
+
+/* The concrete notation shows where each sum's loop runs. */
+START_TEST(test_cin_where) {
+  static const struct { const char *expr, *cin; } cases[] = {
+      {"y(i) = b(i) - A(i,j) * x(j)",
+       "forall(i, where(y(i) = b(i) - t_j, forall(j, t_j += A(i,j) * x(j))))"},
+      {"y(i) = A(i,j) * x(j)", "forall(i, forall(j, y(i) += A(i,j) * x(j)))"},
+      {"y(i) = (A(i,j) + A(i,j)) * x(j)", "forall(i, forall(j, y(i) += (A(i,j) + A(i,j)) * x(j)))"},
+  };
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+    tj_tensor *ops[] = {vector("y", "d", 3, NULL), vector("b", "d", 3, NULL),
+                        matrix("A", "ds", 3, 3, NULL), vector("x", "d", 3, NULL)};
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k;
+    OK(tj_compile(cx, cases[q].expr, ops, 4, NULL, NULL, &k));
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    OK(tj_kernel_print(k, TJ_STAGE_CIN, f));
+    fclose(f);
+    ck_assert_msg(strncmp(buf, cases[q].cin, strlen(cases[q].cin)) == 0, "%s: got %s",
+                  cases[q].expr, buf);
+    free(buf);
+    tj_context_free(cx);
+    free_all(ops, 4);
+  }
+}
+END_TEST
+
+/* Explicit sums that have no meaning, and schedules that would move a
+ * sum's loop out of its scope, are refused with a message. */
+START_TEST(test_sum_errors) {
+  static const struct { const char *expr, *sched, *msg; } cases[] = {
+      {"y(i) = sum(i, A(i,j) * x(j))", NULL, "sum(i, ...): i indexes the output"},
+      {"y(i) = b(i) + sum(j, b(i))", NULL, "sum(j, ...): j does not occur"},
+      {"y(i) = sum(j, A(i,j)) * x(j)", NULL, "index j is also used outside this sum"},
+      {"y(i) = sum(j, A(i,j)) + sum(j, A(i,j))", NULL, "summed twice"},
+      {"y(i) = b(i) - A(i,j) * x(j)", "reorder(j,i)", "its loop must stay inside"},
+      {"y(i) = sum(j A(i,j))", NULL, "expected ',' and the expression to sum"},
+  };
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+    tj_tensor *ops[] = {vector("y", "d", 3, NULL), vector("b", "d", 3, NULL),
+                        matrix("A", "ds", 3, 3, NULL), vector("x", "d", 3, NULL)};
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k;
+    ck_assert(tj_compile(cx, cases[q].expr, ops, 4, cases[q].sched, NULL, &k) != TJ_OK);
+    ck_assert_msg(strstr(tj_last_error(), cases[q].msg), "%s: got \"%s\"", cases[q].expr,
+                  tj_last_error());
+    tj_context_free(cx);
+    free_all(ops, 4);
+  }
+}
+END_TEST
+
+/* The builder spells the explicit sum too, and prints it back. */
+START_TEST(test_builder_sum) {
+  tj_builder *b;
+  OK(tj_builder_new(&b));
+  const char *i[] = {"i"}, *ij[] = {"i", "j"}, *j[] = {"j"};
+  tj_expr *ax = tj_build_binary(b, '*', tj_build_access(b, "A", 2, ij), tj_build_access(b, "x", 1, j));
+  tj_expr *rhs = tj_build_binary(b, '-', tj_build_access(b, "b", 1, i), tj_build_sum(b, "j", ax));
+  OK(tj_builder_assign(b, tj_build_access(b, "y", 1, i), rhs, 0));
+  char text[128];
+  OK(tj_builder_print(b, text, sizeof text));
+  ck_assert_str_eq(text, "y(i) = b(i) - sum(j, A(i,j) * x(j))");
+  tj_tensor *ops[] = {vector("y", "d", 2, NULL), vector("b", "d", 2, (double[]){10, 20}),
+                      matrix("A", "ds", 2, 2, (double[]){1, 0, 0, 1}),
+                      vector("x", "d", 2, (double[]){1, 2})};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile_built(cx, b, ops, 4, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double y1;
+  OK(tj_tensor_get(ops[0], (int64_t[]){1}, &y1));
+  ck_assert_double_eq(y1, 18);
+  tj_context_free(cx);
+  free_all(ops, 4);
+  tj_builder_free(b);
+}
+END_TEST
+
+static Suite *semantics_suite(void) {
+  Suite *s = suite_create("semantics");
+  TCase *tc = tcase_create("sums");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, test_residual_by_hand);
+  tcase_add_test(tc, test_spmv_plus_vector);
+  tcase_add_test(tc, test_gemm_plus_matrix);
+  tcase_add_test(tc, test_scopes_by_hand);
+  tcase_add_test(tc, test_cin_where);
+  tcase_add_test(tc, test_sum_errors);
+  tcase_add_test(tc, test_builder_sum);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(semantics_suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  tj_shutdown();
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
