@@ -20,7 +20,7 @@ measure() {
   local label=$1 expr=$2; shift 2
   local c=() as=() cp=() out
   for r in $(seq 1 "$runs"); do
-    out=$("$tool" "$@" -time=20 "$expr" 2>&1)
+    out=$("$tool" "$@" -time=20 "$expr" 2>&1) || { echo "$label: $out"; return; }
     c+=("$(echo "$out" | awk '/^compile:/ {print $2}')")
     as+=("$(echo "$out" | awk '/^assemble:/ {print $2}')")
     cp+=("$(echo "$out" | awk '/^compute:/ {print $2}')")
@@ -30,10 +30,11 @@ measure() {
     "$(printf '%s\n' "${cp[@]}" | median)"
 }
 
-# operands <k>: flags for B1..Bk (2000 x 2000 CSR, density), A and C.
+# operands <k> [C]: flags for A, B1..Bk (2000 x 2000 CSR, density), and C.
 operands() {
   local k=$1
-  echo "-f=A:ds -d=A:2000,2000 -f=C:ds -g=C:s:$density -d=C:2000,2000"
+  echo "-f=A:ds -d=A:2000,2000"
+  if [ $# -gt 1 ]; then echo "-f=C:ds -g=C:s:$density -d=C:2000,2000"; fi
   for q in $(seq 1 "$k"); do echo "-f=B$q:ds -g=B$q:s:$density -d=B$q:2000,2000"; done
 }
 
@@ -47,7 +48,7 @@ for k in $(seq 2 16); do
   # shellcheck disable=SC2046
   measure "union k=$k" "A(i,j) = $(sum "$k")" $(operands "$k")
   # shellcheck disable=SC2046
-  measure "(union k=$k) * C" "A(i,j) = ($(sum "$k")) * C(i,j)" $(operands "$k")
+  measure "(union k=$k) * C" "A(i,j) = ($(sum "$k")) * C(i,j)" $(operands "$k" C)
 done
 # shellcheck disable=SC2046
 measure "B1 * B2 * B3" "A(i,j) = B1(i,j) * B2(i,j) * B3(i,j)" $(operands 3)

@@ -18,7 +18,7 @@
 #include "../ir/notation.h"
 
 /* The default of LowerPlan.lattice_max (see bench/README.md, wide unions). */
-#define LOWER_LATTICE_MAX 16
+#define LOWER_LATTICE_MAX 8
 
 typedef enum { PHASE_ASSEMBLE, PHASE_COMPUTE, PHASE_EVALUATE } LowerPhase;
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "util/kernel_check.h"
+#include "util/golden.h"
 
 /* "<lhs> = T1<idx> <op> T2<idx> ... Tk<idx>" into buf. */
 static void chain(char *buf, size_t n, const char *lhs, const char *t, int k,
@@ -241,18 +242,6 @@ static char *printed(int k, tj_stage stage) {
   for (int q = 0; q <= k; q++) tj_tensor_free(ops[q]);
   return buf;
 }
-
-static int count(const char *s, const char *needle) {
-  int n = 0;
-  for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle)) n++;
-  return n;
-}
-
-#define HAS(text, needle)                                           \
-  do {                                                              \
-    if (!strstr(text, needle)) fprintf(stderr, "%s\n", text);       \
-    ck_assert_msg(strstr(text, needle), "missing '%s'", needle);    \
-  } while (0)
 
 START_TEST(merged_shape) {
   char *t = printed(3, TJ_STAGE_COMPUTE);   /* 7 points: the lattice */
