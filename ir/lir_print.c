@@ -438,7 +438,7 @@ static void print_list(Printer *p, const LirStmt *s, int ind, bool top) {
 
 typedef struct Uses {
   unsigned char *vars;   /* by LirVar id */
-  bool ops[32];
+  bool ops[LIR_MAX_OPERANDS];
   bool can_fail;         /* a RESERVE or ALLOC is present */
 } Uses;
 
@@ -448,7 +448,7 @@ static void uses_expr(Uses *u, const LirExpr *e) {
   case LE_CONST: break;
   case LE_VAR: if (e->u.var) u->vars[e->u.var->id] = 1; break;
   case LE_FIELD:
-    if (e->u.field.operand >= 0 && e->u.field.operand < 32)
+    if (e->u.field.operand >= 0 && e->u.field.operand < LIR_MAX_OPERANDS)
       u->ops[e->u.field.operand] = true;
     break;
   case LE_LOAD: uses_expr(u, e->u.load.ptr); uses_expr(u, e->u.load.idx); break;
@@ -534,7 +534,7 @@ static void name_operands(Printer *p) {
 
 static void print_prologue(Printer *p, const Uses *body, const Uses *clean) {
   const LirKernel *k = p->k;
-  for (int i = 0; i < k->noperands && i < 32; i++)
+  for (int i = 0; i < k->noperands && i < LIR_MAX_OPERANDS; i++)
     if (body->ops[i] || clean->ops[i])
       fprintf(p->out, "  tj_storage *%s = operands[%d];\n", p->opname[i], i);
   fputs("  int32_t rc = 0;\n", p->out);

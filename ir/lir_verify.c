@@ -406,7 +406,7 @@ bool lir_verify(const LirKernel *k, Diag *d) {
   int n = k->nvars > 0 ? k->nvars : 1;
   Verifier v = {.k = k, .d = d};
   snprintf(v.where, sizeof v.where, "kernel '%s'", k->name ? k->name : "?");
-  if (k->noperands < 0 || k->noperands > 32)
+  if (k->noperands < 0 || k->noperands > LIR_MAX_OPERANDS)
     return diag_error(d, TJ_ERR_INTERNAL, "loop IR: kernel '%s' has %d operands",
                       k->name ? k->name : "?", k->noperands);
   v.in_scope = calloc((size_t)n, 1);

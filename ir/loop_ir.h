@@ -132,6 +132,9 @@ struct LirStmt {
   } u;
 };
 
+/* Operands of a kernel: NT_MAX_TENSORS tensors plus a row-range descriptor. */
+#define LIR_MAX_OPERANDS 33
+
 typedef struct LirOperand {
   const char *name;      /* tensor name, used for C identifiers */
   int order;
@@ -143,7 +146,7 @@ typedef struct LirOperand {
 typedef struct LirKernel {
   const char *name;      /* the C / LLVM symbol */
   int noperands;
-  LirOperand operands[32];
+  LirOperand operands[LIR_MAX_OPERANDS];
   int nvars;             /* LirVar ids are 0..nvars-1 */
   LirStmt *body;         /* runs, then returns 0 */
   LirStmt *cleanup;      /* runs on every exit, success or failure (frees) */

@@ -134,8 +134,13 @@ Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
   if (!as) return NULL;
   TensorDecl decls[NT_MAX_TENSORS];
   int nd = 0;
-  for (int k = 0; k < n && nd < NT_MAX_TENSORS; k++)
-    if (ops[k]) decl_of(ops[k], &decls[nd++]);
+  for (int k = 0; k < n; k++) {
+    if (!ops[k]) continue;
+    if (nd == NT_MAX_TENSORS)
+      return diag_error(d, TJ_ERR_INVALID, "more than %d operands given (NT_MAX_TENSORS)",
+                        NT_MAX_TENSORS), NULL;
+    decl_of(ops[k], &decls[nd++]);
+  }
   if (!nt_check(a, as, decls, nd, NULL, 0, d)) return NULL;
   return as;
 }
@@ -170,9 +175,9 @@ static char *canonical_key(const Assignment *as, const char *schedule,
             dc->format.crd_width);
   }
   /* The schedule names indices by the user's names: key them as given. */
-  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s", schedule ? schedule : "",
+  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d", schedule ? schedule : "",
           o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->no_unroll_jam,
-          o->cpu ? o->cpu : "host", o->features ? o->features : "host");
+          o->cpu ? o->cpu : "host", o->features ? o->features : "host", drv_lattice_max());
   if (schedule) {
     /* index names matter in a schedule: record the renaming */
     for (int v = 0; v < as->nindices; v++) fprintf(f, "|%s", as->indices[v]->name);

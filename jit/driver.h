@@ -80,6 +80,9 @@ bool drv_disk_compile(CacheEntry *e, int v, const char *dir, bool *from_disk, Di
 /* Applies parallelize / vectorize / precompute and the target's vector
  * width to e's plan (driver_schedule.c). */
 bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d);
+/* LowerPlan.lattice_max from TJ_WIDE_UNION_THRESHOLD (a test and benchmark
+ * switch between lattice and merged loops), 0 (the default) when unset. */
+int drv_lattice_max(void);
 /* The default order of a contraction that will be vectorized, given the
  * plan of the user's schedule: adds reorder(output indices, reductions) to
  * s when the user gave no reorder or precompute, the order can be walked

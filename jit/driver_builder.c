@@ -66,10 +66,13 @@ tj_expr *tj_build_access(tj_builder *b, const char *tensor, int n, const char *c
       return diag_error(&b->d, TJ_ERR_INVALID, "builder: index %d of %s ('%s') is not a name",
                         m, tensor, indices[m] ? indices[m] : "(null)"), NULL;
     if (!(idx[m] = nt_index(&b->arena, b->as, indices[m])))
-      return diag_error(&b->d, TJ_ERR_SHAPE, "builder: too many index variables"), NULL;
+      return diag_error(&b->d, TJ_ERR_SHAPE, "builder: more than %d index variables "
+                        "(NT_MAX_INDICES)", NT_MAX_INDICES), NULL;
   }
   TensorVar *t = nt_tensor(&b->arena, b->as, tensor);
-  if (!t) return diag_error(&b->d, TJ_ERR_SHAPE, "builder: too many tensors"), NULL;
+  if (!t)
+    return diag_error(&b->d, TJ_ERR_SHAPE, "builder: more than %d tensors (NT_MAX_TENSORS)",
+                      NT_MAX_TENSORS), NULL;
   return built(b, nt_access(&b->arena, t, n, idx, 0));
 }
 

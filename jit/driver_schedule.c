@@ -100,6 +100,12 @@ static bool walks_nonunique_outer(const Assignment *as, const LowerPlan *p) {
   return false;
 }
 
+int drv_lattice_max(void) {
+  const char *s = getenv("TJ_WIDE_UNION_THRESHOLD");
+  long v = s ? strtol(s, NULL, 10) : 0;
+  return v > 0 && v < 1 << 20 ? (int)v : 0;
+}
+
 /* Vector width from the target (AVX-512: 512 bits, AVX2: 256, else 128),
  * parallelism, and the schedule's parallelize / vectorize directives. */
 bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d) {
@@ -114,6 +120,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
    * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
   const char *g = getenv("TJ_VECTOR_GATHER");
   p->vector_gather = !(g && *g == '0');
+  p->lattice_max = drv_lattice_max();
   for (int k = 0; k < s->n; k++) {
     const SchedDirective *sd = &s->d[k];
     if (sd->kind == SCHED_PARALLELIZE) {

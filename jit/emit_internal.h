@@ -18,7 +18,7 @@ typedef struct Emitter {
   LLVMBuilderRef b;          /* the statement builder */
   LLVMBuilderRef eb;         /* appends to the entry block */
   LLVMValueRef fn, rc, alloc_out;
-  LLVMValueRef ops[32];      /* operands[k], loaded once at entry */
+  LLVMValueRef ops[LIR_MAX_OPERANDS]; /* operands[k], loaded once at entry */
   LLVMValueRef operands;     /* the kernel's operands argument */
   LLVMValueRef *slots;       /* alloca per LirVar id, made on first use */
   LLVMBasicBlockRef cleanup; /* NULL in an outlined body: no failing calls */

@@ -778,7 +778,7 @@ bool emit_kernel(LLVMContextRef cx, const LirKernel *k, const EmitTarget *t,
                  LLVMModuleRef *out, Diag *d) {
   *out = NULL;
   if (!k || !t || !t->symbol) return TJ_BUG(d, "emit_kernel without a kernel");
-  if (k->noperands < 0 || k->noperands > 32 || k->nvars < 0)
+  if (k->noperands < 0 || k->noperands > LIR_MAX_OPERANDS || k->nvars < 0)
     return TJ_BUG(d, "kernel operand or variable count out of range");
   Emitter e = {.cx = cx, .k = k, .t = t, .d = d, .contract = t->fp_contract,
                .no_llvm_vectorize = t->no_llvm_vectorize};

@@ -60,17 +60,31 @@ static bool add_path(Graph *g, const Expr *e, const tj_format *f,
 
 typedef struct AccessList {
   int n;
-  const Expr *e[64];
+  const Expr *e[LW_MAX_ACCESS];
 } AccessList;
 
-void lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max) {
+bool lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max) {
   if (e->kind == EX_ACCESS) {
-    if (*n < max) out[(*n)++] = e;
-    return;
+    if (*n >= max) return false;
+    out[(*n)++] = e;
+    return true;
   }
   Expr *k[2];
   int nk = nt_children(e, k);
-  for (int i = 0; i < nk; i++) lw_collect_accesses(k[i], out, n, max);
+  for (int i = 0; i < nk; i++)
+    if (!lw_collect_accesses(k[i], out, n, max)) return false;
+  return true;
+}
+
+/* The output access, then the rhs accesses in source order; false (d set)
+ * past LW_MAX_ACCESS, the width of the lowering's access masks. */
+static bool collect_all(const Assignment *as, AccessList *acc, Diag *d) {
+  acc->n = 0;
+  acc->e[acc->n++] = as->lhs;
+  if (lw_collect_accesses(as->rhs, acc->e, &acc->n, LW_MAX_ACCESS)) return true;
+  return diag_error(d, TJ_ERR_UNSUPPORTED,
+                    "the right-hand side reads more than %d tensor accesses "
+                    "(LW_MAX_ACCESS); split the expression", LW_MAX_ACCESS - 1);
 }
 
 /* Kahn's algorithm, always taking the ready variable wanted earliest. */
@@ -202,10 +216,9 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
   for (int t = 1; t < as->ntensors; t++)
     if (!check_input_format(as->tensors[t], d)) return false;
 
-  AccessList acc = {0};
-  acc.e[acc.n++] = as->lhs;
-  lw_collect_accesses(as->rhs, acc.e, &acc.n, 64);
-  bool rejected[64] = {0};
+  AccessList acc;
+  if (!collect_all(as, &acc, d)) return false;
+  bool rejected[LW_MAX_ACCESS] = {0};
   for (int k = 0; k < acc.n; k++) {
     const TensorVar *t = acc.e[k]->u.access.t;
     if (!lw_format_has_sparse(&p->fmt[t->id])) continue;
@@ -300,9 +313,8 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
       return false;
     }
   }
-  AccessList acc = {0};
-  acc.e[acc.n++] = as->lhs;
-  lw_collect_accesses(as->rhs, acc.e, &acc.n, 64);
+  AccessList acc;
+  if (!collect_all(as, &acc, d)) return false;
   /* Row ranges need a dense loop at depth 0: every operand walked there
    * is dense at that level. */
   bool dense_outer = p->nloops > 0;

@@ -76,11 +76,13 @@ bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {
 static void add_point(Lattice *L, AMask m, bool full) {
   for (int q = 0; q < L->n; q++)
     if (L->p[q].sparse == m && L->p[q].full == full) return;
-  if (L->n < 64) L->p[L->n++] = (LatPoint){m, full};
+  if (L->n < LAT_MAX_POINTS) L->p[L->n++] = (LatPoint){m, full};
+  else L->overflow = true;
 }
 
 static void conj(const Lattice *x, const Lattice *y, Lattice *out) {
   out->n = 0;
+  out->overflow = x->overflow || y->overflow;
   for (int a = 0; a < x->n; a++)
     for (int b = 0; b < y->n; b++)
       add_point(out, x->p[a].sparse | y->p[b].sparse,
@@ -88,7 +90,7 @@ static void conj(const Lattice *x, const Lattice *y, Lattice *out) {
 }
 
 static void disj(const Lattice *x, const Lattice *y, Lattice *out) {
-  Lattice r = {0};
+  Lattice r = {.overflow = x->overflow || y->overflow};
   for (int a = 0; a < x->n; a++)
     for (int b = 0; b < y->n; b++)
       add_point(&r, x->p[a].sparse | y->p[b].sparse,
@@ -98,12 +100,13 @@ static void disj(const Lattice *x, const Lattice *y, Lattice *out) {
   *out = r;
 }
 
-static const Lattice FULL = {1, {{0, true}}};
+static const Lattice FULL = {1, false, {{0, true}}};
 
 static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
                   Lattice *out) {
   Lattice x = {0}, y = {0};
   out->n = 0;
+  out->overflow = false;
   switch (e->kind) {
   case EX_ACCESS: {
     int ax = lw_access_index(lw, e);
@@ -154,6 +157,7 @@ void lw_lattice(const Lowerer *lw, AMask alive, int depth, Lattice *out) {
   build(lw, lw->root, alive, depth, &raw);
   AMask at = lw_sparse_at(lw, alive, depth);
   out->n = 0;
+  out->overflow = raw.overflow;
   /* Top first: more iterators first, full before not full. */
   for (int want = 64; want >= 0; want--)
     for (int full = 1; full >= 0; full--)
@@ -170,6 +174,70 @@ void lw_lattice(const Lowerer *lw, AMask alive, int depth, Lattice *out) {
       if (out->p[q].full) out->p[n++] = out->p[q];
     out->n = n;
   }
+}
+
+/* A bound of the points of e's lattice: n with a sparse iterator, and
+ * whether one without (full) may exist. Mirrors build(). */
+typedef struct Bound {
+  int64_t n;
+  bool full;
+} Bound;
+
+enum { BOUND_CAP = 1 << 30 };
+
+static int64_t sat(int64_t v) { return v > BOUND_CAP ? BOUND_CAP : v; }
+
+/* Points of x AND y: the pairs whose union has a sparse iterator. */
+static Bound bound_conj(Bound x, Bound y) {
+  return (Bound){sat(x.n * y.n + x.n * y.full + x.full * y.n), x.full && y.full};
+}
+
+/* Points of x OR y: the pairs, then x's and y's own. */
+static Bound bound_disj(Bound x, Bound y) {
+  Bound c = bound_conj(x, y);
+  return (Bound){sat(c.n + x.n + y.n), x.full || y.full};
+}
+
+static Bound bound(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
+  const Bound zero = {0, false}, full = {0, true};
+  switch (e->kind) {
+  case EX_ACCESS: {
+    int ax = lw_access_index(lw, e);
+    if (!(alive >> ax & 1)) return zero;
+    return lw_sparse_at(lw, (AMask)1 << ax, depth) ? (Bound){1, false} : full;
+  }
+  case EX_LITERAL: return e->u.lit.value != 0 ? full : zero;
+  case EX_NEG: return bound(lw, e->u.bin.a, alive, depth);
+  case EX_SUM: return bound(lw, e->u.sum.a, alive, depth);
+  case EX_MUL:
+  case EX_DIV: {
+    Bound y = bound(lw, e->u.bin.b, alive, depth);
+    if (e->kind == EX_DIV && !y.n && !y.full) y = full;
+    return bound_conj(bound(lw, e->u.bin.a, alive, depth), y);
+  }
+  case EX_ADD:
+  case EX_SUB:
+    return bound_disj(bound(lw, e->u.bin.a, alive, depth), bound(lw, e->u.bin.b, alive, depth));
+  case EX_CALL: {
+    Bound x = bound(lw, e->u.call.a, alive, depth);
+    if (e->u.call.fn == FN_MIN || e->u.call.fn == FN_MAX)
+      return bound_disj(x, bound(lw, e->u.call.b, alive, depth));
+    if (e->u.call.fn == FN_SQRT || e->u.call.fn == FN_ABS) return x;
+    return bound_disj(x, full);
+  }
+  }
+  return zero;
+}
+
+int64_t lw_lattice_bound(const Lowerer *lw, AMask alive, int depth) {
+  Bound b = bound(lw, lw->root, alive, depth);
+  return b.n + b.full;
+}
+
+bool lw_wide_at(const Lowerer *lw, AMask alive, int depth) {
+  int max = lw->plan->lattice_max > 0 ? lw->plan->lattice_max : LOWER_LATTICE_MAX;
+  if (max > LAT_MAX_POINTS) max = LAT_MAX_POINTS;
+  return lw_lattice_bound(lw, alive, depth) > max;
 }
 
 void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p) {

@@ -15,13 +15,30 @@ static LirType dtype_lir(tj_dtype t) {
   return m[t];
 }
 
+/* Doubles the name table (arena memory; on failure a->failed is set and
+ * the lowering fails at its end). */
+static bool grow_names(Lowerer *lw) {
+  int cap = lw->names_cap ? 2 * lw->names_cap : 256;
+  const char **names = arena_alloc(lw->a, sizeof *names * (size_t)cap);
+  int *uses = arena_alloc(lw->a, sizeof *uses * (size_t)cap);
+  if (!names || !uses) return false;
+  if (lw->nnames) {
+    memcpy(names, lw->names, sizeof *names * (size_t)lw->nnames);
+    memcpy(uses, lw->name_uses, sizeof *uses * (size_t)lw->nnames);
+  }
+  lw->names = names;
+  lw->name_uses = uses;
+  lw->names_cap = cap;
+  return true;
+}
+
 const char *lw_name(Lowerer *lw, const char *base) {
   for (int i = 0; i < lw->nnames; i++)
     if (strcmp(lw->names[i], base) == 0) {
       int n = ++lw->name_uses[i];
       return arena_printf(lw->a, "%s_%d", base, n);
     }
-  if (lw->nnames < 512) {
+  if (lw->nnames < lw->names_cap || grow_names(lw)) {
     lw->names[lw->nnames] = arena_strdup(lw->a, base);
     lw->name_uses[lw->nnames++] = 0;
   }
@@ -112,7 +129,7 @@ LirStmt *lw_ensure_pos_cap(Lowerer *lw, int l, LirExpr *index) {
 /* ---- set-up ---- */
 
 
-static void setup_accesses(Lowerer *lw) {
+static bool setup_accesses(Lowerer *lw) {
   const LowerPlan *p = lw->plan;
   for (int k = 0; k < p->nloops; k++) lw->depth_of[p->order[k]->id] = k;
   /* Reductions go to a scalar temp at the first reduction loop, when every
@@ -144,7 +161,8 @@ static void setup_accesses(Lowerer *lw) {
     lw->first_red = last_out + 1;
   const Expr *rhs[LW_MAX_ACCESS];
   int nrhs = 0;
-  lw_collect_accesses(lw->as->rhs, rhs, &nrhs, LW_MAX_ACCESS - 1);
+  if (!lw_collect_accesses(lw->as->rhs, rhs, &nrhs, LW_MAX_ACCESS - 1))
+    return TJ_BUG(lw->d, "more accesses than lower_plan allows");
   lw->acc[lw->nacc++].e = lw->as->lhs;
   for (int x = 0; x < nrhs; x++) lw->acc[lw->nacc++].e = rhs[x];
   for (int x = 0; x < lw->nacc; x++) {
@@ -163,6 +181,7 @@ static void setup_accesses(Lowerer *lw) {
    * of a dense output: iterations then write disjoint output elements. */
   lw->par_ok = p->parallel && !p->out_sparse && p->nloops > 0 &&
                !nt_is_reduction_var(lw->as, p->order[0]);
+  return true;
 }
 
 static LirStmt *declare_operands(Lowerer *lw) {
@@ -472,8 +491,14 @@ static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *pla
   lw->vtype = dtype_lir(as->lhs->dtype);
   lw->k = lir_kernel(a, name);
   if (!lw->k) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
-  setup_accesses(lw);
+  if (!setup_accesses(lw)) return NULL;
+  for (int t = 0; t < as->ntensors; t++) /* B1's coordinate B11 is not tensor B11 */
+    lw_name(lw, as->tensors[t]->name);
   lw->ranged = ranged;
+  if (as->ntensors + ranged > LIR_MAX_OPERANDS)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "%d operands and a row range are more than "
+                      "a kernel takes (LIR_MAX_OPERANDS = %d)", as->ntensors,
+                      LIR_MAX_OPERANDS), NULL;
   if (ranged && !plan->rangeable && !plan->reduce_rows)
     return TJ_BUG(d, "row-range kernel of a plan that has none"), NULL;
   AMask alive = lw->nacc >= 64 ? ~(AMask)0 : (((AMask)1 << lw->nacc) - 1);
@@ -493,6 +518,7 @@ static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *pla
   bool dense_assemble = !plan->out_sparse && phase == PHASE_ASSEMBLE;
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
   if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));
+  if (!diag_ok(d)) return NULL;
   lw->k->body = body;
   if (plan->unroll_jam > 1) lower_tile(a, lw->k);
   if (plan->vector_bits > 0 || plan->vec_width > 0) lower_vectorize(a, lw->k, plan, lw->vtype);
@@ -519,17 +545,31 @@ void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan
   lw->a = &a;
   lw->as = as;
   lw->plan = plan;
-  setup_accesses(lw);
-  AMask alive = (((AMask)1 << lw->nacc) - 1) & ~(AMask)1;
+  Diag d;
+  diag_init(&d);
+  lw->d = &d;
+  if (!setup_accesses(lw)) {
+    fprintf(out, "(no lattices: %s)\n", d.msg);
+    arena_free(&a);
+    return;
+  }
+  AMask alive = (lw->nacc >= 64 ? ~(AMask)0 : ((AMask)1 << lw->nacc) - 1) & ~(AMask)1;
   const Expr *sums[NT_MAX_INDICES];
   int ns = nt_sums(as->rhs, sums, NT_MAX_INDICES);
   for (int k = 0; k < plan->nloops; k++) {
     lw->root = as->rhs;
     for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
       if (sums[i]->u.sum.iv == plan->order[k]) lw->root = sums[i]->u.sum.a;
+    fprintf(out, "%s:", plan->order[k]->name);
+    if (lw_wide_at(lw, alive, k)) {
+      LatPoint every = {lw_sparse_at(lw, alive, k), false};
+      fprintf(out, " merged over ");
+      lw_print_point(out, lw, &every);
+      fprintf(out, " (up to %lld lattice points)\n", (long long)lw_lattice_bound(lw, alive, k));
+      continue;
+    }
     Lattice L;
     lw_lattice(lw, alive, k, &L);
-    fprintf(out, "%s:", plan->order[k]->name);
     for (int q = 0; q < L.n; q++) {
       fputc(' ', out);
       lw_print_point(out, lw, &L.p[q]);

@@ -17,6 +17,9 @@
 #include "../ir/loop_ir.h"
 #include "../ir/notation.h"
 
+/* The default of LowerPlan.lattice_max (see bench/README.md, wide unions). */
+#define LOWER_LATTICE_MAX 8
+
 typedef enum { PHASE_ASSEMBLE, PHASE_COMPUTE, PHASE_EVALUATE } LowerPhase;
 
 typedef struct LowerPlan {
@@ -41,6 +44,11 @@ typedef struct LowerPlan {
   IndexVar *vec_var;                   /* vectorize(j, w): only this loop ... */
   int vec_width;                       /* ... with this many lanes */
   int unroll_jam;                      /* rows per unroll-and-jam block, 0 off */
+  int lattice_max;                     /* a loop whose merge lattice may have more
+                                          points is one merged co-iteration (a
+                                          while per lattice point costs compile
+                                          time exponential in the operands);
+                                          0: LOWER_LATTICE_MAX */
 } LowerPlan;
 
 /* Plans the loops of as, staying as close to the requested order `want`

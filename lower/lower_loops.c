@@ -57,6 +57,18 @@ static LirExpr *extent_of(Lowerer *lw, const IndexVar *v) {
   return lw_i64(lw, v->extent);
 }
 
+/* The range of an access that may have missed a merged loop above:
+ *   p = 0; p_end = 0; if (live) { p = lo; p_end = hi; } */
+static LirStmt *guarded_range(Lowerer *lw, int x, Iter *it, LirExpr *lo, LirExpr *hi) {
+  Arena *a = A(lw);
+  LirStmt *s = lir_decl(a, it->p, lw_i64(lw, 0));
+  lir_append(&s, lir_decl(a, it->end, lw_i64(lw, 0)));
+  LirStmt *set = lir_assign(a, it->p, lo);
+  lir_append(&set, lir_assign(a, it->end, hi));
+  lir_append(&s, lir_if(a, lw_ref(lw, lw->live[x]), set, NULL));
+  return s;
+}
+
 static LirStmt *init_iter(Lowerer *lw, int x, int l, Iter *it) {
   char base[64];
   const char *tn = lw->acc[x].e->u.access.t->name;
@@ -77,6 +89,7 @@ static LirStmt *init_iter(Lowerer *lw, int x, int l, Iter *it) {
     lo = pp;
     hi = lir_bin(A(lw), LOP_ADD, pp, lw_i64(lw, 1));
   }
+  if (lw->live[x]) return guarded_range(lw, x, it, lo, hi);
   LirStmt *s = lir_decl(A(lw), it->p, lo);
   lir_append(&s, lir_decl(A(lw), it->end, hi));
   return s;
@@ -310,23 +323,32 @@ typedef struct Saved {
 
 /* Emits the value of access x at its bound position:
  *   v = vals[p];   or, over a segment of duplicates,
- *   v = 0; for (q = p; q < seg; q++) v += vals[q]; */
+ *   v = 0; for (q = p; q < seg; q++) v += vals[q];
+ * and when x may have missed a merged loop above (lw->live[x]),
+ *   v = 0; if (live) <either>   (never loading at a missed position) */
 static LirVar *hoist_value(Lowerer *lw, int x, LirStmt **s) {
   Arena *a = A(lw);
   char base[64];
   snprintf(base, sizeof base, "%s_val", lw->acc[x].e->u.access.t->name);
   LirVar *v = lw_var(lw, base, lw->vtype);
   LirVar *vals = lw->vals_ptr[lw->acc[x].t];
-  if (!lw->seg_end[x]) {
+  if (!lw->seg_end[x] && !lw->live[x]) {
     LirExpr *ld = lir_load(a, lw_ref(lw, vals), parent_pos(lw, x));
     lir_append(s, lir_decl(a, v, lir_cast(a, lw->vtype, ld)));
     return v;
   }
   lir_append(s, lir_decl(a, v, vconst(lw, 0)));
-  LirVar *q = lw_var(lw, "q", LT_I64);
-  LirExpr *ld = lir_cast(a, lw->vtype, lir_load(a, lw_ref(lw, vals), lw_ref(lw, q)));
-  lir_append(s, lir_for(a, q, parent_pos(lw, x), lw_ref(lw, lw->seg_end[x]),
-                        lir_update(a, v, LOP_ADD, ld)));
+  LirStmt *load;
+  if (lw->seg_end[x]) {
+    LirVar *q = lw_var(lw, "q", LT_I64);
+    LirExpr *ld = lir_cast(a, lw->vtype, lir_load(a, lw_ref(lw, vals), lw_ref(lw, q)));
+    load = lir_for(a, q, parent_pos(lw, x), lw_ref(lw, lw->seg_end[x]),
+                   lir_update(a, v, LOP_ADD, ld));
+  } else {
+    LirExpr *ld = lir_load(a, lw_ref(lw, vals), parent_pos(lw, x));
+    load = lir_assign(a, v, lir_cast(a, lw->vtype, ld));
+  }
+  lir_append(s, lw->live[x] ? lir_if(a, lw_ref(lw, lw->live[x]), load, NULL) : load);
   return v;
 }
 
@@ -603,9 +625,144 @@ static bool is_single(const Lowerer *lw, const Lattice *L, int depth) {
 }
 
 bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth) {
+  if (lw_wide_at(lw, alive, depth)) return false;
   Lattice L;
   lw_lattice(lw, alive, depth, &L);
   return L.n == 1 && is_single(lw, &L, depth);
+}
+
+/* ---- the merged co-iteration of a wide lattice ---- */
+
+static bool is_bool_const(const LirExpr *e, int64_t v) {
+  return e->kind == LE_CONST && e->u.c.i == v;
+}
+
+static LirExpr *both(Lowerer *lw, LirExpr *x, LirExpr *y) {
+  if (is_bool_const(x, 0) || is_bool_const(y, 1)) return x;
+  if (is_bool_const(y, 0) || is_bool_const(x, 1)) return y;
+  return lir_bin(A(lw), LOP_AND, x, y);
+}
+
+static LirExpr *either(Lowerer *lw, LirExpr *x, LirExpr *y) {
+  if (is_bool_const(x, 1) || is_bool_const(y, 0)) return x;
+  if (is_bool_const(y, 1) || is_bool_const(x, 0)) return y;
+  return lir_bin(A(lw), LOP_OR, x, y);
+}
+
+/* Whether e may be nonzero, as a condition on the merged iterators: the
+ * iterator x is present when hit[x] (hit NULL: while p_x < p_x_end). The
+ * lattice's algebra (lw_expr_zero) with the iterators left open. */
+static LirExpr *may_be_nonzero(Lowerer *lw, const LoopCtx *cx, const Expr *e,
+                               LirVar *const *hit) {
+  AMask at = lw_sparse_at(lw, cx->alive, cx->depth);
+  switch (e->kind) {
+  case EX_ACCESS: {
+    int x = lw_access_index(lw, e);
+    if (!(at >> x & 1)) return lir_const_int(A(lw), LT_BOOL, cx->alive >> x & 1);
+    if (hit) return lw_ref(lw, hit[x]);
+    return lir_bin(A(lw), LOP_LT, lw_ref(lw, cx->it[x].p), lw_ref(lw, cx->it[x].end));
+  }
+  case EX_LITERAL: return lir_const_int(A(lw), LT_BOOL, e->u.lit.value != 0);
+  case EX_NEG:
+  case EX_DIV: return may_be_nonzero(lw, cx, e->u.bin.a, hit);
+  case EX_SUM: return may_be_nonzero(lw, cx, e->u.sum.a, hit);
+  case EX_MUL:
+    return both(lw, may_be_nonzero(lw, cx, e->u.bin.a, hit),
+                may_be_nonzero(lw, cx, e->u.bin.b, hit));
+  case EX_ADD:
+  case EX_SUB:
+    return either(lw, may_be_nonzero(lw, cx, e->u.bin.a, hit),
+                  may_be_nonzero(lw, cx, e->u.bin.b, hit));
+  case EX_CALL:
+    switch (e->u.call.fn) {
+    case FN_SQRT:
+    case FN_ABS: return may_be_nonzero(lw, cx, e->u.call.a, hit);
+    case FN_MIN:
+    case FN_MAX:
+      return either(lw, may_be_nonzero(lw, cx, e->u.call.a, hit),
+                    may_be_nonzero(lw, cx, e->u.call.b, hit));
+    default: return lir_const_int(A(lw), LT_BOOL, 1);
+    }
+  }
+  return lir_const_int(A(lw), LT_BOOL, 1);
+}
+
+/* Reads iterator x's coordinate without loading past its end:
+ *   c = INT64_MAX; next = p;
+ *   if (p < p_end) { <read_coord>; c = crd[p]; next = seg or p + 1; }
+ * and leaves it->c = c, it->seg = next when segmented; *next = next. */
+static LirStmt *peek_coord(Lowerer *lw, LoopCtx *cx, int x, LirVar **next_out) {
+  Arena *a = A(lw);
+  Iter *it = &cx->it[x];
+  int l = lw_level_at(lw, x, cx->depth);
+  LirVar *c = lw_var(lw, arena_printf(a, "%s%d", lw->acc[x].e->u.access.t->name, l), LT_I64);
+  LirVar *next = lw_var(lw, arena_printf(a, "%s_next", it->p->name), LT_I64);
+  LirStmt *s = lir_decl(a, c, lw_i64(lw, INT64_MAX));
+  lir_append(&s, lir_decl(a, next, lw_ref(lw, it->p)));
+  LirStmt *in = read_coord(lw, x, l, it);
+  lir_append(&in, lir_assign(a, c, lw_ref(lw, it->c)));
+  LirExpr *after = it->seg ? lw_ref(lw, it->seg)
+                           : lir_bin(a, LOP_ADD, lw_ref(lw, it->p), lw_i64(lw, 1));
+  lir_append(&in, lir_assign(a, next, after));
+  lir_append(&s, lir_if(a, lir_bin(a, LOP_LT, lw_ref(lw, it->p), lw_ref(lw, it->end)), in, NULL));
+  it->c = c;
+  it->seg = it->seg ? next : NULL;
+  *next_out = next;
+  return s;
+}
+
+/* One merged loop for a lattice too wide to enumerate (lw_wide_at), its
+ * size linear in the iterators. Over sparse iterators only:
+ *   while (<rhs may be nonzero, p_x < p_x_end per iterator x>) {
+ *     <peek_coord per x>; i = min over x of c_x; hit_x = c_x == i;
+ *     if (<rhs may be nonzero, hit_x per x>) <case: a missed x reads 0,
+ *                                            its levels below are empty>
+ *     p_x = hit_x ? next_x : p_x;
+ *   }
+ * When rhs may be nonzero with no iterator present (a dense operand, a
+ * literal), the loop covers the dense range instead (dense exhausts last):
+ *   for (i = 0; i < extent; i++) { <peek_coord>; hit_x = c_x == i; <case>; <advance> } */
+static LirStmt *wide_loop(Lowerer *lw, LoopCtx *cx) {
+  Arena *a = A(lw);
+  AMask at = lw_sparse_at(lw, cx->alive, cx->depth);
+  bool full = !lw_expr_zero(lw, lw->root, cx->alive & ~at);
+  LirStmt *s = NULL, *body = NULL, *adv = NULL;
+  for (int x = 1; x < lw->nacc; x++)
+    if (at >> x & 1) lir_append(&s, init_iter(lw, x, lw_level_at(lw, x, cx->depth), &cx->it[x]));
+  LirExpr *running = may_be_nonzero(lw, cx, lw->root, NULL);
+  LirVar *cv = lw_var(lw, cx->v->name, LT_I64), *hit[LW_MAX_ACCESS] = {0};
+  LirVar *next[LW_MAX_ACCESS];
+  for (int x = 1; x < lw->nacc; x++)
+    if (at >> x & 1) lir_append(&body, peek_coord(lw, cx, x, &next[x]));
+  if (!full) lir_append(&body, lir_assign(a, cv, lw_i64(lw, INT64_MAX)));
+  for (int x = 1; x < lw->nacc && !full; x++)  /* i = min(i, c_x): linear in C too */
+    if (at >> x & 1)
+      lir_append(&body, lir_assign(a, cv, lir_bin(a, LOP_MIN, lw_ref(lw, cv),
+                                                  lw_ref(lw, cx->it[x].c))));
+  LirVar *saved[LW_MAX_ACCESS];
+  memcpy(saved, lw->live, sizeof saved);
+  for (int x = 1; x < lw->nacc; x++) {
+    if (!(at >> x & 1)) continue;
+    Iter *it = &cx->it[x];
+    hit[x] = lw_var(lw, arena_printf(a, "%s_hit", it->p->name), LT_BOOL);
+    lir_append(&body, lir_decl(a, hit[x], lir_bin(a, LOP_EQ, lw_ref(lw, it->c), lw_ref(lw, cv))));
+    lw->live[x] = hit[x];
+    lir_append(&adv, lir_assign(a, it->p, lir_select(a, lw_ref(lw, hit[x]),
+                                                    lw_ref(lw, next[x]), lw_ref(lw, it->p))));
+  }
+  LatPoint every = {at, full};
+  LirStmt *one = case_body(lw, cx, &every, cv);
+  memcpy(lw->live, saved, sizeof saved);
+  LirExpr *any = may_be_nonzero(lw, cx, lw->root, hit);
+  if (one) lir_append(&body, is_bool_const(any, 1) ? lir_block(a, one) : lir_if(a, any, one, NULL));
+  lir_append(&body, adv);
+  if (full) {
+    lir_append(&s, lir_for(a, cv, lw_i64(lw, 0), extent_of(lw, cx->v), body));
+  } else {
+    lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
+    lir_append(&s, lir_while(a, running, body));
+  }
+  return lir_block(a, s);
 }
 
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
@@ -617,8 +774,10 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   }
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
                 .v = lw->plan->order[depth]};
+  if (lw_wide_at(lw, alive, depth)) return wide_loop(lw, &cx);
   Lattice L;
   lw_lattice(lw, alive, depth, &L);
+  if (L.overflow) return TJ_BUG(lw->d, "merge lattice past LAT_MAX_POINTS"), NULL;
   if (L.n == 0) return NULL;
   cx.L = &L;
   Arena *a = A(lw);

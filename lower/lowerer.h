@@ -29,9 +29,15 @@ typedef struct LatPoint {
   bool full;
 } LatPoint;
 
+/* Lattices larger than this are never built: a loop whose estimated
+ * lattice exceeds it (or the plan's smaller threshold) is lowered as one
+ * merged co-iteration instead (lw_wide_at). */
+#define LAT_MAX_POINTS 64
+
 typedef struct Lattice {
   int n;
-  LatPoint p[64];
+  bool overflow;           /* a point was past LAT_MAX_POINTS: an internal error */
+  LatPoint p[LAT_MAX_POINTS];
 } Lattice;
 
 enum { T_OUT, T_TEMP, T_WS };
@@ -58,6 +64,10 @@ typedef struct Lowerer {
   LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
   LirVar *seg_end[LW_MAX_ACCESS];          /* end of a nonunique segment */
   LirVar *val[LW_MAX_ACCESS];              /* hoisted value */
+  LirVar *live[LW_MAX_ACCESS];             /* under a merged loop: whether the
+                                              access hit there (its levels below
+                                              and its value are guarded by it);
+                                              NULL: statically alive */
   LirVar *coord[NT_MAX_INDICES];           /* coordinate var per IndexId */
   /* operand arrays and dims (entry-block pointer variables) */
   LirVar *vals_ptr[NT_MAX_TENSORS];
@@ -81,16 +91,17 @@ typedef struct Lowerer {
   LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
   LirType vtype;                           /* value type of the expression */
-  int nnames;
-  const char *names[512];
-  int name_uses[512];
+  int nnames, names_cap;                   /* base names handed out (lw_name) */
+  const char **names;
+  int *name_uses;
 } Lowerer;
 
 /* iter_graph.c */
 /* Whether f has a level other than dense. */
 bool lw_format_has_sparse(const tj_format *f);
-/* Appends the access nodes of e, in source order, to out (at most max). */
-void lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max);
+/* Appends the access nodes of e, in source order, to out; false (out
+ * holding the first max) when e has more than max. */
+bool lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max);
 
 /* lattice.c */
 /* Level of access x that the loop at depth stores, or -1. */
@@ -103,6 +114,12 @@ bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive);
 /* The merge lattice of rhs at the loop at depth, ordered top first,
  * pruned (dense exhausts last) and without all-zero points. */
 void lw_lattice(const Lowerer *lw, AMask alive, int depth, Lattice *out);
+/* An upper bound of the lattice's point count (saturating), computed from
+ * the expression without building the lattice. */
+int64_t lw_lattice_bound(const Lowerer *lw, AMask alive, int depth);
+/* Whether the loop at depth is lowered as one merged co-iteration: its
+ * lattice could exceed the plan's threshold (or LAT_MAX_POINTS). */
+bool lw_wide_at(const Lowerer *lw, AMask alive, int depth);
 int lw_access_index(const Lowerer *lw, const Expr *e);
 void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p);
 

@@ -8,6 +8,7 @@
 
 #include "ir/notation.h"
 #include "lower/lower.h"
+#include "util/golden.h"
 
 typedef struct Case {
   Arena a;
@@ -64,18 +65,6 @@ static char *lowered(Case *c, LowerPhase ph) {
   fclose(f);
   return buf;
 }
-
-static int count(const char *s, const char *needle) {
-  int n = 0;
-  for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle)) n++;
-  return n;
-}
-
-#define HAS(text, needle)                                           \
-  do {                                                              \
-    if (!strstr(text, needle)) fprintf(stderr, "%s\n", text);       \
-    ck_assert_msg(strstr(text, needle), "missing '%s'", needle);    \
-  } while (0)
 
 START_TEST(spmv_csr_shape) {
   Case c;

@@ -17,8 +17,8 @@
 #include "../include/tensorjit.h"
 
 #define TOOL_NAME 64          /* longest tensor or index name + 1 */
-#define TOOL_MAX_TENSORS 16
-#define TOOL_MAX_ACCESSES 32
+#define TOOL_MAX_TENSORS 32          /* the library's NT_MAX_TENSORS */
+#define TOOL_MAX_ACCESSES 64
 #define TOOL_MAX_INDICES 16
 #define TOOL_PRINT_MAX 20     /* entries shown by a result print */
 

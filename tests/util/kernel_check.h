@@ -22,7 +22,7 @@
 
 #include "tensorjit.h"
 
-#define KC_MAX_TENSORS 8
+#define KC_MAX_TENSORS 20
 
 /* Where the stored entries of every input go. */
 typedef enum {

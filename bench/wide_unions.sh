@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Compile and run time of wide unions (bench/README.md, "Wide unions"):
+#   bash bench/wide_unions.sh [build/tensorjit] [density] [runs]
+# For k = 2..16 on 2000 x 2000 CSR operands at the given density (default
+# 0.005): A = B1 + ... + Bk, A = (B1 + ... + Bk) * C (CSR outputs), and the
+# three-way intersection A = B1 * B2 * B3; then, for k = 2..4, the union's
+# lattice kernel against the merged kernel (TJ_WIDE_UNION_THRESHOLD=64 / 1).
+# Prints one row per kernel: compile ms (median of `runs` fresh processes)
+# and the assemble and compute medians of 20 timed runs each.
+set -eu
+tool=${1:-build/tensorjit}
+density=${2:-0.005}
+runs=${3:-3}
+unset TJ_CACHE_DIR
+
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+# measure <label> <expr> <tensor flags...>: one row.
+measure() {
+  local label=$1 expr=$2; shift 2
+  local c=() as=() cp=() out
+  for r in $(seq 1 "$runs"); do
+    out=$("$tool" "$@" -time=20 "$expr" 2>&1) || { echo "$label: $out"; return; }
+    c+=("$(echo "$out" | awk '/^compile:/ {print $2}')")
+    as+=("$(echo "$out" | awk '/^assemble:/ {print $2}')")
+    cp+=("$(echo "$out" | awk '/^compute:/ {print $2}')")
+  done
+  printf '%-34s compile %8.1f ms  assemble %8.3f ms  compute %8.3f ms\n' "$label" \
+    "$(printf '%s\n' "${c[@]}" | median)" "$(printf '%s\n' "${as[@]}" | median)" \
+    "$(printf '%s\n' "${cp[@]}" | median)"
+}
+
+# operands <k> [C]: flags for A, B1..Bk (2000 x 2000 CSR, density), and C.
+operands() {
+  local k=$1
+  echo "-f=A:ds -d=A:2000,2000"
+  if [ $# -gt 1 ]; then echo "-f=C:ds -g=C:s:$density -d=C:2000,2000"; fi
+  for q in $(seq 1 "$k"); do echo "-f=B$q:ds -g=B$q:s:$density -d=B$q:2000,2000"; done
+}
+
+sum() {
+  local k=$1 e=""
+  for q in $(seq 1 "$k"); do e="$e${e:+ + }B$q(i,j)"; done
+  echo "$e"
+}
+
+for k in $(seq 2 16); do
+  # shellcheck disable=SC2046
+  measure "union k=$k" "A(i,j) = $(sum "$k")" $(operands "$k")
+  # shellcheck disable=SC2046
+  measure "(union k=$k) * C" "A(i,j) = ($(sum "$k")) * C(i,j)" $(operands "$k" C)
+done
+# shellcheck disable=SC2046
+measure "B1 * B2 * B3" "A(i,j) = B1(i,j) * B2(i,j) * B3(i,j)" $(operands 3)
+for k in 2 3 4; do
+  # shellcheck disable=SC2046
+  TJ_WIDE_UNION_THRESHOLD=64 measure "union k=$k lattice" "A(i,j) = $(sum "$k")" $(operands "$k")
+  # shellcheck disable=SC2046
+  TJ_WIDE_UNION_THRESHOLD=1 measure "union k=$k merged" "A(i,j) = $(sum "$k")" $(operands "$k")
+done
