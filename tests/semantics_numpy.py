@@ -16,6 +16,11 @@ the expected and the got values; the temporary directory is then kept so
 the command can be rerun. The last line is a one-line summary; the exit
 status is nonzero when any case failed. Prints SKIP and exits 0 only when
 numpy or scipy cannot be imported.
+
+Environment: TJ_SEMANTICS_TIMEOUT (seconds per tensorjit command, default
+6; a timeout is a failure, and a wide-union family skips its larger k after
+one, with a NOTE) and TJ_SEMANTICS_JOBS (test functions run in parallel,
+default min(4, cores)).
 """
 import os
 import re
@@ -380,14 +385,28 @@ def test_implicit_summation():
                      {"B": A, "C": Cm, "D": Dk}, A * (Cm @ Dk),
                      fmts={"B": bf, "C": "dd", "D": "dd", "A": of},
                      allowed=stored(A, bf) if of == "ds" else None)
-    # Scalar outputs ("a" with no index list is an order-0 tensor).
+
+
+def test_scalars():
+    """Order-0 tensors: a name with no index list, read from / written to a
+    one-line .tns."""
     r = rng_for(3)
     b, c = rand_dense(r, 9), rand_sparse_vec(r, 9, 0.5)
+    A = rand_sparse(r, 7, 9, 0.4, empty_rows=(3,))
     for bf in VEC_FMTS:
         case(f"dot_{bf}", "a = b(i) * c(i)", {"b": b, "c": c}, float(b @ c),
              fmts={"b": bf, "c": "s"})
         case(f"dot_plus_one_{bf}", "a = b(i) * c(i) + 1", {"b": b, "c": c},
              float(b @ c) + 1, fmts={"b": bf, "c": "s"})
+    for af in ("ds", "dd"):
+        case(f"scalar_in_scale_{af}", "y(i) = s * A(i,j) * b(j)",
+             {"s": np.array(2.5), "A": A, "b": b}, 2.5 * (A @ b),
+             fmts={"A": af, "b": "d", "y": "d"})
+        case(f"scalar_in_plus_{af}", "y(i) = A(i,j) * b(j) + s",
+             {"s": np.array(2.5), "A": A, "b": b}, A @ b + 2.5,
+             fmts={"A": af, "b": "d", "y": "d"})
+        case(f"scalar_total_{af}", "a = A(i,j)", {"A": A}, float(A.sum()),
+             fmts={"A": af})
 
 
 def test_explicit_sum():
@@ -677,7 +696,7 @@ def test_functions():
 # Slowest first: the pool starts them before the quick ones.
 TESTS = [test_wide_unions_csr, test_wide_unions_dense, test_wide_unions_vector,
          test_wide_unions_times, test_implicit_summation, test_residual_tiny,
-         test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
+         test_scalars, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
          test_add_mul_transpose, test_order3, test_accumulate, test_dtypes,
          test_functions]
 
@@ -695,7 +714,7 @@ def run_test(t):
 def main():
     global TJ, TMP, FILTER
     if len(sys.argv) < 2:
-        print(__doc__.strip().splitlines()[2])
+        print("usage: semantics_numpy.py <tensorjit> [case-name substring]")
         return 2
     TJ = os.path.abspath(sys.argv[1])
     FILTER = sys.argv[2] if len(sys.argv) > 2 else None
