@@ -444,6 +444,12 @@ def _union_data():
     return Bs, vs, C
 
 
+# Operand names of the wide unions: letters only (Ba..Bp, ba..bp), so that
+# the union width is what is tested; digit names (B1, B11) collide in
+# today's build, see test_operand_names.
+LETTERS = "abcdefghijklmnop"
+
+
 def _union_family(family, ks, one):
     """Runs one(k) for k in ks; after a timeout the larger k are skipped
     (noted) so that a slow build still finishes in bounded time."""
@@ -460,7 +466,7 @@ def _matrix_union(of):
     Bs, _, _ = _union_data()
 
     def one(k):
-        names = [f"B{t + 1}" for t in range(k)]
+        names = [f"B{LETTERS[t]}" for t in range(k)]
         f = {nm: "ds" for nm in names}
         f["A"] = of
         union = np.logical_or.reduce(nz(*Bs[:k]))
@@ -485,7 +491,7 @@ def test_wide_unions_vector():
     _, vs, _ = _union_data()
 
     def one(k):
-        vn = [f"b{t + 1}" for t in range(k)]
+        vn = [f"b{LETTERS[t]}" for t in range(k)]
         return case(f"vec_union{k}", "a(i) = " + " + ".join(f"{nm}(i)" for nm in vn),
                     dict(zip(vn, vs[:k])), sum(vs[:k]),
                     fmts={**{nm: "s" for nm in vn}, "a": "s"},
@@ -499,7 +505,7 @@ def test_wide_unions_times():
     Bs, _, C = _union_data()
 
     def one(k):
-        names = [f"B{t + 1}" for t in range(k)]
+        names = [f"B{LETTERS[t]}" for t in range(k)]
         f = {nm: "ds" for nm in names}
         f.update(C="ds", A="ds")
         union = np.logical_or.reduce(nz(*Bs[:k]))
@@ -508,6 +514,19 @@ def test_wide_unions_times():
                     {**dict(zip(names, Bs[:k])), "C": C}, sum(Bs[:k]) * C,
                     fmts=f, allowed=union & (C != 0))
     _union_family("union_times_C", [2, 3, 5, 6, 7, 8, 12, 16], one)
+
+
+def test_operand_names():
+    """Operand names that are another operand's name plus digits (B1 and
+    B11, b1 and b10) name different tensors."""
+    r = rng_for(14)
+    B1, B11 = rand_sparse(r, 7, 5, 0.4), rand_sparse(r, 7, 5, 0.4)
+    b1, b10 = rand_sparse_vec(r, 9, 0.5), rand_sparse_vec(r, 9, 0.5)
+    for f in ("ds", "ss", "dd"):
+        case(f"names_B1_B11_{f}", "A(i,j) = B1(i,j) + B11(i,j)", {"B1": B1, "B11": B11},
+             B1 + B11, fmts={"B1": f, "B11": f, "A": "ds"})
+    case("names_b1_b10", "a(i) = b1(i) + b10(i)", {"b1": b1, "b10": b10}, b1 + b10,
+         fmts={"b1": "s", "b10": "s", "a": "s"})
 
 
 def test_intersections():
@@ -696,7 +715,7 @@ def test_functions():
 # Slowest first: the pool starts them before the quick ones.
 TESTS = [test_wide_unions_csr, test_wide_unions_dense, test_wide_unions_vector,
          test_wide_unions_times, test_implicit_summation, test_residual_tiny,
-         test_scalars, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
+         test_scalars, test_operand_names, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
          test_add_mul_transpose, test_order3, test_accumulate, test_dtypes,
          test_functions]
 
