@@ -20,7 +20,8 @@ numpy or scipy cannot be imported.
 Environment: TJ_SEMANTICS_TIMEOUT (seconds per tensorjit command, default
 6; a timeout is a failure, and a wide-union family skips its larger k after
 one, with a NOTE) and TJ_SEMANTICS_JOBS (test functions run in parallel,
-default min(4, cores)).
+default min(4, cores)), TJ_SEMANTICS_UNION_BUDGET (seconds one wide-union
+family may take, default 20; exceeding it is a failure and skips the rest).
 """
 import os
 import re
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 try:
@@ -43,6 +45,7 @@ TJ = None          # path of the tensorjit binary (argv[1])
 TMP = None         # scratch directory for inputs and outputs
 FILTER = None      # optional substring filter on case names (argv[2])
 TIMEOUT = float(os.environ.get("TJ_SEMANTICS_TIMEOUT", "6"))  # s per command
+UNION_BUDGET = float(os.environ.get("TJ_SEMANTICS_UNION_BUDGET", "20"))  # s per family
 JOBS = int(os.environ.get("TJ_SEMANTICS_JOBS", str(min(4, os.cpu_count() or 1))))
 STATS = {"run": 0, "failed": 0, "skipped": 0}
 NOTES = []
@@ -451,14 +454,27 @@ LETTERS = "abcdefghijklmnop"
 
 
 def _union_family(family, ks, one):
-    """Runs one(k) for k in ks; after a timeout the larger k are skipped
-    (noted) so that a slow build still finishes in bounded time."""
+    """Runs one(k) for k in ks. After a timeout, or once the family has used
+    UNION_BUDGET seconds (a failure of its own: compile time that grows this
+    fast is a bug), the larger k are skipped with a NOTE, so that a slow
+    build still finishes in bounded time."""
+    start = time.monotonic()
     for i, k in enumerate(ks):
-        if one(k) == "timeout" and ks[i + 1:]:
+        status = one(k)
+        rest = ks[i + 1:]
+        if not rest:
+            return
+        used = time.monotonic() - start
+        if status != "timeout" and used > UNION_BUDGET:
+            count("failed")
+            say(f"FAIL {family}: the family took {used:.1f} s up to k = {k}, over "
+                f"its budget of {UNION_BUDGET:g} s (TJ_SEMANTICS_UNION_BUDGET)")
+        if status == "timeout" or used > UNION_BUDGET:
             with _lock:
-                STATS["skipped"] += len(ks) - i - 1
-                NOTES.append(f"{family}: k = {ks[i + 1:]} skipped after the "
-                             f"timeout at k = {k}")
+                STATS["skipped"] += len(rest)
+                NOTES.append(f"{family}: k = {rest} skipped after "
+                             + (f"the timeout at k = {k}" if status == "timeout"
+                                else "the time budget ran out"))
             return
 
 
