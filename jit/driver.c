@@ -174,6 +174,9 @@ static char *canonical_key(const Assignment *as, const char *schedule,
     fprintf(f, "|T%d:%s:%d:%d:%d", t, fb, dc->dtype, dc->format.pos_width,
             dc->format.crd_width);
   }
+  /* Settings read from the environment that change the generated code. */
+  const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
+  fprintf(f, "|pipe=%s|gather=%s", pipe ? pipe : "", gather ? gather : "");
   /* The schedule names indices by the user's names: key them as given. */
   fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d", schedule ? schedule : "",
           o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->no_unroll_jam,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fails when a file includes a layer it may not see (DESIGN.md's table):
+# Fails when a file includes a layer it may not see (docs/ARCHITECTURE.md's table):
 # runtime/ nothing of ours but the public header; ir/ only ir/ and the
 # public header; lower/ ir/ and runtime/abi.h; jit/ (but driver and API
 # glue) ir/, runtime/abi.h; tools/ only the public header.
