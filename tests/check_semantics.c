@@ -184,6 +184,17 @@ START_TEST(test_scopes_by_hand) {
 }
 END_TEST
 
+/* Empty y, b (3), A (3 x 3 CSR), x (3) in ops, and a new context. */
+static tj_context *residual_shapes(tj_tensor *ops[4]) {
+  ops[0] = vector("y", "d", 3, NULL);
+  ops[1] = vector("b", "d", 3, NULL);
+  ops[2] = matrix("A", "ds", 3, 3, NULL);
+  ops[3] = vector("x", "d", 3, NULL);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  return cx;
+}
+
 /* The concrete notation shows where each sum's loop runs. */
 START_TEST(test_cin_where) {
   static const struct { const char *expr, *cin; } cases[] = {
@@ -193,10 +204,8 @@ START_TEST(test_cin_where) {
       {"y(i) = (A(i,j) + A(i,j)) * x(j)", "forall(i, forall(j, y(i) += (A(i,j) + A(i,j)) * x(j)))"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
-    tj_tensor *ops[] = {vector("y", "d", 3, NULL), vector("b", "d", 3, NULL),
-                        matrix("A", "ds", 3, 3, NULL), vector("x", "d", 3, NULL)};
-    tj_context *cx;
-    OK(tj_context_new(&cx));
+    tj_tensor *ops[4];
+    tj_context *cx = residual_shapes(ops);
     tj_kernel *k;
     OK(tj_compile(cx, cases[q].expr, ops, 4, NULL, NULL, &k));
     char *buf = NULL;
@@ -225,10 +234,8 @@ START_TEST(test_sum_errors) {
       {"y(i) = sum(j A(i,j))", NULL, "expected ',' and the expression to sum"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
-    tj_tensor *ops[] = {vector("y", "d", 3, NULL), vector("b", "d", 3, NULL),
-                        matrix("A", "ds", 3, 3, NULL), vector("x", "d", 3, NULL)};
-    tj_context *cx;
-    OK(tj_context_new(&cx));
+    tj_tensor *ops[4];
+    tj_context *cx = residual_shapes(ops);
     tj_kernel *k;
     ck_assert(tj_compile(cx, cases[q].expr, ops, 4, cases[q].sched, NULL, &k) != TJ_OK);
     ck_assert_msg(strstr(tj_last_error(), cases[q].msg), "%s: got \"%s\"", cases[q].expr,
