@@ -154,6 +154,10 @@ typedef enum {
 } tj_stage;
 /* Writes one stage of k's compilation to file (a FILE *). */
 tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file);
+/* Writes the evaluate kernel's loop IR (as C) right after one pass of the
+ * pipeline: "lower" (the loop nest as lowered), then "tile", "vectorize",
+ * "unroll-jam" (the loop-IR passes, in that order). */
+tj_status tj_kernel_print_after(const tj_kernel *k, const char *pass, void *file);
 
 typedef struct tj_compile_times {
   double parse_ms, lower_ms, llvm_ir_ms, optimize_ms, codegen_ms, total_ms;

@@ -195,26 +195,48 @@ static uint64_t hash_str(const char *s) {
   return h;
 }
 
-/* Plans the kernel shape of a new cache entry (in its own arena). */
+/* ---- the compiler's passes, in order ----
+ *
+ *   front end    parse, check extents and dtypes, place the sums    ir/
+ *   notation     concrete index notation, the schedule applied      ir/cin.c
+ *   plan         loop order the formats allow, conversions, workspace  lower/iter_graph.c
+ *   order        output indices first for vectorized contractions  lower/order.c
+ *   options      target width, parallelism, schedule switches      driver_schedule.c
+ *   lower        the loop IR of one kernel variant                  lower/lower*.c
+ *   tile, vectorize, unroll-jam   (LOWER_PASSES)                    lower/
+ *   verify                                                           ir/lir_verify.c
+ *   backend      LLVM IR, optimize, machine code, link              jit/engine.c
+ *
+ * The first five run once per cache entry (plan_entry); the rest once per
+ * kernel variant, on first use (lower_variant, drv_ensure_compiled).
+ * -print-notation, -print-cin, -print-lattice show the first ones,
+ * -print-after=<pass> the loop IR after any of lower..unroll-jam, and
+ * -print-c, -print-llvm(-opt), -print-asm the last ones. */
+
+/* The plan for the loop order the concrete notation asks for: kept
+ * strictly under an explicit reorder, or when sums nest their loops. */
+static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, LowerPlan *p,
+                       Diag *d) {
+  IndexVar *want[NT_MAX_INDICES];
+  int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
+  const Expr *sums[1];
+  bool strict = nt_sums(as->rhs, sums, 1) > 0;
+  for (int k = 0; k < s->n; k++) strict |= s->d[k].kind == SCHED_REORDER;
+  return lower_plan(as, want, nw, strict, p, d);
+}
+
+/* Front end through options, for a new cache entry (in its own arena). */
 static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
                        int n, const char *schedule, Diag *d) {
   Assignment *as = drv_front_end(&e->arena, expr, ops, n, d);
   if (!as) return false;
   Schedule sched = {0};
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
-  Cin *cin = NULL;
-  for (int pass = 0; pass < 2; pass++) {
+  Cin *cin = cin_from_assignment(&e->arena, as, &sched, d);
+  if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
+  if (lower_order_contraction(as, &e->plan, !e->no_vectorize, &sched)) {
     cin = cin_from_assignment(&e->arena, as, &sched, d);
-    if (!cin) return false;
-    IndexVar *want[NT_MAX_INDICES];
-    int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
-    /* Nested sums keep their loops where the concrete notation puts them. */
-    const Expr *sums[1];
-    bool strict = nt_sums(as->rhs, sums, 1) > 0;
-    for (int k = 0; k < sched.n; k++) strict |= sched.d[k].kind == SCHED_REORDER;
-    if (!lower_plan(as, want, nw, strict, &e->plan, d)) return false;
-    /* Plan again only when the default order of a contraction changes. */
-    if (pass == 1 || !drv_order_contraction(e, as, &e->plan, &sched)) break;
+    if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
   }
   if (!drv_apply_schedule(e, as, &sched, d)) return false;
   e->cin = drv_cin_of_plan(&e->arena, as, &e->plan, cin);
@@ -222,16 +244,27 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   return true;
 }
 
-static bool lower_locked(CacheEntry *e, int v, Diag *d) {
+int drv_pass_count(const char *name) {
+  if (strcmp(name, "lower") == 0) return 0;
+  for (int p = 0; LOWER_PASSES[p].name; p++)
+    if (strcmp(name, LOWER_PASSES[p].name) == 0) return p + 1;
+  return -1;
+}
+
+LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *d) {
   static const char *names[] = {"assemble", "compute", "evaluate",
                                 "assemble_rows", "compute_rows", "evaluate_rows"};
-  if (e->lir[v]) return true;
   LowerPhase ph = (LowerPhase)(v % 3);
-  LirKernel *k = v >= 3 ? lower_kernel_rows(&e->arena, e->as, &e->plan, ph, names[v], d)
-                        : lower_kernel(&e->arena, e->as, &e->plan, ph, names[v], d);
-  if (!k || !lir_verify(k, d)) return false;
-  e->lir[v] = k;
-  return true;
+  LirKernel *k = v >= 3 ? lower_kernel_rows(a, e->as, &e->plan, &e->opt, ph, names[v], d)
+                        : lower_kernel(a, e->as, &e->plan, &e->opt, ph, names[v], d);
+  for (int p = 0; k && p < npasses && LOWER_PASSES[p].name; p++) LOWER_PASSES[p].run(a, k, &e->opt);
+  if (k && a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  return k && lir_verify(k, d) ? k : NULL;
+}
+
+static bool lower_locked(CacheEntry *e, int v, Diag *d) {
+  if (!e->lir[v]) e->lir[v] = drv_lower_variant(e, &e->arena, v, INT32_MAX, d);
+  return e->lir[v] != NULL;
 }
 
 bool drv_ensure_lowered(CacheEntry *e, int v, Diag *d) {

@@ -24,7 +24,8 @@ typedef struct CacheEntry {
   Arena arena;                /* assignment, plan, loop IR */
   Assignment *as;
   Cin *cin;
-  LowerPlan plan;
+  LowerPlan plan;             /* analysis: loop order, conversions, workspace */
+  LowerOptions opt;           /* code-generation switches */
   LirKernel *lir[6];          /* by variant, lowered on demand */
   JitKernel jk[6];
   bool compiled[6];
@@ -83,13 +84,6 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
 /* LowerPlan.lattice_max from TJ_WIDE_UNION_THRESHOLD (a test and benchmark
  * switch between lattice and merged loops), 0 (the default) when unset. */
 int drv_lattice_max(void);
-/* The default order of a contraction that will be vectorized, given the
- * plan of the user's schedule: adds reorder(output indices, reductions) to
- * s when the user gave no reorder or precompute, the order can be walked
- * without converting an operand and differs from the plan's; returns
- * whether it added it (driver_order.c). */
-bool drv_order_contraction(const CacheEntry *e, const Assignment *as, const LowerPlan *plain,
-                           Schedule *s);
 /* The concrete notation to show for a plan: its loop order, its workspace. */
 Cin *drv_cin_of_plan(Arena *a, const Assignment *as, const LowerPlan *p, Cin *plain);
 
@@ -102,6 +96,12 @@ Cin *drv_cin_of_plan(Arena *a, const Assignment *as, const LowerPlan *p, Cin *pl
 tj_status drv_fail(const Diag *d);
 /* Lowers (if needed) and JIT-compiles variant v of entry e. */
 bool drv_ensure_compiled(CacheEntry *e, int v, Diag *d);
+/* Variant v of e lowered into a (the entry's arena, or a scratch one) with
+ * the first npasses of LOWER_PASSES run, and verified; NULL with d set. */
+LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *d);
+/* How many loop-IR passes run up to and including `name` ("lower": 0),
+ * or -1 for an unknown name. */
+int drv_pass_count(const char *name);
 /* Lowers variant v of entry e (no JIT). */
 bool drv_ensure_lowered(CacheEntry *e, int v, Diag *d);
 /* Runs a phase like tj_kernel_run, through the loop-IR interpreter instead

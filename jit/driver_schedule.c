@@ -110,17 +110,18 @@ int drv_lattice_max(void) {
  * parallelism, and the schedule's parallelize / vectorize directives. */
 bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d) {
   LowerPlan *p = &e->plan;
+  LowerOptions *o = &e->opt;
   const char *feat = jit_engine_features(e->engine);
-  p->vector_bits = e->no_vectorize ? 0
+  o->vector_bits = e->no_vectorize ? 0
                    : strstr(feat, "+avx512f") ? 512
                    : strstr(feat, "+avx2") || strstr(feat, "+avx,") ? 256 : 128;
-  p->parallel = true;
-  p->unroll_jam = e->no_unroll_jam ? 0 : 4;
+  o->parallel = true;
+  o->unroll_jam = e->no_unroll_jam ? 0 : 4;
   /* Gathers: on by default (measured wins on long rows, guarded for short
    * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
   const char *g = getenv("TJ_VECTOR_GATHER");
-  p->vector_gather = !(g && *g == '0');
-  p->lattice_max = drv_lattice_max();
+  o->vector_gather = !(g && *g == '0');
+  o->lattice_max = drv_lattice_max();
   for (int k = 0; k < s->n; k++) {
     const SchedDirective *sd = &s->d[k];
     if (sd->kind == SCHED_PARALLELIZE) {
@@ -143,9 +144,9 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
     } else if (sd->kind == SCHED_PRECOMPUTE) {
       if (!apply_precompute(as, p, sd, &e->arena, d)) return false;
     } else if (sd->kind == SCHED_VECTORIZE) {
-      p->vec_var = index_named(as, sd->vars[0]);
-      p->vec_width = e->no_vectorize ? 0 : sd->width;
-      if (!p->vec_var)
+      o->vec_var = index_named(as, sd->vars[0]);
+      o->vec_width = e->no_vectorize ? 0 : sd->width;
+      if (!o->vec_var)
         return diag_error(d, TJ_ERR_PARSE, "vectorize(%s, %d): no index %s in the expression",
                           sd->vars[0], sd->width, sd->vars[0]);
     }

@@ -50,7 +50,7 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
     fputc('\n', f);
     return TJ_OK;
   case TJ_STAGE_LATTICE:
-    lower_print_lattices(f, e->as, &e->plan);
+    lower_print_lattices(f, e->as, &e->plan, &e->opt);
     return TJ_OK;
   case TJ_STAGE_ASSEMBLY: return print_lir(k, PHASE_ASSEMBLE, false, f);
   case TJ_STAGE_COMPUTE: return print_lir(k, PHASE_COMPUTE, false, f);
@@ -60,6 +60,23 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   case TJ_STAGE_ASM: return print_llvm(k, stage, f);
   }
   return rt_set_error(TJ_ERR_INVALID, "unknown stage %d", (int)stage);
+}
+
+tj_status tj_kernel_print_after(const tj_kernel *k, const char *pass, void *file) {
+  if (!k || !pass || !file) return rt_set_error(TJ_ERR_INVALID, "tj_kernel_print_after: NULL argument");
+  int n = drv_pass_count(pass);
+  if (n < 0)
+    return rt_set_error(TJ_ERR_INVALID, "no pass '%s' (lower, tile, vectorize, unroll-jam)", pass);
+  Arena a;
+  arena_init(&a);
+  Diag d;
+  diag_init(&d);
+  pthread_mutex_lock(&k->entry->lock);
+  LirKernel *lk = drv_lower_variant(k->entry, &a, PHASE_EVALUATE, n, &d);
+  pthread_mutex_unlock(&k->entry->lock);
+  if (lk) lir_print(file, lk, false);
+  arena_free(&a);
+  return lk ? TJ_OK : drv_fail(&d);
 }
 
 void tj_shutdown(void) { LLVMShutdown(); }

@@ -235,7 +235,7 @@ int64_t lw_lattice_bound(const Lowerer *lw, AMask alive, int depth) {
 }
 
 bool lw_wide_at(const Lowerer *lw, AMask alive, int depth) {
-  int max = lw->plan->lattice_max > 0 ? lw->plan->lattice_max : LOWER_LATTICE_MAX;
+  int max = lw->opt->lattice_max > 0 ? lw->opt->lattice_max : LOWER_LATTICE_MAX;
   if (max > LAT_MAX_POINTS) max = LAT_MAX_POINTS;
   return lw_lattice_bound(lw, alive, depth) > max;
 }

@@ -179,7 +179,7 @@ static bool setup_accesses(Lowerer *lw) {
   lw->out_last = lw->acc[0].f->order - 1;
   /* The outermost loop may run in parallel when it walks an output index
    * of a dense output: iterations then write disjoint output elements. */
-  lw->par_ok = p->parallel && !p->out_sparse && p->nloops > 0 &&
+  lw->par_ok = lw->opt->parallel && !p->out_sparse && p->nloops > 0 &&
                !nt_is_reduction_var(lw->as, p->order[0]);
   return true;
 }
@@ -477,14 +477,24 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
   return false;
 }
 
-static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *plan,
-                            LowerPhase phase, bool ranged, const char *name, Diag *d) {
+/* What one lowering reads. */
+typedef struct Request {
+  const Assignment *as;
+  const LowerPlan *plan;
+  const LowerOptions *opt;
+} Request;
+
+static LirKernel *lower_any(Arena *a, Request r, LowerPhase phase, bool ranged,
+                            const char *name, Diag *d) {
+  const Assignment *as = r.as;
+  const LowerPlan *plan = r.plan;
   Lowerer *lw = arena_alloc(a, sizeof *lw);
   if (!lw) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   lw->a = a;
   lw->d = d;
   lw->as = as;
   lw->plan = plan;
+  lw->opt = r.opt;
   lw->phase = phase;
   lw->emit_index = phase != PHASE_COMPUTE;
   lw->emit_values = phase != PHASE_ASSEMBLE;
@@ -520,24 +530,44 @@ static LirKernel *lower_any(Arena *a, const Assignment *as, const LowerPlan *pla
   if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));
   if (!diag_ok(d)) return NULL;
   lw->k->body = body;
-  if (plan->unroll_jam > 1) lower_tile(a, lw->k);
-  if (plan->vector_bits > 0 || plan->vec_width > 0) lower_vectorize(a, lw->k, plan, lw->vtype);
-  if (plan->unroll_jam > 1) lower_unroll_jam(a, lw->k, plan->unroll_jam);
   if (a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   return lw->k;
 }
 
 LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
-                        LowerPhase phase, const char *name, Diag *d) {
-  return lower_any(a, as, plan, phase, false, name, d);
+                        const LowerOptions *opt, LowerPhase phase, const char *name,
+                        Diag *d) {
+  return lower_any(a, (Request){as, plan, opt}, phase, false, name, d);
 }
 
 LirKernel *lower_kernel_rows(Arena *a, const Assignment *as, const LowerPlan *plan,
-                             LowerPhase phase, const char *name, Diag *d) {
-  return lower_any(a, as, plan, phase, true, name, d);
+                             const LowerOptions *opt, LowerPhase phase, const char *name,
+                             Diag *d) {
+  return lower_any(a, (Request){as, plan, opt}, phase, true, name, d);
 }
 
-void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan) {
+static int run_tile(Arena *a, LirKernel *k, const LowerOptions *o) {
+  return o->unroll_jam > 1 ? lower_tile(a, k) : 0;
+}
+
+/* The vector type is the output's: every value of a kernel has it. */
+static int run_vectorize(Arena *a, LirKernel *k, const LowerOptions *o) {
+  if (o->vector_bits <= 0 && o->vec_width <= 0) return 0;
+  return lower_vectorize(a, k, o, dtype_lir(k->operands[0].dtype));
+}
+
+static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
+  return o->unroll_jam > 1 ? lower_unroll_jam(a, k, o->unroll_jam) : 0;
+}
+
+/* Cache blocking needs the scalar nest (and blocks only when rows will be
+ * jammed); vectorization then widens the blocked loops; unroll-and-jam
+ * blocks rows around the vector loops. */
+const LowerPass LOWER_PASSES[] = {
+    {"tile", run_tile}, {"vectorize", run_vectorize}, {"unroll-jam", run_unroll_jam}, {NULL, NULL}};
+
+void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan,
+                          const LowerOptions *opt) {
   Arena a;
   arena_init(&a);
   Lowerer *lw = arena_alloc(&a, sizeof *lw);
@@ -545,6 +575,7 @@ void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan
   lw->a = &a;
   lw->as = as;
   lw->plan = plan;
+  lw->opt = opt;
   Diag d;
   diag_init(&d);
   lw->d = &d;

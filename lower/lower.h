@@ -17,7 +17,7 @@
 #include "../ir/loop_ir.h"
 #include "../ir/notation.h"
 
-/* The default of LowerPlan.lattice_max (see bench/README.md, wide unions). */
+/* The default of LowerOptions.lattice_max (see bench/README.md, wide unions). */
 #define LOWER_LATTICE_MAX 8
 
 typedef enum { PHASE_ASSEMBLE, PHASE_COMPUTE, PHASE_EVALUATE } LowerPhase;
@@ -37,7 +37,11 @@ typedef struct LowerPlan {
   bool reduce_rows;                    /* dense output, outermost loop a dense
                                           reduction loop: row-range kernels
                                           into per-chunk partial outputs */
-  /* Code generation choices, set by the driver after planning. */
+} LowerPlan;
+
+/* Code-generation switches, set by the driver from the options, the
+ * target and the schedule; the plan above is analysis only. */
+typedef struct LowerOptions {
   bool parallel;                       /* mark the outermost safe loop parallel */
   int vector_bits;                     /* explicit vectorization width in bits, 0 off */
   bool vector_gather;                  /* also vectorize loops that gather */
@@ -49,7 +53,7 @@ typedef struct LowerPlan {
                                           while per lattice point costs compile
                                           time exponential in the operands);
                                           0: LOWER_LATTICE_MAX */
-} LowerPlan;
+} LowerOptions;
 
 /* Plans the loops of as, staying as close to the requested order `want`
  * (nwant variables, outermost first) as the formats allow; with strict
@@ -58,9 +62,19 @@ typedef struct LowerPlan {
 bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                 bool strict, LowerPlan *plan, Diag *d);
 
-/* Emits the kernel for one phase of the plan into arena memory. */
+/* The default order of a contraction that will be vectorized, given the
+ * plan of the user's schedule: adds reorder(output indices, reductions) to
+ * s when the user gave no reorder or precompute, the order can be walked
+ * without converting an operand and differs from the plan's; returns
+ * whether it added it (lower/order.c). */
+bool lower_order_contraction(const Assignment *as, const LowerPlan *plain, bool vectorizing,
+                             Schedule *s);
+
+/* Emits the kernel for one phase of the plan into arena memory: the loop
+ * nest only; the loop-IR passes (LOWER_PASSES) run after it. */
 LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
-                        LowerPhase phase, const char *name, Diag *d);
+                        const LowerOptions *opt, LowerPhase phase, const char *name,
+                        Diag *d);
 
 /* The row-range variant of a rangeable (or reduce_rows) plan's kernel: an
  * extra last operand (the "range" descriptor, dims[0] = lo, dims[1] = hi)
@@ -71,14 +85,25 @@ LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
  * reduce_rows plans the kernel writes a zeroed partial output (never
  * accumulating), which the driver sums in chunk order. */
 LirKernel *lower_kernel_rows(Arena *a, const Assignment *as, const LowerPlan *plan,
-                             LowerPhase phase, const char *name, Diag *d);
+                             const LowerOptions *opt, LowerPhase phase, const char *name,
+                             Diag *d);
+
+/* The loop-IR passes, in the order they run on a lowered kernel (QBE's
+ * pass list): each takes the options it needs, keeps the kernel's meaning
+ * (up to reassociation of sums) and returns how many places it rewrote.
+ * A NULL name ends the list. */
+typedef struct LowerPass {
+  const char *name;                    /* "tile", "vectorize", "unroll-jam" */
+  int (*run)(Arena *a, LirKernel *k, const LowerOptions *opt);
+} LowerPass;
+extern const LowerPass LOWER_PASSES[];
 
 /* The explicit vectorization pass: every innermost `for` whose body is
  * straight-line (loads, unit-stride stores, reductions into scalars) is
  * split into a vector loop of the plan's width and a scalar remainder.
  * Requires a lowered kernel; keeps its meaning exactly (up to reassociation
  * of reductions). Returns how many loops it vectorized. */
-int lower_vectorize(Arena *a, LirKernel *k, const LowerPlan *plan, LirType vtype);
+int lower_vectorize(Arena *a, LirKernel *k, const LowerOptions *opt, LirType vtype);
 
 /* Cache blocking of GEMM-shaped dense nests (lower/tile.c): the column
  * and reduction loops of a parallel row loop get block loops around it.
@@ -94,7 +119,7 @@ int lower_tile(Arena *a, LirKernel *k);
 int lower_unroll_jam(Arena *a, LirKernel *k, int factor);
 
 /* Prints the merge lattice of every loop of the plan (-print-lattice). */
-void lower_print_lattices(FILE *out, const Assignment *as,
-                          const LowerPlan *plan);
+void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan,
+                          const LowerOptions *opt);
 
 #endif

@@ -47,6 +47,7 @@ typedef struct Lowerer {
   Diag *d;
   const Assignment *as;
   const LowerPlan *plan;
+  const LowerOptions *opt;
   LowerPhase phase;
   bool emit_index, emit_values;
   LirKernel *k;

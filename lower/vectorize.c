@@ -278,7 +278,7 @@ static int sparse_depth(const LirStmt *s, Loaded *L) {
 
 typedef struct Pass {
   Vec v;
-  const LowerPlan *plan;
+  const LowerOptions *opt;
   int width;
   int outer_width;  /* lanes of an outer-loop vector loop */
   int deep_width;   /* ... around sparse fibers nested two deep: twice as
@@ -292,7 +292,7 @@ static void walk(Pass *p, LirStmt **slot) {
     LirStmt *s = *slot;
     switch (s->kind) {
     case LS_FOR: {
-      bool named = !p->plan->vec_var || strcmp(p->plan->vec_var->name, s->u.loop.iv->name) == 0;
+      bool named = !p->opt->vec_var || strcmp(p->opt->vec_var->name, s->u.loop.iv->name) == 0;
       bool free_loop = !s->u.loop.at.parallel && !s->u.loop.at.vec_width;
       if (free_loop && named && has_loop(s->u.loop.body) && vectorizable(&p->v, s, false)) {
         Loaded L = {.n = 0};
@@ -310,7 +310,7 @@ static void walk(Pass *p, LirStmt **slot) {
       }
       walk(p, &s->u.loop.body);
       if (!free_loop || has_loop(s->u.loop.body) || !named) break;
-      if (!vectorizable(&p->v, s, p->plan->vector_gather)) break;
+      if (!vectorizable(&p->v, s, p->opt->vector_gather)) break;
       split(&p->v, slot, p->width, p->v.gathers, false);
       p->count++;
       slot = &(*slot)->next->next; /* skip to the remainder loop */
@@ -327,21 +327,21 @@ static void walk(Pass *p, LirStmt **slot) {
   }
 }
 
-int lower_vectorize(Arena *a, LirKernel *k, const LowerPlan *plan, LirType vtype) {
+int lower_vectorize(Arena *a, LirKernel *k, const LowerOptions *opt, LirType vtype) {
   int bits = vtype == LT_F32 || vtype == LT_I32 ? 32 : 64;
-  int width = plan->vec_width ? plan->vec_width : plan->vector_bits / bits;
+  int width = opt->vec_width ? opt->vec_width : opt->vector_bits / bits;
   if (width < 2 || k->nvars == 0) return 0;
   /* Outer loops block 4 registers per row on AVX-512 (32 of them), 2 with
    * 16: unroll-and-jam then keeps 4 rows x that many accumulators live. */
-  Pass p = {.plan = plan, .width = width,
-            .outer_width = plan->vec_width ? width : width * (plan->vector_bits >= 512 ? 4 : 2)};
+  Pass p = {.opt = opt, .width = width,
+            .outer_width = opt->vec_width ? width : width * (opt->vector_bits >= 512 ? 4 : 2)};
   /* Around fibers nested two deep (MTTKRP's slice: 1.26 against 1.47 ms
    * on openflight_sym), one pass of 8 registers beats two of 4: the nest's
    * index loads and branches are paid once. Around a single fiber (SpMM's
    * row) two passes of 4 measured faster (75 against 85 ms on a 200k x 200k
    * matrix and a 100 MB B): the first pass's misses prefetch the second's
    * lines. Sparse nests are never jammed, so the registers are free. */
-  p.deep_width = plan->vec_width ? width : 2 * p.outer_width;
+  p.deep_width = opt->vec_width ? width : 2 * p.outer_width;
   p.v.a = a;
   p.v.k = k;
   walk(&p, &k->body);

@@ -15,6 +15,7 @@ typedef struct Case {
   Diag d;
   Assignment *as;
   LowerPlan plan;
+  LowerOptions opt;
 } Case;
 
 /* "name:levels[:modeorder]:d1,d2" declarations. */
@@ -38,6 +39,7 @@ static bool plan(Case *c, const char *expr, const char *const *specs, int n,
                  bool want_ok) {
   arena_init(&c->a);
   diag_init(&c->d);
+  memset(&c->opt, 0, sizeof c->opt);
   TensorDecl decls[8];
   for (int k = 0; k < n; k++) decl(&decls[k], specs[k]);
   c->as = nt_parse(&c->a, expr, &c->d);
@@ -55,8 +57,9 @@ static bool plan(Case *c, const char *expr, const char *const *specs, int n,
 
 /* The printed evaluate kernel (malloc'd). */
 static char *lowered(Case *c, LowerPhase ph) {
-  LirKernel *k = lower_kernel(&c->a, c->as, &c->plan, ph, "evaluate", &c->d);
+  LirKernel *k = lower_kernel(&c->a, c->as, &c->plan, &c->opt, ph, "evaluate", &c->d);
   ck_assert_msg(k != NULL, "%s", c->d.msg);
+  for (const LowerPass *p = LOWER_PASSES; p->name; p++) p->run(&c->a, k, &c->opt);
   ck_assert_msg(lir_verify(k, &c->d), "%s", c->d.msg);
   char *buf = NULL;
   size_t len = 0;
@@ -95,7 +98,7 @@ START_TEST(sparse_add_three_whiles) {
   HAS(t, "A1_crd[pOut1] = (int32_t)j;");
   free(t);
   FILE *f = tmpfile();
-  lower_print_lattices(f, c.as, &c.plan);
+  lower_print_lattices(f, c.as, &c.plan, &c.opt);
   rewind(f);
   char line[256], all[1024] = "";
   while (fgets(line, sizeof line, f)) strcat(all, line);
@@ -163,7 +166,7 @@ START_TEST(spmm_dense_inner_loop_vectorized) {
   const char *s[] = {"C/dd/5,64", "A/ds/5,4", "B/dd/4,64"};
   plan(&c, "C(i,j) = A(i,k) * B(k,j)", s, 3, true);
   ck_assert_str_eq(c.plan.order[1]->name, "k");  /* dense operands walked row-major */
-  c.plan.vector_bits = 512;
+  c.opt.vector_bits = 512;
   char *t = lowered(&c, PHASE_EVALUATE);
   HAS(t, "/* vector(8) */");
   HAS(t, "int64_t j_vend = 0 + (C_dim1 - 0) / 8 * 8;");
@@ -177,7 +180,7 @@ START_TEST(parallel_outer_loop_marked) {
   Case c;
   const char *s[] = {"y/d/5", "A/ds/5,6", "x/d/6"};
   plan(&c, "y(i) = A(i,j) * x(j)", s, 3, true);
-  c.plan.parallel = true;
+  c.opt.parallel = true;
   char *t = lowered(&c, PHASE_EVALUATE);
   HAS(t, "/* parallel");
   free(t);
@@ -201,9 +204,9 @@ START_TEST(dense_gemm_register_blocked) {
   plan(&c, "A(i,j) = B(i,k) * C(k,j)", s, 3, true);
   IndexVar *want[] = {index_of(c.as, "i"), index_of(c.as, "j"), index_of(c.as, "k")};
   ck_assert(lower_plan(c.as, want, 3, true, &c.plan, &c.d));
-  c.plan.vector_bits = 512;
-  c.plan.parallel = true;
-  c.plan.unroll_jam = 4;
+  c.opt.vector_bits = 512;
+  c.opt.parallel = true;
+  c.opt.unroll_jam = 4;
   char *t = lowered(&c, PHASE_EVALUATE);
   HAS(t, "for (int64_t i_blk = 0; i_blk < (A_dim0 - 0 + 3) / 4; i_blk++)");
   HAS(t, "if (i_0 + 4 <= A_dim0)");
@@ -225,8 +228,8 @@ START_TEST(sparse_rows_not_jammed) {
   Case c;
   const char *s[] = {"y/d/5", "A/ds/5,6", "x/d/6"};
   plan(&c, "y(i) = A(i,j) * x(j)", s, 3, true);
-  c.plan.parallel = true;
-  c.plan.unroll_jam = 4;
+  c.opt.parallel = true;
+  c.opt.unroll_jam = 4;
   char *t = lowered(&c, PHASE_EVALUATE);
   HAS(t, "/* parallel");
   ck_assert_ptr_null(strstr(t, "i_blk"));

@@ -125,6 +125,14 @@ expect print_llvm_opt '^define ' "$SPMV" "${P[@]}" -print-llvm-opt
 expect print_asm '^evaluate[A-Za-z0-9_]*:' "$SPMV" "${P[@]}" -print-asm
 expect print_two '^--- cin ---$' "$SPMV" "${P[@]}" -print-cin -print-c
 expect print_no_dims 'int32_t evaluate\(' "$SPMV" -f=A:ds -print-c
+# the loop IR after each pass: GEMM's nest gains block loops, then vector
+# loops (tiers of <8 x double>), then jammed rows
+G=('A(i,j) = B(i,k) * C(k,j)' -d=B:40,300 -d=C:300,300)
+expect after_lower '^int32_t evaluate\(' "${G[@]}" -print-after=lower
+expect after_tile '_blk[0-9]+ \+= 256' "${G[@]}" -print-after=tile
+expect after_vectorize 'vector\(32\)' "${G[@]}" -print-after=vectorize
+expect after_unroll_jam 'int32_t evaluate\(' "${G[@]}" -print-after=unroll-jam
+expect_fail after_unknown "no pass 'inline' (lower, tile, vectorize, unroll-jam)" "${G[@]}" -print-after=inline
 expect write_source '' "$SPMV" "${P[@]}" -write-source="$TMP/k.c"
 if grep -q 'int32_t evaluate(' "$TMP/k.c" 2>/dev/null; then pass write_source_file
 else fail write_source_file "k.c lacks 'int32_t evaluate('"; fi

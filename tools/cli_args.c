@@ -42,6 +42,7 @@ void cli_usage(FILE *out) {
       "printing:\n"
       "  -print-notation -print-cin -print-lattice -print-assembly -print-compute\n"
       "  -print-c -print-llvm -print-llvm-opt -print-asm\n"
+      "  -print-after=<pass>           loop IR after lower, tile, vectorize or unroll-jam\n"
       "  -write-source=<file>          write the C rendering of the kernel\n"
       "  -repl  --help  --version\n",
       out);
@@ -174,6 +175,8 @@ static bool plain_flag(CliArgs *a, const char *arg) {
     a->seed = (uint64_t)n;
   } else if (!strncmp(arg, "-s=", 3)) {
     a->schedule = v + 1;
+  } else if (!strncmp(arg, "-print-after=", 13) && arg[13]) {
+    a->print_after = v + 1;
   } else if (!strncmp(arg, "-write-source=", 14) && arg[14]) {
     a->write_source = v + 1;
   } else {

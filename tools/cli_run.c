@@ -31,7 +31,7 @@ typedef struct Cli {
 
 static bool print_only(const Cli *c) {
   const CliArgs *a = c->a;
-  if (a->check || a->time || !(a->stages || a->write_source)) return false;
+  if (a->check || a->time || !(a->stages || a->write_source || a->print_after)) return false;
   for (int i = 0; i < a->nt; i++)
     if (a->t[i].out || a->t[i].file || a->t[i].gen) return false;
   return true;
@@ -193,6 +193,8 @@ static bool print_stages(Cli *c) {
     if (tj_kernel_print(c->k, (tj_stage)st, stdout) != TJ_OK)
       return tool_fail("-print-%s: %s", names[st], tj_last_error());
   }
+  if (c->a->print_after && tj_kernel_print_after(c->k, c->a->print_after, stdout) != TJ_OK)
+    return tool_fail("-print-after=%s: %s", c->a->print_after, tj_last_error());
   if (c->a->write_source) {
     FILE *f = fopen(c->a->write_source, "w");
     if (!f) return tool_fail("-write-source=%s: cannot open for writing", c->a->write_source);
@@ -256,7 +258,7 @@ static bool run(Cli *c) {
       !build_tensors(c))
     return false;
   const char *needs = output_flag(a);
-  bool plain = !needs && !a->stages && !a->write_source;
+  bool plain = !needs && !a->stages && !a->write_source && !a->print_after;
   int missing = missing_input(c);
   if (needs && missing >= 0)
     return tool_fail("%s needs evaluation, but input %s has no data: give -i=%s:<file> "

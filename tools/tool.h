@@ -139,6 +139,7 @@ typedef struct CliArgs {
   int reps;
   unsigned stages;           /* bit (1u << tj_stage) per -print-* flag */
   const char *write_source;
+  const char *print_after;   /* -print-after=<pass> */
   bool check, repl, help, version;
 } CliArgs;
 

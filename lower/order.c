@@ -11,14 +11,16 @@
  * MTTKRP A(i,j) = B(i,k,l) * C(k,j) * D(l,j) keeps A's row in registers
  * across the whole slice B(i,:,:).
  *
- * The order is added as a reorder directive when the user gave none, so
- * the concrete notation shows it.
+ * The order is added as a reorder directive when the user gave none: a
+ * rewrite of the concrete notation beside the planner, so the notation
+ * shows it. It depends on code generation (only vectorized kernels want
+ * it), which is why the driver asks for it after a first plan.
  */
 #include <string.h>
 
-#include "driver.h"
+#include "lowerer.h"
 
-static bool has_sparse_level(const TensorVar *t) { return !rt_format_all_dense(&t->decl.format); }
+static bool has_sparse_level(const TensorVar *t) { return lw_format_has_sparse(&t->decl.format); }
 
 /* A product of accesses and literals, with `sparse` counting the accesses
  * of tensors that have a sparse level. */
@@ -63,9 +65,9 @@ static int output_first(const Assignment *as, const LowerPlan *plain, IndexVar *
   return n;
 }
 
-bool drv_order_contraction(const CacheEntry *e, const Assignment *as, const LowerPlan *plain,
-                           Schedule *s) {
-  if (e->no_vectorize || s->n >= 16 || as->lhs->u.access.n == 0) return false;
+bool lower_order_contraction(const Assignment *as, const LowerPlan *plain, bool vectorizing,
+                             Schedule *s) {
+  if (!vectorizing || s->n >= 16 || as->lhs->u.access.n == 0) return false;
   for (int k = 0; k < s->n; k++)
     if (s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_PRECOMPUTE) return false;
   bool reduction = false, all_dense = true;
