@@ -268,6 +268,67 @@ int cin_loop_order(const Cin *c, IndexVar **order, int max) {
   return n < max ? n : max;
 }
 
+Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d) {
+  const Cin *loops[NT_MAX_INDICES];
+  int m = 0;
+  const Cin *inner = c;
+  for (; inner->kind == CIN_FORALL && m < NT_MAX_INDICES; inner = inner->u.forall.body)
+    loops[m++] = inner;
+  if (m != n)
+    return diag_error(d, TJ_ERR_INTERNAL, "reorder: %d loops for a nest of %d", n, m), NULL;
+  Cin *out = (Cin *)inner;
+  for (int k = n - 1; k >= 0 && out; k--) {
+    const Cin *from = NULL;
+    for (int q = 0; q < m; q++)
+      if (loops[q]->u.forall.iv == order[k]) from = loops[q];
+    if (!from)
+      return diag_error(d, TJ_ERR_INTERNAL, "reorder: %s is not a loop of the nest",
+                        order[k]->name), NULL;
+    out = cin_forall(a, order[k], out);
+    if (out) {
+      out->u.forall.flags = from->u.forall.flags;
+      out->u.forall.vec_width = from->u.forall.vec_width;
+    }
+  }
+  if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  return out;
+}
+
+Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
+  const Cin *loops[NT_MAX_INDICES];
+  int n = 0;
+  const Cin *assign = c;
+  for (; assign->kind == CIN_FORALL && n < NT_MAX_INDICES; assign = assign->u.forall.body)
+    loops[n++] = assign;
+  bool inside = false;
+  for (int k = depth; k < n; k++) inside |= loops[k]->u.forall.iv == j;
+  if (assign->kind != CIN_ASSIGN || depth < 0 || depth >= n || !inside)
+    return diag_error(d, TJ_ERR_INTERNAL, "workspace over %s at loop %d: the notation has "
+                      "another shape", j->name, depth), NULL;
+  TensorVar *w = arena_alloc(a, sizeof *w);
+  if (!w) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
+  w->id = -1;
+  w->name = "w";
+  w->decl.order = 1;
+  Expr *wj = nt_access(a, w, 1, &j, 0);
+  Cin *producer = cin_assign(a, wj, assign->u.assign.rhs, true);
+  for (int k = n - 1; k >= depth && producer; k--) {
+    producer = cin_forall(a, loops[k]->u.forall.iv, producer);
+    if (producer) producer->u.forall.flags = loops[k]->u.forall.flags;
+  }
+  Cin *consumer = cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false));
+  Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
+  for (int k = depth - 1; k >= 0 && out; k--) {
+    out = cin_forall(a, loops[k]->u.forall.iv, out);
+    if (out) {
+      out->u.forall.flags = loops[k]->u.forall.flags;
+      out->u.forall.vec_width = loops[k]->u.forall.vec_width;
+    }
+  }
+  if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  return out;
+}
+
 /* name(a, b) for the two-statement nodes. */
 static void print_pair(FILE *out, const char *name, const Cin *a, const Cin *b) {
   fprintf(out, "%s(", name);

@@ -198,6 +198,16 @@ Cin *cin_sequence(Arena *a, Cin *first, Cin *second);
 Cin *cin_assign(Arena *a, Expr *lhs, Expr *rhs, bool accumulate);
 /* Loop order of the forall nest (outermost first), n of them. */
 int cin_loop_order(const Cin *c, IndexVar **order, int max);
+/* Rewrites: c with its outer forall chain (the loops above the first
+ * where or assignment) in the given order, each loop keeping its flags;
+ * NULL with d set when order is not a permutation of that chain. */
+Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d);
+/* c (a forall chain around one assignment lhs (+)= rhs) with the loops from
+ * depth on producing rhs into a dense workspace over j, which an output
+ * loop over j then drains:
+ *   forall(i, where(forall(j, A(i,j) = w(j)), forall(k, forall(j, w(j) += rhs))))
+ * NULL with d set when c has another shape or j is not among those loops. */
+Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d);
 void cin_print(FILE *out, const Cin *c);
 
 /* ---- reference interpreter ---- */

@@ -239,9 +239,9 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
     if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
   }
   if (!drv_apply_schedule(e, as, &sched, d)) return false;
-  e->cin = drv_cin_of_plan(&e->arena, as, &e->plan, cin);
+  e->cin = lower_plan_notation(&e->arena, &e->plan, cin, d);
   e->as = as;
-  return true;
+  return e->cin != NULL;
 }
 
 int drv_pass_count(const char *name) {
@@ -255,8 +255,9 @@ LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *
   static const char *names[] = {"assemble", "compute", "evaluate",
                                 "assemble_rows", "compute_rows", "evaluate_rows"};
   LowerPhase ph = (LowerPhase)(v % 3);
-  LirKernel *k = v >= 3 ? lower_kernel_rows(a, e->as, &e->plan, &e->opt, ph, names[v], d)
-                        : lower_kernel(a, e->as, &e->plan, &e->opt, ph, names[v], d);
+  LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
+  LirKernel *k = v >= 3 ? lower_kernel_rows(a, &in, ph, names[v], d)
+                        : lower_kernel(a, &in, ph, names[v], d);
   for (int p = 0; k && p < npasses && LOWER_PASSES[p].name; p++) LOWER_PASSES[p].run(a, k, &e->opt);
   if (k && a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   return k && lir_verify(k, d) ? k : NULL;

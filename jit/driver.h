@@ -84,8 +84,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
 /* LowerPlan.lattice_max from TJ_WIDE_UNION_THRESHOLD (a test and benchmark
  * switch between lattice and merged loops), 0 (the default) when unset. */
 int drv_lattice_max(void);
-/* The concrete notation to show for a plan: its loop order, its workspace. */
-Cin *drv_cin_of_plan(Arena *a, const Assignment *as, const LowerPlan *p, Cin *plain);
+
 
 /* Kernel variants of an entry: a LowerPhase, or DRV_ROWS(phase) for the
  * row-range kernel of that phase (parallel sparse outputs). */

@@ -50,7 +50,10 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
     fputc('\n', f);
     return TJ_OK;
   case TJ_STAGE_LATTICE:
-    lower_print_lattices(f, e->as, &e->plan, &e->opt);
+    {
+    LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
+    lower_print_lattices(f, &in);
+  }
     return TJ_OK;
   case TJ_STAGE_ASSEMBLY: return print_lir(k, PHASE_ASSEMBLE, false, f);
   case TJ_STAGE_COMPUTE: return print_lir(k, PHASE_COMPUTE, false, f);

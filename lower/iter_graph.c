@@ -329,3 +329,11 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]);
   return check_sum_order(as, p, d);
 }
+
+Cin *lower_plan_notation(Arena *a, const LowerPlan *p, const Cin *cin, Diag *d) {
+  int outer = 0;
+  for (const Cin *c = cin; c->kind == CIN_FORALL; c = c->u.forall.body) outer++;
+  Cin *out = cin_reorder(a, cin, p->order, outer, d);
+  if (out && p->ws_depth >= 0) out = cin_workspace(a, out, p->ws_var, p->ws_depth, d);
+  return out;
+}

@@ -131,7 +131,8 @@ LirStmt *lw_ensure_pos_cap(Lowerer *lw, int l, LirExpr *index) {
 
 static bool setup_accesses(Lowerer *lw) {
   const LowerPlan *p = lw->plan;
-  for (int k = 0; k < p->nloops; k++) lw->depth_of[p->order[k]->id] = k;
+  const LoopNest *nest = &lw->nest;
+  for (int k = 0; k < nest->nloops; k++) lw->depth_of[nest->order[k]->id] = k;
   /* Reductions go to a scalar temp at the first reduction loop, when every
    * output index is bound above it; otherwise (a dense output indexed below
    * a reduction loop) the body scatters into the output, through a temp for
@@ -139,15 +140,16 @@ static bool setup_accesses(Lowerer *lw) {
   /* The root scope owns the loops over the output's indices and the root
    * reductions; the loops of sum nodes follow (lower_plan checks that). */
   lw->root = lw->as->rhs;
-  lw->scope_end = p->nloops;
-  for (int k = 0; k < p->nloops; k++)
-    if (nt_is_reduction_var(lw->as, p->order[k]) && !nt_is_root_reduction(lw->as, p->order[k])) {
+  lw->scope_end = nest->nloops;
+  for (int k = 0; k < nest->nloops; k++)
+    if (nt_is_reduction_var(lw->as, nest->order[k]) &&
+        !nt_is_root_reduction(lw->as, nest->order[k])) {
       lw->scope_end = k;
       break;
     }
-  lw->first_red = p->nloops;
-  for (int k = p->nloops - 1; k >= 0; k--)
-    if (nt_is_root_reduction(lw->as, p->order[k])) lw->first_red = k;
+  lw->first_red = nest->nloops;
+  for (int k = nest->nloops - 1; k >= 0; k--)
+    if (nt_is_root_reduction(lw->as, nest->order[k])) lw->first_red = k;
   const Expr *lhs = lw->as->lhs;
   int last_out = -1;
   for (int m = 0; m < lhs->u.access.n; m++) {
@@ -179,8 +181,8 @@ static bool setup_accesses(Lowerer *lw) {
   lw->out_last = lw->acc[0].f->order - 1;
   /* The outermost loop may run in parallel when it walks an output index
    * of a dense output: iterations then write disjoint output elements. */
-  lw->par_ok = lw->opt->parallel && !p->out_sparse && p->nloops > 0 &&
-               !nt_is_reduction_var(lw->as, p->order[0]);
+  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 &&
+               !nt_is_reduction_var(lw->as, nest->order[0]);
   return true;
 }
 
@@ -380,7 +382,7 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
 /* Workspace arrays over the scattered index (values, marks, touched list). */
 static LirStmt *allocate_workspace(Lowerer *lw) {
   Arena *a = lw->a;
-  IndexVar *j = lw->plan->ws_var;
+  IndexVar *j = lw->nest.ws_var;
   const Expr *lhs = lw->as->lhs;
   int mode = 0;
   while (lhs->u.access.idx[mode] != j) mode++;
@@ -464,8 +466,8 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
   const LowerPlan *p = lw->plan;
   const tj_format *of = lw->acc[0].f;
   if (p->out_sparse || lw->as->accumulate || lw->ranged || lw->phase == PHASE_ASSEMBLE ||
-      p->nloops == 0 || of->order == 0 || p->ws_depth >= 0 ||
-      lw->as->lhs->u.access.idx[of->mode_order[0]] != p->order[0] ||
+      lw->nest.nloops == 0 || of->order == 0 || lw->nest.ws_depth >= 0 ||
+      lw->as->lhs->u.access.idx[of->mode_order[0]] != lw->nest.order[0] ||
       lw->first_red == 0 || !lw_single_loop_at(lw, alive, 0))
     return false;
   for (int x = 1; x < lw->nacc; x++) {
@@ -477,24 +479,28 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
   return false;
 }
 
-/* What one lowering reads. */
-typedef struct Request {
-  const Assignment *as;
-  const LowerPlan *plan;
-  const LowerOptions *opt;
-} Request;
+/* The loop nest of in's notation, which must be the order in's plan was
+ * made for (its conversions follow that order). */
+static bool read_nest(Lowerer *lw, const LowerInput *in, Diag *d) {
+  if (!lower_nest(in->cin, &lw->nest, d)) return false;
+  const LowerPlan *p = in->plan;
+  bool same = lw->nest.nloops == p->nloops;
+  for (int k = 0; same && k < p->nloops; k++) same = lw->nest.order[k] == p->order[k];
+  return same || TJ_BUG(d, "the plan was made for another loop order than the notation's");
+}
 
-static LirKernel *lower_any(Arena *a, Request r, LowerPhase phase, bool ranged,
+static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bool ranged,
                             const char *name, Diag *d) {
-  const Assignment *as = r.as;
-  const LowerPlan *plan = r.plan;
+  const Assignment *as = in->as;
+  const LowerPlan *plan = in->plan;
   Lowerer *lw = arena_alloc(a, sizeof *lw);
   if (!lw) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   lw->a = a;
   lw->d = d;
   lw->as = as;
   lw->plan = plan;
-  lw->opt = r.opt;
+  lw->opt = in->opt;
+  if (!read_nest(lw, in, d)) return NULL;
   lw->phase = phase;
   lw->emit_index = phase != PHASE_COMPUTE;
   lw->emit_values = phase != PHASE_ASSEMBLE;
@@ -523,7 +529,7 @@ static LirKernel *lower_any(Arena *a, Request r, LowerPhase phase, bool ranged,
   } else {
     lir_append(&body, prepare_dense_output(lw));
   }
-  if (plan->ws_depth >= 0) lir_append(&body, allocate_workspace(lw));
+  if (lw->nest.ws_depth >= 0) lir_append(&body, allocate_workspace(lw));
   lir_append(&body, bind_scalars(lw));
   bool dense_assemble = !plan->out_sparse && phase == PHASE_ASSEMBLE;
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
@@ -534,16 +540,14 @@ static LirKernel *lower_any(Arena *a, Request r, LowerPhase phase, bool ranged,
   return lw->k;
 }
 
-LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
-                        const LowerOptions *opt, LowerPhase phase, const char *name,
+LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const char *name,
                         Diag *d) {
-  return lower_any(a, (Request){as, plan, opt}, phase, false, name, d);
+  return lower_any(a, in, phase, false, name, d);
 }
 
-LirKernel *lower_kernel_rows(Arena *a, const Assignment *as, const LowerPlan *plan,
-                             const LowerOptions *opt, LowerPhase phase, const char *name,
-                             Diag *d) {
-  return lower_any(a, (Request){as, plan, opt}, phase, true, name, d);
+LirKernel *lower_kernel_rows(Arena *a, const LowerInput *in, LowerPhase phase,
+                             const char *name, Diag *d) {
+  return lower_any(a, in, phase, true, name, d);
 }
 
 static int run_tile(Arena *a, LirKernel *k, const LowerOptions *o) {
@@ -566,8 +570,9 @@ static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
 const LowerPass LOWER_PASSES[] = {
     {"tile", run_tile}, {"vectorize", run_vectorize}, {"unroll-jam", run_unroll_jam}, {NULL, NULL}};
 
-void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan,
-                          const LowerOptions *opt) {
+void lower_print_lattices(FILE *out, const LowerInput *in) {
+  const Assignment *as = in->as;
+  const LowerPlan *plan = in->plan;
   Arena a;
   arena_init(&a);
   Lowerer *lw = arena_alloc(&a, sizeof *lw);
@@ -575,11 +580,11 @@ void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan
   lw->a = &a;
   lw->as = as;
   lw->plan = plan;
-  lw->opt = opt;
+  lw->opt = in->opt;
   Diag d;
   diag_init(&d);
   lw->d = &d;
-  if (!setup_accesses(lw)) {
+  if (!read_nest(lw, in, &d) || !setup_accesses(lw)) {
     fprintf(out, "(no lattices: %s)\n", d.msg);
     arena_free(&a);
     return;
@@ -587,11 +592,12 @@ void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan
   AMask alive = (lw->nacc >= 64 ? ~(AMask)0 : ((AMask)1 << lw->nacc) - 1) & ~(AMask)1;
   const Expr *sums[NT_MAX_INDICES];
   int ns = nt_sums(as->rhs, sums, NT_MAX_INDICES);
-  for (int k = 0; k < plan->nloops; k++) {
+  for (int k = 0; k < lw->nest.nloops; k++) {
+    IndexVar *v = lw->nest.order[k];
     lw->root = as->rhs;
     for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
-      if (sums[i]->u.sum.iv == plan->order[k]) lw->root = sums[i]->u.sum.a;
-    fprintf(out, "%s:", plan->order[k]->name);
+      if (sums[i]->u.sum.iv == v) lw->root = sums[i]->u.sum.a;
+    fprintf(out, "%s:", v->name);
     if (lw_wide_at(lw, alive, k)) {
       LatPoint every = {lw_sparse_at(lw, alive, k), false};
       fprintf(out, " merged over ");

@@ -55,12 +55,39 @@ typedef struct LowerOptions {
                                           0: LOWER_LATTICE_MAX */
 } LowerOptions;
 
+/* The loop nest a concrete notation asks for (lower/nest.c): loops in
+ * nesting order (outer foralls, then the producers of where()s), and the
+ * workspace where's depth and index (-1 / NULL without one). */
+typedef struct LoopNest {
+  int nloops;
+  IndexVar *order[NT_MAX_INDICES];
+  int ws_depth;
+  IndexVar *ws_var;
+} LoopNest;
+bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
+
+/* What one lowering reads: the checked assignment (its expressions and sum
+ * nodes), the concrete notation (the loops, their order, the where()s),
+ * the plan made for that order (formats, conversions) and the options. */
+typedef struct LowerInput {
+  const Assignment *as;
+  const Cin *cin;
+  const LowerPlan *plan;
+  const LowerOptions *opt;
+} LowerInput;
+
 /* Plans the loops of as, staying as close to the requested order `want`
  * (nwant variables, outermost first) as the formats allow; with strict
  * (an explicit reorder) the order is kept and operands that disagree are
  * converted. Refuses what cannot be lowered with a message. */
 bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                 bool strict, LowerPlan *plan, Diag *d);
+
+/* The notation rewritten to the plan (what is lowered): cin's loops in
+ * the planner's order (the formats may have moved them), then the
+ * workspace where() the plan chose (Gustavson's SpGEMM, or precompute);
+ * NULL with d set. */
+Cin *lower_plan_notation(Arena *a, const LowerPlan *p, const Cin *cin, Diag *d);
 
 /* The default order of a contraction that will be vectorized, given the
  * plan of the user's schedule: adds reorder(output indices, reductions) to
@@ -72,8 +99,7 @@ bool lower_order_contraction(const Assignment *as, const LowerPlan *plain, bool 
 
 /* Emits the kernel for one phase of the plan into arena memory: the loop
  * nest only; the loop-IR passes (LOWER_PASSES) run after it. */
-LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
-                        const LowerOptions *opt, LowerPhase phase, const char *name,
+LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const char *name,
                         Diag *d);
 
 /* The row-range variant of a rangeable (or reduce_rows) plan's kernel: an
@@ -84,9 +110,8 @@ LirKernel *lower_kernel(Arena *a, const Assignment *as, const LowerPlan *plan,
  * assembled global output, whose vals the caller has already reserved. For
  * reduce_rows plans the kernel writes a zeroed partial output (never
  * accumulating), which the driver sums in chunk order. */
-LirKernel *lower_kernel_rows(Arena *a, const Assignment *as, const LowerPlan *plan,
-                             const LowerOptions *opt, LowerPhase phase, const char *name,
-                             Diag *d);
+LirKernel *lower_kernel_rows(Arena *a, const LowerInput *in, LowerPhase phase,
+                             const char *name, Diag *d);
 
 /* The loop-IR passes, in the order they run on a lowered kernel (QBE's
  * pass list): each takes the options it needs, keeps the kernel's meaning
@@ -119,7 +144,6 @@ int lower_tile(Arena *a, LirKernel *k);
 int lower_unroll_jam(Arena *a, LirKernel *k, int factor);
 
 /* Prints the merge lattice of every loop of the plan (-print-lattice). */
-void lower_print_lattices(FILE *out, const Assignment *as, const LowerPlan *plan,
-                          const LowerOptions *opt);
+void lower_print_lattices(FILE *out, const LowerInput *in);
 
 #endif

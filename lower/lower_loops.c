@@ -185,7 +185,7 @@ static LirExpr *out_index(Lowerer *lw) {
 static LirStmt *innermost(Lowerer *lw, AMask alive) {
   Arena *a = A(lw);
   if (lw->target == T_WS) {
-    LirExpr *j = lw_ref(lw, lw->coord[lw->plan->ws_var->id]);
+    LirExpr *j = lw_ref(lw, lw->coord[lw->nest.ws_var->id]);
     LirStmt *s = NULL;
     if (lw->emit_values)
       s = lir_store_update(a, lw_ref(lw, lw->ws_vals), j, LOP_ADD,
@@ -239,7 +239,7 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   sort->u.call.a = lw_ref(lw, lw->ws_n);
   lir_append(&s, sort);
   LirVar *q = lw_var(lw, "q", LT_I64);
-  LirVar *j = lw_var(lw, lw->plan->ws_var->name, LT_I64);
+  LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
   LirVar *p = lw->out_p[l];
   LirStmt *body = lir_decl(a, j, lir_load(a, lw_ref(lw, lw->ws_list), lw_ref(lw, q)));
   lir_append(&body, lw_ensure_out_cap(lw, l, lw_ref(lw, p)));
@@ -768,12 +768,12 @@ static LirStmt *wide_loop(Lowerer *lw, LoopCtx *cx) {
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   if (depth == lw->scope_end) return scope_body(lw, alive);
   if (lw->target == T_OUT && !in_temp) {
-    if (depth == lw->plan->ws_depth) return scatter_through_workspace(lw, depth, alive);
-    if (depth == lw->first_red && lw->plan->ws_depth < 0)
+    if (depth == lw->nest.ws_depth) return scatter_through_workspace(lw, depth, alive);
+    if (depth == lw->first_red && lw->nest.ws_depth < 0)
       return reduce_into_temp(lw, depth, alive);
   }
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
-                .v = lw->plan->order[depth]};
+                .v = lw->nest.order[depth]};
   if (lw_wide_at(lw, alive, depth)) return wide_loop(lw, &cx);
   Lattice L;
   lw_lattice(lw, alive, depth, &L);

@@ -48,6 +48,7 @@ typedef struct Lowerer {
   const Assignment *as;
   const LowerPlan *plan;
   const LowerOptions *opt;
+  LoopNest nest;                           /* from the concrete notation */
   LowerPhase phase;
   bool emit_index, emit_values;
   LirKernel *k;

@@ -16,6 +16,7 @@ typedef struct Case {
   Assignment *as;
   LowerPlan plan;
   LowerOptions opt;
+  Cin *cin;                  /* the notation rewritten to the plan */
 } Case;
 
 /* "name:levels[:modeorder]:d1,d2" declarations. */
@@ -51,13 +52,15 @@ static bool plan(Case *c, const char *expr, const char *const *specs, int n,
   IndexVar *want[NT_MAX_INDICES];
   int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
   bool ok = lower_plan(c->as, want, nw, false, &c->plan, &c->d);
-  if (want_ok) ck_assert_msg(ok, "%s", c->d.msg);
+  if (ok) c->cin = lower_plan_notation(&c->a, &c->plan, cin, &c->d);
+  if (want_ok) ck_assert_msg(ok && c->cin, "%s", c->d.msg);
   return ok;
 }
 
 /* The printed evaluate kernel (malloc'd). */
 static char *lowered(Case *c, LowerPhase ph) {
-  LirKernel *k = lower_kernel(&c->a, c->as, &c->plan, &c->opt, ph, "evaluate", &c->d);
+  LowerInput in = {c->as, c->cin, &c->plan, &c->opt};
+  LirKernel *k = lower_kernel(&c->a, &in, ph, "evaluate", &c->d);
   ck_assert_msg(k != NULL, "%s", c->d.msg);
   for (const LowerPass *p = LOWER_PASSES; p->name; p++) p->run(&c->a, k, &c->opt);
   ck_assert_msg(lir_verify(k, &c->d), "%s", c->d.msg);
@@ -98,7 +101,8 @@ START_TEST(sparse_add_three_whiles) {
   HAS(t, "A1_crd[pOut1] = (int32_t)j;");
   free(t);
   FILE *f = tmpfile();
-  lower_print_lattices(f, c.as, &c.plan, &c.opt);
+  LowerInput in = {c.as, c.cin, &c.plan, &c.opt};
+  lower_print_lattices(f, &in);
   rewind(f);
   char line[256], all[1024] = "";
   while (fgets(line, sizeof line, f)) strcat(all, line);
@@ -198,12 +202,42 @@ static IndexVar *index_of(const Assignment *as, const char *name) {
 /* Dense GEMM in the order i, j, k: j becomes an outer vector loop of 4
  * registers (then 1, then scalar) around the k loop, and the parallel i
  * loop runs 4 rows at a time with one C load shared by 4 accumulators. */
+/* The lowering's loops come from the concrete notation: the outer foralls,
+ * a where's producer loops (sums nested in their scope, a workspace's
+ * depth and index), and a shape it cannot emit is refused. */
+START_TEST(nest_from_notation) {
+  Case c;
+  const char *s[] = {"A/ds/5,6", "B/ds/5,4", "C/ds/4,6"};
+  plan(&c, "A(i,j) = B(i,k) * C(k,j)", s, 3, true);
+  LoopNest n;
+  ck_assert_msg(lower_nest(c.cin, &n, &c.d), "%s", c.d.msg);
+  ck_assert_int_eq(n.nloops, 3);
+  ck_assert_int_eq(n.ws_depth, 1);
+  ck_assert_str_eq(n.ws_var->name, "j");
+  ck_assert_str_eq(n.order[1]->name, "k");
+  arena_free(&c.a);
+  const char *r[] = {"y/-/5", "b/-/5", "A/ds/5,6", "x/-/6"};
+  plan(&c, "y(i) = b(i) - A(i,j) * x(j)", r, 4, true);
+  ck_assert(lower_nest(c.cin, &n, &c.d));
+  ck_assert_int_eq(n.nloops, 2);
+  ck_assert_int_eq(n.ws_depth, -1);
+  ck_assert_str_eq(n.order[1]->name, "j");
+  Cin *seq = cin_sequence(&c.a, c.cin, c.cin);
+  ck_assert(!lower_nest(seq, &n, &c.d));
+  ck_assert_msg(strstr(c.d.msg, "sequence(...) in the concrete notation is not lowered yet"),
+                "%s", c.d.msg);
+  arena_free(&c.a);
+}
+END_TEST
+
 START_TEST(dense_gemm_register_blocked) {
   Case c;
   const char *s[] = {"A/dd/64,64", "B/dd/64,64", "C/dd/64,64"};
   plan(&c, "A(i,j) = B(i,k) * C(k,j)", s, 3, true);
   IndexVar *want[] = {index_of(c.as, "i"), index_of(c.as, "j"), index_of(c.as, "k")};
   ck_assert(lower_plan(c.as, want, 3, true, &c.plan, &c.d));
+  c.cin = lower_plan_notation(&c.a, &c.plan, c.cin, &c.d); /* the order is a rewrite */
+  ck_assert_ptr_nonnull(c.cin);
   c.opt.vector_bits = 512;
   c.opt.parallel = true;
   c.opt.unroll_jam = 4;
@@ -292,6 +326,7 @@ Suite *lower_suite(void) {
   tcase_add_test(t, spmm_dense_inner_loop_vectorized);
   tcase_add_test(t, parallel_outer_loop_marked);
   tcase_add_test(t, assemble_and_compute_split);
+  tcase_add_test(t, nest_from_notation);
   tcase_add_test(t, dense_gemm_register_blocked);
   tcase_add_test(t, sparse_rows_not_jammed);
   suite_add_tcase(s, t);

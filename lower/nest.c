@@ -1,0 +1,47 @@
+/* The loop nest the lowering walks, read from the concrete index notation
+ * (not from the planner): the loops in nesting order — the outer forall
+ * chain, then each where's producer loops, a sum's nested inside its
+ * scope — and the one workspace where, if any:
+ *
+ *   forall(i, where(y(i) = b(i) - t_j, forall(j, t_j += A(i,j) * x(j))))
+ *     -> loops i, j; no workspace
+ *   forall(i, where(forall(j, A(i,j) = w(j)), forall(k, forall(j, w(j) += ...))))
+ *     -> loops i, k, j; workspace over j at depth 1
+ *
+ * Shapes the lowering cannot emit yet (a sequence, two workspaces) are
+ * refused with a message.
+ */
+#include "lowerer.h"
+
+static bool walk(const Cin *c, LoopNest *n, Diag *d) {
+  switch (c->kind) {
+  case CIN_FORALL:
+    if (n->nloops == NT_MAX_INDICES) return diag_error(d, TJ_ERR_UNSUPPORTED, "too many loops");
+    n->order[n->nloops++] = c->u.forall.iv;
+    return walk(c->u.forall.body, n, d);
+  case CIN_WHERE:
+    if (c->u.where.ws && c->u.where.ws->decl.order > 0) {
+      const Cin *drain = c->u.where.consumer;
+      if (n->ws_depth >= 0 || drain->kind != CIN_FORALL)
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "lowering takes one workspace, drained by a loop over its index");
+      n->ws_depth = n->nloops;
+      n->ws_var = drain->u.forall.iv;
+      return walk(c->u.where.producer, n, d);
+    }
+    /* a sum's temp: the consumer's loops (nested sums), then the producer's */
+    return walk(c->u.where.consumer, n, d) && walk(c->u.where.producer, n, d);
+  case CIN_SEQUENCE:
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "sequence(...) in the concrete notation is "
+                      "not lowered yet");
+  case CIN_ASSIGN: return true;
+  }
+  return TJ_BUG(d, "unknown concrete notation node");
+}
+
+bool lower_nest(const Cin *c, LoopNest *n, Diag *d) {
+  n->nloops = 0;
+  n->ws_depth = -1;
+  n->ws_var = NULL;
+  return walk(c, n, d);
+}
