@@ -113,6 +113,7 @@ typedef struct Row {
   const char *impl;
   int ok, timed, reps;
   double med, min, compile_ms, err;
+  tj_compile_times stages;     /* tensorjit rows: the compile's breakdown */
   char note[256];
 } Row;
 

@@ -159,6 +159,14 @@ void json_str(FILE *f, const char *s) {
   fputc('"', f);
 }
 
+/* The compile's stages as "compile_stages_ms": {...} (after a comma). */
+static void json_stages(FILE *f, const tj_compile_times *t) {
+  fprintf(f, ", \"compile_stages_ms\": {\"parse\": %.4g, \"setup\": %.4g, \"lower\": %.4g, "
+          "\"llvm_ir\": %.4g, \"optimize\": %.4g, \"codegen\": %.4g, \"cache_hit\": %d}",
+          t->parse_ms, t->setup_ms, t->lower_ms, t->llvm_ir_ms, t->optimize_ms, t->codegen_ms,
+          t->cache_hit);
+}
+
 static void emit_rows(Case *c, int nth, Row *rows, int n) {
   double best_peer = INFINITY, tj = rows[0].timed ? rows[0].med : NAN;
   for (int i = 1; i < n; i++)
@@ -199,6 +207,7 @@ static void emit_rows(Case *c, int nth, Row *rows, int n) {
               c->bytes / (r->med * 1e-3) / 1e9, r->err, isfinite(tj) ? tj : -1,
               isfinite(best_peer) ? best_peer : -1);
     if (r->compile_ms > 0) fprintf(g_json, ", \"compile_ms\": %.6g", r->compile_ms);
+    if (r->stages.total_ms > 0) json_stages(g_json, &r->stages);
     fprintf(g_json, ", \"note\": ");
     json_str(g_json, r->note);
     fprintf(g_json, "}");
@@ -230,6 +239,7 @@ tj_kernel *tj_build(tj_context *cx, Case *c, const tj_options *opts, Row *r) {
       r->compile_ms = (now_s() - t0) * 1e3;
       tj_compile_times tm = tj_kernel_times(k);
       if (tm.total_ms > 0 && !tm.cache_hit) r->compile_ms = tm.total_ms;
+      r->stages = tm;
       if (i > 0 && tries[0])
         snprintf(r->note, sizeof r->note, "schedule '%s' refused (%.120s); used %s", tries[0],
                  first_err, tries[i] ? tries[i] : "none");
@@ -656,7 +666,11 @@ static void run_tccg(tj_context *cx, const char *path, const char *want, double 
 
 /* ---- compile latency ----------------------------------------------------- */
 
-typedef struct Lat { double first, warm_spmv, warm_mttkrp, hit, cc_spmv, cc_mttkrp; int hit_flag; } Lat;
+typedef struct Lat {
+  double first, warm_spmv, warm_mttkrp, hit, cc_spmv, cc_mttkrp;
+  int hit_flag;
+  tj_compile_times first_st, spmv_st, mttkrp_st;   /* stages: first, last warm */
+} Lat;
 
 static double compile_once(tj_context *cx, const char *expr, tj_tensor **ops, int n, tj_kernel **k,
                            int *hit) {
@@ -693,13 +707,16 @@ static Lat compile_latency(void) {
   tj_kernel *k;
   tj_context_new(&cx);
   L.first = compile_once(cx, e1, sp, 3, &k, NULL);
+  if (L.first >= 0) L.first_st = tj_kernel_times(k);
   double w1[5], w2[5];
   tj_kernel *ks = NULL, *km = NULL;  /* kernels of cx (cache hit, MTTKRP) */
   for (int i = 0; i < 5; i++) {
     tj_context *c2;
     tj_context_new(&c2);
     w1[i] = compile_once(c2, e1, sp, 3, &k, NULL);
+    if (w1[i] >= 0) L.spmv_st = tj_kernel_times(k);
     w2[i] = compile_once(c2, e2, mt, 4, &k, NULL);
+    if (w2[i] >= 0) L.mttkrp_st = tj_kernel_times(k);
     tj_context_free(c2);
   }
   L.warm_spmv = median5(w1, 5);
@@ -873,11 +890,24 @@ int main(int argc, char **argv) {
          "cc -O3 -shared of the same C: SpMV %.1f, MTTKRP %.1f (ratio %.1fx / %.1fx)\n",
          L.first, L.warm_spmv, L.warm_mttkrp, L.hit, L.hit_flag, L.cc_spmv, L.cc_mttkrp,
          L.cc_spmv / L.warm_spmv, L.cc_mttkrp / L.warm_mttkrp);
+  printf("  stages of the last warm compile (ms): SpMV setup %.2f, lower %.2f, llvm-ir %.2f, "
+         "optimize %.2f, codegen %.2f; MTTKRP setup %.2f, lower %.2f, llvm-ir %.2f, optimize "
+         "%.2f, codegen %.2f\n", L.spmv_st.setup_ms, L.spmv_st.lower_ms, L.spmv_st.llvm_ir_ms,
+         L.spmv_st.optimize_ms, L.spmv_st.codegen_ms, L.mttkrp_st.setup_ms, L.mttkrp_st.lower_ms,
+         L.mttkrp_st.llvm_ir_ms, L.mttkrp_st.optimize_ms, L.mttkrp_st.codegen_ms);
   fprintf(g_json,
           "\n  ],\n  \"compile\": {\"first_ms\": %.4g, \"warm_spmv_csr_ms\": %.4g, "
           "\"warm_mttkrp_csf_ms\": %.4g, \"cache_hit_ms\": %.4g, \"cache_hit_flag\": %d, "
-          "\"cc_spmv_ms\": %.4g, \"cc_mttkrp_ms\": %.4g},\n",
+          "\"cc_spmv_ms\": %.4g, \"cc_mttkrp_ms\": %.4g",
           L.first, L.warm_spmv, L.warm_mttkrp, L.hit, L.hit_flag, L.cc_spmv, L.cc_mttkrp);
+  const char *names[3] = {"first", "warm_spmv_csr", "warm_mttkrp_csf"};
+  const tj_compile_times *st[3] = {&L.first_st, &L.spmv_st, &L.mttkrp_st};
+  for (int i = 0; i < 3; i++) {
+    fprintf(g_json, ", \"%s\": {\"total_ms\": %.4g", names[i], st[i]->total_ms);
+    json_stages(g_json, st[i]);
+    fprintf(g_json, "}");
+  }
+  fprintf(g_json, "},\n");
   fprintf(g_json, "  \"summary\": {\"disagreements\": %d, \"tensorjit_errors\": %d, \"wall_s\": %.1f}\n}\n",
           g_fails, g_tj_errors, now_s() - t_start);
   fclose(g_json);

@@ -159,8 +159,16 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file);
  * "unroll-jam" (the loop-IR passes, in that order). */
 tj_status tj_kernel_print_after(const tj_kernel *k, const char *pass, void *file);
 
+/* Where tj_compile spent its time, by stage (a cache hit: parse and setup). */
 typedef struct tj_compile_times {
-  double parse_ms, lower_ms, llvm_ir_ms, optimize_ms, codegen_ms, total_ms;
+  double parse_ms;          /* parse, check, cache key, bind operands */
+  double setup_ms;          /* cache lookup; the first compile for a target in a
+                               context also starts the LLJIT engine here */
+  double lower_ms;          /* plan, loop IR and its passes, verification */
+  double llvm_ir_ms;        /* loop IR -> LLVM IR, LLVM's verifier */
+  double optimize_ms;       /* LLVM's middle end */
+  double codegen_ms;        /* machine code, linked by LLJIT */
+  double total_ms;          /* all of tj_compile */
   int cache_hit;            /* 1 memory, 2 disk */
 } tj_compile_times;
 tj_compile_times tj_kernel_times(const tj_kernel *k);

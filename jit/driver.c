@@ -348,7 +348,8 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     key = NULL;
   }
   if (!key) goto fail;
-  k->times.parse_ms = jit_now_ms() - t0;
+  double t1 = jit_now_ms();
+  k->times.parse_ms = t1 - t0;
   uint64_t h = hash_str(key);
   pthread_mutex_lock(&cx->lock);
   CacheEntry *e = cache_find(cx, key, h);
@@ -370,14 +371,15 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   k->cx = cx;
   k->opts = o;
   k->nbound = k->as->ntensors;
-  double t1 = jit_now_ms();
+  double t2 = jit_now_ms();
+  k->times.setup_ms = t2 - t1;
   pthread_mutex_lock(&e->lock);
   bool planned = e->as || plan_entry(e, expr, operands, n, schedule, &d);
   pthread_mutex_unlock(&e->lock);
-  if (!planned) goto fail;
-  k->times.lower_ms = jit_now_ms() - t1;
   /* A failed plan or compile leaves the entry uncompiled (and retried by
    * the next compile with this key); entries live as long as the context. */
+  if (!planned || !drv_ensure_lowered(e, PHASE_EVALUATE, &d)) goto fail;
+  k->times.lower_ms = jit_now_ms() - t2;
   if (!drv_ensure_compiled(e, PHASE_EVALUATE, &d)) goto fail;
   if (!k->times.cache_hit && e->from_disk[PHASE_EVALUATE]) k->times.cache_hit = 2;
   if (!k->times.cache_hit) {

@@ -4,8 +4,10 @@
  *   emit_kernel -> LLVMVerifyModule -> LLVMRunPasses(default<On>)
  *   -> [assembly text from a clone] -> object file (our target machine)
  *   -> LLVMOrcLLJITAddObjectFileWithRT -> lookup (JITLink links it)
- * Every compile owns its LLVMContext and target machine, so compiles run in
- * parallel; LLJIT's session is itself thread-safe. Runtime helpers are
+ * Every compile owns its LLVMContext and, while it runs, a target machine
+ * (kept by the engine for the next compile), so compiles run in parallel;
+ * LLJIT's session is itself thread-safe, and is created on its own thread
+ * while the engine's first kernel compiles. Runtime helpers are
  * absolute symbols in the main JITDylib, everything else (memset, libm)
  * comes from the process through a search generator.
  */
@@ -27,13 +29,24 @@
 
 #include "emit_llvm.h"
 
+/* Target machines not in use, kept for the next compile: creating one and
+ * its subtarget (which parses the feature string) costs 0.6 ms a compile. */
+typedef struct SpareTm {
+  struct SpareTm *next;
+  LLVMTargetMachineRef tm;
+} SpareTm;
+
 struct JitEngine {
-  LLVMOrcLLJITRef jit;
+  LLVMOrcLLJITRef jit;         /* read only after engine_ready */
   LLVMOrcJITDylibRef main;
   LLVMTargetRef target;
   char *triple, *cpu, *features, *layout;
-  pthread_mutex_t mu;          /* guards counter */
+  pthread_mutex_t mu;          /* guards counter, spare, starting */
   unsigned long counter;       /* makes symbol names unique */
+  SpareTm *spare;
+  pthread_t starter;           /* creates the LLJIT while the first kernel compiles */
+  bool starting, start_ok;
+  Diag start_diag;
 };
 
 /* One compile in flight. */
@@ -77,6 +90,32 @@ static LLVMTargetMachineRef make_tm(const JitEngine *e) {
   return LLVMCreateTargetMachine(e->target, e->triple, e->cpu, e->features,
                                  LLVMCodeGenLevelAggressive, LLVMRelocPIC,
                                  LLVMCodeModelJITDefault);
+}
+
+/* A target machine for one compile: a spare one, else a new one. */
+static LLVMTargetMachineRef take_tm(JitEngine *e) {
+  pthread_mutex_lock(&e->mu);
+  SpareTm *s = e->spare;
+  if (s) e->spare = s->next;
+  pthread_mutex_unlock(&e->mu);
+  if (!s) return make_tm(e);
+  LLVMTargetMachineRef tm = s->tm;
+  free(s);
+  return tm;
+}
+
+/* Keeps tm (owned by the engine from now on) for a later compile. */
+static void give_back_tm(JitEngine *e, LLVMTargetMachineRef tm) {
+  SpareTm *s = malloc(sizeof *s);
+  if (!s) {
+    LLVMDisposeTargetMachine(tm);
+    return;
+  }
+  s->tm = tm;
+  pthread_mutex_lock(&e->mu);
+  s->next = e->spare;
+  e->spare = s;
+  pthread_mutex_unlock(&e->mu);
 }
 
 /* ---- engine ---- */
@@ -126,9 +165,49 @@ static bool create_lljit(JitEngine *e, Diag *d) {
     return llvm_error(d, err, "creating LLJIT");
   }
   e->main = LLVMOrcLLJITGetMainJITDylib(e->jit);
-  e->layout = strdup(LLVMOrcLLJITGetDataLayoutStr(e->jit));
-  return e->layout ? define_helpers(e, d)
-                   : diag_error(d, TJ_ERR_NOMEM, "out of memory creating JIT");
+  return define_helpers(e, d);
+}
+
+/* The starter thread; what it writes is read after pthread_join. */
+static void *start_lljit(void *arg) {
+  JitEngine *e = arg;
+  e->start_ok = create_lljit(e, &e->start_diag);
+  return NULL;
+}
+
+/* Waits for the LLJIT (started by jit_engine_new); false with its error. */
+static bool engine_ready(JitEngine *e, Diag *d) {
+  pthread_mutex_lock(&e->mu);
+  if (e->starting) {
+    pthread_join(e->starter, NULL);
+    e->starting = false;
+  }
+  bool ok = e->start_ok;
+  pthread_mutex_unlock(&e->mu);
+  return ok || diag_error(d, e->start_diag.status, "%s", e->start_diag.msg);
+}
+
+/* The data layout of the target machine, which LLJIT also adopts. */
+static bool pick_layout(JitEngine *e, Diag *d) {
+  LLVMTargetMachineRef tm = make_tm(e);
+  if (!tm)
+    return diag_error(d, TJ_ERR_JIT, "no target machine for %s cpu=%s", e->triple, e->cpu);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  e->layout = take_message(LLVMCopyStringRepOfTargetData(td));
+  LLVMDisposeTargetData(td);
+  give_back_tm(e, tm);
+  return e->layout || diag_error(d, TJ_ERR_NOMEM, "out of memory creating JIT");
+}
+
+/* Starts creating the LLJIT on its own thread (LLJIT's session, its
+ * symbol tables and the helper definitions take 1-1.5 ms, overlapped with
+ * the first kernel's lowering and code generation), or here when no
+ * thread can be started. */
+static bool start_engine(JitEngine *e, Diag *d) {
+  diag_init(&e->start_diag);
+  e->starting = pthread_create(&e->starter, NULL, start_lljit, e) == 0;
+  if (!e->starting) e->start_ok = create_lljit(e, &e->start_diag);
+  return e->starting || engine_ready(e, d);
 }
 
 static bool pick_target(JitEngine *e, const char *cpu, const char *features,
@@ -161,7 +240,7 @@ JitEngine *jit_engine_new(const char *cpu, const char *features, Diag *d) {
     return NULL;
   }
   pthread_mutex_init(&e->mu, NULL);
-  if (!pick_target(e, cpu, features, d) || !create_lljit(e, d)) {
+  if (!pick_target(e, cpu, features, d) || !pick_layout(e, d) || !start_engine(e, d)) {
     jit_engine_free(e);
     return NULL;
   }
@@ -170,6 +249,14 @@ JitEngine *jit_engine_new(const char *cpu, const char *features, Diag *d) {
 
 void jit_engine_free(JitEngine *e) {
   if (!e) return;
+  Diag ignored;
+  diag_init(&ignored);
+  engine_ready(e, &ignored);
+  for (SpareTm *s = e->spare, *n; s; s = n) {
+    n = s->next;
+    LLVMDisposeTargetMachine(s->tm);
+    free(s);
+  }
   if (e->jit) {
     LLVMErrorRef err = LLVMOrcDisposeLLJIT(e->jit);
     if (err) LLVMConsumeError(err);
@@ -187,10 +274,10 @@ const char *jit_engine_features(const JitEngine *e) { return e->features; }
 
 /* ---- one compile ---- */
 
-static void build_dispose(Build *b) {
+static void build_dispose(JitEngine *e, Build *b) {
   if (b->m) LLVMDisposeModule(b->m);
   if (b->cx) LLVMContextDispose(b->cx);
-  if (b->tm) LLVMDisposeTargetMachine(b->tm);
+  if (b->tm) give_back_tm(e, b->tm);
   memset(b, 0, sizeof *b);
 }
 
@@ -221,18 +308,21 @@ static bool verify(Build *b, Diag *d) {
  * unswitching, its vectorizers, unrolling) mostly burns time. What the
  * emitted IR needs: allocas to registers, redundant loads and address
  * arithmetic folded, loop-invariant pointer and bound loads hoisted,
- * loops rotated with canonical induction variables for the backend's
- * strength reduction. Measured here (one process, distinct kernels,
- * medians of 21): SpMV compiles in 6.5-7.3 ms instead of 9.9 (optimize
- * 4.5 -> 1.9 ms), MTTKRP in 24-25 instead of 34-36 ms; SpMV, SpMM,
- * MTTKRP, TTV and dgemm kernels ran within run-to-run noise (+-5%) of the
- * default<O3> code. TJ_LLVM_PIPELINE replaces it with any new-PM pipeline
+ * loops rotated for the backend's strength reduction. Measured here (one
+ * process, distinct kernels, medians of 21): SpMV compiles in 6.5-7.3 ms
+ * instead of 9.9 (optimize 4.5 -> 1.9 ms), MTTKRP in 24-25 instead of
+ * 34-36 ms; SpMV, SpMM, MTTKRP, TTV and dgemm kernels ran within
+ * run-to-run noise (+-5%) of the default<O3> code. TJ_LLVM_PIPELINE replaces it with any new-PM pipeline
  * text (e.g. "default<O3>") for comparison; -O0..-O2 run default<On>.
  * instcombine runs without its fixpoint check (on by default in LLVM 19's
- * textual pipelines, where it aborts the process on a union kernel). */
+ * textual pipelines, where it aborts the process on a union kernel).
+ * indvars is left out: it was a quarter of the pass time on MTTKRP, and
+ * without it SpMV, SpMM, SDDMM, TTV and MTTKRP compile to the same machine
+ * code up to exit branches (jl/jge for jne/je); dgemm's differs and ran
+ * within noise (A/B 1.076 and 0.943 with the order swapped). */
 static const char LOOP_IR_PIPELINE[] =
     "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop(loop-rotate),"
-    "loop-mssa(licm),loop(indvars),gvn,sccp,instcombine<no-verify-fixpoint>,simplifycfg,adce)";
+    "loop-mssa(licm),gvn,sccp,instcombine<no-verify-fixpoint>,simplifycfg,adce)";
 
 static bool optimize(Build *b, const JitOptions *o, Diag *d) {
   char pipeline[32];
@@ -262,7 +352,7 @@ static bool build_module(JitEngine *e, const LirKernel *k, const JitOptions *o,
                          Build *b, JitKernel *out, Diag *d) {
   double t0 = jit_now_ms();
   b->cx = LLVMContextCreate();
-  b->tm = make_tm(e);
+  b->tm = take_tm(e);
   if (!b->tm) return diag_error(d, TJ_ERR_JIT, "no target machine for cpu %s", e->cpu);
   EmitTarget t = {b->symbol, e->triple, e->layout, e->cpu, e->features,
                   o->fp_contract, o->no_llvm_vectorize};
@@ -310,6 +400,10 @@ static bool emit_asm_text(Build *b, JitKernel *out, Diag *d) {
 static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
                         const char *symbol, JitKernel *out, Diag *d) {
   double t0 = jit_now_ms();
+  if (!engine_ready(e, d)) {
+    LLVMDisposeMemoryBuffer(obj);
+    return false;
+  }
   LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(e->main);
   LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(e->jit, rt, obj);
   LLVMOrcExecutorAddress addr = 0;
@@ -351,7 +445,7 @@ bool jit_compile(JitEngine *e, const LirKernel *k, const JitOptions *o,
   }
   char symbol[128];
   memcpy(symbol, b.symbol, sizeof symbol);
-  build_dispose(&b);
+  build_dispose(e, &b);
   if (ok) ok = link_object(e, obj, symbol, out, d);
   if (!ok) {
     kernel_texts_free(out);
@@ -404,7 +498,7 @@ bool jit_emit_object(JitEngine *e, const LirKernel *k, const JitOptions *o,
     memcpy(symbol, b.symbol, 128);
   }
   if (obj) LLVMDisposeMemoryBuffer(obj);
-  build_dispose(&b);
+  build_dispose(e, &b);
   if (!ok) *len = 0;
   return ok;
 }

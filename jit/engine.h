@@ -4,10 +4,11 @@
  * generator. jit_compile takes a LirKernel through emit -> verify ->
  * LLVMRunPasses -> (optional IR / assembly text) -> LLJIT and hands back a
  * callable function whose code jit_kernel_release removes again.
- * Machine code is emitted by our own per-compile target machine into an
- * object file that LLJIT's object layer links, so compiles on one engine run
- * concurrently from several threads (LLJIT's own IR compiler would share
- * one TargetMachine) and the same object bytes can feed a disk cache.
+ * Machine code is emitted by a target machine that one compile holds at a
+ * time (taken from the engine's spares, or new) into an object file that
+ * LLJIT's object layer links, so compiles on one engine run concurrently
+ * from several threads (LLJIT's own IR compiler would share one
+ * TargetMachine) and the same object bytes can feed a disk cache.
  */
 #ifndef TJ_JIT_ENGINE_H
 #define TJ_JIT_ENGINE_H
@@ -53,7 +54,9 @@ typedef struct JitKernel {
 double jit_now_ms(void);
 
 /* Creates an engine for cpu/features (NULL = the host's); NULL with d set
- * on failure. The caller owns the engine (jit_engine_free). */
+ * on failure. The caller owns the engine (jit_engine_free). The LLJIT
+ * itself is created on a thread started here and awaited by the first
+ * link, so a failure to create it is reported by that compile. */
 JitEngine *jit_engine_new(const char *cpu, const char *features, Diag *d);
 /* Releases the engine and the code of every kernel still loaded in it;
  * their JitKernels must not run afterwards, and jit_kernel_release(NULL, k)

@@ -120,6 +120,34 @@ START_TEST(memory_cache_hits_renamed_kernels) {
 }
 END_TEST
 
+/* A miss times every stage, and the stages fit in the total; a hit runs
+ * no stage past the setup. */
+START_TEST(compile_times_cover_the_stages) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", "ds", 8, 8, 3, 30), *B = matrix("B", "ds", 8, 8, 4, 30);
+  tj_tensor *ops[] = {matrix("C", "ds", 8, 8, 5, 0), A, B}, *C = ops[0];
+  tj_kernel *k;
+  OK(tj_compile(cx, "C(i,j) = A(i,j) * B(i,j)", ops, 3, NULL, NULL, &k));
+  tj_compile_times t = tj_kernel_times(k);
+  ck_assert_int_eq(t.cache_hit, 0);
+  double stages[] = {t.parse_ms, t.setup_ms, t.lower_ms, t.llvm_ir_ms, t.optimize_ms,
+                     t.codegen_ms}, sum = 0;
+  for (int i = 0; i < 6; i++) {
+    ck_assert_msg(stages[i] > 0, "stage %d took no time", i);
+    sum += stages[i];
+  }
+  ck_assert_double_le(sum, t.total_ms);
+  OK(tj_compile(cx, "C(i,j) = A(i,j) * B(i,j)", ops, 3, NULL, NULL, &k));
+  t = tj_kernel_times(k);
+  ck_assert_int_eq(t.cache_hit, 1);
+  ck_assert(t.lower_ms < 1 && t.llvm_ir_ms == 0 && t.optimize_ms == 0 && t.codegen_ms == 0);
+  tj_tensor *all[] = {A, B, C};
+  for (int i = 0; i < 3; i++) tj_tensor_free(all[i]);
+  tj_context_free(cx);
+}
+END_TEST
+
 START_TEST(memory_cache_misses_on_differences) {
   tj_context *cx;
   OK(tj_context_new(&cx));
@@ -431,6 +459,7 @@ Suite *api_suite(void) {
   tcase_set_timeout(c, 120);
   tcase_add_test(c, memory_cache_hits_renamed_kernels);
   tcase_add_test(c, memory_cache_misses_on_differences);
+  tcase_add_test(c, compile_times_cover_the_stages);
   tcase_add_test(c, disk_cache_survives_a_restart);
   tcase_add_test(c, disk_cache_rejects_truncated_and_foreign_files);
   suite_add_tcase(s, c);

@@ -46,7 +46,7 @@ static bool run(tj_kernel *k, tj_phase ph, tj_tensor *const *ops, int n) {
 bool kop_time(tj_kernel *k, tj_tensor *const *ops, int n, int reps,
               TimeStats *ts) {
   memset(ts, 0, sizeof *ts);
-  ts->compile_ms = tj_kernel_times(k).total_ms;
+  ts->compile = tj_kernel_times(k);
   ts->reps = reps;
   if (!run(k, TJ_ASSEMBLE, ops, n) || !run(k, TJ_COMPUTE, ops, n)) return false;
   double t0 = tool_now_ms();
@@ -70,8 +70,19 @@ bool kop_time(tj_kernel *k, tj_tensor *const *ops, int n, int reps,
   return true;
 }
 
+/* The compile line: total, then the stages (a cache hit says which). */
+static void print_compile(const tj_compile_times *t, FILE *out) {
+  fprintf(out, "compile: %.3f ms ", t->total_ms);
+  if (t->cache_hit)
+    fprintf(out, "(%s cache hit)\n", t->cache_hit == 2 ? "disk" : "memory");
+  else
+    fprintf(out, "(parse %.3f, setup %.3f, lower %.3f, llvm-ir %.3f, optimize %.3f, "
+            "codegen %.3f)\n", t->parse_ms, t->setup_ms, t->lower_ms, t->llvm_ir_ms,
+            t->optimize_ms, t->codegen_ms);
+}
+
 void kop_print_time(const TimeStats *ts, FILE *out) {
-  fprintf(out, "compile: %.3f ms\n", ts->compile_ms);
+  print_compile(&ts->compile, out);
   fprintf(out, "assemble: %.3f ms\n", ts->assemble_ms);
   fprintf(out, "compute: %.3f ms (median of %d; min %.3f ms, max %.3f ms)\n",
           ts->median_ms, ts->reps, ts->min_ms, ts->max_ms);

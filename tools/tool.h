@@ -89,7 +89,8 @@ bool gen_fill(tj_tensor *t, GenKind k, double density, uint64_t seed);
 /* ---- running kernels (kernel_ops.c) ---- */
 
 typedef struct TimeStats {
-  double compile_ms, assemble_ms, median_ms, min_ms, max_ms;
+  tj_compile_times compile;   /* of the kernel's tj_compile */
+  double assemble_ms, median_ms, min_ms, max_ms;
   int reps;
 } TimeStats;
 
