@@ -2,10 +2,16 @@
  * only on the right-hand side is summed over the smallest subexpression that
  * contains every use of it, so
  *   y(i) = b(i) - A(i,j) * x(j)    is    y(i) = b(i) - sum(j, A(i,j) * x(j))
- * and not sum_j (b(i) - A(i,j) * x(j)). Explicit sum(j, e) nodes from the
- * parser are checked; implicit ones are inserted as EX_SUM nodes. A scope
- * that is the whole right-hand side needs no node: sums wrapping the root
- * are removed, and what is left is the normal form of notation.h.
+ * and not sum_j (b(i) - A(i,j) * x(j)). A product distributes over a sum
+ * (sum_k(B*C) * D = sum_k(B*C*D) when D does not use k), so a scope that is
+ * a factor of a product, a negation or a numerator widens to the whole
+ * product: same values, and a product's loops stay one nest (MTTKRP's
+ * B(i,k,l) * C(k,j) * D(l,j) sums k and l over the whole product, walking
+ * B as stored, instead of nesting k's loop inside l's). Explicit sum(j, e)
+ * nodes from the parser are checked and kept where written; implicit ones
+ * are inserted as EX_SUM nodes. A scope that is the whole right-hand side
+ * needs no node: sums wrapping the root are removed, and what is left is
+ * the normal form of notation.h.
  */
 #include "notation.h"
 
@@ -17,6 +23,12 @@ static Expr **child_slot(Expr *e, int k) {
   case EX_CALL: return k == 0 ? &e->u.call.a : &e->u.call.b;
   default: return k == 0 ? &e->u.bin.a : &e->u.bin.b;
   }
+}
+
+/* Whether a sum over the child in `slot` of e may cover all of e instead:
+ * e multiplies it by a factor, negates it or divides it. */
+static bool distributes(const Expr *e, Expr *const *slot) {
+  return e->kind == EX_MUL || e->kind == EX_NEG || (e->kind == EX_DIV && slot == &e->u.bin.a);
 }
 
 /* Uses of v in e, not counting those under a sum over v. */
@@ -75,19 +87,28 @@ bool nt_place_sums(Arena *a, Assignment *as, Diag *d) {
   for (int i = 0; i < as->nindices; i++) {
     IndexVar *v = as->indices[i];
     if (explicit_root[i] || !nt_is_root_reduction(as, v)) continue;
-    /* Descend while one child holds every use of v. */
-    Expr **slot = &as->rhs;
-    for (;;) {
+    /* Descend while one child holds every use of v... */
+    enum { MAX_PATH = NT_MAX_HEIGHT + NT_MAX_NESTING + 2 * NT_MAX_INDICES };
+    Expr **path[MAX_PATH];
+    int depth = 0;
+    path[0] = &as->rhs;
+    for (;; depth++) {
+      if (depth + 1 == MAX_PATH)
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "expression too deep to place the sum over %s",
+                          v->name);
       Expr *k[2];
-      int n = nt_children(*slot, k), holder = -1, with = 0;
+      int n = nt_children(*path[depth], k), holder = -1, with = 0;
       for (int c = 0; c < n; c++)
         if (nt_uses_index(k[c], v)) {
           holder = c;
           with++;
         }
       if (with != 1) break;
-      slot = child_slot(*slot, holder);
+      path[depth + 1] = child_slot(*path[depth], holder);
     }
+    /* ... then back up through the products it is a factor of. */
+    while (depth > 0 && distributes(*path[depth - 1], path[depth])) depth--;
+    Expr **slot = path[depth];
     if (slot == &as->rhs) continue;
     Expr *s = nt_sum(a, v, *slot, true, (*slot)->col);
     if (!s) return diag_error(d, TJ_ERR_NOMEM, "out of memory");

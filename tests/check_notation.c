@@ -458,7 +458,14 @@ START_TEST(test_sum_placement) {
     {"w(i) = B(i,j) * (C(j,k) * A(i,k) + 1)", "w(i) = B(i,j) * (sum(k, C(j,k) * A(i,k)) + 1)"},
     {"w(i) = y(i) + B(i,j)", "w(i) = y(i) + sum(j, B(i,j))"},
     {"w(i) = sum(j, y(i) - B(i,j) * x(j))", "w(i) = sum(j, y(i) - B(i,j) * x(j))"},
-    {"a = y(i) * y(i) * 2 + 1", "a = sum(i, y(i) * y(i)) * 2 + 1"},
+    {"a = y(i) * y(i) * 2 + 1", "a = sum(i, y(i) * y(i) * 2) + 1"},
+    /* a product distributes over a sum: the sum covers the whole product */
+    {"O(i,j) = B(i,k) * C(k,j) * A(i,j)", "O(i,j) = B(i,k) * C(k,j) * A(i,j)"},
+    {"w(i) = y(i) * (B(i,j) * x(j))", "w(i) = y(i) * (B(i,j) * x(j))"},
+    {"w(i) = -(B(i,j) * x(j)) + y(i)", "w(i) = sum(j, -(B(i,j) * x(j))) + y(i)"},
+    {"w(i) = B(i,j) * x(j) / y(i) + 1", "w(i) = sum(j, B(i,j) * x(j) / y(i)) + 1"},
+    {"w(i) = y(i) / (B(i,j) * x(j))", "w(i) = y(i) / sum(j, B(i,j) * x(j))"},
+    {"w(i) = sqrt(B(i,j) * x(j)) * y(i)", "w(i) = sqrt(sum(j, B(i,j) * x(j))) * y(i)"},
   };
   TensorDecl decls[16];
   int nd = std_decls(decls);

@@ -97,6 +97,9 @@ expect residual_cin '^forall\(i, where\(y\(i\) = b\(i\) - t_j, forall\(j, t_j \+
   'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -d=A:9,7 -print-cin
 expect residual_notation '^y\(i\) = b\(i\) - sum\(j, A\(i,j\) \* x\(j\)\)$' \
   'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -d=A:9,7 -print-notation
+# a product distributes over its sums: MTTKRP stays one nest, B walked as stored
+expect mttkrp_one_nest '^forall\(i, forall\(j, forall\(k, forall\(l, A\(i,j\) \+= B\(i,k,l\) \* C\(k,j\) \* D\(l,j\)\)\)\)\)$' \
+  'A(i,j) = B(i,k,l) * C(k,j) * D(l,j)' -f=B:sss -g=B:s:0.05 -g=C:d -g=D:d -d=B:9,8,7 -d=j:16 -print-cin
 expect gemm_plus_matrix "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d \
   -d=B:33,29 -d=C:29,31 -check
 
