@@ -104,21 +104,17 @@ static bool build_open(Build *b, const LirKernel *k, const char *out_name, Diag 
   return diag_error(d, TJ_ERR_IO, "C backend: cannot write the kernel's C into %s", b->dir);
 }
 
-/* The first lines of the compiler's output, for a message. */
+/* The first six lines of the compiler's output (at most n - 1 bytes). */
 static void first_lines(const char *log, char *out, size_t n) {
-  out[0] = 0;
   FILE *f = fopen(log, "r");
-  if (!f) return;
-  size_t len = fread(out, 1, n - 1, f);
-  fclose(f);
+  size_t len = f ? fread(out, 1, n - 1, f) : 0;
+  if (f) fclose(f);
   out[len] = 0;
   int lines = 0;
-  for (char *c = out; *c; c++)
-    if (*c == '\n' && ++lines == 6) {
-      *c = 0;
-      break;
-    }
-  while (len > 0 && out[strlen(out) - 1] == '\n') out[strlen(out) - 1] = 0, len--;
+  for (size_t i = 0; i < len; i++)
+    if (out[i] == '\n' && ++lines == 6) len = i;
+  while (len > 0 && out[len - 1] == '\n') len--;
+  out[len] = 0;
 }
 
 /* Runs `$CC <flags> -o <out> k.c`, its output into cc.log. */

@@ -1,5 +1,5 @@
 /* The compile driver: the pipeline behind tj_compile, as one list of calls
- *   parse -> check -> concrete notation (schedule) -> plan -> lower -> JIT
+ *   parse -> check -> concrete notation (schedule) -> plan -> lower -> backend
  * and the in-memory kernel cache. A cache key is the expression printed
  * with tensors and indices renamed by first use (T0.., i0..), plus each
  * operand's format, dtype and widths, the schedule, the codegen options and
