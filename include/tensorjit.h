@@ -120,7 +120,14 @@ typedef struct tj_options {
   const char *cpu;          /* NULL: host CPU; else e.g. "x86-64-v3" */
   const char *features;     /* NULL: host features; else "+avx2,+fma" */
   int no_unroll_jam;        /* skip register blocking of dense nests */
+  int backend;              /* TJ_BACKEND_LLVM (default) or TJ_BACKEND_C */
 } tj_options;
+
+/* Code-generation backends. TJ_BACKEND_C compiles the kernel's C rendering
+ * with the system C compiler ($CC, else cc) and loads it with dlopen: a
+ * second, independent code generator for cross-checking the LLVM one. It
+ * needs a C compiler at run time; the default backend never does. */
+enum { TJ_BACKEND_LLVM = 0, TJ_BACKEND_C = 1 };
 
 /* The defaults above (opt_level 3, everything on, host CPU). */
 tj_options tj_options_default(void);

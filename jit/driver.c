@@ -1,5 +1,5 @@
 /* The compile driver: the pipeline behind tj_compile, as one list of calls
- *   parse -> check -> concrete notation (schedule) -> plan -> lower -> JIT
+ *   parse -> check -> concrete notation (schedule) -> plan -> lower -> backend
  * and the in-memory kernel cache. A cache key is the expression printed
  * with tensors and indices renamed by first use (T0.., i0..), plus each
  * operand's format, dtype and widths, the schedule, the codegen options and
@@ -45,7 +45,7 @@ tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir) {
 
 static void entry_free(CacheEntry *e) {
   for (int v = 0; v < DRV_VARIANTS; v++)
-    if (e->compiled[v]) jit_kernel_release(e->engine, &e->jk[v]);
+    if (e->compiled[v]) e->be->release(e->bstate, &e->bk[v]);
   arena_free(&e->arena);
   pthread_mutex_destroy(&e->lock);
   free(e->cache_dir);
@@ -68,7 +68,7 @@ void tj_context_free(tj_context *cx) {
   }
   for (Engine *g = cx->engines, *n; g; g = n) {
     n = g->next;
-    jit_engine_free(g->jit);
+    g->be->close(g->state);
     free(g->cpu);
     free(g->features);
     free(g);
@@ -82,14 +82,26 @@ static bool same_str(const char *a, const char *b) {
   return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* The engine for a cpu/feature pair, created on first use (cx locked). */
-static JitEngine *engine_for(tj_context *cx, const tj_options *o, Diag *d) {
+/* The backend an option selects; NULL with d set for an unknown one. */
+static const Backend *backend_of(const tj_options *o, Diag *d) {
+  if (o->backend == TJ_BACKEND_LLVM) return &backend_llvm;
+  if (o->backend == TJ_BACKEND_C) return &backend_c;
+  diag_error(d, TJ_ERR_INVALID, "unknown backend %d (TJ_BACKEND_LLVM or TJ_BACKEND_C)",
+             o->backend);
+  return NULL;
+}
+
+/* The state of backend be for a cpu/feature pair, opened on first use (cx
+ * locked). */
+static void *engine_for(tj_context *cx, const Backend *be, const tj_options *o, Diag *d) {
   for (Engine *g = cx->engines; g; g = g->next)
-    if (same_str(g->cpu, o->cpu) && same_str(g->features, o->features)) return g->jit;
+    if (g->be == be && same_str(g->cpu, o->cpu) && same_str(g->features, o->features))
+      return g->state;
   Engine *g = calloc(1, sizeof *g);
   if (!g) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
-  g->jit = jit_engine_new(o->cpu, o->features, d);
-  if (!g->jit) {
+  g->be = be;
+  g->state = be->open(o->cpu, o->features, d);
+  if (!g->state) {
     free(g);
     return NULL;
   }
@@ -97,7 +109,7 @@ static JitEngine *engine_for(tj_context *cx, const tj_options *o, Diag *d) {
   g->features = o->features ? strdup(o->features) : NULL;
   g->next = cx->engines;
   cx->engines = g;
-  return g->jit;
+  return g->state;
 }
 
 bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
@@ -178,9 +190,10 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
   fprintf(f, "|pipe=%s|gather=%s", pipe ? pipe : "", gather ? gather : "");
   /* The schedule names indices by the user's names: key them as given. */
-  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d", schedule ? schedule : "",
+  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d|be%d", schedule ? schedule : "",
           o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->no_unroll_jam,
-          o->cpu ? o->cpu : "host", o->features ? o->features : "host", drv_lattice_max());
+          o->cpu ? o->cpu : "host", o->features ? o->features : "host", drv_lattice_max(),
+          o->backend);
   if (schedule) {
     /* index names matter in a schedule: record the renaming */
     for (int v = 0; v < as->nindices; v++) fprintf(f, "|%s", as->indices[v]->name);
@@ -279,9 +292,11 @@ bool drv_ensure_compiled(CacheEntry *e, int v, Diag *d) {
   pthread_mutex_lock(&e->lock);
   bool ok = e->compiled[v];
   if (!ok) {
+    /* The disk cache holds objects: only for a backend that makes them. */
     ok = lower_locked(e, v, d) &&
-         (e->cache_dir ? drv_disk_compile(e, v, e->cache_dir, &e->from_disk[v], d)
-                       : jit_compile(e->engine, e->lir[v], &e->jopt, &e->jk[v], d));
+         (e->cache_dir && e->be->emit_object
+              ? drv_disk_compile(e, v, e->cache_dir, &e->from_disk[v], d)
+              : e->be->compile(e->bstate, e->lir[v], &e->bopt, &e->bk[v], d));
     e->compiled[v] = ok;
   }
   pthread_mutex_unlock(&e->lock);
@@ -313,11 +328,12 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
   }
   e->no_vectorize = o->no_vectorize != 0;
   e->no_unroll_jam = o->no_unroll_jam != 0;
-  e->jopt = (JitOptions){.opt_level = o->opt_level,
-                         .no_llvm_vectorize = o->no_llvm_vectorize != 0,
-                         .fp_contract = true};
-  e->engine = engine_for(cx, o, d);
-  if (!e->engine) {
+  e->bopt = (BackendOptions){.opt_level = o->opt_level,
+                             .no_llvm_vectorize = o->no_llvm_vectorize != 0,
+                             .fp_contract = true};
+  e->be = backend_of(o, d);
+  e->bstate = e->be ? engine_for(cx, e->be, o, d) : NULL;
+  if (!e->bstate) {
     e->key = NULL;
     entry_free(e);
     return NULL;
@@ -383,10 +399,10 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   if (!drv_ensure_compiled(e, PHASE_EVALUATE, &d)) goto fail;
   if (!k->times.cache_hit && e->from_disk[PHASE_EVALUATE]) k->times.cache_hit = 2;
   if (!k->times.cache_hit) {
-    const JitTimes *jt = &e->jk[PHASE_EVALUATE].times;
-    k->times.llvm_ir_ms = jt->ir_ms;
-    k->times.optimize_ms = jt->opt_ms;
-    k->times.codegen_ms = jt->codegen_ms + jt->link_ms;
+    const BackendTimes *bt = &e->bk[PHASE_EVALUATE].times;
+    k->times.llvm_ir_ms = bt->ir_ms;
+    k->times.optimize_ms = bt->opt_ms;
+    k->times.codegen_ms = bt->codegen_ms;
   }
   k->times.total_ms = jit_now_ms() - t0;
   pthread_mutex_lock(&cx->lock);

@@ -12,7 +12,8 @@
 #include "../ir/notation.h"
 #include "../lower/lower.h"
 #include "../runtime/tensor.h"
-#include "engine.h"
+#include "backend.h"
+#include "engine.h"   /* jit_now_ms only: code generation goes through Backend */
 
 /* One compiled kernel shape, shared by every tj_kernel with the same
  * canonical key (expression up to renaming, formats, dtypes, widths,
@@ -27,10 +28,11 @@ typedef struct CacheEntry {
   LowerPlan plan;             /* analysis: loop order, conversions, workspace */
   LowerOptions opt;           /* code-generation switches */
   LirKernel *lir[6];          /* by variant, lowered on demand */
-  JitKernel jk[6];
+  BackendKernel bk[6];
   bool compiled[6];
-  JitEngine *engine;
-  JitOptions jopt;
+  const Backend *be;
+  void *bstate;               /* the backend's state (owned by the context) */
+  BackendOptions bopt;
   char *cache_dir;            /* on-disk cache (copied from the context), or NULL */
   bool from_disk[6];          /* variant loaded from the disk cache */
   bool no_vectorize;          /* tensorjit's own vectorization pass off */
@@ -38,10 +40,12 @@ typedef struct CacheEntry {
   pthread_mutex_t lock;       /* guards lazy lowering/compiling */
 } CacheEntry;
 
+/* A backend opened for one target, shared by the context's entries. */
 typedef struct Engine {
   struct Engine *next;
+  const Backend *be;
   char *cpu, *features;       /* as requested (NULL host) */
-  JitEngine *jit;
+  void *state;
 } Engine;
 
 struct tj_context {

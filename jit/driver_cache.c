@@ -1,7 +1,8 @@
 /* The on-disk kernel cache (opt-in: TJ_CACHE_DIR or
  * tj_context_set_cache_dir). A kernel variant's object code is stored in
- * <dir>/tj-<hash>.o, keyed by the in-memory cache key plus the variant, the
- * LLVM version, and the engine's CPU and features. The file holds a header
+ * <dir>/tj-<hash>.o, keyed by the in-memory cache key plus the variant and
+ * the backend's target (for LLVM: its version, the CPU and features). Only
+ * backends that make relocatable objects (LLVM) use it. The file holds a header
  * (magic, format version, key, symbol, object size, checksum) before the
  * object bytes; a file whose header, key or checksum does not match is
  * ignored with a warning and rewritten, never loaded blindly. Files are
@@ -9,7 +10,6 @@
  * file.
  */
 #include <errno.h>
-#include <llvm-c/Core.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,13 +37,10 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h) {
 
 /* The full disk key of variant v of e (malloc'd). */
 static char *disk_key(const CacheEntry *e, int v) {
-  unsigned maj, min, patch;
-  LLVMGetVersion(&maj, &min, &patch);
-  const char *cpu = jit_engine_cpu(e->engine), *feat = jit_engine_features(e->engine);
-  size_t n = strlen(e->key) + strlen(cpu) + strlen(feat) + 96;
+  const char *target = e->be->target(e->bstate);
+  size_t n = strlen(e->key) + strlen(target) + 64;
   char *k = malloc(n);
-  if (k) snprintf(k, n, "%s|variant=%d|llvm=%u.%u.%u|cpu=%s|features=%s", e->key, v, maj, min,
-                  patch, cpu, feat);
+  if (k) snprintf(k, n, "%s|variant=%d|%s", e->key, v, target);
   return k;
 }
 
@@ -130,7 +127,7 @@ bool drv_disk_compile(CacheEntry *e, int v, const char *dir, bool *from_disk, Di
   if (read_file(path, key, &h, &obj)) {
     Diag ld;
     diag_init(&ld);
-    ok = jit_add_object(e->engine, obj, h.obj_len, h.symbol, &e->jk[v], &ld);
+    ok = e->be->add_object(e->bstate, obj, h.obj_len, h.symbol, &e->bk[v], &ld);
     if (!ok) warn(path, ld.msg);
     *from_disk = ok;
     free(obj);
@@ -139,8 +136,8 @@ bool drv_disk_compile(CacheEntry *e, int v, const char *dir, bool *from_disk, Di
   if (!ok) {
     size_t len = 0;
     char symbol[128];
-    ok = jit_emit_object(e->engine, e->lir[v], &e->jopt, &obj, &len, symbol, d) &&
-         jit_add_object(e->engine, obj, len, symbol, &e->jk[v], d);
+    ok = e->be->emit_object(e->bstate, e->lir[v], &e->bopt, &obj, &len, symbol, d) &&
+         e->be->add_object(e->bstate, obj, len, symbol, &e->bk[v], d);
     if (ok) write_file(path, key, obj, len, symbol);
     free(obj);
   }

@@ -212,7 +212,7 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
     status = rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
     goto done;
   }
-  RowJob job = {e->jk[DRV_ROWS(ph)].fn, n, st, chunk, range, rc};
+  RowJob job = {e->bk[DRV_ROWS(ph)].fn, n, st, chunk, range, rc};
   tj_rt_parallel_for(0, nchunks, NULL, 0, run_chunks, &job);
   for (int c = 0; c < nchunks && status == TJ_OK; c++)
     if (rc[c]) status = kernel_code(rc[c]);
@@ -278,7 +278,7 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
   if (status == TJ_OK && rows) {
     status = run_rows(k, ph, st, threads, &d);
   } else if (status == TJ_OK) {
-    int32_t rc = interpret ? lir_interp(e->lir[ph], st, &d) : e->jk[ph].fn(st);
+    int32_t rc = interpret ? lir_interp(e->lir[ph], st, &d) : e->bk[ph].fn(st);
     if (!diag_ok(&d)) status = drv_fail(&d);
     else if (rc != 0) status = kernel_code(rc);
   }

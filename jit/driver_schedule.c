@@ -106,15 +106,12 @@ int drv_lattice_max(void) {
   return v > 0 && v < 1 << 20 ? (int)v : 0;
 }
 
-/* Vector width from the target (AVX-512: 512 bits, AVX2: 256, else 128),
+/* Vector width from the backend's target (AVX-512: 512 bits, AVX2: 256),
  * parallelism, and the schedule's parallelize / vectorize directives. */
 bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d) {
   LowerPlan *p = &e->plan;
   LowerOptions *o = &e->opt;
-  const char *feat = jit_engine_features(e->engine);
-  o->vector_bits = e->no_vectorize ? 0
-                   : strstr(feat, "+avx512f") ? 512
-                   : strstr(feat, "+avx2") || strstr(feat, "+avx,") ? 256 : 128;
+  o->vector_bits = e->no_vectorize ? 0 : e->be->vector_bits(e->bstate);
   o->parallel = true;
   o->unroll_jam = e->no_unroll_jam ? 0 : 4;
   /* Gathers: on by default (measured wins on long rows, guarded for short

@@ -1,8 +1,8 @@
 /* Printing each stage of a kernel's compilation: index notation, concrete
- * index notation, merge lattices, the loop IR of each phase (as C), LLVM IR
- * before and after optimization, and machine assembly. The LLVM and
- * assembly texts come from a recompilation that keeps them, so the fast
- * path never pays for them. */
+ * index notation, merge lattices, the loop IR of each phase (as C), and the
+ * backend's stages: the whole C file, LLVM IR before and after optimization,
+ * machine assembly (Backend.print; the LLVM backend recompiles to keep
+ * them, so the fast path never pays for them). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,29 +10,23 @@
 
 #include "driver.h"
 
-static tj_status print_llvm(const tj_kernel *k, tj_stage stage, FILE *f) {
+/* A backend stage of the evaluate kernel. */
+static tj_status print_backend(const tj_kernel *k, BackendStage st, FILE *f) {
   CacheEntry *e = k->entry;
   Diag d;
   diag_init(&d);
-  if (!drv_ensure_compiled(e, PHASE_EVALUATE, &d)) return drv_fail(&d);
-  JitOptions o = e->jopt;
-  o.want_ir = stage != TJ_STAGE_ASM;
-  o.want_asm = stage == TJ_STAGE_ASM;
-  JitKernel jk;
-  if (!jit_compile(e->engine, e->lir[PHASE_EVALUATE], &o, &jk, &d)) return drv_fail(&d);
-  const char *text = stage == TJ_STAGE_LLVM ? jk.ir_before
-                     : stage == TJ_STAGE_LLVM_OPT ? jk.ir_after : jk.asm_text;
-  fputs(text ? text : "", f);
-  jit_kernel_release(e->engine, &jk);
+  if (!drv_ensure_lowered(e, PHASE_EVALUATE, &d) ||
+      !e->be->print(e->bstate, e->lir[PHASE_EVALUATE], &e->bopt, st, f, &d))
+    return drv_fail(&d);
   return TJ_OK;
 }
 
-static tj_status print_lir(const tj_kernel *k, LowerPhase ph, bool header, FILE *f) {
+static tj_status print_lir(const tj_kernel *k, LowerPhase ph, FILE *f) {
   CacheEntry *e = k->entry;
   Diag d;
   diag_init(&d);
   if (!drv_ensure_lowered(e, ph, &d)) return drv_fail(&d);
-  lir_print(f, e->lir[ph], header);
+  lir_print(f, e->lir[ph], false);
   return TJ_OK;
 }
 
@@ -55,12 +49,12 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
     lower_print_lattices(f, &in);
   }
     return TJ_OK;
-  case TJ_STAGE_ASSEMBLY: return print_lir(k, PHASE_ASSEMBLE, false, f);
-  case TJ_STAGE_COMPUTE: return print_lir(k, PHASE_COMPUTE, false, f);
-  case TJ_STAGE_C: return print_lir(k, PHASE_EVALUATE, true, f);
-  case TJ_STAGE_LLVM:
-  case TJ_STAGE_LLVM_OPT:
-  case TJ_STAGE_ASM: return print_llvm(k, stage, f);
+  case TJ_STAGE_ASSEMBLY: return print_lir(k, PHASE_ASSEMBLE, f);
+  case TJ_STAGE_COMPUTE: return print_lir(k, PHASE_COMPUTE, f);
+  case TJ_STAGE_C: return print_backend(k, BE_STAGE_SOURCE, f);
+  case TJ_STAGE_LLVM: return print_backend(k, BE_STAGE_LLVM, f);
+  case TJ_STAGE_LLVM_OPT: return print_backend(k, BE_STAGE_LLVM_OPT, f);
+  case TJ_STAGE_ASM: return print_backend(k, BE_STAGE_ASM, f);
   }
   return rt_set_error(TJ_ERR_INVALID, "unknown stage %d", (int)stage);
 }

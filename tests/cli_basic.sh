@@ -158,6 +158,20 @@ for k in "A(i,j) = B(i,k) * C(k,j)|-d=B:40,30 -d=C:30,70" \
   else fail "c_rendering_$n" "${k%%|*} does not compile as C" "$out"; fi
 done
 
+# ---- the C backend: the C rendering built by $CC (else cc) and dlopen'ed ----
+if command -v "${CC:-cc}" >/dev/null 2>&1; then
+  expect backend_c_spmv "$OK" "$SPMV" -backend=c -f=A:ds -g=A:s:0.1 -g=x:d -d=A:50,40 -check
+  expect backend_c_spgemm "$OK" 'A(i,j) = B(i,k) * C(k,j)' -backend=c -f=A:ds -f=B:ds -f=C:ds \
+    -g=B:s:0.1 -g=C:s:0.1 -d=B:40,30 -d=C:30,20 -nthreads=2 -check
+  expect backend_c_gemm "$OK" 'C(i,j) = A(i,k) * B(k,j)' -backend=c -g=A:d -g=B:d -d=i:17 \
+    -d=k:9 -d=j:13 -check
+  expect backend_c_print_c '^void tj_c_bind_helpers\(' "$SPMV" -backend=c "${P[@]}" -print-c
+  expect backend_c_print_asm '^evaluate:' "$SPMV" -backend=c "${P[@]}" -print-asm
+  expect backend_llvm_flag "$OK" "$SPMV" -backend=llvm -f=A:ds -g=A:s:0.1 -g=x:d -d=A:50,40 -check
+else
+  echo "SKIP backend_c: no C compiler ('${CC:-cc}')"
+fi
+
 # ---- summary, help, version ----
 expect summary_compile '^compile: [0-9.]+ ms$' "$SPMV" "${P[@]}"
 expect summary_tensors '^  A +100x200 +ds +f64' "$SPMV" "${P[@]}"

@@ -77,6 +77,22 @@ expect_fail expr_bad_char "1:" 'y(i) = A(i,j) $ x(j)' -d=i:3 -d=j:3
 expect_fail schedule_unknown "unknown schedule directive 'frobnicate'" "$E" -d=A:3,4 \
   -s='frobnicate(i)'
 
+# ---- the C backend ----
+expect_fail backend_unknown "-backend=gcc: the backend must be llvm or c" "$E" -backend=gcc
+CC=/nonexistent/cc expect_fail backend_c_cc_missing \
+  "C backend: the C compiler '/nonexistent/cc' was not found (set CC to a C compiler)" \
+  "$E" -backend=c "${DATA[@]}"
+printf '#!/bin/sh\nunset CC\nPATH=/nonexistent exec "%s" "$@"\n' "$T" >"$TMP/no_cc_on_path"
+chmod +x "$TMP/no_cc_on_path"
+T="$TMP/no_cc_on_path" expect_fail backend_c_no_cc_on_path \
+  "C backend: the C compiler 'cc' was not found" "$E" -backend=c "${DATA[@]}"
+if command -v "${CC:-cc}" >/dev/null 2>&1; then
+  expect_fail backend_c_no_llvm "the C backend has no LLVM IR stage" "$E" -backend=c \
+    "${DATA[@]}" -print-llvm
+else
+  echo "SKIP backend_c_no_llvm: no C compiler ('${CC:-cc}')"
+fi
+
 # ---- requests that need data ----
 expect_fail output_needs_data "-o needs evaluation, but input x has no data" \
   "$E" -f=A:ds -g=A:s -d=A:4,5 -o=y:"$TMP/y.tns"

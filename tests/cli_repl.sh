@@ -124,6 +124,24 @@ print y
 repl_expect residual "$RESIDUAL" 0 '^  \(0\) 9$' '^  \(1\) 18$' 'where\(y\(i\) = b\(i\) - t_j'
 
 repl_expect help ':help' 0 '^  :time \[reps\]' 'load\('
+
+# The C backend for the kernels after :backend c; the LLVM one after :backend llvm.
+if command -v "${CC:-cc}" >/dev/null 2>&1; then
+  repl_expect backend_c ':backend c
+A = random(30, 20, "ds", 0.2)
+x = random(20, "d")
+y(i) = A(i,j) * x(j)
+:check
+:ir
+:llvm
+:backend llvm
+y(i) = A(i,j) * x(j)
+:llvm' 1 '^backend: c$' '^check: ok' '^void tj_c_bind_helpers\(' \
+    'error: .*the C backend has no LLVM IR stage' '^backend: llvm$' '^define .*@evaluate'
+else
+  echo "SKIP backend_c: no C compiler ('${CC:-cc}')"
+fi
+repl_expect backend_bad ':backend gcc' 1 ':backend gcc: the backend must be llvm or c'
 if out=$(printf 'x = random(2, "d")\n' | "$T" 2>&1) && grep -q '^x: order 1' <<<"$out"; then
   pass no_expression_is_repl
 else

@@ -37,6 +37,9 @@ void cli_usage(FILE *out) {
       "  -no-vectorize                 skip tensorjit's vectorization pass\n"
       "  -no-llvm-vectorize            turn LLVM's loop and SLP vectorizers off\n"
       "  -no-unroll-jam                skip register blocking (unroll-and-jam) of dense nests\n"
+      "  -backend=<llvm|c>             code generator: llvm (default, in-process) or c, the\n"
+      "                                C rendering built by $CC (else cc) and dlopen'ed, for\n"
+      "                                cross-checking the LLVM backend\n"
       "  -time[=<reps>]                time assemble and compute (default 10 reps)\n"
       "  -check                        compare the result with the reference interpreter\n"
       "printing:\n"
@@ -177,6 +180,10 @@ static bool plain_flag(CliArgs *a, const char *arg) {
     a->schedule = v + 1;
   } else if (!strncmp(arg, "-print-after=", 13) && arg[13]) {
     a->print_after = v + 1;
+  } else if (!strncmp(arg, "-backend=", 9)) {
+    if (strcmp(v + 1, "llvm") && strcmp(v + 1, "c"))
+      return tool_fail("%s: the backend must be llvm or c", arg);
+    a->opts.backend = strcmp(v + 1, "c") ? TJ_BACKEND_LLVM : TJ_BACKEND_C;
   } else if (!strncmp(arg, "-write-source=", 14) && arg[14]) {
     a->write_source = v + 1;
   } else {

@@ -64,6 +64,7 @@ static const char *help_text =
     "last kernel:\n"
     "  :notation :cin :lattice :assembly :compute :ir (C) :llvm :llvm-opt :asm\n"
     "  :time [reps]   :check   :schedule [directives]\n"
+    "  :backend [llvm|c]                    code generator for the next kernels\n"
     "  :help   :quit\n";
 
 static int find(const Repl *r, const char *name) {
@@ -324,6 +325,11 @@ static bool colon_command(Repl *r, const char *cmd, const char *rest) {
     if (strlen(rest) >= sizeof r->schedule) return tool_fail("schedule too long");
     strcpy(r->schedule, rest);
     printf(*rest ? "schedule: %s\n" : "schedule: (none)\n", rest);
+  } else if (!strcmp(cmd, "backend")) {
+    if (*rest && strcmp(rest, "llvm") && strcmp(rest, "c"))
+      return tool_fail(":backend %s: the backend must be llvm or c", rest);
+    if (*rest) r->opts.backend = strcmp(rest, "c") ? TJ_BACKEND_LLVM : TJ_BACKEND_C;
+    printf("backend: %s\n", r->opts.backend == TJ_BACKEND_C ? "c" : "llvm");
   } else if (!strcmp(cmd, "time")) {
     int64_t reps = 10;
     if (*rest && (!tool_parse_int(rest, 1, &reps) || reps > 1000000))

@@ -498,6 +498,38 @@ static KcResult check_backend(Run *r, tj_kernel *k, RunFn fn, const char *who,
   return res;
 }
 
+/* Compiles the expression again with c->cross and runs both kernels'
+ * EVALUATE on the same inputs: the second result must match the first and
+ * the reference. */
+static KcResult cross_check(Run *r, tj_context *cx, tj_kernel *k, const tj_tensor *want) {
+  tj_tensor *a[KC_MAX_TENSORS] = {0}, *b[KC_MAX_TENSORS] = {0};
+  size_t nin = sizeof(tj_tensor *) * (size_t)(r->sh.n - 1);
+  memcpy(a + 1, r->in + 1, nin);
+  memcpy(b + 1, r->in + 1, nin);
+  a[0] = make_output(r, r->fmt[0]);
+  b[0] = make_output(r, r->fmt[0]);
+  tj_kernel *k2 = NULL;
+  tj_status st;
+  char why[1200] = "";
+  KcResult res = KC_PASS;
+  if (!a[0] || !b[0])
+    res = fail(r, KC_SETUP_ERROR, TJ_ERR_NOMEM, "output: %s", tj_last_error());
+  else if ((st = tj_compile(cx, r->c->expr, b, r->sh.n, NULL, r->c->cross, &k2)) != TJ_OK)
+    res = fail(r, KC_COMPILE_ERROR, st, "tj_compile with the cross options failed: %s",
+               tj_last_error());
+  else if ((st = tj_kernel_run(k, TJ_EVALUATE, a, r->sh.n)) != TJ_OK ||
+           (st = tj_kernel_run(k2, TJ_EVALUATE, b, r->sh.n)) != TJ_OK)
+    res = fail(r, KC_RUN_ERROR, st, "evaluate for the cross check failed: %s",
+               tj_last_error());
+  else if (!kc_compare(b[0], a[0], why, sizeof why))
+    res = fail(r, KC_MISMATCH, TJ_OK, "the cross-check kernel differs from the first: %s", why);
+  else if (!kc_compare(b[0], want, why, sizeof why))
+    res = fail(r, KC_MISMATCH, TJ_OK, "the cross-check kernel differs from reference: %s", why);
+  tj_tensor_free(a[0]);
+  tj_tensor_free(b[0]);
+  return res;
+}
+
 static KcResult setup(Run *r) {
   const KcCase *c = r->c;
   if (!scan_expr(c->expr, &r->sh))
@@ -541,6 +573,7 @@ KcResult kc_run(tj_context *cx, const KcCase *c, KcOutcome *o) {
   }
   o->cache_hit = tj_kernel_times(k).cache_hit;
   res = check_backend(&r, k, tj_kernel_run, "JIT", want);
+  if (res == KC_PASS && c->cross) res = cross_check(&r, cx, k, want);
   if (res == KC_PASS && !(c->flags & KC_NO_INTERP))
     res = check_backend(&r, k, drv_kernel_interpret, "interpreter", want);
 done:

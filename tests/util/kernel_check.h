@@ -51,6 +51,8 @@ typedef struct KcCase {
   unsigned flags;
   const char *full;     /* inputs stored at density 1 ("c d"), or NULL */
   const tj_options *opts; /* for tj_compile; NULL defaults */
+  const tj_options *cross; /* also compile with these (another backend) and
+                              require the two results to agree */
 } KcCase;
 
 typedef enum {
