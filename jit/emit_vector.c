@@ -23,15 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/lir_class.h"
 #include "emit_internal.h"
 
 #define MAX_LANES 64
 
-typedef enum { VU, VUNIT, VVAR } VClass;
-
 typedef struct VVal {
-  LLVMValueRef v;  /* scalar (VU), scalar base (VUNIT) or vector (VVAR) */
-  VClass c;
+  LLVMValueRef v;  /* scalar (uniform), scalar base (unit) or vector (varying) */
+  LirClass c;
 } VVal;
 
 typedef struct VecLoop {
@@ -50,7 +49,7 @@ typedef struct VecLoop {
                              across a nested loop's trips, or NULL */
 } VecLoop;
 
-static const VVal none = {NULL, VVAR};
+static const VVal none = {NULL, LIR_VARYING};
 
 static bool fail(VecLoop *v, const char *what) {
   const LirVar *iv = v->s->u.loop.iv;
@@ -86,9 +85,9 @@ static LLVMValueRef lane_ids(VecLoop *v, LLVMTypeRef t) {
 
 static LLVMValueRef to_vec(VecLoop *v, VVal x) {
   if (!x.v) return NULL;
-  if (x.c == VVAR) return x.v;
+  if (x.c == LIR_VARYING) return x.v;
   LLVMValueRef s = splat(v, x.v);
-  if (x.c == VU) return s;
+  if (x.c == LIR_UNIFORM) return s;
   return LLVMBuildNSWAdd(v->e->b, s, lane_ids(v, LLVMTypeOf(x.v)), "");
 }
 
@@ -107,45 +106,28 @@ static LLVMValueRef intrinsic2(Emitter *e, const char *name, LLVMTypeRef t0,
   return LLVMBuildCall2(e->b, ft, f, args, n, "");
 }
 
-/* ---- classes ---- */
+/* ---- classes (ir/lir_class.c has the rules) ---- */
 
-static VClass classify(VecLoop *v, const LirExpr *x) {
-  VClass a, b;
-  switch (x->kind) {
-  case LE_CONST: case LE_FIELD: return VU;
-  case LE_VAR:
-    if (x->u.var == v->s->u.loop.iv) return VUNIT;
-    if (v->vslot[x->u.var->id]) return VVAR;
-    if (v->inner[x->u.var->id]) return v->val[x->u.var->id].c;
-    return v->red[x->u.var->id] ? VVAR : VU;
-  case LE_LOAD:
-    return classify(v, x->u.load.ptr) == VU && classify(v, x->u.load.idx) == VU
-               ? VU : VVAR;
-  case LE_BIN:
-    a = classify(v, x->u.bin.a), b = classify(v, x->u.bin.b);
-    if (a == VU && b == VU) return VU;
-    if (!lir_type_is_int(x->type)) return VVAR;
-    if (x->u.bin.op == LOP_ADD && ((a == VUNIT && b == VU) || (a == VU && b == VUNIT)))
-      return VUNIT;
-    return x->u.bin.op == LOP_SUB && a == VUNIT && b == VU ? VUNIT : VVAR;
-  case LE_UN: return classify(v, x->u.un.a) == VU ? VU : VVAR;
-  case LE_CAST:
-    a = classify(v, x->u.cast);
-    if (a == VUNIT && lir_type_is_int(x->type) && lir_type_is_int(x->u.cast->type))
-      return VUNIT;
-    return a == VU ? VU : VVAR;
-  case LE_SELECT:
-    return classify(v, x->u.sel.cond) == VU && classify(v, x->u.sel.a) == VU &&
-           classify(v, x->u.sel.b) == VU ? VU : VVAR;
-  }
-  return VVAR;
+/* Variables other than the iv: a body variable has the class of its value
+ * (varying when it lives in a vector slot), a reduction its accumulator's,
+ * and any other outer variable is uniform. */
+static LirClass var_class(void *cx, const LirVar *x) {
+  VecLoop *v = cx;
+  if (v->vslot[x->id]) return LIR_VARYING;
+  if (v->inner[x->id]) return v->val[x->id].c;
+  return v->red[x->id] ? LIR_VARYING : LIR_UNIFORM;
+}
+
+static LirClass classify(VecLoop *v, const LirExpr *x) {
+  LirClassEnv env = {var_class, NULL, NULL, v};
+  return lir_classify(x, v->s->u.loop.iv, &env);
 }
 
 /* ---- expressions ---- */
 
 static VVal vexpr(VecLoop *v, const LirExpr *x, LLVMValueRef mask);
 
-static VVal mk(LLVMValueRef x, VClass c) { return (VVal){x, c}; }
+static VVal mk(LLVMValueRef x, LirClass c) { return (VVal){x, c}; }
 
 /* The current value of a body variable (from its vector slot when it is
  * carried across a nested loop). */
@@ -153,14 +135,14 @@ static VVal inner_value(VecLoop *v, const LirVar *var) {
   LLVMValueRef slot = v->vslot[var->id];
   if (!slot) return v->val[var->id];
   LLVMTypeRef vt = LLVMVectorType(em_reg_type(v->e, var->type), v->w);
-  return mk(LLVMBuildLoad2(v->e->b, vt, slot, ""), VVAR);
+  return mk(LLVMBuildLoad2(v->e->b, vt, slot, ""), LIR_VARYING);
 }
 
 /* ptr[idx]: scalar (uniform index, no mask), one vector load (unit), or a
  * gather; masked lanes read nothing and yield zero. */
 static VVal vload(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
   Emitter *e = v->e;
-  if (classify(v, x->u.load.ptr) != VU)
+  if (classify(v, x->u.load.ptr) != LIR_UNIFORM)
     return fail(v, "load through a pointer that differs per lane"), none;
   LLVMValueRef p = emit_expr(e, x->u.load.ptr);
   VVal i = vexpr(v, x->u.load.idx, mask);
@@ -169,13 +151,13 @@ static VVal vload(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
   LLVMTypeRef et = em_mem_type(e, t), vt = LLVMVectorType(et, v->w);
   unsigned align = (unsigned)em_elem_bytes(x->u.load.ptr->type);
   LLVMValueRef r, al = LLVMConstInt(e->i32, align, 0);
-  if (i.c == VU && !mask) {
+  if (i.c == LIR_UNIFORM && !mask) {
     r = LLVMBuildLoad2(e->b, et, LLVMBuildInBoundsGEP2(e->b, et, p, &i.v, 1, ""), "");
     em_tag(e, r, e->tbaa[t]);
     if (t == LT_BOOL) r = LLVMBuildICmp(e->b, LLVMIntNE, r, LLVMConstNull(et), "");
-    return mk(r, VU);
+    return mk(r, LIR_UNIFORM);
   }
-  if (i.c == VUNIT) {
+  if (i.c == LIR_UNIT) {
     LLVMValueRef a = LLVMBuildInBoundsGEP2(e->b, et, p, &i.v, 1, "");
     if (mask) {
       LLVMValueRef args[] = {a, al, mask, LLVMConstNull(vt)};
@@ -193,27 +175,23 @@ static VVal vload(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
   }
   em_tag(e, r, e->tbaa[t]);
   if (t == LT_BOOL) r = LLVMBuildICmp(e->b, LLVMIntNE, r, LLVMConstNull(vt), "");
-  return mk(r, VVAR);
+  return mk(r, LIR_VARYING);
 }
 
-/* a op b on classed values: scalar when both are uniform, unit-stride
- * integer +/- uniform stays unit, anything else on vectors. Masked-off
- * lanes of an integer division divide by 1. */
+/* a op b on classed values: scalar when uniform or unit (lir_class_bin),
+ * else on vectors. Masked-off lanes of an integer division divide by 1. */
 static VVal vbinop(VecLoop *v, LirBinOp op, LirType t, VVal a, VVal b,
                    LLVMValueRef mask) {
   Emitter *e = v->e;
   if (!a.v || !b.v) return none;
   bool idiv = (op == LOP_DIV || op == LOP_REM) && !lir_type_is_float(t);
-  if (a.c == VU && b.c == VU && !(idiv && mask))
-    return mk(em_binop(e, op, t, a.v, b.v), VU);
-  if (lir_type_is_int(t) && op == LOP_ADD && a.c + b.c == VUNIT)
-    return mk(em_binop(e, op, t, a.v, b.v), VUNIT);
-  if (lir_type_is_int(t) && op == LOP_SUB && a.c == VUNIT && b.c == VU)
-    return mk(em_binop(e, op, t, a.v, b.v), VUNIT);
+  LirClass c = lir_class_bin(op, t, a.c, b.c);
+  if (c == LIR_UNIFORM && idiv && mask) c = LIR_VARYING;
+  if (c != LIR_VARYING) return mk(em_binop(e, op, t, a.v, b.v), c);
   LLVMValueRef x = to_vec(v, a), y = to_vec(v, b);
   if (idiv && mask)
     y = LLVMBuildSelect(e->b, mask, y, LLVMConstInt(LLVMTypeOf(y), 1, 0), "");
-  return mk(em_binop(e, op, t, x, y), VVAR);
+  return mk(em_binop(e, op, t, x, y), LIR_VARYING);
 }
 
 static VVal vbin(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
@@ -225,7 +203,7 @@ static VVal vbin(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
     if (!c) return none;
     if (op == LOP_OR) c = LLVMBuildNot(v->e->b, c, "");
     VVal bv = vexpr(v, b, and_mask(v, mask, c));
-    return bv.v ? mk(em_binop(v->e, op, LT_BOOL, to_vec(v, av), to_vec(v, bv)), VVAR)
+    return bv.v ? mk(em_binop(v->e, op, LT_BOOL, to_vec(v, av), to_vec(v, bv)), LIR_VARYING)
                 : none;
   }
   VVal av = vexpr(v, a, mask);
@@ -236,9 +214,9 @@ static VVal vcast(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
   VVal a = vexpr(v, x->u.cast, mask);
   LirType from = x->u.cast->type, to = x->type;
   if (!a.v) return none;
-  if (a.c == VU || (a.c == VUNIT && lir_type_is_int(from) && lir_type_is_int(to)))
-    return mk(em_convert(v->e, a.v, from, to), a.c);
-  return mk(em_convert(v->e, to_vec(v, a), from, to), VVAR);
+  LirClass c = lir_class_cast(from, to, a.c);
+  if (c != LIR_VARYING) return mk(em_convert(v->e, a.v, from, to), c);
+  return mk(em_convert(v->e, to_vec(v, a), from, to), LIR_VARYING);
 }
 
 /* cond ? a : b; arms that may trap are evaluated under their lanes' mask. */
@@ -254,20 +232,20 @@ static VVal vselect(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
     bv = vexpr(v, b, and_mask(v, mask, LLVMBuildNot(v->e->b, cv, "")));
   }
   if (!av.v || !bv.v) return none;
-  if (c.c == VU && av.c == VU && bv.c == VU)
-    return mk(LLVMBuildSelect(v->e->b, c.v, av.v, bv.v, ""), VU);
-  return mk(LLVMBuildSelect(v->e->b, cv, to_vec(v, av), to_vec(v, bv), ""), VVAR);
+  if (lir_class_lanewise(lir_class_join(c.c, lir_class_join(av.c, bv.c))) == LIR_UNIFORM)
+    return mk(LLVMBuildSelect(v->e->b, c.v, av.v, bv.v, ""), LIR_UNIFORM);
+  return mk(LLVMBuildSelect(v->e->b, cv, to_vec(v, av), to_vec(v, bv), ""), LIR_VARYING);
 }
 
 /* x under mask (NULL = all lanes); uniform code that cannot trap, or runs
  * for all lanes, goes through the scalar emitter. */
 static VVal vexpr(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
   if (!diag_ok(v->e->d)) return none;
-  if (classify(v, x) == VU && (!mask || em_is_speculatable(x)))
-    return mk(emit_expr(v->e, x), VU);
+  if (classify(v, x) == LIR_UNIFORM && (!mask || em_is_speculatable(x)))
+    return mk(emit_expr(v->e, x), LIR_UNIFORM);
   switch (x->kind) {
   case LE_VAR:
-    if (x->u.var == v->s->u.loop.iv) return mk(v->base, VUNIT);
+    if (x->u.var == v->s->u.loop.iv) return mk(v->base, LIR_UNIT);
     if (v->inner[x->u.var->id]) return inner_value(v, x->u.var);
     return fail(v, "the body reads a reduction variable"), none;
   case LE_LOAD: return vload(v, x, mask);
@@ -275,13 +253,14 @@ static VVal vexpr(VecLoop *v, const LirExpr *x, LLVMValueRef mask) {
   case LE_UN: {
     VVal a = vexpr(v, x->u.un.a, mask);
     if (!a.v) return none;
+    LirClass c = lir_class_lanewise(a.c);
     LLVMValueRef r = em_unop(v->e, x->u.un.op, x->u.un.a->type,
-                             a.c == VU ? a.v : to_vec(v, a));
-    return mk(r, a.c == VU ? VU : VVAR);
+                             c == LIR_UNIFORM ? a.v : to_vec(v, a));
+    return mk(r, c);
   }
   case LE_CAST: return vcast(v, x, mask);
   case LE_SELECT: return vselect(v, x, mask);
-  default: return mk(emit_expr(v->e, x), VU);
+  default: return mk(emit_expr(v->e, x), LIR_UNIFORM);
   }
 }
 
@@ -296,7 +275,7 @@ static bool set_inner(VecLoop *v, const LirVar *var, VVal x) {
     return true;
   }
   v->val[var->id] = x;
-  if (x.c == VU) {
+  if (x.c == LIR_UNIFORM) {
     LLVMValueRef a = em_slot(v->e, var);
     if (!a) return false;
     LLVMBuildStore(v->e->b, x.v, a);
@@ -324,9 +303,10 @@ static bool vassign(VecLoop *v, const LirStmt *s) {
 static bool vstore(VecLoop *v, const LirStmt *s) {
   Emitter *e = v->e;
   const LirExpr *p = s->u.store.ptr;
-  if (classify(v, p) != VU) return fail(v, "store through a pointer that differs per lane");
+  if (classify(v, p) != LIR_UNIFORM)
+    return fail(v, "store through a pointer that differs per lane");
   VVal i = vexpr(v, s->u.store.idx, NULL);
-  if (i.v && i.c != VUNIT)
+  if (i.v && i.c != LIR_UNIT)
     return fail(v, "store at an index that is not unit-stride in the iv");
   VVal x = vexpr(v, s->u.store.e, NULL);
   LLVMValueRef pv = emit_expr(e, p);
@@ -359,8 +339,8 @@ static bool vstmts_cb(void *v, const LirStmt *s) { return vstmts(v, s); }
  * lane, its iv is uniform (kept in its scalar slot). */
 static bool vnested(VecLoop *v, const LirStmt *s) {
   const LirExpr *st = s->u.loop.step;
-  if (classify(v, s->u.loop.lo) != VU || classify(v, s->u.loop.hi) != VU ||
-      (st && classify(v, st) != VU))
+  if (classify(v, s->u.loop.lo) != LIR_UNIFORM || classify(v, s->u.loop.hi) != LIR_UNIFORM ||
+      (st && classify(v, st) != LIR_UNIFORM))
     return fail(v, "a nested loop's bounds differ per lane");
   return em_loop_with(v->e, s, emit_expr(v->e, s->u.loop.lo), NULL, vstmts_cb, v);
 }
@@ -371,8 +351,9 @@ static bool vstmts(VecLoop *v, const LirStmt *s) {
     switch (s->kind) {
     case LS_DECL:
       ok = set_inner(v, s->u.decl.var,
-                     s->u.decl.init ? vexpr(v, s->u.decl.init, NULL)
-                                    : mk(LLVMConstNull(em_reg_type(v->e, s->u.decl.var->type)), VU));
+                     s->u.decl.init
+                         ? vexpr(v, s->u.decl.init, NULL)
+                         : mk(LLVMConstNull(em_reg_type(v->e, s->u.decl.var->type)), LIR_UNIFORM));
       break;
     case LS_ASSIGN: ok = vassign(v, s); break;
     case LS_STORE: ok = vstore(v, s); break;

@@ -17,64 +17,40 @@
  */
 #include <string.h>
 
+#include "../ir/lir_class.h"
 #include "lower.h"
-
-typedef enum { C_UNIFORM, C_UNIT, C_VARYING } Class;
 
 typedef struct Vec {
   Arena *a;
   LirKernel *k;
   const LirVar *iv;
   char *inner;          /* var id -> declared in the body */
-  char *cls;            /* var id -> Class of an inner var */
+  char *cls;            /* var id -> LirClass of an inner var */
   int *reads;           /* var id -> reads in the body */
   int cap;              /* entries allocated in inner / cls / reads */
   bool gathers, unit_load, unit_store, reduction;
 } Vec;
 
-static Class expr_class(Vec *v, const LirExpr *e);
-
-static Class join(Class a, Class b) { return a > b ? a : b; }
-
-static Class bin_class(Vec *v, const LirExpr *e) {
-  Class a = expr_class(v, e->u.bin.a), b = expr_class(v, e->u.bin.b);
-  if (a == C_UNIFORM && b == C_UNIFORM) return C_UNIFORM;
-  if (e->u.bin.op == LOP_ADD && ((a == C_UNIT && b == C_UNIFORM) || (a == C_UNIFORM && b == C_UNIT)))
-    return C_UNIT;
-  if (e->u.bin.op == LOP_SUB && a == C_UNIT && b == C_UNIFORM) return C_UNIT;
-  return C_VARYING;
+/* Body variables have the class of what they were assigned; outer ones are
+ * uniform (the reductions among them are never read: reductions_unread). */
+static LirClass var_class(void *cx, const LirVar *x) {
+  Vec *v = cx;
+  return v->inner[x->id] ? (LirClass)v->cls[x->id] : LIR_UNIFORM;
 }
 
-/* Uniform, unit-stride in iv, or varying; records loads seen. */
-static Class expr_class(Vec *v, const LirExpr *e) {
-  switch (e->kind) {
-  case LE_CONST:
-  case LE_FIELD: return C_UNIFORM;
-  case LE_VAR:
-    v->reads[e->u.var->id]++;
-    if (e->u.var == v->iv) return C_UNIT;
-    return v->inner[e->u.var->id] ? (Class)v->cls[e->u.var->id] : C_UNIFORM;
-  case LE_LOAD: {
-    Class p = expr_class(v, e->u.load.ptr), i = expr_class(v, e->u.load.idx);
-    if (p != C_UNIFORM) return C_VARYING;
-    if (i == C_UNIT) v->unit_load = true;
-    if (i == C_VARYING) v->gathers = true;
-    return i == C_UNIFORM ? C_UNIFORM : C_VARYING;
-  }
-  case LE_BIN: return bin_class(v, e);
-  case LE_UN: return expr_class(v, e->u.un.a) == C_UNIFORM ? C_UNIFORM : C_VARYING;
-  case LE_CAST: {
-    Class c = expr_class(v, e->u.cast);
-    bool widening = lir_type_is_int(e->type) && lir_type_is_int(e->u.cast->type) &&
-                    e->type == LT_I64;
-    return c == C_UNIT && !widening ? C_VARYING : c;
-  }
-  case LE_SELECT:
-    return join(expr_class(v, e->u.sel.cond),
-                join(expr_class(v, e->u.sel.a), expr_class(v, e->u.sel.b))) == C_UNIFORM
-               ? C_UNIFORM : C_VARYING;
-  }
-  return C_VARYING;
+static void count_read(void *cx, const LirVar *x) { ((Vec *)cx)->reads[x->id]++; }
+
+static void note_load(void *cx, LirClass ptr, LirClass idx) {
+  Vec *v = cx;
+  if (ptr != LIR_UNIFORM) return;
+  if (idx == LIR_UNIT) v->unit_load = true;
+  if (idx == LIR_VARYING) v->gathers = true;
+}
+
+/* The class of e in v's loop; counts variable reads and records loads. */
+static LirClass expr_class(Vec *v, const LirExpr *e) {
+  LirClassEnv env = {var_class, count_read, note_load, v};
+  return lir_classify(e, v->iv, &env);
 }
 
 static bool is_reduction_op(int op) {
@@ -92,14 +68,15 @@ static bool legal_list(Vec *v, const LirStmt *s) {
     case LS_DECL:
       v->inner[s->u.decl.var->id] = 1;
       /* joined: a second pass sees what nested loops assign later */
-      v->cls[s->u.decl.var->id] = join((Class)v->cls[s->u.decl.var->id],
-                                       s->u.decl.init ? expr_class(v, s->u.decl.init) : C_UNIFORM);
+      v->cls[s->u.decl.var->id] =
+          lir_class_join((LirClass)v->cls[s->u.decl.var->id],
+                         s->u.decl.init ? expr_class(v, s->u.decl.init) : LIR_UNIFORM);
       break;
     case LS_ASSIGN: {
       const LirVar *x = s->u.assign.var;
-      Class c = expr_class(v, s->u.assign.e);
+      LirClass c = expr_class(v, s->u.assign.e);
       if (v->inner[x->id]) {
-        v->cls[x->id] = join((Class)v->cls[x->id], join(c, C_VARYING));
+        v->cls[x->id] = lir_class_join((LirClass)v->cls[x->id], lir_class_join(c, LIR_VARYING));
         break;
       }
       if (x == v->iv || !is_reduction_op(s->u.assign.op) || lir_type_is_ptr(x->type) ||
@@ -111,14 +88,14 @@ static bool legal_list(Vec *v, const LirStmt *s) {
     case LS_FOR: { /* outer-loop vectorization: a nested loop, same for all lanes */
       const LirExpr *st = s->u.loop.step;
       if (s->u.loop.at.parallel || s->u.loop.at.vec_width || !st || st->kind != LE_CONST ||
-          expr_class(v, s->u.loop.lo) != C_UNIFORM || expr_class(v, s->u.loop.hi) != C_UNIFORM)
+          expr_class(v, s->u.loop.lo) != LIR_UNIFORM || expr_class(v, s->u.loop.hi) != LIR_UNIFORM)
         return false;
       if (!legal_list(v, s->u.loop.body)) return false;
       break;
     }
     case LS_STORE:
-      if (expr_class(v, s->u.store.ptr) != C_UNIFORM) return false;
-      if (expr_class(v, s->u.store.idx) != C_UNIT) return false;
+      if (expr_class(v, s->u.store.ptr) != LIR_UNIFORM) return false;
+      if (expr_class(v, s->u.store.idx) != LIR_UNIT) return false;
       expr_class(v, s->u.store.e);
       v->unit_store = true;
       break;

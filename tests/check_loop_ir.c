@@ -1,7 +1,8 @@
 /* Loop IR: printer, verifier and interpreter on kernels built by hand with
  * the constructors -- a dense sum, CSR SpMV, appending into a compressed
  * output through reserve, a while-loop union merge, a workspace freed in
- * cleanup, f32/i32 semantics, bounds faults, verifier messages, golden
+ * cleanup, f32/i32 semantics, bounds faults, verifier messages, the
+ * vectorization classes (each rule, and the classifier's hooks), golden
  * printer lines, and the printed C compiled with the system compiler and
  * run against the interpreter on the same storage.
  */
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ir/lir_class.h"
 #include "ir/loop_ir.h"
 #include "lower/lir_interp.h"
 #include "runtime/abi.h"
@@ -579,6 +581,121 @@ static int count(const char *hay, const char *needle) {
   return n;
 }
 
+/* ---- vectorization classes (ir/lir_class.c) ---- */
+
+/* Variables of a loop over j: n and x outer (uniform), t a body variable the
+ * caller says is varying, f a float the caller says is unit (which no rule
+ * may keep unit), p/q arrays; the env counts reads and records loads. */
+typedef struct ClassWorld {
+  LirKernel *k;
+  LirVar *j, *n, *x, *t, *f, *p, *q;
+  int reads[16];
+  int nloads;
+  LirClass load_ptr, load_idx;  /* of the last load */
+} ClassWorld;
+
+static LirClass world_var(void *cx, const LirVar *v) {
+  ClassWorld *w = cx;
+  return v == w->t ? LIR_VARYING : v == w->f ? LIR_UNIT : LIR_UNIFORM;
+}
+static void world_read(void *cx, const LirVar *v) { ((ClassWorld *)cx)->reads[v->id]++; }
+static void world_load(void *cx, LirClass ptr, LirClass idx) {
+  ClassWorld *w = cx;
+  w->nloads++, w->load_ptr = ptr, w->load_idx = idx;
+}
+
+static void world_init(ClassWorld *w) {
+  *w = (ClassWorld){.k = lir_kernel(A, "classes")};
+  operand(w->k, "x", 1, TJ_F64, false);
+  w->j = lir_var(A, w->k, "j", LT_I64), w->n = lir_var(A, w->k, "n", LT_I64);
+  w->x = lir_var(A, w->k, "x", LT_F64), w->t = lir_var(A, w->k, "t", LT_I64);
+  w->f = lir_var(A, w->k, "f", LT_F64), w->p = lir_var(A, w->k, "p", LT_PTR_F64);
+  w->q = lir_var(A, w->k, "q", LT_PTR_I32);
+}
+
+static LirClass world_classify(ClassWorld *w, const LirExpr *e) {
+  LirClassEnv env = {world_var, world_read, world_load, w};
+  return lir_classify(e, w->j, &env);
+}
+
+typedef struct ClassCase {
+  const char *what;
+  LirExpr *e;
+  LirClass want;
+} ClassCase;
+
+/* Fills c with one case per rule; returns how many. */
+static int class_cases(ClassWorld *w, ClassCase *c) {
+  LirExpr *j = ref(w->j), *n = ref(w->n), *x = ref(w->x);
+  LirExpr *j32 = lir_cast(A, LT_I32, j);
+  int k = 0;
+  c[k++] = (ClassCase){"constant", c64(3), LIR_UNIFORM};
+  c[k++] = (ClassCase){"field", lir_field(A, w->k, 0, LF_DIM, 0), LIR_UNIFORM};
+  c[k++] = (ClassCase){"iv", j, LIR_UNIT};
+  c[k++] = (ClassCase){"outer var", n, LIR_UNIFORM};
+  c[k++] = (ClassCase){"varying var", ref(w->t), LIR_VARYING};
+  c[k++] = (ClassCase){"iv + n", bin(LOP_ADD, j, n), LIR_UNIT};
+  c[k++] = (ClassCase){"n + iv", bin(LOP_ADD, n, j), LIR_UNIT};
+  c[k++] = (ClassCase){"iv - n", bin(LOP_SUB, j, n), LIR_UNIT};
+  c[k++] = (ClassCase){"n - iv", bin(LOP_SUB, n, j), LIR_VARYING};
+  c[k++] = (ClassCase){"iv + iv", bin(LOP_ADD, j, j), LIR_VARYING};
+  c[k++] = (ClassCase){"iv * n", bin(LOP_MUL, j, n), LIR_VARYING};
+  c[k++] = (ClassCase){"n * n", bin(LOP_MUL, n, n), LIR_UNIFORM};
+  c[k++] = (ClassCase){"iv < n", bin(LOP_LT, j, n), LIR_VARYING};
+  c[k++] = (ClassCase){"float unit + x", bin(LOP_ADD, ref(w->f), x), LIR_VARYING};
+  c[k++] = (ClassCase){"(i32) iv", j32, LIR_UNIT};
+  c[k++] = (ClassCase){"(i32) iv + 1", bin(LOP_ADD, j32, lir_const_int(A, LT_I32, 1)),
+                       LIR_UNIT};
+  c[k++] = (ClassCase){"(i64)(i32) iv", i64(j32), LIR_UNIT};
+  c[k++] = (ClassCase){"(double) iv", lir_cast(A, LT_F64, j), LIR_VARYING};
+  c[k++] = (ClassCase){"(double) n", lir_cast(A, LT_F64, n), LIR_UNIFORM};
+  c[k++] = (ClassCase){"(bool) iv", lir_cast(A, LT_BOOL, j), LIR_VARYING};
+  c[k++] = (ClassCase){"(i64) varying", i64(ref(w->t)), LIR_VARYING};
+  c[k++] = (ClassCase){"-n", lir_un(A, LUN_NEG, n), LIR_UNIFORM};
+  c[k++] = (ClassCase){"-iv", lir_un(A, LUN_NEG, j), LIR_VARYING};
+  c[k++] = (ClassCase){"p[n]", ld(w->p, n), LIR_UNIFORM};
+  c[k++] = (ClassCase){"p[iv]", ld(w->p, j), LIR_VARYING};
+  c[k++] = (ClassCase){"p[q[iv]]", ld(w->p, i64(ld(w->q, j))), LIR_VARYING};
+  c[k++] = (ClassCase){"n < n ? x : x", lir_select(A, bin(LOP_LT, n, n), x, x), LIR_UNIFORM};
+  c[k++] = (ClassCase){"n < n ? p[iv] : x",
+                       lir_select(A, bin(LOP_LT, n, n), ld(w->p, j), x), LIR_VARYING};
+  return k;
+}
+
+enum { NCLASS_CASES = 28 };
+
+START_TEST(test_classify_rules) {
+  ClassWorld w;
+  ClassCase c[32];
+  world_init(&w);
+  ck_assert_int_eq(class_cases(&w, c), NCLASS_CASES);
+  ck_assert_msg(world_classify(&w, c[_i].e) == c[_i].want, "%s: class %d, want %d",
+                c[_i].what, world_classify(&w, c[_i].e), c[_i].want);
+}
+END_TEST
+
+/* The hooks see every read and every load, also under a uniform select. */
+START_TEST(test_classify_hooks) {
+  ClassWorld w;
+  world_init(&w);
+  LirExpr *n = ref(w.n), *j = ref(w.j);
+  LirExpr *gather = ld(w.p, bin(LOP_ADD, i64(ld(w.q, j)), n));
+  ck_assert_int_eq(world_classify(&w, gather), LIR_VARYING);
+  ck_assert_int_eq(w.nloads, 2);
+  ck_assert_int_eq(w.load_ptr, LIR_UNIFORM);
+  ck_assert_int_eq(w.load_idx, LIR_VARYING);
+  ck_assert_int_eq(w.reads[w.j->id], 1);
+  ck_assert_int_eq(w.reads[w.n->id], 1);
+  ck_assert_int_eq(w.reads[w.p->id], 1);
+  LirExpr *sel = lir_select(A, bin(LOP_LT, n, n), ld(w.p, n), ref(w.x));
+  ck_assert_int_eq(world_classify(&w, sel), LIR_UNIFORM);
+  ck_assert_int_eq(w.nloads, 3);
+  ck_assert_int_eq(w.load_idx, LIR_UNIFORM);
+  ck_assert_int_eq(w.reads[w.n->id], 4);
+  ck_assert_int_eq(w.reads[w.x->id], 1);
+}
+END_TEST
+
 START_TEST(test_print_merge) {
   char *c = print_kernel(build_merge(), false);
   ck_assert_int_eq(count(c, "while ("), 3);
@@ -797,6 +914,11 @@ static Suite *loop_ir_suite(void) {
   tcase_add_test(verify, test_verify_scope);
   tcase_add_test(verify, test_verify_types);
   suite_add_tcase(s, verify);
+  TCase *cls = tcase_create("classify");
+  tcase_add_checked_fixture(cls, setup, teardown);
+  tcase_add_loop_test(cls, test_classify_rules, 0, NCLASS_CASES);
+  tcase_add_test(cls, test_classify_hooks);
+  suite_add_tcase(s, cls);
   TCase *print = tcase_create("print");
   tcase_add_checked_fixture(print, setup, teardown);
   tcase_add_test(print, test_print_merge);
