@@ -63,6 +63,7 @@ typedef struct Loops {
   IndexVar *iv[NT_MAX_INDICES];
   unsigned flags[NT_MAX_INDICES];
   int vec_width[NT_MAX_INDICES];
+  int unroll[NT_MAX_INDICES];
 } Loops;
 
 static int loop_pos(const Loops *l, const char *name) {
@@ -154,6 +155,10 @@ static bool apply(Loops *l, const Schedule *s, Diag *d) {
       if (p < 0) return sched_err(s, sd, d, "vectorize", sd->vars[0]);
       l->vec_width[p] = sd->width;
       break;
+    case SCHED_UNROLL:
+      if (p < 0) return sched_err(s, sd, d, "unroll", sd->vars[0]);
+      l->unroll[p] = sd->width;
+      break;
     case SCHED_PRECOMPUTE: break; /* lowering builds the where() */
     }
   }
@@ -167,7 +172,19 @@ static Cin *scheduled_forall(Arena *a, const Loops *l, IndexVar *v, Cin *body) {
     if (l->iv[i] == v) {
       c->u.forall.flags = l->flags[i];
       c->u.forall.vec_width = l->vec_width[i];
+      c->u.forall.unroll = l->unroll[i];
     }
+  return c;
+}
+
+/* forall over from's index with from's flags, around body. */
+static Cin *forall_like(Arena *a, const Cin *from, Cin *body) {
+  Cin *c = body ? cin_forall(a, from->u.forall.iv, body) : NULL;
+  if (c) {
+    c->u.forall.flags = from->u.forall.flags;
+    c->u.forall.vec_width = from->u.forall.vec_width;
+    c->u.forall.unroll = from->u.forall.unroll;
+  }
   return c;
 }
 
@@ -284,11 +301,7 @@ Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d)
     if (!from)
       return diag_error(d, TJ_ERR_INTERNAL, "reorder: %s is not a loop of the nest",
                         order[k]->name), NULL;
-    out = cin_forall(a, order[k], out);
-    if (out) {
-      out->u.forall.flags = from->u.forall.flags;
-      out->u.forall.vec_width = from->u.forall.vec_width;
-    }
+    out = forall_like(a, from, out);
   }
   if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
   return out;
@@ -312,19 +325,10 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
   w->decl.order = 1;
   Expr *wj = nt_access(a, w, 1, &j, 0);
   Cin *producer = cin_assign(a, wj, assign->u.assign.rhs, true);
-  for (int k = n - 1; k >= depth && producer; k--) {
-    producer = cin_forall(a, loops[k]->u.forall.iv, producer);
-    if (producer) producer->u.forall.flags = loops[k]->u.forall.flags;
-  }
+  for (int k = n - 1; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
   Cin *consumer = cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false));
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
-  for (int k = depth - 1; k >= 0 && out; k--) {
-    out = cin_forall(a, loops[k]->u.forall.iv, out);
-    if (out) {
-      out->u.forall.flags = loops[k]->u.forall.flags;
-      out->u.forall.vec_width = loops[k]->u.forall.vec_width;
-    }
-  }
+  for (int k = depth - 1; k >= 0 && out; k--) out = forall_like(a, loops[k], out);
   if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
   return out;
 }
@@ -345,6 +349,7 @@ void cin_print(FILE *out, const Cin *c) {
     if (c->u.forall.flags & CIN_PARALLEL) fputs(":parallel", out);
     if (c->u.forall.vec_width > 0)
       fprintf(out, ":vectorize(%d)", c->u.forall.vec_width);
+    if (c->u.forall.unroll > 0) fprintf(out, ":unroll(%d)", c->u.forall.unroll);
     fputs(", ", out);
     cin_print(out, c->u.forall.body);
     fputc(')', out);
@@ -360,6 +365,11 @@ void cin_print(FILE *out, const Cin *c) {
 }
 
 /* ---- schedule text ---- */
+
+/* Directive names, by SchedKind. */
+static const char *const SCHED_NAMES[] = {"reorder", "precompute", "parallelize", "vectorize",
+                                          "unroll"};
+enum { NSCHED = sizeof SCHED_NAMES / sizeof *SCHED_NAMES };
 
 typedef struct SchedParser {
   const char *src, *p;
@@ -431,7 +441,22 @@ static bool parse_width(SchedParser *sp, SchedDirective *sd) {
   return true;
 }
 
-/* The index list of reorder / parallelize / vectorize. */
+static bool parse_factor(SchedParser *sp, SchedDirective *sd) {
+  skip_blank(sp);
+  int col = col_of(sp);
+  char *end;
+  long f = strtol(sp->p, &end, 10);
+  if (end == sp->p || !isdigit((unsigned char)*sp->p))
+    return serr(sp, "expected %s", "an unroll factor");
+  sp->p = end;
+  if (f < 2 || f > 64)
+    return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, col, "unroll factor %ld is not "
+                         "between 2 and 64", f);
+  sd->width = (int)f;
+  return true;
+}
+
+/* The index list of reorder / parallelize / vectorize / unroll. */
 static bool parse_vars(SchedParser *sp, SchedDirective *sd) {
   int maxv = sd->kind == SCHED_REORDER ? NT_MAX_INDICES : 1;
   do {
@@ -444,19 +469,20 @@ static bool parse_vars(SchedParser *sp, SchedDirective *sd) {
     if (sd->kind == SCHED_VECTORIZE)
       return punct(sp, ',', "',' and a vector width") && parse_width(sp, sd) &&
              punct(sp, ')', "')'");
+    if (sd->kind == SCHED_UNROLL)
+      return punct(sp, ',', "',' and an unroll factor") && parse_factor(sp, sd) &&
+             punct(sp, ')', "')'");
   } while (*sp->p == ',' && sp->p++);
   return punct(sp, ')', "',' or ')'");
 }
 
 static bool parse_directive(SchedParser *sp, SchedDirective *sd) {
-  static const char *names[] = {"reorder", "precompute", "parallelize",
-                                "vectorize"};
   sd->col = col_of(sp);
   const char *name = ident(sp, "a schedule directive");
   if (!name) return false;
   int k = 0;
-  while (k < 4 && strcmp(names[k], name) != 0) k++;
-  if (k == 4)
+  while (k < NSCHED && strcmp(SCHED_NAMES[k], name) != 0) k++;
+  if (k == NSCHED)
     return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, sd->col,
                          "unknown schedule directive '%s'", name);
   sd->kind = (SchedKind)k;
@@ -480,15 +506,13 @@ bool nt_schedule_parse(const char *src, Schedule *out, Arena *a, Diag *d) {
 }
 
 void nt_schedule_print(FILE *out, const Schedule *s) {
-  static const char *names[] = {"reorder", "precompute", "parallelize",
-                                "vectorize"};
   for (int i = 0; i < s->n; i++) {
     const SchedDirective *sd = &s->d[i];
-    fprintf(out, "%s%s(", i ? " " : "", names[sd->kind]);
+    fprintf(out, "%s%s(", i ? " " : "", SCHED_NAMES[sd->kind]);
     if (sd->kind == SCHED_PRECOMPUTE) fputs(sd->arg, out);
     for (int k = 0; k < sd->nvars; k++)
       fprintf(out, "%s%s", k ? "," : "", sd->vars[k]);
-    if (sd->kind == SCHED_VECTORIZE) fprintf(out, ",%d", sd->width);
+    if (sd->kind == SCHED_VECTORIZE || sd->kind == SCHED_UNROLL) fprintf(out, ",%d", sd->width);
     fputc(')', out);
   }
 }

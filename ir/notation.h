@@ -155,7 +155,7 @@ typedef struct Cin Cin;
 struct Cin {
   CinKind kind;
   union {
-    struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width; } forall;
+    struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll; } forall;
     struct { Cin *consumer, *producer; TensorVar *ws; } where;
     struct { Cin *first, *second; } seq;
     struct { Expr *lhs, *rhs; bool accumulate; } assign;
@@ -164,14 +164,14 @@ struct Cin {
 
 /* Schedule directives, parsed from "reorder(i,k,j) parallelize(i) ...". */
 typedef enum {
-  SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE
+  SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL
 } SchedKind;
 
 typedef struct SchedDirective {
   SchedKind kind;
   int nvars;
   const char *vars[NT_MAX_INDICES];  /* index names */
-  int width;                         /* vectorize */
+  int width;                         /* vectorize: lanes; unroll: factor */
   const char *arg;                   /* precompute: the text inside () */
   int col;                           /* 1-based column of the directive */
 } SchedDirective;

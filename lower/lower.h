@@ -63,6 +63,7 @@ typedef struct LoopNest {
   IndexVar *order[NT_MAX_INDICES];
   int ws_depth;
   IndexVar *ws_var;
+  int unroll[NT_MAX_INDICES];          /* unroll(i, n): n, else 0 */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
 

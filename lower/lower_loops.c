@@ -502,7 +502,10 @@ static void balance_arrays(Lowerer *lw, LoopAttrs *at) {
   }
 }
 
+/* The loop's attributes: unroll(i, n) from the notation, and parallel
+ * when it is the outermost loop over rows of a dense output. */
 static void mark_parallel(Lowerer *lw, LoopCtx *cx, LirStmt *loop) {
+  loop->u.loop.at.unroll = lw->nest.unroll[cx->depth];
   if (cx->depth != 0 || !lw->par_ok || lw->target != T_OUT) return;
   loop->u.loop.at.parallel = true;
   balance_arrays(lw, &loop->u.loop.at);
@@ -774,7 +777,12 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   }
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
                 .v = lw->nest.order[depth]};
-  if (lw_wide_at(lw, alive, depth)) return wide_loop(lw, &cx);
+  bool wide = lw_wide_at(lw, alive, depth);
+  if (wide && lw->nest.unroll[depth])
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "unroll(%s, %d): the loop over %s merges "
+                      "sparse operands in a while loop; only for loops unroll", cx.v->name,
+                      lw->nest.unroll[depth], cx.v->name), NULL;
+  if (wide) return wide_loop(lw, &cx);
   Lattice L;
   lw_lattice(lw, alive, depth, &L);
   if (L.overflow) return TJ_BUG(lw->d, "merge lattice past LAT_MAX_POINTS"), NULL;
@@ -791,6 +799,11 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     lir_append(&s, single_loop(lw, &cx, extent));
     return lir_block(a, s);
   }
+  if (lw->nest.unroll[depth])
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "unroll(%s, %d): the loop over %s "
+                      "co-iterates sparse operands in while loops; only for loops (a dense "
+                      "range, or one sparse level) unroll", cx.v->name,
+                      lw->nest.unroll[depth], cx.v->name), NULL;
   LirVar *cv = lw_var(lw, cx.v->name, LT_I64);
   lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
   for (int q = 0; q < L.n; q++) lir_append(&s, point_loop(lw, &cx, q, cv, extent));

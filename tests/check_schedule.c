@@ -104,6 +104,21 @@ START_TEST(vectorize_parallelize_reorder) {
 }
 END_TEST
 
+/* unroll(i, n): the loop carries the count into LLVM's unroller, on dense
+ * loops and on loops over one sparse level, vectorized or not; values
+ * against the reference. */
+START_TEST(unroll_dense_and_sparse_loops) {
+  char *cin = run("A(i,j) = B(i,j) * C(i,j) + B(i,j)", "unroll(j,4)", "dd", "dd", 37, 29);
+  ck_assert_str_eq(cin, "forall(i, forall(j:unroll(4), A(i,j) = B(i,j) * C(i,j) + B(i,j)))\n");
+  free(cin);
+  tj_options scalar = tj_options_default();
+  scalar.no_vectorize = 1;
+  free(run_with("A(i,j) = B(i,j) * 3", "unroll(j,3) unroll(i,2)", &scalar, "dd", "ds", "ds", 23, 17));
+  free(run("A(i,j) = B(i,j) * 3", "unroll(j,5)", "ds", "ds", 23, 17));
+  free(run("A(i,j) = B(i,k) * C(k,j)", "unroll(k,2)", "dd", "dd", 19, 19));
+}
+END_TEST
+
 /* The default order of a contraction that will be vectorized: output
  * indices first, reductions inside — for all-dense operands, and for one
  * sparse operand times dense ones when the sparse operand can be walked in
@@ -151,6 +166,10 @@ static const Refusal refusals[] = {
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j))", "ds", "expected precompute("},
     {"A(i,j) = B(i,j) + C(i,j)", "parallelize(j)", "dd", "only the outermost loop"},
     {"A(i,j) = B(i,j) + C(i,j)", "vectorize(q,4)", "dd", "unknown index 'q'"},
+    {"A(i,j) = B(i,j) + C(i,j)", "unroll(j,4)", "ds", "only for loops (a dense range, or one "
+     "sparse level) unroll"},
+    {"A(i,j) = B(i,j) + C(i,j)", "unroll(j,65)", "dd", "unroll factor 65 is not between 2 and 64"},
+    {"A(i,j) = B(i,j) + C(i,j)", "unroll(q,2)", "dd", "unroll: unknown index 'q'"},
 };
 
 START_TEST(refusals_with_messages) {
@@ -177,6 +196,7 @@ int main(void) {
   tcase_add_test(t, precompute_builds_a_workspace);
   tcase_add_test(t, automatic_workspace_shows_where);
   tcase_add_test(t, vectorize_parallelize_reorder);
+  tcase_add_test(t, unroll_dense_and_sparse_loops);
   tcase_add_loop_test(t, default_order_output_first, 0, sizeof orders / sizeof orders[0]);
   tcase_add_loop_test(t, refusals_with_messages, 0, sizeof refusals / sizeof refusals[0]);
   suite_add_tcase(s, t);
