@@ -10,6 +10,7 @@
  * Division by an operand with a sparse level is refused (x/0 where the
  * divisor has no entry). Diagonal accesses (B(i,i)) are refused.
  */
+#include "level.h"
 #include "notation.h"
 
 #include <string.h>
@@ -236,17 +237,11 @@ static bool check_dtypes(Checker *ck) {
   return true;
 }
 
-static bool is_sparse(const TensorDecl *dc) {
-  for (int l = 0; l < dc->order && dc->format.levels[l]; l++)
-    if (strchr("suqc", dc->format.levels[l])) return true;
-  return false;
-}
-
 /* The first access in e to a tensor with a sparse level, or NULL. */
 static const Expr *sparse_access(const Expr *e) {
   const Expr *s = NULL;
   switch (e->kind) {
-  case EX_ACCESS: return is_sparse(&e->u.access.t->decl) ? e : NULL;
+  case EX_ACCESS: return lv_format_has_sparse(&e->u.access.t->decl.format) ? e : NULL;
   default: {
     Expr *k[2];
     int n = nt_children(e, k);

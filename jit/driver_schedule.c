@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/level.h"
 #include "driver.h"
 
 static IndexVar *index_named(const Assignment *as, const char *name) {
@@ -95,7 +96,7 @@ static bool apply_precompute(const Assignment *as, LowerPlan *p, const SchedDire
 static bool walks_nonunique_outer(const Assignment *as, const LowerPlan *p) {
   for (int t = 1; t < as->ntensors; t++) {
     const tj_format *f = &p->fmt[t];
-    if (f->order > 0 && (f->levels[0] == 'u' || f->levels[0] == 'c')) return true;
+    if (f->order > 0 && !lv_at(f, 0, LV_UNIQUE)) return true;
   }
   return false;
 }

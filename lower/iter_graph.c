@@ -14,14 +14,6 @@ typedef struct Graph {
   bool edge[NT_MAX_INDICES][NT_MAX_INDICES];
 } Graph;
 
-static bool is_sparse_letter(char c) { return c == 's' || c == 'u' || c == 'q' || c == 'c'; }
-
-bool lw_format_has_sparse(const tj_format *f) {
-  for (int l = 0; l < f->order; l++)
-    if (is_sparse_letter(f->levels[l])) return true;
-  return false;
-}
-
 /* Index variable stored at level l of access e under format f. */
 static IndexVar *level_var(const Expr *e, const tj_format *f, int l) {
   return e->u.access.idx[f->mode_order[l]];
@@ -110,14 +102,14 @@ static bool topo_order(const Graph *g, const int *want_pos, int *order) {
 static bool check_input_format(const TensorVar *t, Diag *d) {
   const tj_format *f = &t->decl.format;
   for (int l = 0; l < f->order; l++) {
-    char c = f->levels[l];
-    char next = l + 1 < f->order ? f->levels[l + 1] : 0;
-    if (c == 'u' && next != 'q' && next != 'c')
+    const LevelType *lt = lv_of(f, l);
+    bool singleton_next = l + 1 < f->order && lv_at(f, l + 1, LV_BRANCHLESS);
+    if (lv_has(lt, LV_HAS_POS) && !lv_has(lt, LV_UNIQUE) && !singleton_next)
       return diag_error(d, TJ_ERR_FORMAT,
                         "%s: a compressed-nonunique level ('u', level %d) "
                         "must be followed by a singleton level ('q')",
                         t->name, l);
-    if ((c == 'q' || c == 'c') && (l == 0 || (f->levels[l - 1] == 'd')))
+    if (lv_has(lt, LV_BRANCHLESS) && (l == 0 || lv_at(f, l - 1, LV_FULL)))
       return diag_error(d, TJ_ERR_FORMAT,
                         "%s: a singleton level ('q', level %d) needs a "
                         "compressed or singleton parent level",
@@ -131,18 +123,18 @@ static bool check_output_format(const Assignment *as, Diag *d) {
   const tj_format *f = &t->decl.format;
   bool seen_sparse = false;
   for (int l = 0; l < f->order; l++) {
-    char c = f->levels[l];
-    if (c == 'u' || c == 'q')
+    if (!lw_output_level_ok(lv_of(f, l)))
       return diag_error(d, TJ_ERR_UNSUPPORTED,
                         "output %s: level %d is '%c'; outputs support dense "
                         "('d') and compressed ('s') levels",
-                        t->name, l, c);
-    if (c == 'd' && seen_sparse)
+                        t->name, l, f->levels[l]);
+    bool full = lv_at(f, l, LV_FULL);
+    if (full && seen_sparse)
       return diag_error(d, TJ_ERR_UNSUPPORTED,
                         "output %s: a dense level below a compressed one "
                         "(level %d of '%s') is not supported for outputs yet",
                         t->name, l, f->levels);
-    seen_sparse |= c == 's';
+    seen_sparse |= !full;
   }
   if (seen_sparse && as->accumulate)
     return diag_error(d, TJ_ERR_UNSUPPORTED,
@@ -170,7 +162,7 @@ static bool plan_workspace(const Assignment *as, LowerPlan *p, Diag *d) {
   const Expr *lhs = as->lhs;
   const tj_format *f = &p->fmt[0];
   p->ws_depth = -1;
-  p->out_sparse = lw_format_has_sparse(f);
+  p->out_sparse = lv_format_has_sparse(f);
   if (!p->out_sparse) return true;
   int first_red = p->nloops;
   for (int k = 0; k < p->nloops; k++)
@@ -183,7 +175,7 @@ static bool plan_workspace(const Assignment *as, LowerPlan *p, Diag *d) {
     int depth = 0;
     while (p->order[depth] != v) depth++;
     if (depth < first_red) continue;
-    if (l != f->order - 1 || f->levels[l] != 's')
+    if (l != f->order - 1 || !lv_at(f, l, LV_HAS_POS))
       return diag_error(d, TJ_ERR_UNSUPPORTED,
                         "output %s: level %d (index %s) would be written "
                         "after reduction index %s; only the last output "
@@ -221,7 +213,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
   bool rejected[LW_MAX_ACCESS] = {0};
   for (int k = 0; k < acc.n; k++) {
     const TensorVar *t = acc.e[k]->u.access.t;
-    if (!lw_format_has_sparse(&p->fmt[t->id])) continue;
+    if (!lv_format_has_sparse(&p->fmt[t->id])) continue;
     if (add_path(&g, acc.e[k], &p->fmt[t->id], want_pos, strict)) continue;
     if (k == 0)
       return diag_error(d, TJ_ERR_UNSUPPORTED,
@@ -235,7 +227,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
    * close no cycle, and never forcing a conversion. */
   for (int k = 0; k < acc.n; k++) {
     const TensorVar *t = acc.e[k]->u.access.t;
-    if (!lw_format_has_sparse(&p->fmt[t->id]) && !strict)
+    if (!lv_format_has_sparse(&p->fmt[t->id]) && !strict)
       add_path(&g, acc.e[k], &p->fmt[t->id], want_pos, strict);
   }
   int order[NT_MAX_INDICES];
@@ -320,11 +312,10 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   bool dense_outer = p->nloops > 0;
   for (int k = 1; k < acc.n && dense_outer; k++) {
     const tj_format *f = &p->fmt[acc.e[k]->u.access.t->id];
-    if (lw_format_has_sparse(f) && f->order > 0 && level_var(acc.e[k], f, 0) == p->order[0] &&
-        f->levels[0] != 'd')
+    if (f->order > 0 && level_var(acc.e[k], f, 0) == p->order[0] && !lv_at(f, 0, LV_FULL))
       dense_outer = false;
   }
-  p->rangeable = dense_outer && p->out_sparse && p->fmt[0].levels[0] == 'd' &&
+  p->rangeable = dense_outer && p->out_sparse && lv_at(&p->fmt[0], 0, LV_FULL) &&
                  level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
   p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]);
   return check_sum_order(as, p, d);

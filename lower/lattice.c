@@ -30,11 +30,6 @@ int lw_level_at(const Lowerer *lw, int x, int depth) {
   return lw->depth_of[v->id] == depth ? bound : -1;
 }
 
-bool lw_is_sparse_level(const Lowerer *lw, int x, int level) {
-  char c = lw->acc[x].f->levels[level];
-  return c == 's' || c == 'u' || c == 'q' || c == 'c';
-}
-
 AMask lw_sparse_at(const Lowerer *lw, AMask alive, int depth) {
   AMask m = 0;
   for (int x = 1; x < lw->nacc; x++) {

@@ -171,7 +171,7 @@ static bool setup_accesses(Lowerer *lw) {
     Access *ac = &lw->acc[x];
     ac->t = ac->e->u.access.t->id;
     ac->f = &p->fmt[ac->t];
-    ac->located = !lw_format_has_sparse(ac->f);
+    ac->located = !lv_format_has_sparse(ac->f);
     ac->last_depth = -1;
     for (int m = 0; m < ac->e->u.access.n; m++) {
       int dd = lw->depth_of[ac->e->u.access.idx[m]->id];
@@ -206,12 +206,12 @@ static LirStmt *declare_operands(Lowerer *lw) {
       lir_append(&s, lir_decl(a, lw->dim[t][m], lir_field(a, lw->k, t, LF_DIM, m)));
     }
     for (int l = 0; l < f->order; l++) {
-      if (f->levels[l] == 's' || f->levels[l] == 'u') {
+      if (lv_at(f, l, LV_HAS_POS)) {
         snprintf(base, sizeof base, "%s%d_pos", tv->name, l);
         lw->pos_ptr[t][l] = lw_var(lw, base, lir_field_type(lw->k, t, LF_POS));
         lir_append(&s, lir_decl(a, lw->pos_ptr[t][l], lir_field(a, lw->k, t, LF_POS, l)));
       }
-      if (f->levels[l] != 'd') {
+      if (lv_at(f, l, LV_HAS_CRD)) {
         snprintf(base, sizeof base, "%s%d_crd", tv->name, l);
         lw->crd_ptr[t][l] = lw_var(lw, base, lir_field_type(lw->k, t, LF_CRD));
         lir_append(&s, lir_decl(a, lw->crd_ptr[t][l], lir_field(a, lw->k, t, LF_CRD, l)));
@@ -234,7 +234,7 @@ static LirExpr *out_prefix_size(Lowerer *lw, int l) {
 
 static bool parents_dense(const tj_format *f, int l) {
   for (int k = 0; k < l; k++)
-    if (f->levels[k] != 'd') return false;
+    if (!lv_at(f, k, LV_FULL)) return false;
   return true;
 }
 
@@ -294,7 +294,7 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
   LirStmt *s = NULL;
   char base[64];
   for (int l = 0; l < f->order; l++) {
-    if (f->levels[l] != 's') continue;
+    if (!lv_at(f, l, LV_HAS_POS)) continue;
     snprintf(base, sizeof base, "pOut%d", l);
     lw->out_p[l] = lw_var(lw, base, LT_I64);
     bool chained = lw->ranged && lw->phase == PHASE_COMPUTE;
@@ -342,7 +342,7 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
   LirStmt *s = NULL;
   if (lw->phase != PHASE_COMPUTE) {
     for (int l = 0; l < f->order; l++) {
-      if (f->levels[l] != 's') continue;
+      if (!lv_at(f, l, LV_HAS_POS)) continue;
       LirVar *pos = lw->pos_ptr[0][l];
       LirExpr *plen;
       if (l == 0) {
@@ -473,7 +473,7 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
   for (int x = 1; x < lw->nacc; x++) {
     int l = lw_level_at(lw, x, 0);
     const tj_format *f = lw->acc[x].f;
-    if (l >= 0 && (f->levels[l] != 'd' || (l + 1 < f->order && f->levels[l + 1] != 'd')))
+    if (l >= 0 && (!lv_at(f, l, LV_FULL) || (l + 1 < f->order && !lv_at(f, l + 1, LV_FULL))))
       return true;
   }
   return false;

@@ -33,14 +33,11 @@ typedef struct LoopCtx {
 
 static Arena *A(Lowerer *lw) { return lw->a; }
 
-/* A level whose coordinates may repeat inside its range: nonunique
- * levels, and singletons below them (COO keeps duplicate entries). Such a
- * level is walked by segments of equal coordinates; its children see the
- * whole segment, and a leaf segment's values are summed. */
+/* A segmented level (lw_level_segmented) is walked by segments of equal
+ * coordinates; its children see the whole segment, and a leaf segment's
+ * values are summed. */
 static bool level_segmented(const Lowerer *lw, int x, int l) {
-  const char *lv = lw->acc[x].f->levels;
-  if (lv[l] == 'u' || lv[l] == 'c') return true;
-  return lv[l] == 'q' && l > 0 && level_segmented(lw, x, l - 1);
+  return lw_level_segmented(lw->acc[x].f, l);
 }
 
 static LirExpr *parent_pos(Lowerer *lw, int x) {
@@ -76,19 +73,8 @@ static LirStmt *init_iter(Lowerer *lw, int x, int l, Iter *it) {
   it->p = lw_var(lw, base, LT_I64);
   snprintf(base, sizeof base, "p%s%d_end", tn, l);
   it->end = lw_var(lw, base, LT_I64);
-  LirExpr *pp = parent_pos(lw, x), *lo, *hi;
-  char kind = lw->acc[x].f->levels[l];
-  if (kind == 's' || kind == 'u') {
-    LirVar *pos = lw->pos_ptr[lw->acc[x].t][l];
-    lo = lw_load_index(lw, pos, pp);
-    hi = lw_load_index(lw, pos, lir_bin(A(lw), LOP_ADD, pp, lw_i64(lw, 1)));
-  } else if (l > 0 && level_segmented(lw, x, l - 1)) {
-    lo = pp;
-    hi = lw_ref(lw, lw->seg_end[x]);
-  } else {
-    lo = pp;
-    hi = lir_bin(A(lw), LOP_ADD, pp, lw_i64(lw, 1));
-  }
+  LirExpr *lo, *hi;
+  lw_pos_bounds(lw, x, l, parent_pos(lw, x), &lo, &hi);
   if (lw->live[x]) return guarded_range(lw, x, it, lo, hi);
   LirStmt *s = lir_decl(A(lw), it->p, lo);
   lir_append(&s, lir_decl(A(lw), it->end, hi));
@@ -408,7 +394,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   LirStmt *s = bind_levels(lw, cx, keep, cv);
 
   int l = lw->target == T_OUT && lw->plan->out_sparse ? lw_level_at(lw, 0, cx->depth) : -1;
-  bool compressed = l >= 0 && lw->acc[0].f->levels[l] == 's';
+  bool compressed = l >= 0 && lv_at(lw->acc[0].f, l, LV_HAS_POS);
   LirVar *start = NULL;
   if (l >= 0 && !compressed) {
     LirVar *p = lw_var(lw, "pOut", LT_I64);
@@ -423,7 +409,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
     if (l == lw->out_last)
       lir_append(&s, lw_ensure_out_cap(lw, l, lw_ref(lw, lw->out_p[l])));
   }
-  bool next_compressed = l >= 0 && l < lw->out_last && lw->acc[0].f->levels[l + 1] == 's';
+  bool next_compressed = l >= 0 && l < lw->out_last && lv_at(lw->acc[0].f, l + 1, LV_HAS_POS);
   if (next_compressed) {
     start = lw_var(lw, "pOut_start", LT_I64);
     lir_append(&s, lir_decl(a, start, lw_ref(lw, lw->out_p[l + 1])));
@@ -485,8 +471,6 @@ static LirStmt *cases(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv) {
   return chain;
 }
 
-static bool has_pos(char level) { return level == 's' || level == 'u'; }
-
 /* Pos arrays that weigh the iterations of the depth-0 loop by the entries
  * below them: the child level of a level at depth 0 and, when that one's
  * child is compressed too (CSF), the level below it (MTTKRP's work is in
@@ -494,9 +478,9 @@ static bool has_pos(char level) { return level == 's' || level == 'u'; }
 static void balance_arrays(Lowerer *lw, LoopAttrs *at) {
   for (int x = 1; x < lw->nacc; x++) {
     const tj_format *f = lw->acc[x].f;
-    if (lw_level_at(lw, x, 0) != 0 || f->order < 2 || !has_pos(f->levels[1])) continue;
+    if (lw_level_at(lw, x, 0) != 0 || f->order < 2 || !lv_at(f, 1, LV_HAS_POS)) continue;
     at->balance = lw_ref(lw, lw->pos_ptr[lw->acc[x].t][1]);
-    if (f->order >= 3 && has_pos(f->levels[2]))
+    if (f->order >= 3 && lv_at(f, 2, LV_HAS_POS))
       at->leaves = lw_ref(lw, lw->pos_ptr[lw->acc[x].t][2]);
     return;
   }

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "../ir/level.h"
 #include "../runtime/abi.h"
 #include "lower.h"
 
@@ -98,9 +99,20 @@ typedef struct Lowerer {
   int *name_uses;
 } Lowerer;
 
+/* level.c: level functions, asked of the level type (ir/level.h) */
+/* Whether level `level` of access x is iterated (not full). */
+bool lw_is_sparse_level(const Lowerer *lw, int x, int level);
+/* Whether level l of f may repeat a coordinate inside its range: nonunique
+ * levels, and singletons below them (COO keeps duplicate entries). */
+bool lw_level_segmented(const tj_format *f, int l);
+/* Whether an output level of type lt can be written: located (dense) or
+ * appended with unique coordinates per segment (compressed). */
+bool lw_output_level_ok(const LevelType *lt);
+/* [*lo, *hi): the positions of level l of access x under parent position
+ * pp (pos[pp] .. pos[pp+1], the parent's segment, or pp .. pp+1). */
+void lw_pos_bounds(Lowerer *lw, int x, int l, LirExpr *pp, LirExpr **lo, LirExpr **hi);
+
 /* iter_graph.c */
-/* Whether f has a level other than dense. */
-bool lw_format_has_sparse(const tj_format *f);
 /* Appends the access nodes of e, in source order, to out; false (out
  * holding the first max) when e has more than max. */
 bool lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max);
@@ -108,7 +120,6 @@ bool lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max);
 /* lattice.c */
 /* Level of access x that the loop at depth stores, or -1. */
 int lw_level_at(const Lowerer *lw, int x, int depth);
-bool lw_is_sparse_level(const Lowerer *lw, int x, int level);
 /* Accesses alive in mask whose level at depth is sparse. */
 AMask lw_sparse_at(const Lowerer *lw, AMask alive, int depth);
 /* Whether rhs is identically zero when only the accesses in alive exist. */

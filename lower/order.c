@@ -20,7 +20,7 @@
 
 #include "lowerer.h"
 
-static bool has_sparse_level(const TensorVar *t) { return lw_format_has_sparse(&t->decl.format); }
+static bool has_sparse_level(const TensorVar *t) { return lv_format_has_sparse(&t->decl.format); }
 
 /* A product of accesses and literals, with `sparse` counting the accesses
  * of tensors that have a sparse level. */
@@ -43,7 +43,7 @@ static bool unit_stride_in(const Expr *e, const IndexVar *v) {
   case EX_ACCESS: {
     const tj_format *f = &e->u.access.t->decl.format;
     for (int l = 0; l < f->order; l++)
-      if (e->u.access.idx[f->mode_order[l]] == v && (l != f->order - 1 || f->levels[l] != 'd'))
+      if (e->u.access.idx[f->mode_order[l]] == v && (l != f->order - 1 || !lv_at(f, l, LV_FULL)))
         return false;
     return true;
   }

@@ -8,6 +8,7 @@
 
 #include "ir/notation.h"
 #include "lower/lower.h"
+#include "lower/lowerer.h"
 #include "util/golden.h"
 
 typedef struct Case {
@@ -314,6 +315,37 @@ START_TEST(refused_with_message) {
 }
 END_TEST
 
+/* The level questions of ir/level.h and lower/level.c, per level of a format. */
+static const struct {
+  const char *levels;
+  int l;
+  unsigned has, lacks;
+  bool segmented, output_ok;
+} level_cases[] = {
+  {"ds", 0, LV_FULL | LV_LOCATE | LV_UNIQUE, LV_HAS_POS | LV_HAS_CRD, false, true},
+  {"ds", 1, LV_HAS_POS | LV_HAS_CRD | LV_UNIQUE | LV_APPEND, LV_FULL | LV_BRANCHLESS, false, true},
+  {"uq", 0, LV_HAS_POS | LV_HAS_CRD, LV_UNIQUE | LV_FULL, true, false},
+  {"uq", 1, LV_HAS_CRD | LV_BRANCHLESS | LV_UNIQUE, LV_HAS_POS, true, false},
+  {"sq", 1, LV_HAS_CRD | LV_BRANCHLESS, LV_HAS_POS, false, false},
+  {"ucq", 1, LV_HAS_CRD | LV_BRANCHLESS, LV_UNIQUE | LV_HAS_POS, true, false},
+  {"ucq", 2, LV_BRANCHLESS | LV_UNIQUE, LV_HAS_POS, true, false},
+};
+
+START_TEST(level_questions) {
+  tj_format f = {0};
+  strcpy(f.levels, level_cases[_i].levels);
+  f.order = (int)strlen(f.levels);
+  const LevelType *lt = lv_of(&f, level_cases[_i].l);
+  ck_assert_int_eq(lt->letter, f.levels[level_cases[_i].l]);
+  ck_assert(lv_has(lt, level_cases[_i].has));
+  ck_assert_int_eq(lt->props & level_cases[_i].lacks, 0);
+  ck_assert_int_eq(lw_level_segmented(&f, level_cases[_i].l), level_cases[_i].segmented);
+  ck_assert_int_eq(lw_output_level_ok(lt), level_cases[_i].output_ok);
+  ck_assert(lv_format_has_sparse(&f));
+  ck_assert(!lv_format_has_sparse(&(tj_format){.order = 2, .levels = "dd"}));
+}
+END_TEST
+
 Suite *lower_suite(void) {
   Suite *s = suite_create("lower");
   TCase *t = tcase_create("golden");
@@ -333,6 +365,9 @@ Suite *lower_suite(void) {
   TCase *e = tcase_create("refusals");
   tcase_add_loop_test(e, refused_with_message, 0, sizeof refusals / sizeof refusals[0]);
   suite_add_tcase(s, e);
+  TCase *lv = tcase_create("levels");
+  tcase_add_loop_test(lv, level_questions, 0, sizeof level_cases / sizeof level_cases[0]);
+  suite_add_tcase(s, lv);
   return s;
 }
 

@@ -1,0 +1,30 @@
+/* The table of level types (ir/level.h). Adding a level type adds a row
+ * here, its storage in runtime/ and its letter in runtime/format.c's
+ * parser; the lowering asks its properties and lower/level.c emits its
+ * level functions. */
+#include "level.h"
+
+static const LevelType level_types[] = {
+  {'d', "dense", LV_FULL | LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_LOCATE | LV_INSERT},
+  {'s', "compressed", LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD},
+  {'u', "compressed(nonunique)", LV_ORDERED | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD},
+  {'q', "singleton", LV_ORDERED | LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD},
+  {'c', "singleton(nonunique)", LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD},
+};
+
+const LevelType *lv_of(const tj_format *f, int l) {
+  int n = (int)(sizeof level_types / sizeof level_types[0]);
+  for (int i = 0; i < n; i++)
+    if (level_types[i].letter == f->levels[l]) return &level_types[i];
+  return &level_types[0]; /* unreachable for a format the parser accepted */
+}
+
+bool lv_has(const LevelType *lt, unsigned props) { return (lt->props & props) == props; }
+
+bool lv_at(const tj_format *f, int l, unsigned props) { return lv_has(lv_of(f, l), props); }
+
+bool lv_format_has_sparse(const tj_format *f) {
+  for (int l = 0; l < f->order; l++)
+    if (!lv_at(f, l, LV_FULL)) return true;
+  return false;
+}

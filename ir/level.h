@@ -1,0 +1,46 @@
+/* Level types: what each letter of tj_format.levels means, as one table.
+ *
+ * A level type is a name and one word of properties (TACO's mode-format
+ * capabilities, MLIR's LevelType predicates). Every layer that needs to know
+ * what a level can do (the checker, the lowering, the driver) asks these
+ * questions, never the letter; only this table and the format parser
+ * (runtime/format.c) know the letters. The level functions that emit loop IR
+ * for a type live in lower/level.c.
+ */
+#ifndef TJ_IR_LEVEL_H
+#define TJ_IR_LEVEL_H
+
+#include <stdbool.h>
+
+#include "../include/tensorjit.h"
+
+enum {
+  LV_FULL = 1u << 0,       /* every coordinate of the extent is stored */
+  LV_ORDERED = 1u << 1,    /* coordinates ascend within a segment */
+  LV_UNIQUE = 1u << 2,     /* no coordinate twice within a segment */
+  LV_BRANCHLESS = 1u << 3, /* one child per parent position (singleton) */
+  LV_COMPACT = 1u << 4,    /* positions are dense in 0..n */
+  LV_LOCATE = 1u << 5,     /* position of a coordinate by arithmetic */
+  LV_INSERT = 1u << 6,     /* written by locating (dense outputs) */
+  LV_APPEND = 1u << 7,     /* written by appending coordinates in order */
+  LV_HAS_POS = 1u << 8,    /* a pos array: pos[p] .. pos[p+1] is segment p */
+  LV_HAS_CRD = 1u << 9     /* a crd array: crd[q] is the coordinate at q */
+};
+
+typedef struct LevelType {
+  char letter;       /* in tj_format.levels */
+  const char *name;  /* "compressed", as the long format syntax spells it */
+  unsigned props;    /* LV_* */
+} LevelType;
+
+/* The type of level l of f (f->levels[l] must be a letter the format
+ * parser accepts). The result is static. */
+const LevelType *lv_of(const tj_format *f, int l);
+/* Whether lt has every property in props. */
+bool lv_has(const LevelType *lt, unsigned props);
+/* Whether level l of f has every property in props. */
+bool lv_at(const tj_format *f, int l, unsigned props);
+/* Whether some level of f is not full (a sparse tensor). */
+bool lv_format_has_sparse(const tj_format *f);
+
+#endif
