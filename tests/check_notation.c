@@ -182,7 +182,7 @@ START_TEST(test_builder) {
   Expr *prod = nt_binary(&a, EX_MUL, nt_access(&a, B, 2, ik, 0),
                          nt_access(&a, C, 2, kj, 0), 0);
   as->rhs = nt_binary(&a, EX_ADD, prod,
-                      nt_call(&a, FN_MAX, nt_literal(&a, 1, true, 0),
+                      nt_call(&a, OP_MAX, nt_literal(&a, 1, true, 0),
                               nt_unary(&a, EX_NEG, nt_literal(&a, 2.5, false, 0), 0),
                               0),
                       0);
