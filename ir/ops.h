@@ -30,7 +30,11 @@ typedef enum {
   OA_DENSE,      /* unary, nonzero at zero (exp, log): adds a full point */
 } OpAlgebra;
 
-enum { OL_COMM = 1, OL_ASSOC = 2 };   /* laws */
+enum {   /* laws */
+  OL_COMM = 1, OL_ASSOC = 2,
+  OL_LINEAR_X = 4,   /* f(a + b, y) = f(a, y) + f(b, y), f(c a, y) = c f(a, y) */
+  OL_LINEAR_Y = 8,   /* the same in the second operand */
+};
 
 typedef struct NtOp {
   const char *name;       /* "ADD": the enum's suffix, for tests and dumps */
@@ -42,7 +46,7 @@ typedef struct NtOp {
   bool float_only;
   OpAlgebra algebra;
   double identity, annihilator;   /* NAN: none */
-  unsigned laws;          /* OL_COMM | OL_ASSOC */
+  unsigned laws;          /* OL_COMM | OL_ASSOC | OL_LINEAR_X | OL_LINEAR_Y */
   long double (*eval)(long double x, long double y);  /* reference value (y
                              unused when unary); integer division is the
                              reference interpreter's own */

@@ -802,6 +802,12 @@ static void assert_algebra(const NtOp *op) {
     if (op->laws & OL_COMM) ck_assert(op_eval(op, x, y) == op_eval(op, y, x));
     if (op->laws & OL_ASSOC)
       ck_assert(op_eval(op, op_eval(op, x, y), 1.5) == op_eval(op, x, op_eval(op, y, 1.5)));
+    if (op->laws & OL_LINEAR_X)
+      ck_assert_msg(op_eval(op, x + y, 2) == op_eval(op, x, 2) + op_eval(op, y, 2) &&
+                    op_eval(op, 4 * x, 2) == 4 * op_eval(op, x, 2), "%s: linear in x", op->name);
+    if (op->laws & OL_LINEAR_Y)
+      ck_assert_msg(op_eval(op, 2, x + y) == op_eval(op, 2, x) + op_eval(op, 2, y) &&
+                    op_eval(op, 2, 4 * x) == 4 * op_eval(op, 2, x), "%s: linear in y", op->name);
     if (!isnan(op->identity)) {
       ck_assert_msg(op_eval(op, x, op->identity) == x, "%s: identity", op->name);
       if (op->laws & OL_COMM) ck_assert(op_eval(op, op->identity, x) == x);
