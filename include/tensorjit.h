@@ -198,6 +198,9 @@ tj_expr *tj_build_binary(tj_builder *b, char op, tj_expr *x, tj_expr *y);
 tj_expr *tj_build_neg(tj_builder *b, tj_expr *x);
 /* fn: "sqrt", "abs", "exp", "log" (y NULL), "min" or "max" (y given). */
 tj_expr *tj_build_call(tj_builder *b, const char *fn, tj_expr *x, tj_expr *y);
+/* The name of the i-th function of index notation ("sqrt", ...), i from 0;
+ * NULL past the last. A static string. */
+const char *tj_function_name(int i);
 /* sum(index, x): x summed over index, explicitly. Without it an index
  * that appears only on the right is summed over the smallest subexpression
  * holding every use of it (TACO's rule: b(i) - A(i,j) * x(j) is b - Ax). */

@@ -206,17 +206,19 @@ static bool set_dtype(Checker *ck, Expr *e) {
             "%g) has no defined promotion", nt_dtype_name(ck->dt),
             ck->dt_from, e->u.lit.value);
     return true;
-  case EX_NEG: return set_dtype(ck, e->u.bin.a);
   case EX_SUM: return set_dtype(ck, e->u.sum.a);
-  case EX_CALL:
-    if (is_int && e->u.call.fn != FN_ABS && e->u.call.fn != FN_MIN &&
-        e->u.call.fn != FN_MAX)
+  default: {
+    OpKind op = nt_expr_op(e);
+    if (is_int && nt_op(op)->float_only)
       FAILF(ck, TJ_ERR_DTYPE, e->col, "%s of an %s expression is undefined "
             "(integers are not promoted to floats)",
-            nt_fn_name(e->u.call.fn), nt_dtype_name(ck->dt));
-    return set_dtype(ck, e->u.call.a) &&
-           (!e->u.call.b || set_dtype(ck, e->u.call.b));
-  default: return set_dtype(ck, e->u.bin.a) && set_dtype(ck, e->u.bin.b);
+            nt_op(op)->spelling, nt_dtype_name(ck->dt));
+    Expr *k[2];
+    int n = nt_children(e, k);
+    for (int i = 0; i < n; i++)
+      if (!set_dtype(ck, k[i])) return false;
+    return true;
+  }
   }
 }
 

@@ -28,12 +28,6 @@ enum { P_COND = 3, P_OR = 4, P_AND = 5, P_EQ = 9, P_REL = 10, P_ADD = 12,
 
 static void print_expr(Printer *p, const LirExpr *e, int need);
 
-static const char *binop_c(LirBinOp op) {
-  static const char *s[] = {"+", "-", "*", "/", "%", "min", "max", "<",
-                            "<=", ">", ">=", "==", "!=", "&&", "||"};
-  return s[op];
-}
-
 static int binop_prec(LirBinOp op) {
   switch (op) {
   case LOP_ADD: case LOP_SUB: return P_ADD;
@@ -155,7 +149,7 @@ static void print_bin(Printer *p, const LirExpr *e) {
       e->u.bin.b->kind == LE_CONST)
     fputs("(int64_t)", p->out);  /* two int literals would compute in int */
   print_expr(p, e->u.bin.a, lneed);
-  fprintf(p->out, " %s ", binop_c(op));
+  fprintf(p->out, " %s ", lir_bin_name(op));
   print_expr(p, e->u.bin.b, rneed);
 }
 
@@ -255,7 +249,7 @@ static void print_update(Printer *p, int op, const LirExpr *e) {
     fputs(" = ", p->out);
     print_expr(p, e, P_COND);
   } else if (op <= LOP_REM) {
-    fprintf(p->out, " %s= ", binop_c(op));
+    fprintf(p->out, " %s= ", lir_bin_name(op));
     print_expr(p, e, P_COND);
   }
   fputs(";\n", p->out);

@@ -100,11 +100,9 @@ static bool check_field(Verifier *v, const LirExpr *e) {
 static bool check_bin(Verifier *v, const LirExpr *e) {
   const LirExpr *a = e->u.bin.a, *b = e->u.bin.b;
   LirBinOp op = e->u.bin.op;
-  static const char *sym[] = {"+", "-", "*", "/", "%", "min", "max", "<",
-                              "<=", ">", ">=", "==", "!=", "&&", "||"};
   if (!check_expr(v, a) || !check_expr(v, b)) return false;
   if (a->type != b->type)
-    return failf(v, "type mismatch in '%s': %s vs %s", sym[op], tname(a->type),
+    return failf(v, "type mismatch in '%s': %s vs %s", lir_bin_name(op), tname(a->type),
                  tname(b->type));
   LirType t = a->type;
   bool ok = op == LOP_REM                ? lir_type_is_int(t)
@@ -112,16 +110,15 @@ static bool check_bin(Verifier *v, const LirExpr *e) {
             : op == LOP_EQ || op == LOP_NE  ? is_scalar(t)
                                              : is_num(t);
   if (!ok)
-    return failf(v, "operator '%s' does not apply to %s", sym[op], tname(t));
+    return failf(v, "operator '%s' does not apply to %s", lir_bin_name(op), tname(t));
   LirType want = op >= LOP_LT ? LT_BOOL : t;
   if (e->type != want)
-    return failf(v, "'%s' has type %s, expected %s", sym[op], tname(e->type),
+    return failf(v, "'%s' has type %s, expected %s", lir_bin_name(op), tname(e->type),
                  tname(want));
   return true;
 }
 
 static bool check_un(Verifier *v, const LirExpr *e) {
-  static const char *sym[] = {"-", "!", "sqrt", "abs", "exp", "log"};
   const LirExpr *a = e->u.un.a;
   LirUnOp op = e->u.un.op;
   if (!check_expr(v, a)) return false;
@@ -129,10 +126,10 @@ static bool check_un(Verifier *v, const LirExpr *e) {
             : op == LUN_NEG || op == LUN_ABS ? is_num(a->type)
                                              : lir_type_is_float(a->type);
   if (!ok)
-    return failf(v, "operator '%s' does not apply to %s", sym[op],
+    return failf(v, "operator '%s' does not apply to %s", lir_un_name(op),
                  tname(a->type));
   if (e->type != (op == LUN_NOT ? LT_BOOL : a->type))
-    return failf(v, "'%s' has the wrong result type %s", sym[op],
+    return failf(v, "'%s' has the wrong result type %s", lir_un_name(op),
                  tname(e->type));
   return true;
 }

@@ -312,3 +312,21 @@ bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark) {
   }
   return true;
 }
+
+const char *lir_bin_name(LirBinOp op) {
+  static const char *names[] = {
+#define LIR_BINOP(k, s) s,
+#include "loop_ir.def"
+#undef LIR_BINOP
+  };
+  return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
+}
+
+const char *lir_un_name(LirUnOp op) {
+  static const char *names[] = {
+#define LIR_UNOP(k, s) s,
+#include "loop_ir.def"
+#undef LIR_UNOP
+  };
+  return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
+}

@@ -45,11 +45,19 @@ typedef enum {
 } LirStmtKind;
 
 typedef enum {
-  LOP_ADD, LOP_SUB, LOP_MUL, LOP_DIV, LOP_REM, LOP_MIN, LOP_MAX,
-  LOP_LT, LOP_LE, LOP_GT, LOP_GE, LOP_EQ, LOP_NE, LOP_AND, LOP_OR
+#define LIR_BINOP(k, s) LOP_##k,
+#include "loop_ir.def"
+#undef LIR_BINOP
 } LirBinOp;  /* comparisons yield LT_BOOL; AND/OR take and yield LT_BOOL */
 
-typedef enum { LUN_NEG, LUN_NOT, LUN_SQRT, LUN_ABS, LUN_EXP, LUN_LOG } LirUnOp;
+typedef enum {
+#define LIR_UNOP(k, s) LUN_##k,
+#include "loop_ir.def"
+#undef LIR_UNOP
+} LirUnOp;
+
+const char *lir_bin_name(LirBinOp op);   /* "+", "min", "&&" */
+const char *lir_un_name(LirUnOp op);     /* "-", "!", "sqrt" */
 
 /* Operand fields (FIELD expressions, SETFIELD statements). */
 typedef enum {

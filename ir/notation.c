@@ -89,7 +89,7 @@ Expr *nt_binary(Arena *a, ExprKind k, Expr *x, Expr *y, int col) {
   return e;
 }
 
-Expr *nt_call(Arena *a, FnKind fn, Expr *x, Expr *y, int col) {
+Expr *nt_call(Arena *a, OpKind fn, Expr *x, Expr *y, int col) {
   Expr *e = new_expr(a, EX_CALL, col);
   if (!e) return NULL;
   e->u.call.fn = fn;
@@ -163,11 +163,6 @@ bool nt_is_root_reduction(const Assignment *as, const IndexVar *v) {
   return true;
 }
 
-const char *nt_fn_name(FnKind fn) {
-  static const char *names[] = {"sqrt", "abs", "exp", "log", "min", "max"};
-  return (unsigned)fn < 6 ? names[fn] : "?";
-}
-
 const char *nt_dtype_name(tj_dtype t) {
   static const char *names[] = {"f64", "f32", "i64", "i32"};
   return (unsigned)t < 4 ? names[t] : "?";
@@ -211,15 +206,11 @@ bool nt_equal(const Assignment *x, const Assignment *y) {
 
 /* ---- printer ---- */
 
-enum { PREC_ADD = 1, PREC_MUL = 2, PREC_UNARY = 3, PREC_ATOM = 4 };
+enum { PREC_ATOM = 4 };   /* above every operator's prec (ir/ops.def) */
 
 static int prec_of(const Expr *e) {
-  switch (e->kind) {
-  case EX_ADD: case EX_SUB: return PREC_ADD;
-  case EX_MUL: case EX_DIV: return PREC_MUL;
-  case EX_NEG: return PREC_UNARY;
-  default: return PREC_ATOM;
-  }
+  OpKind op = nt_expr_op(e);
+  return op == OP_NONE || nt_op(op)->is_call ? PREC_ATOM : nt_op(op)->prec;
 }
 
 /* Shortest %g spelling that reads back as v, with a '.' or 'e' so it
@@ -254,11 +245,9 @@ static void print_access(FILE *out, const Expr *e) {
 static void print_prec(FILE *out, const Expr *e, int ctx);
 
 static void print_binary(FILE *out, const Expr *e) {
-  static const char ops[] = {[EX_ADD] = '+', [EX_SUB] = '-', [EX_MUL] = '*',
-                             [EX_DIV] = '/'};
   int p = prec_of(e);
   print_prec(out, e->u.bin.a, p);
-  fprintf(out, " %c ", ops[e->kind]);
+  fprintf(out, " %s ", nt_op(nt_expr_op(e))->spelling);
   print_prec(out, e->u.bin.b, p + 1);
 }
 
@@ -270,17 +259,17 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
   case EX_ACCESS: print_access(out, e); break;
   case EX_LITERAL: print_literal(out, e); break;
   case EX_NEG:
-    fputc('-', out);
+    fputs(nt_op(OP_NEG)->spelling, out);
     if (e->u.bin.a->kind == EX_LITERAL) { /* "-2" would read as a literal */
       fputc('(', out);
       print_literal(out, e->u.bin.a);
       fputc(')', out);
     } else {
-      print_prec(out, e->u.bin.a, PREC_UNARY);
+      print_prec(out, e->u.bin.a, prec_of(e));
     }
     break;
   case EX_CALL:
-    fprintf(out, "%s(", nt_fn_name(e->u.call.fn));
+    fprintf(out, "%s(", nt_op(e->u.call.fn)->spelling);
     print_prec(out, e->u.call.a, 0);
     if (e->u.call.b) {
       fputs(", ", out);

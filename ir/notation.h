@@ -17,6 +17,7 @@
 #include "../include/tensorjit.h"
 #include "arena.h"
 #include "diag.h"
+#include "ops.h"
 
 #define NT_MAX_ORDER 8
 #define NT_MAX_TENSORS 32
@@ -56,8 +57,6 @@ typedef enum {
 #undef X
 } ExprKind;
 
-typedef enum { FN_SQRT, FN_ABS, FN_EXP, FN_LOG, FN_MIN, FN_MAX } FnKind;
-
 typedef struct Expr Expr;
 struct Expr {
   ExprKind kind;
@@ -67,7 +66,8 @@ struct Expr {
     struct { TensorVar *t; int n; IndexVar *idx[NT_MAX_ORDER]; } access; /* EX_ACCESS */
     struct { double value; bool is_int; } lit;                            /* EX_LITERAL */
     struct { Expr *a, *b; } bin;           /* EX_ADD SUB MUL DIV; EX_NEG uses a */
-    struct { FnKind fn; Expr *a, *b; } call; /* EX_CALL; b only for min/max */
+    struct { OpKind fn; Expr *a, *b; } call; /* EX_CALL: a function (is_call);
+                                               b only when its arity is 2 */
     struct { IndexVar *iv; Expr *a; bool implicit; } sum; /* EX_SUM: a summed over iv;
                                                implicit: placed by the checker */
   } u;
@@ -103,7 +103,12 @@ Expr *nt_access(Arena *a, TensorVar *t, int n, IndexVar *const *idx, int col);
 Expr *nt_literal(Arena *a, double v, bool is_int, int col);
 Expr *nt_unary(Arena *a, ExprKind k, Expr *x, int col);            /* EX_NEG */
 Expr *nt_binary(Arena *a, ExprKind k, Expr *x, Expr *y, int col);
-Expr *nt_call(Arena *a, FnKind fn, Expr *x, Expr *y, int col);
+Expr *nt_call(Arena *a, OpKind fn, Expr *x, Expr *y, int col);
+/* The node of operator op (ir/ops.def) over x (and y when binary). */
+Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col);
+/* The operator of e (EX_NEG ADD SUB MUL DIV, or a call's function);
+ * OP_NONE for accesses, literals and sums. */
+OpKind nt_expr_op(const Expr *e);
 Expr *nt_sum(Arena *a, IndexVar *iv, Expr *x, bool implicit, int col);
 
 /* The operands of e (0, 1 or 2 of them) in source order; returns how many. */
@@ -138,7 +143,6 @@ bool nt_place_sums(Arena *a, Assignment *as, Diag *d);
  * output yields the same AST. */
 void nt_print(FILE *out, const Assignment *as);
 void nt_print_expr(FILE *out, const Expr *e);
-const char *nt_fn_name(FnKind fn);
 /* Structural equality by names (tensors, indices), literal values, kinds;
  * columns and dtypes are ignored. */
 bool nt_expr_equal(const Expr *x, const Expr *y);

@@ -237,20 +237,9 @@ static Expr *parse_access(Parser *ps) {
   return e;
 }
 
-static bool fn_kind(const Token *t, FnKind *fn) {
-  static const char *names[] = {"sqrt", "abs", "exp", "log", "min", "max"};
-  for (int i = 0; i < 6; i++)
-    if ((int)strlen(names[i]) == t->len &&
-        strncmp(names[i], t->s, (size_t)t->len) == 0) {
-      *fn = (FnKind)i;
-      return true;
-    }
-  return false;
-}
-
 /* FN '(' expr [',' expr] ')' — the function name is current. */
-static Expr *parse_call(Parser *ps, FnKind fn, int *h) {
-  int col = ps->tok.col, nargs = fn == FN_MIN || fn == FN_MAX ? 2 : 1;
+static Expr *parse_call(Parser *ps, OpKind fn, int *h) {
+  int col = ps->tok.col, nargs = nt_op(fn)->arity;
   if (!next(ps) || !next(ps) || !enter(ps)) return NULL; /* name, '(' */
   int ha = 0, hb = 0;
   Expr *x = parse_expr(ps, &ha), *y = NULL;
@@ -258,13 +247,13 @@ static Expr *parse_call(Parser *ps, FnKind fn, int *h) {
   if (ps->tok.kind == TK_COMMA) {
     if (nargs == 1) {
       diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
-                    "%s takes 1 argument", nt_fn_name(fn));
+                    "%s takes 1 argument", nt_op(fn)->spelling);
       return NULL;
     }
     if (!next(ps) || !(y = parse_expr(ps, &hb))) return NULL;
   } else if (nargs == 2 && ps->tok.kind == TK_RPAREN) {
     diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
-                  "%s takes 2 arguments", nt_fn_name(fn));
+                  "%s takes 2 arguments", nt_op(fn)->spelling);
     return NULL;
   }
   if (!expect(ps, TK_RPAREN, "')'")) return NULL;
@@ -323,9 +312,8 @@ static Expr *parse_primary(Parser *ps, int *h) {
     ps->depth--;
     return e;
   }
-  FnKind fn;
-  if (t.kind == TK_NAME && peek_char(ps) == '(' && fn_kind(&t, &fn))
-    return parse_call(ps, fn, h);
+  OpKind fn = t.kind == TK_NAME ? nt_op_lookup(t.s, t.len, true) : OP_NONE;
+  if (fn != OP_NONE && peek_char(ps) == '(') return parse_call(ps, fn, h);
   if (t.kind == TK_NAME && peek_char(ps) == '(' && t.len == 3 && strncmp(t.s, "sum", 3) == 0)
     return parse_sum(ps, h);
   if (t.kind == TK_NAME) {
@@ -363,13 +351,13 @@ static Expr *parse_unary(Parser *ps, int *h) {
   if (!x) return NULL;
   if (!paren) ps->depth--;
   (*h)++;
-  Expr *e = nt_unary(ps->a, EX_NEG, x, col);
+  Expr *e = nt_op_node(ps->a, OP_NEG, x, NULL, col);
   if (!e) nomem(ps);
   return e;
 }
 
 /* Folds `x op y` into a node, bounding the tree height. */
-static Expr *fold(Parser *ps, ExprKind k, Expr *x, Expr *y, int col, int *h,
+static Expr *fold(Parser *ps, OpKind op, Expr *x, Expr *y, int col, int *h,
                   int hy) {
   if (hy > *h) *h = hy;
   if (++*h > NT_MAX_HEIGHT) {
@@ -378,35 +366,38 @@ static Expr *fold(Parser *ps, ExprKind k, Expr *x, Expr *y, int col, int *h,
                   NT_MAX_HEIGHT);
     return NULL;
   }
-  Expr *e = nt_binary(ps->a, k, x, y, col);
+  Expr *e = nt_op_node(ps->a, op, x, y, col);
   if (!e) nomem(ps);
   return e;
 }
 
-static Expr *parse_term(Parser *ps, int *h) {
-  Expr *x = parse_unary(ps, h);
-  while (x && (ps->tok.kind == TK_STAR || ps->tok.kind == TK_SLASH)) {
-    ExprKind k = ps->tok.kind == TK_STAR ? EX_MUL : EX_DIV;
+/* The infix operator of precedence prec at the current token, or OP_NONE. */
+static OpKind infix_at(const Parser *ps, int prec) {
+  if (ps->tok.kind == TK_NAME || ps->tok.kind == TK_NUM || ps->tok.kind == TK_EOF)
+    return OP_NONE;
+  OpKind op = nt_op_lookup(ps->tok.s, ps->tok.len, false);
+  return op != OP_NONE && nt_op(op)->prec == prec ? op : OP_NONE;
+}
+
+enum { PREC_LOWEST = 1 };   /* infix levels: 1 (+ -), 2 (* /), then prefix - */
+
+/* Parses operators of precedence prec and above (left-associative),
+ * setting *h to the height of the tree. */
+static Expr *parse_binary(Parser *ps, int prec, int *h) {
+  if (prec >= nt_op(OP_NEG)->prec) return parse_unary(ps, h);
+  Expr *x = parse_binary(ps, prec + 1, h);
+  OpKind op;
+  while (x && (op = infix_at(ps, prec)) != OP_NONE) {
     int col = ps->tok.col, hy = 0;
     if (!next(ps)) return NULL;
-    Expr *y = parse_unary(ps, &hy);
-    x = y ? fold(ps, k, x, y, col, h, hy) : NULL;
+    Expr *y = parse_binary(ps, prec + 1, &hy);
+    x = y ? fold(ps, op, x, y, col, h, hy) : NULL;
   }
   return x;
 }
 
 /* Parses expr, setting *h to the height of its tree. */
-static Expr *parse_expr(Parser *ps, int *h) {
-  Expr *x = parse_term(ps, h);
-  while (x && (ps->tok.kind == TK_PLUS || ps->tok.kind == TK_MINUS)) {
-    ExprKind k = ps->tok.kind == TK_PLUS ? EX_ADD : EX_SUB;
-    int col = ps->tok.col, hy = 0;
-    if (!next(ps)) return NULL;
-    Expr *y = parse_term(ps, &hy);
-    x = y ? fold(ps, k, x, y, col, h, hy) : NULL;
-  }
-  return x;
-}
+static Expr *parse_expr(Parser *ps, int *h) { return parse_binary(ps, PREC_LOWEST, h); }
 
 static bool parse_lhs(Parser *ps) {
   if (ps->tok.kind != TK_NAME)

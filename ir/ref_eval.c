@@ -33,23 +33,9 @@ static int64_t offset(const Eval *ev, const Expr *e) {
 }
 
 static long double eval(Eval *ev, const Expr *e) {
-  long double x, y;
   switch (e->kind) {
   case EX_ACCESS: return ev->dense[e->u.access.t->id][offset(ev, e)];
   case EX_LITERAL: return e->u.lit.value;
-  case EX_NEG: return -eval(ev, e->u.bin.a);
-  case EX_ADD: return eval(ev, e->u.bin.a) + eval(ev, e->u.bin.b);
-  case EX_SUB: return eval(ev, e->u.bin.a) - eval(ev, e->u.bin.b);
-  case EX_MUL: return eval(ev, e->u.bin.a) * eval(ev, e->u.bin.b);
-  case EX_DIV:
-    x = eval(ev, e->u.bin.a);
-    y = eval(ev, e->u.bin.b);
-    if (!ev->is_int) return x / y;
-    if (y == 0) {
-      ev->div_by_zero = true;
-      return 0;
-    }
-    return truncl(x / y);
   case EX_SUM: {
     IndexVar *v = e->u.sum.iv;
     long double s = 0;
@@ -58,18 +44,20 @@ static long double eval(Eval *ev, const Expr *e) {
     ev->coord[v->id] = 0;
     return s;
   }
-  case EX_CALL:
-    x = eval(ev, e->u.call.a);
-    switch (e->u.call.fn) {
-    case FN_SQRT: return sqrtl(x);
-    case FN_ABS: return fabsl(x);
-    case FN_EXP: return expl(x);
-    case FN_LOG: return logl(x);
-    case FN_MIN: y = eval(ev, e->u.call.b); return x < y ? x : y;
-    case FN_MAX: y = eval(ev, e->u.call.b); return x > y ? x : y;
-    }
+  default: break;
   }
-  return 0;
+  Expr *k[2];
+  int n = nt_children(e, k);
+  long double x = eval(ev, k[0]), y = n == 2 ? eval(ev, k[1]) : 0;
+  OpKind op = nt_expr_op(e);
+  if (op == OP_DIV && ev->is_int) {
+    if (y == 0) {
+      ev->div_by_zero = true;
+      return 0;
+    }
+    return truncl(x / y);
+  }
+  return nt_op(op)->eval(x, y);
 }
 
 /* Index variables used by the assignment, output's first (those a sum

@@ -26,9 +26,12 @@ static Expr **child_slot(Expr *e, int k) {
 }
 
 /* Whether a sum over the child in `slot` of e may cover all of e instead:
- * e multiplies it by a factor, negates it or divides it. */
-static bool distributes(const Expr *e, Expr *const *slot) {
-  return e->kind == EX_MUL || e->kind == EX_NEG || (e->kind == EX_DIV && slot == &e->u.bin.a);
+ * e's operator is linear in that operand (multiplies it by a factor,
+ * negates it or divides it; ir/ops.def). */
+static bool distributes(Expr *e, Expr *const *slot) {
+  OpKind op = nt_expr_op(e);
+  if (op == OP_NONE) return false;
+  return nt_op(op)->laws & (slot == child_slot(e, 0) ? OL_LINEAR_X : OL_LINEAR_Y);
 }
 
 /* Uses of v in e, not counting those under a sum over v. */

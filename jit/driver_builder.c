@@ -83,29 +83,33 @@ tj_expr *tj_build_literal(tj_builder *b, double value) {
 
 tj_expr *tj_build_binary(tj_builder *b, char op, tj_expr *x, tj_expr *y) {
   if (!b || !x || !y) return NULL;
-  ExprKind k = op == '+' ? EX_ADD : op == '-' ? EX_SUB : op == '*' ? EX_MUL : EX_DIV;
-  if (op != '+' && op != '-' && op != '*' && op != '/')
+  OpKind k = nt_op_lookup(&op, 1, false);
+  if (k == OP_NONE)
     return diag_error(&b->d, TJ_ERR_INVALID, "builder: '%c' is not an operator", op), NULL;
-  return built(b, nt_binary(&b->arena, k, (Expr *)x, (Expr *)y, 0));
+  return built(b, nt_op_node(&b->arena, k, (Expr *)x, (Expr *)y, 0));
 }
 
 tj_expr *tj_build_neg(tj_builder *b, tj_expr *x) {
   if (!b || !x) return NULL;
-  return built(b, nt_unary(&b->arena, EX_NEG, (Expr *)x, 0));
+  return built(b, nt_op_node(&b->arena, OP_NEG, (Expr *)x, NULL, 0));
 }
 
 tj_expr *tj_build_call(tj_builder *b, const char *fn, tj_expr *x, tj_expr *y) {
   if (!b || !x || !fn) return NULL;
-  static const FnKind fns[] = {FN_SQRT, FN_ABS, FN_EXP, FN_LOG, FN_MIN, FN_MAX};
-  for (int f = 0; f < 6; f++) {
-    if (strcmp(fn, nt_fn_name(fns[f])) != 0) continue;
-    bool binary = fns[f] == FN_MIN || fns[f] == FN_MAX;
-    if (binary != (y != NULL))
-      return diag_error(&b->d, TJ_ERR_INVALID, "builder: %s takes %d argument%s", fn,
-                        binary ? 2 : 1, binary ? "s" : ""), NULL;
-    return built(b, nt_call(&b->arena, fns[f], (Expr *)x, (Expr *)y, 0));
-  }
-  return diag_error(&b->d, TJ_ERR_INVALID, "builder: unknown function '%s'", fn), NULL;
+  OpKind f = nt_op_lookup(fn, (int)strlen(fn), true);
+  if (f == OP_NONE)
+    return diag_error(&b->d, TJ_ERR_INVALID, "builder: unknown function '%s'", fn), NULL;
+  int arity = nt_op(f)->arity;
+  if ((arity == 2) != (y != NULL))
+    return diag_error(&b->d, TJ_ERR_INVALID, "builder: %s takes %d argument%s", fn, arity,
+                      arity == 2 ? "s" : ""), NULL;
+  return built(b, nt_op_node(&b->arena, f, (Expr *)x, (Expr *)y, 0));
+}
+
+const char *tj_function_name(int i) {
+  for (int k = 0; k < OP_COUNT; k++)
+    if (nt_op((OpKind)k)->is_call && i-- == 0) return nt_op((OpKind)k)->spelling;
+  return NULL;
 }
 
 tj_expr *tj_build_sum(tj_builder *b, const char *index, tj_expr *x) {

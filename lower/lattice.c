@@ -1,10 +1,11 @@
 /* Merge lattices (TACO): per loop index, the set of iterator combinations
  * whose co-iteration covers every coordinate where the expression can be
  * nonzero. Leaves: a sparse level is a point of its own; a dense level, an
- * access without this index or a literal is a full point. `*` takes the
- * conjunction, `+ - min max` the disjunction, zero-preserving functions
- * (neg, sqrt, abs) keep the operand's lattice, others (exp, log) add a full
- * point. Then: points whose expression is zero are dropped, and when the
+ * access without this index or a literal is a full point. Each operator's
+ * algebra (OpAlgebra, ir/ops.def) gives its rule: OA_INTERSECT (`*`) takes
+ * the conjunction, OA_UNION (`+ - min max`) the disjunction, OA_KEEP
+ * (neg, sqrt, abs) keeps the operand's lattice, OA_DENSE (exp, log) adds a
+ * full point. Then: points whose expression is zero are dropped, and when the
  * top point is full every non-full point goes (dense exhausts last).
  */
 #include <stdio.h>
@@ -44,26 +45,17 @@ bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {
   switch (e->kind) {
   case EX_ACCESS: return !(alive >> lw_access_index(lw, e) & 1);
   case EX_LITERAL: return e->u.lit.value == 0;
-  case EX_NEG: return lw_expr_zero(lw, e->u.bin.a, alive);
   case EX_SUM: return lw_expr_zero(lw, e->u.sum.a, alive);
-  case EX_MUL:
-    return lw_expr_zero(lw, e->u.bin.a, alive) ||
-           lw_expr_zero(lw, e->u.bin.b, alive);
-  case EX_DIV: return lw_expr_zero(lw, e->u.bin.a, alive);
-  case EX_ADD:
-  case EX_SUB:
-    return lw_expr_zero(lw, e->u.bin.a, alive) &&
-           lw_expr_zero(lw, e->u.bin.b, alive);
-  case EX_CALL:
-    switch (e->u.call.fn) {
-    case FN_SQRT:
-    case FN_ABS: return lw_expr_zero(lw, e->u.call.a, alive);
-    case FN_MIN:
-    case FN_MAX:
-      return lw_expr_zero(lw, e->u.call.a, alive) &&
-             lw_expr_zero(lw, e->u.call.b, alive);
-    default: return false;
-    }
+  default: break;
+  }
+  Expr *k[2];
+  nt_children(e, k);
+  switch (nt_op(nt_expr_op(e))->algebra) {
+  case OA_INTERSECT: return lw_expr_zero(lw, k[0], alive) || lw_expr_zero(lw, k[1], alive);
+  case OA_UNION: return lw_expr_zero(lw, k[0], alive) && lw_expr_zero(lw, k[1], alive);
+  case OA_NUMERATOR:
+  case OA_KEEP: return lw_expr_zero(lw, k[0], alive);
+  case OA_DENSE: return false;
   }
   return false;
 }
@@ -116,32 +108,22 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
   case EX_LITERAL:
     if (e->u.lit.value != 0) *out = FULL;
     return;
-  case EX_NEG: build(lw, e->u.bin.a, alive, depth, out); return;
   case EX_SUM: build(lw, e->u.sum.a, alive, depth, out); return; /* sum_j e is 0 where e is */
-  case EX_MUL:
-  case EX_DIV:
-    build(lw, e->u.bin.a, alive, depth, &x);
-    build(lw, e->u.bin.b, alive, depth, &y);
-    if (e->kind == EX_DIV && y.n == 0) y = FULL; /* x / 0: keep x's points */
+  default: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  build(lw, k[0], alive, depth, &x);
+  if (n == 2) build(lw, k[1], alive, depth, &y);
+  switch (nt_op(nt_expr_op(e))->algebra) {
+  case OA_NUMERATOR:
+    if (y.n == 0) y = FULL; /* x / 0: keep x's points */
     conj(&x, &y, out);
     return;
-  case EX_ADD:
-  case EX_SUB:
-    build(lw, e->u.bin.a, alive, depth, &x);
-    build(lw, e->u.bin.b, alive, depth, &y);
-    disj(&x, &y, out);
-    return;
-  case EX_CALL:
-    build(lw, e->u.call.a, alive, depth, &x);
-    if (e->u.call.fn == FN_MIN || e->u.call.fn == FN_MAX) {
-      build(lw, e->u.call.b, alive, depth, &y);
-      disj(&x, &y, out);
-    } else if (e->u.call.fn == FN_SQRT || e->u.call.fn == FN_ABS) {
-      *out = x;
-    } else {
-      disj(&x, &FULL, out);
-    }
-    return;
+  case OA_INTERSECT: conj(&x, &y, out); return;
+  case OA_UNION: disj(&x, &y, out); return;
+  case OA_KEEP: *out = x; return;
+  case OA_DENSE: disj(&x, &FULL, out); return;
   }
 }
 
@@ -202,24 +184,20 @@ static Bound bound(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
     return lw_sparse_at(lw, (AMask)1 << ax, depth) ? (Bound){1, false} : full;
   }
   case EX_LITERAL: return e->u.lit.value != 0 ? full : zero;
-  case EX_NEG: return bound(lw, e->u.bin.a, alive, depth);
   case EX_SUM: return bound(lw, e->u.sum.a, alive, depth);
-  case EX_MUL:
-  case EX_DIV: {
-    Bound y = bound(lw, e->u.bin.b, alive, depth);
-    if (e->kind == EX_DIV && !y.n && !y.full) y = full;
-    return bound_conj(bound(lw, e->u.bin.a, alive, depth), y);
+  default: break;
   }
-  case EX_ADD:
-  case EX_SUB:
-    return bound_disj(bound(lw, e->u.bin.a, alive, depth), bound(lw, e->u.bin.b, alive, depth));
-  case EX_CALL: {
-    Bound x = bound(lw, e->u.call.a, alive, depth);
-    if (e->u.call.fn == FN_MIN || e->u.call.fn == FN_MAX)
-      return bound_disj(x, bound(lw, e->u.call.b, alive, depth));
-    if (e->u.call.fn == FN_SQRT || e->u.call.fn == FN_ABS) return x;
-    return bound_disj(x, full);
-  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  Bound x = bound(lw, k[0], alive, depth), y = n == 2 ? bound(lw, k[1], alive, depth) : zero;
+  switch (nt_op(nt_expr_op(e))->algebra) {
+  case OA_NUMERATOR:
+    if (!y.n && !y.full) y = full;
+    return bound_conj(x, y);
+  case OA_INTERSECT: return bound_conj(x, y);
+  case OA_UNION: return bound_disj(x, y);
+  case OA_KEEP: return x;
+  case OA_DENSE: return bound_disj(x, full);
   }
   return zero;
 }

@@ -119,48 +119,42 @@ static LirExpr *vconst(Lowerer *lw, double v) {
 
 static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive);
 
-static LirExpr *gen_call(Lowerer *lw, const Expr *e, AMask alive) {
+/* An operator node through its loop-IR operation (ir/ops.def). A float-only
+ * function of an integer value is computed in f64. With identity 0 (+ -):
+ * x op 0 = x, 0 + y = y and 0 - y = -y. */
+static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
   Arena *a = A(lw);
-  LirExpr *x = gen_expr(lw, e->u.call.a, alive);
-  if (e->u.call.fn == FN_MIN || e->u.call.fn == FN_MAX)
-    return lir_bin(a, e->u.call.fn == FN_MIN ? LOP_MIN : LOP_MAX, x,
-                   gen_expr(lw, e->u.call.b, alive));
-  static const LirUnOp un[] = {[FN_SQRT] = LUN_SQRT, [FN_ABS] = LUN_ABS,
-                               [FN_EXP] = LUN_EXP, [FN_LOG] = LUN_LOG};
-  if (lir_type_is_float(lw->vtype) || e->u.call.fn == FN_ABS)
-    return lir_un(a, un[e->u.call.fn], x);
-  return lir_cast(a, lw->vtype, lir_un(a, un[e->u.call.fn], lir_cast(a, LT_F64, x)));
+  const NtOp *op = nt_op(nt_expr_op(e));
+  Expr *k[2];
+  nt_children(e, k);
+  if (op->arity == 1) {
+    LirExpr *x = gen_expr(lw, k[0], alive);
+    if (lir_type_is_float(lw->vtype) || !op->float_only) return lir_un(a, (LirUnOp)op->lir, x);
+    return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
+  }
+  if (op->identity == 0) {
+    bool za = lw_expr_zero(lw, k[0], alive);
+    if (lw_expr_zero(lw, k[1], alive)) return gen_expr(lw, k[0], alive);
+    LirExpr *y = gen_expr(lw, k[1], alive);
+    if (za) return op->laws & OL_COMM ? y : lir_un(a, LUN_NEG, y);
+    return lir_bin(a, (LirBinOp)op->lir, gen_expr(lw, k[0], alive), y);
+  }
+  LirExpr *x = gen_expr(lw, k[0], alive);
+  return lir_bin(a, (LirBinOp)op->lir, x, gen_expr(lw, k[1], alive));
 }
 
 static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive) {
-  Arena *a = A(lw);
   if (lw_expr_zero(lw, e, alive)) return vconst(lw, 0);
   switch (e->kind) {
   case EX_ACCESS: return lw_ref(lw, lw->val[lw_access_index(lw, e)]);
   case EX_LITERAL: return vconst(lw, e->u.lit.value);
-  case EX_NEG: return lir_un(a, LUN_NEG, gen_expr(lw, e->u.bin.a, alive));
-  case EX_ADD:
-  case EX_SUB: {
-    bool za = lw_expr_zero(lw, e->u.bin.a, alive);
-    bool zb = lw_expr_zero(lw, e->u.bin.b, alive);
-    if (zb) return gen_expr(lw, e->u.bin.a, alive);
-    LirExpr *y = gen_expr(lw, e->u.bin.b, alive);
-    if (za) return e->kind == EX_ADD ? y : lir_un(a, LUN_NEG, y);
-    return lir_bin(a, e->kind == EX_ADD ? LOP_ADD : LOP_SUB,
-                   gen_expr(lw, e->u.bin.a, alive), y);
-  }
-  case EX_MUL:
-  case EX_DIV:
-    return lir_bin(a, e->kind == EX_MUL ? LOP_MUL : LOP_DIV,
-                   gen_expr(lw, e->u.bin.a, alive), gen_expr(lw, e->u.bin.b, alive));
-  case EX_CALL: return gen_call(lw, e, alive);
   case EX_SUM: {
     LirVar *t = lw_sum_temp(lw, e);
     if (!t) return TJ_BUG(lw->d, "a sum is read outside its scope"), NULL;
     return lw_ref(lw, t);
   }
+  default: return gen_op(lw, e, alive);
   }
-  return NULL;
 }
 
 /* Output position of a dense (located) output. */
@@ -650,26 +644,19 @@ static LirExpr *may_be_nonzero(Lowerer *lw, const LoopCtx *cx, const Expr *e,
     return lir_bin(A(lw), LOP_LT, lw_ref(lw, cx->it[x].p), lw_ref(lw, cx->it[x].end));
   }
   case EX_LITERAL: return lir_const_int(A(lw), LT_BOOL, e->u.lit.value != 0);
-  case EX_NEG:
-  case EX_DIV: return may_be_nonzero(lw, cx, e->u.bin.a, hit);
   case EX_SUM: return may_be_nonzero(lw, cx, e->u.sum.a, hit);
-  case EX_MUL:
-    return both(lw, may_be_nonzero(lw, cx, e->u.bin.a, hit),
-                may_be_nonzero(lw, cx, e->u.bin.b, hit));
-  case EX_ADD:
-  case EX_SUB:
-    return either(lw, may_be_nonzero(lw, cx, e->u.bin.a, hit),
-                  may_be_nonzero(lw, cx, e->u.bin.b, hit));
-  case EX_CALL:
-    switch (e->u.call.fn) {
-    case FN_SQRT:
-    case FN_ABS: return may_be_nonzero(lw, cx, e->u.call.a, hit);
-    case FN_MIN:
-    case FN_MAX:
-      return either(lw, may_be_nonzero(lw, cx, e->u.call.a, hit),
-                    may_be_nonzero(lw, cx, e->u.call.b, hit));
-    default: return lir_const_int(A(lw), LT_BOOL, 1);
-    }
+  default: break;
+  }
+  Expr *k[2];
+  nt_children(e, k);
+  switch (nt_op(nt_expr_op(e))->algebra) {
+  case OA_NUMERATOR:
+  case OA_KEEP: return may_be_nonzero(lw, cx, k[0], hit);
+  case OA_INTERSECT:
+    return both(lw, may_be_nonzero(lw, cx, k[0], hit), may_be_nonzero(lw, cx, k[1], hit));
+  case OA_UNION:
+    return either(lw, may_be_nonzero(lw, cx, k[0], hit), may_be_nonzero(lw, cx, k[1], hit));
+  case OA_DENSE: break;
   }
   return lir_const_int(A(lw), LT_BOOL, 1);
 }

@@ -96,6 +96,26 @@ START_TEST(misuse_is_reported) {
 }
 END_TEST
 
+/* tj_function_name lists the functions tj_build_call knows (the table in
+ * ir/ops.def), each with its arity; tools/expr_scan.c relies on it. */
+START_TEST(function_names_are_the_callable_ones) {
+  const char *want[] = {"sqrt", "abs", "exp", "log", "min", "max"};
+  int n = 0;
+  for (const char *f; (f = tj_function_name(n)); n++) {
+    ck_assert_int_lt(n, 6);
+    ck_assert_str_eq(f, want[n]);
+    tj_builder *b;
+    OK(tj_builder_new(&b));
+    int binary = !strcmp(f, "min") || !strcmp(f, "max");
+    ck_assert_ptr_nonnull(tj_build_call(b, f, acc(b, "x", "i", NULL),
+                                        binary ? acc(b, "z", "i", NULL) : NULL));
+    tj_builder_free(b);
+  }
+  ck_assert_int_eq(n, 6);
+  ck_assert_ptr_null(tj_function_name(-1));
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("builder");
   TCase *t = tcase_create("builder");
@@ -103,6 +123,7 @@ int main(void) {
   tcase_add_test(t, builds_what_the_parser_parses);
   tcase_add_test(t, same_kernel_and_values_as_the_string);
   tcase_add_test(t, misuse_is_reported);
+  tcase_add_test(t, function_names_are_the_callable_ones);
   suite_add_tcase(s, t);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

@@ -182,7 +182,7 @@ START_TEST(test_builder) {
   Expr *prod = nt_binary(&a, EX_MUL, nt_access(&a, B, 2, ik, 0),
                          nt_access(&a, C, 2, kj, 0), 0);
   as->rhs = nt_binary(&a, EX_ADD, prod,
-                      nt_call(&a, FN_MAX, nt_literal(&a, 1, true, 0),
+                      nt_call(&a, OP_MAX, nt_literal(&a, 1, true, 0),
                               nt_unary(&a, EX_NEG, nt_literal(&a, 2.5, false, 0), 0),
                               0),
                       0);
@@ -755,6 +755,104 @@ START_TEST(test_ref_functions) {
 }
 END_TEST
 
+/* ---- the operator table (ir/ops.def) ---- */
+
+static double c_neg(double x, double y) { (void)y; return -x; }
+static double c_add(double x, double y) { return x + y; }
+static double c_sub(double x, double y) { return x - y; }
+static double c_mul(double x, double y) { return x * y; }
+static double c_div(double x, double y) { return x / y; }
+static double c_sqrt(double x, double y) { (void)y; return sqrt(x); }
+static double c_fabs(double x, double y) { (void)y; return fabs(x); }
+static double c_exp(double x, double y) { (void)y; return exp(x); }
+static double c_log(double x, double y) { (void)y; return log(x); }
+
+/* The C library's value of each row, by the row's name: a new row fails
+ * test_op_table until it is given one here. */
+static const struct { const char *name; double (*f)(double, double); } c_ref[] = {
+  {"NEG", c_neg}, {"ADD", c_add}, {"SUB", c_sub}, {"MUL", c_mul}, {"DIV", c_div},
+  {"SQRT", c_sqrt}, {"ABS", c_fabs}, {"EXP", c_exp}, {"LOG", c_log},
+  {"MIN", fmin}, {"MAX", fmax},
+};
+
+/* y(i) = x(i) + z(i), -x(i), sqrt(x(i)), min(x(i), z(i)), ... */
+static void op_source(const NtOp *op, char *buf, size_t n) {
+  if (op->is_call)
+    snprintf(buf, n, "y(i) = %s(x(i)%s)", op->spelling, op->arity == 2 ? ", z(i)" : "");
+  else if (op->arity == 1)
+    snprintf(buf, n, "y(i) = %sx(i)", op->spelling);
+  else
+    snprintf(buf, n, "y(i) = x(i) %s z(i)", op->spelling);
+}
+
+static double op_eval(const NtOp *op, double x, double y) { return (double)op->eval(x, y); }
+
+/* The facts a row claims about zeros, identities and laws hold for its
+ * reference value. */
+static void assert_algebra(const NtOp *op) {
+  const double xs[] = {0.75, 2.5, 3};
+  double f00 = op_eval(op, 0, 0);  /* 0 / 0 is NaN: OA_NUMERATOR checks 0 / y below */
+  if (op->algebra == OA_DENSE) ck_assert_msg(f00 != 0, "%s: OA_DENSE but f(0) = 0", op->name);
+  else if (op->algebra != OA_NUMERATOR)
+    ck_assert_msg(f00 == 0, "%s: preserves zero but f(0, 0) = %g", op->name, f00);
+  for (int k = 0; k < 3; k++) {
+    double x = xs[k], y = xs[(k + 1) % 3];
+    if (op->algebra == OA_INTERSECT || op->algebra == OA_NUMERATOR)
+      ck_assert_msg(op_eval(op, 0, y) == 0, "%s: f(0, %g) != 0", op->name, y);
+    if (op->algebra == OA_INTERSECT)
+      ck_assert_msg(op_eval(op, x, 0) == 0, "%s: f(%g, 0) != 0", op->name, x);
+    if (op->laws & OL_COMM) ck_assert(op_eval(op, x, y) == op_eval(op, y, x));
+    if (op->laws & OL_ASSOC)
+      ck_assert(op_eval(op, op_eval(op, x, y), 1.5) == op_eval(op, x, op_eval(op, y, 1.5)));
+    if (op->laws & OL_LINEAR_X)
+      ck_assert_msg(op_eval(op, x + y, 2) == op_eval(op, x, 2) + op_eval(op, y, 2) &&
+                    op_eval(op, 4 * x, 2) == 4 * op_eval(op, x, 2), "%s: linear in x", op->name);
+    if (op->laws & OL_LINEAR_Y)
+      ck_assert_msg(op_eval(op, 2, x + y) == op_eval(op, 2, x) + op_eval(op, 2, y) &&
+                    op_eval(op, 2, 4 * x) == 4 * op_eval(op, 2, x), "%s: linear in y", op->name);
+    if (!isnan(op->identity)) {
+      ck_assert_msg(op_eval(op, x, op->identity) == x, "%s: identity", op->name);
+      if (op->laws & OL_COMM) ck_assert(op_eval(op, op->identity, x) == x);
+    }
+    if (!isnan(op->annihilator))
+      ck_assert_msg(op_eval(op, op->annihilator, x) == op->annihilator &&
+                    op_eval(op, x, op->annihilator) == op->annihilator,
+                    "%s: annihilator", op->name);
+  }
+}
+
+/* Every row parses to its node, prints back, checks (float-only rows are
+ * refused for integers), evaluates to the C library's value, and its
+ * algebra holds. */
+START_TEST(test_op_table) {
+  const NtOp *op = nt_op((OpKind)_i);
+  double (*ref)(double, double) = NULL;
+  for (size_t k = 0; k < sizeof c_ref / sizeof *c_ref; k++)
+    if (!strcmp(c_ref[k].name, op->name)) ref = c_ref[k].f;
+  ck_assert_msg(ref, "%s has no C reference in test_op_table", op->name);
+  char src[64];
+  op_source(op, src, sizeof src);
+  TensorDecl dc[] = {mk("y", TJ_F64, NULL, 1, 4, 0, 0), mk("x", TJ_F64, NULL, 1, 4, 0, 0),
+                     mk("z", TJ_F64, NULL, 1, 4, 0, 0)};
+  double y[4], x[4] = {4, 0.5, 2.25, 7}, z[4] = {-1, 2, 3, 0.125};
+  Run r;
+  ck_assert_msg(run(&r, src, dc, 3, (double *[8]){y, x, z}), "%s: %s", src, r.d.msg);
+  ck_assert_int_eq(nt_expr_op(r.as->rhs), _i);
+  char *printed = print_as(r.as);
+  ck_assert_str_eq(printed, src);
+  free(printed);
+  for (int k = 0; k < 4; k++)
+    assert_close(&y[k], (double[]){ref(x[k], z[k])}, 1);
+  arena_free(&r.a);
+  for (int k = 0; k < 3; k++) dc[k].dtype = TJ_I64;
+  bool ok = run(&r, src, dc, 3, (double *[8]){y, x, z});
+  ck_assert_msg(ok != op->float_only, "%s: %s", src, r.d.msg);
+  if (!ok) ck_assert_ptr_nonnull(strstr(r.d.msg, "of an i64 expression is undefined"));
+  arena_free(&r.a);
+  assert_algebra(op);
+}
+END_TEST
+
 START_TEST(test_ref_int_empty_order8) {
   TensorDecl dc[] = {mk("J", TJ_I32, NULL, 1, 4, 0, 0),
                      mk("I", TJ_I32, NULL, 1, 4, 0, 0)};
@@ -837,6 +935,7 @@ static Suite *notation_suite(void) {
   tcase_add_test(tc, test_ref_mttkrp);
   tcase_add_test(tc, test_ref_scalars_broadcast);
   tcase_add_test(tc, test_ref_functions);
+  tcase_add_loop_test(tc, test_op_table, 0, OP_COUNT);
   tcase_add_test(tc, test_ref_int_empty_order8);
   tcase_add_test(tc, test_ref_unchecked);
   suite_add_tcase(s, tc);

@@ -3,7 +3,7 @@
  *
  * It follows the library's grammar only as far as accesses go: a NAME
  * followed by '(' is an access (its arguments are index names) unless the
- * name is one of the functions sqrt abs exp log min max; a bare NAME is an
+ * name is one of the library's functions (tj_function_name); a bare NAME is an
  * order-0 access. In `sum(j, k, e)` the names before the expression are
  * indices, not tensors. Everything else (numbers, operators) is skipped: the
  * library parses and checks the expression properly at compile time and
@@ -13,8 +13,6 @@
 
 #include <ctype.h>
 #include <string.h>
-
-static const char *const functions[] = {"sqrt", "abs", "exp", "log", "min", "max"};
 
 typedef struct Scanner {
   const char *p;
@@ -43,8 +41,9 @@ static int read_name(Scanner *sc, char *buf) {
 }
 
 static bool is_function(const char *name) {
-  for (size_t i = 0; i < sizeof functions / sizeof *functions; i++)
-    if (!strcmp(name, functions[i])) return true;
+  const char *f;
+  for (int i = 0; (f = tj_function_name(i)); i++)
+    if (!strcmp(name, f)) return true;
   return false;
 }
 

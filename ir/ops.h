@@ -1,0 +1,61 @@
+/* The operator table of index notation: one row per operator and function
+ * (ir/ops.def), read by the parser, printer, checker, reference
+ * interpreter, lattice builder, lowering and the builder API.
+ */
+#ifndef TJ_IR_OPS_H
+#define TJ_IR_OPS_H
+
+#include <stdbool.h>
+
+#include "loop_ir.h"
+
+typedef enum {
+#define OP(n, ...) OP_##n,
+#define FN(n, ...) OP_##n,
+#include "ops.def"
+#undef OP
+#undef FN
+  OP_COUNT,
+  OP_NONE = -1     /* not an operator node (access, literal, sum) */
+} OpKind;
+
+/* How an operator's result is zero, given its operands': the merge-lattice
+ * rule. The one place that says which operators preserve zero. */
+typedef enum {
+  OA_INTERSECT,  /* zero where either operand is (x * y): conjunction */
+  OA_UNION,      /* zero where both are (x + y, min, max): disjunction */
+  OA_NUMERATOR,  /* zero where the left one is (x / y): conjunction, y's
+                    empty lattice counting as full */
+  OA_KEEP,       /* unary, zero where its operand is (-x, sqrt, abs) */
+  OA_DENSE,      /* unary, nonzero at zero (exp, log): adds a full point */
+} OpAlgebra;
+
+enum {   /* laws */
+  OL_COMM = 1, OL_ASSOC = 2,
+  OL_LINEAR_X = 4,   /* f(a + b, y) = f(a, y) + f(b, y), f(c a, y) = c f(a, y) */
+  OL_LINEAR_Y = 8,   /* the same in the second operand */
+};
+
+typedef struct NtOp {
+  const char *name;       /* "ADD": the enum's suffix, for tests and dumps */
+  const char *spelling;   /* "+", "sqrt" */
+  int arity;              /* 1 or 2 */
+  int prec;               /* infix/prefix binding, 0 for functions */
+  bool is_call;           /* written spelling(x[, y]) */
+  int lir;                /* LirUnOp (arity 1) or LirBinOp (arity 2) */
+  bool float_only;
+  OpAlgebra algebra;
+  double identity, annihilator;   /* NAN: none */
+  unsigned laws;          /* OL_COMM | OL_ASSOC | OL_LINEAR_X | OL_LINEAR_Y */
+  long double (*eval)(long double x, long double y);  /* reference value (y
+                             unused when unary); integer division is the
+                             reference interpreter's own */
+} NtOp;
+
+/* The row of op; op must be in [0, OP_COUNT). */
+const NtOp *nt_op(OpKind op);
+/* The function (is_call) or the infix operator (!is_call, arity 2) spelled
+ * s[0..len); OP_NONE if there is none. */
+OpKind nt_op_lookup(const char *s, int len, bool is_call);
+
+#endif
