@@ -64,6 +64,7 @@ typedef struct Loops {
   unsigned flags[NT_MAX_INDICES];
   int vec_width[NT_MAX_INDICES];
   int unroll[NT_MAX_INDICES];
+  int par[NT_MAX_INDICES];
 } Loops;
 
 static int loop_pos(const Loops *l, const char *name) {
@@ -150,6 +151,7 @@ static bool apply(Loops *l, const Schedule *s, Diag *d) {
     case SCHED_PARALLELIZE:
       if (p < 0) return sched_err(s, sd, d, "parallelize", sd->vars[0]);
       l->flags[p] |= CIN_PARALLEL;
+      l->par[p] = sd->width;
       break;
     case SCHED_VECTORIZE:
       if (p < 0) return sched_err(s, sd, d, "vectorize", sd->vars[0]);
@@ -173,6 +175,7 @@ static Cin *scheduled_forall(Arena *a, const Loops *l, IndexVar *v, Cin *body) {
       c->u.forall.flags = l->flags[i];
       c->u.forall.vec_width = l->vec_width[i];
       c->u.forall.unroll = l->unroll[i];
+      c->u.forall.par = l->par[i];
     }
   return c;
 }
@@ -184,8 +187,14 @@ static Cin *forall_like(Arena *a, const Cin *from, Cin *body) {
     c->u.forall.flags = from->u.forall.flags;
     c->u.forall.vec_width = from->u.forall.vec_width;
     c->u.forall.unroll = from->u.forall.unroll;
+    c->u.forall.par = from->u.forall.par;
   }
   return c;
+}
+
+const char *cin_strategy_name(int strategy) {
+  static const char *names[] = {"", "static", "balanced", "dynamic"};
+  return strategy >= 0 && strategy < 4 ? names[strategy] : "?";
 }
 
 typedef struct Temps {
@@ -347,6 +356,7 @@ void cin_print(FILE *out, const Cin *c) {
   case CIN_FORALL:
     fprintf(out, "forall(%s", c->u.forall.iv->name);
     if (c->u.forall.flags & CIN_PARALLEL) fputs(":parallel", out);
+    if (c->u.forall.par) fprintf(out, "(%s)", cin_strategy_name(c->u.forall.par));
     if (c->u.forall.vec_width > 0)
       fprintf(out, ":vectorize(%d)", c->u.forall.vec_width);
     if (c->u.forall.unroll > 0) fprintf(out, ":unroll(%d)", c->u.forall.unroll);
@@ -456,6 +466,20 @@ static bool parse_factor(SchedParser *sp, SchedDirective *sd) {
   return true;
 }
 
+static bool parse_strategy(SchedParser *sp, SchedDirective *sd) {
+  skip_blank(sp);
+  int col = col_of(sp);
+  const char *name = ident(sp, "a strategy (static, balanced or dynamic)");
+  if (!name) return false;
+  for (int k = PAR_STATIC; k <= PAR_DYNAMIC; k++)
+    if (strcmp(name, cin_strategy_name(k)) == 0) {
+      sd->width = k;
+      return true;
+    }
+  return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, col, "parallelize: unknown strategy '%s' "
+                       "(static, balanced or dynamic)", name);
+}
+
 /* The index list of reorder / parallelize / vectorize / unroll. */
 static bool parse_vars(SchedParser *sp, SchedDirective *sd) {
   int maxv = sd->kind == SCHED_REORDER ? NT_MAX_INDICES : 1;
@@ -472,6 +496,10 @@ static bool parse_vars(SchedParser *sp, SchedDirective *sd) {
     if (sd->kind == SCHED_UNROLL)
       return punct(sp, ',', "',' and an unroll factor") && parse_factor(sp, sd) &&
              punct(sp, ')', "')'");
+    if (sd->kind == SCHED_PARALLELIZE && *sp->p == ',') {
+      sp->p++;
+      return parse_strategy(sp, sd) && punct(sp, ')', "')'");
+    }
   } while (*sp->p == ',' && sp->p++);
   return punct(sp, ')', "',' or ')'");
 }
@@ -513,6 +541,8 @@ void nt_schedule_print(FILE *out, const Schedule *s) {
     for (int k = 0; k < sd->nvars; k++)
       fprintf(out, "%s%s", k ? "," : "", sd->vars[k]);
     if (sd->kind == SCHED_VECTORIZE || sd->kind == SCHED_UNROLL) fprintf(out, ",%d", sd->width);
+    if (sd->kind == SCHED_PARALLELIZE && sd->width)
+      fprintf(out, ",%s", cin_strategy_name(sd->width));
     fputc(')', out);
   }
 }

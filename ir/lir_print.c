@@ -9,6 +9,7 @@
  * top (initialized to 0) so the jump never skips them.
  */
 #include "loop_ir.h"
+#include "notation.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -287,7 +288,10 @@ static void print_attrs(Printer *p, LoopAttrs at, int ind) {
   if (!at.parallel && !at.vec_width && !at.unroll && !at.remainder) return;
   indent(p, ind);
   fputs("/*", p->out);
-  if (at.parallel) fputs(" parallel (#pragma omp parallel for)", p->out);
+  if (at.parallel && at.schedule)
+    fprintf(p->out, " parallel(%s) (#pragma omp parallel for)", cin_strategy_name(at.schedule));
+  else if (at.parallel)
+    fputs(" parallel (#pragma omp parallel for)", p->out);
   if (at.vec_width) fprintf(p->out, " vector(%d)", at.vec_width);
   if (at.unroll) fprintf(p->out, " unroll(%d)", at.unroll);
   if (at.remainder) fputs(" remainder", p->out);

@@ -108,6 +108,7 @@ struct LirExpr {
  * body assigns no variable declared outside it and makes no failing call. */
 typedef struct LoopAttrs {
   bool parallel;     /* iterations independent; run on the OpenMP runtime */
+  int schedule;      /* parallel: how rows split among threads (TJ_PAR_*) */
   int vec_width;     /* 0 = not vectorized; else lanes */
   int unroll;        /* 0 = no hint */
   bool remainder;    /* the scalar remainder of a vector loop (< W trips):

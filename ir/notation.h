@@ -154,12 +154,17 @@ const char *nt_dtype_name(tj_dtype t);
 typedef enum { CIN_FORALL, CIN_WHERE, CIN_SEQUENCE, CIN_ASSIGN } CinKind;
 
 enum { CIN_PARALLEL = 1u << 0 };
+/* parallelize(i, strategy): how the loop's rows split among threads (the
+ * runtime's TJ_PAR_* in the same order). */
+typedef enum { PAR_DEFAULT, PAR_STATIC, PAR_BALANCED, PAR_DYNAMIC } ParStrategy;
+/* "static", "balanced", "dynamic" ("" for the default). */
+const char *cin_strategy_name(int strategy);
 
 typedef struct Cin Cin;
 struct Cin {
   CinKind kind;
   union {
-    struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll; } forall;
+    struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par; } forall;
     struct { Cin *consumer, *producer; TensorVar *ws; } where;
     struct { Cin *first, *second; } seq;
     struct { Expr *lhs, *rhs; bool accumulate; } assign;
@@ -175,7 +180,8 @@ typedef struct SchedDirective {
   SchedKind kind;
   int nvars;
   const char *vars[NT_MAX_INDICES];  /* index names */
-  int width;                         /* vectorize: lanes; unroll: factor */
+  int width;                         /* vectorize: lanes; unroll: factor;
+                                        parallelize: ParStrategy */
   const char *arg;                   /* precompute: the text inside () */
   int col;                           /* 1-based column of the directive */
 } SchedDirective;

@@ -221,7 +221,7 @@ static bool weight_array(Emitter *e, const LirExpr *x, LLVMValueRef *p, LLVMValu
   return true;
 }
 
-/* tj_rt_parallel_for_leaves(lo, hi, pos, width, leaves, width, body, ctx) */
+/* tj_rt_parallel_for_sched(lo, hi, pos, width, leaves, width, strategy, body, ctx) */
 static bool call_runtime(Emitter *e, const LirStmt *s, LLVMValueRef fn,
                          LLVMValueRef ctx, LLVMValueRef lo, LLVMValueRef hi) {
   const LirExpr *bal = lir_unit_step(s) ? s->u.loop.at.balance : NULL;
@@ -229,12 +229,13 @@ static bool call_runtime(Emitter *e, const LirStmt *s, LLVMValueRef fn,
   if (!weight_array(e, bal, &pos, &pw) ||
       !weight_array(e, bal ? s->u.loop.at.leaves : NULL, &leaf, &lw))
     return false;
-  LLVMTypeRef pt[] = {e->i64, e->i64, e->ptr, e->i32, e->ptr, e->i32, e->ptr, e->ptr};
-  LLVMTypeRef ft = LLVMFunctionType(e->vd, pt, 8, 0);
-  LLVMValueRef rt = LLVMGetNamedFunction(e->m, "tj_rt_parallel_for_leaves");
-  if (!rt) rt = LLVMAddFunction(e->m, "tj_rt_parallel_for_leaves", ft);
-  LLVMValueRef args[] = {lo, hi, pos, pw, leaf, lw, fn, ctx};
-  LLVMBuildCall2(e->b, ft, rt, args, 8, "");
+  LLVMTypeRef pt[] = {e->i64, e->i64, e->ptr, e->i32, e->ptr, e->i32, e->i32, e->ptr, e->ptr};
+  LLVMTypeRef ft = LLVMFunctionType(e->vd, pt, 9, 0);
+  LLVMValueRef rt = LLVMGetNamedFunction(e->m, "tj_rt_parallel_for_sched");
+  if (!rt) rt = LLVMAddFunction(e->m, "tj_rt_parallel_for_sched", ft);
+  LLVMValueRef strategy = LLVMConstInt(e->i32, (unsigned)s->u.loop.at.schedule, 0);
+  LLVMValueRef args[] = {lo, hi, pos, pw, leaf, lw, strategy, fn, ctx};
+  LLVMBuildCall2(e->b, ft, rt, args, 9, "");
   return true;
 }
 

@@ -64,6 +64,7 @@ typedef struct LoopNest {
   int ws_depth;
   IndexVar *ws_var;
   int unroll[NT_MAX_INDICES];          /* unroll(i, n): n, else 0 */
+  int par[NT_MAX_INDICES];             /* parallelize(i, s): ParStrategy */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
 

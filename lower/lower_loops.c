@@ -480,13 +480,26 @@ static void balance_arrays(Lowerer *lw, LoopAttrs *at) {
   }
 }
 
+_Static_assert(PAR_STATIC == TJ_PAR_STATIC && PAR_BALANCED == TJ_PAR_BALANCED &&
+                   PAR_DYNAMIC == TJ_PAR_DYNAMIC,
+               "the notation's strategies are the runtime's");
+
 /* The loop's attributes: unroll(i, n) from the notation, and parallel
- * when it is the outermost loop over rows of a dense output. */
+ * when it is the outermost loop over rows of a dense output, its rows split
+ * as parallelize(i, strategy) says: by nonzeros when a sparse level below
+ * weighs them (the default, and `balanced`), in equal blocks (`static`),
+ * or in small chunks handed out as threads free up (`dynamic`). */
 static void mark_parallel(Lowerer *lw, LoopCtx *cx, LirStmt *loop) {
   loop->u.loop.at.unroll = lw->nest.unroll[cx->depth];
   if (cx->depth != 0 || !lw->par_ok || lw->target != T_OUT) return;
-  loop->u.loop.at.parallel = true;
-  balance_arrays(lw, &loop->u.loop.at);
+  LoopAttrs *at = &loop->u.loop.at;
+  at->parallel = true;
+  at->schedule = lw->nest.par[0];
+  if (at->schedule == PAR_STATIC || at->schedule == PAR_DYNAMIC) return;
+  balance_arrays(lw, at);
+  if (at->schedule == PAR_BALANCED && !at->balance)
+    diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, balanced): no sparse level below "
+               "%s weighs its rows by nonzeros; use static or dynamic", cx->v->name, cx->v->name);
 }
 
 /* The output's values under one row: the sizes of its levels below 0. */

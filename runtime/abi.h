@@ -106,6 +106,17 @@ void tj_rt_parallel_for(int64_t lo, int64_t hi, const void *pos,
 void tj_rt_parallel_for_leaves(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
                                const void *leaf, int32_t leaf_width, tj_par_body body,
                                void *ctx);
+/* How parallelize(i, strategy) splits rows among threads. */
+enum {
+  TJ_PAR_DEFAULT = 0,   /* by nonzeros when a pos array is given, else dynamic */
+  TJ_PAR_STATIC = 1,    /* one equal block of rows per thread */
+  TJ_PAR_BALANCED = 2,  /* 8 chunks per thread, equal in rows plus nonzeros */
+  TJ_PAR_DYNAMIC = 3    /* 16 equal chunks of rows per thread, handed out as threads free up */
+};
+/* tj_rt_parallel_for_leaves with an explicit strategy (TJ_PAR_*). */
+void tj_rt_parallel_for_sched(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
+                              const void *leaf, int32_t leaf_width, int32_t strategy,
+                              tj_par_body body, void *ctx);
 /* Sets the number of threads parallel loops use on this thread (<= 0:
  * TJ_NUM_THREADS or the OpenMP default). */
 void tj_rt_set_threads(int n);

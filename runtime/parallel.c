@@ -60,17 +60,32 @@ void rt_split_rows(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
     bounds[c] = pos ? split_row(&g, lo, hi, base + total * c / n) : lo + (hi - lo) * c / n;
 }
 
-void tj_rt_parallel_for_leaves(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
-                               const void *leaf, int32_t leaf_width, tj_par_body body,
-                               void *ctx) {
+/* One equal block of rows per thread. */
+static void run_static(int64_t lo, int64_t hi, int nt, tj_par_body body, void *ctx) {
+#pragma omp parallel for schedule(static, 1) num_threads(nt)
+  for (int c = 0; c < nt; c++) {
+    int64_t a = lo + (hi - lo) * c / nt, b = lo + (hi - lo) * (c + 1) / nt;
+    if (a < b) body(ctx, a, b);
+  }
+}
+
+void tj_rt_parallel_for_sched(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
+                              const void *leaf, int32_t leaf_width, int32_t strategy,
+                              tj_par_body body, void *ctx) {
   int nt = tj_rt_threads();
   if (hi <= lo) return;
   if (nt <= 1 || hi - lo < 2) {
     body(ctx, lo, hi);
     return;
   }
+  if (nt > hi - lo) nt = (int)(hi - lo);
+  if (strategy == TJ_PAR_STATIC) {
+    run_static(lo, hi, nt, body, ctx);
+    return;
+  }
+  if (strategy == TJ_PAR_DYNAMIC) pos = NULL;
   Weights g = {pos, pos ? leaf : NULL, pos_width, leaf_width};
-  int64_t nchunks = (int64_t)nt * 8;
+  int64_t nchunks = (int64_t)nt * (strategy == TJ_PAR_DYNAMIC ? 16 : 8);
   if (nchunks > hi - lo) nchunks = hi - lo;
   int64_t base = pos ? work_at(&g, lo) : 0;
   int64_t total = pos ? work_at(&g, hi) - base : hi - lo;
@@ -86,6 +101,12 @@ void tj_rt_parallel_for_leaves(int64_t lo, int64_t hi, const void *pos, int32_t 
     }
     if (a < b) body(ctx, a, b);
   }
+}
+
+void tj_rt_parallel_for_leaves(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
+                               const void *leaf, int32_t leaf_width, tj_par_body body,
+                               void *ctx) {
+  tj_rt_parallel_for_sched(lo, hi, pos, pos_width, leaf, leaf_width, TJ_PAR_DEFAULT, body, ctx);
 }
 
 void tj_rt_parallel_for(int64_t lo, int64_t hi, const void *pos,

@@ -119,6 +119,26 @@ START_TEST(unroll_dense_and_sparse_loops) {
 }
 END_TEST
 
+/* parallelize(i, strategy): rows split in equal blocks, small dynamic
+ * chunks, or by nonzeros; on 2 threads, values against the reference. */
+START_TEST(parallel_strategies) {
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  static const struct { const char *sched, *shown; } st[] = {
+      {"parallelize(i, static)", "forall(i:parallel(static), "},
+      {"parallelize(i, dynamic)", "forall(i:parallel(dynamic), "},
+      {"parallelize(i, balanced)", "forall(i:parallel(balanced), "},
+      {"parallelize(i)", "forall(i:parallel, "}};
+  for (int k = 0; k < 4; k++) {
+    char *cin = run_with("A(i,j) = B(i,k) * C(k,j)", st[k].sched, &two, "dd", "ds", "dd", 61, 61);
+    ck_assert_msg(strncmp(cin, st[k].shown, strlen(st[k].shown)) == 0, "%s: %s", st[k].sched, cin);
+    free(cin);
+  }
+  free(run_with("A(i,j) = B(i,j) * C(i,j)", "parallelize(i, static)", &two, "dd", "dd", "dd", 3, 9));
+  free(run_with("A(i,j) = B(i,j) * C(i,j)", "parallelize(i, dynamic)", &two, "dd", "dd", "dd", 97, 5));
+}
+END_TEST
+
 /* The default order of a contraction that will be vectorized: output
  * indices first, reductions inside — for all-dense operands, and for one
  * sparse operand times dense ones when the sparse operand can be walked in
@@ -170,6 +190,9 @@ static const Refusal refusals[] = {
      "sparse level) unroll"},
     {"A(i,j) = B(i,j) + C(i,j)", "unroll(j,65)", "dd", "unroll factor 65 is not between 2 and 64"},
     {"A(i,j) = B(i,j) + C(i,j)", "unroll(q,2)", "dd", "unroll: unknown index 'q'"},
+    {"A(i,j) = B(i,j) + C(i,j)", "parallelize(i, static)", "ds",
+     "strategies choose how a dense output's rows split"},
+    {"A(i,j) = B(i,j) + C(i,j)", "parallelize(i, greedy)", "dd", "unknown strategy 'greedy'"},
 };
 
 START_TEST(refusals_with_messages) {
@@ -197,6 +220,7 @@ int main(void) {
   tcase_add_test(t, automatic_workspace_shows_where);
   tcase_add_test(t, vectorize_parallelize_reorder);
   tcase_add_test(t, unroll_dense_and_sparse_loops);
+  tcase_add_test(t, parallel_strategies);
   tcase_add_loop_test(t, default_order_output_first, 0, sizeof orders / sizeof orders[0]);
   tcase_add_loop_test(t, refusals_with_messages, 0, sizeof refusals / sizeof refusals[0]);
   suite_add_tcase(s, t);

@@ -76,6 +76,10 @@ expect_fail expr_order_clash "tensor A is used with 2 and with 1 indices" \
 expect_fail expr_bad_char "1:" 'y(i) = A(i,j) $ x(j)' -d=i:3 -d=j:3
 expect_fail schedule_unknown "unknown schedule directive 'frobnicate'" "$E" -d=A:3,4 \
   -s='frobnicate(i)'
+expect_fail parallel_balanced_dense "parallelize(i, balanced): no sparse level below i weighs its rows" \
+  'y(i) = A(i,j) * x(j)' -g=A:d -g=x:d -d=A:8,8 -s='parallelize(i, balanced)'
+expect_fail unroll_while "unroll(j, 2): the loop over j co-iterates sparse operands in while loops" \
+  'C(i,j) = A(i,j) + B(i,j)' -f=A:ds -f=B:ds -g=A:s:0.3 -g=B:s:0.3 -d=A:6,6 -s='unroll(j, 2)'
 
 # ---- the C backend ----
 expect_fail backend_unknown "-backend=gcc: the backend must be llvm or c" "$E" -backend=gcc
