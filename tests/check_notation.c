@@ -429,6 +429,11 @@ START_TEST(test_check_ok) {
   /* sparse numerator is fine; integer literals fit integer dtypes */
   ck_assert(nt_check(&a, nt_parse(&a, "y(i) = S(i,j) / B(i,j)", &d), decls,
                      nd, NULL, 0, &d));
+  /* a divisor that is not zero where the sparse operand has no entry */
+  ck_assert_msg(nt_check(&a, nt_parse(&a, "w(i) = y(i) / (S(i,j) * x(j) + 2)", &d), decls,
+                         nd, NULL, 0, &d), "%s", d.msg);
+  ck_assert_msg(nt_check(&a, nt_parse(&a, "O(i,j) = B(i,j) / (exp(S(i,j)) - S(i,j))", &d), decls,
+                         nd, NULL, 0, &d), "%s", d.msg);
   Assignment *ii = nt_parse(&a, "J(i) = -I(i) * 2 + abs(I(i))", &d);
   ck_assert_msg(nt_check(&a, ii, decls, nd, NULL, 0, &d), "%s", d.msg);
   ck_assert_int_eq(ii->rhs->u.bin.a->u.bin.b->dtype, TJ_I32);
