@@ -135,7 +135,18 @@ tj_options tj_options_default(void);
 /* A context owns compiled kernels and the in-memory kernel cache. */
 tj_status tj_context_new(tj_context **out);
 void tj_context_free(tj_context *cx);
-/* Enables the on-disk cache in dir (also: environment TJ_CACHE_DIR). */
+/* Enables the on-disk kernel cache (LLVM backend) in dir; NULL turns it off.
+ * The environment TJ_CACHE_DIR does the same for every new context; unset,
+ * there is no disk cache. dir "" (or TJ_CACHE_DIR set but empty) asks for
+ * the default folder, $XDG_CACHE_HOME/tensorjit (XDG_CACHE_HOME must be
+ * absolute), else $HOME/.cache/tensorjit. Missing folders are created with
+ * mode 0700 and cache files 0600. The folder is trusted only if it is a
+ * directory (not a symbolic link) owned by the effective user and writable
+ * by neither group nor others, and a file only if it is a regular file
+ * (not a link) with the same owner and mode rules; otherwise one warning on
+ * stderr says which path and why, nothing is loaded from it or written to
+ * it, and kernels compile in memory. The folder is checked on the first
+ * compile that uses it, so this call fails only for NULL cx or memory. */
 tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir);
 
 /* Compiles `expr` (e.g. "y(i) = A(i,j) * x(j)") over operands, matched to

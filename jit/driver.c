@@ -26,19 +26,36 @@ tj_status tj_context_new(tj_context **out) {
   tj_context *cx = calloc(1, sizeof *cx);
   if (!cx) return rt_set_error(TJ_ERR_NOMEM, "out of memory creating a context");
   pthread_mutex_init(&cx->lock, NULL);
-  const char *dir = getenv("TJ_CACHE_DIR");
-  if (dir && *dir) cx->cache_dir = strdup(dir);
+  const char *dir = getenv("TJ_CACHE_DIR");   /* "" asks for the default */
+  tj_status st = dir ? tj_context_set_cache_dir(cx, dir) : TJ_OK;
+  if (st != TJ_OK) {
+    tj_context_free(cx);
+    return st;
+  }
   *out = cx;
   return TJ_OK;
 }
 
+/* The folder is opened and checked lazily (drv_disk_open), so setting one
+ * costs nothing until a kernel needs it; a refusal is a warning, not an error. */
 tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir) {
   if (!cx) return rt_set_error(TJ_ERR_INVALID, "context is NULL");
-  char *copy = dir ? strdup(dir) : NULL;
-  if (dir && !copy) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  DiskCache *dc = NULL;
+  if (dir) {
+    dc = calloc(1, sizeof *dc);
+    if (dc) dc->path = strdup(dir);
+    if (!dc || !dc->path) {
+      free(dc);
+      return rt_set_error(TJ_ERR_NOMEM, "out of memory");
+    }
+    dc->fd = -1;
+  }
   pthread_mutex_lock(&cx->lock);
-  free(cx->cache_dir);
-  cx->cache_dir = copy;
+  if (dc) {
+    dc->next = cx->disks;
+    cx->disks = dc;
+  }
+  cx->disk = dc;
   pthread_mutex_unlock(&cx->lock);
   return TJ_OK;
 }
@@ -48,7 +65,6 @@ static void entry_free(CacheEntry *e) {
     if (e->compiled[v]) e->be->release(e->bstate, &e->bk[v]);
   arena_free(&e->arena);
   pthread_mutex_destroy(&e->lock);
-  free(e->cache_dir);
   free(e->key);
   free(e);
 }
@@ -73,7 +89,10 @@ void tj_context_free(tj_context *cx) {
     free(g->features);
     free(g);
   }
-  free(cx->cache_dir);
+  for (DiskCache *dc = cx->disks, *n; dc; dc = n) {
+    n = dc->next;
+    drv_disk_free(dc);
+  }
   pthread_mutex_destroy(&cx->lock);
   free(cx);
 }
@@ -294,8 +313,8 @@ bool drv_ensure_compiled(CacheEntry *e, int v, Diag *d) {
   if (!ok) {
     /* The disk cache holds objects: only for a backend that makes them. */
     ok = lower_locked(e, v, d) &&
-         (e->cache_dir && e->be->emit_object
-              ? drv_disk_compile(e, v, e->cache_dir, &e->from_disk[v], d)
+         (e->disk && e->be->emit_object
+              ? drv_disk_compile(e, v, e->disk, &e->from_disk[v], d)
               : e->be->compile(e->bstate, e->lir[v], &e->bopt, &e->bk[v], d));
     e->compiled[v] = ok;
   }
@@ -320,12 +339,6 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
   pthread_mutex_init(&e->lock, NULL);
   e->key = key;
   e->hash = h;
-  if (cx->cache_dir && !(e->cache_dir = strdup(cx->cache_dir))) {
-    diag_error(d, TJ_ERR_NOMEM, "out of memory");
-    e->key = NULL;
-    entry_free(e);
-    return NULL;
-  }
   e->no_vectorize = o->no_vectorize != 0;
   e->no_unroll_jam = o->no_unroll_jam != 0;
   e->bopt = (BackendOptions){.opt_level = o->opt_level,
@@ -337,6 +350,11 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
     e->key = NULL;
     entry_free(e);
     return NULL;
+  }
+  /* Called with cx locked: the folder is checked once per context. */
+  if (cx->disk && e->be->emit_object) {
+    drv_disk_open(cx->disk);
+    if (cx->disk->fd >= 0) e->disk = cx->disk;
   }
   return e;
 }

@@ -15,6 +15,16 @@
 #include "backend.h"
 #include "engine.h"   /* jit_now_ms only: code generation goes through Backend */
 
+/* A disk-cache folder a context was given. Owned by the context (kept in
+ * its list until tj_context_free, so entries may borrow it); opened and
+ * checked once, on the first compile that needs it (drv_disk_open). */
+typedef struct DiskCache {
+  struct DiskCache *next;     /* the context's list */
+  char *path;                 /* as given ("" the default until opened; malloc'd) */
+  int fd;                     /* O_DIRECTORY descriptor when trusted, else -1 */
+  bool checked;               /* drv_disk_open ran (fd < 0 then: refused) */
+} DiskCache;
+
 /* One compiled kernel shape, shared by every tj_kernel with the same
  * canonical key (expression up to renaming, formats, dtypes, widths,
  * schedule, options, target). Owned by its context. */
@@ -33,7 +43,7 @@ typedef struct CacheEntry {
   const Backend *be;
   void *bstate;               /* the backend's state (owned by the context) */
   BackendOptions bopt;
-  char *cache_dir;            /* on-disk cache (copied from the context), or NULL */
+  const DiskCache *disk;      /* trusted on-disk cache (the context's), or NULL */
   bool from_disk[6];          /* variant loaded from the disk cache */
   bool no_vectorize;          /* tensorjit's own vectorization pass off */
   bool no_unroll_jam;         /* register blocking of dense nests off */
@@ -53,7 +63,8 @@ struct tj_context {
   CacheEntry *entries;
   Engine *engines;
   struct tj_kernel *kernels;
-  char *cache_dir;            /* on-disk cache, NULL off */
+  DiskCache *disk;            /* the current on-disk cache, NULL off */
+  DiskCache *disks;           /* every one set on this context (owned) */
 };
 
 struct tj_kernel {
@@ -78,9 +89,16 @@ struct tj_kernel {
 /* Frees a kernel's cached chunk outputs (driver_run.c). */
 void drv_kernel_release_chunks(struct tj_kernel *k);
 
-/* Compiles variant v (already lowered) through the on-disk cache in dir:
- * loads a valid cached object (*from_disk) or compiles and stores one. */
-bool drv_disk_compile(CacheEntry *e, int v, const char *dir, bool *from_disk, Diag *d);
+/* Opens dc's folder once (creating it, and the default's path, with mode
+ * 0700) and checks that it can be trusted; a refused folder gets one
+ * warning on stderr and dc->fd stays -1. Call with the context locked. */
+void drv_disk_open(DiskCache *dc);
+/* Closes and frees dc (not its list successors). */
+void drv_disk_free(DiskCache *dc);
+/* Compiles variant v (already lowered) through the trusted on-disk cache
+ * dc: loads a valid cached object (*from_disk) or compiles and stores one;
+ * an untrusted file is neither loaded nor replaced (compiled in memory). */
+bool drv_disk_compile(CacheEntry *e, int v, const DiskCache *dc, bool *from_disk, Diag *d);
 
 /* Applies parallelize / vectorize / precompute and the target's vector
  * width to e's plan (driver_schedule.c). */

@@ -1,18 +1,36 @@
 /* The on-disk kernel cache (opt-in: TJ_CACHE_DIR or
- * tj_context_set_cache_dir). A kernel variant's object code is stored in
- * <dir>/tj-<hash>.o, keyed by the in-memory cache key plus the variant and
- * the backend's target (for LLVM: its version, the CPU and features). Only
- * backends that make relocatable objects (LLVM) use it. The file holds a header
- * (magic, format version, key, symbol, object size, checksum) before the
- * object bytes; a file whose header, key or checksum does not match is
- * ignored with a warning and rewritten, never loaded blindly. Files are
- * written to a temporary name and renamed, so readers never see half a
- * file.
+ * tj_context_set_cache_dir; "" there means the default folder,
+ * $XDG_CACHE_HOME/tensorjit, else ~/.cache/tensorjit). A kernel variant's
+ * object code is stored in <dir>/tj-<hash>.o, keyed by the in-memory cache
+ * key plus the variant and the backend's target (for LLVM: its version, the
+ * CPU and features). Only backends that make relocatable objects (LLVM) use
+ * it. The file holds a header (magic, format version, key, symbol, object
+ * size, checksum) before the object bytes; a file whose header, key or
+ * checksum does not match is ignored with a warning and rewritten, never
+ * loaded blindly.
+ *
+ * The checksum catches corruption, not a crafted file, so the cache trusts
+ * only what the current user alone can write, as ssh does with ~/.ssh:
+ *   - the folder (created with mode 0700, like any missing parent) is opened
+ *     with O_DIRECTORY|O_NOFOLLOW and its descriptor fstat'ed: it must be a
+ *     directory owned by geteuid() and writable by neither group nor others;
+ *     every file is then reached through that descriptor (openat), so the
+ *     folder cannot be swapped after the check;
+ *   - a file is opened with O_NOFOLLOW (and O_NONBLOCK, against FIFOs) and
+ *     its descriptor fstat'ed: a regular file, same owner and mode rules;
+ *   - files are written to a temporary name created O_CREAT|O_EXCL|
+ *     O_NOFOLLOW with mode 0600 in the same folder, then renamed, so readers
+ *     never see half a file.
+ * A refused folder gets one warning per context and is not used at all; a
+ * refused file gets one warning, is neither loaded nor replaced, and its
+ * kernel is compiled in memory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "driver.h"
@@ -44,38 +62,158 @@ static char *disk_key(const CacheEntry *e, int v) {
   return k;
 }
 
-static char *cache_path(const char *dir, const char *key) {
-  size_t n = strlen(dir) + 40;
+/* The file name of key in its folder: "tj-<16 hex>.o". */
+static void cache_name(const char *key, char name[32]) {
+  snprintf(name, 32, "tj-%016llx.o",
+           (unsigned long long)fnv(key, strlen(key), 1469598103934665603ull));
+}
+
+static void warn(const char *dir, const char *name, const char *why) {
+  fprintf(stderr, "tensorjit: warning: ignoring kernel cache file %s/%s: %s\n", dir, name, why);
+}
+
+/* Why st (of a descriptor opened without following links) cannot be trusted,
+ * written into buf, or NULL when it can: the wanted type (S_IFDIR or
+ * S_IFREG), owned by this user, writable by neither group nor others. */
+static const char *untrusted(const struct stat *st, mode_t type, char *buf, size_t n) {
+  if ((st->st_mode & S_IFMT) != type)
+    return type == S_IFDIR ? "not a directory" : "not a regular file";
+  if (st->st_uid != geteuid()) {
+    snprintf(buf, n, "owned by uid %u, not by this user (uid %u)", (unsigned)st->st_uid,
+             (unsigned)geteuid());
+    return buf;
+  }
+  if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+    snprintf(buf, n, "writable by %s (mode %04o)",
+             st->st_mode & S_IWGRP ? "its group" : "others", (unsigned)(st->st_mode & 07777));
+    return buf;
+  }
+  return NULL;
+}
+
+/* Why open(..., O_NOFOLLOW) of path (relative to dfd) failed with err. */
+static const char *open_failure(int dfd, const char *path, int err) {
+  struct stat st;
+  if (fstatat(dfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+    return "a symbolic link (not followed)";
+  return strerror(err);
+}
+
+/* The default folder (malloc'd), or NULL when neither an absolute
+ * $XDG_CACHE_HOME nor $HOME is set. */
+static char *default_dir(void) {
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  const char *base = xdg && xdg[0] == '/' ? xdg : home && *home ? home : NULL;
+  if (!base) return NULL;
+  const char *tail = base == xdg ? "/tensorjit" : "/.cache/tensorjit";
+  size_t n = strlen(base) + strlen(tail) + 1;
   char *p = malloc(n);
-  if (p) snprintf(p, n, "%s/tj-%016llx.o", dir, (unsigned long long)fnv(key, strlen(key), 1469598103934665603ull));
+  if (p) snprintf(p, n, "%s%s", base, tail);
   return p;
 }
 
-static void warn(const char *path, const char *why) {
-  fprintf(stderr, "tensorjit: warning: ignoring kernel cache file %s: %s\n", path, why);
+/* mkdir -p path with mode 0700 for what is missing; 0 or an errno. An
+ * existing component is left as it is (the last one is checked after). */
+static int make_dirs(char *path) {
+  for (char *s = path + 1;; s++) {
+    if (*s != '/' && *s != 0) continue;
+    char c = *s;
+    *s = 0;
+    struct stat st;
+    int err = mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : errno;
+    if (err && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) err = 0;
+    *s = c;
+    if (err || !c) return err;
+  }
 }
 
-/* Reads and validates a cache file; on success *obj (malloc'd) and header. */
-static bool read_file(const char *path, const char *key, FileHeader *h, void **obj) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
+static void refuse_dir(const char *path, const char *why) {
+  fprintf(stderr,
+          "tensorjit: warning: not using kernel cache folder %s: %s; compiling in memory\n",
+          path, why);
+}
+
+void drv_disk_open(DiskCache *dc) {
+  if (dc->checked) return;
+  dc->checked = true;
+  if (!*dc->path) {
+    char *p = default_dir();
+    if (!p) {
+      refuse_dir("(default)", "neither XDG_CACHE_HOME nor HOME is set");
+      return;
+    }
+    free(dc->path);
+    dc->path = p;
+  }
+  size_t n = strlen(dc->path);
+  while (n > 1 && dc->path[n - 1] == '/') dc->path[--n] = 0;   /* "d/" would follow a link */
+  int err = make_dirs(dc->path);
+  if (err) {
+    refuse_dir(dc->path, strerror(err));
+    return;
+  }
+  int fd = open(dc->path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    refuse_dir(dc->path, open_failure(AT_FDCWD, dc->path, errno));
+    return;
+  }
+  struct stat st;
+  char buf[96];
+  const char *why = fstat(fd, &st) != 0 ? strerror(errno) : untrusted(&st, S_IFDIR, buf, sizeof buf);
+  if (why) {
+    refuse_dir(dc->path, why);
+    close(fd);
+    return;
+  }
+  dc->fd = fd;
+}
+
+void drv_disk_free(DiskCache *dc) {
+  if (dc->fd >= 0) close(dc->fd);
+  free(dc->path);
+  free(dc);
+}
+
+typedef enum { FILE_NONE, FILE_OK, FILE_BAD, FILE_REFUSED } FileState;
+
+/* Reads and validates cache file name in dc: FILE_OK with *obj (malloc'd)
+ * and header; FILE_NONE when there is none; FILE_BAD (to rewrite) or
+ * FILE_REFUSED (untrusted: leave alone) with a warning. */
+static FileState read_file(const DiskCache *dc, const char *name, const char *key,
+                           FileHeader *h, void **obj) {
+  *obj = NULL;
+  int fd = openat(dc->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return FILE_NONE;
+    warn(dc->path, name, open_failure(dc->fd, name, errno));
+    return FILE_REFUSED;
+  }
+  struct stat st;
+  char buf[96];
+  const char *why = fstat(fd, &st) != 0 ? strerror(errno) : untrusted(&st, S_IFREG, buf, sizeof buf);
+  FILE *f = why ? NULL : fdopen(fd, "rb");
+  if (!f) {
+    warn(dc->path, name, why ? why : strerror(errno));
+    close(fd);
+    return FILE_REFUSED;
+  }
   bool ok = false;
   char *stored = NULL;
-  *obj = NULL;
   size_t klen = strlen(key);
-  if (fread(h, sizeof *h, 1, f) != 1) warn(path, "truncated header");
-  else if (memcmp(h->magic, MAGIC, sizeof MAGIC) != 0) warn(path, "not a tensorjit cache file");
-  else if (h->version != FORMAT_VERSION) warn(path, "written by another cache format version");
+  const char *d = dc->path;
+  if (fread(h, sizeof *h, 1, f) != 1) warn(d, name, "truncated header");
+  else if (memcmp(h->magic, MAGIC, sizeof MAGIC) != 0) warn(d, name, "not a tensorjit cache file");
+  else if (h->version != FORMAT_VERSION) warn(d, name, "written by another cache format version");
   else if (h->key_len != klen || h->obj_len == 0 || h->obj_len > ((uint64_t)1 << 32))
-    warn(path, "key or size does not match");
+    warn(d, name, "key or size does not match");
   else if (!(stored = malloc(klen + 1)) || fread(stored, 1, klen, f) != klen)
-    warn(path, "truncated key");
-  else if (memcmp(stored, key, klen) != 0) warn(path, "key does not match (hash collision)");
+    warn(d, name, "truncated key");
+  else if (memcmp(stored, key, klen) != 0) warn(d, name, "key does not match (hash collision)");
   else if (!(*obj = malloc(h->obj_len)) || fread(*obj, 1, h->obj_len, f) != h->obj_len)
-    warn(path, "truncated object code");
+    warn(d, name, "truncated object code");
   else if (fnv(*obj, h->obj_len, 1469598103934665603ull) != h->checksum)
-    warn(path, "checksum mismatch");
-  else if (memchr(h->symbol, 0, sizeof h->symbol) == NULL) warn(path, "bad symbol");
+    warn(d, name, "checksum mismatch");
+  else if (memchr(h->symbol, 0, sizeof h->symbol) == NULL) warn(d, name, "bad symbol");
   else ok = true;
   if (!ok) {
     free(*obj);
@@ -83,11 +221,12 @@ static bool read_file(const char *path, const char *key, FileHeader *h, void **o
   }
   free(stored);
   fclose(f);
-  return ok;
+  return ok ? FILE_OK : FILE_BAD;
 }
 
-static void write_file(const char *path, const char *key, const void *obj, size_t len,
-                       const char *symbol) {
+/* Writes name in dc through a fresh 0600 temporary file and a rename. */
+static void write_file(const DiskCache *dc, const char *name, const char *key, const void *obj,
+                       size_t len, const char *symbol) {
   FileHeader h = {0};
   memcpy(h.magic, MAGIC, sizeof MAGIC);
   h.version = FORMAT_VERSION;
@@ -95,53 +234,49 @@ static void write_file(const char *path, const char *key, const void *obj, size_
   h.obj_len = len;
   h.checksum = fnv(obj, len, 1469598103934665603ull);
   snprintf(h.symbol, sizeof h.symbol, "%s", symbol);
-  size_t n = strlen(path) + 32;
-  char *tmp = malloc(n);
-  if (!tmp) return;
-  snprintf(tmp, n, "%s.%ld.tmp", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
+  char tmp[96];   /* unique per process and key being written */
+  snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", name, (long)getpid(), (const void *)key);
+  int fd = openat(dc->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+  if (fd >= 0 && !f) close(fd);
   bool ok = f && fwrite(&h, sizeof h, 1, f) == 1 && fwrite(key, 1, h.key_len, f) == h.key_len &&
             fwrite(obj, 1, len, f) == len;
   if (f && fclose(f) != 0) ok = false;
-  if (ok && rename(tmp, path) == 0) {
-    free(tmp);
-    return;
-  }
-  fprintf(stderr, "tensorjit: warning: cannot write kernel cache file %s: %s\n", path,
-          strerror(errno));
-  remove(tmp);
-  free(tmp);
+  if (ok && renameat(dc->fd, tmp, dc->fd, name) == 0) return;
+  fprintf(stderr, "tensorjit: warning: cannot write kernel cache file %s/%s: %s\n", dc->path,
+          name, strerror(errno));
+  if (fd >= 0) unlinkat(dc->fd, tmp, 0);
 }
 
-bool drv_disk_compile(CacheEntry *e, int v, const char *dir, bool *from_disk, Diag *d) {
+bool drv_disk_compile(CacheEntry *e, int v, const DiskCache *dc, bool *from_disk, Diag *d) {
   *from_disk = false;
-  char *key = disk_key(e, v), *path = key ? cache_path(dir, key) : NULL;
-  if (!key || !path) {
-    free(key);
-    free(path);
-    return diag_error(d, TJ_ERR_NOMEM, "out of memory");
-  }
+  char *key = disk_key(e, v);
+  if (!key) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  char name[32];
+  cache_name(key, name);
   FileHeader h;
   void *obj = NULL;
   bool ok = false;
-  if (read_file(path, key, &h, &obj)) {
+  FileState fs = read_file(dc, name, key, &h, &obj);
+  if (fs == FILE_OK) {
     Diag ld;
     diag_init(&ld);
     ok = e->be->add_object(e->bstate, obj, h.obj_len, h.symbol, &e->bk[v], &ld);
-    if (!ok) warn(path, ld.msg);
+    if (!ok) warn(dc->path, name, ld.msg);
     *from_disk = ok;
     free(obj);
     obj = NULL;
   }
-  if (!ok) {
+  if (!ok && fs == FILE_REFUSED) {
+    ok = e->be->compile(e->bstate, e->lir[v], &e->bopt, &e->bk[v], d);
+  } else if (!ok) {
     size_t len = 0;
     char symbol[128];
     ok = e->be->emit_object(e->bstate, e->lir[v], &e->bopt, &obj, &len, symbol, d) &&
          e->be->add_object(e->bstate, obj, len, symbol, &e->bk[v], d);
-    if (ok) write_file(path, key, obj, len, symbol);
+    if (ok) write_file(dc, name, key, obj, len, symbol);
     free(obj);
   }
   free(key);
-  free(path);
   return ok;
 }

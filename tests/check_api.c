@@ -5,10 +5,12 @@
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "tensorjit.h"
@@ -260,6 +262,223 @@ START_TEST(disk_cache_rejects_truncated_and_foreign_files) {
 }
 END_TEST
 
+/* ---- trust: what the disk cache refuses to load ---- */
+
+/* Captures what the library prints on stderr between start and end. */
+typedef struct Capture {
+  int saved;
+  char path[32];
+} Capture;
+
+static void capture_start(Capture *c) {
+  fflush(stderr);
+  snprintf(c->path, sizeof c->path, "/tmp/tj_err_XXXXXX");
+  int fd = mkstemp(c->path);
+  ck_assert_int_ge(fd, 0);
+  c->saved = dup(2);
+  dup2(fd, 2);
+  close(fd);
+}
+
+/* What was printed (malloc'd). */
+static char *capture_end(Capture *c) {
+  fflush(stderr);
+  dup2(c->saved, 2);
+  close(c->saved);
+  FILE *f = fopen(c->path, "rb");
+  char *text = calloc(1, 65536);
+  size_t n = fread(text, 1, 65535, f);
+  text[n] = 0;
+  fclose(f);
+  unlink(c->path);
+  return text;
+}
+
+static int count_str(const char *s, const char *what) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, what)); p += strlen(what)) n++;
+  return n;
+}
+
+/* The one cache file in dir (malloc'd path). */
+static char *only_file(const char *dir) {
+  char cmd[256], line[512];
+  snprintf(cmd, sizeof cmd, "ls '%s'/*.o", dir);
+  FILE *p = popen(cmd, "r");
+  ck_assert_ptr_nonnull(fgets(line, sizeof line, p));
+  pclose(p);
+  line[strcspn(line, "\n")] = 0;
+  return strdup(line);
+}
+
+/* Fills dir with one good cache file for SpMV (checked to load). */
+static void populate(const char *dir) {
+  int hit;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  tj_context_free(cx);
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 2);
+  tj_context_free(cx);
+  ck_assert_int_eq(count_files(dir), 1);
+}
+
+/* Compiles two kernels with the cache in use: neither comes from disk,
+ * both are right, and stderr has exactly one warning naming `path` and
+ * `why`. */
+static void expect_refused(const char *use, const char *path, const char *why) {
+  Capture c;
+  capture_start(&c);
+  int hit1, hit2;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, use));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit1);
+  spmv_check(cx, "y(i) = A(i,j) * x(j) + 0 * x(j)", "y", "A", "x", &hit2);
+  tj_context_free(cx);
+  char *err = capture_end(&c);
+  ck_assert_int_eq(hit1, 0);
+  ck_assert_int_eq(hit2, 0);
+  ck_assert_msg(count_str(err, "tensorjit: warning:") == 1, "one warning expected:\n%s", err);
+  ck_assert_msg(strstr(err, path) && strstr(err, why), "want '%s' and '%s' in:\n%s", path, why,
+                err);
+  free(err);
+}
+
+static mode_t mode_of(const char *path) {
+  struct stat st;
+  ck_assert_int_eq(lstat(path, &st), 0);
+  return st.st_mode & 07777;
+}
+
+START_TEST(disk_cache_creates_private_folders_and_files) {
+  char *top = temp_dir(), dir[256], mid[256];
+  snprintf(mid, sizeof mid, "%s/a", top);
+  snprintf(dir, sizeof dir, "%s/a/b/", top);   /* missing parents, trailing slash */
+  mode_t old = umask(0);                        /* modes must not come from the umask */
+  Capture c;
+  capture_start(&c);
+  populate(dir);
+  char *err = capture_end(&c);
+  umask(old);
+  ck_assert_msg(strstr(err, "warning") == NULL, "%s", err);
+  free(err);
+  ck_assert_int_eq(mode_of(mid), 0700);
+  dir[strlen(dir) - 1] = 0;
+  ck_assert_int_eq(mode_of(dir), 0700);
+  char *file = only_file(dir);
+  ck_assert_int_eq(mode_of(file), 0600);
+  free(file);
+  remove_dir(top);
+}
+END_TEST
+
+START_TEST(disk_cache_default_folder_only_when_asked) {
+  char *xdg = temp_dir(), dir[256];
+  snprintf(dir, sizeof dir, "%s/tensorjit", xdg);
+  setenv("XDG_CACHE_HOME", xdg, 1);
+  unsetenv("TJ_CACHE_DIR");
+  int hit;
+  tj_context *cx;
+  OK(tj_context_new(&cx));                      /* not asked: no disk cache */
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  tj_context_free(cx);
+  struct stat st;
+  ck_assert_int_ne(stat(dir, &st), 0);
+  setenv("TJ_CACHE_DIR", "", 1);                /* "" asks for the default */
+  OK(tj_context_new(&cx));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  tj_context_free(cx);
+  ck_assert_int_eq(mode_of(dir), 0700);
+  ck_assert_int_eq(count_files(dir), 1);
+  unsetenv("TJ_CACHE_DIR");
+  OK(tj_context_new(&cx));                      /* the API's "" is the same */
+  OK(tj_context_set_cache_dir(cx, ""));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 2);
+  tj_context_free(cx);
+  remove_dir(xdg);
+}
+END_TEST
+
+static bool can_chown(void) {
+  if (geteuid() == 0) return true;
+  printf("SKIP: cache files owned by someone else need root (chown)\n");
+  fflush(stdout);
+  return false;
+}
+
+enum { BAD_GROUP, BAD_OTHER, BAD_OWNER, BAD_LINK, BAD_LINK_SLASH, BAD_DIR_CASES };
+
+START_TEST(disk_cache_refuses_untrusted_folders) {
+  if (_i == BAD_OWNER && !can_chown()) return;
+  char *dir = temp_dir(), link[256], use[256];
+  populate(dir);
+  snprintf(link, sizeof link, "%s-link", dir);
+  snprintf(use, sizeof use, "%s", dir);
+  const char *why = NULL, *shown = dir;
+  switch (_i) {
+  case BAD_GROUP: chmod(dir, 0770); why = "writable by its group (mode 0770)"; break;
+  case BAD_OTHER: chmod(dir, 0707); why = "writable by others (mode 0707)"; break;
+  case BAD_OWNER:
+    ck_assert_int_eq(chown(dir, 65534, 65534), 0);
+    why = "owned by uid 65534, not by this user";
+    break;
+  case BAD_LINK: case BAD_LINK_SLASH:   /* "link/" would follow the link if kept */
+    ck_assert_int_eq(symlink(dir, link), 0);
+    snprintf(use, sizeof use, "%s%s", link, _i == BAD_LINK_SLASH ? "/" : "");
+    why = "a symbolic link";
+    shown = link;
+    break;
+  }
+  char what[300];
+  snprintf(what, sizeof what, "not using kernel cache folder %s:", shown);
+  expect_refused(use, what, why);
+  ck_assert_int_eq(count_files(dir), 1);        /* nothing written there */
+  unlink(link);
+  remove_dir(dir);
+}
+END_TEST
+
+enum { BADF_GROUP, BADF_OTHER, BADF_OWNER, BADF_LINK, BAD_FILE_CASES };
+
+START_TEST(disk_cache_refuses_untrusted_files) {
+  if (_i == BADF_OWNER && !can_chown()) return;
+  char *dir = temp_dir();
+  populate(dir);
+  char *file = only_file(dir), real[300];
+  const char *why = NULL;
+  switch (_i) {
+  case BADF_GROUP: chmod(file, 0620); why = "writable by its group (mode 0620)"; break;
+  case BADF_OTHER: chmod(file, 0602); why = "writable by others (mode 0602)"; break;
+  case BADF_OWNER:
+    ck_assert_int_eq(chown(file, 65534, 65534), 0);
+    why = "owned by uid 65534, not by this user";
+    break;
+  case BADF_LINK:
+    snprintf(real, sizeof real, "%s/elsewhere", dir);
+    ck_assert_int_eq(rename(file, real), 0);
+    ck_assert_int_eq(symlink(real, file), 0);
+    why = "a symbolic link (not followed)";
+    break;
+  }
+  struct stat before, after;
+  ck_assert_int_eq(lstat(file, &before), 0);
+  char shown[400];
+  snprintf(shown, sizeof shown, "ignoring kernel cache file %s:", file);
+  expect_refused(dir, shown, why);
+  ck_assert_int_eq(lstat(file, &after), 0);     /* left alone, not replaced */
+  ck_assert_int_eq(before.st_ino, after.st_ino);
+  ck_assert_int_eq(before.st_mode, after.st_mode);
+  free(file);
+  remove_dir(dir);
+}
+END_TEST
+
 typedef struct Job {
   tj_context *cx;
   int which;
@@ -463,6 +682,13 @@ Suite *api_suite(void) {
   tcase_add_test(c, disk_cache_survives_a_restart);
   tcase_add_test(c, disk_cache_rejects_truncated_and_foreign_files);
   suite_add_tcase(s, c);
+  TCase *tr = tcase_create("trust");
+  tcase_set_timeout(tr, 120);
+  tcase_add_test(tr, disk_cache_creates_private_folders_and_files);
+  tcase_add_test(tr, disk_cache_default_folder_only_when_asked);
+  tcase_add_loop_test(tr, disk_cache_refuses_untrusted_folders, 0, BAD_DIR_CASES);
+  tcase_add_loop_test(tr, disk_cache_refuses_untrusted_files, 0, BAD_FILE_CASES);
+  suite_add_tcase(s, tr);
   TCase *t = tcase_create("threads");
   tcase_set_timeout(t, 120);
   tcase_add_test(t, two_threads_compile_at_once);
