@@ -24,7 +24,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "emit_llvm.h"
@@ -41,8 +43,7 @@ struct JitEngine {
   LLVMOrcJITDylibRef main;
   LLVMTargetRef target;
   char *triple, *cpu, *features, *layout;
-  pthread_mutex_t mu;          /* guards counter, spare, starting */
-  unsigned long counter;       /* makes symbol names unique */
+  pthread_mutex_t mu;          /* guards spare, starting */
   SpareTm *spare;
   pthread_t starter;           /* creates the LLJIT while the first kernel compiles */
   bool starting, start_ok;
@@ -282,13 +283,34 @@ static void build_dispose(JitEngine *e, Build *b) {
   memset(b, 0, sizeof *b);
 }
 
+/* Symbol numbers unique in the process and, with high probability, among
+ * processes: objects from the disk cache keep the name their process gave
+ * them and share a JIT dylib with this process's kernels, so numbers that
+ * restart at 0 per engine collided ("Duplicate definition of symbol
+ * 'evaluate_tj0'" after one kernel came from disk). The base mixes the
+ * process id and the clock. */
+static pthread_mutex_t symbol_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t symbol_next;
+
+static uint64_t next_symbol_number(void) {
+  pthread_mutex_lock(&symbol_mu);
+  if (!symbol_next) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t h = ((uint64_t)getpid() << 40) ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)ts.tv_nsec;
+    symbol_next = (h * 0x9E3779B97F4A7C15ull) | 1;
+  }
+  uint64_t n = symbol_next++;
+  pthread_mutex_unlock(&symbol_mu);
+  return n;
+}
+
 static bool pick_symbol(JitEngine *e, const LirKernel *k, const JitOptions *o,
                         char sym[128], Diag *d) {
-  pthread_mutex_lock(&e->mu);
-  unsigned long n = e->counter++;
-  pthread_mutex_unlock(&e->mu);
+  (void)e;
+  uint64_t n = next_symbol_number();
   int len = o->symbol ? snprintf(sym, 128, "%s", o->symbol)
-                      : snprintf(sym, 128, "%s_tj%lu", k->name ? k->name : "kernel", n);
+                      : snprintf(sym, 128, "%s_tj%016" PRIx64, k->name ? k->name : "kernel", n);
   if (len <= 0 || len >= 128)
     return diag_error(d, TJ_ERR_INVALID, "kernel symbol name too long or empty");
   return true;

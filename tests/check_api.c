@@ -225,6 +225,13 @@ START_TEST(disk_cache_survives_a_restart) {
   OK(tj_context_set_cache_dir(cx, dir));
   spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
   ck_assert_int_eq(hit, 2);
+  /* a kernel compiled now beside the loaded one: symbol numbers are not
+   * reused (they restarted at 0 per engine, and the loaded object's name
+   * collided: "Duplicate definition of symbol 'evaluate_tj0'") */
+  spmv_check(cx, "y(i) = A(i,j) * x(j) * 2", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 0);
+  spmv_check(cx, "y(i) = A(i,j) * x(j) * 3", "y", "A", "x", &hit);
+  ck_assert_int_eq(hit, 0);
   tj_context_free(cx);
   remove_dir(dir);
 }
