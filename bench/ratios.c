@@ -14,6 +14,16 @@
 
 #include "bench.h"
 
+/* libomp's blocktime calls (omp.h declares them only for libomp): weak, so
+ * a build against another OpenMP runtime (gcc's libgomp) links, and the
+ * pairs then run with that runtime's own wait policy. */
+extern int kmp_get_blocktime(void) __attribute__((weak));
+extern void kmp_set_blocktime(int ms) __attribute__((weak));
+static int blocktime_get(void) { return kmp_get_blocktime ? kmp_get_blocktime() : 0; }
+static void blocktime_set(int ms) {
+  if (kmp_set_blocktime) kmp_set_blocktime(ms);
+}
+
 typedef struct Pair {
   const char *kind;         /* "vectorize" or "threads" */
   const char *names[2];     /* the variants, slow side first */
@@ -305,8 +315,8 @@ void ratios_run(const char *data) {
   vec_sddmm(uname, U);
   vec_gemm(256);
   vec_gemm(512);
-  int blocktime = kmp_get_blocktime();
-  kmp_set_blocktime(DEFAULT_BLOCKTIME_MS);
+  int blocktime = blocktime_get();
+  blocktime_set(DEFAULT_BLOCKTIME_MS);
   printf("-- a = 1 thread, b = 2 threads: default vectorization, OpenMP blocktime %d ms\n",
          DEFAULT_BLOCKTIME_MS);
   thr_spmm(uname, U);
@@ -315,7 +325,7 @@ void ratios_run(const char *data) {
   thr_mttkrp(data);
   if (q) thr_spmv("u200k", 200000, 1);
   else thr_spmv("u1M", 1000000, 2);
-  kmp_set_blocktime(blocktime);
+  blocktime_set(blocktime);
   printf("(section: %.0f s)\n", now_s() - t0);
   g_set = saved;
 }

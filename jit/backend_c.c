@@ -72,7 +72,7 @@ static bool write_text(const char *path, const LirKernel *k, const char *text) {
   FILE *f = fopen(path, "w");
   if (!f) return false;
   if (k) render(f, k);
-  else fputs(text, f);
+  else if (text) fputs(text, f);
   return fclose(f) == 0;
 }
 

@@ -67,7 +67,7 @@ static void add_point(Lattice *L, AMask m, bool full) {
   else L->overflow = true;
 }
 
-static void conj(const Lattice *x, const Lattice *y, Lattice *out) {
+static void lat_conj(const Lattice *x, const Lattice *y, Lattice *out) {
   out->n = 0;
   out->overflow = x->overflow || y->overflow;
   for (int a = 0; a < x->n; a++)
@@ -118,9 +118,9 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
   switch (nt_op(nt_expr_op(e))->algebra) {
   case OA_NUMERATOR:
     if (y.n == 0) y = FULL; /* x / 0: keep x's points */
-    conj(&x, &y, out);
+    lat_conj(&x, &y, out);
     return;
-  case OA_INTERSECT: conj(&x, &y, out); return;
+  case OA_INTERSECT: lat_conj(&x, &y, out); return;
   case OA_UNION: disj(&x, &y, out); return;
   case OA_KEEP: *out = x; return;
   case OA_DENSE: disj(&x, &FULL, out); return;

@@ -480,8 +480,9 @@ static void balance_arrays(Lowerer *lw, LoopAttrs *at) {
   }
 }
 
-_Static_assert(PAR_STATIC == TJ_PAR_STATIC && PAR_BALANCED == TJ_PAR_BALANCED &&
-                   PAR_DYNAMIC == TJ_PAR_DYNAMIC,
+_Static_assert((int)PAR_STATIC == (int)TJ_PAR_STATIC &&
+                   (int)PAR_BALANCED == (int)TJ_PAR_BALANCED &&
+                   (int)PAR_DYNAMIC == (int)TJ_PAR_DYNAMIC,
                "the notation's strategies are the runtime's");
 
 /* The loop's attributes: unroll(i, n) from the notation, and parallel
