@@ -253,27 +253,11 @@ static const Expr *sparse_access(const Expr *e) {
   }
 }
 
-/* Whether e is zero wherever every sparse operand has no entry (the
- * operators' zero algebra of ir/ops.def): a divisor that is would divide by
- * zero at every such coordinate. A dense operand counts as nonzero. */
-static bool vanishes_off_entries(const Expr *e) {
-  switch (e->kind) {
-  case EX_ACCESS: return lv_format_has_sparse(&e->u.access.t->decl.format);
-  case EX_LITERAL: return e->u.lit.value == 0;
-  case EX_SUM: return vanishes_off_entries(e->u.sum.a);
-  default: break;
-  }
-  Expr *k[2];
-  int n = nt_children(e, k);
-  bool x = vanishes_off_entries(k[0]), y = n > 1 && vanishes_off_entries(k[1]);
-  switch (nt_op(nt_expr_op(e))->algebra) {
-  case OA_INTERSECT: return x || y;
-  case OA_UNION: return x && y;
-  case OA_NUMERATOR:
-  case OA_KEEP: return x;
-  case OA_DENSE: return false;
-  }
-  return true;
+/* An access to a tensor with a sparse level: absent off its entries (a
+ * dense operand counts as nonzero). */
+static bool sparse_operand(const Expr *access, const void *ctx) {
+  (void)ctx;
+  return lv_format_has_sparse(&access->u.access.t->decl.format);
 }
 
 /* Refuses x / y where y is zero wherever its sparse operands have no
@@ -282,7 +266,8 @@ static bool vanishes_off_entries(const Expr *e) {
 static bool check_division(Checker *ck, const Expr *e) {
   switch (e->kind) {
   case EX_DIV: {
-    const Expr *s = vanishes_off_entries(e->u.bin.b) ? sparse_access(e->u.bin.b) : NULL;
+    const Expr *s = nt_expr_zero(e->u.bin.b, sparse_operand, NULL) ? sparse_access(e->u.bin.b)
+                                                                   : NULL;
     if (s)
       FAILF(ck, TJ_ERR_UNSUPPORTED, s->col, "division by sparse operand %s "
             "is undefined where %s has no entry", s->u.access.t->name,

@@ -109,6 +109,12 @@ Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col);
 /* The operator of e (EX_NEG ADD SUB MUL DIV, or a call's function);
  * OP_NONE for accesses, literals and sums. */
 OpKind nt_expr_op(const Expr *e);
+/* Whether e is zero wherever the accesses for which absent(access, ctx)
+ * holds have no entry: the operators' zero algebra (ir/ops.def) walked over
+ * e. The lattices prune points with it and the checker's division rule
+ * asks it; a literal is zero only when it is 0, a sum where its body is. */
+bool nt_expr_zero(const Expr *e, bool (*absent)(const Expr *access, const void *ctx),
+                  const void *ctx);
 Expr *nt_sum(Arena *a, IndexVar *iv, Expr *x, bool implicit, int col);
 
 /* The operands of e (0, 1 or 2 of them) in source order; returns how many. */

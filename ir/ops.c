@@ -63,3 +63,23 @@ Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col) {
   if (ops[op].is_call) return nt_call(a, op, x, y, col);
   return ops[op].arity == 1 ? nt_unary(a, kind[op], x, col) : nt_binary(a, kind[op], x, y, col);
 }
+
+bool nt_expr_zero(const Expr *e, bool (*absent)(const Expr *access, const void *ctx),
+                  const void *ctx) {
+  switch (e->kind) {
+  case EX_ACCESS: return absent(e, ctx);
+  case EX_LITERAL: return e->u.lit.value == 0;
+  case EX_SUM: return nt_expr_zero(e->u.sum.a, absent, ctx);
+  default: break;
+  }
+  Expr *k[2];
+  nt_children(e, k);
+  switch (nt_op(nt_expr_op(e))->algebra) {
+  case OA_INTERSECT: return nt_expr_zero(k[0], absent, ctx) || nt_expr_zero(k[1], absent, ctx);
+  case OA_UNION: return nt_expr_zero(k[0], absent, ctx) && nt_expr_zero(k[1], absent, ctx);
+  case OA_NUMERATOR:
+  case OA_KEEP: return nt_expr_zero(k[0], absent, ctx);
+  case OA_DENSE: return false;
+  }
+  return false;
+}

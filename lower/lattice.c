@@ -41,23 +41,19 @@ AMask lw_sparse_at(const Lowerer *lw, AMask alive, int depth) {
   return m;
 }
 
+typedef struct Alive {
+  const Lowerer *lw;
+  AMask alive;
+} Alive;
+
+static bool not_alive(const Expr *access, const void *ctx) {
+  const Alive *a = ctx;
+  return !(a->alive >> lw_access_index(a->lw, access) & 1);
+}
+
 bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {
-  switch (e->kind) {
-  case EX_ACCESS: return !(alive >> lw_access_index(lw, e) & 1);
-  case EX_LITERAL: return e->u.lit.value == 0;
-  case EX_SUM: return lw_expr_zero(lw, e->u.sum.a, alive);
-  default: break;
-  }
-  Expr *k[2];
-  nt_children(e, k);
-  switch (nt_op(nt_expr_op(e))->algebra) {
-  case OA_INTERSECT: return lw_expr_zero(lw, k[0], alive) || lw_expr_zero(lw, k[1], alive);
-  case OA_UNION: return lw_expr_zero(lw, k[0], alive) && lw_expr_zero(lw, k[1], alive);
-  case OA_NUMERATOR:
-  case OA_KEEP: return lw_expr_zero(lw, k[0], alive);
-  case OA_DENSE: return false;
-  }
-  return false;
+  Alive a = {lw, alive};
+  return nt_expr_zero(e, not_alive, &a);
 }
 
 static void add_point(Lattice *L, AMask m, bool full) {

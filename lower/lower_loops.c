@@ -490,7 +490,7 @@ _Static_assert((int)PAR_STATIC == (int)TJ_PAR_STATIC &&
  * as parallelize(i, strategy) says: by nonzeros when a sparse level below
  * weighs them (the default, and `balanced`), in equal blocks (`static`),
  * or in small chunks handed out as threads free up (`dynamic`). */
-static void mark_parallel(Lowerer *lw, LoopCtx *cx, LirStmt *loop) {
+static void loop_attrs(Lowerer *lw, LoopCtx *cx, LirStmt *loop) {
   loop->u.loop.at.unroll = lw->nest.unroll[cx->depth];
   if (cx->depth != 0 || !lw->par_ok || lw->target != T_OUT) return;
   LoopAttrs *at = &loop->u.loop.at;
@@ -568,12 +568,12 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     loop = lir_for(a, it->p, lw_ref(lw, start), lw_ref(lw, it->end), body);
     it->p = start;
     if (zeroing) {
-      mark_parallel(lw, cx, loop);
+      loop_attrs(lw, cx, loop);
       lir_append(&loop, zero_rows_after(lw, crd, it->end, start, extent));
       return loop;
     }
   }
-  mark_parallel(lw, cx, loop);
+  loop_attrs(lw, cx, loop);
   return loop;
 }
 
@@ -753,6 +753,14 @@ static LirStmt *wide_loop(Lowerer *lw, LoopCtx *cx) {
   return lir_block(a, s);
 }
 
+/* unroll(i, n) on a loop that is a while loop (how says why): refused. */
+static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
+  diag_error(lw->d, TJ_ERR_UNSUPPORTED, "unroll(%s, %d): the loop over %s %s; only for loops "
+             "(a dense range, or one sparse level) unroll", cx->v->name,
+             lw->nest.unroll[cx->depth], cx->v->name, how);
+  return NULL;
+}
+
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   if (depth == lw->scope_end) return scope_body(lw, alive);
   if (lw->target == T_OUT && !in_temp) {
@@ -764,9 +772,7 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
                 .v = lw->nest.order[depth]};
   bool wide = lw_wide_at(lw, alive, depth);
   if (wide && lw->nest.unroll[depth])
-    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "unroll(%s, %d): the loop over %s merges "
-                      "sparse operands in a while loop; only for loops unroll", cx.v->name,
-                      lw->nest.unroll[depth], cx.v->name), NULL;
+    return refuse_unroll(lw, &cx, "merges sparse operands in a while loop");
   if (wide) return wide_loop(lw, &cx);
   Lattice L;
   lw_lattice(lw, alive, depth, &L);
@@ -785,10 +791,7 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     return lir_block(a, s);
   }
   if (lw->nest.unroll[depth])
-    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "unroll(%s, %d): the loop over %s "
-                      "co-iterates sparse operands in while loops; only for loops (a dense "
-                      "range, or one sparse level) unroll", cx.v->name,
-                      lw->nest.unroll[depth], cx.v->name), NULL;
+    return refuse_unroll(lw, &cx, "co-iterates sparse operands in while loops");
   LirVar *cv = lw_var(lw, cx.v->name, LT_I64);
   lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
   for (int q = 0; q < L.n; q++) lir_append(&s, point_loop(lw, &cx, q, cv, extent));
