@@ -305,9 +305,7 @@ static uint64_t next_symbol_number(void) {
   return n;
 }
 
-static bool pick_symbol(JitEngine *e, const LirKernel *k, const JitOptions *o,
-                        char sym[128], Diag *d) {
-  (void)e;
+static bool pick_symbol(const LirKernel *k, const JitOptions *o, char sym[128], Diag *d) {
   uint64_t n = next_symbol_number();
   int len = o->symbol ? snprintf(sym, 128, "%s", o->symbol)
                       : snprintf(sym, 128, "%s_tj%016" PRIx64, k->name ? k->name : "kernel", n);
@@ -335,26 +333,27 @@ static bool verify(Build *b, Diag *d) {
  * process, distinct kernels, medians of 21): SpMV compiles in 6.5-7.3 ms
  * instead of 9.9 (optimize 4.5 -> 1.9 ms), MTTKRP in 24-25 instead of
  * 34-36 ms; SpMV, SpMM, MTTKRP, TTV and dgemm kernels ran within
- * run-to-run noise (+-5%) of the default<O3> code. TJ_LLVM_PIPELINE replaces it with any new-PM pipeline
- * text (e.g. "default<O3>") for comparison; -O0..-O2 run default<On>.
+ * run-to-run noise (+-5%) of the default<O3> code. TJ_LLVM_PIPELINE
+ * replaces it with any new-PM pipeline text (e.g. "default<O3>") for
+ * comparison; -O0..-O2 run default<On>.
  * instcombine runs without its fixpoint check (on by default in LLVM 19's
  * textual pipelines, where it aborts the process on a union kernel).
  * indvars is left out: it was a quarter of the pass time on MTTKRP, and
  * without it SpMV, SpMM, SDDMM, TTV and MTTKRP compile to the same machine
  * code up to exit branches (jl/jge for jne/je); dgemm's differs and ran
  * within noise (A/B 1.076 and 0.943 with the order swapped). */
-static const char LOOP_IR_PIPELINE[] =
-    "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop(loop-rotate),"
-    "loop-mssa(licm),gvn,sccp,instcombine<no-verify-fixpoint>,simplifycfg,adce)";
+#define LOOP_IR_PASSES                                                                  \
+  "sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop(loop-rotate),"  \
+  "loop-mssa(licm),gvn,sccp,instcombine<no-verify-fixpoint>,simplifycfg,adce"
+static const char LOOP_IR_PIPELINE[] = "function(" LOOP_IR_PASSES ")";
 
 /* With an unroll(i, n) directive somewhere: LLVM's unroller then runs, for
  * the loops that carry a count only (its heuristics are off). Measured: it
  * costs 0.3 ms of SpMV's and 0.6 ms of MTTKRP's optimize stage, so only
  * kernels that ask for it pay. */
 static const char LOOP_IR_PIPELINE_UNROLL[] =
-    "function(sroa,early-cse<memssa>,simplifycfg,instcombine<no-verify-fixpoint>,loop(loop-rotate),"
-    "loop-mssa(licm),gvn,sccp,instcombine<no-verify-fixpoint>,simplifycfg,adce,"
-    "loop-unroll<O3;no-partial;no-runtime;no-upperbound;no-profile-peeling>)";
+    "function(" LOOP_IR_PASSES ",loop-unroll<O3;no-partial;no-runtime;no-upperbound;"
+    "no-profile-peeling>)";
 
 /* Whether a loop of s carries an unroll count. */
 static bool wants_unroll(const LirStmt *s) {
@@ -491,7 +490,7 @@ bool jit_compile(JitEngine *e, const LirKernel *k, const JitOptions *o,
   double t0 = jit_now_ms();
   Build b = {0};
   LLVMMemoryBufferRef obj = NULL;
-  bool ok = pick_symbol(e, k, o, b.symbol, d) && build_module(e, k, o, &b, out, d) &&
+  bool ok = pick_symbol(k, o, b.symbol, d) && build_module(e, k, o, &b, out, d) &&
             (!o->want_asm || emit_asm_text(&b, out, d));
   if (ok) {
     double t1 = jit_now_ms();
@@ -542,7 +541,7 @@ bool jit_emit_object(JitEngine *e, const LirKernel *k, const JitOptions *o,
   plain.want_ir = plain.want_asm = false;
   Build b = {0};
   LLVMMemoryBufferRef obj = NULL;
-  bool ok = pick_symbol(e, k, &plain, b.symbol, d) &&
+  bool ok = pick_symbol(k, &plain, b.symbol, d) &&
             build_module(e, k, &plain, &b, &scratch, d) &&
             emit_buffer(&b, LLVMObjectFile, &obj, d);
   if (ok) {
