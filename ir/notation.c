@@ -278,7 +278,7 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
     fputc(')', out);
     break;
   case EX_SUM:
-    fprintf(out, "sum(%s, ", e->u.sum.iv->name);
+    fprintf(out, NT_SUM_NAME "(%s, ", e->u.sum.iv->name);
     print_prec(out, e->u.sum.a, 0);
     fputc(')', out);
     break;
@@ -292,7 +292,8 @@ void nt_print_expr(FILE *out, const Expr *e) { print_prec(out, e, 0); }
 void nt_print(FILE *out, const Assignment *as) {
   nt_print_expr(out, as->lhs);
   fputs(as->accumulate ? " += " : " = ", out);
-  for (int k = 0; k < as->nroot_sums; k++) fprintf(out, "sum(%s, ", as->root_sums[k]->name);
+  for (int k = 0; k < as->nroot_sums; k++)
+    fprintf(out, NT_SUM_NAME "(%s, ", as->root_sums[k]->name);
   nt_print_expr(out, as->rhs);
   for (int k = 0; k < as->nroot_sums; k++) fputc(')', out);
 }

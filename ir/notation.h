@@ -116,6 +116,8 @@ OpKind nt_expr_op(const Expr *e);
 bool nt_expr_zero(const Expr *e, bool (*absent)(const Expr *access, const void *ctx),
                   const void *ctx);
 Expr *nt_sum(Arena *a, IndexVar *iv, Expr *x, bool implicit, int col);
+/* The spelling of the explicit reduction, NT_SUM_NAME(j, k, e). */
+#define NT_SUM_NAME "sum"
 
 /* The operands of e (0, 1 or 2 of them) in source order; returns how many. */
 int nt_children(const Expr *e, Expr *kids[2]);

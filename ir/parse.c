@@ -282,7 +282,7 @@ static Expr *parse_sum(Parser *ps, int *h) {
       return NULL;
     }
     IndexVar *none[1];
-    if (!(iv[n++] = parse_index(ps, "sum", none, 0))) return NULL;
+    if (!(iv[n++] = parse_index(ps, NT_SUM_NAME, none, 0))) return NULL;
     if (!expect(ps, TK_COMMA, "',' and the expression to sum")) return NULL;
   } while (ps->tok.kind == TK_NAME && peek_char(ps) == ',');
   Expr *e = parse_expr(ps, h);
@@ -314,7 +314,8 @@ static Expr *parse_primary(Parser *ps, int *h) {
   }
   OpKind fn = t.kind == TK_NAME ? nt_op_lookup(t.s, t.len, true) : OP_NONE;
   if (fn != OP_NONE && peek_char(ps) == '(') return parse_call(ps, fn, h);
-  if (t.kind == TK_NAME && peek_char(ps) == '(' && t.len == 3 && strncmp(t.s, "sum", 3) == 0)
+  if (t.kind == TK_NAME && peek_char(ps) == '(' && t.len == (int)strlen(NT_SUM_NAME) &&
+      strncmp(t.s, NT_SUM_NAME, strlen(NT_SUM_NAME)) == 0)
     return parse_sum(ps, h);
   if (t.kind == TK_NAME) {
     Expr *e = parse_access(ps);

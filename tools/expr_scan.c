@@ -129,7 +129,9 @@ static bool add_access(Scanner *sc, const char *name) {
   return true;
 }
 
-/* After "sum(": skips the index names that precede the summed expression. */
+/* After "sum(": skips the index names that precede the summed expression.
+ * (The spelling is the library's NT_SUM_NAME; tools/ sees only the public
+ * header, and tests/cli_basic.sh runs sum(...) through this scanner.) */
 static void skip_sum_indices(Scanner *sc) {
   sc->p++;
   for (;;) {

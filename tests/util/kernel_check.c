@@ -70,7 +70,8 @@ static bool scan_expr(const char *expr, KcShape *sh) {
     const char *q = p;
     while (*q == ' ') q++;
     if (*q == '(' && is_fn(s, n)) continue;
-    if (*q == '(' && n == 3 && strncmp(s, "sum", 3) == 0) { /* sum(j, k, e): skip the indices */
+    if (*q == '(' && n == strlen(NT_SUM_NAME) && strncmp(s, NT_SUM_NAME, n) == 0) {
+      /* sum(j, k, e): skip the indices */
       p = q + 1;
       for (;;) {
         const char *b = p;
