@@ -121,6 +121,12 @@ typedef struct tj_options {
   const char *features;     /* NULL: host features; else "+avx2,+fma" */
   int no_unroll_jam;        /* skip register blocking of dense nests */
   int backend;              /* TJ_BACKEND_LLVM (default) or TJ_BACKEND_C */
+  const char *semiring;     /* NULL: plus.times; "min.plus", "max.plus",
+                               "min.times", "max.times", "min.max", "max.min",
+                               "plus.pair", "plus.min", "or.and": the
+                               expression's + (and sums) and * mean the
+                               semiring's add and mul, absent entries are
+                               its zero (the identity of add) */
 } tj_options;
 
 /* Code-generation backends. TJ_BACKEND_C compiles the kernel's C rendering
@@ -207,7 +213,8 @@ tj_expr *tj_build_literal(tj_builder *b, double value);
 /* op: '+', '-', '*' or '/'. */
 tj_expr *tj_build_binary(tj_builder *b, char op, tj_expr *x, tj_expr *y);
 tj_expr *tj_build_neg(tj_builder *b, tj_expr *x);
-/* fn: "sqrt", "abs", "exp", "log" (y NULL), "min" or "max" (y given). */
+/* fn: "sqrt", "abs", "exp", "log" (y NULL); "min", "max", "or", "and",
+ * "pair" (y given). */
 tj_expr *tj_build_call(tj_builder *b, const char *fn, tj_expr *x, tj_expr *y);
 /* The name of the i-th function of index notation ("sqrt", ...), i from 0;
  * NULL past the last. A static string. */
@@ -216,6 +223,11 @@ const char *tj_function_name(int i);
  * that appears only on the right is summed over the smallest subexpression
  * holding every use of it (TACO's rule: b(i) - A(i,j) * x(j) is b - Ax). */
 tj_expr *tj_build_sum(tj_builder *b, const char *index, tj_expr *x);
+/* reduce(op, index, x): x reduced over index by op: "+", "*", "min", "max",
+ * "or", "and". Over the entries where x exists (a sparse operand's stored
+ * ones); over none it is op's identity (min: +inf), and an output entry no
+ * contribution reaches stays absent in a sparse output. */
+tj_expr *tj_build_reduce(tj_builder *b, const char *op, const char *index, tj_expr *x);
 /* Makes the statement lhs = rhs (accumulate: +=); lhs must be an access. */
 tj_status tj_builder_assign(tj_builder *b, tj_expr *lhs, tj_expr *rhs, int accumulate);
 /* Writes the statement as index notation (what tj_compile would parse). */
@@ -230,6 +242,9 @@ tj_status tj_compile_built(tj_context *cx, const tj_builder *b,
 /* Evaluates expr with the reference interpreter (dense, long double) into
  * the output among operands: the oracle tests compare kernels against. */
 tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n);
+/* tj_reference under opts (NULL: defaults); only opts->semiring matters. */
+tj_status tj_reference_opts(const char *expr, tj_tensor *const *operands, int n,
+                            const tj_options *opts);
 
 /* Releases LLVM's global state at process exit (for leak checkers). */
 void tj_shutdown(void);

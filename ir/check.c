@@ -266,7 +266,7 @@ static bool sparse_operand(const Expr *access, const void *ctx) {
 static bool check_division(Checker *ck, const Expr *e) {
   switch (e->kind) {
   case EX_DIV: {
-    const Expr *s = nt_expr_zero(e->u.bin.b, sparse_operand, NULL) ? sparse_access(e->u.bin.b)
+    const Expr *s = nt_expr_zero(e->u.bin.b, NULL, sparse_operand, NULL) ? sparse_access(e->u.bin.b)
                                                                    : NULL;
     if (s)
       FAILF(ck, TJ_ERR_UNSUPPORTED, s->col, "division by sparse operand %s "

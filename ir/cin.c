@@ -5,8 +5,8 @@
  * indices in first-use order; then reorder / parallelize / vectorize from
  * the schedule are applied to that loop list (precompute is kept as text
  * for lowering, which builds the where() around a workspace). Inside the
- * nest a reduction reads as `+=`: the loops accumulate into the output,
- * which `=` zeroes first. Schedules are text: "reorder(i,k,j)
+ * nest a reduction reads as `+=` (or `min=`, `*=`: its operator's): the
+ * loops accumulate into the output, which `=` sets to the identity first. Schedules are text: "reorder(i,k,j)
  * parallelize(i) vectorize(j,8) precompute(B(i,k)*C(k,j), j, w)", the
  * directives separated by blanks, commas or semicolons.
  */
@@ -53,6 +53,7 @@ Cin *cin_assign(Arena *a, Expr *lhs, Expr *rhs, bool accumulate) {
   c->u.assign.lhs = lhs;
   c->u.assign.rhs = rhs;
   c->u.assign.accumulate = accumulate;
+  c->u.assign.op = OP_ADD;
   return c;
 }
 
@@ -233,13 +234,15 @@ static Expr *with_temps(Arena *a, const Expr *e, Temps *tt) {
 /* The statement of one summation scope (TACO's where): lhs (+)= rhs with
  * rhs's sums read from temps, each temp produced beside it:
  *   where(y(i) = b(i) - t_j, forall(j, t_j += A(i,j) * x(j))) */
-static Cin *scope_stmt(Arena *a, const Loops *l, Expr *lhs, const Expr *rhs, bool acc) {
+static Cin *scope_stmt(Arena *a, const Loops *l, Expr *lhs, const Expr *rhs, bool acc,
+                       OpKind op) {
   Temps tt = {0};
   Expr *r = with_temps(a, rhs, &tt);
   Cin *c = r ? cin_assign(a, lhs, r, acc) : NULL;
+  if (c) c->u.assign.op = op;
   for (int k = 0; k < tt.n && c; k++) {
     const Expr *sum = tt.sum[k];
-    Cin *body = scope_stmt(a, l, tt.t[k], sum->u.sum.a, true);
+    Cin *body = scope_stmt(a, l, tt.t[k], sum->u.sum.a, true, sum->u.sum.op);
     Cin *producer = scheduled_forall(a, l, sum->u.sum.iv, body);
     c = producer ? cin_where(a, c, producer, tt.t[k]->u.access.t) : NULL;
   }
@@ -256,7 +259,7 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
   if (!apply(&l, s, d)) return NULL;
   const Expr *sums[NT_MAX_INDICES];
   int nroot = l.n - nt_sums(as->rhs, sums, NT_MAX_INDICES);
-  Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs);
+  Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs, as->root_op);
   /* A sum's loop nests inside its scope: a reorder cannot move it out. */
   for (int k = 0; k < l.n - nroot; k++)
     if (l.iv[nroot + k] != sums[k]->u.sum.iv)
@@ -334,6 +337,7 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
   w->decl.order = 1;
   Expr *wj = nt_access(a, w, 1, &j, 0);
   Cin *producer = cin_assign(a, wj, assign->u.assign.rhs, true);
+  if (producer) producer->u.assign.op = assign->u.assign.op;
   for (int k = n - 1; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
   Cin *consumer = cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false));
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
@@ -368,7 +372,8 @@ void cin_print(FILE *out, const Cin *c) {
   case CIN_SEQUENCE: print_pair(out, "sequence", c->u.seq.first, c->u.seq.second); break;
   case CIN_ASSIGN:
     nt_print_expr(out, c->u.assign.lhs);
-    fputs(c->u.assign.accumulate ? " += " : " = ", out);
+    if (c->u.assign.accumulate) fprintf(out, " %s= ", nt_op(c->u.assign.op)->spelling);
+    else fputs(" = ", out);
     nt_print_expr(out, c->u.assign.rhs);
     break;
   }

@@ -13,7 +13,9 @@
 #include <string.h>
 
 Assignment *nt_assignment(Arena *a) {
-  return arena_alloc(a, sizeof(Assignment));
+  Assignment *as = arena_alloc(a, sizeof(Assignment));
+  if (as) as->root_op = OP_ADD;
+  return as;
 }
 
 /* The tensor named name in as, created with the next id if new; NULL when
@@ -99,11 +101,16 @@ Expr *nt_call(Arena *a, OpKind fn, Expr *x, Expr *y, int col) {
 }
 
 Expr *nt_sum(Arena *a, IndexVar *iv, Expr *x, bool implicit, int col) {
+  return nt_reduce(a, OP_ADD, iv, x, implicit, col);
+}
+
+Expr *nt_reduce(Arena *a, OpKind op, IndexVar *iv, Expr *x, bool implicit, int col) {
   Expr *e = new_expr(a, EX_SUM, col);
   if (!e) return NULL;
   e->u.sum.iv = iv;
   e->u.sum.a = x;
   e->u.sum.implicit = implicit;
+  e->u.sum.op = op;
   return e;
 }
 
@@ -191,7 +198,7 @@ bool nt_expr_equal(const Expr *x, const Expr *y) {
            nt_expr_equal(x->u.call.a, y->u.call.a) &&
            nt_expr_equal(x->u.call.b, y->u.call.b);
   case EX_SUM:
-    return strcmp(x->u.sum.iv->name, y->u.sum.iv->name) == 0 &&
+    return x->u.sum.op == y->u.sum.op && strcmp(x->u.sum.iv->name, y->u.sum.iv->name) == 0 &&
            nt_expr_equal(x->u.sum.a, y->u.sum.a);
   default:
     return nt_expr_equal(x->u.bin.a, y->u.bin.a) &&
@@ -242,6 +249,12 @@ static void print_access(FILE *out, const Expr *e) {
   fputc(')', out);
 }
 
+/* "sum(j, " or "reduce(min, j, ". */
+static void print_reduce(FILE *out, OpKind op, const IndexVar *iv) {
+  if (op == OP_ADD) fprintf(out, NT_SUM_NAME "(%s, ", iv->name);
+  else fprintf(out, NT_REDUCE_NAME "(%s, %s, ", nt_op(op)->spelling, iv->name);
+}
+
 static void print_prec(FILE *out, const Expr *e, int ctx);
 
 static void print_binary(FILE *out, const Expr *e) {
@@ -278,7 +291,7 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
     fputc(')', out);
     break;
   case EX_SUM:
-    fprintf(out, NT_SUM_NAME "(%s, ", e->u.sum.iv->name);
+    print_reduce(out, e->u.sum.op, e->u.sum.iv);
     print_prec(out, e->u.sum.a, 0);
     fputc(')', out);
     break;
@@ -292,8 +305,17 @@ void nt_print_expr(FILE *out, const Expr *e) { print_prec(out, e, 0); }
 void nt_print(FILE *out, const Assignment *as) {
   nt_print_expr(out, as->lhs);
   fputs(as->accumulate ? " += " : " = ", out);
-  for (int k = 0; k < as->nroot_sums; k++)
-    fprintf(out, NT_SUM_NAME "(%s, ", as->root_sums[k]->name);
+  /* Root reductions other than a sum are written out, implicit ones too:
+   * y(i) = A(i,j) + x(j) would read as a sum over j. */
+  IndexVar *roots[NT_MAX_INDICES];
+  int n = 0;
+  for (int k = 0; k < as->nroot_sums; k++) roots[n++] = as->root_sums[k];
+  for (int v = 0; v < as->nindices && as->root_op != OP_ADD; v++) {
+    bool listed = false;
+    for (int k = 0; k < as->nroot_sums; k++) listed |= as->root_sums[k] == as->indices[v];
+    if (!listed && nt_is_root_reduction(as, as->indices[v])) roots[n++] = as->indices[v];
+  }
+  for (int k = 0; k < n; k++) print_reduce(out, as->root_op, roots[k]);
   nt_print_expr(out, as->rhs);
-  for (int k = 0; k < as->nroot_sums; k++) fputc(')', out);
+  for (int k = 0; k < n; k++) fputc(')', out);
 }

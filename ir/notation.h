@@ -68,7 +68,9 @@ struct Expr {
     struct { Expr *a, *b; } bin;           /* EX_ADD SUB MUL DIV; EX_NEG uses a */
     struct { OpKind fn; Expr *a, *b; } call; /* EX_CALL: a function (is_call);
                                                b only when its arity is 2 */
-    struct { IndexVar *iv; Expr *a; bool implicit; } sum; /* EX_SUM: a summed over iv;
+    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; } sum;
+                                            /* EX_SUM: a reduced over iv by op
+                                               (OP_ADD: a sum; nt_op_is_reduction);
                                                implicit: placed by the checker */
   } u;
 };
@@ -92,6 +94,10 @@ typedef struct Assignment {
   IndexVar *indices[NT_MAX_INDICES];     /* by IndexId, first-use order */
   int nroot_sums;                        /* explicit sums around the whole rhs, */
   IndexVar *root_sums[NT_MAX_INDICES];   /* removed by the checker, printed back */
+  OpKind root_op;                        /* the root reduction's operator:
+                                            OP_ADD, or that of explicit
+                                            reduce(op, ...) around the rhs */
+  const NtSemiring *semiring;            /* NULL: plus.times (nt_apply_semiring) */
 } Assignment;
 
 /* ---- building ---- */
@@ -109,15 +115,21 @@ Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col);
 /* The operator of e (EX_NEG ADD SUB MUL DIV, or a call's function);
  * OP_NONE for accesses, literals and sums. */
 OpKind nt_expr_op(const Expr *e);
-/* Whether e is zero wherever the accesses for which absent(access, ctx)
- * holds have no entry: the operators' zero algebra (ir/ops.def) walked over
- * e. The lattices prune points with it and the checker's division rule
- * asks it; a literal is zero only when it is 0, a sum where its body is. */
-bool nt_expr_zero(const Expr *e, bool (*absent)(const Expr *access, const void *ctx),
-                  const void *ctx);
+/* Whether e is absent (zero, or the semiring sr's zero) wherever the
+ * accesses for which absent(access, ctx) holds have no entry: the
+ * operators' algebra (nt_op_algebra) walked over e. The lattices prune
+ * points with it and the checker's division rule asks it; a literal is
+ * absent only when it is the zero, a reduction where its body is and its
+ * identity is the zero (min over nothing is +inf: present). */
+bool nt_expr_zero(const Expr *e, const NtSemiring *sr,
+                  bool (*absent)(const Expr *access, const void *ctx), const void *ctx);
 Expr *nt_sum(Arena *a, IndexVar *iv, Expr *x, bool implicit, int col);
-/* The spelling of the explicit reduction, NT_SUM_NAME(j, k, e). */
+/* reduce(op, iv, x): x reduced over iv by op (nt_op_is_reduction). */
+Expr *nt_reduce(Arena *a, OpKind op, IndexVar *iv, Expr *x, bool implicit, int col);
+/* The spellings of the explicit reductions: NT_SUM_NAME(j, k, e) sums,
+ * NT_REDUCE_NAME(op, j, k, e) reduces by op (+ * min max or and). */
 #define NT_SUM_NAME "sum"
+#define NT_REDUCE_NAME "reduce"
 
 /* The operands of e (0, 1 or 2 of them) in source order; returns how many. */
 int nt_children(const Expr *e, Expr *kids[2]);
@@ -146,6 +158,10 @@ int nt_sums(const Expr *e, const Expr **out, int max);
  * explicit sums over an output index, over an index their body does not
  * use, or over an index also used outside them. Called by nt_check. */
 bool nt_place_sums(Arena *a, Assignment *as, Diag *d);
+/* Reinterprets a checked assignment's `+`, `*` and sums as sr's add and mul
+ * (the default plus.times changes nothing); refuses `-` and `/`, which a
+ * semiring has no inverse for. */
+bool nt_apply_semiring(Arena *a, Assignment *as, const NtSemiring *sr, Diag *d);
 
 /* Prints "A(i,j) = B(i,k) * C(k,j)" with minimal parentheses; parsing the
  * output yields the same AST. */
@@ -175,7 +191,8 @@ struct Cin {
     struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par; } forall;
     struct { Cin *consumer, *producer; TensorVar *ws; } where;
     struct { Cin *first, *second; } seq;
-    struct { Expr *lhs, *rhs; bool accumulate; } assign;
+    struct { Expr *lhs, *rhs; bool accumulate; OpKind op; } assign; /* lhs op= rhs
+                                      when accumulate (op: the reduction's, + by default) */
   } u;
 };
 
@@ -231,7 +248,18 @@ void cin_print(FILE *out, const Cin *c);
 /* ---- reference interpreter ---- */
 /* Evaluates as on dense row-major copies of the operands (index by TensorId;
  * dense[0] is the output, read when accumulating, overwritten otherwise),
- * in long double. Independent of lowering and the JIT: the test oracle. */
-bool nt_ref_eval(const Assignment *as, double *const *dense, Diag *d);
+ * in long double. Independent of lowering and the JIT: the test oracle.
+ * stored (may be NULL, as may stored[t]) marks the entries a sparse
+ * operand stores; the others are absent: they read as the semiring's zero
+ * and a reduction skips them (see ref_eval.c). out_sparse: an output entry
+ * that nothing reached is left at the zero (absent), not set to the root
+ * reduction's identity as a dense output's is. out_stored (may be NULL)
+ * receives 1 for each output entry that exists (was reached). */
+typedef struct RefEvalIn {
+  const uint8_t *const *stored;
+  bool out_sparse;
+  uint8_t *out_stored;
+} RefEvalIn;
+bool nt_ref_eval(const Assignment *as, double *const *dense, const RefEvalIn *in, Diag *d);
 
 #endif

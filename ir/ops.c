@@ -5,6 +5,7 @@
 #include "notation.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static long double ev_NEG(long double x, long double y) { (void)y; return -x; }
@@ -18,6 +19,9 @@ static long double ev_EXP(long double x, long double y) { (void)y; return expl(x
 static long double ev_LOG(long double x, long double y) { (void)y; return logl(x); }
 static long double ev_MIN(long double x, long double y) { return x < y ? x : y; }
 static long double ev_MAX(long double x, long double y) { return x > y ? x : y; }
+static long double ev_OR(long double x, long double y) { return x != 0 || y != 0; }
+static long double ev_AND(long double x, long double y) { return x != 0 && y != 0; }
+static long double ev_PAIR(long double x, long double y) { (void)x, (void)y; return 1; }
 
 static const NtOp ops[OP_COUNT] = {
 #define ROW(n, sp, ar, pr, call, lir, fo, alg, id, an, laws) \
@@ -38,6 +42,48 @@ OpKind nt_op_lookup(const char *s, int len, bool is_call) {
         (int)strlen(ops[k].spelling) == len && strncmp(ops[k].spelling, s, (size_t)len) == 0)
       return (OpKind)k;
   return OP_NONE;
+}
+
+bool nt_op_is_reduction(OpKind op) {
+  const NtOp *o = &ops[op];
+  return o->arity == 2 && (o->laws & (OL_COMM | OL_ASSOC)) == (OL_COMM | OL_ASSOC) &&
+         !isnan(o->identity);
+}
+
+static const NtSemiring semirings[] = {
+  {"plus.times", OP_ADD, OP_MUL}, {"min.plus", OP_MIN, OP_ADD},
+  {"max.plus", OP_MAX, OP_ADD},   {"min.times", OP_MIN, OP_MUL},
+  {"max.times", OP_MAX, OP_MUL},  {"min.max", OP_MIN, OP_MAX},
+  {"max.min", OP_MAX, OP_MIN},    {"plus.pair", OP_ADD, OP_PAIR},
+  {"plus.min", OP_ADD, OP_MIN},   {"or.and", OP_OR, OP_AND},
+};
+enum { NSEMIRINGS = sizeof semirings / sizeof semirings[0] };
+
+const NtSemiring *nt_semiring(const char *s) {
+  if (!s || !*s) return &semirings[0];
+  for (int k = 0; k < NSEMIRINGS; k++)
+    if (strcmp(s, semirings[k].name) == 0) return &semirings[k];
+  return NULL;
+}
+
+void nt_semiring_names(char *buf, size_t size) {
+  size_t n = 0;
+  buf[0] = 0;
+  for (int k = 0; k < NSEMIRINGS && n < size; k++)
+    n += (size_t)snprintf(buf + n, size - n, "%s%s", k ? ", " : "", semirings[k].name);
+}
+
+double nt_semiring_zero(const NtSemiring *sr) { return sr ? ops[sr->add].identity : 0; }
+
+OpAlgebra nt_op_algebra(OpKind op, const NtSemiring *sr) {
+  const NtOp *o = &ops[op];
+  if (!sr || sr == &semirings[0]) return o->algebra;
+  if (op == sr->add) return OA_UNION;
+  if (op == sr->mul) return OA_INTERSECT;
+  long double z = nt_semiring_zero(sr);
+  if (o->arity == 1) return o->eval(z, 0) == z ? OA_KEEP : OA_DENSE;
+  if (o->annihilator == z) return OA_INTERSECT;
+  return o->eval(z, z) == z ? OA_UNION : OA_DENSE;
 }
 
 OpKind nt_expr_op(const Expr *e) {
@@ -64,21 +110,25 @@ Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col) {
   return ops[op].arity == 1 ? nt_unary(a, kind[op], x, col) : nt_binary(a, kind[op], x, y, col);
 }
 
-bool nt_expr_zero(const Expr *e, bool (*absent)(const Expr *access, const void *ctx),
-                  const void *ctx) {
+bool nt_expr_zero(const Expr *e, const NtSemiring *sr,
+                  bool (*absent)(const Expr *access, const void *ctx), const void *ctx) {
   switch (e->kind) {
   case EX_ACCESS: return absent(e, ctx);
-  case EX_LITERAL: return e->u.lit.value == 0;
-  case EX_SUM: return nt_expr_zero(e->u.sum.a, absent, ctx);
+  case EX_LITERAL: return e->u.lit.value == nt_semiring_zero(sr);
+  case EX_SUM: /* a reduction over nothing is its identity */
+    return nt_op(e->u.sum.op)->identity == nt_semiring_zero(sr) &&
+           nt_expr_zero(e->u.sum.a, sr, absent, ctx);
   default: break;
   }
   Expr *k[2];
   nt_children(e, k);
-  switch (nt_op(nt_expr_op(e))->algebra) {
-  case OA_INTERSECT: return nt_expr_zero(k[0], absent, ctx) || nt_expr_zero(k[1], absent, ctx);
-  case OA_UNION: return nt_expr_zero(k[0], absent, ctx) && nt_expr_zero(k[1], absent, ctx);
+  switch (nt_op_algebra(nt_expr_op(e), sr)) {
+  case OA_INTERSECT:
+    return nt_expr_zero(k[0], sr, absent, ctx) || nt_expr_zero(k[1], sr, absent, ctx);
+  case OA_UNION:
+    return nt_expr_zero(k[0], sr, absent, ctx) && nt_expr_zero(k[1], sr, absent, ctx);
   case OA_NUMERATOR:
-  case OA_KEEP: return nt_expr_zero(k[0], absent, ctx);
+  case OA_KEEP: return nt_expr_zero(k[0], sr, absent, ctx);
   case OA_DENSE: return false;
   }
   return false;

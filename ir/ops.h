@@ -6,8 +6,13 @@
 #define TJ_IR_OPS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "loop_ir.h"
+
+/* The lir column of a row the lowering builds from other loop-IR
+ * operations (or, and, pair). */
+enum { LOP_NONE = -1 };
 
 typedef enum {
 #define OP(n, ...) OP_##n,
@@ -34,6 +39,8 @@ enum {   /* laws */
   OL_COMM = 1, OL_ASSOC = 2,
   OL_LINEAR_X = 4,   /* f(a + b, y) = f(a, y) + f(b, y), f(c a, y) = c f(a, y) */
   OL_LINEAR_Y = 8,   /* the same in the second operand */
+  OL_BOOL = 16,      /* identity and annihilator laws on truth values 0, 1 */
+  OL_PATTERN = 32,   /* the value is a constant where the result exists */
 };
 
 typedef struct NtOp {
@@ -57,5 +64,30 @@ const NtOp *nt_op(OpKind op);
 /* The function (is_call) or the infix operator (!is_call, arity 2) spelled
  * s[0..len); OP_NONE if there is none. */
 OpKind nt_op_lookup(const char *s, int len, bool is_call);
+/* Whether op can reduce (reduce(op, j, e), a semiring's addition): binary,
+ * commutative, associative, with an identity. */
+bool nt_op_is_reduction(OpKind op);
+
+
+/* A semiring (GraphBLAS names: "min.plus"): the operators that `+` (and
+ * sums) and `*` mean under it; its zero, the identity of add, is the value
+ * of absent entries. */
+typedef struct NtSemiring {
+  const char *name;
+  OpKind add, mul;
+} NtSemiring;
+/* The semiring named s (NULL or "" is plus.times), or NULL if none is. */
+const NtSemiring *nt_semiring(const char *s);
+/* The names of every semiring, ", "-separated, into buf (for messages). */
+void nt_semiring_names(char *buf, size_t size);
+/* The value of absent entries under sr (NULL: plus.times, 0). */
+double nt_semiring_zero(const NtSemiring *sr);
+/* The merge-lattice rule of op under sr (NULL: plus.times, the table's
+ * algebra). Under another semiring its add unites and its mul intersects
+ * (as GraphBLAS: a product exists where both operands do); any other
+ * operator follows from the values, absent entries holding the semiring's
+ * zero z: an annihilator equal to z intersects, f(z, z) = z unites (an
+ * absent operand reads z), anything else is OA_DENSE (binary rows too). */
+OpAlgebra nt_op_algebra(OpKind op, const NtSemiring *sr);
 
 #endif

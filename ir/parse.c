@@ -5,11 +5,13 @@
  *   term  := unary (('*' | '/') unary)*       left-associative
  *   unary := '-' unary | '-' NUMBER | primary  (-2 is one negative literal)
  *   primary := NUMBER | '(' expr ')' | FN '(' expr [',' expr] ')'
- *            | 'sum' '(' NAME (',' NAME)* ',' expr ')' | access
+ *            | 'sum' '(' NAME (',' NAME)* ',' expr ')'
+ *            | 'reduce' '(' OP ',' NAME (',' NAME)* ',' expr ')' | access
  *   access  := NAME [ '(' [NAME (',' NAME)*] ')' ]      (a and a() alike)
  *
- * FN is sqrt abs exp log min max when followed by '('; `sum(j, k, e)` is the
- * explicit reduction sum(j, sum(k, e)). Nesting is bounded
+ * FN is a function of ir/ops.def when followed by '('; `sum(j, k, e)` is the
+ * explicit reduction sum(j, sum(k, e)), and reduce(OP, j, e) reduces by
+ * OP (+ * or a function that is a reduction operator: min max or and). Nesting is bounded
  * (NT_MAX_NESTING) and so is the tree height (NT_MAX_HEIGHT), so no input
  * can exhaust the stack here or in the recursive walks that follow. An index
  * repeated in one access (B(i,i), a diagonal) is refused.
@@ -264,36 +266,64 @@ static Expr *parse_call(Parser *ps, OpKind fn, int *h) {
   return e;
 }
 
-/* 'sum' '(' NAME (',' NAME)* ',' expr ')' — 'sum' is current. Every
- * argument but the last is an index (a name followed by ','). */
-static Expr *parse_sum(Parser *ps, int *h) {
+/* The operator of reduce(op, ...): '+', '*' or a function name, which
+ * must be a reduction operator (nt_op_is_reduction). op is current. */
+static bool parse_reduce_op(Parser *ps, OpKind *op) {
+  Token t = ps->tok;
+  *op = t.kind == TK_PLUS ? OP_ADD : t.kind == TK_STAR ? OP_MUL
+        : t.kind == TK_NAME ? nt_op_lookup(t.s, t.len, true) : OP_NONE;
+  if (*op == OP_NONE || !nt_op_is_reduction(*op))
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t.col,
+                         NT_REDUCE_NAME ": expected a reduction operator (+ * min max "
+                         "or and), found %s", found(ps));
+  return next(ps) && expect(ps, TK_COMMA, "',' and the index to reduce over");
+}
+
+/* 'sum' '(' NAME (',' NAME)* ',' expr ')' or
+ * 'reduce' '(' op ',' NAME (',' NAME)* ',' expr ')'; the keyword is
+ * current. Every argument but the last is an index (a name followed by
+ * ','). */
+static Expr *parse_reduction(Parser *ps, bool is_sum, int *h) {
   int col = ps->tok.col;
-  if (!next(ps) || !next(ps) || !enter(ps)) return NULL; /* sum, '(' */
+  const char *kw = is_sum ? NT_SUM_NAME : NT_REDUCE_NAME;
+  if (!next(ps) || !next(ps) || !enter(ps)) return NULL; /* keyword, '(' */
+  OpKind op = OP_ADD;
+  if (!is_sum && !parse_reduce_op(ps, &op)) return NULL;
   IndexVar *iv[NT_MAX_INDICES];
   int n = 0;
   do {
     if (ps->tok.kind != TK_NAME) {
       diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col,
-                    "sum: expected the index to sum over, found %s", found(ps));
+                    "%s: expected the index to %s over, found %s", kw,
+                    is_sum ? "sum" : "reduce", found(ps));
       return NULL;
     }
     if (n == NT_MAX_INDICES) {
-      err_at(ps, ps->tok.col, "sum: too many indices");
+      diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col, "%s: too many indices", kw);
       return NULL;
     }
     IndexVar *none[1];
-    if (!(iv[n++] = parse_index(ps, NT_SUM_NAME, none, 0))) return NULL;
-    if (!expect(ps, TK_COMMA, "',' and the expression to sum")) return NULL;
+    if (!(iv[n++] = parse_index(ps, kw, none, 0))) return NULL;
+    if (!expect(ps, TK_COMMA, is_sum ? "',' and the expression to sum"
+                                     : "',' and the expression to reduce"))
+      return NULL;
   } while (ps->tok.kind == TK_NAME && peek_char(ps) == ',');
   Expr *e = parse_expr(ps, h);
   if (!e || !expect(ps, TK_RPAREN, "')'")) return NULL;
   ps->depth--;
   for (int k = n - 1; k >= 0 && e; k--) {
     (*h)++;
-    e = nt_sum(ps->a, iv[k], e, false, col);
+    e = nt_reduce(ps->a, op, iv[k], e, false, col);
   }
   if (!e) nomem(ps);
   return e;
+}
+
+/* Whether the current token is the name kw followed by '('. */
+static bool at_keyword(Parser *ps, const char *kw) {
+  const Token *t = &ps->tok;
+  return t->kind == TK_NAME && peek_char(ps) == '(' && t->len == (int)strlen(kw) &&
+         strncmp(t->s, kw, strlen(kw)) == 0;
 }
 
 static Expr *parse_primary(Parser *ps, int *h) {
@@ -314,9 +344,8 @@ static Expr *parse_primary(Parser *ps, int *h) {
   }
   OpKind fn = t.kind == TK_NAME ? nt_op_lookup(t.s, t.len, true) : OP_NONE;
   if (fn != OP_NONE && peek_char(ps) == '(') return parse_call(ps, fn, h);
-  if (t.kind == TK_NAME && peek_char(ps) == '(' && t.len == (int)strlen(NT_SUM_NAME) &&
-      strncmp(t.s, NT_SUM_NAME, strlen(NT_SUM_NAME)) == 0)
-    return parse_sum(ps, h);
+  if (at_keyword(ps, NT_SUM_NAME)) return parse_reduction(ps, true, h);
+  if (at_keyword(ps, NT_REDUCE_NAME)) return parse_reduction(ps, false, h);
   if (t.kind == TK_NAME) {
     Expr *e = parse_access(ps);
     if (e && e->u.access.t->id == 0) {

@@ -4,11 +4,26 @@
  * the extents of the output's indices and the root reductions (an
  * iteration, so any order 0..8 works without recursion), evaluates the
  * right-hand side at those coordinates on dense row-major arrays, and adds
- * it into a long double accumulator for the output coordinates (summing
- * the root reductions); a sum(j, e) node loops over j itself. `=` starts the
- * accumulator at zero, `+=` at the output's values. Integer expressions
- * divide with truncation toward zero (as C does) and refuse x/0; results
- * are stored as doubles, which the caller converts to the output dtype.
+ * it into a long double accumulator for the output coordinates (reducing
+ * the root reductions with the root operator); a reduce(op, j, e) node
+ * loops over j itself.
+ *
+ * Absence (GraphBLAS's rule, and what the lattices iterate): an entry a
+ * sparse operand does not store is absent and reads as the semiring's
+ * zero; each operator's algebra (nt_op_algebra) says where its result
+ * exists (a product where both operands do, a sum where either does, an
+ * absent operand of a sum being its identity), and a reduction combines
+ * the points where its body exists, from its operator's identity. With +
+ * and zeros this is plain arithmetic; for min, max and the semirings it is
+ * what makes min over a sparse row the least stored value, not 0.
+ *
+ * `=` starts a reached output entry at the root operator's identity (a
+ * plain assignment without root reductions stores the value itself) and
+ * leaves an unreached one at that identity in a dense output, at the zero
+ * in a sparse one (absent); `+=` starts at the output's values. Integer
+ * expressions divide with truncation toward zero (as C does) and refuse
+ * x/0; results are stored as doubles, which the caller converts to the
+ * output dtype.
  */
 #include "notation.h"
 
@@ -18,10 +33,19 @@
 
 typedef struct Eval {
   double *const *dense;
+  const uint8_t *const *stored;    /* by TensorId; NULL: every entry */
+  const NtSemiring *sr;
+  long double zero;                /* the value of absent entries */
   int64_t coord[NT_MAX_INDICES];   /* by IndexId */
   bool is_int;
   bool div_by_zero;
 } Eval;
+
+/* A value and whether it exists (absent values are ev->zero). */
+typedef struct Val {
+  long double v;
+  bool present;
+} Val;
 
 /* Row-major offset of access e at the current coordinates. */
 static int64_t offset(const Eval *ev, const Expr *e) {
@@ -32,24 +56,7 @@ static int64_t offset(const Eval *ev, const Expr *e) {
   return off;
 }
 
-static long double eval(Eval *ev, const Expr *e) {
-  switch (e->kind) {
-  case EX_ACCESS: return ev->dense[e->u.access.t->id][offset(ev, e)];
-  case EX_LITERAL: return e->u.lit.value;
-  case EX_SUM: {
-    IndexVar *v = e->u.sum.iv;
-    long double s = 0;
-    for (ev->coord[v->id] = 0; ev->coord[v->id] < v->extent; ev->coord[v->id]++)
-      s += eval(ev, e->u.sum.a);
-    ev->coord[v->id] = 0;
-    return s;
-  }
-  default: break;
-  }
-  Expr *k[2];
-  int n = nt_children(e, k);
-  long double x = eval(ev, k[0]), y = n == 2 ? eval(ev, k[1]) : 0;
-  OpKind op = nt_expr_op(e);
+static long double apply(Eval *ev, OpKind op, long double x, long double y) {
   if (op == OP_DIV && ev->is_int) {
     if (y == 0) {
       ev->div_by_zero = true;
@@ -58,6 +65,63 @@ static long double eval(Eval *ev, const Expr *e) {
     return truncl(x / y);
   }
   return nt_op(op)->eval(x, y);
+}
+
+static Val eval(Eval *ev, const Expr *e);
+
+/* reduce(op, v, body): op over the points of v where body exists, from
+ * op's identity; it exists where one point does, or where the identity is
+ * not the zero (min over nothing is +inf). */
+static Val reduce(Eval *ev, const Expr *e) {
+  IndexVar *v = e->u.sum.iv;
+  OpKind op = e->u.sum.op;
+  Val r = {nt_op(op)->identity, false};
+  for (ev->coord[v->id] = 0; ev->coord[v->id] < v->extent; ev->coord[v->id]++) {
+    Val b = eval(ev, e->u.sum.a);
+    if (!b.present) continue;
+    r.v = apply(ev, op, r.v, b.v);
+    r.present = true;
+  }
+  ev->coord[v->id] = 0;
+  r.present |= r.v != ev->zero;
+  return r;
+}
+
+static Val eval(Eval *ev, const Expr *e) {
+  switch (e->kind) {
+  case EX_ACCESS: {
+    int64_t off = offset(ev, e);
+    const uint8_t *st = ev->stored ? ev->stored[e->u.access.t->id] : NULL;
+    if (st && !st[off]) return (Val){ev->zero, false};
+    return (Val){ev->dense[e->u.access.t->id][off], true};
+  }
+  case EX_LITERAL: return (Val){e->u.lit.value, e->u.lit.value != ev->zero};
+  case EX_SUM: return reduce(ev, e);
+  default: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  Val x = eval(ev, k[0]), y = n == 2 ? eval(ev, k[1]) : (Val){0, true};
+  OpKind op = nt_expr_op(e);
+  const NtOp *o = nt_op(op);
+  Val absent = {ev->zero, false};
+  switch (nt_op_algebra(op, ev->sr)) {
+  case OA_INTERSECT:
+    if (!x.present || !y.present) return absent;
+    break;
+  case OA_UNION:
+    if (!x.present && !y.present) return absent;
+    /* an absent operand is the identity: the other one stays as it is */
+    if (!y.present && o->identity == ev->zero) return x;
+    if (!x.present && o->identity == ev->zero && (o->laws & OL_COMM)) return y;
+    break;
+  case OA_NUMERATOR:
+  case OA_KEEP:
+    if (!x.present) return absent;
+    break;
+  case OA_DENSE: break;
+  }
+  return (Val){apply(ev, op, x.v, y.v), true};
 }
 
 /* Index variables used by the assignment, output's first (those a sum
@@ -108,15 +172,19 @@ static bool validate(const Assignment *as, double *const *dense,
   return true;
 }
 
-bool nt_ref_eval(const Assignment *as, double *const *dense, Diag *d) {
+bool nt_ref_eval(const Assignment *as, double *const *dense, const RefEvalIn *in, Diag *d) {
   IndexVar *v[NT_MAX_INDICES];
   int nv = 0;
   used_vars(as->lhs, v, &nv);
   used_vars(as->rhs, v, &nv);
   if (!validate(as, dense, v, nv, d)) return false;
   int nodo = 0; /* the odometer's variables: all but the sum-bound ones */
-  for (int k = 0; k < nv; k++)
-    if (!nt_is_reduction_var(as, v[k]) || nt_is_root_reduction(as, v[k])) v[nodo++] = v[k];
+  bool reduces = false;
+  for (int k = 0; k < nv; k++) {
+    if (nt_is_reduction_var(as, v[k]) && !nt_is_root_reduction(as, v[k])) continue;
+    reduces |= nt_is_reduction_var(as, v[k]);
+    v[nodo++] = v[k];
+  }
   nv = nodo;
   bool empty = false;
   for (int k = 0; k < nv; k++) empty |= v[k]->extent == 0;
@@ -124,17 +192,35 @@ bool nt_ref_eval(const Assignment *as, double *const *dense, Diag *d) {
   if (size < 0)
     return diag_error(d, TJ_ERR_NOMEM, "nt_ref_eval: output %s is too large",
                       as->tensors[0]->name);
-  long double *acc = calloc((size_t)(size ? size : 1), sizeof *acc);
-  if (!acc) return diag_error(d, TJ_ERR_NOMEM, "nt_ref_eval: out of memory");
-  for (int64_t i = 0; as->accumulate && i < size; i++) acc[i] = dense[0][i];
-  Eval ev = {.dense = dense, .is_int = as->rhs->dtype == TJ_I64 ||
-                                       as->rhs->dtype == TJ_I32};
+  size_t n = (size_t)(size ? size : 1);
+  long double *acc = malloc(n * sizeof *acc);
+  uint8_t *reached = calloc(n, 1);
+  if (!acc || !reached) {
+    free(acc);
+    free(reached);
+    return diag_error(d, TJ_ERR_NOMEM, "nt_ref_eval: out of memory");
+  }
+  Eval ev = {.dense = dense, .stored = in ? in->stored : NULL, .sr = as->semiring,
+             .zero = nt_semiring_zero(as->semiring),
+             .is_int = as->rhs->dtype == TJ_I64 || as->rhs->dtype == TJ_I32};
+  bool update = reduces || as->accumulate; /* else each entry is set once */
+  long double start = reduces ? nt_op(as->root_op)->identity : ev.zero;
+  for (int64_t i = 0; i < size; i++) acc[i] = as->accumulate ? dense[0][i] : start;
   if (!empty) do {
-      acc[offset(&ev, as->lhs)] += eval(&ev, as->rhs);
+      Val x = eval(&ev, as->rhs);
+      if (!x.present) continue;
+      int64_t o = offset(&ev, as->lhs);
+      acc[o] = update ? apply(&ev, as->root_op, acc[o], x.v) : x.v;
+      reached[o] = 1;
     } while (advance(&ev, v, nv));
-  if (!ev.div_by_zero)
-    for (int64_t i = 0; i < size; i++) dense[0][i] = (double)acc[i];
+  bool sparse = in && in->out_sparse && !as->accumulate;
+  for (int64_t i = 0; !ev.div_by_zero && i < size; i++) {
+    if (sparse && !reached[i]) acc[i] = ev.zero;
+    dense[0][i] = (double)acc[i];
+    if (in && in->out_stored) in->out_stored[i] = reached[i] || as->accumulate;
+  }
   free(acc);
+  free(reached);
   if (ev.div_by_zero)
     return diag_error(d, TJ_ERR_INVALID, "nt_ref_eval: integer division by "
                       "zero");

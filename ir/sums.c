@@ -15,6 +15,8 @@
  */
 #include "notation.h"
 
+#include <stdio.h>
+
 /* Slot k of e's children (the places nt_children reads). */
 static Expr **child_slot(Expr *e, int k) {
   switch (e->kind) {
@@ -48,11 +50,16 @@ static int count_uses(const Expr *e, const IndexVar *v) {
   return c;
 }
 
-static bool fail_at(const Assignment *as, const Expr *e, Diag *d, const char *msg,
-                    const char *name) {
-  if (as->src && e->col > 0)
-    return diag_error_at(d, TJ_ERR_INVALID, as->src, e->col, msg, name, name);
-  return diag_error(d, TJ_ERR_INVALID, msg, name, name);
+/* Refuses sum s with msg, whose %s is the sum's spelling ("sum(j, ...)",
+ * "reduce(min, j, ...)") and whose %2$s... are the index's name. */
+static bool fail_at(const Assignment *as, const Expr *s, Diag *d, const char *msg) {
+  const char *v = s->u.sum.iv->name;
+  char head[96];
+  if (s->u.sum.op == OP_ADD) snprintf(head, sizeof head, NT_SUM_NAME "(%s, ...)", v);
+  else snprintf(head, sizeof head, NT_REDUCE_NAME "(%s, %s, ...)", nt_op(s->u.sum.op)->spelling, v);
+  if (as->src && s->col > 0)
+    return diag_error_at(d, TJ_ERR_INVALID, as->src, s->col, msg, head, v, v);
+  return diag_error(d, TJ_ERR_INVALID, msg, head, v, v);
 }
 
 /* Refuses explicit sums the rule cannot give a meaning to. */
@@ -65,25 +72,32 @@ static bool check_explicit(const Assignment *as, Diag *d) {
   for (int k = 0; k < n; k++) {
     const IndexVar *v = s[k]->u.sum.iv;
     if (nt_uses_index(as->lhs, v))
-      return fail_at(as, s[k], d, "sum(%s, ...): %s indexes the output; only an "
-                     "index absent from the left-hand side can be summed", v->name);
+      return fail_at(as, s[k], d, "%s: %s indexes the output; only an index absent "
+                     "from the left-hand side can be reduced over");
     if (!nt_uses_index(s[k]->u.sum.a, v))
-      return fail_at(as, s[k], d, "sum(%s, ...): %s does not occur in the "
-                     "expression it sums", v->name);
+      return fail_at(as, s[k], d, "%s: %s does not occur in the expression it reduces");
     int twice = 0;
     for (int m = 0; m < n; m++) twice += s[m]->u.sum.iv == v;
     if (count_uses(as->rhs, v) > 0 || twice > 1)
-      return fail_at(as, s[k], d, "sum(%s, ...): index %s is also used outside "
-                     "this sum (or summed twice); give the other use another name",
-                     v->name);
+      return fail_at(as, s[k], d, "%s: index %s is also used outside this reduction (or "
+                     "reduced twice); give the other use another name");
   }
   return true;
+}
+
+/* Whether the explicit reduction at the top of the rhs can be the root
+ * reduction, whose operator is the one the output is updated with: all
+ * root reductions share one operator, and += adds. */
+static bool hoistable(const Assignment *as, const Expr *s) {
+  if (as->nroot_sums > 0 && s->u.sum.op != as->root_op) return false;
+  return !as->accumulate || s->u.sum.op == OP_ADD;
 }
 
 bool nt_place_sums(Arena *a, Assignment *as, Diag *d) {
   if (!check_explicit(as, d)) return false;
   bool explicit_root[NT_MAX_INDICES] = {0};
-  for (; as->rhs->kind == EX_SUM; as->rhs = as->rhs->u.sum.a) {
+  for (; as->rhs->kind == EX_SUM && hoistable(as, as->rhs); as->rhs = as->rhs->u.sum.a) {
+    as->root_op = as->rhs->u.sum.op;
     explicit_root[as->rhs->u.sum.iv->id] = true;
     as->root_sums[as->nroot_sums++] = as->rhs->u.sum.iv;
   }
@@ -112,7 +126,7 @@ bool nt_place_sums(Arena *a, Assignment *as, Diag *d) {
     /* ... then back up through the products it is a factor of. */
     while (depth > 0 && distributes(*path[depth - 1], path[depth])) depth--;
     Expr **slot = path[depth];
-    if (slot == &as->rhs) continue;
+    if (slot == &as->rhs && as->root_op == OP_ADD) continue; /* a root sum */
     Expr *s = nt_sum(a, v, *slot, true, (*slot)->col);
     if (!s) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
     s->dtype = (*slot)->dtype;

@@ -160,7 +160,14 @@ static void decl_of(tj_tensor *t, TensorDecl *dcl) {
 }
 
 Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
-                             int n, Diag *d) {
+                             int n, const char *semiring, Diag *d) {
+  const NtSemiring *sr = nt_semiring(semiring);
+  if (!sr) {
+    char names[256];
+    nt_semiring_names(names, sizeof names);
+    return diag_error(d, TJ_ERR_INVALID, "unknown semiring '%s' (one of: %s)", semiring,
+                      names), NULL;
+  }
   Assignment *as = nt_parse(a, expr, d);
   if (!as) return NULL;
   TensorDecl decls[NT_MAX_TENSORS];
@@ -172,7 +179,7 @@ Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
                         NT_MAX_TENSORS), NULL;
     decl_of(ops[k], &decls[nd++]);
   }
-  if (!nt_check(a, as, decls, nd, NULL, 0, d)) return NULL;
+  if (!nt_check(a, as, decls, nd, NULL, 0, d) || !nt_apply_semiring(a, as, sr, d)) return NULL;
   return as;
 }
 
@@ -208,6 +215,7 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   /* Settings read from the environment that change the generated code. */
   const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
   fprintf(f, "|pipe=%s|gather=%s", pipe ? pipe : "", gather ? gather : "");
+  fprintf(f, "|sr=%s", as->semiring ? as->semiring->name : "");
   /* The schedule names indices by the user's names: key them as given. */
   fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d|be%d", schedule ? schedule : "",
           o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->no_unroll_jam,
@@ -260,7 +268,7 @@ static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, 
 /* Front end through options, for a new cache entry (in its own arena). */
 static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
                        int n, const char *schedule, Diag *d) {
-  Assignment *as = drv_front_end(&e->arena, expr, ops, n, d);
+  Assignment *as = drv_front_end(&e->arena, expr, ops, n, e->semiring, d);
   if (!as) return false;
   Schedule sched = {0};
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
@@ -341,6 +349,8 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
   e->hash = h;
   e->no_vectorize = o->no_vectorize != 0;
   e->no_unroll_jam = o->no_unroll_jam != 0;
+  const NtSemiring *sr = nt_semiring(o->semiring);
+  e->semiring = sr ? sr->name : NULL;
   e->bopt = (BackendOptions){.opt_level = o->opt_level,
                              .no_llvm_vectorize = o->no_llvm_vectorize != 0,
                              .fp_contract = true};
@@ -374,7 +384,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);
   pthread_mutex_init(&k->chunk_lock, NULL);
-  k->as = drv_front_end(&k->arena, expr, operands, n, &d);
+  k->as = drv_front_end(&k->arena, expr, operands, n, o.semiring, &d);
   char *key = k->as ? canonical_key(k->as, schedule, &o) : NULL;
   if (k->as && !key) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
   if (key && !drv_bind(k->as, operands, n, k->bound, &d)) {

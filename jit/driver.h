@@ -47,6 +47,7 @@ typedef struct CacheEntry {
   bool from_disk[6];          /* variant loaded from the disk cache */
   bool no_vectorize;          /* tensorjit's own vectorization pass off */
   bool no_unroll_jam;         /* register blocking of dense nests off */
+  const char *semiring;       /* its name (static), NULL: plus.times */
   pthread_mutex_t lock;       /* guards lazy lowering/compiling */
 } CacheEntry;
 
@@ -131,7 +132,8 @@ tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase,
                                tj_tensor *const *operands, int n);
 /* Parses and checks expr against the operands (declarations taken from
  * them), in arena a; NULL with d set on an error. */
-Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops, int n, Diag *d);
+Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops, int n,
+                          const char *semiring, Diag *d);
 /* Binds the expression's tensors to operands by name (by TensorId). */
 bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
               tj_tensor **out, Diag *d);

@@ -113,13 +113,22 @@ const char *tj_function_name(int i) {
 }
 
 tj_expr *tj_build_sum(tj_builder *b, const char *index, tj_expr *x) {
-  if (!b || !x) return NULL;
+  return tj_build_reduce(b, "+", index, x);
+}
+
+tj_expr *tj_build_reduce(tj_builder *b, const char *op, const char *index, tj_expr *x) {
+  if (!b || !x || !op) return NULL;
+  OpKind k = nt_op_lookup(op, (int)strlen(op), true);
+  if (k == OP_NONE) k = nt_op_lookup(op, (int)strlen(op), false);
+  if (k == OP_NONE || !nt_op_is_reduction(k))
+    return diag_error(&b->d, TJ_ERR_INVALID, "builder: '%s' is not a reduction operator "
+                      "(+ * min max or and)", op), NULL;
   if (!is_name(index))
     return diag_error(&b->d, TJ_ERR_INVALID, "builder: sum over '%s', which is not an index name",
                       index ? index : "(null)"), NULL;
   IndexVar *v = nt_index(&b->arena, b->as, index);
   if (!v) return diag_error(&b->d, TJ_ERR_SHAPE, "builder: too many index variables"), NULL;
-  return built(b, nt_sum(&b->arena, v, (Expr *)x, false, 0));
+  return built(b, nt_reduce(&b->arena, k, v, (Expr *)x, false, 0));
 }
 
 tj_status tj_builder_assign(tj_builder *b, tj_expr *lhs, tj_expr *rhs, int accumulate) {

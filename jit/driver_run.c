@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/level.h"
 #include "../lower/lir_interp.h"
 #include "driver.h"
 
@@ -296,6 +297,11 @@ tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase, tj_tensor *const *o
 }
 
 tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n) {
+  return tj_reference_opts(expr, operands, n, NULL);
+}
+
+tj_status tj_reference_opts(const char *expr, tj_tensor *const *operands, int n,
+                            const tj_options *opts) {
   if (!expr || (n > 0 && !operands))
     return rt_set_error(TJ_ERR_INVALID, "tj_reference: NULL argument");
   Arena a;
@@ -303,25 +309,40 @@ tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n) {
   Diag d;
   diag_init(&d);
   double *dense[NT_MAX_TENSORS] = {0};
+  uint8_t *stored[NT_MAX_TENSORS] = {0};
   tj_tensor *ops[NT_MAX_TENSORS];
   tj_status st = TJ_OK;
-  Assignment *as = drv_front_end(&a, expr, operands, n, &d);
+  Assignment *as = drv_front_end(&a, expr, operands, n, opts ? opts->semiring : NULL, &d);
   if (!as || !drv_bind(as, operands, n, ops, &d)) {
     st = drv_fail(&d);
     goto done;
   }
+  /* Every tensor densified with its pattern: the operands' say which
+   * entries are absent, the output's receives which ones exist. */
   for (int t = 0; t < as->ntensors && st == TJ_OK; t++) {
     int64_t size = 1;
     for (int m = 0; m < tj_tensor_order(ops[t]); m++) size *= tj_tensor_dim(ops[t], m);
-    dense[t] = calloc((size_t)(size ? size : 1), sizeof(double));
-    if (!dense[t]) st = rt_set_error(TJ_ERR_NOMEM, "reference: %s is too large to densify",
-                                     tj_tensor_name(ops[t]));
-    else if (t > 0 || as->accumulate) st = rt_tensor_to_dense(ops[t], dense[t]);
+    size_t cells = (size_t)(size ? size : 1);
+    dense[t] = calloc(cells, sizeof(double));
+    bool sparse = lv_format_has_sparse(tj_tensor_format(ops[t]));
+    if (sparse || t == 0) stored[t] = calloc(cells, 1);
+    if (!dense[t] || ((sparse || t == 0) && !stored[t]))
+      st = rt_set_error(TJ_ERR_NOMEM, "reference: %s is too large to densify",
+                        tj_tensor_name(ops[t]));
+    else if (t > 0 || as->accumulate)
+      st = rt_tensor_to_dense(ops[t], dense[t], t > 0 ? stored[t] : NULL);
   }
-  if (st == TJ_OK && !nt_ref_eval(as, dense, &d)) st = drv_fail(&d);
-  if (st == TJ_OK) st = rt_tensor_from_dense(ops[0], dense[0]);
+  if (st == TJ_OK) {
+    uint8_t *out_stored = stored[0];
+    stored[0] = NULL; /* the output is no operand */
+    RefEvalIn in = {(const uint8_t *const *)stored,
+                    lv_format_has_sparse(tj_tensor_format(ops[0])), out_stored};
+    if (!nt_ref_eval(as, dense, &in, &d)) st = drv_fail(&d);
+    if (st == TJ_OK) st = rt_tensor_from_dense(ops[0], dense[0], out_stored);
+    stored[0] = out_stored;
+  }
 done:
-  for (int t = 0; t < NT_MAX_TENSORS; t++) free(dense[t]);
+  for (int t = 0; t < NT_MAX_TENSORS; t++) free(dense[t]), free(stored[t]);
   arena_free(&a);
   return st;
 }

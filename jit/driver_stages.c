@@ -37,6 +37,9 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   switch (stage) {
   case TJ_STAGE_NOTATION:
     nt_print(f, k->as);
+    if (k->as->semiring)
+      fprintf(f, "    (semiring %s: absent entries are %g)", k->as->semiring->name,
+              nt_semiring_zero(k->as->semiring));
     fputc('\n', f);
     return TJ_OK;
   case TJ_STAGE_CIN:

@@ -317,7 +317,10 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   }
   p->rangeable = dense_outer && p->out_sparse && lv_at(&p->fmt[0], 0, LV_FULL) &&
                  level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
-  p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]);
+  /* Partial outputs per chunk of rows are added up (the runtime's
+   * rt_storage_sum_partials): only for a root sum. */
+  p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]) &&
+                   as->root_op == OP_ADD;
   return check_sum_order(as, p, d);
 }
 

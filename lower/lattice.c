@@ -51,9 +51,13 @@ static bool not_alive(const Expr *access, const void *ctx) {
   return !(a->alive >> lw_access_index(a->lw, access) & 1);
 }
 
+bool lw_reduces_to_zero(const Lowerer *lw, const Expr *sum) {
+  return nt_op(sum->u.sum.op)->identity == nt_semiring_zero(lw->as->semiring);
+}
+
 bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {
   Alive a = {lw, alive};
-  return nt_expr_zero(e, not_alive, &a);
+  return nt_expr_zero(e, lw->as->semiring, not_alive, &a);
 }
 
 static void add_point(Lattice *L, AMask m, bool full) {
@@ -102,16 +106,19 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
     return;
   }
   case EX_LITERAL:
-    if (e->u.lit.value != 0) *out = FULL;
+    if (e->u.lit.value != nt_semiring_zero(lw->as->semiring)) *out = FULL;
     return;
-  case EX_SUM: build(lw, e->u.sum.a, alive, depth, out); return; /* sum_j e is 0 where e is */
+  case EX_SUM: /* sum_j e is 0 where e is; min_j over nothing is +inf */
+    build(lw, e->u.sum.a, alive, depth, out);
+    if (!lw_reduces_to_zero(lw, e)) disj(out, &FULL, out);
+    return;
   default: break;
   }
   Expr *k[2];
   int n = nt_children(e, k);
   build(lw, k[0], alive, depth, &x);
   if (n == 2) build(lw, k[1], alive, depth, &y);
-  switch (nt_op(nt_expr_op(e))->algebra) {
+  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
   case OA_NUMERATOR:
     if (y.n == 0) y = FULL; /* x / 0: keep x's points */
     lat_conj(&x, &y, out);
@@ -119,7 +126,10 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
   case OA_INTERSECT: lat_conj(&x, &y, out); return;
   case OA_UNION: disj(&x, &y, out); return;
   case OA_KEEP: *out = x; return;
-  case OA_DENSE: disj(&x, &FULL, out); return;
+  case OA_DENSE:
+    if (n == 2) disj(&x, &y, &x);
+    disj(&x, &FULL, out);
+    return;
   }
 }
 
@@ -179,21 +189,24 @@ static Bound bound(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
     if (!(alive >> ax & 1)) return zero;
     return lw_sparse_at(lw, (AMask)1 << ax, depth) ? (Bound){1, false} : full;
   }
-  case EX_LITERAL: return e->u.lit.value != 0 ? full : zero;
-  case EX_SUM: return bound(lw, e->u.sum.a, alive, depth);
+  case EX_LITERAL: return e->u.lit.value != nt_semiring_zero(lw->as->semiring) ? full : zero;
+  case EX_SUM: {
+    Bound b = bound(lw, e->u.sum.a, alive, depth);
+    return lw_reduces_to_zero(lw, e) ? b : bound_disj(b, full);
+  }
   default: break;
   }
   Expr *k[2];
   int n = nt_children(e, k);
   Bound x = bound(lw, k[0], alive, depth), y = n == 2 ? bound(lw, k[1], alive, depth) : zero;
-  switch (nt_op(nt_expr_op(e))->algebra) {
+  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
   case OA_NUMERATOR:
     if (!y.n && !y.full) y = full;
     return bound_conj(x, y);
   case OA_INTERSECT: return bound_conj(x, y);
   case OA_UNION: return bound_disj(x, y);
   case OA_KEEP: return x;
-  case OA_DENSE: return bound_disj(x, full);
+  case OA_DENSE: return bound_disj(n == 2 ? bound_disj(x, y) : x, full);
   }
   return zero;
 }

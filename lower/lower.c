@@ -5,6 +5,7 @@
  * share one emitter: assemble writes pos/crd only, compute writes vals into
  * an assembled output (walking the same positions), evaluate does both.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -148,8 +149,14 @@ static bool setup_accesses(Lowerer *lw) {
       break;
     }
   lw->first_red = nest->nloops;
+  bool reduces = false;
   for (int k = nest->nloops - 1; k >= 0; k--)
-    if (nt_is_root_reduction(lw->as, nest->order[k])) lw->first_red = k;
+    if (nt_is_root_reduction(lw->as, nest->order[k])) lw->first_red = k, reduces = true;
+  /* Root reductions (and +=) update the output with the root operator from
+   * its identity; a plain assignment stores each entry once over the zero. */
+  lw->root_reduces = reduces;
+  lw->out_op = reduces || lw->as->accumulate ? lw->as->root_op : OP_NONE;
+  lw->out_init = reduces ? nt_op(lw->as->root_op)->identity : lw_fill_value(lw);
   const Expr *lhs = lw->as->lhs;
   int last_out = -1;
   for (int m = 0; m < lhs->u.access.n; m++) {
@@ -238,6 +245,29 @@ static bool parents_dense(const tj_format *f, int l) {
   return true;
 }
 
+double lw_fill_value(const Lowerer *lw) { return nt_semiring_zero(lw->as->semiring); }
+
+LirStmt *lw_fill(Lowerer *lw, LirVar *ptr, LirExpr *lo, LirExpr *hi, double v) {
+  Arena *a = lw->a;
+  if (v == 0) {
+    LirStmt *z = lir_call(a, LH_ZERO);
+    z->u.call.ptr = ptr;
+    z->u.call.a = lo;
+    z->u.call.b = hi;
+    return z;
+  }
+  LirVar *q = lw_var(lw, "fq", LT_I64);
+  LirExpr *c = lw_value(lw, lir_elem_type(ptr->type), v);
+  return lir_for(a, q, lo, hi, lir_store(a, lw_ref(lw, ptr), lw_ref(lw, q), c));
+}
+
+LirExpr *lw_value(Lowerer *lw, LirType t, double v) {
+  if (lir_type_is_float(t)) return lir_const_fp(lw->a, t, v);
+  int64_t max = t == LT_I32 ? INT32_MAX : INT64_MAX, min = t == LT_I32 ? INT32_MIN : INT64_MIN;
+  return lir_const_int(lw->a, t, isnan(v) ? 0 : v >= (double)max ? max
+                                 : v <= (double)min ? min : (int64_t)v);
+}
+
 /* Zeroes the n values of a dense output. A parallel kernel zeroes them in
  * parallel blocks of ZERO_BLOCK values: one thread writing a large output
  * (SpMM's 200k x 64 doubles: 100 MB) would otherwise be the serial part
@@ -245,13 +275,8 @@ static bool parents_dense(const tj_format *f, int l) {
 enum { ZERO_BLOCK = 1 << 15 };
 static LirStmt *zero_dense_output(Lowerer *lw, LirVar *n) {
   Arena *a = lw->a;
-  LirStmt *z = lir_call(a, LH_ZERO);
-  z->u.call.ptr = lw->vals_ptr[0];
-  if (!lw->par_ok || lw->ranged) {
-    z->u.call.a = lw_i64(lw, 0);
-    z->u.call.b = lw_ref(lw, n);
-    return z;
-  }
+  if (!lw->par_ok || lw->ranged)
+    return lw_fill(lw, lw->vals_ptr[0], lw_i64(lw, 0), lw_ref(lw, n), lw->out_init);
   LirVar *nb = lw_var(lw, "zero_blocks", LT_I64), *b = lw_var(lw, "zb", LT_I64);
   LirVar *lo = lw_var(lw, "zlo", LT_I64), *hi = lw_var(lw, "zhi", LT_I64);
   LirExpr *rounded_up = lir_bin(a, LOP_ADD, lw_ref(lw, n), lw_i64(lw, ZERO_BLOCK - 1));
@@ -259,9 +284,7 @@ static LirStmt *zero_dense_output(Lowerer *lw, LirVar *n) {
   LirStmt *body = lir_decl(a, lo, lir_bin(a, LOP_MUL, lw_ref(lw, b), lw_i64(lw, ZERO_BLOCK)));
   LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, lo), lw_i64(lw, ZERO_BLOCK));
   lir_append(&body, lir_decl(a, hi, lir_bin(a, LOP_MIN, end, lw_ref(lw, n))));
-  z->u.call.a = lw_ref(lw, lo);
-  z->u.call.b = lw_ref(lw, hi);
-  lir_append(&body, z);
+  lir_append(&body, lw_fill(lw, lw->vals_ptr[0], lw_ref(lw, lo), lw_ref(lw, hi), lw->out_init));
   LirStmt *loop = lir_for(a, b, lw_i64(lw, 0), lw_ref(lw, nb), body);
   loop->u.loop.at.parallel = true;
   lir_append(&s, loop);
@@ -404,6 +427,7 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
     fr->u.call.ptr = *ws[w].v;
     lir_append(&lw->k->cleanup, fr);
   }
+  if (lw->out_init != 0) lir_append(&s, lw_fill(lw, lw->ws_vals, lw_i64(lw, 0), n, lw->out_init));
   lw->ws_n = lw_var(lw, "ws_n", LT_I64);
   lir_append(&s, lir_decl(a, lw->ws_n, lw_i64(lw, 0)));
   return s;

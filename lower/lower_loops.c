@@ -112,16 +112,56 @@ static LirStmt *read_coord(Lowerer *lw, int x, int l, Iter *it) {
 
 /* ---- values ---- */
 
-static LirExpr *vconst(Lowerer *lw, double v) {
-  return lir_type_is_float(lw->vtype) ? lir_const_fp(A(lw), lw->vtype, v)
-                                      : lir_const_int(A(lw), lw->vtype, (int64_t)v);
+static LirExpr *vconst(Lowerer *lw, double v) { return lw_value(lw, lw->vtype, v); }
+
+/* x op y through op's loop-IR operation; the rows without one (ir/ops.def)
+ * from comparisons: or / and are 1 where x != 0 || / && y != 0, else 0, and
+ * pair is 1 (it exists only where both operands do). */
+static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
+  Arena *a = A(lw);
+  const NtOp *o = nt_op(op);
+  if (o->lir != LOP_NONE) return lir_bin(a, (LirBinOp)o->lir, x, y);
+  switch (op) {
+  case OP_PAIR: return vconst(lw, 1);
+  case OP_OR:
+  case OP_AND: {
+    LirExpr *c = lir_bin(a, op == OP_OR ? LOP_OR : LOP_AND, lir_bin(a, LOP_NE, x, vconst(lw, 0)),
+                         lir_bin(a, LOP_NE, y, vconst(lw, 0)));
+    return lir_select(a, c, vconst(lw, 1), vconst(lw, 0));
+  }
+  default: return TJ_BUG(lw->d, "an operator without a loop-IR operation"), NULL;
+  }
+}
+
+/* var = var op v: var op= v where op is one loop-IR operation (which the
+ * vectorizer recognizes as a reduction). */
+static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
+  const NtOp *o = nt_op(op);
+  if (o->lir != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)o->lir, v);
+  return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
+}
+
+/* vals[idx] op= v for the output's update operator (lw->out_op), or
+ * vals[idx] = v when the output is stored once (OP_NONE). idx is built
+ * by out_at (twice for an operator without a loop-IR operation). */
+static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowerer *),
+                              LirExpr *v) {
+  Arena *a = A(lw);
+  OpKind op = lw->out_op;
+  if (op == OP_NONE) return lir_store(a, lw_ref(lw, vals), out_at(lw), v);
+  const NtOp *o = nt_op(op);
+  if (o->lir != LOP_NONE) return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)o->lir, v);
+  LirExpr *old = lir_load(a, lw_ref(lw, vals), out_at(lw));
+  return lir_store(a, lw_ref(lw, vals), out_at(lw), apply_op(lw, op, old, v));
 }
 
 static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive);
 
 /* An operator node through its loop-IR operation (ir/ops.def). A float-only
- * function of an integer value is computed in f64. With identity 0 (+ -):
- * x op 0 = x, 0 + y = y and 0 - y = -y. */
+ * function of an integer value is computed in f64. Where an operand is
+ * absent and the operator's identity is the zero (+ - with 0, min under
+ * min.plus): x op 0 = x, 0 + y = y and 0 - y = -y; another absent operand
+ * reads the zero. */
 static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
   Arena *a = A(lw);
   const NtOp *op = nt_op(nt_expr_op(e));
@@ -132,19 +172,21 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
     if (lir_type_is_float(lw->vtype) || !op->float_only) return lir_un(a, (LirUnOp)op->lir, x);
     return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
   }
-  if (op->identity == 0) {
+  OpKind kind = nt_expr_op(e);
+  if (op->identity == lw_fill_value(lw)) {
     bool za = lw_expr_zero(lw, k[0], alive);
     if (lw_expr_zero(lw, k[1], alive)) return gen_expr(lw, k[0], alive);
     LirExpr *y = gen_expr(lw, k[1], alive);
-    if (za) return op->laws & OL_COMM ? y : lir_un(a, LUN_NEG, y);
-    return lir_bin(a, (LirBinOp)op->lir, gen_expr(lw, k[0], alive), y);
+    if (za && (op->laws & OL_COMM)) return y;
+    if (za && kind == OP_SUB) return lir_un(a, LUN_NEG, y);
+    return apply_op(lw, kind, gen_expr(lw, k[0], alive), y);
   }
   LirExpr *x = gen_expr(lw, k[0], alive);
-  return lir_bin(a, (LirBinOp)op->lir, x, gen_expr(lw, k[1], alive));
+  return apply_op(lw, kind, x, gen_expr(lw, k[1], alive));
 }
 
 static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive) {
-  if (lw_expr_zero(lw, e, alive)) return vconst(lw, 0);
+  if (lw_expr_zero(lw, e, alive)) return vconst(lw, lw_fill_value(lw));
   switch (e->kind) {
   case EX_ACCESS: return lw_ref(lw, lw->val[lw_access_index(lw, e)]);
   case EX_LITERAL: return vconst(lw, e->u.lit.value);
@@ -162,14 +204,15 @@ static LirExpr *out_index(Lowerer *lw) {
   return lw->plan->out_sparse ? lw->pos[0] : lw_out_linear(lw);
 }
 
+/* The workspace's position: the coordinate of its variable. */
+static LirExpr *ws_index(Lowerer *lw) { return lw_ref(lw, lw->coord[lw->nest.ws_var->id]); }
+
 static LirStmt *innermost(Lowerer *lw, AMask alive) {
   Arena *a = A(lw);
   if (lw->target == T_WS) {
     LirExpr *j = lw_ref(lw, lw->coord[lw->nest.ws_var->id]);
     LirStmt *s = NULL;
-    if (lw->emit_values)
-      s = lir_store_update(a, lw_ref(lw, lw->ws_vals), j, LOP_ADD,
-                           gen_expr(lw, lw->root, alive));
+    if (lw->emit_values) s = update_output(lw, lw->ws_vals, ws_index, gen_expr(lw, lw->root, alive));
     LirStmt *mark = lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1));
     lir_append(&mark, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
     lir_append(&mark, lir_update(a, lw->ws_n, LOP_ADD, lw_i64(lw, 1)));
@@ -177,31 +220,45 @@ static LirStmt *innermost(Lowerer *lw, AMask alive) {
     lir_append(&s, lir_if(a, unmarked, mark, NULL));
     return s;
   }
-  if (!lw->emit_values) return NULL;
+  LirStmt *reached = NULL; /* the root reduction's contribution marks its entry */
+  if (lw->target == T_TEMP && lw->out_hit && lw->temp == lw->root_temp)
+    reached = lir_assign(a, lw->out_hit, lir_const_int(a, LT_BOOL, 1));
+  if (!lw->emit_values) return reached;
   LirExpr *v = gen_expr(lw, lw->root, alive);
-  if (lw->target == T_TEMP) return lir_update(a, lw->temp, LOP_ADD, v);
+  if (lw->target == T_TEMP) {
+    lir_append(&reached, update_var(lw, lw->temp, lw->temp_op, v));
+    return reached;
+  }
   LirVar *vals = lw->vals_ptr[0];
   if (lw->plan->out_sparse) return lir_store(a, lw_ref(lw, vals), out_index(lw), v);
-  return lir_store_update(a, lw_ref(lw, vals), out_index(lw), LOP_ADD, v);
+  return update_output(lw, vals, out_index, v);
 }
 
-/* Emits: t = 0; <loops from depth>; out[pos] (+)= t. */
+/* Emits: t = identity; <loops from depth: t op= ...>; out[pos] (op)= t,
+ * op the root operator. */
 static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
-  if (!lw->emit_values) return NULL;
+  if (!lw->emit_values && !lw->out_hit) return NULL;
   Arena *a = A(lw);
+  OpKind op = lw->as->root_op;
   LirVar *t = lw_var(lw, "t", lw->vtype);
-  LirStmt *s = lir_decl(a, t, vconst(lw, 0));
+  LirStmt *s = lw->emit_values ? lir_decl(a, t, vconst(lw, nt_op(op)->identity)) : NULL;
+  lw->root_temp = t;
   LirVar *saved = lw->temp;
+  OpKind saved_op = lw->temp_op;
   lw->target = T_TEMP;
   lw->temp = t;
+  lw->temp_op = op;
   lir_append(&s, lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   lw->temp = saved;
-  LirExpr *vals = lw_ref(lw, lw->vals_ptr[0]);
-  if (lw->plan->out_sparse)
-    lir_append(&s, lir_store(a, vals, out_index(lw), lw_ref(lw, t)));
-  else
-    lir_append(&s, lir_store_update(a, vals, out_index(lw), LOP_ADD, lw_ref(lw, t)));
+  lw->temp_op = saved_op;
+  lw->root_temp = NULL;
+  if (!lw->emit_values) return lir_block(a, s);
+  if (lw->plan->out_sparse) {
+    LirStmt *st = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), out_index(lw), lw_ref(lw, t));
+    lir_append(&s, lw->out_hit ? lir_if(a, lw_ref(lw, lw->out_hit), st, NULL) : st);
+  } else
+    lir_append(&s, update_output(lw, lw->vals_ptr[0], out_index, lw_ref(lw, t)));
   return lir_block(a, s);
 }
 
@@ -228,7 +285,7 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   if (lw->emit_values) {
     lir_append(&body, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), lw_ref(lw, p),
                                 lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j))));
-    lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j), vconst(lw, 0)));
+    lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j), vconst(lw, lw->out_init)));
   }
   lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
                               lir_const_int(a, LT_BOOL, 0)));
@@ -256,9 +313,9 @@ LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e) {
   return NULL;
 }
 
-/* Emits, where the loops of the current scope end, each sum inside it
- * into a temp of its own, then the scope's statement reading the temps:
- *   t_j = 0; <loop over j: t_j += body>;  ...;  out (+)= f(..., t_j, ...) */
+/* Emits, where the loops of the current scope end, each reduction inside
+ * it into a temp of its own, then the scope's statement reading the temps:
+ *   t_j = identity; <loop over j: t_j op= body>;  ...;  out (op)= f(..., t_j, ...) */
 static LirStmt *scope_body(Lowerer *lw, AMask alive) {
   const Expr *kids[NT_MAX_INDICES];
   int n = lw->emit_values ? child_sums(lw->root, kids, 0) : 0;
@@ -269,10 +326,12 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
   for (int c = 0; c < n; c++) {
     const Expr *sum = kids[c];
     LirVar *t = lw_var(lw, arena_printf(a, "t_%s", sum->u.sum.iv->name), lw->vtype);
-    lir_append(&s, lir_decl(a, t, vconst(lw, 0)));
+    lir_append(&s, lir_decl(a, t, vconst(lw, nt_op(sum->u.sum.op)->identity)));
     const Expr *root = lw->root;
     int end = lw->scope_end, target = lw->target, nt = lw->nsum_temps;
     LirVar *temp = lw->temp;
+    OpKind temp_op = lw->temp_op;
+    lw->temp_op = sum->u.sum.op;
     int depth = lw->depth_of[sum->u.sum.iv->id];
     lw->root = sum->u.sum.a;
     lw->scope_end = depth + 1;
@@ -283,6 +342,7 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
     lw->scope_end = end;
     lw->target = target;
     lw->temp = temp;
+    lw->temp_op = temp_op;
     lw->nsum_temps = nt;
     if (base + c >= NT_MAX_INDICES) return TJ_BUG(lw->d, "too many sums"), NULL;
     lw->sum_node[base + c] = sum;
@@ -408,12 +468,27 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
     start = lw_var(lw, "pOut_start", LT_I64);
     lir_append(&s, lir_decl(a, start, lw_ref(lw, lw->out_p[l + 1])));
   }
+  /* An output entry that only a reduction below reaches exists where the
+   * reduction has a contribution (hit). A plain sum skips the test: it
+   * keeps an explicit 0 there (as TACO does), which reads the same, and
+   * its assembly needs no pass over the reduction. */
+  LirVar *hit = NULL, *saved_hit = lw->out_hit;
+  if (compressed && l == lw->out_last && lw->root_reduces && cx->depth + 1 == lw->first_red &&
+      lw->nest.ws_depth < 0 && !cx->in_temp &&
+      (nt_op(lw->as->root_op)->identity != 0 || lw->as->semiring)) {
+    hit = lw_var(lw, "hit", LT_BOOL);
+    lir_append(&s, lir_decl(a, hit, lir_const_int(a, LT_BOOL, 0)));
+    lw->out_hit = hit;
+  }
   lir_append(&s, lw_loops(lw, cx->depth + 1, keep, cx->in_temp));
+  lw->out_hit = saved_hit;
 
   if (compressed && l == lw->out_last) {
+    LirStmt *app = NULL;
     if (lw->emit_index)
-      lir_append(&s, lw_store_index(lw, lw->crd_ptr[0][l], lw->pos[0], lw_ref(lw, cv)));
-    lir_append(&s, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
+      app = lw_store_index(lw, lw->crd_ptr[0][l], lw->pos[0], lw_ref(lw, cv));
+    lir_append(&app, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
+    lir_append(&s, hit ? lir_if(a, lw_ref(lw, hit), app, NULL) : app);
   } else if (compressed) {
     LirExpr *p = lw_ref(lw, lw->out_p[l]);
     LirExpr *next = lir_bin(a, LOP_ADD, p, lw_i64(lw, 1));
@@ -512,11 +587,8 @@ static LirExpr *row_size(Lowerer *lw) {
 
 /* zero(out, from * row, to * row) */
 static LirStmt *zero_rows(Lowerer *lw, LirExpr *from, LirExpr *to) {
-  LirStmt *z = lir_call(A(lw), LH_ZERO);
-  z->u.call.ptr = lw->vals_ptr[0];
-  z->u.call.a = lir_bin(A(lw), LOP_MUL, from, row_size(lw));
-  z->u.call.b = lir_bin(A(lw), LOP_MUL, to, row_size(lw));
-  return z;
+  return lw_fill(lw, lw->vals_ptr[0], lir_bin(A(lw), LOP_MUL, from, row_size(lw)),
+                 lir_bin(A(lw), LOP_MUL, to, row_size(lw)), lw->out_init);
 }
 
 /* Row zeroing in a sparse depth-0 loop over positions [start, end) with
@@ -657,13 +729,15 @@ static LirExpr *may_be_nonzero(Lowerer *lw, const LoopCtx *cx, const Expr *e,
     if (hit) return lw_ref(lw, hit[x]);
     return lir_bin(A(lw), LOP_LT, lw_ref(lw, cx->it[x].p), lw_ref(lw, cx->it[x].end));
   }
-  case EX_LITERAL: return lir_const_int(A(lw), LT_BOOL, e->u.lit.value != 0);
-  case EX_SUM: return may_be_nonzero(lw, cx, e->u.sum.a, hit);
+  case EX_LITERAL: return lir_const_int(A(lw), LT_BOOL, e->u.lit.value != lw_fill_value(lw));
+  case EX_SUM:
+    if (!lw_reduces_to_zero(lw, e)) return lir_const_int(A(lw), LT_BOOL, 1);
+    return may_be_nonzero(lw, cx, e->u.sum.a, hit);
   default: break;
   }
   Expr *k[2];
   nt_children(e, k);
-  switch (nt_op(nt_expr_op(e))->algebra) {
+  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
   case OA_NUMERATOR:
   case OA_KEEP: return may_be_nonzero(lw, cx, k[0], hit);
   case OA_INTERSECT:

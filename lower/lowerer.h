@@ -94,6 +94,18 @@ typedef struct Lowerer {
   LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
   LirType vtype;                           /* value type of the expression */
+  bool root_reduces;                       /* the nest has root reductions */
+  OpKind out_op;                           /* how the output is updated: the root
+                                              operator (root reductions, +=), or
+                                              OP_NONE: stored once */
+  double out_init;                         /* a dense output's (and the
+                                              workspace's) start: the root
+                                              operator's identity, or the zero */
+  OpKind temp_op;                          /* T_TEMP: the reduction into temp */
+  LirVar *root_temp;                       /* the temp of the root reduction */
+  LirVar *out_hit;                         /* set where the root reduction has a
+                                              contribution: its sparse output
+                                              entry exists (case_body) */
   int nnames, names_cap;                   /* base names handed out (lw_name) */
   const char **names;
   int *name_uses;
@@ -122,6 +134,9 @@ bool lw_collect_accesses(const Expr *e, const Expr **out, int *n, int max);
 int lw_level_at(const Lowerer *lw, int x, int depth);
 /* Accesses alive in mask whose level at depth is sparse. */
 AMask lw_sparse_at(const Lowerer *lw, AMask alive, int depth);
+/* Whether reduction node sum is zero (absent) where its body is: its
+ * operator's identity is the semiring's zero (sums are; min is not). */
+bool lw_reduces_to_zero(const Lowerer *lw, const Expr *sum);
 /* Whether rhs is identically zero when only the accesses in alive exist. */
 bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive);
 /* The merge lattice of rhs at the loop at depth, ordered top first,
@@ -146,6 +161,13 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
 bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
 
 /* lower.c helpers used by lower_loops.c */
+/* The value of absent entries: the semiring's zero (0 by default). */
+double lw_fill_value(const Lowerer *lw);
+/* ptr[lo..hi) = v (a memset when v is 0). Infinities of an integer type
+ * are its extreme values. */
+LirStmt *lw_fill(Lowerer *lw, LirVar *ptr, LirExpr *lo, LirExpr *hi, double v);
+/* The constant v of type t; an integer type saturates (+inf: its max). */
+LirExpr *lw_value(Lowerer *lw, LirType t, double v);
 const char *lw_name(Lowerer *lw, const char *base);
 LirVar *lw_var(Lowerer *lw, const char *base, LirType t);
 LirExpr *lw_i64(Lowerer *lw, int64_t v);

@@ -80,7 +80,7 @@ tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out) {
   return TJ_OK;
 }
 
-tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense) {
+tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense, const uint8_t *keep) {
   int order = t->fmt.order;
   int64_t total = 1;
   for (int m = 0; m < order; m++) total *= t->st.dims[m];
@@ -90,7 +90,7 @@ tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense) {
   tj_status st = TJ_OK;
   int64_t coord[TJ_MAX_ORDER] = {0};
   for (int64_t lin = 0; lin < total && st == TJ_OK; lin++) {
-    if (dense[lin] != 0 || all_dense) st = rt_coo_push(t, coord, dense[lin]);
+    if (all_dense || (keep ? keep[lin] : dense[lin] != 0)) st = rt_coo_push(t, coord, dense[lin]);
     for (int m = order - 1; m >= 0 && ++coord[m] == t->st.dims[m]; m--)
       coord[m] = 0;
   }

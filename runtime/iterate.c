@@ -139,6 +139,7 @@ tj_status tj_tensor_get(const tj_tensor *t, const int64_t *coord, double *out) {
 typedef struct DenseOut {
   const tj_storage *s;
   double *out;
+  uint8_t *stored;   /* or NULL */
 } DenseOut;
 
 static void add_dense(void *ctx, const int64_t *coord, int64_t p) {
@@ -146,13 +147,15 @@ static void add_dense(void *ctx, const int64_t *coord, int64_t p) {
   int64_t lin = 0;
   for (int m = 0; m < d->s->order; m++) lin = lin * d->s->dims[m] + coord[m];
   if (p < d->s->vals_len) d->out[lin] += rt_storage_val(d->s, p);
+  if (d->stored) d->stored[lin] = 1;
 }
 
-tj_status rt_tensor_to_dense(const tj_tensor *t, double *out) {
+tj_status rt_tensor_to_dense(const tj_tensor *t, double *out, uint8_t *stored) {
   int64_t total = 1;
   for (int m = 0; m < t->fmt.order; m++) total *= t->st.dims[m];
   memset(out, 0, (size_t)total * sizeof *out);
-  DenseOut d = {&t->st, out};
+  if (stored) memset(stored, 0, (size_t)total);
+  DenseOut d = {&t->st, out, stored};
   walk_all(&t->st, add_dense, &d);
   return TJ_OK;
 }

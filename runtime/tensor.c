@@ -78,12 +78,14 @@ double rt_storage_val(const tj_storage *s, int64_t i) {
   return 0;
 }
 
-/* Rounds v to the nearest integer, saturating at the type's range (a
- * plain cast of an out-of-range double is undefined behaviour). */
-static int64_t to_int(double v, double lo, double hi) {
+/* Rounds v to the nearest integer, saturating at the type's range [lo,
+ * hi] (a plain cast of an out-of-range double is undefined behaviour):
+ * +-inf, a min or max over nothing, is the type's max or min, as in the
+ * kernels. */
+static int64_t to_int(double v, int64_t lo, int64_t hi) {
   if (v != v) return 0;
-  if (v <= lo) return (int64_t)lo;
-  if (v >= hi) return (int64_t)hi;
+  if (v <= (double)lo) return lo;
+  if (v >= (double)hi) return hi; /* (double)INT64_MAX is 2^63 */
   return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
 }
 
@@ -92,8 +94,7 @@ void rt_storage_set_val(tj_storage *s, int64_t i, double v) {
   case TJ_F64: ((double *)s->vals)[i] = v; break;
   case TJ_F32: ((float *)s->vals)[i] = (float)v; break;
   case TJ_I64:
-    ((int64_t *)s->vals)[i] = to_int(v, -9223372036854775808.0,
-                                     9223372036854774784.0);
+    ((int64_t *)s->vals)[i] = to_int(v, INT64_MIN, INT64_MAX);
     break;
   case TJ_I32:
     ((int32_t *)s->vals)[i] = (int32_t)to_int(v, INT32_MIN, INT32_MAX);

@@ -96,11 +96,14 @@ bool rt_format_all_dense(const tj_format *f);
  * are malloc'd, owned by the caller; coords[e*order + mode]. */
 tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
                             int64_t **coords, double **vals, int64_t *n);
-/* Fills out (prod(dims) doubles, row-major over dims) with t's values. */
-tj_status rt_tensor_to_dense(const tj_tensor *t, double *out);
-/* Replaces t's contents with the nonzeros of dense (row-major over dims);
- * all-dense formats store every value. */
-tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense);
+/* Fills out (prod(dims) doubles, row-major over dims) with t's values and,
+ * when stored is not NULL, stored (prod(dims) bytes) with 1 where t stores
+ * an entry, 0 elsewhere. */
+tj_status rt_tensor_to_dense(const tj_tensor *t, double *out, uint8_t *stored);
+/* Replaces t's contents with the entries of dense (row-major over dims)
+ * where keep is 1, or (keep NULL) the nonzeros; all-dense formats store
+ * every value. */
+tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense, const uint8_t *keep);
 
 /* ---- parallel assembly (parallel.c, concat.c) ---- */
 /* Splits rows [lo, hi) into n chunks (bounds[0..n]) of about equal work:

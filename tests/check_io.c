@@ -221,7 +221,7 @@ static void expect_dense(const char *name, int64_t r, int64_t c,
   ck_assert_int_eq(tj_tensor_dim(t, 0), r);
   ck_assert_int_eq(tj_tensor_dim(t, 1), c);
   double d[64];
-  rt_tensor_to_dense(t, d);
+  rt_tensor_to_dense(t, d, NULL);
   for (int64_t i = 0; i < r * c; i++)
     ck_assert_msg(d[i] == want[i], "%s[%lld]: %g vs %g", name, (long long)i,
                   d[i], want[i]);
@@ -310,7 +310,7 @@ static tj_tensor *random_tensor(int order, const int64_t *dims,
 
 static void expect_same(const tj_tensor *t, const double *dense, int64_t total) {
   double *d = malloc((size_t)total * sizeof *d);
-  rt_tensor_to_dense(t, d);
+  rt_tensor_to_dense(t, d, NULL);
   for (int64_t i = 0; i < total; i++) ck_assert(d[i] == dense[i]);
   free(d);
 }

@@ -650,7 +650,7 @@ static bool run(Run *r, const char *src, const TensorDecl *decls, int nd,
     for (int k = 0; k < nd; k++)
       if (strcmp(decls[k].name, r->as->tensors[t]->name) == 0)
         dense[t] = arrays[k];
-  return nt_ref_eval(r->as, dense, &r->d);
+  return nt_ref_eval(r->as, dense, NULL, &r->d);
 }
 
 static void assert_close(const double *got, const double *want, int n) {
@@ -773,13 +773,16 @@ static double c_sqrt(double x, double y) { (void)y; return sqrt(x); }
 static double c_fabs(double x, double y) { (void)y; return fabs(x); }
 static double c_exp(double x, double y) { (void)y; return exp(x); }
 static double c_log(double x, double y) { (void)y; return log(x); }
+static double c_or(double x, double y) { return x != 0 || y != 0; }
+static double c_and(double x, double y) { return x != 0 && y != 0; }
+static double c_pair(double x, double y) { (void)x, (void)y; return 1; }
 
 /* The C library's value of each row, by the row's name: a new row fails
  * test_op_table until it is given one here. */
 static const struct { const char *name; double (*f)(double, double); } c_ref[] = {
   {"NEG", c_neg}, {"ADD", c_add}, {"SUB", c_sub}, {"MUL", c_mul}, {"DIV", c_div},
   {"SQRT", c_sqrt}, {"ABS", c_fabs}, {"EXP", c_exp}, {"LOG", c_log},
-  {"MIN", fmin}, {"MAX", fmax},
+  {"MIN", fmin}, {"MAX", fmax}, {"OR", c_or}, {"AND", c_and}, {"PAIR", c_pair},
 };
 
 /* y(i) = x(i) + z(i), -x(i), sqrt(x(i)), min(x(i), z(i)), ... */
@@ -797,13 +800,18 @@ static double op_eval(const NtOp *op, double x, double y) { return (double)op->e
 /* The facts a row claims about zeros, identities and laws hold for its
  * reference value. */
 static void assert_algebra(const NtOp *op) {
-  const double xs[] = {0.75, 2.5, 3};
+  const double nums[] = {0.75, 2.5, 3}, truths[] = {0, 1, 1};
+  const double *xs = op->laws & OL_BOOL ? truths : nums;
   double f00 = op_eval(op, 0, 0);  /* 0 / 0 is NaN: OA_NUMERATOR checks 0 / y below */
   if (op->algebra == OA_DENSE) ck_assert_msg(f00 != 0, "%s: OA_DENSE but f(0) = 0", op->name);
-  else if (op->algebra != OA_NUMERATOR)
+  else if (op->algebra != OA_NUMERATOR && !(op->laws & OL_PATTERN))
     ck_assert_msg(f00 == 0, "%s: preserves zero but f(0, 0) = %g", op->name, f00);
   for (int k = 0; k < 3; k++) {
     double x = xs[k], y = xs[(k + 1) % 3];
+    if (op->laws & OL_PATTERN) {
+      ck_assert_msg(op_eval(op, x, y) == op_eval(op, y, 0.5), "%s: not constant", op->name);
+      continue;
+    }
     if (op->algebra == OA_INTERSECT || op->algebra == OA_NUMERATOR)
       ck_assert_msg(op_eval(op, 0, y) == 0, "%s: f(0, %g) != 0", op->name, y);
     if (op->algebra == OA_INTERSECT)
@@ -906,7 +914,7 @@ START_TEST(test_ref_unchecked) {
   diag_init(&d);
   Assignment *as = nt_parse(&a, "y(i) = x(i)", &d);
   double y[1], x[1];
-  ck_assert(!nt_ref_eval(as, (double *[8]){y, x}, &d));
+  ck_assert(!nt_ref_eval(as, (double *[8]){y, x}, NULL, &d));
   ck_assert_str_eq(d.msg, "nt_ref_eval needs a checked assignment: index i "
                           "has no extent");
   arena_free(&a);

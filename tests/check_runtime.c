@@ -67,7 +67,7 @@ static void check_against(tj_tensor *t, const double *dense) {
                   (long long)lin, v, dense[lin]);
   }
   double *d2 = malloc((size_t)(total + 1) * sizeof *d2);
-  ck_assert_int_eq(rt_tensor_to_dense(t, d2), TJ_OK);
+  ck_assert_int_eq(rt_tensor_to_dense(t, d2, NULL), TJ_OK);
   for (int64_t i = 0; i < total; i++) ck_assert(fabs(d2[i] - dense[i]) < 1e-9);
   int64_t *coords, n;
   double *vals;
@@ -470,7 +470,7 @@ START_TEST(dense_cast_print) {
     tj_format f = fmt_of(specs[k]);
     tj_tensor *t, *c;
     ck_assert_int_eq(tj_tensor_new("P", TJ_F64, 2, dims, &f, &t), TJ_OK);
-    ck_assert_int_eq(rt_tensor_from_dense(t, dense), TJ_OK);
+    ck_assert_int_eq(rt_tensor_from_dense(t, dense, NULL), TJ_OK);
     ck_assert_int_eq(tj_tensor_nnz(t), k == 1 ? 6 : 3);
     check_against(t, dense);
     ck_assert_int_eq(tj_tensor_cast(t, TJ_I32, &c), TJ_OK);
@@ -485,7 +485,7 @@ START_TEST(dense_cast_print) {
   tj_format f = fmt_of("ds");
   tj_tensor *t;
   tj_tensor_new("P", TJ_F32, 2, dims, &f, &t);
-  rt_tensor_from_dense(t, dense);
+  rt_tensor_from_dense(t, dense, NULL);
   ck_assert_int_eq(tj_tensor_rename(t, "Pr"), TJ_OK);
   ck_assert_str_eq(tj_tensor_name(t), "Pr");
   char *buf = NULL;

@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,151 @@ static tj_context *residual_shapes(tj_tensor *ops[4]) {
   return cx;
 }
 
+/* Runs expr under opts with the given threads, as one evaluate call or as
+ * assemble then compute, and compares the output with want (row-major, n
+ * values; +-inf allowed) and, when nnz >= 0, its count of stored entries. */
+static void expect_run(const char *expr, tj_tensor **ops, int nops, const char *semiring,
+                       int threads, bool two_phases, const double *want, int64_t n, int64_t nnz) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.semiring = semiring;
+  o.nthreads = threads;
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, ops, nops, NULL, &o, &k));
+  if (two_phases) {
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  } else {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  }
+  int order = tj_tensor_order(ops[0]);
+  for (int64_t e = 0; e < n; e++) {
+    int64_t c[4], r = e;
+    for (int m = order - 1; m >= 0; m--) {
+      c[m] = r % tj_tensor_dim(ops[0], m);
+      r /= tj_tensor_dim(ops[0], m);
+    }
+    double got;
+    OK(tj_tensor_get(ops[0], c, &got));
+    ck_assert_msg(got == want[e] || fabs(got - want[e]) <= 1e-9 * (1 + fabs(want[e])),
+                  "%s [%s, %d threads%s]: element %lld is %.17g, want %.17g", expr,
+                  semiring ? semiring : "", threads, two_phases ? ", two phases" : "",
+                  (long long)e, got, want[e]);
+  }
+  if (nnz >= 0) {
+    int64_t *coords, got_nnz;
+    double *vals;
+    OK(tj_tensor_unpack(ops[0], &coords, &vals, &got_nnz));
+    ck_assert_msg(got_nnz == nnz, "%s [%s]: %lld stored entries, want %lld", expr,
+                  semiring ? semiring : "", (long long)got_nnz, (long long)nnz);
+    free(coords);
+    free(vals);
+  }
+  tj_context_free(cx);
+}
+
+/* Every way of running one kernel: evaluate or assemble + compute, on one
+ * and on two threads. */
+static void expect_all(const char *expr, tj_tensor **ops, int nops, const char *semiring,
+                       const double *want, int64_t n, int64_t nnz) {
+  for (int t = 1; t <= 2; t++)
+    for (int ph = 0; ph < 2; ph++) expect_run(expr, ops, nops, semiring, t, ph, want, n, nnz);
+}
+
+/* A = [[5 0 2 0] [0 0 0 0] [0 -1 0 0] [0 0 0 0]] (CSR, two empty rows),
+ * x = (1, 10, 3, -2): reductions over the stored entries, by hand. */
+START_TEST(test_reductions_by_hand) {
+  double A[] = {5, 0, 2, 0, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0}, x[] = {1, 10, 3, -2};
+  const double inf = INFINITY;
+  static const char *const fmts[] = {"ds", "ss", "ds:1,0", "uq"};
+  for (int f = 0; f < 4; f++) {
+    for (int sparse = 0; sparse < 2; sparse++) {
+      tj_tensor *ops[] = {vector("y", sparse ? "s" : "d", 4, NULL),
+                          matrix("A", fmts[f], 4, 4, A), vector("x", "d", 4, x)};
+      /* a dense output holds the identity where a row has nothing; a
+       * sparse one no entry (which reads 0) */
+      double e = sparse ? 0 : inf, ne = sparse ? 0 : -inf, one = sparse ? 0 : 1;
+      int64_t nnz = sparse ? 2 : -1;
+      expect_all("y(i) = reduce(min, j, A(i,j) * x(j))", ops, 3, NULL,
+                 (double[]){5, e, -10, e}, 4, nnz);
+      expect_all("y(i) = reduce(max, j, A(i,j))", ops, 3, NULL, (double[]){5, ne, -1, ne}, 4, nnz);
+      expect_all("y(i) = reduce(*, j, A(i,j))", ops, 3, NULL, (double[]){10, one, -1, one}, 4, nnz);
+      /* min.plus: min_j A(i,j) + x(j) over the stored A(i,j) */
+      expect_all("y(i) = A(i,j) * x(j)", ops, 3, "min.plus", (double[]){5, e, 9, e}, 4, nnz);
+      expect_all("y(i) = A(i,j) * x(j)", ops, 3, "max.times", (double[]){6, ne, -10, ne}, 4, nnz);
+      expect_all("y(i) = A(i,j) * x(j)", ops, 3, "plus.pair", (double[]){2, 0, 1, 0}, 4, nnz);
+      expect_all("y(i) = A(i,j) * x(j)", ops, 3, "or.and", (double[]){1, 0, 1, 0}, 4, nnz);
+      free_all(ops, 3);
+    }
+    /* a reduction nested in an expression is its identity over nothing:
+     * 1 + max_j A(i,j) x(j) = (1 + 6, -inf, 1 - 10, -inf) */
+    tj_tensor *ops[] = {vector("y", "d", 4, NULL), matrix("A", fmts[f], 4, 4, A),
+                        vector("x", "d", 4, x)};
+    expect_all("y(i) = 1 + reduce(max, j, A(i,j) * x(j))", ops, 3, NULL,
+               (double[]){7, -inf, -9, -inf}, 4, -1);
+    free_all(ops, 3);
+  }
+}
+END_TEST
+
+/* min.plus and max reductions on 300 x 200 with empty rows, against plain
+ * loops, through the parallel row paths. */
+START_TEST(test_reductions_larger) {
+  enum { M = 300, N = 200 };
+  static double A[M * N], x[N], minplus[M], maxrow[M], sp_minplus[M], sp_maxrow[M];
+  fill(A, M * N, 7);
+  fill(x, N, 8);
+  for (int i = 0; i < M; i += 7)
+    for (int j = 0; j < N; j++) A[i * N + j] = 0; /* empty rows */
+  int64_t reached = 0;
+  for (int i = 0; i < M; i++) {
+    double mp = INFINITY, mx = -INFINITY;
+    for (int j = 0; j < N; j++) {
+      if (A[i * N + j] == 0) continue;
+      if (A[i * N + j] + x[j] < mp) mp = A[i * N + j] + x[j];
+      if (A[i * N + j] > mx) mx = A[i * N + j];
+    }
+    minplus[i] = mp, maxrow[i] = mx;
+    sp_minplus[i] = isinf(mp) ? 0 : mp, sp_maxrow[i] = isinf(mx) ? 0 : mx;
+    reached += !isinf(mp);
+  }
+  for (int sparse = 0; sparse < 2; sparse++) {
+    tj_tensor *ops[] = {vector("y", sparse ? "s" : "d", M, NULL), matrix("A", "ds", M, N, A),
+                        vector("x", "d", N, x)};
+    expect_all("y(i) = A(i,j) * x(j)", ops, 3, "min.plus", sparse ? sp_minplus : minplus, M,
+               sparse ? reached : -1);
+    expect_all("y(i) = reduce(max, j, A(i,j))", ops, 3, NULL, sparse ? sp_maxrow : maxrow, M,
+               sparse ? reached : -1);
+    free_all(ops, 3);
+  }
+}
+END_TEST
+
+/* Reductions and semirings that have no meaning are refused. */
+START_TEST(test_reduction_errors) {
+  static const struct { const char *expr, *semiring, *msg; } cases[] = {
+      {"y(i) = reduce(-, j, A(i,j))", NULL, "expected a reduction operator"},
+      {"y(i) = reduce(sqrt, j, A(i,j))", NULL, "expected a reduction operator"},
+      {"y(i) = reduce(min, i, A(i,j))", NULL, "reduce(min, i, ...): i indexes the output"},
+      {"y(i) = b(i) - A(i,j) * x(j)", "min.plus", "'-' has no meaning under the semiring min.plus"},
+      {"y(i) = A(i,j) * x(j)", "min.foo", "unknown semiring 'min.foo'"},
+  };
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+    tj_tensor *ops[4];
+    tj_context *cx = residual_shapes(ops);
+    tj_options o = tj_options_default();
+    o.semiring = cases[q].semiring;
+    tj_kernel *k;
+    ck_assert(tj_compile(cx, cases[q].expr, ops, 4, NULL, &o, &k) != TJ_OK);
+    ck_assert_msg(strstr(tj_last_error(), cases[q].msg), "%s: got \"%s\"", cases[q].expr,
+                  tj_last_error());
+    tj_context_free(cx);
+    free_all(ops, 4);
+  }
+}
+END_TEST
+
 /* The concrete notation shows where each sum's loop runs. */
 START_TEST(test_cin_where) {
   static const struct { const char *expr, *cin; } cases[] = {
@@ -228,8 +374,8 @@ START_TEST(test_sum_errors) {
   static const struct { const char *expr, *sched, *msg; } cases[] = {
       {"y(i) = sum(i, A(i,j) * x(j))", NULL, "sum(i, ...): i indexes the output"},
       {"y(i) = b(i) + sum(j, b(i))", NULL, "sum(j, ...): j does not occur"},
-      {"y(i) = sum(j, A(i,j)) * x(j)", NULL, "index j is also used outside this sum"},
-      {"y(i) = sum(j, A(i,j)) + sum(j, A(i,j))", NULL, "summed twice"},
+      {"y(i) = sum(j, A(i,j)) * x(j)", NULL, "index j is also used outside this reduction"},
+      {"y(i) = sum(j, A(i,j)) + sum(j, A(i,j))", NULL, "reduced twice"},
       {"y(i) = b(i) - A(i,j) * x(j)", "reorder(j,i)", "its loop must stay inside"},
       {"y(i) = sum(j A(i,j))", NULL, "expected ',' and the expression to sum"},
   };
@@ -285,6 +431,9 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_cin_where);
   tcase_add_test(tc, test_sum_errors);
   tcase_add_test(tc, test_builder_sum);
+  tcase_add_test(tc, test_reductions_by_hand);
+  tcase_add_test(tc, test_reductions_larger);
+  tcase_add_test(tc, test_reduction_errors);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -52,7 +52,7 @@ static void run_ref(const Assignment *as, const char *src) {
   }
   Diag d;
   diag_init(&d);
-  must(nt_ref_eval(as, dense, &d), "nt_ref_eval failed", src);
+  must(nt_ref_eval(as, dense, NULL, &d), "nt_ref_eval failed", src);
 }
 
 /* Parses, prints, re-parses and compares; then checks and builds CIN. */

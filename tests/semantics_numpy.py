@@ -241,7 +241,8 @@ def assert_close(name, argv, expected, got, rtol, exact=False):
     if exact:
         bad = got != expected
     else:
-        atol = rtol * max(1.0, float(np.abs(expected).max(initial=0.0)))
+        finite = np.abs(expected[np.isfinite(expected)])   # +-inf: min over nothing
+        atol = rtol * max(1.0, float(finite.max(initial=0.0)))
         bad = ~np.isclose(got, expected, rtol=rtol, atol=atol)
     if not np.any(bad):
         return True
@@ -728,12 +729,123 @@ def test_functions():
          fmts={"A": "dd", "x": "d", "y": "d"})
 
 
+def _reduce_rows(vals, present, op, identity):
+    """op over axis -1 of vals where present; identity where nothing is."""
+    v = np.where(present, vals, identity)
+    return op.reduce(v, axis=-1) if v.shape[-1] else np.full(v.shape[:-1], identity)
+
+
+def test_reductions():
+    """reduce(op, j, e): op over the entries where e exists (a sparse
+    operand's stored ones, GraphBLAS's rule), its identity where none does
+    in a dense output, absent in a sparse one."""
+    ops = {"min": (np.minimum, np.inf), "max": (np.maximum, -np.inf),
+           "*": (np.multiply, 1.0), "+": (np.add, 0.0)}
+    for (m, n), seed in (((7, 5), 21), ((12, 9), 22)):
+        r = rng_for(seed)
+        A = rand_sparse(r, m, n, 0.35, empty_rows=(1, -1))
+        x = rand_dense(r, n)
+        b = rand_dense(r, m)
+        for af in MAT_FMTS:
+            st = stored(A, af)
+            reached = st.any(axis=1)
+            for name, (op, ident) in ops.items():
+                # a sum may keep an explicit 0 for a row with no entry
+                pattern = reached if name != "+" else None
+                for of in VEC_FMTS:
+                    full = _reduce_rows(A * x, st, op, ident)
+                    exp = full if of == "d" else np.where(reached, full, 0)
+                    sz = f"{m}x{n}_{af}_{of}"
+                    case(f"reduce_{name}_Ax_{sz}", f"y(i) = reduce({name}, j, A(i,j) * x(j))",
+                         {"A": A, "x": x}, exp, fmts={"A": af, "x": "d", "y": of},
+                         allowed=pattern if of == "s" else None, check=True)
+                    full = _reduce_rows(A, st, op, ident)
+                    exp = full if of == "d" else np.where(reached, full, 0)
+                    case(f"reduce_{name}_A_{sz}", f"y(i) = reduce({name}, j, A(i,j))",
+                         {"A": A}, exp, fmts={"A": af, "y": of},
+                         allowed=pattern if of == "s" else None)
+            # nested: a reduction inside an expression is its identity over nothing
+            rowmax = _reduce_rows(A * x, st, np.maximum, -np.inf)
+            case(f"reduce_nested_{m}x{n}_{af}", "y(i) = b(i) + reduce(max, j, A(i,j) * x(j))",
+                 {"A": A, "x": x, "b": b}, b + rowmax, fmts={"A": af, "x": "d", "b": "d", "y": "d"})
+        # a matrix out of a min over k, and an implicit sum inside a max
+        B = rand_dense(r, n, 4)
+        st = A != 0
+        C = np.where(st[:, :, None], A[:, :, None] * B[None, :, :], np.inf).min(axis=1)
+        case(f"reduce_min_matmul_{m}x{n}", "C(i,j) = reduce(min, k, A(i,k) * B(k,j))",
+             {"A": A, "B": B}, C, fmts={"A": "ds", "B": "dd", "C": "dd"}, check=True)
+        D = rand_dense(r, n, 3)
+        E = rand_dense(r, 3)
+        inner = D @ E                                  # sum over l, inside the max
+        exp = _reduce_rows(A * inner, st, np.maximum, -np.inf)
+        case(f"reduce_max_of_sum_{m}x{n}", "y(i) = reduce(max, j, A(i,j) * D(j,l) * e(l))",
+             {"A": A, "D": D, "e": E}, exp, fmts={"A": "ds", "D": "dd", "e": "d", "y": "d"})
+
+
+def test_semirings():
+    """-semiring=add.mul: + (and sums) and * are the semiring's; absent
+    entries are its zero, products exist where both operands do."""
+    for (m, n), seed in (((8, 6), 31), ((13, 10), 32)):
+        r = rng_for(seed)
+        A = rand_sparse(r, m, n, 0.3, empty_rows=(2,))
+        B = rand_sparse(r, n, 5, 0.4)
+        x = rand_dense(r, n)
+        xs = rand_sparse_vec(r, n, 0.5)
+        for af in ("ds", "ds:1,0", "ss", "uq"):
+            st = A != 0
+            for vf, xv in (("d", x), ("s", xs)):
+                both = st & (np.ones(n, bool) if vf == "d" else xv != 0)[None, :]
+                reached = both.any(axis=1)
+                sz = f"{m}x{n}_{af}_{vf}"
+                table = [
+                    ("min.plus", np.where(both, A + xv, np.inf).min(axis=1), np.inf),
+                    ("max.plus", np.where(both, A + xv, -np.inf).max(axis=1), -np.inf),
+                    ("max.times", np.where(both, A * xv, -np.inf).max(axis=1), -np.inf),
+                    ("min.times", np.where(both, A * xv, np.inf).min(axis=1), np.inf),
+                    ("plus.pair", both.sum(axis=1).astype(float), 0.0),
+                    ("or.and", both.any(axis=1).astype(float), 0.0),
+                    ("plus.min", np.where(both, np.minimum(A, xv), 0).sum(axis=1), 0.0),
+                ]
+                for sr, exp, zero in table:
+                    for of in ("d", "s"):
+                        want = exp if of == "d" else np.where(reached, exp, 0)
+                        case(f"semiring_{sr}_spmv_{sz}_{of}", "y(i) = A(i,j) * x(j)",
+                             {"A": A, "x": xv}, want, fmts={"A": af, "x": vf, "y": of},
+                             allowed=reached if of == "s" else None, check=True,
+                             extra=[f"-semiring={sr}"])
+        # matrix products: min.plus (one relaxation of all pairs), plus.pair
+        sA, sB = A != 0, B != 0
+        both = sA[:, :, None] & sB[None, :, :]
+        minplus = np.where(both, A[:, :, None] + B[None, :, :], np.inf).min(axis=1)
+        count_k = both.sum(axis=1).astype(float)
+        reached = both.any(axis=1)
+        for sr, exp in (("min.plus", minplus), ("plus.pair", count_k)):
+            case(f"semiring_{sr}_spgemm_{m}x{n}", "C(i,j) = A(i,k) * B(k,j)",
+                 {"A": A, "B": B}, np.where(reached, exp, 0),
+                 fmts={"A": "ds", "B": "ds", "C": "ds"}, allowed=reached, check=True,
+                 extra=[f"-semiring={sr}"])
+            # B all-dense: every entry exists, its zeros too
+            onlyA = np.broadcast_to(sA[:, :, None], both.shape)
+            dense_exp = (np.where(onlyA, A[:, :, None] + B[None, :, :], np.inf).min(axis=1)
+                         if sr == "min.plus" else onlyA.sum(axis=1).astype(float))
+            case(f"semiring_{sr}_spmm_{m}x{n}", "C(i,j) = A(i,k) * B(k,j)",
+                 {"A": A, "B": B}, dense_exp,
+                 fmts={"A": "ds", "B": "dd", "C": "dd"}, check=True, extra=[f"-semiring={sr}"])
+        # a semiring's + unites: min(A, B) elementwise where either exists
+        A2 = rand_sparse(r, m, n, 0.3)
+        s1, s2 = A != 0, A2 != 0
+        exp = np.where(s1 & s2, np.minimum(A, A2), np.where(s1, A, np.where(s2, A2, 0)))
+        case(f"semiring_min.plus_add_{m}x{n}", "C(i,j) = A(i,j) + B(i,j)",
+             {"A": A, "B": A2}, exp, fmts={"A": "ds", "B": "ds", "C": "ds"},
+             allowed=s1 | s2, check=True, extra=["-semiring=min.plus"])
+
+
 # Slowest first: the pool starts them before the quick ones.
 TESTS = [test_wide_unions_csr, test_wide_unions_dense, test_wide_unions_vector,
          test_wide_unions_times, test_implicit_summation, test_residual_tiny,
          test_scalars, test_operand_names, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
          test_add_mul_transpose, test_order3, test_accumulate, test_dtypes,
-         test_functions]
+         test_functions, test_reductions, test_semirings]
 
 
 def run_test(t):

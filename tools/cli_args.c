@@ -40,6 +40,10 @@ void cli_usage(FILE *out) {
       "  -backend=<llvm|c>             code generator: llvm (default, in-process) or c, the\n"
       "                                C rendering built by $CC (else cc) and dlopen'ed, for\n"
       "                                cross-checking the LLVM backend\n"
+      "  -semiring=<add.mul>           reinterpret + (and sums) and * : plus.times (default),\n"
+      "                                min.plus, max.plus, min.times, max.times, min.max,\n"
+      "                                max.min, plus.pair, plus.min, or.and; absent entries\n"
+      "                                are the add's identity (+inf under min.plus)\n"
       "  -time[=<reps>]                time assemble and compute (default 10 reps)\n"
       "  -check                        compare the result with the reference interpreter\n"
       "printing:\n"
@@ -184,6 +188,8 @@ static bool plain_flag(CliArgs *a, const char *arg) {
     if (strcmp(v + 1, "llvm") && strcmp(v + 1, "c"))
       return tool_fail("%s: the backend must be llvm or c", arg);
     a->opts.backend = strcmp(v + 1, "c") ? TJ_BACKEND_LLVM : TJ_BACKEND_C;
+  } else if (!strncmp(arg, "-semiring=", 10) && arg[10]) {
+    a->opts.semiring = v + 1;
   } else if (!strncmp(arg, "-write-source=", 14) && arg[14]) {
     a->write_source = v + 1;
   } else {

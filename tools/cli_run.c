@@ -232,7 +232,7 @@ static void print_summary(const Cli *c) {
 /* Evaluates (or times) the kernel, checks and writes as asked. */
 static bool evaluate(Cli *c) {
   tj_tensor *ref = NULL;
-  if (c->a->check && !(ref = kop_reference(c->a->expr, c->t, c->s.ntensors, 0))) return false;
+  if (c->a->check && !(ref = kop_reference(c->a->expr, c->t, c->s.ntensors, 0, &c->a->opts))) return false;
   bool ok;
   if (c->a->time) {
     TimeStats ts;

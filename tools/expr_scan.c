@@ -129,11 +129,11 @@ static bool add_access(Scanner *sc, const char *name) {
   return true;
 }
 
-/* After "sum(": skips the index names that precede the summed expression.
- * (The spelling is the library's NT_SUM_NAME; tools/ sees only the public
- * header, and tests/cli_basic.sh runs sum(...) through this scanner.) */
+/* After "sum(" or "reduce(op,": skips the index names that precede the
+ * reduced expression. (The spellings are the library's NT_SUM_NAME and
+ * NT_REDUCE_NAME; tools/ sees only the public header, and
+ * tests/cli_basic.sh runs both through this scanner.) */
 static void skip_sum_indices(Scanner *sc) {
-  sc->p++;
   for (;;) {
     skip_space(sc);
     const char *at = sc->p;
@@ -182,8 +182,18 @@ bool xs_scan(const char *expr, XsScan *s) {
     } else if (isalpha((unsigned char)*sc.p) || *sc.p == '_') {
       if (read_name(&sc, name) < 0) return false;
       skip_space(&sc);
-      if (!strcmp(name, "sum") && *sc.p == '(') skip_sum_indices(&sc);
-      else if (!(is_function(name) && *sc.p == '(') && !add_access(&sc, name))
+      if (!strcmp(name, "sum") && *sc.p == '(') {
+        sc.p++;
+        skip_sum_indices(&sc);
+      } else if (!strcmp(name, "reduce") && *sc.p == '(') {
+        sc.p++; /* the operator: + * or a name */
+        skip_space(&sc);
+        if (*sc.p == '+' || *sc.p == '*') sc.p++;
+        else if (read_name(&sc, name) < 0) return false;
+        skip_space(&sc);
+        if (*sc.p == ',') sc.p++;
+        skip_sum_indices(&sc);
+      } else if (!(is_function(name) && *sc.p == '(') && !add_access(&sc, name))
         return false;
     } else {
       sc.p++;

@@ -88,7 +88,8 @@ void kop_print_time(const TimeStats *ts, FILE *out) {
           ts->median_ms, ts->reps, ts->min_ms, ts->max_ms);
 }
 
-tj_tensor *kop_reference(const char *expr, tj_tensor *const *ops, int n, int out) {
+tj_tensor *kop_reference(const char *expr, tj_tensor *const *ops, int n, int out,
+                         const tj_options *opts) {
   tj_tensor *ref = NULL;
   if (tj_tensor_convert(ops[out], tj_tensor_format(ops[out]), &ref) != TJ_OK) {
     tool_fail_lib("check: copying the output");
@@ -96,7 +97,7 @@ tj_tensor *kop_reference(const char *expr, tj_tensor *const *ops, int n, int out
   }
   tj_tensor *sub[TOOL_MAX_TENSORS];
   for (int i = 0; i < n; i++) sub[i] = i == out ? ref : ops[i];
-  if (tj_reference(expr, sub, n) != TJ_OK) {
+  if (tj_reference_opts(expr, sub, n, opts) != TJ_OK) {
     tool_fail_lib("check: reference interpreter");
     tj_tensor_free(ref);
     return NULL;
@@ -135,7 +136,7 @@ static bool compare_side(const tj_tensor *a, const tj_tensor *b, bool a_is_got,
       break;
     }
     double got = a_is_got ? mine : other, want = a_is_got ? other : mine;
-    double err = fabs(got - want);
+    double err = got == want ? 0 : fabs(got - want); /* inf == inf */
     if (err > *max_err || isnan(err)) *max_err = isnan(err) ? INFINITY : err;
     if (!(err <= tol * (1 + fabs(want)))) {
       char at[256];

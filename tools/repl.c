@@ -42,6 +42,7 @@ typedef struct Repl {
   XsScan last;                       /* the last kernel's tensors */
   char schedule[512];
   tj_options opts;
+  char semiring[32];
   uint64_t seed;
   bool quit;
 } Repl;
@@ -65,6 +66,7 @@ static const char *help_text =
     "  :notation :cin :lattice :assembly :compute :ir (C) :llvm :llvm-opt :asm\n"
     "  :time [reps]   :check   :schedule [directives]\n"
     "  :backend [llvm|c]                    code generator for the next kernels\n"
+    "  :semiring [add.mul]                  semiring of the next kernels (min.plus, ...)\n"
     "  :help   :quit\n";
 
 static int find(const Repl *r, const char *name) {
@@ -330,6 +332,11 @@ static bool colon_command(Repl *r, const char *cmd, const char *rest) {
       return tool_fail(":backend %s: the backend must be llvm or c", rest);
     if (*rest) r->opts.backend = strcmp(rest, "c") ? TJ_BACKEND_LLVM : TJ_BACKEND_C;
     printf("backend: %s\n", r->opts.backend == TJ_BACKEND_C ? "c" : "llvm");
+  } else if (!strcmp(cmd, "semiring")) {
+    if (strlen(rest) >= sizeof r->semiring) return tool_fail(":semiring: name too long");
+    if (*rest) strcpy(r->semiring, rest);
+    r->opts.semiring = r->semiring[0] ? r->semiring : NULL;
+    printf("semiring: %s\n", r->semiring[0] ? r->semiring : "plus.times");
   } else if (!strcmp(cmd, "time")) {
     int64_t reps = 10;
     if (*rest && (!tool_parse_int(rest, 1, &reps) || reps > 1000000))
@@ -339,7 +346,7 @@ static bool colon_command(Repl *r, const char *cmd, const char *rest) {
     kop_print_time(&ts, stdout);
   } else if (!strcmp(cmd, "check")) {
     if (!last_ops(r, ops)) return false;
-    tj_tensor *ref = kop_reference(r->last_expr, ops, r->last.ntensors, 0);
+    tj_tensor *ref = kop_reference(r->last_expr, ops, r->last.ntensors, 0, &r->opts);
     bool ok = ref && kop_compare(ops[0], ref, stdout);
     tj_tensor_free(ref);
     return ok;

@@ -104,7 +104,7 @@ void kop_print_time(const TimeStats *ts, FILE *out);
  * (owned by the caller); NULL with tool_fail on failure. Call it before a
  * "+=" kernel runs, since the reference reads the output's old values. */
 tj_tensor *kop_reference(const char *expr, tj_tensor *const *ops, int n,
-                         int out);
+                         int out, const tj_options *opts);
 /* Compares got with ref entry by entry; prints "check: ok (max abs error
  * e)" to out, or returns false (tool_fail) naming the first bad entry. */
 bool kop_compare(const tj_tensor *got, const tj_tensor *ref, FILE *out);
