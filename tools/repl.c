@@ -492,6 +492,10 @@ int repl_run(const CliArgs *a) {
   Repl r;
   memset(&r, 0, sizeof r);
   r.opts = a->opts;
+  if (a->opts.semiring && strlen(a->opts.semiring) < sizeof r.semiring) {
+    strcpy(r.semiring, a->opts.semiring);
+    r.opts.semiring = r.semiring;
+  }
   r.seed = a->seed;
   if (a->schedule) snprintf(r.schedule, sizeof r.schedule, "%s", a->schedule);
   if (tj_context_new(&r.cx) != TJ_OK) {
