@@ -5,11 +5,12 @@
 #include "level.h"
 
 static const LevelType level_types[] = {
-  {'d', "dense", LV_FULL | LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_LOCATE | LV_INSERT},
-  {'s', "compressed", LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD},
-  {'u', "compressed(nonunique)", LV_ORDERED | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD},
-  {'q', "singleton", LV_ORDERED | LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD},
-  {'c', "singleton(nonunique)", LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD},
+  {'d', "dense", LV_FULL | LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_LOCATE | LV_INSERT, 'd'},
+  {'s', "compressed", LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's'},
+  {'u', "compressed(nonunique)", LV_ORDERED | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u'},
+  {'o', "compressed(nonordered)", LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's'},
+  {'q', "singleton", LV_ORDERED | LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q'},
+  {'c', "singleton(nonunique)", LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'c'},
 };
 
 const LevelType *lv_of(const tj_format *f, int l) {
@@ -22,6 +23,16 @@ const LevelType *lv_of(const tj_format *f, int l) {
 bool lv_has(const LevelType *lt, unsigned props) { return (lt->props & props) == props; }
 
 bool lv_at(const tj_format *f, int l, unsigned props) { return lv_has(lv_of(f, l), props); }
+
+bool lv_make_ordered(tj_format *f) {
+  bool changed = false;
+  for (int l = 0; l < f->order; l++) {
+    char c = lv_of(f, l)->ordered;
+    changed |= c != f->levels[l];
+    f->levels[l] = c;
+  }
+  return changed;
+}
 
 bool lv_format_has_sparse(const tj_format *f) {
   for (int l = 0; l < f->order; l++)

@@ -22,7 +22,8 @@ enum {
   LV_COMPACT = 1u << 4,    /* positions are dense in 0..n */
   LV_LOCATE = 1u << 5,     /* position of a coordinate by arithmetic */
   LV_INSERT = 1u << 6,     /* written by locating (dense outputs) */
-  LV_APPEND = 1u << 7,     /* written by appending coordinates in order */
+  LV_APPEND = 1u << 7,     /* written by appending coordinates (in order
+                              where LV_ORDERED, else as they come) */
   LV_HAS_POS = 1u << 8,    /* a pos array: pos[p] .. pos[p+1] is segment p */
   LV_HAS_CRD = 1u << 9     /* a crd array: crd[q] is the coordinate at q */
 };
@@ -31,6 +32,8 @@ typedef struct LevelType {
   char letter;       /* in tj_format.levels */
   const char *name;  /* "compressed", as the long format syntax spells it */
   unsigned props;    /* LV_* */
+  char ordered;      /* the letter of the same level with LV_ORDERED: what an
+                        operand stored without order is converted to */
 } LevelType;
 
 /* The type of level l of f (f->levels[l] must be a letter the format
@@ -40,6 +43,9 @@ const LevelType *lv_of(const tj_format *f, int l);
 bool lv_has(const LevelType *lt, unsigned props);
 /* Whether level l of f has every property in props. */
 bool lv_at(const tj_format *f, int l, unsigned props);
+/* f with every level that is not ordered replaced by its ordered
+ * counterpart (LevelType.ordered); true if one was. */
+bool lv_make_ordered(tj_format *f);
 /* Whether some level of f is not full (a sparse tensor). */
 bool lv_format_has_sparse(const tj_format *f);
 

@@ -126,7 +126,7 @@ static bool check_output_format(const Assignment *as, Diag *d) {
     if (!lw_output_level_ok(lv_of(f, l)))
       return diag_error(d, TJ_ERR_UNSUPPORTED,
                         "output %s: level %d is '%c'; outputs support dense "
-                        "('d') and compressed ('s') levels",
+                        "('d') and compressed ('s', 'o') levels",
                         t->name, l, f->levels[l]);
     bool full = lv_at(f, l, LV_FULL);
     if (full && seen_sparse)
@@ -204,6 +204,9 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
   for (int v = 0; v < as->nindices; v++) want_pos[v] = NT_MAX_INDICES + v;
   for (int k = 0; k < nwant; k++) want_pos[want[k]->id] = k;
   for (int t = 0; t < as->ntensors; t++) p->fmt[t] = as->tensors[t]->decl.format;
+  /* Co-iteration merges ordered coordinates: an operand stored without
+   * order is converted to its ordered counterpart. */
+  for (int t = 1; t < as->ntensors; t++) p->convert[t] = lv_make_ordered(&p->fmt[t]);
   if (!check_output_format(as, d)) return false;
   for (int t = 1; t < as->ntensors; t++)
     if (!check_input_format(as->tensors[t], d)) return false;
@@ -238,19 +241,20 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
     p->order[k] = as->indices[order[k]];
     loop_pos[order[k]] = k;
   }
+  bool transposed[NT_MAX_TENSORS] = {0};
   for (int k = 1; k < acc.n; k++) {
     if (!rejected[k]) continue;
     const TensorVar *t = acc.e[k]->u.access.t;
     tj_format f = p->fmt[t->id];
     mode_order_for(acc.e[k], loop_pos, &f);
-    if (p->convert[t->id] &&
+    if (transposed[t->id] &&
         memcmp(f.mode_order, p->fmt[t->id].mode_order, sizeof f.mode_order))
       return diag_error(d, TJ_ERR_UNSUPPORTED,
                         "%s is accessed in two conflicting orders; bind a "
                         "transposed copy under another name",
                         t->name);
     p->fmt[t->id] = f;
-    p->convert[t->id] = true;
+    p->convert[t->id] = transposed[t->id] = true;
   }
   /* A converted tensor must now fit the loop order in every access. */
   for (int k = 1; k < acc.n; k++) {

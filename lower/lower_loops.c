@@ -199,6 +199,15 @@ static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive) {
   }
 }
 
+/* Whether the compute phase drains the workspace along the assembled
+ * coordinates (drain_assembled) instead of its list. */
+static bool drains_assembled(const Lowerer *lw) {
+  if (lw->phase != PHASE_COMPUTE) return false;
+  for (int l = 0; l < lw->out_last; l++) /* the row's segment is pos[row] */
+    if (!lv_at(lw->acc[0].f, l, LV_FULL)) return false;
+  return true;
+}
+
 /* Output position of a dense (located) output. */
 static LirExpr *out_index(Lowerer *lw) {
   return lw->plan->out_sparse ? lw->pos[0] : lw_out_linear(lw);
@@ -213,6 +222,7 @@ static LirStmt *innermost(Lowerer *lw, AMask alive) {
     LirExpr *j = lw_ref(lw, lw->coord[lw->nest.ws_var->id]);
     LirStmt *s = NULL;
     if (lw->emit_values) s = update_output(lw, lw->ws_vals, ws_index, gen_expr(lw, lw->root, alive));
+    if (drains_assembled(lw)) return s; /* drained along the assembled crd */
     LirStmt *mark = lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1));
     lir_append(&mark, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
     lir_append(&mark, lir_update(a, lw->ws_n, LOP_ADD, lw_i64(lw, 1)));
@@ -262,8 +272,31 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   return lir_block(a, s);
 }
 
+/* The compute phase's drain: the output's coordinates are assembled (and
+ * in order), so under dense parent levels (the row's segment is found by
+ * position) the row's values are gathered from the workspace along them,
+ * without the list, the marks or a sort:
+ *   for (q = pos[p]; q < pos[p + 1]; q++) { vals[q] = ws[crd[q]]; reset }  */
+static LirStmt *drain_assembled(Lowerer *lw, int l) {
+  Arena *a = A(lw);
+  LirVar *q = lw_var(lw, "q", LT_I64), *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
+  LirVar *hi = lw_var(lw, "q_end", LT_I64);
+  LirExpr *parent = l == 0 ? lw_i64(lw, 0) : lw->pos[0];
+  LirExpr *lo = lw_load_index(lw, lw->pos_ptr[0][l], parent);
+  LirStmt *s = lir_decl(a, hi, lw_load_index(lw, lw->pos_ptr[0][l],
+                                             lir_bin(a, LOP_ADD, parent, lw_i64(lw, 1))));
+  LirStmt *body = lir_decl(a, j, lw_load_index(lw, lw->crd_ptr[0][l], lw_ref(lw, q)));
+  lir_append(&body, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), lw_ref(lw, q),
+                              lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j))));
+  lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j),
+                              vconst(lw, lw->out_init)));
+  lir_append(&s, lir_for(a, q, lo, lw_ref(lw, hi), body));
+  lir_append(&s, lir_assign(a, lw->out_p[l], lw_ref(lw, hi)));
+  return s;
+}
+
 /* Emits the producer into the workspace, then appends its coordinates in
- * order:  <producer: ws[j] += ...; first touch records j in list>
+ * order (the compute phase gathers along the assembled ones instead):  <producer: ws[j] += ...; first touch records j in list>
  *         sort(list, n); for (q < n) { j = list[q]; append (j, ws[j]); reset } */
 static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   Arena *a = A(lw);
@@ -271,10 +304,16 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   lw->target = T_WS;
   LirStmt *s = lw_loops(lw, depth, alive, true);
   lw->target = T_OUT;
-  LirStmt *sort = lir_call(a, LH_SORT_CRD);
-  sort->u.call.ptr = lw->ws_list;
-  sort->u.call.a = lw_ref(lw, lw->ws_n);
-  lir_append(&s, sort);
+  if (drains_assembled(lw)) {
+    lir_append(&s, drain_assembled(lw, l));
+    return lir_block(a, s);
+  }
+  if (lv_at(lw->acc[0].f, l, LV_ORDERED)) { /* a nonordered level takes the list as it is */
+    LirStmt *sort = lir_call(a, LH_SORT_CRD);
+    sort->u.call.ptr = lw->ws_list;
+    sort->u.call.a = lw_ref(lw, lw->ws_n);
+    lir_append(&s, sort);
+  }
   LirVar *q = lw_var(lw, "q", LT_I64);
   LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
   LirVar *p = lw->out_p[l];

@@ -3,7 +3,9 @@
  * Two spellings describe the same object: taco letters per level with an
  * optional mode order ("ds", "ds:1,0" = CSC), and MLIR's map syntax
  * "(i,j) -> (j : dense, i : compressed)". Letters: d dense, s compressed,
- * u compressed-nonunique, q singleton, c singleton-nonunique. A singleton
+ * u compressed-nonunique, o compressed-nonordered (coordinates of a segment
+ * in any order: what a kernel writes without sorting), q singleton, c
+ * singleton-nonunique. A singleton
  * needs a nonunique parent (u, q or c): COO is "uq", COO-3 "uqq", where a
  * singleton above another singleton is implicitly nonunique.
  */
@@ -14,7 +16,7 @@
 #include "tensor.h"
 
 static bool is_letter(char c) {
-  return c == 'd' || c == 's' || c == 'u' || c == 'q' || c == 'c';
+  return c == 'd' || c == 's' || c == 'u' || c == 'o' || c == 'q' || c == 'c';
 }
 
 /* The structural checks shared by parse and rt_format_check. */
@@ -31,7 +33,7 @@ static tj_status check_levels(const tj_format *f) {
     char c = f->levels[l];
     if (!is_letter(c))
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": bad level letter "
-                          "'%c' (expected d, s, u, q or c)", f->levels, c);
+                          "'%c' (expected d, s, u, o, q or c)", f->levels, c);
     int m = f->mode_order[l];
     if (m < 0 || m >= f->order || seen[m])
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": mode order is not a "
@@ -154,24 +156,20 @@ static bool eat(const char **p, const char *tok) {
 }
 
 /* One MLIR level type: dense, compressed, compressed(nonunique),
- * singleton, singleton(nonunique); returns the letter or 0. */
+ * compressed(nonordered), singleton, singleton(nonunique); returns the
+ * letter or 0. */
 static char level_letter(const char **p) {
-  char word[32];
+  char word[32], prop[32] = "";
   if (!read_ident(p, word, sizeof word)) return 0;
-  bool nonunique = false;
   const char *save = *p;
-  if (eat(p, "(")) {
-    char prop[32];
-    if (!read_ident(p, prop, sizeof prop) || strcmp(prop, "nonunique") != 0 ||
-        !eat(p, ")")) {
-      *p = save;
-      return 0;
-    }
-    nonunique = true;
+  if (eat(p, "(") && (!read_ident(p, prop, sizeof prop) || !eat(p, ")"))) {
+    *p = save;
+    return 0;
   }
-  if (!strcmp(word, "dense") && !nonunique) return 'd';
-  if (!strcmp(word, "compressed")) return nonunique ? 'u' : 's';
-  if (!strcmp(word, "singleton")) return nonunique ? 'c' : 'q';
+  if (!strcmp(word, "dense") && !*prop) return 'd';
+  if (!strcmp(word, "compressed"))
+    return !*prop ? 's' : !strcmp(prop, "nonunique") ? 'u' : !strcmp(prop, "nonordered") ? 'o' : 0;
+  if (!strcmp(word, "singleton")) return !*prop ? 'q' : !strcmp(prop, "nonunique") ? 'c' : 0;
   return 0;
 }
 
@@ -217,7 +215,7 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
     if (!c)
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unknown level type at "
                           "column %d (expected dense, compressed, "
-                          "compressed(nonunique), singleton or "
+                          "compressed(nonunique), compressed(nonordered), singleton or "
                           "singleton(nonunique))", spec, (int)(at - spec) + 1);
     f->levels[nl] = c;
     f->mode_order[nl++] = d;

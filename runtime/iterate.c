@@ -115,9 +115,14 @@ static double lookup(const tj_storage *s, int l, int64_t p,
     return p < lv->crd_len && rt_idx(lv->crd, s->crd_width, p) == c
                ? lookup(s, l + 1, p, coord) : 0;
   if (!lv->pos || p + 1 >= lv->pos_len) return 0;
-  int64_t hi = rt_idx(lv->pos, s->pos_width, p + 1);
+  int64_t lo = rt_idx(lv->pos, s->pos_width, p), hi = rt_idx(lv->pos, s->pos_width, p + 1);
   double sum = 0;
-  for (int64_t q = lower_bound(s, lv, rt_idx(lv->pos, s->pos_width, p), hi, c);
+  if (lv->flags & TJ_LVL_NONORDERED) { /* a segment in any order: scan it */
+    for (int64_t q = lo; q < hi; q++)
+      if (rt_idx(lv->crd, s->crd_width, q) == c) sum += lookup(s, l + 1, q, coord);
+    return sum;
+  }
+  for (int64_t q = lower_bound(s, lv, lo, hi, c);
        q < hi && rt_idx(lv->crd, s->crd_width, q) == c; q++)
     sum += lookup(s, l + 1, q, coord);
   return sum;

@@ -112,9 +112,59 @@ void tj_rt_free(void *p) { free(p); }
 DEFINE_SORT(sort_i32, int32_t)
 DEFINE_SORT(sort_i64, int64_t)
 
+/* Sorting n distinct coordinates whose span (max - min + 1) is at most
+ * BITMAP_BITS through a bitmap over the span: a bit per coordinate, and a
+ * summary bit per bitmap word that holds one, then the words read back in
+ * order through the summary, O(n + words touched). Both stay all zero
+ * between calls (each word is cleared as it is read), so nothing is
+ * cleared up front; they are per thread. A row of a workspace's list
+ * (SpGEMM) is distinct, and this beats comparison sorting by several
+ * times there. A repeated coordinate gives up: false, crd unchanged. */
+enum { BITMAP_BITS = 1 << 16, BITMAP_WORDS = BITMAP_BITS / 64 };
+static _Thread_local uint64_t bitmap[BITMAP_WORDS], summary[BITMAP_WORDS / 64];
+
+#define DEFINE_BITMAP_SORT(NAME, T)                                           \
+  static bool NAME(T *a, int64_t n) {                                         \
+    T lo = a[0], hi = a[0];                                                   \
+    for (int64_t i = 1; i < n; i++) {                                         \
+      if (a[i] < lo) lo = a[i];                                               \
+      if (a[i] > hi) hi = a[i];                                               \
+    }                                                                         \
+    if ((uint64_t)hi - (uint64_t)lo >= BITMAP_BITS) return false;             \
+    for (int64_t i = 0; i < n; i++) {                                         \
+      uint64_t b = (uint64_t)a[i] - (uint64_t)lo, m = (uint64_t)1 << (b % 64); \
+      if (bitmap[b / 64] & m) { /* repeated: undo, give up */                 \
+        for (int64_t k = 0; k < i; k++) {                                     \
+          uint64_t c = (uint64_t)a[k] - (uint64_t)lo;                         \
+          bitmap[c / 64] = 0;                                                 \
+          summary[c / 4096] = 0;                                              \
+        }                                                                     \
+        return false;                                                         \
+      }                                                                       \
+      bitmap[b / 64] |= m;                                                    \
+      summary[b / 4096] |= (uint64_t)1 << (b / 64 % 64);                      \
+    }                                                                         \
+    int64_t k = 0;                                                            \
+    for (int s = 0; s < BITMAP_WORDS / 64; s++)                               \
+      for (uint64_t sw = summary[s]; sw; sw &= sw - 1) {                      \
+        int64_t wd = s * 64 + __builtin_ctzll(sw);                            \
+        for (uint64_t x = bitmap[wd]; x; x &= x - 1)                          \
+          a[k++] = (T)((uint64_t)lo + (uint64_t)wd * 64 + (uint64_t)__builtin_ctzll(x)); \
+        bitmap[wd] = 0;                                                       \
+        summary[s] = 0;                                                       \
+      }                                                                       \
+    return true;                                                              \
+  }
+
+DEFINE_BITMAP_SORT(bitmap_i32, int32_t)
+DEFINE_BITMAP_SORT(bitmap_i64, int64_t)
+
 void tj_rt_sort_crd(void *crd, int64_t n, int32_t w) {
   if (!crd || n < 2) return;
   int depth = 2 * (64 - __builtin_clzll((unsigned long long)n));
-  if (w == 4) sort_i32(crd, n, depth);
-  else sort_i64(crd, n, depth);
+  if (w == 4) {
+    if (n <= 24 || !bitmap_i32(crd, n)) sort_i32(crd, n, depth);
+  } else if (n <= 24 || !bitmap_i64(crd, n)) {
+    sort_i64(crd, n, depth);
+  }
 }

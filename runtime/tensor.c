@@ -119,9 +119,10 @@ static tj_status setup_storage(tj_tensor *t, tj_dtype dtype,
     s->map[l] = (tj_lvl_expr){.dim = d, .op = TJ_LX_DIM, .k = 0};
     lv->size = dims[d];
     lv->kind = c == 'd' ? TJ_LVL_DENSE
-             : (c == 's' || c == 'u') ? TJ_LVL_COMPRESSED : TJ_LVL_SINGLETON;
+             : (c == 's' || c == 'u' || c == 'o') ? TJ_LVL_COMPRESSED : TJ_LVL_SINGLETON;
     lv->flags = (c == 'u' || c == 'c' || (c == 'q' && (below == 'q' ||
                  below == 'c'))) ? TJ_LVL_NONUNIQUE : 0;
+    if (c == 'o') lv->flags |= TJ_LVL_NONORDERED;
     if (c != 'd' && dims[d] > INT32_MAX) wide = true;
   }
   if (f->crd_width == 0) f->crd_width = wide ? 64 : 32;

@@ -258,7 +258,8 @@ static bool compare_values(const tj_tensor *got, const tj_tensor *want,
 static bool compare_structure(const tj_tensor *got, const tj_tensor *want,
                               char *why, size_t n) {
   const tj_format *f = tj_tensor_format(got);
-  if (!strpbrk(f->levels, "suqc")) return true;
+  if (!strpbrk(f->levels, "suoqc")) return true;
+  bool ordered = !strchr(f->levels, 'o'); /* a nonordered level: any order, no repeats */
   int order = tj_tensor_order(got);
   int64_t dims[TJ_MAX_ORDER_PUBLIC];
   for (int m = 0; m < order; m++) dims[m] = tj_tensor_dim(got, m);
@@ -284,7 +285,12 @@ static bool compare_structure(const tj_tensor *got, const tj_tensor *want,
       off = off * (dims[m] ? dims[m] : 1) + c[m];
     }
     if (!ok) break;
-    if (e > 0) {
+    if (stored[off]) {
+      coord_str(cs, sizeof cs, order, c);
+      appendf(why, n, "stored coordinate %s (entry %" PRId64 ") is stored twice; ", cs, e);
+      ok = false;
+    }
+    if (e > 0 && ordered) {
       const int64_t *p = c - order;
       int cmp = 0;
       for (int l = 0; l < order && !cmp; l++) {
