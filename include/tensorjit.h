@@ -127,6 +127,11 @@ typedef struct tj_options {
                                expression's + (and sums) and * mean the
                                semiring's add and mul, absent entries are
                                its zero (the identity of add) */
+  const char *defs;         /* NULL, or element operators the expression may
+                               call, ';'-separated: "relu(x) = max(x, 0);
+                               huber(x) = min(x * x / 2, abs(x) - 0.5)";
+                               inlined where called, the lattices following
+                               their bodies */
 } tj_options;
 
 /* Code-generation backends. TJ_BACKEND_C compiles the kernel's C rendering

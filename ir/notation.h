@@ -139,6 +139,32 @@ bool nt_uses_index(const Expr *e, const IndexVar *v);
 /* Parses one assignment. On error returns NULL with d set ("1:7: ..."). */
 Assignment *nt_parse(Arena *a, const char *src, Diag *d);
 
+/* User-defined element operators, `relu(x) = max(x, 0)`: a name, one or
+ * two parameters and a body over them (literals, operators, functions and
+ * earlier definitions; no tensors or indices). A call is inlined where it
+ * is written, each argument in place of its parameter, so the lattices
+ * see the body's algebra: relu keeps zeros (max(0, 0) = 0, a union with
+ * the literal 0), `sq(x) = x * x` intersects. */
+#define NT_MAX_DEFS 32
+typedef struct NtDef {
+  const char *name;
+  int arity;
+  Expr *body;          /* parameter k is an order-0 access with id -1 - k */
+  int height;          /* of the body's tree */
+} NtDef;
+typedef struct NtDefs {
+  int n;
+  NtDef d[NT_MAX_DEFS];
+} NtDefs;
+/* Appends the definitions in src, separated by ';' (or newlines), to defs;
+ * false with d set ("relu: ...") on a malformed one or a name that is
+ * taken (a function of ir/ops.def, sum, reduce, or defined before). */
+bool nt_parse_defs(Arena *a, const char *src, NtDefs *defs, Diag *d);
+/* nt_parse with calls of defs (may be NULL) inlined. */
+Assignment *nt_parse_with(Arena *a, const char *src, const NtDefs *defs, Diag *d);
+/* A deep copy of e (accesses keep their tensor and index objects). */
+Expr *nt_copy_expr(Arena *a, const Expr *e);
+
 /* Binds every tensor to decls[] by name, infers index extents and dtypes,
  * and refuses what cannot be computed (see the checker for the list).
  * decls for the output may have dims -1 where the extents imply them;

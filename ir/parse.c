@@ -46,6 +46,10 @@ typedef struct Parser {
   Token tok;        /* current token */
   int depth;        /* current nesting */
   Assignment *as;
+  const NtDefs *defs;        /* callable definitions, or NULL */
+  const char *params[2];     /* in a definition's body: its parameters */
+  int nparams;
+  const char *def_name;      /* the definition being parsed */
 } Parser;
 
 static const char *tok_names[] = {
@@ -326,6 +330,89 @@ static bool at_keyword(Parser *ps, const char *kw) {
          strncmp(t->s, kw, strlen(kw)) == 0;
 }
 
+static const NtDef *find_def(const NtDefs *defs, const char *s, int len) {
+  for (int k = 0; defs && k < defs->n; k++)
+    if ((int)strlen(defs->d[k].name) == len && strncmp(defs->d[k].name, s, (size_t)len) == 0)
+      return &defs->d[k];
+  return NULL;
+}
+
+/* A parameter of the definition being parsed: an order-0 access whose
+ * tensor id is -1 - k (the name token is current). */
+static Expr *parse_param(Parser *ps) {
+  Token t = ps->tok;
+  for (int k = 0; k < ps->nparams; k++) {
+    if ((int)strlen(ps->params[k]) != t.len || strncmp(ps->params[k], t.s, (size_t)t.len)) continue;
+    if (peek_char(ps) == '(') break;
+    TensorVar *v = arena_alloc(ps->a, sizeof *v);
+    Expr *e = v ? nt_access(ps->a, v, 0, NULL, t.col) : NULL;
+    if (!e) return nomem(ps), NULL;
+    v->id = -1 - k;
+    v->name = ps->params[k];
+    return next(ps) ? e : NULL;
+  }
+  diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t.col,
+                "%s: %s is not a parameter (a definition's body uses only its "
+                "parameters, numbers and functions)", ps->def_name, found(ps));
+  return NULL;
+}
+
+/* e with each parameter access replaced by a copy of its argument. */
+static Expr *substitute(Arena *a, const Expr *e, Expr *const *args) {
+  if (e->kind == EX_ACCESS && e->u.access.t->id < 0)
+    return nt_copy_expr(a, args[-1 - e->u.access.t->id]);
+  Expr *c = arena_alloc(a, sizeof *c);
+  if (!c) return NULL;
+  *c = *e;
+  Expr *k[2];
+  int n = nt_children(e, k);
+  Expr *r[2] = {NULL, NULL};
+  for (int i = 0; i < n; i++)
+    if (!(r[i] = substitute(a, k[i], args))) return NULL;
+  if (c->kind == EX_NEG) c->u.bin.a = r[0];
+  else if (c->kind == EX_CALL) c->u.call.a = r[0], c->u.call.b = r[1];
+  else if (c->kind == EX_SUM) c->u.sum.a = r[0];
+  else if (n == 2) c->u.bin.a = r[0], c->u.bin.b = r[1];
+  return c;
+}
+
+/* name '(' expr [',' expr] ')' of a definition: its body with the
+ * arguments in place of the parameters (the name is current). */
+static Expr *parse_def_call(Parser *ps, const NtDef *def, int *h) {
+  int col = ps->tok.col;
+  if (!next(ps) || !next(ps) || !enter(ps)) return NULL; /* name, '(' */
+  Expr *args[2];
+  int n = 0, hmax = 0;
+  for (;;) {
+    int ha = 0;
+    if (n == def->arity) {
+      diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col, "%s takes %d argument%s",
+                    def->name, def->arity, def->arity == 1 ? "" : "s");
+      return NULL;
+    }
+    if (!(args[n++] = parse_expr(ps, &ha))) return NULL;
+    if (ha > hmax) hmax = ha;
+    if (ps->tok.kind != TK_COMMA) break;
+    if (!next(ps)) return NULL;
+  }
+  if (n < def->arity) {
+    diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col, "%s takes %d arguments",
+                  def->name, def->arity);
+    return NULL;
+  }
+  if (!expect(ps, TK_RPAREN, "')'")) return NULL;
+  ps->depth--;
+  *h = def->height + hmax;
+  if (*h > NT_MAX_HEIGHT) {
+    diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, col,
+                  "expression too large (operator tree deeper than %d)", NT_MAX_HEIGHT);
+    return NULL;
+  }
+  Expr *e = substitute(ps->a, def->body, args);
+  if (!e) nomem(ps);
+  return e;
+}
+
 static Expr *parse_primary(Parser *ps, int *h) {
   Token t = ps->tok;
   *h = 1;
@@ -346,6 +433,9 @@ static Expr *parse_primary(Parser *ps, int *h) {
   if (fn != OP_NONE && peek_char(ps) == '(') return parse_call(ps, fn, h);
   if (at_keyword(ps, NT_SUM_NAME)) return parse_reduction(ps, true, h);
   if (at_keyword(ps, NT_REDUCE_NAME)) return parse_reduction(ps, false, h);
+  const NtDef *def = t.kind == TK_NAME && peek_char(ps) == '(' ? find_def(ps->defs, t.s, t.len) : NULL;
+  if (def) return parse_def_call(ps, def, h);
+  if (t.kind == TK_NAME && ps->def_name) return parse_param(ps);
   if (t.kind == TK_NAME) {
     Expr *e = parse_access(ps);
     if (e && e->u.access.t->id == 0) {
@@ -442,8 +532,10 @@ static bool parse_lhs(Parser *ps) {
   return next(ps);
 }
 
-Assignment *nt_parse(Arena *a, const char *src, Diag *d) {
-  Parser ps = {.a = a, .d = d, .src = src, .p = src};
+Assignment *nt_parse(Arena *a, const char *src, Diag *d) { return nt_parse_with(a, src, NULL, d); }
+
+Assignment *nt_parse_with(Arena *a, const char *src, const NtDefs *defs, Diag *d) {
+  Parser ps = {.a = a, .d = d, .src = src, .p = src, .defs = defs};
   ps.as = nt_assignment(a);
   if (!ps.as) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
   ps.as->src = arena_strdup(a, src);
@@ -457,4 +549,73 @@ Assignment *nt_parse(Arena *a, const char *src, Diag *d) {
     return NULL;
   }
   return ps.as;
+}
+
+/* Whether name (len bytes) is taken by a function, a reduction keyword or
+ * a definition. */
+static bool name_taken(const NtDefs *defs, const char *name, int len) {
+  return nt_op_lookup(name, len, true) != OP_NONE || find_def(defs, name, len) ||
+         (len == (int)strlen(NT_SUM_NAME) && !strncmp(name, NT_SUM_NAME, (size_t)len)) ||
+         (len == (int)strlen(NT_REDUCE_NAME) && !strncmp(name, NT_REDUCE_NAME, (size_t)len));
+}
+
+/* name '(' param [',' param] ')' '=' expr, the text of one definition. */
+static bool parse_def(Arena *a, const char *src, NtDefs *defs, Diag *d) {
+  Parser ps = {.a = a, .d = d, .src = src, .p = src, .defs = defs};
+  ps.as = nt_assignment(a);
+  if (!ps.as) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  if (!next(&ps)) return false;
+  if (ps.tok.kind != TK_NAME || peek_char(&ps) != '(')
+    return diag_error_at(d, TJ_ERR_PARSE, src, ps.tok.col, "a definition is name(x) = "
+                         "expression or name(x, y) = expression; found %s", found(&ps));
+  if (name_taken(defs, ps.tok.s, ps.tok.len))
+    return diag_error_at(d, TJ_ERR_PARSE, src, ps.tok.col, "%s is already a function; "
+                         "give the definition another name", found(&ps));
+  if (defs->n == NT_MAX_DEFS)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "more than %d definitions", NT_MAX_DEFS);
+  NtDef *def = &defs->d[defs->n];
+  def->name = arena_strndup(a, ps.tok.s, (size_t)ps.tok.len);
+  if (!def->name) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  ps.def_name = def->name;
+  if (!next(&ps) || !next(&ps)) return false; /* name, '(' */
+  while (ps.tok.kind == TK_NAME && ps.nparams < 2) {
+    const char *pn = arena_strndup(a, ps.tok.s, (size_t)ps.tok.len);
+    if (!pn) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
+    if (ps.nparams == 1 && !strcmp(pn, ps.params[0]))
+      return diag_error_at(d, TJ_ERR_PARSE, src, ps.tok.col, "%s: parameter %s twice",
+                           def->name, pn);
+    ps.params[ps.nparams++] = pn;
+    if (!next(&ps)) return false;
+    if (ps.tok.kind != TK_COMMA) break;
+    if (!next(&ps)) return false;
+  }
+  if (!expect(&ps, TK_RPAREN, "')' after one or two parameters") ||
+      !expect(&ps, TK_ASSIGN, "'=' and the body"))
+    return false;
+  if (ps.nparams == 0)
+    return diag_error_at(d, TJ_ERR_PARSE, src, 1, "%s: a definition takes one or two "
+                         "parameters", def->name);
+  int h = 0;
+  Expr *body = parse_expr(&ps, &h);
+  if (!body) return false;
+  if (ps.tok.kind != TK_EOF)
+    return diag_error_at(d, TJ_ERR_PARSE, src, ps.tok.col, "unexpected %s after %s's body",
+                         found(&ps), def->name);
+  def->arity = ps.nparams;
+  def->body = body;
+  def->height = h;
+  defs->n++;
+  return true;
+}
+
+bool nt_parse_defs(Arena *a, const char *src, NtDefs *defs, Diag *d) {
+  for (const char *p = src; p && *p;) {
+    size_t n = strcspn(p, ";\n");
+    char *one = arena_strndup(a, p, n);
+    if (!one) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
+    bool blank = strspn(one, " \t\r") == n;
+    if (!blank && !parse_def(a, one, defs, d)) return false;
+    p += n + (p[n] != 0);
+  }
+  return true;
 }

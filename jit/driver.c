@@ -160,7 +160,8 @@ static void decl_of(tj_tensor *t, TensorDecl *dcl) {
 }
 
 Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
-                             int n, const char *semiring, Diag *d) {
+                             int n, const tj_options *o, Diag *d) {
+  const char *semiring = o ? o->semiring : NULL;
   const NtSemiring *sr = nt_semiring(semiring);
   if (!sr) {
     char names[256];
@@ -168,7 +169,12 @@ Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
     return diag_error(d, TJ_ERR_INVALID, "unknown semiring '%s' (one of: %s)", semiring,
                       names), NULL;
   }
-  Assignment *as = nt_parse(a, expr, d);
+  NtDefs *defs = o && o->defs ? arena_alloc(a, sizeof *defs) : NULL;
+  if (o && o->defs && (!defs || !nt_parse_defs(a, o->defs, defs, d))) {
+    if (!defs) diag_error(d, TJ_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  Assignment *as = nt_parse_with(a, expr, defs, d);
   if (!as) return NULL;
   TensorDecl decls[NT_MAX_TENSORS];
   int nd = 0;
@@ -268,7 +274,8 @@ static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, 
 /* Front end through options, for a new cache entry (in its own arena). */
 static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
                        int n, const char *schedule, Diag *d) {
-  Assignment *as = drv_front_end(&e->arena, expr, ops, n, e->semiring, d);
+  tj_options fo = {.semiring = e->semiring, .defs = e->defs};
+  Assignment *as = drv_front_end(&e->arena, expr, ops, n, &fo, d);
   if (!as) return false;
   Schedule sched = {0};
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
@@ -351,6 +358,7 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
   e->no_unroll_jam = o->no_unroll_jam != 0;
   const NtSemiring *sr = nt_semiring(o->semiring);
   e->semiring = sr ? sr->name : NULL;
+  e->defs = o->defs ? arena_strdup(&e->arena, o->defs) : NULL;
   e->bopt = (BackendOptions){.opt_level = o->opt_level,
                              .no_llvm_vectorize = o->no_llvm_vectorize != 0,
                              .fp_contract = true};
@@ -384,7 +392,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);
   pthread_mutex_init(&k->chunk_lock, NULL);
-  k->as = drv_front_end(&k->arena, expr, operands, n, o.semiring, &d);
+  k->as = drv_front_end(&k->arena, expr, operands, n, &o, &d);
   char *key = k->as ? canonical_key(k->as, schedule, &o) : NULL;
   if (k->as && !key) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
   if (key && !drv_bind(k->as, operands, n, k->bound, &d)) {

@@ -48,6 +48,7 @@ typedef struct CacheEntry {
   bool no_vectorize;          /* tensorjit's own vectorization pass off */
   bool no_unroll_jam;         /* register blocking of dense nests off */
   const char *semiring;       /* its name (static), NULL: plus.times */
+  const char *defs;           /* the user's definitions (in arena), or NULL */
   pthread_mutex_t lock;       /* guards lazy lowering/compiling */
 } CacheEntry;
 
@@ -133,7 +134,7 @@ tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase,
 /* Parses and checks expr against the operands (declarations taken from
  * them), in arena a; NULL with d set on an error. */
 Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops, int n,
-                          const char *semiring, Diag *d);
+                          const tj_options *o, Diag *d);
 /* Binds the expression's tensors to operands by name (by TensorId). */
 bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
               tj_tensor **out, Diag *d);

@@ -312,7 +312,7 @@ tj_status tj_reference_opts(const char *expr, tj_tensor *const *operands, int n,
   uint8_t *stored[NT_MAX_TENSORS] = {0};
   tj_tensor *ops[NT_MAX_TENSORS];
   tj_status st = TJ_OK;
-  Assignment *as = drv_front_end(&a, expr, operands, n, opts ? opts->semiring : NULL, &d);
+  Assignment *as = drv_front_end(&a, expr, operands, n, opts, &d);
   if (!as || !drv_bind(as, operands, n, ops, &d)) {
     st = drv_fail(&d);
     goto done;

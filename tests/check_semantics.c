@@ -341,6 +341,78 @@ START_TEST(test_reduction_errors) {
 }
 END_TEST
 
+/* Compiles and evaluates expr under the definitions defs, comparing with
+ * want (n values). */
+static void expect_defs(const char *expr, const char *defs, tj_tensor **ops, int nops,
+                        const double *want, int64_t n) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.defs = defs;
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, ops, nops, NULL, &o, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t e = 0; e < n; e++) {
+    double got;
+    OK(tj_tensor_get(ops[0], &e, &got));
+    ck_assert_msg(fabs(got - want[e]) <= 1e-12 * (1 + fabs(want[e])),
+                  "%s [%s]: element %lld is %.17g, want %.17g", expr, defs, (long long)e, got,
+                  want[e]);
+  }
+  tj_context_free(cx);
+}
+
+/* User-defined operators, inlined: values by hand, sparsity from the body. */
+START_TEST(test_defs_by_hand) {
+  /* A = [[5 0 2 0] [0 -1 0 7] [0 0 0.5 0]], x = (1, 10, 3, -2) */
+  double A[] = {5, 0, 2, 0, 0, -1, 0, 7, 0, 0, 0.5, 0}, x[] = {1, 10, 3, -2};
+  static const char *const fmts[] = {"ds", "ss", "ds:1,0", "uq", "dd"};
+  const char *defs = "relu(x) = max(x, 0); sq(x) = x * x; hyp(a, b) = sqrt(sq(a) + sq(b))";
+  for (int f = 0; f < 5; f++) {
+    tj_tensor *ops[] = {vector("y", "d", 3, NULL), matrix("A", fmts[f], 3, 4, A),
+                        vector("x", "d", 4, x)};
+    /* relu(A) x = (5 + 6, 7 (-2), 1.5) */
+    expect_defs("y(i) = relu(A(i,j)) * x(j)", defs, ops, 3, (double[]){11, -14, 1.5}, 3);
+    /* relu(A) sq(x) = (5 + 18, 28, 4.5) */
+    expect_defs("y(i) = relu(A(i,j)) * sq(x(j))", defs, ops, 3, (double[]){23, 28, 4.5}, 3);
+    free_all(ops, 3);
+  }
+  tj_tensor *v[] = {vector("y", "d", 3, NULL), vector("b", "s", 3, (double[]){3, 0, -5}),
+                    vector("c", "d", 3, (double[]){4, 2, 12})};
+  /* hyp(b, c) = sqrt(b^2 + c^2): (5, 2, 13) */
+  expect_defs("y(i) = hyp(b(i), c(i))", defs, v, 3, (double[]){5, 2, 13}, 3);
+  /* an argument used twice is copied: sq(b + c) = (49, 4, 49) */
+  expect_defs("y(i) = sq(b(i) + c(i))", defs, v, 3, (double[]){49, 4, 49}, 3);
+  free_all(v, 3);
+}
+END_TEST
+
+/* Definitions that cannot be called are refused with a message. */
+START_TEST(test_def_errors) {
+  static const struct { const char *defs, *expr, *msg; } cases[] = {
+      {"max(x) = x", "y(i) = b(i)", "'max' is already a function"},
+      {"f(x) = x + z", "y(i) = f(b(i))", "f: 'z' is not a parameter"},
+      {"f(x) = x(i)", "y(i) = f(b(i))", "f: 'x' is not a parameter"},
+      {"f(x, x) = x", "y(i) = b(i)", "f: parameter x twice"},
+      {"f(x) = x * 2", "y(i) = f(b(i), b(i))", "f takes 1 argument"},
+      {"g(x, y) = x - y", "y(i) = g(b(i))", "g takes 2 arguments"},
+      {"f() = 1", "y(i) = b(i)", "f: a definition takes one or two parameters"},
+  };
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+    tj_tensor *ops[4];
+    tj_context *cx = residual_shapes(ops);
+    tj_options o = tj_options_default();
+    o.defs = cases[q].defs;
+    tj_kernel *k;
+    ck_assert(tj_compile(cx, cases[q].expr, ops, 4, NULL, &o, &k) != TJ_OK);
+    ck_assert_msg(strstr(tj_last_error(), cases[q].msg), "%s / %s: got \"%s\"", cases[q].defs,
+                  cases[q].expr, tj_last_error());
+    tj_context_free(cx);
+    free_all(ops, 4);
+  }
+}
+END_TEST
+
 /* The concrete notation shows where each sum's loop runs. */
 START_TEST(test_cin_where) {
   static const struct { const char *expr, *cin; } cases[] = {
@@ -434,6 +506,8 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_reductions_by_hand);
   tcase_add_test(tc, test_reductions_larger);
   tcase_add_test(tc, test_reduction_errors);
+  tcase_add_test(tc, test_defs_by_hand);
+  tcase_add_test(tc, test_def_errors);
   suite_add_tcase(s, tc);
   return s;
 }

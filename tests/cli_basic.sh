@@ -42,6 +42,14 @@ expect sparse_mul_sparse_out "$OK" 'C(i,j) = A(i,j) * B(i,j)' -f=A:ds -f=B:ds -f
 expect vector_add_sparse "$OK" 'z(i) = x(i) + y(i)' -f=x:s -f=y:s -f=z:s -g=x:s:0.2 \
   -g=y:s:0.2 -d=i:200 -check
 expect dot_scalar "$OK" 'a = x(i) * y(i)' -f=x:s -g=x:s:0.1 -g=y:d -d=i:1000 -check
+ expect semiring_minplus "$OK" 'y(i) = A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=x:d -d=A:40,30 \
+  -semiring=min.plus -check
+expect def_relu "$OK" 'y(i) = relu(A(i,j)) * x(j)' -f=A:ds -g=A:s:0.2 -g=x:d -d=A:40,30 \
+  -def='relu(v) = max(v - 0.5, 0)' -check
+expect reduce_max "$OK" 'y(i) = reduce(max, j, A(i,j) * x(j))' -f=A:ds -f=y:s -g=A:s:0.1 \
+  -g=x:d -d=A:40,30 -check
+expect spgemm_nonordered "$OK" 'C(i,j) = A(i,k) * B(k,j)' -f=A:ds -f=B:ds -f=C:do -g=A:s:0.1 \
+  -g=B:s:0.1 -d=A:30,20 -d=B:20,25 -check
 expect spgemm "$OK" 'C(i,j) = A(i,k) * B(k,j)' -f=A:ds -f=B:ds -f=C:ds -g=A:s:0.1 \
   -g=B:s:0.1 -d=i:30 -d=k:40 -d=j:20 -check
 expect mttkrp_random "$OK" 'A(i,j) = B(i,k,l) * C(k,j) * D(l,j)' -f=B:sss \

@@ -142,6 +142,14 @@ else
   echo "SKIP backend_c: no C compiler ('${CC:-cc}')"
 fi
 repl_expect backend_bad ':backend gcc' 1 ':backend gcc: the backend must be llvm or c'
+# :semiring and :def set what the following compiles use and say so (their
+# values are pinned in check_semantics and semantics_numpy.py).
+repl_expect semiring_and_def 'A = zeros(2, 2, "ds")
+:semiring min.plus
+:def relu(v) = max(v - 11.5, 0)
+:def
+y = zeros(2)
+' 0 '^semiring: min\.plus$' '^definitions: relu\(v\) = max\(v - 11\.5, 0\)$'
 if out=$(printf 'x = random(2, "d")\n' | "$T" 2>&1) && grep -q '^x: order 1' <<<"$out"; then
   pass no_expression_is_repl
 else

@@ -840,12 +840,37 @@ def test_semirings():
              allowed=s1 | s2, check=True, extra=["-semiring=min.plus"])
 
 
+def test_defs():
+    """-def= element operators, inlined: values by numpy, and the stored
+    pattern of a sparse output is the body's (relu keeps zeros, softplus
+    of a sparse matrix is dense)."""
+    r = rng_for(41)
+    A = rand_sparse(r, 9, 7, 0.35, empty_rows=(3,))
+    B = rand_sparse(r, 9, 7, 0.35)
+    x = rand_dense(r, 7)
+    defs = ["-def=relu(x) = max(x, 0)", "-def=sq(x) = x * x",
+            "-def=softplus(x) = log(1 + exp(x))", "-def=hyp(a, b) = sqrt(sq(a) + sq(b))"]
+    relu = np.maximum(A, 0)
+    for af in MAT_FMTS:
+        case(f"def_relu_spmv_{af}", "y(i) = relu(A(i,j)) * x(j)", {"A": A, "x": x},
+             relu @ x, fmts={"A": af, "x": "d", "y": "d"}, extra=defs, check=True)
+        case(f"def_relu_copy_{af}", "C(i,j) = relu(A(i,j))", {"A": A}, relu,
+             fmts={"A": af, "C": "ds"}, allowed=stored(A, af), extra=defs)
+        case(f"def_softplus_{af}", "C(i,j) = softplus(A(i,j))", {"A": A},
+             np.log1p(np.exp(A)), fmts={"A": af, "C": "dd"}, extra=defs)
+        case(f"def_hyp_{af}", "C(i,j) = hyp(A(i,j), B(i,j))", {"A": A, "B": B},
+             np.hypot(A, B), fmts={"A": af, "B": "ds", "C": "ds"},
+             allowed=stored(A, af) | (B != 0), extra=defs, check=True)
+        case(f"def_sq_sum_{af}", "y(i) = sq(A(i,j) + B(i,j))", {"A": A, "B": B},
+             ((A + B) ** 2).sum(axis=1), fmts={"A": af, "B": "ds", "y": "d"}, extra=defs)
+
+
 # Slowest first: the pool starts them before the quick ones.
 TESTS = [test_wide_unions_csr, test_wide_unions_dense, test_wide_unions_vector,
          test_wide_unions_times, test_implicit_summation, test_residual_tiny,
          test_scalars, test_operand_names, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
          test_add_mul_transpose, test_order3, test_accumulate, test_dtypes,
-         test_functions, test_reductions, test_semirings]
+         test_functions, test_reductions, test_semirings, test_defs]
 
 
 def run_test(t):

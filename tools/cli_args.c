@@ -40,6 +40,9 @@ void cli_usage(FILE *out) {
       "  -backend=<llvm|c>             code generator: llvm (default, in-process) or c, the\n"
       "                                C rendering built by $CC (else cc) and dlopen'ed, for\n"
       "                                cross-checking the LLVM backend\n"
+      "  -def='f(x) = <expr>'          define an element operator the expression may call,\n"
+      "                                e.g. -def='relu(x) = max(x, 0)' (repeatable; f(x, y)\n"
+      "                                takes two); inlined, sparsity follows its body\n"
       "  -semiring=<add.mul>           reinterpret + (and sums) and * : plus.times (default),\n"
       "                                min.plus, max.plus, min.times, max.times, min.max,\n"
       "                                max.min, plus.pair, plus.min, or.and; absent entries\n"
@@ -188,6 +191,11 @@ static bool plain_flag(CliArgs *a, const char *arg) {
     if (strcmp(v + 1, "llvm") && strcmp(v + 1, "c"))
       return tool_fail("%s: the backend must be llvm or c", arg);
     a->opts.backend = strcmp(v + 1, "c") ? TJ_BACKEND_LLVM : TJ_BACKEND_C;
+  } else if (!strncmp(arg, "-def=", 5) && arg[5]) {
+    size_t used = strlen(a->defs);
+    if (used + strlen(v + 1) + 2 > sizeof a->defs) return tool_fail("%s: definitions too long", arg);
+    snprintf(a->defs + used, sizeof a->defs - used, "%s%s", used ? ";" : "", v + 1);
+    a->opts.defs = a->defs;
   } else if (!strncmp(arg, "-semiring=", 10) && arg[10]) {
     a->opts.semiring = v + 1;
   } else if (!strncmp(arg, "-write-source=", 14) && arg[14]) {

@@ -254,7 +254,7 @@ static bool evaluate(Cli *c) {
 
 static bool run(Cli *c) {
   CliArgs *a = c->a;
-  if (!xs_scan(a->expr, &c->s) || !resolve_names(c) || !parse_formats(c) ||
+  if (!xs_scan(a->expr, a->opts.defs, &c->s) || !resolve_names(c) || !parse_formats(c) ||
       !build_tensors(c))
     return false;
   const char *needs = output_flag(a);

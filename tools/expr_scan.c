@@ -40,10 +40,18 @@ static int read_name(Scanner *sc, char *buf) {
   return 1;
 }
 
-static bool is_function(const char *name) {
+/* Whether name is a function of the library or one that defs defines
+ * (the name before '(' at the start of a ';'- or newline-separated part). */
+static bool is_function(const char *name, const char *defs) {
   const char *f;
   for (int i = 0; (f = tj_function_name(i)); i++)
     if (!strcmp(name, f)) return true;
+  size_t len = strlen(name);
+  for (const char *p = defs; p && *p;) {
+    p += strspn(p, " \t\r\n;");
+    if (!strncmp(p, name, len) && (p[len] == '(' || p[len] == ' ')) return true;
+    p += strcspn(p, ";\n");
+  }
   return false;
 }
 
@@ -159,7 +167,7 @@ static void skip_number(Scanner *sc) {
     sc->p++;
 }
 
-bool xs_scan(const char *expr, XsScan *s) {
+bool xs_scan(const char *expr, const char *defs, XsScan *s) {
   memset(s, 0, sizeof *s);
   Scanner sc = {expr, expr, s};
   char name[TOOL_NAME];
@@ -193,7 +201,7 @@ bool xs_scan(const char *expr, XsScan *s) {
         skip_space(&sc);
         if (*sc.p == ',') sc.p++;
         skip_sum_indices(&sc);
-      } else if (!(is_function(name) && *sc.p == '(') && !add_access(&sc, name))
+      } else if (!(is_function(name, defs) && *sc.p == '(') && !add_access(&sc, name))
         return false;
     } else {
       sc.p++;

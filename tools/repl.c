@@ -43,6 +43,7 @@ typedef struct Repl {
   char schedule[512];
   tj_options opts;
   char semiring[32];
+  char defs[4096];          /* :def texts joined by ';' */
   uint64_t seed;
   bool quit;
 } Repl;
@@ -67,6 +68,7 @@ static const char *help_text =
     "  :time [reps]   :check   :schedule [directives]\n"
     "  :backend [llvm|c]                    code generator for the next kernels\n"
     "  :semiring [add.mul]                  semiring of the next kernels (min.plus, ...)\n"
+    "  :def f(x) = <expr>                   define an element operator (:def alone lists)\n"
     "  :help   :quit\n";
 
 static int find(const Repl *r, const char *name) {
@@ -279,7 +281,7 @@ static bool do_expression(Repl *r, const char *expr) {
   XsScan s;
   tj_tensor *ops[TOOL_MAX_TENSORS];
   bool fresh;
-  if (!xs_scan(expr, &s) || !bind(r, &s, ops)) return false;
+  if (!xs_scan(expr, r->opts.defs, &s) || !bind(r, &s, ops)) return false;
   tj_tensor *out = make_output(r, &s, ops, &fresh);
   if (!out) return false;
   ops[0] = out;
@@ -332,6 +334,14 @@ static bool colon_command(Repl *r, const char *cmd, const char *rest) {
       return tool_fail(":backend %s: the backend must be llvm or c", rest);
     if (*rest) r->opts.backend = strcmp(rest, "c") ? TJ_BACKEND_LLVM : TJ_BACKEND_C;
     printf("backend: %s\n", r->opts.backend == TJ_BACKEND_C ? "c" : "llvm");
+  } else if (!strcmp(cmd, "def")) {
+    size_t used = strlen(r->defs);
+    if (*rest) {
+      if (used + strlen(rest) + 2 > sizeof r->defs) return tool_fail(":def: definitions too long");
+      snprintf(r->defs + used, sizeof r->defs - used, "%s%s", used ? ";" : "", rest);
+      r->opts.defs = r->defs;
+    }
+    printf("definitions: %s\n", r->defs[0] ? r->defs : "(none)");
   } else if (!strcmp(cmd, "semiring")) {
     if (strlen(rest) >= sizeof r->semiring) return tool_fail(":semiring: name too long");
     if (*rest) strcpy(r->semiring, rest);
@@ -492,6 +502,8 @@ int repl_run(const CliArgs *a) {
   Repl r;
   memset(&r, 0, sizeof r);
   r.opts = a->opts;
+  snprintf(r.defs, sizeof r.defs, "%s", a->defs);
+  r.opts.defs = r.defs[0] ? r.defs : NULL;
   if (a->opts.semiring && strlen(a->opts.semiring) < sizeof r.semiring) {
     strcpy(r.semiring, a->opts.semiring);
     r.opts.semiring = r.semiring;

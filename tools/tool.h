@@ -60,10 +60,11 @@ typedef struct XsScan {
   bool accumulate;                     /* "+=" */
 } XsScan;
 
-/* Scans expr's accesses into *s; false (tool_fail) on a malformed access
- * or a tensor used with two different orders. Full checking is the
+/* Scans expr's accesses into *s (the names defs defines, "f(x) = ...;
+ * g(x, y) = ...", may be NULL, are calls, not tensors); false (tool_fail)
+ * on a malformed access or a tensor used with two different orders. Full checking is the
  * library's job; this only learns names and index lists. */
-bool xs_scan(const char *expr, XsScan *s);
+bool xs_scan(const char *expr, const char *defs, XsScan *s);
 /* The id of tensor `name` in s, or -1. */
 int xs_tensor(const XsScan *s, const char *name);
 /* The id of index `name` in s, or -1. */
@@ -141,6 +142,7 @@ typedef struct CliArgs {
   unsigned stages;           /* bit (1u << tj_stage) per -print-* flag */
   const char *write_source;
   const char *print_after;   /* -print-after=<pass> */
+  char defs[4096];           /* -def= texts joined by ';' (opts.defs) */
   bool check, repl, help, version;
 } CliArgs;
 
