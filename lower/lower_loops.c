@@ -156,6 +156,66 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
 }
 
 static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive);
+static bool is_bool_const(const LirExpr *e, int64_t v) {
+  return e->kind == LE_CONST && e->u.c.i == v;
+}
+
+static LirExpr *both(Lowerer *lw, LirExpr *x, LirExpr *y) {
+  if (is_bool_const(x, 0) || is_bool_const(y, 1)) return x;
+  if (is_bool_const(y, 0) || is_bool_const(x, 1)) return y;
+  return lir_bin(A(lw), LOP_AND, x, y);
+}
+
+static LirExpr *either(Lowerer *lw, LirExpr *x, LirExpr *y) {
+  if (is_bool_const(x, 1) || is_bool_const(y, 0)) return x;
+  if (is_bool_const(y, 1) || is_bool_const(x, 0)) return y;
+  return lir_bin(A(lw), LOP_OR, x, y);
+}
+
+
+/* Whether e exists at the current point, as a condition: false where the
+ * lattice says it is absent, the hit flags of a merged loop above (live)
+ * where they decide, true otherwise. */
+static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
+  Arena *a = A(lw);
+  if (lw_expr_zero(lw, e, alive)) return lir_const_int(a, LT_BOOL, 0);
+  switch (e->kind) {
+  case EX_ACCESS: {
+    LirVar *live = lw->live[lw_access_index(lw, e)];
+    return live ? lw_ref(lw, live) : lir_const_int(a, LT_BOOL, 1);
+  }
+  case EX_LITERAL:
+  case EX_SUM: return lir_const_int(a, LT_BOOL, 1);
+  default: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
+  case OA_INTERSECT: return both(lw, present(lw, k[0], alive), present(lw, k[1], alive));
+  case OA_UNION:
+    return n == 2 ? either(lw, present(lw, k[0], alive), present(lw, k[1], alive))
+                  : present(lw, k[0], alive);
+  case OA_NUMERATOR:
+  case OA_KEEP: return present(lw, k[0], alive);
+  case OA_DENSE: break;
+  }
+  return lir_const_int(a, LT_BOOL, 1);
+}
+
+/* Whether op's value with an absent operand reading the zero z is what
+ * the absence rule gives anyway (ir/ref_eval.c): a product whose
+ * annihilator is z, a sum whose identity is z (exactly: not or's, which
+ * is one only on truth values). pair, or, min.times' x * inf are not. */
+static bool zero_safe(const Lowerer *lw, OpKind op) {
+  const NtOp *o = nt_op(op);
+  double z = lw_fill_value(lw);
+  switch (nt_op_algebra(op, lw->as->semiring)) {
+  case OA_INTERSECT: return o->annihilator == z && !(o->laws & OL_PATTERN);
+  case OA_UNION: return o->identity != z || !(o->laws & OL_BOOL);
+  default: return true;
+  }
+}
+
 
 /* An operator node through its loop-IR operation (ir/ops.def). A float-only
  * function of an integer value is computed in f64. Where an operand is
@@ -173,6 +233,17 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
     return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
   }
   OpKind kind = nt_expr_op(e);
+  if (!zero_safe(lw, kind)) { /* under a merged loop, the operands' hits decide */
+    LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
+    if (!is_bool_const(px, 1) || !is_bool_const(py, 1)) {
+      LirExpr *x = gen_expr(lw, k[0], alive), *y = gen_expr(lw, k[1], alive);
+      LirExpr *xy = apply_op(lw, kind, gen_expr(lw, k[0], alive), gen_expr(lw, k[1], alive));
+      LirExpr *one = nt_op_algebra(kind, lw->as->semiring) == OA_UNION
+                         ? lir_select(a, px, x, y) /* the present one, else the zero */
+                         : vconst(lw, lw_fill_value(lw));
+      return lir_select(a, both(lw, present(lw, k[0], alive), present(lw, k[1], alive)), xy, one);
+    }
+  }
   if (op->identity == lw_fill_value(lw)) {
     bool za = lw_expr_zero(lw, k[0], alive);
     if (lw_expr_zero(lw, k[1], alive)) return gen_expr(lw, k[0], alive);
@@ -404,7 +475,8 @@ typedef struct Saved {
  *   v = vals[p];   or, over a segment of duplicates,
  *   v = 0; for (q = p; q < seg; q++) v += vals[q];
  * and when x may have missed a merged loop above (lw->live[x]),
- *   v = 0; if (live) <either>   (never loading at a missed position) */
+ *   v = zero; if (live) <either>   (never loading at a missed position;
+ * zero is the semiring's, 0 by default) */
 static LirVar *hoist_value(Lowerer *lw, int x, LirStmt **s) {
   Arena *a = A(lw);
   char base[64];
@@ -416,13 +488,19 @@ static LirVar *hoist_value(Lowerer *lw, int x, LirStmt **s) {
     lir_append(s, lir_decl(a, v, lir_cast(a, lw->vtype, ld)));
     return v;
   }
-  lir_append(s, lir_decl(a, v, vconst(lw, 0)));
+  /* a missed access reads the zero (the semiring's) */
+  lir_append(s, lir_decl(a, v, vconst(lw, lw->live[x] ? lw_fill_value(lw) : 0)));
   LirStmt *load;
   if (lw->seg_end[x]) {
     LirVar *q = lw_var(lw, "q", LT_I64);
     LirExpr *ld = lir_cast(a, lw->vtype, lir_load(a, lw_ref(lw, vals), lw_ref(lw, q)));
     load = lir_for(a, q, parent_pos(lw, x), lw_ref(lw, lw->seg_end[x]),
                    lir_update(a, v, LOP_ADD, ld));
+    if (lw->live[x]) { /* present: the duplicates' sum from 0 */
+      LirStmt *sum = lir_assign(a, v, vconst(lw, 0));
+      lir_append(&sum, load);
+      load = sum;
+    }
   } else {
     LirExpr *ld = lir_load(a, lw_ref(lw, vals), parent_pos(lw, x));
     load = lir_assign(a, v, lir_cast(a, lw->vtype, ld));
@@ -738,22 +816,6 @@ bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth) {
 }
 
 /* ---- the merged co-iteration of a wide lattice ---- */
-
-static bool is_bool_const(const LirExpr *e, int64_t v) {
-  return e->kind == LE_CONST && e->u.c.i == v;
-}
-
-static LirExpr *both(Lowerer *lw, LirExpr *x, LirExpr *y) {
-  if (is_bool_const(x, 0) || is_bool_const(y, 1)) return x;
-  if (is_bool_const(y, 0) || is_bool_const(x, 1)) return y;
-  return lir_bin(A(lw), LOP_AND, x, y);
-}
-
-static LirExpr *either(Lowerer *lw, LirExpr *x, LirExpr *y) {
-  if (is_bool_const(x, 1) || is_bool_const(y, 0)) return x;
-  if (is_bool_const(y, 1) || is_bool_const(x, 0)) return y;
-  return lir_bin(A(lw), LOP_OR, x, y);
-}
 
 /* Whether e may be nonzero, as a condition on the merged iterators: the
  * iterator x is present when hit[x] (hit NULL: while p_x < p_x_end). The

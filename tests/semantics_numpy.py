@@ -831,6 +831,30 @@ def test_semirings():
             case(f"semiring_{sr}_spmm_{m}x{n}", "C(i,j) = A(i,k) * B(k,j)",
                  {"A": A, "B": B}, dense_exp,
                  fmts={"A": "ds", "B": "dd", "C": "dd"}, check=True, extra=[f"-semiring={sr}"])
+        # a wide union (5 terms: the merged loop, hit flags deciding which
+        # operands exist) under every semiring, on signed values
+        W = [rand_sparse(r, m, n, 0.3) for _ in range(4)]
+        ops = {"min.plus": (np.minimum, np.add), "max.plus": (np.maximum, np.add),
+               "min.times": (np.minimum, np.multiply), "max.times": (np.maximum, np.multiply),
+               "min.max": (np.minimum, np.maximum), "max.min": (np.maximum, np.minimum),
+               "plus.pair": (np.add, lambda a, b: np.ones_like(a)),
+               "plus.min": (np.add, np.minimum),
+               "or.and": (lambda a, b: ((a != 0) | (b != 0)).astype(float),
+                          lambda a, b: ((a != 0) & (b != 0)).astype(float))}
+        pairs = ((0, 1), (2, 3), (0, 3), (1, 2))
+        for sr, (add, mul) in ops.items():
+            acc, have = np.zeros((m, n)), np.zeros((m, n), bool)
+            terms = [(mul(W[a], W[b]), (W[a] != 0) & (W[b] != 0)) for a, b in pairs]
+            terms.append((W[0], W[0] != 0))
+            for val, pat in terms:
+                both = have & pat
+                acc = np.where(both, add(acc, val), np.where(pat, val, acc))
+                have |= pat
+            case(f"semiring_{sr}_wide_{m}x{n}",
+                 "E(i,j) = A(i,j) * B(i,j) + C(i,j) * D(i,j) + A(i,j) * D(i,j) + B(i,j) * C(i,j) + A(i,j)",
+                 {"A": W[0], "B": W[1], "C": W[2], "D": W[3]}, np.where(have, acc, 0),
+                 fmts={"A": "ds", "B": "ds", "C": "ds", "D": "ds", "E": "ds"}, allowed=have,
+                 check=True, extra=[f"-semiring={sr}"])
         # a semiring's + unites: min(A, B) elementwise where either exists
         A2 = rand_sparse(r, m, n, 0.3)
         s1, s2 = A != 0, A2 != 0
