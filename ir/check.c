@@ -209,6 +209,9 @@ static bool set_dtype(Checker *ck, Expr *e) {
   case EX_SUM: return set_dtype(ck, e->u.sum.a);
   default: {
     OpKind op = nt_expr_op(e);
+    if (op == OP_EXCEPT && e->u.call.a->kind != EX_ACCESS)
+      FAILF(ck, TJ_ERR_INVALID, e->col, "except(m, e): m must be a tensor access (the "
+            "pattern e is kept off)");
     if (is_int && nt_op(op)->float_only)
       FAILF(ck, TJ_ERR_DTYPE, e->col, "%s of an %s expression is undefined "
             "(integers are not promoted to floats)",
@@ -266,7 +269,7 @@ static bool sparse_operand(const Expr *access, const void *ctx) {
 static bool check_division(Checker *ck, const Expr *e) {
   switch (e->kind) {
   case EX_DIV: {
-    const Expr *s = nt_expr_zero(e->u.bin.b, NULL, sparse_operand, NULL) ? sparse_access(e->u.bin.b)
+    const Expr *s = nt_expr_zero(e->u.bin.b, NULL, &(NtPresence){sparse_operand, NULL}, NULL) ? sparse_access(e->u.bin.b)
                                                                    : NULL;
     if (s)
       FAILF(ck, TJ_ERR_UNSUPPORTED, s->col, "division by sparse operand %s "

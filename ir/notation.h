@@ -120,9 +120,14 @@ OpKind nt_expr_op(const Expr *e);
  * operators' algebra (nt_op_algebra) walked over e. The lattices prune
  * points with it and the checker's division rule asks it; a literal is
  * absent only when it is the zero, a reduction where its body is and its
- * identity is the zero (min over nothing is +inf: present). */
-bool nt_expr_zero(const Expr *e, const NtSemiring *sr,
-                  bool (*absent)(const Expr *access, const void *ctx), const void *ctx);
+ * identity is the zero (min over nothing is +inf: present); except(m, e)
+ * where e is or where p->present says m certainly has an entry. */
+typedef struct NtPresence {
+  bool (*absent)(const Expr *access, const void *ctx);   /* has no entry here */
+  bool (*present)(const Expr *access, const void *ctx);  /* certainly has one
+                                                            (NULL: never known) */
+} NtPresence;
+bool nt_expr_zero(const Expr *e, const NtSemiring *sr, const NtPresence *p, const void *ctx);
 Expr *nt_sum(Arena *a, IndexVar *iv, Expr *x, bool implicit, int col);
 /* reduce(op, iv, x): x reduced over iv by op (nt_op_is_reduction). */
 Expr *nt_reduce(Arena *a, OpKind op, IndexVar *iv, Expr *x, bool implicit, int col);

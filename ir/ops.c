@@ -22,6 +22,8 @@ static long double ev_MAX(long double x, long double y) { return x > y ? x : y; 
 static long double ev_OR(long double x, long double y) { return x != 0 || y != 0; }
 static long double ev_AND(long double x, long double y) { return x != 0 && y != 0; }
 static long double ev_PAIR(long double x, long double y) { (void)x, (void)y; return 1; }
+static long double ev_MASK(long double x, long double y) { (void)x; return y; }
+static long double ev_EXCEPT(long double x, long double y) { (void)x; return y; }
 
 static const NtOp ops[OP_COUNT] = {
 #define ROW(n, sp, ar, pr, call, lir, fo, alg, id, an, laws) \
@@ -77,7 +79,7 @@ double nt_semiring_zero(const NtSemiring *sr) { return sr ? ops[sr->add].identit
 
 OpAlgebra nt_op_algebra(OpKind op, const NtSemiring *sr) {
   const NtOp *o = &ops[op];
-  if (!sr || sr == &semirings[0]) return o->algebra;
+  if (!sr || sr == &semirings[0] || (o->laws & OL_STRUCT_X)) return o->algebra;
   if (op == sr->add) return OA_UNION;
   if (op == sr->mul) return OA_INTERSECT;
   long double z = nt_semiring_zero(sr);
@@ -110,26 +112,25 @@ Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col) {
   return ops[op].arity == 1 ? nt_unary(a, kind[op], x, col) : nt_binary(a, kind[op], x, y, col);
 }
 
-bool nt_expr_zero(const Expr *e, const NtSemiring *sr,
-                  bool (*absent)(const Expr *access, const void *ctx), const void *ctx) {
+bool nt_expr_zero(const Expr *e, const NtSemiring *sr, const NtPresence *p, const void *ctx) {
   switch (e->kind) {
-  case EX_ACCESS: return absent(e, ctx);
+  case EX_ACCESS: return p->absent(e, ctx);
   case EX_LITERAL: return e->u.lit.value == nt_semiring_zero(sr);
   case EX_SUM: /* a reduction over nothing is its identity */
     return nt_op(e->u.sum.op)->identity == nt_semiring_zero(sr) &&
-           nt_expr_zero(e->u.sum.a, sr, absent, ctx);
+           nt_expr_zero(e->u.sum.a, sr, p, ctx);
   default: break;
   }
   Expr *k[2];
   nt_children(e, k);
   switch (nt_op_algebra(nt_expr_op(e), sr)) {
-  case OA_INTERSECT:
-    return nt_expr_zero(k[0], sr, absent, ctx) || nt_expr_zero(k[1], sr, absent, ctx);
-  case OA_UNION:
-    return nt_expr_zero(k[0], sr, absent, ctx) && nt_expr_zero(k[1], sr, absent, ctx);
+  case OA_INTERSECT: return nt_expr_zero(k[0], sr, p, ctx) || nt_expr_zero(k[1], sr, p, ctx);
+  case OA_UNION: return nt_expr_zero(k[0], sr, p, ctx) && nt_expr_zero(k[1], sr, p, ctx);
   case OA_NUMERATOR:
-  case OA_KEEP: return nt_expr_zero(k[0], sr, absent, ctx);
+  case OA_KEEP: return nt_expr_zero(k[0], sr, p, ctx);
   case OA_DENSE: return false;
+  case OA_EXCEPT: /* x is an access (the checker's rule) */
+    return nt_expr_zero(k[1], sr, p, ctx) || (p->present && p->present(k[0], ctx));
   }
   return false;
 }

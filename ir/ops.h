@@ -33,6 +33,8 @@ typedef enum {
                     empty lattice counting as full */
   OA_KEEP,       /* unary, zero where its operand is (-x, sqrt, abs) */
   OA_DENSE,      /* unary, nonzero at zero (exp, log): adds a full point */
+  OA_EXCEPT,     /* zero where y is or x exists (except(m, e)): y's points,
+                    each also co-iterated with x to exclude x's */
 } OpAlgebra;
 
 enum {   /* laws */
@@ -41,6 +43,7 @@ enum {   /* laws */
   OL_LINEAR_Y = 8,   /* the same in the second operand */
   OL_BOOL = 16,      /* identity and annihilator laws on truth values 0, 1 */
   OL_PATTERN = 32,   /* the value is a constant where the result exists */
+  OL_STRUCT_X = 64,  /* only x's existence matters; the value is y's */
 };
 
 typedef struct NtOp {

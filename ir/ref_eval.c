@@ -120,6 +120,9 @@ static Val eval(Eval *ev, const Expr *e) {
     if (!x.present) return absent;
     break;
   case OA_DENSE: break;
+  case OA_EXCEPT:
+    if (x.present || !y.present) return absent;
+    break;
   }
   return (Val){apply(ev, op, x.v, y.v), true};
 }

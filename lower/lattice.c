@@ -44,6 +44,7 @@ AMask lw_sparse_at(const Lowerer *lw, AMask alive, int depth) {
 typedef struct Alive {
   const Lowerer *lw;
   AMask alive;
+  int depth;         /* the loops bound so far end here (-1: none known) */
 } Alive;
 
 static bool not_alive(const Expr *access, const void *ctx) {
@@ -51,13 +52,26 @@ static bool not_alive(const Expr *access, const void *ctx) {
   return !(a->alive >> lw_access_index(a->lw, access) & 1);
 }
 
+/* Alive, all its levels bound by depth, and not one a merged loop may
+ * have missed (its hit flag decides at run time). */
+static bool certainly_present(const Expr *access, const void *ctx) {
+  const Alive *a = ctx;
+  int x = lw_access_index(a->lw, access);
+  return (a->alive >> x & 1) && a->lw->acc[x].last_depth <= a->depth && !a->lw->live[x];
+}
+
 bool lw_reduces_to_zero(const Lowerer *lw, const Expr *sum) {
   return nt_op(sum->u.sum.op)->identity == nt_semiring_zero(lw->as->semiring);
 }
 
 bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {
-  Alive a = {lw, alive};
-  return nt_expr_zero(e, lw->as->semiring, not_alive, &a);
+  Alive a = {lw, alive, -1};
+  return nt_expr_zero(e, lw->as->semiring, &(NtPresence){not_alive, NULL}, &a);
+}
+
+bool lw_expr_excluded(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
+  Alive a = {lw, alive, depth};
+  return nt_expr_zero(e, lw->as->semiring, &(NtPresence){not_alive, certainly_present}, &a);
 }
 
 static void add_point(Lattice *L, AMask m, bool full) {
@@ -129,6 +143,13 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
   case OA_DENSE:
     if (n == 2) disj(&x, &y, &x);
     disj(&x, &FULL, out);
+    return;
+  case OA_EXCEPT: /* y's points, each also co-iterating x's iterators (the
+                     cases that exclude): y's range, not the intersection */
+    *out = y;
+    for (int p = 0; p < y.n; p++)
+      for (int q = 0; q < x.n; q++) add_point(out, y.p[p].sparse | x.p[q].sparse, y.p[p].full);
+    out->overflow |= x.overflow;
     return;
   }
 }
@@ -207,6 +228,10 @@ static Bound bound(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
   case OA_UNION: return bound_disj(x, y);
   case OA_KEEP: return x;
   case OA_DENSE: return bound_disj(n == 2 ? bound_disj(x, y) : x, full);
+  case OA_EXCEPT: {
+    Bound c = bound_conj(x, y);
+    return (Bound){sat(c.n + y.n), y.full};
+  }
   }
   return zero;
 }

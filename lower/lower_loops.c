@@ -123,6 +123,8 @@ static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
   if (o->lir != LOP_NONE) return lir_bin(a, (LirBinOp)o->lir, x, y);
   switch (op) {
   case OP_PAIR: return vconst(lw, 1);
+  case OP_MASK:
+  case OP_EXCEPT: return y;
   case OP_OR:
   case OP_AND: {
     LirExpr *c = lir_bin(a, op == OP_OR ? LOP_OR : LOP_AND, lir_bin(a, LOP_NE, x, vconst(lw, 0)),
@@ -198,6 +200,8 @@ static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
   case OA_NUMERATOR:
   case OA_KEEP: return present(lw, k[0], alive);
   case OA_DENSE: break;
+  case OA_EXCEPT:
+    return both(lw, present(lw, k[1], alive), lir_un(a, LUN_NOT, present(lw, k[0], alive)));
   }
   return lir_const_int(a, LT_BOOL, 1);
 }
@@ -233,6 +237,10 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
     return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
   }
   OpKind kind = nt_expr_op(e);
+  if (kind == OP_EXCEPT) { /* y, unless a merged loop's hit says the mask is there */
+    LirExpr *px = present(lw, k[0], alive), *y = gen_expr(lw, k[1], alive);
+    return is_bool_const(px, 0) ? y : lir_select(a, px, vconst(lw, lw_fill_value(lw)), y);
+  }
   if (!zero_safe(lw, kind)) { /* under a merged loop, the operands' hits decide */
     LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
     if (!is_bool_const(px, 1) || !is_bool_const(py, 1)) {
@@ -257,7 +265,7 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
 }
 
 static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive) {
-  if (lw_expr_zero(lw, e, alive)) return vconst(lw, lw_fill_value(lw));
+  if (lw_expr_excluded(lw, e, alive, INT32_MAX)) return vconst(lw, lw_fill_value(lw));
   switch (e->kind) {
   case EX_ACCESS: return lw_ref(lw, lw->val[lw_access_index(lw, e)]);
   case EX_LITERAL: return vconst(lw, e->u.lit.value);
@@ -554,7 +562,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   Arena *a = A(lw);
   AMask at = lw_sparse_at(lw, cx->alive, cx->depth);
   AMask keep = cx->alive & ~(at & ~q->sparse);
-  if (lw_expr_zero(lw, lw->root, keep)) return NULL;
+  if (lw_expr_excluded(lw, lw->root, keep, cx->depth)) return NULL;
   Saved sv;
   memcpy(sv.pos, lw->pos, sizeof sv.pos);
   memcpy(sv.seg, lw->seg_end, sizeof sv.seg);
@@ -846,6 +854,13 @@ static LirExpr *may_be_nonzero(Lowerer *lw, const LoopCtx *cx, const Expr *e,
   case OA_UNION:
     return either(lw, may_be_nonzero(lw, cx, k[0], hit), may_be_nonzero(lw, cx, k[1], hit));
   case OA_DENSE: break;
+  case OA_EXCEPT: { /* the mask's hit at its last level keeps the entry out */
+    LirExpr *y = may_be_nonzero(lw, cx, k[1], hit);
+    int x = lw_access_index(lw, k[0]);
+    bool decides = hit && (lw_sparse_at(lw, cx->alive, cx->depth) >> x & 1) &&
+                   lw->acc[x].last_depth == cx->depth;
+    return decides ? both(lw, y, lir_un(A(lw), LUN_NOT, lw_ref(lw, hit[x]))) : y;
+  }
   }
   return lir_const_int(A(lw), LT_BOOL, 1);
 }

@@ -137,6 +137,11 @@ AMask lw_sparse_at(const Lowerer *lw, AMask alive, int depth);
 /* Whether reduction node sum is zero (absent) where its body is: its
  * operator's identity is the semiring's zero (sums are; min is not). */
 bool lw_reduces_to_zero(const Lowerer *lw, const Expr *sum);
+/* lw_expr_zero, and also zero where an except(m, e) has m certainly
+ * present: alive with every level bound by the loop at depth. Points that
+ * are zero only so stay in the lattice (their co-iteration is what keeps
+ * m's coordinates out); their cases are empty. */
+bool lw_expr_excluded(const Lowerer *lw, const Expr *e, AMask alive, int depth);
 /* Whether rhs is identically zero when only the accesses in alive exist. */
 bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive);
 /* The merge lattice of rhs at the loop at depth, ordered top first,

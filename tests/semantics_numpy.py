@@ -889,12 +889,70 @@ def test_defs():
              ((A + B) ** 2).sum(axis=1), fmts={"A": af, "B": "ds", "y": "d"}, extra=defs)
 
 
+def test_masks():
+    """mask(m, e): e where m exists; except(m, e): e where m does not
+    (GraphBLAS's structural mask and its complement), without computing
+    the entries kept out; in lattice loops and in merged ones."""
+    for (m, n), seed in (((9, 7), 51), ((14, 11), 52)):
+        r = rng_for(seed)
+        A = rand_sparse(r, m, n, 0.35, empty_rows=(2,))
+        x = rand_dense(r, n)
+        mv = rand_sparse_vec(r, m, 0.4)
+        M = rand_sparse(r, m, n, 0.4)
+        Bs = [rand_sparse(r, m, n, 0.3) for _ in range(4)]
+        yv = A @ x
+        keep, drop = mv != 0, mv == 0
+        for af in ("ds", "ds:1,0", "ss", "uq"):
+            for of in VEC_FMTS:
+                sz = f"{m}x{n}_{af}_{of}"
+                case(f"mask_spmv_{sz}", "y(i) = mask(m(i), A(i,j) * x(j))", {"A": A, "x": x, "m": mv},
+                     np.where(keep, yv, 0), fmts={"A": af, "x": "d", "m": "s", "y": of},
+                     allowed=keep if of == "s" else None, check=True)
+                case(f"except_spmv_{sz}", "y(i) = except(m(i), A(i,j) * x(j))",
+                     {"A": A, "x": x, "m": mv}, np.where(drop, yv, 0),
+                     fmts={"A": af, "x": "d", "m": "s", "y": of},
+                     allowed=drop if of == "s" else None, check=True)
+        sM = M != 0
+        union = sum(B for B in Bs)
+        pat = np.any([B != 0 for B in Bs], axis=0)
+        expr4 = "C(i,j) = {}(M(i,j), A(i,j) + B(i,j) + D(i,j) + E(i,j))"
+        ins = {"M": M, "A": Bs[0], "B": Bs[1], "D": Bs[2], "E": Bs[3]}
+        f4 = {"M": "ds", "A": "ds", "B": "ds", "D": "ds", "E": "ds", "C": "ds"}
+        case(f"mask_wide_{m}x{n}", expr4.format("mask"), ins, np.where(sM, union, 0), fmts=f4,
+             allowed=sM & pat, check=True)
+        case(f"except_wide_{m}x{n}", expr4.format("except"), ins, np.where(sM, 0, union),
+             fmts=f4, allowed=~sM & pat, check=True)
+        # masked SpGEMM, and one BFS step under or.and: the next frontier
+        # is the neighbours of q not yet visited
+        Bk = rand_sparse(r, n, m, 0.3)
+        Mm = rand_sparse(r, m, m, 0.3)
+        prod = A @ Bk
+        case(f"mask_spgemm_{m}x{n}", "C(i,j) = mask(M(i,j), A(i,k) * B(k,j))",
+             {"M": Mm, "A": A, "B": Bk}, np.where(Mm != 0, prod, 0),
+             fmts={"M": "ds", "A": "ds", "B": "ds", "C": "ds"},
+             allowed=(Mm != 0) & ((A != 0).astype(int) @ (Bk != 0).astype(int) > 0), check=True)
+        G = (rand_sparse(r, m, m, 0.3) != 0).astype(float)
+        q = (rand_sparse_vec(r, m, 0.3) != 0).astype(float)
+        visited = np.maximum(q, (rand_sparse_vec(r, m, 0.3) != 0).astype(float))
+        reach = ((q @ G) > 0) & (visited == 0)
+        for gf in ("ds", "ds:1,0"):
+            case(f"bfs_step_{m}_{gf}", "n(j) = except(v(j), q(i) * A(i,j))",
+                 {"A": G, "q": q, "v": visited}, reach.astype(float),
+                 fmts={"A": gf, "q": "s", "v": "s", "n": "s"}, allowed=reach, check=True,
+                 extra=["-semiring=or.and"])
+    # triangles: sum over the edges (i, j) of L of the paths i -> k -> j
+    r = rng_for(53)
+    L = np.tril((rand_sparse(r, 16, 16, 0.35) != 0).astype(float), -1)
+    case("triangles_plus_pair", "t = mask(L(i,j), L(i,k) * L(k,j))", {"L": L},
+         float(((L @ L) * L).sum()), fmts={"L": "ds"}, check=True, extra=["-semiring=plus.pair"])
+
+
 # Slowest first: the pool starts them before the quick ones.
 TESTS = [test_wide_unions_csr, test_wide_unions_dense, test_wide_unions_vector,
          test_wide_unions_times, test_implicit_summation, test_residual_tiny,
          test_scalars, test_operand_names, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
          test_add_mul_transpose, test_order3, test_accumulate, test_dtypes,
-         test_functions, test_reductions, test_semirings, test_defs]
+         test_functions, test_reductions, test_semirings, test_defs, test_masks]
 
 
 def run_test(t):
