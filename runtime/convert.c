@@ -96,13 +96,7 @@ tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense) {
   }
   tj_storage old = t->st;
   if (st == TJ_OK) {
-    for (int l = 0; l < order; l++) {
-      tj_level_storage *lv = &t->st.levels[l];
-      lv->pos = lv->crd = NULL;
-      lv->pos_len = lv->pos_cap = lv->crd_len = lv->crd_cap = 0;
-    }
-    t->st.vals = NULL;
-    t->st.vals_len = t->st.vals_cap = 0;
+    rt_storage_detach(&t->st);
     st = tj_tensor_pack(t);
   }
   if (st != TJ_OK) {

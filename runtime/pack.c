@@ -364,13 +364,7 @@ tj_status tj_tensor_pack(tj_tensor *t) {
   double *vals = NULL;
   Sorted so = {0};
   tj_storage fresh = t->st;
-  for (int l = 0; l < fresh.order; l++) {
-    tj_level_storage *lv = &fresh.levels[l];
-    lv->pos = lv->crd = NULL;
-    lv->pos_len = lv->pos_cap = lv->crd_len = lv->crd_cap = 0;
-  }
-  fresh.vals = NULL;
-  fresh.vals_len = fresh.vals_cap = 0;
+  rt_storage_detach(&fresh);
   RtCoo saved = t->coo;   /* combine may take the buffer itself */
   tj_status st = combine(t, &coords, &vals, &n);
   int64_t stride[TJ_MAX_ORDER];

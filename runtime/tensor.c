@@ -54,17 +54,24 @@ tj_storage *rt_tensor_storage(tj_tensor *t) { return &t->st; }
 
 int64_t rt_storage_nnz(const tj_storage *s) { return s->vals_len; }
 
-tj_status rt_storage_clear(tj_storage *s) {
+void rt_storage_detach(tj_storage *s) {
   for (int l = 0; l < s->order; l++) {
     tj_level_storage *lv = &s->levels[l];
-    free(lv->pos);
-    free(lv->crd);
     lv->pos = lv->crd = NULL;
     lv->pos_len = lv->pos_cap = lv->crd_len = lv->crd_cap = 0;
   }
-  free(s->vals);
   s->vals = NULL;
   s->vals_len = s->vals_cap = 0;
+  s->foreign = 0;
+}
+
+tj_status rt_storage_clear(tj_storage *s) {
+  for (int l = 0; l < s->order; l++) {
+    if (!(s->foreign & TJ_FOREIGN_POS(l))) free(s->levels[l].pos);
+    if (!(s->foreign & TJ_FOREIGN_CRD(l))) free(s->levels[l].crd);
+  }
+  if (!(s->foreign & TJ_FOREIGN_VALS)) free(s->vals);
+  rt_storage_detach(s);
   return TJ_OK;
 }
 
@@ -172,6 +179,7 @@ tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
 void tj_tensor_free(tj_tensor *t) {
   if (!t) return;
   rt_storage_clear(&t->st);
+  for (int i = 0; i < t->adopted.n; i++) t->adopted.free_fn(t->adopted.arrays[i], t->adopted.user);
   free(t->coo.coords);
   free(t->coo.vals);
   free(t->name);

@@ -27,11 +27,21 @@ typedef struct RtCoo {
   int64_t n, cap;
 } RtCoo;
 
+/* Arrays a tensor adopted (tj_tensor_adopt), released at tj_tensor_free
+ * whether or not its storage still points at them. */
+typedef struct RtAdopted {
+  tj_free_fn free_fn;
+  void *user;
+  int n;
+  void *arrays[2 * TJ_MAX_ORDER + 1];
+} RtAdopted;
+
 struct tj_tensor {
   char *name;
   tj_format fmt;   /* widths resolved: always 32 or 64 */
   tj_storage st;
   RtCoo coo;
+  RtAdopted adopted;
 };
 
 /* ---- errors (error.c) ---- */
@@ -44,8 +54,12 @@ tj_status rt_set_error(tj_status st, const char *fmt, ...)
 
 /* The kernel-visible storage of t (owned by t). */
 tj_storage *rt_tensor_storage(tj_tensor *t);
-/* Frees every pos/crd/vals array of s and resets lengths and capacities. */
+/* Frees every pos/crd/vals array of s that is not foreign (the caller's,
+ * see abi.h) and resets arrays, lengths, capacities and foreign bits. */
 tj_status rt_storage_clear(tj_storage *s);
+/* Forgets s's arrays without freeing them (they live on elsewhere):
+ * arrays NULL, lengths, capacities and foreign bits 0. */
+void rt_storage_detach(tj_storage *s);
 /* Stored entries of s (the vals length). */
 int64_t rt_storage_nnz(const tj_storage *s);
 /* Value at position i of s's vals, as a double. */
