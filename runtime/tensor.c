@@ -76,36 +76,11 @@ tj_status rt_storage_clear(tj_storage *s) {
 }
 
 double rt_storage_val(const tj_storage *s, int64_t i) {
-  switch ((tj_dtype)s->dtype) {
-  case TJ_F64: return ((const double *)s->vals)[i];
-  case TJ_F32: return ((const float *)s->vals)[i];
-  case TJ_I64: return (double)((const int64_t *)s->vals)[i];
-  case TJ_I32: return ((const int32_t *)s->vals)[i];
-  }
-  return 0;
-}
-
-/* Rounds v to the nearest integer, saturating at the type's range (a
- * plain cast of an out-of-range double is undefined behaviour). */
-static int64_t to_int(double v, double lo, double hi) {
-  if (v != v) return 0;
-  if (v <= lo) return (int64_t)lo;
-  if (v >= hi) return (int64_t)hi;
-  return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
+  return rt_val_to_double(s->dtype, rt_storage_get(s, i));
 }
 
 void rt_storage_set_val(tj_storage *s, int64_t i, double v) {
-  switch ((tj_dtype)s->dtype) {
-  case TJ_F64: ((double *)s->vals)[i] = v; break;
-  case TJ_F32: ((float *)s->vals)[i] = (float)v; break;
-  case TJ_I64:
-    ((int64_t *)s->vals)[i] = to_int(v, -9223372036854775808.0,
-                                     9223372036854774784.0);
-    break;
-  case TJ_I32:
-    ((int32_t *)s->vals)[i] = (int32_t)to_int(v, INT32_MIN, INT32_MAX);
-    break;
-  }
+  rt_storage_put(s, i, rt_val_from_double(s->dtype, v));
 }
 
 /* Fills t->st's static part (kinds, flags, sizes, map, widths) from
@@ -186,7 +161,7 @@ void tj_tensor_free(tj_tensor *t) {
   free(t);
 }
 
-tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
+tj_status rt_coo_push_val(tj_tensor *t, const int64_t *coord, RtVal v) {
   RtCoo *c = &t->coo;
   int order = t->fmt.order;
   if (c->n == c->cap) {
@@ -194,7 +169,7 @@ tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
     int64_t *nc = realloc(c->coords, (size_t)(cap * (order ? order : 1)) *
                                          sizeof *nc);
     if (nc) c->coords = nc;
-    double *nv = nc ? realloc(c->vals, (size_t)cap * sizeof *nv) : NULL;
+    RtVal *nv = nc ? realloc(c->vals, (size_t)cap * sizeof *nv) : NULL;
     if (!nv) return rt_set_error(TJ_ERR_NOMEM, "out of memory inserting "
                                  "into tensor %s", t->name);
     c->vals = nv;
@@ -206,15 +181,24 @@ tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
   return TJ_OK;
 }
 
-tj_status tj_tensor_insert(tj_tensor *t, const int64_t *coord, double value) {
-  if (!t || (!coord && t->fmt.order > 0))
-    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_insert: NULL argument");
+tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
+  return rt_coo_push_val(t, coord, rt_val_from_double(t->st.dtype, v));
+}
+
+tj_status rt_check_coord(const tj_tensor *t, const int64_t *coord) {
   for (int d = 0; d < t->fmt.order; d++)
     if (coord[d] < 0 || coord[d] >= t->st.dims[d])
       return rt_set_error(TJ_ERR_SHAPE, "tensor %s: coordinate %" PRId64
                           " in mode %d is out of range 0..%" PRId64, t->name,
                           coord[d], d, t->st.dims[d] - 1);
-  return rt_coo_push(t, coord, value);
+  return TJ_OK;
+}
+
+tj_status tj_tensor_insert(tj_tensor *t, const int64_t *coord, double value) {
+  if (!t || (!coord && t->fmt.order > 0))
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_insert: NULL argument");
+  tj_status st = rt_check_coord(t, coord);
+  return st == TJ_OK ? rt_coo_push(t, coord, value) : st;
 }
 
 const char *tj_tensor_name(const tj_tensor *t) { return t->name; }
