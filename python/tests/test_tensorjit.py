@@ -1,0 +1,212 @@
+"""The tensorjit Python package against numpy and scipy.sparse.
+
+Every expected value is computed by numpy/scipy (or by hand), never by
+tensorjit's own reference interpreter.
+"""
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import tensorjit
+from tensorjit import TensorJitError
+
+RNG = np.random.default_rng(19)
+
+
+def sparse(n, m, density=0.1, kind="csr", dtype=np.float64, seed=0):
+    a = sp.random(n, m, density, format=kind, dtype=np.float64, random_state=seed)
+    if np.dtype(dtype).kind == "i":
+        a.data = np.round(a.data * 9 + 1)
+    return a.astype(dtype)
+
+
+@pytest.fixture(scope="module")
+def spmv():
+    return tensorjit.compile("y(i) = A(i,j) * x(j)")
+
+
+@pytest.mark.parametrize("kind", ["csr", "csc", "coo"])
+def test_spmv_on_scipy_kinds(spmv, kind):
+    a = sparse(60, 45, kind=kind, seed=1)
+    x = RNG.random(45)
+    np.testing.assert_allclose(spmv(A=a, x=x), a @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_formats_argument_converts_when_layouts_differ():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": "ds"})
+    a = sparse(30, 20, kind="csc", seed=2)
+    x = RNG.random(20)
+    np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+    a.data *= -2   # a converted input is converted again on every call
+    np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+
+
+def test_inputs_are_zero_copy_and_read_in_place():
+    """Mutating the numpy buffers changes the next result, with the same
+    wrapped tensors (no re-wrap) over the same memory."""
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": "ds"})
+    a = sparse(80, 70, seed=3)
+    x = RNG.random(70)
+    y1 = k(A=a, x=x)
+    ta, tx = k._inputs["A"][2], k._inputs["x"][2]
+    assert np.shares_memory(ta.arrays()["vals"], a.data)
+    assert np.shares_memory(tx.arrays()["vals"], x)
+    a.data[:] = RNG.random(a.nnz)
+    x[::2] = -1.0
+    y2 = k(A=a, x=x)
+    assert k._inputs["A"][2] is ta and k._inputs["x"][2] is tx
+    np.testing.assert_allclose(y2, a @ x, rtol=1e-12)
+    assert not np.allclose(y1, y2)
+
+
+def test_new_objects_are_wrapped_again():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, b = sparse(20, 20, seed=4), sparse(20, 20, seed=5)
+    x = RNG.random(20)
+    np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+    np.testing.assert_allclose(k(A=b, x=x), b @ x, rtol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "T", "slice"])
+def test_dense_layouts(layout):
+    m = RNG.random((7, 9))
+    if layout == "F":
+        m = np.asfortranarray(m)
+    elif layout == "T":
+        m = RNG.random((9, 7)).T   # a transposed view: column-major, no copy
+    elif layout == "slice":
+        m = RNG.random((7, 18))[:, ::2]   # gaps: copied into a contiguous array
+    x = RNG.random(9)
+    k = tensorjit.compile("y(i) = M(i,j) * x(j)")
+    np.testing.assert_allclose(k(M=m, x=x), m @ x, rtol=1e-12)
+    t = tensorjit.tensor(m)
+    if layout != "slice":
+        assert np.shares_memory(t.arrays()["vals"], m)
+    np.testing.assert_array_equal(t.to_numpy(), m)
+
+
+def test_spmm_and_gemm():
+    a = sparse(50, 40, 0.2, seed=6)
+    b = RNG.random((40, 16))
+    k = tensorjit.compile("C(i,j) = A(i,k) * B(k,j)")
+    np.testing.assert_allclose(k(A=a, B=b), a @ b, rtol=1e-12)
+    d = RNG.random((50, 40))
+    np.testing.assert_allclose(k(A=d, B=b), d @ b, rtol=1e-12)
+
+
+def test_sparse_outputs_are_scipy_matrices():
+    a, b = sparse(40, 30, seed=7), sparse(40, 30, seed=8)
+    add = tensorjit.compile("C(i,j) = A(i,j) + B(i,j)", formats={"C": "ds"})
+    c = add(A=a, B=b)
+    assert sp.isspmatrix_csr(c)
+    np.testing.assert_allclose(c.toarray(), (a + b).toarray(), rtol=1e-12)
+    mul = tensorjit.compile("C(i,j) = A(i,j) * B(i,j)", formats={"C": "ds"})
+    c = mul(A=a, B=a)
+    np.testing.assert_allclose(c.toarray(), a.multiply(a).toarray(), rtol=1e-12)
+    assert c.nnz == a.nnz
+
+
+def test_residual_follows_the_einsum_rule():
+    a = sparse(25, 25, 0.3, seed=9)
+    b, x = RNG.random(25), RNG.random(25)
+    k = tensorjit.compile("r(i) = b(i) - A(i,j) * x(j)")
+    np.testing.assert_allclose(k(A=a, b=b, x=x), b - a @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_and_int32():
+    a = sparse(30, 30, seed=10, dtype=np.float32)
+    x = RNG.random(30).astype(np.float32)
+    y = tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=x)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, a @ x, rtol=1e-5)
+    ai = sparse(30, 30, seed=11, dtype=np.int32)
+    xi = np.arange(30, dtype=np.int32)
+    np.testing.assert_array_equal(tensorjit.compile("y(i) = A(i,j) * x(j)")(A=ai, x=xi), ai @ xi)
+
+
+def test_int64_is_exact_above_2_53():
+    big = 2 ** 53 + 1
+    a = sp.csr_matrix((np.array([big, 3], np.int64), np.array([0, 1]), np.array([0, 2, 2])),
+                      shape=(2, 2))
+    x = np.array([1, 2 ** 40], np.int64)
+    y = tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=x)
+    assert y.dtype == np.int64 and int(y[0]) == big + 3 * 2 ** 40 and int(y[1]) == 0
+
+
+def test_errors_carry_tensorjits_message():
+    a, x = sparse(10, 8, seed=12), RNG.random(8)
+    with pytest.raises(TensorJitError) as e:
+        tensorjit.compile("y(i) = A(i,j) * * x(j)")(A=a, x=x)
+    assert e.value.status == "PARSE"
+    assert "1:17: expected an expression" in str(e.value) and "^" in str(e.value)
+    with pytest.raises(TensorJitError, match="index j has extent 8 in A .* but 9 in x"):
+        tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=RNG.random(9))
+    bad = sp.csr_matrix((np.ones(2), np.array([0, 9]), np.array([0, 1, 2])), shape=(2, 3))
+    with pytest.raises(TensorJitError, match=r"tensor A: level 1 \(compressed\): crd\[1\] = 9 "
+                                             r"is out of range 0..2"):
+        tensorjit.compile("y(i) = A(i,j) * x(j)")(A=bad, x=np.ones(3))
+    with pytest.raises(TypeError, match="float16"):
+        tensorjit.tensor(np.ones(3, np.float16))
+
+
+def test_unsorted_scipy_input_is_sorted_into_a_copy():
+    a = sp.csr_matrix((np.array([1.0, 2.0]), np.array([2, 0]), np.array([0, 2])), shape=(1, 3))
+    assert not a.has_sorted_indices
+    y = tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=np.array([10.0, 20.0, 30.0]))
+    assert y[0] == 1 * 30 + 2 * 10
+
+
+def test_tensors_convert_and_print(tmp_path):
+    a = sparse(12, 9, 0.3, seed=13)
+    t = tensorjit.tensor(a, "A")
+    assert t.format == "ds" and t.shape == (12, 9) and t.nnz == a.nnz
+    assert np.shares_memory(t.to_scipy().data, a.data)
+    np.testing.assert_array_equal(t.convert("ss").to_numpy(), a.toarray())
+    np.testing.assert_array_equal(t.convert("ds:1,0").to_scipy().toarray(), a.toarray())
+    path = tmp_path / "a.mtx"
+    t.write(path)
+    back = tensorjit.read(str(path))
+    np.testing.assert_allclose(back.to_numpy(), a.toarray(), rtol=1e-15)
+    assert "A: 12x9 ds float64" in repr(t)
+
+
+def test_stages_print():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    with pytest.raises(TensorJitError, match="call the kernel once"):
+        k.source("c")
+    k(A=sparse(5, 5, seed=14), x=np.ones(5))
+    assert "forall(i" in k.cin()
+    assert "int32_t" in k.source("c")
+    assert "define" in k.llvm()
+    assert "compiled" in repr(k)
+
+
+def test_out_and_accumulate():
+    a, x = sparse(20, 20, seed=15), RNG.random(20)
+    out = np.full(20, 1.0)
+    k = tensorjit.compile("y(i) += A(i,j) * x(j)")
+    assert k(A=a, x=x, out=out) is out
+    np.testing.assert_allclose(out, 1.0 + a @ x, rtol=1e-12)
+
+
+def test_threads_run_kernels_at_once():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    mats = [sparse(300, 300, 0.05, seed=20 + i) for i in range(4)]
+    x = RNG.random(300)
+    results = [None] * 4
+
+    def work(i):
+        kk = tensorjit.compile("y(i) = A(i,j) * x(j)")   # one Kernel per thread
+        for _ in range(20):
+            results[i] = kk(A=mats[i], x=x)
+
+    k(A=mats[0], x=x)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(4):
+        np.testing.assert_allclose(results[i], mats[i] @ x, rtol=1e-12)
