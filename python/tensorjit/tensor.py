@@ -190,6 +190,16 @@ class Tensor:
         check(lib.tj_tensor_arrays(self._h, ctypes.byref(a)))
         return a
 
+    def _meta(self):
+        """(shape, dtype, format, widths): fixed for a tensor's life."""
+        m = getattr(self, "_meta_cache", None)
+        if m is None:
+            a = self._arrays()
+            f = a.fmt.contents
+            m = self._meta_cache = (tuple(a.dims[d] for d in range(a.order)), _NP[a.dtype],
+                                    format_string(f), (f.pos_width, f.crd_width))
+        return m
+
     @property
     def name(self):
         return lib.tj_tensor_name(self._h).decode()
@@ -199,22 +209,20 @@ class Tensor:
 
     @property
     def shape(self):
-        a = self._arrays()
-        return tuple(a.dims[d] for d in range(a.order))
+        return self._meta()[0]
 
     @property
     def dtype(self):
-        return _NP[self._arrays().dtype]
+        return self._meta()[1]
 
     @property
     def format(self):
         """The format's taco spelling, e.g. "ds:1,0"."""
-        return format_string(self._arrays().fmt.contents)
+        return self._meta()[2]
 
     @property
     def widths(self):
-        f = self._arrays().fmt.contents
-        return f.pos_width, f.crd_width
+        return self._meta()[3]
 
     @property
     def nnz(self):
