@@ -210,3 +210,28 @@ def test_threads_run_kernels_at_once():
         t.join()
     for i in range(4):
         np.testing.assert_allclose(results[i], mats[i] @ x, rtol=1e-12)
+
+
+def test_scalars_and_order_3():
+    x = RNG.random(5)
+    np.testing.assert_allclose(tensorjit.compile("y(i) = a * x(i)")(a=2.5, x=x), 2.5 * x)
+    s = tensorjit.compile("s = x(i) * x(i)")(x=x)
+    assert s.shape == () and abs(float(s) - x @ x) < 1e-12
+    b, c = RNG.random((3, 4, 5)), RNG.random(5)
+    ttv = tensorjit.compile("A(i,j) = B(i,j,k) * c(k)", formats={"B": "sss"})
+    np.testing.assert_allclose(ttv(B=b, c=c), np.einsum("ijk,k->ij", b, c), rtol=1e-12)
+
+
+def test_mttkrp_on_a_real_tensor():
+    import os
+    path = os.path.join(os.environ.get("TJ_DATA_DIR", ""), "tensors", "openflight.tns")
+    if not os.path.exists(path):
+        pytest.skip("no ../shared/data")
+    t = tensorjit.read(path)
+    c, d = RNG.random((t.shape[1], 8)), RNG.random((t.shape[2], 8))
+    got = tensorjit.compile("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)")(B=t, C=c, D=d)
+    coo = t.convert("uqq").arrays()   # coordinates and values, independently summed
+    i, k, l = (coo["crd"][m] for m in range(3))
+    want = np.zeros((t.shape[0], 8))
+    np.add.at(want, i, coo["vals"][:, None] * c[k] * d[l])
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
