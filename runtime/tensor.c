@@ -3,8 +3,10 @@
  * tj_tensor_new resolves the format into the kernel-visible tj_storage:
  * level kinds and flags from the letters, map[l] = dim mode_order[l],
  * and the index widths (32 bits by default, see tensor.h). Values are
- * stored in the tensor's dtype; the runtime moves them as doubles through
- * rt_storage_val / rt_storage_set_val.
+ * stored in the tensor's dtype; the runtime moves them exactly as RtVal
+ * (value.c) and the double-valued API through rt_storage_val /
+ * rt_storage_set_val. Storage arrays the caller wrapped are foreign
+ * (abi.h): freeing a storage leaves them alone.
  */
 #include <inttypes.h>
 #include <stdio.h>
