@@ -210,6 +210,48 @@ START_TEST(i64_wrapped_values_are_exact) {
 }
 END_TEST
 
+/* CSF ("sss") with 64-bit positions and coordinates. B is 2 x 3 x 4 with
+ * (0,0,1) = 1, (0,0,3) = 2, (0,2,0) = 3, (1,1,2) = 4, c = (1, 10, 100, 1000):
+ * A = B c has A(0,0) = 1*10 + 2*1000 = 2010, A(0,2) = 3, A(1,1) = 400.
+ * Then B(1,1,2) = 5 in place: A(1,1) = 500. */
+START_TEST(csf_with_64_bit_indices) {
+  tj_format f;
+  OK(tj_format_parse("sss", &f));
+  f.pos_width = f.crd_width = 64;
+  int64_t dims[3] = {2, 3, 4}, d23[2] = {2, 3}, n4 = 4;
+  int64_t pos0[] = {0, 2}, crd0[] = {0, 1}, pos1[] = {0, 2, 3}, crd1[] = {0, 2, 1};
+  int64_t pos2[] = {0, 2, 3, 4}, crd2[] = {1, 3, 0, 2};
+  double vals[] = {1, 2, 3, 4}, c[] = {1, 10, 100, 1000}, a[6];
+  tj_arrays ba = {.dtype = TJ_F64, .order = 3, .dims = dims, .fmt = &f,
+                  .pos = {pos0, pos1, pos2}, .pos_len = {2, 3, 4},
+                  .crd = {crd0, crd1, crd2}, .crd_len = {2, 3, 4}, .vals = vals, .vals_len = 4};
+  tj_arrays ca = dense_arrays(TJ_F64, 1, &n4, c, 4), aa = dense_arrays(TJ_F64, 2, d23, a, 6);
+  tj_tensor *ops[3];
+  OK(tj_tensor_wrap("A", &aa, 0, &ops[0]));
+  OK(tj_tensor_wrap("B", &ba, 0, &ops[1]));
+  OK(tj_tensor_wrap("c", &ca, 0, &ops[2]));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) = B(i,j,k) * c(k)", ops, 3);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double want[6] = {2010, 0, 3, 0, 400, 0};
+  ck_assert(memcmp(a, want, sizeof a) == 0);
+  vals[3] = 5;
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  ck_assert_msg(a[4] == 500 && a[0] == 2010, "A(1,1) = %g", a[4]);
+  tj_context_free(cx);
+  for (int i = 0; i < 3; i++) tj_tensor_free(ops[i]);
+  /* the same arrays with crd2[1] = 1: not increasing in the segment of
+   * level-1 position 0 */
+  crd2[1] = 1;
+  tj_tensor *t;
+  ck_assert_int_eq(tj_tensor_wrap("B", &ba, 0, &t), TJ_ERR_FORMAT);
+  ck_assert_str_eq(tj_last_error(), "tensor B: level 2 (compressed): crd[1] = 1 does not "
+                   "increase over crd[0] = 1 in the segment of parent position 0 (the level "
+                   "is ordered and unique)");
+}
+END_TEST
+
 /* Dense layouts: row-major, column-major (strides {1, 2}), a 3-D
  * transposition, and a unit dim with any stride. */
 START_TEST(dense_strides_become_mode_orders) {
@@ -490,6 +532,7 @@ static Suite *wrap_suite(void) {
   tcase_add_test(k, wrapped_sparse_output_grows_into_its_own_arrays);
   tcase_add_test(k, i64_wrapped_values_are_exact);
   tcase_add_test(k, column_major_operand_in_a_kernel);
+  tcase_add_test(k, csf_with_64_bit_indices);
   suite_add_tcase(s, k);
   TCase *d = tcase_create("dense");
   tcase_add_test(d, dense_strides_become_mode_orders);

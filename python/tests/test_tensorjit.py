@@ -235,3 +235,55 @@ def test_mttkrp_on_a_real_tensor():
     want = np.zeros((t.shape[0], 8))
     np.add.at(want, i, coo["vals"][:, None] * c[k] * d[l])
     np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+
+
+# A small corpus: expression, numpy einsum of the same sum, formats to
+# store the operands in (numpy inputs converted by tensorjit), operand
+# shapes. Inputs are random with about a third of the entries zero.
+CORPUS = [
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds"}, {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds:1,0"}, {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ss"}, {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "uq"}, {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds", "x": "s"}, {"A": (9, 7), "x": (7,)}),
+    ("C(i,j) = A(i,k) * B(k,j)", lambda A, B: A @ B, {"A": "ds"}, {"A": (8, 6), "B": (6, 5)}),
+    ("C(i,j) = A(i,k) * B(k,j)", lambda A, B: A @ B, {"A": "ds", "B": "ds", "C": "ds"},
+     {"A": (8, 6), "B": (6, 5)}),
+    ("C(i,j) = A(i,j) + B(i,j)", lambda A, B: A + B, {"A": "ds", "B": "ds", "C": "ds"},
+     {"A": (6, 7), "B": (6, 7)}),
+    ("C(i,j) = A(i,j) * B(i,j)", lambda A, B: A * B, {"A": "ds", "B": "ss", "C": "ds"},
+     {"A": (6, 7), "B": (6, 7)}),
+    ("C(i,j) = A(i,j) - B(i,j)", lambda A, B: A - B, {"A": "ds"}, {"A": (6, 7), "B": (6, 7)}),
+    ("a = x(i) * y(i)", lambda x, y: x @ y, {"x": "s"}, {"x": (11,), "y": (11,)}),
+    ("A(i,j) = B(i,j,k) * c(k)", lambda B, c: np.einsum("ijk,k->ij", B, c), {"B": "sss"},
+     {"B": (4, 3, 5), "c": (5,)}),
+    ("A(i,j) = B(i,j,k) * c(k)", lambda B, c: np.einsum("ijk,k->ij", B, c), {"B": "uqq"},
+     {"B": (4, 3, 5), "c": (5,)}),
+    ("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",
+     lambda B, C, D: np.einsum("ikl,kj,lj->ij", B, C, D), {"B": "sss"},
+     {"B": (4, 3, 5), "C": (3, 6), "D": (5, 6)}),
+    ("D(i,j) = A(i,j) * B(i,k) * C(k,j)", lambda A, B, C: A * (B @ C), {"A": "ds"},
+     {"A": (5, 6), "B": (5, 4), "C": (4, 6)}),
+    ("r(i) = b(i) - A(i,j) * x(j)", lambda A, b, x: b - A @ x, {"A": "ds"},
+     {"A": (6, 6), "b": (6,), "x": (6,)}),
+    ("y(i) = sqrt(x(i)) + max(x(i), z(i))", lambda x, z: np.sqrt(x) + np.maximum(x, z), {},
+     {"x": (9,), "z": (9,)}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CORPUS)))
+def test_corpus_against_numpy(case):
+    expr, ref, formats, shapes = CORPUS[case]
+    rng = np.random.default_rng(100 + case)
+    ops = {}
+    for name, shape in shapes.items():
+        v = rng.random(shape)
+        v[rng.random(shape) < 0.35] = 0
+        ops[name] = v
+    got = tensorjit.compile(expr, formats=formats)(**ops)
+    if sp.issparse(got):
+        got = got.toarray()
+    elif isinstance(got, tensorjit.Tensor):
+        got = got.to_numpy()
+    want = ref(*[ops[n] for n in shapes])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=expr + " " + str(formats))
