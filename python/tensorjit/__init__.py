@@ -15,12 +15,14 @@ from .kernel import Kernel, compile
 from .tensor import Tensor, as_tensor
 
 
-def tensor(x, name="T"):
+def tensor(x, name="T", format=None):
     """A Tensor over a numpy array or scipy.sparse matrix (no copy where
-    the layout allows), or over a file path (.mtx / .tns)."""
-    if isinstance(x, str):
-        return Tensor.read(x, name=name)
-    return as_tensor(x, name)
+    the layout allows), or read from a file path (.mtx / .tns); with
+    format, converted to it (a copy) unless already stored that way."""
+    t = Tensor.read(x, format, name) if isinstance(x, str) else as_tensor(x, name)
+    if format is not None and t.format != Tensor.empty("", t.shape, t.dtype, format).format:
+        t = t.convert(format)
+    return t
 
 
 def read(path, format=None, name="T"):

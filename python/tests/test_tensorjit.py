@@ -287,3 +287,38 @@ def test_corpus_against_numpy(case):
         got = got.to_numpy()
     want = ref(*[ops[n] for n in shapes])
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=expr + " " + str(formats))
+
+
+def test_tensor_in_any_format():
+    d = RNG.random((5, 6, 4))
+    d[d < 0.5] = 0
+    for fmt in ("sss", "uqq", "dsd", "ssd:2,0,1", "ddd:1,2,0"):
+        t = tensorjit.tensor(d, "T", format=fmt)
+        assert t.format == fmt
+        np.testing.assert_array_equal(t.to_numpy(), d)
+
+
+def test_gil_is_released_while_a_kernel_runs():
+    """Another Python thread keeps running during a long kernel: the
+    longest pause it sees is much shorter than the kernel."""
+    import time
+    n = 1500
+    a, b = RNG.random((n, n)), RNG.random((n, n))
+    k = tensorjit.compile("C(i,j) = A(i,k) * B(k,j)", nthreads=1)
+    k(A=a, B=b)   # compile first
+    span = []
+
+    def run():
+        t0 = time.perf_counter()
+        k(A=a, B=b)
+        span.append(time.perf_counter() - t0)
+
+    worker = threading.Thread(target=run)
+    last, gap = time.perf_counter(), 0.0
+    worker.start()
+    while worker.is_alive():
+        now = time.perf_counter()
+        gap, last = max(gap, now - last), now
+    worker.join()
+    assert span[0] > 0.02, "the kernel was too short to tell (%.3f s)" % span[0]
+    assert gap < span[0] / 2, "a pause of %.3f s during a %.3f s kernel" % (gap, span[0])
