@@ -180,6 +180,24 @@ class Kernel:
         fmt = result.format
         return result.to_scipy() if fmt in ("ds", "ds:1,0") else result
 
+    def compute(self, out, **operands):
+        """Recomputes the values of out, a sparse result of this kernel (the
+        scipy matrix or Tensor a call returned), keeping its structure: the
+        compute kernel alone, no assembly, values written in place (so out
+        itself shows them). For operands whose values changed but whose
+        sparsity did not."""
+        t = out if isinstance(out, Tensor) else _owner(out)
+        if t is None or t.name != self.output:
+            raise TensorJitError(1, "tensorjit: compute needs a sparse result of this "
+                                 "kernel (or a Tensor named %s) as out" % self.output)
+        tensors = {name: self._input(name, x) for name, x in operands.items()}
+        self._order = sorted(tensors)
+        ops = [t] + [tensors[n] for n in self._order]
+        handles = (ctypes.c_void_p * len(ops))(*[x._h for x in ops])
+        k = self._compiled(ops, handles)
+        check(lib.tj_kernel_run(k, _lib.COMPUTE, handles, len(ops)))
+        return out
+
     def _compiled(self, ops, handles):
         sig = tuple((name, t._meta()) for name, t in zip(self._names(ops), ops))
         k = self._kernels.get(sig)
@@ -231,6 +249,15 @@ def _buffers(x):
     if kind == "coo":
         return (x.data, x.row, x.col, x.shape)
     return ()
+
+
+def _owner(m):
+    """The Tensor whose values a scipy matrix returned by a kernel views."""
+    base = getattr(m, "data", None)
+    while isinstance(base, np.ndarray):   # numpy views of views, down to the _View
+        base = base.base
+    owner = getattr(base, "owner", None)
+    return owner if isinstance(owner, Tensor) else None
 
 
 def _data_pointer(x):

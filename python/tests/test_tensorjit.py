@@ -322,3 +322,28 @@ def test_gil_is_released_while_a_kernel_runs():
     worker.join()
     assert span[0] > 0.02, "the kernel was too short to tell (%.3f s)" % span[0]
     assert gap < span[0] / 2, "a pause of %.3f s during a %.3f s kernel" % (gap, span[0])
+
+
+def test_compute_rewrites_a_sparse_result_in_place():
+    a, b = sparse(30, 20, 0.2, seed=30), sparse(30, 20, 0.2, seed=31)
+    mul = tensorjit.compile("C(i,j) = A(i,j) * B(i,j)", formats={"C": "ds"})
+    c = mul(A=a, B=b)
+    data, indices = c.data, c.indices
+    a.data *= 3                                 # same sparsity, new values
+    assert mul.compute(c, A=a, B=b) is c
+    assert c.data is data and c.indices is indices
+    np.testing.assert_allclose(c.toarray(), a.multiply(b).toarray(), rtol=1e-12)
+    with pytest.raises(TensorJitError, match="compute needs a sparse result"):
+        mul.compute(a, A=a, B=b)
+
+
+def test_coo_and_csc_inputs_are_zero_copy():
+    d = RNG.random((6, 5))
+    d[d < 0.5] = 0
+    coo = sp.coo_matrix(sp.csr_matrix(d))       # rows sorted, then columns
+    csc = sp.csc_matrix(d)
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    x = RNG.random(5)
+    for m in (coo, csc):
+        np.testing.assert_allclose(k(A=m, x=x), d @ x, rtol=1e-12)
+        assert np.shares_memory(k._inputs["A"][2].arrays()["vals"], m.data)
