@@ -102,6 +102,92 @@ int64_t tj_tensor_bytes(const tj_tensor *t);
 /* Prints a readable listing, eliding past max_entries (0 = all). */
 void tj_tensor_print(const tj_tensor *t, void *file, int64_t max_entries);
 
+/* ---- typed values ------------------------------------------------------ */
+
+/* tj_tensor_insert / tj_tensor_get in the tensor's own dtype, exact (an
+ * i64 value above 2^53 survives insert, pack and get unchanged). The
+ * suffix must match the tensor's dtype, else TJ_ERR_DTYPE. Inserted
+ * duplicates are summed in the dtype (integers wrap around). */
+tj_status tj_tensor_insert_f64(tj_tensor *t, const int64_t *coord, double value);
+tj_status tj_tensor_insert_f32(tj_tensor *t, const int64_t *coord, float value);
+tj_status tj_tensor_insert_i64(tj_tensor *t, const int64_t *coord, int64_t value);
+tj_status tj_tensor_insert_i32(tj_tensor *t, const int64_t *coord, int32_t value);
+tj_status tj_tensor_get_f64(const tj_tensor *t, const int64_t *coord, double *out);
+tj_status tj_tensor_get_f32(const tj_tensor *t, const int64_t *coord, float *out);
+tj_status tj_tensor_get_i64(const tj_tensor *t, const int64_t *coord, int64_t *out);
+tj_status tj_tensor_get_i32(const tj_tensor *t, const int64_t *coord, int32_t *out);
+
+/* ---- a tensor's arrays: wrapping caller memory, reading in place -------- */
+
+/* The arrays of a tensor, as the kernel sees them (runtime/abi.h). Level l
+ * stores dim fmt->mode_order[l]. A compressed level has pos (one entry per
+ * parent position, plus one: pos[p]..pos[p+1] is parent p's segment, pos[0]
+ * = 0) and crd (one coordinate per position); a singleton level has crd only
+ * (one per parent position); a dense level neither. pos entries are
+ * fmt->pos_width bits, crd entries fmt->crd_width bits (0 means 32), signed.
+ * vals holds one value of dtype per position of the last level (for an
+ * all-dense tensor, prod(dims) values in level order). */
+typedef struct tj_arrays {
+  tj_dtype dtype;
+  int order;
+  const int64_t *dims;            /* order extents, indexed by dim */
+  const tj_format *fmt;           /* NULL: all dense, identity mode order */
+  const int64_t *strides;         /* all-dense only, else NULL: element strides
+                                     per dim (see tj_tensor_wrap) */
+  void *pos[TJ_MAX_ORDER_PUBLIC];
+  int64_t pos_len[TJ_MAX_ORDER_PUBLIC];
+  void *crd[TJ_MAX_ORDER_PUBLIC];
+  int64_t crd_len[TJ_MAX_ORDER_PUBLIC];
+  void *vals;
+  int64_t vals_len;
+} tj_arrays;
+
+/* Flags of tj_tensor_wrap / tj_tensor_adopt. */
+enum {
+  TJ_WRAP_TRUSTED = 1u << 0  /* skip the O(nnz) content checks (lengths are
+                                still checked): the caller vouches for them */
+};
+
+/* Makes a tensor (owned by the caller, tj_tensor_free) whose storage is the
+ * caller's arrays a->pos, a->crd, a->vals, without copying: kernels read
+ * them in place, so values changed in place are seen by the next
+ * tj_kernel_run (no re-pack, no recompile). The caller keeps ownership
+ * and must keep the arrays alive and unmoved until tj_tensor_free; the
+ * struct a itself (and dims, fmt, strides) is copied and may go.
+ * Dense data: fmt NULL (or all dense) with strides NULL is row-major over
+ * the fmt's mode order; strides (in elements, one per dim) describe any
+ * layout that is a permutation of a contiguous one (row- or column-major,
+ * any transposition), which becomes the tensor's mode order; other strides
+ * (gaps, negative, overlapping) are refused.
+ * Unless flags has TJ_WRAP_TRUSTED, the contents are validated first:
+ * positions start at 0, never decrease, end at the level's crd length;
+ * coordinates lie in 0..extent-1; in each segment of an ordered level they
+ * increase (strictly where the level is unique; a singleton level compares
+ * with the previous position when all coordinates above are equal). The
+ * first violation is TJ_ERR_FORMAT with a message naming the tensor, the
+ * level, the array and the position. On any failure nothing is created
+ * and the caller's arrays are untouched.
+ * When the tensor is an output, kernels write its arrays in place while
+ * they are large enough (a dense output always is); an array that must
+ * grow is copied into one the tensor owns, and tj_tensor_arrays then
+ * points there. tj_tensor_pack replaces them by arrays of its own. */
+tj_status tj_tensor_wrap(const char *name, const tj_arrays *a, unsigned flags,
+                         tj_tensor **out);
+
+/* Called once per array a tensor adopted, when the tensor is freed. */
+typedef void (*tj_free_fn)(void *array, void *user);
+/* tj_tensor_wrap that takes ownership: on success, tj_tensor_free calls
+ * free_fn(array, user) once for each distinct non-NULL array of a (pos,
+ * crd, vals). On failure nothing is freed: the arrays stay the caller's. */
+tj_status tj_tensor_adopt(const char *name, const tj_arrays *a, unsigned flags,
+                          tj_free_fn free_fn, void *user, tj_tensor **out);
+
+/* Fills *out with t's current arrays, without copying: pointers owned by
+ * t, valid until t is next changed (insert + pack, convert into it, a kernel
+ * assembling it as its output, free). Values may be changed in place; a
+ * compute kernel rerun then reads them. Works for outputs after a run. */
+tj_status tj_tensor_arrays(tj_tensor *t, tj_arrays *out);
+
 /* Reads .mtx / .tns (optionally .gz) into a new tensor in format fmt
  * (NULL: CSR for order 2, all-compressed otherwise). Errors say file:line. */
 tj_status tj_tensor_read(const char *path, const char *name,

@@ -65,7 +65,16 @@ typedef struct tj_storage {
   tj_level_storage levels[TJ_MAX_ORDER];
   void *vals;
   int64_t vals_len, vals_cap;         /* entries used / allocated */
+  uint32_t foreign;   /* TJ_FOREIGN_* bits: arrays tensorjit did not allocate */
 } tj_storage;
+
+/* Bits of tj_storage.foreign: an array the caller wrapped (tj_tensor_wrap).
+ * Kernels read and write it in place but never free or realloc it:
+ * tj_rt_reserve moves a foreign array that must grow into a fresh one of
+ * tensorjit's own (and clears its bit), and freeing a storage skips it. */
+#define TJ_FOREIGN_POS(l) (1u << (l))
+#define TJ_FOREIGN_CRD(l) (1u << (TJ_MAX_ORDER + (l)))
+#define TJ_FOREIGN_VALS (1u << (2 * TJ_MAX_ORDER))
 
 /* Which array of a storage a runtime helper acts on. */
 typedef enum { TJ_ARR_POS = 0, TJ_ARR_CRD = 1, TJ_ARR_VALS = 2 } tj_array_kind;

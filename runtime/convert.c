@@ -25,7 +25,7 @@ tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
                                src->st.dims, &f, &t);
   if (st != TJ_OK) return st;
   int64_t n;
-  st = rt_tensor_entries(src, true, &t->coo.coords, &t->coo.vals, &n);
+  st = rt_tensor_entries_val(src, true, &t->coo.coords, &t->coo.vals, &n);
   t->coo.n = t->coo.cap = st == TJ_OK ? n : 0;
   if (st == TJ_OK) st = tj_tensor_pack(t);
   if (st != TJ_OK) {
@@ -69,7 +69,7 @@ tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out) {
     ok = d->vals != NULL;
     d->vals_len = d->vals_cap = ok ? s->vals_len : 0;
     for (int64_t i = 0; ok && i < s->vals_len; i++)
-      rt_storage_set_val(d, i, rt_storage_val(s, i));
+      rt_storage_put(d, i, rt_val_cast(s->dtype, dt, rt_storage_get(s, i)));
   }
   if (!ok) {
     tj_tensor_free(t);
@@ -96,13 +96,7 @@ tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense, const uint8_t 
   }
   tj_storage old = t->st;
   if (st == TJ_OK) {
-    for (int l = 0; l < order; l++) {
-      tj_level_storage *lv = &t->st.levels[l];
-      lv->pos = lv->crd = NULL;
-      lv->pos_len = lv->pos_cap = lv->crd_len = lv->crd_cap = 0;
-    }
-    t->st.vals = NULL;
-    t->st.vals_len = t->st.vals_cap = 0;
+    rt_storage_detach(&t->st);
     st = tj_tensor_pack(t);
   }
   if (st != TJ_OK) {

@@ -50,14 +50,14 @@ typedef struct Collect {
   const tj_storage *s;
   bool drop_zero;
   int64_t n, cap, *coords;
-  double *vals;
+  RtVal *vals;
 } Collect;
 
 static void collect(void *ctx, const int64_t *coord, int64_t p) {
   Collect *c = ctx;
   if (p >= c->s->vals_len || c->n == c->cap) return;
-  double v = rt_storage_val(c->s, p);
-  if (c->drop_zero && v == 0) return;
+  RtVal v = rt_storage_get(c->s, p);
+  if (c->drop_zero && rt_val_is_zero(c->s->dtype, v)) return;
   memcpy(c->coords + c->n * c->s->order, coord,
          (size_t)c->s->order * sizeof *coord);
   c->vals[c->n++] = v;
@@ -69,8 +69,8 @@ static bool has_dense(const tj_storage *s) {
   return false;
 }
 
-tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
-                            int64_t **coords, double **vals, int64_t *n) {
+tj_status rt_tensor_entries_val(const tj_tensor *t, bool drop_fill,
+                                int64_t **coords, RtVal **vals, int64_t *n) {
   const tj_storage *s = &t->st;
   Collect c = {.s = s, .drop_zero = drop_fill && has_dense(s),
                .cap = s->vals_len};
@@ -83,6 +83,23 @@ tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
   }
   walk_all(s, collect, &c);
   *coords = c.coords, *vals = c.vals, *n = c.n;
+  return TJ_OK;
+}
+
+tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
+                            int64_t **coords, double **vals, int64_t *n) {
+  RtVal *v;
+  tj_status st = rt_tensor_entries_val(t, drop_fill, coords, &v, n);
+  if (st != TJ_OK) return st;
+  double *d = malloc((size_t)(*n + 1) * sizeof *d);
+  if (!d) {
+    free(*coords), free(v);
+    *coords = NULL;
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory reading tensor %s", t->name);
+  }
+  for (int64_t e = 0; e < *n; e++) d[e] = rt_val_to_double(t->st.dtype, v[e]);
+  free(v);
+  *vals = d;
   return TJ_OK;
 }
 
@@ -105,40 +122,41 @@ static int64_t lower_bound(const tj_storage *s, const tj_level_storage *lv,
 }
 
 /* Sum of the values stored at coord below position p of level l. */
-static double lookup(const tj_storage *s, int l, int64_t p,
-                     const int64_t *coord) {
-  if (l == s->order) return p < s->vals_len ? rt_storage_val(s, p) : 0;
+static RtVal lookup(const tj_storage *s, int l, int64_t p, const int64_t *coord) {
+  const RtVal zero = {.i = 0};   /* all bits 0: integer 0 and 0.0 alike */
+  if (l == s->order) return p < s->vals_len ? rt_storage_get(s, p) : zero;
   const tj_level_storage *lv = &s->levels[l];
   int64_t c = coord[s->map[l].dim];
   if (lv->kind == TJ_LVL_DENSE) return lookup(s, l + 1, p * lv->size + c, coord);
   if (lv->kind == TJ_LVL_SINGLETON)
     return p < lv->crd_len && rt_idx(lv->crd, s->crd_width, p) == c
-               ? lookup(s, l + 1, p, coord) : 0;
-  if (!lv->pos || p + 1 >= lv->pos_len) return 0;
+               ? lookup(s, l + 1, p, coord) : zero;
+  if (!lv->pos || p + 1 >= lv->pos_len) return zero;
   int64_t lo = rt_idx(lv->pos, s->pos_width, p), hi = rt_idx(lv->pos, s->pos_width, p + 1);
-  double sum = 0;
+  RtVal sum = zero;
   if (lv->flags & TJ_LVL_NONORDERED) { /* a segment in any order: scan it */
     for (int64_t q = lo; q < hi; q++)
-      if (rt_idx(lv->crd, s->crd_width, q) == c) sum += lookup(s, l + 1, q, coord);
+      if (rt_idx(lv->crd, s->crd_width, q) == c)
+        sum = rt_val_add(s->dtype, sum, lookup(s, l + 1, q, coord));
     return sum;
   }
   for (int64_t q = lower_bound(s, lv, lo, hi, c);
        q < hi && rt_idx(lv->crd, s->crd_width, q) == c; q++)
-    sum += lookup(s, l + 1, q, coord);
+    sum = rt_val_add(s->dtype, sum, lookup(s, l + 1, q, coord));
   return sum;
+}
+
+RtVal rt_tensor_lookup(const tj_tensor *t, const int64_t *coord) {
+  if (t->st.vals && t->st.vals_len > 0) return lookup(&t->st, 0, 0, coord);
+  return (RtVal){.i = 0};
 }
 
 tj_status tj_tensor_get(const tj_tensor *t, const int64_t *coord, double *out) {
   if (!t || !out || (!coord && t->fmt.order > 0))
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_get: NULL argument");
-  for (int d = 0; d < t->fmt.order; d++)
-    if (coord[d] < 0 || coord[d] >= t->st.dims[d])
-      return rt_set_error(TJ_ERR_SHAPE, "tensor %s: coordinate %lld in mode "
-                          "%d is out of range 0..%lld", t->name,
-                          (long long)coord[d], d,
-                          (long long)t->st.dims[d] - 1);
-  *out = t->st.vals && t->st.vals_len > 0 ? lookup(&t->st, 0, 0, coord) : 0;
-  return TJ_OK;
+  tj_status st = rt_check_coord(t, coord);
+  if (st == TJ_OK) *out = rt_val_to_double(t->st.dtype, rt_tensor_lookup(t, coord));
+  return st;
 }
 
 typedef struct DenseOut {

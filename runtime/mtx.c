@@ -224,7 +224,7 @@ tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt,
   int64_t want = h.sym == SYM_GENERAL ? h.nnz : 2 * (h.nnz < INT64_MAX / 2 ? h.nnz : 0);
   if (want > 0 && want < (1 << 26)) {
     t->coo.coords = malloc((size_t)want * 2 * sizeof(int64_t));
-    t->coo.vals = malloc((size_t)want * sizeof(double));
+    t->coo.vals = malloc((size_t)want * sizeof *t->coo.vals);
     t->coo.cap = t->coo.coords && t->coo.vals ? want : 0;
   }
   st = h.is_array ? read_array(r, &h, t) : read_coordinate(r, &h, t);

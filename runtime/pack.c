@@ -20,7 +20,7 @@
 typedef struct Sorted {
   int64_t n;
   int64_t *lc[TJ_MAX_ORDER];  /* lc[l][e]: level-l coordinate of entry e */
-  double *vals;
+  RtVal *vals;                /* in the tensor's dtype */
 } Sorted;
 
 static void sorted_free(Sorted *s) {
@@ -125,7 +125,7 @@ static bool linear_strides(const tj_storage *s, int64_t *stride) {
 /* Fast path: sorts (linear key, value) pairs with no random access and
  * decodes the level coordinates from the sorted keys. */
 static tj_status sort_linear(const tj_tensor *t, const int64_t *coords,
-                             const double *vals, int64_t n,
+                             const RtVal *vals, int64_t n,
                              const int64_t *stride, Sorted *out) {
   const tj_storage *s = &t->st;
   int order = s->order;
@@ -141,7 +141,7 @@ static tj_status sort_linear(const tj_tensor *t, const int64_t *coords,
     for (int l = 0; l < order; l++)
       k += (uint64_t)coords[i * order + s->map[l].dim] * (uint64_t)stride[l];
     key[i] = k, hi |= k;
-    memcpy(&val[i], &vals[i], sizeof(double));
+    memcpy(&val[i], &vals[i], sizeof(RtVal));
   }
   int64_t count[BUCKETS + 1];
   for (int shift = 0; st == TJ_OK && shift < 64 && (hi >> shift);
@@ -156,10 +156,10 @@ static tj_status sort_linear(const tj_tensor *t, const int64_t *coords,
   if (st == TJ_OK && !(out->vals = malloc(bytes))) st = nomem(t);
   int64_t k = 0;
   for (int64_t i = 0; st == TJ_OK && i < n; i++) {
-    double v;
+    RtVal v;
     memcpy(&v, &val[i], sizeof v);
     if (sum && i > 0 && key[i] == key[i - 1]) {
-      out->vals[k - 1] += v;
+      out->vals[k - 1] = rt_val_add(s->dtype, out->vals[k - 1], v);
       continue;
     }
     for (int l = 0; l < order; l++) {
@@ -177,7 +177,7 @@ static tj_status sort_linear(const tj_tensor *t, const int64_t *coords,
 /* Gathers coords/vals into level arrays in perm order, summing duplicate
  * coordinates unless a level is nonunique. */
 static tj_status gather(const tj_tensor *t, const int64_t *coords,
-                        const double *vals, int64_t n, const int64_t *perm,
+                        const RtVal *vals, int64_t n, const int64_t *perm,
                         Sorted *out) {
   int order = t->fmt.order;
   bool sum = !any_nonunique(&t->st);
@@ -192,7 +192,7 @@ static tj_status gather(const tj_tensor *t, const int64_t *coords,
     for (int l = 0; dup && l < order; l++)
       dup = out->lc[l][k - 1] == c[t->fmt.mode_order[l]];
     if (dup) {
-      out->vals[k - 1] += vals[perm[i]];
+      out->vals[k - 1] = rt_val_add(t->st.dtype, out->vals[k - 1], vals[perm[i]]);
       continue;
     }
     for (int l = 0; l < order; l++) out->lc[l][k] = c[t->fmt.mode_order[l]];
@@ -285,7 +285,7 @@ static tj_status build_levels(const tj_tensor *t, tj_storage *s,
       st = rt_set_error(TJ_ERR_NOMEM, "tensor %s: out of memory for %" PRId64
                         " values", t->name, P);
     for (int64_t e = 0; st == TJ_OK && e < so->n; e++)
-      rt_storage_set_val(s, par[e], so->vals[e]);
+      rt_storage_put(s, par[e], so->vals[e]);
     s->vals_len = s->vals_cap = P;
   }
   free(par);
@@ -312,13 +312,13 @@ static tj_status pack_dense(tj_tensor *t) {
     int64_t p = 0;
     for (int l = 0; l < s->order; l++)
       p = p * s->levels[l].size + c[s->map[l].dim];
-    rt_storage_set_val(s, p, rt_storage_val(s, p) + t->coo.vals[e]);
+    rt_storage_put(s, p, rt_val_add(s->dtype, rt_storage_get(s, p), t->coo.vals[e]));
   }
   return TJ_OK;
 }
 
 /* Current contents plus the buffer, as one COO list (malloc'd). */
-static tj_status combine(tj_tensor *t, int64_t **coords, double **vals,
+static tj_status combine(tj_tensor *t, int64_t **coords, RtVal **vals,
                          int64_t *n) {
   if (t->st.vals_len == 0) {   /* take the buffer as it is */
     *coords = t->coo.coords, *vals = t->coo.vals, *n = t->coo.n;
@@ -326,13 +326,13 @@ static tj_status combine(tj_tensor *t, int64_t **coords, double **vals,
     return TJ_OK;
   }
   int64_t *c0 = NULL, n0 = 0;
-  double *v0 = NULL;
-  tj_status st = rt_tensor_entries(t, false, &c0, &v0, &n0);
+  RtVal *v0 = NULL;
+  tj_status st = rt_tensor_entries_val(t, false, &c0, &v0, &n0);
   if (st != TJ_OK) return st;
   int order = t->fmt.order;
   int64_t nt = n0 + t->coo.n;
   int64_t *c = realloc(c0, (size_t)(nt * order + 1) * sizeof *c);
-  double *v = c ? realloc(v0, (size_t)(nt + 1) * sizeof *v) : NULL;
+  RtVal *v = c ? realloc(v0, (size_t)(nt + 1) * sizeof *v) : NULL;
   if (!v) {
     free(c ? c : c0), free(v0);
     return nomem(t);
@@ -361,16 +361,10 @@ tj_status tj_tensor_pack(tj_tensor *t) {
   }
   if (t->coo.n == 0 && t->st.vals) return TJ_OK;   /* nothing new */
   int64_t *coords = NULL, n = 0, *perm = NULL;
-  double *vals = NULL;
+  RtVal *vals = NULL;
   Sorted so = {0};
   tj_storage fresh = t->st;
-  for (int l = 0; l < fresh.order; l++) {
-    tj_level_storage *lv = &fresh.levels[l];
-    lv->pos = lv->crd = NULL;
-    lv->pos_len = lv->pos_cap = lv->crd_len = lv->crd_cap = 0;
-  }
-  fresh.vals = NULL;
-  fresh.vals_len = fresh.vals_cap = 0;
+  rt_storage_detach(&fresh);
   RtCoo saved = t->coo;   /* combine may take the buffer itself */
   tj_status st = combine(t, &coords, &vals, &n);
   int64_t stride[TJ_MAX_ORDER];

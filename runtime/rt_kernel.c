@@ -3,10 +3,13 @@
  * Output arrays grow by doubling through tj_rt_reserve; new space is
  * zeroed so a kernel may accumulate into it. Arrays are malloc/free memory
  * (rt_array_new: large ones advised for huge pages), the same the runtime
- * uses, so a tensor owns what a kernel grew.
+ * uses, so a tensor owns what a kernel grew. An array the caller wrapped
+ * (tj_storage.foreign) is never realloc'd: growing it copies it into a
+ * fresh array the tensor owns, and the caller's stays where it was.
  * No helper aborts: failures come back as TJ_KERNEL_* codes.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor.h"
 
@@ -19,13 +22,14 @@ static int elem_size(const tj_storage *s, int32_t arr) {
 int32_t tj_rt_reserve(tj_storage *s, int32_t arr, int32_t level, int64_t need) {
   void **p;
   int64_t *cap;
+  uint32_t bit;
   if (arr == TJ_ARR_VALS) {
-    p = &s->vals, cap = &s->vals_cap;
+    p = &s->vals, cap = &s->vals_cap, bit = TJ_FOREIGN_VALS;
   } else {
     if (level < 0 || level >= s->order) return TJ_KERNEL_SHAPE;
     tj_level_storage *lv = &s->levels[level];
-    if (arr == TJ_ARR_POS) p = &lv->pos, cap = &lv->pos_cap;
-    else p = &lv->crd, cap = &lv->crd_cap;
+    if (arr == TJ_ARR_POS) p = &lv->pos, cap = &lv->pos_cap, bit = TJ_FOREIGN_POS(level);
+    else p = &lv->crd, cap = &lv->crd_cap, bit = TJ_FOREIGN_CRD(level);
   }
   if (need <= *cap && *p) return TJ_KERNEL_OK;
   int64_t ncap = *cap < 16 ? 16 : *cap;
@@ -36,7 +40,15 @@ int32_t tj_rt_reserve(tj_storage *s, int32_t arr, int32_t level, int64_t need) {
   int64_t w = elem_size(s, arr);
   if (ncap > INT64_MAX / w || (uint64_t)(ncap * w) > SIZE_MAX)
     return TJ_KERNEL_NOMEM;
-  if (!rt_array_grow(p, *p ? *cap : 0, ncap, (size_t)w)) return TJ_KERNEL_NOMEM;
+  if (s->foreign & bit) {   /* the caller's array: copy it, never realloc it */
+    void *q = rt_array_new(ncap, (size_t)w, true);
+    if (!q) return TJ_KERNEL_NOMEM;
+    if (*p && *cap) memcpy(q, *p, (size_t)(*cap * w));
+    *p = q;
+    s->foreign &= ~bit;
+  } else if (!rt_array_grow(p, *p ? *cap : 0, ncap, (size_t)w)) {
+    return TJ_KERNEL_NOMEM;
+  }
   *cap = ncap;
   return TJ_KERNEL_OK;
 }

@@ -3,8 +3,10 @@
  * tj_tensor_new resolves the format into the kernel-visible tj_storage:
  * level kinds and flags from the letters, map[l] = dim mode_order[l],
  * and the index widths (32 bits by default, see tensor.h). Values are
- * stored in the tensor's dtype; the runtime moves them as doubles through
- * rt_storage_val / rt_storage_set_val.
+ * stored in the tensor's dtype; the runtime moves them exactly as RtVal
+ * (value.c) and the double-valued API through rt_storage_val /
+ * rt_storage_set_val. Storage arrays the caller wrapped are foreign
+ * (abi.h): freeing a storage leaves them alone.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -54,52 +56,33 @@ tj_storage *rt_tensor_storage(tj_tensor *t) { return &t->st; }
 
 int64_t rt_storage_nnz(const tj_storage *s) { return s->vals_len; }
 
-tj_status rt_storage_clear(tj_storage *s) {
+void rt_storage_detach(tj_storage *s) {
   for (int l = 0; l < s->order; l++) {
     tj_level_storage *lv = &s->levels[l];
-    free(lv->pos);
-    free(lv->crd);
     lv->pos = lv->crd = NULL;
     lv->pos_len = lv->pos_cap = lv->crd_len = lv->crd_cap = 0;
   }
-  free(s->vals);
   s->vals = NULL;
   s->vals_len = s->vals_cap = 0;
+  s->foreign = 0;
+}
+
+tj_status rt_storage_clear(tj_storage *s) {
+  for (int l = 0; l < s->order; l++) {
+    if (!(s->foreign & TJ_FOREIGN_POS(l))) free(s->levels[l].pos);
+    if (!(s->foreign & TJ_FOREIGN_CRD(l))) free(s->levels[l].crd);
+  }
+  if (!(s->foreign & TJ_FOREIGN_VALS)) free(s->vals);
+  rt_storage_detach(s);
   return TJ_OK;
 }
 
 double rt_storage_val(const tj_storage *s, int64_t i) {
-  switch ((tj_dtype)s->dtype) {
-  case TJ_F64: return ((const double *)s->vals)[i];
-  case TJ_F32: return ((const float *)s->vals)[i];
-  case TJ_I64: return (double)((const int64_t *)s->vals)[i];
-  case TJ_I32: return ((const int32_t *)s->vals)[i];
-  }
-  return 0;
-}
-
-/* Rounds v to the nearest integer, saturating at the type's range [lo,
- * hi] (a plain cast of an out-of-range double is undefined behaviour):
- * +-inf, a min or max over nothing, is the type's max or min, as in the
- * kernels. */
-static int64_t to_int(double v, int64_t lo, int64_t hi) {
-  if (v != v) return 0;
-  if (v <= (double)lo) return lo;
-  if (v >= (double)hi) return hi; /* (double)INT64_MAX is 2^63 */
-  return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
+  return rt_val_to_double(s->dtype, rt_storage_get(s, i));
 }
 
 void rt_storage_set_val(tj_storage *s, int64_t i, double v) {
-  switch ((tj_dtype)s->dtype) {
-  case TJ_F64: ((double *)s->vals)[i] = v; break;
-  case TJ_F32: ((float *)s->vals)[i] = (float)v; break;
-  case TJ_I64:
-    ((int64_t *)s->vals)[i] = to_int(v, INT64_MIN, INT64_MAX);
-    break;
-  case TJ_I32:
-    ((int32_t *)s->vals)[i] = (int32_t)to_int(v, INT32_MIN, INT32_MAX);
-    break;
-  }
+  rt_storage_put(s, i, rt_val_from_double(s->dtype, v));
 }
 
 /* Fills t->st's static part (kinds, flags, sizes, map, widths) from
@@ -174,13 +157,14 @@ tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
 void tj_tensor_free(tj_tensor *t) {
   if (!t) return;
   rt_storage_clear(&t->st);
+  for (int i = 0; i < t->adopted.n; i++) t->adopted.free_fn(t->adopted.arrays[i], t->adopted.user);
   free(t->coo.coords);
   free(t->coo.vals);
   free(t->name);
   free(t);
 }
 
-tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
+tj_status rt_coo_push_val(tj_tensor *t, const int64_t *coord, RtVal v) {
   RtCoo *c = &t->coo;
   int order = t->fmt.order;
   if (c->n == c->cap) {
@@ -188,7 +172,7 @@ tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
     int64_t *nc = realloc(c->coords, (size_t)(cap * (order ? order : 1)) *
                                          sizeof *nc);
     if (nc) c->coords = nc;
-    double *nv = nc ? realloc(c->vals, (size_t)cap * sizeof *nv) : NULL;
+    RtVal *nv = nc ? realloc(c->vals, (size_t)cap * sizeof *nv) : NULL;
     if (!nv) return rt_set_error(TJ_ERR_NOMEM, "out of memory inserting "
                                  "into tensor %s", t->name);
     c->vals = nv;
@@ -200,15 +184,24 @@ tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
   return TJ_OK;
 }
 
-tj_status tj_tensor_insert(tj_tensor *t, const int64_t *coord, double value) {
-  if (!t || (!coord && t->fmt.order > 0))
-    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_insert: NULL argument");
+tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
+  return rt_coo_push_val(t, coord, rt_val_from_double(t->st.dtype, v));
+}
+
+tj_status rt_check_coord(const tj_tensor *t, const int64_t *coord) {
   for (int d = 0; d < t->fmt.order; d++)
     if (coord[d] < 0 || coord[d] >= t->st.dims[d])
       return rt_set_error(TJ_ERR_SHAPE, "tensor %s: coordinate %" PRId64
                           " in mode %d is out of range 0..%" PRId64, t->name,
                           coord[d], d, t->st.dims[d] - 1);
-  return rt_coo_push(t, coord, value);
+  return TJ_OK;
+}
+
+tj_status tj_tensor_insert(tj_tensor *t, const int64_t *coord, double value) {
+  if (!t || (!coord && t->fmt.order > 0))
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_insert: NULL argument");
+  tj_status st = rt_check_coord(t, coord);
+  return st == TJ_OK ? rt_coo_push(t, coord, value) : st;
 }
 
 const char *tj_tensor_name(const tj_tensor *t) { return t->name; }

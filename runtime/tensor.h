@@ -20,18 +20,36 @@
 #include "../include/tensorjit.h"
 #include "abi.h"
 
-/* The COO insertion buffer: n entries, coords[e*order + mode]. */
+/* A value on its way into or out of storage, exact in every dtype:
+ * integer dtypes (i64, i32) use .i, floating ones (f64, f32) use .f. */
+typedef union RtVal {
+  double f;
+  int64_t i;
+} RtVal;
+
+/* The COO insertion buffer: n entries, coords[e*order + mode], values in
+ * the tensor's dtype as RtVal. */
 typedef struct RtCoo {
   int64_t *coords;
-  double *vals;
+  RtVal *vals;
   int64_t n, cap;
 } RtCoo;
+
+/* Arrays a tensor adopted (tj_tensor_adopt), released at tj_tensor_free
+ * whether or not its storage still points at them. */
+typedef struct RtAdopted {
+  tj_free_fn free_fn;
+  void *user;
+  int n;
+  void *arrays[2 * TJ_MAX_ORDER + 1];
+} RtAdopted;
 
 struct tj_tensor {
   char *name;
   tj_format fmt;   /* widths resolved: always 32 or 64 */
   tj_storage st;
   RtCoo coo;
+  RtAdopted adopted;
 };
 
 /* ---- errors (error.c) ---- */
@@ -44,8 +62,12 @@ tj_status rt_set_error(tj_status st, const char *fmt, ...)
 
 /* The kernel-visible storage of t (owned by t). */
 tj_storage *rt_tensor_storage(tj_tensor *t);
-/* Frees every pos/crd/vals array of s and resets lengths and capacities. */
+/* Frees every pos/crd/vals array of s that is not foreign (the caller's,
+ * see abi.h) and resets arrays, lengths, capacities and foreign bits. */
 tj_status rt_storage_clear(tj_storage *s);
+/* Forgets s's arrays without freeing them (they live on elsewhere):
+ * arrays NULL, lengths, capacities and foreign bits 0. */
+void rt_storage_detach(tj_storage *s);
 /* Stored entries of s (the vals length). */
 int64_t rt_storage_nnz(const tj_storage *s);
 /* Value at position i of s's vals, as a double. */
@@ -67,6 +89,24 @@ void *rt_array_new(int64_t n, size_t w, bool zero);
 bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w);
 /* Appends (coord, value) to t's COO buffer without range checks. */
 tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v);
+/* The same with a value already in t's dtype. */
+tj_status rt_coo_push_val(tj_tensor *t, const int64_t *coord, RtVal v);
+/* TJ_OK when coord lies inside t's dims, else an error naming it. */
+tj_status rt_check_coord(const tj_tensor *t, const int64_t *coord);
+
+/* ---- values in a dtype (value.c) ---- */
+
+/* v in dtype dt: integers round to nearest and saturate at the range. */
+RtVal rt_val_from_double(int dt, double v);
+double rt_val_to_double(int dt, RtVal v);
+/* a + b in dt (integers wrap around, as two's complement). */
+RtVal rt_val_add(int dt, RtVal a, RtVal b);
+bool rt_val_is_zero(int dt, RtVal v);
+/* v of dtype from as dtype to (exact between integer dtypes). */
+RtVal rt_val_cast(int from, int to, RtVal v);
+/* Value at position i of s's vals / stores v there (i32: the low 32 bits). */
+RtVal rt_storage_get(const tj_storage *s, int64_t i);
+void rt_storage_put(tj_storage *s, int64_t i, RtVal v);
 
 /* Reads entry i of an index array of width w bytes (4 or 8). */
 static inline int64_t rt_idx(const void *a, int32_t w, int64_t i) {
@@ -91,11 +131,16 @@ bool rt_format_all_dense(const tj_format *f);
 
 /* ---- pack, unpack, conversion (pack.c, convert.c) ---- */
 
-/* Stored entries of t (plus pending inserts) as COO in level order; with
- * drop_fill, zero values are skipped when t has a dense level. The arrays
- * are malloc'd, owned by the caller; coords[e*order + mode]. */
+/* Stored entries of t as COO in level order; with drop_fill, zero values
+ * are skipped when t has a dense level. The arrays are malloc'd, owned by
+ * the caller; coords[e*order + mode]. */
 tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
                             int64_t **coords, double **vals, int64_t *n);
+/* The same with values exact in t's dtype. */
+tj_status rt_tensor_entries_val(const tj_tensor *t, bool drop_fill,
+                                int64_t **coords, RtVal **vals, int64_t *n);
+/* The sum (in t's dtype) of the values stored at coord, 0 if none. */
+RtVal rt_tensor_lookup(const tj_tensor *t, const int64_t *coord);
 /* Fills out (prod(dims) doubles, row-major over dims) with t's values and,
  * when stored is not NULL, stored (prod(dims) bytes) with 1 where t stores
  * an entry, 0 elsewhere. */

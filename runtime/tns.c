@@ -109,7 +109,7 @@ tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt,
     st = tj_tensor_new(name, TJ_F64, d.order, d.dims, &f, &t);
   }
   if (st == TJ_OK) {
-    t->coo = (RtCoo){d.coords, d.vals, d.n, d.cap};
+    t->coo = (RtCoo){d.coords, (RtVal *)d.vals, d.n, d.cap};   /* f64: .f */
     d.coords = NULL, d.vals = NULL;
     st = tj_tensor_pack(t);
   }

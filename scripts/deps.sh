@@ -4,7 +4,7 @@
 set -eu
 pkgs="llvm-19-dev libomp-19-dev clang-19 libclang-rt-19-dev check cmake
 ninja-build pkg-config zlib1g-dev libopenblas-dev libgraphblas-dev
-libedit-dev valgrind python3 python3-matplotlib python3-numpy python3-scipy"
+libedit-dev valgrind python3 python3-matplotlib python3-numpy python3-scipy python3-pytest"
 missing=""
 for p in $pkgs; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -1,0 +1,302 @@
+"""Tensors: a tensorjit handle plus the Python objects whose memory it uses.
+
+A tensor made from a numpy array or a scipy.sparse matrix wraps that
+object's buffers (tj_tensor_wrap): no copy when the layout is one tensorjit
+stores (a contiguous array in any axis order; CSR, CSC; COO sorted by row,
+then column, without duplicates; int32 or int64 indices; float64, float32,
+int64 or int32 values). Anything else is copied once into such a layout.
+Reading a tensor back (arrays(), to_numpy(), to_scipy()) gives views of its
+storage where it can, which keep the tensor alive.
+"""
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._lib import Arrays, Format, TensorJitError, check, lib
+
+_DTYPES = {np.dtype(np.float64): _lib.F64, np.dtype(np.float32): _lib.F32,
+           np.dtype(np.int64): _lib.I64, np.dtype(np.int32): _lib.I32}
+_NP = {v: k for k, v in _DTYPES.items()}
+_INDEX = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+
+
+def parse_format(spec, pos_width=0, crd_width=0):
+    """A tj_format from a spelling ("ds", "ds:1,0", MLIR's) and widths."""
+    f = Format()
+    check(lib.tj_format_parse(spec.encode(), ctypes.byref(f)))
+    f.pos_width, f.crd_width = pos_width, crd_width
+    return f
+
+
+def format_string(f):
+    buf = ctypes.create_string_buffer(64)
+    lib.tj_format_print(ctypes.byref(f), buf, 64)
+    return buf.value.decode()
+
+
+def value_dtype(dtype):
+    """The tensorjit dtype code of a numpy dtype (TypeError if none)."""
+    try:
+        return _DTYPES[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError("tensorjit: values of dtype %s are not supported (float64, float32, "
+                        "int64, int32)" % np.dtype(dtype)) from None
+
+
+class _View:
+    """Exposes n entries at ptr as a numpy array that keeps owner alive."""
+
+    def __init__(self, owner, ptr, n, dtype):
+        self.owner = owner
+        self.__array_interface__ = {"shape": (n,), "typestr": np.dtype(dtype).str,
+                                    "data": (ptr or 0, False), "version": 3}
+
+
+def _view(owner, ptr, n, dtype):
+    if not ptr or n == 0:
+        return np.zeros(0, dtype)
+    return np.asarray(_View(owner, ptr, n, dtype))
+
+
+def _index_array(a):
+    """a as a contiguous int32/int64 array (a itself when it already is)."""
+    a = np.asarray(a)
+    if a.dtype not in (np.int32, np.int64):
+        a = a.astype(np.int64)
+    return np.ascontiguousarray(a)
+
+
+class Tensor:
+    """A tensorjit tensor (tj_tensor), freed with the object."""
+
+    def __init__(self, handle, keep=()):
+        self._h = handle
+        self._keep = keep   # the Python objects whose buffers the tensor uses
+
+    def __del__(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h and lib is not None:
+            lib.tj_tensor_free(h)
+
+    # ---- construction -------------------------------------------------
+
+    @classmethod
+    def wrap(cls, name, vals, dims, fmt=None, pos=None, crd=None, strides=None, trusted=False,
+             keep=()):
+        """tj_tensor_wrap over numpy arrays: pos/crd map a level to an index
+        array (one dtype, int32 or int64, per kind); fmt a format spelling."""
+        vals = np.asarray(vals)
+        pos, crd = pos or {}, crd or {}
+        a = Arrays()
+        a.dtype = value_dtype(vals.dtype)
+        a.order = len(dims)
+        dims_c = (ctypes.c_int64 * max(1, len(dims)))(*dims)
+        a.dims = dims_c
+        widths = [8 * next(iter(d.values())).dtype.itemsize if d else 0 for d in (pos, crd)]
+        f = parse_format(fmt, *widths) if fmt else None
+        if f is not None:
+            a.fmt = ctypes.pointer(f)
+        if strides is not None:
+            strides_c = (ctypes.c_int64 * len(strides))(*strides)
+            a.strides = strides_c
+        for l, arr in pos.items():
+            a.pos[l], a.pos_len[l] = arr.ctypes.data, arr.size
+        for l, arr in crd.items():
+            a.crd[l], a.crd_len[l] = arr.ctypes.data, arr.size
+        a.vals, a.vals_len = vals.ctypes.data, vals.size
+        h = ctypes.c_void_p()
+        check(lib.tj_tensor_wrap(name.encode(), ctypes.byref(a),
+                                 _lib.WRAP_TRUSTED if trusted else 0, ctypes.byref(h)))
+        return cls(h.value, keep=(vals, tuple(pos.values()), tuple(crd.values())) + tuple(keep))
+
+    @classmethod
+    def from_numpy(cls, array, name="T"):
+        """Wraps a numpy array as a dense tensor: no copy when its elements
+        are contiguous in some axis order (C, Fortran, any transposition)."""
+        a = np.asarray(array)
+        value_dtype(a.dtype)
+        item = a.itemsize
+        if a.size and all(s % item == 0 and s >= 0 for s in a.strides):
+            try:
+                return cls.wrap(name, a, a.shape, strides=[s // item for s in a.strides],
+                                keep=(array,))
+            except TensorJitError as e:
+                if e.status != "UNSUPPORTED":
+                    raise
+        return cls.wrap(name, np.ascontiguousarray(a), a.shape, strides=None)
+
+    @classmethod
+    def from_scipy(cls, m, name="T"):
+        """Wraps a scipy.sparse matrix: CSR as "ds", CSC as "ds:1,0", COO as
+        "uq" (rows sorted, then columns), without copies when the arrays are
+        canonical (sorted, no duplicates); other kinds are converted to CSR."""
+        kind = m.format
+        if kind not in ("csr", "csc", "coo"):
+            m, kind = m.tocsr(), "csr"
+        try:
+            return cls._from_sparse(m, kind, name)
+        except TensorJitError as e:
+            if e.status != "FORMAT" or m.has_canonical_format:
+                raise   # malformed, not merely unsorted: tensorjit's message says where
+        m = m.tocsr() if kind == "coo" else m.copy()   # sorted, duplicates summed
+        m.sum_duplicates()
+        if kind == "coo":
+            return cls._from_sparse(m.tocoo(), "coo", name)
+        m.sort_indices()
+        return cls._from_sparse(m, kind, name)
+
+    @classmethod
+    def _from_sparse(cls, m, kind, name):
+        vals = m.data
+        if vals.dtype not in _DTYPES:
+            vals = vals.astype(np.float64)
+        vals = np.ascontiguousarray(vals)
+        if kind in ("csr", "csc"):
+            ptr, idx = _index_array(m.indptr), _index_array(m.indices)
+            return cls.wrap(name, vals, m.shape, "ds" if kind == "csr" else "ds:1,0",
+                            pos={1: ptr}, crd={1: idx}, keep=(m,))
+        row, col = _index_array(m.row), _index_array(m.col)
+        if row.dtype != col.dtype:
+            row, col = row.astype(np.int64), col.astype(np.int64)
+        top = np.array([0, row.size], dtype=row.dtype)
+        return cls.wrap(name, vals, m.shape, "uq", pos={0: top}, crd={0: row, 1: col},
+                        keep=(m,))
+
+    @classmethod
+    def read(cls, path, format=None, name="T"):
+        """Reads .mtx / .tns (optionally .gz) into format (default: CSR for
+        a matrix, all compressed otherwise)."""
+        h = ctypes.c_void_p()
+        f = parse_format(format) if format else None
+        check(lib.tj_tensor_read(str(path).encode(), name.encode(),
+                                 ctypes.byref(f) if f else None, ctypes.byref(h)))
+        return cls(h.value)
+
+    @classmethod
+    def empty(cls, name, shape, dtype=np.float64, format=None):
+        """An empty tensor (no entries) in format (default all dense)."""
+        f = parse_format(format) if format else None
+        dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+        h = ctypes.c_void_p()
+        check(lib.tj_tensor_new(name.encode(), value_dtype(dtype), len(shape), dims,
+                                ctypes.byref(f) if f else None, ctypes.byref(h)))
+        return cls(h.value)
+
+    # ---- reading --------------------------------------------------------
+
+    def _arrays(self):
+        a = Arrays()
+        check(lib.tj_tensor_arrays(self._h, ctypes.byref(a)))
+        return a
+
+    def _meta(self):
+        """(shape, dtype, format, widths): fixed for a tensor's life."""
+        m = getattr(self, "_meta_cache", None)
+        if m is None:
+            a = self._arrays()
+            f = a.fmt.contents
+            m = self._meta_cache = (tuple(a.dims[d] for d in range(a.order)), _NP[a.dtype],
+                                    format_string(f), (f.pos_width, f.crd_width))
+        return m
+
+    @property
+    def name(self):
+        return lib.tj_tensor_name(self._h).decode()
+
+    def rename(self, name):
+        check(lib.tj_tensor_rename(self._h, name.encode()))
+
+    @property
+    def shape(self):
+        return self._meta()[0]
+
+    @property
+    def dtype(self):
+        return self._meta()[1]
+
+    @property
+    def format(self):
+        """The format's taco spelling, e.g. "ds:1,0"."""
+        return self._meta()[2]
+
+    @property
+    def widths(self):
+        return self._meta()[3]
+
+    @property
+    def nnz(self):
+        return lib.tj_tensor_nnz(self._h)
+
+    def arrays(self):
+        """The storage as numpy views (no copies): {"pos": {level: array},
+        "crd": {level: array}, "vals": array}. Valid while the tensor is not
+        changed; they keep it alive."""
+        a = self._arrays()
+        f = a.fmt.contents
+        pw, cw = _INDEX[f.pos_width // 8], _INDEX[f.crd_width // 8]
+        out = {"pos": {}, "crd": {}, "vals": _view(self, a.vals, a.vals_len, _NP[a.dtype])}
+        for l in range(a.order):
+            if a.pos[l]:
+                out["pos"][l] = _view(self, a.pos[l], a.pos_len[l], pw)
+            if a.crd[l]:
+                out["crd"][l] = _view(self, a.crd[l], a.crd_len[l], cw)
+        return out
+
+    def convert(self, format):
+        """A new tensor with this one's entries in another format."""
+        f = parse_format(format)
+        h = ctypes.c_void_p()
+        check(lib.tj_tensor_convert(self._h, ctypes.byref(f), ctypes.byref(h)))
+        return Tensor(h.value)
+
+    def to_numpy(self):
+        """A dense numpy array: a view of the values when the tensor is all
+        dense, else a copy through a dense conversion."""
+        fmt = self.format
+        levels = fmt.split(":")[0]
+        t = self if set(levels) <= {"d"} else self.convert("d" * len(levels))
+        a = t._arrays()
+        order = [a.fmt.contents.mode_order[l] for l in range(a.order)]
+        shape = [a.dims[d] for d in order]
+        vals = t.arrays()["vals"].reshape(shape)
+        return vals.transpose(np.argsort(order)) if order else vals.reshape(())
+
+    def to_scipy(self):
+        """A scipy.sparse matrix of an order-2 tensor: views of CSR ("ds")
+        and CSC ("ds:1,0") storage, else a copy converted to CSR."""
+        import scipy.sparse as sp
+        fmt = self.format
+        if len(fmt.split(":")[0]) != 2:
+            raise ValueError("tensorjit: to_scipy needs an order-2 tensor, not %s" % fmt)
+        if fmt not in ("ds", "ds:1,0"):
+            return self.convert("ds").to_scipy()
+        arr = self.arrays()
+        cls = sp.csr_matrix if fmt == "ds" else sp.csc_matrix
+        return cls((arr["vals"], arr["crd"][1], arr["pos"][1]), shape=self.shape, copy=False)
+
+    def write(self, path):
+        """Writes .mtx (a matrix) or .tns (any order)."""
+        check(lib.tj_tensor_write(self._h, str(path).encode()))
+
+    def __repr__(self):
+        return "<tensorjit.Tensor %s: %s %s %s, nnz %d>" % (
+            self.name, "x".join(map(str, self.shape)) or "scalar", self.format,
+            self.dtype.name, self.nnz)
+
+    def _repr_html_(self):
+        import html
+        return "<code>%s</code>" % html.escape(repr(self))
+
+
+def as_tensor(x, name):
+    """x (Tensor, numpy array, scipy.sparse matrix or a number) as a Tensor."""
+    if isinstance(x, Tensor):
+        return x
+    try:
+        import scipy.sparse as sp
+        if sp.issparse(x):
+            return Tensor.from_scipy(x, name)
+    except ImportError:
+        pass
+    return Tensor.from_numpy(np.asarray(x), name)

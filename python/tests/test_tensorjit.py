@@ -1,0 +1,370 @@
+"""The tensorjit Python package against numpy and scipy.sparse.
+
+Every expected value is computed by numpy/scipy (or by hand), never by
+tensorjit's own reference interpreter.
+"""
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import tensorjit
+from tensorjit import TensorJitError
+
+RNG = np.random.default_rng(19)
+
+
+def sparse(n, m, density=0.1, kind="csr", dtype=np.float64, seed=0):
+    a = sp.random(n, m, density, format=kind, dtype=np.float64, random_state=seed)
+    if np.dtype(dtype).kind == "i":
+        a.data = np.round(a.data * 9 + 1)
+    return a.astype(dtype)
+
+
+@pytest.fixture(scope="module")
+def spmv():
+    return tensorjit.compile("y(i) = A(i,j) * x(j)")
+
+
+@pytest.mark.parametrize("kind", ["csr", "csc", "coo"])
+def test_spmv_on_scipy_kinds(spmv, kind):
+    a = sparse(60, 45, kind=kind, seed=1)
+    x = RNG.random(45)
+    np.testing.assert_allclose(spmv(A=a, x=x), a @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_formats_argument_converts_when_layouts_differ():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": "ds"})
+    a = sparse(30, 20, kind="csc", seed=2)
+    x = RNG.random(20)
+    np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+    a.data *= -2   # a converted input is converted again on every call
+    np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+
+
+def test_inputs_are_zero_copy_and_read_in_place():
+    """Mutating the numpy buffers changes the next result, with the same
+    wrapped tensors (no re-wrap) over the same memory."""
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": "ds"})
+    a = sparse(80, 70, seed=3)
+    x = RNG.random(70)
+    y1 = k(A=a, x=x)
+    ta, tx = k._inputs["A"][2], k._inputs["x"][2]
+    assert np.shares_memory(ta.arrays()["vals"], a.data)
+    assert np.shares_memory(tx.arrays()["vals"], x)
+    a.data[:] = RNG.random(a.nnz)
+    x[::2] = -1.0
+    y2 = k(A=a, x=x)
+    assert k._inputs["A"][2] is ta and k._inputs["x"][2] is tx
+    np.testing.assert_allclose(y2, a @ x, rtol=1e-12)
+    assert not np.allclose(y1, y2)
+
+
+def test_new_objects_are_wrapped_again():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, b = sparse(20, 20, seed=4), sparse(20, 20, seed=5)
+    x = RNG.random(20)
+    np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+    np.testing.assert_allclose(k(A=b, x=x), b @ x, rtol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "T", "slice"])
+def test_dense_layouts(layout):
+    m = RNG.random((7, 9))
+    if layout == "F":
+        m = np.asfortranarray(m)
+    elif layout == "T":
+        m = RNG.random((9, 7)).T   # a transposed view: column-major, no copy
+    elif layout == "slice":
+        m = RNG.random((7, 18))[:, ::2]   # gaps: copied into a contiguous array
+    x = RNG.random(9)
+    k = tensorjit.compile("y(i) = M(i,j) * x(j)")
+    np.testing.assert_allclose(k(M=m, x=x), m @ x, rtol=1e-12)
+    t = tensorjit.tensor(m)
+    if layout != "slice":
+        assert np.shares_memory(t.arrays()["vals"], m)
+    np.testing.assert_array_equal(t.to_numpy(), m)
+
+
+def test_spmm_and_gemm():
+    a = sparse(50, 40, 0.2, seed=6)
+    b = RNG.random((40, 16))
+    k = tensorjit.compile("C(i,j) = A(i,k) * B(k,j)")
+    np.testing.assert_allclose(k(A=a, B=b), a @ b, rtol=1e-12)
+    d = RNG.random((50, 40))
+    np.testing.assert_allclose(k(A=d, B=b), d @ b, rtol=1e-12)
+
+
+def test_sparse_outputs_are_scipy_matrices():
+    a, b = sparse(40, 30, seed=7), sparse(40, 30, seed=8)
+    add = tensorjit.compile("C(i,j) = A(i,j) + B(i,j)", formats={"C": "ds"})
+    c = add(A=a, B=b)
+    assert sp.isspmatrix_csr(c)
+    np.testing.assert_allclose(c.toarray(), (a + b).toarray(), rtol=1e-12)
+    mul = tensorjit.compile("C(i,j) = A(i,j) * B(i,j)", formats={"C": "ds"})
+    c = mul(A=a, B=a)
+    np.testing.assert_allclose(c.toarray(), a.multiply(a).toarray(), rtol=1e-12)
+    assert c.nnz == a.nnz
+
+
+def test_residual_follows_the_einsum_rule():
+    a = sparse(25, 25, 0.3, seed=9)
+    b, x = RNG.random(25), RNG.random(25)
+    k = tensorjit.compile("r(i) = b(i) - A(i,j) * x(j)")
+    np.testing.assert_allclose(k(A=a, b=b, x=x), b - a @ x, rtol=1e-12, atol=1e-12)
+
+
+def test_float32_and_int32():
+    a = sparse(30, 30, seed=10, dtype=np.float32)
+    x = RNG.random(30).astype(np.float32)
+    y = tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=x)
+    assert y.dtype == np.float32
+    np.testing.assert_allclose(y, a @ x, rtol=1e-5)
+    ai = sparse(30, 30, seed=11, dtype=np.int32)
+    xi = np.arange(30, dtype=np.int32)
+    np.testing.assert_array_equal(tensorjit.compile("y(i) = A(i,j) * x(j)")(A=ai, x=xi), ai @ xi)
+
+
+def test_int64_is_exact_above_2_53():
+    big = 2 ** 53 + 1
+    a = sp.csr_matrix((np.array([big, 3], np.int64), np.array([0, 1]), np.array([0, 2, 2])),
+                      shape=(2, 2))
+    x = np.array([1, 2 ** 40], np.int64)
+    y = tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=x)
+    assert y.dtype == np.int64 and int(y[0]) == big + 3 * 2 ** 40 and int(y[1]) == 0
+
+
+def test_errors_carry_tensorjits_message():
+    a, x = sparse(10, 8, seed=12), RNG.random(8)
+    with pytest.raises(TensorJitError) as e:
+        tensorjit.compile("y(i) = A(i,j) * * x(j)")(A=a, x=x)
+    assert e.value.status == "PARSE"
+    assert "1:17: expected an expression" in str(e.value) and "^" in str(e.value)
+    with pytest.raises(TensorJitError, match="index j has extent 8 in A .* but 9 in x"):
+        tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=RNG.random(9))
+    bad = sp.csr_matrix((np.ones(2), np.array([0, 9]), np.array([0, 1, 2])), shape=(2, 3))
+    with pytest.raises(TensorJitError, match=r"tensor A: level 1 \(compressed\): crd\[1\] = 9 "
+                                             r"is out of range 0..2"):
+        tensorjit.compile("y(i) = A(i,j) * x(j)")(A=bad, x=np.ones(3))
+    with pytest.raises(TypeError, match="float16"):
+        tensorjit.tensor(np.ones(3, np.float16))
+
+
+def test_unsorted_scipy_input_is_sorted_into_a_copy():
+    a = sp.csr_matrix((np.array([1.0, 2.0]), np.array([2, 0]), np.array([0, 2])), shape=(1, 3))
+    assert not a.has_sorted_indices
+    y = tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=np.array([10.0, 20.0, 30.0]))
+    assert y[0] == 1 * 30 + 2 * 10
+
+
+def test_tensors_convert_and_print(tmp_path):
+    a = sparse(12, 9, 0.3, seed=13)
+    t = tensorjit.tensor(a, "A")
+    assert t.format == "ds" and t.shape == (12, 9) and t.nnz == a.nnz
+    assert np.shares_memory(t.to_scipy().data, a.data)
+    np.testing.assert_array_equal(t.convert("ss").to_numpy(), a.toarray())
+    np.testing.assert_array_equal(t.convert("ds:1,0").to_scipy().toarray(), a.toarray())
+    path = tmp_path / "a.mtx"
+    t.write(path)
+    back = tensorjit.read(str(path))
+    np.testing.assert_allclose(back.to_numpy(), a.toarray(), rtol=1e-15)
+    assert "A: 12x9 ds float64" in repr(t)
+
+
+def test_stages_print():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    with pytest.raises(TensorJitError, match="call the kernel once"):
+        k.source("c")
+    k(A=sparse(5, 5, seed=14), x=np.ones(5))
+    assert "forall(i" in k.cin()
+    assert "int32_t" in k.source("c")
+    assert "define" in k.llvm()
+    assert "compiled" in repr(k)
+
+
+def test_out_and_accumulate():
+    a, x = sparse(20, 20, seed=15), RNG.random(20)
+    out = np.full(20, 1.0)
+    k = tensorjit.compile("y(i) += A(i,j) * x(j)")
+    assert k(A=a, x=x, out=out) is out
+    np.testing.assert_allclose(out, 1.0 + a @ x, rtol=1e-12)
+
+
+def test_threads_run_kernels_at_once():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    mats = [sparse(300, 300, 0.05, seed=20 + i) for i in range(4)]
+    x = RNG.random(300)
+    results = [None] * 4
+
+    def work(i):   # one Kernel shared by every thread, each on its own matrix
+        for _ in range(20):
+            results[i] = k(A=mats[i], x=x)
+            results[i] = k(A=mats[i], x=x)   # the fast path of a repeated call
+
+    k(A=mats[0], x=x)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(4):
+        np.testing.assert_allclose(results[i], mats[i] @ x, rtol=1e-12)
+
+
+def test_scalars_and_order_3():
+    x = RNG.random(5)
+    np.testing.assert_allclose(tensorjit.compile("y(i) = a * x(i)")(a=2.5, x=x), 2.5 * x)
+    s = tensorjit.compile("s = x(i) * x(i)")(x=x)
+    assert s.shape == () and abs(float(s) - x @ x) < 1e-12
+    b, c = RNG.random((3, 4, 5)), RNG.random(5)
+    ttv = tensorjit.compile("A(i,j) = B(i,j,k) * c(k)", formats={"B": "sss"})
+    np.testing.assert_allclose(ttv(B=b, c=c), np.einsum("ijk,k->ij", b, c), rtol=1e-12)
+
+
+def test_mttkrp_on_a_real_tensor():
+    import os
+    path = os.path.join(os.environ.get("TJ_DATA_DIR", ""), "tensors", "openflight.tns")
+    if not os.path.exists(path):
+        pytest.skip("no ../shared/data")
+    t = tensorjit.read(path)
+    c, d = RNG.random((t.shape[1], 8)), RNG.random((t.shape[2], 8))
+    got = tensorjit.compile("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)")(B=t, C=c, D=d)
+    coo = t.convert("uqq").arrays()   # coordinates and values, independently summed
+    i, k, l = (coo["crd"][m] for m in range(3))
+    want = np.zeros((t.shape[0], 8))
+    np.add.at(want, i, coo["vals"][:, None] * c[k] * d[l])
+    np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+
+
+# A small corpus: expression, numpy einsum of the same sum, formats to
+# store the operands in (numpy inputs converted by tensorjit), operand
+# shapes. Inputs are random with about a third of the entries zero.
+CORPUS = [
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds"}, {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds:1,0"}, {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ss"}, {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "uq"}, {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds", "x": "s"}, {"A": (9, 7), "x": (7,)}),
+    ("C(i,j) = A(i,k) * B(k,j)", lambda A, B: A @ B, {"A": "ds"}, {"A": (8, 6), "B": (6, 5)}),
+    ("C(i,j) = A(i,k) * B(k,j)", lambda A, B: A @ B, {"A": "ds", "B": "ds", "C": "ds"},
+     {"A": (8, 6), "B": (6, 5)}),
+    ("C(i,j) = A(i,j) + B(i,j)", lambda A, B: A + B, {"A": "ds", "B": "ds", "C": "ds"},
+     {"A": (6, 7), "B": (6, 7)}),
+    ("C(i,j) = A(i,j) * B(i,j)", lambda A, B: A * B, {"A": "ds", "B": "ss", "C": "ds"},
+     {"A": (6, 7), "B": (6, 7)}),
+    ("C(i,j) = A(i,j) - B(i,j)", lambda A, B: A - B, {"A": "ds"}, {"A": (6, 7), "B": (6, 7)}),
+    ("a = x(i) * y(i)", lambda x, y: x @ y, {"x": "s"}, {"x": (11,), "y": (11,)}),
+    ("A(i,j) = B(i,j,k) * c(k)", lambda B, c: np.einsum("ijk,k->ij", B, c), {"B": "sss"},
+     {"B": (4, 3, 5), "c": (5,)}),
+    ("A(i,j) = B(i,j,k) * c(k)", lambda B, c: np.einsum("ijk,k->ij", B, c), {"B": "uqq"},
+     {"B": (4, 3, 5), "c": (5,)}),
+    ("A(i,j) = B(i,k,l) * C(k,j) * D(l,j)",
+     lambda B, C, D: np.einsum("ikl,kj,lj->ij", B, C, D), {"B": "sss"},
+     {"B": (4, 3, 5), "C": (3, 6), "D": (5, 6)}),
+    ("D(i,j) = A(i,j) * B(i,k) * C(k,j)", lambda A, B, C: A * (B @ C), {"A": "ds"},
+     {"A": (5, 6), "B": (5, 4), "C": (4, 6)}),
+    ("r(i) = b(i) - A(i,j) * x(j)", lambda A, b, x: b - A @ x, {"A": "ds"},
+     {"A": (6, 6), "b": (6,), "x": (6,)}),
+    ("y(i) = sqrt(x(i)) + max(x(i), z(i))", lambda x, z: np.sqrt(x) + np.maximum(x, z), {},
+     {"x": (9,), "z": (9,)}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CORPUS)))
+def test_corpus_against_numpy(case):
+    expr, ref, formats, shapes = CORPUS[case]
+    rng = np.random.default_rng(100 + case)
+    ops = {}
+    for name, shape in shapes.items():
+        v = rng.random(shape)
+        v[rng.random(shape) < 0.35] = 0
+        ops[name] = v
+    got = tensorjit.compile(expr, formats=formats)(**ops)
+    if sp.issparse(got):
+        got = got.toarray()
+    elif isinstance(got, tensorjit.Tensor):
+        got = got.to_numpy()
+    want = ref(*[ops[n] for n in shapes])
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=expr + " " + str(formats))
+
+
+def test_tensor_in_any_format():
+    d = RNG.random((5, 6, 4))
+    d[d < 0.5] = 0
+    for fmt in ("sss", "uqq", "dsd", "ssd:2,0,1", "ddd:1,2,0"):
+        t = tensorjit.tensor(d, "T", format=fmt)
+        assert t.format == fmt
+        np.testing.assert_array_equal(t.to_numpy(), d)
+
+
+def test_gil_is_released_while_a_kernel_runs():
+    """Another Python thread keeps running during a long kernel: the
+    longest pause it sees is much shorter than the kernel."""
+    import time
+    n = 1500
+    a, b = RNG.random((n, n)), RNG.random((n, n))
+    k = tensorjit.compile("C(i,j) = A(i,k) * B(k,j)", nthreads=1)
+    k(A=a, B=b)   # compile first
+    span = []
+
+    def run():
+        t0 = time.perf_counter()
+        k(A=a, B=b)
+        span.append(time.perf_counter() - t0)
+
+    worker = threading.Thread(target=run)
+    last, gap = time.perf_counter(), 0.0
+    worker.start()
+    while worker.is_alive():
+        now = time.perf_counter()
+        gap, last = max(gap, now - last), now
+    worker.join()
+    assert span[0] > 0.02, "the kernel was too short to tell (%.3f s)" % span[0]
+    assert gap < span[0] / 2, "a pause of %.3f s during a %.3f s kernel" % (gap, span[0])
+
+
+def test_compute_rewrites_a_sparse_result_in_place():
+    a, b = sparse(30, 20, 0.2, seed=30), sparse(30, 20, 0.2, seed=31)
+    mul = tensorjit.compile("C(i,j) = A(i,j) * B(i,j)", formats={"C": "ds"})
+    c = mul(A=a, B=b)
+    data, indices = c.data, c.indices
+    a.data *= 3                                 # same sparsity, new values
+    assert mul.compute(c, A=a, B=b) is c
+    assert c.data is data and c.indices is indices
+    np.testing.assert_allclose(c.toarray(), a.multiply(b).toarray(), rtol=1e-12)
+    with pytest.raises(TensorJitError, match="compute needs a sparse result"):
+        mul.compute(a, A=a, B=b)
+
+
+def test_coo_and_csc_inputs_are_zero_copy():
+    d = RNG.random((6, 5))
+    d[d < 0.5] = 0
+    coo = sp.coo_matrix(sp.csr_matrix(d))       # rows sorted, then columns
+    csc = sp.csc_matrix(d)
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    x = RNG.random(5)
+    for m in (coo, csc):
+        np.testing.assert_allclose(k(A=m, x=x), d @ x, rtol=1e-12)
+        assert np.shares_memory(k._inputs["A"][2].arrays()["vals"], m.data)
+
+
+def test_semiring_min_plus_and_defs():
+    """min.plus SpMV: min over A's stored entries of A(i,j) + x(j) (+inf for
+    an empty row), by numpy; a -def operator inlined."""
+    a = sparse(40, 30, density=0.15, seed=11).tocsr()
+    a[3, :] = 0
+    a.eliminate_zeros()
+    x = RNG.random(30)
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)", semiring="min.plus")
+    want = np.full(40, np.inf)
+    coo = a.tocoo()
+    for i, j, v in zip(coo.row, coo.col, coo.data):
+        want[i] = min(want[i], v + x[j])
+    np.testing.assert_array_equal(k(A=a, x=x), want)
+    relu = tensorjit.compile("y(i) = relu(A(i,j) - 0.5) * x(j)", defs="relu(v) = max(v, 0)")
+    d = a.toarray()
+    np.testing.assert_allclose(relu(A=a, x=x), np.where(d != 0, np.maximum(d - 0.5, 0), 0) @ x,
+                               rtol=1e-12)
+    with pytest.raises(TensorJitError, match="unknown semiring"):
+        tensorjit.compile("y(i) = A(i,j) * x(j)", semiring="min.foo")(A=a, x=x)
