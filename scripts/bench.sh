@@ -2,7 +2,8 @@
 # Runs the benchmark suite: scripts/bench.sh [--quick] [tjbench args].
 # Full mode takes under 15 minutes on a 2-core machine; --quick (CI smoke)
 # under 2 minutes and exits nonzero if any peer disagrees with tensorjit.
-# Results: results/bench.json and results/*.png (bench/plot.py).
+# Results: results/bench.json, results/*.png (bench/plot.py) and
+# results/graphs.txt (tjgraphs: semirings and masks against GraphBLAS).
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${TJ_BENCH_BUILD:-$src/build-bench}
@@ -12,12 +13,21 @@ if [ ! -f "$build/build.ninja" ]; then
     -DCMAKE_BUILD_TYPE=Release -DTJ_BUILD_TESTS=OFF >/dev/null
 fi
 cmake --build "$build" --target tjbench -- --quiet
+graphs=0   # tjgraphs (semirings and masks against GraphBLAS) is built when GraphBLAS is
+cmake --build "$build" --target tjgraphs -- --quiet 2>/dev/null && graphs=1
 # Two OpenMP runtimes (libomp for tensorjit and the hand loops, libgomp in
 # GraphBLAS/OpenBLAS) on two cores: idle threads must not spin.
 export KMP_BLOCKTIME=${KMP_BLOCKTIME:-0}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 status=0
 "$build/bench/tjbench" --out "$out" "$@" || status=$?
+quick=""
+for a in "$@"; do [ "$a" = --quick ] && quick=--quick; done
+if [ "$graphs" = 1 ]; then
+  mkdir -p "$out"
+  echo "== tjgraphs: graph kernels under semirings and masks, tensorjit vs GraphBLAS (ms, medians)"
+  "$build/bench/tjgraphs" $quick | tee "$out/graphs.txt" || status=1
+fi
 py=""
 for p in python3 /usr/bin/python3; do
   if command -v "$p" >/dev/null && "$p" -c "import matplotlib" 2>/dev/null; then py=$p; break; fi
