@@ -5,7 +5,8 @@
  *             tensorjit "y(i) = A(i,j) * d(j)" under min.plus; GraphBLAS
  *             GrB_mxv with GrB_MIN_PLUS_SEMIRING_FP64
  *   bfs       one BFS level from a frontier q, skipping the visited v:
- *             "n(j) = except(v(j), q(i) * A(i,j))" under or.and (f64);
+ *             "n(j) = except(v(j), q(i) * A(i,j))" under or.and (f64; v a
+ *             dense 0/1 vector, a valued mask);
  *             GrB_vxm with GrB_LOR_LAND_SEMIRING_BOOL on a bool matrix and
  *             the complemented structural mask (GrB_DESC_RSC)
  *   triangles sum over the edges (i,j) of L of |{k : L(i,k), L(j,k)}|, L the
@@ -229,7 +230,8 @@ static void bfs_grb(void *c) {
 static int bench_bfs(const Graph *g, int nth) {
   GrB_Matrix Ad, Ab;
   tj_tensor *At = matrix(g, "A", "ds", 0, &Ad, &Ab);
-  tj_tensor *q = vec("q", "s", g->n), *v = vec("v", "s", g->n), *nx = vec("n", "s", g->n);
+  /* visited as a dense 0/1 vector: a valued mask, located per j */
+  tj_tensor *q = vec("q", "s", g->n), *v = vec("v", "d", g->n), *nx = vec("n", "s", g->n);
   Bfs b = {.A = Ab};
   GBCHECK(GrB_Vector_new(&b.q, GrB_BOOL, (GrB_Index)g->n));
   GBCHECK(GrB_Vector_new(&b.v, GrB_BOOL, (GrB_Index)g->n));

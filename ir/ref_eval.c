@@ -103,6 +103,9 @@ static Val eval(Eval *ev, const Expr *e) {
   int n = nt_children(e, k);
   Val x = eval(ev, k[0]), y = n == 2 ? eval(ev, k[1]) : (Val){0, true};
   OpKind op = nt_expr_op(e);
+  if ((op == OP_MASK || op == OP_EXCEPT) && k[0]->kind == EX_ACCESS &&
+      !(ev->stored && ev->stored[k[0]->u.access.t->id]))
+    x.present = x.v != ev->zero; /* an all-dense mask is valued */
   const NtOp *o = nt_op(op);
   Val absent = {ev->zero, false};
   switch (nt_op_algebra(op, ev->sr)) {

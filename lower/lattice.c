@@ -57,7 +57,8 @@ static bool not_alive(const Expr *access, const void *ctx) {
 static bool certainly_present(const Expr *access, const void *ctx) {
   const Alive *a = ctx;
   int x = lw_access_index(a->lw, access);
-  return (a->alive >> x & 1) && a->lw->acc[x].last_depth <= a->depth && !a->lw->live[x];
+  return (a->alive >> x & 1) && a->lw->acc[x].last_depth <= a->depth && !a->lw->live[x] &&
+         !a->lw->acc[x].located; /* an all-dense mask is valued: its value decides */
 }
 
 bool lw_reduces_to_zero(const Lowerer *lw, const Expr *sum) {

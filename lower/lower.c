@@ -130,6 +130,18 @@ LirStmt *lw_ensure_pos_cap(Lowerer *lw, int l, LirExpr *index) {
 /* ---- set-up ---- */
 
 
+/* Flags the all-dense first arguments of mask/except in e (valued masks). */
+static void mark_valued_masks(Lowerer *lw, const Expr *e) {
+  Expr *k[2];
+  int n = nt_children(e, k);
+  OpKind op = nt_expr_op(e);
+  if ((op == OP_MASK || op == OP_EXCEPT) && k[0]->kind == EX_ACCESS) {
+    int x = lw_access_index(lw, k[0]);
+    if (x > 0 && lw->acc[x].located) lw->acc[x].valued_mask = lw->valued_masks = true;
+  }
+  for (int i = 0; i < n; i++) mark_valued_masks(lw, k[i]);
+}
+
 static bool setup_accesses(Lowerer *lw) {
   const LowerPlan *p = lw->plan;
   const LoopNest *nest = &lw->nest;
@@ -186,6 +198,7 @@ static bool setup_accesses(Lowerer *lw) {
     }
   }
   lw->out_last = lw->acc[0].f->order - 1;
+  mark_valued_masks(lw, lw->as->rhs);
   /* The outermost loop may run in parallel when it walks an output index
    * of a dense output: iterations then write disjoint output elements. */
   lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 &&

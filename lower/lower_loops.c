@@ -175,6 +175,8 @@ static LirExpr *either(Lowerer *lw, LirExpr *x, LirExpr *y) {
 }
 
 
+static LirExpr *mask_present(Lowerer *lw, const Expr *m, AMask alive);
+
 /* Whether e exists at the current point, as a condition: false where the
  * lattice says it is absent, the hit flags of a merged loop above (live)
  * where they decide, true otherwise. */
@@ -193,7 +195,9 @@ static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
   Expr *k[2];
   int n = nt_children(e, k);
   switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
-  case OA_INTERSECT: return both(lw, present(lw, k[0], alive), present(lw, k[1], alive));
+  case OA_INTERSECT:
+    return both(lw, nt_expr_op(e) == OP_MASK ? mask_present(lw, k[0], alive) : present(lw, k[0], alive),
+                present(lw, k[1], alive));
   case OA_UNION:
     return n == 2 ? either(lw, present(lw, k[0], alive), present(lw, k[1], alive))
                   : present(lw, k[0], alive);
@@ -201,9 +205,18 @@ static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
   case OA_KEEP: return present(lw, k[0], alive);
   case OA_DENSE: break;
   case OA_EXCEPT:
-    return both(lw, present(lw, k[1], alive), lir_un(a, LUN_NOT, present(lw, k[0], alive)));
+    return both(lw, present(lw, k[1], alive), lir_un(a, LUN_NOT, mask_present(lw, k[0], alive)));
   }
   return lir_const_int(a, LT_BOOL, 1);
+}
+
+/* Whether mask operand m exists here: present(), except that an
+ * all-dense m (which stores every entry) is a valued mask: it exists where
+ * its value is not the zero. */
+static LirExpr *mask_present(Lowerer *lw, const Expr *m, AMask alive) {
+  if (m->kind != EX_ACCESS || !lw->acc[lw_access_index(lw, m)].located || lw_expr_zero(lw, m, alive))
+    return present(lw, m, alive);
+  return lir_bin(A(lw), LOP_NE, gen_expr(lw, m, alive), vconst(lw, lw_fill_value(lw)));
 }
 
 /* Whether op's value with an absent operand reading the zero z is what
@@ -237,9 +250,14 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
     return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
   }
   OpKind kind = nt_expr_op(e);
-  if (kind == OP_EXCEPT) { /* y, unless a merged loop's hit says the mask is there */
-    LirExpr *px = present(lw, k[0], alive), *y = gen_expr(lw, k[1], alive);
-    return is_bool_const(px, 0) ? y : lir_select(a, px, vconst(lw, lw_fill_value(lw)), y);
+  if (kind == OP_EXCEPT || kind == OP_MASK) {
+    /* y where the mask is (mask) or is not (except): its entry, a merged
+     * loop's hit, or for an all-dense mask its value */
+    LirExpr *px = mask_present(lw, k[0], alive), *y = gen_expr(lw, k[1], alive);
+    LirExpr *zero = vconst(lw, lw_fill_value(lw));
+    if (kind == OP_EXCEPT) return is_bool_const(px, 0) ? y : lir_select(a, px, zero, y);
+    LirExpr *c = both(lw, px, present(lw, k[1], alive));
+    return is_bool_const(c, 1) ? y : lir_select(a, c, y, zero);
   }
   if (!zero_safe(lw, kind)) { /* under a merged loop, the operands' hits decide */
     LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
@@ -295,7 +313,7 @@ static LirExpr *out_index(Lowerer *lw) {
 /* The workspace's position: the coordinate of its variable. */
 static LirExpr *ws_index(Lowerer *lw) { return lw_ref(lw, lw->coord[lw->nest.ws_var->id]); }
 
-static LirStmt *innermost(Lowerer *lw, AMask alive) {
+static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   Arena *a = A(lw);
   if (lw->target == T_WS) {
     LirExpr *j = lw_ref(lw, lw->coord[lw->nest.ws_var->id]);
@@ -309,8 +327,8 @@ static LirStmt *innermost(Lowerer *lw, AMask alive) {
     lir_append(&s, lir_if(a, unmarked, mark, NULL));
     return s;
   }
-  LirStmt *reached = NULL; /* the root reduction's contribution marks its entry */
-  if (lw->target == T_TEMP && lw->out_hit && lw->temp == lw->root_temp)
+  LirStmt *reached = NULL; /* the root's contribution marks its sparse entry */
+  if (lw->out_hit && (lw->target == T_OUT || lw->temp == lw->root_temp))
     reached = lir_assign(a, lw->out_hit, lir_const_int(a, LT_BOOL, 1));
   if (!lw->emit_values) return reached;
   LirExpr *v = gen_expr(lw, lw->root, alive);
@@ -319,8 +337,21 @@ static LirStmt *innermost(Lowerer *lw, AMask alive) {
     return reached;
   }
   LirVar *vals = lw->vals_ptr[0];
-  if (lw->plan->out_sparse) return lir_store(a, lw_ref(lw, vals), out_index(lw), v);
+  if (lw->plan->out_sparse) {
+    lir_append(&reached, lir_store(a, lw_ref(lw, vals), out_index(lw), v));
+    return reached;
+  }
   return update_output(lw, vals, out_index, v);
+}
+
+/* The statement of the scope; where an all-dense mask decides at run time
+ * whether the expression exists (valued masks), guarded by that, so an
+ * entry it keeps out is neither computed nor stored. */
+static LirStmt *innermost(Lowerer *lw, AMask alive) {
+  LirStmt *s = innermost_unguarded(lw, alive);
+  if (!lw->valued_masks || !s) return s;
+  LirExpr *c = present(lw, lw->root, alive);
+  return is_bool_const(c, 1) ? s : lir_if(A(lw), c, s, NULL);
 }
 
 /* Emits: t = identity; <loops from depth: t op= ...>; out[pos] (op)= t,
@@ -553,7 +584,7 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lir_append(&s, lir_decl(a, p, lw->pos[x]));
       lw->pos[x] = lw_ref(lw, p);
     }
-    if (lw->emit_values) lw->val[x] = hoist_value(lw, x, &s);
+    if (lw->emit_values || ac->valued_mask) lw->val[x] = hoist_value(lw, x, &s);
   }
   return s;
 }
@@ -598,9 +629,11 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
    * keeps an explicit 0 there (as TACO does), which reads the same, and
    * its assembly needs no pass over the reduction. */
   LirVar *hit = NULL, *saved_hit = lw->out_hit;
-  if (compressed && l == lw->out_last && lw->root_reduces && cx->depth + 1 == lw->first_red &&
-      lw->nest.ws_depth < 0 && !cx->in_temp &&
-      (nt_op(lw->as->root_op)->identity != 0 || lw->as->semiring)) {
+  bool by_reduction = lw->root_reduces && cx->depth + 1 == lw->first_red &&
+                      (nt_op(lw->as->root_op)->identity != 0 || lw->as->semiring);
+  bool by_mask = lw->valued_masks && !lw->root_reduces; /* decided at run time */
+  if (compressed && l == lw->out_last && lw->nest.ws_depth < 0 && !cx->in_temp &&
+      (by_reduction || by_mask)) {
     hit = lw_var(lw, "hit", LT_BOOL);
     lir_append(&s, lir_decl(a, hit, lir_const_int(a, LT_BOOL, 0)));
     lw->out_hit = hit;

@@ -19,6 +19,8 @@ typedef struct Access {
   TensorId t;
   const tj_format *f;      /* the format read (after conversions) */
   bool located;            /* all levels dense: located, not iterated */
+  bool valued_mask;        /* located and a mask/except's first argument:
+                              its value is read in the assemble phase too */
   int last_depth;          /* loop depth of its last-bound variable, -1 order 0 */
 } Access;
 
@@ -95,6 +97,8 @@ typedef struct Lowerer {
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
   LirType vtype;                           /* value type of the expression */
   bool root_reduces;                       /* the nest has root reductions */
+  bool valued_masks;                       /* the rhs masks by an all-dense tensor
+                                              (its values decide, at run time) */
   OpKind out_op;                           /* how the output is updated: the root
                                               operator (root reductions, +=), or
                                               OP_NONE: stored once */

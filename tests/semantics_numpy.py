@@ -936,10 +936,20 @@ def test_masks():
         visited = np.maximum(q, (rand_sparse_vec(r, m, 0.3) != 0).astype(float))
         reach = ((q @ G) > 0) & (visited == 0)
         for gf in ("ds", "ds:1,0"):
-            case(f"bfs_step_{m}_{gf}", "n(j) = except(v(j), q(i) * A(i,j))",
-                 {"A": G, "q": q, "v": visited}, reach.astype(float),
-                 fmts={"A": gf, "q": "s", "v": "s", "n": "s"}, allowed=reach, check=True,
-                 extra=["-semiring=or.and"])
+            for vf in ("s", "d"):  # a dense mask is valued: its zeros are not there
+                case(f"bfs_step_{m}_{gf}_{vf}", "n(j) = except(v(j), q(i) * A(i,j))",
+                     {"A": G, "q": q, "v": visited}, reach.astype(float),
+                     fmts={"A": gf, "q": "s", "v": vf, "n": "s"}, allowed=reach, check=True,
+                     extra=["-semiring=or.and"])
+            xs = rand_sparse_vec(r, m, 0.5)
+            for fn, want, keepers in (("mask", np.where(keep, xs, 0), keep),
+                                      ("except", np.where(drop, xs, 0), drop)):
+                case(f"{fn}_valued_elementwise_{m}_{gf}", f"y(i) = {fn}(m(i), x(i))",
+                     {"x": xs, "m": mv}, want, fmts={"x": "s", "m": "d", "y": "s"},
+                     allowed=keepers & (xs != 0), check=True)
+            case(f"mask_dense_valued_{m}_{gf}", "y(i) = mask(m(i), A(i,j) * x(j))",
+                 {"A": A, "x": x, "m": mv}, np.where(keep, yv, 0),
+                 fmts={"A": gf, "x": "d", "m": "d", "y": "d"}, check=True)
     # triangles: sum over the edges (i, j) of L of the paths i -> k -> j
     r = rng_for(53)
     L = np.tril((rand_sparse(r, 16, 16, 0.35) != 0).astype(float), -1)
