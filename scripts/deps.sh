@@ -6,7 +6,7 @@
 # MLIR 19 tools (mlir-opt-19, mlir-translate-19). Both only add peers to the
 # benchmark suite; the quick start and CI never need them. Idempotent and
 # silent when everything is already installed.
-set -eu
+set -eu -o pipefail
 pkgs="llvm-19-dev libomp-19-dev clang-19 libclang-rt-19-dev check cmake
 ninja-build pkg-config zlib1g-dev libopenblas-dev libgraphblas-dev
 libedit-dev valgrind python3 python3-matplotlib python3-numpy python3-scipy"
