@@ -103,6 +103,10 @@ extern const Peer P_TJ_C;
 extern const Peer P_MKL_GEMM, P_MKL_MV, P_MKL_MM, P_MKL_ADD, P_MKL_SP2M, P_MKL_SP2M_SORTED;
 int mkl_available(void);
 const char *mkl_status(void);    /* one line: the version, or why MKL is absent */
+/* The MLIR sparsifier (peers_mlir.c), when CMake found its tools. */
+extern const Peer P_MLIR_SPMV, P_MLIR_SPMV_VL8, P_MLIR_SPMM, P_MLIR_SPMM_VL8;
+int mlir_available(void);
+const char *mlir_status(void);   /* one line: the tools, or why MLIR is absent */
 int have_graphblas(void);
 void lib_set_threads(int nth);
 const char *blas_name(void);

@@ -382,7 +382,7 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
   c->ops[2] = in_dense("x", TJ_F64, 1, &nc, 11); c->nops = 3;
   c->flops = 2.0 * (double)nnz;
   case_peer(c, &P_HAND_SPMV_CSR); case_peer(c, &P_GRB_MXV); case_peer(c, &P_MKL_MV);
-  case_peer(c, &P_TJ_C);
+  case_peer(c, &P_MLIR_SPMV); case_peer(c, &P_MLIR_SPMV_VL8); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   tj_tensor *x = c->ops[2], *y = c->ops[0];
   free(c);
@@ -397,6 +397,7 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
       case_peer(c, f ? &P_HAND_SPMV_COO : &P_HAND_SPMV_CSC);
       if (!f) case_peer(c, &P_GRB_MXV);
       case_peer(c, &P_MKL_MV);
+      if (!f) { case_peer(c, &P_MLIR_SPMV); case_peer(c, &P_MLIR_SPMV_VL8); }
       case_peer(c, &P_TJ_C);
       run_case(cx, c);
       free(c);
@@ -412,7 +413,7 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
   c->ops[2] = in_dense("B", TJ_F64, 2, dB, 12); c->nops = 3; c->R = R;
   c->flops = 2.0 * (double)nnz * R;
   case_peer(c, &P_HAND_SPMM); case_peer(c, &P_GRB_SPMM); case_peer(c, &P_MKL_MM);
-  case_peer(c, &P_TJ_C);
+  case_peer(c, &P_MLIR_SPMM); case_peer(c, &P_MLIR_SPMM_VL8); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
   if (level < 2) return;
@@ -775,6 +776,8 @@ static void machine_json(FILE *f) {
           __builtin_cpu_supports("avx2") ? "true" : "false", blas_name(),
           have_graphblas() ? "true" : "false");
   json_str(f, mkl_status());
+  fprintf(f, ", \"mlir\": ");
+  json_str(f, mlir_status());
   fprintf(f, "},\n");
 }
 
@@ -826,7 +829,7 @@ int main(int argc, char **argv) {
   }
   printf("tjbench %s (%s mode): %s, GraphBLAS %s\n", tj_version(), q ? "quick" : "full",
          blas_name(), have_graphblas() ? "yes" : "absent");
-  printf("%s\n", mkl_status());
+  printf("%s\n%s\n", mkl_status(), mlir_status());
   printf("machine limits (measured): triad %.1f / %.1f GB/s, FMA peak f64 %.1f / %.1f, "
          "f32 %.1f / %.1f GFLOP/s (1 / 2 threads)\n",
          g_bw[1], g_bw[2], g_peak_d[1], g_peak_d[2], g_peak_f[1], g_peak_f[2]);

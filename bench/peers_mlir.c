@@ -1,0 +1,229 @@
+/* MLIR sparsifier peers (LLVM 19, Debian mlir-19-tools: `scripts/deps.sh
+ * --with-mlir`). The suite writes the kernel as a linalg.generic over a
+ * #sparse_tensor.encoding operand and builds it the way MLIR's own
+ * integration tests do, at setup (the compile column holds the time):
+ *
+ *   mlir-opt-19 --sparsifier="enable-runtime-library=false [vl=8 ...]"
+ *   mlir-translate-19 --mlir-to-llvmir
+ *   clang-19 -O3 -march=native -shared -fPIC   (the bench may use a system
+ *                                               compiler; tensorjit never does)
+ *
+ * then dlopens the library and calls its C interface (_mlir_ciface_kernel,
+ * memref descriptors by pointer) on the arrays tensorjit reads. The public
+ * function takes the sparse operand's positions, coordinates and values as
+ * plain 1-d tensors and builds the sparse tensor with sparse_tensor.assemble,
+ * which in direct codegen (no runtime library) wraps the buffers without a
+ * copy; the dense output is the caller's buffer, zeroed by a linalg.fill in
+ * the kernel (tensorjit's kernels overwrite their output too). The
+ * sparsifier's loops are serial here: its pipeline lowers scf.parallel to
+ * plain loops, so MLIR has 1-thread rows only.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#if defined(TJ_MLIR_OPT) && defined(TJ_MLIR_TRANSLATE) && defined(TJ_MLIR_CLANG)
+
+int mlir_available(void) {
+  return access(TJ_MLIR_OPT, X_OK) == 0 && access(TJ_MLIR_TRANSLATE, X_OK) == 0 &&
+         access(TJ_MLIR_CLANG, X_OK) == 0;
+}
+const char *mlir_status(void) {
+  return mlir_available()
+             ? "MLIR: " TJ_MLIR_OPT " --sparsifier (direct codegen; vl=0 and vl=8), built by "
+               TJ_MLIR_CLANG " -O3 -march=native"
+             : "MLIR: " TJ_MLIR_OPT ", " TJ_MLIR_TRANSLATE " or " TJ_MLIR_CLANG
+               " missing; its rows are omitted";
+}
+
+/* MLIR's memref descriptors of rank 1 and 2 (the C interface's layout). */
+typedef struct { void *alloc, *aligned; int64_t offset, size[1], stride[1]; } Memref1;
+typedef struct { void *alloc, *aligned; int64_t offset, size[2], stride[2]; } Memref2;
+
+static Memref1 memref1(void *p, int64_t n) { return (Memref1){p, p, 0, {n}, {1}}; }
+static Memref2 memref2(void *p, int64_t r, int64_t c) { return (Memref2){p, p, 0, {r, c}, {c, 1}}; }
+
+typedef void (*SpmvFn)(Memref1 *res, Memref1 *pos, Memref1 *crd, Memref1 *val, Memref1 *x,
+                       Memref1 *y);
+typedef void (*SpmmFn)(Memref2 *res, Memref1 *pos, Memref1 *crd, Memref1 *val, Memref2 *B,
+                       Memref2 *C);
+
+typedef struct ML {
+  Case *c;
+  void *so, *fn;
+  int is_spmm;
+  Memref1 pos, crd, val, x, y, res1;
+  Memref2 B, C, res2;
+  double *out;
+  int64_t n;
+} ML;
+
+/* The sparse operand's level types as an encoding map. */
+static const char *encoding_map(const tj_storage *s) {
+  return s->map[0].dim == 1 ? "(i, j) -> (j : dense, i : compressed)"
+                            : "(i, j) -> (i : dense, j : compressed)";
+}
+
+/* Writes the kernel of c (SpMV or SpMM, operand 1 sparse) to f. */
+static void write_kernel(FILE *f, const Case *c, int is_spmm) {
+  const tj_storage *A = &c->ops[1]->st;
+  long long N = A->dims[0], M = A->dims[1], R = c->R;
+  fprintf(f, "#A = #sparse_tensor.encoding<{ map = %s, posWidth = 32, crdWidth = 32 }>\n",
+          encoding_map(A));
+  char at[64], dt[64], ot[64];   /* A's, the dense operand's and the output's types */
+  snprintf(at, sizeof at, "tensor<%lldx%lldxf64, #A>", N, M);
+  if (is_spmm) {
+    snprintf(dt, sizeof dt, "tensor<%lldx%lldxf64>", M, R);
+    snprintf(ot, sizeof ot, "tensor<%lldx%lldxf64>", N, R);
+    /* Loops listed i, k, j: the sparsifier keeps that order, so the inner
+     * loop runs along rows of B and C (i, j, k would re-read A's row for
+     * every column j: 2-6x slower). */
+    fprintf(f, "#trait = { indexing_maps = [affine_map<(i, k, j) -> (i, k)>, "
+               "affine_map<(i, k, j) -> (k, j)>, affine_map<(i, k, j) -> (i, j)>],\n"
+               "  iterator_types = [\"parallel\", \"reduction\", \"parallel\"] }\n");
+  } else {
+    snprintf(dt, sizeof dt, "tensor<%lldxf64>", M);
+    snprintf(ot, sizeof ot, "tensor<%lldxf64>", N);
+    fprintf(f, "#trait = { indexing_maps = [affine_map<(i, j) -> (i, j)>, "
+               "affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i)>],\n"
+               "  iterator_types = [\"parallel\", \"reduction\"] }\n");
+  }
+  fprintf(f,
+          "func.func @kernel(%%pos: tensor<?xi32>, %%crd: tensor<?xi32>, %%val: tensor<?xf64>,\n"
+          "                  %%d: %s, %%out: %s) -> %s attributes { llvm.emit_c_interface } {\n"
+          "  %%A = sparse_tensor.assemble (%%pos, %%crd), %%val\n"
+          "      : (tensor<?xi32>, tensor<?xi32>), tensor<?xf64> to %s\n"
+          "  %%zero = arith.constant 0.0 : f64\n"
+          "  %%o = linalg.fill ins(%%zero : f64) outs(%%out : %s) -> %s\n"
+          "  %%r = linalg.generic #trait ins(%%A, %%d : %s, %s) outs(%%o : %s) {\n"
+          "  ^bb0(%%a: f64, %%b: f64, %%acc: f64):\n"
+          "    %%m = arith.mulf %%a, %%b : f64\n"
+          "    %%s = arith.addf %%acc, %%m : f64\n"
+          "    linalg.yield %%s : f64\n"
+          "  } -> %s\n"
+          "  return %%r : %s\n"
+          "}\n",
+          dt, ot, ot, at, ot, ot, at, dt, ot, ot, ot);
+}
+
+/* Lowers, translates and builds c's kernel with the sparsifier options
+ * opts; returns the dlopen handle (NULL: c->note says why) and the three
+ * tools' wall time in *ms. */
+static void *mlir_build(Case *c, int is_spmm, const char *opts, double *ms) {
+  char dir[] = "/tmp/tjbench-mlir-XXXXXX", path[128], cmd[2048];
+  if (!mkdtemp(dir)) { snprintf(c->note, sizeof c->note, "mkdtemp failed"); return NULL; }
+  snprintf(path, sizeof path, "%s/kernel.mlir", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) { snprintf(c->note, sizeof c->note, "cannot write %s", path); return NULL; }
+  write_kernel(f, c, is_spmm);
+  fclose(f);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && '%s' kernel.mlir --sparsifier='enable-runtime-library=false %s' -o lowered.mlir"
+           " 2>log && '%s' --mlir-to-llvmir lowered.mlir -o kernel.ll 2>>log"
+           " && '%s' -O3 -march=native -shared -fPIC -Wno-override-module kernel.ll -o kernel.so"
+           " 2>>log",
+           dir, TJ_MLIR_OPT, opts, TJ_MLIR_TRANSLATE, TJ_MLIR_CLANG);
+  double t0 = now_s();
+  int rc = system(cmd);
+  *ms = (now_s() - t0) * 1e3;
+  if (rc != 0) {
+    snprintf(c->note, sizeof c->note, "MLIR build failed: see %s/log", dir);
+    return NULL;
+  }
+  snprintf(path, sizeof path, "%s/kernel.so", dir);
+  void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!so) { snprintf(c->note, sizeof c->note, "dlopen: %.200s", dlerror()); return NULL; }
+  const char *files[] = {"kernel.mlir", "lowered.mlir", "kernel.ll", "kernel.so", "log"};
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+  return so;
+}
+
+static void *ml_setup(Case *c, int is_spmm, const char *opts) {
+  const tj_storage *A = &c->ops[1]->st;
+  if (A->pos_width != 4 || A->crd_width != 4) {
+    snprintf(c->note, sizeof c->note, "the MLIR kernel is written for 32-bit positions");
+    return NULL;
+  }
+  double ms;
+  void *so = mlir_build(c, is_spmm, opts, &ms);
+  if (!so) return NULL;
+  ML *m = xcalloc(1, sizeof *m);
+  m->c = c; m->so = so; m->is_spmm = is_spmm;
+  m->fn = dlsym(so, "_mlir_ciface_kernel");
+  if (!m->fn) {
+    snprintf(c->note, sizeof c->note, "no _mlir_ciface_kernel in the MLIR build");
+    dlclose(so); free(m);
+    return NULL;
+  }
+  g_cgen_last_cc_ms = ms;
+  snprintf(c->note, sizeof c->note, "mlir-opt + translate + clang-19 %.0f ms", ms);
+  m->pos = memref1(A->levels[1].pos, A->levels[1].pos_len);
+  m->crd = memref1(A->levels[1].crd, A->levels[1].crd_len);
+  m->val = memref1(A->vals, A->vals_len);
+  const tj_storage *D = &c->ops[2]->st;
+  int64_t N = A->dims[0];
+  if (is_spmm) {
+    m->n = N * c->R;
+    m->out = xcalloc((size_t)m->n, sizeof(double));
+    m->B = memref2(D->vals, D->dims[0], D->dims[1]);
+    m->C = memref2(m->out, N, c->R);
+  } else {
+    m->n = N;
+    m->out = xcalloc((size_t)m->n, sizeof(double));
+    m->x = memref1(D->vals, D->dims[0]);
+    m->y = memref1(m->out, N);
+  }
+  return m;
+}
+static void *spmv_setup(Case *c, int nth) { (void)nth; return ml_setup(c, 0, ""); }
+static void *spmm_setup(Case *c, int nth) { (void)nth; return ml_setup(c, 1, ""); }
+/* vl=8: the sparsifier's vectorizer with 8 lanes (AVX-512 f64), with the
+ * reassociation and 32-bit index options it needs to vectorize reductions
+ * and gathers. */
+static const char VL8[] = "vl=8 reassociate-fp-reductions=true enable-index-optimizations=true";
+static void *spmv_vl8_setup(Case *c, int nth) { (void)nth; return ml_setup(c, 0, VL8); }
+static void *spmm_vl8_setup(Case *c, int nth) { (void)nth; return ml_setup(c, 1, VL8); }
+
+static void ml_run(void *p) {
+  ML *m = p;
+  if (m->is_spmm) ((SpmmFn)m->fn)(&m->res2, &m->pos, &m->crd, &m->val, &m->B, &m->C);
+  else ((SpmvFn)m->fn)(&m->res1, &m->pos, &m->crd, &m->val, &m->x, &m->y);
+}
+/* The result as the kernel returned it (the caller's buffer, written in place). */
+static void ml_out(void *p, Out *o) {
+  ML *m = p;
+  const double *r = m->is_spmm ? (const double *)m->res2.aligned + m->res2.offset
+                               : (const double *)m->res1.aligned + m->res1.offset;
+  o->kind = OUT_DENSE; o->is_f32 = 0; o->vals = r; o->n = m->n;
+}
+static void ml_done(void *p) {
+  ML *m = p;
+  dlclose(m->so);
+  free(m->out);
+  free(m);
+}
+
+#define MLIR_PEER(NAME, STR, SETUP)                                                  \
+  const Peer NAME = {.name = STR, .setup = SETUP, .run = ml_run, .out = ml_out,     \
+                     .done = ml_done, .max_threads = 1, .available = mlir_available};
+#else
+int mlir_available(void) { return 0; }
+const char *mlir_status(void) {
+  return "MLIR: mlir-opt-19, mlir-translate-19 or clang-19 not found at configure time "
+         "(bash scripts/deps.sh --with-mlir); its rows are omitted";
+}
+/* Never added to a case (mlir_available() is 0); defined for the link. */
+#define MLIR_PEER(NAME, STR, SETUP) const Peer NAME = {.name = STR, .available = mlir_available};
+#endif
+
+MLIR_PEER(P_MLIR_SPMV, "MLIR", spmv_setup)
+MLIR_PEER(P_MLIR_SPMV_VL8, "MLIR-vl8", spmv_vl8_setup)
+MLIR_PEER(P_MLIR_SPMM, "MLIR", spmm_setup)
+MLIR_PEER(P_MLIR_SPMM_VL8, "MLIR-vl8", spmm_vl8_setup)
