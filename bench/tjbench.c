@@ -438,7 +438,7 @@ static void run_add(tj_context *cx, const char *input, tj_tensor *A) {
   c->nops = 3;
   c->flops = (double)(nnz_of(A) + nnz_of(C));
   case_peer(c, &P_HAND_ADD); case_peer(c, &P_GRB_ADD); case_peer(c, &P_MKL_ADD);
-  case_peer(c, &P_TJ_C);
+  case_peer(c, &P_MLIR_ADD); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
 }
@@ -454,7 +454,7 @@ static void run_spgemm(tj_context *cx, const char *input, tj_tensor *A) {
   for (int64_t q = 0; q < nnz_of(A); q++) mults += cp[bc[q] + 1] - cp[bc[q]];
   c->flops = 2 * mults;
   case_peer(c, &P_HAND_SPGEMM); case_peer(c, &P_GRB_SPGEMM); case_peer(c, &P_MKL_SP2M_SORTED);
-  case_peer(c, &P_MKL_SP2M); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_MKL_SP2M); case_peer(c, &P_MLIR_SPGEMM); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
 }
