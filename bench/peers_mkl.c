@@ -35,6 +35,7 @@ int mkl_serv_intel_cpu_true(void) { return 1; }
 /* The MKL entry points the peers call, resolved from TJ_MKL_RT. */
 #define MKL_FUNCS(X)                                                                   \
   X(cblas_dgemm) X(cblas_sgemm) X(MKL_Set_Num_Threads) X(MKL_Get_Version_String)     \
+  X(MKL_Set_Threading_Layer)                                                           \
   X(mkl_sparse_d_create_csr) X(mkl_sparse_d_create_csc) X(mkl_sparse_d_create_coo)   \
   X(mkl_sparse_destroy) X(mkl_sparse_set_mv_hint) X(mkl_sparse_set_mm_hint)          \
   X(mkl_sparse_optimize) X(mkl_sparse_d_mv) X(mkl_sparse_d_mm) X(mkl_sparse_d_add)   \
@@ -48,10 +49,26 @@ static struct {
 
 /* 1 loaded, -1 not loadable (g_mkl_status says why), 0 not tried. */
 static int g_mkl_loaded;
-static char g_mkl_status[256];
+static char g_mkl_status[320];
 
 /* The calls each handle is hinted for: the suite's runs, with room. */
 enum { EXPECTED_CALLS = 1000 };
+
+/* MKL's threading layer must run on the OpenMP runtime that answers the
+ * process's omp_* calls: its Intel layer loads libiomp5 (Debian: LLVM's
+ * libomp) but calls omp_get_thread_num through the global scope, so in a
+ * process where libgomp answers (the gcc build) every MKL thread would be
+ * thread 0 and the 2-thread results wrong. */
+static int threading_layer(const char **name) {
+  Dl_info info;
+  void *f = dlsym(RTLD_DEFAULT, "omp_get_thread_num");
+  if (f && dladdr(f, &info) && info.dli_fname && strstr(info.dli_fname, "libgomp")) {
+    *name = "GNU OpenMP layer (libgomp)";
+    return MKL_THREADING_GNU;
+  }
+  *name = "Intel OpenMP layer (LLVM libomp)";
+  return MKL_THREADING_INTEL;
+}
 
 static int mkl_load(void) {
   if (g_mkl_loaded) return g_mkl_loaded > 0;
@@ -70,11 +87,13 @@ static int mkl_load(void) {
   }
   MKL_FUNCS(X)
 #undef X
+  const char *layer;
+  mkl.MKL_Set_Threading_Layer(threading_layer(&layer));   /* before any other MKL call */
   char ver[200];
   mkl.MKL_Get_Version_String(ver, (int)sizeof ver);
   snprintf(g_mkl_status, sizeof g_mkl_status,
-           "%.120s; mkl_serv_intel_cpu_true() overridden to 1 (MKL's Intel code paths on any x86)",
-           ver);
+           "%.120s; %s; mkl_serv_intel_cpu_true() overridden to 1 (Intel code paths on any x86)",
+           ver, layer);
   g_mkl_loaded = 1;
   return 1;
 }
@@ -308,8 +327,8 @@ MKL_PEER(P_MKL_SP2M_SORTED, "MKL-sorted", sorted_setup, sp2m_run, csr_out, m_don
 #else
 int mkl_available(void) { return 0; }
 const char *mkl_status(void) {
-  return "MKL: libmkl_rt not found at configure time (bash scripts/deps.sh --with-mkl); its rows "
-         "are omitted";
+  return "MKL: not configured (libmkl_rt not found, or -DTJ_BENCH_MKL=OFF; bash scripts/deps.sh "
+         "--with-mkl installs it); its rows are omitted";
 }
 /* Never added to a case (mkl_available() is 0); defined for the link. */
 #define MKL_PEER(NAME, STR) const Peer NAME = {.name = STR, .available = mkl_available};

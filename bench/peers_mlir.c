@@ -292,8 +292,8 @@ static void ml_done(void *p) {
 #else
 int mlir_available(void) { return 0; }
 const char *mlir_status(void) {
-  return "MLIR: mlir-opt-19, mlir-translate-19 or clang-19 not found at configure time "
-         "(bash scripts/deps.sh --with-mlir); its rows are omitted";
+  return "MLIR: not configured (mlir-opt-19, mlir-translate-19 or clang-19 not found, or "
+         "-DTJ_BENCH_MLIR=OFF; bash scripts/deps.sh --with-mlir installs them); its rows are omitted";
 }
 /* Never added to a case (mlir_available() is 0); defined for the link. */
 #define MLIR_PEER(NAME, STR, SETUP) const Peer NAME = {.name = STR, .available = mlir_available};
