@@ -104,8 +104,7 @@ extern const Peer P_MKL_GEMM, P_MKL_MV, P_MKL_MM, P_MKL_ADD, P_MKL_SP2M, P_MKL_S
 int mkl_available(void);
 const char *mkl_status(void);    /* one line: the version, or why MKL is absent */
 /* The MLIR sparsifier (peers_mlir.c), when CMake found its tools. */
-extern const Peer P_MLIR_SPMV, P_MLIR_SPMV_VL8, P_MLIR_SPMM, P_MLIR_SPMM_VL8, P_MLIR_ADD,
-    P_MLIR_SPGEMM;
+extern const Peer P_MLIR, P_MLIR_VL8;
 int mlir_available(void);
 const char *mlir_status(void);   /* one line: the tools, or why MLIR is absent */
 int have_graphblas(void);

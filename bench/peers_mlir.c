@@ -1,22 +1,25 @@
 /* MLIR sparsifier peers (LLVM 19, Debian mlir-19-tools: `scripts/deps.sh
- * --with-mlir`). The suite writes the kernel as a linalg.generic over a
- * #sparse_tensor.encoding operand and builds it the way MLIR's own
- * integration tests do, at setup (the compile column holds the time):
+ * --with-mlir`). The suite writes each kernel as a linalg.generic over
+ * #sparse_tensor.encoding operands (the same formats as tensorjit's) and
+ * builds it the way MLIR's own integration tests do, at setup (the compile
+ * column holds the time):
  *
- *   mlir-opt-19 --sparsifier="enable-runtime-library=false [vl=8 ...]"
+ *   mlir-opt-19 --sparse-assembler=direct-out=true
+ *               --sparsifier="enable-runtime-library=false [vl=8 ...]"
  *   mlir-translate-19 --mlir-to-llvmir
  *   clang-19 -O3 -march=native -shared -fPIC   (the bench may use a system
  *                                               compiler; tensorjit never does)
  *
  * then dlopens the library and calls its C interface (_mlir_ciface_kernel,
- * memref descriptors by pointer) on the arrays tensorjit reads. The public
- * function takes the sparse operand's positions, coordinates and values as
- * plain 1-d tensors and builds the sparse tensor with sparse_tensor.assemble,
- * which in direct codegen (no runtime library) wraps the buffers without a
- * copy; the dense output is the caller's buffer, zeroed by a linalg.fill in
- * the kernel (tensorjit's kernels overwrite their output too). The
- * sparsifier's loops are serial here: its pipeline lowers scf.parallel to
- * plain loops, so MLIR has 1-thread rows only.
+ * memref descriptors by pointer) on the arrays tensorjit reads. The sparse
+ * assembler gives the public function plain arrays for each sparse operand
+ * (positions and coordinates per compressed level, then values), which
+ * direct codegen wraps without a copy. A dense output is the caller's
+ * buffer, zeroed by a linalg.fill in the kernel (tensorjit's kernels
+ * overwrite their output too); a sparse one comes back as arrays the
+ * kernel allocated, freed by the next run. The sparsifier's loops are
+ * serial: its pipeline lowers scf.parallel to plain loops, so MLIR has
+ * 1-thread rows only.
  */
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -39,119 +42,128 @@ const char *mlir_status(void) {
                " missing; its rows are omitted";
 }
 
-/* MLIR's memref descriptors of rank 1 and 2 (the C interface's layout). */
-typedef struct { void *alloc, *aligned; int64_t offset, size[1], stride[1]; } Memref1;
-typedef struct { void *alloc, *aligned; int64_t offset, size[2], stride[2]; } Memref2;
-/* A CSR result as the sparse assembler returns it (direct-out): buffers
- * the kernel allocated, the caller frees. */
-typedef struct { Memref1 pos, crd, val; } CsrResult;
+/* A kernel as linalg.generic: loops in the order listed (the sparsifier
+ * keeps a listed order its operands allow), each operand's indices (ins,
+ * then the output) and the loops' iterator types. The payload multiplies
+ * the inputs and accumulates (is_sum: adds them). */
+typedef struct Spec {
+  const char *kernel;          /* tjbench's kernel name it serves */
+  const char *loops;
+  const char *idx[MAX_OPS];    /* ins..., out */
+  const char *iters;
+  int is_sum;
+} Spec;
 
-static Memref1 memref1(void *p, int64_t n) { return (Memref1){p, p, 0, {n}, {1}}; }
-static Memref2 memref2(void *p, int64_t r, int64_t c) { return (Memref2){p, p, 0, {r, c}, {c, 1}}; }
+/* SpMM and SpGEMM list i, k, j so the inner loop runs along rows of B and
+ * C (i, j, k re-reads A's row for every column j: 2-6x slower); MTTKRP
+ * likewise puts j innermost. */
+static const Spec SPECS[] = {
+    {"spmv", "i, j", {"i, j", "j", "i"}, "\"parallel\", \"reduction\"", 0},
+    {"spmm", "i, k, j", {"i, k", "k, j", "i, j"}, "\"parallel\", \"reduction\", \"parallel\"", 0},
+    {"spgemm", "i, k, j", {"i, k", "k, j", "i, j"}, "\"parallel\", \"reduction\", \"parallel\"", 0},
+    {"add", "i, j", {"i, j", "i, j", "i, j"}, "\"parallel\", \"parallel\"", 1},
+    {"sddmm", "i, j, k", {"i, j", "i, k", "j, k", "i, j"},
+     "\"parallel\", \"parallel\", \"reduction\"", 0},
+    {"mttkrp", "i, k, l, j", {"i, k, l", "k, j", "l, j", "i, j"},
+     "\"parallel\", \"reduction\", \"reduction\", \"parallel\"", 0},
+};
 
-typedef enum { MK_SPMV, MK_SPMM, MK_ADD, MK_SPGEMM } MlirKind;
-
-typedef void (*SpmvFn)(Memref1 *res, Memref1 *pos, Memref1 *crd, Memref1 *val, Memref1 *x,
-                       Memref1 *y);
-typedef void (*SpmmFn)(Memref2 *res, Memref1 *pos, Memref1 *crd, Memref1 *val, Memref2 *B,
-                       Memref2 *C);
-typedef void (*SparseFn)(CsrResult *res, Memref1 *bpos, Memref1 *bcrd, Memref1 *bval,
-                         Memref1 *cpos, Memref1 *ccrd, Memref1 *cval);
-
-typedef struct ML {
-  Case *c;
-  MlirKind kind;
-  void *so, *fn;
-  Memref1 pos, crd, val;        /* operand 1 (sparse) */
-  Memref1 pos2, crd2, val2;     /* operand 2 when sparse (add, SpGEMM) */
-  Memref1 x, y, res1;           /* SpMV */
-  Memref2 B, C, res2;           /* SpMM */
-  CsrResult res;                /* add, SpGEMM: the last run's result */
-  double *out;                  /* dense output buffer */
-  int64_t n;
-} ML;
-
-/* The sparse operand's level types as an encoding map. */
-static const char *encoding_map(const tj_storage *s) {
-  return s->map[0].dim == 1 ? "(i, j) -> (j : dense, i : compressed)"
-                            : "(i, j) -> (i : dense, j : compressed)";
+static const Spec *spec_of(const char *kernel) {
+  for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++)
+    if (!strncmp(kernel, SPECS[i].kernel, strlen(SPECS[i].kernel))) return &SPECS[i];
+  return NULL;
 }
 
-/* The linalg.generic trait of each kind: operand maps (ins, then outs)
- * over the loops in the order listed, and the loops' iterator types. */
-static const char *trait_of(MlirKind k) {
-  switch (k) {
-  case MK_SPMV:
-    return "indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,\n"
-           "    affine_map<(i, j) -> (i)>], iterator_types = [\"parallel\", \"reduction\"]";
-  /* Loops listed i, k, j: the sparsifier keeps that order, so the inner
-   * loop runs along rows of B and C (i, j, k re-reads A's row for every
-   * column j: 2-6x slower). */
-  case MK_SPMM:
-  case MK_SPGEMM:
-    return "indexing_maps = [affine_map<(i, k, j) -> (i, k)>, affine_map<(i, k, j) -> (k, j)>,\n"
-           "    affine_map<(i, k, j) -> (i, j)>],\n"
-           "  iterator_types = [\"parallel\", \"reduction\", \"parallel\"]";
-  case MK_ADD:
-    return "indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>,\n"
-           "    affine_map<(i, j) -> (i, j)>], iterator_types = [\"parallel\", \"parallel\"]";
+static int is_sparse(const tj_storage *s) {
+  for (int l = 0; l < s->order; l++)
+    if (s->levels[l].kind != TJ_LVL_DENSE) return 1;
+  return 0;
+}
+
+/* s's encoding, "#sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense,
+ * d1 : compressed), ... }>"; 0 when a level is neither (COO). */
+static int write_encoding(FILE *f, const tj_storage *s) {
+  fprintf(f, "#sparse_tensor.encoding<{ map = (");
+  for (int d = 0; d < s->order; d++) fprintf(f, "%sd%d", d ? ", " : "", d);
+  fprintf(f, ") -> (");
+  for (int l = 0; l < s->order; l++) {
+    int kind = s->levels[l].kind;
+    if (kind != TJ_LVL_DENSE && kind != TJ_LVL_COMPRESSED) return 0;
+    fprintf(f, "%sd%d : %s", l ? ", " : "", s->map[l].dim,
+            kind == TJ_LVL_DENSE ? "dense" : "compressed");
   }
-  return "";
+  fprintf(f, "), posWidth = 32, crdWidth = 32 }>");
+  return 1;
 }
 
-/* Writes the kernel of c to f. Dense outputs: the caller's buffer, zeroed
- * by linalg.fill. Sparse ones: a fresh tensor the sparse assembler hands
- * back as (positions, coordinates, values). Sparse inputs of a sparse
- * kernel are plain arguments (the assembler splits them); SpMV and SpMM
- * assemble theirs from 1-d tensors in the kernel itself. */
-static void write_kernel(FILE *f, const Case *c, MlirKind k) {
-  const tj_storage *A = &c->ops[1]->st, *D = &c->ops[2]->st, *O = &c->ops[0]->st;
-  char at[64], dt[64], ot[64];   /* operand 1's, operand 2's and the output's types */
-  snprintf(at, sizeof at, "tensor<%lldx%lldxf64, #A>", (long long)A->dims[0], (long long)A->dims[1]);
-  if (O->order == 1) snprintf(ot, sizeof ot, "tensor<%lldxf64>", (long long)O->dims[0]);
-  else snprintf(ot, sizeof ot, "tensor<%lldx%lldxf64%s>", (long long)O->dims[0],
-                (long long)O->dims[1], k == MK_SPMM ? "" : ", #A");
-  if (D->order == 1) snprintf(dt, sizeof dt, "tensor<%lldxf64>", (long long)D->dims[0]);
-  else snprintf(dt, sizeof dt, "tensor<%lldx%lldxf64%s>", (long long)D->dims[0],
-                (long long)D->dims[1], k == MK_SPMM ? "" : ", #A");
-  fprintf(f, "#A = #sparse_tensor.encoding<{ map = %s, posWidth = 32, crdWidth = 32 }>\n",
-          encoding_map(A));
-  fprintf(f, "#trait = { %s }\n", trait_of(k));
-  if (k == MK_SPMV || k == MK_SPMM)
-    fprintf(f,
-            "func.func @kernel(%%pos: tensor<?xi32>, %%crd: tensor<?xi32>, %%val: tensor<?xf64>,\n"
-            "                  %%d: %s, %%out: %s) -> %s attributes { llvm.emit_c_interface } {\n"
-            "  %%a = sparse_tensor.assemble (%%pos, %%crd), %%val\n"
-            "      : (tensor<?xi32>, tensor<?xi32>), tensor<?xf64> to %s\n"
-            "  %%zero = arith.constant 0.0 : f64\n"
-            "  %%o = linalg.fill ins(%%zero : f64) outs(%%out : %s) -> %s\n",
-            dt, ot, ot, at, ot, ot);
-  else
-    fprintf(f,
-            "func.func @kernel(%%a: %s, %%d: %s) -> %s attributes { llvm.emit_c_interface } {\n"
-            "  %%o = tensor.empty() : %s\n", at, dt, ot, ot);
-  fprintf(f,
-          "  %%r = linalg.generic #trait ins(%%a, %%d : %s, %s) outs(%%o : %s) {\n"
-          "  ^bb0(%%x: f64, %%y: f64, %%acc: f64):\n", at, dt, ot);
-  if (k == MK_ADD)
-    fprintf(f, "    %%s = arith.addf %%x, %%y : f64\n");
-  else
-    fprintf(f, "    %%m = arith.mulf %%x, %%y : f64\n"
-               "    %%s = arith.addf %%acc, %%m : f64\n");
-  fprintf(f, "    linalg.yield %%s : f64\n  } -> %s\n  return %%r : %s\n}\n", ot, ot);
+/* Operand t's tensor type, "tensor<20x16xf64>" or with its encoding #e<t>. */
+static void type_of(char *buf, size_t n, const Case *c, int t) {
+  const tj_storage *s = &c->ops[t]->st;
+  int len = snprintf(buf, n, "tensor<");
+  for (int d = 0; d < s->order; d++) len += snprintf(buf + len, n - (size_t)len, "%lldx", (long long)s->dims[d]);
+  if (is_sparse(s)) snprintf(buf + len, n - (size_t)len, "f64, #e%d>", t);
+  else snprintf(buf + len, n - (size_t)len, "f64>");
+}
+
+/* Writes c's kernel to f; 0 (c->note says why) if it cannot be written. */
+static int write_kernel(FILE *f, Case *c, const Spec *sp) {
+  char ty[MAX_OPS][96];
+  int nin = c->nops - 1, sparse_out = is_sparse(&c->ops[0]->st);
+  for (int t = 0; t < c->nops; t++) {
+    if (is_sparse(&c->ops[t]->st)) {
+      fprintf(f, "#e%d = ", t);
+      if (!write_encoding(f, &c->ops[t]->st)) {
+        snprintf(c->note, sizeof c->note, "no MLIR kernel for this format (singleton level)");
+        return 0;
+      }
+      fprintf(f, "\n");
+    }
+    type_of(ty[t], sizeof ty[t], c, t);
+  }
+  fprintf(f, "#trait = { indexing_maps = [");
+  for (int t = 1; t <= c->nops; t++)
+    fprintf(f, "%saffine_map<(%s) -> (%s)>", t > 1 ? ",\n    " : "", sp->loops,
+            sp->idx[t - 1]);
+  fprintf(f, "],\n  iterator_types = [%s] }\n", sp->iters);
+  fprintf(f, "func.func @kernel(");
+  for (int t = 1; t <= nin; t++) fprintf(f, "%s%%in%d: %s", t > 1 ? ", " : "", t, ty[t]);
+  if (sparse_out) {
+    fprintf(f, ") -> %s attributes { llvm.emit_c_interface } {\n", ty[0]);
+    fprintf(f, "  %%o = tensor.empty() : %s\n", ty[0]);
+  } else {
+    fprintf(f, ", %%out: %s) -> %s attributes { llvm.emit_c_interface } {\n", ty[0], ty[0]);
+    fprintf(f, "  %%zero = arith.constant 0.0 : f64\n"
+               "  %%o = linalg.fill ins(%%zero : f64) outs(%%out : %s) -> %s\n", ty[0], ty[0]);
+  }
+  fprintf(f, "  %%r = linalg.generic #trait ins(");
+  for (int t = 1; t <= nin; t++) fprintf(f, "%s%%in%d", t > 1 ? ", " : "", t);
+  fprintf(f, " : ");
+  for (int t = 1; t <= nin; t++) fprintf(f, "%s%s", t > 1 ? ", " : "", ty[t]);
+  fprintf(f, ") outs(%%o : %s) {\n  ^bb0(", ty[0]);
+  for (int t = 1; t <= nin; t++) fprintf(f, "%%x%d: f64, ", t);
+  fprintf(f, "%%acc: f64):\n");
+  const char *op = sp->is_sum ? "addf" : "mulf";   /* %v2 = x1 op x2, %v3 = %v2 op x3, ... */
+  for (int t = 2; t <= nin; t++)
+    fprintf(f, "    %%v%d = arith.%s %s%d, %%x%d : f64\n", t, op, t == 2 ? "%x" : "%v",
+            t == 2 ? 1 : t - 1, t);
+  if (sp->is_sum) fprintf(f, "    linalg.yield %%v%d : f64\n", nin);
+  else fprintf(f, "    %%s = arith.addf %%acc, %%v%d : f64\n    linalg.yield %%s : f64\n", nin);
+  fprintf(f, "  } -> %s\n  return %%r : %s\n}\n", ty[0], ty[0]);
+  return 1;
 }
 
 /* Lowers, translates and builds c's kernel with the sparsifier options
  * opts; returns the dlopen handle (NULL: c->note says why) and the three
  * tools' wall time in *ms. */
-static void *mlir_build(Case *c, MlirKind k, const char *opts, double *ms) {
+static void *mlir_build(Case *c, const Spec *sp, const char *opts, double *ms) {
   char dir[] = "/tmp/tjbench-mlir-XXXXXX", path[128], cmd[2048];
   if (!mkdtemp(dir)) { snprintf(c->note, sizeof c->note, "mkdtemp failed"); return NULL; }
   snprintf(path, sizeof path, "%s/kernel.mlir", dir);
   FILE *f = fopen(path, "w");
   if (!f) { snprintf(c->note, sizeof c->note, "cannot write %s", path); return NULL; }
-  write_kernel(f, c, k);
+  int ok = write_kernel(f, c, sp);
   fclose(f);
+  if (!ok) return NULL;
   snprintf(cmd, sizeof cmd,
            "cd %s && '%s' kernel.mlir --sparse-assembler=direct-out=true"
            " --sparsifier='enable-runtime-library=false %s' -o lowered.mlir 2>log"
@@ -178,78 +190,133 @@ static void *mlir_build(Case *c, MlirKind k, const char *opts, double *ms) {
   return so;
 }
 
-/* Descriptors over a CSR/CSC operand's arrays; 0 if its widths are not 32-bit. */
-static int sparse_args(const tj_storage *s, Memref1 *pos, Memref1 *crd, Memref1 *val) {
+/* A memref descriptor as MLIR's C interface lays it out for rank r:
+ * allocated and aligned pointers, offset, sizes[r], strides[r] (all 8-byte
+ * words, so a rank-r descriptor is a prefix of this struct). */
+enum { MAX_RANK = 3, MAX_ARGS = 12 };
+typedef struct { void *alloc, *aligned; int64_t offset, dims[2 * MAX_RANK]; } Memref;
+typedef struct { void *alloc, *aligned; int64_t offset, size, stride; } Memref1;
+/* A CSR result as the sparse assembler returns it (direct-out): buffers
+ * the kernel allocated, the caller frees. */
+typedef struct { Memref1 pos, crd, val; } CsrResult;
+
+static Memref memref(void *p, int rank, const int64_t *sizes) {
+  Memref m = {p, p, 0, {0}};
+  int64_t stride = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    m.dims[d] = sizes[d];
+    m.dims[rank + d] = stride;
+    stride *= sizes[d];
+  }
+  return m;
+}
+
+typedef struct ML {
+  Case *c;
+  void *so, *fn;
+  Memref arg[MAX_ARGS];        /* the C interface's arguments after the result */
+  int nargs;
+  Memref res;                  /* dense output */
+  CsrResult sres;              /* sparse output: the last run's */
+  int sparse_out;
+  double *out;                 /* dense output buffer */
+  int64_t n;
+} ML;
+
+/* Appends the arguments operand s expands to: one memref if dense, else
+ * positions and coordinates of each compressed level, then values. */
+static int push_operand(ML *m, tj_storage *s) {
+  if (!is_sparse(s)) {
+    m->arg[m->nargs++] = memref(s->vals, s->order, s->dims);
+    return 1;
+  }
   if (s->pos_width != 4 || s->crd_width != 4) return 0;
-  *pos = memref1(s->levels[1].pos, s->levels[1].pos_len);
-  *crd = memref1(s->levels[1].crd, s->levels[1].crd_len);
-  *val = memref1(s->vals, s->vals_len);
+  for (int l = 0; l < s->order; l++) {
+    if (s->levels[l].kind != TJ_LVL_COMPRESSED) continue;
+    m->arg[m->nargs++] = memref(s->levels[l].pos, 1, &s->levels[l].pos_len);
+    m->arg[m->nargs++] = memref(s->levels[l].crd, 1, &s->levels[l].crd_len);
+  }
+  m->arg[m->nargs++] = memref(s->vals, 1, &s->vals_len);
   return 1;
 }
 
-static void *ml_setup(Case *c, MlirKind k, const char *opts) {
+/* Calls the C interface: every parameter is a pointer to a descriptor
+ * (the result's first), so the function type is n + 1 pointers. */
+typedef void *P;
+static void call_kernel(void *fn, void *res, Memref *a, int n) {
+  switch (n) {
+  case 5: ((void (*)(P, P, P, P, P, P))fn)(res, &a[0], &a[1], &a[2], &a[3], &a[4]); break;
+  case 6: ((void (*)(P, P, P, P, P, P, P))fn)(res, &a[0], &a[1], &a[2], &a[3], &a[4], &a[5]); break;
+  case 10:
+    ((void (*)(P, P, P, P, P, P, P, P, P, P, P))fn)(res, &a[0], &a[1], &a[2], &a[3], &a[4],
+                                                    &a[5], &a[6], &a[7], &a[8], &a[9]);
+    break;
+  default: break;   /* refused by ml_setup */
+  }
+}
+static int is_callable(int n) { return n == 5 || n == 6 || n == 10; }
+
+static void *ml_setup(Case *c, const char *opts) {
+  const Spec *sp = spec_of(c->kernel);
+  if (!sp) { snprintf(c->note, sizeof c->note, "no MLIR kernel for %s", c->kernel); return NULL; }
   ML *m = xcalloc(1, sizeof *m);
-  m->c = c; m->kind = k;
-  const tj_storage *A = &c->ops[1]->st, *D = &c->ops[2]->st;
-  int sparse2 = k == MK_ADD || k == MK_SPGEMM;
-  if (!sparse_args(A, &m->pos, &m->crd, &m->val) ||
-      (sparse2 && !sparse_args(D, &m->pos2, &m->crd2, &m->val2))) {
-    snprintf(c->note, sizeof c->note, "the MLIR kernel is written for 32-bit positions");
-    free(m);
+  m->c = c;
+  m->sparse_out = is_sparse(&c->ops[0]->st);
+  for (int t = 1; t < c->nops; t++)
+    if (!push_operand(m, &c->ops[t]->st)) {
+      snprintf(c->note, sizeof c->note, "the MLIR kernel is written for 32-bit positions");
+      free(m);
+      return NULL;
+    }
+  if (!m->sparse_out) {
+    const tj_storage *O = &c->ops[0]->st;
+    m->n = 1;
+    for (int d = 0; d < O->order; d++) m->n *= O->dims[d];
+    m->out = xcalloc((size_t)m->n, sizeof(double));
+    m->arg[m->nargs++] = memref(m->out, O->order, O->dims);
+  }
+  if (!is_callable(m->nargs)) {
+    snprintf(c->note, sizeof c->note, "call_kernel has no case for %d arguments", m->nargs);
+    free(m->out); free(m);
     return NULL;
   }
   double ms;
-  m->so = mlir_build(c, k, opts, &ms);
-  if (!m->so) { free(m); return NULL; }
-  m->fn = dlsym(m->so, "_mlir_ciface_kernel");
+  m->so = mlir_build(c, sp, opts, &ms);
+  if (m->so) m->fn = dlsym(m->so, "_mlir_ciface_kernel");
   if (!m->fn) {
-    snprintf(c->note, sizeof c->note, "no _mlir_ciface_kernel in the MLIR build");
-    dlclose(m->so); free(m);
+    if (m->so) snprintf(c->note, sizeof c->note, "no _mlir_ciface_kernel in the MLIR build");
+    if (m->so) dlclose(m->so);
+    free(m->out); free(m);
     return NULL;
   }
   g_cgen_last_cc_ms = ms;
   snprintf(c->note, sizeof c->note, "mlir-opt + translate + clang-19 %.0f ms", ms);
-  int64_t N = A->dims[0];
-  if (k == MK_SPMM) {
-    m->n = N * c->R;
-    m->out = xcalloc((size_t)m->n, sizeof(double));
-    m->B = memref2(D->vals, D->dims[0], D->dims[1]);
-    m->C = memref2(m->out, N, c->R);
-  } else if (k == MK_SPMV) {
-    m->n = N;
-    m->out = xcalloc((size_t)m->n, sizeof(double));
-    m->x = memref1(D->vals, D->dims[0]);
-    m->y = memref1(m->out, N);
-  }
   return m;
 }
-static void *spmv_setup(Case *c, int nth) { (void)nth; return ml_setup(c, MK_SPMV, ""); }
-static void *spmm_setup(Case *c, int nth) { (void)nth; return ml_setup(c, MK_SPMM, ""); }
-static void *add_setup(Case *c, int nth) { (void)nth; return ml_setup(c, MK_ADD, ""); }
-static void *spgemm_setup(Case *c, int nth) { (void)nth; return ml_setup(c, MK_SPGEMM, ""); }
+static void *scalar_setup(Case *c, int nth) { (void)nth; return ml_setup(c, ""); }
 /* vl=8: the sparsifier's vectorizer with 8 lanes (AVX-512 f64), with the
  * reassociation and 32-bit index options it needs to vectorize reductions
  * and gathers. */
-static const char VL8[] = "vl=8 reassociate-fp-reductions=true enable-index-optimizations=true";
-static void *spmv_vl8_setup(Case *c, int nth) { (void)nth; return ml_setup(c, MK_SPMV, VL8); }
-static void *spmm_vl8_setup(Case *c, int nth) { (void)nth; return ml_setup(c, MK_SPMM, VL8); }
+static void *vl8_setup(Case *c, int nth) {
+  (void)nth;
+  return ml_setup(c, "vl=8 reassociate-fp-reductions=true enable-index-optimizations=true");
+}
 
 static void free_result(CsrResult *r) {
   free(r->pos.alloc); free(r->crd.alloc); free(r->val.alloc);
   memset(r, 0, sizeof *r);
 }
-/* Sparse outputs: the previous run's buffers are freed inside the timed
- * run, as a program that keeps one result at a time would. */
+
+
+/* A sparse output's previous buffers are freed inside the timed run, as a
+ * program that keeps one result at a time would. */
 static void ml_run(void *p) {
   ML *m = p;
-  switch (m->kind) {
-  case MK_SPMV: ((SpmvFn)m->fn)(&m->res1, &m->pos, &m->crd, &m->val, &m->x, &m->y); break;
-  case MK_SPMM: ((SpmmFn)m->fn)(&m->res2, &m->pos, &m->crd, &m->val, &m->B, &m->C); break;
-  case MK_ADD:
-  case MK_SPGEMM:
-    free_result(&m->res);
-    ((SparseFn)m->fn)(&m->res, &m->pos, &m->crd, &m->val, &m->pos2, &m->crd2, &m->val2);
-    break;
+  if (m->sparse_out) {
+    free_result(&m->sres);
+    call_kernel(m->fn, &m->sres, m->arg, m->nargs);
+  } else {
+    call_kernel(m->fn, &m->res, m->arg, m->nargs);
   }
 }
 /* The result as the kernel returned it (dense: the caller's buffer,
@@ -258,37 +325,30 @@ static void ml_out(void *p, Out *o) {
   ML *m = p;
   const tj_storage *O = &m->c->ops[0]->st;
   o->is_f32 = 0;
-  switch (m->kind) {
-  case MK_SPMV:
-    o->kind = OUT_DENSE; o->n = m->n;
-    o->vals = (const double *)m->res1.aligned + m->res1.offset;
-    break;
-  case MK_SPMM:
-    o->kind = OUT_DENSE; o->n = m->n;
-    o->vals = (const double *)m->res2.aligned + m->res2.offset;
-    break;
-  case MK_ADD:
-  case MK_SPGEMM:
-    o->kind = OUT_CSR; o->n = O->dims[0]; o->ncols = O->dims[1];
-    o->pos = (const int32_t *)m->res.pos.aligned + m->res.pos.offset;
-    o->crd = (const int32_t *)m->res.crd.aligned + m->res.crd.offset;
-    o->vals = (const double *)m->res.val.aligned + m->res.val.offset;
-    o->pw = o->cw = 4;
-    if (m->res.pos.size[0] < o->n + 1) o->n = -1;   /* no result: forces a FAIL */
-    break;
+  if (!m->sparse_out) {
+    o->kind = OUT_DENSE; o->n = m->res.aligned ? m->n : -1;
+    o->vals = (const double *)m->res.aligned + m->res.offset;
+    return;
   }
+  o->kind = OUT_CSR; o->n = O->dims[0]; o->ncols = O->dims[1];
+  o->pos = (const int32_t *)m->sres.pos.aligned + m->sres.pos.offset;
+  o->crd = (const int32_t *)m->sres.crd.aligned + m->sres.crd.offset;
+  o->vals = (const double *)m->sres.val.aligned + m->sres.val.offset;
+  o->pw = o->cw = 4;
+  if (m->sres.pos.size < o->n + 1) o->n = -1;   /* no result: forces a FAIL */
 }
 static void ml_done(void *p) {
   ML *m = p;
-  free_result(&m->res);
+  free_result(&m->sres);
   dlclose(m->so);
   free(m->out);
   free(m);
 }
 
-#define MLIR_PEER(NAME, STR, SETUP)                                                  \
-  const Peer NAME = {.name = STR, .setup = SETUP, .run = ml_run, .out = ml_out,     \
+const Peer P_MLIR = {.name = "MLIR", .setup = scalar_setup, .run = ml_run, .out = ml_out,
                      .done = ml_done, .max_threads = 1, .available = mlir_available};
+const Peer P_MLIR_VL8 = {.name = "MLIR-vl8", .setup = vl8_setup, .run = ml_run, .out = ml_out,
+                         .done = ml_done, .max_threads = 1, .available = mlir_available};
 #else
 int mlir_available(void) { return 0; }
 const char *mlir_status(void) {
@@ -296,12 +356,6 @@ const char *mlir_status(void) {
          "-DTJ_BENCH_MLIR=OFF; bash scripts/deps.sh --with-mlir installs them); its rows are omitted";
 }
 /* Never added to a case (mlir_available() is 0); defined for the link. */
-#define MLIR_PEER(NAME, STR, SETUP) const Peer NAME = {.name = STR, .available = mlir_available};
+const Peer P_MLIR = {.name = "MLIR", .available = mlir_available};
+const Peer P_MLIR_VL8 = {.name = "MLIR-vl8", .available = mlir_available};
 #endif
-
-MLIR_PEER(P_MLIR_SPMV, "MLIR", spmv_setup)
-MLIR_PEER(P_MLIR_SPMV_VL8, "MLIR-vl8", spmv_vl8_setup)
-MLIR_PEER(P_MLIR_SPMM, "MLIR", spmm_setup)
-MLIR_PEER(P_MLIR_SPMM_VL8, "MLIR-vl8", spmm_vl8_setup)
-MLIR_PEER(P_MLIR_ADD, "MLIR", add_setup)
-MLIR_PEER(P_MLIR_SPGEMM, "MLIR", spgemm_setup)

@@ -382,7 +382,7 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
   c->ops[2] = in_dense("x", TJ_F64, 1, &nc, 11); c->nops = 3;
   c->flops = 2.0 * (double)nnz;
   case_peer(c, &P_HAND_SPMV_CSR); case_peer(c, &P_GRB_MXV); case_peer(c, &P_MKL_MV);
-  case_peer(c, &P_MLIR_SPMV); case_peer(c, &P_MLIR_SPMV_VL8); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   tj_tensor *x = c->ops[2], *y = c->ops[0];
   free(c);
@@ -397,7 +397,7 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
       case_peer(c, f ? &P_HAND_SPMV_COO : &P_HAND_SPMV_CSC);
       if (!f) case_peer(c, &P_GRB_MXV);
       case_peer(c, &P_MKL_MV);
-      if (!f) { case_peer(c, &P_MLIR_SPMV); case_peer(c, &P_MLIR_SPMV_VL8); }
+      if (!f) { case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8); }
       case_peer(c, &P_TJ_C);
       run_case(cx, c);
       free(c);
@@ -413,7 +413,7 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
   c->ops[2] = in_dense("B", TJ_F64, 2, dB, 12); c->nops = 3; c->R = R;
   c->flops = 2.0 * (double)nnz * R;
   case_peer(c, &P_HAND_SPMM); case_peer(c, &P_GRB_SPMM); case_peer(c, &P_MKL_MM);
-  case_peer(c, &P_MLIR_SPMM); case_peer(c, &P_MLIR_SPMM_VL8); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
   if (level < 2) return;
@@ -425,7 +425,8 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
   c->ops[2] = in_dense("C", TJ_F64, 2, dC2, 13); c->ops[3] = in_dense("D", TJ_F64, 2, dD, 14);
   c->nops = 4; c->R = R;
   c->flops = (2.0 * R + 1) * (double)nnz;
-  case_peer(c, &P_HAND_SDDMM); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_HAND_SDDMM); case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8);
+  case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
 }
@@ -438,7 +439,7 @@ static void run_add(tj_context *cx, const char *input, tj_tensor *A) {
   c->nops = 3;
   c->flops = (double)(nnz_of(A) + nnz_of(C));
   case_peer(c, &P_HAND_ADD); case_peer(c, &P_GRB_ADD); case_peer(c, &P_MKL_ADD);
-  case_peer(c, &P_MLIR_ADD); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_MLIR); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
 }
@@ -454,7 +455,7 @@ static void run_spgemm(tj_context *cx, const char *input, tj_tensor *A) {
   for (int64_t q = 0; q < nnz_of(A); q++) mults += cp[bc[q] + 1] - cp[bc[q]];
   c->flops = 2 * mults;
   case_peer(c, &P_HAND_SPGEMM); case_peer(c, &P_GRB_SPGEMM); case_peer(c, &P_MKL_SP2M_SORTED);
-  case_peer(c, &P_MKL_SP2M); case_peer(c, &P_MLIR_SPGEMM); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_MKL_SP2M); case_peer(c, &P_MLIR); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
 }
@@ -490,7 +491,8 @@ static void run_tensor3(tj_context *cx, const char *input, tj_tensor *B) {
     c->ops[2] = in_dense("C", TJ_F64, 2, dCm, 23); c->ops[3] = in_dense("D", TJ_F64, 2, dD, 24);
     c->nops = 4; c->R = r;
     c->flops = 2.0 * (double)r * (double)(nnz + nfib);
-    case_peer(c, &P_HAND_MTTKRP); case_peer(c, &P_TJ_C);
+    case_peer(c, &P_HAND_MTTKRP); case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8);
+    case_peer(c, &P_TJ_C);
     run_case(cx, c);
     case_free(c, B, NULL);
   }
