@@ -206,6 +206,7 @@ static void emit_rows(Case *c, int nth, Row *rows, int n) {
               r->med, r->min, r->reps, c->flops, c->bytes, c->flops / (r->med * 1e-3) / 1e9,
               c->bytes / (r->med * 1e-3) / 1e9, r->err, isfinite(tj) ? tj : -1,
               isfinite(best_peer) ? best_peer : -1);
+    if (r->unranked) fprintf(g_json, ", \"unranked\": true");
     if (r->compile_ms > 0) fprintf(g_json, ", \"compile_ms\": %.6g", r->compile_ms);
     if (r->stages.total_ms > 0) json_stages(g_json, &r->stages);
     fprintf(g_json, ", \"note\": ");
