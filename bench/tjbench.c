@@ -398,7 +398,7 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
       case_peer(c, f ? &P_HAND_SPMV_COO : &P_HAND_SPMV_CSC);
       if (!f) case_peer(c, &P_GRB_MXV);
       case_peer(c, &P_MKL_MV);
-      if (!f) { case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8); }
+      case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8);
       case_peer(c, &P_TJ_C);
       run_case(cx, c);
       free(c);
