@@ -113,7 +113,8 @@ static void write_encoding(FILE *f, const tj_storage *s) {
 static void type_of(char *buf, size_t n, const Case *c, int t) {
   const tj_storage *s = &c->ops[t]->st;
   int len = snprintf(buf, n, "tensor<");
-  for (int d = 0; d < s->order; d++) len += snprintf(buf + len, n - (size_t)len, "%lldx", (long long)s->dims[d]);
+  for (int d = 0; d < s->order; d++)
+    len += snprintf(buf + len, n - (size_t)len, "%lldx", (long long)s->dims[d]);
   if (is_sparse(s)) snprintf(buf + len, n - (size_t)len, "f64, #e%d>", t);
   else snprintf(buf + len, n - (size_t)len, "f64>");
 }
@@ -269,9 +270,14 @@ static int is_callable(int n) { return n == 5 || n == 6 || n == 10; }
 static void *ml_setup(Case *c, const char *opts) {
   const Spec *sp = spec_of(c->kernel);
   if (!sp) { snprintf(c->note, sizeof c->note, "no MLIR kernel for %s", c->kernel); return NULL; }
+  const tj_storage *O = &c->ops[0]->st;
+  if (is_sparse(O) && c->okind != OUT_CSR) {
+    snprintf(c->note, sizeof c->note, "MLIR results are read back as CSR only");
+    return NULL;
+  }
   ML *m = xcalloc(1, sizeof *m);
   m->c = c;
-  m->sparse_out = is_sparse(&c->ops[0]->st);
+  m->sparse_out = is_sparse(O);
   for (int t = 1; t < c->nops; t++)
     if (!push_operand(m, &c->ops[t]->st)) {
       snprintf(c->note, sizeof c->note, "the MLIR kernel is written for 32-bit positions");
@@ -279,7 +285,6 @@ static void *ml_setup(Case *c, const char *opts) {
       return NULL;
     }
   if (!m->sparse_out) {
-    const tj_storage *O = &c->ops[0]->st;
     m->n = 1;
     for (int d = 0; d < O->order; d++) m->n *= O->dims[d];
     m->out = xcalloc((size_t)m->n, sizeof(double));
