@@ -162,10 +162,94 @@ static void write_kernel(FILE *f, Case *c, const Spec *sp) {
   fprintf(f, "  } -> %s\n  return %%r : %s\n}\n", ty[0], ty[0]);
 }
 
+/* The k-th item of a comma-separated list ("i, k, j", 1: "k") into buf. */
+static void list_item(const char *list, int k, char *buf, size_t n) {
+  for (; k > 0 && list; k--) {
+    list = strchr(list, ',');
+    if (list) list++;
+  }
+  buf[0] = 0;
+  if (!list) return;
+  list += strspn(list, " ");
+  size_t len = strcspn(list, ",");
+  snprintf(buf, n, "%.*s", (int)len, list);
+}
+
+/* Whether the sparsifier's outer loop, the one over the first level of
+ * the first sparse input, is a reduction (CSC SpMV's j). LLVM 19's
+ * parallelization strategies make that loop parallel all the same, a data
+ * race on the output, so such a kernel gets no 2-thread build. */
+static int outer_is_reduction(const Case *c, const Spec *sp) {
+  for (int t = 1; t < c->nops; t++) {
+    const tj_storage *s = &c->ops[t]->st;
+    if (!is_sparse(s)) continue;
+    char idx[8], loop[8], iter[32];
+    list_item(sp->idx[t - 1], s->map[0].dim, idx, sizeof idx);
+    for (int k = 0;; k++) {
+      list_item(sp->loops, k, loop, sizeof loop);
+      if (!loop[0]) return 0;
+      if (!strcmp(loop, idx)) {
+        list_item(sp->iters, k, iter, sizeof iter);
+        return strstr(iter, "reduction") != NULL;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Whether dir/kernel.ll starts OpenMP threads (__kmpc_fork_call). */
+static int ll_forks(const char *dir) {
+  char path[160], line[1024];
+  snprintf(path, sizeof path, "%s/kernel.ll", dir);
+  FILE *f = fopen(path, "r");
+  int forks = 0;
+  while (f && !forks && fgets(line, sizeof line, f)) forks = strstr(line, "__kmpc_fork_call") != NULL;
+  if (f) fclose(f);
+  return forks;
+}
+
+/* The rest of LLVM 19's --sparsifier pipeline after its
+ * sparsification-and-bufferization pass (mlir-opt-19 --dump-pass-pipeline)
+ * with convert-scf-to-openmp and convert-openmp-to-llvm added, memrefs
+ * lowered before scf-to-cf (OpenMP's alloca scopes must not turn into
+ * several blocks). LLVM 19's pipeline itself lowers scf.parallel serially. */
+static const char OMP_REST[] =
+    "builtin.module(sparse-storage-specifier-to-llvm,func.func(canonicalize),"
+    "func.func(finalizing-bufferize),func.func(convert-linalg-to-loops),"
+    "func.func(convert-vector-to-scf),func.func(expand-realloc),convert-scf-to-openmp,"
+    "expand-strided-metadata,finalize-memref-to-llvm,func.func(convert-scf-to-cf),lower-affine,"
+    "convert-vector-to-llvm{force-32bit-vector-indices=true},"
+    "func.func(convert-complex-to-standard),func.func(arith-expand),"
+    "func.func(convert-math-to-llvm),convert-math-to-libm,convert-complex-to-libm,"
+    "convert-vector-to-llvm,convert-complex-to-llvm,convert-openmp-to-llvm,convert-func-to-llvm,"
+    "reconcile-unrealized-casts)";
+
+/* The shell command that lowers kernel.mlir to lowered.mlir in the
+ * current folder. Serial: --sparsifier as is. Parallel: the sparsifier
+ * with parallelization-strategy=any-storage-outer-loop up to its
+ * bufferization (the IR printed after that pass), then OMP_REST. */
+static void lower_cmd(char *buf, size_t n, const char *opts, int parallel) {
+  if (!parallel)
+    snprintf(buf, n,
+             "'%s' kernel.mlir --sparse-assembler=direct-out=true"
+             " --sparsifier='enable-runtime-library=false %s' -o lowered.mlir 2>log",
+             TJ_MLIR_OPT, opts);
+  else
+    snprintf(buf, n,
+             "'%s' kernel.mlir --sparse-assembler=direct-out=true"
+             " --sparsifier='enable-runtime-library=false parallelization-strategy="
+             "any-storage-outer-loop %s' --mlir-print-ir-after=sparsification-and-bufferization"
+             " --mlir-print-ir-module-scope --mlir-disable-threading -o /dev/null 2>mid.mlir"
+             " && '%s' mid.mlir --pass-pipeline='%s' -o lowered.mlir 2>log",
+             TJ_MLIR_OPT, opts, TJ_MLIR_OPT, OMP_REST);
+}
+
 /* Lowers, translates and builds c's kernel with the sparsifier options
- * opts; returns the dlopen handle (NULL: c->note says why) and the three
- * tools' wall time in *ms. */
-static void *mlir_build(Case *c, const Spec *sp, const char *opts, double *ms) {
+ * opts (parallel: OpenMP, linked against libomp); returns the dlopen
+ * handle (NULL: c->note says why) and the tools' wall time in *ms;
+ * *is_parallel tells whether the sparsifier made a loop parallel. */
+static void *mlir_build(Case *c, const Spec *sp, const char *opts, int parallel, double *ms,
+                        int *is_parallel) {
   char dir[] = "/tmp/tjbench-mlir-XXXXXX", path[128], cmd[2048];
   if (!mkdtemp(dir)) { snprintf(c->note, sizeof c->note, "mkdtemp failed"); return NULL; }
   snprintf(path, sizeof path, "%s/kernel.mlir", dir);
@@ -173,13 +257,13 @@ static void *mlir_build(Case *c, const Spec *sp, const char *opts, double *ms) {
   if (!f) { snprintf(c->note, sizeof c->note, "cannot write %s", path); return NULL; }
   write_kernel(f, c, sp);
   fclose(f);
+  char lower[1536];
+  lower_cmd(lower, sizeof lower, opts, parallel);
   snprintf(cmd, sizeof cmd,
-           "cd %s && '%s' kernel.mlir --sparse-assembler=direct-out=true"
-           " --sparsifier='enable-runtime-library=false %s' -o lowered.mlir 2>log"
-           " && '%s' --mlir-to-llvmir lowered.mlir -o kernel.ll 2>>log"
-           " && '%s' -O3 -march=native -shared -fPIC -Wno-override-module kernel.ll -o kernel.so"
-           " 2>>log",
-           dir, TJ_MLIR_OPT, opts, TJ_MLIR_TRANSLATE, TJ_MLIR_CLANG);
+           "cd %s && %s && '%s' --mlir-to-llvmir lowered.mlir -o kernel.ll 2>>log"
+           " && '%s' -O3 -march=native -shared -fPIC -Wno-override-module %s kernel.ll"
+           " -o kernel.so 2>>log",
+           dir, lower, TJ_MLIR_TRANSLATE, TJ_MLIR_CLANG, parallel ? "-fopenmp" : "");
   double t0 = now_s();
   int rc = system(cmd);
   *ms = (now_s() - t0) * 1e3;
@@ -190,7 +274,9 @@ static void *mlir_build(Case *c, const Spec *sp, const char *opts, double *ms) {
   snprintf(path, sizeof path, "%s/kernel.so", dir);
   void *so = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!so) { snprintf(c->note, sizeof c->note, "dlopen: %.200s", dlerror()); return NULL; }
-  const char *files[] = {"kernel.mlir", "lowered.mlir", "kernel.ll", "kernel.so", "log"};
+  *is_parallel = dlsym(so, "omp_set_num_threads") != NULL && ll_forks(dir);
+  const char *files[] = {"kernel.mlir", "mid.mlir", "lowered.mlir", "kernel.ll", "kernel.so",
+                         "log"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(path, sizeof path, "%s/%s", dir, files[i]);
     unlink(path);
@@ -267,12 +353,19 @@ static void call_kernel(void *fn, void *res, Memref *a, int n) {
 }
 static int is_callable(int n) { return n == 5 || n == 6 || n == 10; }
 
-static void *ml_setup(Case *c, const char *opts) {
+/* nth > 1: the OpenMP build, on nth threads. */
+static void *ml_setup(Case *c, const char *opts, int nth) {
   const Spec *sp = spec_of(c->kernel);
   if (!sp) { snprintf(c->note, sizeof c->note, "no MLIR kernel for %s", c->kernel); return NULL; }
   const tj_storage *O = &c->ops[0]->st;
   if (is_sparse(O) && c->okind != OUT_CSR) {
     snprintf(c->note, sizeof c->note, "MLIR results are read back as CSR only");
+    return NULL;
+  }
+  if (nth > 1 && outer_is_reduction(c, sp)) {
+    snprintf(c->note, sizeof c->note,
+             "no 2-thread MLIR row: the sparsifier would run the outer reduction loop in "
+             "parallel (a data race)");
     return NULL;
   }
   ML *m = xcalloc(1, sizeof *m);
@@ -296,7 +389,8 @@ static void *ml_setup(Case *c, const char *opts) {
     return NULL;
   }
   double ms;
-  m->so = mlir_build(c, sp, opts, &ms);
+  int is_parallel = 0;
+  m->so = mlir_build(c, sp, opts, nth > 1, &ms, &is_parallel);
   if (m->so) m->fn = dlsym(m->so, "_mlir_ciface_kernel");
   if (!m->fn) {
     if (m->so) snprintf(c->note, sizeof c->note, "no _mlir_ciface_kernel in the MLIR build");
@@ -305,16 +399,20 @@ static void *ml_setup(Case *c, const char *opts) {
     return NULL;
   }
   g_cgen_last_cc_ms = ms;
-  snprintf(c->note, sizeof c->note, "mlir-opt + translate + clang-19 %.0f ms", ms);
+  if (is_parallel) {   /* the .so's own libomp: the process may run libgomp */
+    void (*set_threads)(int) = (void (*)(int))dlsym(m->so, "omp_set_num_threads");
+    set_threads(nth);
+  }
+  snprintf(c->note, sizeof c->note, "mlir-opt + translate + clang-19 %.0f ms%s", ms,
+           nth == 1 ? "" : is_parallel ? "; OpenMP" : "; the sparsifier kept it serial");
   return m;
 }
-static void *scalar_setup(Case *c, int nth) { (void)nth; return ml_setup(c, ""); }
+static void *scalar_setup(Case *c, int nth) { return ml_setup(c, "", nth); }
 /* vl=8: the sparsifier's vectorizer with 8 lanes (AVX-512 f64), with the
  * reassociation and 32-bit index options it needs to vectorize reductions
  * and gathers. */
 static void *vl8_setup(Case *c, int nth) {
-  (void)nth;
-  return ml_setup(c, "vl=8 reassociate-fp-reductions=true enable-index-optimizations=true");
+  return ml_setup(c, "vl=8 reassociate-fp-reductions=true enable-index-optimizations=true", nth);
 }
 
 static void free_result(CsrResult *r) {
@@ -361,7 +459,7 @@ static void ml_done(void *p) {
 }
 
 const Peer P_MLIR = {.name = "MLIR", .setup = scalar_setup, .run = ml_run, .out = ml_out,
-                     .done = ml_done, .max_threads = 1, .available = mlir_available};
+                     .done = ml_done, .max_threads = 2, .available = mlir_available};
 const Peer P_MLIR_VL8 = {.name = "MLIR-vl8", .setup = vl8_setup, .run = ml_run, .out = ml_out,
                          .done = ml_done, .max_threads = 1, .available = mlir_available};
 #else
