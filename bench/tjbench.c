@@ -361,6 +361,10 @@ static Case *case_new(const char *kernel, const char *input, const char *expr, O
 /* Adds p to c's peers, unless p is absent (the suite's header said so). */
 static void case_peer(Case *c, const Peer *p) {
   if (p->available && !p->available()) return;
+  if (c->npeers == MAX_PEERS) {
+    fprintf(stderr, "tjbench: %s has more than MAX_PEERS = %d peers\n", c->kernel, MAX_PEERS);
+    exit(2);
+  }
   c->peers[c->npeers++] = p;
 }
 /* Frees the tensors a case created (those not in keep[]). */
