@@ -39,10 +39,12 @@ typedef struct Peer {
   void (*out)(void *st, Out *o);
   void (*done)(void *st);
   int max_threads;                    /* 1: serial code only */
+  int (*available)(void);             /* NULL or 1: a row; 0: no row (the suite's header says why) */
+  int unranked;                       /* does less than tensorjit (unsorted output): not a best peer */
 } Peer;
 
 #define MAX_OPS 6
-#define MAX_PEERS 8
+#define MAX_PEERS 10
 
 struct Case {
   const char *kernel;
@@ -97,6 +99,14 @@ extern const Peer P_HAND_SPMV_CSR, P_HAND_SPMV_CSC, P_HAND_SPMV_COO, P_HAND_SPMM
     P_HAND_MTTKRP, P_HAND_INNER, P_HAND_GEMM, P_HAND_TCCG;
 extern const Peer P_BLAS_GEMM, P_GRB_MXV, P_GRB_SPMM, P_GRB_ADD, P_GRB_SPGEMM;
 extern const Peer P_TJ_C;
+/* MKL (peers_mkl.c), loaded at run time when CMake found mkl_rt. */
+extern const Peer P_MKL_GEMM, P_MKL_MV, P_MKL_MM, P_MKL_ADD, P_MKL_SP2M, P_MKL_SP2M_SORTED;
+int mkl_available(void);
+const char *mkl_status(void);    /* one line: the version, or why MKL is absent */
+/* The MLIR sparsifier (peers_mlir.c), when CMake found its tools. */
+extern const Peer P_MLIR, P_MLIR_VL8;
+int mlir_available(void);
+const char *mlir_status(void);   /* one line: the tools, or why MLIR is absent */
 int have_graphblas(void);
 void lib_set_threads(int nth);
 const char *blas_name(void);
@@ -112,6 +122,7 @@ void out_from_tensor(const Case *c, const tj_tensor *t, Out *o);
 typedef struct Row {
   const char *impl;
   int ok, timed, reps;
+  int unranked;                /* not counted as a best peer */
   double med, min, compile_ms, err;
   tj_compile_times stages;     /* tensorjit rows: the compile's breakdown */
   char note[256];

@@ -95,4 +95,5 @@ static void cg_done(void *p) {
   dlclose(g->so);
   free(g);
 }
-const Peer P_TJ_C = {"tensorjit-C", cg_setup, cg_run, cg_out, cg_done, 1};
+const Peer P_TJ_C = {.name = "tensorjit-C", .setup = cg_setup, .run = cg_run, .out = cg_out,
+                     .done = cg_done, .max_threads = 1};

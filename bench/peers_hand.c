@@ -383,7 +383,8 @@ static void tccg(void *p) {
 }
 
 #define PEER(NAME, STR, SETUP, RUN, OUT, MAXT) \
-  const Peer NAME = {STR, SETUP, RUN, OUT, h_done, MAXT};
+  const Peer NAME = {.name = STR, .setup = SETUP, .run = RUN, .out = OUT, \
+                     .done = h_done, .max_threads = MAXT};
 PEER(P_HAND_SPMV_CSR, "hand-C", setup_dense, spmv_csr, h_out_dense, 2)
 PEER(P_HAND_SPMV_CSC, "hand-C", setup_dense, spmv_csc, h_out_dense, 1)
 PEER(P_HAND_SPMV_COO, "hand-C", setup_dense, spmv_coo, h_out_dense, 1)

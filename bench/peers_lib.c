@@ -1,4 +1,4 @@
-/* Library peers: CBLAS dgemm/sgemm (OpenBLAS, or MKL when configured) and
+/* Library peers: CBLAS dgemm/sgemm (OpenBLAS; MKL is peers_mkl.c) and
  * SuiteSparse:GraphBLAS (GrB_mxv, GrB_mxm sparse x dense and sparse x
  * sparse, GrB_eWiseAdd). GraphBLAS objects are built from the same arrays
  * outside the timed region; each timed run ends with GrB_wait so lazy
@@ -9,33 +9,17 @@
 
 #include "bench.h"
 
-#ifdef TJ_HAVE_MKL
-#include <mkl.h>
-#else
 #include <cblas.h>
-#endif
 #ifdef TJ_HAVE_GRAPHBLAS
 #include <GraphBLAS.h>
 #endif
 
-const char *blas_name(void) {
-#ifdef TJ_HAVE_MKL
-  return "MKL";
-#else
-  return "OpenBLAS";
-#endif
-}
+const char *blas_name(void) { return "OpenBLAS"; }
 
-#ifndef TJ_HAVE_MKL
 void openblas_set_num_threads(int);
-#endif
 
 void lib_set_threads(int nth) {
-#ifdef TJ_HAVE_MKL
-  mkl_set_num_threads(nth);
-#else
   openblas_set_num_threads(nth);
-#endif
 #ifdef TJ_HAVE_GRAPHBLAS
   GxB_Global_Option_set(GxB_GLOBAL_NTHREADS, nth);
 #endif
@@ -67,7 +51,8 @@ static void bg_out(void *p, Out *o) {
   o->kind = OUT_DENSE; o->is_f32 = b->c->is_f32; o->vals = b->out; o->n = b->n;
 }
 static void bg_done(void *p) { BG *b = p; free(b->out); free(b); }
-const Peer P_BLAS_GEMM = {"BLAS", bg_setup, bg_run, bg_out, bg_done, 2};
+const Peer P_BLAS_GEMM = {.name = "BLAS", .setup = bg_setup, .run = bg_run, .out = bg_out,
+                          .done = bg_done, .max_threads = 2};
 
 #ifdef TJ_HAVE_GRAPHBLAS
 static int grb_ready;
@@ -242,10 +227,14 @@ static void add_run(void *p) {
   GrB_Matrix_wait(g->C, GrB_MATERIALIZE);
 }
 
-const Peer P_GRB_MXV = {"GraphBLAS", mxv_setup, mxv_run, mxv_out, g_done, 2};
-const Peer P_GRB_SPMM = {"GraphBLAS", spmm_setup, mxm_run, dense_out, g_done, 2};
-const Peer P_GRB_ADD = {"GraphBLAS", sp2_setup, add_run, csr_out, g_done, 2};
-const Peer P_GRB_SPGEMM = {"GraphBLAS", sp2_setup, mxm_run, csr_out, g_done, 2};
+const Peer P_GRB_MXV = {.name = "GraphBLAS", .setup = mxv_setup, .run = mxv_run, .out = mxv_out,
+                        .done = g_done, .max_threads = 2};
+const Peer P_GRB_SPMM = {.name = "GraphBLAS", .setup = spmm_setup, .run = mxm_run, .out = dense_out,
+                         .done = g_done, .max_threads = 2};
+const Peer P_GRB_ADD = {.name = "GraphBLAS", .setup = sp2_setup, .run = add_run, .out = csr_out,
+                        .done = g_done, .max_threads = 2};
+const Peer P_GRB_SPGEMM = {.name = "GraphBLAS", .setup = sp2_setup, .run = mxm_run, .out = csr_out,
+                           .done = g_done, .max_threads = 2};
 #else
 int have_graphblas(void) { return 0; }
 static void *none_setup(Case *c, int nth) {
@@ -253,8 +242,8 @@ static void *none_setup(Case *c, int nth) {
   snprintf(c->note, sizeof c->note, "GraphBLAS not found at configure time");
   return NULL;
 }
-const Peer P_GRB_MXV = {"GraphBLAS", none_setup, NULL, NULL, NULL, 2};
-const Peer P_GRB_SPMM = {"GraphBLAS", none_setup, NULL, NULL, NULL, 2};
-const Peer P_GRB_ADD = {"GraphBLAS", none_setup, NULL, NULL, NULL, 2};
-const Peer P_GRB_SPGEMM = {"GraphBLAS", none_setup, NULL, NULL, NULL, 2};
+const Peer P_GRB_MXV = {.name = "GraphBLAS", .setup = none_setup, .max_threads = 2};
+const Peer P_GRB_SPMM = {.name = "GraphBLAS", .setup = none_setup, .max_threads = 2};
+const Peer P_GRB_ADD = {.name = "GraphBLAS", .setup = none_setup, .max_threads = 2};
+const Peer P_GRB_SPGEMM = {.name = "GraphBLAS", .setup = none_setup, .max_threads = 2};
 #endif

@@ -170,7 +170,7 @@ static void json_stages(FILE *f, const tj_compile_times *t) {
 static void emit_rows(Case *c, int nth, Row *rows, int n) {
   double best_peer = INFINITY, tj = rows[0].timed ? rows[0].med : NAN;
   for (int i = 1; i < n; i++)
-    if (rows[i].timed && rows[i].med < best_peer) best_peer = rows[i].med;
+    if (rows[i].timed && !rows[i].unranked && rows[i].med < best_peer) best_peer = rows[i].med;
   double peak = (c->is_f32 ? g_peak_f : g_peak_d)[nth], bw = g_bw[nth];
   for (int i = 0; i < n; i++) {
     Row *r = &rows[i];
@@ -206,6 +206,7 @@ static void emit_rows(Case *c, int nth, Row *rows, int n) {
               r->med, r->min, r->reps, c->flops, c->bytes, c->flops / (r->med * 1e-3) / 1e9,
               c->bytes / (r->med * 1e-3) / 1e9, r->err, isfinite(tj) ? tj : -1,
               isfinite(best_peer) ? best_peer : -1);
+    if (r->unranked) fprintf(g_json, ", \"unranked\": true");
     if (r->compile_ms > 0) fprintf(g_json, ", \"compile_ms\": %.6g", r->compile_ms);
     if (r->stages.total_ms > 0) json_stages(g_json, &r->stages);
     fprintf(g_json, ", \"note\": ");
@@ -299,12 +300,14 @@ static void run_case(tj_context *unused, Case *c) {
       if (nth > pe->max_threads) continue;
       Row *r = &rows[n++];
       r->impl = pe->name;
+      r->unranked = pe->unranked;
       c->note[0] = 0;
       g_cgen_last_cc_ms = 0;
       lib_set_threads(nth);
       void *st = pe->setup ? pe->setup(c, nth) : NULL;
       if (!st) { r->ok = 1; snprintf(r->note, sizeof r->note, "%s", c->note); continue; }
       states[p] = st;
+      snprintf(r->note, sizeof r->note, "%s", c->note);   /* what the setup chose, if anything */
       r->compile_ms = g_cgen_last_cc_ms;
       double t0 = now_s();
       pe->run(st);
@@ -355,7 +358,15 @@ static Case *case_new(const char *kernel, const char *input, const char *expr, O
   c->okind = ok;
   return c;
 }
-static void case_peer(Case *c, const Peer *p) { c->peers[c->npeers++] = p; }
+/* Adds p to c's peers, unless p is absent (the suite's header said so). */
+static void case_peer(Case *c, const Peer *p) {
+  if (p->available && !p->available()) return;
+  if (c->npeers == MAX_PEERS) {
+    fprintf(stderr, "tjbench: %s has more than MAX_PEERS = %d peers\n", c->kernel, MAX_PEERS);
+    exit(2);
+  }
+  c->peers[c->npeers++] = p;
+}
 /* Frees the tensors a case created (those not in keep[]). */
 static void case_free(Case *c, tj_tensor *k1, tj_tensor *k2) {
   for (int i = 0; i < c->nops; i++)
@@ -375,7 +386,8 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
   c->ops[0] = in_empty("y", TJ_F64, 1, &nr, NULL); c->ops[1] = A;
   c->ops[2] = in_dense("x", TJ_F64, 1, &nc, 11); c->nops = 3;
   c->flops = 2.0 * (double)nnz;
-  case_peer(c, &P_HAND_SPMV_CSR); case_peer(c, &P_GRB_MXV); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_HAND_SPMV_CSR); case_peer(c, &P_GRB_MXV); case_peer(c, &P_MKL_MV);
+  case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   tj_tensor *x = c->ops[2], *y = c->ops[0];
   free(c);
@@ -389,6 +401,8 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
       c->flops = 2.0 * (double)nnz;
       case_peer(c, f ? &P_HAND_SPMV_COO : &P_HAND_SPMV_CSC);
       if (!f) case_peer(c, &P_GRB_MXV);
+      case_peer(c, &P_MKL_MV);
+      case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8);
       case_peer(c, &P_TJ_C);
       run_case(cx, c);
       free(c);
@@ -403,7 +417,8 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
   c->ops[0] = in_empty("C", TJ_F64, 2, dC, NULL); c->ops[1] = A;
   c->ops[2] = in_dense("B", TJ_F64, 2, dB, 12); c->nops = 3; c->R = R;
   c->flops = 2.0 * (double)nnz * R;
-  case_peer(c, &P_HAND_SPMM); case_peer(c, &P_GRB_SPMM); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_HAND_SPMM); case_peer(c, &P_GRB_SPMM); case_peer(c, &P_MKL_MM);
+  case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
   if (level < 2) return;
@@ -415,7 +430,8 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
   c->ops[2] = in_dense("C", TJ_F64, 2, dC2, 13); c->ops[3] = in_dense("D", TJ_F64, 2, dD, 14);
   c->nops = 4; c->R = R;
   c->flops = (2.0 * R + 1) * (double)nnz;
-  case_peer(c, &P_HAND_SDDMM); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_HAND_SDDMM); case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8);
+  case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
 }
@@ -427,7 +443,8 @@ static void run_add(tj_context *cx, const char *input, tj_tensor *A) {
   c->ops[0] = in_empty("A", TJ_F64, 2, A->st.dims, "ds"); c->ops[1] = A; c->ops[2] = C;
   c->nops = 3;
   c->flops = (double)(nnz_of(A) + nnz_of(C));
-  case_peer(c, &P_HAND_ADD); case_peer(c, &P_GRB_ADD); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_HAND_ADD); case_peer(c, &P_GRB_ADD); case_peer(c, &P_MKL_ADD);
+  case_peer(c, &P_MLIR); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
 }
@@ -442,7 +459,8 @@ static void run_spgemm(tj_context *cx, const char *input, tj_tensor *A) {
   double mults = 0;
   for (int64_t q = 0; q < nnz_of(A); q++) mults += cp[bc[q] + 1] - cp[bc[q]];
   c->flops = 2 * mults;
-  case_peer(c, &P_HAND_SPGEMM); case_peer(c, &P_GRB_SPGEMM); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_HAND_SPGEMM); case_peer(c, &P_GRB_SPGEMM); case_peer(c, &P_MKL_SP2M_SORTED);
+  case_peer(c, &P_MKL_SP2M); case_peer(c, &P_MLIR); case_peer(c, &P_TJ_C);
   run_case(cx, c);
   case_free(c, A, NULL);
 }
@@ -478,7 +496,8 @@ static void run_tensor3(tj_context *cx, const char *input, tj_tensor *B) {
     c->ops[2] = in_dense("C", TJ_F64, 2, dCm, 23); c->ops[3] = in_dense("D", TJ_F64, 2, dD, 24);
     c->nops = 4; c->R = r;
     c->flops = 2.0 * (double)r * (double)(nnz + nfib);
-    case_peer(c, &P_HAND_MTTKRP); case_peer(c, &P_TJ_C);
+    case_peer(c, &P_HAND_MTTKRP); case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8);
+    case_peer(c, &P_TJ_C);
     run_case(cx, c);
     case_free(c, B, NULL);
   }
@@ -551,7 +570,8 @@ static void run_gemm(tj_context *cx, const char *self, int n, int f32) {
   c->ops[2] = in_dense("C", dt, 2, d, f32 ? 42 : 32);
   c->nops = 3;
   c->flops = 2.0 * n * (double)n * n;
-  case_peer(c, &P_BLAS_GEMM); case_peer(c, &P_HAND_GEMM); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_BLAS_GEMM); case_peer(c, &P_MKL_GEMM); case_peer(c, &P_HAND_GEMM);
+  case_peer(c, &P_TJ_C);
   /* OpenBLAS reads OPENBLAS_CORETYPE once at load: a child process runs
    * the same dgemm/sgemm with SkylakeX kernels and reports a checksum,
    * compared with the reference (same inputs, computed here by BLAS). */
@@ -757,10 +777,15 @@ static void machine_json(FILE *f) {
   }
   fprintf(f, "  \"machine\": {\"cpu\": ");
   json_str(f, model);
-  fprintf(f, ", \"cores\": %ld, \"avx512f\": %s, \"avx2\": %s, \"blas\": \"%s\", \"graphblas\": %s},\n",
-          sysconf(_SC_NPROCESSORS_ONLN), __builtin_cpu_supports("avx512f") ? "true" : "false",
+  fprintf(f, ", \"cores\": %ld, \"avx512f\": %s, \"avx2\": %s, \"blas\": \"%s\", \"graphblas\": %s, "
+          "\"mkl\": ", sysconf(_SC_NPROCESSORS_ONLN),
+          __builtin_cpu_supports("avx512f") ? "true" : "false",
           __builtin_cpu_supports("avx2") ? "true" : "false", blas_name(),
           have_graphblas() ? "true" : "false");
+  json_str(f, mkl_status());
+  fprintf(f, ", \"mlir\": ");
+  json_str(f, mlir_status());
+  fprintf(f, "},\n");
 }
 
 static void table_header(void) {
@@ -811,6 +836,7 @@ int main(int argc, char **argv) {
   }
   printf("tjbench %s (%s mode): %s, GraphBLAS %s\n", tj_version(), q ? "quick" : "full",
          blas_name(), have_graphblas() ? "yes" : "absent");
+  printf("%s\n%s\n", mkl_status(), mlir_status());
   printf("machine limits (measured): triad %.1f / %.1f GB/s, FMA peak f64 %.1f / %.1f, "
          "f32 %.1f / %.1f GFLOP/s (1 / 2 threads)\n",
          g_bw[1], g_bw[2], g_peak_d[1], g_peak_d[2], g_peak_f[1], g_peak_f[2]);

@@ -22,7 +22,12 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 status=0
 "$build/bench/tjbench" --out "$out" "$@" || status=$?
 quick=""
-for a in "$@"; do [ "$a" = --quick ] && quick=--quick; done
+prev=""
+for a in "$@"; do   # --quick passes on; --only <kernel> other than graphs skips tjgraphs
+  [ "$a" = --quick ] && quick=--quick
+  [ "$prev" = --only ] && [ "$a" != graphs ] && graphs=0
+  prev=$a
+done
 if [ "$graphs" = 1 ]; then
   mkdir -p "$out"
   echo "== tjgraphs: graph kernels under semirings and masks, tensorjit vs GraphBLAS (ms, medians)"
