@@ -100,21 +100,24 @@ Expr *nt_call(Arena *a, OpKind fn, Expr *x, Expr *y, int col) {
   return e;
 }
 
-Expr *nt_copy_expr(Arena *a, const Expr *e) {
-  Expr *c = arena_alloc(a, sizeof *c);
-  if (!c) return NULL;
+Expr *nt_map_expr(Arena *a, const Expr *e, NtReplace replace, const void *ctx) {
+  Expr *c = replace ? replace(a, e, ctx) : NULL;
+  if (c) return c;
+  if (!(c = arena_alloc(a, sizeof *c))) return NULL;
   *c = *e;
   Expr *k[2];
   int n = nt_children(e, k);
   Expr *r[2] = {NULL, NULL};
   for (int i = 0; i < n; i++)
-    if (!(r[i] = nt_copy_expr(a, k[i]))) return NULL;
+    if (!(r[i] = nt_map_expr(a, k[i], replace, ctx))) return NULL;
   if (c->kind == EX_NEG) c->u.bin.a = r[0];
   else if (c->kind == EX_CALL) c->u.call.a = r[0], c->u.call.b = r[1];
   else if (c->kind == EX_SUM) c->u.sum.a = r[0];
   else if (n == 2) c->u.bin.a = r[0], c->u.bin.b = r[1];
   return c;
 }
+
+Expr *nt_copy_expr(Arena *a, const Expr *e) { return nt_map_expr(a, e, NULL, NULL); }
 
 Expr *nt_sum(Arena *a, IndexVar *iv, Expr *x, bool implicit, int col) {
   return nt_reduce(a, OP_ADD, iv, x, implicit, col);

@@ -169,6 +169,11 @@ bool nt_parse_defs(Arena *a, const char *src, NtDefs *defs, Diag *d);
 Assignment *nt_parse_with(Arena *a, const char *src, const NtDefs *defs, Diag *d);
 /* A deep copy of e (accesses keep their tensor and index objects). */
 Expr *nt_copy_expr(Arena *a, const Expr *e);
+/* A deep copy of e in which replace(a, node, ctx), asked of every node
+ * first, may return the node's replacement (NULL: copy it). NULL when
+ * the arena is out of memory. */
+typedef Expr *(*NtReplace)(Arena *a, const Expr *e, const void *ctx);
+Expr *nt_map_expr(Arena *a, const Expr *e, NtReplace replace, const void *ctx);
 
 /* Binds every tensor to decls[] by name, infers index extents and dtypes,
  * and refuses what cannot be computed (see the checker for the list).

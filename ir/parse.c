@@ -357,23 +357,10 @@ static Expr *parse_param(Parser *ps) {
   return NULL;
 }
 
-/* e with each parameter access replaced by a copy of its argument. */
-static Expr *substitute(Arena *a, const Expr *e, Expr *const *args) {
-  if (e->kind == EX_ACCESS && e->u.access.t->id < 0)
-    return nt_copy_expr(a, args[-1 - e->u.access.t->id]);
-  Expr *c = arena_alloc(a, sizeof *c);
-  if (!c) return NULL;
-  *c = *e;
-  Expr *k[2];
-  int n = nt_children(e, k);
-  Expr *r[2] = {NULL, NULL};
-  for (int i = 0; i < n; i++)
-    if (!(r[i] = substitute(a, k[i], args))) return NULL;
-  if (c->kind == EX_NEG) c->u.bin.a = r[0];
-  else if (c->kind == EX_CALL) c->u.call.a = r[0], c->u.call.b = r[1];
-  else if (c->kind == EX_SUM) c->u.sum.a = r[0];
-  else if (n == 2) c->u.bin.a = r[0], c->u.bin.b = r[1];
-  return c;
+/* A parameter access's argument (copied), for nt_map_expr. */
+static Expr *argument(Arena *a, const Expr *e, const void *args) {
+  if (e->kind != EX_ACCESS || e->u.access.t->id >= 0) return NULL;
+  return nt_copy_expr(a, ((Expr *const *)args)[-1 - e->u.access.t->id]);
 }
 
 /* name '(' expr [',' expr] ')' of a definition: its body with the
@@ -408,7 +395,7 @@ static Expr *parse_def_call(Parser *ps, const NtDef *def, int *h) {
                   "expression too large (operator tree deeper than %d)", NT_MAX_HEIGHT);
     return NULL;
   }
-  Expr *e = substitute(ps->a, def->body, args);
+  Expr *e = nt_map_expr(ps->a, def->body, argument, args); /* the body, arguments in place */
   if (!e) nomem(ps);
   return e;
 }

@@ -47,14 +47,24 @@ static tj_tensor *matrix(const char *name, const char *fmt, int64_t r, int64_t c
   return tensor(name, fmt, 2, (int64_t[]){r, c}, v);
 }
 
-/* Compiles and runs expr over ops (ops[0] the output), then compares the
- * output with want (row-major, n values). */
-static void expect(const char *expr, tj_tensor **ops, int nops, const double *want, int64_t n) {
+/* Runs expr under opts with the given threads, as one evaluate call or as
+ * assemble then compute, and compares the output with want (row-major, n
+ * values; +-inf allowed) and, when nnz >= 0, its count of stored entries. */
+static void expect_opts(const char *expr, tj_tensor **ops, int nops, const tj_options *opts,
+                        bool two_phases, const double *want, int64_t n, int64_t nnz) {
   tj_context *cx;
   OK(tj_context_new(&cx));
+  const tj_options o = *opts;
+  const char *semiring = o.semiring;
+  int threads = o.nthreads;
   tj_kernel *k;
-  OK(tj_compile(cx, expr, ops, nops, NULL, NULL, &k));
-  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, expr, ops, nops, NULL, &o, &k));
+  if (two_phases) {
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  } else {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  }
   int order = tj_tensor_order(ops[0]);
   for (int64_t e = 0; e < n; e++) {
     int64_t c[4], r = e;
@@ -64,10 +74,37 @@ static void expect(const char *expr, tj_tensor **ops, int nops, const double *wa
     }
     double got;
     OK(tj_tensor_get(ops[0], c, &got));
-    ck_assert_msg(fabs(got - want[e]) <= 1e-9 * (1 + fabs(want[e])),
-                  "%s: element %lld is %.17g, want %.17g", expr, (long long)e, got, want[e]);
+    ck_assert_msg(got == want[e] || fabs(got - want[e]) <= 1e-9 * (1 + fabs(want[e])),
+                  "%s [%s, %d threads%s]: element %lld is %.17g, want %.17g", expr,
+                  semiring ? semiring : "", threads, two_phases ? ", two phases" : "",
+                  (long long)e, got, want[e]);
+  }
+  if (nnz >= 0) {
+    int64_t *coords, got_nnz;
+    double *vals;
+    OK(tj_tensor_unpack(ops[0], &coords, &vals, &got_nnz));
+    ck_assert_msg(got_nnz == nnz, "%s [%s]: %lld stored entries, want %lld", expr,
+                  semiring ? semiring : "", (long long)got_nnz, (long long)nnz);
+    free(coords);
+    free(vals);
   }
   tj_context_free(cx);
+}
+
+/* expect_opts with a semiring (NULL: plus.times) and a thread count (0: all). */
+static void expect_run(const char *expr, tj_tensor **ops, int nops, const char *semiring,
+                       int threads, bool two_phases, const double *want, int64_t n, int64_t nnz) {
+  tj_options o = tj_options_default();
+  o.semiring = semiring;
+  o.nthreads = threads;
+  expect_opts(expr, ops, nops, &o, two_phases, want, n, nnz);
+}
+
+/* Compiles and evaluates expr over ops (ops[0] the output) with the
+ * default options, then compares the output with want (row-major, n
+ * values). */
+static void expect(const char *expr, tj_tensor **ops, int nops, const double *want, int64_t n) {
+  expect_run(expr, ops, nops, NULL, 0, false, want, n, -1);
 }
 
 static void free_all(tj_tensor **ops, int n) {
@@ -196,50 +233,6 @@ static tj_context *residual_shapes(tj_tensor *ops[4]) {
   return cx;
 }
 
-/* Runs expr under opts with the given threads, as one evaluate call or as
- * assemble then compute, and compares the output with want (row-major, n
- * values; +-inf allowed) and, when nnz >= 0, its count of stored entries. */
-static void expect_run(const char *expr, tj_tensor **ops, int nops, const char *semiring,
-                       int threads, bool two_phases, const double *want, int64_t n, int64_t nnz) {
-  tj_context *cx;
-  OK(tj_context_new(&cx));
-  tj_options o = tj_options_default();
-  o.semiring = semiring;
-  o.nthreads = threads;
-  tj_kernel *k;
-  OK(tj_compile(cx, expr, ops, nops, NULL, &o, &k));
-  if (two_phases) {
-    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-  } else {
-    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-  }
-  int order = tj_tensor_order(ops[0]);
-  for (int64_t e = 0; e < n; e++) {
-    int64_t c[4], r = e;
-    for (int m = order - 1; m >= 0; m--) {
-      c[m] = r % tj_tensor_dim(ops[0], m);
-      r /= tj_tensor_dim(ops[0], m);
-    }
-    double got;
-    OK(tj_tensor_get(ops[0], c, &got));
-    ck_assert_msg(got == want[e] || fabs(got - want[e]) <= 1e-9 * (1 + fabs(want[e])),
-                  "%s [%s, %d threads%s]: element %lld is %.17g, want %.17g", expr,
-                  semiring ? semiring : "", threads, two_phases ? ", two phases" : "",
-                  (long long)e, got, want[e]);
-  }
-  if (nnz >= 0) {
-    int64_t *coords, got_nnz;
-    double *vals;
-    OK(tj_tensor_unpack(ops[0], &coords, &vals, &got_nnz));
-    ck_assert_msg(got_nnz == nnz, "%s [%s]: %lld stored entries, want %lld", expr,
-                  semiring ? semiring : "", (long long)got_nnz, (long long)nnz);
-    free(coords);
-    free(vals);
-  }
-  tj_context_free(cx);
-}
-
 /* Every way of running one kernel: evaluate or assemble + compute, on one
  * and on two threads. */
 static void expect_all(const char *expr, tj_tensor **ops, int nops, const char *semiring,
@@ -345,21 +338,9 @@ END_TEST
  * want (n values). */
 static void expect_defs(const char *expr, const char *defs, tj_tensor **ops, int nops,
                         const double *want, int64_t n) {
-  tj_context *cx;
-  OK(tj_context_new(&cx));
   tj_options o = tj_options_default();
   o.defs = defs;
-  tj_kernel *k;
-  OK(tj_compile(cx, expr, ops, nops, NULL, &o, &k));
-  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-  for (int64_t e = 0; e < n; e++) {
-    double got;
-    OK(tj_tensor_get(ops[0], &e, &got));
-    ck_assert_msg(fabs(got - want[e]) <= 1e-12 * (1 + fabs(want[e])),
-                  "%s [%s]: element %lld is %.17g, want %.17g", expr, defs, (long long)e, got,
-                  want[e]);
-  }
-  tj_context_free(cx);
+  expect_opts(expr, ops, nops, &o, false, want, n, -1);
 }
 
 /* User-defined operators, inlined: values by hand, sparsity from the body. */

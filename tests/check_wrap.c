@@ -104,6 +104,21 @@ START_TEST(csc_input_changes_are_seen) {
 }
 END_TEST
 
+/* The operands A = [0 2 0 1; 0 0 0 0; 3 0 4 0] and B = [0 5 7 0; 0 0 0 0;
+ * 0 0 2 0] as caller arrays (CSR), wrapped under their names. */
+typedef struct TwoCsr {
+  int32_t apos[4], acrd[4], bpos[4], bcrd[3];
+  double avals[4], bvals[3];
+} TwoCsr;
+
+static void wrap_two(TwoCsr *m, const tj_format *csr, tj_tensor **a, tj_tensor **b) {
+  *m = (TwoCsr){{0, 2, 2, 4}, {1, 3, 0, 2}, {0, 2, 2, 3}, {1, 2, 2}, {2, 1, 3, 4}, {5, 7, 2}};
+  tj_arrays aa = csr_arrays(csr, m->apos, m->acrd, m->avals);
+  tj_arrays ba = csr_arrays(csr, m->bpos, m->bcrd, m->bvals);
+  OK(tj_tensor_wrap("A", &aa, 0, a));
+  OK(tj_tensor_wrap("B", &ba, 0, b));
+}
+
 /* C = A .* B, B = [0 5 7 0; 0 0 0 0; 0 0 2 0] (CSR pos {0,2,2,3}, crd
  * {1,2,2}, vals {5,7,2}): C holds (0,1) = 10 and (2,2) = 8, so pos
  * {0,1,1,2}, crd {1,2}, vals {10,8}. After A(2,2) = 0.5 in place, a compute
@@ -111,13 +126,10 @@ END_TEST
 START_TEST(compute_rerun_after_values_change) {
   tj_format csr;
   OK(tj_format_parse("ds", &csr));
-  int32_t apos[] = {0, 2, 2, 4}, acrd[] = {1, 3, 0, 2}, bpos[] = {0, 2, 2, 3}, bcrd[] = {1, 2, 2};
-  double avals[] = {2, 1, 3, 4}, bvals[] = {5, 7, 2};
-  tj_arrays aa = csr_arrays(&csr, apos, acrd, avals), ba = csr_arrays(&csr, bpos, bcrd, bvals);
+  TwoCsr m;
   tj_tensor *ops[3];
   OK(tj_tensor_new("C", TJ_F64, 2, dims34, &csr, &ops[0]));
-  OK(tj_tensor_wrap("A", &aa, 0, &ops[1]));
-  OK(tj_tensor_wrap("B", &ba, 0, &ops[2]));
+  wrap_two(&m, &csr, &ops[1], &ops[2]);
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_kernel *k = compile(cx, "C(i,j) = A(i,j) * B(i,j)", ops, 3);
@@ -132,7 +144,7 @@ START_TEST(compute_rerun_after_values_change) {
   ck_assert(cp[0] == 0 && cp[1] == 1 && cp[2] == 1 && cp[3] == 2);
   ck_assert(cc[0] == 1 && cc[1] == 2);
   ck_assert(cv[0] == 10 && cv[1] == 8);
-  avals[3] = 0.5;
+  m.avals[3] = 0.5;
   OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
   OK(tj_tensor_arrays(ops[0], &c));
   cv = c.vals;
@@ -150,16 +162,13 @@ END_TEST
 START_TEST(wrapped_sparse_output_grows_into_its_own_arrays) {
   tj_format csr;
   OK(tj_format_parse("ds", &csr));
-  int32_t apos[] = {0, 2, 2, 4}, acrd[] = {1, 3, 0, 2}, bpos[] = {0, 2, 2, 3}, bcrd[] = {1, 2, 2};
-  double avals[] = {2, 1, 3, 4}, bvals[] = {5, 7, 2};
   int32_t cpos[] = {0, 0, 0, 0}, ccrd[1] = {-7};
   double cvals[1] = {-7};
-  tj_arrays aa = csr_arrays(&csr, apos, acrd, avals), ba = csr_arrays(&csr, bpos, bcrd, bvals);
   tj_arrays ca = csr_arrays(&csr, cpos, ccrd, cvals);   /* empty: 0 entries */
+  TwoCsr m;
   tj_tensor *ops[3];
   OK(tj_tensor_wrap("C", &ca, 0, &ops[0]));
-  OK(tj_tensor_wrap("A", &aa, 0, &ops[1]));
-  OK(tj_tensor_wrap("B", &ba, 0, &ops[2]));
+  wrap_two(&m, &csr, &ops[1], &ops[2]);
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_kernel *k = compile(cx, "C(i,j) = A(i,j) + B(i,j)", ops, 3);
