@@ -310,6 +310,19 @@ START_TEST(test_reductions_larger) {
 }
 END_TEST
 
+/* Compiling expr (schedule sched, options o) over the residual shapes
+ * fails with a message containing msg. */
+static void expect_refused(const char *expr, const char *sched, const tj_options *o,
+                           const char *msg) {
+  tj_tensor *ops[4];
+  tj_context *cx = residual_shapes(ops);
+  tj_kernel *k;
+  ck_assert(tj_compile(cx, expr, ops, 4, sched, o, &k) != TJ_OK);
+  ck_assert_msg(strstr(tj_last_error(), msg), "%s: got \"%s\"", expr, tj_last_error());
+  tj_context_free(cx);
+  free_all(ops, 4);
+}
+
 /* Reductions and semirings that have no meaning are refused. */
 START_TEST(test_reduction_errors) {
   static const struct { const char *expr, *semiring, *msg; } cases[] = {
@@ -320,16 +333,9 @@ START_TEST(test_reduction_errors) {
       {"y(i) = A(i,j) * x(j)", "min.foo", "unknown semiring 'min.foo'"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
-    tj_tensor *ops[4];
-    tj_context *cx = residual_shapes(ops);
     tj_options o = tj_options_default();
     o.semiring = cases[q].semiring;
-    tj_kernel *k;
-    ck_assert(tj_compile(cx, cases[q].expr, ops, 4, NULL, &o, &k) != TJ_OK);
-    ck_assert_msg(strstr(tj_last_error(), cases[q].msg), "%s: got \"%s\"", cases[q].expr,
-                  tj_last_error());
-    tj_context_free(cx);
-    free_all(ops, 4);
+    expect_refused(cases[q].expr, NULL, &o, cases[q].msg);
   }
 }
 END_TEST
@@ -380,16 +386,9 @@ START_TEST(test_def_errors) {
       {"f() = 1", "y(i) = b(i)", "f: a definition takes one or two parameters"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
-    tj_tensor *ops[4];
-    tj_context *cx = residual_shapes(ops);
     tj_options o = tj_options_default();
     o.defs = cases[q].defs;
-    tj_kernel *k;
-    ck_assert(tj_compile(cx, cases[q].expr, ops, 4, NULL, &o, &k) != TJ_OK);
-    ck_assert_msg(strstr(tj_last_error(), cases[q].msg), "%s / %s: got \"%s\"", cases[q].defs,
-                  cases[q].expr, tj_last_error());
-    tj_context_free(cx);
-    free_all(ops, 4);
+    expect_refused(cases[q].expr, NULL, &o, cases[q].msg);
   }
 }
 END_TEST
@@ -432,16 +431,8 @@ START_TEST(test_sum_errors) {
       {"y(i) = b(i) - A(i,j) * x(j)", "reorder(j,i)", "its loop must stay inside"},
       {"y(i) = sum(j A(i,j))", NULL, "expected ',' and the expression to sum"},
   };
-  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
-    tj_tensor *ops[4];
-    tj_context *cx = residual_shapes(ops);
-    tj_kernel *k;
-    ck_assert(tj_compile(cx, cases[q].expr, ops, 4, cases[q].sched, NULL, &k) != TJ_OK);
-    ck_assert_msg(strstr(tj_last_error(), cases[q].msg), "%s: got \"%s\"", cases[q].expr,
-                  tj_last_error());
-    tj_context_free(cx);
-    free_all(ops, 4);
-  }
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++)
+    expect_refused(cases[q].expr, cases[q].sched, NULL, cases[q].msg);
 }
 END_TEST
 
