@@ -169,6 +169,13 @@ static int64_t extent_in(const Expr *e, const IndexVar *v, tj_storage **st) {
   }
 }
 
+/* How a row-chunked reduction's partial outputs combine (lower_plan
+ * chunks only these operators). */
+static RtCombine combine_of(OpKind op) {
+  return op == OP_MUL ? RT_COMBINE_MUL : op == OP_MIN ? RT_COMBINE_MIN
+         : op == OP_MAX ? RT_COMBINE_MAX : RT_COMBINE_ADD;
+}
+
 /* A parallel reduction keeps one partial output per chunk: worth it when
  * the outer loop is long and the partials are small. */
 static bool small_partials(const CacheEntry *e, tj_storage **st, int threads) {
@@ -224,7 +231,8 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
     if (ptrs)
       status = e->plan.rangeable
                    ? rt_storage_concat(out, ptrs, nchunks)
-                   : rt_storage_sum_partials(out, ptrs, nchunks, e->as->accumulate);
+                   : rt_storage_sum_partials(out, ptrs, nchunks, e->as->accumulate,
+                                             combine_of(e->as->root_op));
     free(ptrs);
   }
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;

@@ -88,25 +88,45 @@ tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n) {
   return TJ_OK;
 }
 
+static int64_t combine_int(RtCombine how, int64_t a, int64_t b) {
+  switch (how) {
+  case RT_COMBINE_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
+  case RT_COMBINE_MIN: return a < b ? a : b;
+  case RT_COMBINE_MAX: return a > b ? a : b;
+  default: return (int64_t)((uint64_t)a + (uint64_t)b);
+  }
+}
+
+static double combine_fp(RtCombine how, double a, double b) {
+  switch (how) {
+  case RT_COMBINE_MUL: return a * b;
+  case RT_COMBINE_MIN: return a < b ? a : b;
+  case RT_COMBINE_MAX: return a > b ? a : b;
+  default: return a + b;
+  }
+}
+
 tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int n,
-                                  bool accumulate) {
+                                  bool accumulate, RtCombine how) {
   int64_t size = 1;
   for (int m = 0; m < out->order; m++) size *= out->dims[m];
   if (tj_rt_reserve(out, TJ_ARR_VALS, 0, size ? size : 1))
     return rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
-  if (out->dtype == TJ_I64 || out->dtype == TJ_I32) {  /* exact integer sums */
+  int first = accumulate ? 0 : 1;
+  if (out->dtype == TJ_I64 || out->dtype == TJ_I32) {  /* exact integers */
     bool wide = out->dtype == TJ_I64;
+#define INT_AT(s, q) (wide ? ((int64_t *)(s)->vals)[q] : ((int32_t *)(s)->vals)[q])
     for (int64_t q = 0; q < size; q++) {
-      int64_t v = accumulate ? (wide ? ((int64_t *)out->vals)[q] : ((int32_t *)out->vals)[q]) : 0;
-      for (int c = 0; c < n; c++)
-        v += wide ? ((int64_t *)parts[c]->vals)[q] : ((int32_t *)parts[c]->vals)[q];
+      int64_t v = accumulate ? INT_AT(out, q) : INT_AT(parts[0], q);
+      for (int c = first; c < n; c++) v = combine_int(how, v, INT_AT(parts[c], q));
       if (wide) ((int64_t *)out->vals)[q] = v;
       else ((int32_t *)out->vals)[q] = (int32_t)v;
     }
+#undef INT_AT
   } else {
     for (int64_t q = 0; q < size; q++) {
-      double v = accumulate ? rt_storage_val(out, q) : 0;
-      for (int c = 0; c < n; c++) v += rt_storage_val(parts[c], q);
+      double v = accumulate ? rt_storage_val(out, q) : rt_storage_val(parts[0], q);
+      for (int c = first; c < n; c++) v = combine_fp(how, v, rt_storage_val(parts[c], q));
       rt_storage_set_val(out, q, v);
     }
   }

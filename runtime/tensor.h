@@ -163,10 +163,13 @@ void rt_storage_release(tj_storage *s);
  * by row-range kernels in row order) into out, replacing its contents. */
 tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n);
 
-/* Sums n dense partial outputs (all dense levels, same shape as out) into
- * out in chunk order, after zeroing out unless accumulate. */
+/* How partial outputs combine: the root reduction's operator. */
+typedef enum { RT_COMBINE_ADD, RT_COMBINE_MUL, RT_COMBINE_MIN, RT_COMBINE_MAX } RtCombine;
+/* Combines n >= 1 dense partial outputs (all dense levels, same shape as
+ * out) into out in chunk order, starting from out's values when
+ * accumulate, else from the first partial. */
 tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int n,
-                                  bool accumulate);
+                                  bool accumulate, RtCombine how);
 
 /* ---- file I/O (mtx.c, tns.c) ---- */
 
