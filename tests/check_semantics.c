@@ -307,6 +307,11 @@ START_TEST(test_reductions_larger) {
                sparse ? reached : -1);
     free_all(ops, 3);
   }
+  /* CSC: the outer loop is the reduction, chunked over two threads into
+   * partial outputs that combine by max */
+  tj_tensor *csc[] = {vector("y", "d", M, NULL), matrix("A", "ds:1,0", M, N, A)};
+  expect_all("y(i) = reduce(max, j, A(i,j))", csc, 2, NULL, maxrow, M, -1);
+  free_all(csc, 2);
 }
 END_TEST
 
