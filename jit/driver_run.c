@@ -263,8 +263,11 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
   tj_storage *st[NT_MAX_TENSORS];
   tj_status status = TJ_OK;
   for (int t = 0; t < e->as->ntensors && status == TJ_OK; t++) {
-    if (e->plan.convert[t]) {
-      status = tj_tensor_convert(ops[t], &e->plan.fmt[t], &tmp[t]);
+    /* Converted operands, and inputs never packed (tj_tensor_new without
+     * tj_tensor_pack: no arrays yet, read as empty), run on a packed copy. */
+    if (e->plan.convert[t] || (t > 0 && !rt_tensor_is_packed(ops[t]))) {
+      const tj_format *f = e->plan.convert[t] ? &e->plan.fmt[t] : tj_tensor_format(ops[t]);
+      status = tj_tensor_convert(ops[t], f, &tmp[t]);
       if (status == TJ_OK) st[t] = rt_tensor_storage(tmp[t]);
     } else {
       st[t] = rt_tensor_storage(ops[t]);
