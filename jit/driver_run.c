@@ -308,17 +308,32 @@ tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n) {
   double *dense[NT_MAX_TENSORS] = {0};
   tj_tensor *ops[NT_MAX_TENSORS];
   tj_status st = TJ_OK;
-  Assignment *as = drv_front_end(&a, expr, operands, n, &d);
+  Assignment *as = NULL;
+  if (!arena_reserve(&a, 1 << 16)) {
+    diag_error(&d, TJ_ERR_NOMEM, "out of memory");
+  } else {
+    as = drv_front_end(&a, expr, operands, n, &d);
+    if (a.failed) {
+      as = NULL;
+      if (diag_ok(&d)) diag_error(&d, TJ_ERR_NOMEM, "out of memory while parsing");
+    }
+  }
   if (!as || !drv_bind(as, operands, n, ops, &d)) {
     st = drv_fail(&d);
     goto done;
   }
   for (int t = 0; t < as->ntensors && st == TJ_OK; t++) {
     int64_t size = 1;
-    for (int m = 0; m < tj_tensor_order(ops[t]); m++) size *= tj_tensor_dim(ops[t], m);
-    dense[t] = calloc((size_t)(size ? size : 1), sizeof(double));
-    if (!dense[t]) st = rt_set_error(TJ_ERR_NOMEM, "reference: %s is too large to densify",
-                                     tj_tensor_name(ops[t]));
+    bool fits = true;
+    for (int m = 0; m < tj_tensor_order(ops[t]); m++) {
+      int64_t dim = tj_tensor_dim(ops[t], m);
+      fits = fits && (dim == 0 || size <= (int64_t)(SIZE_MAX / sizeof(double)) / dim);
+      size = fits ? size * dim : 0;
+    }
+    dense[t] = fits ? calloc((size_t)(size ? size : 1), sizeof(double)) : NULL;
+    if (!dense[t])
+      st = rt_set_error(TJ_ERR_NOMEM, "reference: out of memory densifying %s (%s)",
+                        tj_tensor_name(ops[t]), fits ? "no room" : "more values than memory");
     else if (t > 0 || as->accumulate) st = rt_tensor_to_dense(ops[t], dense[t]);
   }
   if (st == TJ_OK && !nt_ref_eval(as, dense, &d)) st = drv_fail(&d);

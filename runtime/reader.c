@@ -85,7 +85,7 @@ tj_status rd_line(RtReader *r, char **line) {
   for (;;) {
     if (r->cap - len < 2) {
       char *nb = realloc(r->buf, r->cap * 2);
-      if (!nb) return rd_error(r, "out of memory (line too long)");
+      if (!nb) return rd_nomem(r);
       r->buf = nb, r->cap *= 2;
     }
     if (!gzgets(r->gz, r->buf + len, (int)(r->cap - len > INT32_MAX
@@ -124,6 +124,10 @@ tj_status rd_error(const RtReader *r, const char *fmt, ...) {
   va_end(ap);
   return rt_set_error(TJ_ERR_IO, "%s:%lld: %s", r->path, (long long)r->line,
                       msg);
+}
+
+tj_status rd_nomem(const RtReader *r) {
+  return rt_set_error(TJ_ERR_NOMEM, "%s:%lld: out of memory", r->path, (long long)r->line);
 }
 
 static const char *skip_blank(const char *p) {
