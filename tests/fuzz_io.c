@@ -1,9 +1,9 @@
 /* libFuzzer target for the tensor file readers (runtime/mtx.c, tns.c,
- * reader.c, io.c). The first byte picks how the rest is read:
- *   bits 0-1  the file name's extension: .mtx, .tns, or .dat (sniffed)
- *   bit 2     gzip-compress the bytes first (.gz appended)
- *   bit 3     truncate the compressed stream by the next byte's value
- *   bits 4-6  the format asked for (see FORMATS)
+ * reader.c, io.c). The first two bytes say how the rest is read:
+ *   byte 0, bits 0-1  the file name's extension: .mtx, .tns, or .dat (sniffed)
+ *           bit 2     gzip-compress the bytes first (.gz appended)
+ *           bit 3     cut byte 1's count of bytes off the end of the file
+ *           bits 4-6  the format asked for (see FORMATS)
  * A read either fails with a message or gives a tensor; a tensor is then
  * written back (.tns, or .mtx for a matrix) and read again, which must
  * give the same entries. Formats with a dense level allocate per declared
