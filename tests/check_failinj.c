@@ -170,6 +170,41 @@ START_TEST(pack_fails_cleanly) {
 }
 END_TEST
 
+/* Creating a tensor, and inserting into it until its buffer grows: a
+ * failed insert leaves the entries inserted before it, and nothing else. */
+START_TEST(new_and_insert_fail_cleanly) {
+  tj_format f;
+  OK(tj_format_parse(FORMATS[_i], &f));
+  int64_t dims[2] = {30, 20};
+  for (int64_t n = 1;; n++) {
+    tj_tensor *t = (tj_tensor *)&f;
+    fi_arm(n);
+    tj_status st = tj_tensor_new("A", TJ_F64, 2, dims, &f, &t);
+    bool fired = fired_cleanly(st, "new", n);
+    if (st == TJ_OK) tj_tensor_free(t);
+    else ck_assert_ptr_null(t);
+    if (!fired) break;
+  }
+  for (int64_t n = 1;; n++) {
+    tj_tensor *t;
+    OK(tj_tensor_new("A", TJ_F64, 2, dims, &f, &t));
+    fi_arm(n);
+    int done = 0;
+    tj_status st = TJ_OK;
+    for (; done < 300 && st == TJ_OK; done++) {
+      int64_t c[2] = {done % 30, (done * 7) % 20};
+      st = tj_tensor_insert(t, c, done);
+    }
+    bool fired = fired_cleanly(st, "insert", n);
+    ck_assert_int_eq(t->coo.n, st == TJ_OK ? 300 : done - 1);
+    for (int64_t e = 0; e < t->coo.n; e++) ck_assert(t->coo.vals[e] == (double)e);
+    OK(tj_tensor_pack(t));
+    tj_tensor_free(t);
+    if (!fired) break;
+  }
+}
+END_TEST
+
 START_TEST(convert_fails_cleanly) {
   tj_tensor *src = matrix("A", FORMATS[_i], 30, 20, 150, 5, true);
   Snap s = snap(src);
@@ -327,6 +362,9 @@ static const Kernel KERNELS[] = {
     {"C(i,j) = A(i,k) * B(k,j)", NULL, "ds", "ds", "ds", false},
     {"C(i,j) = A(i,j) + B(i,j)", NULL, "ss", "ss", "ds", false},
     {"y(i) = A(i,j) * x(j)", "parallelize(i)", "d", "ds", "d", true},
+    /* CSC walked by rows: converted at every run */
+    {"y(i) = A(i,j) * x(j)", NULL, "d", "ds:1,0", "d", true},
+    {"C(i,j) = A(i,k) * B(k,j)", "parallelize(i)", "ds", "ds", "ds", false},
 };
 enum { NKERNELS = sizeof KERNELS / sizeof KERNELS[0] };
 
@@ -592,6 +630,7 @@ static Suite *failinj_suite(void) {
   Suite *s = suite_create("failinj");
   TCase *st = tcase_create("storage");
   tcase_set_timeout(st, 120);
+  tcase_add_loop_test(st, new_and_insert_fail_cleanly, 0, NFORMATS);
   tcase_add_loop_test(st, pack_fails_cleanly, 0, NFORMATS);
   tcase_add_loop_test(st, convert_fails_cleanly, 0, NFORMATS);
   suite_add_tcase(s, st);
