@@ -584,6 +584,28 @@ static tj_tensor *fresh_output(const tj_tensor *like) {
   return t;
 }
 
+/* Memory that stays exhausted from the n-th allocation on: compiling and
+ * running fail with out of memory (no crash, no leak) until n is past
+ * what they need. */
+START_TEST(exhausted_memory_fails_cleanly) {
+  const Kernel *kd = &KERNELS[_i];
+  tj_tensor *ops[3];
+  operands(kd, ops);
+  for (int64_t n = 1;; n++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = NULL;
+    fi_arm_all(n);
+    tj_status st = tj_compile(cx, kd->expr, ops, 3, kd->schedule, NULL, &k);
+    if (st == TJ_OK) st = tj_kernel_run(k, TJ_EVALUATE, NULL, 0);
+    bool fired = fired_cleanly(st, kd->expr, n);
+    tj_context_free(cx);
+    if (!fired) break;
+  }
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
 /* Running into a fresh output each time (assembling a sparse output and
  * growing its arrays, parallel row chunks): the inputs as they were, and
  * the output either as it was (empty) or complete; then computing values
@@ -647,6 +669,7 @@ static Suite *failinj_suite(void) {
   tcase_add_loop_test(jit, compile_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, run_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, reference_fails_cleanly, 0, NKERNELS);
+  tcase_add_loop_test(jit, exhausted_memory_fails_cleanly, 0, NKERNELS);
   tcase_add_test(jit, reference_refuses_what_cannot_densify);
   suite_add_tcase(s, jit);
   return s;

@@ -14,15 +14,21 @@ void *__real_realloc(void *p, size_t n);
 char *__real_strdup(const char *s);
 FILE *__real_open_memstream(char **buf, size_t *len);
 
-static atomic_bool armed;
+static atomic_bool armed, all_after;
 static atomic_bool fired;
 static atomic_int_fast64_t seen, fail_at;
 
 void fi_arm(int64_t n) {
+  atomic_store(&all_after, false);
   atomic_store(&seen, 0);
   atomic_store(&fail_at, n);
   atomic_store(&fired, false);
   atomic_store(&armed, true);
+}
+
+void fi_arm_all(int64_t n) {
+  fi_arm(n);
+  atomic_store(&all_after, true);
 }
 
 int64_t fi_disarm(void) {
@@ -36,7 +42,8 @@ bool fi_fired(void) { return atomic_load(&fired); }
 static bool fail_now(void) {
   if (!atomic_load(&armed)) return false;
   int64_t k = atomic_fetch_add(&seen, 1) + 1;
-  if (k != atomic_load(&fail_at)) return false;
+  int64_t at = atomic_load(&fail_at);
+  if (k != at && !(atomic_load(&all_after) && k > at)) return false;
   atomic_store(&fired, true);
   if (getenv("TJ_FAILINJ_TRACE")) {   /* where the failing allocation is */
     void *frames[16];

@@ -19,6 +19,9 @@
 /* Starts counting; the n-th allocation from now (n >= 1) returns NULL
  * (errno ENOMEM), the others succeed. n = 0 counts without failing. */
 void fi_arm(int64_t n);
+/* As fi_arm, but the n-th allocation and every one after it fail (memory
+ * that stays exhausted). */
+void fi_arm_all(int64_t n);
 /* Stops counting; returns how many allocations were seen since fi_arm. */
 int64_t fi_disarm(void);
 /* Whether the armed failure happened since the last fi_arm. */
