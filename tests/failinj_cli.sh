@@ -63,4 +63,23 @@ step() {
   [ "$failures" = 0 ] && [ "$n" -gt 10 ]
 }
 printf 'A = load("a.mtx")\nx = load("x.tns", "d")\ny(i) = A(i,j) * x(j)\n:check\nformat A "ss"\nsave y "y.tns"\n' > session.txt
-step cli && step repl
+step cli && step repl || exit 1
+
+# A full disk under the CLI (a 64 kB file-size limit, SIGXFSZ ignored): a
+# 500 kB output fails with one message naming the file, and neither it nor
+# a temporary is left; an older file of that name keeps its contents.
+full_disk() {
+  ( ulimit -f 64; trap '' XFSZ
+    exec "$T" 'y(i) = x(i) * 2' -g=x:d -d=x:20000 -o=y:"$1" ) > ../out.txt 2> ../err.txt
+}
+mkdir full && cd full || exit 1
+full_disk y.tns; rc=$?
+if [ "$rc" != 1 ] || [ "$(wc -l < ../err.txt)" != 1 ] ||
+   ! grep -qE '^tensorjit: .*y\.tns: write failed: File too large' ../err.txt; then
+  echo "FAIL full disk: exit $rc, stderr:"; cat ../err.txt; exit 1
+fi
+[ -z "$(ls -A)" ] || { echo "FAIL full disk: left behind: $(ls -A)"; exit 1; }
+echo old > y.tns
+full_disk y.tns
+[ "$(cat y.tns)" = old ] && [ "$(ls -A)" = y.tns ] || { echo "FAIL full disk: y.tns changed"; exit 1; }
+echo "full disk: no partial output"
