@@ -16,6 +16,7 @@ struct ArenaBlock {
 void arena_init(Arena *a) { memset(a, 0, sizeof *a); }
 
 void arena_free(Arena *a) {
+  free(a->reserve);
   ArenaBlock *b = a->head;
   while (b) {
     ArenaBlock *next = b->next;
@@ -39,13 +40,39 @@ static int arena_grow(Arena *a, size_t n) {
   return 1;
 }
 
+int arena_reserve(Arena *a, size_t n) {
+  if (a->reserve && a->reserve->size >= n) return 1;
+  arena_unreserve(a);
+  a->reserve = malloc(sizeof *a->reserve + n);
+  if (!a->reserve) return 0;
+  a->reserve->size = n;
+  return 1;
+}
+
+void arena_unreserve(Arena *a) {
+  free(a->reserve);
+  a->reserve = NULL;
+}
+
+/* After a failed grow: the reserve becomes the head block if n fits. */
+static int take_reserve(Arena *a, size_t n) {
+  ArenaBlock *b = a->reserve;
+  if (!b || b->size < n) return 0;
+  a->reserve = NULL;
+  b->next = a->head;
+  a->head = b;
+  a->used = 0;
+  a->total += b->size;
+  return 1;
+}
+
 void *arena_alloc(Arena *a, size_t n) {
   if (n == 0) n = 1;
   n = (n + 15) & ~(size_t)15;
   if (!a->head || a->used + n > a->head->size) {
     if (!arena_grow(a, n)) {
       a->failed = 1;
-      return NULL;
+      if (!take_reserve(a, n)) return NULL;
     }
   }
   void *p = a->head->data + a->used;

@@ -271,8 +271,14 @@ static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, 
   return lower_plan(as, want, nw, strict, p, d);
 }
 
+/* Memory set aside while an arena is built up (planning, lowering): an
+ * allocation that fails there takes it over and the work runs to its end
+ * in valid memory, then is discarded as out of memory (the builders do not
+ * check every constructor's result). Freed when not taken. */
+#define BUILD_RESERVE ((size_t)1 << 20)
+
 /* Front end through options, for a new cache entry (in its own arena). */
-static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
+static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
                        int n, const char *schedule, Diag *d) {
   tj_options fo = {.semiring = e->semiring, .defs = e->defs};
   Assignment *as = drv_front_end(&e->arena, expr, ops, n, &fo, d);
@@ -291,6 +297,24 @@ static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   return e->cin != NULL;
 }
 
+/* plan_steps with the arena's reserve: any allocation failure is reported
+ * as out of memory and leaves the entry unplanned (the next compile with
+ * its key plans it again). */
+static bool plan_entry(CacheEntry *e, const char *expr, tj_tensor *const *ops,
+                       int n, const char *schedule, Diag *d) {
+  e->arena.failed = 0;   /* an earlier failure was reported; this is a retry */
+  if (!arena_reserve(&e->arena, BUILD_RESERVE))
+    return diag_error(d, TJ_ERR_NOMEM, "out of memory while planning");
+  bool ok = plan_steps(e, expr, ops, n, schedule, d);
+  if (e->arena.failed) {
+    ok = false;
+    if (diag_ok(d)) diag_error(d, TJ_ERR_NOMEM, "out of memory while planning");
+  }
+  arena_unreserve(&e->arena);
+  if (!ok) e->as = NULL, e->cin = NULL;
+  return ok;
+}
+
 int drv_pass_count(const char *name) {
   if (strcmp(name, "lower") == 0) return 0;
   for (int p = 0; LOWER_PASSES[p].name; p++)
@@ -303,10 +327,18 @@ LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *
                                 "assemble_rows", "compute_rows", "evaluate_rows"};
   LowerPhase ph = (LowerPhase)(v % 3);
   LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
+  a->failed = 0;   /* an arena's failure is reported once, by the call it failed */
+  if (!arena_reserve(a, BUILD_RESERVE))
+    return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   LirKernel *k = v >= 3 ? lower_kernel_rows(a, &in, ph, names[v], d)
                         : lower_kernel(a, &in, ph, names[v], d);
   for (int p = 0; k && p < npasses && LOWER_PASSES[p].name; p++) LOWER_PASSES[p].run(a, k, &e->opt);
-  if (k && a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  bool failed = a->failed;
+  arena_unreserve(a);
+  if (failed) {
+    if (diag_ok(d)) diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering");
+    return NULL;
+  }
   return k && lir_verify(k, d) ? k : NULL;
 }
 
@@ -392,7 +424,16 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);
   pthread_mutex_init(&k->chunk_lock, NULL);
-  k->as = drv_front_end(&k->arena, expr, operands, n, &o, &d);
+  if (!arena_reserve(&k->arena, BUILD_RESERVE / 16)) {
+    diag_error(&d, TJ_ERR_NOMEM, "out of memory");
+  } else {
+    k->as = drv_front_end(&k->arena, expr, operands, n, &o, &d);
+    if (k->arena.failed) {
+      k->as = NULL;
+      if (diag_ok(&d)) diag_error(&d, TJ_ERR_NOMEM, "out of memory while parsing");
+    }
+    arena_unreserve(&k->arena);
+  }
   char *key = k->as ? canonical_key(k->as, schedule, &o) : NULL;
   if (k->as && !key) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
   if (key && !drv_bind(k->as, operands, n, k->bound, &d)) {

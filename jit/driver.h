@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "../include/tensorjit.h"
 #include "../ir/arena.h"
@@ -101,6 +102,23 @@ void drv_disk_free(DiskCache *dc);
  * dc: loads a valid cached object (*from_disk) or compiles and stores one;
  * an untrusted file is neither loaded nor replaced (compiled in memory). */
 bool drv_disk_compile(CacheEntry *e, int v, const DiskCache *dc, bool *from_disk, Diag *d);
+
+/* A cache file's object code as read by drv_disk_parse. */
+typedef struct DiskObject {
+  void *obj;                  /* malloc'd, owned by the caller */
+  size_t len;
+  char symbol[128];           /* NUL-terminated */
+} DiskObject;
+/* Reads a cache file's bytes from f and checks them against key (header,
+ * format version, key, size, checksum, symbol, nothing after the object):
+ * true with *out filled; else false, *out empty, and one warning on stderr
+ * naming dir/name. Loads nothing: the caller decides (tests/fuzz_cache). */
+bool drv_disk_parse(FILE *f, const char *key, const char *dir, const char *name,
+                    DiskObject *out);
+/* Writes a cache file for key and its object code to f; false on a
+ * write error. */
+bool drv_disk_serialize(FILE *f, const char *key, const void *obj, size_t len,
+                        const char *symbol);
 
 /* Applies parallelize / vectorize / precompute and the target's vector
  * width to e's plan (driver_schedule.c). */

@@ -5,9 +5,10 @@
  * key plus the variant and the backend's target (for LLVM: its version, the
  * CPU and features). Only backends that make relocatable objects (LLVM) use
  * it. The file holds a header (magic, format version, key, symbol, object
- * size, checksum) before the object bytes; a file whose header, key or
- * checksum does not match is ignored with a warning and rewritten, never
- * loaded blindly.
+ * size, checksum) before the object bytes; a file whose header, key,
+ * length or checksum does not match is ignored with a warning and
+ * rewritten, never loaded blindly (the object's size is checked against
+ * the file's length before anything is allocated for it).
  *
  * The checksum catches corruption, not a crafted file, so the cache trusts
  * only what the current user alone can write, as ssh does with ~/.ssh:
@@ -174,14 +175,71 @@ void drv_disk_free(DiskCache *dc) {
   free(dc);
 }
 
+/* Bytes from f's position to its end, or -1 when f cannot seek. */
+static int64_t bytes_left(FILE *f) {
+  off_t at = ftello(f);
+  if (at < 0 || fseeko(f, 0, SEEK_END) != 0) return -1;
+  off_t end = ftello(f);
+  if (end < 0 || fseeko(f, at, SEEK_SET) != 0) return -1;
+  return (int64_t)(end - at);
+}
+
+bool drv_disk_parse(FILE *f, const char *key, const char *dir, const char *name,
+                    DiskObject *out) {
+  memset(out, 0, sizeof *out);
+  FileHeader h;
+  bool ok = false;
+  char *stored = NULL;
+  void *obj = NULL;
+  size_t klen = strlen(key);
+  if (fread(&h, sizeof h, 1, f) != 1) warn(dir, name, "truncated header");
+  else if (memcmp(h.magic, MAGIC, sizeof MAGIC) != 0) warn(dir, name, "not a tensorjit cache file");
+  else if (h.version != FORMAT_VERSION) warn(dir, name, "written by another cache format version");
+  else if (h.key_len != klen || h.obj_len == 0 || h.obj_len > ((uint64_t)1 << 32))
+    warn(dir, name, "key or size does not match");
+  else if (bytes_left(f) != (int64_t)(klen + h.obj_len))   /* before allocating obj_len */
+    warn(dir, name, "size does not match the file's length");
+  else if (!(stored = malloc(klen + 1)) || fread(stored, 1, klen, f) != klen)
+    warn(dir, name, "truncated key");
+  else if (memcmp(stored, key, klen) != 0) warn(dir, name, "key does not match (hash collision)");
+  else if (!(obj = malloc(h.obj_len)) || fread(obj, 1, h.obj_len, f) != h.obj_len)
+    warn(dir, name, "truncated object code");
+  else if (fnv(obj, h.obj_len, 1469598103934665603ull) != h.checksum)
+    warn(dir, name, "checksum mismatch");
+  else if (memchr(h.symbol, 0, sizeof h.symbol) == NULL) warn(dir, name, "bad symbol");
+  else ok = true;
+  free(stored);
+  if (!ok) {
+    free(obj);
+    return false;
+  }
+  out->obj = obj;
+  out->len = h.obj_len;
+  memcpy(out->symbol, h.symbol, sizeof out->symbol);
+  return true;
+}
+
+bool drv_disk_serialize(FILE *f, const char *key, const void *obj, size_t len,
+                        const char *symbol) {
+  FileHeader h = {0};
+  memcpy(h.magic, MAGIC, sizeof MAGIC);
+  h.version = FORMAT_VERSION;
+  h.key_len = (uint32_t)strlen(key);
+  h.obj_len = len;
+  h.checksum = fnv(obj, len, 1469598103934665603ull);
+  snprintf(h.symbol, sizeof h.symbol, "%s", symbol);
+  return fwrite(&h, sizeof h, 1, f) == 1 && fwrite(key, 1, h.key_len, f) == h.key_len &&
+         fwrite(obj, 1, len, f) == len;
+}
+
 typedef enum { FILE_NONE, FILE_OK, FILE_BAD, FILE_REFUSED } FileState;
 
-/* Reads and validates cache file name in dc: FILE_OK with *obj (malloc'd)
- * and header; FILE_NONE when there is none; FILE_BAD (to rewrite) or
+/* Reads and validates cache file name in dc: FILE_OK with *out (its object
+ * malloc'd); FILE_NONE when there is none; FILE_BAD (to rewrite) or
  * FILE_REFUSED (untrusted: leave alone) with a warning. */
 static FileState read_file(const DiskCache *dc, const char *name, const char *key,
-                           FileHeader *h, void **obj) {
-  *obj = NULL;
+                           DiskObject *out) {
+  memset(out, 0, sizeof *out);
   int fd = openat(dc->fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return FILE_NONE;
@@ -197,29 +255,7 @@ static FileState read_file(const DiskCache *dc, const char *name, const char *ke
     close(fd);
     return FILE_REFUSED;
   }
-  bool ok = false;
-  char *stored = NULL;
-  size_t klen = strlen(key);
-  const char *d = dc->path;
-  if (fread(h, sizeof *h, 1, f) != 1) warn(d, name, "truncated header");
-  else if (memcmp(h->magic, MAGIC, sizeof MAGIC) != 0) warn(d, name, "not a tensorjit cache file");
-  else if (h->version != FORMAT_VERSION) warn(d, name, "written by another cache format version");
-  else if (h->key_len != klen || h->obj_len == 0 || h->obj_len > ((uint64_t)1 << 32))
-    warn(d, name, "key or size does not match");
-  else if (!(stored = malloc(klen + 1)) || fread(stored, 1, klen, f) != klen)
-    warn(d, name, "truncated key");
-  else if (memcmp(stored, key, klen) != 0) warn(d, name, "key does not match (hash collision)");
-  else if (!(*obj = malloc(h->obj_len)) || fread(*obj, 1, h->obj_len, f) != h->obj_len)
-    warn(d, name, "truncated object code");
-  else if (fnv(*obj, h->obj_len, 1469598103934665603ull) != h->checksum)
-    warn(d, name, "checksum mismatch");
-  else if (memchr(h->symbol, 0, sizeof h->symbol) == NULL) warn(d, name, "bad symbol");
-  else ok = true;
-  if (!ok) {
-    free(*obj);
-    *obj = NULL;
-  }
-  free(stored);
+  bool ok = drv_disk_parse(f, key, dc->path, name, out);
   fclose(f);
   return ok ? FILE_OK : FILE_BAD;
 }
@@ -227,20 +263,12 @@ static FileState read_file(const DiskCache *dc, const char *name, const char *ke
 /* Writes name in dc through a fresh 0600 temporary file and a rename. */
 static void write_file(const DiskCache *dc, const char *name, const char *key, const void *obj,
                        size_t len, const char *symbol) {
-  FileHeader h = {0};
-  memcpy(h.magic, MAGIC, sizeof MAGIC);
-  h.version = FORMAT_VERSION;
-  h.key_len = (uint32_t)strlen(key);
-  h.obj_len = len;
-  h.checksum = fnv(obj, len, 1469598103934665603ull);
-  snprintf(h.symbol, sizeof h.symbol, "%s", symbol);
   char tmp[96];   /* unique per process and key being written */
   snprintf(tmp, sizeof tmp, "%s.%ld.%p.tmp", name, (long)getpid(), (const void *)key);
   int fd = openat(dc->fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
   if (fd >= 0 && !f) close(fd);
-  bool ok = f && fwrite(&h, sizeof h, 1, f) == 1 && fwrite(key, 1, h.key_len, f) == h.key_len &&
-            fwrite(obj, 1, len, f) == len;
+  bool ok = f && drv_disk_serialize(f, key, obj, len, symbol);
   if (f && fclose(f) != 0) ok = false;
   if (ok && renameat(dc->fd, tmp, dc->fd, name) == 0) return;
   fprintf(stderr, "tensorjit: warning: cannot write kernel cache file %s/%s: %s\n", dc->path,
@@ -254,18 +282,17 @@ bool drv_disk_compile(CacheEntry *e, int v, const DiskCache *dc, bool *from_disk
   if (!key) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
   char name[32];
   cache_name(key, name);
-  FileHeader h;
+  DiskObject got;
   void *obj = NULL;
   bool ok = false;
-  FileState fs = read_file(dc, name, key, &h, &obj);
+  FileState fs = read_file(dc, name, key, &got);
   if (fs == FILE_OK) {
     Diag ld;
     diag_init(&ld);
-    ok = e->be->add_object(e->bstate, obj, h.obj_len, h.symbol, &e->bk[v], &ld);
+    ok = e->be->add_object(e->bstate, got.obj, got.len, got.symbol, &e->bk[v], &ld);
     if (!ok) warn(dc->path, name, ld.msg);
     *from_disk = ok;
-    free(obj);
-    obj = NULL;
+    free(got.obj);
   }
   if (!ok && fs == FILE_REFUSED) {
     ok = e->be->compile(e->bstate, e->lir[v], &e->bopt, &e->bk[v], d);

@@ -272,8 +272,11 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
   tj_storage *st[NT_MAX_TENSORS];
   tj_status status = TJ_OK;
   for (int t = 0; t < e->as->ntensors && status == TJ_OK; t++) {
-    if (e->plan.convert[t]) {
-      status = tj_tensor_convert(ops[t], &e->plan.fmt[t], &tmp[t]);
+    /* Converted operands, and inputs never packed (tj_tensor_new without
+     * tj_tensor_pack: no arrays yet, read as empty), run on a packed copy. */
+    if (e->plan.convert[t] || (t > 0 && !rt_tensor_is_packed(ops[t]))) {
+      const tj_format *f = e->plan.convert[t] ? &e->plan.fmt[t] : tj_tensor_format(ops[t]);
+      status = tj_tensor_convert(ops[t], f, &tmp[t]);
       if (status == TJ_OK) st[t] = rt_tensor_storage(tmp[t]);
     } else {
       st[t] = rt_tensor_storage(ops[t]);
@@ -320,7 +323,16 @@ tj_status tj_reference_opts(const char *expr, tj_tensor *const *operands, int n,
   uint8_t *stored[NT_MAX_TENSORS] = {0};
   tj_tensor *ops[NT_MAX_TENSORS];
   tj_status st = TJ_OK;
-  Assignment *as = drv_front_end(&a, expr, operands, n, opts, &d);
+  Assignment *as = NULL;
+  if (!arena_reserve(&a, 1 << 16)) {
+    diag_error(&d, TJ_ERR_NOMEM, "out of memory");
+  } else {
+    as = drv_front_end(&a, expr, operands, n, opts, &d);
+    if (a.failed) {
+      as = NULL;
+      if (diag_ok(&d)) diag_error(&d, TJ_ERR_NOMEM, "out of memory while parsing");
+    }
+  }
   if (!as || !drv_bind(as, operands, n, ops, &d)) {
     st = drv_fail(&d);
     goto done;
@@ -329,14 +341,19 @@ tj_status tj_reference_opts(const char *expr, tj_tensor *const *operands, int n,
    * entries are absent, the output's receives which ones exist. */
   for (int t = 0; t < as->ntensors && st == TJ_OK; t++) {
     int64_t size = 1;
-    for (int m = 0; m < tj_tensor_order(ops[t]); m++) size *= tj_tensor_dim(ops[t], m);
+    bool fits = true;
+    for (int m = 0; m < tj_tensor_order(ops[t]); m++) {
+      int64_t dim = tj_tensor_dim(ops[t], m);
+      fits = fits && (dim == 0 || size <= (int64_t)(SIZE_MAX / sizeof(double)) / dim);
+      size = fits ? size * dim : 0;
+    }
     size_t cells = (size_t)(size ? size : 1);
-    dense[t] = calloc(cells, sizeof(double));
     bool sparse = lv_format_has_sparse(tj_tensor_format(ops[t]));
-    if (sparse || t == 0) stored[t] = calloc(cells, 1);
+    dense[t] = fits ? calloc(cells, sizeof(double)) : NULL;
+    if (dense[t] && (sparse || t == 0)) stored[t] = calloc(cells, 1);
     if (!dense[t] || ((sparse || t == 0) && !stored[t]))
-      st = rt_set_error(TJ_ERR_NOMEM, "reference: %s is too large to densify",
-                        tj_tensor_name(ops[t]));
+      st = rt_set_error(TJ_ERR_NOMEM, "reference: out of memory densifying %s (%s)",
+                        tj_tensor_name(ops[t]), fits ? "no room" : "more values than memory");
     else if (t > 0 || as->accumulate)
       st = rt_tensor_to_dense(ops[t], dense[t], t > 0 ? stored[t] : NULL);
   }

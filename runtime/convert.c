@@ -98,10 +98,12 @@ tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense, const uint8_t 
   if (st == TJ_OK) {
     rt_storage_detach(&t->st);
     st = tj_tensor_pack(t);
+    if (st != TJ_OK) {
+      rt_storage_clear(&t->st);
+      t->st = old;
+    }
   }
-  if (st != TJ_OK) {
-    rt_storage_clear(&t->st);
-    t->st = old;
+  if (st != TJ_OK) {   /* t->st is old again (and still owns its arrays) */
     free(t->coo.coords), free(t->coo.vals);
     t->coo = saved;
     return st;

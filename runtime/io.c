@@ -4,9 +4,16 @@
  * an unknown extension is sniffed: a %%MatrixMarket banner means .mtx,
  * anything else is read as .tns. The tensor's default name is the file
  * name without directory and extensions ("data/m.mtx.gz" -> "m").
+ * Writing goes to a temporary file beside the target, renamed over it when
+ * complete: a full disk leaves the old file (or none), never half a file.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <inttypes.h>
 #include <string.h>
@@ -28,22 +35,9 @@ static void extension(const char *path, char *ext, size_t n) {
   }
 }
 
-/* Writes t's stored entries, 1-based coordinates and %.17g values, one
- * per line (gzip-compressed when path ends in .gz): after the Matrix
- * Market header `coordinate real general` when mtx, else as FROSTT .tns,
- * where an order-0 tensor is one line holding its value. */
-static tj_status write_entries(const tj_tensor *t, const char *path, bool mtx) {
-  int64_t *coords, n;
-  double *vals;
-  tj_status st = rt_tensor_entries(t, true, &coords, &vals, &n);
-  if (st != TJ_OK) return st;
-  size_t len = strlen(path);
-  bool gz = len > 3 && !strcmp(path + len - 3, ".gz");
-  gzFile f = gzopen(path, gz ? "wb" : "wT");
-  if (!f) {
-    free(coords), free(vals);
-    return rt_set_error(TJ_ERR_IO, "%s: cannot open for writing", path);
-  }
+/* Prints t's entries (coords, vals: n of them) to f. */
+static bool print_entries(gzFile f, const tj_tensor *t, const int64_t *coords,
+                          const double *vals, int64_t n, bool mtx) {
   int order = t->fmt.order;
   bool ok = true;
   if (mtx)
@@ -59,9 +53,84 @@ static tj_status write_entries(const tj_tensor *t, const char *path, bool mtx) {
       ok = gzprintf(f, "%" PRId64 " ", coords[e * order + m] + 1) > 0;
     ok = ok && gzprintf(f, "%.17g\n", vals[e]) > 0;
   }
-  ok = (gzclose(f) == Z_OK) && ok;
-  free(coords), free(vals);
-  return ok ? TJ_OK : rt_set_error(TJ_ERR_IO, "%s: write failed", path);
+  return ok;
+}
+
+/* Opens where the contents of *path go: a fresh temporary file beside it
+ * (*tmp, malloc'd; renamed over *path once complete, so a full disk or a
+ * failure never leaves half a file there), with the mode of the file it
+ * replaces; or the file itself when it exists and is not a regular file
+ * (/dev/stdout, a FIFO: *tmp NULL). A symbolic link is followed: *path
+ * becomes its target (malloc'd in *real). -1 with errno set on failure. */
+static int open_output(const char **path, char **real, char **tmp) {
+  static _Atomic unsigned serial;
+  struct stat sb;
+  *tmp = *real = NULL;
+  bool exists = stat(*path, &sb) == 0;
+  if (exists && !S_ISREG(sb.st_mode)) return open(*path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  struct stat lsb;
+  if (exists && lstat(*path, &lsb) == 0 && S_ISLNK(lsb.st_mode)) {
+    if (!(*real = realpath(*path, NULL))) return -1;
+    *path = *real;
+  }
+  size_t n = strlen(*path) + 48;
+  if (!(*tmp = malloc(n))) {
+    errno = ENOMEM;
+    return -1;
+  }
+  for (int tries = 0; tries < 100; tries++) {
+    snprintf(*tmp, n, "%s.tmp-%ld-%u", *path, (long)getpid(), serial++);
+    int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0 && exists) (void)fchmod(fd, sb.st_mode & 07777);   /* as it was */
+    if (fd >= 0 || errno != EEXIST) {
+      if (fd < 0) free(*tmp), *tmp = NULL;
+      return fd;
+    }
+  }
+  free(*tmp), *tmp = NULL;
+  errno = EEXIST;
+  return -1;
+}
+
+/* Writes t's stored entries, 1-based coordinates and %.17g values, one
+ * per line (gzip-compressed when path ends in .gz): after the Matrix
+ * Market header `coordinate real general` when mtx, else as FROSTT .tns,
+ * where an order-0 tensor is one line holding its value. The file appears
+ * under path only once complete (open_output). */
+static tj_status write_entries(const tj_tensor *t, const char *path, bool mtx) {
+  int64_t *coords, n;
+  double *vals;
+  tj_status st = rt_tensor_entries(t, true, &coords, &vals, &n);
+  if (st != TJ_OK) return st;
+  size_t len = strlen(path);
+  bool gz = len > 3 && !strcmp(path + len - 3, ".gz");
+  char *tmp, *real;
+  const char *target = path;
+  int fd = open_output(&target, &real, &tmp);
+  int err = errno;
+  gzFile f = fd >= 0 ? gzdopen(fd, gz ? "wb" : "wT") : NULL;
+  if (!f) {
+    if (fd >= 0) close(fd), err = ENOMEM;
+    if (tmp) unlink(tmp);
+    free(tmp), free(real), free(coords), free(vals);
+    return err == ENOMEM ? rt_set_error(TJ_ERR_NOMEM, "%s: out of memory", path)
+                         : rt_set_error(TJ_ERR_IO, "%s: cannot open for writing: %s", path,
+                                        strerror(err));
+  }
+  errno = 0;
+  bool ok = print_entries(f, t, coords, vals, n, mtx);
+  int zerr = Z_OK;
+  if (!ok) gzerror(f, &zerr);
+  err = errno;
+  int rc = gzclose(f);
+  if (ok && rc != Z_OK) ok = false, err = errno, zerr = rc == Z_MEM_ERROR ? Z_MEM_ERROR : Z_ERRNO;
+  if (ok && tmp && rename(tmp, target) != 0) ok = false, err = errno;
+  if (!ok && tmp) unlink(tmp);
+  free(tmp), free(real), free(coords), free(vals);
+  if (ok) return TJ_OK;
+  if (zerr == Z_MEM_ERROR) return rt_set_error(TJ_ERR_NOMEM, "%s: out of memory", path);
+  return rt_set_error(TJ_ERR_IO, "%s: write failed: %s", path,
+                      err ? strerror(err) : "zlib error");
 }
 
 /* The file name stem: no directory, no .gz, no last extension. */

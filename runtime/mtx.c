@@ -222,7 +222,10 @@ tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt,
   int64_t dims[2] = {h.rows, h.cols};
   if ((st = tj_tensor_new(name, TJ_F64, 2, dims, &f, &t))) return st;
   int64_t want = h.sym == SYM_GENERAL ? h.nnz : 2 * (h.nnz < INT64_MAX / 2 ? h.nnz : 0);
-  if (want > 0 && want < (1 << 26)) {
+  /* Room for the declared entries, up to 2^20: a header may promise more
+   * than the file holds, and growth doubles from there. */
+  if (want > (1 << 20)) want = 1 << 20;
+  if (want > 0) {
     t->coo.coords = malloc((size_t)want * 2 * sizeof(int64_t));
     t->coo.vals = malloc((size_t)want * sizeof *t->coo.vals);
     t->coo.cap = t->coo.coords && t->coo.vals ? want : 0;

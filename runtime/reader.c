@@ -2,7 +2,8 @@
  *
  * gzgets fills a growing buffer until a newline, so lines of any length
  * work. At the end of input gzerror tells a clean EOF from a truncated or
- * corrupt stream, which becomes a `file:line:` error. The scanners take
+ * corrupt stream, which becomes a `file:line:` error, and a NUL byte in a
+ * line is an error too (not a silent cut). The scanners take
  * one blank-separated token and reject trailing junk ("1.5x") and values
  * out of range, so parsers can name the bad token.
  */
@@ -85,19 +86,27 @@ tj_status rd_line(RtReader *r, char **line) {
   for (;;) {
     if (r->cap - len < 2) {
       char *nb = realloc(r->buf, r->cap * 2);
-      if (!nb) return rd_error(r, "out of memory (line too long)");
+      if (!nb) return rd_nomem(r);
       r->buf = nb, r->cap *= 2;
     }
-    if (!gzgets(r->gz, r->buf + len, (int)(r->cap - len > INT32_MAX
-                                           ? INT32_MAX : r->cap - len))) {
+    size_t room = r->cap - len > INT32_MAX ? INT32_MAX : r->cap - len;
+    if (!gzgets(r->gz, r->buf + len, (int)room)) {
       tj_status st = check_stream(r);
       if (st != TJ_OK) return st;
       r->at_eof = 1;
       if (len == 0) return TJ_OK;
       break;
     }
-    len += strlen(r->buf + len);
+    size_t k = strlen(r->buf + len);
+    len += k;
     if (len > 0 && r->buf[len - 1] == '\n') break;
+    /* gzgets stops at a newline, a full buffer or the end: short of all
+     * three, the chunk held a NUL (and the line would be cut and joined
+     * to the next one) */
+    if (k + 1 < room && !gzeof(r->gz)) {
+      r->line++;
+      return rd_error(r, "NUL byte in the text (not a text file?)");
+    }
   }
   r->line++;
   while (len > 0 && (r->buf[len - 1] == '\n' || r->buf[len - 1] == '\r'))
@@ -124,6 +133,10 @@ tj_status rd_error(const RtReader *r, const char *fmt, ...) {
   va_end(ap);
   return rt_set_error(TJ_ERR_IO, "%s:%lld: %s", r->path, (long long)r->line,
                       msg);
+}
+
+tj_status rd_nomem(const RtReader *r) {
+  return rt_set_error(TJ_ERR_NOMEM, "%s:%lld: out of memory", r->path, (long long)r->line);
 }
 
 static const char *skip_blank(const char *p) {

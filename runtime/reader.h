@@ -30,6 +30,9 @@ const char *rd_path(const RtReader *r);
 tj_status rd_error(const RtReader *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Records "path:line: out of memory" as TJ_ERR_NOMEM and returns it. */
+tj_status rd_nomem(const RtReader *r);
+
 /* Scanner results. */
 enum { RD_OK = 0, RD_NONE = 1, RD_BAD = 2, RD_RANGE = 3 };
 /* Parses a decimal integer token at *p (skipping blanks); advances *p. */

@@ -54,6 +54,8 @@ bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w) {
 
 tj_storage *rt_tensor_storage(tj_tensor *t) { return &t->st; }
 
+bool rt_tensor_is_packed(const tj_tensor *t) { return t->st.vals != NULL; }
+
 int64_t rt_storage_nnz(const tj_storage *s) { return s->vals_len; }
 
 void rt_storage_detach(tj_storage *s) {

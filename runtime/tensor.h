@@ -87,6 +87,9 @@ void *rt_array_new(int64_t n, size_t w, bool zero);
 /* Grows array *p from old to n elements of w bytes, zeroing the new part
  * (tj_rt_reserve); keeps the huge-page advice of rt_array_new. */
 bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w);
+/* Whether t's storage has its arrays (it was packed, read or computed);
+ * a tensor only created (tj_tensor_new) has none and reads as empty. */
+bool rt_tensor_is_packed(const tj_tensor *t);
 /* Appends (coord, value) to t's COO buffer without range checks. */
 tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v);
 /* The same with a value already in t's dtype. */

@@ -39,7 +39,7 @@ static tj_status grow(RtReader *r, TnsData *d) {
   int64_t *c = realloc(d->coords, (size_t)(cap * w) * sizeof *c);
   if (c) d->coords = c;
   double *v = c ? realloc(d->vals, (size_t)cap * sizeof *v) : NULL;
-  if (!v) return rd_error(r, "out of memory");
+  if (!v) return rd_nomem(r);
   d->vals = v;
   d->cap = cap;
   return TJ_OK;
@@ -58,7 +58,8 @@ static tj_status parse_entry(RtReader *r, const char *line, TnsData *d) {
                     "on the first data line, found %d", d->order + 1,
                     d->order, nf);
   }
-  if (d->n == d->cap && grow(r, d) != TJ_OK) return TJ_ERR_IO;
+  tj_status st = d->n == d->cap ? grow(r, d) : TJ_OK;
+  if (st != TJ_OK) return st;
   const char *p = line;
   char tok[48];
   for (int m = 0; m < d->order; m++) {

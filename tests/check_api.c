@@ -301,6 +301,68 @@ static char *capture_end(Capture *c) {
   return text;
 }
 
+/* A header that claims more object code than the file holds is refused
+ * before anything that size is allocated (fuzz_cache: a 4 GB malloc for a
+ * 200-byte file), and the kernel is compiled and the file rewritten. */
+START_TEST(disk_cache_refuses_a_size_beyond_the_file) {
+  char *dir = temp_dir();
+  int hit;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  tj_context_free(cx);
+  char cmd[512];
+  /* obj_len is the u64 at offset 16 of the header: set it to 0xfd000000 */
+  snprintf(cmd, sizeof cmd, "for f in '%s'/*.o; do printf '\\000\\000\\000\\375\\000\\000\\000\\000' | "
+           "dd of=\"$f\" bs=1 seek=16 conv=notrunc status=none; done", dir);
+  ck_assert_int_eq(system(cmd), 0);
+  Capture cap;
+  capture_start(&cap);
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  tj_context_free(cx);
+  char *err = capture_end(&cap);
+  ck_assert_int_eq(hit, 0);
+  ck_assert_msg(strstr(err, "size does not match the file's length"), "%s", err);
+  free(err);
+  remove_dir(dir);
+}
+END_TEST
+
+/* An input created but never packed has no arrays yet: it reads as empty
+ * (a kernel once dereferenced its NULL values; fuzz_repl found it through
+ * `x = zeros(5)` and `y(i) = A(i,j) * x(j)`). */
+START_TEST(unpacked_inputs_read_as_empty) {
+  static const char *formats[] = {"ds", "dd", "ss", "uq"};
+  for (int f = 0; f < 4; f++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_format fa, fd = tj_format_dense(1);
+    OK(tj_format_parse(formats[f], &fa));
+    int64_t dims[2] = {6, 5};
+    tj_tensor *y, *a, *x;
+    OK(tj_tensor_new("y", TJ_F64, 1, dims, &fd, &y));
+    OK(tj_tensor_new("A", TJ_F64, 2, dims, &fa, &a));
+    OK(tj_tensor_new("x", TJ_F64, 1, &dims[1], &fd, &x));
+    tj_tensor *ops[3] = {y, a, x};
+    tj_kernel *k;
+    OK(tj_compile(cx, "y(i) = A(i,j) * x(j) + 1", ops, 3, NULL, NULL, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < 6; i++) {
+      double v;
+      OK(tj_tensor_get(y, &i, &v));
+      ck_assert_msg(v == 1, "format %s: y(%d) = %g", formats[f], (int)i, v);
+    }
+    ck_assert_int_eq(tj_tensor_nnz(a), 0);   /* the inputs stay as they were */
+    ck_assert_int_eq(tj_tensor_nnz(x), 0);
+    tj_tensor_free(y), tj_tensor_free(a), tj_tensor_free(x);
+    tj_context_free(cx);
+  }
+}
+END_TEST
+
 static int count_str(const char *s, const char *what) {
   int n = 0;
   for (const char *p = s; (p = strstr(p, what)); p += strlen(what)) n++;
@@ -688,6 +750,7 @@ Suite *api_suite(void) {
   tcase_add_test(c, compile_times_cover_the_stages);
   tcase_add_test(c, disk_cache_survives_a_restart);
   tcase_add_test(c, disk_cache_rejects_truncated_and_foreign_files);
+  tcase_add_test(c, disk_cache_refuses_a_size_beyond_the_file);
   suite_add_tcase(s, c);
   TCase *tr = tcase_create("trust");
   tcase_set_timeout(tr, 120);
@@ -707,6 +770,7 @@ Suite *api_suite(void) {
   tcase_add_loop_test(r, errors_are_status_codes_with_messages, 0,
                       sizeof errors / sizeof errors[0]);
   tcase_add_test(r, run_refuses_mismatched_operands);
+  tcase_add_test(r, unpacked_inputs_read_as_empty);
   suite_add_tcase(s, r);
   return s;
 }

@@ -388,6 +388,9 @@ static const struct { const char *file, *msg; } bad_files[] = {
   {"empty.tns", "empty.tns:3: no entries"},
   {"too_many_modes.tns", "too_many_modes.tns:1: 10 coordinates per line; at most 8 modes"},
   {"truncated.mtx.gz", "unexpected end of compressed data"},
+  /* a NUL once cut the line and joined the rest to the next (fuzz_io) */
+  {"nul_byte.mtx", "nul_byte.mtx:3: NUL byte in the text (not a text file?)"},
+  {"nul_byte.tns", "nul_byte.tns:2: NUL byte in the text (not a text file?)"},
 };
 
 static void bad_path(char *buf, size_t n, const char *file) {

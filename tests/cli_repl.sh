@@ -141,6 +141,16 @@ y(i) = A(i,j) * x(j)
 else
   echo "SKIP backend_c: no C compiler ('${CC:-cc}')"
 fi
+# drop frees the tensor and keeps the others (fuzz_repl found it reading
+# the freed tensor's name; the ASan build catches a regression).
+repl_expect drop_keeps_others 'a = random(2, "d")
+b = random(3, "d")
+c = random(4, "d")
+drop a
+list
+drop c
+list
+info a' 1 '^c: order 1, dims 4' '^b: order 1, dims 3' "error: no tensor named 'a'"
 repl_expect backend_bad ':backend gcc' 1 ':backend gcc: the backend must be llvm or c'
 # :semiring and :def set what the following compiles use and say so (their
 # values are pinned in check_semantics and semantics_numpy.py).

@@ -31,7 +31,7 @@ typedef struct Pending {             /* format / dtype set before creation */
   tj_dtype dtype;
 } Pending;
 
-typedef struct Repl {
+struct Repl {
   tj_tensor *t[MAX_SESSION];
   int n;
   Pending pend[MAX_SESSION];
@@ -46,7 +46,7 @@ typedef struct Repl {
   char defs[4096];          /* :def texts joined by ';' */
   uint64_t seed;
   bool quit;
-} Repl;
+};
 
 typedef struct Arg {
   bool is_str;
@@ -427,8 +427,9 @@ static bool word_command(Repl *r, char *line, bool *handled) {
     if (cmd[0] == 'p') tj_tensor_print(t, stdout, max);
     else if (cmd[0] == 'i') kop_info(t, stdout);
     else if (cmd[0] == 'd') {
+      int i = find(r, name);   /* before the free: find reads names */
       tj_tensor_free(t);
-      r->t[find(r, name)] = r->t[--r->n];
+      r->t[i] = r->t[--r->n];
     } else if (!unquote(arg, file, sizeof file)) {
       return tool_fail("usage: save NAME \"file\"");
     } else if (tj_tensor_write(t, file) != TJ_OK) {
@@ -498,39 +499,64 @@ static char *read_line(bool interactive) {
   return l;
 }
 
-int repl_run(const CliArgs *a) {
-  Repl r;
-  memset(&r, 0, sizeof r);
-  r.opts = a->opts;
-  snprintf(r.defs, sizeof r.defs, "%s", a->defs);
-  r.opts.defs = r.defs[0] ? r.defs : NULL;
-  if (a->opts.semiring && strlen(a->opts.semiring) < sizeof r.semiring) {
-    strcpy(r.semiring, a->opts.semiring);
-    r.opts.semiring = r.semiring;
+Repl *repl_new(const CliArgs *a) {
+  Repl *r = calloc(1, sizeof *r);
+  if (!r) {
+    tool_fail("out of memory");
+    return NULL;
   }
-  r.seed = a->seed;
-  if (a->schedule) snprintf(r.schedule, sizeof r.schedule, "%s", a->schedule);
-  if (tj_context_new(&r.cx) != TJ_OK) {
-    fprintf(stderr, "tensorjit: %s\n", tj_last_error());
+  r->opts = a->opts;
+  snprintf(r->defs, sizeof r->defs, "%s", a->defs);
+  r->opts.defs = r->defs[0] ? r->defs : NULL;
+  if (a->opts.semiring && strlen(a->opts.semiring) < sizeof r->semiring) {
+    strcpy(r->semiring, a->opts.semiring);
+    r->opts.semiring = r->semiring;
+  }
+  r->seed = a->seed;
+  if (a->schedule) snprintf(r->schedule, sizeof r->schedule, "%s", a->schedule);
+  if (tj_context_new(&r->cx) != TJ_OK) {
+    tool_fail_lib("context");
+    free(r);
+    return NULL;
+  }
+  return r;
+}
+
+void repl_free(Repl *r) {
+  if (!r) return;
+  for (int i = 0; i < r->n; i++) tj_tensor_free(r->t[i]);
+  free(r->last_expr);
+  tj_context_free(r->cx);
+  free(r);
+}
+
+bool repl_line(Repl *r, char *line, bool *quit) {
+  line = trim(line);
+  bool ok = !*line || *line == '#' || execute(r, line);
+  *quit = r->quit;
+  return ok;
+}
+
+int repl_run(const CliArgs *a) {
+  Repl *r = repl_new(a);
+  if (!r) {
+    fprintf(stderr, "tensorjit: %s\n", tool_msg());
     return 1;
   }
-  bool interactive = isatty(0);
+  bool interactive = isatty(0), quit = false;
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (interactive) printf("tensorjit %s (type :help for commands, :quit to leave)\n", tj_version());
   int errors = 0;
   char *l;
-  while (!r.quit && (l = read_line(interactive))) {
-    char *line = trim(l);
-    if (*line && *line != '#' && !execute(&r, line)) {
+  while (!quit && (l = read_line(interactive))) {
+    if (!repl_line(r, l, &quit)) {
       fflush(stdout);
       fprintf(stderr, "error: %s\n", tool_msg());
       errors++;
     }
     free(l);
   }
-  if (interactive && !r.quit) putchar('\n');
-  for (int i = 0; i < r.n; i++) tj_tensor_free(r.t[i]);
-  free(r.last_expr);
-  tj_context_free(r.cx);
+  if (interactive && !quit) putchar('\n');
+  repl_free(r);
   return !interactive && errors ? 1 : 0;
 }

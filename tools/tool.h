@@ -155,5 +155,13 @@ void cli_usage(FILE *out);
 int cli_run(CliArgs *a);
 /* Runs the REPL on stdin; returns the exit status. */
 int repl_run(const CliArgs *a);
+/* A REPL session (repl_run's, also driven line by line by tests/fuzz_repl):
+ * owned by the caller (repl_free); NULL with tool_fail on failure. */
+typedef struct Repl Repl;
+Repl *repl_new(const CliArgs *a);
+void repl_free(Repl *r);
+/* Runs one line (modified in place); false with tool_msg() on an error,
+ * which changes nothing in the session. *quit: the line asked to leave. */
+bool repl_line(Repl *r, char *line, bool *quit);
 
 #endif

@@ -1,0 +1,89 @@
+/* libFuzzer target for format strings (runtime/format.c): taco letters
+ * with a mode order ("ds:1,0") and the MLIR spelling
+ * ("(i,j) -> (j : dense, i : compressed)"). A string either fails with a
+ * message or gives a format that prints (taco spelling) and re-parses to
+ * the same format; a tensor of small dims in that format then takes a few
+ * entries, packs, converts to CSR-like and back, and keeps its entries.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorjit.h"
+
+static void must(bool cond, const char *what, const char *src) {
+  if (cond) return;
+  fprintf(stderr, "fuzz_format: %s for \"%s\"\n", what, src);
+  abort();
+}
+
+static bool same_format(const tj_format *a, const tj_format *b) {
+  if (a->order != b->order || strcmp(a->levels, b->levels) != 0) return false;
+  for (int l = 0; l < a->order; l++)
+    if (a->mode_order[l] != b->mode_order[l]) return false;
+  return true;
+}
+
+/* Coordinate m of the e-th distinct entry: e's base-3 digits. */
+static int64_t coord_of(int e, int m) {
+  for (; m > 0; m--) e /= 3;
+  return e % 3;
+}
+
+/* Packs a few distinct entries into a tensor of format f and converts it
+ * to all compressed and back: the entries survive. */
+static void use_format(const tj_format *f, const char *src) {
+  int n = f->order == 0 ? 1 : f->order == 1 ? 3 : 5;
+  int64_t dims[TJ_MAX_ORDER_PUBLIC];
+  for (int m = 0; m < f->order; m++) dims[m] = 3;
+  tj_tensor *t, *c, *b;
+  must(tj_tensor_new("T", TJ_F64, f->order, dims, f, &t) == TJ_OK, "tensor_new failed", src);
+  for (int e = 0; e < n; e++) {
+    int64_t coord[TJ_MAX_ORDER_PUBLIC];
+    for (int m = 0; m < f->order; m++) coord[m] = coord_of(e, m);
+    must(tj_tensor_insert(t, coord, e + 1) == TJ_OK, "insert failed", src);
+  }
+  must(tj_tensor_pack(t) == TJ_OK, "pack failed", src);
+  tj_format all = tj_format_dense(f->order);
+  for (int l = 0; l < f->order; l++) all.levels[l] = 's';
+  must(tj_tensor_convert(t, &all, &c) == TJ_OK, "convert failed", src);
+  must(tj_tensor_convert(c, f, &b) == TJ_OK, "convert back failed", src);
+  must(tj_tensor_nnz(b) == tj_tensor_nnz(t), "convert changed nnz", src);
+  for (int e = 0; e < n; e++) {
+    int64_t coord[TJ_MAX_ORDER_PUBLIC];
+    for (int m = 0; m < f->order; m++) coord[m] = coord_of(e, m);
+    double x, y;
+    must(tj_tensor_get(t, coord, &x) == TJ_OK && tj_tensor_get(b, coord, &y) == TJ_OK &&
+             x == y, "convert changed a value", src);
+  }
+  tj_tensor_free(t);
+  tj_tensor_free(c);
+  tj_tensor_free(b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size > 4096) return 0;
+  char *src = malloc(size + 1);
+  memcpy(src, data, size);
+  src[size] = 0;
+  tj_format f;
+  memset(&f, 0x5a, sizeof f);
+  tj_format before = f;
+  if (tj_format_parse(src, &f) == TJ_OK) {
+    must(f.order >= 0 && f.order <= TJ_MAX_ORDER_PUBLIC, "order out of range", src);
+    must((int)strlen(f.levels) == f.order, "levels do not match the order", src);
+    char buf[128];
+    tj_format_print(&f, buf, sizeof buf);
+    tj_format g;
+    must(tj_format_parse(buf, &g) == TJ_OK, "the printed format does not parse", src);
+    must(same_format(&f, &g), "the printed format parses differently", src);
+    if (f.order <= 4) use_format(&f, src);
+  } else {
+    must(tj_last_error()[0] != 0, "failed without a message", src);
+    must(memcmp(&f, &before, sizeof f) == 0, "a failed parse changed *out", src);
+  }
+  free(src);
+  return 0;
+}
