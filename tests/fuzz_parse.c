@@ -2,8 +2,9 @@
  * (NUL-terminated copy), printed and re-parsed (the printed form must parse
  * to an equal tree), checked against a few fixed declarations, and lowered
  * to concrete index notation and evaluated by the reference interpreter,
- * all in a fresh arena. The input is also fed
- * to the schedule parser. Crashes, leaks and sanitizer reports are bugs;
+ * all in a fresh arena, then again under a semiring. "defs | expr"
+ * inputs go through the definition parser and inlining. The input is also
+ * fed to the schedule parser. Crashes, leaks and sanitizer reports are bugs;
  * errors are expected and must leave a message.
  *
  * Build by hand (from the repository root):
@@ -94,9 +95,33 @@ static void run_notation(const char *src) {
         fclose(null);
       }
       run_ref(as, src);
+      /* the same under a semiring (chosen by the input's length) */
+      static const char *const srs[] = {"min.plus", "max.times", "or.and", "plus.pair"};
+      if (nt_apply_semiring(&a, as, nt_semiring(srs[strlen(src) % 4]), &d3)) run_ref(as, src);
+      else must(d3.msg[0] != 0, "semiring refused without a message", src);
     } else {
       must(d3.msg[0] != 0, "check failed without a message", src);
     }
+  }
+  arena_free(&a);
+}
+
+/* "defs | expression": the definitions parsed, then the expression with
+ * them inlined; a parse that fails must say why. */
+static void run_defs(const char *src) {
+  const char *bar = strchr(src, '|');
+  if (!bar) return;
+  Arena a;
+  arena_init(&a);
+  Diag d;
+  diag_init(&d);
+  char *defs = arena_strndup(&a, src, (size_t)(bar - src));
+  NtDefs table = {0};
+  if (defs && nt_parse_defs(&a, defs, &table, &d)) {
+    Assignment *as = nt_parse_with(&a, bar + 1, &table, &d);
+    must(as || d.msg[0], "parse with definitions failed without a message", src);
+  } else {
+    must(!defs || d.msg[0], "definitions refused without a message", src);
   }
   arena_free(&a);
 }
@@ -125,6 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(src, data, size);
   src[size] = 0;
   run_notation(src);
+  run_defs(src);
   run_schedule(src);
   free(src);
   return 0;
