@@ -276,7 +276,8 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
      * tj_tensor_pack: no arrays yet, read as empty), run on a packed copy. */
     if (e->plan.convert[t] || (t > 0 && !rt_tensor_is_packed(ops[t]))) {
       const tj_format *f = e->plan.convert[t] ? &e->plan.fmt[t] : tj_tensor_format(ops[t]);
-      status = tj_tensor_convert(ops[t], f, &tmp[t]);
+      status = e->plan.pattern[t] ? rt_tensor_pattern(ops[t], f, &tmp[t])
+                                  : tj_tensor_convert(ops[t], f, &tmp[t]);
       if (status == TJ_OK) st[t] = rt_tensor_storage(tmp[t]);
     } else {
       st[t] = rt_tensor_storage(ops[t]);

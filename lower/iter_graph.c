@@ -144,7 +144,20 @@ static bool check_output_format(const Assignment *as, Diag *d) {
   return true;
 }
 
-/* Mode order of tensor t's access e that follows the loop order. */
+/* Whether every access of tensor t in e is the mask of a mask/except. */
+static bool only_masks(const Expr *e, const TensorVar *t) {
+  Expr *k[2];
+  int n = nt_children(e, k);
+  OpKind op = nt_expr_op(e);
+  bool mask = op == OP_MASK || op == OP_EXCEPT;
+  for (int i = 0; i < n; i++) {
+    if (i == 0 && mask && k[0]->kind == EX_ACCESS) continue;
+    if (k[i]->kind == EX_ACCESS ? k[i]->u.access.t == t : !only_masks(k[i], t)) return false;
+  }
+  return true;
+}
+
+
 static void mode_order_for(const Expr *e, const int *loop_pos, tj_format *f) {
   int n = f->order;
   for (int m = 0; m < n; m++) f->mode_order[m] = m;
@@ -186,6 +199,25 @@ static bool plan_workspace(const Assignment *as, LowerPlan *p, Diag *d) {
     p->ws_var = v;
   }
   return true;
+}
+
+/* A sparse tensor used only as masks whose first level is walked inside
+ * another loop would be co-iterated from its start for every iteration of
+ * that loop (a BFS step's visited set: quadratic); it is read as a dense
+ * 0/1 pattern instead (LowerPlan.pattern), located per coordinate. */
+static void plan_mask_patterns(const Assignment *as, const AccessList *acc, const int *loop_pos,
+                               LowerPlan *p) {
+  for (int k = 1; k < acc->n; k++) {
+    const TensorVar *t = acc->e[k]->u.access.t;
+    tj_format *f = &p->fmt[t->id];
+    if (p->pattern[t->id] || !lv_format_has_sparse(f) || f->order == 0 ||
+        loop_pos[level_var(acc->e[k], f, 0)->id] == 0 || !only_masks(as->rhs, t))
+      continue;
+    tj_format dense = tj_format_dense(f->order);
+    memcpy(dense.mode_order, f->mode_order, sizeof dense.mode_order);
+    *f = dense;
+    p->convert[t->id] = p->pattern[t->id] = true;
+  }
 }
 
 /* One planning attempt; out_first adds edges from every output index to
@@ -269,6 +301,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
                           t->name);
   }
   if (!plan_workspace(as, p, d)) return false;
+  plan_mask_patterns(as, &acc, loop_pos, p);
   return true;
 }
 

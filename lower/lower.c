@@ -467,10 +467,12 @@ static LirStmt *conversion_notes(Lowerer *lw) {
     char from[64], to[64];
     tj_format_print(&lw->as->tensors[t]->decl.format, from, sizeof from);
     tj_format_print(&lw->plan->fmt[t], to, sizeof to);
-    lir_append(&s, lir_comment(lw->a, arena_printf(lw->a,
-        "operand %s is converted from %s to %s: its levels would be "
-        "traversed against their storage order",
-        lw->as->tensors[t]->name, from, to)));
+    const char *why = lw->plan->pattern[t]
+        ? "as a 0/1 pattern: a mask located per coordinate, not walked again in every "
+          "iteration of an outer loop"
+        : "its levels would be traversed against their storage order";
+    lir_append(&s, lir_comment(lw->a, arena_printf(lw->a, "operand %s is converted from %s to %s%s%s",
+        lw->as->tensors[t]->name, from, to, lw->plan->pattern[t] ? " " : ": ", why)));
   }
   return s;
 }

@@ -27,6 +27,11 @@ typedef struct LowerPlan {
   IndexVar *order[NT_MAX_INDICES];     /* loop order, outermost first */
   tj_format fmt[NT_MAX_TENSORS];       /* format each operand is read in */
   bool convert[NT_MAX_TENSORS];        /* fmt differs from the declared one */
+  bool pattern[NT_MAX_TENSORS];        /* with convert: a sparse mask read as a
+                                          dense 0/1 pattern (1 where it stores
+                                          an entry), a valued mask located in
+                                          O(1) instead of co-iterated again for
+                                          every iteration of an outer loop */
   int ws_depth;                        /* loop depth of the workspace, -1 none */
   IndexVar *ws_var;                    /* the output index scattered into it */
   bool out_sparse;                     /* output has a compressed level */

@@ -166,6 +166,10 @@ void rt_storage_release(tj_storage *s);
  * by row-range kernels in row order) into out, replacing its contents. */
 tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n);
 
+/* A tensor of format fmt (src's order) holding 1 where src stores an entry
+ * (explicit zeros too) and 0 elsewhere: a structural mask as values. */
+tj_status rt_tensor_pattern(const tj_tensor *src, const tj_format *fmt, tj_tensor **out);
+
 /* How partial outputs combine: the root reduction's operator. */
 typedef enum { RT_COMBINE_ADD, RT_COMBINE_MUL, RT_COMBINE_MIN, RT_COMBINE_MAX } RtCombine;
 /* Combines n >= 1 dense partial outputs (all dense levels, same shape as

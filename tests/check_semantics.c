@@ -398,6 +398,34 @@ START_TEST(test_def_errors) {
 }
 END_TEST
 
+/* A sparse mask is structural: an entry it stores counts even when its
+ * value is 0, whether the mask is co-iterated (y(i) = except(v(i), x(i)))
+ * or, nested inside another loop, read as a 0/1 pattern (n(j) = except(v(j),
+ * q(i) * A(i,j))). v stores (1, 0.0) and (3, 2.0). */
+START_TEST(test_sparse_mask_is_structural) {
+  tj_format s;
+  OK(tj_format_parse("s", &s));
+  int64_t four = 4;
+  tj_tensor *v;
+  OK(tj_tensor_new("v", TJ_F64, 1, &four, &s, &v));
+  OK(tj_tensor_insert(v, (int64_t[]){1}, 0.0));
+  OK(tj_tensor_insert(v, (int64_t[]){3}, 2.0));
+  OK(tj_tensor_pack(v));
+  tj_tensor *ops[] = {vector("y", "d", 4, NULL), v, vector("x", "d", 4, (double[]){1, 2, 3, 4})};
+  /* x where v stores nothing: (1, 0, 3, 0) */
+  expect("y(i) = except(v(i), x(i))", ops, 3, (double[]){1, 0, 3, 0}, 4);
+  expect("y(i) = mask(v(i), x(i))", ops, 3, (double[]){0, 2, 0, 4}, 4);
+  /* q = (1, 1, 0, 0), A = all ones: every j reached; v keeps 1 and 3 out */
+  double ones[16];
+  for (int k = 0; k < 16; k++) ones[k] = 1;
+  tj_tensor *bfs[] = {vector("n", "s", 4, NULL), vector("q", "s", 4, (double[]){1, 1, 0, 0}),
+                      matrix("A", "ds", 4, 4, ones), v};
+  expect("n(j) = except(v(j), q(i) * A(i,j))", bfs, 4, (double[]){2, 0, 2, 0}, 4);
+  free_all(ops, 3);
+  free_all(bfs, 3);
+}
+END_TEST
+
 /* The concrete notation shows where each sum's loop runs. */
 START_TEST(test_cin_where) {
   static const struct { const char *expr, *cin; } cases[] = {
@@ -485,6 +513,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_reduction_errors);
   tcase_add_test(tc, test_defs_by_hand);
   tcase_add_test(tc, test_def_errors);
+  tcase_add_test(tc, test_sparse_mask_is_structural);
   suite_add_tcase(s, tc);
   return s;
 }
