@@ -6,7 +6,7 @@
  *             GrB_mxv with GrB_MIN_PLUS_SEMIRING_FP64
  *   bfs       one BFS level from a frontier q, skipping the visited v:
  *             "n(j) = except(v(j), q(i) * A(i,j))" under or.and (f64; v a
- *             dense 0/1 vector, a valued mask);
+ *             dense 0/1 vector, a valued mask; bfs-sparse: v sparse);
  *             GrB_vxm with GrB_LOR_LAND_SEMIRING_BOOL on a bool matrix and
  *             the complemented structural mask (GrB_DESC_RSC)
  *   triangles sum over the edges (i,j) of L of |{k : L(i,k), L(j,k)}|, L the
@@ -227,11 +227,12 @@ static void bfs_grb(void *c) {
   GBCHECK(GrB_Vector_wait(b->next, GrB_MATERIALIZE));
 }
 
-static int bench_bfs(const Graph *g, int nth) {
+static int bench_bfs(const Graph *g, int nth, const char *vfmt) {
   GrB_Matrix Ad, Ab;
   tj_tensor *At = matrix(g, "A", "ds", 0, &Ad, &Ab);
-  /* visited as a dense 0/1 vector: a valued mask, located per j */
-  tj_tensor *q = vec("q", "s", g->n), *v = vec("v", "d", g->n), *nx = vec("n", "s", g->n);
+  /* visited as a dense 0/1 vector (a valued mask, located per j) or sparse
+   * (structural; planned as a 0/1 pattern built per run) */
+  tj_tensor *q = vec("q", "s", g->n), *v = vec("v", vfmt, g->n), *nx = vec("n", "s", g->n);
   Bfs b = {.A = Ab};
   GBCHECK(GrB_Vector_new(&b.q, GrB_BOOL, (GrB_Index)g->n));
   GBCHECK(GrB_Vector_new(&b.v, GrB_BOOL, (GrB_Index)g->n));
@@ -268,7 +269,7 @@ static int bench_bfs(const Graph *g, int nth) {
   free(c), free(x);
   Timing t;
   time_both(k, bfs_grb, &b, &t);
-  report("bfs", g, nth, &t, ok);
+  report(vfmt[0] == 'd' ? "bfs" : "bfs-sparse", g, nth, &t, ok);
   GrB_free(&b.q), GrB_free(&b.v), GrB_free(&b.next), GrB_free(&Ad), GrB_free(&Ab);
   tj_tensor_free(At), tj_tensor_free(q), tj_tensor_free(v), tj_tensor_free(nx);
   return ok;
@@ -342,7 +343,8 @@ int main(int argc, char **argv) {
     GBCHECK(GxB_Global_Option_set(GxB_NTHREADS, nth));
     for (int g = 0; g < ng; g++) {
       bad += !bench_relax(&gs[g], nth);
-      bad += !bench_bfs(&gs[g], nth);
+      bad += !bench_bfs(&gs[g], nth, "d");
+      bad += !bench_bfs(&gs[g], nth, "s");
       bad += !bench_triangles(&gs[g], nth);
     }
   }
