@@ -146,14 +146,13 @@ static bool check_output_format(const Assignment *as, Diag *d) {
 
 /* Whether every access of tensor t in e is the mask of a mask/except. */
 static bool only_masks(const Expr *e, const TensorVar *t) {
+  if (e->kind == EX_ACCESS) return e->u.access.t != t; /* a use that is no mask */
   Expr *k[2];
   int n = nt_children(e, k);
   OpKind op = nt_expr_op(e);
   bool mask = op == OP_MASK || op == OP_EXCEPT;
-  for (int i = 0; i < n; i++) {
-    if (i == 0 && mask && k[0]->kind == EX_ACCESS) continue;
-    if (k[i]->kind == EX_ACCESS ? k[i]->u.access.t == t : !only_masks(k[i], t)) return false;
-  }
+  for (int i = 0; i < n; i++)
+    if (!(i == 0 && mask && k[0]->kind == EX_ACCESS) && !only_masks(k[i], t)) return false;
   return true;
 }
 

@@ -421,6 +421,11 @@ START_TEST(test_sparse_mask_is_structural) {
   tj_tensor *bfs[] = {vector("n", "s", 4, NULL), vector("q", "s", 4, (double[]){1, 1, 0, 0}),
                       matrix("A", "ds", 4, 4, ones), v};
   expect("n(j) = except(v(j), q(i) * A(i,j))", bfs, 4, (double[]){2, 0, 2, 0}, 4);
+  /* a sparse operand nested in a loop but used as a value keeps its values:
+   * y(i) = sum_j w(j) = 12 (not the count of w's entries) */
+  tj_tensor *sum[] = {vector("y", "d", 4, NULL), vector("w", "s", 4, (double[]){0, 5, 0, 7})};
+  expect("y(i) = w(j)", sum, 2, (double[]){12, 12, 12, 12}, 4);
+  free_all(sum, 2);
   free_all(ops, 3);
   free_all(bfs, 3);
 }
