@@ -109,7 +109,8 @@ int drv_lattice_max(void) {
 
 /* Vector width from the backend's target (AVX-512: 512 bits, AVX2: 256),
  * parallelism, and the schedule's parallelize / vectorize directives. */
-bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d) {
+bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, const Schedule *s,
+                        Diag *d) {
   LowerPlan *p = &e->plan;
   LowerOptions *o = &e->opt;
   o->vector_bits = e->no_vectorize ? 0 : e->be->vector_bits(e->bstate);
@@ -122,8 +123,9 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
   o->lattice_max = drv_lattice_max();
   for (int k = 0; k < s->n; k++) {
     const SchedDirective *sd = &s->d[k];
+    int part = 0;
     if (sd->kind == SCHED_PARALLELIZE) {
-      IndexVar *v = index_named(as, sd->vars[0]);
+      IndexVar *v = cin_loop_named(cin, sd->vars[0], &part);
       if (!v || p->nloops == 0 || p->order[0] != v)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s): only the outermost loop (%s) can run in parallel",
@@ -147,7 +149,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
     } else if (sd->kind == SCHED_PRECOMPUTE) {
       if (!apply_precompute(as, p, sd, &e->arena, d)) return false;
     } else if (sd->kind == SCHED_VECTORIZE) {
-      o->vec_var = index_named(as, sd->vars[0]);
+      o->vec_var = cin_loop_named(cin, sd->vars[0], &part); /* or its split's inner half */
       o->vec_width = e->no_vectorize ? 0 : sd->width;
       if (!o->vec_var)
         return diag_error(d, TJ_ERR_PARSE, "vectorize(%s, %d): no index %s in the expression",

@@ -70,6 +70,7 @@ typedef struct LoopNest {
   IndexVar *ws_var;
   int unroll[NT_MAX_INDICES];          /* unroll(i, n): n, else 0 */
   int par[NT_MAX_INDICES];             /* parallelize(i, s): ParStrategy */
+  const CinLoopForm *form[NT_MAX_INDICES]; /* split / divide / pos / bound */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
 

@@ -169,6 +169,19 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
  * (a dense range, or the positions of one unsegmented sparse level). */
 bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
 
+/* strip.c: the loop rewrites (split, divide, pos, bound) of the loop at depth */
+/* Whether the loop at depth can take its rewrites: how (not NULL) says why
+ * it is not one for loop; sparse_x is the access whose sparse level the
+ * for walks, -1 for a dense range. False with lw->d set when refused. */
+bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x);
+/* The dense loop's upper bound: bound()'s constant, else extent. */
+LirExpr *lw_form_extent(Lowerer *lw, int depth, LirExpr *extent);
+/* for (iv = lo; iv < hi; iv++) body, strip-mined when the loop is split or
+ * divided; *outer gets the outermost loop made, *inner the loop over iv
+ * (both the one loop without a split). */
+LirStmt *lw_strip_loop(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr *hi,
+                       LirStmt *body, LirStmt **outer, LirStmt **inner);
+
 /* lower.c helpers used by lower_loops.c */
 /* The value of absent entries: the semiring's zero (0 by default). */
 double lw_fill_value(const Lowerer *lw);
