@@ -149,11 +149,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
     } else if (sd->kind == SCHED_PRECOMPUTE) {
       if (!apply_precompute(as, p, sd, &e->arena, d)) return false;
     } else if (sd->kind == SCHED_VECTORIZE) {
-      o->vec_var = cin_loop_named(cin, sd->vars[0], &part); /* or its split's inner half */
-      o->vec_width = e->no_vectorize ? 0 : sd->width;
-      if (!o->vec_var)
-        return diag_error(d, TJ_ERR_PARSE, "vectorize(%s, %d): no index %s in the expression",
-                          sd->vars[0], sd->width, sd->vars[0]);
+      o->vec_width = e->no_vectorize ? 0 : sd->width; /* the loops carry the request */
     }
   }
   return true;

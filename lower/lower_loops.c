@@ -725,6 +725,7 @@ _Static_assert((int)PAR_STATIC == (int)TJ_PAR_STATIC &&
  * or in small chunks handed out as threads free up (`dynamic`). */
 static void loop_attrs(Lowerer *lw, LoopCtx *cx, LirStmt *loop, LirStmt *inner) {
   inner->u.loop.at.unroll = lw->nest.unroll[cx->depth];
+  inner->u.loop.at.vectorize = lw->nest.vec[cx->depth];
   if (cx->depth != 0 || !lw->par_ok || lw->target != T_OUT) return;
   LoopAttrs *at = &loop->u.loop.at;
   at->parallel = true;
@@ -986,11 +987,14 @@ static LirStmt *wide_loop(Lowerer *lw, LoopCtx *cx) {
   return lir_block(a, s);
 }
 
-/* unroll(i, n) on a loop that is a while loop (how says why): refused. */
+/* unroll(i, n) or vectorize(i, w) on a loop that is a while loop (how
+ * says why): refused. */
 static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
-  diag_error(lw->d, TJ_ERR_UNSUPPORTED, "unroll(%s, %d): the loop over %s %s; only for loops "
-             "(a dense range, or one sparse level) unroll", cx->v->name,
-             lw->nest.unroll[cx->depth], cx->v->name, how);
+  bool un = lw->nest.unroll[cx->depth];
+  diag_error(lw->d, TJ_ERR_UNSUPPORTED, "%s(%s, %d): the loop over %s %s; only for loops "
+             "(a dense range, or one sparse level) %s", un ? "unroll" : "vectorize",
+             cx->v->name, un ? lw->nest.unroll[cx->depth] : lw->nest.vec[cx->depth],
+             cx->v->name, how, un ? "unroll" : "vectorize");
   return NULL;
 }
 
@@ -1004,7 +1008,7 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
                 .v = lw->nest.order[depth]};
   bool wide = lw_wide_at(lw, alive, depth);
-  if (wide && lw->nest.unroll[depth])
+  if (wide && (lw->nest.unroll[depth] || lw->nest.vec[depth]))
     return refuse_unroll(lw, &cx, "merges sparse operands in a while loop");
   if (wide && !lw_form_check(lw, depth, "merges sparse operands in a while loop", -1))
     return NULL;
@@ -1025,7 +1029,7 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     lir_append(&s, single_loop(lw, &cx, extent));
     return lir_block(a, s);
   }
-  if (lw->nest.unroll[depth])
+  if (lw->nest.unroll[depth] || lw->nest.vec[depth])
     return refuse_unroll(lw, &cx, "co-iterates sparse operands in while loops");
   if (!lw_form_check(lw, depth, "co-iterates sparse operands (or walks duplicates) in while "
                      "loops", -1))

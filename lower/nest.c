@@ -19,6 +19,7 @@ static bool walk(const Cin *c, LoopNest *n, Diag *d) {
     if (n->nloops == NT_MAX_INDICES) return diag_error(d, TJ_ERR_UNSUPPORTED, "too many loops");
     n->unroll[n->nloops] = c->u.forall.unroll;
     n->par[n->nloops] = c->u.forall.par;
+    n->vec[n->nloops] = c->u.forall.vec_width;
     n->form[n->nloops] = &c->u.forall.form;
     n->order[n->nloops++] = c->u.forall.iv;
     return walk(c->u.forall.body, n, d);

@@ -154,7 +154,7 @@ START_TEST(spmv_by_hand) {
 }
 END_TEST
 
-static char *cin_of(const char *expr, const char *fa, const char *sched) {
+static char *stage_of(const char *expr, const char *fa, const char *sched, tj_stage st) {
   static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
   tj_context *cx;
   OK(tj_context_new(&cx));
@@ -165,7 +165,7 @@ static char *cin_of(const char *expr, const char *fa, const char *sched) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  OK(tj_kernel_print(k, TJ_STAGE_CIN, f));
+  OK(tj_kernel_print(k, st, f));
   fclose(f);
   tj_tensor_free(A);
   tj_tensor_free(x);
@@ -174,6 +174,24 @@ static char *cin_of(const char *expr, const char *fa, const char *sched) {
   tj_context_free(cx);
   return buf;
 }
+
+static char *cin_of(const char *expr, const char *fa, const char *sched) {
+  return stage_of(expr, fa, sched, TJ_STAGE_CIN);
+}
+
+/* vectorize(i, w) marks the loops of i in the notation, and the pass
+ * vectorizes those (the inner half of a split here), not a loop that
+ * happens to share the name. */
+START_TEST(vectorize_is_a_rewrite_of_the_loop) {
+  char *c = stage_of(SPMV, "dd", "split(j, j0, j1, 8) vectorize(j1, 2)", TJ_STAGE_C);
+  ck_assert_msg(strstr(c, "vector(2)"), "%s", c);
+  ck_assert_msg(!strstr(c, "vector(4)") && !strstr(c, "vector(8)"), "%s", c);
+  free(c);
+  c = stage_of(SPMV, "dd", "vectorize(i, 2)", TJ_STAGE_C); /* the row loop: not vectorizable */
+  ck_assert_msg(!strstr(c, "vector("), "%s", c);
+  free(c);
+}
+END_TEST
 
 /* What -print-cin shows is the loops that run, under the names the
  * schedule gave them, with the relations after the statement. */
@@ -231,6 +249,8 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "bound(j, jb, 4, max_exact)", "walks a sparse level; bound a dense loop"},
     {SPMV, "ds", "pos(j, jp, A(i,j)) bound(jp, jb, 4, max_exact)", "only a coordinate loop"},
     {SPMV, "ds", "divide(j, j0, j1, 2) parallelize(j0)", "only the outermost loop"},
+    {"y(i) = A(i,j) * x(j) + A(i,j)", "ds", "vectorize(j, 4)", "only for loops (a dense range, "
+     "or one sparse level) vectorize"},
 };
 enum { NREFUSALS = sizeof refusals / sizeof refusals[0] };
 
@@ -278,6 +298,7 @@ int main(void) {
   tcase_add_loop_test(t, rewrites_against_the_reference, 0, NCASES);
   tcase_add_test(t, spmv_by_hand);
   tcase_add_test(t, notation_shows_the_rewrites);
+  tcase_add_test(t, vectorize_is_a_rewrite_of_the_loop);
   tcase_add_loop_test(t, refusals_with_messages, 0, NREFUSALS);
   tcase_add_test(t, bound_is_checked_at_every_run);
   suite_add_tcase(s, t);
