@@ -126,10 +126,18 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
     int part = 0;
     if (sd->kind == SCHED_PARALLELIZE) {
       IndexVar *v = cin_loop_named(cin, sd->vars[0], &part);
-      if (!v || p->nloops == 0 || p->order[0] != v)
-        return diag_error(d, TJ_ERR_UNSUPPORTED,
-                          "parallelize(%s): only the outermost loop (%s) can run in parallel",
-                          sd->vars[0], p->nloops ? p->order[0]->name : "none");
+      if (v && p->nloops > 0 && p->order[0] != v) { /* an inner loop (lowering checks more) */
+        if (p->out_sparse || p->reduce_rows || nt_is_reduction_var(as, v))
+          return diag_error(d, TJ_ERR_UNSUPPORTED,
+                            "parallelize(%s): an inner loop runs in parallel only over an index "
+                            "of a dense output whose outer loop is not a reduction (per-thread "
+                            "partials or atomics for it are not lowered); the outermost loop "
+                            "is %s", sd->vars[0], p->order[0]->name);
+        continue;
+      }
+      if (!v || p->nloops == 0)
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): no loop to run in parallel",
+                          sd->vars[0]);
       bool dense_rows = !p->out_sparse && !nt_is_reduction_var(as, v);
       if (!dense_rows && !p->rangeable)
         return diag_error(d, TJ_ERR_UNSUPPORTED,

@@ -71,6 +71,7 @@ typedef struct LoopNest {
   int unroll[NT_MAX_INDICES];          /* unroll(i, n): n, else 0 */
   int par[NT_MAX_INDICES];             /* parallelize(i, s): ParStrategy */
   int vec[NT_MAX_INDICES];             /* vectorize(i, w): w, else 0 */
+  int par_asked;                       /* depth of the loop parallelize names, -1 */
   const CinLoopForm *form[NT_MAX_INDICES]; /* split / divide / pos / bound */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);

@@ -726,10 +726,14 @@ _Static_assert((int)PAR_STATIC == (int)TJ_PAR_STATIC &&
 static void loop_attrs(Lowerer *lw, LoopCtx *cx, LirStmt *loop, LirStmt *inner) {
   inner->u.loop.at.unroll = lw->nest.unroll[cx->depth];
   inner->u.loop.at.vectorize = lw->nest.vec[cx->depth];
-  if (cx->depth != 0 || !lw->par_ok || lw->target != T_OUT) return;
+  if (cx->depth != lw->par_depth || !lw->par_ok || lw->target != T_OUT) return;
   LoopAttrs *at = &loop->u.loop.at;
   at->parallel = true;
-  at->schedule = lw->nest.par[0];
+  at->schedule = lw->nest.par[cx->depth];
+  if (cx->depth > 0 && at->schedule == PAR_BALANCED)
+    diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, balanced): only the outermost loop's "
+               "rows are weighed by nonzeros; use static or dynamic", cx->v->name);
+  if (cx->depth > 0) return;
   if (loop != inner) { /* the blocks of a split: equal iterations, not rows */
     if (at->schedule == PAR_BALANCED)
       diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, balanced): the blocks of a split "

@@ -59,7 +59,8 @@ typedef struct Lowerer {
   Access acc[LW_MAX_ACCESS];
   int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
   int first_red;                           /* depth of first reduction var */
-  bool par_ok;                             /* the depth-0 loop may be parallel */
+  bool par_ok;                             /* the loop at par_depth may be parallel */
+  int par_depth;                           /* 0, or the depth parallelize names */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
                                               output's rows it reaches (and the

@@ -20,6 +20,7 @@ static bool walk(const Cin *c, LoopNest *n, Diag *d) {
     n->unroll[n->nloops] = c->u.forall.unroll;
     n->par[n->nloops] = c->u.forall.par;
     n->vec[n->nloops] = c->u.forall.vec_width;
+    if (c->u.forall.flags & CIN_PARALLEL) n->par_asked = n->nloops;
     n->form[n->nloops] = &c->u.forall.form;
     n->order[n->nloops++] = c->u.forall.iv;
     return walk(c->u.forall.body, n, d);
@@ -44,5 +45,6 @@ bool lower_nest(const Cin *c, LoopNest *n, Diag *d) {
   n->nloops = 0;
   n->ws_depth = -1;
   n->ws_var = NULL;
+  n->par_asked = -1;
   return walk(c, n, d);
 }

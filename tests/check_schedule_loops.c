@@ -68,6 +68,12 @@ static const LoopCase cases[] = {
     /* sparse outputs built in row chunks, with rewritten loops inside */
     {"A(i,j) = B(i,j) * 2", "A:ds B:ds", "i=31 j=23", "pos(j, jp, B(i,j)) split(jp, j0, j1, 3)"},
     {"A(i,j) = B(i,j) + C(i,j)", "A:ds B:ds C:ds", "i=31 j=23", "split(i, i0, i1, 5)"},
+    /* parallelize of an inner loop over a dense output's index */
+    {"A(i,j) = B(i,j) * C(i,j)", "", "i=23 j=37", "parallelize(j, static)"},
+    {"A(i,j) = B(i,k) * C(k,j)", "B:ds", "i=19 j=23 k=17", "reorder(i,k,j) parallelize(j, dynamic)"},
+    {"A(i,j) = B(i,j) * C(i,j)", "B:ds", "i=23 j=37", "pos(j, jp, B(i,j)) split(jp, j0, j1, 4) "
+                                                      "parallelize(j0)"},
+    {TTV, "B:dss", "i=9 j=8 k=7", "parallelize(j, static)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
@@ -248,7 +254,10 @@ static const Refusal refusals[] = {
     {SPMV, "dd", "bound(j, jb, 4, min_exact)", "only max_exact"},
     {SPMV, "ds", "bound(j, jb, 4, max_exact)", "walks a sparse level; bound a dense loop"},
     {SPMV, "ds", "pos(j, jp, A(i,j)) bound(jp, jb, 4, max_exact)", "only a coordinate loop"},
-    {SPMV, "ds", "divide(j, j0, j1, 2) parallelize(j0)", "only the outermost loop"},
+    {SPMV, "ds", "divide(j, j0, j1, 2) parallelize(j0)", "an inner loop runs in parallel only "
+     "over an index of a dense output whose outer loop is not a reduction"},
+    {"A(i,j) = y(i) * x(j)", "dd", "parallelize(j, balanced)", "only the outermost loop's rows "
+     "are weighed by nonzeros"},
     {"y(i) = A(i,j) * x(j) + A(i,j)", "ds", "vectorize(j, 4)", "only for loops (a dense range, "
      "or one sparse level) vectorize"},
 };
