@@ -296,8 +296,12 @@ static void print_pair(FILE *out, const char *name, const Cin *a, const Cin *b) 
 }
 
 static void print_par(FILE *out, const Cin *c) {
+  const char *race = c->u.forall.form.race;
   if (c->u.forall.flags & CIN_PARALLEL) fputs(":parallel", out);
-  if (c->u.forall.par) fprintf(out, "(%s)", cin_strategy_name(c->u.forall.par));
+  if (c->u.forall.par && race)
+    fprintf(out, "(%s, %s)", cin_strategy_name(c->u.forall.par), race);
+  else if (c->u.forall.par || race)
+    fprintf(out, "(%s)", race ? race : cin_strategy_name(c->u.forall.par));
 }
 
 static void print_inner_flags(FILE *out, const Cin *c) {
@@ -502,18 +506,37 @@ static bool parse_factor(SchedParser *sp, SchedDirective *sd) {
   return true;
 }
 
+/* parallelize(i, <strategy>[, <race>]) or parallelize(i, <race>): the race
+ * strategy (how threads combine a reduction into a shared output) is
+ * "partials" or "atomics" (kept in sd->arg). */
 static bool parse_strategy(SchedParser *sp, SchedDirective *sd) {
   skip_blank(sp);
   int col = col_of(sp);
-  const char *name = ident(sp, "a strategy (static, balanced or dynamic)");
+  const char *name = ident(sp, "a strategy (static, balanced or dynamic) or a race strategy "
+                               "(partials or atomics)");
   if (!name) return false;
+  if (strcmp(name, "partials") == 0 || strcmp(name, "atomics") == 0) {
+    sd->arg = name;
+    return true;
+  }
   for (int k = PAR_STATIC; k <= PAR_DYNAMIC; k++)
     if (strcmp(name, cin_strategy_name(k)) == 0) {
       sd->width = k;
-      return true;
+      skip_blank(sp);
+      if (*sp->p != ',') return true;
+      sp->p++;
+      skip_blank(sp);
+      col = col_of(sp);
+      if (!(name = ident(sp, "a race strategy (partials or atomics)"))) return false;
+      if (strcmp(name, "partials") == 0 || strcmp(name, "atomics") == 0) {
+        sd->arg = name;
+        return true;
+      }
+      return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, col, "parallelize: unknown race "
+                           "strategy '%s' (partials or atomics)", name);
     }
   return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, col, "parallelize: unknown strategy '%s' "
-                       "(static, balanced or dynamic)", name);
+                       "(static, balanced or dynamic; or partials or atomics)", name);
 }
 
 /* The index list of reorder / parallelize / vectorize / unroll. */
@@ -636,6 +659,7 @@ void nt_schedule_print(FILE *out, const Schedule *s) {
     if (sd->kind == SCHED_VECTORIZE || sd->kind == SCHED_UNROLL) fprintf(out, ",%d", sd->width);
     if (sd->kind == SCHED_PARALLELIZE && sd->width)
       fprintf(out, ",%s", cin_strategy_name(sd->width));
+    if (sd->kind == SCHED_PARALLELIZE && sd->arg) fprintf(out, ",%s", sd->arg);
     fputc(')', out);
   }
 }

@@ -199,6 +199,7 @@ bool loops_flag(Loops *l, const Schedule *s, const SchedDirective *sd, Diag *d) 
                         sd->vars[0], sd->vars[0], l->iv[p]->name, f->outer);
     l->flags[p] |= CIN_PARALLEL;
     l->par[p] = sd->width;
+    f->race = sd->arg;
     f->par_outer = part == PART_OUTER;
     return true;
   }

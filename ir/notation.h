@@ -245,6 +245,8 @@ typedef struct CinLoopForm {
   int64_t bound;
   BoundKind bound_kind;
   bool par_outer;                /* the parallel loop is the outer half */
+  const char *race;              /* parallelize(i, ..., partials|atomics): how
+                                    threads combine a reduction, or NULL */
 } CinLoopForm;
 
 typedef struct Cin Cin;

@@ -139,7 +139,19 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
         return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): no loop to run in parallel",
                           sd->vars[0]);
       bool dense_rows = !p->out_sparse && !nt_is_reduction_var(as, v);
-      if (!dense_rows && !p->rangeable)
+      if (sd->arg && strcmp(sd->arg, "atomics") == 0)
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s, atomics): atomic updates are not lowered; partials "
+                          "(per-thread partial outputs, summed in order) are, for an outermost "
+                          "reduction loop into a dense output", sd->vars[0]);
+      if (sd->arg && !p->reduce_rows)
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s, partials): %s", sd->vars[0],
+                          dense_rows ? "the loop writes disjoint rows of the output; there "
+                                       "is nothing to combine"
+                                     : "partials are lowered for an outermost reduction loop "
+                                       "into a dense output");
+      if (!dense_rows && !p->rangeable && !p->reduce_rows)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s): the loop over %s writes a shared output (a "
                           "reduction, or a sparse output whose first level is not dense)",

@@ -74,6 +74,9 @@ static const LoopCase cases[] = {
     {"A(i,j) = B(i,j) * C(i,j)", "B:ds", "i=23 j=37", "pos(j, jp, B(i,j)) split(jp, j0, j1, 4) "
                                                       "parallelize(j0)"},
     {TTV, "B:dss", "i=9 j=8 k=7", "parallelize(j, static)"},
+    /* an outermost reduction into a dense output: per-thread partials */
+    {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "parallelize(i, partials)"},
+    {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "split(i, i0, i1, 4) parallelize(i0, partials)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
@@ -212,6 +215,8 @@ START_TEST(notation_shows_the_rewrites) {
       {SPMV, "dd", "bound(j, jb, 4, max_exact) divide(i, i0, i1, 2) vectorize(jb, 4)",
        "suchthat(forall(i0, forall(i1, forall(jb:vectorize(4), y(i) += A(i,j) * x(j)))), "
        "divide(i, i0, i1, 2), bound(j, jb, 4, max_exact))\n"},
+      {"x(j) = A(i,j) * y(i)", "ds", "parallelize(i, partials)",
+       "forall(i:parallel(partials), forall(j, x(j) += A(i,j) * y(i)))\n"},
       {"y(i) = b(i) - A(i,j) * x(j)", "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 2)",
        "suchthat(forall(i, where(y(i) = b(i) - t_j, forall(j0, forall(j1, t_j += A(i,j) * "
        "x(j))))), pos(j, jp, A(i,j)), split(jp, j0, j1, 2))\n"},
@@ -256,6 +261,11 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "pos(j, jp, A(i,j)) bound(jp, jb, 4, max_exact)", "only a coordinate loop"},
     {SPMV, "ds", "divide(j, j0, j1, 2) parallelize(j0)", "an inner loop runs in parallel only "
      "over an index of a dense output whose outer loop is not a reduction"},
+    {"x(j) = A(i,j) * y(i)", "ds", "parallelize(i, atomics)", "atomic updates are not lowered; "
+     "partials (per-thread partial outputs, summed in order) are"},
+    {SPMV, "ds", "parallelize(i, partials)", "writes disjoint rows of the output; there is "
+     "nothing to combine"},
+    {SPMV, "ds", "parallelize(i, static, sharing)", "unknown race strategy 'sharing'"},
     {"A(i,j) = y(i) * x(j)", "dd", "parallelize(j, balanced)", "only the outermost loop's rows "
      "are weighed by nonzeros"},
     {"y(i) = A(i,j) * x(j) + A(i,j)", "ds", "vectorize(j, 4)", "only for loops (a dense range, "
