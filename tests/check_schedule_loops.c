@@ -163,6 +163,34 @@ START_TEST(spmv_by_hand) {
 }
 END_TEST
 
+/* The transposed product with per-thread partials, by hand (A as above,
+ * x = (1, 2, 3, 4, 5)): y(j) = sum_i A(i,j) x(i) = (1+20, 9+24, 2+28,
+ * 12+32+45) = (21, 33, 30, 89). */
+START_TEST(partials_by_hand) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  static const double xv[5] = {1, 2, 3, 4, 5}, want[4] = {21, 33, 30, 89};
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", "ds", 5, 4, a), *x = vector("x", 5, xv);
+  tj_tensor *y = vector("y", 4, (double[4]){0});
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(j) = A(i,j) * x(i)", (tj_tensor *[]){y, A, x}, 3,
+                "split(i, i0, i1, 2) parallelize(i0, partials)", &two, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t j = 0; j < 4; j++) {
+    double v;
+    OK(tj_tensor_get(y, (int64_t[]){j}, &v));
+    ck_assert_msg(v == want[j], "y(%lld) = %g, want %g", (long long)j, v, want[j]);
+  }
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
 static char *stage_of(const char *expr, const char *fa, const char *sched, tj_stage st) {
   static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
   tj_context *cx;
@@ -316,6 +344,7 @@ int main(void) {
   tcase_set_timeout(t, 300);
   tcase_add_loop_test(t, rewrites_against_the_reference, 0, NCASES);
   tcase_add_test(t, spmv_by_hand);
+  tcase_add_test(t, partials_by_hand);
   tcase_add_test(t, notation_shows_the_rewrites);
   tcase_add_test(t, vectorize_is_a_rewrite_of_the_loop);
   tcase_add_loop_test(t, refusals_with_messages, 0, NREFUSALS);
