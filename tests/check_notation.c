@@ -578,7 +578,7 @@ static const char *sched_bad[][2] = {
   {"vectorize(j,0)", "1:13: vectorize width 0 is not a power of two"},
   {"vectorize(j)", "1:12: expected ',' and a vector width"},
   {"vectorize(j,x)", "1:13: expected a vector width"},
-  {"parallelize(i,j)", "1:15: parallelize: unknown strategy 'j' (static, balanced or dynamic)"},
+  {"parallelize(i,j)", "1:15: parallelize: unknown strategy 'j' (static, balanced or dynamic; or partials or atomics)"},
   {"reorder(i,k", "1:12: expected ',' or ')'"},
   {"reorder(1)", "1:9: expected an index variable"},
   {"reorder i", "1:9: expected '('"},
