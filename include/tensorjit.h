@@ -2,7 +2,9 @@
  * into machine code in-process (LLVM ORC LLJIT).
  *
  * Ownership: tj_tensor is owned by the caller (tj_tensor_free). tj_context
- * is owned by the caller (tj_context_free) and owns its kernels. Every call
+ * is owned by the caller (tj_context_free) and owns its kernels, which the
+ * caller may free earlier (tj_kernel_free) so that a long-running process
+ * keeps a bounded number of compiled kernels. Every call
  * returns a tj_status; on failure tj_last_error() (thread-local) says why
  * and nothing the caller owns has been changed or freed.
  */
@@ -246,6 +248,25 @@ void tj_context_free(tj_context *cx);
  * compile that uses it, so this call fails only for NULL cx or memory. */
 tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir);
 
+/* The in-memory kernel cache keeps at most max_kernels compiled kernels
+ * (0: no limit); the default is 1024, or TJ_KERNEL_CACHE_MAX (a count, read
+ * by tj_context_new, which fails on a value that is not one). Past the
+ * limit the least recently used kernel that no live tj_kernel handle uses
+ * is evicted: its machine code is removed from the JIT and its memory
+ * freed; a later tj_compile of the same expression compiles it again. A
+ * handle keeps its kernel (it never becomes invalid and never recompiles
+ * behind the caller's back), so the cache holds more than the limit while
+ * the caller holds more handles than that: free handles with tj_kernel_free
+ * to let them go. Lowering the limit evicts at once. */
+tj_status tj_context_set_cache_limit(tj_context *cx, size_t max_kernels);
+typedef struct tj_cache_stats {
+  size_t entries;      /* compiled kernels (distinct cache keys) held */
+  size_t in_use;       /* of those, used by a live tj_kernel handle */
+  size_t limit;        /* 0: no limit */
+  uint64_t hits, misses, evictions;   /* since tj_context_new */
+} tj_cache_stats;
+tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out);
+
 /* Compiles `expr` (e.g. "y(i) = A(i,j) * x(j)") over operands, matched to
  * the expression's tensors by name (tj_tensor_name); the output tensor
  * must be among them (its dims and format say what to build). schedule may
@@ -254,6 +275,10 @@ tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir);
 tj_status tj_compile(tj_context *cx, const char *expr,
                      tj_tensor *const *operands, int n, const char *schedule,
                      const tj_options *opts, tj_kernel **out);
+/* Frees a kernel handle before its context does (NULL: nothing); the
+ * compiled code stays in the context's cache, evictable once no other
+ * handle uses it. k must not be running, nor be used afterwards. */
+void tj_kernel_free(tj_kernel *k);
 
 typedef enum { TJ_ASSEMBLE, TJ_COMPUTE, TJ_EVALUATE } tj_phase;
 /* Runs a phase of k on the operands bound at compile time, or, when

@@ -288,19 +288,24 @@ static bool do_expression(Repl *r, const char *expr) {
   tj_kernel *k;
   bool ok = tj_compile(r->cx, expr, ops, s.ntensors, r->schedule[0] ? r->schedule : NULL,
                        &r->opts, &k) == TJ_OK || tool_fail_lib("compile");
-  ok = ok && (tj_kernel_run(k, TJ_EVALUATE, NULL, 0) == TJ_OK || tool_fail_lib("evaluate"));
-  if (!ok) {
+  bool ran = ok && (tj_kernel_run(k, TJ_EVALUATE, NULL, 0) == TJ_OK || tool_fail_lib("evaluate"));
+  if (!ran) {
+    if (ok) tj_kernel_free(k);
     if (fresh) tj_tensor_free(out);
     return false;
   }
   char *copy = strdup(expr);
   if (!copy || !put(r, out)) {
     free(copy);
+    tj_kernel_free(k);
     return copy ? false : tool_fail("out of memory");
   }
   free(r->last_expr);
   r->last_expr = copy;
   r->last = s;
+  /* Only the last kernel is kept: the cache may evict the others (a long
+   * session's memory stays bounded, TJ_KERNEL_CACHE_MAX). */
+  tj_kernel_free(r->k);
   r->k = k;
   kop_info(out, stdout);
   double v;
