@@ -13,6 +13,7 @@
 #include "tool.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,7 +22,6 @@
 #include <editline/readline.h>
 #endif
 
-#define MAX_SESSION 64
 #define MAX_ARGS 12
 
 typedef struct Pending {             /* format / dtype set before creation */
@@ -32,10 +32,10 @@ typedef struct Pending {             /* format / dtype set before creation */
 } Pending;
 
 struct Repl {
-  tj_tensor *t[MAX_SESSION];
-  int n;
-  Pending pend[MAX_SESSION];
-  int npend;
+  tj_tensor **t;                     /* the session's tensors (grown as needed) */
+  int n, cap;
+  Pending *pend;
+  int npend, pcap;
   tj_context *cx;
   tj_kernel *k;                      /* last kernel (owned by cx) */
   char *last_expr;
@@ -77,10 +77,23 @@ static int find(const Repl *r, const char *name) {
   return -1;
 }
 
+/* Room for one more element in *arr (n used of *cap, elements of size
+ * bytes): false when memory runs out. */
+static bool room(void **arr, int n, int *cap, size_t size) {
+  if (n < *cap) return true;
+  if (*cap > INT_MAX / 2) return false;
+  int want = *cap ? 2 * *cap : 16;
+  void *p = realloc(*arr, (size_t)want * size);
+  if (!p) return false;
+  *arr = p;
+  *cap = want;
+  return true;
+}
+
 static Pending *pending(Repl *r, const char *name, bool add) {
   for (int i = 0; i < r->npend; i++)
     if (!strcmp(r->pend[i].name, name)) return &r->pend[i];
-  if (!add || r->npend == MAX_SESSION) return NULL;
+  if (!add || !room((void **)&r->pend, r->npend, &r->pcap, sizeof *r->pend)) return NULL;
   Pending *p = &r->pend[r->npend++];
   memset(p, 0, sizeof *p);
   snprintf(p->name, sizeof p->name, "%s", name);
@@ -95,9 +108,9 @@ static bool put(Repl *r, tj_tensor *t) {
     r->t[i] = t;
     return true;
   }
-  if (r->n == MAX_SESSION) {
+  if (!room((void **)&r->t, r->n, &r->cap, sizeof *r->t)) {
     tj_tensor_free(t);
-    return tool_fail("the session holds at most %d tensors (drop one)", MAX_SESSION);
+    return tool_fail("out of memory");
   }
   r->t[r->n++] = t;
   return true;
@@ -396,7 +409,7 @@ static bool set_property(Repl *r, bool is_fmt, char *args) {
     put(r, c);
   }
   Pending *q = pending(r, name, true);
-  if (!q) return tool_fail("too many pending settings");
+  if (!q) return tool_fail("out of memory");
   if (is_fmt) q->has_fmt = true, q->fmt = p.fmt;
   else q->has_dtype = true, q->dtype = (tj_dtype)d;
   return true;
@@ -530,6 +543,8 @@ Repl *repl_new(const CliArgs *a) {
 void repl_free(Repl *r) {
   if (!r) return;
   for (int i = 0; i < r->n; i++) tj_tensor_free(r->t[i]);
+  free(r->t);
+  free(r->pend);
   free(r->last_expr);
   tj_context_free(r->cx);
   free(r);
