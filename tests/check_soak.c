@@ -6,17 +6,17 @@
  * within a stated growth. TJ_SOAK_KERNELS sets the count (CI: 400; the
  * nightly-style run: 10000, `TJ_SOAK_KERNELS=10000 ctest -R check_soak`). */
 #include <check.h>
-#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tensorjit.h"
+#include "util/numbered_kernels.h"
 
 #define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
 
-enum { NI = 12, NJ = 10, NFMT = 4, NTEMPL = 5, LIMIT = 48 };
+enum { LIMIT = 48 };
 
 /* Resident set size of this process in KiB (/proc/self/status). */
 static long rss_kib(void) {
@@ -29,154 +29,39 @@ static long rss_kib(void) {
   return kib;
 }
 
-/* Operands in every format, and their dense copies for the oracle. */
 typedef struct Fixture {
-  double a[NI][NJ], b[NI][NJ], xi[NI], xj[NJ], z[NI];
-  tj_tensor *A[NFMT], *B, *x_i, *x_j, *zt, *y, *yt, *C, *s;
+  NkInputs in;
+  NkOutputs out;
 } Fixture;
 
-static const char *FORMATS[NFMT] = {"ds", "dd", "ss", "ds:1,0"};
-
-static tj_tensor *tensor(const char *name, const char *fmt, int order, const int64_t *dims,
-                         const double *vals) {
-  tj_format f = tj_format_dense(order);
-  if (fmt) OK(tj_format_parse(fmt, &f));
-  tj_tensor *t;
-  OK(tj_tensor_new(name, TJ_F64, order, dims, &f, &t));
-  int64_t n = 1;
-  for (int m = 0; m < order; m++) n *= dims[m];
-  for (int64_t p = 0; vals && p < n; p++) {
-    int64_t c[2] = {order == 2 ? p / dims[1] : p, order == 2 ? p % dims[1] : 0};
-    if (vals[p] != 0) OK(tj_tensor_insert(t, c, vals[p]));
-  }
-  OK(tj_tensor_pack(t));
-  return t;
-}
-
 static void fixture_init(Fixture *fx) {
-  unsigned seed = 12345;
-  for (int i = 0; i < NI; i++)
-    for (int j = 0; j < NJ; j++) {
-      seed = seed * 1103515245u + 12345u;
-      fx->a[i][j] = (seed >> 16) % 100 < 30 ? (double)((seed >> 8) % 9) - 4 : 0;
-      seed = seed * 1103515245u + 12345u;
-      fx->b[i][j] = (seed >> 16) % 100 < 40 ? (double)((seed >> 8) % 7) - 3 : 0;
-    }
-  for (int i = 0; i < NI; i++) fx->xi[i] = 0.5 * i - 2, fx->z[i] = 3 - i;
-  for (int j = 0; j < NJ; j++) fx->xj[j] = 1 + j;
-  int64_t d2[2] = {NI, NJ}, di = NI, dj = NJ;
-  for (int f = 0; f < NFMT; f++) fx->A[f] = tensor("A", FORMATS[f], 2, d2, &fx->a[0][0]);
-  fx->B = tensor("B", "ds", 2, d2, &fx->b[0][0]);
-  fx->x_i = tensor("x", NULL, 1, &di, fx->xi);
-  fx->x_j = tensor("x", NULL, 1, &dj, fx->xj);
-  fx->zt = tensor("z", NULL, 1, &di, fx->z);
-  fx->y = tensor("y", NULL, 1, &di, NULL);
-  fx->yt = tensor("y", NULL, 1, &dj, NULL);
-  fx->C = tensor("C", NULL, 2, d2, NULL);
-  fx->s = tensor("a", NULL, 0, NULL, NULL);
+  nk_inputs_init(&fx->in, 12345);
+  nk_outputs_init(&fx->out);
 }
 
 static void fixture_free(Fixture *fx) {
-  for (int f = 0; f < NFMT; f++) tj_tensor_free(fx->A[f]);
-  tj_tensor *all[] = {fx->B, fx->x_i, fx->x_j, fx->zt, fx->y, fx->yt, fx->C, fx->s};
-  for (size_t k = 0; k < sizeof all / sizeof *all; k++) tj_tensor_free(all[k]);
+  nk_inputs_free(&fx->in);
+  nk_outputs_free(&fx->out);
 }
 
-/* Kernel number `spec`: its template, A's format, schedule, options and
- * constant all follow from the number, so distinct numbers are distinct
- * cache keys (the constant alone differs every NTEMPL*NFMT*2*4*2 = 320). */
-typedef struct Spec {
-  int templ, fmt;
-  const char *schedule;
-  tj_options opts;
-  double c;
-  char expr[128];
-} Spec;
-
-static Spec spec_of(long spec) {
-  Spec s = {.templ = (int)(spec % NTEMPL), .fmt = (int)(spec / NTEMPL % NFMT)};
-  bool par = spec / (NTEMPL * NFMT) % 2;
-  s.opts = tj_options_default();
-  s.opts.opt_level = (int)(spec / (NTEMPL * NFMT * 2) % 4);
-  s.opts.no_vectorize = (int)(spec / (NTEMPL * NFMT * 8) % 2);
-  s.opts.nthreads = par ? 2 : 1;
-  s.c = 1 + 0.125 * (double)(spec / (NTEMPL * NFMT * 16));
-  static const char *exprs[NTEMPL] = {
-      "y(i) = %.17g * A(i,j) * x(j)", "y(i) = A(i,j) * x(j) + %.17g * z(i)",
-      "C(i,j) = A(i,j) + %.17g * B(i,j)", "a = %.17g * A(i,j) * B(i,j)",
-      "y(j) = %.17g * A(i,j) * x(i)"};
-  /* Row-parallel where the loop over i is outermost and the output's rows
-   * are i; elsewhere LLVM's vectorizers off instead (also in the key). */
-  bool rows = s.templ < 3 && s.fmt != 3;
-  s.schedule = par && rows ? "parallelize(i)" : NULL;
-  s.opts.no_llvm_vectorize = par && !rows;
-  snprintf(s.expr, sizeof s.expr, exprs[s.templ], s.c);
-  return s;
-}
-
-/* The operands of s's template, output first. */
-static int operands(const Fixture *fx, const Spec *s, tj_tensor **ops) {
-  tj_tensor *A = fx->A[s->fmt];
-  switch (s->templ) {
-  case 0: ops[0] = fx->y, ops[1] = A, ops[2] = fx->x_j; return 3;
-  case 1: ops[0] = fx->y, ops[1] = A, ops[2] = fx->x_j, ops[3] = fx->zt; return 4;
-  case 2: ops[0] = fx->C, ops[1] = A, ops[2] = fx->B; return 3;
-  case 3: ops[0] = fx->s, ops[1] = A, ops[2] = fx->B; return 3;
-  default: ops[0] = fx->yt, ops[1] = A, ops[2] = fx->x_i; return 3;
-  }
-}
-
-/* Checks the output of s's kernel against plain loops over the dense copies. */
-static void check_result(const Fixture *fx, const Spec *s, long spec) {
-  double c = s->c, got;
-  if (s->templ == 3) {
-    double want = 0;
-    for (int i = 0; i < NI; i++)
-      for (int j = 0; j < NJ; j++) want += c * fx->a[i][j] * fx->b[i][j];
-    OK(tj_tensor_get(fx->s, NULL, &got));
-    ck_assert_msg(fabs(got - want) <= 1e-9 * (1 + fabs(want)), "kernel %ld (%s): %g, want %g",
-                  spec, s->expr, got, want);
-    return;
-  }
-  if (s->templ == 2) {
-    for (int64_t i = 0; i < NI; i++)
-      for (int64_t j = 0; j < NJ; j++) {
-        int64_t co[2] = {i, j};
-        double want = fx->a[i][j] + c * fx->b[i][j];
-        OK(tj_tensor_get(fx->C, co, &got));
-        ck_assert_msg(fabs(got - want) <= 1e-12 * (1 + fabs(want)),
-                      "kernel %ld (%s) C(%ld,%ld): %g, want %g", spec, s->expr, (long)i,
-                      (long)j, got, want);
-      }
-    return;
-  }
-  int64_t n = s->templ == 4 ? NJ : NI;
-  for (int64_t r = 0; r < n; r++) {
-    double want = 0;
-    if (s->templ == 4) {
-      for (int i = 0; i < NI; i++) want += c * fx->a[i][r] * fx->xi[i];
-    } else {
-      for (int j = 0; j < NJ; j++) want += (s->templ == 0 ? c : 1) * fx->a[r][j] * fx->xj[j];
-      if (s->templ == 1) want += c * fx->z[r];
-    }
-    OK(tj_tensor_get(s->templ == 4 ? fx->yt : fx->y, &r, &got));
-    ck_assert_msg(fabs(got - want) <= 1e-9 * (1 + fabs(want)), "kernel %ld (%s) y(%ld): %g, want %g",
-                  spec, s->expr, (long)r, got, want);
-  }
+static void check_result(const Fixture *fx, long spec) {
+  NkSpec s = nk_spec(spec);
+  char why[256];
+  ck_assert_msg(nk_check(&fx->in, &fx->out, &s, why, sizeof why), "%s", why);
 }
 
 /* Compiles kernel number spec, runs and checks it; returns the handle
  * (kept) or frees it and returns NULL; *hit is its cache_hit. */
 static tj_kernel *compile_check(tj_context *cx, Fixture *fx, long spec, bool keep, int *hit) {
-  Spec s = spec_of(spec);
-  tj_tensor *ops[4];
-  int n = operands(fx, &s, ops);
+  NkSpec s = nk_spec(spec);
+  tj_tensor *ops[NK_MAX_OPS];
+  int n = nk_operands(&fx->in, &fx->out, &s, ops);
   tj_kernel *k;
   ck_assert_msg(tj_compile(cx, s.expr, ops, n, s.schedule, &s.opts, &k) == TJ_OK,
-                "kernel %ld (%s, A %s, schedule %s): %s", spec, s.expr, FORMATS[s.fmt],
+                "kernel %ld (%s, A %s, schedule %s): %s", spec, s.expr, nk_format(&s),
                 s.schedule ? s.schedule : "-", tj_last_error());
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-  check_result(fx, &s, spec);
+  check_result(fx, spec);
   if (hit) *hit = tj_kernel_times(k).cache_hit;
   if (keep) return k;
   tj_kernel_free(k);
@@ -214,8 +99,7 @@ START_TEST(bounded_cache) {
   }
   long rss_end = rss_kib();
   OK(tj_kernel_run(pinned, TJ_EVALUATE, NULL, 0));
-  Spec s0 = spec_of(0);
-  check_result(&fx, &s0, 0);
+  check_result(&fx, 0);
   tj_cache_stats st;
   OK(tj_context_cache_stats(cx, &st));
   printf("check_soak: %ld kernels + %ld revisits (%ld recompiled after eviction), limit %d: "
@@ -263,8 +147,7 @@ START_TEST(limit_and_handles) {
   ck_assert_uint_eq(st.entries, 3);   /* kernel 0 evicted; 1 still held by `again` */
   ck_assert_uint_eq(st.evictions, 1);
   OK(tj_kernel_run(again, TJ_EVALUATE, NULL, 0));
-  Spec s1 = spec_of(1);
-  check_result(&fx, &s1, 1);
+  check_result(&fx, 1);
   /* Kernel 0 compiles again from scratch and still gives the answer. */
   tj_kernel_free(compile_check(cx, &fx, 0, true, &hit));
   ck_assert_int_eq(hit, 0);
@@ -283,8 +166,7 @@ START_TEST(limit_and_handles) {
   ck_assert_uint_eq(st.entries, 1);   /* only kernel 3, still held */
   ck_assert_uint_eq(st.in_use, 1);
   OK(tj_kernel_run(k[3], TJ_EVALUATE, NULL, 0));
-  Spec s3 = spec_of(3);
-  check_result(&fx, &s3, 3);
+  check_result(&fx, 3);
   tj_kernel_free(NULL);
   tj_context_free(cx);   /* frees k[3] */
   fixture_free(&fx);
