@@ -13,4 +13,7 @@ archer=/usr/lib/llvm-19/lib/libarcher.so
 bash scripts/build.sh build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJ_TSAN=ON -DTJ_BUILD_BENCH=OFF
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 ignore_noninstrumented_modules=1 suppressions=$PWD/tests/tsan.supp"
 export OMP_TOOL_LIBRARIES=$archer ARCHER_OPTIONS="verbose=0"
-(cd build-tsan && ctest --output-on-failure -j"$(nproc)" "$@")
+# Failure injection is left to the ASan build: it is single-threaded, and
+# under TSan a file-size limit (its full-disk case) kills TSan's own runtime
+# with SIGBUS.
+(cd build-tsan && ctest --output-on-failure -j"$(nproc)" -E '^(check_failinj|failinj_cli)$' "$@")
