@@ -242,7 +242,9 @@ void tj_context_free(tj_context *cx);
  * mode 0700 and cache files 0600. The folder is trusted only if it is a
  * directory (not a symbolic link) owned by the effective user and writable
  * by neither group nor others, and a file only if it is a regular file
- * (not a link) with the same owner and mode rules; otherwise one warning on
+ * (not a link, and with no other hard link) with the same owner and mode
+ * rules; every folder above dir must be owned by root or the user and be
+ * writable by group or others only if sticky (as /tmp); otherwise one warning on
  * stderr says which path and why, nothing is loaded from it or written to
  * it, and kernels compile in memory. The folder is checked on the first
  * compile that uses it, so this call fails only for NULL cx or memory. */
