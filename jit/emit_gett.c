@@ -75,6 +75,27 @@ static void uk_store(Emitter *e, const Uk *u, LLVMValueRef c, LLVMValueRef cs, b
   }
 }
 
+/* Prefetches the C tile for writing (its first and last element of each
+ * column): the lines arrive while the k loop runs instead of stalling the
+ * update at its end. */
+static void uk_prefetch_c(Emitter *e, const Uk *u, LLVMValueRef c, LLVMValueRef cs) {
+  LLVMTypeRef pt[] = {e->ptr, e->i32, e->i32, e->i32};
+  LLVMValueRef f = LLVMGetNamedFunction(e->m, "llvm.prefetch.p0");
+  LLVMTypeRef ft = LLVMFunctionType(e->vd, pt, 4, 0);
+  if (!f) f = LLVMAddFunction(e->m, "llvm.prefetch.p0", ft);
+  for (int j = 0; j < u->nr; j++) {
+    LLVMValueRef col = LLVMBuildMul(e->b, cs, LLVMConstInt(e->i64, (unsigned)j, 0), "");
+    for (int end = 0; end < 2; end++) {
+      LLVMValueRef idx =
+          LLVMBuildAdd(e->b, col, LLVMConstInt(e->i64, (unsigned)(end ? u->mr - 1 : 0), 0), "");
+      LLVMValueRef args[] = {LLVMBuildGEP2(e->b, u->t, c, &idx, 1, ""),
+                             LLVMConstInt(e->i32, 1, 0), LLVMConstInt(e->i32, 3, 0),
+                             LLVMConstInt(e->i32, 1, 0)};
+      LLVMBuildCall2(e->b, ft, f, args, 4, "");
+    }
+  }
+}
+
 static void add_str_attr(Emitter *e, LLVMValueRef fn, const char *k, const char *v) {
   LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                           LLVMCreateStringAttribute(e->cx, k, (unsigned)strlen(k), v,
@@ -105,6 +126,7 @@ static LLVMValueRef emit_ukernel(Emitter *e, const Uk *u, const char *name) {
   LLVMValueRef acc[8 * 32], phi[8 * 32], out[8 * 32];
   LLVMValueRef zero = LLVMConstNull(u->vt);
   LLVMPositionBuilderAtEnd(e->b, entry);
+  uk_prefetch_c(e, u, c, cs);
   LLVMValueRef any = LLVMBuildICmp(e->b, LLVMIntSGT, kc, LLVMConstInt(e->i64, 0, 0), "");
   LLVMBuildCondBr(e->b, any, loop, done);
   LLVMPositionBuilderAtEnd(e->b, loop);

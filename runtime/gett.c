@@ -26,6 +26,7 @@
  * one GEMM per 2-D slice.
  */
 #include <omp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,15 @@ static void ukernel(const Gp *g, int64_t kc, const void *a, const void *b, void 
 
 /* ---- packing: a gather through the offset arrays ---- */
 
+/* The offsets o[0..n) advance by one constant step (*step) when true. */
+static bool even_steps(const int64_t *o, int n, int64_t *step) {
+  *step = n > 1 ? o[1] - o[0] : 1;
+  for (int i = 2; i < n; i++)
+    if (o[i] - o[i - 1] != *step) return false;
+  return true;
+}
+
+
 /* Packs rows [r0, r0+rows) x k [p0, p0+kb) of X (offsets xr, xk) into
  * panels of w rows (zero-padded): dst[panel][p][i]. Reads along whichever
  * of the two is unit-stride. */
@@ -109,10 +119,18 @@ static void ukernel(const Gp *g, int64_t kc, const void *a, const void *b, void 
                    int64_t rows, int64_t p0, int64_t kb, int w, void *dstv) {          \
     const T *x = (const T *)X;                                                        \
     T *dst = dstv;                                                                    \
+    int64_t k_step;                                                                   \
+    bool k_unit = even_steps(xk + p0, (int)(kb < 1 << 30 ? kb : 1 << 30), &k_step);   \
     for (int64_t q = 0; q < rows; q += w, dst += w * kb) {                            \
       int64_t h = rows - q < w ? rows - q : w;                                        \
       const int64_t *ro = xr + r0 + q, *ko = xk + p0;                                 \
       bool rows_unit = h == w && ro[h - 1] - ro[0] == h - 1;                          \
+      if (rows_unit && k_unit) {      /* a contiguous w x kb block, by columns */    \
+        const T *s = x + ro[0] + ko[0];                                               \
+        for (int64_t p = 0; p < kb; p++)                                              \
+          for (int i = 0; i < w; i++) dst[p * w + i] = s[p * k_step + i];              \
+        continue;                                                                     \
+      }                                                                               \
       if (rows_unit) {                                                                \
         for (int64_t p = 0; p < kb; p++) {                                            \
           const T *s = x + ro[0] + ko[p];                                             \
@@ -122,7 +140,10 @@ static void ukernel(const Gp *g, int64_t kc, const void *a, const void *b, void 
       }                                                                               \
       for (int64_t i = 0; i < h; i++) {                                               \
         const T *s = x + ro[i];                                                       \
-        for (int64_t p = 0; p < kb; p++) dst[p * w + i] = s[ko[p]];                   \
+        if (k_unit && k_step == 1) /* rows along k: contiguous reads */               \
+          for (int64_t p = 0; p < kb; p++) dst[p * w + i] = s[ko[0] + p];             \
+        else                                                                          \
+          for (int64_t p = 0; p < kb; p++) dst[p * w + i] = s[ko[p]];                 \
       }                                                                               \
       for (int64_t i = h; i < w; i++)                                                 \
         for (int64_t p = 0; p < kb; p++) dst[p * w + i] = 0;                          \
@@ -135,14 +156,6 @@ static void pack(const Gp *g, const char *X, const int64_t *xr, const int64_t *x
                  int64_t rows, int64_t p0, int64_t kb, int w, void *dst) {
   if (g->f32) pack_f32(X, xr, xk, r0, rows, p0, kb, w, dst);
   else pack_f64(X, xr, xk, r0, rows, p0, kb, w, dst);
-}
-
-/* The offsets o[0..n) advance by one constant step (*step) when true. */
-static bool even_steps(const int64_t *o, int n, int64_t *step) {
-  *step = n > 1 ? o[1] - o[0] : 1;
-  for (int i = 2; i < n; i++)
-    if (o[i] - o[i - 1] != *step) return false;
-  return true;
 }
 
 /* C(m0.., n0..) (+)= the tile t (mr x nr, column-major), h x w of it. */
@@ -197,6 +210,45 @@ static void zero_c(const Gp *g) {
       memset(g->C + (g->cm[m] + g->cn[n]) * g->esz, 0, (size_t)g->esz);
 }
 
+/* The packing buffers of this thread's contractions, kept between calls
+ * (fresh pages would be faulted in and zeroed on every call: a few ms for
+ * the 7 MB B block); grown as needed, freed when the thread ends. */
+typedef struct Workspace {
+  char *mem;
+  size_t size;
+} Workspace;
+
+static pthread_key_t ws_key;
+static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
+static bool ws_key_ok;
+
+static void ws_free(void *p) {
+  Workspace *w = p;
+  free(w->mem);
+  free(w);
+}
+
+static void ws_init(void) { ws_key_ok = pthread_key_create(&ws_key, ws_free) == 0; }
+
+static char *workspace(size_t n) {
+  pthread_once(&ws_once, ws_init);
+  if (!ws_key_ok) return NULL;
+  Workspace *w = pthread_getspecific(ws_key);
+  if (!w) {
+    if (!(w = calloc(1, sizeof *w))) return NULL;
+    if (pthread_setspecific(ws_key, w) != 0) {
+      free(w);
+      return NULL;
+    }
+  }
+  if (n <= w->size) return w->mem;
+  free(w->mem);
+  w->size = 0;
+  w->mem = aligned_alloc(64, n);
+  if (w->mem) w->size = n;
+  return w->mem;
+}
+
 /* The GETT core over one problem. */
 static int32_t gett_core(const Gp *g0) {
   if (g0->M == 0 || g0->N == 0) return TJ_KERNEL_OK;
@@ -215,7 +267,8 @@ static int32_t gett_core(const Gp *g0) {
   if ((g.M + mc - 1) / mc < 2) nt = 1;
   size_t bsz = (size_t)(kc * nc * g.esz), asz = (size_t)(round_up(kc * mc * g.esz, 64));
   size_t tsz = (size_t)round_up(g.mr * g.nr * g.esz, 64);
-  char *mem = aligned_alloc(64, round_up((int64_t)(bsz + nt * (asz + tsz)), 64));
+  bsz = (size_t)round_up((int64_t)bsz, 64);
+  char *mem = workspace((size_t)round_up((int64_t)(bsz + nt * (asz + tsz)), 64));
   if (!mem) return TJ_KERNEL_NOMEM;
   char *pb = mem;
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -242,7 +295,6 @@ static int32_t gett_core(const Gp *g0) {
       }
     }
   }
-  free(mem);
   return TJ_KERNEL_OK;
 }
 
