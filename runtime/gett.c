@@ -124,7 +124,8 @@ static bool even_steps(const int64_t *o, int n, int64_t *step) {
     for (int64_t q = 0; q < rows; q += w, dst += w * kb) {                            \
       int64_t h = rows - q < w ? rows - q : w;                                        \
       const int64_t *ro = xr + r0 + q, *ko = xk + p0;                                 \
-      bool rows_unit = h == w && ro[h - 1] - ro[0] == h - 1;                          \
+      int64_t r_step;                                                                 \
+      bool rows_unit = h == w && even_steps(ro, (int)h, &r_step) && r_step == 1;      \
       if (rows_unit && k_unit) {      /* a contiguous w x kb block, by columns */    \
         const T *s = x + ro[0] + ko[0];                                               \
         for (int64_t p = 0; p < kb; p++)                                              \
@@ -327,7 +328,7 @@ static int64_t set_extents(const int32_t *plan, int n, const tj_storage *s, int 
 static int32_t ttgt(const Gp *g) {
   if (g->M == 0 || g->N == 0 || g->K == 0) return gett_core(g);
   int64_t M = g->M, N = g->N, K = g->K, e = g->esz;
-  int64_t *id = malloc(sizeof(int64_t) * (size_t)(2 * (M + N + K)));
+  int64_t *id = malloc(sizeof(int64_t) * (size_t)(M + 2 * N + 3 * K));
   char *mat = malloc((size_t)((M * K + N * K + M * N) * e));
   if (!id || !mat) {
     free(id);
