@@ -292,7 +292,9 @@ tj_status tj_kernel_run(tj_kernel *k, tj_phase phase,
 typedef enum {
   TJ_STAGE_NOTATION, TJ_STAGE_CIN, TJ_STAGE_LATTICE, TJ_STAGE_ASSEMBLY,
   TJ_STAGE_COMPUTE, TJ_STAGE_C, TJ_STAGE_LLVM, TJ_STAGE_LLVM_OPT,
-  TJ_STAGE_ASM
+  TJ_STAGE_ASM,
+  TJ_STAGE_GETT   /* a dense contraction's plan: index sets, blocking, the
+                     model's estimates and the method (GETT / TTGT / LoG) */
 } tj_stage;
 /* Writes one stage of k's compilation to file (a FILE *). */
 tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file);
@@ -363,6 +365,15 @@ tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n);
 /* tj_reference under opts (NULL: defaults); only opts->semiring matters. */
 tj_status tj_reference_opts(const char *expr, tj_tensor *const *operands, int n,
                             const tj_options *opts);
+
+/* The GEMM TTGT multiplies with: C (m x n) = A (m x k) * B (n x k)^T, all
+ * column-major with leading dimensions lda, ldb, ldc; f32 nonzero for
+ * float, else double. tj_set_ttgt_gemm(NULL) (the default) uses
+ * tensorjit's own GETT core; a benchmark can pass e.g. a CBLAS wrapper.
+ * Process-wide; set it before running kernels, not while they run. */
+typedef void (*tj_gemm_fn)(int f32, int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
+void tj_set_ttgt_gemm(tj_gemm_fn fn);
 
 /* Releases LLVM's global state at process exit (for leak checkers). */
 void tj_shutdown(void);

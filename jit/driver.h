@@ -44,6 +44,7 @@ typedef struct CacheEntry {
   Cin *cin;
   LowerPlan plan;             /* analysis: loop order, conversions, workspace */
   LowerOptions opt;           /* code-generation switches */
+  GettPlan gett;              /* a pure dense contraction's method (GETT_LOOPS: none) */
   LirKernel *lir[6];          /* by variant, lowered on demand */
   BackendKernel bk[6];
   bool compiled[6];
