@@ -189,9 +189,22 @@ bool nt_is_root_reduction(const Assignment *as, const IndexVar *v) {
   return true;
 }
 
-const char *nt_dtype_name(tj_dtype t) {
-  static const char *names[] = {"f64", "f32", "i64", "i32"};
-  return (unsigned)t < 4 ? names[t] : "?";
+/* The dtypes as the notation sees them: name and integer width (0: a
+ * floating dtype; 1: bool, 0/1 values). */
+static const struct {
+  const char *name;
+  int bits;
+} dtypes[TJ_NDTYPES] = {
+    [TJ_F64] = {"f64", 0}, [TJ_F32] = {"f32", 0}, [TJ_I64] = {"i64", 64},
+    [TJ_I32] = {"i32", 32}, [TJ_I16] = {"i16", 16}, [TJ_I8] = {"i8", 8},
+    [TJ_BOOL] = {"bool", 1},
+};
+
+const char *nt_dtype_name(tj_dtype t) { return (unsigned)t < TJ_NDTYPES ? dtypes[t].name : "?"; }
+bool nt_dtype_is_int(tj_dtype t) { return (unsigned)t < TJ_NDTYPES && dtypes[t].bits > 0; }
+int nt_dtype_bits(tj_dtype t) {
+  int b = (unsigned)t < TJ_NDTYPES ? dtypes[t].bits : 0;
+  return b == 64 ? 0 : b;   /* i64 results are not narrowed */
 }
 
 /* ---- equality ---- */

@@ -209,6 +209,10 @@ bool nt_expr_equal(const Expr *x, const Expr *y);
 bool nt_equal(const Assignment *x, const Assignment *y);
 /* "f64", "f32", "i64", "i32" (ir/ may not call the runtime's names). */
 const char *nt_dtype_name(tj_dtype t);
+/* Integer or bool (no floats); the width results wrap into (32, 16, 8; 1:
+ * bool, nonzero is 1; 0: a floating dtype or i64, not narrowed). */
+bool nt_dtype_is_int(tj_dtype t);
+int nt_dtype_bits(tj_dtype t);
 
 /* ---- concrete index notation ---- */
 typedef enum { CIN_FORALL, CIN_WHERE, CIN_SEQUENCE, CIN_ASSIGN } CinKind;

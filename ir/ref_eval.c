@@ -22,8 +22,9 @@
  * leaves an unreached one at that identity in a dense output, at the zero
  * in a sparse one (absent); `+=` starts at the output's values. Integer
  * expressions divide with truncation toward zero (as C does) and refuse
- * x/0; results are stored as doubles, which the caller converts to the
- * output dtype.
+ * x/0; i32, i16 and i8 results wrap around after each operation, bool ones
+ * are 1 where nonzero (0/1 values, so + is or and * is and); results are
+ * stored as doubles, which the caller converts to the output dtype.
  */
 #include "notation.h"
 
@@ -38,6 +39,7 @@ typedef struct Eval {
   long double zero;                /* the value of absent entries */
   int64_t coord[NT_MAX_INDICES];   /* by IndexId */
   bool is_int;
+  int bits;                        /* i32/i16/i8: results wrap; 1: bool */
   bool div_by_zero;
 } Eval;
 
@@ -56,15 +58,25 @@ static int64_t offset(const Eval *ev, const Expr *e) {
   return off;
 }
 
+/* A finite result of a narrow integer or bool expression as the kernels
+ * hold it: wrapped into ev->bits, as two's complement; bool: nonzero is 1.
+ * Infinite identities (min over nothing) stay; they saturate when stored. */
+static long double narrow(const Eval *ev, long double v) {
+  if (!ev->bits || !isfinite(v)) return v;
+  if (ev->bits == 1) return v != 0;
+  uint64_t m = ((uint64_t)1 << ev->bits) - 1, u = (uint64_t)(int64_t)v & m;
+  return (long double)(int64_t)(u > m / 2 ? u - m - 1 : u);
+}
+
 static long double apply(Eval *ev, OpKind op, long double x, long double y) {
   if (op == OP_DIV && ev->is_int) {
     if (y == 0) {
       ev->div_by_zero = true;
       return 0;
     }
-    return truncl(x / y);
+    return narrow(ev, truncl(x / y));
   }
-  return nt_op(op)->eval(x, y);
+  return ev->is_int ? narrow(ev, nt_op(op)->eval(x, y)) : nt_op(op)->eval(x, y);
 }
 
 static Val eval(Eval *ev, const Expr *e);
@@ -208,7 +220,7 @@ bool nt_ref_eval(const Assignment *as, double *const *dense, const RefEvalIn *in
   }
   Eval ev = {.dense = dense, .stored = in ? in->stored : NULL, .sr = as->semiring,
              .zero = nt_semiring_zero(as->semiring),
-             .is_int = as->rhs->dtype == TJ_I64 || as->rhs->dtype == TJ_I32};
+             .is_int = nt_dtype_is_int(as->rhs->dtype), .bits = nt_dtype_bits(as->rhs->dtype)};
   bool update = reduces || as->accumulate; /* else each entry is set once */
   long double start = reduces ? nt_op(as->root_op)->identity : ev.zero;
   for (int64_t i = 0; i < size; i++) acc[i] = as->accumulate ? dense[0][i] : start;

@@ -117,10 +117,18 @@ static LirExpr *vconst(Lowerer *lw, double v) { return lw_value(lw, lw->vtype, v
 /* x op y through op's loop-IR operation; the rows without one (ir/ops.def)
  * from comparisons: or / and are 1 where x != 0 || / && y != 0, else 0, and
  * pair is 1 (it exists only where both operands do). */
+/* op's loop-IR operation on the expression's values: in a bool expression
+ * (0/1) + is or and * is and, so max and min. */
+static int lir_op(const Lowerer *lw, OpKind op) {
+  int l = nt_op(op)->lir;
+  if (lw->is_bool && l == LOP_ADD) return LOP_MAX;
+  if (lw->is_bool && l == LOP_MUL) return LOP_MIN;
+  return l;
+}
+
 static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
   Arena *a = A(lw);
-  const NtOp *o = nt_op(op);
-  if (o->lir != LOP_NONE) return lir_bin(a, (LirBinOp)o->lir, x, y);
+  if (lir_op(lw, op) != LOP_NONE) return lir_bin(a, (LirBinOp)lir_op(lw, op), x, y);
   switch (op) {
   case OP_PAIR: return vconst(lw, 1);
   case OP_MASK:
@@ -138,8 +146,7 @@ static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
 /* var = var op v: var op= v where op is one loop-IR operation (which the
  * vectorizer recognizes as a reduction). */
 static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
-  const NtOp *o = nt_op(op);
-  if (o->lir != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)o->lir, v);
+  if (lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lir_op(lw, op), v);
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
 
@@ -151,8 +158,8 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
   Arena *a = A(lw);
   OpKind op = lw->out_op;
   if (op == OP_NONE) return lir_store(a, lw_ref(lw, vals), out_at(lw), v);
-  const NtOp *o = nt_op(op);
-  if (o->lir != LOP_NONE) return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)o->lir, v);
+  if (lir_op(lw, op) != LOP_NONE)
+    return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)lir_op(lw, op), v);
   LirExpr *old = lir_load(a, lw_ref(lw, vals), out_at(lw));
   return lir_store(a, lw_ref(lw, vals), out_at(lw), apply_op(lw, op, old, v));
 }
