@@ -142,7 +142,9 @@ tj_status tj_tensor_get_bool(const tj_tensor *t, const int64_t *coord, bool *out
  * (one per parent position); a dense level neither. pos entries are
  * fmt->pos_width bits, crd entries fmt->crd_width bits (0 means 32), signed.
  * vals holds one value of dtype per position of the last level (for an
- * all-dense tensor, prod(dims) values in level order). */
+ * all-dense tensor, prod(dims) values in level order); bool values are
+ * bytes 0 or 1 (kernels compute or / and as max / min of them: other
+ * bytes are not checked, an output's are overwritten). */
 typedef struct tj_arrays {
   tj_dtype dtype;
   int order;

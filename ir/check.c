@@ -215,9 +215,9 @@ static bool set_dtype(Checker *ck, Expr *e) {
       FAILF(ck, TJ_ERR_INVALID, e->col, "except(m, e): m must be a tensor access (the "
             "pattern e is kept off)");
     if (is_int && nt_op(op)->float_only)
-      FAILF(ck, TJ_ERR_DTYPE, e->col, "%s of an %s expression is undefined "
-            "(integers are not promoted to floats)",
-            nt_op(op)->spelling, nt_dtype_name(ck->dt));
+      FAILF(ck, TJ_ERR_DTYPE, e->col, "%s of %s %s expression is undefined "
+            "(integers are not promoted to floats)", nt_op(op)->spelling,
+            is_bool ? "a" : "an", nt_dtype_name(ck->dt));
     if (is_bool && (op == OP_SUB || op == OP_NEG || op == OP_DIV))
       FAILF(ck, TJ_ERR_DTYPE, e->col, "%s of a bool expression is undefined (bool + is "
             "or, * is and)", op == OP_NEG ? "negation" : nt_op(op)->spelling);

@@ -123,11 +123,6 @@ static tj_status check_lengths(const tj_tensor *t, const tj_arrays *a) {
     return rt_set_error(TJ_ERR_SHAPE, "tensor %s: needs %" PRId64 " values (one per "
                         "position of the last level), got %" PRId64 "%s", t->name, P,
                         a->vals_len, P > 0 && !a->vals ? " (vals is NULL)" : "");
-  for (int64_t p = 0; a->dtype == TJ_BOOL && p < P; p++)   /* or/and are max/min of 0/1 */
-    if (((const uint8_t *)a->vals)[p] > 1)
-      return rt_set_error(TJ_ERR_INVALID, "tensor %s: bool value %d at position %" PRId64
-                          " (bool values are 0 or 1)", t->name,
-                          ((const uint8_t *)a->vals)[p], p);
   return TJ_OK;
 }
 

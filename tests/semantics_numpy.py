@@ -957,12 +957,88 @@ def test_masks():
          float(((L @ L) * L).sum()), fmts={"L": "ds"}, check=True, extra=["-semiring=plus.pair"])
 
 
+def test_narrow_dtypes():
+    """bool (+ is or, * is and, as numpy's bool arithmetic), i16 and i8
+    (wrapping around as numpy's fixed-width integers do), dense and sparse,
+    with empty rows; expected values from numpy in the dtype itself."""
+    r = rng_for(61)
+    m, n = 14, 11
+    Ab = rand_sparse(r, m, n, 0.3, empty_rows=(2,)) != 0
+    Bb = rand_sparse(r, m, n, 0.3) != 0
+    xb = r.random(n) < 0.5
+    Mb = rand_sparse(r, n, 6, 0.4) != 0
+    tb = {k: "bool" for k in "ABCxyMvqn"}
+    for af in ("ds", "ss", "dd", "ds:1,0"):
+        case(f"bool_spmv_{af}", "y(i) = A(i,j) * x(j)", {"A": Ab, "x": xb}, Ab @ xb,
+             fmts={"A": af, "x": "d", "y": "d"}, exact=True, types=tb, check=True)
+        case(f"bool_spmm_{af}", "C(i,j) = A(i,k) * B(k,j)", {"A": Ab, "B": Mb}, Ab @ Mb,
+             fmts={"A": af, "B": "ds", "C": "ds"}, exact=True, types=tb, check=True,
+             allowed=(Ab.astype(int) @ Mb.astype(int)) > 0)
+        case(f"bool_add_{af}", "C(i,j) = A(i,j) + B(i,j)", {"A": Ab, "B": Bb}, Ab | Bb,
+             fmts={"A": af, "B": "ds", "C": "ds"}, exact=True, types=tb, check=True,
+             allowed=stored(Ab, af) | Bb)
+        case(f"bool_mul_{af}", "C(i,j) = A(i,j) * B(i,j)", {"A": Ab, "B": Bb}, Ab & Bb,
+             fmts={"A": af, "B": "ds", "C": "ds"}, exact=True, types=tb, check=True,
+             allowed=Ab & Bb)
+        case(f"bool_any_{af}", "y(i) = reduce(max, j, A(i,j))", {"A": Ab}, Ab.any(axis=1),
+             fmts={"A": af, "y": "d"}, exact=True, types=tb, check=True)
+        case(f"bool_or_{af}", "y(i) = reduce(or, j, A(i,j) * x(j))", {"A": Ab, "x": xb},
+             (Ab & xb).any(axis=1), fmts={"A": af, "x": "d", "y": "s"}, exact=True,
+             types=tb, check=True)
+    # all over a dense row (its false entries are there); min over nothing
+    # (an empty sparse row) is true, as np.all of nothing
+    Ad = r.random((m, n)) < 0.8
+    Ad[3, :] = True
+    case("bool_all_dd", "y(i) = reduce(min, j, A(i,j))", {"A": Ad}, Ad.all(axis=1),
+         fmts={"A": "dd", "y": "d"}, exact=True, types=tb, check=True)
+    case("bool_all_empty_row", "y(i) = reduce(and, j, A(i,j))", {"A": Ab},
+         np.ones(m, bool), fmts={"A": "ds", "y": "d"}, exact=True, types=tb, check=True)
+    # one BFS level in bool: neighbours of the frontier q not yet visited
+    G = rand_sparse(r, m, m, 0.3) != 0
+    q = r.random(m) < 0.3
+    q[0] = True
+    v = q | (r.random(m) < 0.3)
+    reach = (q @ G) & ~v
+    for gf in ("ds", "ds:1,0"):  # by columns, every unvisited j is stored (false ones
+        # explicitly, as a sum over a dense loop stores its zeros)
+        case(f"bool_bfs_{gf}", "n(j) = except(v(j), q(i) * A(i,j))", {"A": G, "q": q, "v": v},
+             reach, fmts={"A": gf, "q": "s", "v": "s", "n": "s"}, exact=True, types=tb,
+             check=True, allowed=reach if gf == "ds" else ~v)
+    # wrapping integers: row sums past 127 (i8) and products past 32767 (i16)
+    Ai = rand_sparse(r, m, n, 0.5, empty_rows=(4,), ints=True) * 7
+    Bi = rand_sparse(r, n, 9, 0.5, ints=True) * 60
+    xi = r.integers(-9, 10, size=n)
+    for dt, npdt in (("i8", np.int8), ("i16", np.int16)):
+        t = {k: dt for k in "ABCxy"}
+        A8 = Ai.astype(npdt)
+        x8 = xi.astype(npdt)
+        for af in ("ds", "ss", "dd"):
+            # numpy's fixed-width products and sums wrap, as the kernels' do
+            case(f"{dt}_spmv_{af}", "y(i) = A(i,j) * x(j)", {"A": A8, "x": x8},
+                 (Ai @ xi).astype(npdt), fmts={"A": af, "x": "d", "y": "d"}, exact=True,
+                 types=t, check=True)
+            case(f"{dt}_min_{af}", "y(i) = reduce(min, j, A(i,j))", {"A": A8},
+                 np.where(A8.any(axis=1), np.where(A8 != 0, A8, 127).min(axis=1), 0),
+                 fmts={"A": af, "y": "s"}, exact=True, types=t, check=True) if af != "dd" else None
+            case(f"{dt}_add_{af}", "C(i,j) = A(i,j) + B(i,j)", {"A": A8, "B": (Ai * 3).astype(npdt)},
+                 (Ai * 4).astype(npdt), fmts={"A": af, "B": "ds", "C": "ds"}, exact=True,
+                 types=t, check=True)
+        Bw = Bi.astype(npdt)
+        case(f"{dt}_spgemm", "C(i,j) = A(i,k) * B(k,j)", {"A": A8, "B": Bw},
+             (A8.astype(np.int64) @ Bw.astype(np.int64)).astype(npdt),
+             fmts={"A": "ds", "B": "ds", "C": "ds"}, exact=True, types=t, check=True)
+        case(f"{dt}_dense_min_empty_row", "y(i) = reduce(min, j, A(i,j))", {"A": A8},
+             np.where(A8.any(axis=1), np.where(A8 != 0, A8, 127).min(axis=1),
+                      np.iinfo(npdt).max), fmts={"A": "ds", "y": "d"}, exact=True, types=t)
+
+
 # Slowest first: the pool starts them before the quick ones.
 TESTS = [test_wide_unions_csr, test_wide_unions_dense, test_wide_unions_vector,
          test_wide_unions_times, test_implicit_summation, test_residual_tiny,
          test_scalars, test_operand_names, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
          test_add_mul_transpose, test_order3, test_accumulate, test_dtypes,
-         test_functions, test_reductions, test_semirings, test_defs, test_masks]
+         test_functions, test_reductions, test_semirings, test_defs, test_masks,
+         test_narrow_dtypes]
 
 
 def run_test(t):
