@@ -93,6 +93,8 @@ static int64_t combine_int(RtCombine how, int64_t a, int64_t b) {
   case RT_COMBINE_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
   case RT_COMBINE_MIN: return a < b ? a : b;
   case RT_COMBINE_MAX: return a > b ? a : b;
+  case RT_COMBINE_OR: return a != 0 || b != 0;
+  case RT_COMBINE_AND: return a != 0 && b != 0;
   default: return (int64_t)((uint64_t)a + (uint64_t)b);
   }
 }
@@ -102,6 +104,8 @@ static double combine_fp(RtCombine how, double a, double b) {
   case RT_COMBINE_MUL: return a * b;
   case RT_COMBINE_MIN: return a < b ? a : b;
   case RT_COMBINE_MAX: return a > b ? a : b;
+  case RT_COMBINE_OR: return a != 0 || b != 0;
+  case RT_COMBINE_AND: return a != 0 && b != 0;
   default: return a + b;
   }
 }

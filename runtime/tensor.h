@@ -174,7 +174,10 @@ tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n);
 tj_status rt_tensor_pattern(const tj_tensor *src, const tj_format *fmt, tj_tensor **out);
 
 /* How partial outputs combine: the root reduction's operator. */
-typedef enum { RT_COMBINE_ADD, RT_COMBINE_MUL, RT_COMBINE_MIN, RT_COMBINE_MAX } RtCombine;
+typedef enum {
+  RT_COMBINE_ADD, RT_COMBINE_MUL, RT_COMBINE_MIN, RT_COMBINE_MAX,
+  RT_COMBINE_OR, RT_COMBINE_AND   /* 1 where either / both are nonzero, else 0 */
+} RtCombine;
 /* Combines n >= 1 dense partial outputs (all dense levels, same shape as
  * out) into out in chunk order, starting from out's values when
  * accumulate, else from the first partial. */

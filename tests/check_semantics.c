@@ -312,6 +312,21 @@ START_TEST(test_reductions_larger) {
   tj_tensor *csc[] = {vector("y", "d", M, NULL), matrix("A", "ds:1,0", M, N, A)};
   expect_all("y(i) = reduce(max, j, A(i,j))", csc, 2, NULL, maxrow, M, -1);
   free_all(csc, 2);
+  /* and by or / and (partials combined by or / and): x has zeros, so a
+   * row is 0 under `and` where it stores an entry in a zero column */
+  double *anyrow = malloc(sizeof(double) * M), *allrow = malloc(sizeof(double) * M);
+  for (int j = 0; j < N; j += 5) x[j] = 0;
+  for (int i = 0; i < M; i++) {
+    anyrow[i] = 0, allrow[i] = 1;
+    for (int j = 0; j < N; j++)
+      if (A[i * N + j] != 0) anyrow[i] = anyrow[i] || x[j] != 0, allrow[i] = allrow[i] && x[j] != 0;
+  }
+  tj_tensor *cscx[] = {vector("y", "d", M, NULL), matrix("A", "ds:1,0", M, N, A),
+                       vector("x", "d", N, x)};
+  expect_all("y(i) = reduce(or, j, A(i,j) * x(j))", cscx, 3, NULL, anyrow, M, -1);
+  expect_all("y(i) = reduce(and, j, A(i,j) * x(j))", cscx, 3, NULL, allrow, M, -1);
+  free_all(cscx, 3);
+  free(anyrow), free(allrow);
 }
 END_TEST
 
