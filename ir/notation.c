@@ -230,7 +230,7 @@ bool nt_expr_equal(const Expr *x, const Expr *y) {
            nt_expr_equal(x->u.call.a, y->u.call.a) &&
            nt_expr_equal(x->u.call.b, y->u.call.b);
   case EX_SUM:
-    return x->u.sum.op == y->u.sum.op && strcmp(x->u.sum.iv->name, y->u.sum.iv->name) == 0 &&
+    return x->u.sum.op == y->u.sum.op && x->u.sum.def == y->u.sum.def && strcmp(x->u.sum.iv->name, y->u.sum.iv->name) == 0 &&
            nt_expr_equal(x->u.sum.a, y->u.sum.a);
   default:
     return nt_expr_equal(x->u.bin.a, y->u.bin.a) &&
@@ -287,6 +287,14 @@ static void print_reduce(FILE *out, OpKind op, const IndexVar *iv) {
   else fprintf(out, NT_REDUCE_NAME "(%s, %s, ", nt_op(op)->spelling, iv->name);
 }
 
+double nt_sum_identity(const Expr *e) {
+  return e->u.sum.def ? e->u.sum.def->identity : nt_op(e->u.sum.op)->identity;
+}
+
+const char *nt_sum_name(const Expr *e) {
+  return e->u.sum.def ? e->u.sum.def->name : nt_op(e->u.sum.op)->spelling;
+}
+
 static void print_prec(FILE *out, const Expr *e, int ctx);
 
 static void print_binary(FILE *out, const Expr *e) {
@@ -323,7 +331,8 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
     fputc(')', out);
     break;
   case EX_SUM:
-    print_reduce(out, e->u.sum.op, e->u.sum.iv);
+    if (e->u.sum.def) fprintf(out, NT_REDUCE_NAME "(%s, %s, ", e->u.sum.def->name, e->u.sum.iv->name);
+    else print_reduce(out, e->u.sum.op, e->u.sum.iv);
     print_prec(out, e->u.sum.a, 0);
     fputc(')', out);
     break;

@@ -68,9 +68,11 @@ struct Expr {
     struct { Expr *a, *b; } bin;           /* EX_ADD SUB MUL DIV; EX_NEG uses a */
     struct { OpKind fn; Expr *a, *b; } call; /* EX_CALL: a function (is_call);
                                                b only when its arity is 2 */
-    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; } sum;
+    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; const struct NtDef *def; } sum;
                                             /* EX_SUM: a reduced over iv by op
-                                               (OP_ADD: a sum; nt_op_is_reduction);
+                                               (OP_ADD: a sum; nt_op_is_reduction),
+                                               or by a definition with an identity
+                                               (def; op is OP_NONE);
                                                implicit: placed by the checker */
   } u;
 };
@@ -156,7 +158,14 @@ typedef struct NtDef {
   int arity;
   Expr *body;          /* parameter k is an order-0 access with id -1 - k */
   int height;          /* of the body's tree */
+  bool reduces;        /* `f(x, y) = body identity v`: a reduction operator */
+  double identity;     /* f(x, v) = x; declared, with commutativity and
+                          associativity, by the user */
 } NtDef;
+/* The identity of reduction node e (EX_SUM): its operator's or its
+ * definition's; the name it is printed with. */
+double nt_sum_identity(const Expr *e);
+const char *nt_sum_name(const Expr *e);
 typedef struct NtDefs {
   int n;
   NtDef d[NT_MAX_DEFS];
@@ -231,7 +240,7 @@ struct Cin {
     struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par; } forall;
     struct { Cin *consumer, *producer; TensorVar *ws; } where;
     struct { Cin *first, *second; } seq;
-    struct { Expr *lhs, *rhs; bool accumulate; OpKind op; } assign; /* lhs op= rhs
+    struct { Expr *lhs, *rhs; bool accumulate; OpKind op; const char *op_name; } assign; /* lhs op= rhs
                                       when accumulate (op: the reduction's, + by default) */
   } u;
 };

@@ -117,7 +117,7 @@ bool nt_expr_zero(const Expr *e, const NtSemiring *sr, const NtPresence *p, cons
   case EX_ACCESS: return p->absent(e, ctx);
   case EX_LITERAL: return e->u.lit.value == nt_semiring_zero(sr);
   case EX_SUM: /* a reduction over nothing is its identity */
-    return nt_op(e->u.sum.op)->identity == nt_semiring_zero(sr) &&
+    return nt_sum_identity(e) == nt_semiring_zero(sr) &&
            nt_expr_zero(e->u.sum.a, sr, p, ctx);
   default: break;
   }

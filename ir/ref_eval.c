@@ -40,6 +40,7 @@ typedef struct Eval {
   int64_t coord[NT_MAX_INDICES];   /* by IndexId */
   bool is_int;
   int bits;                        /* i32/i16/i8: results wrap; 1: bool */
+  long double param[2];            /* a definition's parameters, in its body */
   bool div_by_zero;
 } Eval;
 
@@ -81,17 +82,27 @@ static long double apply(Eval *ev, OpKind op, long double x, long double y) {
 
 static Val eval(Eval *ev, const Expr *e);
 
+/* x op y for the operator of reduction node e: a definition's body with x
+ * and y as its parameters. */
+static long double combine(Eval *ev, const Expr *e, long double x, long double y) {
+  if (!e->u.sum.def) return apply(ev, e->u.sum.op, x, y);
+  long double saved[2] = {ev->param[0], ev->param[1]};
+  ev->param[0] = x, ev->param[1] = y;
+  long double r = eval(ev, e->u.sum.def->body).v;
+  ev->param[0] = saved[0], ev->param[1] = saved[1];
+  return r;
+}
+
 /* reduce(op, v, body): op over the points of v where body exists, from
  * op's identity; it exists where one point does, or where the identity is
  * not the zero (min over nothing is +inf). */
 static Val reduce(Eval *ev, const Expr *e) {
   IndexVar *v = e->u.sum.iv;
-  OpKind op = e->u.sum.op;
-  Val r = {nt_op(op)->identity, false};
+  Val r = {nt_sum_identity(e), false};
   for (ev->coord[v->id] = 0; ev->coord[v->id] < v->extent; ev->coord[v->id]++) {
     Val b = eval(ev, e->u.sum.a);
     if (!b.present) continue;
-    r.v = apply(ev, op, r.v, b.v);
+    r.v = combine(ev, e, r.v, b.v);
     r.present = true;
   }
   ev->coord[v->id] = 0;
@@ -102,6 +113,7 @@ static Val reduce(Eval *ev, const Expr *e) {
 static Val eval(Eval *ev, const Expr *e) {
   switch (e->kind) {
   case EX_ACCESS: {
+    if (e->u.access.t->id < 0) return (Val){ev->param[-1 - e->u.access.t->id], true};
     int64_t off = offset(ev, e);
     const uint8_t *st = ev->stored ? ev->stored[e->u.access.t->id] : NULL;
     if (st && !st[off]) return (Val){ev->zero, false};

@@ -62,7 +62,7 @@ static bool certainly_present(const Expr *access, const void *ctx) {
 }
 
 bool lw_reduces_to_zero(const Lowerer *lw, const Expr *sum) {
-  return nt_op(sum->u.sum.op)->identity == nt_semiring_zero(lw->as->semiring);
+  return nt_sum_identity(sum) == nt_semiring_zero(lw->as->semiring);
 }
 
 bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {

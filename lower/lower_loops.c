@@ -143,9 +143,34 @@ static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
   }
 }
 
+static LirExpr *unary_op(Lowerer *lw, const NtOp *op, LirExpr *x);
+
+/* The body of definition def with p[k] for parameter k, inlined: both
+ * parameters exist, so it is plain arithmetic (no lattice). */
+static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]) {
+  switch (e->kind) {
+  case EX_ACCESS: return p[-1 - e->u.access.t->id];
+  case EX_LITERAL: return vconst(lw, e->u.lit.value);
+  case EX_SUM: return TJ_BUG(lw->d, "a reduction in a definition's body"), NULL;
+  default: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  LirExpr *x = gen_def_body(lw, k[0], p);
+  if (n == 1) return x ? unary_op(lw, nt_op(nt_expr_op(e)), x) : NULL;
+  LirExpr *y = gen_def_body(lw, k[1], p);
+  return x && y ? apply_op(lw, nt_expr_op(e), x, y) : NULL;
+}
+
 /* var = var op v: var op= v where op is one loop-IR operation (which the
- * vectorizer recognizes as a reduction). */
+ * vectorizer recognizes as a reduction); var = def(var, v) for a
+ * definition's reduction (lw->temp_def, when var is lw->temp). */
 static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
+  if (lw->temp_def && var == lw->temp) {
+    LirExpr *p[2] = {lw_ref(lw, var), v};
+    LirExpr *r = gen_def_body(lw, lw->temp_def->body, p);
+    return r ? lir_assign(A(lw), var, r) : NULL;
+  }
   if (lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lir_op(lw, op), v);
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
@@ -241,6 +266,14 @@ static bool zero_safe(const Lowerer *lw, OpKind op) {
 }
 
 
+/* A function of one operand through its loop-IR operation; a float-only
+ * one of an integer value is computed in f64. */
+static LirExpr *unary_op(Lowerer *lw, const NtOp *op, LirExpr *x) {
+  Arena *a = A(lw);
+  if (lir_type_is_float(lw->vtype) || !op->float_only) return lir_un(a, (LirUnOp)op->lir, x);
+  return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
+}
+
 /* An operator node through its loop-IR operation (ir/ops.def). A float-only
  * function of an integer value is computed in f64. Where an operand is
  * absent and the operator's identity is the zero (+ - with 0, min under
@@ -251,11 +284,7 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
   const NtOp *op = nt_op(nt_expr_op(e));
   Expr *k[2];
   nt_children(e, k);
-  if (op->arity == 1) {
-    LirExpr *x = gen_expr(lw, k[0], alive);
-    if (lir_type_is_float(lw->vtype) || !op->float_only) return lir_un(a, (LirUnOp)op->lir, x);
-    return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
-  }
+  if (op->arity == 1) return unary_op(lw, op, gen_expr(lw, k[0], alive));
   OpKind kind = nt_expr_op(e);
   if (kind == OP_EXCEPT || kind == OP_MASK) {
     /* y where the mask is (mask) or is not (except): its entry, a merged
@@ -372,13 +401,16 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->root_temp = t;
   LirVar *saved = lw->temp;
   OpKind saved_op = lw->temp_op;
+  const NtDef *saved_def = lw->temp_def;
   lw->target = T_TEMP;
   lw->temp = t;
   lw->temp_op = op;
+  lw->temp_def = NULL;
   lir_append(&s, lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   lw->temp = saved;
   lw->temp_op = saved_op;
+  lw->temp_def = saved_def;
   lw->root_temp = NULL;
   if (!lw->emit_values) return lir_block(a, s);
   if (lw->plan->out_sparse) {
@@ -482,12 +514,14 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
   for (int c = 0; c < n; c++) {
     const Expr *sum = kids[c];
     LirVar *t = lw_var(lw, arena_printf(a, "t_%s", sum->u.sum.iv->name), lw->vtype);
-    lir_append(&s, lir_decl(a, t, vconst(lw, nt_op(sum->u.sum.op)->identity)));
+    lir_append(&s, lir_decl(a, t, vconst(lw, nt_sum_identity(sum))));
     const Expr *root = lw->root;
     int end = lw->scope_end, target = lw->target, nt = lw->nsum_temps;
     LirVar *temp = lw->temp;
     OpKind temp_op = lw->temp_op;
+    const NtDef *temp_def = lw->temp_def;
     lw->temp_op = sum->u.sum.op;
+    lw->temp_def = sum->u.sum.def;
     int depth = lw->depth_of[sum->u.sum.iv->id];
     lw->root = sum->u.sum.a;
     lw->scope_end = depth + 1;
@@ -499,6 +533,7 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
     lw->target = target;
     lw->temp = temp;
     lw->temp_op = temp_op;
+    lw->temp_def = temp_def;
     lw->nsum_temps = nt;
     if (base + c >= NT_MAX_INDICES) return TJ_BUG(lw->d, "too many sums"), NULL;
     lw->sum_node[base + c] = sum;

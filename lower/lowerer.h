@@ -107,6 +107,7 @@ typedef struct Lowerer {
                                               workspace's) start: the root
                                               operator's identity, or the zero */
   OpKind temp_op;                          /* T_TEMP: the reduction into temp */
+  const NtDef *temp_def;                   /* or a definition's (temp_op OP_NONE) */
   LirVar *root_temp;                       /* the temp of the root reduction */
   LirVar *out_hit;                         /* set where the root reduction has a
                                               contribution: its sparse output

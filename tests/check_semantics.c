@@ -391,6 +391,20 @@ START_TEST(test_defs_by_hand) {
   /* an argument used twice is copied: sq(b + c) = (49, 4, 49) */
   expect_defs("y(i) = sq(b(i) + c(i))", defs, v, 3, (double[]){49, 4, 49}, 3);
   free_all(v, 3);
+  /* reduction operators by definition, over the stored A(i,j) x(j), from
+   * the declared identity: amax = (6, 14, 1.5) over rows (5 6 | -10 -14 |
+   * 1.5); a sum of squares ss = (61, 296, 2.25); in every format */
+  const char *rdefs = "amax(x, y) = max(abs(x), abs(y)) identity 0;"
+                      "ss(x, y) = x + y * y identity 0";
+  for (int f = 0; f < 5; f++) {
+    tj_tensor *ops[] = {vector("y", "d", 3, NULL), matrix("A", fmts[f], 3, 4, A),
+                        vector("x", "d", 4, x)};
+    expect_defs("y(i) = reduce(amax, j, A(i,j) * x(j))", rdefs, ops, 3,
+                (double[]){6, 14, 1.5}, 3);
+    expect_defs("y(i) = reduce(ss, j, A(i,j) * x(j))", rdefs, ops, 3,
+                (double[]){61, 296, 2.25}, 3);
+    free_all(ops, 3);
+  }
 }
 END_TEST
 
@@ -404,6 +418,9 @@ START_TEST(test_def_errors) {
       {"f(x) = x * 2", "y(i) = f(b(i), b(i))", "f takes 1 argument"},
       {"g(x, y) = x - y", "y(i) = g(b(i))", "g takes 2 arguments"},
       {"f() = 1", "y(i) = b(i)", "f: a definition takes one or two parameters"},
+      {"f(x, y) = x + y", "y(i) = reduce(f, j, A(i,j))", "reduce: f has no identity"},
+      {"f(x) = x identity 0", "y(i) = b(i)", "f: only a definition of two parameters"},
+      {"f(x, y) = x identity z", "y(i) = b(i)", "f: expected the identity (a number"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
     tj_options o = tj_options_default();

@@ -887,6 +887,27 @@ def test_defs():
              allowed=stored(A, af) | (B != 0), extra=defs, check=True)
         case(f"def_sq_sum_{af}", "y(i) = sq(A(i,j) + B(i,j))", {"A": A, "B": B},
              ((A + B) ** 2).sum(axis=1), fmts={"A": af, "B": "ds", "y": "d"}, extra=defs)
+    # definitions as reduction operators, over the stored entries, from
+    # their declared identity (an empty row: -inf for lse, 0 for amax)
+    rdefs = defs + ["-def=lse(x, y) = log(exp(x) + exp(y)) identity -inf",
+                    "-def=amax(x, y) = max(abs(x), abs(y)) identity 0"]
+    for af in MAT_FMTS:
+        S = stored(A, af)
+        lse = np.array([np.log(np.exp(A[i][S[i]]).sum()) if S[i].any() else -np.inf
+                        for i in range(A.shape[0])])
+        amax = np.array([np.abs((A * x)[i][S[i]]).max() if S[i].any() else 0.0
+                         for i in range(A.shape[0])])
+        case(f"def_reduce_lse_{af}", "y(i) = reduce(lse, j, A(i,j))", {"A": A}, lse,
+             fmts={"A": af, "y": "d"}, extra=rdefs, check=True)
+        case(f"def_reduce_amax_{af}", "y(i) = reduce(amax, j, A(i,j) * x(j))",
+             {"A": A, "x": x}, amax, fmts={"A": af, "x": "d", "y": "s"}, extra=rdefs,
+             check=True)  # a scoped reduction stores its row (0 where empty), as TACO
+        # the empty row's lse is -inf, and present: amax over the rows is inf
+        case(f"def_reduce_nested_{af}", "a = reduce(amax, i, reduce(lse, j, A(i,j)))",
+             {"A": A}, float(np.abs(lse).max()), fmts={"A": af}, extra=rdefs, check=True)
+        case(f"def_reduce_nested_full_{af}", "a = reduce(amax, i, reduce(lse, j, A(i,j)))",
+             {"A": B + 3}, float(np.abs(np.log(np.exp(B + 3).sum(axis=1))).max()),
+             fmts={"A": af}, extra=rdefs, check=True)
 
 
 def test_masks():
