@@ -133,6 +133,15 @@ Expr *nt_reduce(Arena *a, OpKind op, IndexVar *iv, Expr *x, bool implicit, int c
   return e;
 }
 
+bool nt_uses_param(const Expr *e, int k) {
+  if (e->kind == EX_ACCESS) return e->u.access.t->id == -1 - k;
+  Expr *c[2];
+  int n = nt_children(e, c);
+  for (int i = 0; i < n; i++)
+    if (nt_uses_param(c[i], k)) return true;
+  return false;
+}
+
 int nt_children(const Expr *e, Expr *kids[2]) {
   switch (e->kind) {
   case EX_ACCESS:
@@ -226,7 +235,7 @@ bool nt_expr_equal(const Expr *x, const Expr *y) {
            memcmp(&x->u.lit.value, &y->u.lit.value, sizeof(double)) == 0;
   case EX_NEG: return nt_expr_equal(x->u.bin.a, y->u.bin.a);
   case EX_CALL:
-    return x->u.call.fn == y->u.call.fn &&
+    return x->u.call.fn == y->u.call.fn && x->u.call.def == y->u.call.def &&
            nt_expr_equal(x->u.call.a, y->u.call.a) &&
            nt_expr_equal(x->u.call.b, y->u.call.b);
   case EX_SUM:
@@ -322,7 +331,7 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
     }
     break;
   case EX_CALL:
-    fprintf(out, "%s(", nt_op(e->u.call.fn)->spelling);
+    fprintf(out, "%s(", e->u.call.def ? e->u.call.def->name : nt_op(e->u.call.fn)->spelling);
     print_prec(out, e->u.call.a, 0);
     if (e->u.call.b) {
       fputs(", ", out);
@@ -342,6 +351,19 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
 }
 
 void nt_print_expr(FILE *out, const Expr *e) { print_prec(out, e, 0); }
+
+void nt_print_defs(FILE *out, const NtDefs *defs) {
+  for (int k = 0; defs && k < defs->n; k++) {
+    const NtDef *d = &defs->d[k];
+    fprintf(out, "def %s(%s%s%s) = ", d->name, d->param[0], d->arity == 2 ? ", " : "",
+            d->arity == 2 ? d->param[1] : "");
+    nt_print_expr(out, d->body);
+    if (d->left) fputs(" left ", out), nt_print_expr(out, d->left);
+    if (d->right) fputs(" right ", out), nt_print_expr(out, d->right);
+    if (d->reduces) fprintf(out, " identity %g", d->identity);
+    fputc('\n', out);
+  }
+}
 
 void nt_print(FILE *out, const Assignment *as) {
   nt_print_expr(out, as->lhs);

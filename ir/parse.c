@@ -406,7 +406,14 @@ static Expr *parse_def_call(Parser *ps, const NtDef *def, int *h) {
                   "expression too large (operator tree deeper than %d)", NT_MAX_HEIGHT);
     return NULL;
   }
-  Expr *e = nt_map_expr(ps->a, def->body, argument, args); /* the body, arguments in place */
+  if (def->cased && ps->def_name) {
+    diag_error_at(ps->d, TJ_ERR_UNSUPPORTED, ps->src, col, "%s: a definition with cases is "
+                  "called only in expressions, not in another definition", def->name);
+    return NULL;
+  }
+  Expr *e = def->cased ? nt_call(ps->a, OP_CASES, args[0], args[1], col) /* its own node */
+                       : nt_map_expr(ps->a, def->body, argument, args); /* the body, inlined */
+  if (e && def->cased) e->u.call.def = def;
   if (!e) nomem(ps);
   return e;
 }
@@ -620,6 +627,24 @@ static bool parse_def(Arena *a, const char *src, NtDefs *defs, Diag *d) {
   int h = 0;
   Expr *body = parse_expr(&ps, &h);
   if (!body) return false;
+  for (int c = 0; c < 2; c++) { /* left <expr>, right <expr> */
+    const char *kw = c == 0 ? "left" : "right";
+    if (ps.tok.kind != TK_NAME || ps.tok.len != (int)strlen(kw) || strncmp(ps.tok.s, kw, strlen(kw)))
+      continue;
+    if (ps.nparams != 2)
+      return diag_error_at(d, TJ_ERR_PARSE, src, ps.tok.col, "%s: only a definition of two "
+                           "parameters has a %s case", def->name, kw);
+    int col = ps.tok.col, hc = 0;
+    if (!next(&ps)) return false;
+    Expr *k = parse_expr(&ps, &hc);
+    if (!k) return false;
+    if (nt_uses_param(k, 1 - c))
+      return diag_error_at(d, TJ_ERR_PARSE, src, col, "%s: the %s case reads only %s (%s "
+                           "does not exist there)", def->name, kw, ps.params[c], ps.params[1 - c]);
+    *(c == 0 ? &def->left : &def->right) = k;
+    def->cased = true;
+    if (hc > h) h = hc;
+  }
   if (ps.tok.kind == TK_NAME && ps.tok.len == 8 && !strncmp(ps.tok.s, "identity", 8) &&
       !parse_identity(&ps, def))
     return false;
@@ -627,6 +652,8 @@ static bool parse_def(Arena *a, const char *src, NtDefs *defs, Diag *d) {
     return diag_error_at(d, TJ_ERR_PARSE, src, ps.tok.col, "unexpected %s after %s's body",
                          found(&ps), def->name);
   def->arity = ps.nparams;
+  def->param[0] = ps.params[0];
+  def->param[1] = ps.params[1];
   def->body = body;
   def->height = h;
   defs->n++;

@@ -82,15 +82,19 @@ static long double apply(Eval *ev, OpKind op, long double x, long double y) {
 
 static Val eval(Eval *ev, const Expr *e);
 
-/* x op y for the operator of reduction node e: a definition's body with x
- * and y as its parameters. */
-static long double combine(Eval *ev, const Expr *e, long double x, long double y) {
-  if (!e->u.sum.def) return apply(ev, e->u.sum.op, x, y);
+/* A definition's body (or case) with x and y as its parameters. */
+static long double def_value(Eval *ev, const Expr *body, long double x, long double y) {
   long double saved[2] = {ev->param[0], ev->param[1]};
   ev->param[0] = x, ev->param[1] = y;
-  long double r = eval(ev, e->u.sum.def->body).v;
+  long double r = eval(ev, body).v;
   ev->param[0] = saved[0], ev->param[1] = saved[1];
   return r;
+}
+
+/* x op y for the operator of reduction node e, or its definition's body. */
+static long double combine(Eval *ev, const Expr *e, long double x, long double y) {
+  if (!e->u.sum.def) return apply(ev, e->u.sum.op, x, y);
+  return def_value(ev, e->u.sum.def->body, x, y);
 }
 
 /* reduce(op, v, body): op over the points of v where body exists, from
@@ -132,9 +136,15 @@ static Val eval(Eval *ev, const Expr *e) {
     x.present = x.v != ev->zero; /* an all-dense mask is valued */
   const NtOp *o = nt_op(op);
   Val absent = {ev->zero, false};
-  switch (nt_op_algebra(op, ev->sr)) {
+  switch (nt_expr_algebra(e, ev->sr)) {
   case OA_INTERSECT:
     if (!x.present || !y.present) return absent;
+    break;
+  case OA_LEFT:
+    if (!x.present) return absent;
+    break;
+  case OA_RIGHT:
+    if (!y.present) return absent;
     break;
   case OA_UNION:
     if (!x.present && !y.present) return absent;
@@ -150,6 +160,11 @@ static Val eval(Eval *ev, const Expr *e) {
   case OA_EXCEPT:
     if (x.present || !y.present) return absent;
     break;
+  }
+  if (op == OP_CASES) { /* the definition's case for which operands exist */
+    const NtDef *d = e->u.call.def;
+    const Expr *body = x.present && y.present ? d->body : x.present ? d->left : d->right;
+    return (Val){def_value(ev, body, x.v, y.v), true};
   }
   return (Val){apply(ev, op, x.v, y.v), true};
 }

@@ -226,7 +226,9 @@ static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
   }
   Expr *k[2];
   int n = nt_children(e, k);
-  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  case OA_LEFT: return present(lw, k[0], alive);
+  case OA_RIGHT: return present(lw, k[1], alive);
   case OA_INTERSECT:
     return both(lw, nt_expr_op(e) == OP_MASK ? mask_present(lw, k[0], alive) : present(lw, k[0], alive),
                 present(lw, k[1], alive));
@@ -274,6 +276,27 @@ static LirExpr *unary_op(Lowerer *lw, const NtOp *op, LirExpr *x) {
   return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
 }
 
+static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]);
+
+/* A definition's cases at a point: its body where both operands exist,
+ * left where only x does, right where only y does, else the zero; a
+ * select on the operands' presence where it is known only at run time. */
+static LirExpr *gen_cases(Lowerer *lw, const Expr *e, Expr *const k[2], AMask alive) {
+  Arena *a = A(lw);
+  const NtDef *d = e->u.call.def;
+  LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
+  LirExpr *zero = vconst(lw, lw_fill_value(lw));
+  LirExpr *v[2] = {gen_expr(lw, k[0], alive), gen_expr(lw, k[1], alive)};
+  bool no_x = is_bool_const(px, 0), no_y = is_bool_const(py, 0);
+  LirExpr *b = no_x || no_y ? zero : gen_def_body(lw, d->body, v);
+  LirExpr *l = d->left && !no_x ? gen_def_body(lw, d->left, v) : zero;
+  LirExpr *r = d->right && !no_y ? gen_def_body(lw, d->right, v) : zero;
+  if (!b || !l || !r) return NULL;
+  LirExpr *only_y = is_bool_const(py, 1) ? r : lir_select(a, py, r, zero);
+  LirExpr *x_on = is_bool_const(py, 1) ? b : is_bool_const(py, 0) ? l : lir_select(a, py, b, l);
+  return is_bool_const(px, 1) ? x_on : is_bool_const(px, 0) ? only_y : lir_select(a, px, x_on, only_y);
+}
+
 /* An operator node through its loop-IR operation (ir/ops.def). A float-only
  * function of an integer value is computed in f64. Where an operand is
  * absent and the operator's identity is the zero (+ - with 0, min under
@@ -295,6 +318,7 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
     LirExpr *c = both(lw, px, present(lw, k[1], alive));
     return is_bool_const(c, 1) ? y : lir_select(a, c, y, zero);
   }
+  if (kind == OP_CASES) return gen_cases(lw, e, k, alive);
   if (!zero_safe(lw, kind)) { /* under a merged loop, the operands' hits decide */
     LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
     if (!is_bool_const(px, 1) || !is_bool_const(py, 1)) {
@@ -921,7 +945,9 @@ static LirExpr *may_be_nonzero(Lowerer *lw, const LoopCtx *cx, const Expr *e,
   }
   Expr *k[2];
   nt_children(e, k);
-  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  case OA_LEFT: return may_be_nonzero(lw, cx, k[0], hit);
+  case OA_RIGHT: return may_be_nonzero(lw, cx, k[1], hit);
   case OA_NUMERATOR:
   case OA_KEEP: return may_be_nonzero(lw, cx, k[0], hit);
   case OA_INTERSECT:

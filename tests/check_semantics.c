@@ -391,6 +391,15 @@ START_TEST(test_defs_by_hand) {
   /* an argument used twice is copied: sq(b + c) = (49, 4, 49) */
   expect_defs("y(i) = sq(b(i) + c(i))", defs, v, 3, (double[]){49, 4, 49}, 3);
   free_all(v, 3);
+  /* cases: b = (3, _, -5), c = (_, 2, 12) stored; f = x * y where both,
+   * x where only b, 10 y where only c: (3, 20, -60); g has no right case:
+   * (3, absent, -60), 0 in a dense output */
+  const char *cdefs = "f(x, y) = x * y left x right 10 * y; g(x, y) = x * y left x";
+  tj_tensor *w[] = {vector("y", "d", 3, NULL), vector("b", "s", 3, (double[]){3, 0, -5}),
+                    vector("c", "s", 3, (double[]){0, 2, 12})};
+  expect_defs("y(i) = f(b(i), c(i))", cdefs, w, 3, (double[]){3, 20, -60}, 3);
+  expect_defs("y(i) = g(b(i), c(i))", cdefs, w, 3, (double[]){3, 0, -60}, 3);
+  free_all(w, 3);
   /* reduction operators by definition, over the stored A(i,j) x(j), from
    * the declared identity: amax = (6, 14, 1.5) over rows (5 6 | -10 -14 |
    * 1.5); a sum of squares ss = (61, 296, 2.25); in every format */
@@ -421,6 +430,10 @@ START_TEST(test_def_errors) {
       {"f(x, y) = x + y", "y(i) = reduce(f, j, A(i,j))", "reduce: f has no identity"},
       {"f(x) = x identity 0", "y(i) = b(i)", "f: only a definition of two parameters"},
       {"f(x, y) = x identity z", "y(i) = b(i)", "f: expected the identity (a number"},
+      {"f(x, y) = x left y", "y(i) = b(i)", "f: the left case reads only x (y does not exist"},
+      {"f(x) = x right x", "y(i) = b(i)", "f: only a definition of two parameters has a right"},
+      {"f(x, y) = x left x; g(x, y) = f(x, y)", "y(i) = b(i)", "f: a definition with cases is "
+       "called only in expressions"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
     tj_options o = tj_options_default();

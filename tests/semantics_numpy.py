@@ -887,6 +887,27 @@ def test_defs():
              allowed=stored(A, af) | (B != 0), extra=defs, check=True)
         case(f"def_sq_sum_{af}", "y(i) = sq(A(i,j) + B(i,j))", {"A": A, "B": B},
              ((A + B) ** 2).sum(axis=1), fmts={"A": af, "B": "ds", "y": "d"}, extra=defs)
+    # definitions with cases (MLIR's binary regions): body where both
+    # operands exist, `left` where only x, `right` where only y, else absent
+    cdefs = ["-def=f(x, y) = x * y left x right 10 * y", "-def=lo(x, y) = x * y left -x",
+             "-def=ro(x, y) = max(x, y) right abs(y)"]
+    Ds = [rand_sparse(r, 9, 7, 0.3) for _ in range(3)]
+    for af in MAT_FMTS:
+        sa, sb = stored(A, af), B != 0
+        f = np.where(sa & sb, A * B, np.where(sa, A, np.where(sb, 10 * B, 0)))
+        lo = np.where(sa & sb, A * B, np.where(sa, -A, 0))
+        ro = np.where(sa & sb, np.maximum(A, B), np.where(sb, np.abs(B), 0))
+        for name, want, pat in (("f", f, sa | sb), ("lo", lo, sa), ("ro", ro, sb)):
+            case(f"def_cases_{name}_{af}", f"C(i,j) = {name}(A(i,j), B(i,j))", {"A": A, "B": B},
+                 want, fmts={"A": af, "B": "ds", "C": "ds"}, allowed=pat, extra=cdefs,
+                 check=True)
+        case(f"def_cases_spmv_{af}", "y(i) = f(A(i,j), B(i,j)) * x(j)", {"A": A, "B": B, "x": x},
+             f @ x, fmts={"A": af, "B": "ds", "x": "d", "y": "d"}, extra=cdefs, check=True)
+        # in a merged loop (five sparse terms), the hit flags pick the case
+        case(f"def_cases_wide_{af}", "C(i,j) = f(A(i,j), B(i,j)) + D(i,j) + E(i,j) + F(i,j)",
+             {"A": A, "B": B, "D": Ds[0], "E": Ds[1], "F": Ds[2]}, f + sum(Ds),
+             fmts={"A": af, "B": "ds", "D": "ds", "E": "ds", "F": "ds", "C": "ds"},
+             allowed=sa | sb | np.any([D != 0 for D in Ds], axis=0), extra=cdefs, check=True)
     # definitions as reduction operators, over the stored entries, from
     # their declared identity (an empty row: -inf for lse, 0 for amax)
     rdefs = defs + ["-def=lse(x, y) = log(exp(x) + exp(y)) identity -inf",

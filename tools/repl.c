@@ -68,7 +68,8 @@ static const char *help_text =
     "  :time [reps]   :check   :schedule [directives]\n"
     "  :backend [llvm|c]                    code generator for the next kernels\n"
     "  :semiring [add.mul]                  semiring of the next kernels (min.plus, ...)\n"
-    "  :def f(x) = <expr>                   define an element operator (:def alone lists)\n"
+    "  :def f(x) = <expr>                   define an element operator (:def alone lists);\n"
+    "       f(x, y) = <expr> [left <expr>] [right <expr>] [identity <v>]: cases, reduction\n"
     "  :help   :quit\n";
 
 static int find(const Repl *r, const char *name) {
