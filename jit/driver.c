@@ -345,6 +345,8 @@ static char *canonical_key(const Assignment *as, const char *schedule,
     for (int v = 0; v < as->nindices; v++) fprintf(f, ",%lld", (long long)as->indices[v]->extent);
   }
   fprintf(f, "|sr=%s", as->semiring ? as->semiring->name : "");
+  /* a definition's reduction prints as its name: its body is in the text */
+  fprintf(f, "|defs=%s", o && o->defs ? o->defs : "");
   /* The schedule names indices by the user's names: key them as given. */
   fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d|be%d", schedule ? schedule : "",
           o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->no_unroll_jam,

@@ -169,11 +169,17 @@ static int64_t extent_in(const Expr *e, const IndexVar *v, tj_storage **st) {
   }
 }
 
-/* How a row-chunked reduction's partial outputs combine (lower_plan
- * chunks only these operators). */
+/* How a row-chunked reduction's partial outputs combine: by the root
+ * operator, a reduction operator (nt_op_is_reduction). */
 static RtCombine combine_of(OpKind op) {
-  return op == OP_MUL ? RT_COMBINE_MUL : op == OP_MIN ? RT_COMBINE_MIN
-         : op == OP_MAX ? RT_COMBINE_MAX : RT_COMBINE_ADD;
+  switch (op) {
+  case OP_MUL: return RT_COMBINE_MUL;
+  case OP_MIN: return RT_COMBINE_MIN;
+  case OP_MAX: return RT_COMBINE_MAX;
+  case OP_OR: return RT_COMBINE_OR;
+  case OP_AND: return RT_COMBINE_AND;
+  default: return RT_COMBINE_ADD;
+  }
 }
 
 /* A parallel reduction keeps one partial output per chunk: worth it when

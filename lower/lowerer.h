@@ -96,6 +96,7 @@ typedef struct Lowerer {
   LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
   LirType vtype;                           /* value type of the expression */
+  bool is_bool;                            /* bool dtype: vtype I8 0/1, + max, * min */
   bool root_reduces;                       /* the nest has root reductions */
   bool valued_masks;                       /* the rhs masks by an all-dense tensor
                                               (its values decide, at run time) */
@@ -106,6 +107,7 @@ typedef struct Lowerer {
                                               workspace's) start: the root
                                               operator's identity, or the zero */
   OpKind temp_op;                          /* T_TEMP: the reduction into temp */
+  const NtDef *temp_def;                   /* or a definition's (temp_op OP_NONE) */
   LirVar *root_temp;                       /* the temp of the root reduction */
   LirVar *out_hit;                         /* set where the root reduction has a
                                               contribution: its sparse output
