@@ -21,7 +21,7 @@
 #define LOWER_LATTICE_MAX 8
 /* The fewest additive terms a union scatters through a workspace with
  * (lower_plan_scatter_union; bench/README.md, wide unions). */
-#define LOWER_SCATTER_MIN 4
+#define LOWER_SCATTER_MIN 3
 
 typedef enum { PHASE_ASSEMBLE, PHASE_COMPUTE, PHASE_EVALUATE } LowerPhase;
 
