@@ -348,10 +348,10 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   /* a definition's reduction prints as its name: its body is in the text */
   fprintf(f, "|defs=%s", o && o->defs ? o->defs : "");
   /* The schedule names indices by the user's names: key them as given. */
-  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d|be%d", schedule ? schedule : "",
+  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d|sc%d|be%d", schedule ? schedule : "",
           o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->no_unroll_jam,
           o->cpu ? o->cpu : "host", o->features ? o->features : "host", drv_lattice_max(),
-          o->backend);
+          drv_scatter_min(), o->backend);
   if (schedule) {
     /* index names matter in a schedule: record the renaming */
     for (int v = 0; v < as->nindices; v++) fprintf(f, "|%s", as->indices[v]->name);

@@ -136,6 +136,11 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
 /* LowerPlan.lattice_max from TJ_WIDE_UNION_THRESHOLD (a test and benchmark
  * switch between lattice and merged loops), 0 (the default) when unset. */
 int drv_lattice_max(void);
+/* The fewest additive terms a union scatters through a workspace with
+ * (lower_plan_scatter_union), from TJ_SCATTER_UNION_MIN (a test and
+ * benchmark switch; a large value turns the path off), else
+ * LOWER_SCATTER_MIN. */
+int drv_scatter_min(void);
 
 
 /* Kernel variants of an entry: a LowerPhase, or DRV_ROWS(phase) for the
