@@ -431,7 +431,9 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
     lir_append(&s, lir_decl(a, *ws[w].v, NULL));
     LirStmt *al = lir_call(a, LH_ALLOC);
     al->u.call.ptr = *ws[w].v;
-    al->u.call.a = lir_bin(a, LOP_MUL, n, lw_i64(lw, ws[w].bytes));
+    /* the list has a spare slot: the branchless mark stores before it counts */
+    LirExpr *len = w == 2 ? lir_bin(a, LOP_ADD, n, lw_i64(lw, 1)) : n;
+    al->u.call.a = lir_bin(a, LOP_MUL, len, lw_i64(lw, ws[w].bytes));
     lir_append(&s, al);
     LirStmt *fr = lir_call(a, LH_FREE);
     fr->u.call.ptr = *ws[w].v;
