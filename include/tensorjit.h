@@ -11,6 +11,7 @@
 #ifndef TENSORJIT_H
 #define TENSORJIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,7 +36,14 @@ typedef enum {
   TJ_ERR_INTERNAL     /* a broken invariant inside tensorjit (a bug) */
 } tj_status;
 
-typedef enum { TJ_F64 = 0, TJ_F32 = 1, TJ_I64 = 2, TJ_I32 = 3 } tj_dtype;
+/* Value types. Integers are signed two's complement and wrap around; bool
+ * values are 0 (false) or 1 (true), one byte each, and in an expression +
+ * is or, * is and, min is and, max is or (numpy's and GraphBLAS's rules).
+ * TJ_NDTYPES counts them. */
+typedef enum {
+  TJ_F64 = 0, TJ_F32 = 1, TJ_I64 = 2, TJ_I32 = 3, TJ_I16 = 4, TJ_I8 = 5, TJ_BOOL = 6
+} tj_dtype;
+#define TJ_NDTYPES 7
 
 /* Level letters: d dense, s compressed, u compressed-nonunique,
  * q singleton, (and c: singleton-nonunique, used inside COO). */
@@ -54,6 +62,8 @@ typedef struct tj_kernel tj_kernel;
 const char *tj_last_error(void);
 const char *tj_version(void);
 const char *tj_dtype_name(tj_dtype t);
+/* The dtype named "f64", "f32", "i64", "i32", "i16", "i8" or "bool". */
+tj_status tj_dtype_parse(const char *name, tj_dtype *out);
 
 /* ---- formats ---------------------------------------------------------- */
 
@@ -114,10 +124,16 @@ tj_status tj_tensor_insert_f64(tj_tensor *t, const int64_t *coord, double value)
 tj_status tj_tensor_insert_f32(tj_tensor *t, const int64_t *coord, float value);
 tj_status tj_tensor_insert_i64(tj_tensor *t, const int64_t *coord, int64_t value);
 tj_status tj_tensor_insert_i32(tj_tensor *t, const int64_t *coord, int32_t value);
+tj_status tj_tensor_insert_i16(tj_tensor *t, const int64_t *coord, int16_t value);
+tj_status tj_tensor_insert_i8(tj_tensor *t, const int64_t *coord, int8_t value);
+tj_status tj_tensor_insert_bool(tj_tensor *t, const int64_t *coord, bool value);
 tj_status tj_tensor_get_f64(const tj_tensor *t, const int64_t *coord, double *out);
 tj_status tj_tensor_get_f32(const tj_tensor *t, const int64_t *coord, float *out);
 tj_status tj_tensor_get_i64(const tj_tensor *t, const int64_t *coord, int64_t *out);
 tj_status tj_tensor_get_i32(const tj_tensor *t, const int64_t *coord, int32_t *out);
+tj_status tj_tensor_get_i16(const tj_tensor *t, const int64_t *coord, int16_t *out);
+tj_status tj_tensor_get_i8(const tj_tensor *t, const int64_t *coord, int8_t *out);
+tj_status tj_tensor_get_bool(const tj_tensor *t, const int64_t *coord, bool *out);
 
 /* ---- a tensor's arrays: wrapping caller memory, reading in place -------- */
 
@@ -128,7 +144,9 @@ tj_status tj_tensor_get_i32(const tj_tensor *t, const int64_t *coord, int32_t *o
  * (one per parent position); a dense level neither. pos entries are
  * fmt->pos_width bits, crd entries fmt->crd_width bits (0 means 32), signed.
  * vals holds one value of dtype per position of the last level (for an
- * all-dense tensor, prod(dims) values in level order). */
+ * all-dense tensor, prod(dims) values in level order); bool values are
+ * bytes 0 or 1 (kernels compute or / and as max / min of them: other
+ * bytes are not checked, an output's are overwritten). */
 typedef struct tj_arrays {
   tj_dtype dtype;
   int order;
@@ -194,6 +212,10 @@ tj_status tj_tensor_arrays(tj_tensor *t, tj_arrays *out);
  * (NULL: CSR for order 2, all-compressed otherwise). Errors say file:line. */
 tj_status tj_tensor_read(const char *path, const char *name,
                          const tj_format *fmt, tj_tensor **out);
+/* The same with values of dtype dt, read exactly (an integer file's values
+ * above 2^53 too; a pattern file's entries are 1, true in a bool tensor). */
+tj_status tj_tensor_read_as(const char *path, const char *name, const tj_format *fmt,
+                            tj_dtype dt, tj_tensor **out);
 /* Writes .mtx (order 2, coordinate real) or .tns (any order). */
 tj_status tj_tensor_write(const tj_tensor *t, const char *path);
 
@@ -292,7 +314,9 @@ tj_status tj_kernel_run(tj_kernel *k, tj_phase phase,
 typedef enum {
   TJ_STAGE_NOTATION, TJ_STAGE_CIN, TJ_STAGE_LATTICE, TJ_STAGE_ASSEMBLY,
   TJ_STAGE_COMPUTE, TJ_STAGE_C, TJ_STAGE_LLVM, TJ_STAGE_LLVM_OPT,
-  TJ_STAGE_ASM
+  TJ_STAGE_ASM,
+  TJ_STAGE_GETT   /* a dense contraction's plan: index sets, blocking, the
+                     model's estimates and the method (GETT / TTGT / LoG) */
 } tj_stage;
 /* Writes one stage of k's compilation to file (a FILE *). */
 tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file);
@@ -363,6 +387,15 @@ tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n);
 /* tj_reference under opts (NULL: defaults); only opts->semiring matters. */
 tj_status tj_reference_opts(const char *expr, tj_tensor *const *operands, int n,
                             const tj_options *opts);
+
+/* The GEMM TTGT multiplies with: C (m x n) = A (m x k) * B (n x k)^T, all
+ * column-major with leading dimensions lda, ldb, ldc; f32 nonzero for
+ * float, else double. tj_set_ttgt_gemm(NULL) (the default) uses
+ * tensorjit's own GETT core; a benchmark can pass e.g. a CBLAS wrapper.
+ * Process-wide; set it before running kernels, not while they run. */
+typedef void (*tj_gemm_fn)(int f32, int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
+void tj_set_ttgt_gemm(tj_gemm_fn fn);
 
 /* Releases LLVM's global state at process exit (for leak checkers). */
 void tj_shutdown(void);

@@ -338,12 +338,20 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   /* Settings read from the environment that change the generated code. */
   const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
   fprintf(f, "|pipe=%s|gather=%s", pipe ? pipe : "", gather ? gather : "");
+  /* A dense contraction's method and blocking depend on its extents. */
+  if (lower_gett_form(as)) {
+    const char *blk = getenv("TJ_GETT_BLOCK");
+    fprintf(f, "|gett=%s|ext", blk ? blk : "");
+    for (int v = 0; v < as->nindices; v++) fprintf(f, ",%lld", (long long)as->indices[v]->extent);
+  }
   fprintf(f, "|sr=%s", as->semiring ? as->semiring->name : "");
+  /* a definition's reduction prints as its name: its body is in the text */
+  fprintf(f, "|defs=%s", o && o->defs ? o->defs : "");
   /* The schedule names indices by the user's names: key them as given. */
-  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d|be%d", schedule ? schedule : "",
+  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d|sc%d|be%d", schedule ? schedule : "",
           o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->no_unroll_jam,
           o->cpu ? o->cpu : "host", o->features ? o->features : "host", drv_lattice_max(),
-          o->backend);
+          drv_scatter_min(), o->backend);
   if (schedule) {
     /* index names matter in a schedule: record the renaming */
     for (int v = 0; v < as->nindices; v++) fprintf(f, "|%s", as->indices[v]->name);
@@ -388,6 +396,33 @@ static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, 
   return lower_plan(as, want, nw, strict, p, d);
 }
 
+/* A pure dense contraction goes to GETT / TTGT / LoG (the model's choice,
+ * or the schedule's method(...)); its operands are read as stored. */
+static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule *s,
+                             Diag *d) {
+  int forced = -2;
+  for (int k = 0; k < s->n; k++)
+    if (s->d[k].kind == SCHED_METHOD) {
+      forced = lower_gett_method_of(s->d[k].arg);
+      if (forced == -2)
+        return diag_error(d, TJ_ERR_INVALID, "method(%s): unknown method (gett, ttgt, log "
+                          "or loops)", s->d[k].arg);
+    }
+  if (!lower_gett_plan(as, e->opt.vector_bits, forced, &e->gett)) {
+    if (forced >= 0)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "method(%s) needs a pure dense contraction "
+                        "C(I_m,I_n) = A(I_m,I_k) * B(I_n,I_k) in f64 or f32",
+                        lower_gett_method_name(forced));
+    return true;
+  }
+  for (int t = 0; t < as->ntensors; t++) {
+    e->plan.convert[t] = false;
+    e->plan.fmt[t] = as->tensors[t]->decl.format;
+  }
+  e->plan.rangeable = e->plan.reduce_rows = false;
+  return true;
+}
+
 /* Memory set aside while an arena is built up (planning, lowering): an
  * allocation that fails there takes it over and the work runs to its end
  * in valid memory, then is discarded as out of memory (the builders do not
@@ -408,7 +443,8 @@ static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
     cin = cin_from_assignment(&e->arena, as, &sched, d);
     if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
   }
-  if (!drv_apply_schedule(e, as, &sched, d)) return false;
+  if (!drv_apply_schedule(e, as, cin, &sched, d) || !plan_contraction(e, as, &sched, d))
+    return false;
   e->cin = lower_plan_notation(&e->arena, &e->plan, cin, d);
   e->as = as;
   return e->cin != NULL;
@@ -447,7 +483,9 @@ LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *
   a->failed = 0;   /* an arena's failure is reported once, by the call it failed */
   if (!arena_reserve(a, BUILD_RESERVE))
     return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
-  LirKernel *k = v >= 3 ? lower_kernel_rows(a, &in, ph, names[v], d)
+  bool gett = e->gett.method != GETT_LOOPS && ph != PHASE_ASSEMBLE;
+  LirKernel *k = v >= 3   ? lower_kernel_rows(a, &in, ph, names[v], d)
+                 : gett ? lower_gett_kernel(a, &in, &e->gett, names[v], d)
                         : lower_kernel(a, &in, ph, names[v], d);
   for (int p = 0; k && p < npasses && LOWER_PASSES[p].name; p++) LOWER_PASSES[p].run(a, k, &e->opt);
   bool failed = a->failed;

@@ -44,6 +44,7 @@ typedef struct CacheEntry {
   Cin *cin;
   LowerPlan plan;             /* analysis: loop order, conversions, workspace */
   LowerOptions opt;           /* code-generation switches */
+  GettPlan gett;              /* a pure dense contraction's method (GETT_LOOPS: none) */
   LirKernel *lir[6];          /* by variant, lowered on demand */
   BackendKernel bk[6];
   bool compiled[6];
@@ -130,11 +131,18 @@ bool drv_disk_serialize(FILE *f, const char *key, const void *obj, size_t len,
                         const char *symbol);
 
 /* Applies parallelize / vectorize / precompute and the target's vector
- * width to e's plan (driver_schedule.c). */
-bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d);
+ * width to e's plan (driver_schedule.c); cin names the loops (split
+ * halves, pos and bound variables). */
+bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, const Schedule *s,
+                        Diag *d);
 /* LowerPlan.lattice_max from TJ_WIDE_UNION_THRESHOLD (a test and benchmark
  * switch between lattice and merged loops), 0 (the default) when unset. */
 int drv_lattice_max(void);
+/* The fewest additive terms a union scatters through a workspace with
+ * (lower_plan_scatter_union), from TJ_SCATTER_UNION_MIN (a test and
+ * benchmark switch; a large value turns the path off), else
+ * LOWER_SCATTER_MIN. */
+int drv_scatter_min(void);
 
 
 /* Kernel variants of an entry: a LowerPhase, or DRV_ROWS(phase) for the

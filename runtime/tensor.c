@@ -146,7 +146,7 @@ tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
                         name ? name : "", order, TJ_MAX_ORDER);
   if (order > 0 && !dims)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_new: dims is NULL");
-  if ((unsigned)dtype > TJ_I32)
+  if (!rt_dtype_valid(dtype))
     return rt_set_error(TJ_ERR_DTYPE, "tensor %s: unknown dtype %d",
                         name ? name : "", (int)dtype);
   for (int d = 0; d < order; d++)

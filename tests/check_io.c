@@ -246,6 +246,31 @@ START_TEST(mtx_variants) {
   ck_assert_int_eq(tj_tensor_read(tmp_path("int.mtx"), NULL, NULL, &t), TJ_OK);
   ck_assert_int_eq(tj_tensor_nnz(t), 2);   /* the explicit zero is stored */
   tj_tensor_free(t);
+  /* read as bool: a pattern file's entries are true; an integer file's
+   * nonzeros are true and its explicit zero a stored false; as i8 */
+  bool b;
+  int8_t v8;
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("pat.mtx"), NULL, NULL, TJ_BOOL, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_dtype(t), TJ_BOOL);
+  ck_assert_int_eq(tj_tensor_get_bool(t, (int64_t[]){0, 2}, &b), TJ_OK);
+  ck_assert(b);
+  ck_assert_int_eq(tj_tensor_get_bool(t, (int64_t[]){0, 1}, &b), TJ_OK);
+  ck_assert(!b);
+  tj_tensor_free(t);
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("int.mtx"), NULL, NULL, TJ_BOOL, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_nnz(t), 2);
+  ck_assert_int_eq(tj_tensor_get_bool(t, (int64_t[]){0, 1}, &b), TJ_OK);
+  ck_assert(b);
+  tj_tensor_free(t);
+  write_text("i8.tns", "1 2 -7\n3 1 100\n");
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("i8.tns"), NULL, NULL, TJ_I8, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_get_i8(t, (int64_t[]){0, 1}, &v8), TJ_OK);
+  ck_assert_int_eq(v8, -7);
+  ck_assert_int_eq(tj_tensor_get_i8(t, (int64_t[]){2, 0}, &v8), TJ_OK);
+  ck_assert_int_eq(v8, 100);
+  tj_tensor_free(t);
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("pat.mtx"), NULL, NULL, (tj_dtype)9, &t),
+                   TJ_ERR_DTYPE);
   write_text("arr.mtx", "%%MatrixMarket matrix array real general\n"
              "2 3\n1\n2\n3\n4\n5\n6\n");
   expect_dense("arr.mtx", 2, 3, (double[]){1, 3, 5, 2, 4, 6});

@@ -68,7 +68,8 @@ static const char *help_text =
     "  :time [reps]   :check   :schedule [directives]\n"
     "  :backend [llvm|c]                    code generator for the next kernels\n"
     "  :semiring [add.mul]                  semiring of the next kernels (min.plus, ...)\n"
-    "  :def f(x) = <expr>                   define an element operator (:def alone lists)\n"
+    "  :def f(x) = <expr>                   define an element operator (:def alone lists);\n"
+    "       f(x, y) = <expr> [left <expr>] [right <expr>] [identity <v>]: cases, reduction\n"
     "  :help   :quit\n";
 
 static int find(const Repl *r, const char *name) {
@@ -201,15 +202,8 @@ static bool do_load(Repl *r, const char *name, Arg *args, int n) {
   if (n == 2 && !parse_format_arg(args[1].text, &f)) return false;
   if (n == 2) fp = &f;
   tj_tensor *t;
-  if (tj_tensor_read(args[0].text, name, fp, &t) != TJ_OK) return tool_fail_lib("load");
-  tj_dtype dt = dtype_for(r, name);
-  if (dt != tj_tensor_dtype(t)) {
-    tj_tensor *c;
-    tj_status st = tj_tensor_cast(t, dt, &c);
-    tj_tensor_free(t);
-    if (st != TJ_OK) return tool_fail_lib("load");
-    t = c;
-  }
+  if (tj_tensor_read_as(args[0].text, name, fp, dtype_for(r, name), &t) != TJ_OK)
+    return tool_fail_lib("load");
   return put(r, t);
 }
 
@@ -393,25 +387,24 @@ static bool colon_command(Repl *r, const char *cmd, const char *rest) {
 static bool set_property(Repl *r, bool is_fmt, char *args) {
   char *value, *name = split_word(args, &value), buf[512];
   if (!*name || !*value || !unquote(value, buf, sizeof buf))
-    return tool_fail(is_fmt ? "usage: format NAME \"levels\"" : "usage: dtype NAME f64|f32|i64|i32");
+    return tool_fail(is_fmt ? "usage: format NAME \"levels\""
+                            : "usage: dtype NAME f64|f32|i64|i32|i16|i8|bool");
   Pending p = {0};
   if (is_fmt && !parse_format_arg(buf, &p.fmt)) return false;
-  static const char *dts[] = {"f64", "f32", "i64", "i32"};
-  int d = 0;
-  while (!is_fmt && d < 4 && strcmp(buf, dts[d])) d++;
-  if (!is_fmt && d == 4) return tool_fail("unknown dtype '%s' (f64, f32, i64 or i32)", buf);
+  tj_dtype d = TJ_F64;
+  if (!is_fmt && tj_dtype_parse(buf, &d) != TJ_OK) return tool_fail("%s", tj_last_error());
   int i = find(r, name);
   if (i >= 0) {
     tj_tensor *c;
     tj_status st = is_fmt ? tj_tensor_convert(r->t[i], &p.fmt, &c)
-                          : tj_tensor_cast(r->t[i], (tj_dtype)d, &c);
+                          : tj_tensor_cast(r->t[i], d, &c);
     if (st != TJ_OK) return tool_fail_lib(name);
     put(r, c);
   }
   Pending *q = pending(r, name, true);
   if (!q) return tool_fail("out of memory");
   if (is_fmt) q->has_fmt = true, q->fmt = p.fmt;
-  else q->has_dtype = true, q->dtype = (tj_dtype)d;
+  else q->has_dtype = true, q->dtype = d;
   return true;
 }
 
