@@ -24,8 +24,8 @@ typedef struct Verifier {
 } Verifier;
 
 static const char *tname(LirType t) {
-  static const char *n[] = {"void", "bool", "i32", "i64", "f32", "f64",
-                            "i32*", "i64*", "f32*", "f64*", "bool*"};
+  static const char *n[] = {"void", "bool", "i8", "i16", "i32", "i64", "f32", "f64",
+                            "i8*", "i16*", "i32*", "i64*", "f32*", "f64*", "bool*"};
   return t >= LT_VOID && t <= LT_PTR_U8 ? n[t] : "?";
 }
 

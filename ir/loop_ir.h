@@ -20,14 +20,22 @@
 #include "arena.h"
 #include "diag.h"
 
+/* Signed integers of 8 to 64 bits, floats, and BOOL (a comparison's i1,
+ * a byte in memory). A bool tensor's values are I8 0/1 (lowering makes its
+ * + max and its * min: or and and). */
 typedef enum {
-  LT_VOID, LT_BOOL, LT_I32, LT_I64, LT_F32, LT_F64,
-  LT_PTR_I32, LT_PTR_I64, LT_PTR_F32, LT_PTR_F64, LT_PTR_U8
+  LT_VOID, LT_BOOL, LT_I8, LT_I16, LT_I32, LT_I64, LT_F32, LT_F64,
+  LT_PTR_I8, LT_PTR_I16, LT_PTR_I32, LT_PTR_I64, LT_PTR_F32, LT_PTR_F64, LT_PTR_U8
 } LirType;
 
 bool lir_type_is_ptr(LirType t);
 bool lir_type_is_float(LirType t);
-bool lir_type_is_int(LirType t);          /* I32 / I64 (not BOOL) */
+bool lir_type_is_int(LirType t);          /* I8 .. I64 (not BOOL) */
+int lir_type_bytes(LirType t);            /* in memory: BOOL 1, I16 2, F64 8 */
+int64_t lir_int_min(LirType t);           /* of an integer type */
+int64_t lir_int_max(LirType t);
+/* The loop-IR type of a tj_dtype's values (bool: LT_I8), LT_VOID if none. */
+LirType lir_dtype_type(int dtype);
 LirType lir_elem_type(LirType ptr);       /* LT_PTR_F64 -> LT_F64 */
 LirType lir_ptr_type(LirType elem);       /* LT_F64 -> LT_PTR_F64 */
 const char *lir_type_c(LirType t);        /* "double", "int32_t *", ... */
@@ -117,6 +125,9 @@ typedef struct LoopAttrs {
   int schedule;      /* parallel: how rows split among threads (TJ_PAR_*) */
   int vec_width;     /* 0 = not vectorized; else lanes */
   int unroll;        /* 0 = no hint */
+  int vectorize;     /* vectorize(i, w) of the notation: this loop, w lanes
+                        (0: the vectorization pass chooses, unless another
+                        loop of the kernel asks) */
   bool remainder;    /* the scalar remainder of a vector loop (< W trips):
                         LLVM should neither vectorize nor unroll it */
   LirExpr *balance;  /* parallel: a pos array (pointer expr) whose entries

@@ -22,7 +22,7 @@ typedef struct Emitter {
   LLVMValueRef operands;     /* the kernel's operands argument */
   LLVMValueRef *slots;       /* alloca per LirVar id, made on first use */
   LLVMBasicBlockRef cleanup; /* NULL in an outlined body: no failing calls */
-  LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
+  LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
   LLVMValueRef tbaa[NTYPES], tbaa_field;
   unsigned tbaa_kind, loop_kind;
   const LirKernel *k;

@@ -24,6 +24,8 @@
 LLVMTypeRef em_reg_type(Emitter *e, LirType t) {
   switch (t) {
   case LT_BOOL: return e->i1;
+  case LT_I8: return e->i8;
+  case LT_I16: return e->i16;
   case LT_I32: return e->i32;
   case LT_I64: return e->i64;
   case LT_F32: return e->f32;
@@ -56,7 +58,8 @@ LLVMMetadataRef em_md_int(LLVMTypeRef t, long long v) {
  * tj_storage fields; distinct siblings never alias. */
 static void tbaa_init(Emitter *e) {
   static const char *names[NTYPES] = {
-      [LT_BOOL] = "bool", [LT_I32] = "int32", [LT_I64] = "int64",
+      [LT_BOOL] = "bool", [LT_I8] = "int8", [LT_I16] = "int16",
+      [LT_I32] = "int32", [LT_I64] = "int64",
       [LT_F32] = "float", [LT_F64] = "double"};
   LLVMMetadataRef root_ops[] = {em_md_str(e, "tensorjit tbaa")};
   LLVMMetadataRef root = LLVMMDNodeInContext2(e->cx, root_ops, 1);
@@ -622,13 +625,7 @@ static bool call_free(Emitter *e, const LirStmt *s) {
   return true;
 }
 
-int em_elem_bytes(LirType ptr) {
-  switch (lir_elem_type(ptr)) {
-  case LT_BOOL: return 1;
-  case LT_I32: case LT_F32: return 4;
-  default: return 8;
-  }
-}
+int em_elem_bytes(LirType ptr) { return lir_type_bytes(lir_elem_type(ptr)); }
 
 static bool call_sort(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.call.ptr;
@@ -730,6 +727,7 @@ void em_add_fn_attrs(Emitter *e, LLVMValueRef fn) {
 static void init_types(Emitter *e) {
   e->i1 = LLVMInt1TypeInContext(e->cx);
   e->i8 = LLVMInt8TypeInContext(e->cx);
+  e->i16 = LLVMInt16TypeInContext(e->cx);
   e->i32 = LLVMInt32TypeInContext(e->cx);
   e->i64 = LLVMInt64TypeInContext(e->cx);
   e->f32 = LLVMFloatTypeInContext(e->cx);

@@ -19,6 +19,9 @@
 
 /* The default of LowerOptions.lattice_max (see bench/README.md, wide unions). */
 #define LOWER_LATTICE_MAX 8
+/* The fewest additive terms a union scatters through a workspace with
+ * (lower_plan_scatter_union; bench/README.md, wide unions). */
+#define LOWER_SCATTER_MIN 3
 
 typedef enum { PHASE_ASSEMBLE, PHASE_COMPUTE, PHASE_EVALUATE } LowerPhase;
 
@@ -50,8 +53,8 @@ typedef struct LowerOptions {
   bool parallel;                       /* mark the outermost safe loop parallel */
   int vector_bits;                     /* explicit vectorization width in bits, 0 off */
   bool vector_gather;                  /* also vectorize loops that gather */
-  IndexVar *vec_var;                   /* vectorize(j, w): only this loop ... */
-  int vec_width;                       /* ... with this many lanes */
+  int vec_width;                       /* vectorize(j, w): w lanes (the loops of j
+                                          carry LoopAttrs.vectorize); 0 none */
   int unroll_jam;                      /* rows per unroll-and-jam block, 0 off */
   int lattice_max;                     /* a loop whose merge lattice may have more
                                           points is one merged co-iteration (a
@@ -70,6 +73,9 @@ typedef struct LoopNest {
   IndexVar *ws_var;
   int unroll[NT_MAX_INDICES];          /* unroll(i, n): n, else 0 */
   int par[NT_MAX_INDICES];             /* parallelize(i, s): ParStrategy */
+  int vec[NT_MAX_INDICES];             /* vectorize(i, w): w, else 0 */
+  int par_asked;                       /* depth of the loop parallelize names, -1 */
+  const CinLoopForm *form[NT_MAX_INDICES]; /* split / divide / pos / bound */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
 
@@ -138,6 +144,17 @@ void lower_gett_print(FILE *f, const Assignment *as, const GettPlan *g);
 /* "gett", "ttgt", "log", else "loops"; and back (-2 for an unknown name). */
 const char *lower_gett_method_name(int m);
 int lower_gett_method_of(const char *name);
+
+/* The number of additive terms of e with products distributed over sums
+ * ((B1 + B2) * C: two), 0 when e cannot be split (a sum node or a mask
+ * inside, or more than 64 terms) (lower/union_terms.c). */
+int lower_union_term_count(const Expr *e);
+
+/* Chooses the workspace for a wide union: a sparse output written by the
+ * innermost loop, no reduction, at least min_terms (and two) additive
+ * terms; each term then scatters its own fiber into the workspace (O(nnz)
+ * per row, not O(k) per coordinate). Returns whether it did. */
+bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms);
 
 /* Emits the kernel for one phase of the plan into arena memory: the loop
  * nest only; the loop-IR passes (LOWER_PASSES) run after it. */

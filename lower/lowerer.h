@@ -59,7 +59,8 @@ typedef struct Lowerer {
   Access acc[LW_MAX_ACCESS];
   int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
   int first_red;                           /* depth of first reduction var */
-  bool par_ok;                             /* the depth-0 loop may be parallel */
+  bool par_ok;                             /* the loop at par_depth may be parallel */
+  int par_depth;                           /* 0, or the depth parallelize names */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
                                               output's rows it reaches (and the
@@ -96,6 +97,7 @@ typedef struct Lowerer {
   LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
   LirType vtype;                           /* value type of the expression */
+  bool is_bool;                            /* bool dtype: vtype I8 0/1, + max, * min */
   bool root_reduces;                       /* the nest has root reductions */
   bool valued_masks;                       /* the rhs masks by an all-dense tensor
                                               (its values decide, at run time) */
@@ -106,6 +108,7 @@ typedef struct Lowerer {
                                               workspace's) start: the root
                                               operator's identity, or the zero */
   OpKind temp_op;                          /* T_TEMP: the reduction into temp */
+  const NtDef *temp_def;                   /* or a definition's (temp_op OP_NONE) */
   LirVar *root_temp;                       /* the temp of the root reduction */
   LirVar *out_hit;                         /* set where the root reduction has a
                                               contribution: its sparse output
@@ -163,11 +166,33 @@ void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p);
 /* The value of sum node e in the scope being lowered (its temp), or NULL. */
 LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e);
 
+/* union_terms.c */
+/* Whether the loop at depth scatters the rhs into the workspace term by
+ * term: the workspace's own innermost loop, no reduction, mask, semiring
+ * or +=, and at least two additive terms. */
+bool lw_scatters_terms(const Lowerer *lw, int depth);
+/* The additive terms of lw->root into out (LW_MAX_ACCESS entries):
+ * their number, 0 when it has fewer than two, -1 with lw->d set. */
+int lw_union_terms(Lowerer *lw, Expr **out);
+
 /* lower_loops.c */
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
 /* Whether the loop at depth over the accesses in alive is one plain loop
  * (a dense range, or the positions of one unsegmented sparse level). */
 bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
+
+/* strip.c: the loop rewrites (split, divide, pos, bound) of the loop at depth */
+/* Whether the loop at depth can take its rewrites: how (not NULL) says why
+ * it is not one for loop; sparse_x is the access whose sparse level the
+ * for walks, -1 for a dense range. False with lw->d set when refused. */
+bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x);
+/* The dense loop's upper bound: bound()'s constant, else extent. */
+LirExpr *lw_form_extent(Lowerer *lw, int depth, LirExpr *extent);
+/* for (iv = lo; iv < hi; iv++) body, strip-mined when the loop is split or
+ * divided; *outer gets the outermost loop made, *inner the loop over iv
+ * (both the one loop without a split). */
+LirStmt *lw_strip_loop(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr *hi,
+                       LirStmt *body, LirStmt **outer, LirStmt **inner);
 
 /* lower.c helpers used by lower_loops.c */
 /* The value of absent entries: the semiring's zero (0 by default). */

@@ -130,6 +130,9 @@ void tj_rt_parallel_for_sched(int64_t lo, int64_t hi, const void *pos, int32_t p
  * TJ_NUM_THREADS or the OpenMP default). */
 void tj_rt_set_threads(int n);
 int tj_rt_threads(void);
+/* Work (rows plus stored entries) below which a loop runs on one thread:
+ * forking costs more than it saves there. TJ_PAR_MIN_WORK overrides. */
+int64_t tj_rt_par_min_work(void);
 
 /* ---- dense contractions (GETT, TTGT, LoG) ----
  *
