@@ -163,6 +163,7 @@ static bool apply(Loops *l, const Schedule *s, Diag *d) {
       l->unroll[p] = sd->width;
       break;
     case SCHED_PRECOMPUTE: break; /* lowering builds the where() */
+    case SCHED_METHOD: break;     /* the driver's choice of kernel */
     }
   }
   return true;
@@ -389,7 +390,7 @@ void cin_print(FILE *out, const Cin *c) {
 
 /* Directive names, by SchedKind. */
 static const char *const SCHED_NAMES[] = {"reorder", "precompute", "parallelize", "vectorize",
-                                          "unroll"};
+                                          "unroll", "method"};
 enum { NSCHED = sizeof SCHED_NAMES / sizeof *SCHED_NAMES };
 
 typedef struct SchedParser {
@@ -527,6 +528,8 @@ static bool parse_directive(SchedParser *sp, SchedDirective *sd) {
   sd->kind = (SchedKind)k;
   if (!punct(sp, '(', "'('")) return false;
   if (sd->kind == SCHED_PRECOMPUTE) return parse_raw_arg(sp, sd);
+  if (sd->kind == SCHED_METHOD)
+    return (sd->arg = ident(sp, "a method (gett, ttgt, log or loops)")) && punct(sp, ')', "')'");
   return parse_vars(sp, sd);
 }
 
@@ -548,7 +551,7 @@ void nt_schedule_print(FILE *out, const Schedule *s) {
   for (int i = 0; i < s->n; i++) {
     const SchedDirective *sd = &s->d[i];
     fprintf(out, "%s%s(", i ? " " : "", SCHED_NAMES[sd->kind]);
-    if (sd->kind == SCHED_PRECOMPUTE) fputs(sd->arg, out);
+    if (sd->kind == SCHED_PRECOMPUTE || sd->kind == SCHED_METHOD) fputs(sd->arg, out);
     for (int k = 0; k < sd->nvars; k++)
       fprintf(out, "%s%s", k ? "," : "", sd->vars[k]);
     if (sd->kind == SCHED_VECTORIZE || sd->kind == SCHED_UNROLL) fprintf(out, ",%d", sd->width);

@@ -388,6 +388,12 @@ static void print_call(Printer *p, const LirStmt *s) {
     print_expr(p, s->u.call.a, P_ADD + 1);
     fprintf(p->out, ") * sizeof *%s);\n", ptr);
     break;
+  case LH_GETT:
+    fputs("if ((rc = tj_rt_gett(operands, (const int32_t[]){", p->out);
+    for (int w = 0; w < LIR_GETT_WORDS; w++)
+      fprintf(p->out, "%s%d", w ? "," : "", (int)s->u.call.plan[w]);
+    fputs("}, 0)) != 0) goto fail;\n", p->out);
+    break;
   }
 }
 
@@ -508,7 +514,7 @@ static void uses_stmt(Uses *u, const LirStmt *s) {
     if (s->u.call.h == LH_RESERVE && s->u.call.operand >= 0 &&
         s->u.call.operand < 32)
       u->ops[s->u.call.operand] = true;
-    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC)
+    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC || s->u.call.h == LH_GETT)
       u->can_fail = true;
     if (s->u.call.ptr) u->vars[s->u.call.ptr->id] = 1;
     uses_expr(u, s->u.call.a);

@@ -85,8 +85,14 @@ typedef enum {
   LH_ALLOC,     /* ptr var = tj_rt_alloc(bytes): may fail */
   LH_FREE,      /* tj_rt_free(ptr var) */
   LH_SORT_CRD,  /* tj_rt_sort_crd(ptr, n, width) */
-  LH_ZERO       /* memset(ptr + lo, 0, (hi - lo) elements) */
+  LH_ZERO,      /* memset(ptr + lo, 0, (hi - lo) elements) */
+  LH_GETT       /* tj_rt_gett(operands, plan, micro-kernel): a dense
+                   contraction by GETT / TTGT / LoG; may fail */
 } LirHelper;
+
+/* The words of a GETT plan (TJ_GP_WORDS of runtime/abi.h, which ir/ does
+ * not include; lower/gett.c checks that the two agree). */
+#define LIR_GETT_WORDS 64
 
 typedef struct LirVar {
   int id;            /* unique in the kernel */
@@ -140,10 +146,11 @@ struct LirStmt {
     struct { LirExpr *cond; LirStmt *body; } whl;                  /* LS_WHILE */
     struct { LirExpr *cond; LirStmt *then, *els; } cond;           /* LS_IF */
     struct { LirHelper h; int operand; int arr; int level;         /* LS_CALL */
-             LirExpr *a, *b; LirVar *ptr; } call;
+             LirExpr *a, *b; LirVar *ptr; const int32_t *plan; } call;
              /* RESERVE: operand, arr, level, a = need.
                 ALLOC: ptr = result, a = bytes. FREE: ptr.
-                SORT_CRD: ptr, a = n.  ZERO: ptr, a = lo, b = hi. */
+                SORT_CRD: ptr, a = n.  ZERO: ptr, a = lo, b = hi.
+                GETT: plan = LIR_GETT_WORDS words (TJ_GP_*). */
     LirStmt *block;                                                /* LS_BLOCK */
     const char *comment;                                           /* LS_COMMENT */
   } u;

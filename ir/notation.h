@@ -263,7 +263,8 @@ struct Cin {
 
 /* Schedule directives, parsed from "reorder(i,k,j) parallelize(i) ...". */
 typedef enum {
-  SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL
+  SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL,
+  SCHED_METHOD   /* method(gett|ttgt|log|loops): how a dense contraction runs */
 } SchedKind;
 
 typedef struct SchedDirective {
@@ -272,7 +273,7 @@ typedef struct SchedDirective {
   const char *vars[NT_MAX_INDICES];  /* index names */
   int width;                         /* vectorize: lanes; unroll: factor;
                                         parallelize: ParStrategy */
-  const char *arg;                   /* precompute: the text inside () */
+  const char *arg;                   /* precompute: the text inside (); method: its name */
   int col;                           /* 1-based column of the directive */
 } SchedDirective;
 

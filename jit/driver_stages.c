@@ -67,6 +67,7 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   case TJ_STAGE_LLVM: return print_backend(k, BE_STAGE_LLVM, f);
   case TJ_STAGE_LLVM_OPT: return print_backend(k, BE_STAGE_LLVM_OPT, f);
   case TJ_STAGE_ASM: return print_backend(k, BE_STAGE_ASM, f);
+  case TJ_STAGE_GETT: lower_gett_print(f, e->as, &e->gett); return TJ_OK;
   }
   return rt_set_error(TJ_ERR_INVALID, "unknown stage %d", (int)stage);
 }

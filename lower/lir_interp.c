@@ -505,17 +505,22 @@ static Exit exec_range(Interp *in, const LirStmt *s) {
   return EX_OK;
 }
 
+/* A helper's return code: 0 goes on, else the kernel's fail exit. */
+static Exit helper_rc(Interp *in, int32_t rc) {
+  if (rc == 0) return EX_OK;
+  in->rc = rc;
+  return EX_FAIL;
+}
+
 static Exit exec_call(Interp *in, const LirStmt *s) {
   Val need;
   switch (s->u.call.h) {
-  case LH_RESERVE: {
+  case LH_RESERVE:
     if (!eval(in, s->u.call.a, &need)) return EX_FAULT;
-    int32_t rc = tj_rt_reserve(in->ops[s->u.call.operand], s->u.call.arr,
-                               s->u.call.level, need.i);
-    if (rc == 0) return EX_OK;
-    in->rc = rc;
-    return EX_FAIL;
-  }
+    return helper_rc(in, tj_rt_reserve(in->ops[s->u.call.operand], s->u.call.arr,
+                                       s->u.call.level, need.i));
+  case LH_GETT:   /* the runtime's portable micro-kernel */
+    return helper_rc(in, tj_rt_gett(in->ops, s->u.call.plan, NULL));
   case LH_ALLOC: return exec_alloc(in, s);
   case LH_FREE: return exec_free(in, s);
   default: return exec_range(in, s);

@@ -431,7 +431,9 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
     lir_append(&s, lir_decl(a, *ws[w].v, NULL));
     LirStmt *al = lir_call(a, LH_ALLOC);
     al->u.call.ptr = *ws[w].v;
-    al->u.call.a = lir_bin(a, LOP_MUL, n, lw_i64(lw, ws[w].bytes));
+    /* the list has a spare slot: the branchless mark stores before it counts */
+    LirExpr *len = w == 2 ? lir_bin(a, LOP_ADD, n, lw_i64(lw, 1)) : n;
+    al->u.call.a = lir_bin(a, LOP_MUL, len, lw_i64(lw, ws[w].bytes));
     lir_append(&s, al);
     LirStmt *fr = lir_call(a, LH_FREE);
     fr->u.call.ptr = *ws[w].v;
@@ -607,6 +609,30 @@ static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
 const LowerPass LOWER_PASSES[] = {
     {"tile", run_tile}, {"vectorize", run_vectorize}, {"unroll-jam", run_unroll_jam}, {NULL, NULL}};
 
+/* A union scattered term by term: each term's lattice, as its loop walks it. */
+static void print_scattered_terms(FILE *out, Lowerer *lw, AMask alive, int k) {
+  Expr *terms[LW_MAX_ACCESS];
+  int n = lw_union_terms(lw, terms);
+  fprintf(out, " scattered into a workspace, %d terms:", n);
+  for (int t = 0; t < n; t++) {
+    const Expr *acc[LW_MAX_ACCESS];
+    int na = 0;
+    lw_collect_accesses(terms[t], acc, &na, LW_MAX_ACCESS);
+    AMask m = 0;
+    for (int i = 0; i < na && i < LW_MAX_ACCESS; i++) m |= (AMask)1 << lw_access_index(lw, acc[i]);
+    lw->root = terms[t];
+    Lattice L;
+    lw_lattice(lw, alive & m, k, &L);
+    fprintf(out, " {");
+    for (int q = 0; q < L.n; q++) {
+      if (q) fputc(' ', out);
+      lw_print_point(out, lw, &L.p[q]);
+    }
+    fputc('}', out);
+  }
+  fputc('\n', out);
+}
+
 void lower_print_lattices(FILE *out, const LowerInput *in) {
   const Assignment *as = in->as;
   const LowerPlan *plan = in->plan;
@@ -635,6 +661,10 @@ void lower_print_lattices(FILE *out, const LowerInput *in) {
     for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
       if (sums[i]->u.sum.iv == v) lw->root = sums[i]->u.sum.a;
     fprintf(out, "%s:", v->name);
+    if (lw_scatters_terms(lw, k)) {
+      print_scattered_terms(out, lw, alive, k);
+      continue;
+    }
     if (lw_wide_at(lw, alive, k)) {
       LatPoint every = {lw_sparse_at(lw, alive, k), false};
       fprintf(out, " merged over ");

@@ -380,11 +380,14 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     LirStmt *s = NULL;
     if (lw->emit_values) s = update_output(lw, lw->ws_vals, ws_index, gen_expr(lw, lw->root, alive));
     if (drains_assembled(lw)) return s; /* drained along the assembled crd */
-    LirStmt *mark = lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1));
-    lir_append(&mark, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
-    lir_append(&mark, lir_update(a, lw->ws_n, LOP_ADD, lw_i64(lw, 1)));
+    /* Without a branch: whether j is new is a coin toss on SpGEMM's rows
+     * (cage11 x cage11: ~200 products onto ~100 columns a row), so
+     *   list[n] = j; n += !mark[j]; mark[j] = 1;
+     * (list has one spare slot) beats if (!mark[j]) { ... }. */
     LirExpr *unmarked = lir_un(a, LUN_NOT, lir_load(a, lw_ref(lw, lw->ws_mark), j));
-    lir_append(&s, lir_if(a, unmarked, mark, NULL));
+    lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
+    lir_append(&s, lir_update(a, lw->ws_n, LOP_ADD, lir_cast(a, LT_I64, unmarked)));
+    lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1)));
     return s;
   }
   LirStmt *reached = NULL; /* the root's contribution marks its sparse entry */
@@ -468,6 +471,39 @@ static LirStmt *drain_assembled(Lowerer *lw, int l) {
   return s;
 }
 
+/* The accesses of e among alive. */
+static AMask accesses_in(const Lowerer *lw, const Expr *e, AMask alive) {
+  const Expr *acc[LW_MAX_ACCESS];
+  int n = 0;
+  lw_collect_accesses(e, acc, &n, LW_MAX_ACCESS);
+  AMask m = 0;
+  for (int i = 0; i < n && i < LW_MAX_ACCESS; i++) {
+    int x = lw_access_index(lw, acc[i]);
+    if (x > 0) m |= (AMask)1 << x;
+  }
+  return m & alive;
+}
+
+/* The producer of a union scattered term by term (lower/union_terms.c):
+ * each term's own loop adds into the workspace,
+ *   <loop over B1's fiber: ws[j] += B1>  ...  <loop over Bk's fiber: ws[j] += Bk> */
+static LirStmt *scatter_terms(Lowerer *lw, int depth, AMask alive) {
+  Expr *terms[LW_MAX_ACCESS];
+  int n = lw_union_terms(lw, terms);
+  const Expr *root = lw->root;
+  OpKind op = lw->out_op;
+  lw->out_op = OP_ADD;
+  LirStmt *s = NULL;
+  for (int t = 0; t < n; t++) {
+    lw->root = terms[t];
+    lir_append(&s, lir_comment(A(lw), "scatter one term into the workspace"));
+    lir_append(&s, lw_loops(lw, depth, accesses_in(lw, terms[t], alive), true));
+  }
+  lw->root = root;
+  lw->out_op = op;
+  return s;
+}
+
 /* Emits the producer into the workspace, then appends its coordinates in
  * order (the compute phase gathers along the assembled ones instead):  <producer: ws[j] += ...; first touch records j in list>
  *         sort(list, n); for (q < n) { j = list[q]; append (j, ws[j]); reset } */
@@ -475,8 +511,10 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   Arena *a = A(lw);
   int l = lw->out_last;
   lw->target = T_WS;
-  LirStmt *s = lw_loops(lw, depth, alive, true);
+  LirStmt *s = lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
+                                            : lw_loops(lw, depth, alive, true);
   lw->target = T_OUT;
+  if (!diag_ok(lw->d)) return NULL;
   if (drains_assembled(lw)) {
     lir_append(&s, drain_assembled(lw, l));
     return lir_block(a, s);

@@ -165,6 +165,15 @@ void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p);
 /* The value of sum node e in the scope being lowered (its temp), or NULL. */
 LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e);
 
+/* union_terms.c */
+/* Whether the loop at depth scatters the rhs into the workspace term by
+ * term: the workspace's own innermost loop, no reduction, mask, semiring
+ * or +=, and at least two additive terms. */
+bool lw_scatters_terms(const Lowerer *lw, int depth);
+/* The additive terms of lw->root into out (LW_MAX_ACCESS entries):
+ * their number, 0 when it has fewer than two, -1 with lw->d set. */
+int lw_union_terms(Lowerer *lw, Expr **out);
+
 /* lower_loops.c */
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
 /* Whether the loop at depth over the accesses in alive is one plain loop

@@ -58,6 +58,15 @@ struct tj_tensor {
 tj_status rt_set_error(tj_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- memory (memory.c) ---- */
+
+/* Bytes this process may use: physical memory, or a smaller cgroup limit
+ * (0 when unknown). */
+double rt_memory_bytes(void);
+/* TJ_OK when bytes fit in rt_memory_bytes(); else TJ_ERR_NOMEM with a
+ * message "<what> would need N GB, more than this machine's memory". */
+tj_status rt_check_fits(const char *what, double bytes);
+
 /* ---- storage (tensor.c) ---- */
 
 /* The kernel-visible storage of t (owned by t). */

@@ -182,7 +182,7 @@ def out_name(expr):
     return re.match(r"\s*([A-Za-z_]\w*)", expr).group(1)
 
 
-def run_tj(expr, inputs, fmts=None, types=None, out_shape=(), extra=()):
+def run_tj(expr, inputs, fmts=None, types=None, out_shape=(), extra=(), env=None):
     """Writes inputs, runs tensorjit, returns (argv, proc, output path)."""
     with _lock:
         _counter[0] += 1
@@ -212,7 +212,8 @@ def run_tj(expr, inputs, fmts=None, types=None, out_shape=(), extra=()):
     argv.append(f"-o={o}:{opath}")
     argv.extend(extra)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT,
+                              env={**os.environ, **env} if env else None)
     except subprocess.TimeoutExpired:
         proc = None
     return argv, proc, opath
@@ -258,7 +259,7 @@ def assert_close(name, argv, expected, got, rtol, exact=False):
 
 
 def case(name, expr, inputs, expected, fmts=None, types=None, rtol=1e-9,
-         exact=False, allowed=None, check=False, optional_syntax=False, extra=()):
+         exact=False, allowed=None, check=False, optional_syntax=False, extra=(), env=None):
     """One tensorjit run compared with numpy.
 
     expected: ndarray (or float for a scalar output) computed by numpy.
@@ -267,12 +268,13 @@ def case(name, expr, inputs, expected, fmts=None, types=None, rtol=1e-9,
     check:    also pass -check and require the reference interpreter's ok.
     optional_syntax: a parse error is a note (syntax not accepted), not a
               failure; any result it does produce must be right.
+    env:      environment variables added for the run (a lowering path forced).
     Returns "ok", "fail", "timeout" or "skip"."""
     if FILTER and FILTER not in name:
         return "skip"
     expected = np.asarray(expected)
     extra = list(extra) + (["-check"] if check else [])
-    argv, proc, opath = run_tj(expr, inputs, fmts, types, expected.shape, extra)
+    argv, proc, opath = run_tj(expr, inputs, fmts, types, expected.shape, extra, env)
     if proc and proc.returncode != 0 and optional_syntax and "expected" in proc.stderr:
         count("skipped")
         with _lock:
@@ -531,6 +533,44 @@ def test_wide_unions_times():
                     {**dict(zip(names, Bs[:k])), "C": C}, sum(Bs[:k]) * C,
                     fmts=f, allowed=union & (C != 0))
     _union_family("union_times_C", [2, 3, 5, 6, 7, 8, 12, 16], one)
+
+
+# The three lowerings of a union, each forced: the merge lattice, the
+# merged co-iteration, the workspace scattered term by term.
+UNION_PATHS = {
+    "lattice": {"TJ_WIDE_UNION_THRESHOLD": "64", "TJ_SCATTER_UNION_MIN": "1000"},
+    "merged": {"TJ_WIDE_UNION_THRESHOLD": "1", "TJ_SCATTER_UNION_MIN": "1000"},
+    "scatter": {"TJ_SCATTER_UNION_MIN": "2"},
+}
+
+
+def test_union_paths():
+    """Unions, differences and products of sums (k = 2..4, and 8 and 16
+    without the lattice) under each lowering, into CSR, DCSR and dense."""
+    Bs, vs, C = _union_data()
+    for path, env in UNION_PATHS.items():
+        for k in [2, 3, 4] + ([] if path == "lattice" else [8, 16]):
+            names = [f"B{LETTERS[t]}" for t in range(k)]
+            ins = dict(zip(names, Bs[:k]))
+            union = np.logical_or.reduce(nz(*Bs[:k]))
+            rhs = " + ".join(f"{nm}(i,j)" for nm in names)
+            for of in ("ds", "ss", "dd"):
+                case(f"paths_{path}_union{k}_{of}", f"A(i,j) = {rhs}", ins, sum(Bs[:k]),
+                     fmts={**{nm: "ds" for nm in names}, "A": of}, env=env,
+                     allowed=union if of != "dd" else None)
+            case(f"paths_{path}_union{k}_times_C", f"A(i,j) = ({rhs}) * C(i,j)",
+                 {**ins, "C": C}, sum(Bs[:k]) * C,
+                 fmts={**{nm: "ds" for nm in names}, "C": "ds", "A": "ds"}, env=env,
+                 allowed=union & (C != 0))
+            diff = " - ".join(f"{nm}(i,j)" for nm in names)
+            case(f"paths_{path}_diff{k}", f"A(i,j) = 2 * ({diff})", ins,
+                 2 * (Bs[0] - sum(Bs[1:k])), fmts={**{nm: "ds" for nm in names}, "A": "ds"},
+                 env=env, allowed=union)
+            vn = [f"b{LETTERS[t]}" for t in range(k)]
+            case(f"paths_{path}_vec_union{k}", "a(i) = " + " + ".join(f"{nm}(i)" for nm in vn),
+                 dict(zip(vn, vs[:k])), sum(vs[:k]),
+                 fmts={**{nm: "s" for nm in vn}, "a": "s"}, env=env,
+                 allowed=np.logical_or.reduce(nz(*vs[:k])))
 
 
 def test_operand_names():
@@ -1076,7 +1116,7 @@ def test_narrow_dtypes():
 
 # Slowest first: the pool starts them before the quick ones.
 TESTS = [test_wide_unions_csr, test_wide_unions_dense, test_wide_unions_vector,
-         test_wide_unions_times, test_implicit_summation, test_residual_tiny,
+         test_wide_unions_times, test_union_paths, test_implicit_summation, test_residual_tiny,
          test_scalars, test_operand_names, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
          test_add_mul_transpose, test_order3, test_accumulate, test_dtypes,
          test_functions, test_reductions, test_semirings, test_defs, test_masks,

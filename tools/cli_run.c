@@ -178,10 +178,10 @@ static const char *output_flag(const CliArgs *a) {
 
 static bool print_stages(Cli *c) {
   static const char *names[] = {"notation", "cin", "lattice", "assembly", "compute",
-                                "c", "llvm", "llvm-opt", "asm"};
+                                "c", "llvm", "llvm-opt", "asm", "gett"};
   int count = 0;
-  for (int st = 0; st <= TJ_STAGE_ASM; st++) count += (c->a->stages >> st) & 1;
-  for (int st = 0; st <= TJ_STAGE_ASM; st++) {
+  for (int st = 0; st <= TJ_STAGE_GETT; st++) count += (c->a->stages >> st) & 1;
+  for (int st = 0; st <= TJ_STAGE_GETT; st++) {
     if (!((c->a->stages >> st) & 1)) continue;
     if (count > 1) printf("--- %s ---\n", names[st]);
     fflush(stdout);

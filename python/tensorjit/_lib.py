@@ -117,6 +117,7 @@ _decl("tj_options_default", Options)
 _decl("tj_compile", _S, _P, ctypes.c_char_p, ctypes.POINTER(_P), _S, ctypes.c_char_p,
       ctypes.POINTER(Options), ctypes.POINTER(_P))
 _decl("tj_kernel_run", _S, _P, _S, ctypes.POINTER(_P), _S)
+_decl("tj_kernel_free", None, _P)
 _decl("tj_kernel_print", _S, _P, _S, _P)
 
 
