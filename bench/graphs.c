@@ -405,6 +405,12 @@ int main(int argc, char **argv) {
     }
   }
   if (quick) g_reps = 3;
+  /* Two OpenMP runtimes share the process (tensorjit's libomp, GraphBLAS's):
+   * libomp's workers spin 200 ms after each region by default, starving
+   * GraphBLAS's threads on 2 cores and the other way round (PageRank on
+   * luxembourg_osm at 2 threads: 20 ms instead of 0.45). tensorjit's sleep
+   * at once instead, unless the caller says otherwise. */
+  setenv("KMP_BLOCKTIME", "0", 0);
   if (g_reps < 1 || g_reps > 64) g_reps = 15;
   GBCHECK(GrB_init(GrB_NONBLOCKING));
   Graph gs[3];
