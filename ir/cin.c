@@ -163,6 +163,7 @@ static bool apply(Loops *l, const Schedule *s, Diag *d) {
       l->unroll[p] = sd->width;
       break;
     case SCHED_PRECOMPUTE: break; /* lowering builds the where() */
+    case SCHED_METHOD: break;     /* the driver's choice of kernel */
     }
   }
   return true;
@@ -235,14 +236,15 @@ static Expr *with_temps(Arena *a, const Expr *e, Temps *tt) {
  * rhs's sums read from temps, each temp produced beside it:
  *   where(y(i) = b(i) - t_j, forall(j, t_j += A(i,j) * x(j))) */
 static Cin *scope_stmt(Arena *a, const Loops *l, Expr *lhs, const Expr *rhs, bool acc,
-                       OpKind op) {
+                       OpKind op, const char *op_name) {
   Temps tt = {0};
   Expr *r = with_temps(a, rhs, &tt);
   Cin *c = r ? cin_assign(a, lhs, r, acc) : NULL;
-  if (c) c->u.assign.op = op;
+  if (c) c->u.assign.op = op, c->u.assign.op_name = op_name;
   for (int k = 0; k < tt.n && c; k++) {
     const Expr *sum = tt.sum[k];
-    Cin *body = scope_stmt(a, l, tt.t[k], sum->u.sum.a, true, sum->u.sum.op);
+    Cin *body = scope_stmt(a, l, tt.t[k], sum->u.sum.a, true, sum->u.sum.op,
+                           sum->u.sum.def ? sum->u.sum.def->name : NULL);
     Cin *producer = scheduled_forall(a, l, sum->u.sum.iv, body);
     c = producer ? cin_where(a, c, producer, tt.t[k]->u.access.t) : NULL;
   }
@@ -259,7 +261,8 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
   if (!apply(&l, s, d)) return NULL;
   const Expr *sums[NT_MAX_INDICES];
   int nroot = l.n - nt_sums(as->rhs, sums, NT_MAX_INDICES);
-  Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs, as->root_op);
+  Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs, as->root_op,
+                      NULL);
   /* A sum's loop nests inside its scope: a reorder cannot move it out. */
   for (int k = 0; k < l.n - nroot; k++)
     if (l.iv[nroot + k] != sums[k]->u.sum.iv)
@@ -337,7 +340,8 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
   w->decl.order = 1;
   Expr *wj = nt_access(a, w, 1, &j, 0);
   Cin *producer = cin_assign(a, wj, assign->u.assign.rhs, true);
-  if (producer) producer->u.assign.op = assign->u.assign.op;
+  if (producer) producer->u.assign.op = assign->u.assign.op,
+                producer->u.assign.op_name = assign->u.assign.op_name;
   for (int k = n - 1; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
   Cin *consumer = cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false));
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
@@ -372,7 +376,10 @@ void cin_print(FILE *out, const Cin *c) {
   case CIN_SEQUENCE: print_pair(out, "sequence", c->u.seq.first, c->u.seq.second); break;
   case CIN_ASSIGN:
     nt_print_expr(out, c->u.assign.lhs);
-    if (c->u.assign.accumulate) fprintf(out, " %s= ", nt_op(c->u.assign.op)->spelling);
+    if (c->u.assign.accumulate && c->u.assign.op_name)  /* a definition: t = f(t, ...) */
+      fprintf(out, " %s= ", c->u.assign.op_name);
+    else if (c->u.assign.accumulate)
+      fprintf(out, " %s= ", nt_op(c->u.assign.op)->spelling);
     else fputs(" = ", out);
     nt_print_expr(out, c->u.assign.rhs);
     break;
@@ -383,7 +390,7 @@ void cin_print(FILE *out, const Cin *c) {
 
 /* Directive names, by SchedKind. */
 static const char *const SCHED_NAMES[] = {"reorder", "precompute", "parallelize", "vectorize",
-                                          "unroll"};
+                                          "unroll", "method"};
 enum { NSCHED = sizeof SCHED_NAMES / sizeof *SCHED_NAMES };
 
 typedef struct SchedParser {
@@ -521,6 +528,8 @@ static bool parse_directive(SchedParser *sp, SchedDirective *sd) {
   sd->kind = (SchedKind)k;
   if (!punct(sp, '(', "'('")) return false;
   if (sd->kind == SCHED_PRECOMPUTE) return parse_raw_arg(sp, sd);
+  if (sd->kind == SCHED_METHOD)
+    return (sd->arg = ident(sp, "a method (gett, ttgt, log or loops)")) && punct(sp, ')', "')'");
   return parse_vars(sp, sd);
 }
 
@@ -542,7 +551,7 @@ void nt_schedule_print(FILE *out, const Schedule *s) {
   for (int i = 0; i < s->n; i++) {
     const SchedDirective *sd = &s->d[i];
     fprintf(out, "%s%s(", i ? " " : "", SCHED_NAMES[sd->kind]);
-    if (sd->kind == SCHED_PRECOMPUTE) fputs(sd->arg, out);
+    if (sd->kind == SCHED_PRECOMPUTE || sd->kind == SCHED_METHOD) fputs(sd->arg, out);
     for (int k = 0; k < sd->nvars; k++)
       fprintf(out, "%s%s", k ? "," : "", sd->vars[k]);
     if (sd->kind == SCHED_VECTORIZE || sd->kind == SCHED_UNROLL) fprintf(out, ",%d", sd->width);

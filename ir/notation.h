@@ -66,11 +66,15 @@ struct Expr {
     struct { TensorVar *t; int n; IndexVar *idx[NT_MAX_ORDER]; } access; /* EX_ACCESS */
     struct { double value; bool is_int; } lit;                            /* EX_LITERAL */
     struct { Expr *a, *b; } bin;           /* EX_ADD SUB MUL DIV; EX_NEG uses a */
-    struct { OpKind fn; Expr *a, *b; } call; /* EX_CALL: a function (is_call);
-                                               b only when its arity is 2 */
-    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; } sum;
+    struct { OpKind fn; Expr *a, *b; const struct NtDef *def; } call;
+                                            /* EX_CALL: a function (is_call);
+                                               b only when its arity is 2; def:
+                                               OP_CASES's definition */
+    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; const struct NtDef *def; } sum;
                                             /* EX_SUM: a reduced over iv by op
-                                               (OP_ADD: a sum; nt_op_is_reduction);
+                                               (OP_ADD: a sum; nt_op_is_reduction),
+                                               or by a definition with an identity
+                                               (def; op is OP_NONE);
                                                implicit: placed by the checker */
   } u;
 };
@@ -136,6 +140,8 @@ Expr *nt_reduce(Arena *a, OpKind op, IndexVar *iv, Expr *x, bool implicit, int c
 #define NT_SUM_NAME "sum"
 #define NT_REDUCE_NAME "reduce"
 
+/* Whether e reads parameter k of a definition's body. */
+bool nt_uses_param(const Expr *e, int k);
 /* The operands of e (0, 1 or 2 of them) in source order; returns how many. */
 int nt_children(const Expr *e, Expr *kids[2]);
 /* True when v occurs in an access of e. */
@@ -154,9 +160,25 @@ Assignment *nt_parse(Arena *a, const char *src, Diag *d);
 typedef struct NtDef {
   const char *name;
   int arity;
+  const char *param[2];
   Expr *body;          /* parameter k is an order-0 access with id -1 - k */
   int height;          /* of the body's tree */
+  Expr *left, *right;  /* `f(x, y) = body left l right r`: f where only x
+                          (l, over x) or only y (r, over y) exists; NULL:
+                          absent there. A call is an OP_CASES node. */
+  bool cased;          /* has a left or right case */
+  bool reduces;        /* `f(x, y) = body identity v`: a reduction operator */
+  double identity;     /* f(x, v) = x; declared, with commutativity and
+                          associativity, by the user */
 } NtDef;
+/* The identity of reduction node e (EX_SUM): its operator's or its
+ * definition's; the name it is printed with. */
+double nt_sum_identity(const Expr *e);
+/* The algebra of e's operator (nt_op_algebra), or of its definition's
+ * cases for an OP_CASES call: both cases a union, one of them OA_LEFT /
+ * OA_RIGHT, none an intersection. */
+OpAlgebra nt_expr_algebra(const Expr *e, const NtSemiring *sr);
+const char *nt_sum_name(const Expr *e);
 typedef struct NtDefs {
   int n;
   NtDef d[NT_MAX_DEFS];
@@ -165,6 +187,9 @@ typedef struct NtDefs {
  * false with d set ("relu: ...") on a malformed one or a name that is
  * taken (a function of ir/ops.def, sum, reduce, or defined before). */
 bool nt_parse_defs(Arena *a, const char *src, NtDefs *defs, Diag *d);
+/* Prints each definition back, one a line: `def f(x, y) = body left l
+ * right r identity v` (the clauses it has). */
+void nt_print_defs(FILE *out, const NtDefs *defs);
 /* nt_parse with calls of defs (may be NULL) inlined. */
 Assignment *nt_parse_with(Arena *a, const char *src, const NtDefs *defs, Diag *d);
 /* A deep copy of e (accesses keep their tensor and index objects). */
@@ -209,6 +234,10 @@ bool nt_expr_equal(const Expr *x, const Expr *y);
 bool nt_equal(const Assignment *x, const Assignment *y);
 /* "f64", "f32", "i64", "i32" (ir/ may not call the runtime's names). */
 const char *nt_dtype_name(tj_dtype t);
+/* Integer or bool (no floats); the width results wrap into (32, 16, 8; 1:
+ * bool, nonzero is 1; 0: a floating dtype or i64, not narrowed). */
+bool nt_dtype_is_int(tj_dtype t);
+int nt_dtype_bits(tj_dtype t);
 
 /* ---- concrete index notation ---- */
 typedef enum { CIN_FORALL, CIN_WHERE, CIN_SEQUENCE, CIN_ASSIGN } CinKind;
@@ -227,14 +256,15 @@ struct Cin {
     struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par; } forall;
     struct { Cin *consumer, *producer; TensorVar *ws; } where;
     struct { Cin *first, *second; } seq;
-    struct { Expr *lhs, *rhs; bool accumulate; OpKind op; } assign; /* lhs op= rhs
+    struct { Expr *lhs, *rhs; bool accumulate; OpKind op; const char *op_name; } assign; /* lhs op= rhs
                                       when accumulate (op: the reduction's, + by default) */
   } u;
 };
 
 /* Schedule directives, parsed from "reorder(i,k,j) parallelize(i) ...". */
 typedef enum {
-  SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL
+  SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL,
+  SCHED_METHOD   /* method(gett|ttgt|log|loops): how a dense contraction runs */
 } SchedKind;
 
 typedef struct SchedDirective {
@@ -243,7 +273,7 @@ typedef struct SchedDirective {
   const char *vars[NT_MAX_INDICES];  /* index names */
   int width;                         /* vectorize: lanes; unroll: factor;
                                         parallelize: ParStrategy */
-  const char *arg;                   /* precompute: the text inside () */
+  const char *arg;                   /* precompute: the text inside (); method: its name */
   int col;                           /* 1-based column of the directive */
 } SchedDirective;
 

@@ -169,20 +169,36 @@ static int64_t extent_in(const Expr *e, const IndexVar *v, tj_storage **st) {
   }
 }
 
-/* How a row-chunked reduction's partial outputs combine (lower_plan
- * chunks only these operators). */
+/* How a row-chunked reduction's partial outputs combine: by the root
+ * operator, a reduction operator (nt_op_is_reduction). */
 static RtCombine combine_of(OpKind op) {
-  return op == OP_MUL ? RT_COMBINE_MUL : op == OP_MIN ? RT_COMBINE_MIN
-         : op == OP_MAX ? RT_COMBINE_MAX : RT_COMBINE_ADD;
+  switch (op) {
+  case OP_MUL: return RT_COMBINE_MUL;
+  case OP_MIN: return RT_COMBINE_MIN;
+  case OP_MAX: return RT_COMBINE_MAX;
+  case OP_OR: return RT_COMBINE_OR;
+  case OP_AND: return RT_COMBINE_AND;
+  default: return RT_COMBINE_ADD;
+  }
 }
 
-/* A parallel reduction keeps one partial output per chunk: worth it when
- * the outer loop is long and the partials are small. */
-static bool small_partials(const CacheEntry *e, tj_storage **st, int threads) {
+/* The work of a run, as the runtime weighs parallel loops: the inputs'
+ * stored entries (a dense input's every element). */
+static int64_t input_work(tj_storage **st, int n) {
+  int64_t w = 0;
+  for (int t = 1; t < n; t++) w += st[t]->vals_len;
+  return w;
+}
+
+/* A parallel reduction keeps one partial output per chunk (4 a thread),
+ * zeroed and summed: worth it when the outer loop is long and the
+ * partials are small next to the work. CSC and COO SpMV on u50k (50 k
+ * rows, 800 k entries) ran 2-4x slower on two threads through partials. */
+static bool small_partials(const CacheEntry *e, tj_storage **st, int threads, int64_t work) {
   int64_t size = 1;
   for (int m = 0; m < st[0]->order; m++) size *= st[0]->dims[m];
   int64_t outer = extent_in(e->as->rhs, e->plan.order[0], st);
-  return size <= (1 << 16) && outer >= 4 * threads;
+  return size <= (1 << 16) && outer >= 4 * threads && size * 4 * threads * 4 <= work;
 }
 
 static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int threads, Diag *d) {
@@ -285,9 +301,13 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
   }
   tj_rt_set_threads(k->opts.nthreads);
   int threads = tj_rt_threads();
-  bool rows = !interpret && threads > 1 &&
+  /* Split rows across threads only with enough work to share (the runtime's
+   * threshold for parallel loops); else the kernel runs on this thread. */
+  int64_t work = status == TJ_OK ? input_work(st, e->as->ntensors) : 0;
+  bool rows = !interpret && threads > 1 && work >= tj_rt_par_min_work() &&
               ((e->plan.rangeable && st[0]->levels[0].size >= 4 * threads) ||
-               (e->plan.reduce_rows && phase != TJ_ASSEMBLE && small_partials(e, st, threads)));
+               (e->plan.reduce_rows && phase != TJ_ASSEMBLE &&
+                small_partials(e, st, threads, work)));
   if (status == TJ_OK && rows) {
     status = run_rows(k, ph, st, threads, &d);
   } else if (status == TJ_OK) {

@@ -107,6 +107,12 @@ int drv_lattice_max(void) {
   return v > 0 && v < 1 << 20 ? (int)v : 0;
 }
 
+int drv_scatter_min(void) {
+  const char *s = getenv("TJ_SCATTER_UNION_MIN");
+  long v = s ? strtol(s, NULL, 10) : 0;
+  return v > 0 && v < 1 << 20 ? (int)v : LOWER_SCATTER_MIN;
+}
+
 /* Vector width from the backend's target (AVX-512: 512 bits, AVX2: 256),
  * parallelism, and the schedule's parallelize / vectorize directives. */
 bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d) {
@@ -154,5 +160,6 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
                           sd->vars[0], sd->width, sd->vars[0]);
     }
   }
+  lower_plan_scatter_union(as, p, drv_scatter_min());
   return true;
 }

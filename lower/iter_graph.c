@@ -357,11 +357,11 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   p->rangeable = dense_outer && p->out_sparse && lv_at(&p->fmt[0], 0, LV_FULL) &&
                  lw_out_concat_ok(&p->fmt[0]) &&
                  level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
-  /* Partial outputs per chunk of rows are combined by the root operator
-   * (the runtime's rt_storage_sum_partials: + * min max). */
+  /* Partial outputs per chunk of rows are combined by the root operator,
+   * a reduction operator (the runtime's rt_storage_sum_partials: + * min
+   * max or and). */
   p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]) &&
-                   (as->root_op == OP_ADD || as->root_op == OP_MUL || as->root_op == OP_MIN ||
-                    as->root_op == OP_MAX);
+                   nt_op_is_reduction(as->root_op);
   return check_sum_order(as, p, d);
 }
 

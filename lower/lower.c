@@ -11,11 +11,6 @@
 
 #include "lowerer.h"
 
-static LirType dtype_lir(tj_dtype t) {
-  static const LirType m[] = {LT_F64, LT_F32, LT_I64, LT_I32};
-  return m[t];
-}
-
 /* Doubles the name table (arena memory; on failure a->failed is set and
  * the lowering fails at its end). */
 static bool grow_names(Lowerer *lw) {
@@ -279,7 +274,9 @@ LirStmt *lw_fill(Lowerer *lw, LirVar *ptr, LirExpr *lo, LirExpr *hi, double v) {
 
 LirExpr *lw_value(Lowerer *lw, LirType t, double v) {
   if (lir_type_is_float(t)) return lir_const_fp(lw->a, t, v);
-  int64_t max = t == LT_I32 ? INT32_MAX : INT64_MAX, min = t == LT_I32 ? INT32_MIN : INT64_MIN;
+  if (lw->is_bool && t == lw->vtype)  /* 0/1; +inf (min's, and's identity) is 1 */
+    return lir_const_int(lw->a, t, v != 0 && v == v && v != -(double)INFINITY);
+  int64_t max = lir_int_max(t), min = lir_int_min(t);
   return lir_const_int(lw->a, t, isnan(v) ? 0 : v >= (double)max ? max
                                  : v <= (double)min ? min : (int64_t)v);
 }
@@ -439,7 +436,7 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
   LirExpr *n = lw_ref(lw, lw->dim[0][mode]);
   struct { LirVar **v; const char *name; LirType t; int bytes; } ws[] = {
       {&lw->ws_vals, "ws_vals", lir_ptr_type(lw->vtype),
-       lw->vtype == LT_F32 || lw->vtype == LT_I32 ? 4 : 8},
+       lir_type_bytes(lw->vtype)},
       {&lw->ws_mark, "ws_mark", LT_PTR_U8, 1},
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
@@ -448,7 +445,9 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
     lir_append(&s, lir_decl(a, *ws[w].v, NULL));
     LirStmt *al = lir_call(a, LH_ALLOC);
     al->u.call.ptr = *ws[w].v;
-    al->u.call.a = lir_bin(a, LOP_MUL, n, lw_i64(lw, ws[w].bytes));
+    /* the list has a spare slot: the branchless mark stores before it counts */
+    LirExpr *len = w == 2 ? lir_bin(a, LOP_ADD, n, lw_i64(lw, 1)) : n;
+    al->u.call.a = lir_bin(a, LOP_MUL, len, lw_i64(lw, ws[w].bytes));
     lir_append(&s, al);
     LirStmt *fr = lir_call(a, LH_FREE);
     fr->u.call.ptr = *ws[w].v;
@@ -557,7 +556,8 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   lw->phase = phase;
   lw->emit_index = phase != PHASE_COMPUTE;
   lw->emit_values = phase != PHASE_ASSEMBLE;
-  lw->vtype = dtype_lir(as->lhs->dtype);
+  lw->vtype = lir_dtype_type(as->lhs->dtype);
+  lw->is_bool = as->lhs->dtype == TJ_BOOL;
   lw->k = lir_kernel(a, name);
   if (!lw->k) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   if (!setup_accesses(lw)) return NULL;
@@ -610,7 +610,7 @@ static int run_tile(Arena *a, LirKernel *k, const LowerOptions *o) {
 /* The vector type is the output's: every value of a kernel has it. */
 static int run_vectorize(Arena *a, LirKernel *k, const LowerOptions *o) {
   if (o->vector_bits <= 0 && o->vec_width <= 0) return 0;
-  return lower_vectorize(a, k, o, dtype_lir(k->operands[0].dtype));
+  return lower_vectorize(a, k, o, lir_dtype_type(k->operands[0].dtype));
 }
 
 static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
@@ -622,6 +622,30 @@ static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
  * blocks rows around the vector loops. */
 const LowerPass LOWER_PASSES[] = {
     {"tile", run_tile}, {"vectorize", run_vectorize}, {"unroll-jam", run_unroll_jam}, {NULL, NULL}};
+
+/* A union scattered term by term: each term's lattice, as its loop walks it. */
+static void print_scattered_terms(FILE *out, Lowerer *lw, AMask alive, int k) {
+  Expr *terms[LW_MAX_ACCESS];
+  int n = lw_union_terms(lw, terms);
+  fprintf(out, " scattered into a workspace, %d terms:", n);
+  for (int t = 0; t < n; t++) {
+    const Expr *acc[LW_MAX_ACCESS];
+    int na = 0;
+    lw_collect_accesses(terms[t], acc, &na, LW_MAX_ACCESS);
+    AMask m = 0;
+    for (int i = 0; i < na && i < LW_MAX_ACCESS; i++) m |= (AMask)1 << lw_access_index(lw, acc[i]);
+    lw->root = terms[t];
+    Lattice L;
+    lw_lattice(lw, alive & m, k, &L);
+    fprintf(out, " {");
+    for (int q = 0; q < L.n; q++) {
+      if (q) fputc(' ', out);
+      lw_print_point(out, lw, &L.p[q]);
+    }
+    fputc('}', out);
+  }
+  fputc('\n', out);
+}
 
 void lower_print_lattices(FILE *out, const LowerInput *in) {
   const Assignment *as = in->as;
@@ -651,6 +675,10 @@ void lower_print_lattices(FILE *out, const LowerInput *in) {
     for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
       if (sums[i]->u.sum.iv == v) lw->root = sums[i]->u.sum.a;
     fprintf(out, "%s:", v->name);
+    if (lw_scatters_terms(lw, k)) {
+      print_scattered_terms(out, lw, alive, k);
+      continue;
+    }
     if (lw_wide_at(lw, alive, k)) {
       LatPoint every = {lw_sparse_at(lw, alive, k), false};
       fprintf(out, " merged over ");

@@ -116,10 +116,18 @@ static LirExpr *vconst(Lowerer *lw, double v) { return lw_value(lw, lw->vtype, v
 /* x op y through op's loop-IR operation; the rows without one (ir/ops.def)
  * from comparisons: or / and are 1 where x != 0 || / && y != 0, else 0, and
  * pair is 1 (it exists only where both operands do). */
+/* op's loop-IR operation on the expression's values: in a bool expression
+ * (0/1) + is or and * is and, so max and min. */
+static int lir_op(const Lowerer *lw, OpKind op) {
+  int l = nt_op(op)->lir;
+  if (lw->is_bool && l == LOP_ADD) return LOP_MAX;
+  if (lw->is_bool && l == LOP_MUL) return LOP_MIN;
+  return l;
+}
+
 static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
   Arena *a = A(lw);
-  const NtOp *o = nt_op(op);
-  if (o->lir != LOP_NONE) return lir_bin(a, (LirBinOp)o->lir, x, y);
+  if (lir_op(lw, op) != LOP_NONE) return lir_bin(a, (LirBinOp)lir_op(lw, op), x, y);
   switch (op) {
   case OP_PAIR: return vconst(lw, 1);
   case OP_MASK:
@@ -134,11 +142,35 @@ static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
   }
 }
 
+static LirExpr *unary_op(Lowerer *lw, const NtOp *op, LirExpr *x);
+
+/* The body of definition def with p[k] for parameter k, inlined: both
+ * parameters exist, so it is plain arithmetic (no lattice). */
+static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]) {
+  switch (e->kind) {
+  case EX_ACCESS: return p[-1 - e->u.access.t->id];
+  case EX_LITERAL: return vconst(lw, e->u.lit.value);
+  case EX_SUM: return TJ_BUG(lw->d, "a reduction in a definition's body"), NULL;
+  default: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  LirExpr *x = gen_def_body(lw, k[0], p);
+  if (n == 1) return x ? unary_op(lw, nt_op(nt_expr_op(e)), x) : NULL;
+  LirExpr *y = gen_def_body(lw, k[1], p);
+  return x && y ? apply_op(lw, nt_expr_op(e), x, y) : NULL;
+}
+
 /* var = var op v: var op= v where op is one loop-IR operation (which the
- * vectorizer recognizes as a reduction). */
+ * vectorizer recognizes as a reduction); var = def(var, v) for a
+ * definition's reduction (lw->temp_def, when var is lw->temp). */
 static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
-  const NtOp *o = nt_op(op);
-  if (o->lir != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)o->lir, v);
+  if (lw->temp_def && var == lw->temp) {
+    LirExpr *p[2] = {lw_ref(lw, var), v};
+    LirExpr *r = gen_def_body(lw, lw->temp_def->body, p);
+    return r ? lir_assign(A(lw), var, r) : NULL;
+  }
+  if (lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lir_op(lw, op), v);
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
 
@@ -150,8 +182,8 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
   Arena *a = A(lw);
   OpKind op = lw->out_op;
   if (op == OP_NONE) return lir_store(a, lw_ref(lw, vals), out_at(lw), v);
-  const NtOp *o = nt_op(op);
-  if (o->lir != LOP_NONE) return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)o->lir, v);
+  if (lir_op(lw, op) != LOP_NONE)
+    return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)lir_op(lw, op), v);
   LirExpr *old = lir_load(a, lw_ref(lw, vals), out_at(lw));
   return lir_store(a, lw_ref(lw, vals), out_at(lw), apply_op(lw, op, old, v));
 }
@@ -193,7 +225,9 @@ static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
   }
   Expr *k[2];
   int n = nt_children(e, k);
-  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  case OA_LEFT: return present(lw, k[0], alive);
+  case OA_RIGHT: return present(lw, k[1], alive);
   case OA_INTERSECT:
     return both(lw, nt_expr_op(e) == OP_MASK ? mask_present(lw, k[0], alive) : present(lw, k[0], alive),
                 present(lw, k[1], alive));
@@ -233,6 +267,35 @@ static bool zero_safe(const Lowerer *lw, OpKind op) {
 }
 
 
+/* A function of one operand through its loop-IR operation; a float-only
+ * one of an integer value is computed in f64. */
+static LirExpr *unary_op(Lowerer *lw, const NtOp *op, LirExpr *x) {
+  Arena *a = A(lw);
+  if (lir_type_is_float(lw->vtype) || !op->float_only) return lir_un(a, (LirUnOp)op->lir, x);
+  return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
+}
+
+static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]);
+
+/* A definition's cases at a point: its body where both operands exist,
+ * left where only x does, right where only y does, else the zero; a
+ * select on the operands' presence where it is known only at run time. */
+static LirExpr *gen_cases(Lowerer *lw, const Expr *e, Expr *const k[2], AMask alive) {
+  Arena *a = A(lw);
+  const NtDef *d = e->u.call.def;
+  LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
+  LirExpr *zero = vconst(lw, lw_fill_value(lw));
+  LirExpr *v[2] = {gen_expr(lw, k[0], alive), gen_expr(lw, k[1], alive)};
+  bool no_x = is_bool_const(px, 0), no_y = is_bool_const(py, 0);
+  LirExpr *b = no_x || no_y ? zero : gen_def_body(lw, d->body, v);
+  LirExpr *l = d->left && !no_x ? gen_def_body(lw, d->left, v) : zero;
+  LirExpr *r = d->right && !no_y ? gen_def_body(lw, d->right, v) : zero;
+  if (!b || !l || !r) return NULL;
+  LirExpr *only_y = is_bool_const(py, 1) ? r : lir_select(a, py, r, zero);
+  LirExpr *x_on = is_bool_const(py, 1) ? b : is_bool_const(py, 0) ? l : lir_select(a, py, b, l);
+  return is_bool_const(px, 1) ? x_on : is_bool_const(px, 0) ? only_y : lir_select(a, px, x_on, only_y);
+}
+
 /* An operator node through its loop-IR operation (ir/ops.def). A float-only
  * function of an integer value is computed in f64. Where an operand is
  * absent and the operator's identity is the zero (+ - with 0, min under
@@ -243,11 +306,7 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
   const NtOp *op = nt_op(nt_expr_op(e));
   Expr *k[2];
   nt_children(e, k);
-  if (op->arity == 1) {
-    LirExpr *x = gen_expr(lw, k[0], alive);
-    if (lir_type_is_float(lw->vtype) || !op->float_only) return lir_un(a, (LirUnOp)op->lir, x);
-    return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
-  }
+  if (op->arity == 1) return unary_op(lw, op, gen_expr(lw, k[0], alive));
   OpKind kind = nt_expr_op(e);
   if (kind == OP_EXCEPT || kind == OP_MASK) {
     /* y where the mask is (mask) or is not (except): its entry, a merged
@@ -258,6 +317,7 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
     LirExpr *c = both(lw, px, present(lw, k[1], alive));
     return is_bool_const(c, 1) ? y : lir_select(a, c, y, zero);
   }
+  if (kind == OP_CASES) return gen_cases(lw, e, k, alive);
   if (!zero_safe(lw, kind)) { /* under a merged loop, the operands' hits decide */
     LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
     if (!is_bool_const(px, 1) || !is_bool_const(py, 1)) {
@@ -319,11 +379,14 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     LirStmt *s = NULL;
     if (lw->emit_values) s = update_output(lw, lw->ws_vals, ws_index, gen_expr(lw, lw->root, alive));
     if (drains_assembled(lw)) return s; /* drained along the assembled crd */
-    LirStmt *mark = lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1));
-    lir_append(&mark, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
-    lir_append(&mark, lir_update(a, lw->ws_n, LOP_ADD, lw_i64(lw, 1)));
+    /* Without a branch: whether j is new is a coin toss on SpGEMM's rows
+     * (cage11 x cage11: ~200 products onto ~100 columns a row), so
+     *   list[n] = j; n += !mark[j]; mark[j] = 1;
+     * (list has one spare slot) beats if (!mark[j]) { ... }. */
     LirExpr *unmarked = lir_un(a, LUN_NOT, lir_load(a, lw_ref(lw, lw->ws_mark), j));
-    lir_append(&s, lir_if(a, unmarked, mark, NULL));
+    lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
+    lir_append(&s, lir_update(a, lw->ws_n, LOP_ADD, lir_cast(a, LT_I64, unmarked)));
+    lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1)));
     return s;
   }
   LirStmt *reached = NULL; /* the root's contribution marks its sparse entry */
@@ -365,13 +428,16 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->root_temp = t;
   LirVar *saved = lw->temp;
   OpKind saved_op = lw->temp_op;
+  const NtDef *saved_def = lw->temp_def;
   lw->target = T_TEMP;
   lw->temp = t;
   lw->temp_op = op;
+  lw->temp_def = NULL;
   lir_append(&s, lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   lw->temp = saved;
   lw->temp_op = saved_op;
+  lw->temp_def = saved_def;
   lw->root_temp = NULL;
   if (!lw->emit_values) return lir_block(a, s);
   if (lw->plan->out_sparse && !lw_out_dense_tail(lw->acc[0].f)) {
@@ -405,6 +471,39 @@ static LirStmt *drain_assembled(Lowerer *lw, int l) {
   return s;
 }
 
+/* The accesses of e among alive. */
+static AMask accesses_in(const Lowerer *lw, const Expr *e, AMask alive) {
+  const Expr *acc[LW_MAX_ACCESS];
+  int n = 0;
+  lw_collect_accesses(e, acc, &n, LW_MAX_ACCESS);
+  AMask m = 0;
+  for (int i = 0; i < n && i < LW_MAX_ACCESS; i++) {
+    int x = lw_access_index(lw, acc[i]);
+    if (x > 0) m |= (AMask)1 << x;
+  }
+  return m & alive;
+}
+
+/* The producer of a union scattered term by term (lower/union_terms.c):
+ * each term's own loop adds into the workspace,
+ *   <loop over B1's fiber: ws[j] += B1>  ...  <loop over Bk's fiber: ws[j] += Bk> */
+static LirStmt *scatter_terms(Lowerer *lw, int depth, AMask alive) {
+  Expr *terms[LW_MAX_ACCESS];
+  int n = lw_union_terms(lw, terms);
+  const Expr *root = lw->root;
+  OpKind op = lw->out_op;
+  lw->out_op = OP_ADD;
+  LirStmt *s = NULL;
+  for (int t = 0; t < n; t++) {
+    lw->root = terms[t];
+    lir_append(&s, lir_comment(A(lw), "scatter one term into the workspace"));
+    lir_append(&s, lw_loops(lw, depth, accesses_in(lw, terms[t], alive), true));
+  }
+  lw->root = root;
+  lw->out_op = op;
+  return s;
+}
+
 /* Emits the producer into the workspace, then appends its coordinates in
  * order (the compute phase gathers along the assembled ones instead):  <producer: ws[j] += ...; first touch records j in list>
  *         sort(list, n); for (q < n) { j = list[q]; append (j, ws[j]); reset } */
@@ -412,8 +511,10 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   Arena *a = A(lw);
   int l = lw->out_last;
   lw->target = T_WS;
-  LirStmt *s = lw_loops(lw, depth, alive, true);
+  LirStmt *s = lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
+                                            : lw_loops(lw, depth, alive, true);
   lw->target = T_OUT;
+  if (!diag_ok(lw->d)) return NULL;
   if (drains_assembled(lw)) {
     lir_append(&s, drain_assembled(lw, l));
     return lir_block(a, s);
@@ -475,12 +576,14 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
   for (int c = 0; c < n; c++) {
     const Expr *sum = kids[c];
     LirVar *t = lw_var(lw, arena_printf(a, "t_%s", sum->u.sum.iv->name), lw->vtype);
-    lir_append(&s, lir_decl(a, t, vconst(lw, nt_op(sum->u.sum.op)->identity)));
+    lir_append(&s, lir_decl(a, t, vconst(lw, nt_sum_identity(sum))));
     const Expr *root = lw->root;
     int end = lw->scope_end, target = lw->target, nt = lw->nsum_temps;
     LirVar *temp = lw->temp;
     OpKind temp_op = lw->temp_op;
+    const NtDef *temp_def = lw->temp_def;
     lw->temp_op = sum->u.sum.op;
+    lw->temp_def = sum->u.sum.def;
     int depth = lw->depth_of[sum->u.sum.iv->id];
     lw->root = sum->u.sum.a;
     lw->scope_end = depth + 1;
@@ -492,6 +595,7 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
     lw->target = target;
     lw->temp = temp;
     lw->temp_op = temp_op;
+    lw->temp_def = temp_def;
     lw->nsum_temps = nt;
     if (base + c >= NT_MAX_INDICES) return TJ_BUG(lw->d, "too many sums"), NULL;
     lw->sum_node[base + c] = sum;
@@ -887,7 +991,9 @@ static LirExpr *may_be_nonzero(Lowerer *lw, const LoopCtx *cx, const Expr *e,
   }
   Expr *k[2];
   nt_children(e, k);
-  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  case OA_LEFT: return may_be_nonzero(lw, cx, k[0], hit);
+  case OA_RIGHT: return may_be_nonzero(lw, cx, k[1], hit);
   case OA_NUMERATOR:
   case OA_KEEP: return may_be_nonzero(lw, cx, k[0], hit);
   case OA_INTERSECT:

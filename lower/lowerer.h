@@ -96,6 +96,7 @@ typedef struct Lowerer {
   LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
   LirType vtype;                           /* value type of the expression */
+  bool is_bool;                            /* bool dtype: vtype I8 0/1, + max, * min */
   bool root_reduces;                       /* the nest has root reductions */
   bool valued_masks;                       /* the rhs masks by an all-dense tensor
                                               (its values decide, at run time) */
@@ -106,6 +107,7 @@ typedef struct Lowerer {
                                               workspace's) start: the root
                                               operator's identity, or the zero */
   OpKind temp_op;                          /* T_TEMP: the reduction into temp */
+  const NtDef *temp_def;                   /* or a definition's (temp_op OP_NONE) */
   LirVar *root_temp;                       /* the temp of the root reduction */
   LirVar *out_hit;                         /* set where the root reduction has a
                                               contribution: its sparse output
@@ -193,6 +195,15 @@ void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p);
 
 /* The value of sum node e in the scope being lowered (its temp), or NULL. */
 LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e);
+
+/* union_terms.c */
+/* Whether the loop at depth scatters the rhs into the workspace term by
+ * term: the workspace's own innermost loop, no reduction, mask, semiring
+ * or +=, and at least two additive terms. */
+bool lw_scatters_terms(const Lowerer *lw, int depth);
+/* The additive terms of lw->root into out (LW_MAX_ACCESS entries):
+ * their number, 0 when it has fewer than two, -1 with lw->d set. */
+int lw_union_terms(Lowerer *lw, Expr **out);
 
 /* lower_loops.c */
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);

@@ -305,7 +305,8 @@ static void walk(Pass *p, LirStmt **slot) {
 }
 
 int lower_vectorize(Arena *a, LirKernel *k, const LowerOptions *opt, LirType vtype) {
-  int bits = vtype == LT_F32 || vtype == LT_I32 ? 32 : 64;
+  /* narrow values (i8, i16, bool) still have 64-bit indices: 32-bit lanes */
+  int bits = lir_type_bytes(vtype) <= 4 ? 32 : 64;
   int width = opt->vec_width ? opt->vec_width : opt->vector_bits / bits;
   if (width < 2 || k->nvars == 0) return 0;
   /* Outer loops block 4 registers per row on AVX-512 (32 of them), 2 with

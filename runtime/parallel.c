@@ -23,6 +23,18 @@ int tj_rt_threads(void) {
   return n > 0 ? n : omp_get_max_threads();
 }
 
+/* Waking a sleeping worker costs 10-100 us on this 2-core VM (KMP_BLOCKTIME=0,
+ * as the bench runs), and a row-plus-entry of SpMV about 0.3 ns: wiki-Vote
+ * (8 k rows, 104 k entries, 0.04 ms on one thread) ran slower on two
+ * threads, cage11 (600 k) and larger faster. */
+enum { PAR_MIN_WORK = 1 << 17 };
+
+int64_t tj_rt_par_min_work(void) {
+  const char *env = getenv("TJ_PAR_MIN_WORK");
+  long long n = env ? atoll(env) : -1;
+  return n >= 0 ? (int64_t)n : PAR_MIN_WORK;
+}
+
 static int64_t pos_at(const void *pos, int32_t w, int64_t i) {
   return w == 4 ? ((const int32_t *)pos)[i] : ((const int64_t *)pos)[i];
 }
@@ -79,6 +91,13 @@ void tj_rt_parallel_for_sched(int64_t lo, int64_t hi, const void *pos, int32_t p
     return;
   }
   if (nt > hi - lo) nt = (int)(hi - lo);
+  if (pos) { /* too little work to share: one thread */
+    Weights w = {pos, leaf, pos_width, leaf_width};
+    if (work_at(&w, hi) - work_at(&w, lo) < tj_rt_par_min_work()) {
+      body(ctx, lo, hi);
+      return;
+    }
+  }
   if (strategy == TJ_PAR_STATIC) {
     run_static(lo, hi, nt, body, ctx);
     return;

@@ -135,7 +135,9 @@ START_TEST(spgemm_workspace) {
   char *t = lowered(&c, PHASE_EVALUATE);
   HAS(t, "tj_rt_alloc(");
   HAS(t, "ws_vals[j] += ");
-  HAS(t, "if (!ws_mark[j])");
+  HAS(t, "ws_list[ws_n] = j;");
+  HAS(t, "ws_n += (int64_t)!ws_mark[j];");
+  HAS(t, "(A_dim1 + 1) * 8");
   HAS(t, "tj_rt_sort_crd(ws_list, ws_n");
   HAS(t, "tj_rt_free(ws_vals)");
   free(t);

@@ -462,6 +462,50 @@ START_TEST(reserve_growth) {
 }
 END_TEST
 
+/* Parallel loops share only enough work: a body records its ranges. */
+typedef struct Calls {
+  int n;
+  int64_t lo[64], hi[64];
+} Calls;
+static void record_range(void *ctx, int64_t lo, int64_t hi) {
+  Calls *c = ctx;
+  int k = __atomic_fetch_add(&c->n, 1, __ATOMIC_RELAXED);
+  if (k < 64) {
+    c->lo[k] = lo;
+    c->hi[k] = hi;
+  }
+}
+
+START_TEST(parallel_min_work) {
+  enum { ROWS = 1000 };
+  static int32_t pos[ROWS + 1];
+  for (int i = 0; i <= ROWS; i++) pos[i] = 10 * i; /* 11 000 rows + entries */
+  char *saved = getenv("TJ_PAR_MIN_WORK") ? strdup(getenv("TJ_PAR_MIN_WORK")) : NULL;
+  tj_rt_set_threads(2);
+  setenv("TJ_PAR_MIN_WORK", "11001", 1); /* more than the loop has: one call */
+  ck_assert_int_eq(tj_rt_par_min_work(), 11001);
+  Calls one = {0};
+  tj_rt_parallel_for_sched(0, ROWS, pos, 4, NULL, 0, TJ_PAR_DEFAULT, record_range, &one);
+  ck_assert_int_eq(one.n, 1);
+  ck_assert(one.lo[0] == 0 && one.hi[0] == ROWS);
+  Calls st = {0};
+  tj_rt_parallel_for_sched(0, ROWS, pos, 4, NULL, 0, TJ_PAR_STATIC, record_range, &st);
+  ck_assert_int_eq(st.n, 1);
+  setenv("TJ_PAR_MIN_WORK", "11000", 1); /* exactly the loop's work: shared */
+  Calls many = {0};
+  tj_rt_parallel_for_sched(0, ROWS, pos, 4, NULL, 0, TJ_PAR_DEFAULT, record_range, &many);
+  ck_assert_int_eq(many.n, 16); /* 8 chunks a thread, together the whole range */
+  int64_t covered = 0;
+  for (int c = 0; c < many.n; c++) covered += many.hi[c] - many.lo[c];
+  ck_assert_int_eq(covered, ROWS);
+  unsetenv("TJ_PAR_MIN_WORK");
+  ck_assert_int_eq(tj_rt_par_min_work(), 1 << 17);
+  if (saved) setenv("TJ_PAR_MIN_WORK", saved, 1);
+  free(saved);
+  tj_rt_set_threads(0);
+}
+END_TEST
+
 START_TEST(dense_cast_print) {
   int64_t dims[2] = {2, 3};
   double dense[6] = {0, 1.5, 0, -2, 0, 3};
@@ -575,6 +619,7 @@ static Suite *runtime_suite(void) {
   tcase_add_loop_test(tc, format_parse_errors, 0,
                       sizeof bad_formats / sizeof *bad_formats);
   tcase_add_test(tc, reserve_growth);
+  tcase_add_test(tc, parallel_min_work);
   tcase_add_test(tc, dense_cast_print);
   tcase_add_test(tc, argument_errors);
   tcase_add_test(tc, pack_large);

@@ -160,6 +160,12 @@ repl_expect semiring_and_def 'A = zeros(2, 2, "ds")
 :def
 y = zeros(2)
 ' 0 '^semiring: min\.plus$' '^definitions: relu\(v\) = max\(v - 11\.5, 0\)$'
+# A session holds as many tensors as memory allows (it once stopped at 64).
+MANY=$(for i in $(seq 0 199); do printf 't%d = random(3, "d")\n' "$i"; done)
+repl_expect many_tensors "$MANY
+s(i) = t0(i) + t199(i)
+:check
+list" 0 '^check: ok' '^t199: order 1, dims 3' '^t0: order 1, dims 3'
 if out=$(printf 'x = random(2, "d")\n' | "$T" 2>&1) && grep -q '^x: order 1' <<<"$out"; then
   pass no_expression_is_repl
 else
