@@ -139,7 +139,8 @@ class Kernel:
 
     def _wrap_dense(self, arr):
         """Tensor.wrap for a fresh C-ordered output array, with the
-        tj_arrays struct kept from the previous call of the same shape."""
+        tj_arrays struct prepared by the previous call of the same shape
+        (copied, so concurrent calls each wrap their own array)."""
         prep = self._out_prep
         if prep is None or prep[0] != (arr.shape, arr.dtype):
             a = _lib.Arrays()
@@ -149,7 +150,9 @@ class Kernel:
             a.dims = dims
             a.vals_len = arr.size
             prep = self._out_prep = ((arr.shape, arr.dtype), a, dims, self.output.encode())
-        a = prep[1]
+        # a copy per call: threads sharing this kernel must not see each
+        # other's vals (the struct is the prepared one, dims included)
+        a = _lib.Arrays.from_buffer_copy(prep[1])
         a.vals = arr.__array_interface__["data"][0]
         h = ctypes.c_void_p()
         check(lib.tj_tensor_wrap(prep[3], ctypes.byref(a), 0, ctypes.byref(h)))
