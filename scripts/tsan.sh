@@ -15,11 +15,12 @@ export TSAN_OPTIONS="halt_on_error=1 exitcode=66 second_deadlock_stack=1 ignore_
 export OMP_TOOL_LIBRARIES=$archer ARCHER_OPTIONS="verbose=0"
 # Left to the Release and ASan builds: failure injection (single-threaded;
 # under TSan its full-disk case's file-size limit kills TSan's own runtime
-# with SIGBUS) and the serial corpora check_kernels and semantics_numpy
+# with SIGBUS) and the serial corpora check_kernels, check_gett and
+# semantics_numpy
 # (over 15 minutes each under TSan here); check_kernels' case that runs its
 # kernels on several threads (threads_vectors) runs below.
 (cd build-tsan && ctest --output-on-failure -j"$(nproc)" \
-  -E '^(check_failinj|failinj_cli|check_kernels|semantics_numpy)$' "$@")
+  -E '^(check_failinj|failinj_cli|check_kernels|check_gett|semantics_numpy)$' "$@")
 if [ $# -eq 0 ]; then
   (cd build-tsan && CK_RUN_CASE=threads_vectors ./tests/check_kernels)
 fi
