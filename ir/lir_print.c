@@ -297,7 +297,8 @@ static void print_store(Printer *p, const LirStmt *s) {
 }
 
 static void print_attrs(Printer *p, LoopAttrs at, int ind) {
-  if (!at.parallel && !at.vec_width && !at.unroll && !at.remainder) return;
+  bool asked = at.vectorize && !at.vec_width;
+  if (!at.parallel && !at.vec_width && !at.unroll && !at.remainder && !asked) return;
   indent(p, ind);
   fputs("/*", p->out);
   if (at.parallel && at.schedule)
@@ -305,6 +306,7 @@ static void print_attrs(Printer *p, LoopAttrs at, int ind) {
   else if (at.parallel)
     fputs(" parallel (#pragma omp parallel for)", p->out);
   if (at.vec_width) fprintf(p->out, " vector(%d)", at.vec_width);
+  if (asked) fprintf(p->out, " vectorize(%d) asked", at.vectorize);
   if (at.unroll) fprintf(p->out, " unroll(%d)", at.unroll);
   if (at.remainder) fputs(" remainder", p->out);
   fputs(" */\n", p->out);

@@ -125,6 +125,9 @@ typedef struct LoopAttrs {
   int schedule;      /* parallel: how rows split among threads (TJ_PAR_*) */
   int vec_width;     /* 0 = not vectorized; else lanes */
   int unroll;        /* 0 = no hint */
+  int vectorize;     /* vectorize(i, w) of the notation: this loop, w lanes
+                        (0: the vectorization pass chooses, unless another
+                        loop of the kernel asks) */
   bool remainder;    /* the scalar remainder of a vector loop (< W trips):
                         LLVM should neither vectorize nor unroll it */
   LirExpr *balance;  /* parallel: a pos array (pointer expr) whose entries

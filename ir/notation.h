@@ -1,6 +1,6 @@
 /* Index notation: the checked AST of one assignment
  *   A(i,j) = B(i,k) * C(k,j)      (or +=)
- * and concrete index notation (forall / where / sequence) built from it.
+ * and concrete index notation (forall / where) built from it.
  *
  * Every node is built through a constructor in an Arena and keeps its source
  * column (0 when built through the C builder API) for error messages.
@@ -240,7 +240,12 @@ bool nt_dtype_is_int(tj_dtype t);
 int nt_dtype_bits(tj_dtype t);
 
 /* ---- concrete index notation ---- */
-typedef enum { CIN_FORALL, CIN_WHERE, CIN_SEQUENCE, CIN_ASSIGN } CinKind;
+/* No sequence node: TACO's sequence(s1, s2) runs two statements in turn, but
+ * the notation of one assignment is a forall / where tree (sums and
+ * workspaces are where()s) and no schedule rewrite makes a sequence, so it
+ * would be a node nothing builds. Statements run in turn are separate
+ * assignments (the REPL's lines, the API's kernels). */
+typedef enum { CIN_FORALL, CIN_WHERE, CIN_ASSIGN } CinKind;
 
 enum { CIN_PARALLEL = 1u << 0 };
 /* parallelize(i, strategy): how the loop's rows split among threads (the
@@ -249,13 +254,37 @@ typedef enum { PAR_DEFAULT, PAR_STATIC, PAR_BALANCED, PAR_DYNAMIC } ParStrategy;
 /* "static", "balanced", "dynamic" ("" for the default). */
 const char *cin_strategy_name(int strategy);
 
+/* How a forall walks its index (TACO's index variable relations), set by
+ * the schedule's loop rewrites (ir/cin_loops.c) and carried out by the
+ * lowering, which strip-mines the one loop of the index in place:
+ *   split(i, i0, i1, f)   i = i0 * f + i1 with 0 <= i1 < f: an outer loop
+ *                         over blocks of f iterations, an inner one in them
+ *   divide(i, i0, i1, n)  the same with n blocks of ceil(N / n) iterations
+ *   pos(j, jp, A(i,j))    jp walks the positions of A's level of j (j =
+ *                         A's crd[jp]); a split of jp then splits nonzeros
+ *   bound(i, ib, n, max_exact)  the loop runs exactly n times (the extent
+ *                         is promised to be n: checked at every run) */
+typedef enum { BOUND_NONE, BOUND_MAX_EXACT } BoundKind;
+typedef struct CinLoopForm {
+  int split, divide;             /* split's factor or divide's parts (one, or 0) */
+  const char *outer, *inner;     /* the names of the two halves */
+  const char *pos;               /* pos: the position variable's name */
+  const Expr *pos_access;        /* pos: the access whose level is walked */
+  const char *bound_name;        /* bound: the bounded variable's name */
+  int64_t bound;
+  BoundKind bound_kind;
+  bool par_outer;                /* the parallel loop is the outer half */
+  const char *race;              /* parallelize(i, ..., partials|atomics): how
+                                    threads combine a reduction, or NULL */
+} CinLoopForm;
+
 typedef struct Cin Cin;
 struct Cin {
   CinKind kind;
   union {
-    struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par; } forall;
+    struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par;
+             CinLoopForm form; } forall;
     struct { Cin *consumer, *producer; TensorVar *ws; } where;
-    struct { Cin *first, *second; } seq;
     struct { Expr *lhs, *rhs; bool accumulate; OpKind op; const char *op_name; } assign; /* lhs op= rhs
                                       when accumulate (op: the reduction's, + by default) */
   } u;
@@ -264,16 +293,20 @@ struct Cin {
 /* Schedule directives, parsed from "reorder(i,k,j) parallelize(i) ...". */
 typedef enum {
   SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL,
-  SCHED_METHOD   /* method(gett|ttgt|log|loops): how a dense contraction runs */
+  SCHED_METHOD,  /* method(gett|ttgt|log|loops): how a dense contraction runs */
+  SCHED_SPLIT, SCHED_DIVIDE, SCHED_POS, SCHED_BOUND   /* loop rewrites: keep them last */
 } SchedKind;
 
 typedef struct SchedDirective {
   SchedKind kind;
   int nvars;
-  const char *vars[NT_MAX_INDICES];  /* index names */
+  const char *vars[NT_MAX_INDICES];  /* index names; pos(j, jp, A(i,j)):
+                                        j, jp, A, i, j */
   int width;                         /* vectorize: lanes; unroll: factor;
-                                        parallelize: ParStrategy */
-  const char *arg;                   /* precompute: the text inside (); method: its name */
+                                        parallelize: ParStrategy; split:
+                                        factor; divide: parts; bound: n */
+  const char *arg;                   /* precompute: the text inside ();
+                                        bound: the kind; method: its name */
   int col;                           /* 1-based column of the directive */
 } SchedDirective;
 
@@ -295,7 +328,6 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
 /* Constructors (NULL only when the arena is out of memory). */
 Cin *cin_forall(Arena *a, IndexVar *iv, Cin *body);
 Cin *cin_where(Arena *a, Cin *consumer, Cin *producer, TensorVar *ws);
-Cin *cin_sequence(Arena *a, Cin *first, Cin *second);
 Cin *cin_assign(Arena *a, Expr *lhs, Expr *rhs, bool accumulate);
 /* Loop order of the forall nest (outermost first), n of them. */
 int cin_loop_order(const Cin *c, IndexVar **order, int max);
@@ -309,7 +341,13 @@ Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d)
  *   forall(i, where(forall(j, A(i,j) = w(j)), forall(k, forall(j, w(j) += rhs))))
  * NULL with d set when c has another shape or j is not among those loops. */
 Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d);
+/* Prints c; loops rewritten by split / divide / pos / bound print under
+ * their new names, with the relations after the statement:
+ *   suchthat(forall(i0, forall(i1, forall(j, ...))), split(i, i0, i1, 32)) */
 void cin_print(FILE *out, const Cin *c);
+/* The index of the loop of c that name names (an index, a pos or bound
+ * variable: *part 0; the outer / inner half of a split: 1 / 2), or NULL. */
+IndexVar *cin_loop_named(const Cin *c, const char *name, int *part);
 
 /* ---- reference interpreter ---- */
 /* Evaluates as on dense row-major copies of the operands (index by TensorId;

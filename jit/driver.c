@@ -443,7 +443,7 @@ static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
     cin = cin_from_assignment(&e->arena, as, &sched, d);
     if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
   }
-  if (!drv_apply_schedule(e, as, &sched, d) || !plan_contraction(e, as, &sched, d))
+  if (!drv_apply_schedule(e, as, cin, &sched, d) || !plan_contraction(e, as, &sched, d))
     return false;
   e->cin = lower_plan_notation(&e->arena, &e->plan, cin, d);
   e->as = as;

@@ -198,9 +198,17 @@ static bool setup_accesses(Lowerer *lw) {
   lw->out_last = p->out_sparse ? lw_out_leaf(lw->acc[0].f) : lw->acc[0].f->order - 1;
   mark_valued_masks(lw, lw->as->rhs);
   /* The outermost loop may run in parallel when it walks an output index
-   * of a dense output: iterations then write disjoint output elements. */
-  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 &&
-               !nt_is_reduction_var(lw->as, nest->order[0]);
+   * of a dense output: iterations then write disjoint output elements. So
+   * may an inner loop that parallelize names (the loops above it then run
+   * serially), when it is not inside the root reduction's temp. */
+  lw->par_depth = nest->par_asked > 0 ? nest->par_asked : 0;
+  bool reduction = nest->nloops > 0 && nt_is_reduction_var(lw->as, nest->order[lw->par_depth]);
+  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 && !reduction;
+  if (lw->par_depth > 0 && (reduction || (lw->first_red >= 0 && lw->par_depth >= lw->first_red)))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s): the loop over %s sums into "
+                      "a shared value (a reduction's temp); per-thread partials or atomics for "
+                      "an inner loop are not lowered", nest->order[lw->par_depth]->name,
+                      nest->order[lw->par_depth]->name);
   return true;
 }
 

@@ -53,8 +53,8 @@ typedef struct LowerOptions {
   bool parallel;                       /* mark the outermost safe loop parallel */
   int vector_bits;                     /* explicit vectorization width in bits, 0 off */
   bool vector_gather;                  /* also vectorize loops that gather */
-  IndexVar *vec_var;                   /* vectorize(j, w): only this loop ... */
-  int vec_width;                       /* ... with this many lanes */
+  int vec_width;                       /* vectorize(j, w): w lanes (the loops of j
+                                          carry LoopAttrs.vectorize); 0 none */
   int unroll_jam;                      /* rows per unroll-and-jam block, 0 off */
   int lattice_max;                     /* a loop whose merge lattice may have more
                                           points is one merged co-iteration (a
@@ -73,6 +73,9 @@ typedef struct LoopNest {
   IndexVar *ws_var;
   int unroll[NT_MAX_INDICES];          /* unroll(i, n): n, else 0 */
   int par[NT_MAX_INDICES];             /* parallelize(i, s): ParStrategy */
+  int vec[NT_MAX_INDICES];             /* vectorize(i, w): w, else 0 */
+  int par_asked;                       /* depth of the loop parallelize names, -1 */
+  const CinLoopForm *form[NT_MAX_INDICES]; /* split / divide / pos / bound */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
 

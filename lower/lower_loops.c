@@ -835,12 +835,24 @@ _Static_assert((int)PAR_STATIC == (int)TJ_PAR_STATIC &&
  * as parallelize(i, strategy) says: by nonzeros when a sparse level below
  * weighs them (the default, and `balanced`), in equal blocks (`static`),
  * or in small chunks handed out as threads free up (`dynamic`). */
-static void loop_attrs(Lowerer *lw, LoopCtx *cx, LirStmt *loop) {
-  loop->u.loop.at.unroll = lw->nest.unroll[cx->depth];
-  if (cx->depth != 0 || !lw->par_ok || lw->target != T_OUT) return;
+static void loop_attrs(Lowerer *lw, LoopCtx *cx, LirStmt *loop, LirStmt *inner) {
+  inner->u.loop.at.unroll = lw->nest.unroll[cx->depth];
+  inner->u.loop.at.vectorize = lw->nest.vec[cx->depth];
+  if (cx->depth != lw->par_depth || !lw->par_ok || lw->target != T_OUT) return;
   LoopAttrs *at = &loop->u.loop.at;
   at->parallel = true;
-  at->schedule = lw->nest.par[0];
+  at->schedule = lw->nest.par[cx->depth];
+  if (cx->depth > 0 && at->schedule == PAR_BALANCED)
+    diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, balanced): only the outermost loop's "
+               "rows are weighed by nonzeros; use static or dynamic", cx->v->name);
+  if (cx->depth > 0) return;
+  if (loop != inner) { /* the blocks of a split: equal iterations, not rows */
+    if (at->schedule == PAR_BALANCED)
+      diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, balanced): the blocks of a split "
+                 "hold equal numbers of iterations (of positions, after pos); use static or "
+                 "dynamic", lw->nest.form[0]->outer);
+    return;
+  }
   if (at->schedule == PAR_STATIC || at->schedule == PAR_DYNAMIC) return;
   balance_arrays(lw, at);
   if (at->schedule == PAR_BALANCED && !at->balance)
@@ -882,18 +894,20 @@ static LirStmt *zero_rows_after(Lowerer *lw, LirVar *crd, LirVar *x, LirVar *sta
 static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[0];
-  LirStmt *loop;
+  LirStmt *loop, *outer, *inner;
   bool zeroing = lw->zero_rows && cx->depth == 0 && lw->target == T_OUT && !cx->in_temp;
+  if (!lw_form_check(lw, cx->depth, NULL, P->sparse ? __builtin_ctzll(P->sparse) : -1))
+    return NULL;
   if (P->sparse == 0) {
     LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
     bool rows = lw->ranged && cx->depth == 0;
     LirExpr *lo = rows ? lw_ref(lw, lw->range_lo) : lw_i64(lw, 0);
-    LirExpr *hi = rows ? lw_ref(lw, lw->range_hi) : extent;
+    LirExpr *hi = rows ? lw_ref(lw, lw->range_hi) : lw_form_extent(lw, cx->depth, extent);
     LirStmt *body = NULL;
     if (zeroing)
       body = zero_rows(lw, lw_ref(lw, iv), lir_bin(a, LOP_ADD, lw_ref(lw, iv), lw_i64(lw, 1)));
     lir_append(&body, cases(lw, cx, 0, iv));
-    loop = lir_for(a, iv, lo, hi, body);
+    loop = lw_strip_loop(lw, cx->depth, iv, lo, hi, body, &outer, &inner);
   } else {
     int x = __builtin_ctzll(P->sparse);
     Iter *it = &cx->it[x];
@@ -907,15 +921,16 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
       lir_append(&body, zero_rows_after(lw, crd, it->p, start,
                                         lir_bin(a, LOP_ADD, lw_ref(lw, cv), lw_i64(lw, 1))));
     lir_append(&body, cases(lw, cx, 0, cv));
-    loop = lir_for(a, it->p, lw_ref(lw, start), lw_ref(lw, it->end), body);
+    loop = lw_strip_loop(lw, cx->depth, it->p, lw_ref(lw, start), lw_ref(lw, it->end), body,
+                         &outer, &inner);
     it->p = start;
     if (zeroing) {
-      loop_attrs(lw, cx, loop);
+      loop_attrs(lw, cx, outer, inner);
       lir_append(&loop, zero_rows_after(lw, crd, it->end, start, extent));
       return loop;
     }
   }
-  loop_attrs(lw, cx, loop);
+  loop_attrs(lw, cx, outer, inner);
   return loop;
 }
 
@@ -1090,11 +1105,14 @@ static LirStmt *wide_loop(Lowerer *lw, LoopCtx *cx) {
   return lir_block(a, s);
 }
 
-/* unroll(i, n) on a loop that is a while loop (how says why): refused. */
+/* unroll(i, n) or vectorize(i, w) on a loop that is a while loop (how
+ * says why): refused. */
 static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
-  diag_error(lw->d, TJ_ERR_UNSUPPORTED, "unroll(%s, %d): the loop over %s %s; only for loops "
-             "(a dense range, or one sparse level) unroll", cx->v->name,
-             lw->nest.unroll[cx->depth], cx->v->name, how);
+  bool un = lw->nest.unroll[cx->depth];
+  diag_error(lw->d, TJ_ERR_UNSUPPORTED, "%s(%s, %d): the loop over %s %s; only for loops "
+             "(a dense range, or one sparse level) %s", un ? "unroll" : "vectorize",
+             cx->v->name, un ? lw->nest.unroll[cx->depth] : lw->nest.vec[cx->depth],
+             cx->v->name, how, un ? "unroll" : "vectorize");
   return NULL;
 }
 
@@ -1108,8 +1126,10 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
                 .v = lw->nest.order[depth]};
   bool wide = lw_wide_at(lw, alive, depth);
-  if (wide && lw->nest.unroll[depth])
+  if (wide && (lw->nest.unroll[depth] || lw->nest.vec[depth]))
     return refuse_unroll(lw, &cx, "merges sparse operands in a while loop");
+  if (wide && !lw_form_check(lw, depth, "merges sparse operands in a while loop", -1))
+    return NULL;
   if (wide) return wide_loop(lw, &cx);
   Lattice L;
   lw_lattice(lw, alive, depth, &L);
@@ -1127,8 +1147,11 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     lir_append(&s, single_loop(lw, &cx, extent));
     return lir_block(a, s);
   }
-  if (lw->nest.unroll[depth])
+  if (lw->nest.unroll[depth] || lw->nest.vec[depth])
     return refuse_unroll(lw, &cx, "co-iterates sparse operands in while loops");
+  if (!lw_form_check(lw, depth, "co-iterates sparse operands (or walks duplicates) in while "
+                     "loops", -1))
+    return NULL;
   LirVar *cv = lw_var(lw, cx.v->name, LT_I64);
   lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
   for (int q = 0; q < L.n; q++) lir_append(&s, point_loop(lw, &cx, q, cv, extent));

@@ -59,7 +59,8 @@ typedef struct Lowerer {
   Access acc[LW_MAX_ACCESS];
   int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
   int first_red;                           /* depth of first reduction var */
-  bool par_ok;                             /* the depth-0 loop may be parallel */
+  bool par_ok;                             /* the loop at par_depth may be parallel */
+  int par_depth;                           /* 0, or the depth parallelize names */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
                                               output's rows it reaches (and the
@@ -210,6 +211,19 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
 /* Whether the loop at depth over the accesses in alive is one plain loop
  * (a dense range, or the positions of one unsegmented sparse level). */
 bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
+
+/* strip.c: the loop rewrites (split, divide, pos, bound) of the loop at depth */
+/* Whether the loop at depth can take its rewrites: how (not NULL) says why
+ * it is not one for loop; sparse_x is the access whose sparse level the
+ * for walks, -1 for a dense range. False with lw->d set when refused. */
+bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x);
+/* The dense loop's upper bound: bound()'s constant, else extent. */
+LirExpr *lw_form_extent(Lowerer *lw, int depth, LirExpr *extent);
+/* for (iv = lo; iv < hi; iv++) body, strip-mined when the loop is split or
+ * divided; *outer gets the outermost loop made, *inner the loop over iv
+ * (both the one loop without a split). */
+LirStmt *lw_strip_loop(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr *hi,
+                       LirStmt *body, LirStmt **outer, LirStmt **inner);
 
 /* lower.c helpers used by lower_loops.c */
 /* The value of absent entries: the semiring's zero (0 by default). */

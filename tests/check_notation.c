@@ -567,14 +567,13 @@ START_TEST(test_cin_structure) {
   ck_assert(nt_schedule_parse("reorder(i,i)", &s, &a, &d));
   ck_assert_ptr_null(cin_from_assignment(&a, as, &s, &d));
   ck_assert_str_eq(d.msg, "reorder: index 'i' appears twice");
-  /* where / sequence built through the constructors */
+  /* a where built through the constructors */
   Expr *w = as->rhs->u.bin.a;
   Cin *prod = cin_forall(&a, as->indices[2], cin_assign(&a, w, as->rhs, true));
   Cin *cons = cin_assign(&a, as->lhs, w, false);
   Cin *where = cin_where(&a, cons, prod, as->tensors[1]);
-  char *p = print_cin(cin_sequence(&a, where, cons));
-  ck_assert_str_eq(p, "sequence(where(A(i,j) = B(i,k), forall(k, B(i,k) += "
-                      "B(i,k) * C(k,j))), A(i,j) = B(i,k))");
+  char *p = print_cin(where);
+  ck_assert_str_eq(p, "where(A(i,j) = B(i,k), forall(k, B(i,k) += B(i,k) * C(k,j)))");
   free(p);
   arena_free(&a);
 }
@@ -589,7 +588,7 @@ static const char *sched_bad[][2] = {
   {"vectorize(j,0)", "1:13: vectorize width 0 is not a power of two"},
   {"vectorize(j)", "1:12: expected ',' and a vector width"},
   {"vectorize(j,x)", "1:13: expected a vector width"},
-  {"parallelize(i,j)", "1:15: parallelize: unknown strategy 'j' (static, balanced or dynamic)"},
+  {"parallelize(i,j)", "1:15: parallelize: unknown strategy 'j' (static, balanced or dynamic; or partials or atomics)"},
   {"reorder(i,k", "1:12: expected ',' or ')'"},
   {"reorder(1)", "1:9: expected an index variable"},
   {"reorder i", "1:9: expected '('"},

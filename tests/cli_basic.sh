@@ -195,4 +195,11 @@ expect help '^usage: tensorjit' --help
 expect help_single_dash '^usage: tensorjit' -help
 expect version '^tensorjit [0-9]+\.[0-9]+\.[0-9]+$' --version
 
+# Loop rewrites of the schedule (-s=): TACO's SpMV schedule and a pos-split
+# row loop of DCSR on 2 threads, against the reference.
+expect schedule_split_spmv "$OK" "$SPMV" -g=A:s:0.1 -d=A:200,150 -g=x:d -nthreads=2 \
+  -s='split(i, i0, i1, 16) reorder(i0, i1, j) parallelize(i0, static)' -check
+expect schedule_pos_split_rows "$OK" "$SPMV" -f=A:ss -g=A:s:0.05 -d=A:200,150 -g=x:d \
+  -nthreads=2 -s='pos(i, ip, A(i,j)) split(ip, i0, i1, 8) parallelize(i0, dynamic)' -check
+
 finish

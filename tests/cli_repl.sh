@@ -172,4 +172,19 @@ else
   fail no_expression_is_repl "tensorjit with no arguments did not read commands" "$out"
 fi
 
+# Loop rewrites through :schedule: the notation under the new names, the
+# values against the reference, and a refusal that names the fix.
+LOOPS='A = random(40, 30, "ds", 0.2)
+x = random(30, "d")
+:schedule pos(j, jp, A(i,j)) split(jp, j0, j1, 4) split(i, i0, i1, 8) parallelize(i0, static)
+y(i) = A(i,j) * x(j)
+:cin
+:check
+:schedule split(j, j0, j1, 4)
+y(i) = A(i,j) * x(j)'
+repl_expect schedule_loop_rewrites "$LOOPS" 1 \
+  '^suchthat\(forall\(i0:parallel\(static\), forall\(i1, forall\(j0, forall\(j1, y\(i\) \+= A\(i,j\) \* x\(j\)\)\)\)\), split\(i, i0, i1, 8\), pos\(j, jp, A\(i,j\)\), split\(jp, j0, j1, 4\)\)$' \
+  '^check: ok' \
+  'split its positions: pos\(j, jp, \.\.\.\) first'
+
 finish
