@@ -3,8 +3,10 @@
 #   bash bench/wide_unions.sh [build/tensorjit] [density] [runs]
 # For k = 2..16 on 2000 x 2000 CSR operands at the given density (default
 # 0.005): A = B1 + ... + Bk, A = (B1 + ... + Bk) * C (CSR outputs), and the
-# three-way intersection A = B1 * B2 * B3; then, for k = 2..4, the union's
-# lattice kernel against the merged kernel (TJ_WIDE_UNION_THRESHOLD=64 / 1).
+# three-way intersection A = B1 * B2 * B3 (default lowering); then, at
+# k = 2, 3, 4, 8, 16, the union and the product of sums under each lowering
+# forced, interleaved (lattice: TJ_WIDE_UNION_THRESHOLD=64, k <= 4 only;
+# merged: =1; scatter: TJ_SCATTER_UNION_MIN=2, the others with =1000).
 # Prints one row per kernel: compile ms (median of `runs` fresh processes)
 # and the assemble and compute medians of 20 timed runs each.
 set -eu
@@ -52,9 +54,35 @@ for k in $(seq 2 16); do
 done
 # shellcheck disable=SC2046
 measure "B1 * B2 * B3" "A(i,j) = B1(i,j) * B2(i,j) * B3(i,j)" $(operands 3)
-for k in 2 3 4; do
+# The three lowerings of the same kernel, forced, interleaved process by
+# process: the merge lattice (k <= 4 only: it grows ~3^k), the merged loop,
+# the workspace scattered term by term.
+PATHS="lattice:64:1000 merged:1:1000 scatter:1:2"
+compare() {
+  local label=$1 expr=$2; shift 2
+  declare -A c as cp
+  local paths=$PATHS
+  [ "$K" -gt 4 ] && paths=${PATHS#* }
+  for r in $(seq 1 "$runs"); do
+    for p in $paths; do
+      IFS=: read -r name lat sc <<<"$p"
+      out=$(TJ_WIDE_UNION_THRESHOLD=$lat TJ_SCATTER_UNION_MIN=$sc "$tool" "$@" -time=20 "$expr" 2>&1) ||
+        { echo "$label $name: $out"; return; }
+      c[$name]+="$(echo "$out" | awk '/^compile:/ {print $2}') "
+      as[$name]+="$(echo "$out" | awk '/^assemble:/ {print $2}') "
+      cp[$name]+="$(echo "$out" | awk '/^compute:/ {print $2}') "
+    done
+  done
+  for p in $paths; do
+    name=${p%%:*}
+    printf '%-34s compile %8.1f ms  assemble %8.3f ms  compute %8.3f ms\n' "$label $name" \
+      "$(echo ${c[$name]} | tr ' ' '\n' | median)" "$(echo ${as[$name]} | tr ' ' '\n' | median)" \
+      "$(echo ${cp[$name]} | tr ' ' '\n' | median)"
+  done
+}
+for K in 2 3 4 8 16; do
   # shellcheck disable=SC2046
-  TJ_WIDE_UNION_THRESHOLD=64 measure "union k=$k lattice" "A(i,j) = $(sum "$k")" $(operands "$k")
+  compare "union k=$K" "A(i,j) = $(sum "$K")" $(operands "$K")
   # shellcheck disable=SC2046
-  TJ_WIDE_UNION_THRESHOLD=1 measure "union k=$k merged" "A(i,j) = $(sum "$k")" $(operands "$k")
+  compare "(union k=$K) * C" "A(i,j) = ($(sum "$K")) * C(i,j)" $(operands "$K" C)
 done

@@ -2,13 +2,16 @@
  * into machine code in-process (LLVM ORC LLJIT).
  *
  * Ownership: tj_tensor is owned by the caller (tj_tensor_free). tj_context
- * is owned by the caller (tj_context_free) and owns its kernels. Every call
+ * is owned by the caller (tj_context_free) and owns its kernels, which the
+ * caller may free earlier (tj_kernel_free) so that a long-running process
+ * keeps a bounded number of compiled kernels. Every call
  * returns a tj_status; on failure tj_last_error() (thread-local) says why
  * and nothing the caller owns has been changed or freed.
  */
 #ifndef TENSORJIT_H
 #define TENSORJIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,7 +36,14 @@ typedef enum {
   TJ_ERR_INTERNAL     /* a broken invariant inside tensorjit (a bug) */
 } tj_status;
 
-typedef enum { TJ_F64 = 0, TJ_F32 = 1, TJ_I64 = 2, TJ_I32 = 3 } tj_dtype;
+/* Value types. Integers are signed two's complement and wrap around; bool
+ * values are 0 (false) or 1 (true), one byte each, and in an expression +
+ * is or, * is and, min is and, max is or (numpy's and GraphBLAS's rules).
+ * TJ_NDTYPES counts them. */
+typedef enum {
+  TJ_F64 = 0, TJ_F32 = 1, TJ_I64 = 2, TJ_I32 = 3, TJ_I16 = 4, TJ_I8 = 5, TJ_BOOL = 6
+} tj_dtype;
+#define TJ_NDTYPES 7
 
 /* Level letters: d dense, s compressed, u compressed-nonunique,
  * q singleton, (and c: singleton-nonunique, used inside COO). */
@@ -52,6 +62,8 @@ typedef struct tj_kernel tj_kernel;
 const char *tj_last_error(void);
 const char *tj_version(void);
 const char *tj_dtype_name(tj_dtype t);
+/* The dtype named "f64", "f32", "i64", "i32", "i16", "i8" or "bool". */
+tj_status tj_dtype_parse(const char *name, tj_dtype *out);
 
 /* ---- formats ---------------------------------------------------------- */
 
@@ -112,10 +124,16 @@ tj_status tj_tensor_insert_f64(tj_tensor *t, const int64_t *coord, double value)
 tj_status tj_tensor_insert_f32(tj_tensor *t, const int64_t *coord, float value);
 tj_status tj_tensor_insert_i64(tj_tensor *t, const int64_t *coord, int64_t value);
 tj_status tj_tensor_insert_i32(tj_tensor *t, const int64_t *coord, int32_t value);
+tj_status tj_tensor_insert_i16(tj_tensor *t, const int64_t *coord, int16_t value);
+tj_status tj_tensor_insert_i8(tj_tensor *t, const int64_t *coord, int8_t value);
+tj_status tj_tensor_insert_bool(tj_tensor *t, const int64_t *coord, bool value);
 tj_status tj_tensor_get_f64(const tj_tensor *t, const int64_t *coord, double *out);
 tj_status tj_tensor_get_f32(const tj_tensor *t, const int64_t *coord, float *out);
 tj_status tj_tensor_get_i64(const tj_tensor *t, const int64_t *coord, int64_t *out);
 tj_status tj_tensor_get_i32(const tj_tensor *t, const int64_t *coord, int32_t *out);
+tj_status tj_tensor_get_i16(const tj_tensor *t, const int64_t *coord, int16_t *out);
+tj_status tj_tensor_get_i8(const tj_tensor *t, const int64_t *coord, int8_t *out);
+tj_status tj_tensor_get_bool(const tj_tensor *t, const int64_t *coord, bool *out);
 
 /* ---- a tensor's arrays: wrapping caller memory, reading in place -------- */
 
@@ -126,7 +144,9 @@ tj_status tj_tensor_get_i32(const tj_tensor *t, const int64_t *coord, int32_t *o
  * (one per parent position); a dense level neither. pos entries are
  * fmt->pos_width bits, crd entries fmt->crd_width bits (0 means 32), signed.
  * vals holds one value of dtype per position of the last level (for an
- * all-dense tensor, prod(dims) values in level order). */
+ * all-dense tensor, prod(dims) values in level order); bool values are
+ * bytes 0 or 1 (kernels compute or / and as max / min of them: other
+ * bytes are not checked, an output's are overwritten). */
 typedef struct tj_arrays {
   tj_dtype dtype;
   int order;
@@ -192,6 +212,10 @@ tj_status tj_tensor_arrays(tj_tensor *t, tj_arrays *out);
  * (NULL: CSR for order 2, all-compressed otherwise). Errors say file:line. */
 tj_status tj_tensor_read(const char *path, const char *name,
                          const tj_format *fmt, tj_tensor **out);
+/* The same with values of dtype dt, read exactly (an integer file's values
+ * above 2^53 too; a pattern file's entries are 1, true in a bool tensor). */
+tj_status tj_tensor_read_as(const char *path, const char *name, const tj_format *fmt,
+                            tj_dtype dt, tj_tensor **out);
 /* Writes .mtx (order 2, coordinate real) or .tns (any order). */
 tj_status tj_tensor_write(const tj_tensor *t, const char *path);
 
@@ -240,11 +264,32 @@ void tj_context_free(tj_context *cx);
  * mode 0700 and cache files 0600. The folder is trusted only if it is a
  * directory (not a symbolic link) owned by the effective user and writable
  * by neither group nor others, and a file only if it is a regular file
- * (not a link) with the same owner and mode rules; otherwise one warning on
+ * (not a link, and with no other hard link) with the same owner and mode
+ * rules; every folder above dir must be owned by root or the user and be
+ * writable by group or others only if sticky (as /tmp); otherwise one warning on
  * stderr says which path and why, nothing is loaded from it or written to
  * it, and kernels compile in memory. The folder is checked on the first
  * compile that uses it, so this call fails only for NULL cx or memory. */
 tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir);
+
+/* The in-memory kernel cache keeps at most max_kernels compiled kernels
+ * (0: no limit); the default is 1024, or TJ_KERNEL_CACHE_MAX (a count, read
+ * by tj_context_new, which fails on a value that is not one). Past the
+ * limit the least recently used kernel that no live tj_kernel handle uses
+ * is evicted: its machine code is removed from the JIT and its memory
+ * freed; a later tj_compile of the same expression compiles it again. A
+ * handle keeps its kernel (it never becomes invalid and never recompiles
+ * behind the caller's back), so the cache holds more than the limit while
+ * the caller holds more handles than that: free handles with tj_kernel_free
+ * to let them go. Lowering the limit evicts at once. */
+tj_status tj_context_set_cache_limit(tj_context *cx, size_t max_kernels);
+typedef struct tj_cache_stats {
+  size_t entries;      /* compiled kernels (distinct cache keys) held */
+  size_t in_use;       /* of those, used by a live tj_kernel handle */
+  size_t limit;        /* 0: no limit */
+  uint64_t hits, misses, evictions;   /* since tj_context_new */
+} tj_cache_stats;
+tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out);
 
 /* Compiles `expr` (e.g. "y(i) = A(i,j) * x(j)") over operands, matched to
  * the expression's tensors by name (tj_tensor_name); the output tensor
@@ -254,6 +299,10 @@ tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir);
 tj_status tj_compile(tj_context *cx, const char *expr,
                      tj_tensor *const *operands, int n, const char *schedule,
                      const tj_options *opts, tj_kernel **out);
+/* Frees a kernel handle before its context does (NULL: nothing); the
+ * compiled code stays in the context's cache, evictable once no other
+ * handle uses it. k must not be running, nor be used afterwards. */
+void tj_kernel_free(tj_kernel *k);
 
 typedef enum { TJ_ASSEMBLE, TJ_COMPUTE, TJ_EVALUATE } tj_phase;
 /* Runs a phase of k on the operands bound at compile time, or, when
@@ -265,7 +314,9 @@ tj_status tj_kernel_run(tj_kernel *k, tj_phase phase,
 typedef enum {
   TJ_STAGE_NOTATION, TJ_STAGE_CIN, TJ_STAGE_LATTICE, TJ_STAGE_ASSEMBLY,
   TJ_STAGE_COMPUTE, TJ_STAGE_C, TJ_STAGE_LLVM, TJ_STAGE_LLVM_OPT,
-  TJ_STAGE_ASM
+  TJ_STAGE_ASM,
+  TJ_STAGE_GETT   /* a dense contraction's plan: index sets, blocking, the
+                     model's estimates and the method (GETT / TTGT / LoG) */
 } tj_stage;
 /* Writes one stage of k's compilation to file (a FILE *). */
 tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file);
@@ -336,6 +387,15 @@ tj_status tj_reference(const char *expr, tj_tensor *const *operands, int n);
 /* tj_reference under opts (NULL: defaults); only opts->semiring matters. */
 tj_status tj_reference_opts(const char *expr, tj_tensor *const *operands, int n,
                             const tj_options *opts);
+
+/* The GEMM TTGT multiplies with: C (m x n) = A (m x k) * B (n x k)^T, all
+ * column-major with leading dimensions lda, ldb, ldc; f32 nonzero for
+ * float, else double. tj_set_ttgt_gemm(NULL) (the default) uses
+ * tensorjit's own GETT core; a benchmark can pass e.g. a CBLAS wrapper.
+ * Process-wide; set it before running kernels, not while they run. */
+typedef void (*tj_gemm_fn)(int f32, int64_t m, int64_t n, int64_t k, const void *a,
+                           int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc);
+void tj_set_ttgt_gemm(tj_gemm_fn fn);
 
 /* Releases LLVM's global state at process exit (for leak checkers). */
 void tj_shutdown(void);

@@ -191,13 +191,12 @@ static bool operand_dtype(Checker *ck, const Expr *e) {
   }
 }
 
-static bool is_int_dtype(tj_dtype t) { return t == TJ_I64 || t == TJ_I32; }
-
 /* Sets every node's dtype to ck->dt, refusing float-only pieces in an
- * integer expression. */
+ * integer expression, and in a bool one (0/1 values: + is or, * is and)
+ * subtraction, negation, division and literals other than 0 and 1. */
 static bool set_dtype(Checker *ck, Expr *e) {
   e->dtype = ck->dt;
-  bool is_int = is_int_dtype(ck->dt);
+  bool is_int = nt_dtype_is_int(ck->dt), is_bool = ck->dt == TJ_BOOL;
   switch (e->kind) {
   case EX_ACCESS: return true;
   case EX_LITERAL:
@@ -205,6 +204,9 @@ static bool set_dtype(Checker *ck, Expr *e) {
       FAILF(ck, TJ_ERR_DTYPE, e->col, "dtype mix %s (%s) and f64 (literal "
             "%g) has no defined promotion", nt_dtype_name(ck->dt),
             ck->dt_from, e->u.lit.value);
+    if (is_bool && e->u.lit.value != 0 && e->u.lit.value != 1)
+      FAILF(ck, TJ_ERR_DTYPE, e->col, "literal %g in a bool expression (bool literals "
+            "are 0 and 1)", e->u.lit.value);
     return true;
   case EX_SUM: return set_dtype(ck, e->u.sum.a);
   default: {
@@ -213,9 +215,12 @@ static bool set_dtype(Checker *ck, Expr *e) {
       FAILF(ck, TJ_ERR_INVALID, e->col, "except(m, e): m must be a tensor access (the "
             "pattern e is kept off)");
     if (is_int && nt_op(op)->float_only)
-      FAILF(ck, TJ_ERR_DTYPE, e->col, "%s of an %s expression is undefined "
-            "(integers are not promoted to floats)",
-            nt_op(op)->spelling, nt_dtype_name(ck->dt));
+      FAILF(ck, TJ_ERR_DTYPE, e->col, "%s of %s %s expression is undefined "
+            "(integers are not promoted to floats)", nt_op(op)->spelling,
+            is_bool ? "a" : "an", nt_dtype_name(ck->dt));
+    if (is_bool && (op == OP_SUB || op == OP_NEG || op == OP_DIV))
+      FAILF(ck, TJ_ERR_DTYPE, e->col, "%s of a bool expression is undefined (bool + is "
+            "or, * is and)", op == OP_NEG ? "negation" : nt_op(op)->spelling);
     Expr *k[2];
     int n = nt_children(e, k);
     for (int i = 0; i < n; i++)

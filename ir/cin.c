@@ -10,7 +10,7 @@
  * parallelize(i) vectorize(j,8) precompute(B(i,k)*C(k,j), j, w)", the
  * directives separated by blanks, commas or semicolons.
  */
-#include "notation.h"
+#include "cin_loops.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -37,15 +37,6 @@ Cin *cin_where(Arena *a, Cin *consumer, Cin *producer, TensorVar *ws) {
   return c;
 }
 
-Cin *cin_sequence(Arena *a, Cin *first, Cin *second) {
-  Cin *c = arena_alloc(a, sizeof *c);
-  if (!c) return NULL;
-  c->kind = CIN_SEQUENCE;
-  c->u.seq.first = first;
-  c->u.seq.second = second;
-  return c;
-}
-
 Cin *cin_assign(Arena *a, Expr *lhs, Expr *rhs, bool accumulate) {
   Cin *c = arena_alloc(a, sizeof *c);
   if (!c) return NULL;
@@ -58,21 +49,6 @@ Cin *cin_assign(Arena *a, Expr *lhs, Expr *rhs, bool accumulate) {
 }
 
 /* ---- default loop order and schedule application ---- */
-
-typedef struct Loops {
-  int n;
-  IndexVar *iv[NT_MAX_INDICES];
-  unsigned flags[NT_MAX_INDICES];
-  int vec_width[NT_MAX_INDICES];
-  int unroll[NT_MAX_INDICES];
-  int par[NT_MAX_INDICES];
-} Loops;
-
-static int loop_pos(const Loops *l, const char *name) {
-  for (int i = 0; i < l->n; i++)
-    if (strcmp(l->iv[i]->name, name) == 0) return i;
-  return -1;
-}
 
 static void add_loop(Loops *l, IndexVar *v) {
   for (int i = 0; i < l->n; i++)
@@ -107,62 +83,26 @@ static void sums_last(Loops *l, const Expr *rhs) {
   *l = kept;
 }
 
-static bool sched_err(const Schedule *s, const SchedDirective *sd, Diag *d,
-                      const char *what, const char *name) {
-  if (s->src && sd->col > 0)
-    return diag_error_at(d, TJ_ERR_INVALID, s->src, sd->col,
-                         "%s: unknown index '%s'", what, name);
-  return diag_error(d, TJ_ERR_INVALID, "%s: unknown index '%s'", what, name);
-}
-
-/* Places sd's variables, in sd's order, into the slots they occupy. */
-static bool apply_reorder(Loops *l, const Schedule *s,
-                          const SchedDirective *sd, Diag *d) {
-  int pos[NT_MAX_INDICES];
-  for (int k = 0; k < sd->nvars; k++) {
-    pos[k] = loop_pos(l, sd->vars[k]);
-    if (pos[k] < 0) return sched_err(s, sd, d, "reorder", sd->vars[k]);
-    for (int j = 0; j < k; j++)
-      if (pos[j] == pos[k])
-        return diag_error(d, TJ_ERR_INVALID, "reorder: index '%s' appears "
-                          "twice", sd->vars[k]);
-  }
-  IndexVar *vars[NT_MAX_INDICES];
-  for (int k = 0; k < sd->nvars; k++) vars[k] = l->iv[pos[k]];
-  int sorted[NT_MAX_INDICES];
-  memcpy(sorted, pos, sizeof(int) * (size_t)sd->nvars);
-  for (int i = 1; i < sd->nvars; i++) /* insertion sort of the slots */
-    for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
-      int t = sorted[j];
-      sorted[j] = sorted[j - 1];
-      sorted[j - 1] = t;
-    }
-  for (int k = 0; k < sd->nvars; k++) l->iv[sorted[k]] = vars[k];
-  return true;
-}
-
-static bool apply(Loops *l, const Schedule *s, Diag *d) {
+static bool apply(Loops *l, const Assignment *as, const Schedule *s, Diag *d) {
   for (int i = 0; s && i < s->n; i++) {
     const SchedDirective *sd = &s->d[i];
-    int p = sd->nvars > 0 ? loop_pos(l, sd->vars[0]) : -1;
     switch (sd->kind) {
     case SCHED_REORDER:
-      if (!apply_reorder(l, s, sd, d)) return false;
+      if (!loops_reorder(l, s, sd, d)) return false;
       break;
     case SCHED_PARALLELIZE:
-      if (p < 0) return sched_err(s, sd, d, "parallelize", sd->vars[0]);
-      l->flags[p] |= CIN_PARALLEL;
-      l->par[p] = sd->width;
-      break;
     case SCHED_VECTORIZE:
-      if (p < 0) return sched_err(s, sd, d, "vectorize", sd->vars[0]);
-      l->vec_width[p] = sd->width;
-      break;
     case SCHED_UNROLL:
-      if (p < 0) return sched_err(s, sd, d, "unroll", sd->vars[0]);
-      l->unroll[p] = sd->width;
+      if (!loops_flag(l, s, sd, d)) return false;
+      break;
+    case SCHED_SPLIT:
+    case SCHED_DIVIDE:
+    case SCHED_POS:
+    case SCHED_BOUND:
+      if (!loops_rewrite(l, as, s, sd, d)) return false;
       break;
     case SCHED_PRECOMPUTE: break; /* lowering builds the where() */
+    case SCHED_METHOD: break;     /* the driver's choice of kernel */
     }
   }
   return true;
@@ -177,6 +117,7 @@ static Cin *scheduled_forall(Arena *a, const Loops *l, IndexVar *v, Cin *body) {
       c->u.forall.vec_width = l->vec_width[i];
       c->u.forall.unroll = l->unroll[i];
       c->u.forall.par = l->par[i];
+      c->u.forall.form = l->form[i];
     }
   return c;
 }
@@ -189,6 +130,7 @@ static Cin *forall_like(Arena *a, const Cin *from, Cin *body) {
     c->u.forall.vec_width = from->u.forall.vec_width;
     c->u.forall.unroll = from->u.forall.unroll;
     c->u.forall.par = from->u.forall.par;
+    c->u.forall.form = from->u.forall.form;
   }
   return c;
 }
@@ -235,14 +177,15 @@ static Expr *with_temps(Arena *a, const Expr *e, Temps *tt) {
  * rhs's sums read from temps, each temp produced beside it:
  *   where(y(i) = b(i) - t_j, forall(j, t_j += A(i,j) * x(j))) */
 static Cin *scope_stmt(Arena *a, const Loops *l, Expr *lhs, const Expr *rhs, bool acc,
-                       OpKind op) {
+                       OpKind op, const char *op_name) {
   Temps tt = {0};
   Expr *r = with_temps(a, rhs, &tt);
   Cin *c = r ? cin_assign(a, lhs, r, acc) : NULL;
-  if (c) c->u.assign.op = op;
+  if (c) c->u.assign.op = op, c->u.assign.op_name = op_name;
   for (int k = 0; k < tt.n && c; k++) {
     const Expr *sum = tt.sum[k];
-    Cin *body = scope_stmt(a, l, tt.t[k], sum->u.sum.a, true, sum->u.sum.op);
+    Cin *body = scope_stmt(a, l, tt.t[k], sum->u.sum.a, true, sum->u.sum.op,
+                           sum->u.sum.def ? sum->u.sum.def->name : NULL);
     Cin *producer = scheduled_forall(a, l, sum->u.sum.iv, body);
     c = producer ? cin_where(a, c, producer, tt.t[k]->u.access.t) : NULL;
   }
@@ -256,10 +199,11 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
   int nlhs = l.n;
   collect(&l, as->rhs);
   sums_last(&l, as->rhs);
-  if (!apply(&l, s, d)) return NULL;
+  if (!apply(&l, as, s, d)) return NULL;
   const Expr *sums[NT_MAX_INDICES];
   int nroot = l.n - nt_sums(as->rhs, sums, NT_MAX_INDICES);
-  Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs, as->root_op);
+  Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs, as->root_op,
+                      NULL);
   /* A sum's loop nests inside its scope: a reorder cannot move it out. */
   for (int k = 0; k < l.n - nroot; k++)
     if (l.iv[nroot + k] != sums[k]->u.sum.iv)
@@ -275,7 +219,7 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
 }
 
 /* Appends the loops of c in nesting order: a where's consumer, then its
- * producer; a sequence's first statement, then its second. */
+ * producer. */
 static int loop_order(const Cin *c, IndexVar **order, int n, int max) {
   switch (c->kind) {
   case CIN_FORALL:
@@ -284,9 +228,6 @@ static int loop_order(const Cin *c, IndexVar **order, int n, int max) {
   case CIN_WHERE:
     n = loop_order(c->u.where.consumer, order, n, max);
     return loop_order(c->u.where.producer, order, n, max);
-  case CIN_SEQUENCE:
-    n = loop_order(c->u.seq.first, order, n, max);
-    return loop_order(c->u.seq.second, order, n, max);
   case CIN_ASSIGN: break;
   }
   return n;
@@ -337,7 +278,8 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
   w->decl.order = 1;
   Expr *wj = nt_access(a, w, 1, &j, 0);
   Cin *producer = cin_assign(a, wj, assign->u.assign.rhs, true);
-  if (producer) producer->u.assign.op = assign->u.assign.op;
+  if (producer) producer->u.assign.op = assign->u.assign.op,
+                producer->u.assign.op_name = assign->u.assign.op_name;
   for (int k = n - 1; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
   Cin *consumer = cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false));
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
@@ -346,44 +288,144 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
   return out;
 }
 
+static void print_cin(FILE *out, const Cin *c);
+
 /* name(a, b) for the two-statement nodes. */
 static void print_pair(FILE *out, const char *name, const Cin *a, const Cin *b) {
   fprintf(out, "%s(", name);
-  cin_print(out, a);
+  print_cin(out, a);
   fputs(", ", out);
-  cin_print(out, b);
+  print_cin(out, b);
   fputc(')', out);
 }
 
-void cin_print(FILE *out, const Cin *c) {
-  switch (c->kind) {
-  case CIN_FORALL:
-    fprintf(out, "forall(%s", c->u.forall.iv->name);
-    if (c->u.forall.flags & CIN_PARALLEL) fputs(":parallel", out);
-    if (c->u.forall.par) fprintf(out, "(%s)", cin_strategy_name(c->u.forall.par));
-    if (c->u.forall.vec_width > 0)
-      fprintf(out, ":vectorize(%d)", c->u.forall.vec_width);
-    if (c->u.forall.unroll > 0) fprintf(out, ":unroll(%d)", c->u.forall.unroll);
+static void print_par(FILE *out, const Cin *c) {
+  const char *race = c->u.forall.form.race;
+  if (c->u.forall.flags & CIN_PARALLEL) fputs(":parallel", out);
+  if (c->u.forall.par && race)
+    fprintf(out, "(%s, %s)", cin_strategy_name(c->u.forall.par), race);
+  else if (c->u.forall.par || race)
+    fprintf(out, "(%s)", race ? race : cin_strategy_name(c->u.forall.par));
+}
+
+static void print_inner_flags(FILE *out, const Cin *c) {
+  if (c->u.forall.vec_width > 0) fprintf(out, ":vectorize(%d)", c->u.forall.vec_width);
+  if (c->u.forall.unroll > 0) fprintf(out, ":unroll(%d)", c->u.forall.unroll);
+}
+
+/* The name the loop of c goes by: its bound or pos variable, or its index. */
+static const char *loop_name(const Cin *c) {
+  const CinLoopForm *f = &c->u.forall.form;
+  return f->bound_name ? f->bound_name : f->pos ? f->pos : c->u.forall.iv->name;
+}
+
+/* A split loop prints as its two halves:
+ *   forall(i0:parallel, forall(i1:vectorize(8), ...)) */
+static void print_forall(FILE *out, const Cin *c) {
+  const CinLoopForm *f = &c->u.forall.form;
+  if (f->split || f->divide) {
+    fprintf(out, "forall(%s", f->outer);
+    if (f->par_outer) print_par(out, c);
+    fprintf(out, ", forall(%s", f->inner);
+    if (!f->par_outer) print_par(out, c);
+    print_inner_flags(out, c);
     fputs(", ", out);
-    cin_print(out, c->u.forall.body);
-    fputc(')', out);
-    break;
+    print_cin(out, c->u.forall.body);
+    fputs("))", out);
+    return;
+  }
+  fprintf(out, "forall(%s", loop_name(c));
+  print_par(out, c);
+  print_inner_flags(out, c);
+  fputs(", ", out);
+  print_cin(out, c->u.forall.body);
+  fputc(')', out);
+}
+
+static void print_cin(FILE *out, const Cin *c) {
+  switch (c->kind) {
+  case CIN_FORALL: print_forall(out, c); break;
   case CIN_WHERE: print_pair(out, "where", c->u.where.consumer, c->u.where.producer); break;
-  case CIN_SEQUENCE: print_pair(out, "sequence", c->u.seq.first, c->u.seq.second); break;
   case CIN_ASSIGN:
     nt_print_expr(out, c->u.assign.lhs);
-    if (c->u.assign.accumulate) fprintf(out, " %s= ", nt_op(c->u.assign.op)->spelling);
+    if (c->u.assign.accumulate && c->u.assign.op_name)  /* a definition: t = f(t, ...) */
+      fprintf(out, " %s= ", c->u.assign.op_name);
+    else if (c->u.assign.accumulate)
+      fprintf(out, " %s= ", nt_op(c->u.assign.op)->spelling);
     else fputs(" = ", out);
     nt_print_expr(out, c->u.assign.rhs);
     break;
   }
 }
 
+/* The relations of c's loops (TACO's suchthat), in nesting order, printed
+ * when out is not NULL; returns how many there are:
+ *   , bound(i, ib, 64, max_exact), pos(j, jp, A(i,j)), split(jp, j0, j1, 8) */
+static int print_relations(FILE *out, const Cin *c) {
+  switch (c->kind) {
+  case CIN_FORALL: {
+    const CinLoopForm *f = &c->u.forall.form;
+    const char *v = c->u.forall.iv->name;
+    int n = (f->bound_kind != BOUND_NONE) + (f->pos != NULL) + (f->split || f->divide);
+    if (out && f->bound_kind)
+      fprintf(out, ", bound(%s, %s, %lld, max_exact)", v, f->bound_name, (long long)f->bound);
+    if (out && f->pos) {
+      fprintf(out, ", pos(%s, %s, ", v, f->pos);
+      nt_print_expr(out, f->pos_access);
+      fputc(')', out);
+    }
+    if (out && (f->split || f->divide))
+      fprintf(out, ", %s(%s, %s, %s, %d)", f->split ? "split" : "divide", loop_name(c),
+              f->outer, f->inner, f->split ? f->split : f->divide);
+    return n + print_relations(out, c->u.forall.body);
+  }
+  case CIN_WHERE:
+    return print_relations(out, c->u.where.consumer) + print_relations(out, c->u.where.producer);
+  case CIN_ASSIGN: return 0;
+  }
+  return 0;
+}
+
+void cin_print(FILE *out, const Cin *c) {
+  if (print_relations(NULL, c) == 0) {
+    print_cin(out, c);
+    return;
+  }
+  fputs("suchthat(", out);
+  print_cin(out, c);
+  print_relations(out, c);
+  fputc(')', out);
+}
+
+IndexVar *cin_loop_named(const Cin *c, const char *name, int *part) {
+  switch (c->kind) {
+  case CIN_FORALL: {
+    const CinLoopForm *f = &c->u.forall.form;
+    *part = 0;
+    if (strcmp(c->u.forall.iv->name, name) == 0 || (f->pos && strcmp(f->pos, name) == 0) ||
+        (f->bound_name && strcmp(f->bound_name, name) == 0))
+      return c->u.forall.iv;
+    *part = 1;
+    if (f->outer && strcmp(f->outer, name) == 0) return c->u.forall.iv;
+    *part = 2;
+    if (f->inner && strcmp(f->inner, name) == 0) return c->u.forall.iv;
+    return cin_loop_named(c->u.forall.body, name, part);
+  }
+  case CIN_WHERE: {
+    IndexVar *v = cin_loop_named(c->u.where.consumer, name, part);
+    return v ? v : cin_loop_named(c->u.where.producer, name, part);
+  }
+  case CIN_ASSIGN: return NULL;
+  }
+  return NULL;
+}
+
 /* ---- schedule text ---- */
 
 /* Directive names, by SchedKind. */
 static const char *const SCHED_NAMES[] = {"reorder", "precompute", "parallelize", "vectorize",
-                                          "unroll"};
+                                          "unroll",  "method",     "split",       "divide",
+                                          "pos",     "bound"};
 enum { NSCHED = sizeof SCHED_NAMES / sizeof *SCHED_NAMES };
 
 typedef struct SchedParser {
@@ -471,18 +513,37 @@ static bool parse_factor(SchedParser *sp, SchedDirective *sd) {
   return true;
 }
 
+/* parallelize(i, <strategy>[, <race>]) or parallelize(i, <race>): the race
+ * strategy (how threads combine a reduction into a shared output) is
+ * "partials" or "atomics" (kept in sd->arg). */
 static bool parse_strategy(SchedParser *sp, SchedDirective *sd) {
   skip_blank(sp);
   int col = col_of(sp);
-  const char *name = ident(sp, "a strategy (static, balanced or dynamic)");
+  const char *name = ident(sp, "a strategy (static, balanced or dynamic) or a race strategy "
+                               "(partials or atomics)");
   if (!name) return false;
+  if (strcmp(name, "partials") == 0 || strcmp(name, "atomics") == 0) {
+    sd->arg = name;
+    return true;
+  }
   for (int k = PAR_STATIC; k <= PAR_DYNAMIC; k++)
     if (strcmp(name, cin_strategy_name(k)) == 0) {
       sd->width = k;
-      return true;
+      skip_blank(sp);
+      if (*sp->p != ',') return true;
+      sp->p++;
+      skip_blank(sp);
+      col = col_of(sp);
+      if (!(name = ident(sp, "a race strategy (partials or atomics)"))) return false;
+      if (strcmp(name, "partials") == 0 || strcmp(name, "atomics") == 0) {
+        sd->arg = name;
+        return true;
+      }
+      return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, col, "parallelize: unknown race "
+                           "strategy '%s' (partials or atomics)", name);
     }
   return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, col, "parallelize: unknown strategy '%s' "
-                       "(static, balanced or dynamic)", name);
+                       "(static, balanced or dynamic; or partials or atomics)", name);
 }
 
 /* The index list of reorder / parallelize / vectorize / unroll. */
@@ -509,6 +570,58 @@ static bool parse_vars(SchedParser *sp, SchedDirective *sd) {
   return punct(sp, ')', "',' or ')'");
 }
 
+/* A count of split / divide / bound: 1 .. 2^30. */
+static bool parse_count(SchedParser *sp, SchedDirective *sd, const char *what) {
+  skip_blank(sp);
+  int col = col_of(sp);
+  char *end;
+  long long f = strtoll(sp->p, &end, 10);
+  if (end == sp->p || !isdigit((unsigned char)*sp->p)) return serr(sp, "expected %s", what);
+  sp->p = end;
+  if (f < 1 || f > 1 << 30)
+    return diag_error_at(sp->d, TJ_ERR_PARSE, sp->src, col, "%s %lld is not between 1 and "
+                         "2^30", what, f);
+  sd->width = (int)f;
+  return true;
+}
+
+/* The next name of the directive's list, then `,` (or nothing when last). */
+static bool next_var(SchedParser *sp, SchedDirective *sd, const char *what, bool comma) {
+  if (!(sd->vars[sd->nvars++] = ident(sp, what))) return false;
+  return !comma || punct(sp, ',', "','");
+}
+
+/* split(i, i0, i1, f), divide(i, i0, i1, n), pos(j, jp, A(i,j)),
+ * bound(i, ib, n, max_exact). */
+static bool parse_rewrite(SchedParser *sp, SchedDirective *sd) {
+  if (!next_var(sp, sd, "an index variable", true)) return false;
+  switch (sd->kind) {
+  case SCHED_SPLIT:
+  case SCHED_DIVIDE:
+    return next_var(sp, sd, "the outer index's name", true) &&
+           next_var(sp, sd, "the inner index's name", true) &&
+           parse_count(sp, sd, sd->kind == SCHED_SPLIT ? "a split factor" : "a part count") &&
+           punct(sp, ')', "')'");
+  case SCHED_POS:
+    if (!next_var(sp, sd, "the position variable's name", true) ||
+        !next_var(sp, sd, "a tensor access", false) || !punct(sp, '(', "'(' of the access"))
+      return false;
+    do {
+      if (sd->nvars == NT_MAX_ORDER + 3) return serr(sp, "too many indices in %s", "pos");
+      if (!next_var(sp, sd, "an index variable", false)) return false;
+      skip_blank(sp);
+    } while (*sp->p == ',' && sp->p++);
+    return punct(sp, ')', "')' closing the access") && punct(sp, ')', "')'");
+  case SCHED_BOUND:
+    if (!next_var(sp, sd, "the bounded variable's name", true) ||
+        !parse_count(sp, sd, "a bound") || !punct(sp, ',', "',' and a bound kind"))
+      return false;
+    sd->arg = ident(sp, "a bound kind (max_exact)");
+    return sd->arg && punct(sp, ')', "')'");
+  default: return TJ_BUG(sp->d, "not a loop rewrite");
+  }
+}
+
 static bool parse_directive(SchedParser *sp, SchedDirective *sd) {
   sd->col = col_of(sp);
   const char *name = ident(sp, "a schedule directive");
@@ -521,6 +634,9 @@ static bool parse_directive(SchedParser *sp, SchedDirective *sd) {
   sd->kind = (SchedKind)k;
   if (!punct(sp, '(', "'('")) return false;
   if (sd->kind == SCHED_PRECOMPUTE) return parse_raw_arg(sp, sd);
+  if (sd->kind == SCHED_METHOD)
+    return (sd->arg = ident(sp, "a method (gett, ttgt, log or loops)")) && punct(sp, ')', "')'");
+  if (sd->kind >= SCHED_SPLIT) return parse_rewrite(sp, sd);
   return parse_vars(sp, sd);
 }
 
@@ -542,12 +658,17 @@ void nt_schedule_print(FILE *out, const Schedule *s) {
   for (int i = 0; i < s->n; i++) {
     const SchedDirective *sd = &s->d[i];
     fprintf(out, "%s%s(", i ? " " : "", SCHED_NAMES[sd->kind]);
-    if (sd->kind == SCHED_PRECOMPUTE) fputs(sd->arg, out);
-    for (int k = 0; k < sd->nvars; k++)
-      fprintf(out, "%s%s", k ? "," : "", sd->vars[k]);
+    if (sd->kind == SCHED_PRECOMPUTE || sd->kind == SCHED_METHOD) fputs(sd->arg, out);
+    for (int k = 0; k < sd->nvars; k++) /* pos: the access's indices in () */
+      fprintf(out, "%s%s%s", sd->kind == SCHED_POS && k == 3 ? "(" : k ? "," : "",
+              sd->vars[k], sd->kind == SCHED_POS && k == sd->nvars - 1 ? ")" : "");
+    if (sd->kind == SCHED_SPLIT || sd->kind == SCHED_DIVIDE || sd->kind == SCHED_BOUND)
+      fprintf(out, ",%d", sd->width);
+    if (sd->kind == SCHED_BOUND) fprintf(out, ",%s", sd->arg);
     if (sd->kind == SCHED_VECTORIZE || sd->kind == SCHED_UNROLL) fprintf(out, ",%d", sd->width);
     if (sd->kind == SCHED_PARALLELIZE && sd->width)
       fprintf(out, ",%s", cin_strategy_name(sd->width));
+    if (sd->kind == SCHED_PARALLELIZE && sd->arg) fprintf(out, ",%s", sd->arg);
     fputc(')', out);
   }
 }

@@ -48,7 +48,9 @@ static int expr_prec(const LirExpr *e) {
     return e->u.c.i < 0 ? P_UNARY : P_PRIMARY;
   case LE_VAR: case LE_FIELD: return P_PRIMARY;
   case LE_LOAD: return P_POSTFIX;
-  case LE_BIN: return binop_prec(e->u.bin.op);
+  case LE_BIN:  /* narrow integers print as a cast */
+    return lir_type_is_int(e->type) && lir_type_bytes(e->type) < 4 ? P_UNARY
+                                                                   : binop_prec(e->u.bin.op);
   case LE_UN:
     return e->u.un.op == LUN_NEG || e->u.un.op == LUN_NOT ? P_UNARY
                                                           : P_POSTFIX;
@@ -82,6 +84,7 @@ static void print_const(Printer *p, const LirExpr *e) {
   case LT_BOOL: fputs(e->u.c.i ? "true" : "false", p->out); break;
   case LT_F32: print_float(p->out, e->u.c.f, true); break;
   case LT_F64: print_float(p->out, e->u.c.f, false); break;
+  case LT_I8: case LT_I16: fprintf(p->out, "%d", (int)e->u.c.i); break;
   case LT_I32:
     if ((int32_t)e->u.c.i == INT32_MIN) fputs("INT32_MIN", p->out);
     else fprintf(p->out, "%" PRId32, (int32_t)e->u.c.i);
@@ -197,7 +200,16 @@ static void print_expr_bare(Printer *p, const LirExpr *e) {
     print_expr(p, e->u.load.idx, 0);
     fputc(']', p->out);
     break;
-  case LE_BIN: print_bin(p, e); break;
+  case LE_BIN:
+    if (lir_type_bytes(e->type) < 4 && lir_type_is_int(e->type)) {
+      /* C computes int8/int16 arithmetic in int: wrap it as the IR does */
+      fprintf(p->out, "(%s)(", lir_type_c(e->type));
+      print_bin(p, e);
+      fputc(')', p->out);
+    } else {
+      print_bin(p, e);
+    }
+    break;
   case LE_UN: print_un(p, e); break;
   case LE_CAST:
     fprintf(p->out, "(%s)", lir_type_c(e->type));
@@ -285,7 +297,8 @@ static void print_store(Printer *p, const LirStmt *s) {
 }
 
 static void print_attrs(Printer *p, LoopAttrs at, int ind) {
-  if (!at.parallel && !at.vec_width && !at.unroll && !at.remainder) return;
+  bool asked = at.vectorize && !at.vec_width;
+  if (!at.parallel && !at.vec_width && !at.unroll && !at.remainder && !asked) return;
   indent(p, ind);
   fputs("/*", p->out);
   if (at.parallel && at.schedule)
@@ -293,6 +306,7 @@ static void print_attrs(Printer *p, LoopAttrs at, int ind) {
   else if (at.parallel)
     fputs(" parallel (#pragma omp parallel for)", p->out);
   if (at.vec_width) fprintf(p->out, " vector(%d)", at.vec_width);
+  if (asked) fprintf(p->out, " vectorize(%d) asked", at.vectorize);
   if (at.unroll) fprintf(p->out, " unroll(%d)", at.unroll);
   if (at.remainder) fputs(" remainder", p->out);
   fputs(" */\n", p->out);
@@ -375,6 +389,12 @@ static void print_call(Printer *p, const LirStmt *s) {
     fputs(" - ", p->out);
     print_expr(p, s->u.call.a, P_ADD + 1);
     fprintf(p->out, ") * sizeof *%s);\n", ptr);
+    break;
+  case LH_GETT:
+    fputs("if ((rc = tj_rt_gett(operands, (const int32_t[]){", p->out);
+    for (int w = 0; w < LIR_GETT_WORDS; w++)
+      fprintf(p->out, "%s%d", w ? "," : "", (int)s->u.call.plan[w]);
+    fputs("}, 0)) != 0) goto fail;\n", p->out);
     break;
   }
 }
@@ -496,7 +516,7 @@ static void uses_stmt(Uses *u, const LirStmt *s) {
     if (s->u.call.h == LH_RESERVE && s->u.call.operand >= 0 &&
         s->u.call.operand < 32)
       u->ops[s->u.call.operand] = true;
-    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC)
+    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC || s->u.call.h == LH_GETT)
       u->can_fail = true;
     if (s->u.call.ptr) u->vars[s->u.call.ptr->id] = 1;
     uses_expr(u, s->u.call.a);

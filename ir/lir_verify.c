@@ -24,8 +24,8 @@ typedef struct Verifier {
 } Verifier;
 
 static const char *tname(LirType t) {
-  static const char *n[] = {"void", "bool", "i32", "i64", "f32", "f64",
-                            "i32*", "i64*", "f32*", "f64*", "bool*"};
+  static const char *n[] = {"void", "bool", "i8", "i16", "i32", "i64", "f32", "f64",
+                            "i8*", "i16*", "i32*", "i64*", "f32*", "f64*", "bool*"};
   return t >= LT_VOID && t <= LT_PTR_U8 ? n[t] : "?";
 }
 
@@ -217,7 +217,7 @@ static bool check_list(Verifier *v, const LirStmt *s);
 static bool check_call(Verifier *v, const LirStmt *s) {
   const LirKernel *k = v->k;
   LirHelper h = s->u.call.h;
-  if (v->in_cleanup && (h == LH_RESERVE || h == LH_ALLOC))
+  if (v->in_cleanup && (h == LH_RESERVE || h == LH_ALLOC || h == LH_GETT))
     return diag_error(v->d, TJ_ERR_INTERNAL,
                       "loop IR: %s in cleanup, which has no fail exit",
                       v->where);
@@ -231,6 +231,14 @@ static bool check_call(Verifier *v, const LirStmt *s) {
       return failf(v, "reserve names a level outside the order of '%s'",
                    opn(k, op));
     return expect_int(v, s->u.call.a, "reserve size");
+  }
+  if (h == LH_GETT) {
+    const int32_t *w = s->u.call.plan;
+    if (!w) return fail(v, "gett without a plan");
+    for (int x = 3; x <= 4; x++)   /* the operands A and B (TJ_GP_A, TJ_GP_B) */
+      if (w[x] < 1 || w[x] >= k->noperands)
+        return fail(v, "gett names an operand outside the kernel's operands");
+    return true;
   }
   if (!check_var(v, s->u.call.ptr)) return false;
   LirType pt = s->u.call.ptr->type;
@@ -291,7 +299,7 @@ static bool check_scope(Verifier *v, const LirStmt *s) {
 
 static void describe(Verifier *v, const LirStmt *s) {
   static const char *helper[] = {"tj_rt_reserve", "tj_rt_alloc", "tj_rt_free",
-                                 "tj_rt_sort_crd", "zero"};
+                                 "tj_rt_sort_crd", "zero", "tj_rt_gett"};
   const char *vn = NULL;
   switch (s->kind) {
   case LS_DECL: vn = s->u.decl.var ? s->u.decl.var->name : "?";
@@ -302,7 +310,7 @@ static void describe(Verifier *v, const LirStmt *s) {
     snprintf(v->where, sizeof v->where, "for loop over '%s'", vn); break;
   case LS_CALL:
     snprintf(v->where, sizeof v->where, "call of %s",
-             s->u.call.h <= LH_ZERO ? helper[s->u.call.h] : "?");
+             s->u.call.h <= LH_GETT ? helper[s->u.call.h] : "?");
     break;
   default: {
     static const char *kind[] = {"", "", "store", "setfield", "",

@@ -4,12 +4,35 @@
 
 #include <string.h>
 
-bool lir_type_is_ptr(LirType t) { return t >= LT_PTR_I32; }
+bool lir_type_is_ptr(LirType t) { return t >= LT_PTR_I8; }
 bool lir_type_is_float(LirType t) { return t == LT_F32 || t == LT_F64; }
-bool lir_type_is_int(LirType t) { return t == LT_I32 || t == LT_I64; }
+bool lir_type_is_int(LirType t) { return t >= LT_I8 && t <= LT_I64; }
+
+int lir_type_bytes(LirType t) {
+  switch (t) {
+  case LT_BOOL: case LT_I8: return 1;
+  case LT_I16: return 2;
+  case LT_I32: case LT_F32: return 4;
+  default: return 8;
+  }
+}
+
+int64_t lir_int_max(LirType t) {
+  return t == LT_BOOL ? 1 : (int64_t)(UINT64_MAX >> (65 - 8 * lir_type_bytes(t)));
+}
+
+int64_t lir_int_min(LirType t) { return t == LT_BOOL ? 0 : -lir_int_max(t) - 1; }
+
+LirType lir_dtype_type(int dtype) {
+  /* tj_dtype: F64 0, F32 1, I64 2, I32 3, I16 4, I8 5, BOOL 6 */
+  static const LirType t[] = {LT_F64, LT_F32, LT_I64, LT_I32, LT_I16, LT_I8, LT_I8};
+  return dtype >= 0 && dtype < (int)(sizeof t / sizeof *t) ? t[dtype] : LT_VOID;
+}
 
 LirType lir_elem_type(LirType p) {
   switch (p) {
+  case LT_PTR_I8: return LT_I8;
+  case LT_PTR_I16: return LT_I16;
   case LT_PTR_I32: return LT_I32;
   case LT_PTR_I64: return LT_I64;
   case LT_PTR_F32: return LT_F32;
@@ -21,6 +44,8 @@ LirType lir_elem_type(LirType p) {
 
 LirType lir_ptr_type(LirType e) {
   switch (e) {
+  case LT_I8: return LT_PTR_I8;
+  case LT_I16: return LT_PTR_I16;
   case LT_I32: return LT_PTR_I32;
   case LT_I64: return LT_PTR_I64;
   case LT_F32: return LT_PTR_F32;
@@ -33,7 +58,9 @@ LirType lir_ptr_type(LirType e) {
 const char *lir_type_c(LirType t) {
   static const char *names[] = {
       [LT_VOID] = "void",        [LT_BOOL] = "bool",
+      [LT_I8] = "int8_t",        [LT_I16] = "int16_t",
       [LT_I32] = "int32_t",      [LT_I64] = "int64_t",
+      [LT_PTR_I8] = "int8_t *",  [LT_PTR_I16] = "int16_t *",
       [LT_F32] = "float",        [LT_F64] = "double",
       [LT_PTR_I32] = "int32_t *", [LT_PTR_I64] = "int64_t *",
       [LT_PTR_F32] = "float *",  [LT_PTR_F64] = "double *",
@@ -93,18 +120,12 @@ static LirType width_ptr(int bytes) {
   return bytes == 4 ? LT_PTR_I32 : LT_PTR_I64;
 }
 
-static LirType dtype_type(int dtype) {
-  /* tj_dtype: F64 0, F32 1, I64 2, I32 3 */
-  static const LirType t[] = {LT_F64, LT_F32, LT_I64, LT_I32};
-  return dtype >= 0 && dtype < 4 ? t[dtype] : LT_VOID;
-}
-
 LirType lir_field_type(const LirKernel *k, int operand, LirField f) {
   const LirOperand *o = &k->operands[operand];
   switch (f) {
   case LF_POS: return width_ptr(o->pos_width);
   case LF_CRD: return width_ptr(o->crd_width);
-  case LF_VALS: return lir_ptr_type(dtype_type(o->dtype));
+  case LF_VALS: return lir_ptr_type(lir_dtype_type(o->dtype));
   default: return LT_I64;
   }
 }

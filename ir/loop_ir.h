@@ -20,14 +20,22 @@
 #include "arena.h"
 #include "diag.h"
 
+/* Signed integers of 8 to 64 bits, floats, and BOOL (a comparison's i1,
+ * a byte in memory). A bool tensor's values are I8 0/1 (lowering makes its
+ * + max and its * min: or and and). */
 typedef enum {
-  LT_VOID, LT_BOOL, LT_I32, LT_I64, LT_F32, LT_F64,
-  LT_PTR_I32, LT_PTR_I64, LT_PTR_F32, LT_PTR_F64, LT_PTR_U8
+  LT_VOID, LT_BOOL, LT_I8, LT_I16, LT_I32, LT_I64, LT_F32, LT_F64,
+  LT_PTR_I8, LT_PTR_I16, LT_PTR_I32, LT_PTR_I64, LT_PTR_F32, LT_PTR_F64, LT_PTR_U8
 } LirType;
 
 bool lir_type_is_ptr(LirType t);
 bool lir_type_is_float(LirType t);
-bool lir_type_is_int(LirType t);          /* I32 / I64 (not BOOL) */
+bool lir_type_is_int(LirType t);          /* I8 .. I64 (not BOOL) */
+int lir_type_bytes(LirType t);            /* in memory: BOOL 1, I16 2, F64 8 */
+int64_t lir_int_min(LirType t);           /* of an integer type */
+int64_t lir_int_max(LirType t);
+/* The loop-IR type of a tj_dtype's values (bool: LT_I8), LT_VOID if none. */
+LirType lir_dtype_type(int dtype);
 LirType lir_elem_type(LirType ptr);       /* LT_PTR_F64 -> LT_F64 */
 LirType lir_ptr_type(LirType elem);       /* LT_F64 -> LT_PTR_F64 */
 const char *lir_type_c(LirType t);        /* "double", "int32_t *", ... */
@@ -77,8 +85,14 @@ typedef enum {
   LH_ALLOC,     /* ptr var = tj_rt_alloc(bytes): may fail */
   LH_FREE,      /* tj_rt_free(ptr var) */
   LH_SORT_CRD,  /* tj_rt_sort_crd(ptr, n, width) */
-  LH_ZERO       /* memset(ptr + lo, 0, (hi - lo) elements) */
+  LH_ZERO,      /* memset(ptr + lo, 0, (hi - lo) elements) */
+  LH_GETT       /* tj_rt_gett(operands, plan, micro-kernel): a dense
+                   contraction by GETT / TTGT / LoG; may fail */
 } LirHelper;
+
+/* The words of a GETT plan (TJ_GP_WORDS of runtime/abi.h, which ir/ does
+ * not include; lower/gett.c checks that the two agree). */
+#define LIR_GETT_WORDS 64
 
 typedef struct LirVar {
   int id;            /* unique in the kernel */
@@ -111,6 +125,9 @@ typedef struct LoopAttrs {
   int schedule;      /* parallel: how rows split among threads (TJ_PAR_*) */
   int vec_width;     /* 0 = not vectorized; else lanes */
   int unroll;        /* 0 = no hint */
+  int vectorize;     /* vectorize(i, w) of the notation: this loop, w lanes
+                        (0: the vectorization pass chooses, unless another
+                        loop of the kernel asks) */
   bool remainder;    /* the scalar remainder of a vector loop (< W trips):
                         LLVM should neither vectorize nor unroll it */
   LirExpr *balance;  /* parallel: a pos array (pointer expr) whose entries
@@ -132,10 +149,11 @@ struct LirStmt {
     struct { LirExpr *cond; LirStmt *body; } whl;                  /* LS_WHILE */
     struct { LirExpr *cond; LirStmt *then, *els; } cond;           /* LS_IF */
     struct { LirHelper h; int operand; int arr; int level;         /* LS_CALL */
-             LirExpr *a, *b; LirVar *ptr; } call;
+             LirExpr *a, *b; LirVar *ptr; const int32_t *plan; } call;
              /* RESERVE: operand, arr, level, a = need.
                 ALLOC: ptr = result, a = bytes. FREE: ptr.
-                SORT_CRD: ptr, a = n.  ZERO: ptr, a = lo, b = hi. */
+                SORT_CRD: ptr, a = n.  ZERO: ptr, a = lo, b = hi.
+                GETT: plan = LIR_GETT_WORDS words (TJ_GP_*). */
     LirStmt *block;                                                /* LS_BLOCK */
     const char *comment;                                           /* LS_COMMENT */
   } u;

@@ -133,6 +133,15 @@ Expr *nt_reduce(Arena *a, OpKind op, IndexVar *iv, Expr *x, bool implicit, int c
   return e;
 }
 
+bool nt_uses_param(const Expr *e, int k) {
+  if (e->kind == EX_ACCESS) return e->u.access.t->id == -1 - k;
+  Expr *c[2];
+  int n = nt_children(e, c);
+  for (int i = 0; i < n; i++)
+    if (nt_uses_param(c[i], k)) return true;
+  return false;
+}
+
 int nt_children(const Expr *e, Expr *kids[2]) {
   switch (e->kind) {
   case EX_ACCESS:
@@ -189,9 +198,22 @@ bool nt_is_root_reduction(const Assignment *as, const IndexVar *v) {
   return true;
 }
 
-const char *nt_dtype_name(tj_dtype t) {
-  static const char *names[] = {"f64", "f32", "i64", "i32"};
-  return (unsigned)t < 4 ? names[t] : "?";
+/* The dtypes as the notation sees them: name and integer width (0: a
+ * floating dtype; 1: bool, 0/1 values). */
+static const struct {
+  const char *name;
+  int bits;
+} dtypes[TJ_NDTYPES] = {
+    [TJ_F64] = {"f64", 0}, [TJ_F32] = {"f32", 0}, [TJ_I64] = {"i64", 64},
+    [TJ_I32] = {"i32", 32}, [TJ_I16] = {"i16", 16}, [TJ_I8] = {"i8", 8},
+    [TJ_BOOL] = {"bool", 1},
+};
+
+const char *nt_dtype_name(tj_dtype t) { return (unsigned)t < TJ_NDTYPES ? dtypes[t].name : "?"; }
+bool nt_dtype_is_int(tj_dtype t) { return (unsigned)t < TJ_NDTYPES && dtypes[t].bits > 0; }
+int nt_dtype_bits(tj_dtype t) {
+  int b = (unsigned)t < TJ_NDTYPES ? dtypes[t].bits : 0;
+  return b == 64 ? 0 : b;   /* i64 results are not narrowed */
 }
 
 /* ---- equality ---- */
@@ -213,11 +235,11 @@ bool nt_expr_equal(const Expr *x, const Expr *y) {
            memcmp(&x->u.lit.value, &y->u.lit.value, sizeof(double)) == 0;
   case EX_NEG: return nt_expr_equal(x->u.bin.a, y->u.bin.a);
   case EX_CALL:
-    return x->u.call.fn == y->u.call.fn &&
+    return x->u.call.fn == y->u.call.fn && x->u.call.def == y->u.call.def &&
            nt_expr_equal(x->u.call.a, y->u.call.a) &&
            nt_expr_equal(x->u.call.b, y->u.call.b);
   case EX_SUM:
-    return x->u.sum.op == y->u.sum.op && strcmp(x->u.sum.iv->name, y->u.sum.iv->name) == 0 &&
+    return x->u.sum.op == y->u.sum.op && x->u.sum.def == y->u.sum.def && strcmp(x->u.sum.iv->name, y->u.sum.iv->name) == 0 &&
            nt_expr_equal(x->u.sum.a, y->u.sum.a);
   default:
     return nt_expr_equal(x->u.bin.a, y->u.bin.a) &&
@@ -274,6 +296,14 @@ static void print_reduce(FILE *out, OpKind op, const IndexVar *iv) {
   else fprintf(out, NT_REDUCE_NAME "(%s, %s, ", nt_op(op)->spelling, iv->name);
 }
 
+double nt_sum_identity(const Expr *e) {
+  return e->u.sum.def ? e->u.sum.def->identity : nt_op(e->u.sum.op)->identity;
+}
+
+const char *nt_sum_name(const Expr *e) {
+  return e->u.sum.def ? e->u.sum.def->name : nt_op(e->u.sum.op)->spelling;
+}
+
 static void print_prec(FILE *out, const Expr *e, int ctx);
 
 static void print_binary(FILE *out, const Expr *e) {
@@ -301,7 +331,7 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
     }
     break;
   case EX_CALL:
-    fprintf(out, "%s(", nt_op(e->u.call.fn)->spelling);
+    fprintf(out, "%s(", e->u.call.def ? e->u.call.def->name : nt_op(e->u.call.fn)->spelling);
     print_prec(out, e->u.call.a, 0);
     if (e->u.call.b) {
       fputs(", ", out);
@@ -310,7 +340,8 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
     fputc(')', out);
     break;
   case EX_SUM:
-    print_reduce(out, e->u.sum.op, e->u.sum.iv);
+    if (e->u.sum.def) fprintf(out, NT_REDUCE_NAME "(%s, %s, ", e->u.sum.def->name, e->u.sum.iv->name);
+    else print_reduce(out, e->u.sum.op, e->u.sum.iv);
     print_prec(out, e->u.sum.a, 0);
     fputc(')', out);
     break;
@@ -320,6 +351,19 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
 }
 
 void nt_print_expr(FILE *out, const Expr *e) { print_prec(out, e, 0); }
+
+void nt_print_defs(FILE *out, const NtDefs *defs) {
+  for (int k = 0; defs && k < defs->n; k++) {
+    const NtDef *d = &defs->d[k];
+    fprintf(out, "def %s(%s%s%s) = ", d->name, d->param[0], d->arity == 2 ? ", " : "",
+            d->arity == 2 ? d->param[1] : "");
+    nt_print_expr(out, d->body);
+    if (d->left) fputs(" left ", out), nt_print_expr(out, d->left);
+    if (d->right) fputs(" right ", out), nt_print_expr(out, d->right);
+    if (d->reduces) fprintf(out, " identity %g", d->identity);
+    fputc('\n', out);
+  }
+}
 
 void nt_print(FILE *out, const Assignment *as) {
   nt_print_expr(out, as->lhs);

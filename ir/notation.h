@@ -1,6 +1,6 @@
 /* Index notation: the checked AST of one assignment
  *   A(i,j) = B(i,k) * C(k,j)      (or +=)
- * and concrete index notation (forall / where / sequence) built from it.
+ * and concrete index notation (forall / where) built from it.
  *
  * Every node is built through a constructor in an Arena and keeps its source
  * column (0 when built through the C builder API) for error messages.
@@ -66,11 +66,15 @@ struct Expr {
     struct { TensorVar *t; int n; IndexVar *idx[NT_MAX_ORDER]; } access; /* EX_ACCESS */
     struct { double value; bool is_int; } lit;                            /* EX_LITERAL */
     struct { Expr *a, *b; } bin;           /* EX_ADD SUB MUL DIV; EX_NEG uses a */
-    struct { OpKind fn; Expr *a, *b; } call; /* EX_CALL: a function (is_call);
-                                               b only when its arity is 2 */
-    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; } sum;
+    struct { OpKind fn; Expr *a, *b; const struct NtDef *def; } call;
+                                            /* EX_CALL: a function (is_call);
+                                               b only when its arity is 2; def:
+                                               OP_CASES's definition */
+    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; const struct NtDef *def; } sum;
                                             /* EX_SUM: a reduced over iv by op
-                                               (OP_ADD: a sum; nt_op_is_reduction);
+                                               (OP_ADD: a sum; nt_op_is_reduction),
+                                               or by a definition with an identity
+                                               (def; op is OP_NONE);
                                                implicit: placed by the checker */
   } u;
 };
@@ -136,6 +140,8 @@ Expr *nt_reduce(Arena *a, OpKind op, IndexVar *iv, Expr *x, bool implicit, int c
 #define NT_SUM_NAME "sum"
 #define NT_REDUCE_NAME "reduce"
 
+/* Whether e reads parameter k of a definition's body. */
+bool nt_uses_param(const Expr *e, int k);
 /* The operands of e (0, 1 or 2 of them) in source order; returns how many. */
 int nt_children(const Expr *e, Expr *kids[2]);
 /* True when v occurs in an access of e. */
@@ -154,9 +160,25 @@ Assignment *nt_parse(Arena *a, const char *src, Diag *d);
 typedef struct NtDef {
   const char *name;
   int arity;
+  const char *param[2];
   Expr *body;          /* parameter k is an order-0 access with id -1 - k */
   int height;          /* of the body's tree */
+  Expr *left, *right;  /* `f(x, y) = body left l right r`: f where only x
+                          (l, over x) or only y (r, over y) exists; NULL:
+                          absent there. A call is an OP_CASES node. */
+  bool cased;          /* has a left or right case */
+  bool reduces;        /* `f(x, y) = body identity v`: a reduction operator */
+  double identity;     /* f(x, v) = x; declared, with commutativity and
+                          associativity, by the user */
 } NtDef;
+/* The identity of reduction node e (EX_SUM): its operator's or its
+ * definition's; the name it is printed with. */
+double nt_sum_identity(const Expr *e);
+/* The algebra of e's operator (nt_op_algebra), or of its definition's
+ * cases for an OP_CASES call: both cases a union, one of them OA_LEFT /
+ * OA_RIGHT, none an intersection. */
+OpAlgebra nt_expr_algebra(const Expr *e, const NtSemiring *sr);
+const char *nt_sum_name(const Expr *e);
 typedef struct NtDefs {
   int n;
   NtDef d[NT_MAX_DEFS];
@@ -165,6 +187,9 @@ typedef struct NtDefs {
  * false with d set ("relu: ...") on a malformed one or a name that is
  * taken (a function of ir/ops.def, sum, reduce, or defined before). */
 bool nt_parse_defs(Arena *a, const char *src, NtDefs *defs, Diag *d);
+/* Prints each definition back, one a line: `def f(x, y) = body left l
+ * right r identity v` (the clauses it has). */
+void nt_print_defs(FILE *out, const NtDefs *defs);
 /* nt_parse with calls of defs (may be NULL) inlined. */
 Assignment *nt_parse_with(Arena *a, const char *src, const NtDefs *defs, Diag *d);
 /* A deep copy of e (accesses keep their tensor and index objects). */
@@ -209,9 +234,18 @@ bool nt_expr_equal(const Expr *x, const Expr *y);
 bool nt_equal(const Assignment *x, const Assignment *y);
 /* "f64", "f32", "i64", "i32" (ir/ may not call the runtime's names). */
 const char *nt_dtype_name(tj_dtype t);
+/* Integer or bool (no floats); the width results wrap into (32, 16, 8; 1:
+ * bool, nonzero is 1; 0: a floating dtype or i64, not narrowed). */
+bool nt_dtype_is_int(tj_dtype t);
+int nt_dtype_bits(tj_dtype t);
 
 /* ---- concrete index notation ---- */
-typedef enum { CIN_FORALL, CIN_WHERE, CIN_SEQUENCE, CIN_ASSIGN } CinKind;
+/* No sequence node: TACO's sequence(s1, s2) runs two statements in turn, but
+ * the notation of one assignment is a forall / where tree (sums and
+ * workspaces are where()s) and no schedule rewrite makes a sequence, so it
+ * would be a node nothing builds. Statements run in turn are separate
+ * assignments (the REPL's lines, the API's kernels). */
+typedef enum { CIN_FORALL, CIN_WHERE, CIN_ASSIGN } CinKind;
 
 enum { CIN_PARALLEL = 1u << 0 };
 /* parallelize(i, strategy): how the loop's rows split among threads (the
@@ -220,30 +254,59 @@ typedef enum { PAR_DEFAULT, PAR_STATIC, PAR_BALANCED, PAR_DYNAMIC } ParStrategy;
 /* "static", "balanced", "dynamic" ("" for the default). */
 const char *cin_strategy_name(int strategy);
 
+/* How a forall walks its index (TACO's index variable relations), set by
+ * the schedule's loop rewrites (ir/cin_loops.c) and carried out by the
+ * lowering, which strip-mines the one loop of the index in place:
+ *   split(i, i0, i1, f)   i = i0 * f + i1 with 0 <= i1 < f: an outer loop
+ *                         over blocks of f iterations, an inner one in them
+ *   divide(i, i0, i1, n)  the same with n blocks of ceil(N / n) iterations
+ *   pos(j, jp, A(i,j))    jp walks the positions of A's level of j (j =
+ *                         A's crd[jp]); a split of jp then splits nonzeros
+ *   bound(i, ib, n, max_exact)  the loop runs exactly n times (the extent
+ *                         is promised to be n: checked at every run) */
+typedef enum { BOUND_NONE, BOUND_MAX_EXACT } BoundKind;
+typedef struct CinLoopForm {
+  int split, divide;             /* split's factor or divide's parts (one, or 0) */
+  const char *outer, *inner;     /* the names of the two halves */
+  const char *pos;               /* pos: the position variable's name */
+  const Expr *pos_access;        /* pos: the access whose level is walked */
+  const char *bound_name;        /* bound: the bounded variable's name */
+  int64_t bound;
+  BoundKind bound_kind;
+  bool par_outer;                /* the parallel loop is the outer half */
+  const char *race;              /* parallelize(i, ..., partials|atomics): how
+                                    threads combine a reduction, or NULL */
+} CinLoopForm;
+
 typedef struct Cin Cin;
 struct Cin {
   CinKind kind;
   union {
-    struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par; } forall;
+    struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par;
+             CinLoopForm form; } forall;
     struct { Cin *consumer, *producer; TensorVar *ws; } where;
-    struct { Cin *first, *second; } seq;
-    struct { Expr *lhs, *rhs; bool accumulate; OpKind op; } assign; /* lhs op= rhs
+    struct { Expr *lhs, *rhs; bool accumulate; OpKind op; const char *op_name; } assign; /* lhs op= rhs
                                       when accumulate (op: the reduction's, + by default) */
   } u;
 };
 
 /* Schedule directives, parsed from "reorder(i,k,j) parallelize(i) ...". */
 typedef enum {
-  SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL
+  SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL,
+  SCHED_METHOD,  /* method(gett|ttgt|log|loops): how a dense contraction runs */
+  SCHED_SPLIT, SCHED_DIVIDE, SCHED_POS, SCHED_BOUND   /* loop rewrites: keep them last */
 } SchedKind;
 
 typedef struct SchedDirective {
   SchedKind kind;
   int nvars;
-  const char *vars[NT_MAX_INDICES];  /* index names */
+  const char *vars[NT_MAX_INDICES];  /* index names; pos(j, jp, A(i,j)):
+                                        j, jp, A, i, j */
   int width;                         /* vectorize: lanes; unroll: factor;
-                                        parallelize: ParStrategy */
-  const char *arg;                   /* precompute: the text inside () */
+                                        parallelize: ParStrategy; split:
+                                        factor; divide: parts; bound: n */
+  const char *arg;                   /* precompute: the text inside ();
+                                        bound: the kind; method: its name */
   int col;                           /* 1-based column of the directive */
 } SchedDirective;
 
@@ -265,7 +328,6 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
 /* Constructors (NULL only when the arena is out of memory). */
 Cin *cin_forall(Arena *a, IndexVar *iv, Cin *body);
 Cin *cin_where(Arena *a, Cin *consumer, Cin *producer, TensorVar *ws);
-Cin *cin_sequence(Arena *a, Cin *first, Cin *second);
 Cin *cin_assign(Arena *a, Expr *lhs, Expr *rhs, bool accumulate);
 /* Loop order of the forall nest (outermost first), n of them. */
 int cin_loop_order(const Cin *c, IndexVar **order, int max);
@@ -279,7 +341,13 @@ Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d)
  *   forall(i, where(forall(j, A(i,j) = w(j)), forall(k, forall(j, w(j) += rhs))))
  * NULL with d set when c has another shape or j is not among those loops. */
 Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d);
+/* Prints c; loops rewritten by split / divide / pos / bound print under
+ * their new names, with the relations after the statement:
+ *   suchthat(forall(i0, forall(i1, forall(j, ...))), split(i, i0, i1, 32)) */
 void cin_print(FILE *out, const Cin *c);
+/* The index of the loop of c that name names (an index, a pos or bound
+ * variable: *part 0; the outer / inner half of a split: 1 / 2), or NULL. */
+IndexVar *cin_loop_named(const Cin *c, const char *name, int *part);
 
 /* ---- reference interpreter ---- */
 /* Evaluates as on dense row-major copies of the operands (index by TensorId;

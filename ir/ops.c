@@ -24,6 +24,7 @@ static long double ev_AND(long double x, long double y) { return x != 0 && y != 
 static long double ev_PAIR(long double x, long double y) { (void)x, (void)y; return 1; }
 static long double ev_MASK(long double x, long double y) { (void)x; return y; }
 static long double ev_EXCEPT(long double x, long double y) { (void)x; return y; }
+static long double ev_CASES(long double x, long double y) { (void)x, (void)y; return NAN; }
 
 static const NtOp ops[OP_COUNT] = {
 #define ROW(n, sp, ar, pr, call, lir, fo, alg, id, an, laws) \
@@ -112,18 +113,28 @@ Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col) {
   return ops[op].arity == 1 ? nt_unary(a, kind[op], x, col) : nt_binary(a, kind[op], x, y, col);
 }
 
+OpAlgebra nt_expr_algebra(const Expr *e, const NtSemiring *sr) {
+  OpKind op = nt_expr_op(e);
+  if (op != OP_CASES) return nt_op_algebra(op, sr);
+  const NtDef *d = e->u.call.def;
+  return d->left && d->right ? OA_UNION : d->left ? OA_LEFT : d->right ? OA_RIGHT
+                                                                      : OA_INTERSECT;
+}
+
 bool nt_expr_zero(const Expr *e, const NtSemiring *sr, const NtPresence *p, const void *ctx) {
   switch (e->kind) {
   case EX_ACCESS: return p->absent(e, ctx);
   case EX_LITERAL: return e->u.lit.value == nt_semiring_zero(sr);
   case EX_SUM: /* a reduction over nothing is its identity */
-    return nt_op(e->u.sum.op)->identity == nt_semiring_zero(sr) &&
+    return nt_sum_identity(e) == nt_semiring_zero(sr) &&
            nt_expr_zero(e->u.sum.a, sr, p, ctx);
   default: break;
   }
   Expr *k[2];
   nt_children(e, k);
-  switch (nt_op_algebra(nt_expr_op(e), sr)) {
+  switch (nt_expr_algebra(e, sr)) {
+  case OA_LEFT: return nt_expr_zero(k[0], sr, p, ctx);
+  case OA_RIGHT: return nt_expr_zero(k[1], sr, p, ctx);
   case OA_INTERSECT: return nt_expr_zero(k[0], sr, p, ctx) || nt_expr_zero(k[1], sr, p, ctx);
   case OA_UNION: return nt_expr_zero(k[0], sr, p, ctx) && nt_expr_zero(k[1], sr, p, ctx);
   case OA_NUMERATOR:

@@ -35,6 +35,10 @@ typedef enum {
   OA_DENSE,      /* unary, nonzero at zero (exp, log): adds a full point */
   OA_EXCEPT,     /* zero where y is or x exists (except(m, e)): y's points,
                     each also co-iterated with x to exclude x's */
+  OA_LEFT,       /* zero where x is (a definition's cases without `right`):
+                    x's points, each also co-iterated with y */
+  OA_RIGHT,      /* zero where y is (cases without `left`): y's points,
+                    each also co-iterated with x */
 } OpAlgebra;
 
 enum {   /* laws */

@@ -270,16 +270,25 @@ static Expr *parse_call(Parser *ps, OpKind fn, int *h) {
   return e;
 }
 
+static const NtDef *find_def(const NtDefs *defs, const char *s, int len);
+
 /* The operator of reduce(op, ...): '+', '*' or a function name, which
- * must be a reduction operator (nt_op_is_reduction). op is current. */
-static bool parse_reduce_op(Parser *ps, OpKind *op) {
+ * must be a reduction operator (nt_op_is_reduction), or a definition with
+ * an identity (*def; *op is then OP_NONE). op is current. */
+static bool parse_reduce_op(Parser *ps, OpKind *op, const NtDef **def) {
   Token t = ps->tok;
   *op = t.kind == TK_PLUS ? OP_ADD : t.kind == TK_STAR ? OP_MUL
         : t.kind == TK_NAME ? nt_op_lookup(t.s, t.len, true) : OP_NONE;
-  if (*op == OP_NONE || !nt_op_is_reduction(*op))
+  *def = t.kind == TK_NAME && *op == OP_NONE ? find_def(ps->defs, t.s, t.len) : NULL;
+  if (*def && !(*def)->reduces)
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t.col,
+                         NT_REDUCE_NAME ": %s has no identity, so it is no reduction operator "
+                         "(define it as %s(x, y) = ... identity <value>)", (*def)->name,
+                         (*def)->name);
+  if (!*def && (*op == OP_NONE || !nt_op_is_reduction(*op)))
     return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t.col,
                          NT_REDUCE_NAME ": expected a reduction operator (+ * min max "
-                         "or and), found %s", found(ps));
+                         "or and, or a definition with an identity), found %s", found(ps));
   return next(ps) && expect(ps, TK_COMMA, "',' and the index to reduce over");
 }
 
@@ -292,7 +301,8 @@ static Expr *parse_reduction(Parser *ps, bool is_sum, int *h) {
   const char *kw = is_sum ? NT_SUM_NAME : NT_REDUCE_NAME;
   if (!next(ps) || !next(ps) || !enter(ps)) return NULL; /* keyword, '(' */
   OpKind op = OP_ADD;
-  if (!is_sum && !parse_reduce_op(ps, &op)) return NULL;
+  const NtDef *def = NULL;
+  if (!is_sum && !parse_reduce_op(ps, &op, &def)) return NULL;
   IndexVar *iv[NT_MAX_INDICES];
   int n = 0;
   do {
@@ -318,6 +328,7 @@ static Expr *parse_reduction(Parser *ps, bool is_sum, int *h) {
   for (int k = n - 1; k >= 0 && e; k--) {
     (*h)++;
     e = nt_reduce(ps->a, op, iv[k], e, false, col);
+    if (e) e->u.sum.def = def;
   }
   if (!e) nomem(ps);
   return e;
@@ -395,7 +406,14 @@ static Expr *parse_def_call(Parser *ps, const NtDef *def, int *h) {
                   "expression too large (operator tree deeper than %d)", NT_MAX_HEIGHT);
     return NULL;
   }
-  Expr *e = nt_map_expr(ps->a, def->body, argument, args); /* the body, arguments in place */
+  if (def->cased && ps->def_name) {
+    diag_error_at(ps->d, TJ_ERR_UNSUPPORTED, ps->src, col, "%s: a definition with cases is "
+                  "called only in expressions, not in another definition", def->name);
+    return NULL;
+  }
+  Expr *e = def->cased ? nt_call(ps->a, OP_CASES, args[0], args[1], col) /* its own node */
+                       : nt_map_expr(ps->a, def->body, argument, args); /* the body, inlined */
+  if (e && def->cased) e->u.call.def = def;
   if (!e) nomem(ps);
   return e;
 }
@@ -546,7 +564,31 @@ static bool name_taken(const NtDefs *defs, const char *name, int len) {
          (len == (int)strlen(NT_REDUCE_NAME) && !strncmp(name, NT_REDUCE_NAME, (size_t)len));
 }
 
-/* name '(' param [',' param] ')' '=' expr, the text of one definition. */
+/* 'identity' [-] (number | inf) after a body of two parameters: the
+ * definition is a reduction operator. 'identity' is current. */
+static bool parse_identity(Parser *ps, NtDef *def) {
+  int col = ps->tok.col;
+  if (ps->nparams != 2)
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, col, "%s: only a definition of two "
+                         "parameters has an identity (a reduction operator)", def->name);
+  if (!next(ps)) return false;
+  double sign = 1;
+  if (ps->tok.kind == TK_MINUS) {
+    sign = -1;
+    if (!next(ps)) return false;
+  }
+  if (ps->tok.kind == TK_NUM) def->identity = sign * ps->tok.num;
+  else if (ps->tok.kind == TK_NAME && ps->tok.len == 3 && !strncmp(ps->tok.s, "inf", 3))
+    def->identity = sign * (double)INFINITY;
+  else
+    return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col, "%s: expected the "
+                         "identity (a number, inf or -inf), found %s", def->name, found(ps));
+  def->reduces = true;
+  return next(ps);
+}
+
+/* name '(' param [',' param] ')' '=' expr ['identity' value], the text of
+ * one definition. */
 static bool parse_def(Arena *a, const char *src, NtDefs *defs, Diag *d) {
   Parser ps = {.a = a, .d = d, .src = src, .p = src, .defs = defs};
   ps.as = nt_assignment(a);
@@ -585,10 +627,33 @@ static bool parse_def(Arena *a, const char *src, NtDefs *defs, Diag *d) {
   int h = 0;
   Expr *body = parse_expr(&ps, &h);
   if (!body) return false;
+  for (int c = 0; c < 2; c++) { /* left <expr>, right <expr> */
+    const char *kw = c == 0 ? "left" : "right";
+    if (ps.tok.kind != TK_NAME || ps.tok.len != (int)strlen(kw) || strncmp(ps.tok.s, kw, strlen(kw)))
+      continue;
+    if (ps.nparams != 2)
+      return diag_error_at(d, TJ_ERR_PARSE, src, ps.tok.col, "%s: only a definition of two "
+                           "parameters has a %s case", def->name, kw);
+    int col = ps.tok.col, hc = 0;
+    if (!next(&ps)) return false;
+    Expr *k = parse_expr(&ps, &hc);
+    if (!k) return false;
+    if (nt_uses_param(k, 1 - c))
+      return diag_error_at(d, TJ_ERR_PARSE, src, col, "%s: the %s case reads only %s (%s "
+                           "does not exist there)", def->name, kw, ps.params[c], ps.params[1 - c]);
+    *(c == 0 ? &def->left : &def->right) = k;
+    def->cased = true;
+    if (hc > h) h = hc;
+  }
+  if (ps.tok.kind == TK_NAME && ps.tok.len == 8 && !strncmp(ps.tok.s, "identity", 8) &&
+      !parse_identity(&ps, def))
+    return false;
   if (ps.tok.kind != TK_EOF)
     return diag_error_at(d, TJ_ERR_PARSE, src, ps.tok.col, "unexpected %s after %s's body",
                          found(&ps), def->name);
   def->arity = ps.nparams;
+  def->param[0] = ps.params[0];
+  def->param[1] = ps.params[1];
   def->body = body;
   def->height = h;
   defs->n++;

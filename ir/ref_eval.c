@@ -22,8 +22,9 @@
  * leaves an unreached one at that identity in a dense output, at the zero
  * in a sparse one (absent); `+=` starts at the output's values. Integer
  * expressions divide with truncation toward zero (as C does) and refuse
- * x/0; results are stored as doubles, which the caller converts to the
- * output dtype.
+ * x/0; i32, i16 and i8 results wrap around after each operation, bool ones
+ * are 1 where nonzero (0/1 values, so + is or and * is and); results are
+ * stored as doubles, which the caller converts to the output dtype.
  */
 #include "notation.h"
 
@@ -38,6 +39,8 @@ typedef struct Eval {
   long double zero;                /* the value of absent entries */
   int64_t coord[NT_MAX_INDICES];   /* by IndexId */
   bool is_int;
+  int bits;                        /* i32/i16/i8: results wrap; 1: bool */
+  long double param[2];            /* a definition's parameters, in its body */
   bool div_by_zero;
 } Eval;
 
@@ -56,30 +59,54 @@ static int64_t offset(const Eval *ev, const Expr *e) {
   return off;
 }
 
+/* A finite result of a narrow integer or bool expression as the kernels
+ * hold it: wrapped into ev->bits, as two's complement; bool: nonzero is 1.
+ * Infinite identities (min over nothing) stay; they saturate when stored. */
+static long double narrow(const Eval *ev, long double v) {
+  if (!ev->bits || !isfinite(v)) return v;
+  if (ev->bits == 1) return v != 0;
+  uint64_t m = ((uint64_t)1 << ev->bits) - 1, u = (uint64_t)(int64_t)v & m;
+  return (long double)(int64_t)(u > m / 2 ? u - m - 1 : u);
+}
+
 static long double apply(Eval *ev, OpKind op, long double x, long double y) {
   if (op == OP_DIV && ev->is_int) {
     if (y == 0) {
       ev->div_by_zero = true;
       return 0;
     }
-    return truncl(x / y);
+    return narrow(ev, truncl(x / y));
   }
-  return nt_op(op)->eval(x, y);
+  return ev->is_int ? narrow(ev, nt_op(op)->eval(x, y)) : nt_op(op)->eval(x, y);
 }
 
 static Val eval(Eval *ev, const Expr *e);
+
+/* A definition's body (or case) with x and y as its parameters. */
+static long double def_value(Eval *ev, const Expr *body, long double x, long double y) {
+  long double saved[2] = {ev->param[0], ev->param[1]};
+  ev->param[0] = x, ev->param[1] = y;
+  long double r = eval(ev, body).v;
+  ev->param[0] = saved[0], ev->param[1] = saved[1];
+  return r;
+}
+
+/* x op y for the operator of reduction node e, or its definition's body. */
+static long double combine(Eval *ev, const Expr *e, long double x, long double y) {
+  if (!e->u.sum.def) return apply(ev, e->u.sum.op, x, y);
+  return def_value(ev, e->u.sum.def->body, x, y);
+}
 
 /* reduce(op, v, body): op over the points of v where body exists, from
  * op's identity; it exists where one point does, or where the identity is
  * not the zero (min over nothing is +inf). */
 static Val reduce(Eval *ev, const Expr *e) {
   IndexVar *v = e->u.sum.iv;
-  OpKind op = e->u.sum.op;
-  Val r = {nt_op(op)->identity, false};
+  Val r = {nt_sum_identity(e), false};
   for (ev->coord[v->id] = 0; ev->coord[v->id] < v->extent; ev->coord[v->id]++) {
     Val b = eval(ev, e->u.sum.a);
     if (!b.present) continue;
-    r.v = apply(ev, op, r.v, b.v);
+    r.v = combine(ev, e, r.v, b.v);
     r.present = true;
   }
   ev->coord[v->id] = 0;
@@ -90,6 +117,7 @@ static Val reduce(Eval *ev, const Expr *e) {
 static Val eval(Eval *ev, const Expr *e) {
   switch (e->kind) {
   case EX_ACCESS: {
+    if (e->u.access.t->id < 0) return (Val){ev->param[-1 - e->u.access.t->id], true};
     int64_t off = offset(ev, e);
     const uint8_t *st = ev->stored ? ev->stored[e->u.access.t->id] : NULL;
     if (st && !st[off]) return (Val){ev->zero, false};
@@ -108,9 +136,15 @@ static Val eval(Eval *ev, const Expr *e) {
     x.present = x.v != ev->zero; /* an all-dense mask is valued */
   const NtOp *o = nt_op(op);
   Val absent = {ev->zero, false};
-  switch (nt_op_algebra(op, ev->sr)) {
+  switch (nt_expr_algebra(e, ev->sr)) {
   case OA_INTERSECT:
     if (!x.present || !y.present) return absent;
+    break;
+  case OA_LEFT:
+    if (!x.present) return absent;
+    break;
+  case OA_RIGHT:
+    if (!y.present) return absent;
     break;
   case OA_UNION:
     if (!x.present && !y.present) return absent;
@@ -126,6 +160,11 @@ static Val eval(Eval *ev, const Expr *e) {
   case OA_EXCEPT:
     if (x.present || !y.present) return absent;
     break;
+  }
+  if (op == OP_CASES) { /* the definition's case for which operands exist */
+    const NtDef *d = e->u.call.def;
+    const Expr *body = x.present && y.present ? d->body : x.present ? d->left : d->right;
+    return (Val){def_value(ev, body, x.v, y.v), true};
   }
   return (Val){apply(ev, op, x.v, y.v), true};
 }
@@ -208,7 +247,7 @@ bool nt_ref_eval(const Assignment *as, double *const *dense, const RefEvalIn *in
   }
   Eval ev = {.dense = dense, .stored = in ? in->stored : NULL, .sr = as->semiring,
              .zero = nt_semiring_zero(as->semiring),
-             .is_int = as->rhs->dtype == TJ_I64 || as->rhs->dtype == TJ_I32};
+             .is_int = nt_dtype_is_int(as->rhs->dtype), .bits = nt_dtype_bits(as->rhs->dtype)};
   bool update = reduces || as->accumulate; /* else each entry is set once */
   long double start = reduces ? nt_op(as->root_op)->identity : ev.zero;
   for (int64_t i = 0; i < size; i++) acc[i] = as->accumulate ? dense[0][i] : start;

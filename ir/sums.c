@@ -56,7 +56,7 @@ static bool fail_at(const Assignment *as, const Expr *s, Diag *d, const char *ms
   const char *v = s->u.sum.iv->name;
   char head[96];
   if (s->u.sum.op == OP_ADD) snprintf(head, sizeof head, NT_SUM_NAME "(%s, ...)", v);
-  else snprintf(head, sizeof head, NT_REDUCE_NAME "(%s, %s, ...)", nt_op(s->u.sum.op)->spelling, v);
+  else snprintf(head, sizeof head, NT_REDUCE_NAME "(%s, %s, ...)", nt_sum_name(s), v);
   if (as->src && s->col > 0)
     return diag_error_at(d, TJ_ERR_INVALID, as->src, s->col, msg, head, v, v);
   return diag_error(d, TJ_ERR_INVALID, msg, head, v, v);
@@ -89,6 +89,7 @@ static bool check_explicit(const Assignment *as, Diag *d) {
  * reduction, whose operator is the one the output is updated with: all
  * root reductions share one operator, and += adds. */
 static bool hoistable(const Assignment *as, const Expr *s) {
+  if (s->u.sum.def) return false;  /* a definition's reduction keeps its scope */
   if (as->nroot_sums > 0 && s->u.sum.op != as->root_op) return false;
   return !as->accumulate || s->u.sum.op == OP_ADD;
 }

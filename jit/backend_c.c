@@ -31,8 +31,10 @@ static const char helpers_c[] =
     "static int32_t (*tj_p_alloc)(int64_t, void **);\n"
     "static void (*tj_p_free)(void *);\n"
     "static void (*tj_p_sort_crd)(void *, int64_t, int32_t);\n"
+    "static int32_t (*tj_p_gett)(tj_storage **, const int32_t *, tj_gett_ukernel);\n"
     "#define tj_rt_reserve tj_p_reserve\n#define tj_rt_alloc tj_p_alloc\n"
-    "#define tj_rt_free tj_p_free\n#define tj_rt_sort_crd tj_p_sort_crd\n\n";
+    "#define tj_rt_free tj_p_free\n#define tj_rt_sort_crd tj_p_sort_crd\n"
+    "#define tj_rt_gett tj_p_gett\n\n";
 
 static const char bind_c[] =
     "\nvoid " BIND_SYMBOL "(void *const *h) {\n"
@@ -40,6 +42,7 @@ static const char bind_c[] =
     "  tj_p_alloc = (int32_t (*)(int64_t, void **))h[1];\n"
     "  tj_p_free = (void (*)(void *))h[2];\n"
     "  tj_p_sort_crd = (void (*)(void *, int64_t, int32_t))h[3];\n"
+    "  tj_p_gett = (int32_t (*)(tj_storage **, const int32_t *, tj_gett_ukernel))h[4];\n"
     "}\n";
 
 typedef struct CState {
@@ -178,7 +181,7 @@ static bool c_compile(void *state, const LirKernel *k, const BackendOptions *o,
                       bind ? k->name : BIND_SYMBOL);
   }
   void *const helpers[] = {(void *)tj_rt_reserve, (void *)tj_rt_alloc, (void *)tj_rt_free,
-                           (void *)tj_rt_sort_crd};
+                           (void *)tj_rt_sort_crd, (void *)tj_rt_gett};
   bind(helpers);
   *out = (BackendKernel){.fn = fn, .handle = so,
                          .times = {.ir_ms = t1 - t0, .codegen_ms = jit_now_ms() - t1}};

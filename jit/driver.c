@@ -5,9 +5,19 @@
  * operand's format, dtype and widths, the schedule, the codegen options and
  * the target; dims are not in it, because kernels read dims at run time.
  * A hit costs the parse and check of the expression plus one hash lookup.
+ *
+ * The cache's size: a context keeps at most `limit` entries (tj_context_set_
+ * cache_limit, TJ_KERNEL_CACHE_MAX; DRV_CACHE_LIMIT by default). Entries are
+ * kept in order of use; past the limit the least recently used entry that
+ * no tj_kernel handle holds is evicted: its machine code is removed from
+ * the JIT (LLJIT resource trackers, through the backend's release) and its
+ * IR freed. A handle pins its entry, so a kernel that is running, or can
+ * still be run, always has its code; tj_kernel_free lets an entry go.
  */
 #include "driver.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +31,33 @@ tj_options tj_options_default(void) {
   return (tj_options){.opt_level = 3};
 }
 
+/* Entries a context keeps unless told otherwise: a typical entry costs
+ * 30-70 KB (its machine code in the JIT, its loop IR), so about 50 MB. */
+#define DRV_CACHE_LIMIT 1024
+
+/* TJ_KERNEL_CACHE_MAX: a count of entries (0: no limit), else an error. */
+static tj_status limit_from_env(size_t *limit) {
+  const char *s = getenv("TJ_KERNEL_CACHE_MAX");
+  *limit = DRV_CACHE_LIMIT;
+  if (!s) return TJ_OK;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (end == s || *end || errno || s[0] == '-' || v > SIZE_MAX)
+    return rt_set_error(TJ_ERR_INVALID,
+                        "TJ_KERNEL_CACHE_MAX='%s' is not a count of kernels (0: no limit)", s);
+  *limit = (size_t)v;
+  return TJ_OK;
+}
+
 tj_status tj_context_new(tj_context **out) {
   if (!out) return rt_set_error(TJ_ERR_INVALID, "tj_context_new: out is NULL");
+  size_t limit;
+  if (limit_from_env(&limit) != TJ_OK) return TJ_ERR_INVALID;
   tj_context *cx = calloc(1, sizeof *cx);
   if (!cx) return rt_set_error(TJ_ERR_NOMEM, "out of memory creating a context");
   pthread_mutex_init(&cx->lock, NULL);
+  cx->limit = limit;
   const char *dir = getenv("TJ_CACHE_DIR");   /* "" asks for the default */
   tj_status st = dir ? tj_context_set_cache_dir(cx, dir) : TJ_OK;
   if (st != TJ_OK) {
@@ -69,19 +101,104 @@ static void entry_free(CacheEntry *e) {
   free(e);
 }
 
+static void entries_free(CacheEntry *e) {
+  for (CacheEntry *n; e; e = n) {
+    n = e->next;
+    entry_free(e);
+  }
+}
+
+/* ---- the order of use (cx locked) ---- */
+
+static void lru_unlink(tj_context *cx, CacheEntry *e) {
+  if (e->prev) e->prev->next = e->next;
+  else cx->entries = e->next;
+  if (e->next) e->next->prev = e->prev;
+  else cx->entries_tail = e->prev;
+  e->next = e->prev = NULL;
+  cx->nentries--;
+}
+
+static void lru_push_front(tj_context *cx, CacheEntry *e) {
+  e->prev = NULL;
+  e->next = cx->entries;
+  if (cx->entries) cx->entries->prev = e;
+  else cx->entries_tail = e;
+  cx->entries = e;
+  cx->nentries++;
+}
+
+/* Unlinks least recently used entries no handle holds until cx keeps no
+ * more than its limit; returns them (linked by next) for entries_free,
+ * which the caller runs after unlocking. */
+static CacheEntry *lru_trim(tj_context *cx) {
+  CacheEntry *victims = NULL;
+  for (CacheEntry *e = cx->entries_tail, *p; e && cx->limit && cx->nentries > cx->limit; e = p) {
+    p = e->prev;
+    if (e->refs > 0) continue;
+    lru_unlink(cx, e);
+    e->next = victims;
+    victims = e;
+    cx->evictions++;
+  }
+  return victims;
+}
+
+/* Drops one reference to e and trims the cache. */
+static void entry_unref(tj_context *cx, CacheEntry *e) {
+  pthread_mutex_lock(&cx->lock);
+  e->refs--;
+  CacheEntry *victims = lru_trim(cx);
+  pthread_mutex_unlock(&cx->lock);
+  entries_free(victims);
+}
+
+tj_status tj_context_set_cache_limit(tj_context *cx, size_t max_kernels) {
+  if (!cx) return rt_set_error(TJ_ERR_INVALID, "context is NULL");
+  pthread_mutex_lock(&cx->lock);
+  cx->limit = max_kernels;
+  CacheEntry *victims = lru_trim(cx);
+  pthread_mutex_unlock(&cx->lock);
+  entries_free(victims);
+  return TJ_OK;
+}
+
+tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out) {
+  if (!cx || !out) return rt_set_error(TJ_ERR_INVALID, "tj_context_cache_stats: NULL argument");
+  pthread_mutex_lock(&cx->lock);
+  *out = (tj_cache_stats){.entries = cx->nentries, .limit = cx->limit, .hits = cx->hits,
+                          .misses = cx->misses, .evictions = cx->evictions};
+  for (CacheEntry *e = cx->entries; e; e = e->next) out->in_use += e->refs > 0;
+  pthread_mutex_unlock(&cx->lock);
+  return TJ_OK;
+}
+
+static void kernel_free(struct tj_kernel *k) {
+  drv_kernel_release_chunks(k);
+  pthread_mutex_destroy(&k->chunk_lock);
+  arena_free(&k->arena);
+  free(k);
+}
+
+void tj_kernel_free(tj_kernel *k) {
+  if (!k) return;
+  tj_context *cx = k->cx;
+  pthread_mutex_lock(&cx->lock);
+  if (k->prev) k->prev->next = k->next;
+  else cx->kernels = k->next;
+  if (k->next) k->next->prev = k->prev;
+  pthread_mutex_unlock(&cx->lock);
+  entry_unref(cx, k->entry);
+  kernel_free(k);
+}
+
 void tj_context_free(tj_context *cx) {
   if (!cx) return;
   for (struct tj_kernel *k = cx->kernels, *n; k; k = n) {
     n = k->next;
-    drv_kernel_release_chunks(k);
-    pthread_mutex_destroy(&k->chunk_lock);
-    arena_free(&k->arena);
-    free(k);
+    kernel_free(k);
   }
-  for (CacheEntry *e = cx->entries, *n; e; e = n) {
-    n = e->next;
-    entry_free(e);
-  }
+  entries_free(cx->entries);
   for (Engine *g = cx->engines, *n; g; g = n) {
     n = g->next;
     g->be->close(g->state);
@@ -221,12 +338,20 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   /* Settings read from the environment that change the generated code. */
   const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
   fprintf(f, "|pipe=%s|gather=%s", pipe ? pipe : "", gather ? gather : "");
+  /* A dense contraction's method and blocking depend on its extents. */
+  if (lower_gett_form(as)) {
+    const char *blk = getenv("TJ_GETT_BLOCK");
+    fprintf(f, "|gett=%s|ext", blk ? blk : "");
+    for (int v = 0; v < as->nindices; v++) fprintf(f, ",%lld", (long long)as->indices[v]->extent);
+  }
   fprintf(f, "|sr=%s", as->semiring ? as->semiring->name : "");
+  /* a definition's reduction prints as its name: its body is in the text */
+  fprintf(f, "|defs=%s", o && o->defs ? o->defs : "");
   /* The schedule names indices by the user's names: key them as given. */
-  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d|be%d", schedule ? schedule : "",
+  fprintf(f, "|s=%s|O%d|v%d|lv%d|uj%d|cpu=%s|f=%s|lat%d|sc%d|be%d", schedule ? schedule : "",
           o->opt_level, o->no_vectorize, o->no_llvm_vectorize, o->no_unroll_jam,
           o->cpu ? o->cpu : "host", o->features ? o->features : "host", drv_lattice_max(),
-          o->backend);
+          drv_scatter_min(), o->backend);
   if (schedule) {
     /* index names matter in a schedule: record the renaming */
     for (int v = 0; v < as->nindices; v++) fprintf(f, "|%s", as->indices[v]->name);
@@ -271,6 +396,33 @@ static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, 
   return lower_plan(as, want, nw, strict, p, d);
 }
 
+/* A pure dense contraction goes to GETT / TTGT / LoG (the model's choice,
+ * or the schedule's method(...)); its operands are read as stored. */
+static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule *s,
+                             Diag *d) {
+  int forced = -2;
+  for (int k = 0; k < s->n; k++)
+    if (s->d[k].kind == SCHED_METHOD) {
+      forced = lower_gett_method_of(s->d[k].arg);
+      if (forced == -2)
+        return diag_error(d, TJ_ERR_INVALID, "method(%s): unknown method (gett, ttgt, log "
+                          "or loops)", s->d[k].arg);
+    }
+  if (!lower_gett_plan(as, e->opt.vector_bits, forced, &e->gett)) {
+    if (forced >= 0)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "method(%s) needs a pure dense contraction "
+                        "C(I_m,I_n) = A(I_m,I_k) * B(I_n,I_k) in f64 or f32",
+                        lower_gett_method_name(forced));
+    return true;
+  }
+  for (int t = 0; t < as->ntensors; t++) {
+    e->plan.convert[t] = false;
+    e->plan.fmt[t] = as->tensors[t]->decl.format;
+  }
+  e->plan.rangeable = e->plan.reduce_rows = false;
+  return true;
+}
+
 /* Memory set aside while an arena is built up (planning, lowering): an
  * allocation that fails there takes it over and the work runs to its end
  * in valid memory, then is discarded as out of memory (the builders do not
@@ -291,7 +443,8 @@ static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
     cin = cin_from_assignment(&e->arena, as, &sched, d);
     if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
   }
-  if (!drv_apply_schedule(e, as, &sched, d)) return false;
+  if (!drv_apply_schedule(e, as, cin, &sched, d) || !plan_contraction(e, as, &sched, d))
+    return false;
   e->cin = lower_plan_notation(&e->arena, &e->plan, cin, d);
   e->as = as;
   return e->cin != NULL;
@@ -330,7 +483,9 @@ LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *
   a->failed = 0;   /* an arena's failure is reported once, by the call it failed */
   if (!arena_reserve(a, BUILD_RESERVE))
     return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
-  LirKernel *k = v >= 3 ? lower_kernel_rows(a, &in, ph, names[v], d)
+  bool gett = e->gett.method != GETT_LOOPS && ph != PHASE_ASSEMBLE;
+  LirKernel *k = v >= 3   ? lower_kernel_rows(a, &in, ph, names[v], d)
+                 : gett ? lower_gett_kernel(a, &in, &e->gett, names[v], d)
                         : lower_kernel(a, &in, ph, names[v], d);
   for (int p = 0; k && p < npasses && LOWER_PASSES[p].name; p++) LOWER_PASSES[p].run(a, k, &e->opt);
   bool failed = a->failed;
@@ -449,16 +604,21 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   if (e) {
     free(key);
     k->times.cache_hit = 1;
+    cx->hits++;
+    lru_unlink(cx, e);
   } else {
     e = new_entry(cx, key, h, &o, &d);
-    if (e) {
-      e->next = cx->entries;
-      cx->entries = e;
-    } else {
-      free(key);
-    }
+    if (!e) free(key);
+    cx->misses++;
+  }
+  CacheEntry *victims = NULL;
+  if (e) {
+    e->refs++;   /* held by k from here: never evicted while k lives */
+    lru_push_front(cx, e);
+    victims = lru_trim(cx);
   }
   pthread_mutex_unlock(&cx->lock);
+  entries_free(victims);
   if (!e) goto fail;
   k->entry = e;
   k->cx = cx;
@@ -470,10 +630,10 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   bool planned = e->as || plan_entry(e, expr, operands, n, schedule, &d);
   pthread_mutex_unlock(&e->lock);
   /* A failed plan or compile leaves the entry uncompiled (and retried by
-   * the next compile with this key); entries live as long as the context. */
-  if (!planned || !drv_ensure_lowered(e, PHASE_EVALUATE, &d)) goto fail;
+   * the next compile with this key, unless evicted before). */
+  if (!planned || !drv_ensure_lowered(e, PHASE_EVALUATE, &d)) goto fail_entry;
   k->times.lower_ms = jit_now_ms() - t2;
-  if (!drv_ensure_compiled(e, PHASE_EVALUATE, &d)) goto fail;
+  if (!drv_ensure_compiled(e, PHASE_EVALUATE, &d)) goto fail_entry;
   if (!k->times.cache_hit && e->from_disk[PHASE_EVALUATE]) k->times.cache_hit = 2;
   if (!k->times.cache_hit) {
     const BackendTimes *bt = &e->bk[PHASE_EVALUATE].times;
@@ -484,11 +644,14 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   k->times.total_ms = jit_now_ms() - t0;
   pthread_mutex_lock(&cx->lock);
   k->next = cx->kernels;
+  if (k->next) k->next->prev = k;
   cx->kernels = k;
   pthread_mutex_unlock(&cx->lock);
   *out = k;
   return TJ_OK;
 
+fail_entry:
+  entry_unref(cx, e);
 fail:
   pthread_mutex_destroy(&k->chunk_lock);
   arena_free(&k->arena);

@@ -28,9 +28,15 @@ typedef struct DiskCache {
 
 /* One compiled kernel shape, shared by every tj_kernel with the same
  * canonical key (expression up to renaming, formats, dtypes, widths,
- * schedule, options, target). Owned by its context. */
+ * schedule, options, target). Owned by its context, in its list from the
+ * most recently used (cx->entries) to the least (cx->entries_tail); refs
+ * counts the tj_kernel handles (and compiles in flight) using it. An entry
+ * with refs == 0 may be evicted (its code removed from the JIT, its memory
+ * freed) when the context holds more than its limit; one in use never is,
+ * so a kernel that runs always has its code. refs, prev, next: cx->lock. */
 typedef struct CacheEntry {
-  struct CacheEntry *next;
+  struct CacheEntry *next, *prev;
+  long refs;
   char *key;                  /* canonical key (malloc'd) */
   uint64_t hash;
   Arena arena;                /* assignment, plan, loop IR */
@@ -38,6 +44,7 @@ typedef struct CacheEntry {
   Cin *cin;
   LowerPlan plan;             /* analysis: loop order, conversions, workspace */
   LowerOptions opt;           /* code-generation switches */
+  GettPlan gett;              /* a pure dense contraction's method (GETT_LOOPS: none) */
   LirKernel *lir[6];          /* by variant, lowered on demand */
   BackendKernel bk[6];
   bool compiled[6];
@@ -63,15 +70,18 @@ typedef struct Engine {
 
 struct tj_context {
   pthread_mutex_t lock;
-  CacheEntry *entries;
+  CacheEntry *entries, *entries_tail;   /* most .. least recently used */
+  size_t nentries;
+  size_t limit;               /* entries kept; 0: no limit (eviction skips those in use) */
+  uint64_t hits, misses, evictions;
   Engine *engines;
-  struct tj_kernel *kernels;
+  struct tj_kernel *kernels;  /* live handles (doubly linked) */
   DiskCache *disk;            /* the current on-disk cache, NULL off */
   DiskCache *disks;           /* every one set on this context (owned) */
 };
 
 struct tj_kernel {
-  struct tj_kernel *next;
+  struct tj_kernel *next, *prev;
   tj_context *cx;
   CacheEntry *entry;
   Arena arena;                /* this binding's assignment */
@@ -121,11 +131,18 @@ bool drv_disk_serialize(FILE *f, const char *key, const void *obj, size_t len,
                         const char *symbol);
 
 /* Applies parallelize / vectorize / precompute and the target's vector
- * width to e's plan (driver_schedule.c). */
-bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d);
+ * width to e's plan (driver_schedule.c); cin names the loops (split
+ * halves, pos and bound variables). */
+bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, const Schedule *s,
+                        Diag *d);
 /* LowerPlan.lattice_max from TJ_WIDE_UNION_THRESHOLD (a test and benchmark
  * switch between lattice and merged loops), 0 (the default) when unset. */
 int drv_lattice_max(void);
+/* The fewest additive terms a union scatters through a workspace with
+ * (lower_plan_scatter_union), from TJ_SCATTER_UNION_MIN (a test and
+ * benchmark switch; a large value turns the path off), else
+ * LOWER_SCATTER_MIN. */
+int drv_scatter_min(void);
 
 
 /* Kernel variants of an entry: a LowerPhase, or DRV_ROWS(phase) for the

@@ -108,7 +108,8 @@ tj_expr *tj_build_call(tj_builder *b, const char *fn, tj_expr *x, tj_expr *y) {
 
 const char *tj_function_name(int i) {
   for (int k = 0; k < OP_COUNT; k++)
-    if (nt_op((OpKind)k)->is_call && i-- == 0) return nt_op((OpKind)k)->spelling;
+    if (nt_op((OpKind)k)->is_call && *nt_op((OpKind)k)->spelling && i-- == 0)
+      return nt_op((OpKind)k)->spelling;
   return NULL;
 }
 

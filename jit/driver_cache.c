@@ -17,8 +17,12 @@
  *     directory owned by geteuid() and writable by neither group nor others;
  *     every file is then reached through that descriptor (openat), so the
  *     folder cannot be swapped after the check;
+ *   - every folder above it (on its real path) is owned by root or this
+ *     user and writable by group or others only with the sticky bit, as
+ *     /tmp is, so no one else can rename the folder and put theirs there;
  *   - a file is opened with O_NOFOLLOW (and O_NONBLOCK, against FIFOs) and
- *     its descriptor fstat'ed: a regular file, same owner and mode rules;
+ *     its descriptor fstat'ed: a regular file, same owner and mode rules,
+ *     and one link (a hard link elsewhere is a name someone else made);
  *   - files are written to a temporary name created O_CREAT|O_EXCL|
  *     O_NOFOLLOW with mode 0600 in the same folder, then renamed, so readers
  *     never see half a file.
@@ -89,7 +93,44 @@ static const char *untrusted(const struct stat *st, mode_t type, char *buf, size
              st->st_mode & S_IWGRP ? "its group" : "others", (unsigned)(st->st_mode & 07777));
     return buf;
   }
+  /* Our files are written under one name: another is a link someone made
+   * (a hard link keeps the inode, its owner and mode, wherever it is). */
+  if (type == S_IFREG && st->st_nlink != 1) {
+    snprintf(buf, n, "has %lu hard links (ours have one)", (unsigned long)st->st_nlink);
+    return buf;
+  }
   return NULL;
+}
+
+/* Why a folder above path cannot be trusted (written into buf), or NULL:
+ * each must be owned by root or this user, and writable by group or others
+ * only with the sticky bit (as /tmp), so that no one else can rename the
+ * cache folder away and put another in its place. Judged on the real path,
+ * so a link among the parents counts for where it leads. */
+static const char *untrusted_parents(const char *path, char *buf, size_t n) {
+  char *real = realpath(path, NULL);
+  if (!real) {
+    snprintf(buf, n, "cannot resolve its path: %s", strerror(errno));
+    return buf;
+  }
+  const char *why = NULL;
+  for (char *slash; !why && (slash = strrchr(real, '/'));) {
+    bool root = slash == real;
+    slash[root] = 0;   /* real is now the parent ("/" kept for the root) */
+    struct stat st;
+    if (stat(real, &st) != 0)
+      snprintf(buf, n, "its parent %s: %s", real, strerror(errno)), why = buf;
+    else if (st.st_uid != 0 && st.st_uid != geteuid())
+      snprintf(buf, n, "its parent %s is owned by uid %u, neither root nor this user", real,
+               (unsigned)st.st_uid), why = buf;
+    else if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+      snprintf(buf, n, "its parent %s is writable by %s (mode %04o) without the sticky bit",
+               real, st.st_mode & S_IWOTH ? "others" : "its group",
+               (unsigned)(st.st_mode & 07777)), why = buf;
+    if (root) break;
+  }
+  free(real);
+  return why;
 }
 
 /* Why open(..., O_NOFOLLOW) of path (relative to dfd) failed with err. */
@@ -159,8 +200,9 @@ void drv_disk_open(DiskCache *dc) {
     return;
   }
   struct stat st;
-  char buf[96];
+  char buf[600];
   const char *why = fstat(fd, &st) != 0 ? strerror(errno) : untrusted(&st, S_IFDIR, buf, sizeof buf);
+  if (!why) why = untrusted_parents(dc->path, buf, sizeof buf);
   if (why) {
     refuse_dir(dc->path, why);
     close(fd);

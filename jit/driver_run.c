@@ -37,6 +37,26 @@ static bool check_extents(const Expr *e, tj_tensor **ops, int64_t *ext, const ch
   }
 }
 
+/* bound(i, ib, n, max_exact) promised that i's extent is n: the kernel's
+ * loop runs n times whatever the operands' dims. */
+static bool check_bounds(const Cin *c, const int64_t *ext, Diag *d) {
+  switch (c->kind) {
+  case CIN_FORALL: {
+    const CinLoopForm *f = &c->u.forall.form;
+    const IndexVar *v = c->u.forall.iv;
+    if (f->bound_kind && ext[v->id] != f->bound)
+      return diag_error(d, TJ_ERR_SHAPE, "bound(%s, %s, %lld, max_exact): index %s has extent "
+                        "%lld", v->name, f->bound_name, (long long)f->bound, v->name,
+                        (long long)ext[v->id]);
+    return check_bounds(c->u.forall.body, ext, d);
+  }
+  case CIN_WHERE:
+    return check_bounds(c->u.where.consumer, ext, d) && check_bounds(c->u.where.producer, ext, d);
+  case CIN_ASSIGN: return true;
+  }
+  return true;
+}
+
 /* Every index has one extent across the bound operands, and each operand
  * has the format and dtype the kernel was compiled for. */
 static bool check_operands(const tj_kernel *k, tj_tensor **ops, Diag *d) {
@@ -57,7 +77,8 @@ static bool check_operands(const tj_kernel *k, tj_tensor **ops, Diag *d) {
                         tj_tensor_name(ops[t]));
   }
   /* Extents, checked in source order (the checker bounds the depth). */
-  return check_extents(k->as->lhs, ops, ext, who, d) && check_extents(k->as->rhs, ops, ext, who, d);
+  return check_extents(k->as->lhs, ops, ext, who, d) &&
+         check_extents(k->as->rhs, ops, ext, who, d) && check_bounds(k->entry->cin, ext, d);
 }
 
 static tj_status kernel_code(int32_t rc);
@@ -169,11 +190,17 @@ static int64_t extent_in(const Expr *e, const IndexVar *v, tj_storage **st) {
   }
 }
 
-/* How a row-chunked reduction's partial outputs combine (lower_plan
- * chunks only these operators). */
+/* How a row-chunked reduction's partial outputs combine: by the root
+ * operator, a reduction operator (nt_op_is_reduction). */
 static RtCombine combine_of(OpKind op) {
-  return op == OP_MUL ? RT_COMBINE_MUL : op == OP_MIN ? RT_COMBINE_MIN
-         : op == OP_MAX ? RT_COMBINE_MAX : RT_COMBINE_ADD;
+  switch (op) {
+  case OP_MUL: return RT_COMBINE_MUL;
+  case OP_MIN: return RT_COMBINE_MIN;
+  case OP_MAX: return RT_COMBINE_MAX;
+  case OP_OR: return RT_COMBINE_OR;
+  case OP_AND: return RT_COMBINE_AND;
+  default: return RT_COMBINE_ADD;
+  }
 }
 
 /* The work of a run, as the runtime weighs parallel loops: the inputs'

@@ -107,9 +107,16 @@ int drv_lattice_max(void) {
   return v > 0 && v < 1 << 20 ? (int)v : 0;
 }
 
+int drv_scatter_min(void) {
+  const char *s = getenv("TJ_SCATTER_UNION_MIN");
+  long v = s ? strtol(s, NULL, 10) : 0;
+  return v > 0 && v < 1 << 20 ? (int)v : LOWER_SCATTER_MIN;
+}
+
 /* Vector width from the backend's target (AVX-512: 512 bits, AVX2: 256),
  * parallelism, and the schedule's parallelize / vectorize directives. */
-bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, Diag *d) {
+bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, const Schedule *s,
+                        Diag *d) {
   LowerPlan *p = &e->plan;
   LowerOptions *o = &e->opt;
   o->vector_bits = e->no_vectorize ? 0 : e->be->vector_bits(e->bstate);
@@ -122,14 +129,35 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
   o->lattice_max = drv_lattice_max();
   for (int k = 0; k < s->n; k++) {
     const SchedDirective *sd = &s->d[k];
+    int part = 0;
     if (sd->kind == SCHED_PARALLELIZE) {
-      IndexVar *v = index_named(as, sd->vars[0]);
-      if (!v || p->nloops == 0 || p->order[0] != v)
-        return diag_error(d, TJ_ERR_UNSUPPORTED,
-                          "parallelize(%s): only the outermost loop (%s) can run in parallel",
-                          sd->vars[0], p->nloops ? p->order[0]->name : "none");
+      IndexVar *v = cin_loop_named(cin, sd->vars[0], &part);
+      if (v && p->nloops > 0 && p->order[0] != v) { /* an inner loop (lowering checks more) */
+        if (p->out_sparse || p->reduce_rows || nt_is_reduction_var(as, v))
+          return diag_error(d, TJ_ERR_UNSUPPORTED,
+                            "parallelize(%s): an inner loop runs in parallel only over an index "
+                            "of a dense output whose outer loop is not a reduction (per-thread "
+                            "partials or atomics for it are not lowered); the outermost loop "
+                            "is %s", sd->vars[0], p->order[0]->name);
+        continue;
+      }
+      if (!v || p->nloops == 0)
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): no loop to run in parallel",
+                          sd->vars[0]);
       bool dense_rows = !p->out_sparse && !nt_is_reduction_var(as, v);
-      if (!dense_rows && !p->rangeable)
+      if (sd->arg && strcmp(sd->arg, "atomics") == 0)
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s, atomics): atomic updates are not lowered; partials "
+                          "(per-thread partial outputs, summed in order) are, for an outermost "
+                          "reduction loop into a dense output", sd->vars[0]);
+      if (sd->arg && !p->reduce_rows)
+        return diag_error(d, TJ_ERR_UNSUPPORTED,
+                          "parallelize(%s, partials): %s", sd->vars[0],
+                          dense_rows ? "the loop writes disjoint rows of the output; there "
+                                       "is nothing to combine"
+                                     : "partials are lowered for an outermost reduction loop "
+                                       "into a dense output");
+      if (!dense_rows && !p->rangeable && !p->reduce_rows)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s): the loop over %s writes a shared output (a "
                           "reduction, or a sparse output whose first level is not dense)",
@@ -147,12 +175,9 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Schedule *s, 
     } else if (sd->kind == SCHED_PRECOMPUTE) {
       if (!apply_precompute(as, p, sd, &e->arena, d)) return false;
     } else if (sd->kind == SCHED_VECTORIZE) {
-      o->vec_var = index_named(as, sd->vars[0]);
-      o->vec_width = e->no_vectorize ? 0 : sd->width;
-      if (!o->vec_var)
-        return diag_error(d, TJ_ERR_PARSE, "vectorize(%s, %d): no index %s in the expression",
-                          sd->vars[0], sd->width, sd->vars[0]);
+      o->vec_width = e->no_vectorize ? 0 : sd->width; /* the loops carry the request */
     }
   }
+  lower_plan_scatter_union(as, p, drv_scatter_min());
   return true;
 }

@@ -36,6 +36,15 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   CacheEntry *e = k->entry;
   switch (stage) {
   case TJ_STAGE_NOTATION:
+    if (e->defs) { /* the definitions as parsed, then the expression */
+      Arena a;
+      arena_init(&a);
+      NtDefs *defs = arena_alloc(&a, sizeof *defs);
+      Diag d;
+      diag_init(&d);
+      if (defs && nt_parse_defs(&a, e->defs, defs, &d)) nt_print_defs(f, defs);
+      arena_free(&a);
+    }
     nt_print(f, k->as);
     if (k->as->semiring)
       fprintf(f, "    (semiring %s: absent entries are %g)", k->as->semiring->name,
@@ -58,6 +67,7 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   case TJ_STAGE_LLVM: return print_backend(k, BE_STAGE_LLVM, f);
   case TJ_STAGE_LLVM_OPT: return print_backend(k, BE_STAGE_LLVM_OPT, f);
   case TJ_STAGE_ASM: return print_backend(k, BE_STAGE_ASM, f);
+  case TJ_STAGE_GETT: lower_gett_print(f, e->as, &e->gett); return TJ_OK;
   }
   return rt_set_error(TJ_ERR_INVALID, "unknown stage %d", (int)stage);
 }

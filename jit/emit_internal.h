@@ -22,7 +22,7 @@ typedef struct Emitter {
   LLVMValueRef operands;     /* the kernel's operands argument */
   LLVMValueRef *slots;       /* alloca per LirVar id, made on first use */
   LLVMBasicBlockRef cleanup; /* NULL in an outlined body: no failing calls */
-  LLVMTypeRef i1, i8, i32, i64, f32, f64, ptr, vd;
+  LLVMTypeRef i1, i8, i16, i32, i64, f32, f64, ptr, vd;
   LLVMValueRef tbaa[NTYPES], tbaa_field;
   unsigned tbaa_kind, loop_kind;
   const LirKernel *k;
@@ -57,6 +57,11 @@ LLVMValueRef em_convert(Emitter *e, LLVMValueRef v, LirType from, LirType to);
 /* True when evaluating x cannot trap (no loads, no integer division). */
 bool em_is_speculatable(const LirExpr *x);
 int em_elem_bytes(LirType ptr);
+/* A call of the runtime helper `name` (declared on first use). */
+LLVMValueRef em_helper(Emitter *e, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
+                       unsigned n, LLVMValueRef *args);
+/* if (rcv != 0) { rc = rcv; goto cleanup; } */
+bool em_fail_if_nonzero(Emitter *e, LLVMValueRef rcv);
 void em_add_fn_attrs(Emitter *e, LLVMValueRef fn);
 /* Attaches !llvm.loop metadata: the attribute hints plus, when
  * no_vectorize, llvm.loop.vectorize.enable false. */
@@ -78,6 +83,12 @@ bool emit_is_vector_loop(const LirStmt *s);
  * reductions into outer variables; false with e->d set on a body outside
  * the vector-loop contract. */
 bool emit_vector_for(Emitter *e, const LirStmt *s);
+
+/* ---- jit/emit_gett.c ---- */
+/* The LH_GETT call: the plan as a constant, the micro-kernel it names
+ * (mr x nr, vector lanes TJ_GP_VL) as a function of the module, and
+ * tj_rt_gett(operands, plan, micro-kernel). */
+bool emit_gett_call(Emitter *e, const LirStmt *s);
 
 /* ---- jit/emit_parallel.c ---- */
 /* Outlines s's body into `void <kernel>.par<N>(ptr ctx, i64 lo, i64 hi)`

@@ -24,6 +24,8 @@
 LLVMTypeRef em_reg_type(Emitter *e, LirType t) {
   switch (t) {
   case LT_BOOL: return e->i1;
+  case LT_I8: return e->i8;
+  case LT_I16: return e->i16;
   case LT_I32: return e->i32;
   case LT_I64: return e->i64;
   case LT_F32: return e->f32;
@@ -56,7 +58,8 @@ LLVMMetadataRef em_md_int(LLVMTypeRef t, long long v) {
  * tj_storage fields; distinct siblings never alias. */
 static void tbaa_init(Emitter *e) {
   static const char *names[NTYPES] = {
-      [LT_BOOL] = "bool", [LT_I32] = "int32", [LT_I64] = "int64",
+      [LT_BOOL] = "bool", [LT_I8] = "int8", [LT_I16] = "int16",
+      [LT_I32] = "int32", [LT_I64] = "int64",
       [LT_F32] = "float", [LT_F64] = "double"};
   LLVMMetadataRef root_ops[] = {em_md_str(e, "tensorjit tbaa")};
   LLVMMetadataRef root = LLVMMDNodeInContext2(e->cx, root_ops, 1);
@@ -102,7 +105,7 @@ LLVMValueRef em_intrinsic(Emitter *e, const char *name, LLVMTypeRef t,
   return LLVMBuildCall2(e->b, ft, f, args, n, "");
 }
 
-static LLVMValueRef helper(Emitter *e, const char *name, LLVMTypeRef ret,
+LLVMValueRef em_helper(Emitter *e, const char *name, LLVMTypeRef ret,
                            LLVMTypeRef *params, unsigned n,
                            LLVMValueRef *args) {
   LLVMTypeRef ft = LLVMFunctionType(ret, params, n, 0);
@@ -573,7 +576,7 @@ static bool emit_if(Emitter *e, const LirStmt *s) {
 }
 
 /* if (rc_value != 0) { rc = rc_value; goto cleanup; } */
-static bool fail_if_nonzero(Emitter *e, LLVMValueRef rcv) {
+bool em_fail_if_nonzero(Emitter *e, LLVMValueRef rcv) {
   if (e->in_cleanup) return em_bug(e, "a failing helper call inside cleanup");
   if (!e->cleanup) return em_bug(e, "a failing helper call inside a parallel loop");
   LLVMBasicBlockRef fail = em_new_block(e, "fail"), ok = em_new_block(e, "ok");
@@ -598,7 +601,7 @@ static bool call_reserve(Emitter *e, const LirStmt *s) {
   LLVMValueRef args[] = {e->ops[s->u.call.operand],
                          LLVMConstInt(e->i32, (unsigned)s->u.call.arr, 0),
                          LLVMConstInt(e->i32, (unsigned)s->u.call.level, 0), n};
-  return fail_if_nonzero(e, helper(e, "tj_rt_reserve", e->i32, pt, 4, args));
+  return em_fail_if_nonzero(e, em_helper(e, "tj_rt_reserve", e->i32, pt, 4, args));
 }
 
 static bool call_alloc(Emitter *e, const LirStmt *s) {
@@ -608,27 +611,21 @@ static bool call_alloc(Emitter *e, const LirStmt *s) {
   if (!var || !n) return false;
   LLVMTypeRef pt[] = {e->i64, e->ptr};
   LLVMValueRef args[] = {n, e->alloc_out};
-  LLVMValueRef rcv = helper(e, "tj_rt_alloc", e->i32, pt, 2, args);
+  LLVMValueRef rcv = em_helper(e, "tj_rt_alloc", e->i32, pt, 2, args);
   LLVMBuildStore(e->b, LLVMBuildLoad2(e->b, e->ptr, e->alloc_out, ""), var);
-  return fail_if_nonzero(e, rcv);
+  return em_fail_if_nonzero(e, rcv);
 }
 
 static bool call_free(Emitter *e, const LirStmt *s) {
   LLVMValueRef var = em_slot(e, s->u.call.ptr);
   if (!var) return false;
   LLVMValueRef p = LLVMBuildLoad2(e->b, e->ptr, var, "");
-  helper(e, "tj_rt_free", e->vd, &e->ptr, 1, &p);
+  em_helper(e, "tj_rt_free", e->vd, &e->ptr, 1, &p);
   LLVMBuildStore(e->b, LLVMConstNull(e->ptr), var);
   return true;
 }
 
-int em_elem_bytes(LirType ptr) {
-  switch (lir_elem_type(ptr)) {
-  case LT_BOOL: return 1;
-  case LT_I32: case LT_F32: return 4;
-  default: return 8;
-  }
-}
+int em_elem_bytes(LirType ptr) { return lir_type_bytes(lir_elem_type(ptr)); }
 
 static bool call_sort(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.call.ptr;
@@ -640,7 +637,7 @@ static bool call_sort(Emitter *e, const LirStmt *s) {
   LLVMValueRef args[] = {LLVMBuildLoad2(e->b, e->ptr, var, ""),
                          LLVMBuildIntCast2(e->b, n, e->i64, 1, ""),
                          LLVMConstInt(e->i32, (unsigned)em_elem_bytes(v->type), 0)};
-  helper(e, "tj_rt_sort_crd", e->vd, pt, 3, args);
+  em_helper(e, "tj_rt_sort_crd", e->vd, pt, 3, args);
   return true;
 }
 
@@ -670,6 +667,7 @@ static bool emit_call(Emitter *e, const LirStmt *s) {
   case LH_FREE: return call_free(e, s);
   case LH_SORT_CRD: return call_sort(e, s);
   case LH_ZERO: return call_zero(e, s);
+  case LH_GETT: return emit_gett_call(e, s);
   }
   return em_bug(e, "unknown runtime helper");
 }
@@ -729,6 +727,7 @@ void em_add_fn_attrs(Emitter *e, LLVMValueRef fn) {
 static void init_types(Emitter *e) {
   e->i1 = LLVMInt1TypeInContext(e->cx);
   e->i8 = LLVMInt8TypeInContext(e->cx);
+  e->i16 = LLVMInt16TypeInContext(e->cx);
   e->i32 = LLVMInt32TypeInContext(e->cx);
   e->i64 = LLVMInt64TypeInContext(e->cx);
   e->f32 = LLVMFloatTypeInContext(e->cx);

@@ -82,7 +82,8 @@ static void walk(Capture *c, const LirStmt *s) {
   case LS_CALL:
     walk_expr(c, s->u.call.a);
     walk_expr(c, s->u.call.b);
-    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC) c->may_fail = true;
+    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC || s->u.call.h == LH_GETT)
+      c->may_fail = true;
     if (s->u.call.h == LH_FREE) write_var(c, s->u.call.ptr);
     use_var(c, s->u.call.ptr);
     break;

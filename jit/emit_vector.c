@@ -413,15 +413,14 @@ static bool scan(VecLoop *v, const LirStmt *s, int depth) {
 
 static LLVMValueRef identity(Emitter *e, LirType t, int fam) {
   LLVMTypeRef rt = em_reg_type(e, t);
-  bool i64 = t == LT_I64;
   switch (fam) {
   case LOP_MUL: return lir_type_is_float(t) ? LLVMConstReal(rt, 1) : LLVMConstInt(rt, 1, 0);
   case LOP_MIN:
     return lir_type_is_float(t) ? LLVMConstReal(rt, INFINITY)
-                                : LLVMConstInt(rt, i64 ? INT64_MAX : INT32_MAX, 1);
+                                : LLVMConstInt(rt, (unsigned long long)lir_int_max(t), 1);
   case LOP_MAX:
     return lir_type_is_float(t) ? LLVMConstReal(rt, -INFINITY)
-                                : LLVMConstInt(rt, (unsigned long long)(i64 ? INT64_MIN : INT32_MIN), 1);
+                                : LLVMConstInt(rt, (unsigned long long)lir_int_min(t), 1);
   default: return LLVMConstNull(rt);
   }
 }

@@ -127,6 +127,7 @@ static bool define_helpers(JitEngine *e, Diag *d) {
       {"tj_rt_alloc", (void *)tj_rt_alloc},
       {"tj_rt_free", (void *)tj_rt_free},
       {"tj_rt_sort_crd", (void *)tj_rt_sort_crd},
+      {"tj_rt_gett", (void *)tj_rt_gett},
       {"tj_rt_parallel_for", (void *)tj_rt_parallel_for},
       {"tj_rt_parallel_for_leaves", (void *)tj_rt_parallel_for_leaves},
       {"tj_rt_parallel_for_sched", (void *)tj_rt_parallel_for_sched}};

@@ -62,7 +62,7 @@ static bool certainly_present(const Expr *access, const void *ctx) {
 }
 
 bool lw_reduces_to_zero(const Lowerer *lw, const Expr *sum) {
-  return nt_op(sum->u.sum.op)->identity == nt_semiring_zero(lw->as->semiring);
+  return nt_sum_identity(sum) == nt_semiring_zero(lw->as->semiring);
 }
 
 bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {
@@ -133,7 +133,13 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
   int n = nt_children(e, k);
   build(lw, k[0], alive, depth, &x);
   if (n == 2) build(lw, k[1], alive, depth, &y);
-  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  case OA_LEFT: /* x's points, each also co-iterating y's (which case applies) */
+    *out = x;
+    for (int p = 0; p < x.n; p++)
+      for (int q = 0; q < y.n; q++) add_point(out, x.p[p].sparse | y.p[q].sparse, x.p[p].full);
+    out->overflow |= y.overflow;
+    return;
   case OA_NUMERATOR:
     if (y.n == 0) y = FULL; /* x / 0: keep x's points */
     lat_conj(&x, &y, out);
@@ -145,6 +151,7 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
     if (n == 2) disj(&x, &y, &x);
     disj(&x, &FULL, out);
     return;
+  case OA_RIGHT:
   case OA_EXCEPT: /* y's points, each also co-iterating x's iterators (the
                      cases that exclude): y's range, not the intersection */
     *out = y;
@@ -221,7 +228,11 @@ static Bound bound(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
   Expr *k[2];
   int n = nt_children(e, k);
   Bound x = bound(lw, k[0], alive, depth), y = n == 2 ? bound(lw, k[1], alive, depth) : zero;
-  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  case OA_LEFT: {
+    Bound c = bound_conj(x, y);
+    return (Bound){sat(c.n + x.n), x.full};
+  }
   case OA_NUMERATOR:
     if (!y.n && !y.full) y = full;
     return bound_conj(x, y);
@@ -229,6 +240,7 @@ static Bound bound(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
   case OA_UNION: return bound_disj(x, y);
   case OA_KEEP: return x;
   case OA_DENSE: return bound_disj(n == 2 ? bound_disj(x, y) : x, full);
+  case OA_RIGHT:
   case OA_EXCEPT: {
     Bound c = bound_conj(x, y);
     return (Bound){sat(c.n + y.n), y.full};

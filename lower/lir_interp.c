@@ -10,6 +10,8 @@
  */
 #include "lir_interp.h"
 
+#include "../ir/notation.h"
+
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -69,20 +71,26 @@ static const char *opname(const LirKernel *k, int op) {
 /* ---- values ---- */
 
 static int64_t wrap(LirType t, uint64_t v) {
-  if (t == LT_I32) return (int32_t)(uint32_t)v;
-  if (t == LT_BOOL) return v != 0;
-  return (int64_t)v;
+  switch (t) {
+  case LT_I8: return (int8_t)(uint8_t)v;
+  case LT_I16: return (int16_t)(uint16_t)v;
+  case LT_I32: return (int32_t)(uint32_t)v;
+  case LT_BOOL: return v != 0;
+  default: return (int64_t)v;
+  }
 }
 
-static int elem_size(LirType t) {
-  return t == LT_BOOL ? 1 : t == LT_I32 || t == LT_F32 ? 4 : 8;
-}
+static int elem_size(LirType t) { return lir_type_bytes(t); }
 
 static void read_elem(LirType t, const char *addr, Val *out) {
   int32_t i32;
+  int16_t i16;
+  int8_t i8;
   float f32;
   uint8_t b;
   switch (t) {
+  case LT_I8: memcpy(&i8, addr, 1); out->i = i8; break;
+  case LT_I16: memcpy(&i16, addr, 2); out->i = i16; break;
   case LT_I32: memcpy(&i32, addr, 4); out->i = i32; break;
   case LT_I64: memcpy(&out->i, addr, 8); break;
   case LT_F32: memcpy(&f32, addr, 4); out->f = f32; break;
@@ -93,9 +101,13 @@ static void read_elem(LirType t, const char *addr, Val *out) {
 
 static void write_elem(LirType t, char *addr, Val v) {
   int32_t i32 = (int32_t)v.i;
+  int16_t i16 = (int16_t)v.i;
+  int8_t i8 = (int8_t)v.i;
   float f32 = (float)v.f;
   uint8_t b = v.i != 0;
   switch (t) {
+  case LT_I8: memcpy(addr, &i8, 1); break;
+  case LT_I16: memcpy(addr, &i16, 2); break;
   case LT_I32: memcpy(addr, &i32, 4); break;
   case LT_I64: memcpy(addr, &v.i, 8); break;
   case LT_F32: memcpy(addr, &f32, 4); break;
@@ -170,11 +182,11 @@ static bool eval(Interp *in, const LirExpr *e, Val *out);
 
 static bool int_div(Interp *in, LirBinOp op, LirType t, int64_t a, int64_t b,
                     Val *out) {
-  int64_t min = t == LT_I32 ? INT32_MIN : INT64_MIN;
+  int64_t min = lir_int_min(t);
   if (b == 0) return fault(in, "integer %s by zero",
                            op == LOP_DIV ? "division" : "remainder");
   if (a == min && b == -1) out->i = op == LOP_DIV ? min : 0;  /* wraps */
-  else out->i = op == LOP_DIV ? a / b : a % b;
+  else out->i = wrap(t, (uint64_t)(op == LOP_DIV ? a / b : a % b));
   return true;
 }
 
@@ -289,8 +301,8 @@ static void convert(LirType to, LirType from, Val a, Val *out) {
   } else if (lir_type_is_int(to) && !lir_type_is_float(from)) {
     out->i = wrap(to, (uint64_t)a.i);
   } else if (lir_type_is_int(to)) {
-    double lim = to == LT_I32 ? 2147483648.0 : 9223372036854775808.0;
-    int64_t min = to == LT_I32 ? INT32_MIN : INT64_MIN;
+    double lim = -(double)lir_int_min(to);
+    int64_t min = lir_int_min(to);
     bool in_range = a.f > -lim - 1 && a.f < lim;  /* false for NaN */
     out->i = in_range ? wrap(to, (uint64_t)(int64_t)a.f) : min;
   } else if (lir_type_is_float(from)) {
@@ -493,17 +505,22 @@ static Exit exec_range(Interp *in, const LirStmt *s) {
   return EX_OK;
 }
 
+/* A helper's return code: 0 goes on, else the kernel's fail exit. */
+static Exit helper_rc(Interp *in, int32_t rc) {
+  if (rc == 0) return EX_OK;
+  in->rc = rc;
+  return EX_FAIL;
+}
+
 static Exit exec_call(Interp *in, const LirStmt *s) {
   Val need;
   switch (s->u.call.h) {
-  case LH_RESERVE: {
+  case LH_RESERVE:
     if (!eval(in, s->u.call.a, &need)) return EX_FAULT;
-    int32_t rc = tj_rt_reserve(in->ops[s->u.call.operand], s->u.call.arr,
-                               s->u.call.level, need.i);
-    if (rc == 0) return EX_OK;
-    in->rc = rc;
-    return EX_FAIL;
-  }
+    return helper_rc(in, tj_rt_reserve(in->ops[s->u.call.operand], s->u.call.arr,
+                                       s->u.call.level, need.i));
+  case LH_GETT:   /* the runtime's portable micro-kernel */
+    return helper_rc(in, tj_rt_gett(in->ops, s->u.call.plan, NULL));
   case LH_ALLOC: return exec_alloc(in, s);
   case LH_FREE: return exec_free(in, s);
   default: return exec_range(in, s);
@@ -547,11 +564,6 @@ static Exit exec_list(Interp *in, const LirStmt *s) {
 
 /* ---- the kernel ---- */
 
-static const char *dtype_name(int dt) {
-  static const char *n[] = {"f64", "f32", "i64", "i32"};
-  return dt >= 0 && dt < 4 ? n[dt] : "?";
-}
-
 /* The storages must have the orders, dtypes and widths k was built for. */
 static bool check_operands(Interp *in) {
   const LirKernel *k = in->k;
@@ -566,7 +578,7 @@ static bool check_operands(Interp *in) {
                    s->order, o->order);
     if (s->dtype != o->dtype)
       return fault(in, "operand %s has dtype %s but the kernel expects %s", n,
-                   dtype_name(s->dtype), dtype_name(o->dtype));
+                   nt_dtype_name((tj_dtype)s->dtype), nt_dtype_name((tj_dtype)o->dtype));
     if ((o->pos_width && s->pos_width != o->pos_width) ||
         (o->crd_width && s->crd_width != o->crd_width))
       return fault(in, "operand %s has pos/crd widths %d/%d but the kernel "

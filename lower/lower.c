@@ -11,11 +11,6 @@
 
 #include "lowerer.h"
 
-static LirType dtype_lir(tj_dtype t) {
-  static const LirType m[] = {LT_F64, LT_F32, LT_I64, LT_I32};
-  return m[t];
-}
-
 /* Doubles the name table (arena memory; on failure a->failed is set and
  * the lowering fails at its end). */
 static bool grow_names(Lowerer *lw) {
@@ -75,8 +70,7 @@ LirExpr *lw_out_linear(Lowerer *lw) {
   LirExpr *p = NULL;
   for (int l = 0; l < ac->f->order; l++) {
     const IndexVar *v = ac->e->u.access.idx[ac->f->mode_order[l]];
-    LirExpr *c = lw_ref(lw, lw->coord[v->id]);
-    p = p ? lir_bin(lw->a, LOP_ADD, lir_bin(lw->a, LOP_MUL, p, lw_level_size(lw, 0, l)), c) : c;
+    p = lw_locate(lw, 0, l, p, lw_ref(lw, lw->coord[v->id]));
   }
   return p ? p : lw_i64(lw, 0);
 }
@@ -112,12 +106,16 @@ static LirStmt *grow_if_full(Lowerer *lw, LirVar *cap, int arr, int l, LirExpr *
 /* Room for an output entry at index in level l (and its value). */
 LirStmt *lw_ensure_out_cap(Lowerer *lw, int l, LirExpr *index) {
   if (lw->phase == PHASE_COMPUTE) return NULL;
-  LirStmt *vals = NULL;
-  if (l == lw->out_last && lw->emit_values) {
-    vals = reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, lw->crd_cap[l]));
-    lir_append(&vals, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+  LirStmt *more = NULL;
+  for (int k = lw_out_run_start(lw->acc[0].f, l); k < l; k++) { /* the run's crd grow together */
+    lir_append(&more, reserve(lw, TJ_ARR_CRD, k, lw_ref(lw, lw->crd_cap[l])));
+    lir_append(&more, reload(lw, lw->crd_ptr[0][k], LF_CRD, k));
   }
-  return grow_if_full(lw, lw->crd_cap[l], TJ_ARR_CRD, l, index, vals);
+  if (l == lw->out_last && lw->emit_values) {
+    lir_append(&more, reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, lw_ref(lw, lw->crd_cap[l]))));
+    lir_append(&more, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+  }
+  return grow_if_full(lw, lw->crd_cap[l], TJ_ARR_CRD, l, index, more);
 }
 
 /* Room for pos entry index of level l (a compressed level under a
@@ -197,12 +195,20 @@ static bool setup_accesses(Lowerer *lw) {
       if (dd > ac->last_depth) ac->last_depth = dd;
     }
   }
-  lw->out_last = lw->acc[0].f->order - 1;
+  lw->out_last = p->out_sparse ? lw_out_leaf(lw->acc[0].f) : lw->acc[0].f->order - 1;
   mark_valued_masks(lw, lw->as->rhs);
   /* The outermost loop may run in parallel when it walks an output index
-   * of a dense output: iterations then write disjoint output elements. */
-  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 &&
-               !nt_is_reduction_var(lw->as, nest->order[0]);
+   * of a dense output: iterations then write disjoint output elements. So
+   * may an inner loop that parallelize names (the loops above it then run
+   * serially), when it is not inside the root reduction's temp. */
+  lw->par_depth = nest->par_asked > 0 ? nest->par_asked : 0;
+  bool reduction = nest->nloops > 0 && nt_is_reduction_var(lw->as, nest->order[lw->par_depth]);
+  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 && !reduction;
+  if (lw->par_depth > 0 && (reduction || (lw->first_red >= 0 && lw->par_depth >= lw->first_red)))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s): the loop over %s sums into "
+                      "a shared value (a reduction's temp); per-thread partials or atomics for "
+                      "an inner loop are not lowered", nest->order[lw->par_depth]->name,
+                      nest->order[lw->par_depth]->name);
   return true;
 }
 
@@ -276,7 +282,9 @@ LirStmt *lw_fill(Lowerer *lw, LirVar *ptr, LirExpr *lo, LirExpr *hi, double v) {
 
 LirExpr *lw_value(Lowerer *lw, LirType t, double v) {
   if (lir_type_is_float(t)) return lir_const_fp(lw->a, t, v);
-  int64_t max = t == LT_I32 ? INT32_MAX : INT64_MAX, min = t == LT_I32 ? INT32_MIN : INT64_MIN;
+  if (lw->is_bool && t == lw->vtype)  /* 0/1; +inf (min's, and's identity) is 1 */
+    return lir_const_int(lw->a, t, v != 0 && v == v && v != -(double)INFINITY);
+  int64_t max = lir_int_max(t), min = lir_int_min(t);
   return lir_const_int(lw->a, t, isnan(v) ? 0 : v >= (double)max ? max
                                  : v <= (double)min ? min : (int64_t)v);
 }
@@ -333,6 +341,15 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
   LirStmt *s = NULL;
   char base[64];
   for (int l = 0; l < f->order; l++) {
+    if (lv_at(f, l, LV_HAS_CRD) && !lv_at(f, l, LV_HAS_POS)) {
+      /* a singleton of a run: the run's position and capacity */
+      int r = lw_out_run_start(f, l);
+      lw->out_p[l] = lw->out_p[r];
+      if (lw->phase == PHASE_COMPUTE) continue;
+      lw->crd_cap[l] = lw->crd_cap[r];
+      lir_append(&s, reserve(lw, TJ_ARR_CRD, l, lw_ref(lw, lw->crd_cap[l])));
+      lir_append(&s, reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
+    }
     if (!lv_at(f, l, LV_HAS_POS)) continue;
     snprintf(base, sizeof base, "pOut%d", l);
     lw->out_p[l] = lw_var(lw, base, LT_I64);
@@ -366,7 +383,7 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
     LirExpr *need = lw->phase == PHASE_COMPUTE
                         ? lir_field(a, lw->k, 0, LF_CRD_LEN, last)
                         : lw_ref(lw, lw->crd_cap[last]);
-    lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, need));
+    lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, need)));
     lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
   }
   return s;
@@ -381,6 +398,8 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
   LirStmt *s = NULL;
   if (lw->phase != PHASE_COMPUTE) {
     for (int l = 0; l < f->order; l++) {
+      if (lv_at(f, l, LV_HAS_CRD) && !lv_at(f, l, LV_HAS_POS))
+        lir_append(&s, lir_setfield(a, 0, LF_CRD_LEN, l, lw_ref(lw, lw->out_p[l])));
       if (!lv_at(f, l, LV_HAS_POS)) continue;
       LirVar *pos = lw->pos_ptr[0][l];
       LirExpr *plen;
@@ -404,17 +423,17 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
     }
   }
   if (lw->phase == PHASE_ASSEMBLE) {
-    LirExpr *n = lw_ref(lw, lw->out_p[last]);
+    LirExpr *n = lw_out_vals(lw, lw_ref(lw, lw->out_p[last]));
     lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, n));
     lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
     LirStmt *z = lir_call(a, LH_ZERO);
     z->u.call.ptr = lw->vals_ptr[0];
     z->u.call.a = lw_i64(lw, 0);
-    z->u.call.b = lw_ref(lw, lw->out_p[last]);
+    z->u.call.b = n;
     lir_append(&s, z);
   }
   if (!(lw->ranged && lw->phase == PHASE_COMPUTE))
-    lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, lw->out_p[last])));
+    lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_out_vals(lw, lw_ref(lw, lw->out_p[last]))));
   return s;
 }
 
@@ -428,7 +447,7 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
   LirExpr *n = lw_ref(lw, lw->dim[0][mode]);
   struct { LirVar **v; const char *name; LirType t; int bytes; } ws[] = {
       {&lw->ws_vals, "ws_vals", lir_ptr_type(lw->vtype),
-       lw->vtype == LT_F32 || lw->vtype == LT_I32 ? 4 : 8},
+       lir_type_bytes(lw->vtype)},
       {&lw->ws_mark, "ws_mark", LT_PTR_U8, 1},
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
@@ -548,7 +567,8 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   lw->phase = phase;
   lw->emit_index = phase != PHASE_COMPUTE;
   lw->emit_values = phase != PHASE_ASSEMBLE;
-  lw->vtype = dtype_lir(as->lhs->dtype);
+  lw->vtype = lir_dtype_type(as->lhs->dtype);
+  lw->is_bool = as->lhs->dtype == TJ_BOOL;
   lw->k = lir_kernel(a, name);
   if (!lw->k) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   if (!setup_accesses(lw)) return NULL;
@@ -601,7 +621,7 @@ static int run_tile(Arena *a, LirKernel *k, const LowerOptions *o) {
 /* The vector type is the output's: every value of a kernel has it. */
 static int run_vectorize(Arena *a, LirKernel *k, const LowerOptions *o) {
   if (o->vector_bits <= 0 && o->vec_width <= 0) return 0;
-  return lower_vectorize(a, k, o, dtype_lir(k->operands[0].dtype));
+  return lower_vectorize(a, k, o, lir_dtype_type(k->operands[0].dtype));
 }
 
 static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
@@ -613,6 +633,30 @@ static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
  * blocks rows around the vector loops. */
 const LowerPass LOWER_PASSES[] = {
     {"tile", run_tile}, {"vectorize", run_vectorize}, {"unroll-jam", run_unroll_jam}, {NULL, NULL}};
+
+/* A union scattered term by term: each term's lattice, as its loop walks it. */
+static void print_scattered_terms(FILE *out, Lowerer *lw, AMask alive, int k) {
+  Expr *terms[LW_MAX_ACCESS];
+  int n = lw_union_terms(lw, terms);
+  fprintf(out, " scattered into a workspace, %d terms:", n);
+  for (int t = 0; t < n; t++) {
+    const Expr *acc[LW_MAX_ACCESS];
+    int na = 0;
+    lw_collect_accesses(terms[t], acc, &na, LW_MAX_ACCESS);
+    AMask m = 0;
+    for (int i = 0; i < na && i < LW_MAX_ACCESS; i++) m |= (AMask)1 << lw_access_index(lw, acc[i]);
+    lw->root = terms[t];
+    Lattice L;
+    lw_lattice(lw, alive & m, k, &L);
+    fprintf(out, " {");
+    for (int q = 0; q < L.n; q++) {
+      if (q) fputc(' ', out);
+      lw_print_point(out, lw, &L.p[q]);
+    }
+    fputc('}', out);
+  }
+  fputc('\n', out);
+}
 
 void lower_print_lattices(FILE *out, const LowerInput *in) {
   const Assignment *as = in->as;
@@ -642,6 +686,10 @@ void lower_print_lattices(FILE *out, const LowerInput *in) {
     for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
       if (sums[i]->u.sum.iv == v) lw->root = sums[i]->u.sum.a;
     fprintf(out, "%s:", v->name);
+    if (lw_scatters_terms(lw, k)) {
+      print_scattered_terms(out, lw, alive, k);
+      continue;
+    }
     if (lw_wide_at(lw, alive, k)) {
       LatPoint every = {lw_sparse_at(lw, alive, k), false};
       fprintf(out, " merged over ");

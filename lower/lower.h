@@ -19,6 +19,9 @@
 
 /* The default of LowerOptions.lattice_max (see bench/README.md, wide unions). */
 #define LOWER_LATTICE_MAX 8
+/* The fewest additive terms a union scatters through a workspace with
+ * (lower_plan_scatter_union; bench/README.md, wide unions). */
+#define LOWER_SCATTER_MIN 3
 
 typedef enum { PHASE_ASSEMBLE, PHASE_COMPUTE, PHASE_EVALUATE } LowerPhase;
 
@@ -50,8 +53,8 @@ typedef struct LowerOptions {
   bool parallel;                       /* mark the outermost safe loop parallel */
   int vector_bits;                     /* explicit vectorization width in bits, 0 off */
   bool vector_gather;                  /* also vectorize loops that gather */
-  IndexVar *vec_var;                   /* vectorize(j, w): only this loop ... */
-  int vec_width;                       /* ... with this many lanes */
+  int vec_width;                       /* vectorize(j, w): w lanes (the loops of j
+                                          carry LoopAttrs.vectorize); 0 none */
   int unroll_jam;                      /* rows per unroll-and-jam block, 0 off */
   int lattice_max;                     /* a loop whose merge lattice may have more
                                           points is one merged co-iteration (a
@@ -70,6 +73,9 @@ typedef struct LoopNest {
   IndexVar *ws_var;
   int unroll[NT_MAX_INDICES];          /* unroll(i, n): n, else 0 */
   int par[NT_MAX_INDICES];             /* parallelize(i, s): ParStrategy */
+  int vec[NT_MAX_INDICES];             /* vectorize(i, w): w, else 0 */
+  int par_asked;                       /* depth of the loop parallelize names, -1 */
+  const CinLoopForm *form[NT_MAX_INDICES]; /* split / divide / pos / bound */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
 
@@ -103,6 +109,52 @@ Cin *lower_plan_notation(Arena *a, const LowerPlan *p, const Cin *cin, Diag *d);
  * whether it added it (lower/order.c). */
 bool lower_order_contraction(const Assignment *as, const LowerPlan *plain, bool vectorizing,
                              Schedule *s);
+
+/* ---- dense contractions by GETT / TTGT / LoG (lower/gett.c) ---- */
+
+#define GETT_LOOPS (-1)   /* the method "loops": the loop-IR kernel */
+
+/* How a pure dense contraction C(I_m, I_n) (+)= A(I_m, I_k) * B(I_n, I_k)
+ * runs: the index sets (IndexIds, fastest first), which tensors are A and
+ * B, the micro-kernel and cache blocking, the model's estimates and the
+ * method, and the words of tj_rt_gett's plan (runtime/abi.h TJ_GP_*). */
+typedef struct GettPlan {
+  int method;                          /* TJ_GETT_* or GETT_LOOPS */
+  bool forced;                         /* by method(...) in the schedule */
+  int a, b;                            /* TensorIds of A and B */
+  int nm, nn, nk;
+  int m[NT_MAX_INDICES], n[NT_MAX_INDICES], k[NT_MAX_INDICES];
+  int mr, nr, vl, mc, kc, nc;
+  double cost[3];                      /* the model's seconds per method */
+  int32_t words[LIR_GETT_WORDS];
+} GettPlan;
+
+/* True when as is a pure dense contraction (see lower/gett.c). */
+bool lower_gett_form(const Assignment *as);
+/* Plans as by GETT / TTGT / LoG for a vector width: the model's method,
+ * or `forced` (a TJ_GETT_*; -2 none); false (method GETT_LOOPS) when as is
+ * not a pure dense contraction or forced is GETT_LOOPS. */
+bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan *g);
+/* The kernel of a planned contraction (every phase but assembly): the
+ * dense output sized, then the tj_rt_gett call. */
+LirKernel *lower_gett_kernel(Arena *a, const LowerInput *in, const GettPlan *g,
+                             const char *name, Diag *d);
+/* The plan as text (-print-gett). */
+void lower_gett_print(FILE *f, const Assignment *as, const GettPlan *g);
+/* "gett", "ttgt", "log", else "loops"; and back (-2 for an unknown name). */
+const char *lower_gett_method_name(int m);
+int lower_gett_method_of(const char *name);
+
+/* The number of additive terms of e with products distributed over sums
+ * ((B1 + B2) * C: two), 0 when e cannot be split (a sum node or a mask
+ * inside, or more than 64 terms) (lower/union_terms.c). */
+int lower_union_term_count(const Expr *e);
+
+/* Chooses the workspace for a wide union: a sparse output written by the
+ * innermost loop, no reduction, at least min_terms (and two) additive
+ * terms; each term then scatters its own fiber into the workspace (O(nnz)
+ * per row, not O(k) per coordinate). Returns whether it did. */
+bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms);
 
 /* Emits the kernel for one phase of the plan into arena memory: the loop
  * nest only; the loop-IR passes (LOWER_PASSES) run after it. */

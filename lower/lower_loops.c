@@ -86,8 +86,7 @@ static LirStmt *read_coord(Lowerer *lw, int x, int l, Iter *it) {
   char base[64];
   snprintf(base, sizeof base, "%s%d", lw->acc[x].e->u.access.t->name, l);
   it->c = lw_var(lw, base, LT_I64);
-  LirVar *crd = lw->crd_ptr[lw->acc[x].t][l];
-  LirStmt *s = lir_decl(A(lw), it->c, lw_load_index(lw, crd, lw_ref(lw, it->p)));
+  LirStmt *s = lir_decl(A(lw), it->c, lw_coord_at(lw, x, l, lw_ref(lw, it->p)));
   it->seg = NULL;
   if (!level_segmented(lw, x, l)) return s;
   /* seg = p + 1; more = seg < end;
@@ -103,7 +102,7 @@ static LirStmt *read_coord(Lowerer *lw, int x, int l, Iter *it) {
   LirStmt *step = lir_update(a, it->seg, LOP_ADD, lw_i64(lw, 1));
   lir_append(&step, lir_assign(a, more, lir_bin(a, LOP_LT, lw_ref(lw, it->seg),
                                                lw_ref(lw, it->end))));
-  LirExpr *same = lir_bin(a, LOP_EQ, lw_load_index(lw, crd, lw_ref(lw, it->seg)),
+  LirExpr *same = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, l, lw_ref(lw, it->seg)),
                           lw_ref(lw, it->c));
   LirStmt *stop = lir_assign(a, more, lir_const_int(a, LT_BOOL, 0));
   lir_append(&s, lir_while(a, lw_ref(lw, more), lir_if(a, same, step, stop)));
@@ -117,10 +116,18 @@ static LirExpr *vconst(Lowerer *lw, double v) { return lw_value(lw, lw->vtype, v
 /* x op y through op's loop-IR operation; the rows without one (ir/ops.def)
  * from comparisons: or / and are 1 where x != 0 || / && y != 0, else 0, and
  * pair is 1 (it exists only where both operands do). */
+/* op's loop-IR operation on the expression's values: in a bool expression
+ * (0/1) + is or and * is and, so max and min. */
+static int lir_op(const Lowerer *lw, OpKind op) {
+  int l = nt_op(op)->lir;
+  if (lw->is_bool && l == LOP_ADD) return LOP_MAX;
+  if (lw->is_bool && l == LOP_MUL) return LOP_MIN;
+  return l;
+}
+
 static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
   Arena *a = A(lw);
-  const NtOp *o = nt_op(op);
-  if (o->lir != LOP_NONE) return lir_bin(a, (LirBinOp)o->lir, x, y);
+  if (lir_op(lw, op) != LOP_NONE) return lir_bin(a, (LirBinOp)lir_op(lw, op), x, y);
   switch (op) {
   case OP_PAIR: return vconst(lw, 1);
   case OP_MASK:
@@ -135,11 +142,35 @@ static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
   }
 }
 
+static LirExpr *unary_op(Lowerer *lw, const NtOp *op, LirExpr *x);
+
+/* The body of definition def with p[k] for parameter k, inlined: both
+ * parameters exist, so it is plain arithmetic (no lattice). */
+static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]) {
+  switch (e->kind) {
+  case EX_ACCESS: return p[-1 - e->u.access.t->id];
+  case EX_LITERAL: return vconst(lw, e->u.lit.value);
+  case EX_SUM: return TJ_BUG(lw->d, "a reduction in a definition's body"), NULL;
+  default: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  LirExpr *x = gen_def_body(lw, k[0], p);
+  if (n == 1) return x ? unary_op(lw, nt_op(nt_expr_op(e)), x) : NULL;
+  LirExpr *y = gen_def_body(lw, k[1], p);
+  return x && y ? apply_op(lw, nt_expr_op(e), x, y) : NULL;
+}
+
 /* var = var op v: var op= v where op is one loop-IR operation (which the
- * vectorizer recognizes as a reduction). */
+ * vectorizer recognizes as a reduction); var = def(var, v) for a
+ * definition's reduction (lw->temp_def, when var is lw->temp). */
 static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
-  const NtOp *o = nt_op(op);
-  if (o->lir != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)o->lir, v);
+  if (lw->temp_def && var == lw->temp) {
+    LirExpr *p[2] = {lw_ref(lw, var), v};
+    LirExpr *r = gen_def_body(lw, lw->temp_def->body, p);
+    return r ? lir_assign(A(lw), var, r) : NULL;
+  }
+  if (lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lir_op(lw, op), v);
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
 
@@ -151,8 +182,8 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
   Arena *a = A(lw);
   OpKind op = lw->out_op;
   if (op == OP_NONE) return lir_store(a, lw_ref(lw, vals), out_at(lw), v);
-  const NtOp *o = nt_op(op);
-  if (o->lir != LOP_NONE) return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)o->lir, v);
+  if (lir_op(lw, op) != LOP_NONE)
+    return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)lir_op(lw, op), v);
   LirExpr *old = lir_load(a, lw_ref(lw, vals), out_at(lw));
   return lir_store(a, lw_ref(lw, vals), out_at(lw), apply_op(lw, op, old, v));
 }
@@ -194,7 +225,9 @@ static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
   }
   Expr *k[2];
   int n = nt_children(e, k);
-  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  case OA_LEFT: return present(lw, k[0], alive);
+  case OA_RIGHT: return present(lw, k[1], alive);
   case OA_INTERSECT:
     return both(lw, nt_expr_op(e) == OP_MASK ? mask_present(lw, k[0], alive) : present(lw, k[0], alive),
                 present(lw, k[1], alive));
@@ -234,6 +267,35 @@ static bool zero_safe(const Lowerer *lw, OpKind op) {
 }
 
 
+/* A function of one operand through its loop-IR operation; a float-only
+ * one of an integer value is computed in f64. */
+static LirExpr *unary_op(Lowerer *lw, const NtOp *op, LirExpr *x) {
+  Arena *a = A(lw);
+  if (lir_type_is_float(lw->vtype) || !op->float_only) return lir_un(a, (LirUnOp)op->lir, x);
+  return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
+}
+
+static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]);
+
+/* A definition's cases at a point: its body where both operands exist,
+ * left where only x does, right where only y does, else the zero; a
+ * select on the operands' presence where it is known only at run time. */
+static LirExpr *gen_cases(Lowerer *lw, const Expr *e, Expr *const k[2], AMask alive) {
+  Arena *a = A(lw);
+  const NtDef *d = e->u.call.def;
+  LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
+  LirExpr *zero = vconst(lw, lw_fill_value(lw));
+  LirExpr *v[2] = {gen_expr(lw, k[0], alive), gen_expr(lw, k[1], alive)};
+  bool no_x = is_bool_const(px, 0), no_y = is_bool_const(py, 0);
+  LirExpr *b = no_x || no_y ? zero : gen_def_body(lw, d->body, v);
+  LirExpr *l = d->left && !no_x ? gen_def_body(lw, d->left, v) : zero;
+  LirExpr *r = d->right && !no_y ? gen_def_body(lw, d->right, v) : zero;
+  if (!b || !l || !r) return NULL;
+  LirExpr *only_y = is_bool_const(py, 1) ? r : lir_select(a, py, r, zero);
+  LirExpr *x_on = is_bool_const(py, 1) ? b : is_bool_const(py, 0) ? l : lir_select(a, py, b, l);
+  return is_bool_const(px, 1) ? x_on : is_bool_const(px, 0) ? only_y : lir_select(a, px, x_on, only_y);
+}
+
 /* An operator node through its loop-IR operation (ir/ops.def). A float-only
  * function of an integer value is computed in f64. Where an operand is
  * absent and the operator's identity is the zero (+ - with 0, min under
@@ -244,11 +306,7 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
   const NtOp *op = nt_op(nt_expr_op(e));
   Expr *k[2];
   nt_children(e, k);
-  if (op->arity == 1) {
-    LirExpr *x = gen_expr(lw, k[0], alive);
-    if (lir_type_is_float(lw->vtype) || !op->float_only) return lir_un(a, (LirUnOp)op->lir, x);
-    return lir_cast(a, lw->vtype, lir_un(a, (LirUnOp)op->lir, lir_cast(a, LT_F64, x)));
-  }
+  if (op->arity == 1) return unary_op(lw, op, gen_expr(lw, k[0], alive));
   OpKind kind = nt_expr_op(e);
   if (kind == OP_EXCEPT || kind == OP_MASK) {
     /* y where the mask is (mask) or is not (except): its entry, a merged
@@ -259,6 +317,7 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
     LirExpr *c = both(lw, px, present(lw, k[1], alive));
     return is_bool_const(c, 1) ? y : lir_select(a, c, y, zero);
   }
+  if (kind == OP_CASES) return gen_cases(lw, e, k, alive);
   if (!zero_safe(lw, kind)) { /* under a merged loop, the operands' hits decide */
     LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
     if (!is_bool_const(px, 1) || !is_bool_const(py, 1)) {
@@ -340,11 +399,12 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     return reached;
   }
   LirVar *vals = lw->vals_ptr[0];
-  if (lw->plan->out_sparse) {
+  if (lw->plan->out_sparse && !lw_out_dense_tail(lw->acc[0].f)) {
     lir_append(&reached, lir_store(a, lw_ref(lw, vals), out_index(lw), v));
     return reached;
   }
-  return update_output(lw, vals, out_index, v);
+  lir_append(&reached, update_output(lw, vals, out_index, v));
+  return reached;
 }
 
 /* The statement of the scope; where an all-dense mask decides at run time
@@ -368,16 +428,19 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->root_temp = t;
   LirVar *saved = lw->temp;
   OpKind saved_op = lw->temp_op;
+  const NtDef *saved_def = lw->temp_def;
   lw->target = T_TEMP;
   lw->temp = t;
   lw->temp_op = op;
+  lw->temp_def = NULL;
   lir_append(&s, lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   lw->temp = saved;
   lw->temp_op = saved_op;
+  lw->temp_def = saved_def;
   lw->root_temp = NULL;
   if (!lw->emit_values) return lir_block(a, s);
-  if (lw->plan->out_sparse) {
+  if (lw->plan->out_sparse && !lw_out_dense_tail(lw->acc[0].f)) {
     LirStmt *st = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), out_index(lw), lw_ref(lw, t));
     lir_append(&s, lw->out_hit ? lir_if(a, lw_ref(lw, lw->out_hit), st, NULL) : st);
   } else
@@ -408,6 +471,39 @@ static LirStmt *drain_assembled(Lowerer *lw, int l) {
   return s;
 }
 
+/* The accesses of e among alive. */
+static AMask accesses_in(const Lowerer *lw, const Expr *e, AMask alive) {
+  const Expr *acc[LW_MAX_ACCESS];
+  int n = 0;
+  lw_collect_accesses(e, acc, &n, LW_MAX_ACCESS);
+  AMask m = 0;
+  for (int i = 0; i < n && i < LW_MAX_ACCESS; i++) {
+    int x = lw_access_index(lw, acc[i]);
+    if (x > 0) m |= (AMask)1 << x;
+  }
+  return m & alive;
+}
+
+/* The producer of a union scattered term by term (lower/union_terms.c):
+ * each term's own loop adds into the workspace,
+ *   <loop over B1's fiber: ws[j] += B1>  ...  <loop over Bk's fiber: ws[j] += Bk> */
+static LirStmt *scatter_terms(Lowerer *lw, int depth, AMask alive) {
+  Expr *terms[LW_MAX_ACCESS];
+  int n = lw_union_terms(lw, terms);
+  const Expr *root = lw->root;
+  OpKind op = lw->out_op;
+  lw->out_op = OP_ADD;
+  LirStmt *s = NULL;
+  for (int t = 0; t < n; t++) {
+    lw->root = terms[t];
+    lir_append(&s, lir_comment(A(lw), "scatter one term into the workspace"));
+    lir_append(&s, lw_loops(lw, depth, accesses_in(lw, terms[t], alive), true));
+  }
+  lw->root = root;
+  lw->out_op = op;
+  return s;
+}
+
 /* Emits the producer into the workspace, then appends its coordinates in
  * order (the compute phase gathers along the assembled ones instead):  <producer: ws[j] += ...; first touch records j in list>
  *         sort(list, n); for (q < n) { j = list[q]; append (j, ws[j]); reset } */
@@ -415,8 +511,10 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   Arena *a = A(lw);
   int l = lw->out_last;
   lw->target = T_WS;
-  LirStmt *s = lw_loops(lw, depth, alive, true);
+  LirStmt *s = lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
+                                            : lw_loops(lw, depth, alive, true);
   lw->target = T_OUT;
+  if (!diag_ok(lw->d)) return NULL;
   if (drains_assembled(lw)) {
     lir_append(&s, drain_assembled(lw, l));
     return lir_block(a, s);
@@ -478,12 +576,14 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
   for (int c = 0; c < n; c++) {
     const Expr *sum = kids[c];
     LirVar *t = lw_var(lw, arena_printf(a, "t_%s", sum->u.sum.iv->name), lw->vtype);
-    lir_append(&s, lir_decl(a, t, vconst(lw, nt_op(sum->u.sum.op)->identity)));
+    lir_append(&s, lir_decl(a, t, vconst(lw, nt_sum_identity(sum))));
     const Expr *root = lw->root;
     int end = lw->scope_end, target = lw->target, nt = lw->nsum_temps;
     LirVar *temp = lw->temp;
     OpKind temp_op = lw->temp_op;
+    const NtDef *temp_def = lw->temp_def;
     lw->temp_op = sum->u.sum.op;
+    lw->temp_def = sum->u.sum.def;
     int depth = lw->depth_of[sum->u.sum.iv->id];
     lw->root = sum->u.sum.a;
     lw->scope_end = depth + 1;
@@ -495,6 +595,7 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
     lw->target = target;
     lw->temp = temp;
     lw->temp_op = temp_op;
+    lw->temp_def = temp_def;
     lw->nsum_temps = nt;
     if (base + c >= NT_MAX_INDICES) return TJ_BUG(lw->d, "too many sums"), NULL;
     lw->sum_node[base + c] = sum;
@@ -567,9 +668,7 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lw->seg_end[x] = NULL;
       snprintf(base, sizeof base, "p%s%d", ac->e->u.access.t->name, l);
       LirVar *p = lw_var(lw, base, LT_I64);
-      LirExpr *e = lir_bin(a, LOP_ADD, lir_bin(a, LOP_MUL, parent_pos(lw, x),
-                                               lw_level_size(lw, x, l)), lw_ref(lw, cv));
-      lir_append(&s, lir_decl(a, p, e));
+      lir_append(&s, lir_decl(a, p, lw_locate(lw, x, l, parent_pos(lw, x), lw_ref(lw, cv))));
       lw->pos[x] = lw_ref(lw, p);
     }
     bool done = ac->located ? ac->last_depth == cx->depth : l == ac->f->order - 1;
@@ -580,9 +679,7 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lw->pos[x] = NULL;
       for (int k = 0; k < ac->f->order; k++) {
         const IndexVar *iv = ac->e->u.access.idx[ac->f->mode_order[k]];
-        LirExpr *c = lw_ref(lw, lw->coord[iv->id]);
-        lw->pos[x] = k == 0 ? c : lir_bin(a, LOP_ADD, lir_bin(a, LOP_MUL, lw->pos[x],
-                                                              lw_level_size(lw, x, k)), c);
+        lw->pos[x] = lw_locate(lw, x, k, lw->pos[x], lw_ref(lw, lw->coord[iv->id]));
       }
       lir_append(&s, lir_decl(a, p, lw->pos[x]));
       lw->pos[x] = lw_ref(lw, p);
@@ -606,23 +703,31 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   lw->coord[cx->v->id] = cv;
   LirStmt *s = bind_levels(lw, cx, keep, cv);
 
+  const tj_format *of = lw->acc[0].f;
   int l = lw->target == T_OUT && lw->plan->out_sparse ? lw_level_at(lw, 0, cx->depth) : -1;
-  bool compressed = l >= 0 && lv_at(lw->acc[0].f, l, LV_HAS_POS);
+  /* An output level is located (dense), appended (compressed; the leaf,
+   * also a run's last singleton), or the inner part of a run, whose
+   * coordinates its leaf appends. */
+  bool located = l >= 0 && lv_at(of, l, LV_FULL);
+  bool run_inner = l >= 0 && l < lw->out_last && lw_out_in_run(of, l);
+  bool leaf = l >= 0 && l == lw->out_last;
+  bool compressed = l >= 0 && !located && !run_inner;
   LirVar *start = NULL;
-  if (l >= 0 && !compressed) {
+  if (located) {
     LirVar *p = lw_var(lw, "pOut", LT_I64);
     LirExpr *c = lw_ref(lw, cv);
     if (lw->ranged && l == 0 && lw->phase != PHASE_COMPUTE)  /* chunk-local row */
       c = lir_bin(a, LOP_SUB, c, lw_ref(lw, lw->range_lo));
-    lir_append(&s, lir_decl(a, p, lir_bin(a, LOP_ADD,
-        lir_bin(a, LOP_MUL, parent_pos(lw, 0), lw_level_size(lw, 0, l)), c)));
+    lir_append(&s, lir_decl(a, p, lw_locate(lw, 0, l, parent_pos(lw, 0), c)));
     lw->pos[0] = lw_ref(lw, p);
   } else if (compressed) {
     lw->pos[0] = lw_ref(lw, lw->out_p[l]);
-    if (l == lw->out_last)
+    if (l == lw->out_last) {
       lir_append(&s, lw_ensure_out_cap(lw, l, lw_ref(lw, lw->out_p[l])));
+      lir_append(&s, lw_out_block_init(lw, lw_ref(lw, lw->out_p[l])));
+    }
   }
-  bool next_compressed = l >= 0 && l < lw->out_last && lv_at(lw->acc[0].f, l + 1, LV_HAS_POS);
+  bool next_compressed = l >= 0 && !run_inner && l < lw->out_last && lv_at(of, l + 1, LV_HAS_POS);
   if (next_compressed) {
     start = lw_var(lw, "pOut_start", LT_I64);
     lir_append(&s, lir_decl(a, start, lw_ref(lw, lw->out_p[l + 1])));
@@ -632,10 +737,11 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
    * keeps an explicit 0 there (as TACO does), which reads the same, and
    * its assembly needs no pass over the reduction. */
   LirVar *hit = NULL, *saved_hit = lw->out_hit;
-  bool by_reduction = lw->root_reduces && cx->depth + 1 == lw->first_red &&
+  bool by_reduction = lw->root_reduces &&
+                      (cx->depth + 1 == lw->first_red || lw_out_dense_tail(lw->acc[0].f)) &&
                       (nt_op(lw->as->root_op)->identity != 0 || lw->as->semiring);
   bool by_mask = lw->valued_masks && !lw->root_reduces; /* decided at run time */
-  if (compressed && l == lw->out_last && lw->nest.ws_depth < 0 && !cx->in_temp &&
+  if (leaf && lw->nest.ws_depth < 0 && !cx->in_temp &&
       (by_reduction || by_mask)) {
     hit = lw_var(lw, "hit", LT_BOOL);
     lir_append(&s, lir_decl(a, hit, lir_const_int(a, LT_BOOL, 0)));
@@ -644,10 +750,13 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   lir_append(&s, lw_loops(lw, cx->depth + 1, keep, cx->in_temp));
   lw->out_hit = saved_hit;
 
-  if (compressed && l == lw->out_last) {
+  if (leaf) {
     LirStmt *app = NULL;
-    if (lw->emit_index)
-      app = lw_store_index(lw, lw->crd_ptr[0][l], lw->pos[0], lw_ref(lw, cv));
+    for (int k = lw_out_run_start(of, l); k <= l && lw->emit_index; k++) {
+      const IndexVar *v = lw->acc[0].e->u.access.idx[of->mode_order[k]];
+      LirExpr *c = k == l ? lw_ref(lw, cv) : lw_ref(lw, lw->coord[v->id]);
+      lir_append(&app, lw_store_index(lw, lw->crd_ptr[0][k], lw->pos[0], c));
+    }
     lir_append(&app, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
     lir_append(&s, hit ? lir_if(a, lw_ref(lw, hit), app, NULL) : app);
   } else if (compressed) {
@@ -726,12 +835,24 @@ _Static_assert((int)PAR_STATIC == (int)TJ_PAR_STATIC &&
  * as parallelize(i, strategy) says: by nonzeros when a sparse level below
  * weighs them (the default, and `balanced`), in equal blocks (`static`),
  * or in small chunks handed out as threads free up (`dynamic`). */
-static void loop_attrs(Lowerer *lw, LoopCtx *cx, LirStmt *loop) {
-  loop->u.loop.at.unroll = lw->nest.unroll[cx->depth];
-  if (cx->depth != 0 || !lw->par_ok || lw->target != T_OUT) return;
+static void loop_attrs(Lowerer *lw, LoopCtx *cx, LirStmt *loop, LirStmt *inner) {
+  inner->u.loop.at.unroll = lw->nest.unroll[cx->depth];
+  inner->u.loop.at.vectorize = lw->nest.vec[cx->depth];
+  if (cx->depth != lw->par_depth || !lw->par_ok || lw->target != T_OUT) return;
   LoopAttrs *at = &loop->u.loop.at;
   at->parallel = true;
-  at->schedule = lw->nest.par[0];
+  at->schedule = lw->nest.par[cx->depth];
+  if (cx->depth > 0 && at->schedule == PAR_BALANCED)
+    diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, balanced): only the outermost loop's "
+               "rows are weighed by nonzeros; use static or dynamic", cx->v->name);
+  if (cx->depth > 0) return;
+  if (loop != inner) { /* the blocks of a split: equal iterations, not rows */
+    if (at->schedule == PAR_BALANCED)
+      diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, balanced): the blocks of a split "
+                 "hold equal numbers of iterations (of positions, after pos); use static or "
+                 "dynamic", lw->nest.form[0]->outer);
+    return;
+  }
   if (at->schedule == PAR_STATIC || at->schedule == PAR_DYNAMIC) return;
   balance_arrays(lw, at);
   if (at->schedule == PAR_BALANCED && !at->balance)
@@ -773,18 +894,20 @@ static LirStmt *zero_rows_after(Lowerer *lw, LirVar *crd, LirVar *x, LirVar *sta
 static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[0];
-  LirStmt *loop;
+  LirStmt *loop, *outer, *inner;
   bool zeroing = lw->zero_rows && cx->depth == 0 && lw->target == T_OUT && !cx->in_temp;
+  if (!lw_form_check(lw, cx->depth, NULL, P->sparse ? __builtin_ctzll(P->sparse) : -1))
+    return NULL;
   if (P->sparse == 0) {
     LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
     bool rows = lw->ranged && cx->depth == 0;
     LirExpr *lo = rows ? lw_ref(lw, lw->range_lo) : lw_i64(lw, 0);
-    LirExpr *hi = rows ? lw_ref(lw, lw->range_hi) : extent;
+    LirExpr *hi = rows ? lw_ref(lw, lw->range_hi) : lw_form_extent(lw, cx->depth, extent);
     LirStmt *body = NULL;
     if (zeroing)
       body = zero_rows(lw, lw_ref(lw, iv), lir_bin(a, LOP_ADD, lw_ref(lw, iv), lw_i64(lw, 1)));
     lir_append(&body, cases(lw, cx, 0, iv));
-    loop = lir_for(a, iv, lo, hi, body);
+    loop = lw_strip_loop(lw, cx->depth, iv, lo, hi, body, &outer, &inner);
   } else {
     int x = __builtin_ctzll(P->sparse);
     Iter *it = &cx->it[x];
@@ -798,15 +921,16 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
       lir_append(&body, zero_rows_after(lw, crd, it->p, start,
                                         lir_bin(a, LOP_ADD, lw_ref(lw, cv), lw_i64(lw, 1))));
     lir_append(&body, cases(lw, cx, 0, cv));
-    loop = lir_for(a, it->p, lw_ref(lw, start), lw_ref(lw, it->end), body);
+    loop = lw_strip_loop(lw, cx->depth, it->p, lw_ref(lw, start), lw_ref(lw, it->end), body,
+                         &outer, &inner);
     it->p = start;
     if (zeroing) {
-      loop_attrs(lw, cx, loop);
+      loop_attrs(lw, cx, outer, inner);
       lir_append(&loop, zero_rows_after(lw, crd, it->end, start, extent));
       return loop;
     }
   }
-  loop_attrs(lw, cx, loop);
+  loop_attrs(lw, cx, outer, inner);
   return loop;
 }
 
@@ -882,7 +1006,9 @@ static LirExpr *may_be_nonzero(Lowerer *lw, const LoopCtx *cx, const Expr *e,
   }
   Expr *k[2];
   nt_children(e, k);
-  switch (nt_op_algebra(nt_expr_op(e), lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  case OA_LEFT: return may_be_nonzero(lw, cx, k[0], hit);
+  case OA_RIGHT: return may_be_nonzero(lw, cx, k[1], hit);
   case OA_NUMERATOR:
   case OA_KEEP: return may_be_nonzero(lw, cx, k[0], hit);
   case OA_INTERSECT:
@@ -979,11 +1105,14 @@ static LirStmt *wide_loop(Lowerer *lw, LoopCtx *cx) {
   return lir_block(a, s);
 }
 
-/* unroll(i, n) on a loop that is a while loop (how says why): refused. */
+/* unroll(i, n) or vectorize(i, w) on a loop that is a while loop (how
+ * says why): refused. */
 static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
-  diag_error(lw->d, TJ_ERR_UNSUPPORTED, "unroll(%s, %d): the loop over %s %s; only for loops "
-             "(a dense range, or one sparse level) unroll", cx->v->name,
-             lw->nest.unroll[cx->depth], cx->v->name, how);
+  bool un = lw->nest.unroll[cx->depth];
+  diag_error(lw->d, TJ_ERR_UNSUPPORTED, "%s(%s, %d): the loop over %s %s; only for loops "
+             "(a dense range, or one sparse level) %s", un ? "unroll" : "vectorize",
+             cx->v->name, un ? lw->nest.unroll[cx->depth] : lw->nest.vec[cx->depth],
+             cx->v->name, how, un ? "unroll" : "vectorize");
   return NULL;
 }
 
@@ -997,8 +1126,10 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
                 .v = lw->nest.order[depth]};
   bool wide = lw_wide_at(lw, alive, depth);
-  if (wide && lw->nest.unroll[depth])
+  if (wide && (lw->nest.unroll[depth] || lw->nest.vec[depth]))
     return refuse_unroll(lw, &cx, "merges sparse operands in a while loop");
+  if (wide && !lw_form_check(lw, depth, "merges sparse operands in a while loop", -1))
+    return NULL;
   if (wide) return wide_loop(lw, &cx);
   Lattice L;
   lw_lattice(lw, alive, depth, &L);
@@ -1016,8 +1147,11 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     lir_append(&s, single_loop(lw, &cx, extent));
     return lir_block(a, s);
   }
-  if (lw->nest.unroll[depth])
+  if (lw->nest.unroll[depth] || lw->nest.vec[depth])
     return refuse_unroll(lw, &cx, "co-iterates sparse operands in while loops");
+  if (!lw_form_check(lw, depth, "co-iterates sparse operands (or walks duplicates) in while "
+                     "loops", -1))
+    return NULL;
   LirVar *cv = lw_var(lw, cx.v->name, LT_I64);
   lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
   for (int q = 0; q < L.n; q++) lir_append(&s, point_loop(lw, &cx, q, cv, extent));

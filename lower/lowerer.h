@@ -59,7 +59,8 @@ typedef struct Lowerer {
   Access acc[LW_MAX_ACCESS];
   int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
   int first_red;                           /* depth of first reduction var */
-  bool par_ok;                             /* the depth-0 loop may be parallel */
+  bool par_ok;                             /* the loop at par_depth may be parallel */
+  int par_depth;                           /* 0, or the depth parallelize names */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
                                               output's rows it reaches (and the
@@ -96,6 +97,7 @@ typedef struct Lowerer {
   LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
   LirType vtype;                           /* value type of the expression */
+  bool is_bool;                            /* bool dtype: vtype I8 0/1, + max, * min */
   bool root_reduces;                       /* the nest has root reductions */
   bool valued_masks;                       /* the rhs masks by an all-dense tensor
                                               (its values decide, at run time) */
@@ -106,6 +108,7 @@ typedef struct Lowerer {
                                               workspace's) start: the root
                                               operator's identity, or the zero */
   OpKind temp_op;                          /* T_TEMP: the reduction into temp */
+  const NtDef *temp_def;                   /* or a definition's (temp_op OP_NONE) */
   LirVar *root_temp;                       /* the temp of the root reduction */
   LirVar *out_hit;                         /* set where the root reduction has a
                                               contribution: its sparse output
@@ -121,9 +124,40 @@ bool lw_is_sparse_level(const Lowerer *lw, int x, int level);
 /* Whether level l of f may repeat a coordinate inside its range: nonunique
  * levels, and singletons below them (COO keeps duplicate entries). */
 bool lw_level_segmented(const tj_format *f, int l);
-/* Whether an output level of type lt can be written: located (dense) or
- * appended with unique coordinates per segment (compressed). */
-bool lw_output_level_ok(const LevelType *lt);
+/* Whether output level l of f can be written: located (dense), appended
+ * with unique coordinates per segment (compressed), or part of a run that
+ * reaches the last level (lw_out_run_start). */
+bool lw_output_level_ok(const tj_format *f, int l);
+/* The first level of the output run holding level l: a compressed level
+ * with singletons below it (COO `uq`, `uqq`) shares one append position;
+ * l itself when l is in no run. */
+int lw_out_run_start(const tj_format *f, int l);
+/* Whether level l of f is in such a run. */
+bool lw_out_in_run(const tj_format *f, int l);
+/* Whether row chunks of an output of format f concatenate
+ * (rt_storage_concat): a dense first level, compressed unique below. */
+bool lw_out_concat_ok(const tj_format *f);
+/* Locate: the position of coordinate c in level l (LV_LOCATE) of access x
+ * under parent position parent (NULL: the top level, c itself). */
+LirExpr *lw_locate(Lowerer *lw, int x, int l, LirExpr *parent, LirExpr *c);
+/* Coordinate access: the coordinate at position p of level l (LV_HAS_CRD)
+ * of access x. */
+LirExpr *lw_coord_at(Lowerer *lw, int x, int l, LirExpr *p);
+/* The output's leaf: its last level that is not full (-1: none). Dense
+ * levels below it (a dense tail: `sd`, `ssd`) are located inside the
+ * block of values of each leaf position. */
+int lw_out_leaf(const tj_format *f);
+/* Whether f has dense levels below its leaf. */
+bool lw_out_dense_tail(const tj_format *f);
+/* The values of one leaf position of the output: the product of the sizes
+ * of the levels below lw->out_last, or NULL when there are none (1). */
+LirExpr *lw_out_block(Lowerer *lw);
+/* The number of values of n leaf positions (n times the block). */
+LirExpr *lw_out_vals(Lowerer *lw, LirExpr *n);
+/* Sets the block of values of leaf position p to the output's start
+ * (lw->out_init) before its dense levels are written; NULL when the output
+ * has no dense tail or the phase writes no values. */
+LirStmt *lw_out_block_init(Lowerer *lw, LirExpr *p);
 /* [*lo, *hi): the positions of level l of access x under parent position
  * pp (pos[pp] .. pos[pp+1], the parent's segment, or pp .. pp+1). */
 void lw_pos_bounds(Lowerer *lw, int x, int l, LirExpr *pp, LirExpr **lo, LirExpr **hi);
@@ -163,11 +197,33 @@ void lw_print_point(FILE *out, const Lowerer *lw, const LatPoint *p);
 /* The value of sum node e in the scope being lowered (its temp), or NULL. */
 LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e);
 
+/* union_terms.c */
+/* Whether the loop at depth scatters the rhs into the workspace term by
+ * term: the workspace's own innermost loop, no reduction, mask, semiring
+ * or +=, and at least two additive terms. */
+bool lw_scatters_terms(const Lowerer *lw, int depth);
+/* The additive terms of lw->root into out (LW_MAX_ACCESS entries):
+ * their number, 0 when it has fewer than two, -1 with lw->d set. */
+int lw_union_terms(Lowerer *lw, Expr **out);
+
 /* lower_loops.c */
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
 /* Whether the loop at depth over the accesses in alive is one plain loop
  * (a dense range, or the positions of one unsegmented sparse level). */
 bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
+
+/* strip.c: the loop rewrites (split, divide, pos, bound) of the loop at depth */
+/* Whether the loop at depth can take its rewrites: how (not NULL) says why
+ * it is not one for loop; sparse_x is the access whose sparse level the
+ * for walks, -1 for a dense range. False with lw->d set when refused. */
+bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x);
+/* The dense loop's upper bound: bound()'s constant, else extent. */
+LirExpr *lw_form_extent(Lowerer *lw, int depth, LirExpr *extent);
+/* for (iv = lo; iv < hi; iv++) body, strip-mined when the loop is split or
+ * divided; *outer gets the outermost loop made, *inner the loop over iv
+ * (both the one loop without a split). */
+LirStmt *lw_strip_loop(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr *hi,
+                       LirStmt *body, LirStmt **outer, LirStmt **inner);
 
 /* lower.c helpers used by lower_loops.c */
 /* The value of absent entries: the semiring's zero (0 by default). */

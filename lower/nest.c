@@ -8,8 +8,8 @@
  *   forall(i, where(forall(j, A(i,j) = w(j)), forall(k, forall(j, w(j) += ...))))
  *     -> loops i, k, j; workspace over j at depth 1
  *
- * Shapes the lowering cannot emit yet (a sequence, two workspaces) are
- * refused with a message.
+ * Shapes the lowering cannot emit yet (two workspaces) are refused with a
+ * message.
  */
 #include "lowerer.h"
 
@@ -19,6 +19,9 @@ static bool walk(const Cin *c, LoopNest *n, Diag *d) {
     if (n->nloops == NT_MAX_INDICES) return diag_error(d, TJ_ERR_UNSUPPORTED, "too many loops");
     n->unroll[n->nloops] = c->u.forall.unroll;
     n->par[n->nloops] = c->u.forall.par;
+    n->vec[n->nloops] = c->u.forall.vec_width;
+    if (c->u.forall.flags & CIN_PARALLEL) n->par_asked = n->nloops;
+    n->form[n->nloops] = &c->u.forall.form;
     n->order[n->nloops++] = c->u.forall.iv;
     return walk(c->u.forall.body, n, d);
   case CIN_WHERE:
@@ -33,9 +36,6 @@ static bool walk(const Cin *c, LoopNest *n, Diag *d) {
     }
     /* a sum's temp: the consumer's loops (nested sums), then the producer's */
     return walk(c->u.where.consumer, n, d) && walk(c->u.where.producer, n, d);
-  case CIN_SEQUENCE:
-    return diag_error(d, TJ_ERR_UNSUPPORTED, "sequence(...) in the concrete notation is "
-                      "not lowered yet");
   case CIN_ASSIGN: return true;
   }
   return TJ_BUG(d, "unknown concrete notation node");
@@ -45,5 +45,6 @@ bool lower_nest(const Cin *c, LoopNest *n, Diag *d) {
   n->nloops = 0;
   n->ws_depth = -1;
   n->ws_var = NULL;
+  n->par_asked = -1;
   return walk(c, n, d);
 }

@@ -262,14 +262,27 @@ typedef struct Pass {
                        wide, then halving tiers (a rank-32 or -16 MTTKRP
                        walks its slice once, not 4 or 2 times) */
   int count;
+  bool asked;       /* a loop carries vectorize(i, w): only such loops */
 } Pass;
+
+/* Whether a loop of the list asks for vectorize(i, w). */
+static bool any_asked(const LirStmt *s) {
+  for (; s; s = s->next) {
+    if ((s->kind == LS_FOR && (s->u.loop.at.vectorize || any_asked(s->u.loop.body))) ||
+        (s->kind == LS_WHILE && any_asked(s->u.whl.body)) ||
+        (s->kind == LS_IF && (any_asked(s->u.cond.then) || any_asked(s->u.cond.els))) ||
+        (s->kind == LS_BLOCK && any_asked(s->u.block)))
+      return true;
+  }
+  return false;
+}
 
 static void walk(Pass *p, LirStmt **slot) {
   for (; *slot; slot = &(*slot)->next) {
     LirStmt *s = *slot;
     switch (s->kind) {
     case LS_FOR: {
-      bool named = !p->opt->vec_var || strcmp(p->opt->vec_var->name, s->u.loop.iv->name) == 0;
+      bool named = !p->asked || s->u.loop.at.vectorize > 0;
       bool free_loop = !s->u.loop.at.parallel && !s->u.loop.at.vec_width;
       if (free_loop && named && has_loop(s->u.loop.body) && vectorizable(&p->v, s, false)) {
         Loaded L = {.n = 0};
@@ -305,7 +318,8 @@ static void walk(Pass *p, LirStmt **slot) {
 }
 
 int lower_vectorize(Arena *a, LirKernel *k, const LowerOptions *opt, LirType vtype) {
-  int bits = vtype == LT_F32 || vtype == LT_I32 ? 32 : 64;
+  /* narrow values (i8, i16, bool) still have 64-bit indices: 32-bit lanes */
+  int bits = lir_type_bytes(vtype) <= 4 ? 32 : 64;
   int width = opt->vec_width ? opt->vec_width : opt->vector_bits / bits;
   if (width < 2 || k->nvars == 0) return 0;
   /* Outer loops block 4 registers per row on AVX-512 (32 of them), 2 with
@@ -321,6 +335,7 @@ int lower_vectorize(Arena *a, LirKernel *k, const LowerOptions *opt, LirType vty
   p.deep_width = opt->vec_width ? width : 2 * p.outer_width;
   p.v.a = a;
   p.v.k = k;
+  p.asked = any_asked(k->body);
   walk(&p, &k->body);
   return p.count;
 }

@@ -134,4 +134,43 @@ int tj_rt_threads(void);
  * forking costs more than it saves there. TJ_PAR_MIN_WORK overrides. */
 int64_t tj_rt_par_min_work(void);
 
+/* ---- dense contractions (GETT, TTGT, LoG) ----
+ *
+ * C(I_m, I_n) (+)= A(I_m, I_k) * B(I_n, I_k) over dense operands of any
+ * mode order, described by a plan of int32 words (TJ_GP_*) the compiler
+ * fills in. The index sets are listed fastest first: I_m's first index is
+ * the one split for the micro-kernel (C's unit-stride index when C has one
+ * among I_m). Each index names its dimension in the tensors it appears in.
+ * The micro-kernel multiplies packed panels: a holds kc columns of mr
+ * values (a[p*mr + i]), b kc rows of nr values (b[p*nr + j]), and updates
+ *   c[i + j*cs_c] = (beta ? c[i + j*cs_c] : 0) + sum_p a[p*mr+i] * b[p*nr+j]
+ * for i < mr, j < nr (c unit-stride along i). */
+enum {
+  TJ_GETT_GETT = 0,   /* pack sub-tensors, macro-kernel over packed blocks */
+  TJ_GETT_TTGT = 1,   /* transpose A, B to matrices, GEMM, fold C back */
+  TJ_GETT_LOG = 2     /* loops over GEMMs on 2-D slices */
+};
+#define TJ_GETT_MAX_IDX 8
+enum {
+  TJ_GP_METHOD, TJ_GP_DTYPE, TJ_GP_BETA,   /* TJ_GETT_*, tj_dtype, 0 '=' or 1 '+=' */
+  TJ_GP_A, TJ_GP_B,                        /* operand numbers of A and B (C is 0) */
+  TJ_GP_MR, TJ_GP_NR, TJ_GP_MC, TJ_GP_KC, TJ_GP_NC,   /* blocking */
+  TJ_GP_NM, TJ_GP_NN, TJ_GP_NK,            /* sizes of I_m, I_n, I_k */
+  TJ_GP_VL,                                /* vector lanes of the micro-kernel */
+  TJ_GP_M_C = 16,                          /* dim in C of each I_m index */
+  TJ_GP_M_A = TJ_GP_M_C + TJ_GETT_MAX_IDX, /* dim in A of each I_m index */
+  TJ_GP_N_C = TJ_GP_M_A + TJ_GETT_MAX_IDX, /* dim in C of each I_n index */
+  TJ_GP_N_B = TJ_GP_N_C + TJ_GETT_MAX_IDX, /* dim in B of each I_n index */
+  TJ_GP_K_A = TJ_GP_N_B + TJ_GETT_MAX_IDX, /* dim in A of each I_k index */
+  TJ_GP_K_B = TJ_GP_K_A + TJ_GETT_MAX_IDX, /* dim in B of each I_k index */
+  TJ_GP_WORDS = TJ_GP_K_B + TJ_GETT_MAX_IDX
+};
+typedef void (*tj_gett_ukernel)(int64_t kc, const void *a, const void *b, void *c,
+                                int64_t cs_c, int32_t beta);
+/* Runs the contraction `plan` describes on operands (C is operands[0],
+ * sized by the caller), with micro-kernel uk, or the runtime's portable
+ * one for the plan's mr x nr when uk is NULL. Threads: tj_rt_threads().
+ * Returns 0, TJ_KERNEL_NOMEM (packing buffers) or TJ_KERNEL_SHAPE. */
+int32_t tj_rt_gett(tj_storage **operands, const int32_t *plan, tj_gett_ukernel uk);
+
 #endif

@@ -93,6 +93,8 @@ static int64_t combine_int(RtCombine how, int64_t a, int64_t b) {
   case RT_COMBINE_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
   case RT_COMBINE_MIN: return a < b ? a : b;
   case RT_COMBINE_MAX: return a > b ? a : b;
+  case RT_COMBINE_OR: return a != 0 || b != 0;
+  case RT_COMBINE_AND: return a != 0 && b != 0;
   default: return (int64_t)((uint64_t)a + (uint64_t)b);
   }
 }
@@ -102,6 +104,8 @@ static double combine_fp(RtCombine how, double a, double b) {
   case RT_COMBINE_MUL: return a * b;
   case RT_COMBINE_MIN: return a < b ? a : b;
   case RT_COMBINE_MAX: return a > b ? a : b;
+  case RT_COMBINE_OR: return a != 0 || b != 0;
+  case RT_COMBINE_AND: return a != 0 && b != 0;
   default: return a + b;
   }
 }
@@ -113,16 +117,12 @@ tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int
   if (tj_rt_reserve(out, TJ_ARR_VALS, 0, size ? size : 1))
     return rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
   int first = accumulate ? 0 : 1;
-  if (out->dtype == TJ_I64 || out->dtype == TJ_I32) {  /* exact integers */
-    bool wide = out->dtype == TJ_I64;
-#define INT_AT(s, q) (wide ? ((int64_t *)(s)->vals)[q] : ((int32_t *)(s)->vals)[q])
+  if (rt_dtype_is_int(out->dtype)) {  /* exact integers (stored wrapped; bool: nonzero) */
     for (int64_t q = 0; q < size; q++) {
-      int64_t v = accumulate ? INT_AT(out, q) : INT_AT(parts[0], q);
-      for (int c = first; c < n; c++) v = combine_int(how, v, INT_AT(parts[c], q));
-      if (wide) ((int64_t *)out->vals)[q] = v;
-      else ((int32_t *)out->vals)[q] = (int32_t)v;
+      int64_t v = (accumulate ? rt_storage_get(out, q) : rt_storage_get(parts[0], q)).i;
+      for (int c = first; c < n; c++) v = combine_int(how, v, rt_storage_get(parts[c], q).i);
+      rt_storage_put(out, q, (RtVal){.i = v});
     }
-#undef INT_AT
   } else {
     for (int64_t q = 0; q < size; q++) {
       double v = accumulate ? rt_storage_val(out, q) : rt_storage_val(parts[0], q);

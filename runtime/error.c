@@ -3,8 +3,7 @@
  * Every failing runtime function records one message with rt_set_error and
  * returns the status it was given, so callers can `return rt_set_error(..)`.
  * The message buffer is per thread: two threads never see each other's
- * errors. Also holds the dtype names, which are pure lookups.
- */
+ * errors. */
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -20,18 +19,4 @@ tj_status rt_set_error(tj_status st, const char *fmt, ...) {
   vsnprintf(last_error, sizeof last_error, fmt, ap);
   va_end(ap);
   return st;
-}
-
-const char *tj_dtype_name(tj_dtype t) {
-  switch (t) {
-  case TJ_F64: return "f64";
-  case TJ_F32: return "f32";
-  case TJ_I64: return "i64";
-  case TJ_I32: return "i32";
-  }
-  return "?";
-}
-
-int rt_dtype_size(tj_dtype dt) {
-  return (dt == TJ_F32 || dt == TJ_I32) ? 4 : 8;
 }

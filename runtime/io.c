@@ -147,9 +147,16 @@ static char *stem(const char *path) {
 
 tj_status tj_tensor_read(const char *path, const char *name,
                          const tj_format *fmt, tj_tensor **out) {
+  return tj_tensor_read_as(path, name, fmt, TJ_F64, out);
+}
+
+tj_status tj_tensor_read_as(const char *path, const char *name, const tj_format *fmt,
+                            tj_dtype dt, tj_tensor **out) {
   if (!path || !out)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_read: NULL argument");
   *out = NULL;
+  if (!rt_dtype_valid(dt))
+    return rt_set_error(TJ_ERR_DTYPE, "%s: unknown dtype %d", path, (int)dt);
   char ext[16];
   extension(path, ext, sizeof ext);
   RtReader *r;
@@ -166,8 +173,8 @@ tj_status tj_tensor_read(const char *path, const char *name,
   if (st == TJ_OK && !name && !own)
     st = rt_set_error(TJ_ERR_NOMEM, "%s: out of memory", path);
   if (st == TJ_OK)
-    st = is_mtx ? mtx_read(r, name ? name : own, fmt, out)
-                : tns_read(r, name ? name : own, fmt, out);
+    st = is_mtx ? mtx_read(r, name ? name : own, fmt, dt, out)
+                : tns_read(r, name ? name : own, fmt, dt, out);
   free(own);
   rd_close(r);
   return st;

@@ -211,16 +211,24 @@ static tj_status read_array(RtReader *r, const Header *h, tj_tensor *t) {
   }
 }
 
-tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt,
+tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt, tj_dtype dt,
                    tj_tensor **out) {
   Header h = {0};
   tj_status st = parse_banner(r, &h);
   if (st == TJ_OK) st = parse_size(r, &h);
   if (st != TJ_OK) return st;
+  /* Refused before reading a line: a coordinate entry costs its COO
+   * record (two int64 coordinates and a value) and its packed crd and
+   * value; a symmetric one may be stored twice. */
+  double entries = (double)h.nnz * (h.sym == SYM_GENERAL ? 1 : 2);
+  char what[1200];
+  snprintf(what, sizeof what, "%s: the %.0f %s its header declares", rd_path(r), entries,
+           h.is_array ? "values" : "entries");
+  if ((st = rt_check_fits(what, entries * (h.is_array ? 8 : 36)))) return st;
   tj_format f = fmt ? *fmt : rt_format_default(2);
   tj_tensor *t;
   int64_t dims[2] = {h.rows, h.cols};
-  if ((st = tj_tensor_new(name, TJ_F64, 2, dims, &f, &t))) return st;
+  if ((st = tj_tensor_new(name, dt, 2, dims, &f, &t))) return st;
   int64_t want = h.sym == SYM_GENERAL ? h.nnz : 2 * (h.nnz < INT64_MAX / 2 ? h.nnz : 0);
   /* Room for the declared entries, up to 2^20: a header may promise more
    * than the file holds, and growth doubles from there. */

@@ -87,6 +87,21 @@ void rt_storage_set_val(tj_storage *s, int64_t i, double v) {
   rt_storage_put(s, i, rt_val_from_double(s->dtype, v));
 }
 
+/* The leading dense levels are allocated whole (values, or the next
+ * level's positions): refused up front when they cannot fit in memory. */
+static tj_status dense_prefix_fits(const tj_tensor *t, tj_dtype dtype) {
+  const tj_storage *s = &t->st;
+  double slots = 1;
+  int l = 0;
+  for (; l < s->order && s->levels[l].kind == TJ_LVL_DENSE; l++) slots *= (double)s->levels[l].size;
+  double bytes = slots * (l == s->order ? (double)rt_dtype_size(dtype) : (double)s->pos_width);
+  if (bytes < (double)(1u << 30)) return TJ_OK;   /* the message costs more than the check */
+  char what[160];
+  snprintf(what, sizeof what, "tensor %s: its dense levels (%.3g %s)", t->name, slots,
+           l == s->order ? "values" : "positions");
+  return rt_check_fits(what, bytes);
+}
+
 /* Fills t->st's static part (kinds, flags, sizes, map, widths) from
  * t->fmt; resolves default widths into t->fmt. */
 static tj_status setup_storage(tj_tensor *t, tj_dtype dtype,
@@ -98,17 +113,15 @@ static tj_status setup_storage(tj_tensor *t, tj_dtype dtype,
   bool wide = false;
   for (int l = 0; l < f->order; l++) {
     int d = f->mode_order[l];
-    char c = f->levels[l], below = f->levels[l + 1];
+    const RtLevelType *lt = rt_level_type(f->levels[l]);
     tj_level_storage *lv = &s->levels[l];
     s->dims[d] = dims[d];
     s->map[l] = (tj_lvl_expr){.dim = d, .op = TJ_LX_DIM, .k = 0};
     lv->size = dims[d];
-    lv->kind = c == 'd' ? TJ_LVL_DENSE
-             : (c == 's' || c == 'u' || c == 'o') ? TJ_LVL_COMPRESSED : TJ_LVL_SINGLETON;
-    lv->flags = (c == 'u' || c == 'c' || (c == 'q' && (below == 'q' ||
-                 below == 'c'))) ? TJ_LVL_NONUNIQUE : 0;
-    if (c == 'o') lv->flags |= TJ_LVL_NONORDERED;
-    if (c != 'd' && dims[d] > INT32_MAX) wide = true;
+    lv->kind = lt->kind;
+    lv->flags = (lt->flags & ~TJ_LVL_NONUNIQUE) |
+                (rt_format_level_nonunique(f, l) ? TJ_LVL_NONUNIQUE : 0);
+    if (lt->kind != TJ_LVL_DENSE && dims[d] > INT32_MAX) wide = true;
   }
   if (f->crd_width == 0) f->crd_width = wide ? 64 : 32;
   else if (f->crd_width == 32 && wide)
@@ -118,7 +131,7 @@ static tj_status setup_storage(tj_tensor *t, tj_dtype dtype,
   if (f->pos_width == 0) f->pos_width = 32;
   s->pos_width = f->pos_width / 8;
   s->crd_width = f->crd_width / 8;
-  return TJ_OK;
+  return dense_prefix_fits(t, dtype);
 }
 
 tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
@@ -131,7 +144,7 @@ tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
                         name ? name : "", order, TJ_MAX_ORDER);
   if (order > 0 && !dims)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_new: dims is NULL");
-  if ((unsigned)dtype > TJ_I32)
+  if (!rt_dtype_valid(dtype))
     return rt_set_error(TJ_ERR_DTYPE, "tensor %s: unknown dtype %d",
                         name ? name : "", (int)dtype);
   for (int d = 0; d < order; d++)

@@ -21,7 +21,7 @@
 #include "abi.h"
 
 /* A value on its way into or out of storage, exact in every dtype:
- * integer dtypes (i64, i32) use .i, floating ones (f64, f32) use .f. */
+ * integer dtypes and bool use .i, floating ones (f64, f32) use .f. */
 typedef union RtVal {
   double f;
   int64_t i;
@@ -58,6 +58,15 @@ struct tj_tensor {
 tj_status rt_set_error(tj_status st, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- memory (memory.c) ---- */
+
+/* Bytes this process may use: physical memory, or a smaller cgroup limit
+ * (0 when unknown). */
+double rt_memory_bytes(void);
+/* TJ_OK when bytes fit in rt_memory_bytes(); else TJ_ERR_NOMEM with a
+ * message "<what> would need N GB, more than this machine's memory". */
+tj_status rt_check_fits(const char *what, double bytes);
+
 /* ---- storage (tensor.c) ---- */
 
 /* The kernel-visible storage of t (owned by t). */
@@ -74,8 +83,11 @@ int64_t rt_storage_nnz(const tj_storage *s);
 double rt_storage_val(const tj_storage *s, int64_t i);
 /* Stores v (converted to s's dtype) at position i of s's vals. */
 void rt_storage_set_val(tj_storage *s, int64_t i, double v);
-/* Bytes per value of dtype dt. */
+/* Bytes per value of dtype dt; whether dt is a dtype; whether its values
+ * are integers (RtVal.i: the integers and bool). */
 int rt_dtype_size(tj_dtype dt);
+bool rt_dtype_valid(int dt);
+bool rt_dtype_is_int(int dt);
 /* A tensor array of n elements of w bytes (room for one when n is 0),
  * zeroed when zero. Arrays of RT_HUGE_BYTES and more are advised for
  * transparent huge pages before their first touch: a kernel reading rows
@@ -122,6 +134,21 @@ static inline void rt_idx_set(void *a, int32_t w, int64_t i, int64_t v) {
 }
 
 /* ---- formats (format.c) ---- */
+
+/* A level type as stored: its letter in tj_format.levels, its MLIR
+ * spelling (word and property: "compressed", "nonunique"), its ABI kind
+ * and flags. */
+typedef struct RtLevelType {
+  char letter;
+  const char *word, *prop;
+  int32_t kind;     /* tj_level_kind */
+  uint32_t flags;   /* TJ_LVL_* */
+} RtLevelType;
+/* The type of letter c, or NULL when c is no level letter. */
+const RtLevelType *rt_level_type(char c);
+/* Whether level l of the checked format f may repeat a coordinate (its
+ * flags, or a singleton above a singleton: COO-3's middle level). */
+bool rt_format_level_nonunique(const tj_format *f, int l);
 
 /* Checks f (letters, permutation, widths, singleton placement) for a
  * tensor of order `order`; TJ_OK or an error with a message. */
@@ -171,7 +198,10 @@ tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n);
 tj_status rt_tensor_pattern(const tj_tensor *src, const tj_format *fmt, tj_tensor **out);
 
 /* How partial outputs combine: the root reduction's operator. */
-typedef enum { RT_COMBINE_ADD, RT_COMBINE_MUL, RT_COMBINE_MIN, RT_COMBINE_MAX } RtCombine;
+typedef enum {
+  RT_COMBINE_ADD, RT_COMBINE_MUL, RT_COMBINE_MIN, RT_COMBINE_MAX,
+  RT_COMBINE_OR, RT_COMBINE_AND   /* 1 where either / both are nonzero, else 0 */
+} RtCombine;
 /* Combines n >= 1 dense partial outputs (all dense levels, same shape as
  * out) into out in chunk order, starting from out's values when
  * accumulate, else from the first partial. */
@@ -183,10 +213,10 @@ tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int
 typedef struct RtReader RtReader;
 /* Reads a Matrix Market file from r into a new tensor (*out, owned by the
  * caller); on error nothing is returned. */
-tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt,
+tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt, tj_dtype dt,
                    tj_tensor **out);
 /* Reads a FROSTT .tns file from r into a new tensor (*out). */
-tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt,
+tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt, tj_dtype dt,
                    tj_tensor **out);
 
 #endif

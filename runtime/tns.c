@@ -92,7 +92,7 @@ static bool is_skipped(const char *line) {
   return *line == 0 || *line == '#';
 }
 
-tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt,
+tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt, tj_dtype dt,
                    tj_tensor **out) {
   TnsData d = {.order = -1};
   tj_status st = TJ_OK;
@@ -107,10 +107,12 @@ tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt,
   tj_tensor *t = NULL;
   if (st == TJ_OK) {
     tj_format f = fmt ? *fmt : rt_format_default(d.order);
-    st = tj_tensor_new(name, TJ_F64, d.order, d.dims, &f, &t);
+    st = tj_tensor_new(name, dt, d.order, d.dims, &f, &t);
   }
   if (st == TJ_OK) {
-    t->coo = (RtCoo){d.coords, (RtVal *)d.vals, d.n, d.cap};   /* f64: .f */
+    RtVal *vals = (RtVal *)d.vals;   /* read as f64 (.f), converted in place */
+    for (int64_t e = 0; dt != TJ_F64 && e < d.n; e++) vals[e] = rt_val_from_double(dt, d.vals[e]);
+    t->coo = (RtCoo){d.coords, vals, d.n, d.cap};
     d.coords = NULL, d.vals = NULL;
     st = tj_tensor_pack(t);
   }

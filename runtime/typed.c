@@ -45,6 +45,18 @@ tj_status tj_tensor_insert_i32(tj_tensor *t, const int64_t *coord, int32_t value
   return insert(t, coord, TJ_I32, (RtVal){.i = value}, "tj_tensor_insert_i32");
 }
 
+tj_status tj_tensor_insert_i16(tj_tensor *t, const int64_t *coord, int16_t value) {
+  return insert(t, coord, TJ_I16, (RtVal){.i = value}, "tj_tensor_insert_i16");
+}
+
+tj_status tj_tensor_insert_i8(tj_tensor *t, const int64_t *coord, int8_t value) {
+  return insert(t, coord, TJ_I8, (RtVal){.i = value}, "tj_tensor_insert_i8");
+}
+
+tj_status tj_tensor_insert_bool(tj_tensor *t, const int64_t *coord, bool value) {
+  return insert(t, coord, TJ_BOOL, (RtVal){.i = value}, "tj_tensor_insert_bool");
+}
+
 tj_status tj_tensor_get_f64(const tj_tensor *t, const int64_t *coord, double *out) {
   RtVal v;
   tj_status st = out ? get(t, coord, TJ_F64, &v, "tj_tensor_get_f64")
@@ -74,5 +86,29 @@ tj_status tj_tensor_get_i32(const tj_tensor *t, const int64_t *coord, int32_t *o
   tj_status st = out ? get(t, coord, TJ_I32, &v, "tj_tensor_get_i32")
                      : rt_set_error(TJ_ERR_INVALID, "tj_tensor_get_i32: NULL argument");
   if (st == TJ_OK) *out = (int32_t)(uint32_t)(uint64_t)v.i;
+  return st;
+}
+
+tj_status tj_tensor_get_i16(const tj_tensor *t, const int64_t *coord, int16_t *out) {
+  RtVal v;
+  tj_status st = out ? get(t, coord, TJ_I16, &v, "tj_tensor_get_i16")
+                     : rt_set_error(TJ_ERR_INVALID, "tj_tensor_get_i16: NULL argument");
+  if (st == TJ_OK) *out = (int16_t)v.i;
+  return st;
+}
+
+tj_status tj_tensor_get_i8(const tj_tensor *t, const int64_t *coord, int8_t *out) {
+  RtVal v;
+  tj_status st = out ? get(t, coord, TJ_I8, &v, "tj_tensor_get_i8")
+                     : rt_set_error(TJ_ERR_INVALID, "tj_tensor_get_i8: NULL argument");
+  if (st == TJ_OK) *out = (int8_t)v.i;
+  return st;
+}
+
+tj_status tj_tensor_get_bool(const tj_tensor *t, const int64_t *coord, bool *out) {
+  RtVal v;
+  tj_status st = out ? get(t, coord, TJ_BOOL, &v, "tj_tensor_get_bool")
+                     : rt_set_error(TJ_ERR_INVALID, "tj_tensor_get_bool: NULL argument");
+  if (st == TJ_OK) *out = v.i != 0;
   return st;
 }

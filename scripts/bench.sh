@@ -3,7 +3,8 @@
 # Full mode takes under 15 minutes on a 2-core machine; --quick (CI smoke)
 # under 2 minutes and exits nonzero if any peer disagrees with tensorjit.
 # Results: results/bench.json, results/*.png (bench/plot.py) and
-# results/graphs.txt (tjgraphs: semirings and masks against GraphBLAS).
+# results/graphs.txt (tjgraphs: semirings and masks against GraphBLAS) and
+# results/gett.txt (tjgett: dense contractions against OpenBLAS).
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${TJ_BENCH_BUILD:-$src/build-bench}
@@ -28,6 +29,18 @@ for a in "$@"; do   # --quick passes on; --only <kernel> other than graphs skips
   [ "$prev" = --only ] && [ "$a" != graphs ] && graphs=0
   prev=$a
 done
+# tjgett: dense contractions through GETT / TTGT / LoG against OpenBLAS
+# (interleaved; a smoke run in quick mode).
+if cmake --build "$build" --target tjgett -- --quiet 2>/dev/null; then
+  mkdir -p "$out"
+  echo "== tjgett: dgemm and the TCCG contractions, tensorjit GETT vs OpenBLAS (GFLOP/s, medians)"
+  if [ -n "$quick" ]; then
+    { "$build/bench/tjgett" gemm 256 -reps=3 && "$build/bench/tjgett" tccg 0.02 -reps=3 -only=abc-ad; } |
+      tee "$out/gett.txt" || status=1
+  else
+    { "$build/bench/tjgett" gemm && "$build/bench/tjgett" tccg; } | tee "$out/gett.txt" || status=1
+  fi
+fi
 if [ "$graphs" = 1 ]; then
   mkdir -p "$out"
   echo "== tjgraphs: graph kernels under semirings and masks, tensorjit vs GraphBLAS (ms, medians)"

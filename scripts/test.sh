@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# README command 2: build and run the whole test suite, in a Release build
-# and in an AddressSanitizer + UndefinedBehaviorSanitizer build.
+# README command 2: build and run the whole test suite, in a Release build,
+# an AddressSanitizer + UndefinedBehaviorSanitizer build and a
+# ThreadSanitizer build.
 set -eu
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -20,3 +21,5 @@ fi
 cmake --build build-gcc -- --quiet > build-gcc/build.log 2>&1 || { tail -30 build-gcc/build.log; echo "gcc build failed"; exit 1; }
 bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTJ_SANITIZE=ON -DTJ_BUILD_BENCH=OFF
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs")
+# ThreadSanitizer over the suite (check_stress: 8 threads on one context).
+bash scripts/tsan.sh

@@ -513,13 +513,14 @@ START_TEST(disk_cache_refuses_untrusted_folders) {
 }
 END_TEST
 
-enum { BADF_GROUP, BADF_OTHER, BADF_OWNER, BADF_LINK, BAD_FILE_CASES };
+enum { BADF_GROUP, BADF_OTHER, BADF_OWNER, BADF_LINK, BADF_HARDLINK, BAD_FILE_CASES };
 
 START_TEST(disk_cache_refuses_untrusted_files) {
   if (_i == BADF_OWNER && !can_chown()) return;
   char *dir = temp_dir();
   populate(dir);
-  char *file = only_file(dir), real[300];
+  char *file = only_file(dir), real[300], hard[300];
+  snprintf(hard, sizeof hard, "%s-hard", dir);
   const char *why = NULL;
   switch (_i) {
   case BADF_GROUP: chmod(file, 0620); why = "writable by its group (mode 0620)"; break;
@@ -534,6 +535,10 @@ START_TEST(disk_cache_refuses_untrusted_files) {
     ck_assert_int_eq(symlink(real, file), 0);
     why = "a symbolic link (not followed)";
     break;
+  case BADF_HARDLINK:   /* another name for our own file, outside the folder */
+    ck_assert_int_eq(link(file, hard), 0);
+    why = "has 2 hard links (ours have one)";
+    break;
   }
   struct stat before, after;
   ck_assert_int_eq(lstat(file, &before), 0);
@@ -543,8 +548,40 @@ START_TEST(disk_cache_refuses_untrusted_files) {
   ck_assert_int_eq(lstat(file, &after), 0);     /* left alone, not replaced */
   ck_assert_int_eq(before.st_ino, after.st_ino);
   ck_assert_int_eq(before.st_mode, after.st_mode);
+  unlink(hard);
   free(file);
   remove_dir(dir);
+}
+END_TEST
+
+/* A folder whose parent others could write to (and so rename it away) is
+ * refused; a sticky parent such as /tmp is not. */
+START_TEST(disk_cache_refuses_untrusted_parents) {
+  char *parent = temp_dir(), dir[256], what[300], why[400];
+  snprintf(dir, sizeof dir, "%s/cache", parent);
+  populate(dir);
+  snprintf(what, sizeof what, "not using kernel cache folder %s:", dir);
+  chmod(parent, 0777);
+  snprintf(why, sizeof why, "its parent %s is writable by others (mode 0777) without the sticky bit",
+           parent);
+  expect_refused(dir, what, why);
+  chmod(parent, 0770);
+  snprintf(why, sizeof why, "its parent %s is writable by its group (mode 0770)", parent);
+  expect_refused(dir, what, why);
+  chmod(parent, 01777);
+  Capture c;
+  capture_start(&c);
+  int hit;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_dir(cx, dir));
+  spmv_check(cx, "y(i) = A(i,j) * x(j)", "y", "A", "x", &hit);
+  tj_context_free(cx);
+  char *err = capture_end(&c);
+  ck_assert_msg(hit == 2 && !strstr(err, "warning"), "hit %d, stderr:\n%s", hit, err);
+  free(err);
+  ck_assert_int_eq(count_files(dir), 1);
+  remove_dir(parent);
 }
 END_TEST
 
@@ -696,7 +733,8 @@ static const ErrCase errors[] = {
     {"y(i) = A(i,j) *", NULL, TJ_ERR_PARSE, "1:"},
     {"y(i) = A(i,j,k) * x(j)", NULL, TJ_ERR_SHAPE, "A has order 2"},
     {"y(i) = A(i,j) * x(j)", "frobnicate(i)", TJ_ERR_PARSE, "unknown schedule directive"},
-    {"y(i) = A(i,j) * x(j)", "parallelize(j)", TJ_ERR_UNSUPPORTED, "only the outermost loop"},
+    {"y(i) = A(i,j) * x(j)", "parallelize(j)", TJ_ERR_UNSUPPORTED,
+     "an inner loop runs in parallel only over an index of a dense output"},
     {"y(i) = A(j,i) * x(j)", NULL, TJ_ERR_SHAPE, "extent"},
 };
 
@@ -758,6 +796,7 @@ Suite *api_suite(void) {
   tcase_add_test(tr, disk_cache_default_folder_only_when_asked);
   tcase_add_loop_test(tr, disk_cache_refuses_untrusted_folders, 0, BAD_DIR_CASES);
   tcase_add_loop_test(tr, disk_cache_refuses_untrusted_files, 0, BAD_FILE_CASES);
+  tcase_add_test(tr, disk_cache_refuses_untrusted_parents);
   suite_add_tcase(s, tr);
   TCase *t = tcase_create("threads");
   tcase_set_timeout(t, 120);

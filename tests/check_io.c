@@ -246,6 +246,31 @@ START_TEST(mtx_variants) {
   ck_assert_int_eq(tj_tensor_read(tmp_path("int.mtx"), NULL, NULL, &t), TJ_OK);
   ck_assert_int_eq(tj_tensor_nnz(t), 2);   /* the explicit zero is stored */
   tj_tensor_free(t);
+  /* read as bool: a pattern file's entries are true; an integer file's
+   * nonzeros are true and its explicit zero a stored false; as i8 */
+  bool b;
+  int8_t v8;
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("pat.mtx"), NULL, NULL, TJ_BOOL, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_dtype(t), TJ_BOOL);
+  ck_assert_int_eq(tj_tensor_get_bool(t, (int64_t[]){0, 2}, &b), TJ_OK);
+  ck_assert(b);
+  ck_assert_int_eq(tj_tensor_get_bool(t, (int64_t[]){0, 1}, &b), TJ_OK);
+  ck_assert(!b);
+  tj_tensor_free(t);
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("int.mtx"), NULL, NULL, TJ_BOOL, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_nnz(t), 2);
+  ck_assert_int_eq(tj_tensor_get_bool(t, (int64_t[]){0, 1}, &b), TJ_OK);
+  ck_assert(b);
+  tj_tensor_free(t);
+  write_text("i8.tns", "1 2 -7\n3 1 100\n");
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("i8.tns"), NULL, NULL, TJ_I8, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_get_i8(t, (int64_t[]){0, 1}, &v8), TJ_OK);
+  ck_assert_int_eq(v8, -7);
+  ck_assert_int_eq(tj_tensor_get_i8(t, (int64_t[]){2, 0}, &v8), TJ_OK);
+  ck_assert_int_eq(v8, 100);
+  tj_tensor_free(t);
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("pat.mtx"), NULL, NULL, (tj_dtype)9, &t),
+                   TJ_ERR_DTYPE);
   write_text("arr.mtx", "%%MatrixMarket matrix array real general\n"
              "2 3\n1\n2\n3\n4\n5\n6\n");
   expect_dense("arr.mtx", 2, 3, (double[]){1, 3, 5, 2, 4, 6});
@@ -256,6 +281,41 @@ START_TEST(mtx_variants) {
   write_text("noext", "%%MatrixMarket matrix coordinate real general\n"
              "1 2 1\n1 2 8\n");
   expect_dense("noext", 1, 2, (double[]){0, 8});
+}
+END_TEST
+
+/* An input whose declared size cannot fit in this machine's memory is
+ * refused before any entry is read or any array allocated, with a message
+ * naming the file or tensor and the sizes. */
+START_TEST(declared_size_beyond_memory) {
+  make_tmpdir();
+  const char *cases[][2] = {
+      {"coo.mtx", "%%MatrixMarket matrix coordinate real general\n"
+                  "1000000000 1000000000 900000000000\n1 1 1\n"},
+      {"sym.mtx", "%%MatrixMarket matrix coordinate real symmetric\n"
+                  "1000000000 1000000000 500000000000\n1 1 1\n"},
+      {"arr.mtx", "%%MatrixMarket matrix array real general\n1000000 1000000\n1\n"}};
+  for (int c = 0; c < 3; c++) {
+    write_text(cases[c][0], cases[c][1]);
+    tj_tensor *t = NULL;
+    ck_assert_int_eq(tj_tensor_read(tmp_path(cases[c][0]), "A", NULL, &t), TJ_ERR_NOMEM);
+    ck_assert_ptr_null(t);
+    const char *m = tj_last_error();
+    ck_assert_msg(strstr(m, cases[c][0]) && strstr(m, "its header declares") &&
+                      strstr(m, "more than this machine's memory"), "%s", m);
+  }
+  /* A dense 10^6 x 10^6 f64 (8 TB) is refused when created; a CSR with
+   * 10^7 rows (40 MB of positions) is not. */
+  int64_t big[2] = {1000000, 1000000}, tall[2] = {10000000, 10000000};
+  tj_format dd = tj_format_dense(2), ds;
+  ck_assert_int_eq(tj_format_parse("ds", &ds), TJ_OK);
+  tj_tensor *t = NULL;
+  ck_assert_int_eq(tj_tensor_new("D", TJ_F64, 2, big, &dd, &t), TJ_ERR_NOMEM);
+  ck_assert_ptr_null(t);
+  ck_assert_msg(strstr(tj_last_error(), "tensor D: its dense levels (1e+12 values) would need 8e+03 GB"),
+                "%s", tj_last_error());
+  ck_assert_int_eq(tj_tensor_new("S", TJ_F64, 2, tall, &ds, &t), TJ_OK);
+  tj_tensor_free(t);
 }
 END_TEST
 
@@ -453,6 +513,7 @@ static Suite *io_suite(void) {
   tcase_add_test(tc, real_tensors);
   tcase_add_test(tc, mtx_variants);
   tcase_add_test(tc, gz_read);
+  tcase_add_test(tc, declared_size_beyond_memory);
   tcase_add_test(tc, write_read_round_trip);
   tcase_add_loop_test(tc, malformed_corpus, 0, sizeof bad_files / sizeof *bad_files);
   tcase_add_test(tc, corpus_complete);

@@ -3,6 +3,7 @@
  * format conversion and casts between integer dtypes; a suffix that does
  * not match the tensor's dtype is an error. */
 #include <check.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,6 +118,62 @@ START_TEST(integer_casts_are_exact) {
 }
 END_TEST
 
+/* i16 and i8 duplicates sum with wrap-around (100 + 100 is -56 in i8);
+ * bool duplicates are or'ed; the double API saturates i8 (300 -> 127) and
+ * makes any nonzero but -inf true; casts between them keep the low bits. */
+START_TEST(narrow_dtypes) {
+  tj_tensor *a8 = matrix("ds", TJ_I8), *a16 = matrix("ss", TJ_I16), *b = matrix("ds:1,0", TJ_BOOL), *u;
+  int64_t c[2] = {1, 2}, d[2] = {2, 0}, e[2] = {0, 3};
+  int8_t v8;
+  int16_t v16;
+  bool vb;
+  double dv;
+  OK(tj_tensor_insert_i8(a8, c, 100));
+  OK(tj_tensor_insert_i8(a8, c, 100));
+  OK(tj_tensor_insert(a8, d, 300));
+  OK(tj_tensor_insert_i16(a16, c, 30000));
+  OK(tj_tensor_insert_i16(a16, c, 30000));
+  OK(tj_tensor_insert_bool(b, c, true));
+  OK(tj_tensor_insert_bool(b, c, true));
+  OK(tj_tensor_insert(b, d, -0.5));
+  OK(tj_tensor_insert(b, e, -(double)INFINITY));
+  OK(tj_tensor_pack(a8));
+  OK(tj_tensor_pack(a16));
+  OK(tj_tensor_pack(b));
+  OK(tj_tensor_get_i8(a8, c, &v8));
+  ck_assert_int_eq(v8, -56);
+  OK(tj_tensor_get_i8(a8, d, &v8));
+  ck_assert_int_eq(v8, 127);
+  OK(tj_tensor_get_i16(a16, c, &v16));
+  ck_assert_int_eq(v16, 60000 - 65536);
+  OK(tj_tensor_get_bool(b, c, &vb));
+  ck_assert(vb);
+  OK(tj_tensor_get(b, c, &dv));
+  ck_assert(dv == 1);
+  OK(tj_tensor_get_bool(b, d, &vb));
+  ck_assert(vb);
+  OK(tj_tensor_get_bool(b, e, &vb));
+  ck_assert(!vb);
+  ck_assert_int_eq(tj_tensor_get_bool(a8, c, &vb), TJ_ERR_DTYPE);
+  OK(tj_tensor_cast(a16, TJ_I8, &u));   /* -5536 = 0xea60: low byte 0x60 */
+  OK(tj_tensor_get_i8(u, c, &v8));
+  ck_assert_int_eq(v8, 0x60);
+  tj_tensor_free(u);
+  OK(tj_tensor_cast(a8, TJ_BOOL, &u));
+  OK(tj_tensor_get_bool(u, c, &vb));
+  ck_assert(vb);
+  tj_tensor_free(u);
+  tj_dtype t;
+  OK(tj_dtype_parse("bool", &t));
+  ck_assert_int_eq(t, TJ_BOOL);
+  ck_assert_str_eq(tj_dtype_name(TJ_I16), "i16");
+  ck_assert_int_eq(tj_dtype_parse("u8", &t), TJ_ERR_DTYPE);
+  tj_tensor_free(a8);
+  tj_tensor_free(a16);
+  tj_tensor_free(b);
+}
+END_TEST
+
 START_TEST(mismatched_dtypes_are_refused) {
   tj_tensor *t = matrix("ds", TJ_I64);
   int64_t a[2] = {0, 0}, out[2] = {3, 0};
@@ -141,6 +198,7 @@ static Suite *typed_suite(void) {
   tcase_add_test(c, other_dtypes_round_trip);
   tcase_add_test(c, integer_casts_are_exact);
   tcase_add_test(c, mismatched_dtypes_are_refused);
+  tcase_add_test(c, narrow_dtypes);
   suite_add_tcase(s, c);
   return s;
 }

@@ -184,7 +184,8 @@ static const Refusal refusals[] = {
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j), i, w)", "ds", "last index of a sparse output"},
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j), j, w)", "dd", "the output is dense"},
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j))", "ds", "expected precompute("},
-    {"A(i,j) = B(i,j) + C(i,j)", "parallelize(j)", "dd", "only the outermost loop"},
+    {"A(i,j) = B(i,k) * C(k,j)", "reorder(i,k,j) parallelize(k)", "dd",
+     "an inner loop runs in parallel only over an index of a dense output"},
     {"A(i,j) = B(i,j) + C(i,j)", "vectorize(q,4)", "dd", "unknown index 'q'"},
     {"A(i,j) = B(i,j) + C(i,j)", "unroll(j,4)", "ds", "only for loops (a dense range, or one "
      "sparse level) unroll"},

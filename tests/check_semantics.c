@@ -312,6 +312,21 @@ START_TEST(test_reductions_larger) {
   tj_tensor *csc[] = {vector("y", "d", M, NULL), matrix("A", "ds:1,0", M, N, A)};
   expect_all("y(i) = reduce(max, j, A(i,j))", csc, 2, NULL, maxrow, M, -1);
   free_all(csc, 2);
+  /* and by or / and (partials combined by or / and): x has zeros, so a
+   * row is 0 under `and` where it stores an entry in a zero column */
+  double *anyrow = malloc(sizeof(double) * M), *allrow = malloc(sizeof(double) * M);
+  for (int j = 0; j < N; j += 5) x[j] = 0;
+  for (int i = 0; i < M; i++) {
+    anyrow[i] = 0, allrow[i] = 1;
+    for (int j = 0; j < N; j++)
+      if (A[i * N + j] != 0) anyrow[i] = anyrow[i] || x[j] != 0, allrow[i] = allrow[i] && x[j] != 0;
+  }
+  tj_tensor *cscx[] = {vector("y", "d", M, NULL), matrix("A", "ds:1,0", M, N, A),
+                       vector("x", "d", N, x)};
+  expect_all("y(i) = reduce(or, j, A(i,j) * x(j))", cscx, 3, NULL, anyrow, M, -1);
+  expect_all("y(i) = reduce(and, j, A(i,j) * x(j))", cscx, 3, NULL, allrow, M, -1);
+  free_all(cscx, 3);
+  free(anyrow), free(allrow);
 }
 END_TEST
 
@@ -376,6 +391,29 @@ START_TEST(test_defs_by_hand) {
   /* an argument used twice is copied: sq(b + c) = (49, 4, 49) */
   expect_defs("y(i) = sq(b(i) + c(i))", defs, v, 3, (double[]){49, 4, 49}, 3);
   free_all(v, 3);
+  /* cases: b = (3, _, -5), c = (_, 2, 12) stored; f = x * y where both,
+   * x where only b, 10 y where only c: (3, 20, -60); g has no right case:
+   * (3, absent, -60), 0 in a dense output */
+  const char *cdefs = "f(x, y) = x * y left x right 10 * y; g(x, y) = x * y left x";
+  tj_tensor *w[] = {vector("y", "d", 3, NULL), vector("b", "s", 3, (double[]){3, 0, -5}),
+                    vector("c", "s", 3, (double[]){0, 2, 12})};
+  expect_defs("y(i) = f(b(i), c(i))", cdefs, w, 3, (double[]){3, 20, -60}, 3);
+  expect_defs("y(i) = g(b(i), c(i))", cdefs, w, 3, (double[]){3, 0, -60}, 3);
+  free_all(w, 3);
+  /* reduction operators by definition, over the stored A(i,j) x(j), from
+   * the declared identity: amax = (6, 14, 1.5) over rows (5 6 | -10 -14 |
+   * 1.5); a sum of squares ss = (61, 296, 2.25); in every format */
+  const char *rdefs = "amax(x, y) = max(abs(x), abs(y)) identity 0;"
+                      "ss(x, y) = x + y * y identity 0";
+  for (int f = 0; f < 5; f++) {
+    tj_tensor *ops[] = {vector("y", "d", 3, NULL), matrix("A", fmts[f], 3, 4, A),
+                        vector("x", "d", 4, x)};
+    expect_defs("y(i) = reduce(amax, j, A(i,j) * x(j))", rdefs, ops, 3,
+                (double[]){6, 14, 1.5}, 3);
+    expect_defs("y(i) = reduce(ss, j, A(i,j) * x(j))", rdefs, ops, 3,
+                (double[]){61, 296, 2.25}, 3);
+    free_all(ops, 3);
+  }
 }
 END_TEST
 
@@ -389,6 +427,13 @@ START_TEST(test_def_errors) {
       {"f(x) = x * 2", "y(i) = f(b(i), b(i))", "f takes 1 argument"},
       {"g(x, y) = x - y", "y(i) = g(b(i))", "g takes 2 arguments"},
       {"f() = 1", "y(i) = b(i)", "f: a definition takes one or two parameters"},
+      {"f(x, y) = x + y", "y(i) = reduce(f, j, A(i,j))", "reduce: f has no identity"},
+      {"f(x) = x identity 0", "y(i) = b(i)", "f: only a definition of two parameters"},
+      {"f(x, y) = x identity z", "y(i) = b(i)", "f: expected the identity (a number"},
+      {"f(x, y) = x left y", "y(i) = b(i)", "f: the left case reads only x (y does not exist"},
+      {"f(x) = x right x", "y(i) = b(i)", "f: only a definition of two parameters has a right"},
+      {"f(x, y) = x left x; g(x, y) = f(x, y)", "y(i) = b(i)", "f: a definition with cases is "
+       "called only in expressions"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
     tj_options o = tj_options_default();
@@ -502,6 +547,51 @@ START_TEST(test_builder_sum) {
 }
 END_TEST
 
+/* Sparse outputs with dense levels below their last compressed one (a
+ * block of values per stored fiber), by hand: TTM into `ssd`, SpMM into
+ * `sd` (rows compressed, each stored row dense), one and two threads, one
+ * evaluate and assemble + compute; a min reduction leaves its identity in
+ * the stored block where nothing reached it. */
+START_TEST(test_dense_tail_outputs_by_hand) {
+  for (int run = 0; run < 4; run++) {
+    int threads = run % 2 ? 2 : 1;
+    bool two = run >= 2;
+    /* B(0,1,0) = 1, B(0,1,1) = 2, B(1,2,1) = 3; C(k,l) = [[1,2],[3,4]]. */
+    double b[12] = {0}, c[4] = {1, 2, 3, 4};
+    b[0 * 6 + 1 * 2 + 0] = 1, b[0 * 6 + 1 * 2 + 1] = 2, b[1 * 6 + 2 * 2 + 1] = 3;
+    tj_tensor *ops[3] = {tensor("A", "ssd", 3, (int64_t[]){2, 3, 2}, NULL),
+                         tensor("B", "sss", 3, (int64_t[]){2, 3, 2}, b),
+                         matrix("C", "dd", 2, 2, c)};
+    double want[12] = {0};
+    want[0 * 6 + 1 * 2 + 0] = 7, want[0 * 6 + 1 * 2 + 1] = 10; /* 1*(1,2) + 2*(3,4) */
+    want[1 * 6 + 2 * 2 + 0] = 9, want[1 * 6 + 2 * 2 + 1] = 12; /* 3*(3,4) */
+    expect_run("A(i,j,l) = B(i,j,k) * C(k,l)", ops, 3, NULL, threads, two, want, 12, 4);
+    free_all(ops, 3);
+
+    /* B(0,0) = 1, B(2,1) = 2: row 1 is empty. Stored as DCSR, row 1 is
+     * absent from A; as CSR, a plain sum keeps it as explicit zeros (the
+     * dense row loop reaches it, as TACO keeps them), a min reduction
+     * stores only rows it reached. */
+    double bm[6] = {1, 0, 0, 0, 0, 2}, cm[6] = {1, 2, 3, 4, 5, 6};
+    double wmm[9] = {1, 2, 3, 0, 0, 0, 8, 10, 12};
+    for (int f = 0; f < 2; f++) {
+      tj_tensor *mm[3] = {matrix("A", "sd", 3, 3, NULL), matrix("B", f ? "ds" : "ss", 3, 2, bm),
+                          matrix("C", "dd", 2, 3, cm)};
+      expect_run("A(i,j) = B(i,k) * C(k,j)", mm, 3, NULL, threads, two, wmm, 9, f ? 9 : 6);
+      expect_run("A(i,j) = reduce(min, k, B(i,k) * C(k,j))", mm, 3, NULL, threads, two, wmm, 9, 6);
+      free_all(mm, 3);
+    }
+    /* COO outputs: B(0,1) = 1, B(2,0) = 2; C(0,1) = 3, C(1,2) = 4. */
+    double bs[9] = {0, 1, 0, 0, 0, 0, 2, 0, 0}, cs[9] = {0, 3, 0, 0, 0, 4, 0, 0, 0};
+    tj_tensor *coo[3] = {matrix("A", "uq", 3, 3, NULL), matrix("B", "ss", 3, 3, bs),
+                         matrix("C", "uq", 3, 3, cs)};
+    double wsum[9] = {0, 4, 0, 0, 0, 4, 2, 0, 0};
+    expect_run("A(i,j) = B(i,j) + C(i,j)", coo, 3, NULL, threads, two, wsum, 9, 3);
+    free_all(coo, 3);
+  }
+}
+END_TEST
+
 static Suite *semantics_suite(void) {
   Suite *s = suite_create("semantics");
   TCase *tc = tcase_create("sums");
@@ -519,6 +609,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_defs_by_hand);
   tcase_add_test(tc, test_def_errors);
   tcase_add_test(tc, test_sparse_mask_is_structural);
+  tcase_add_test(tc, test_dense_tail_outputs_by_hand);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -3,8 +3,10 @@
  * the lattice threshold. Differential tests against the reference
  * interpreter for unions, intersections and mixes into dense and sparse
  * outputs; values computed by hand for k = 7; the lattice and merged paths
- * forced on the same small expressions (TJ_WIDE_UNION_THRESHOLD); golden
- * shapes of the merged loop; the limits on operands and accesses.
+ * and the workspace scattered term by term (lower/union_terms.c) forced
+ * on the same expressions (TJ_WIDE_UNION_THRESHOLD, TJ_SCATTER_UNION_MIN);
+ * golden shapes of the merged and scattered loops; the limits on operands
+ * and accesses.
  */
 #include <check.h>
 #include <stdio.h>
@@ -155,21 +157,48 @@ START_TEST(mixes) {
 }
 END_TEST
 
-/* The lattice and the merged loop on the same small unions (k = 2..4)
- * and a three-way intersection, each path forced. */
+/* The three lowerings of a union, each forced: the merge lattice, the
+ * merged co-iteration, and the workspace scattered term by term. */
+static void force_path(int path) {
+  setenv("TJ_WIDE_UNION_THRESHOLD", path == 1 ? "64" : "1", 1);
+  setenv("TJ_SCATTER_UNION_MIN", path == 2 ? "2" : "1000", 1);
+}
+
+static void default_paths(void) {
+  unsetenv("TJ_WIDE_UNION_THRESHOLD");
+  unsetenv("TJ_SCATTER_UNION_MIN");
+}
+
+/* The same small unions (k = 2..4, and 8 and 16 but on the lattice), a
+ * difference, products of sums and a three-way intersection under each
+ * path. */
 START_TEST(paths_agree) {
-  setenv("TJ_WIDE_UNION_THRESHOLD", _i ? "64" : "1", 1);
+  force_path(_i);
   char e[512], f[512];
-  for (int k = 2; k <= 4; k++) {
+  for (int k = 2; k <= 16; k += k < 4 ? 1 : 4) {
+    if (k > 4 && _i == 1) break;
     chain(e, sizeof e, "A(i,j)", "B", k, "(i,j)", "+");
     formats(f, sizeof f, "B", k, MAT_MIX, "A:ds");
     run_seeds(e, f, "i=10 j=13", 900u + (uint64_t)k, KC_SPLIT);
     chain(e, sizeof e, "a(i)", "b", k, "(i)", "+");
     formats(f, sizeof f, "b", k, VEC_SU, "a:s");
     run_seeds(e, f, "i=30", 950u + (uint64_t)k, KC_SPLIT);
+    chain(e, sizeof e, "A(i,j)", "B", k, "(i,j)", "-");
+    formats(f, sizeof f, "B", k, MAT_MIX, "A:ss");
+    run_seeds(e, f, "i=10 j=13", 970u + (uint64_t)k, KC_SPLIT);
   }
   run_seeds("a(i) = (b1(i) + b2(i)) * b3(i)", "b1:s b2:s b3:s a:s", "i=30", 990, KC_SPLIT);
-  unsetenv("TJ_WIDE_UNION_THRESHOLD");
+  run_seeds("A(i,j) = B1(i,j) * (B2(i,j) - B3(i,j) + 2 * B4(i,j)) + -B5(i,j)",
+            "B1:ds B2:ss B3:ds B4:uq B5:ds A:ds", "i=11 j=9", 991, KC_SPLIT);
+  run_seeds("A(i,j) = (B1(i,j) + B2(i,j)) * (B3(i,j) + B4(i,j)) * (B5(i,j) + B6(i,j))",
+            "B1:ds B2:ss B3:ds B4:uq B5:ds B6:ds A:ds", "i=9 j=11", 992, KC_SPLIT);
+  run_seeds("A(i,j) = B1(i,j) * B2(i,j) * B3(i,j)", "B1:ds B2:ss B3:ds A:ds", "i=9 j=9", 993,
+            KC_SPLIT);
+  for (int m = 0; m < NMIXES && _i == 0; m++) { /* mixes: the default (scattered) there */
+    const Mix *x = &MIXES[m];
+    run_seeds(x->expr, x->formats, x->extents, 1700u + 10u * (uint64_t)m, x->flags);
+  }
+  default_paths();
 }
 END_TEST
 
@@ -190,7 +219,8 @@ static tj_tensor *vec(const char *name, const char *fmt, int64_t n, const int64_
  * and 10 * q at 9 (b7 nothing else), b1 also 0.5 at 4; coordinates 7 and
  * 8 are stored by none, so the sparse output holds 0..6 and 9 only. */
 START_TEST(seven_by_hand) {
-  const char *out_fmt = _i ? "d" : "s";
+  const char *out_fmt = _i % 2 ? "d" : "s";
+  force_path(_i / 2 ? 2 : 0);   /* 0, 1: merged; 2, 3: scattered */
   tj_tensor *ops[8];
   char name[8];
   for (int q = 1; q <= 7; q++) {
@@ -212,7 +242,8 @@ START_TEST(seven_by_hand) {
     ck_assert_int_eq(tj_tensor_get(ops[0], &i, &got), TJ_OK);
     ck_assert_msg(got == want[i], "a(%lld) = %g, want %g", (long long)i, got, want[i]);
   }
-  if (!_i) ck_assert_int_eq(tj_tensor_nnz(ops[0]), 8);
+  if (_i % 2 == 0) ck_assert_int_eq(tj_tensor_nnz(ops[0]), 8);
+  default_paths();
   tj_context_free(cx);
   for (int q = 0; q <= 7; q++) tj_tensor_free(ops[q]);
 }
@@ -244,6 +275,7 @@ static char *printed(int k, tj_stage stage) {
 }
 
 START_TEST(merged_shape) {
+  setenv("TJ_SCATTER_UNION_MIN", "1000", 1);
   char *t = printed(3, TJ_STAGE_COMPUTE);   /* 7 points: the lattice */
   ck_assert_int_eq(count(t, "while (p"), 7);
   free(t);
@@ -257,6 +289,28 @@ START_TEST(merged_shape) {
   t = printed(16, TJ_STAGE_LATTICE);
   HAS(t, "i: merged over [b1 b2 b3 b4 b5 b6 b7 b8 b9 b10 b11 b12 b13 b14 b15 b16] "
          "(up to 65535 lattice points)");
+  free(t);
+  default_paths();
+}
+END_TEST
+
+/* By default (LOWER_SCATTER_MIN) a sparse output of a wide union is
+ * scattered term by term: one plain loop per operand, no while loop; the
+ * compute phase gathers the row along the assembled coordinates. */
+START_TEST(scattered_shape) {
+  default_paths();
+  char *t = printed(8, TJ_STAGE_COMPUTE);
+  ck_assert_int_eq(count(t, "while ("), 0);
+  ck_assert_int_eq(count(t, "/* scatter one term into the workspace */"), 8);
+  ck_assert_int_eq(count(t, "] += b"), 8);
+  HAS(t, "] += b8_val;");
+  HAS(t, "a_vals[q] = ws_vals[i_");
+  free(t);
+  t = printed(2, TJ_STAGE_LATTICE);         /* below the threshold: the lattice */
+  HAS(t, "i: [b1 b2] [b1] [b2]");
+  free(t);
+  t = printed(3, TJ_STAGE_LATTICE);
+  HAS(t, "i: scattered into a workspace, 3 terms: {[b1]} {[b2]} {[b3]}");
   free(t);
 }
 END_TEST
@@ -308,11 +362,12 @@ static Suite *unions_suite(void) {
   tcase_add_loop_test(tc, matrix_unions, KMIN, KMAX + 1);
   tcase_add_loop_test(tc, matrix_intersections, KMIN, KMAX + 1);
   tcase_add_loop_test(tc, mixes, 0, NMIXES);
-  tcase_add_loop_test(tc, paths_agree, 0, 2);
+  tcase_add_loop_test(tc, paths_agree, 0, 3);
   suite_add_tcase(s, tc);
   tc = tcase_create("by_hand");
-  tcase_add_loop_test(tc, seven_by_hand, 0, 2);
+  tcase_add_loop_test(tc, seven_by_hand, 0, 4);
   tcase_add_test(tc, merged_shape);
+  tcase_add_test(tc, scattered_shape);
   suite_add_tcase(s, tc);
   tc = tcase_create("limits");
   tcase_add_test(tc, too_many_accesses);

@@ -138,11 +138,17 @@ expect print_two '^--- cin ---$' "$SPMV" "${P[@]}" -print-cin -print-c
 expect print_no_dims 'int32_t evaluate\(' "$SPMV" -f=A:ds -print-c
 # the loop IR after each pass: GEMM's nest gains block loops, then vector
 # loops (tiers of <8 x double>), then jammed rows
-G=('A(i,j) = B(i,k) * C(k,j)' -d=B:40,300 -d=C:300,300)
+G=('A(i,j) = B(i,k) * C(k,j)' -d=B:40,300 -d=C:300,300 -s='method(loops)')
 expect after_lower '^int32_t evaluate\(' "${G[@]}" -print-after=lower
 expect after_tile '_blk[0-9]+ \+= 256' "${G[@]}" -print-after=tile
 expect after_vectorize 'vector\(32\)' "${G[@]}" -print-after=vectorize
 expect after_unroll_jam 'int32_t evaluate\(' "${G[@]}" -print-after=unroll-jam
+# A pure dense contraction goes to GETT (the plan, then the runtime call);
+# method() forces another method, and the result checks either way
+expect print_gett 'I_m = \{j\}  I_n = \{i\}  I_k = \{k\}' 'A(i,j) = B(i,k) * C(k,j)' -d=B:40,300 -d=C:300,300 -print-gett
+expect gett_compute 'tj_rt_gett\(operands' 'A(i,j) = B(i,k) * C(k,j)' -d=B:40,300 -d=C:300,300 -print-compute
+expect gett_ttgt_check 'check: ok' 'A(i,j,l) = B(l,k,i) * C(k,j)' -d=B:7,13,11 -d=C:13,9 -g=B:d -g=C:d -s='method(ttgt)' -check
+expect_fail gett_method_unknown 'method(blas): unknown method' 'A(i,j) = B(i,k) * C(k,j)' -d=B:4,4 -d=C:4,4 -s='method(blas)' 
 expect_fail after_unknown "no pass 'inline' (lower, tile, vectorize, unroll-jam)" "${G[@]}" -print-after=inline
 expect write_source '' "$SPMV" "${P[@]}" -write-source="$TMP/k.c"
 if grep -q 'int32_t evaluate(' "$TMP/k.c" 2>/dev/null; then pass write_source_file
@@ -188,5 +194,12 @@ expect summary_elided '^  \.\.\. \(80 more\)$' "$SPMV" -g=A:d -g=x:d -d=A:100,5
 expect help '^usage: tensorjit' --help
 expect help_single_dash '^usage: tensorjit' -help
 expect version '^tensorjit [0-9]+\.[0-9]+\.[0-9]+$' --version
+
+# Loop rewrites of the schedule (-s=): TACO's SpMV schedule and a pos-split
+# row loop of DCSR on 2 threads, against the reference.
+expect schedule_split_spmv "$OK" "$SPMV" -g=A:s:0.1 -d=A:200,150 -g=x:d -nthreads=2 \
+  -s='split(i, i0, i1, 16) reorder(i0, i1, j) parallelize(i0, static)' -check
+expect schedule_pos_split_rows "$OK" "$SPMV" -f=A:ss -g=A:s:0.05 -d=A:200,150 -g=x:d \
+  -nthreads=2 -s='pos(i, ip, A(i,j)) split(ip, i0, i1, 8) parallelize(i0, dynamic)' -check
 
 finish

@@ -160,10 +160,31 @@ repl_expect semiring_and_def 'A = zeros(2, 2, "ds")
 :def
 y = zeros(2)
 ' 0 '^semiring: min\.plus$' '^definitions: relu\(v\) = max\(v - 11\.5, 0\)$'
+# A session holds as many tensors as memory allows (it once stopped at 64).
+MANY=$(for i in $(seq 0 199); do printf 't%d = random(3, "d")\n' "$i"; done)
+repl_expect many_tensors "$MANY
+s(i) = t0(i) + t199(i)
+:check
+list" 0 '^check: ok' '^t199: order 1, dims 3' '^t0: order 1, dims 3'
 if out=$(printf 'x = random(2, "d")\n' | "$T" 2>&1) && grep -q '^x: order 1' <<<"$out"; then
   pass no_expression_is_repl
 else
   fail no_expression_is_repl "tensorjit with no arguments did not read commands" "$out"
 fi
+
+# Loop rewrites through :schedule: the notation under the new names, the
+# values against the reference, and a refusal that names the fix.
+LOOPS='A = random(40, 30, "ds", 0.2)
+x = random(30, "d")
+:schedule pos(j, jp, A(i,j)) split(jp, j0, j1, 4) split(i, i0, i1, 8) parallelize(i0, static)
+y(i) = A(i,j) * x(j)
+:cin
+:check
+:schedule split(j, j0, j1, 4)
+y(i) = A(i,j) * x(j)'
+repl_expect schedule_loop_rewrites "$LOOPS" 1 \
+  '^suchthat\(forall\(i0:parallel\(static\), forall\(i1, forall\(j0, forall\(j1, y\(i\) \+= A\(i,j\) \* x\(j\)\)\)\)\), split\(i, i0, i1, 8\), pos\(j, jp, A\(i,j\)\), split\(jp, j0, j1, 4\)\)$' \
+  '^check: ok' \
+  'split its positions: pos\(j, jp, \.\.\.\) first'
 
 finish

@@ -182,7 +182,7 @@ def out_name(expr):
     return re.match(r"\s*([A-Za-z_]\w*)", expr).group(1)
 
 
-def run_tj(expr, inputs, fmts=None, types=None, out_shape=(), extra=()):
+def run_tj(expr, inputs, fmts=None, types=None, out_shape=(), extra=(), env=None):
     """Writes inputs, runs tensorjit, returns (argv, proc, output path)."""
     with _lock:
         _counter[0] += 1
@@ -212,7 +212,8 @@ def run_tj(expr, inputs, fmts=None, types=None, out_shape=(), extra=()):
     argv.append(f"-o={o}:{opath}")
     argv.extend(extra)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT,
+                              env={**os.environ, **env} if env else None)
     except subprocess.TimeoutExpired:
         proc = None
     return argv, proc, opath
@@ -258,7 +259,7 @@ def assert_close(name, argv, expected, got, rtol, exact=False):
 
 
 def case(name, expr, inputs, expected, fmts=None, types=None, rtol=1e-9,
-         exact=False, allowed=None, check=False, optional_syntax=False, extra=()):
+         exact=False, allowed=None, check=False, optional_syntax=False, extra=(), env=None):
     """One tensorjit run compared with numpy.
 
     expected: ndarray (or float for a scalar output) computed by numpy.
@@ -267,12 +268,13 @@ def case(name, expr, inputs, expected, fmts=None, types=None, rtol=1e-9,
     check:    also pass -check and require the reference interpreter's ok.
     optional_syntax: a parse error is a note (syntax not accepted), not a
               failure; any result it does produce must be right.
+    env:      environment variables added for the run (a lowering path forced).
     Returns "ok", "fail", "timeout" or "skip"."""
     if FILTER and FILTER not in name:
         return "skip"
     expected = np.asarray(expected)
     extra = list(extra) + (["-check"] if check else [])
-    argv, proc, opath = run_tj(expr, inputs, fmts, types, expected.shape, extra)
+    argv, proc, opath = run_tj(expr, inputs, fmts, types, expected.shape, extra, env)
     if proc and proc.returncode != 0 and optional_syntax and "expected" in proc.stderr:
         count("skipped")
         with _lock:
@@ -531,6 +533,44 @@ def test_wide_unions_times():
                     {**dict(zip(names, Bs[:k])), "C": C}, sum(Bs[:k]) * C,
                     fmts=f, allowed=union & (C != 0))
     _union_family("union_times_C", [2, 3, 5, 6, 7, 8, 12, 16], one)
+
+
+# The three lowerings of a union, each forced: the merge lattice, the
+# merged co-iteration, the workspace scattered term by term.
+UNION_PATHS = {
+    "lattice": {"TJ_WIDE_UNION_THRESHOLD": "64", "TJ_SCATTER_UNION_MIN": "1000"},
+    "merged": {"TJ_WIDE_UNION_THRESHOLD": "1", "TJ_SCATTER_UNION_MIN": "1000"},
+    "scatter": {"TJ_SCATTER_UNION_MIN": "2"},
+}
+
+
+def test_union_paths():
+    """Unions, differences and products of sums (k = 2..4, and 8 and 16
+    without the lattice) under each lowering, into CSR, DCSR and dense."""
+    Bs, vs, C = _union_data()
+    for path, env in UNION_PATHS.items():
+        for k in [2, 3, 4] + ([] if path == "lattice" else [8, 16]):
+            names = [f"B{LETTERS[t]}" for t in range(k)]
+            ins = dict(zip(names, Bs[:k]))
+            union = np.logical_or.reduce(nz(*Bs[:k]))
+            rhs = " + ".join(f"{nm}(i,j)" for nm in names)
+            for of in ("ds", "ss", "dd"):
+                case(f"paths_{path}_union{k}_{of}", f"A(i,j) = {rhs}", ins, sum(Bs[:k]),
+                     fmts={**{nm: "ds" for nm in names}, "A": of}, env=env,
+                     allowed=union if of != "dd" else None)
+            case(f"paths_{path}_union{k}_times_C", f"A(i,j) = ({rhs}) * C(i,j)",
+                 {**ins, "C": C}, sum(Bs[:k]) * C,
+                 fmts={**{nm: "ds" for nm in names}, "C": "ds", "A": "ds"}, env=env,
+                 allowed=union & (C != 0))
+            diff = " - ".join(f"{nm}(i,j)" for nm in names)
+            case(f"paths_{path}_diff{k}", f"A(i,j) = 2 * ({diff})", ins,
+                 2 * (Bs[0] - sum(Bs[1:k])), fmts={**{nm: "ds" for nm in names}, "A": "ds"},
+                 env=env, allowed=union)
+            vn = [f"b{LETTERS[t]}" for t in range(k)]
+            case(f"paths_{path}_vec_union{k}", "a(i) = " + " + ".join(f"{nm}(i)" for nm in vn),
+                 dict(zip(vn, vs[:k])), sum(vs[:k]),
+                 fmts={**{nm: "s" for nm in vn}, "a": "s"}, env=env,
+                 allowed=np.logical_or.reduce(nz(*vs[:k])))
 
 
 def test_operand_names():
@@ -887,6 +927,48 @@ def test_defs():
              allowed=stored(A, af) | (B != 0), extra=defs, check=True)
         case(f"def_sq_sum_{af}", "y(i) = sq(A(i,j) + B(i,j))", {"A": A, "B": B},
              ((A + B) ** 2).sum(axis=1), fmts={"A": af, "B": "ds", "y": "d"}, extra=defs)
+    # definitions with cases (MLIR's binary regions): body where both
+    # operands exist, `left` where only x, `right` where only y, else absent
+    cdefs = ["-def=f(x, y) = x * y left x right 10 * y", "-def=lo(x, y) = x * y left -x",
+             "-def=ro(x, y) = max(x, y) right abs(y)"]
+    Ds = [rand_sparse(r, 9, 7, 0.3) for _ in range(3)]
+    for af in MAT_FMTS:
+        sa, sb = stored(A, af), B != 0
+        f = np.where(sa & sb, A * B, np.where(sa, A, np.where(sb, 10 * B, 0)))
+        lo = np.where(sa & sb, A * B, np.where(sa, -A, 0))
+        ro = np.where(sa & sb, np.maximum(A, B), np.where(sb, np.abs(B), 0))
+        for name, want, pat in (("f", f, sa | sb), ("lo", lo, sa), ("ro", ro, sb)):
+            case(f"def_cases_{name}_{af}", f"C(i,j) = {name}(A(i,j), B(i,j))", {"A": A, "B": B},
+                 want, fmts={"A": af, "B": "ds", "C": "ds"}, allowed=pat, extra=cdefs,
+                 check=True)
+        case(f"def_cases_spmv_{af}", "y(i) = f(A(i,j), B(i,j)) * x(j)", {"A": A, "B": B, "x": x},
+             f @ x, fmts={"A": af, "B": "ds", "x": "d", "y": "d"}, extra=cdefs, check=True)
+        # in a merged loop (five sparse terms), the hit flags pick the case
+        case(f"def_cases_wide_{af}", "C(i,j) = f(A(i,j), B(i,j)) + D(i,j) + E(i,j) + F(i,j)",
+             {"A": A, "B": B, "D": Ds[0], "E": Ds[1], "F": Ds[2]}, f + sum(Ds),
+             fmts={"A": af, "B": "ds", "D": "ds", "E": "ds", "F": "ds", "C": "ds"},
+             allowed=sa | sb | np.any([D != 0 for D in Ds], axis=0), extra=cdefs, check=True)
+    # definitions as reduction operators, over the stored entries, from
+    # their declared identity (an empty row: -inf for lse, 0 for amax)
+    rdefs = defs + ["-def=lse(x, y) = log(exp(x) + exp(y)) identity -inf",
+                    "-def=amax(x, y) = max(abs(x), abs(y)) identity 0"]
+    for af in MAT_FMTS:
+        S = stored(A, af)
+        lse = np.array([np.log(np.exp(A[i][S[i]]).sum()) if S[i].any() else -np.inf
+                        for i in range(A.shape[0])])
+        amax = np.array([np.abs((A * x)[i][S[i]]).max() if S[i].any() else 0.0
+                         for i in range(A.shape[0])])
+        case(f"def_reduce_lse_{af}", "y(i) = reduce(lse, j, A(i,j))", {"A": A}, lse,
+             fmts={"A": af, "y": "d"}, extra=rdefs, check=True)
+        case(f"def_reduce_amax_{af}", "y(i) = reduce(amax, j, A(i,j) * x(j))",
+             {"A": A, "x": x}, amax, fmts={"A": af, "x": "d", "y": "s"}, extra=rdefs,
+             check=True)  # a scoped reduction stores its row (0 where empty), as TACO
+        # the empty row's lse is -inf, and present: amax over the rows is inf
+        case(f"def_reduce_nested_{af}", "a = reduce(amax, i, reduce(lse, j, A(i,j)))",
+             {"A": A}, float(np.abs(lse).max()), fmts={"A": af}, extra=rdefs, check=True)
+        case(f"def_reduce_nested_full_{af}", "a = reduce(amax, i, reduce(lse, j, A(i,j)))",
+             {"A": B + 3}, float(np.abs(np.log(np.exp(B + 3).sum(axis=1))).max()),
+             fmts={"A": af}, extra=rdefs, check=True)
 
 
 def test_masks():
@@ -957,12 +1039,88 @@ def test_masks():
          float(((L @ L) * L).sum()), fmts={"L": "ds"}, check=True, extra=["-semiring=plus.pair"])
 
 
+def test_narrow_dtypes():
+    """bool (+ is or, * is and, as numpy's bool arithmetic), i16 and i8
+    (wrapping around as numpy's fixed-width integers do), dense and sparse,
+    with empty rows; expected values from numpy in the dtype itself."""
+    r = rng_for(61)
+    m, n = 14, 11
+    Ab = rand_sparse(r, m, n, 0.3, empty_rows=(2,)) != 0
+    Bb = rand_sparse(r, m, n, 0.3) != 0
+    xb = r.random(n) < 0.5
+    Mb = rand_sparse(r, n, 6, 0.4) != 0
+    tb = {k: "bool" for k in "ABCxyMvqn"}
+    for af in ("ds", "ss", "dd", "ds:1,0"):
+        case(f"bool_spmv_{af}", "y(i) = A(i,j) * x(j)", {"A": Ab, "x": xb}, Ab @ xb,
+             fmts={"A": af, "x": "d", "y": "d"}, exact=True, types=tb, check=True)
+        case(f"bool_spmm_{af}", "C(i,j) = A(i,k) * B(k,j)", {"A": Ab, "B": Mb}, Ab @ Mb,
+             fmts={"A": af, "B": "ds", "C": "ds"}, exact=True, types=tb, check=True,
+             allowed=(Ab.astype(int) @ Mb.astype(int)) > 0)
+        case(f"bool_add_{af}", "C(i,j) = A(i,j) + B(i,j)", {"A": Ab, "B": Bb}, Ab | Bb,
+             fmts={"A": af, "B": "ds", "C": "ds"}, exact=True, types=tb, check=True,
+             allowed=stored(Ab, af) | Bb)
+        case(f"bool_mul_{af}", "C(i,j) = A(i,j) * B(i,j)", {"A": Ab, "B": Bb}, Ab & Bb,
+             fmts={"A": af, "B": "ds", "C": "ds"}, exact=True, types=tb, check=True,
+             allowed=Ab & Bb)
+        case(f"bool_any_{af}", "y(i) = reduce(max, j, A(i,j))", {"A": Ab}, Ab.any(axis=1),
+             fmts={"A": af, "y": "d"}, exact=True, types=tb, check=True)
+        case(f"bool_or_{af}", "y(i) = reduce(or, j, A(i,j) * x(j))", {"A": Ab, "x": xb},
+             (Ab & xb).any(axis=1), fmts={"A": af, "x": "d", "y": "s"}, exact=True,
+             types=tb, check=True)
+    # all over a dense row (its false entries are there); min over nothing
+    # (an empty sparse row) is true, as np.all of nothing
+    Ad = r.random((m, n)) < 0.8
+    Ad[3, :] = True
+    case("bool_all_dd", "y(i) = reduce(min, j, A(i,j))", {"A": Ad}, Ad.all(axis=1),
+         fmts={"A": "dd", "y": "d"}, exact=True, types=tb, check=True)
+    case("bool_all_empty_row", "y(i) = reduce(and, j, A(i,j))", {"A": Ab},
+         np.ones(m, bool), fmts={"A": "ds", "y": "d"}, exact=True, types=tb, check=True)
+    # one BFS level in bool: neighbours of the frontier q not yet visited
+    G = rand_sparse(r, m, m, 0.3) != 0
+    q = r.random(m) < 0.3
+    q[0] = True
+    v = q | (r.random(m) < 0.3)
+    reach = (q @ G) & ~v
+    for gf in ("ds", "ds:1,0"):  # by columns, every unvisited j is stored (false ones
+        # explicitly, as a sum over a dense loop stores its zeros)
+        case(f"bool_bfs_{gf}", "n(j) = except(v(j), q(i) * A(i,j))", {"A": G, "q": q, "v": v},
+             reach, fmts={"A": gf, "q": "s", "v": "s", "n": "s"}, exact=True, types=tb,
+             check=True, allowed=reach if gf == "ds" else ~v)
+    # wrapping integers: row sums past 127 (i8) and products past 32767 (i16)
+    Ai = rand_sparse(r, m, n, 0.5, empty_rows=(4,), ints=True) * 7
+    Bi = rand_sparse(r, n, 9, 0.5, ints=True) * 60
+    xi = r.integers(-9, 10, size=n)
+    for dt, npdt in (("i8", np.int8), ("i16", np.int16)):
+        t = {k: dt for k in "ABCxy"}
+        A8 = Ai.astype(npdt)
+        x8 = xi.astype(npdt)
+        for af in ("ds", "ss", "dd"):
+            # numpy's fixed-width products and sums wrap, as the kernels' do
+            case(f"{dt}_spmv_{af}", "y(i) = A(i,j) * x(j)", {"A": A8, "x": x8},
+                 (Ai @ xi).astype(npdt), fmts={"A": af, "x": "d", "y": "d"}, exact=True,
+                 types=t, check=True)
+            case(f"{dt}_min_{af}", "y(i) = reduce(min, j, A(i,j))", {"A": A8},
+                 np.where(A8.any(axis=1), np.where(A8 != 0, A8, 127).min(axis=1), 0),
+                 fmts={"A": af, "y": "s"}, exact=True, types=t, check=True) if af != "dd" else None
+            case(f"{dt}_add_{af}", "C(i,j) = A(i,j) + B(i,j)", {"A": A8, "B": (Ai * 3).astype(npdt)},
+                 (Ai * 4).astype(npdt), fmts={"A": af, "B": "ds", "C": "ds"}, exact=True,
+                 types=t, check=True)
+        Bw = Bi.astype(npdt)
+        case(f"{dt}_spgemm", "C(i,j) = A(i,k) * B(k,j)", {"A": A8, "B": Bw},
+             (A8.astype(np.int64) @ Bw.astype(np.int64)).astype(npdt),
+             fmts={"A": "ds", "B": "ds", "C": "ds"}, exact=True, types=t, check=True)
+        case(f"{dt}_dense_min_empty_row", "y(i) = reduce(min, j, A(i,j))", {"A": A8},
+             np.where(A8.any(axis=1), np.where(A8 != 0, A8, 127).min(axis=1),
+                      np.iinfo(npdt).max), fmts={"A": "ds", "y": "d"}, exact=True, types=t)
+
+
 # Slowest first: the pool starts them before the quick ones.
 TESTS = [test_wide_unions_csr, test_wide_unions_dense, test_wide_unions_vector,
-         test_wide_unions_times, test_implicit_summation, test_residual_tiny,
+         test_wide_unions_times, test_union_paths, test_implicit_summation, test_residual_tiny,
          test_scalars, test_operand_names, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
          test_add_mul_transpose, test_order3, test_accumulate, test_dtypes,
-         test_functions, test_reductions, test_semirings, test_defs, test_masks]
+         test_functions, test_reductions, test_semirings, test_defs, test_masks,
+         test_narrow_dtypes]
 
 
 def run_test(t):

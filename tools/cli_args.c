@@ -23,7 +23,7 @@ void cli_usage(FILE *out) {
       "  -f=T:<levels>[:<mode order>]  format: d dense, s compressed, u nonunique,\n"
       "                                q singleton; -f=A:ds:1,0 is CSC; also\n"
       "                                -f='A:(i,j) -> (j : dense, i : compressed)'\n"
-      "  -t=T:<dtype>                  f64 (default), f32, i64, i32\n"
+      "  -t=T:<dtype>                  f64 (default), f32, i64, i32, i16, i8, bool\n"
       "  -d=T:<n1>,<n2>,...            dims of T;  -d=<index>:<n> extent of an index\n"
       "  -i=T:<file>                   read .mtx / .tns (.gz) into T\n"
       "  -g=T:<kind>[:<density>]       random T: d dense, s uniform sparse, p power-law\n"
@@ -52,6 +52,8 @@ void cli_usage(FILE *out) {
       "printing:\n"
       "  -print-notation -print-cin -print-lattice -print-assembly -print-compute\n"
       "  -print-c -print-llvm -print-llvm-opt -print-asm\n"
+      "  -print-gett                   a dense contraction's GETT/TTGT/LoG plan; the\n"
+      "                                schedule's method(gett|ttgt|log|loops) forces one\n"
       "  -print-after=<pass>           loop IR after lower, tile, vectorize or unroll-jam\n"
       "  -write-source=<file>          write the C rendering of the kernel\n"
       "  -repl  --help  --version\n",
@@ -88,15 +90,7 @@ static CliTensor *split_tensor(CliArgs *a, const char *flag, const char *v,
   return tensor_spec(a, v, len);
 }
 
-static bool parse_dtype(const char *s, tj_dtype *out) {
-  static const char *names[] = {"f64", "f32", "i64", "i32"};
-  for (int i = 0; i < 4; i++)
-    if (!strcmp(s, names[i])) {
-      *out = (tj_dtype)i;
-      return true;
-    }
-  return false;
-}
+static bool parse_dtype(const char *s, tj_dtype *out) { return tj_dtype_parse(s, out) == TJ_OK; }
 
 /* -d=T:<n1>,<n2>,... (or -d=<index>:<n>). */
 static bool parse_dims(CliTensor *t, const char *v, const char *all) {
@@ -143,7 +137,7 @@ static bool tensor_flag(CliArgs *a, const char *arg, bool *matched) {
     case 't':
       t->has_dtype = true;
       return parse_dtype(rest, &t->dtype) ||
-             tool_fail("-t=%s: unknown dtype '%s' (f64, f32, i64 or i32)", eq + 1, rest);
+             tool_fail("-t=%s: unknown dtype '%s' (f64, f32, i64, i32, i16, i8 or bool)", eq + 1, rest);
     case 'd': return parse_dims(t, rest, eq + 1);
     case 'i': t->file = rest; return true;
     case 'g': return parse_gen(t, rest, eq + 1);

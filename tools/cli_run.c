@@ -109,18 +109,13 @@ static bool redim(tj_tensor **t, const int64_t *dims) {
 static bool load(Cli *c, int t) {
   const CliTensor *f = c->spec[t];
   const char *name = c->s.tensors[t].name;
-  if (tj_tensor_read(f->file, name, f->format ? &c->fmt[t] : NULL, &c->t[t]) != TJ_OK)
+  if (tj_tensor_read_as(f->file, name, f->format ? &c->fmt[t] : NULL,
+                        f->has_dtype ? f->dtype : TJ_F64, &c->t[t]) != TJ_OK)
     return tool_fail("-i=%s:%s: %s", name, f->file, tj_last_error());
   if (tj_tensor_order(c->t[t]) != c->s.tensors[t].order)
     return tool_fail("-i=%s:%s: the file holds a tensor of order %d, but %s has order %d "
                      "in the expression", name, f->file, tj_tensor_order(c->t[t]), name,
                      c->s.tensors[t].order);
-  if (f->has_dtype && f->dtype != tj_tensor_dtype(c->t[t])) {
-    tj_tensor *cast;
-    if (tj_tensor_cast(c->t[t], f->dtype, &cast) != TJ_OK) return tool_fail_lib(name);
-    tj_tensor_free(c->t[t]);
-    c->t[t] = cast;
-  }
   return !f->ndims || redim(&c->t[t], f->dims);
 }
 
@@ -183,10 +178,10 @@ static const char *output_flag(const CliArgs *a) {
 
 static bool print_stages(Cli *c) {
   static const char *names[] = {"notation", "cin", "lattice", "assembly", "compute",
-                                "c", "llvm", "llvm-opt", "asm"};
+                                "c", "llvm", "llvm-opt", "asm", "gett"};
   int count = 0;
-  for (int st = 0; st <= TJ_STAGE_ASM; st++) count += (c->a->stages >> st) & 1;
-  for (int st = 0; st <= TJ_STAGE_ASM; st++) {
+  for (int st = 0; st <= TJ_STAGE_GETT; st++) count += (c->a->stages >> st) & 1;
+  for (int st = 0; st <= TJ_STAGE_GETT; st++) {
     if (!((c->a->stages >> st) & 1)) continue;
     if (count > 1) printf("--- %s ---\n", names[st]);
     fflush(stdout);

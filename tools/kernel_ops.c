@@ -22,7 +22,8 @@ static const struct {
     {"lattice", TJ_STAGE_LATTICE},   {"assembly", TJ_STAGE_ASSEMBLY},
     {"compute", TJ_STAGE_COMPUTE},   {"c", TJ_STAGE_C},
     {"ir", TJ_STAGE_C},              {"llvm", TJ_STAGE_LLVM},
-    {"llvm-opt", TJ_STAGE_LLVM_OPT}, {"asm", TJ_STAGE_ASM}};
+    {"llvm-opt", TJ_STAGE_LLVM_OPT}, {"asm", TJ_STAGE_ASM},
+    {"gett", TJ_STAGE_GETT}};
 
 bool kop_stage(const char *name, tj_stage *st) {
   for (size_t i = 0; i < sizeof stages / sizeof *stages; i++)

@@ -50,7 +50,8 @@ static Rng rng_for(uint64_t seed, const char *name) {
 }
 
 static double value(Rng *r, tj_dtype dt) {
-  if (dt == TJ_I64 || dt == TJ_I32) return (double)(1 + below(r, 9));
+  if (dt == TJ_BOOL) return below(r, 4) != 0;   /* some stored entries false */
+  if (dt != TJ_F64 && dt != TJ_F32) return (double)(1 + below(r, 9));
   return 1.0 - unit(r);
 }
 

@@ -13,6 +13,7 @@
 #include "tool.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -21,7 +22,6 @@
 #include <editline/readline.h>
 #endif
 
-#define MAX_SESSION 64
 #define MAX_ARGS 12
 
 typedef struct Pending {             /* format / dtype set before creation */
@@ -32,10 +32,10 @@ typedef struct Pending {             /* format / dtype set before creation */
 } Pending;
 
 struct Repl {
-  tj_tensor *t[MAX_SESSION];
-  int n;
-  Pending pend[MAX_SESSION];
-  int npend;
+  tj_tensor **t;                     /* the session's tensors (grown as needed) */
+  int n, cap;
+  Pending *pend;
+  int npend, pcap;
   tj_context *cx;
   tj_kernel *k;                      /* last kernel (owned by cx) */
   char *last_expr;
@@ -68,7 +68,8 @@ static const char *help_text =
     "  :time [reps]   :check   :schedule [directives]\n"
     "  :backend [llvm|c]                    code generator for the next kernels\n"
     "  :semiring [add.mul]                  semiring of the next kernels (min.plus, ...)\n"
-    "  :def f(x) = <expr>                   define an element operator (:def alone lists)\n"
+    "  :def f(x) = <expr>                   define an element operator (:def alone lists);\n"
+    "       f(x, y) = <expr> [left <expr>] [right <expr>] [identity <v>]: cases, reduction\n"
     "  :help   :quit\n";
 
 static int find(const Repl *r, const char *name) {
@@ -77,10 +78,23 @@ static int find(const Repl *r, const char *name) {
   return -1;
 }
 
+/* Room for one more element in *arr (n used of *cap, elements of size
+ * bytes): false when memory runs out. */
+static bool room(void **arr, int n, int *cap, size_t size) {
+  if (n < *cap) return true;
+  if (*cap > INT_MAX / 2) return false;
+  int want = *cap ? 2 * *cap : 16;
+  void *p = realloc(*arr, (size_t)want * size);
+  if (!p) return false;
+  *arr = p;
+  *cap = want;
+  return true;
+}
+
 static Pending *pending(Repl *r, const char *name, bool add) {
   for (int i = 0; i < r->npend; i++)
     if (!strcmp(r->pend[i].name, name)) return &r->pend[i];
-  if (!add || r->npend == MAX_SESSION) return NULL;
+  if (!add || !room((void **)&r->pend, r->npend, &r->pcap, sizeof *r->pend)) return NULL;
   Pending *p = &r->pend[r->npend++];
   memset(p, 0, sizeof *p);
   snprintf(p->name, sizeof p->name, "%s", name);
@@ -95,9 +109,9 @@ static bool put(Repl *r, tj_tensor *t) {
     r->t[i] = t;
     return true;
   }
-  if (r->n == MAX_SESSION) {
+  if (!room((void **)&r->t, r->n, &r->cap, sizeof *r->t)) {
     tj_tensor_free(t);
-    return tool_fail("the session holds at most %d tensors (drop one)", MAX_SESSION);
+    return tool_fail("out of memory");
   }
   r->t[r->n++] = t;
   return true;
@@ -188,15 +202,8 @@ static bool do_load(Repl *r, const char *name, Arg *args, int n) {
   if (n == 2 && !parse_format_arg(args[1].text, &f)) return false;
   if (n == 2) fp = &f;
   tj_tensor *t;
-  if (tj_tensor_read(args[0].text, name, fp, &t) != TJ_OK) return tool_fail_lib("load");
-  tj_dtype dt = dtype_for(r, name);
-  if (dt != tj_tensor_dtype(t)) {
-    tj_tensor *c;
-    tj_status st = tj_tensor_cast(t, dt, &c);
-    tj_tensor_free(t);
-    if (st != TJ_OK) return tool_fail_lib("load");
-    t = c;
-  }
+  if (tj_tensor_read_as(args[0].text, name, fp, dtype_for(r, name), &t) != TJ_OK)
+    return tool_fail_lib("load");
   return put(r, t);
 }
 
@@ -288,19 +295,24 @@ static bool do_expression(Repl *r, const char *expr) {
   tj_kernel *k;
   bool ok = tj_compile(r->cx, expr, ops, s.ntensors, r->schedule[0] ? r->schedule : NULL,
                        &r->opts, &k) == TJ_OK || tool_fail_lib("compile");
-  ok = ok && (tj_kernel_run(k, TJ_EVALUATE, NULL, 0) == TJ_OK || tool_fail_lib("evaluate"));
-  if (!ok) {
+  bool ran = ok && (tj_kernel_run(k, TJ_EVALUATE, NULL, 0) == TJ_OK || tool_fail_lib("evaluate"));
+  if (!ran) {
+    if (ok) tj_kernel_free(k);
     if (fresh) tj_tensor_free(out);
     return false;
   }
   char *copy = strdup(expr);
   if (!copy || !put(r, out)) {
     free(copy);
+    tj_kernel_free(k);
     return copy ? false : tool_fail("out of memory");
   }
   free(r->last_expr);
   r->last_expr = copy;
   r->last = s;
+  /* Only the last kernel is kept: the cache may evict the others (a long
+   * session's memory stays bounded, TJ_KERNEL_CACHE_MAX). */
+  tj_kernel_free(r->k);
   r->k = k;
   kop_info(out, stdout);
   double v;
@@ -375,25 +387,24 @@ static bool colon_command(Repl *r, const char *cmd, const char *rest) {
 static bool set_property(Repl *r, bool is_fmt, char *args) {
   char *value, *name = split_word(args, &value), buf[512];
   if (!*name || !*value || !unquote(value, buf, sizeof buf))
-    return tool_fail(is_fmt ? "usage: format NAME \"levels\"" : "usage: dtype NAME f64|f32|i64|i32");
+    return tool_fail(is_fmt ? "usage: format NAME \"levels\""
+                            : "usage: dtype NAME f64|f32|i64|i32|i16|i8|bool");
   Pending p = {0};
   if (is_fmt && !parse_format_arg(buf, &p.fmt)) return false;
-  static const char *dts[] = {"f64", "f32", "i64", "i32"};
-  int d = 0;
-  while (!is_fmt && d < 4 && strcmp(buf, dts[d])) d++;
-  if (!is_fmt && d == 4) return tool_fail("unknown dtype '%s' (f64, f32, i64 or i32)", buf);
+  tj_dtype d = TJ_F64;
+  if (!is_fmt && tj_dtype_parse(buf, &d) != TJ_OK) return tool_fail("%s", tj_last_error());
   int i = find(r, name);
   if (i >= 0) {
     tj_tensor *c;
     tj_status st = is_fmt ? tj_tensor_convert(r->t[i], &p.fmt, &c)
-                          : tj_tensor_cast(r->t[i], (tj_dtype)d, &c);
+                          : tj_tensor_cast(r->t[i], d, &c);
     if (st != TJ_OK) return tool_fail_lib(name);
     put(r, c);
   }
   Pending *q = pending(r, name, true);
-  if (!q) return tool_fail("too many pending settings");
+  if (!q) return tool_fail("out of memory");
   if (is_fmt) q->has_fmt = true, q->fmt = p.fmt;
-  else q->has_dtype = true, q->dtype = (tj_dtype)d;
+  else q->has_dtype = true, q->dtype = d;
   return true;
 }
 
@@ -525,6 +536,8 @@ Repl *repl_new(const CliArgs *a) {
 void repl_free(Repl *r) {
   if (!r) return;
   for (int i = 0; i < r->n; i++) tj_tensor_free(r->t[i]);
+  free(r->t);
+  free(r->pend);
   free(r->last_expr);
   tj_context_free(r->cx);
   free(r);

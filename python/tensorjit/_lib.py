@@ -17,7 +17,7 @@ OK = 0
 STATUS_NAMES = ["OK", "INVALID", "PARSE", "SHAPE", "DTYPE", "FORMAT", "IO",
                 "NOMEM", "UNSUPPORTED", "JIT", "INTERNAL"]
 
-F64, F32, I64, I32 = 0, 1, 2, 3
+F64, F32, I64, I32, I16, I8, BOOL = 0, 1, 2, 3, 4, 5, 6
 ASSEMBLE, COMPUTE, EVALUATE = 0, 1, 2
 WRAP_TRUSTED = 1
 
@@ -117,6 +117,7 @@ _decl("tj_options_default", Options)
 _decl("tj_compile", _S, _P, ctypes.c_char_p, ctypes.POINTER(_P), _S, ctypes.c_char_p,
       ctypes.POINTER(Options), ctypes.POINTER(_P))
 _decl("tj_kernel_run", _S, _P, _S, ctypes.POINTER(_P), _S)
+_decl("tj_kernel_free", None, _P)
 _decl("tj_kernel_print", _S, _P, _S, _P)
 
 

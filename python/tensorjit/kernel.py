@@ -90,6 +90,14 @@ class Kernel:
         self._last_call = None  # inputs, shape, dtype, handle array type, kernel, input
                                 # handles of the last call with a fresh dense result
 
+    def __del__(self):
+        # The compiled code stays in the context's cache (evictable once no
+        # handle uses it); after exit the context and its handles are gone.
+        kernels, self._kernels = getattr(self, "_kernels", {}), {}
+        if _context is not None and lib is not None:
+            for k in kernels.values():
+                lib.tj_kernel_free(k)
+
     def _extent(self, index, tensors):
         for name, idx in self.accesses:
             if index in idx and name in tensors:

@@ -16,7 +16,9 @@ from . import _lib
 from ._lib import Arrays, Format, TensorJitError, check, lib
 
 _DTYPES = {np.dtype(np.float64): _lib.F64, np.dtype(np.float32): _lib.F32,
-           np.dtype(np.int64): _lib.I64, np.dtype(np.int32): _lib.I32}
+           np.dtype(np.int64): _lib.I64, np.dtype(np.int32): _lib.I32,
+           np.dtype(np.int16): _lib.I16, np.dtype(np.int8): _lib.I8,
+           np.dtype(np.bool_): _lib.BOOL}
 _NP = {v: k for k, v in _DTYPES.items()}
 _INDEX = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
 
@@ -41,7 +43,7 @@ def value_dtype(dtype):
         return _DTYPES[np.dtype(dtype)]
     except KeyError:
         raise TypeError("tensorjit: values of dtype %s are not supported (float64, float32, "
-                        "int64, int32)" % np.dtype(dtype)) from None
+                        "int64, int32, int16, int8, bool)" % np.dtype(dtype)) from None
 
 
 class _View:

@@ -126,6 +126,23 @@ def test_float32_and_int32():
     np.testing.assert_array_equal(tensorjit.compile("y(i) = A(i,j) * x(j)")(A=ai, x=xi), ai @ xi)
 
 
+def test_bool_int16_int8():
+    """bool: + is or, * is and (numpy's bool matmul); i16 and i8 wrap as
+    numpy's fixed-width integers do."""
+    spmv = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a = sparse(40, 30, density=0.2, seed=12) != 0
+    x = RNG.random(30) < 0.3
+    y = spmv(A=a.tocsr(), x=x)
+    assert y.dtype == np.bool_
+    np.testing.assert_array_equal(y, (a @ x.astype(np.int64)) > 0)
+    for dt in (np.int16, np.int8):
+        ai = sparse(40, 30, density=0.5, seed=13, dtype=np.int64) * 40
+        xi = np.arange(30, dtype=np.int64) - 15
+        y = spmv(A=ai.astype(dt), x=xi.astype(dt))
+        assert y.dtype == dt
+        np.testing.assert_array_equal(y, (ai @ xi).astype(dt))
+
+
 def test_int64_is_exact_above_2_53():
     big = 2 ** 53 + 1
     a = sp.csr_matrix((np.array([big, 3], np.int64), np.array([0, 1]), np.array([0, 2, 2])),

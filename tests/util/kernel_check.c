@@ -519,7 +519,7 @@ static KcResult cross_check(Run *r, tj_context *cx, tj_kernel *k, const tj_tenso
   KcResult res = KC_PASS;
   if (!a[0] || !b[0])
     res = fail(r, KC_SETUP_ERROR, TJ_ERR_NOMEM, "output: %s", tj_last_error());
-  else if ((st = tj_compile(cx, r->c->expr, b, r->sh.n, NULL, r->c->cross, &k2)) != TJ_OK)
+  else if ((st = tj_compile(cx, r->c->expr, b, r->sh.n, r->c->schedule, r->c->cross, &k2)) != TJ_OK)
     res = fail(r, KC_COMPILE_ERROR, st, "tj_compile with the cross options failed: %s",
                tj_last_error());
   else if ((st = tj_kernel_run(k, TJ_EVALUATE, a, r->sh.n)) != TJ_OK ||
@@ -570,7 +570,7 @@ KcResult kc_run(tj_context *cx, const KcCase *c, KcOutcome *o) {
     goto done;
   }
   tj_kernel *k = NULL;
-  st = tj_compile(cx, c->expr, ops, r.sh.n, NULL, c->opts, &k);
+  st = tj_compile(cx, c->expr, ops, r.sh.n, c->schedule, c->opts, &k);
   if (st != TJ_OK) {
     res = fail(&r, KC_COMPILE_ERROR, st, "tj_compile failed (status %d): %s",
                st, tj_last_error());

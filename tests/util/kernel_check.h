@@ -51,6 +51,7 @@ typedef struct KcCase {
   unsigned flags;
   const char *full;     /* inputs stored at density 1 ("c d"), or NULL */
   const tj_options *opts; /* for tj_compile; NULL defaults */
+  const char *schedule; /* for tj_compile; NULL none */
   const tj_options *cross; /* also compile with these (another backend) and
                               require the two results to agree */
 } KcCase;

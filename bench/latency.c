@@ -1,0 +1,158 @@
+/* tjlatency: compile latency of SpMV and MTTKRP (issue 21's targets), and
+ * an interleaved A/B of any environment switch read at compile time.
+ *
+ *   tjlatency [--reps N] [--ab VAR=a,b] [--first]
+ *
+ * Every compile is a distinct kernel (a fresh context, so no cache hit);
+ * "warm" compiles are all but the process's first. The first compile of
+ * the process (SpMV, LLJIT start included) is printed separately; run the
+ * tool in several processes for its median (bench/latency.sh). With
+ * --ab, each round compiles SpMV and MTTKRP under VAR=a, then VAR=b
+ * (order swapped every other round), so drift and load hit both sides;
+ * medians per side: wall time, the calling thread's CPU time (robust
+ * against a loaded machine; LLJIT's start on its own thread is not in
+ * it) and the stages of tj_kernel_times (wall). --first prints
+ * the first compile only and exits.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench.h"
+
+typedef struct Kern {
+  const char *name, *expr;
+  tj_tensor **ops;
+  int nops;
+} Kern;
+
+enum { STAGES = 9, MAX_REPS = 1000 };
+static const char *const STAGE_NAMES[STAGES] = {"total", "cpu", "lower", "llvm-ir", "optimize",
+                                                "codegen", "setup", "parse", "rest"};
+
+static double clock_ms(clockid_t c) {
+  struct timespec ts;
+  clock_gettime(c, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_dbl);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Compiles k in a fresh context; stages into st (total: wall time). */
+static bool compile_fresh(const Kern *k, double st[STAGES]) {
+  tj_context *cx = NULL;
+  if (tj_context_new(&cx) != TJ_OK) return false;
+  tj_options o = tj_options_default();
+  o.nthreads = 1;
+  tj_kernel *kn = NULL;
+  double t0 = clock_ms(CLOCK_MONOTONIC), c0 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+  bool ok = tj_compile(cx, k->expr, k->ops, k->nops, NULL, &o, &kn) == TJ_OK;
+  double t1 = clock_ms(CLOCK_MONOTONIC), c1 = clock_ms(CLOCK_THREAD_CPUTIME_ID);
+  if (!ok) fprintf(stderr, "tjlatency: %s: %s\n", k->expr, tj_last_error());
+  if (ok) {
+    tj_compile_times t = tj_kernel_times(kn);
+    double rest = t1 - t0 - t.parse_ms - t.setup_ms - t.lower_ms - t.llvm_ir_ms -
+                  t.optimize_ms - t.codegen_ms;
+    double v[STAGES] = {t1 - t0,      c1 - c0,   t.lower_ms, t.llvm_ir_ms, t.optimize_ms,
+                        t.codegen_ms, t.setup_ms, t.parse_ms,  rest};
+    memcpy(st, v, sizeof v);
+  }
+  tj_context_free(cx);
+  return ok;
+}
+
+/* inputs.c's allocators (tjbench.c has its own). */
+void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) { fprintf(stderr, "tjlatency: out of memory\n"); exit(2); }
+  return p;
+}
+
+void *xcalloc(size_t n, size_t m) {
+  void *p = calloc(n ? n : 1, m ? m : 1);
+  if (!p) { fprintf(stderr, "tjlatency: out of memory\n"); exit(2); }
+  return p;
+}
+
+static void set_side(const char *var, const char *val) {
+  if (var) setenv(var, val, 1);
+}
+
+int main(int argc, char **argv) {
+  int reps = 21;
+  bool first_only = false;
+  char *var = NULL, *val[2] = {NULL, NULL};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--first")) first_only = true;
+    else if (!strcmp(argv[i], "--ab") && i + 1 < argc) {
+      var = argv[++i];
+      char *eq = strchr(var, '='), *comma = eq ? strchr(eq, ',') : NULL;
+      if (!comma) {
+        fprintf(stderr, "tjlatency: --ab VAR=a,b\n");
+        return 2;
+      }
+      *eq = *comma = 0;
+      val[0] = eq + 1;
+      val[1] = comma + 1;
+    } else {
+      fprintf(stderr, "usage: tjlatency [--reps N] [--ab VAR=a,b] [--first]\n");
+      return 2;
+    }
+  }
+  if (reps < 1 || reps > MAX_REPS) reps = 21;
+  unsetenv("TJ_CACHE_DIR");
+  /* The inputs of tjbench's compile section: SpMV on a 1000 x 1000 CSR
+   * matrix, MTTKRP on a 100^3 sss tensor with rank 16. */
+  int64_t n = 1000, R = 16;
+  tj_tensor *A = in_csr_uniform("A", n, 8, 5);
+  tj_tensor *x = in_dense("x", TJ_F64, 1, &n, 6), *y = in_empty("y", TJ_F64, 1, &n, NULL);
+  tj_tensor *sp[3] = {y, A, x};
+  tj_tensor *B = in_tensor3_random("B", 100, 5000, 7);
+  int64_t dA[2] = {100, R};
+  tj_tensor *mA = in_empty("A", TJ_F64, 2, dA, NULL), *mC = in_dense("C", TJ_F64, 2, dA, 8),
+            *mD = in_dense("D", TJ_F64, 2, dA, 9);
+  tj_tensor *mt[4] = {mA, B, mC, mD};
+  const Kern ks[2] = {{"SpMV", "y(i) = A(i,j) * x(j)", sp, 3},
+                      {"MTTKRP", "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", mt, 4}};
+  int sides = var ? 2 : 1;
+  set_side(var, val[0]);
+  double first[STAGES];
+  if (!compile_fresh(&ks[0], first)) return 1;
+  printf("first compile in process (SpMV%s%s%s%s): %.2f ms (", var ? ", " : "",
+         var ? var : "", var ? "=" : "", var ? val[0] : "", first[0]);
+  for (int g = 1; g < STAGES; g++) printf("%s%s %.2f", g > 1 ? ", " : "", STAGE_NAMES[g], first[g]);
+  printf(")\n");
+  if (first_only) return 0;
+  static double t[2][2][STAGES][MAX_REPS];
+  for (int r = 0; r < reps; r++)
+    for (int q = 0; q < sides; q++) {
+      int s = r % 2 ? sides - 1 - q : q;
+      set_side(var, val[s]);
+      for (int k = 0; k < 2; k++) {
+        double st[STAGES];
+        if (!compile_fresh(&ks[k], st)) return 1;
+        for (int g = 0; g < STAGES; g++) t[s][k][g][r] = st[g];
+      }
+    }
+  for (int k = 0; k < 2; k++)
+    for (int s = 0; s < sides; s++) {
+      printf("%-6s warm%s%s%s%s, median of %d:", ks[k].name, var ? " " : "", var ? var : "",
+             var ? "=" : "", var ? val[s] : "", reps);
+      for (int g = 0; g < STAGES; g++)
+        printf(" %s %.2f", STAGE_NAMES[g], median(t[s][k][g], reps));
+      printf(" ms\n");
+    }
+  tj_tensor_free(A); tj_tensor_free(x); tj_tensor_free(y); tj_tensor_free(B);
+  tj_tensor_free(mA); tj_tensor_free(mC); tj_tensor_free(mD);
+  return 0;
+}

@@ -1,0 +1,213 @@
+/* Loop rewrites of the concrete notation: split, divide, pos and bound
+ * give a forall a CinLoopForm (how its one index is walked) and names for
+ * what they make; reorder, parallelize, vectorize and unroll then name the
+ * loops by those names (TACO's schedule, with the derived variables kept
+ * on the loop they came from):
+ *
+ *   split(i, i0, i1, 32) parallelize(i0)
+ *     forall(i, ...) -> forall(i0:parallel, forall(i1, ...))  i = 32*i0 + i1
+ *   pos(j, jp, A(i,j)) split(jp, j0, j1, 8)
+ *     forall(j, ...) -> forall(j0, forall(j1, ...))  j = A's crd[8*j0 + j1 + ...]
+ *
+ * The halves of a split stay next to each other (the lowering strip-mines
+ * the one loop in place); a reorder that moves a loop between them is
+ * refused, as are a second split of a loop, a pos after a split and a
+ * name that is already taken.
+ */
+#include <string.h>
+
+#include "cin_loops.h"
+
+bool loops_unknown(const Schedule *s, const SchedDirective *sd, Diag *d, const char *what,
+                   const char *name) {
+  if (s->src && sd->col > 0)
+    return diag_error_at(d, TJ_ERR_INVALID, s->src, sd->col, "%s: unknown index '%s'", what,
+                         name);
+  return diag_error(d, TJ_ERR_INVALID, "%s: unknown index '%s'", what, name);
+}
+
+static bool named(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
+
+int loops_find(const Loops *l, const char *name, LoopPart *part) {
+  for (int i = 0; i < l->n; i++) {
+    const CinLoopForm *f = &l->form[i];
+    *part = PART_WHOLE;
+    if (named(l->iv[i]->name, name) || named(f->pos, name) || named(f->bound_name, name))
+      return i;
+    *part = PART_OUTER;
+    if (named(f->outer, name)) return i;
+    *part = PART_INNER;
+    if (named(f->inner, name)) return i;
+  }
+  return -1;
+}
+
+/* Whether name is free for a new variable: no index of the assignment and
+ * no loop's derived name. */
+static bool fresh(const Loops *l, const Assignment *as, const char *name) {
+  LoopPart part;
+  if (loops_find(l, name, &part) >= 0) return false;
+  for (int v = 0; v < as->nindices; v++)
+    if (named(as->indices[v]->name, name)) return false;
+  return true;
+}
+
+/* The access T(i1, ..., in) of e whose tensor and index names are vars[0..n). */
+static const Expr *find_access(const Expr *e, const char *const *vars, int n) {
+  if (e->kind == EX_ACCESS) {
+    if (!named(e->u.access.t->name, vars[0]) || e->u.access.n != n - 1) return NULL;
+    for (int m = 0; m < e->u.access.n; m++)
+      if (!named(e->u.access.idx[m]->name, vars[m + 1])) return NULL;
+    return e;
+  }
+  Expr *k[2];
+  int nk = nt_children(e, k);
+  for (int i = 0; i < nk; i++) {
+    const Expr *x = find_access(k[i], vars, n);
+    if (x) return x;
+  }
+  return NULL;
+}
+
+static const char *const REWRITE_NAMES[] = {
+    [SCHED_SPLIT] = "split", [SCHED_DIVIDE] = "divide", [SCHED_POS] = "pos",
+    [SCHED_BOUND] = "bound"};
+
+bool loops_rewrite(Loops *l, const Assignment *as, const Schedule *s,
+                   const SchedDirective *sd, Diag *d) {
+  const char *what = REWRITE_NAMES[sd->kind];
+  LoopPart part;
+  int p = loops_find(l, sd->vars[0], &part);
+  if (p < 0) return loops_unknown(s, sd, d, what, sd->vars[0]);
+  CinLoopForm *f = &l->form[p];
+  if (part != PART_WHOLE || f->split || f->divide)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "%s(%s, ...): the loop of %s is already split "
+                      "(into %s and %s); one split or divide per loop", what, sd->vars[0],
+                      l->iv[p]->name, f->outer, f->inner);
+  int nnew = sd->kind == SCHED_SPLIT || sd->kind == SCHED_DIVIDE ? 2 : 1;
+  for (int k = 1; k <= nnew; k++) {
+    if (!fresh(l, as, sd->vars[k]))
+      return diag_error(d, TJ_ERR_INVALID, "%s(%s, ...): the name %s is already taken", what,
+                        sd->vars[0], sd->vars[k]);
+    if (k == 2 && named(sd->vars[1], sd->vars[2]))
+      return diag_error(d, TJ_ERR_INVALID, "%s(%s, ...): the two halves need two names", what,
+                        sd->vars[0]);
+  }
+  switch (sd->kind) {
+  case SCHED_SPLIT:
+  case SCHED_DIVIDE:
+    if (sd->kind == SCHED_SPLIT) f->split = sd->width;
+    else f->divide = sd->width;
+    f->outer = sd->vars[1];
+    f->inner = sd->vars[2];
+    return true;
+  case SCHED_POS: {
+    if (f->bound_kind)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "pos(%s, ...): the loop of %s is bounded; a "
+                        "position loop has no fixed bound", sd->vars[0], l->iv[p]->name);
+    const Expr *x = find_access(as->rhs, sd->vars + 2, sd->nvars - 2);
+    bool uses = false;
+    for (int m = 0; x && m < x->u.access.n; m++) uses |= x->u.access.idx[m] == l->iv[p];
+    if (!x || !uses)
+      return diag_error(d, TJ_ERR_INVALID, "pos(%s, %s, %s(...)): the right-hand side has no "
+                        "access of %s that uses %s, written as given", sd->vars[0],
+                        sd->vars[1], sd->vars[2], sd->vars[2], l->iv[p]->name);
+    f->pos = sd->vars[1];
+    f->pos_access = x;
+    return true;
+  }
+  case SCHED_BOUND:
+    if (f->pos)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "bound(%s, ...): %s walks positions (pos); "
+                        "only a coordinate loop is bounded", sd->vars[0], sd->vars[0]);
+    if (!named(sd->arg, "max_exact"))
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "bound(%s, %s, %d, %s): only max_exact (the "
+                        "extent is exactly %d) is lowered; a loop starts at 0, so a min "
+                        "bound and a max constraint give the lowering nothing to use",
+                        sd->vars[0], sd->vars[1], sd->width, sd->arg, sd->width);
+    f->bound_name = sd->vars[1];
+    f->bound = sd->width;
+    f->bound_kind = BOUND_MAX_EXACT;
+    return true;
+  default: return TJ_BUG(d, "not a loop rewrite");
+  }
+}
+
+bool loops_reorder(Loops *l, const Schedule *s, const SchedDirective *sd, Diag *d) {
+  int slot[NT_MAX_INDICES], n = 0;
+  for (int k = 0; k < sd->nvars; k++) {
+    LoopPart part;
+    int p = loops_find(l, sd->vars[k], &part);
+    if (p < 0) return loops_unknown(s, sd, d, "reorder", sd->vars[k]);
+    const CinLoopForm *f = &l->form[p];
+    if (part == PART_INNER)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s is the inner half of the split "
+                        "of %s; it must come right after %s", sd->vars[k], l->iv[p]->name,
+                        f->outer);
+    if (part == PART_OUTER) {
+      if (k + 1 >= sd->nvars || !named(sd->vars[k + 1], f->inner))
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s and %s, the halves of the split "
+                          "of %s, must stay next to each other, %s outside (the lowering "
+                          "strip-mines the loop of %s in place)", f->outer, f->inner,
+                          l->iv[p]->name, f->outer, l->iv[p]->name);
+      k++;
+    }
+    for (int j = 0; j < n; j++)
+      if (slot[j] == p)
+        return diag_error(d, TJ_ERR_INVALID, "reorder: index '%s' appears twice",
+                          sd->vars[k]);
+    slot[n++] = p;
+  }
+  /* The named loops take the slots they occupy, in the order given. */
+  Loops old = *l;
+  int sorted[NT_MAX_INDICES];
+  memcpy(sorted, slot, sizeof(int) * (size_t)n);
+  for (int i = 1; i < n; i++) /* insertion sort of the slots */
+    for (int j = i; j > 0 && sorted[j - 1] > sorted[j]; j--) {
+      int t = sorted[j];
+      sorted[j] = sorted[j - 1];
+      sorted[j - 1] = t;
+    }
+  for (int k = 0; k < n; k++) {
+    int to = sorted[k], from = slot[k];
+    l->iv[to] = old.iv[from];
+    l->flags[to] = old.flags[from];
+    l->vec_width[to] = old.vec_width[from];
+    l->unroll[to] = old.unroll[from];
+    l->par[to] = old.par[from];
+    l->form[to] = old.form[from];
+  }
+  return true;
+}
+
+bool loops_flag(Loops *l, const Schedule *s, const SchedDirective *sd, Diag *d) {
+  static const char *const names[] = {[SCHED_PARALLELIZE] = "parallelize",
+                                      [SCHED_VECTORIZE] = "vectorize", [SCHED_UNROLL] = "unroll"};
+  const char *what = names[sd->kind];
+  LoopPart part;
+  int p = loops_find(l, sd->vars[0], &part);
+  if (p < 0) return loops_unknown(s, sd, d, what, sd->vars[0]);
+  CinLoopForm *f = &l->form[p];
+  bool split = f->split || f->divide;
+  if (split && part == PART_WHOLE)
+    return diag_error(d, TJ_ERR_INVALID, "%s(%s): the loop of %s is split into %s and %s; "
+                      "name one of them", what, sd->vars[0], l->iv[p]->name, f->outer, f->inner);
+  if (sd->kind == SCHED_PARALLELIZE) {
+    if (part == PART_INNER)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): %s is the inner half of the "
+                        "split of %s and runs inside one thread's block; parallelize %s",
+                        sd->vars[0], sd->vars[0], l->iv[p]->name, f->outer);
+    l->flags[p] |= CIN_PARALLEL;
+    l->par[p] = sd->width;
+    f->race = sd->arg;
+    f->par_outer = part == PART_OUTER;
+    return true;
+  }
+  if (part == PART_OUTER)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "%s(%s): %s is the outer half of the split of "
+                      "%s, a loop over blocks; %s its inner half %s", what, sd->vars[0],
+                      sd->vars[0], l->iv[p]->name, what, f->inner);
+  if (sd->kind == SCHED_VECTORIZE) l->vec_width[p] = sd->width;
+  else l->unroll[p] = sd->width;
+  return true;
+}

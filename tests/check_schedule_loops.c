@@ -1,0 +1,358 @@
+/* The loop rewrites of the schedule (split, divide, pos, bound, and
+ * reorder / parallelize / vectorize / unroll through the names they make):
+ * kernels against the reference interpreter and the loop-IR interpreter
+ * over formats, seeds and row patterns (kc_run, on 2 threads, assemble and
+ * compute split); TACO's CPU schedules for SpMV, SpMM, SDDMM, TTV and
+ * MTTKRP as far as they keep a split's halves together; one SpMV checked
+ * against values computed by hand; the concrete notation they print; and
+ * every refusal with its message. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorjit.h"
+#include "util/kernel_check.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+typedef struct LoopCase {
+  const char *expr, *formats, *extents, *schedule;
+} LoopCase;
+
+#define SPMV "y(i) = A(i,j) * x(j)"
+#define SPMM "C(i,k) = A(i,j) * B(j,k)"
+#define SDDMM "A(i,j) = B(i,j) * C(i,k) * D(k,j)"
+#define TTV "A(i,j) = B(i,j,k) * c(k)"
+#define MTTKRP "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)"
+static const LoopCase cases[] = {
+    /* TACO's SpMV: rows in blocks of 4, the blocks across threads */
+    {SPMV, "A:ds", "i=37 j=29", "split(i, i0, i1, 4) reorder(i0, i1, j) parallelize(i0, static)"},
+    {SPMV, "A:dd", "i=37 j=29", "split(i, i0, i1, 4) parallelize(i0, dynamic)"},
+    /* the nonzeros of a row in blocks of 3 (positions) */
+    {SPMV, "A:ds", "i=37 j=29", "pos(j, jp, A(i,j)) split(jp, j0, j1, 3)"},
+    {SPMV, "A:ss", "i=37 j=29", "pos(j, jp, A(i,j)) divide(jp, j0, j1, 2)"},
+    /* a pos-split row loop: the stored rows of DCSR in blocks, in parallel */
+    {SPMV, "A:ss", "i=37 j=29", "pos(i, ip, A(i,j)) split(ip, i0, i1, 2) parallelize(i0, dynamic)"},
+    {SPMV, "A:ss", "i=37 j=29", "pos(i, ip, A(i,j)) split(ip, i0, i1, 5) pos(j, jp, A(i,j)) "
+                                "split(jp, j0, j1, 2) parallelize(i0, static)"},
+    {SPMV, "A:ds:1,0", "i=37 j=29", "pos(i, ip, A(i,j)) split(ip, i0, i1, 3)"},
+    {SPMV, "A:ds", "i=37 j=29", "divide(i, i0, i1, 3) parallelize(i0, static)"},
+    {SPMV, "A:ds", "i=37 j=29", "divide(i, i0, i1, 50)"},  /* more parts than rows */
+    {SPMV, "A:dd", "i=37 j=7", "bound(j, jb, 7, max_exact) split(i, i0, i1, 2)"},
+    {SPMV, "A:dd", "i=37 j=29", "split(j, j0, j1, 8) vectorize(j1, 4)"},
+    {SPMV, "A:dd", "i=37 j=29", "split(i, i0, i1, 3) unroll(i1, 2) split(j, j0, j1, 1)"},
+    /* a sum's loop (the residual): split inside the where */
+    {"y(i) = b(i) - A(i,j) * x(j)", "A:ds", "i=23 j=19", "pos(j, jp, A(i,j)) split(jp, j0, j1, 2)"},
+    /* TACO's SpMM, with k inside the split of j's positions */
+    {SPMM, "A:ds", "i=21 j=17 k=9", "split(i, i0, i1, 4) pos(j, jp, A(i,j)) "
+                                    "split(jp, j0, j1, 2) reorder(i0, i1, j0, j1, k) "
+                                    "parallelize(i0, static)"},
+    {SPMM, "A:ds", "i=21 j=17 k=9", "split(i, i0, i1, 4) split(k, k0, k1, 4) parallelize(i0)"},
+    /* TACO's SDDMM, into a sparse and a dense output */
+    {SDDMM, "A:ds B:ds", "i=19 j=17 k=6", "split(i, i0, i1, 4) pos(j, jp, B(i,j)) "
+                                          "split(jp, j0, j1, 2) reorder(i0, i1, j0, j1, k) "
+                                          "parallelize(i0)"},
+    {SDDMM, "B:ds", "i=19 j=17 k=6", "split(i, i0, i1, 4) pos(j, jp, B(i,j)) "
+                                     "split(jp, j0, j1, 2) parallelize(i0, static)"},
+    /* TTV: rows in blocks, the fibers of a row by positions */
+    {TTV, "B:dss", "i=9 j=8 k=7", "split(i, i0, i1, 2) pos(j, jp, B(i,j,k)) split(jp, j0, j1, 3) "
+                                  "parallelize(i0, static)"},
+    {TTV, "A:ds B:dss", "i=9 j=8 k=7", "pos(k, kp, B(i,j,k)) split(kp, k0, k1, 2)"},
+    {TTV, "B:sss", "i=9 j=8 k=7", "pos(i, ip, B(i,j,k)) split(ip, i0, i1, 2) parallelize(i0)"},
+    /* TACO's MTTKRP */
+    {MTTKRP, "B:dss", "i=8 j=5 k=7 l=6", "split(i, i1, i2, 2) reorder(i1, i2, k, l, j) "
+                                         "parallelize(i1, static)"},
+    {MTTKRP, "B:sss", "i=8 j=5 k=7 l=6", "pos(l, lp, B(i,k,l)) split(lp, l0, l1, 2)"},
+    /* sparse outputs built in row chunks, with rewritten loops inside */
+    {"A(i,j) = B(i,j) * 2", "A:ds B:ds", "i=31 j=23", "pos(j, jp, B(i,j)) split(jp, j0, j1, 3)"},
+    {"A(i,j) = B(i,j) + C(i,j)", "A:ds B:ds C:ds", "i=31 j=23", "split(i, i0, i1, 5)"},
+    /* parallelize of an inner loop over a dense output's index */
+    {"A(i,j) = B(i,j) * C(i,j)", "", "i=23 j=37", "parallelize(j, static)"},
+    {"A(i,j) = B(i,k) * C(k,j)", "B:ds", "i=19 j=23 k=17", "reorder(i,k,j) parallelize(j, dynamic)"},
+    {"A(i,j) = B(i,j) * C(i,j)", "B:ds", "i=23 j=37", "pos(j, jp, B(i,j)) split(jp, j0, j1, 4) "
+                                                      "parallelize(j0)"},
+    {TTV, "B:dss", "i=9 j=8 k=7", "parallelize(j, static)"},
+    /* an outermost reduction into a dense output: per-thread partials */
+    {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "parallelize(i, partials)"},
+    {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "split(i, i0, i1, 4) parallelize(i0, partials)"},
+    /* dense GEMM, both output loops split */
+    {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
+     "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
+};
+enum { NCASES = sizeof cases / sizeof cases[0] };
+static const KcPattern patterns[] = {KC_RANDOM, KC_EMPTY_ROWS, KC_ONE_ROW};
+
+START_TEST(rewrites_against_the_reference) {
+  const LoopCase *lc = &cases[_i];
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  for (int p = 0; p < 3; p++)
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+      KcCase c = {.expr = lc->expr, .formats = lc->formats, .extents = lc->extents,
+                  .density = 0.3, .pattern = patterns[p], .seed = seed, .flags = KC_SPLIT,
+                  .opts = &two, .schedule = lc->schedule};
+      KcOutcome o;
+      ck_assert_msg(kc_run(cx, &c, &o) == KC_PASS, "[%s] %s", lc->schedule, o.msg);
+    }
+  tj_context_free(cx);
+}
+END_TEST
+
+static tj_tensor *matrix(const char *name, const char *fmt, int64_t n, int64_t m,
+                         const double *v) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  int64_t dims[2] = {n, m};
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, 2, dims, &f, &t));
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < m; j++)
+      if (v[i * m + j] != 0) OK(tj_tensor_insert(t, (int64_t[]){i, j}, v[i * m + j]));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+static tj_tensor *vector(const char *name, int64_t n, const double *v) {
+  int64_t dims[1] = {n};
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, 1, dims, NULL, &t));
+  for (int64_t i = 0; i < n; i++) OK(tj_tensor_insert(t, (int64_t[]){i}, v[i]));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+/* SpMV on a 5x4 matrix with an empty row, by hand:
+ *   A = [1 0 2 0; 0 0 0 0; 0 3 0 4; 5 6 7 8; 0 0 0 9], x = (1, 2, 3, 4)
+ *   y = (1+6, 0, 6+16, 5+12+21+32, 36) = (7, 0, 22, 70, 36)
+ * through each rewrite of the row and column loops, on 2 threads. */
+START_TEST(spmv_by_hand) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  static const double xv[4] = {1, 2, 3, 4}, want[5] = {7, 0, 22, 70, 36};
+  static const struct { const char *fmt, *sched; } runs[] = {
+      {"ds", "split(i, i0, i1, 2) reorder(i0, i1, j) parallelize(i0, static)"},
+      {"ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 3)"},
+      {"ss", "pos(i, ip, A(i,j)) split(ip, i0, i1, 1) parallelize(i0, dynamic)"},
+      {"ss", "pos(i, ip, A(i,j)) divide(ip, i0, i1, 2) pos(j, jp, A(i,j)) divide(jp, j0, j1, 3)"},
+      {"dd", "bound(j, jb, 4, max_exact) divide(i, i0, i1, 4)"},
+  };
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_tensor *A = matrix("A", runs[r].fmt, 5, 4, a), *x = vector("x", 4, xv);
+    tj_tensor *y = vector("y", 5, (double[5]){0});
+    tj_kernel *k;
+    OK(tj_compile(cx, SPMV, (tj_tensor *[]){y, A, x}, 3, runs[r].sched, &two, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < 5; i++) {
+      double v;
+      OK(tj_tensor_get(y, (int64_t[]){i}, &v));
+      ck_assert_msg(v == want[i], "[%s] y(%lld) = %g, want %g", runs[r].sched, (long long)i, v,
+                    want[i]);
+    }
+    tj_tensor_free(A);
+    tj_tensor_free(x);
+    tj_tensor_free(y);
+    tj_context_free(cx);
+  }
+}
+END_TEST
+
+/* The transposed product with per-thread partials, by hand (A as above,
+ * x = (1, 2, 3, 4, 5)): y(j) = sum_i A(i,j) x(i) = (1+20, 9+24, 2+28,
+ * 12+32+45) = (21, 33, 30, 89). */
+START_TEST(partials_by_hand) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  static const double xv[5] = {1, 2, 3, 4, 5}, want[4] = {21, 33, 30, 89};
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", "ds", 5, 4, a), *x = vector("x", 5, xv);
+  tj_tensor *y = vector("y", 4, (double[4]){0});
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(j) = A(i,j) * x(i)", (tj_tensor *[]){y, A, x}, 3,
+                "split(i, i0, i1, 2) parallelize(i0, partials)", &two, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t j = 0; j < 4; j++) {
+    double v;
+    OK(tj_tensor_get(y, (int64_t[]){j}, &v));
+    ck_assert_msg(v == want[j], "y(%lld) = %g, want %g", (long long)j, v, want[j]);
+  }
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+static char *stage_of(const char *expr, const char *fa, const char *sched, tj_stage st) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", fa, 5, 4, a), *x = vector("x", 4, a), *y = vector("y", 5, a);
+  tj_tensor *b = vector("b", 5, a);
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, (tj_tensor *[]){y, A, x, b}, 4, sched, NULL, &k));
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  OK(tj_kernel_print(k, st, f));
+  fclose(f);
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_tensor_free(b);
+  tj_context_free(cx);
+  return buf;
+}
+
+static char *cin_of(const char *expr, const char *fa, const char *sched) {
+  return stage_of(expr, fa, sched, TJ_STAGE_CIN);
+}
+
+/* vectorize(i, w) marks the loops of i in the notation, and the pass
+ * vectorizes those (the inner half of a split here), not a loop that
+ * happens to share the name. */
+START_TEST(vectorize_is_a_rewrite_of_the_loop) {
+  char *c = stage_of(SPMV, "dd", "split(j, j0, j1, 8) vectorize(j1, 2)", TJ_STAGE_C);
+  ck_assert_msg(strstr(c, "vector(2)"), "%s", c);
+  ck_assert_msg(!strstr(c, "vector(4)") && !strstr(c, "vector(8)"), "%s", c);
+  free(c);
+  c = stage_of(SPMV, "dd", "vectorize(i, 2)", TJ_STAGE_C); /* the row loop: not vectorizable */
+  ck_assert_msg(!strstr(c, "vector("), "%s", c);
+  free(c);
+}
+END_TEST
+
+/* What -print-cin shows is the loops that run, under the names the
+ * schedule gave them, with the relations after the statement. */
+START_TEST(notation_shows_the_rewrites) {
+  static const char *const want[][4] = {
+      {SPMV, "ds", "split(i, i0, i1, 16) parallelize(i0, static)",
+       "suchthat(forall(i0:parallel(static), forall(i1, forall(j, y(i) += A(i,j) * x(j)))), "
+       "split(i, i0, i1, 16))\n"},
+      {SPMV, "ss", "pos(i, ip, A(i,j)) split(ip, i0, i1, 8) pos(j, jp, A(i,j)) unroll(jp, 2)",
+       "suchthat(forall(i0, forall(i1, forall(jp:unroll(2), y(i) += A(i,j) * x(j)))), "
+       "pos(i, ip, A(i,j)), split(ip, i0, i1, 8), pos(j, jp, A(i,j)))\n"},
+      {SPMV, "dd", "bound(j, jb, 4, max_exact) divide(i, i0, i1, 2) vectorize(jb, 4)",
+       "suchthat(forall(i0, forall(i1, forall(jb:vectorize(4), y(i) += A(i,j) * x(j)))), "
+       "divide(i, i0, i1, 2), bound(j, jb, 4, max_exact))\n"},
+      {"x(j) = A(i,j) * y(i)", "ds", "parallelize(i, partials)",
+       "forall(i:parallel(partials), forall(j, x(j) += A(i,j) * y(i)))\n"},
+      {"y(i) = b(i) - A(i,j) * x(j)", "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 2)",
+       "suchthat(forall(i, where(y(i) = b(i) - t_j, forall(j0, forall(j1, t_j += A(i,j) * "
+       "x(j))))), pos(j, jp, A(i,j)), split(jp, j0, j1, 2))\n"},
+  };
+  for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
+    char *got = cin_of(want[w][0], want[w][1], want[w][2]);
+    ck_assert_msg(strcmp(got, want[w][3]) == 0, "[%s]\n got %s want %s", want[w][2], got,
+                  want[w][3]);
+    free(got);
+  }
+}
+END_TEST
+
+typedef struct Refusal {
+  const char *expr, *fa, *schedule, *msg;
+} Refusal;
+
+static const Refusal refusals[] = {
+    {SPMV, "ds", "split(j, j0, j1, 4)", "walks A's sparse level by coordinates; split its "
+     "positions: pos(j, jp, ...) first"},
+    {SPMV, "ds", "pos(i, ip, A(i,j))", "walks a dense range; pos walks the positions"},
+    {SPMV, "ds", "pos(j, jp, B(i,j))", "has no access of B that uses j"},
+    {SPMV, "ds", "pos(j, jp, A(j,i))", "has no access of A that uses j"},
+    {"y(i) = A(i,j) * x(j) + A(i,j)", "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 2)",
+     "co-iterates sparse operands"},
+    {SPMV, "ds", "split(i, i0, i1, 4) pos(i0, ip, A(i,j))", "already split (into i0 and i1)"},
+    {SPMV, "ds", "split(i, i0, i1, 4) split(i1, a, b, 2)", "one split or divide per loop"},
+    {SPMV, "ds", "split(i, i0, i1, 4) reorder(i0, j, i1)", "must stay next to each other"},
+    {SPMV, "ds", "split(i, i0, i1, 4) reorder(i1, i0, j)", "must come right after i0"},
+    {SPMV, "ds", "split(i, i0, i1, 4) parallelize(i1)", "runs inside one thread's block"},
+    {SPMV, "ds", "split(i, i0, i1, 4) parallelize(i)", "name one of them"},
+    {SPMV, "ds", "split(i, i0, i1, 4) vectorize(i0, 4)", "a loop over blocks"},
+    {SPMV, "ds", "split(i, j, i1, 4)", "the name j is already taken"},
+    {SPMV, "ds", "split(i, i0, i0, 4)", "the two halves need two names"},
+    {SPMV, "ds", "split(i, i0, i1, 0)", "split factor 0 is not between 1 and 2^30"},
+    {SPMV, "ds", "split(q, i0, i1, 2)", "split: unknown index 'q'"},
+    {SPMV, "ds", "split(i, i0, i1, 4) parallelize(i0, balanced)", "equal numbers of iterations"},
+    {SPMV, "ds", "split(i, i0, i1)", "expected ','"},
+    {SPMV, "dd", "bound(j, jb, 3, max_exact)", "the loop over j has extent 4, not 3"},
+    {SPMV, "dd", "bound(j, jb, 4, min_exact)", "only max_exact"},
+    {SPMV, "ds", "bound(j, jb, 4, max_exact)", "walks a sparse level; bound a dense loop"},
+    {SPMV, "ds", "pos(j, jp, A(i,j)) bound(jp, jb, 4, max_exact)", "only a coordinate loop"},
+    {SPMV, "ds", "divide(j, j0, j1, 2) parallelize(j0)", "an inner loop runs in parallel only "
+     "over an index of a dense output whose outer loop is not a reduction"},
+    {"x(j) = A(i,j) * y(i)", "ds", "parallelize(i, atomics)", "atomic updates are not lowered; "
+     "partials (per-thread partial outputs, summed in order) are"},
+    {SPMV, "ds", "parallelize(i, partials)", "writes disjoint rows of the output; there is "
+     "nothing to combine"},
+    {SPMV, "ds", "parallelize(i, static, sharing)", "unknown race strategy 'sharing'"},
+    {"A(i,j) = y(i) * x(j)", "dd", "parallelize(j, balanced)", "only the outermost loop's rows "
+     "are weighed by nonzeros"},
+    {"y(i) = A(i,j) * x(j) + A(i,j)", "ds", "vectorize(j, 4)", "only for loops (a dense range, "
+     "or one sparse level) vectorize"},
+};
+enum { NREFUSALS = sizeof refusals / sizeof refusals[0] };
+
+START_TEST(refusals_with_messages) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  const Refusal *r = &refusals[_i];
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", r->fa, 5, 4, a), *x = vector("x", 4, a), *y = vector("y", 5, a);
+  tj_kernel *k = NULL;
+  ck_assert_int_ne(tj_compile(cx, r->expr, (tj_tensor *[]){y, A, x}, 3, r->schedule, NULL, &k),
+                   TJ_OK);
+  ck_assert_msg(strstr(tj_last_error(), r->msg), "[%s] got: %s", r->schedule, tj_last_error());
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+/* bound() promises an extent: a run on operands of another extent is
+ * refused, not run past their ends. */
+START_TEST(bound_is_checked_at_every_run) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", "dd", 5, 4, a), *x = vector("x", 4, a), *y = vector("y", 5, a);
+  tj_tensor *A2 = matrix("A", "dd", 4, 5, a), *x2 = vector("x", 5, a), *y2 = vector("y", 4, a);
+  tj_kernel *k;
+  OK(tj_compile(cx, SPMV, (tj_tensor *[]){y, A, x}, 3, "bound(j, jb, 4, max_exact)", NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y2, A2, x2}, 3), TJ_ERR_SHAPE);
+  ck_assert_msg(strstr(tj_last_error(), "bound(j, jb, 4, max_exact): index j has extent 5"),
+                "%s", tj_last_error());
+  tj_tensor *all[] = {A, x, y, A2, x2, y2};
+  for (int t = 0; t < 6; t++) tj_tensor_free(all[t]);
+  tj_context_free(cx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("schedule_loops");
+  TCase *t = tcase_create("schedule_loops");
+  tcase_set_timeout(t, 300);
+  tcase_add_loop_test(t, rewrites_against_the_reference, 0, NCASES);
+  tcase_add_test(t, spmv_by_hand);
+  tcase_add_test(t, partials_by_hand);
+  tcase_add_test(t, notation_shows_the_rewrites);
+  tcase_add_test(t, vectorize_is_a_rewrite_of_the_loop);
+  tcase_add_loop_test(t, refusals_with_messages, 0, NREFUSALS);
+  tcase_add_test(t, bound_is_checked_at_every_run);
+  suite_add_tcase(s, t);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
