@@ -14,13 +14,20 @@
  *             under plus.pair with T = L (dot products of rows); GrB_mxm
  *             C<L> = L * L' with GxB_PLUS_PAIR_FP64 (GrB_DESC_ST1), then
  *             GrB_reduce
+ *   pagerank  one PageRank iteration (pull), y(i) = t + sum_j A(j,i) r(j) s(j),
+ *             t = 0.15 / n, s(j) = 0.85 / outdeg(j) (0 for a dangling j):
+ *             tensorjit w(j) = r(j) * s(j), then "y(i) = t + A(j,i) * w(j)"
+ *             with A by columns (ds:1,0): one gather per edge, as GraphBLAS
+ *             (fused, r(j) * s(j) per edge, two gathers: ~2x slower on
+ *             luxembourg_osm); GraphBLAS w = r .* s (GrB_eWiseMult), y = t
+ *             (GrB_assign), y += A' w (GrB_mxv, PLUS_TIMES, A' transposed once)
  *
  * Graphs: wiki-Vote and luxembourg_osm from ../shared/data, and an R-MAT
  * graph (scale 16, 16 edges per node, a = 0.57, b = c = 0.19, seed 1).
  * Every result is checked against GraphBLAS's before timing. Prints one
  * line per kernel, graph and thread count: medians (ms) and GraphBLAS /
  * tensorjit (above 1: tensorjit faster).
- * Usage: tjgraphs [--data DIR] [--reps N] [--quick]
+ * Usage: tjgraphs [--data DIR] [--reps N] [--quick] [--only KERNEL]
  */
 #include <GraphBLAS.h>
 #include <math.h>
@@ -147,18 +154,25 @@ typedef struct Timing {
 } Timing;
 
 static int g_reps = 15;
+static const char *g_only;  /* --only KERNEL: run just that kernel */
+static int want(const char *kernel) { return !g_only || !strcmp(g_only, kernel); }
 
-/* Alternates the two runs reps times; medians into *t. */
-static void time_both(tj_kernel *k, void (*grb)(void *), void *ctx, Timing *t) {
+/* Alternates the two runs reps times (tensorjit's: kernels k[0..nk) in
+ * turn); medians into *t. */
+static void time_steps(tj_kernel *const *k, int nk, void (*grb)(void *), void *ctx, Timing *t) {
   double a[64], b[64];
   for (int r = 0; r < g_reps; r++) {
     double t0 = now_ms();
-    TJ(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int q = 0; q < nk; q++) TJ(tj_kernel_run(k[q], TJ_EVALUATE, NULL, 0));
     double t1 = now_ms();
     grb(ctx);
     a[r] = t1 - t0, b[r] = now_ms() - t1;
   }
   t->tj = median(a, g_reps), t->grb = median(b, g_reps);
+}
+
+static void time_both(tj_kernel *k, void (*grb)(void *), void *ctx, Timing *t) {
+  time_steps(&k, 1, grb, ctx, t);
 }
 
 static tj_kernel *compile(const char *expr, tj_tensor **ops, int n, const char *sr, int nth) {
@@ -313,6 +327,70 @@ static int bench_triangles(const Graph *g, int nth) {
   return ok;
 }
 
+/* ---- pagerank ---- */
+typedef struct Rank { GrB_Vector y, r, s, w; GrB_Matrix A, AT; double t; GrB_Index n; } Rank;
+static void rank_grb(void *c) {
+  Rank *k = c;
+  GBCHECK(GrB_Vector_eWiseMult_BinaryOp(k->w, NULL, NULL, GrB_TIMES_FP64, k->r, k->s, NULL));
+  GBCHECK(GrB_Vector_assign_FP64(k->y, NULL, NULL, k->t, GrB_ALL, k->n, NULL));
+  GBCHECK(GrB_mxv(k->y, NULL, GrB_PLUS_FP64, GrB_PLUS_TIMES_SEMIRING_FP64, k->AT, k->w, NULL));
+  GBCHECK(GrB_Vector_wait(k->y, GrB_MATERIALIZE));
+}
+
+static int bench_pagerank(const Graph *g, int nth) {
+  Rank k = {.n = (GrB_Index)g->n, .t = 0.15 / (double)g->n};
+  tj_tensor *At = matrix(g, "A", "ds:1,0", 0, &k.A, NULL);
+  tj_tensor *r = vec("r", "d", g->n), *s = vec("s", "d", g->n), *y = vec("y", "d", g->n);
+  tj_tensor *w = vec("w", "d", g->n);
+  int64_t none = 0;
+  tj_format scal = tj_format_dense(0);
+  tj_tensor *t;
+  TJ(tj_tensor_new("t", TJ_F64, 0, &none, &scal, &t));
+  TJ(tj_tensor_insert(t, NULL, k.t));
+  TJ(tj_tensor_pack(t));
+  /* A' made once, as tensorjit's A by columns is (GrB_DESC_T0 would
+   * transpose per call) */
+  GBCHECK(GrB_Matrix_new(&k.AT, GrB_FP64, k.n, k.n));
+  GBCHECK(GrB_transpose(k.AT, NULL, NULL, k.A, NULL));
+  GBCHECK(GrB_Matrix_wait(k.AT, GrB_MATERIALIZE));
+  GrB_Vector deg;
+  GBCHECK(GrB_Vector_new(&deg, GrB_FP64, k.n));
+  GBCHECK(GrB_Matrix_reduce_Monoid(deg, NULL, NULL, GrB_PLUS_MONOID_FP64, k.A, NULL));
+  GrB_Vector *vs[] = {&k.y, &k.r, &k.s, &k.w};
+  for (int q = 0; q < 4; q++) GBCHECK(GrB_Vector_new(vs[q], GrB_FP64, k.n));
+  for (int64_t i = 0; i < g->n; i++) {
+    double d = 0, rv = 1.0 / (double)g->n * (1 + (double)(i % 7) / 10);
+    GrB_Vector_extractElement_FP64(&d, deg, (GrB_Index)i); /* absent: a dangling node */
+    double sv = d > 0 ? 0.85 / d : 0;
+    TJ(tj_tensor_insert(r, &i, rv));
+    TJ(tj_tensor_insert(s, &i, sv));
+    GBCHECK(GrB_Vector_setElement_FP64(k.r, rv, (GrB_Index)i));
+    GBCHECK(GrB_Vector_setElement_FP64(k.s, sv, (GrB_Index)i));
+  }
+  TJ(tj_tensor_pack(r));
+  TJ(tj_tensor_pack(s));
+  tj_tensor *wops[] = {w, r, s}, *ops[] = {y, t, At, w};
+  tj_kernel *kr[] = {compile("w(j) = r(j) * s(j)", wops, 3, NULL, nth),
+                     compile("y(i) = t + A(j,i) * w(j)", ops, 4, NULL, nth)};
+  for (int q = 0; q < 2; q++) TJ(tj_kernel_run(kr[q], TJ_EVALUATE, NULL, 0));
+  rank_grb(&k);
+  int ok = 1;
+  for (int64_t i = 0; i < g->n && ok; i++) {
+    double a, b = 0;
+    TJ(tj_tensor_get(y, &i, &a));
+    GBCHECK(GrB_Vector_extractElement_FP64(&b, k.y, (GrB_Index)i));
+    ok = fabs(a - b) <= 1e-12 * fabs(b) + 1e-300;
+  }
+  Timing tm;
+  time_steps(kr, 2, rank_grb, &k, &tm);
+  report("pagerank", g, nth, &tm, ok);
+  for (int q = 0; q < 4; q++) GrB_free(vs[q]);
+  GrB_free(&deg), GrB_free(&k.A), GrB_free(&k.AT);
+  tj_tensor_free(At), tj_tensor_free(r), tj_tensor_free(s), tj_tensor_free(y), tj_tensor_free(t);
+  tj_tensor_free(w);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   const char *data = TJ_BENCH_DATA;
   int quick = 0;
@@ -320,12 +398,19 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--quick")) quick = 1;
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_only = argv[++i];
     else {
-      fprintf(stderr, "usage: tjgraphs [--data DIR] [--reps N] [--quick]\n");
+      fprintf(stderr, "usage: tjgraphs [--data DIR] [--reps N] [--quick] [--only KERNEL]\n");
       return 2;
     }
   }
   if (quick) g_reps = 3;
+  /* Two OpenMP runtimes share the process (tensorjit's libomp, GraphBLAS's):
+   * libomp's workers spin 200 ms after each region by default, starving
+   * GraphBLAS's threads on 2 cores and the other way round (PageRank on
+   * luxembourg_osm at 2 threads: 20 ms instead of 0.45). tensorjit's sleep
+   * at once instead, unless the caller says otherwise. */
+  setenv("KMP_BLOCKTIME", "0", 0);
   if (g_reps < 1 || g_reps > 64) g_reps = 15;
   GBCHECK(GrB_init(GrB_NONBLOCKING));
   Graph gs[3];
@@ -342,10 +427,11 @@ int main(int argc, char **argv) {
   for (int nth = 1; nth <= 2; nth++) {
     GBCHECK(GxB_Global_Option_set(GxB_NTHREADS, nth));
     for (int g = 0; g < ng; g++) {
-      bad += !bench_relax(&gs[g], nth);
-      bad += !bench_bfs(&gs[g], nth, "d");
-      bad += !bench_bfs(&gs[g], nth, "s");
-      bad += !bench_triangles(&gs[g], nth);
+      if (want("relax")) bad += !bench_relax(&gs[g], nth);
+      if (want("bfs")) bad += !bench_bfs(&gs[g], nth, "d");
+      if (want("bfs-sparse")) bad += !bench_bfs(&gs[g], nth, "s");
+      if (want("triangles")) bad += !bench_triangles(&gs[g], nth);
+      if (want("pagerank")) bad += !bench_pagerank(&gs[g], nth);
     }
   }
   printf("%d disagreement(s)\n", bad);

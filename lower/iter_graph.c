@@ -123,16 +123,19 @@ static bool check_output_format(const Assignment *as, Diag *d) {
   const tj_format *f = &t->decl.format;
   bool seen_sparse = false;
   for (int l = 0; l < f->order; l++) {
-    if (!lw_output_level_ok(lv_of(f, l)))
+    if (!lw_output_level_ok(f, l))
       return diag_error(d, TJ_ERR_UNSUPPORTED,
                         "output %s: level %d is '%c'; outputs support dense "
-                        "('d') and compressed ('s', 'o') levels",
+                        "('d') and compressed ('s', 'o') levels, and a "
+                        "compressed-nonunique level with singletons down to "
+                        "the last level (COO: 'uq', 'uqq')",
                         t->name, l, f->levels[l]);
     bool full = lv_at(f, l, LV_FULL);
-    if (full && seen_sparse)
+    if (full && seen_sparse && l < lw_out_leaf(f))
       return diag_error(d, TJ_ERR_UNSUPPORTED,
-                        "output %s: a dense level below a compressed one "
-                        "(level %d of '%s') is not supported for outputs yet",
+                        "output %s: a dense level between two compressed ones "
+                        "(level %d of '%s') is not supported for outputs yet; "
+                        "dense levels below the last compressed one are",
                         t->name, l, f->levels);
     seen_sparse |= !full;
   }
@@ -186,7 +189,7 @@ static bool plan_workspace(const Assignment *as, LowerPlan *p, Diag *d) {
     IndexVar *v = level_var(lhs, f, l);
     int depth = 0;
     while (p->order[depth] != v) depth++;
-    if (depth < first_red) continue;
+    if (depth < first_red || l > lw_out_leaf(f)) continue; /* a dense tail is located */
     if (l != f->order - 1 || !lv_at(f, l, LV_HAS_POS))
       return diag_error(d, TJ_ERR_UNSUPPORTED,
                         "output %s: level %d (index %s) would be written "
@@ -352,6 +355,7 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
       dense_outer = false;
   }
   p->rangeable = dense_outer && p->out_sparse && lv_at(&p->fmt[0], 0, LV_FULL) &&
+                 lw_out_concat_ok(&p->fmt[0]) &&
                  level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
   /* Partial outputs per chunk of rows are combined by the root operator,
    * a reduction operator (the runtime's rt_storage_sum_partials: + * min

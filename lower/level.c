@@ -4,6 +4,15 @@
  *     compressed (LV_HAS_POS)           pos[p] .. pos[p+1]
  *     singleton under a segmented level p .. seg_end (the parent's run)
  *     singleton                         p .. p+1
+ *   locate (LV_LOCATE): position of coordinate c under parent position p
+ *     is p * size + c (c itself at the top level);
+ *   coordinate access (LV_HAS_CRD): crd[q] at position q;
+ *   output runs: a nonunique compressed level and the singletons below it
+ *     (COO's `uq`) are appended together at the run's last level, one
+ *     position for all of them (the run's first level counts it);
+ *   output leaf: the last level that is not full; the values of one leaf
+ *     position are the block of the dense levels below it (1 when none),
+ *     so vals holds (leaf positions) x block.
  * A new level type adds its row to ir/level.c and, if its positions are
  * found differently, a case here.
  */
@@ -18,8 +27,74 @@ bool lw_level_segmented(const tj_format *f, int l) {
   return lv_at(f, l, LV_BRANCHLESS) && l > 0 && lw_level_segmented(f, l - 1);
 }
 
-bool lw_output_level_ok(const LevelType *lt) {
-  return lv_has(lt, LV_INSERT) || lv_has(lt, LV_APPEND | LV_UNIQUE | LV_HAS_POS);
+LirExpr *lw_locate(Lowerer *lw, int x, int l, LirExpr *parent, LirExpr *c) {
+  if (!parent) return c;
+  return lir_bin(lw->a, LOP_ADD, lir_bin(lw->a, LOP_MUL, parent, lw_level_size(lw, x, l)), c);
+}
+
+LirExpr *lw_coord_at(Lowerer *lw, int x, int l, LirExpr *p) {
+  return lw_load_index(lw, lw->crd_ptr[lw->acc[x].t][l], p);
+}
+
+int lw_out_run_start(const tj_format *f, int l) {
+  int k = l;
+  while (k > 0 && lv_at(f, k, LV_BRANCHLESS)) k--;
+  bool in_run = k < l || (l + 1 < f->order && lv_at(f, l + 1, LV_BRANCHLESS));
+  return in_run && lv_at(f, k, LV_HAS_POS) && !lv_at(f, k, LV_UNIQUE) ? k : l;
+}
+
+bool lw_out_in_run(const tj_format *f, int l) {
+  if (lw_out_run_start(f, l) < l) return true;
+  return lv_at(f, l, LV_HAS_POS) && !lv_at(f, l, LV_UNIQUE) && l + 1 < f->order &&
+         lv_at(f, l + 1, LV_BRANCHLESS);
+}
+
+bool lw_output_level_ok(const tj_format *f, int l) {
+  if (lv_at(f, l, LV_INSERT) || lv_at(f, l, LV_APPEND | LV_UNIQUE | LV_HAS_POS)) return true;
+  if (!lv_at(f, l, LV_APPEND) || !lw_out_in_run(f, l)) return false;
+  for (int k = l + 1; k < f->order; k++) /* the run reaches the last level */
+    if (!lv_at(f, k, LV_BRANCHLESS)) return false;
+  return true;
+}
+
+bool lw_out_concat_ok(const tj_format *f) {
+  for (int l = 1; l < f->order; l++)
+    if (!lv_at(f, l, LV_HAS_POS | LV_UNIQUE)) return false;
+  return f->order > 0 && lv_at(f, 0, LV_FULL);
+}
+
+int lw_out_leaf(const tj_format *f) {
+  int leaf = -1;
+  for (int l = 0; l < f->order; l++)
+    if (!lv_at(f, l, LV_FULL)) leaf = l;
+  return leaf;
+}
+
+bool lw_out_dense_tail(const tj_format *f) {
+  int leaf = lw_out_leaf(f);
+  return leaf >= 0 && leaf < f->order - 1;
+}
+
+LirExpr *lw_out_block(Lowerer *lw) {
+  LirExpr *n = NULL;
+  for (int l = lw->out_last + 1; l < lw->acc[0].f->order; l++) {
+    LirExpr *size = lw_level_size(lw, 0, l);
+    n = n ? lir_bin(lw->a, LOP_MUL, n, size) : size;
+  }
+  return n;
+}
+
+LirExpr *lw_out_vals(Lowerer *lw, LirExpr *n) {
+  LirExpr *block = lw_out_block(lw);
+  return block ? lir_bin(lw->a, LOP_MUL, n, block) : n;
+}
+
+LirStmt *lw_out_block_init(Lowerer *lw, LirExpr *p) {
+  LirExpr *block = lw_out_block(lw);
+  if (!block || !lw->emit_values) return NULL;
+  LirExpr *lo = lir_bin(lw->a, LOP_MUL, p, block);
+  LirExpr *hi = lir_bin(lw->a, LOP_ADD, lw_out_vals(lw, p), lw_out_block(lw));
+  return lw_fill(lw, lw->vals_ptr[0], lo, hi, lw->out_init);
 }
 
 void lw_pos_bounds(Lowerer *lw, int x, int l, LirExpr *pp, LirExpr **lo, LirExpr **hi) {

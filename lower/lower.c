@@ -70,8 +70,7 @@ LirExpr *lw_out_linear(Lowerer *lw) {
   LirExpr *p = NULL;
   for (int l = 0; l < ac->f->order; l++) {
     const IndexVar *v = ac->e->u.access.idx[ac->f->mode_order[l]];
-    LirExpr *c = lw_ref(lw, lw->coord[v->id]);
-    p = p ? lir_bin(lw->a, LOP_ADD, lir_bin(lw->a, LOP_MUL, p, lw_level_size(lw, 0, l)), c) : c;
+    p = lw_locate(lw, 0, l, p, lw_ref(lw, lw->coord[v->id]));
   }
   return p ? p : lw_i64(lw, 0);
 }
@@ -107,12 +106,16 @@ static LirStmt *grow_if_full(Lowerer *lw, LirVar *cap, int arr, int l, LirExpr *
 /* Room for an output entry at index in level l (and its value). */
 LirStmt *lw_ensure_out_cap(Lowerer *lw, int l, LirExpr *index) {
   if (lw->phase == PHASE_COMPUTE) return NULL;
-  LirStmt *vals = NULL;
-  if (l == lw->out_last && lw->emit_values) {
-    vals = reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, lw->crd_cap[l]));
-    lir_append(&vals, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+  LirStmt *more = NULL;
+  for (int k = lw_out_run_start(lw->acc[0].f, l); k < l; k++) { /* the run's crd grow together */
+    lir_append(&more, reserve(lw, TJ_ARR_CRD, k, lw_ref(lw, lw->crd_cap[l])));
+    lir_append(&more, reload(lw, lw->crd_ptr[0][k], LF_CRD, k));
   }
-  return grow_if_full(lw, lw->crd_cap[l], TJ_ARR_CRD, l, index, vals);
+  if (l == lw->out_last && lw->emit_values) {
+    lir_append(&more, reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, lw_ref(lw, lw->crd_cap[l]))));
+    lir_append(&more, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+  }
+  return grow_if_full(lw, lw->crd_cap[l], TJ_ARR_CRD, l, index, more);
 }
 
 /* Room for pos entry index of level l (a compressed level under a
@@ -192,7 +195,7 @@ static bool setup_accesses(Lowerer *lw) {
       if (dd > ac->last_depth) ac->last_depth = dd;
     }
   }
-  lw->out_last = lw->acc[0].f->order - 1;
+  lw->out_last = p->out_sparse ? lw_out_leaf(lw->acc[0].f) : lw->acc[0].f->order - 1;
   mark_valued_masks(lw, lw->as->rhs);
   /* The outermost loop may run in parallel when it walks an output index
    * of a dense output: iterations then write disjoint output elements. So
@@ -335,6 +338,15 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
   LirStmt *s = NULL;
   char base[64];
   for (int l = 0; l < f->order; l++) {
+    if (lv_at(f, l, LV_HAS_CRD) && !lv_at(f, l, LV_HAS_POS)) {
+      /* a singleton of a run: the run's position and capacity */
+      int r = lw_out_run_start(f, l);
+      lw->out_p[l] = lw->out_p[r];
+      if (lw->phase == PHASE_COMPUTE) continue;
+      lw->crd_cap[l] = lw->crd_cap[r];
+      lir_append(&s, reserve(lw, TJ_ARR_CRD, l, lw_ref(lw, lw->crd_cap[l])));
+      lir_append(&s, reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
+    }
     if (!lv_at(f, l, LV_HAS_POS)) continue;
     snprintf(base, sizeof base, "pOut%d", l);
     lw->out_p[l] = lw_var(lw, base, LT_I64);
@@ -368,7 +380,7 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
     LirExpr *need = lw->phase == PHASE_COMPUTE
                         ? lir_field(a, lw->k, 0, LF_CRD_LEN, last)
                         : lw_ref(lw, lw->crd_cap[last]);
-    lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, need));
+    lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, need)));
     lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
   }
   return s;
@@ -383,6 +395,8 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
   LirStmt *s = NULL;
   if (lw->phase != PHASE_COMPUTE) {
     for (int l = 0; l < f->order; l++) {
+      if (lv_at(f, l, LV_HAS_CRD) && !lv_at(f, l, LV_HAS_POS))
+        lir_append(&s, lir_setfield(a, 0, LF_CRD_LEN, l, lw_ref(lw, lw->out_p[l])));
       if (!lv_at(f, l, LV_HAS_POS)) continue;
       LirVar *pos = lw->pos_ptr[0][l];
       LirExpr *plen;
@@ -406,17 +420,17 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
     }
   }
   if (lw->phase == PHASE_ASSEMBLE) {
-    LirExpr *n = lw_ref(lw, lw->out_p[last]);
+    LirExpr *n = lw_out_vals(lw, lw_ref(lw, lw->out_p[last]));
     lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, n));
     lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
     LirStmt *z = lir_call(a, LH_ZERO);
     z->u.call.ptr = lw->vals_ptr[0];
     z->u.call.a = lw_i64(lw, 0);
-    z->u.call.b = lw_ref(lw, lw->out_p[last]);
+    z->u.call.b = n;
     lir_append(&s, z);
   }
   if (!(lw->ranged && lw->phase == PHASE_COMPUTE))
-    lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, lw->out_p[last])));
+    lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_out_vals(lw, lw_ref(lw, lw->out_p[last]))));
   return s;
 }
 

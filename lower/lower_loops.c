@@ -86,8 +86,7 @@ static LirStmt *read_coord(Lowerer *lw, int x, int l, Iter *it) {
   char base[64];
   snprintf(base, sizeof base, "%s%d", lw->acc[x].e->u.access.t->name, l);
   it->c = lw_var(lw, base, LT_I64);
-  LirVar *crd = lw->crd_ptr[lw->acc[x].t][l];
-  LirStmt *s = lir_decl(A(lw), it->c, lw_load_index(lw, crd, lw_ref(lw, it->p)));
+  LirStmt *s = lir_decl(A(lw), it->c, lw_coord_at(lw, x, l, lw_ref(lw, it->p)));
   it->seg = NULL;
   if (!level_segmented(lw, x, l)) return s;
   /* seg = p + 1; more = seg < end;
@@ -103,7 +102,7 @@ static LirStmt *read_coord(Lowerer *lw, int x, int l, Iter *it) {
   LirStmt *step = lir_update(a, it->seg, LOP_ADD, lw_i64(lw, 1));
   lir_append(&step, lir_assign(a, more, lir_bin(a, LOP_LT, lw_ref(lw, it->seg),
                                                lw_ref(lw, it->end))));
-  LirExpr *same = lir_bin(a, LOP_EQ, lw_load_index(lw, crd, lw_ref(lw, it->seg)),
+  LirExpr *same = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, l, lw_ref(lw, it->seg)),
                           lw_ref(lw, it->c));
   LirStmt *stop = lir_assign(a, more, lir_const_int(a, LT_BOOL, 0));
   lir_append(&s, lir_while(a, lw_ref(lw, more), lir_if(a, same, step, stop)));
@@ -400,11 +399,12 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     return reached;
   }
   LirVar *vals = lw->vals_ptr[0];
-  if (lw->plan->out_sparse) {
+  if (lw->plan->out_sparse && !lw_out_dense_tail(lw->acc[0].f)) {
     lir_append(&reached, lir_store(a, lw_ref(lw, vals), out_index(lw), v));
     return reached;
   }
-  return update_output(lw, vals, out_index, v);
+  lir_append(&reached, update_output(lw, vals, out_index, v));
+  return reached;
 }
 
 /* The statement of the scope; where an all-dense mask decides at run time
@@ -440,7 +440,7 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->temp_def = saved_def;
   lw->root_temp = NULL;
   if (!lw->emit_values) return lir_block(a, s);
-  if (lw->plan->out_sparse) {
+  if (lw->plan->out_sparse && !lw_out_dense_tail(lw->acc[0].f)) {
     LirStmt *st = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), out_index(lw), lw_ref(lw, t));
     lir_append(&s, lw->out_hit ? lir_if(a, lw_ref(lw, lw->out_hit), st, NULL) : st);
   } else
@@ -668,9 +668,7 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lw->seg_end[x] = NULL;
       snprintf(base, sizeof base, "p%s%d", ac->e->u.access.t->name, l);
       LirVar *p = lw_var(lw, base, LT_I64);
-      LirExpr *e = lir_bin(a, LOP_ADD, lir_bin(a, LOP_MUL, parent_pos(lw, x),
-                                               lw_level_size(lw, x, l)), lw_ref(lw, cv));
-      lir_append(&s, lir_decl(a, p, e));
+      lir_append(&s, lir_decl(a, p, lw_locate(lw, x, l, parent_pos(lw, x), lw_ref(lw, cv))));
       lw->pos[x] = lw_ref(lw, p);
     }
     bool done = ac->located ? ac->last_depth == cx->depth : l == ac->f->order - 1;
@@ -681,9 +679,7 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lw->pos[x] = NULL;
       for (int k = 0; k < ac->f->order; k++) {
         const IndexVar *iv = ac->e->u.access.idx[ac->f->mode_order[k]];
-        LirExpr *c = lw_ref(lw, lw->coord[iv->id]);
-        lw->pos[x] = k == 0 ? c : lir_bin(a, LOP_ADD, lir_bin(a, LOP_MUL, lw->pos[x],
-                                                              lw_level_size(lw, x, k)), c);
+        lw->pos[x] = lw_locate(lw, x, k, lw->pos[x], lw_ref(lw, lw->coord[iv->id]));
       }
       lir_append(&s, lir_decl(a, p, lw->pos[x]));
       lw->pos[x] = lw_ref(lw, p);
@@ -707,23 +703,31 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   lw->coord[cx->v->id] = cv;
   LirStmt *s = bind_levels(lw, cx, keep, cv);
 
+  const tj_format *of = lw->acc[0].f;
   int l = lw->target == T_OUT && lw->plan->out_sparse ? lw_level_at(lw, 0, cx->depth) : -1;
-  bool compressed = l >= 0 && lv_at(lw->acc[0].f, l, LV_HAS_POS);
+  /* An output level is located (dense), appended (compressed; the leaf,
+   * also a run's last singleton), or the inner part of a run, whose
+   * coordinates its leaf appends. */
+  bool located = l >= 0 && lv_at(of, l, LV_FULL);
+  bool run_inner = l >= 0 && l < lw->out_last && lw_out_in_run(of, l);
+  bool leaf = l >= 0 && l == lw->out_last;
+  bool compressed = l >= 0 && !located && !run_inner;
   LirVar *start = NULL;
-  if (l >= 0 && !compressed) {
+  if (located) {
     LirVar *p = lw_var(lw, "pOut", LT_I64);
     LirExpr *c = lw_ref(lw, cv);
     if (lw->ranged && l == 0 && lw->phase != PHASE_COMPUTE)  /* chunk-local row */
       c = lir_bin(a, LOP_SUB, c, lw_ref(lw, lw->range_lo));
-    lir_append(&s, lir_decl(a, p, lir_bin(a, LOP_ADD,
-        lir_bin(a, LOP_MUL, parent_pos(lw, 0), lw_level_size(lw, 0, l)), c)));
+    lir_append(&s, lir_decl(a, p, lw_locate(lw, 0, l, parent_pos(lw, 0), c)));
     lw->pos[0] = lw_ref(lw, p);
   } else if (compressed) {
     lw->pos[0] = lw_ref(lw, lw->out_p[l]);
-    if (l == lw->out_last)
+    if (l == lw->out_last) {
       lir_append(&s, lw_ensure_out_cap(lw, l, lw_ref(lw, lw->out_p[l])));
+      lir_append(&s, lw_out_block_init(lw, lw_ref(lw, lw->out_p[l])));
+    }
   }
-  bool next_compressed = l >= 0 && l < lw->out_last && lv_at(lw->acc[0].f, l + 1, LV_HAS_POS);
+  bool next_compressed = l >= 0 && !run_inner && l < lw->out_last && lv_at(of, l + 1, LV_HAS_POS);
   if (next_compressed) {
     start = lw_var(lw, "pOut_start", LT_I64);
     lir_append(&s, lir_decl(a, start, lw_ref(lw, lw->out_p[l + 1])));
@@ -733,10 +737,11 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
    * keeps an explicit 0 there (as TACO does), which reads the same, and
    * its assembly needs no pass over the reduction. */
   LirVar *hit = NULL, *saved_hit = lw->out_hit;
-  bool by_reduction = lw->root_reduces && cx->depth + 1 == lw->first_red &&
+  bool by_reduction = lw->root_reduces &&
+                      (cx->depth + 1 == lw->first_red || lw_out_dense_tail(lw->acc[0].f)) &&
                       (nt_op(lw->as->root_op)->identity != 0 || lw->as->semiring);
   bool by_mask = lw->valued_masks && !lw->root_reduces; /* decided at run time */
-  if (compressed && l == lw->out_last && lw->nest.ws_depth < 0 && !cx->in_temp &&
+  if (leaf && lw->nest.ws_depth < 0 && !cx->in_temp &&
       (by_reduction || by_mask)) {
     hit = lw_var(lw, "hit", LT_BOOL);
     lir_append(&s, lir_decl(a, hit, lir_const_int(a, LT_BOOL, 0)));
@@ -745,10 +750,13 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   lir_append(&s, lw_loops(lw, cx->depth + 1, keep, cx->in_temp));
   lw->out_hit = saved_hit;
 
-  if (compressed && l == lw->out_last) {
+  if (leaf) {
     LirStmt *app = NULL;
-    if (lw->emit_index)
-      app = lw_store_index(lw, lw->crd_ptr[0][l], lw->pos[0], lw_ref(lw, cv));
+    for (int k = lw_out_run_start(of, l); k <= l && lw->emit_index; k++) {
+      const IndexVar *v = lw->acc[0].e->u.access.idx[of->mode_order[k]];
+      LirExpr *c = k == l ? lw_ref(lw, cv) : lw_ref(lw, lw->coord[v->id]);
+      lir_append(&app, lw_store_index(lw, lw->crd_ptr[0][k], lw->pos[0], c));
+    }
     lir_append(&app, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
     lir_append(&s, hit ? lir_if(a, lw_ref(lw, hit), app, NULL) : app);
   } else if (compressed) {

@@ -124,9 +124,40 @@ bool lw_is_sparse_level(const Lowerer *lw, int x, int level);
 /* Whether level l of f may repeat a coordinate inside its range: nonunique
  * levels, and singletons below them (COO keeps duplicate entries). */
 bool lw_level_segmented(const tj_format *f, int l);
-/* Whether an output level of type lt can be written: located (dense) or
- * appended with unique coordinates per segment (compressed). */
-bool lw_output_level_ok(const LevelType *lt);
+/* Whether output level l of f can be written: located (dense), appended
+ * with unique coordinates per segment (compressed), or part of a run that
+ * reaches the last level (lw_out_run_start). */
+bool lw_output_level_ok(const tj_format *f, int l);
+/* The first level of the output run holding level l: a compressed level
+ * with singletons below it (COO `uq`, `uqq`) shares one append position;
+ * l itself when l is in no run. */
+int lw_out_run_start(const tj_format *f, int l);
+/* Whether level l of f is in such a run. */
+bool lw_out_in_run(const tj_format *f, int l);
+/* Whether row chunks of an output of format f concatenate
+ * (rt_storage_concat): a dense first level, compressed unique below. */
+bool lw_out_concat_ok(const tj_format *f);
+/* Locate: the position of coordinate c in level l (LV_LOCATE) of access x
+ * under parent position parent (NULL: the top level, c itself). */
+LirExpr *lw_locate(Lowerer *lw, int x, int l, LirExpr *parent, LirExpr *c);
+/* Coordinate access: the coordinate at position p of level l (LV_HAS_CRD)
+ * of access x. */
+LirExpr *lw_coord_at(Lowerer *lw, int x, int l, LirExpr *p);
+/* The output's leaf: its last level that is not full (-1: none). Dense
+ * levels below it (a dense tail: `sd`, `ssd`) are located inside the
+ * block of values of each leaf position. */
+int lw_out_leaf(const tj_format *f);
+/* Whether f has dense levels below its leaf. */
+bool lw_out_dense_tail(const tj_format *f);
+/* The values of one leaf position of the output: the product of the sizes
+ * of the levels below lw->out_last, or NULL when there are none (1). */
+LirExpr *lw_out_block(Lowerer *lw);
+/* The number of values of n leaf positions (n times the block). */
+LirExpr *lw_out_vals(Lowerer *lw, LirExpr *n);
+/* Sets the block of values of leaf position p to the output's start
+ * (lw->out_init) before its dense levels are written; NULL when the output
+ * has no dense tail or the phase writes no values. */
+LirStmt *lw_out_block_init(Lowerer *lw, LirExpr *p);
 /* [*lo, *hi): the positions of level l of access x under parent position
  * pp (pos[pp] .. pos[pp+1], the parent's segment, or pp .. pp+1). */
 void lw_pos_bounds(Lowerer *lw, int x, int l, LirExpr *pp, LirExpr **lo, LirExpr **hi);

@@ -15,8 +15,47 @@
 
 #include "tensor.h"
 
-static bool is_letter(char c) {
-  return c == 'd' || c == 's' || c == 'u' || c == 'o' || c == 'q' || c == 'c';
+/* The level types as the runtime stores them: letter, MLIR spelling, ABI
+ * kind and flags. Adding a level type adds a row here (the parser, the
+ * storage set-up and the printer read it), its storage in pack.c /
+ * iterate.c, and its lowering properties in ir/level.c. */
+static const RtLevelType level_types[] = {
+  {'d', "dense", "", TJ_LVL_DENSE, 0},
+  {'s', "compressed", "", TJ_LVL_COMPRESSED, 0},
+  {'u', "compressed", "nonunique", TJ_LVL_COMPRESSED, TJ_LVL_NONUNIQUE},
+  {'o', "compressed", "nonordered", TJ_LVL_COMPRESSED, TJ_LVL_NONORDERED},
+  {'q', "singleton", "", TJ_LVL_SINGLETON, 0},
+  {'c', "singleton", "nonunique", TJ_LVL_SINGLETON, TJ_LVL_NONUNIQUE},
+};
+#define NLEVEL_TYPES ((int)(sizeof level_types / sizeof level_types[0]))
+
+const RtLevelType *rt_level_type(char c) {
+  for (int k = 0; k < NLEVEL_TYPES && c; k++)
+    if (level_types[k].letter == c) return &level_types[k];
+  return NULL;
+}
+
+static bool is_letter(char c) { return rt_level_type(c) != NULL; }
+
+/* "d, s, u, o, q or c": the letters, for messages. */
+static const char *letter_list(void) {
+  static char buf[4 * NLEVEL_TYPES + 8];
+  if (buf[0]) return buf;
+  size_t k = 0;
+  for (int t = 0; t < NLEVEL_TYPES; t++)
+    k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%c",
+                          t == 0 ? "" : t + 1 == NLEVEL_TYPES ? " or " : ", ",
+                          level_types[t].letter);
+  return buf;
+}
+
+/* Whether level l of f may repeat a coordinate: a nonunique level, or a
+ * singleton with a singleton below it (COO-3's middle level). */
+bool rt_format_level_nonunique(const tj_format *f, int l) {
+  const RtLevelType *lt = rt_level_type(f->levels[l]);
+  const RtLevelType *below = l + 1 < f->order ? rt_level_type(f->levels[l + 1]) : NULL;
+  return (lt->flags & TJ_LVL_NONUNIQUE) ||
+         (lt->kind == TJ_LVL_SINGLETON && below && below->kind == TJ_LVL_SINGLETON);
 }
 
 /* The structural checks shared by parse and rt_format_check. */
@@ -33,14 +72,15 @@ static tj_status check_levels(const tj_format *f) {
     char c = f->levels[l];
     if (!is_letter(c))
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": bad level letter "
-                          "'%c' (expected d, s, u, o, q or c)", f->levels, c);
+                          "'%c' (expected %s)", f->levels, c, letter_list());
     int m = f->mode_order[l];
     if (m < 0 || m >= f->order || seen[m])
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": mode order is not a "
                           "permutation of 0..%d", f->levels, f->order - 1);
     seen[m] = true;
-    if ((c == 'q' || c == 'c') &&
-        (l == 0 || !strchr("uqc", f->levels[l - 1])))
+    if (rt_level_type(c)->kind == TJ_LVL_SINGLETON &&
+        (l == 0 || !(rt_level_type(f->levels[l - 1])->kind == TJ_LVL_SINGLETON ||
+                     (rt_level_type(f->levels[l - 1])->flags & TJ_LVL_NONUNIQUE))))
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": singleton level %d "
                           "needs a nonunique level (u, q or c) above it",
                           f->levels, l);
@@ -80,7 +120,8 @@ tj_format rt_format_default(int order) {
 
 bool rt_format_all_dense(const tj_format *f) {
   for (int l = 0; l < f->order; l++)
-    if (f->levels[l] != 'd') return false;
+    if (!rt_level_type(f->levels[l]) || rt_level_type(f->levels[l])->kind != TJ_LVL_DENSE)
+      return false;
   return true;
 }
 
@@ -99,8 +140,8 @@ static tj_status parse_taco(const char *spec, tj_format *f) {
                           "levels", spec, TJ_MAX_ORDER);
     if (!is_letter(*p))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": bad level letter "
-                          "'%c' at column %d (expected d, s, u, q or c)",
-                          spec, *p, (int)(p - spec) + 1);
+                          "'%c' at column %d (expected %s)",
+                          spec, *p, (int)(p - spec) + 1, letter_list());
     f->levels[n++] = *p++;
   }
   f->order = n;
@@ -166,10 +207,9 @@ static char level_letter(const char **p) {
     *p = save;
     return 0;
   }
-  if (!strcmp(word, "dense") && !*prop) return 'd';
-  if (!strcmp(word, "compressed"))
-    return !*prop ? 's' : !strcmp(prop, "nonunique") ? 'u' : !strcmp(prop, "nonordered") ? 'o' : 0;
-  if (!strcmp(word, "singleton")) return !*prop ? 'q' : !strcmp(prop, "nonunique") ? 'c' : 0;
+  for (int t = 0; t < NLEVEL_TYPES; t++)
+    if (!strcmp(word, level_types[t].word) && !strcmp(prop, level_types[t].prop))
+      return level_types[t].letter;
   return 0;
 }
 

@@ -113,17 +113,15 @@ static tj_status setup_storage(tj_tensor *t, tj_dtype dtype,
   bool wide = false;
   for (int l = 0; l < f->order; l++) {
     int d = f->mode_order[l];
-    char c = f->levels[l], below = f->levels[l + 1];
+    const RtLevelType *lt = rt_level_type(f->levels[l]);
     tj_level_storage *lv = &s->levels[l];
     s->dims[d] = dims[d];
     s->map[l] = (tj_lvl_expr){.dim = d, .op = TJ_LX_DIM, .k = 0};
     lv->size = dims[d];
-    lv->kind = c == 'd' ? TJ_LVL_DENSE
-             : (c == 's' || c == 'u' || c == 'o') ? TJ_LVL_COMPRESSED : TJ_LVL_SINGLETON;
-    lv->flags = (c == 'u' || c == 'c' || (c == 'q' && (below == 'q' ||
-                 below == 'c'))) ? TJ_LVL_NONUNIQUE : 0;
-    if (c == 'o') lv->flags |= TJ_LVL_NONORDERED;
-    if (c != 'd' && dims[d] > INT32_MAX) wide = true;
+    lv->kind = lt->kind;
+    lv->flags = (lt->flags & ~TJ_LVL_NONUNIQUE) |
+                (rt_format_level_nonunique(f, l) ? TJ_LVL_NONUNIQUE : 0);
+    if (lt->kind != TJ_LVL_DENSE && dims[d] > INT32_MAX) wide = true;
   }
   if (f->crd_width == 0) f->crd_width = wide ? 64 : 32;
   else if (f->crd_width == 32 && wide)

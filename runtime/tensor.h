@@ -135,6 +135,21 @@ static inline void rt_idx_set(void *a, int32_t w, int64_t i, int64_t v) {
 
 /* ---- formats (format.c) ---- */
 
+/* A level type as stored: its letter in tj_format.levels, its MLIR
+ * spelling (word and property: "compressed", "nonunique"), its ABI kind
+ * and flags. */
+typedef struct RtLevelType {
+  char letter;
+  const char *word, *prop;
+  int32_t kind;     /* tj_level_kind */
+  uint32_t flags;   /* TJ_LVL_* */
+} RtLevelType;
+/* The type of letter c, or NULL when c is no level letter. */
+const RtLevelType *rt_level_type(char c);
+/* Whether level l of the checked format f may repeat a coordinate (its
+ * flags, or a singleton above a singleton: COO-3's middle level). */
+bool rt_format_level_nonunique(const tj_format *f, int l);
+
 /* Checks f (letters, permutation, widths, singleton placement) for a
  * tensor of order `order`; TJ_OK or an error with a message. */
 tj_status rt_format_check(const tj_format *f, int order);

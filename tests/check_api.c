@@ -733,7 +733,8 @@ static const ErrCase errors[] = {
     {"y(i) = A(i,j) *", NULL, TJ_ERR_PARSE, "1:"},
     {"y(i) = A(i,j,k) * x(j)", NULL, TJ_ERR_SHAPE, "A has order 2"},
     {"y(i) = A(i,j) * x(j)", "frobnicate(i)", TJ_ERR_PARSE, "unknown schedule directive"},
-    {"y(i) = A(i,j) * x(j)", "parallelize(j)", TJ_ERR_UNSUPPORTED, "an inner loop runs in parallel only over an index of a dense output"},
+    {"y(i) = A(i,j) * x(j)", "parallelize(j)", TJ_ERR_UNSUPPORTED,
+     "an inner loop runs in parallel only over an index of a dense output"},
     {"y(i) = A(j,i) * x(j)", NULL, TJ_ERR_SHAPE, "extent"},
 };
 

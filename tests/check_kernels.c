@@ -44,11 +44,11 @@ static const Family FAMILIES[] = {
   {"spmv_ss_csc", "y(i) = A(i,j) * x(j)", "i=6 j=4", {"A", "x", "y"},
    {L("ss:1,0"), VEC, VEC}, 0, NULL},
   {"spmm", "C(i,j) = A(i,k) * B(k,j)", "i=5 j=3 k=6", {"A", "B", "C"},
-   {L("ds", "ds:1,0", "ss", "uq"), L("dd", "dd:1,0"), L("dd")}, 0, NULL},
+   {L("ds", "ds:1,0", "ss", "uq"), L("dd", "dd:1,0"), L("dd", "sd")}, 0, NULL},
   {"sddmm", "A(i,j) = B(i,j) * C(i,k) * D(j,k)", "i=5 j=6 k=3",
-   {"B", "C", "D", "A"}, {L("ds", "ss", "uq"), L("dd"), L("dd"), L("ds", "dd")}, 0, NULL},
+   {"B", "C", "D", "A"}, {L("ds", "ss", "uq"), L("dd"), L("dd"), L("ds", "dd", "uq")}, 0, NULL},
   {"add", "A(i,j) = B(i,j) + C(i,j)", "i=5 j=6", {"B", "C", "A"},
-   {SPMAT, SPMAT, L("ds", "ss", "dd", "do")}, 0, NULL},
+   {SPMAT, SPMAT, L("ds", "ss", "dd", "do", "sd", "uq")}, 0, NULL},
   {"mul", "A(i,j) = B(i,j) * C(i,j)", "i=5 j=6", {"B", "C", "A"},
    {SPMAT, SPMAT, MAT_OUT}, 0, NULL},
   {"sub", "A(i,j) = B(i,j) - C(i,j)", "i=5 j=6", {"B", "C", "A"},
@@ -58,17 +58,17 @@ static const Family FAMILIES[] = {
   {"lat3_prod_of_sum", "a(i) = (b(i) + c(i)) * d(i)", "i=9", {"b", "c", "d", "a"},
    {VEC, VEC, VEC, VEC}, 0, NULL},
   {"spgemm", "A(i,j) = B(i,k) * C(k,j)", "i=5 j=6 k=4", {"B", "C", "A"},
-   {L("ds", "ss"), L("ds", "ss"), L("ds", "ss", "dd", "do", "so")}, 0, NULL},
+   {L("ds", "ss"), L("ds", "ss"), L("ds", "ss", "dd", "do", "so", "sd", "uq")}, 0, NULL},
   {"nonordered_in", "A(i,j) = B(i,j) + C(i,k) * D(k,j)", "i=5 j=6 k=4", {"B", "C", "D", "A"},
    {L("do", "so"), L("do"), L("ds", "do"), L("ds", "do")}, 0, NULL},
   {"ttv", "A(i,j) = B(i,j,k) * c(k)", "i=4 j=5 k=3", {"B", "c", "A"},
-   {L("sss", "dss", "uqq"), VEC, MAT_OUT}, 0, NULL},
+   {L("sss", "dss", "uqq"), VEC, L("ds", "ss", "dd", "sd", "uq")}, 0, NULL},
   {"ttm", "A(i,j,k) = B(i,j,l) * C(k,l)", "i=3 j=4 k=5 l=3", {"B", "C", "A"},
-   {L("sss", "dss", "uqq"), L("dd"), L("ddd", "dds")}, 0, NULL},
+   {L("sss", "dss", "uqq"), L("dd"), L("ddd", "dds", "ssd", "dsd", "sdd")}, 0, NULL},
   {"copy3", "A(i,j,k) = B(i,j,k)", "i=2 j=3 k=4", {"B", "A"},
-   {L("ddd", "sss", "uqq"), L("ddd", "dds", "dss", "sss")}, 0, NULL},
+   {L("ddd", "sss", "uqq"), L("ddd", "dds", "dss", "sss", "uqq", "ssd")}, 0, NULL},
   {"mttkrp", "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", "i=4 j=3 k=5 l=3",
-   {"B", "C", "D", "A"}, {L("sss", "dss", "uqq"), L("dd"), L("dd"), L("dd")}, 0, NULL},
+   {"B", "C", "D", "A"}, {L("sss", "dss", "uqq"), L("dd"), L("dd"), L("dd", "sd", "uq")}, 0, NULL},
   {"inner3", "a = B(i,j,k) * C(i,j,k)", "i=3 j=4 k=5", {"B", "C"},
    {L("sss", "dss"), L("sss", "ddd", "uqq")}, 0, NULL},
   {"block_spmv", "y(i,k) = A(i,j,k,l) * x(j,l)", "i=3 j=4 k=2 l=3", {"A", "x", "y"},
@@ -582,6 +582,11 @@ static void gen_format(Gen *g, char *buf, size_t n, int order, bool is_out) {
   if (is_out) {
     int dense = pick(g, 3) ? order : pick(g, order + 1);
     for (int l = 0; l < order; l++) lv[l] = l < dense ? 'd' : 's';
+    if (order >= 2 && pick(g, 5) == 0) { /* a dense tail (`sd`) or COO (`uq`) */
+      bool coo = pick(g, 2);
+      int k = 1 + pick(g, order - 1);
+      for (int l = 0; l < order; l++) lv[l] = coo ? (l ? 'q' : 'u') : l < k ? 's' : 'd';
+    }
   } else if (order >= 2 && pick(g, 6) == 0) {
     lv[0] = 'u';
     for (int l = 1; l < order; l++) lv[l] = 'q';

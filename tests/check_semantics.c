@@ -547,6 +547,51 @@ START_TEST(test_builder_sum) {
 }
 END_TEST
 
+/* Sparse outputs with dense levels below their last compressed one (a
+ * block of values per stored fiber), by hand: TTM into `ssd`, SpMM into
+ * `sd` (rows compressed, each stored row dense), one and two threads, one
+ * evaluate and assemble + compute; a min reduction leaves its identity in
+ * the stored block where nothing reached it. */
+START_TEST(test_dense_tail_outputs_by_hand) {
+  for (int run = 0; run < 4; run++) {
+    int threads = run % 2 ? 2 : 1;
+    bool two = run >= 2;
+    /* B(0,1,0) = 1, B(0,1,1) = 2, B(1,2,1) = 3; C(k,l) = [[1,2],[3,4]]. */
+    double b[12] = {0}, c[4] = {1, 2, 3, 4};
+    b[0 * 6 + 1 * 2 + 0] = 1, b[0 * 6 + 1 * 2 + 1] = 2, b[1 * 6 + 2 * 2 + 1] = 3;
+    tj_tensor *ops[3] = {tensor("A", "ssd", 3, (int64_t[]){2, 3, 2}, NULL),
+                         tensor("B", "sss", 3, (int64_t[]){2, 3, 2}, b),
+                         matrix("C", "dd", 2, 2, c)};
+    double want[12] = {0};
+    want[0 * 6 + 1 * 2 + 0] = 7, want[0 * 6 + 1 * 2 + 1] = 10; /* 1*(1,2) + 2*(3,4) */
+    want[1 * 6 + 2 * 2 + 0] = 9, want[1 * 6 + 2 * 2 + 1] = 12; /* 3*(3,4) */
+    expect_run("A(i,j,l) = B(i,j,k) * C(k,l)", ops, 3, NULL, threads, two, want, 12, 4);
+    free_all(ops, 3);
+
+    /* B(0,0) = 1, B(2,1) = 2: row 1 is empty. Stored as DCSR, row 1 is
+     * absent from A; as CSR, a plain sum keeps it as explicit zeros (the
+     * dense row loop reaches it, as TACO keeps them), a min reduction
+     * stores only rows it reached. */
+    double bm[6] = {1, 0, 0, 0, 0, 2}, cm[6] = {1, 2, 3, 4, 5, 6};
+    double wmm[9] = {1, 2, 3, 0, 0, 0, 8, 10, 12};
+    for (int f = 0; f < 2; f++) {
+      tj_tensor *mm[3] = {matrix("A", "sd", 3, 3, NULL), matrix("B", f ? "ds" : "ss", 3, 2, bm),
+                          matrix("C", "dd", 2, 3, cm)};
+      expect_run("A(i,j) = B(i,k) * C(k,j)", mm, 3, NULL, threads, two, wmm, 9, f ? 9 : 6);
+      expect_run("A(i,j) = reduce(min, k, B(i,k) * C(k,j))", mm, 3, NULL, threads, two, wmm, 9, 6);
+      free_all(mm, 3);
+    }
+    /* COO outputs: B(0,1) = 1, B(2,0) = 2; C(0,1) = 3, C(1,2) = 4. */
+    double bs[9] = {0, 1, 0, 0, 0, 0, 2, 0, 0}, cs[9] = {0, 3, 0, 0, 0, 4, 0, 0, 0};
+    tj_tensor *coo[3] = {matrix("A", "uq", 3, 3, NULL), matrix("B", "ss", 3, 3, bs),
+                         matrix("C", "uq", 3, 3, cs)};
+    double wsum[9] = {0, 4, 0, 0, 0, 4, 2, 0, 0};
+    expect_run("A(i,j) = B(i,j) + C(i,j)", coo, 3, NULL, threads, two, wsum, 9, 3);
+    free_all(coo, 3);
+  }
+}
+END_TEST
+
 static Suite *semantics_suite(void) {
   Suite *s = suite_create("semantics");
   TCase *tc = tcase_create("sums");
@@ -564,6 +609,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_defs_by_hand);
   tcase_add_test(tc, test_def_errors);
   tcase_add_test(tc, test_sparse_mask_is_structural);
+  tcase_add_test(tc, test_dense_tail_outputs_by_hand);
   suite_add_tcase(s, tc);
   return s;
 }
