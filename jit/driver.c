@@ -397,17 +397,35 @@ static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, 
 }
 
 /* A pure dense contraction goes to GETT / TTGT / LoG (the model's choice,
- * or the schedule's method(...)); its operands are read as stored. */
+ * or the schedule's method(...)); its operands are read as stored. The
+ * user's first nuser directives other than method() ask for a loop nest:
+ * then the model leaves it to the loops, and a forced method refuses them. */
 static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule *s,
-                             Diag *d) {
+                             int nuser, Diag *d) {
   int forced = -2;
-  for (int k = 0; k < s->n; k++)
+  const SchedDirective *loop = NULL;
+  for (int k = 0; k < nuser; k++)
     if (s->d[k].kind == SCHED_METHOD) {
       forced = lower_gett_method_of(s->d[k].arg);
       if (forced == -2)
         return diag_error(d, TJ_ERR_INVALID, "method(%s): unknown method (gett, ttgt, log "
                           "or loops)", s->d[k].arg);
+    } else {
+      loop = &s->d[k];
     }
+  if (loop && forced >= 0) {
+    char what[64];
+    FILE *f = fmemopen(what, sizeof what, "w");
+    if (f) {
+      Schedule one = {.n = 1};
+      one.d[0] = *loop;
+      nt_schedule_print(f, &one);
+      fclose(f);
+    }
+    return diag_error(d, TJ_ERR_INVALID, "method(%s) replaces the loop nest and cannot be "
+                      "combined with %s", lower_gett_method_name(forced), f ? what : "loop directives");
+  }
+  if (loop) forced = GETT_LOOPS;
   if (!lower_gett_plan(as, e->opt.vector_bits, forced, &e->gett)) {
     if (forced >= 0)
       return diag_error(d, TJ_ERR_UNSUPPORTED, "method(%s) needs a pure dense contraction "
@@ -439,11 +457,12 @@ static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
   Cin *cin = cin_from_assignment(&e->arena, as, &sched, d);
   if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
+  int nuser = sched.n;   /* the user's directives, before the default order */
   if (lower_order_contraction(as, &e->plan, !e->no_vectorize, &sched)) {
     cin = cin_from_assignment(&e->arena, as, &sched, d);
     if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
   }
-  if (!drv_apply_schedule(e, as, cin, &sched, d) || !plan_contraction(e, as, &sched, d))
+  if (!drv_apply_schedule(e, as, cin, &sched, d) || !plan_contraction(e, as, &sched, nuser, d))
     return false;
   e->cin = lower_plan_notation(&e->arena, &e->plan, cin, d);
   e->as = as;

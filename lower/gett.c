@@ -296,7 +296,7 @@ static void print_set(FILE *f, const Assignment *as, const char *name, const int
 
 void lower_gett_print(FILE *f, const Assignment *as, const GettPlan *g) {
   if (g->method == GETT_LOOPS) {
-    fprintf(f, "not a pure dense contraction (or method(loops)): loop-IR kernel\n");
+    fprintf(f, "not a pure dense contraction, or the schedule asks for loops: loop-IR kernel\n");
     return;
   }
   fprintf(f, "dense contraction %s(I_m, I_n) %s= %s(I_m, I_k) * %s(I_n, I_k)\n",

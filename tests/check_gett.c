@@ -394,6 +394,22 @@ START_TEST(test_not_contractions) {
                   tj_last_error());
   }
   tj_kernel *k;
+  /* loop directives ask for the loop nest; a forced method refuses them */
+  ck_assert(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3, "method(gett) parallelize(i)",
+                       NULL, &k) == TJ_ERR_INVALID);
+  ck_assert_msg(strstr(tj_last_error(), "method(gett) replaces the loop nest and cannot be "
+                                        "combined with parallelize(i)"),
+                "%s", tj_last_error());
+  OK(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3, "unroll(k,4)", NULL, &k));
+  {
+    char *txt = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&txt, &n);
+    OK(tj_kernel_print(k, TJ_STAGE_GETT, f));
+    fclose(f);
+    ck_assert_msg(strstr(txt, "loop-IR kernel"), "%s", txt);
+    free(txt);
+  }
   ck_assert(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3, "method(blas)", NULL, &k) !=
             TJ_OK);
   ck_assert_msg(strstr(tj_last_error(), "method(blas): unknown method"), "%s", tj_last_error());
