@@ -26,32 +26,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "tensorjit.h"
+#include "util.h"
 
 #define NCOLS 64
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
-
-static void die(const char *what) {
-  fprintf(stderr, "tjblocked: %s: %s\n", what, tj_last_error());
-  exit(1);
-}
-
-#define TJ(call) do { if ((call) != TJ_OK) die(#call); } while (0)
 
 /* A square matrix as COO (0-based). */
 typedef struct Mat {
@@ -202,14 +180,14 @@ static void run(const Mat *m, int b, int reps) {
     }
     double tc[64], tb[64];
     for (int k = 0; k < reps; k++) {
-      double t0 = now_ms();
+      double t0 = bench_now_ms();
       TJ(tj_kernel_run(rows[r].csr, TJ_EVALUATE, NULL, 0));
-      double t1 = now_ms();
+      double t1 = bench_now_ms();
       TJ(tj_kernel_run(rows[r].blk, TJ_EVALUATE, NULL, 0));
-      double t2 = now_ms();
+      double t2 = bench_now_ms();
       tc[k] = t1 - t0, tb[k] = t2 - t1;
     }
-    double mc = median(tc, reps), mb = median(tb, reps);
+    double mc = bench_median(tc, reps), mb = bench_median(tb, reps);
     printf("%-8s %-16s b=%d  nnz %9lld  fill %5.2f   csr %8.3f ms   blocked %8.3f ms   csr/blocked %5.2fx\n",
            rows[r].what, m->name, b, (long long)m->nnz, fill, mc, mb, mc / mb);
     fflush(stdout);

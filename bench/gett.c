@@ -31,7 +31,7 @@
 
 #include <cblas.h>
 
-#include "tensorjit.h"
+#include "util.h"
 
 void openblas_set_num_threads(int);
 
@@ -51,20 +51,6 @@ static double now_s(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void die(const char *what) {
-  fprintf(stderr, "tjgett: %s: %s\n", what, tj_last_error());
-  exit(1);
-}
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *t, int n) {
-  qsort(t, (size_t)n, sizeof *t, cmp_d);
-  return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
 
 static void load_avg(void) {
   double l[3] = {0};
@@ -88,7 +74,7 @@ static tj_tensor *dense(const char *name, tj_dtype dt, int order, const int64_t 
   tj_arrays a = {.dtype = dt, .order = order, .dims = dims, .vals = vals, .vals_len = n};
   tj_tensor *t;
   if (!vals || tj_tensor_adopt(name, &a, TJ_WRAP_TRUSTED, free_array, NULL, &t) != TJ_OK)
-    die("tensor");
+    bench_die("tensor");
   for (int64_t i = 0; i < n; i++) {
     seed = seed * 1103515245u + 12345u;
     double x = (double)(seed >> 8 & 0xffff) / 65536.0 - 0.5;
@@ -100,7 +86,7 @@ static tj_tensor *dense(const char *name, tj_dtype dt, int order, const int64_t 
 
 static void *dense_vals(tj_tensor *t) {
   tj_arrays a;
-  if (tj_tensor_arrays(t, &a) != TJ_OK) die("arrays");
+  if (tj_tensor_arrays(t, &a) != TJ_OK) bench_die("arrays");
   return a.vals;
 }
 
@@ -143,8 +129,8 @@ static void interleave_cpu(Impl *im, int n, double *med, double *cpu) {
       im[i].cpu[r] = cpu_s() - c0;
     }
   for (int i = 0; i < n; i++) {
-    med[i] = median(im[i].t, g_reps);
-    if (cpu) cpu[i] = median(im[i].cpu, g_reps);
+    med[i] = bench_median(im[i].t, g_reps);
+    if (cpu) cpu[i] = bench_median(im[i].cpu, g_reps);
   }
 }
 
@@ -160,7 +146,7 @@ typedef struct Tj {
 static void tj_run(void *p) {
   Tj *t = p;
   tj_set_ttgt_gemm(t->ttgt_gemm);
-  if (tj_kernel_run(t->k, TJ_COMPUTE, NULL, 0) != TJ_OK) die("run");
+  if (tj_kernel_run(t->k, TJ_COMPUTE, NULL, 0) != TJ_OK) bench_die("run");
   tj_set_ttgt_gemm(NULL);
 }
 
@@ -170,9 +156,9 @@ static tj_kernel *compile(tj_context *cx, const char *expr, tj_tensor **ops, int
   o.nthreads = threads;
   tj_kernel *k;
   double t0 = now_s();
-  if (tj_compile(cx, expr, ops, n, sched, &o, &k) != TJ_OK) die(expr);
+  if (tj_compile(cx, expr, ops, n, sched, &o, &k) != TJ_OK) bench_die(expr);
   if (ms) *ms = (now_s() - t0) * 1e3;
-  if (tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0) != TJ_OK) die("assemble");
+  if (tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0) != TJ_OK) bench_die("assemble");
   return k;
 }
 
@@ -374,7 +360,7 @@ int main(int argc, char **argv) {
   if (g_reps < 1 || g_reps > 64) g_reps = 7;
   if (g_threads == 12) g_threads = 3;
   tj_context *cx;
-  if (tj_context_new(&cx) != TJ_OK) die("context");
+  if (tj_context_new(&cx) != TJ_OK) bench_die("context");
   printf("# tjgett %s, OPENBLAS_CORETYPE=%s, %d interleaved rounds, medians\n", mode,
          getenv("OPENBLAS_CORETYPE"), g_reps);
   load_avg();

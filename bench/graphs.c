@@ -36,30 +36,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "tensorjit.h"
+#include "util.h"
 
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
-
-static void die(const char *what) {
-  fprintf(stderr, "tjgraphs: %s: %s\n", what, tj_last_error());
-  exit(1);
-}
-
-#define TJ(call) do { if ((call) != TJ_OK) die(#call); } while (0)
 #define GBCHECK(call) do { if ((call) != GrB_SUCCESS) { fprintf(stderr, "tjgraphs: %s failed\n", #call); exit(1); } } while (0)
 
 /* A graph as COO edges (0-based), values 1. */
@@ -162,13 +140,13 @@ static int want(const char *kernel) { return !g_only || !strcmp(g_only, kernel);
 static void time_steps(tj_kernel *const *k, int nk, void (*grb)(void *), void *ctx, Timing *t) {
   double a[64], b[64];
   for (int r = 0; r < g_reps; r++) {
-    double t0 = now_ms();
+    double t0 = bench_now_ms();
     for (int q = 0; q < nk; q++) TJ(tj_kernel_run(k[q], TJ_EVALUATE, NULL, 0));
-    double t1 = now_ms();
+    double t1 = bench_now_ms();
     grb(ctx);
-    a[r] = t1 - t0, b[r] = now_ms() - t1;
+    a[r] = t1 - t0, b[r] = bench_now_ms() - t1;
   }
-  t->tj = median(a, g_reps), t->grb = median(b, g_reps);
+  t->tj = bench_median(a, g_reps), t->grb = bench_median(b, g_reps);
 }
 
 static void time_both(tj_kernel *k, void (*grb)(void *), void *ctx, Timing *t) {

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "bench.h"
+#include "util.h"
 
 typedef struct Kern {
   const char *name, *expr;
@@ -37,15 +38,6 @@ static double clock_ms(clockid_t c) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_dbl);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* Compiles k in a fresh context; stages into st (total: wall time). */
 static bool compile_fresh(const Kern *k, double st[STAGES]) {
@@ -149,7 +141,7 @@ int main(int argc, char **argv) {
       printf("%-6s warm%s%s%s%s, median of %d:", ks[k].name, var ? " " : "", var ? var : "",
              var ? "=" : "", var ? val[s] : "", reps);
       for (int g = 0; g < STAGES; g++)
-        printf(" %s %.2f", STAGE_NAMES[g], median(t[s][k][g], reps));
+        printf(" %s %.2f", STAGE_NAMES[g], bench_median(t[s][k][g], reps));
       printf(" ms\n");
     }
   tj_tensor_free(A); tj_tensor_free(x); tj_tensor_free(y); tj_tensor_free(B);
