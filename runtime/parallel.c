@@ -24,10 +24,12 @@ int tj_rt_threads(void) {
 }
 
 /* Waking a sleeping worker costs 10-100 us on this 2-core VM (KMP_BLOCKTIME=0,
- * as the bench runs), and a row-plus-entry of SpMV about 0.3 ns: wiki-Vote
- * (8 k rows, 104 k entries, 0.04 ms on one thread) ran slower on two
- * threads, cage11 (600 k) and larger faster. */
-enum { PAR_MIN_WORK = 1 << 17 };
+ * as the bench runs), and a row-plus-entry of SpMV about 0.3 ns. On a quiet
+ * machine (tjbench --only spmv-csr, TJ_PAR_MIN_WORK swept) wiki-Vote's SpMV
+ * (8 k rows, 104 k entries: 112 k) took 0.040 ms on one thread and 0.028 ms
+ * on two (MKL 0.027), so 2^16 rather than 2^17 (measured at load 20, where
+ * it lost); smaller loops stay serial. */
+enum { PAR_MIN_WORK = 1 << 16 };
 
 int64_t tj_rt_par_min_work(void) {
   const char *env = getenv("TJ_PAR_MIN_WORK");

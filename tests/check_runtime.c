@@ -499,7 +499,7 @@ START_TEST(parallel_min_work) {
   for (int c = 0; c < many.n; c++) covered += many.hi[c] - many.lo[c];
   ck_assert_int_eq(covered, ROWS);
   unsetenv("TJ_PAR_MIN_WORK");
-  ck_assert_int_eq(tj_rt_par_min_work(), 1 << 17);
+  ck_assert_int_eq(tj_rt_par_min_work(), 1 << 16);
   if (saved) setenv("TJ_PAR_MIN_WORK", saved, 1);
   free(saved);
   tj_rt_set_threads(0);
