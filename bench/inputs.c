@@ -5,6 +5,7 @@
  *
  * Values are U[-1,1) from a 64-bit LCG; every generator takes a seed.
  */
+#include <errno.h> /* program_invocation_short_name */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,20 @@ static uint64_t lcg(uint64_t *s) {
   return *s >> 11;
 }
 static double urand(uint64_t *s) { return (double)lcg(s) / 9007199254740992.0 * 2.0 - 1.0; }
+
+/* The allocators of the programs that link this file (tjbench, tjlatency):
+ * out of memory ends the program, named by its own name. */
+void *xmalloc(size_t n) {
+  void *p = malloc(n ? n : 1);
+  if (!p) { fprintf(stderr, "%s: out of memory\n", program_invocation_short_name); exit(2); }
+  return p;
+}
+
+void *xcalloc(size_t n, size_t m) {
+  void *p = calloc(n ? n : 1, m ? m : 1);
+  if (!p) { fprintf(stderr, "%s: out of memory\n", program_invocation_short_name); exit(2); }
+  return p;
+}
 
 static void die_tj(const char *what) {
   fprintf(stderr, "tjbench: %s: %s\n", what, tj_last_error());

@@ -62,19 +62,6 @@ static bool compile_fresh(const Kern *k, double st[STAGES]) {
   return ok;
 }
 
-/* inputs.c's allocators (tjbench.c has its own). */
-void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) { fprintf(stderr, "tjlatency: out of memory\n"); exit(2); }
-  return p;
-}
-
-void *xcalloc(size_t n, size_t m) {
-  void *p = calloc(n ? n : 1, m ? m : 1);
-  if (!p) { fprintf(stderr, "tjlatency: out of memory\n"); exit(2); }
-  return p;
-}
-
 static void set_side(const char *var, const char *val) {
   if (var) setenv(var, val, 1);
 }

@@ -30,16 +30,6 @@ double now_s(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
-void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) { fprintf(stderr, "tjbench: out of memory\n"); exit(2); }
-  return p;
-}
-void *xcalloc(size_t n, size_t m) {
-  void *p = calloc(n ? n : 1, m ? m : 1);
-  if (!p) { fprintf(stderr, "tjbench: out of memory\n"); exit(2); }
-  return p;
-}
 
 /* ---- results ---------------------------------------------------------- */
 
