@@ -90,6 +90,11 @@ tj_tensor *in_csr_colperm(const char *name, const tj_tensor *a);
 tj_tensor *in_read(const char *path, const char *name, const char *fmt);
 tj_tensor *in_tensor3_random(const char *name, int64_t d, int64_t nnz, uint64_t seed);
 tj_tensor *in_dense(const char *name, tj_dtype dt, int order, const int64_t *dims, uint64_t seed);
+/* The compile-latency operands (tjbench's compile section, tjlatency):
+ * sp = {y, A, x} of SpMV on a 1000 x 1000 CSR A, mt = {A, B, C, D} of
+ * MTTKRP on a 100^3 sss B with rank 16; freed by in_compile_operands_free. */
+void in_compile_operands(tj_tensor *sp[3], tj_tensor *mt[4]);
+void in_compile_operands_free(tj_tensor *sp[3], tj_tensor *mt[4]);
 tj_tensor *in_empty(const char *name, tj_dtype dt, int order, const int64_t *dims, const char *fmt);
 tj_tensor *in_convert(const tj_tensor *t, const char *name, const char *fmt);
 

@@ -222,3 +222,19 @@ tj_tensor *in_tensor3_random(const char *name, int64_t d, int64_t nnz, uint64_t 
   if (tj_tensor_pack(t) != TJ_OK) die_tj("pack");
   return t;
 }
+
+void in_compile_operands(tj_tensor *sp[3], tj_tensor *mt[4]) {
+  int64_t n = 1000, dA[2] = {100, 16};
+  sp[0] = in_empty("y", TJ_F64, 1, &n, NULL);
+  sp[1] = in_csr_uniform("A", n, 8, 5);
+  sp[2] = in_dense("x", TJ_F64, 1, &n, 6);
+  mt[0] = in_empty("A", TJ_F64, 2, dA, NULL);
+  mt[1] = in_tensor3_random("B", 100, 5000, 7);
+  mt[2] = in_dense("C", TJ_F64, 2, dA, 8);
+  mt[3] = in_dense("D", TJ_F64, 2, dA, 9);
+}
+
+void in_compile_operands_free(tj_tensor *sp[3], tj_tensor *mt[4]) {
+  for (int i = 0; i < 3; i++) tj_tensor_free(sp[i]);
+  for (int i = 0; i < 4; i++) tj_tensor_free(mt[i]);
+}

@@ -90,17 +90,9 @@ int main(int argc, char **argv) {
   }
   if (reps < 1 || reps > MAX_REPS) reps = 21;
   unsetenv("TJ_CACHE_DIR");
-  /* The inputs of tjbench's compile section: SpMV on a 1000 x 1000 CSR
-   * matrix, MTTKRP on a 100^3 sss tensor with rank 16. */
-  int64_t n = 1000, R = 16;
-  tj_tensor *A = in_csr_uniform("A", n, 8, 5);
-  tj_tensor *x = in_dense("x", TJ_F64, 1, &n, 6), *y = in_empty("y", TJ_F64, 1, &n, NULL);
-  tj_tensor *sp[3] = {y, A, x};
-  tj_tensor *B = in_tensor3_random("B", 100, 5000, 7);
-  int64_t dA[2] = {100, R};
-  tj_tensor *mA = in_empty("A", TJ_F64, 2, dA, NULL), *mC = in_dense("C", TJ_F64, 2, dA, 8),
-            *mD = in_dense("D", TJ_F64, 2, dA, 9);
-  tj_tensor *mt[4] = {mA, B, mC, mD};
+  /* The inputs of tjbench's compile section. */
+  tj_tensor *sp[3], *mt[4];
+  in_compile_operands(sp, mt);
   const Kern ks[2] = {{"SpMV", "y(i) = A(i,j) * x(j)", sp, 3},
                       {"MTTKRP", "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", mt, 4}};
   int sides = var ? 2 : 1;
@@ -131,7 +123,6 @@ int main(int argc, char **argv) {
         printf(" %s %.2f", STAGE_NAMES[g], bench_median(t[s][k][g], reps));
       printf(" ms\n");
     }
-  tj_tensor_free(A); tj_tensor_free(x); tj_tensor_free(y); tj_tensor_free(B);
-  tj_tensor_free(mA); tj_tensor_free(mC); tj_tensor_free(mD);
+  in_compile_operands_free(sp, mt);
   return 0;
 }

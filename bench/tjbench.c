@@ -703,15 +703,8 @@ static double median5(double *v, int n) {
 
 static Lat compile_latency(void) {
   Lat L = {0};
-  int64_t n = 1000, R = 16;
-  tj_tensor *A = in_csr_uniform("A", n, 8, 5);
-  tj_tensor *x = in_dense("x", TJ_F64, 1, &n, 6), *y = in_empty("y", TJ_F64, 1, &n, NULL);
-  tj_tensor *sp[3] = {y, A, x};
-  tj_tensor *B = in_tensor3_random("B", 100, 5000, 7);
-  int64_t dA[2] = {100, R};
-  tj_tensor *mA = in_empty("A", TJ_F64, 2, dA, NULL), *mC = in_dense("C", TJ_F64, 2, dA, 8),
-            *mD = in_dense("D", TJ_F64, 2, dA, 9);
-  tj_tensor *mt[4] = {mA, B, mC, mD};
+  tj_tensor *sp[3], *mt[4];
+  in_compile_operands(sp, mt);
   const char *e1 = "y(i) = A(i,j) * x(j)", *e2 = "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)";
   tj_context *cx;
   tj_kernel *k;
@@ -740,8 +733,7 @@ static Lat compile_latency(void) {
   L.cc_mttkrp = km ? cgen_build(km, &so, err, sizeof err) : -1;
   if (so) dlclose(so);
   tj_context_free(cx);
-  tj_tensor_free(A); tj_tensor_free(x); tj_tensor_free(y); tj_tensor_free(B);
-  tj_tensor_free(mA); tj_tensor_free(mC); tj_tensor_free(mD);
+  in_compile_operands_free(sp, mt);
   return L;
 }
 
