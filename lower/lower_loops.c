@@ -1043,8 +1043,8 @@ static LirStmt *point_loop(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv,
   if (lazy || !diag_ok(lw->d)) return lazy;
   int n = __builtin_popcountll(P->sparse);
   LirExpr *cond = P->full ? lir_bin(a, LOP_LT, lw_ref(lw, cv), extent) : NULL;
-  LirStmt *top = NULL, *adv = NULL;
-  LirExpr *minc = NULL;
+  LirStmt *top = NULL, *adv = NULL, *step_all = NULL;
+  LirExpr *minc = NULL, *all_hit = NULL;
   for (int x = 1; x < lw->nacc; x++) {
     if (!(P->sparse >> x & 1)) continue;
     Iter *it = &cx->it[x];
@@ -1059,8 +1059,25 @@ static LirStmt *point_loop(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv,
       lir_append(&adv, lir_assign(a, it->p, next));
     else
       lir_append(&adv, lir_assign(a, it->p, lir_select(a, hit, next, lw_ref(lw, it->p))));
+    lir_append(&step_all, lir_assign(a, it->p, next));
+    all_hit = all_hit ? lir_bin(a, LOP_AND, all_hit, hit) : hit;
   }
   if (!P->full) lir_append(&top, lir_assign(a, cv, minc));
+  if (!P->full && n >= 2 && cx->L->n == 1) {
+    /* An intersection alone: where every iterator hits, compute and step
+     * them all; elsewhere step the ones at the minimum, branch-free.
+     *   if (all hit) { <body>; p_x = next_x ...; } else { p_x = hit_x ? next_x : p_x ...; }
+     * The branch on "all hit" predicts well when the patterns mostly agree
+     * and when they mostly differ, and its taken path keeps the positions'
+     * increments off the loaded coordinates (a compare-and-select chain
+     * costs a load's latency per step: the inner product of a tensor with
+     * its own pattern ran 1.5x slower that way). */
+    LirStmt *body = case_body(lw, cx, P, cv);
+    if (!diag_ok(lw->d)) return NULL;
+    lir_append(&body, step_all);
+    lir_append(&top, lir_if(a, all_hit, body, adv));
+    return lir_while(a, cond, top);
+  }
   lir_append(&top, cases(lw, cx, pi, cv));
   lir_append(&top, adv);
   if (P->full) lir_append(&top, lir_update(a, cv, LOP_ADD, lw_i64(lw, 1)));
