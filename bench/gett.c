@@ -4,12 +4,12 @@
  *   tjgett gemm [n ...]    dgemm/sgemm C(i,j) = A(i,k) * B(k,j): GETT at 1
  *                          and 2 threads vs cblas_?gemm (default sizes
  *                          512 1024 2048 3000 4096)
- *   tjgett tccg [gflop]    the 48 TCCG contractions (f64), each scaled to
+ *   tjgett tccg [gflop]    the 48 TCCG contractions (f64; -f32), each scaled to
  *                          about `gflop` GFLOP (default 1): the model's
  *                          choice, GETT, TTGT with OpenBLAS as its GEMM, LoG,
  *                          and an OpenBLAS GEMM of the same M, N, K
  *                          (and, with MKL, TTGT with MKL's GEMM)
- *   options: -f32 (gemm), -reps=<n> (default 7), -threads=<1|2|12>
+ *   options: -f32, -reps=<n> (default 7), -threads=<1|2|12>
  *
  * On one thread the TCCG rates are per CPU-second of the process (the
  * machine is shared: wall time there measures the other users' load as
@@ -326,12 +326,14 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
   for (int q = 0; q < nc; q++) dc[q] = ext[ci[q] - 'a'];
   for (int q = 0; q < na; q++) da[q] = ext[ai[q] - 'a'];
   for (int q = 0; q < nb; q++) db[q] = ext[bi[q] - 'a'];
-  tj_tensor *ops[3] = {dense("C", TJ_F64, nc, dc, 1), dense("A", TJ_F64, na, da, 51),
-                       dense("B", TJ_F64, nb, db, 52)};
-  Blas bl = {(int64_t)M, (int64_t)N, (int64_t)K, 0, malloc((size_t)(M * K) * 8),
-             malloc((size_t)(K * N) * 8), calloc((size_t)(M * N), 8), 0};
-  memcpy(bl.a, dense_vals(ops[1]), (size_t)(M * K) * 8);
-  memcpy(bl.b, dense_vals(ops[2]), (size_t)(K * N) * 8);
+  tj_dtype dt = g_f32 ? TJ_F32 : TJ_F64;
+  size_t esz = g_f32 ? 4 : 8;
+  tj_tensor *ops[3] = {dense("C", dt, nc, dc, 1), dense("A", dt, na, da, 51),
+                       dense("B", dt, nb, db, 52)};
+  Blas bl = {(int64_t)M, (int64_t)N, (int64_t)K, g_f32, malloc((size_t)(M * K) * esz),
+             malloc((size_t)(K * N) * esz), calloc((size_t)(M * N), esz), 0};
+  memcpy(bl.a, dense_vals(ops[1]), (size_t)(M * K) * esz);
+  memcpy(bl.b, dense_vals(ops[2]), (size_t)(K * N) * esz);
   double flops = 2 * M * N * K * 1e-9;
   for (int th = 1; th <= 2; th++) {
     if (!(g_threads & (th == 1 ? 1 : 2))) continue;
@@ -344,15 +346,15 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     Tj ttgt_mkl = {ttgt.k, th, mkl_ttgt_gemm()};   /* the same kernel, MKL's GEMM */
     int nall = ttgt_mkl.ttgt_gemm ? 4 : 3;
     /* the methods agree */
-    size_t bytes = (size_t)(M * N) * 8;
-    double *ref = malloc(bytes);
+    size_t bytes = (size_t)(M * N) * esz;
+    void *ref = malloc(bytes);
     tj_run(&gett);
     memcpy(ref, dense_vals(ops[0]), bytes);
     double diff = 0;
     Tj *all[4] = {&model, &ttgt, &lg, &ttgt_mkl};
     for (int i = 0; i < nall; i++) {
       tj_run(all[i]);
-      diff = fmax(diff, max_rel_diff(ref, dense_vals(ops[0]), (int64_t)(M * N), 0));
+      diff = fmax(diff, max_rel_diff(ref, dense_vals(ops[0]), (int64_t)(M * N), g_f32));
     }
     free(ref);
     Impl im[6] = {{"model", tj_run, &model, {0}, {0}}, {"gett", tj_run, &gett, {0}, {0}},
@@ -377,7 +379,7 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
            flops / med[4], mcol, med[2] / med[0], med[4] / med[0],
            nall == 4 ? (snprintf(line, sizeof line, "  model/ttgt+mkl %.2f", med[5] / med[0]), line)
                      : "",
-           diff, cms, agree(diff, 0));
+           diff, cms, agree(diff, g_f32));
     fflush(stdout);
   }
   free(bl.a);
@@ -388,7 +390,8 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
 
 static void tccg(tj_context *cx, double target, const char *only) {
   char path[512];
-  snprintf(path, sizeof path, "%s/tccg/contractions-f64.tsv", TJ_BENCH_DATA);
+  snprintf(path, sizeof path, "%s/tccg/contractions-%s.tsv", TJ_BENCH_DATA,
+           g_f32 ? "f32" : "f64");
   FILE *f = fopen(path, "r");
   if (!f) {
     printf("tccg: %s missing, skipped\n", path);
@@ -428,7 +431,8 @@ int main(int argc, char **argv) {
   if (g_threads == 12) g_threads = 3;
   tj_context *cx;
   if (tj_context_new(&cx) != TJ_OK) bench_die("context");
-  printf("# tjgett %s, OPENBLAS_CORETYPE=%s, %d interleaved rounds, medians\n", mode,
+  printf("# tjgett %s %s, OPENBLAS_CORETYPE=%s, %d interleaved rounds, medians\n", mode,
+         g_f32 ? "f32" : "f64",
          getenv("OPENBLAS_CORETYPE"), g_reps);
   load_avg();
   if (!strcmp(mode, "tccg")) {

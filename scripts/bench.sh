@@ -35,10 +35,12 @@ if cmake --build "$build" --target tjgett -- --quiet 2>/dev/null; then
   mkdir -p "$out"
   echo "== tjgett: dgemm and the TCCG contractions, tensorjit GETT vs OpenBLAS (GFLOP/s, medians)"
   if [ -n "$quick" ]; then
-    { "$build/bench/tjgett" gemm 256 -reps=3 && "$build/bench/tjgett" tccg 0.02 -reps=3 -only=abc-ad; } |
+    { "$build/bench/tjgett" gemm 256 -reps=3 && "$build/bench/tjgett" tccg 0.02 -reps=3 -only=abc-ad &&
+      "$build/bench/tjgett" tccg 0.02 -reps=3 -only=abc-ad -f32; } |
       tee "$out/gett.txt" || status=1
   else
-    { "$build/bench/tjgett" gemm && "$build/bench/tjgett" tccg; } | tee "$out/gett.txt" || status=1
+    { "$build/bench/tjgett" gemm && "$build/bench/tjgett" gemm -f32 && "$build/bench/tjgett" tccg &&
+      "$build/bench/tjgett" tccg -f32; } | tee "$out/gett.txt" || status=1
   fi
 fi
 if [ "$graphs" = 1 ]; then
