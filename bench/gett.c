@@ -373,9 +373,12 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     char mcol[64] = "";
     if (nall == 4)
       snprintf(mcol, sizeof mcol, "  ttgt+mkl %6.1f", flops / med[5]);
-    printf("%-22s th=%d model(%-4s) %6.1f  gett %6.1f  ttgt+blas %6.1f  log %6.1f  blas-gemm %6.1f"
-           "%s GFLOP/s  model/ttgt %.2f  model/gemm %.2f%s  diff %.0e  compile %.1f ms%s\n",
-           fld[1], th, method, flops / med[0], flops / med[1], flops / med[2], flops / med[3],
+    /* flops per byte of the three tensors read or written once */
+    double ai = 2 * M * N * K / ((double)esz * (M * K + K * N + M * N));
+    printf("%-22s th=%d ai %6.1f model(%-4s) %6.1f  gett %6.1f  ttgt+blas %6.1f  log %6.1f  "
+           "blas-gemm %6.1f%s GFLOP/s  model/ttgt %.2f  model/gemm %.2f%s  diff %.0e  compile "
+           "%.1f ms%s\n",
+           fld[1], th, ai, method, flops / med[0], flops / med[1], flops / med[2], flops / med[3],
            flops / med[4], mcol, med[2] / med[0], med[4] / med[0],
            nall == 4 ? (snprintf(line, sizeof line, "  model/ttgt+mkl %.2f", med[5] / med[0]), line)
                      : "",
