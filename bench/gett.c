@@ -344,6 +344,7 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     Tj ttgt = {compile(cx, expr, ops, 3, "method(ttgt)", th, NULL), th, blas_ttgt};
     Tj lg = {compile(cx, expr, ops, 3, "method(log)", th, NULL), th, NULL};
     Tj ttgt_mkl = {ttgt.k, th, mkl_ttgt_gemm()};   /* the same kernel, MKL's GEMM */
+    Tj untimed = {compile(cx, expr, ops, 3, "method(model)", th, NULL), th, NULL};
     int nall = ttgt_mkl.ttgt_gemm ? 4 : 3;
     /* the methods agree */
     size_t bytes = (size_t)(M * N) * esz;
@@ -351,17 +352,18 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     tj_run(&gett);
     memcpy(ref, dense_vals(ops[0]), bytes);
     double diff = 0;
-    Tj *all[4] = {&model, &ttgt, &lg, &ttgt_mkl};
-    for (int i = 0; i < nall; i++) {
+    Tj *all[5] = {&model, &ttgt, &lg, &untimed, &ttgt_mkl};
+    for (int i = 0; i < nall + 1; i++) {
       tj_run(all[i]);
       diff = fmax(diff, max_rel_diff(ref, dense_vals(ops[0]), (int64_t)(M * N), g_f32));
     }
     free(ref);
-    Impl im[6] = {{"model", tj_run, &model, {0}, {0}}, {"gett", tj_run, &gett, {0}, {0}},
+    Impl im[7] = {{"model", tj_run, &model, {0}, {0}}, {"gett", tj_run, &gett, {0}, {0}},
                   {"ttgt+blas", tj_run, &ttgt, {0}, {0}}, {"log", tj_run, &lg, {0}, {0}},
-                  {"blas-gemm", blas_run, &bl, {0}, {0}}, {"ttgt+mkl", tj_run, &ttgt_mkl, {0}, {0}}};
-    double med[6], cpu[6];
-    interleave_cpu(im, nall == 4 ? 6 : 5, med, cpu);
+                  {"blas-gemm", blas_run, &bl, {0}, {0}}, {"untimed", tj_run, &untimed, {0}, {0}},
+                  {"ttgt+mkl", tj_run, &ttgt_mkl, {0}, {0}}};
+    double med[7], cpu[7];
+    interleave_cpu(im, nall == 4 ? 7 : 6, med, cpu);
     if (th == 1) memcpy(med, cpu, sizeof med);   /* one thread: CPU time (see top) */
     FILE *pf = tmpfile();
     tj_kernel_print(model.k, TJ_STAGE_GETT, pf);
@@ -372,17 +374,20 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     fclose(pf);
     char mcol[64] = "";
     if (nall == 4)
-      snprintf(mcol, sizeof mcol, "  ttgt+mkl %6.1f", flops / med[5]);
+      snprintf(mcol, sizeof mcol, "  ttgt+mkl %6.1f", flops / med[6]);
+    /* the model's choice untimed (method(model)) against the best of the
+     * tuned choice, GETT and LoG */
+    double best = fmin(med[0], fmin(med[1], med[3]));
     /* flops per byte of the three tensors read or written once */
     double ai = 2 * M * N * K / ((double)esz * (M * K + K * N + M * N));
     printf("%-22s th=%d ai %6.1f model(%-4s) %6.1f  gett %6.1f  ttgt+blas %6.1f  log %6.1f  "
-           "blas-gemm %6.1f%s GFLOP/s  model/ttgt %.2f  model/gemm %.2f%s  diff %.0e  compile "
-           "%.1f ms%s\n",
+           "blas-gemm %6.1f  untimed %6.1f%s GFLOP/s  model/ttgt %.2f  model/gemm %.2f%s  "
+           "untimed/best %.2f  diff %.0e  compile %.1f ms%s\n",
            fld[1], th, ai, method, flops / med[0], flops / med[1], flops / med[2], flops / med[3],
-           flops / med[4], mcol, med[2] / med[0], med[4] / med[0],
-           nall == 4 ? (snprintf(line, sizeof line, "  model/ttgt+mkl %.2f", med[5] / med[0]), line)
+           flops / med[4], flops / med[5], mcol, med[2] / med[0], med[4] / med[0],
+           nall == 4 ? (snprintf(line, sizeof line, "  model/ttgt+mkl %.2f", med[6] / med[0]), line)
                      : "",
-           diff, cms, agree(diff, g_f32));
+           best / med[5], diff, cms, agree(diff, g_f32));
     fflush(stdout);
   }
   free(bl.a);

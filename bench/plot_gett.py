@@ -14,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-SERIES = ["model", "gett", "ttgt+blas", "ttgt+mkl", "log", "blas-gemm"]
+SERIES = ["model", "untimed", "gett", "ttgt+blas", "ttgt+mkl", "log", "blas-gemm"]
 ROW = re.compile(r"^(\S+)\s+th=(\d) ai\s+([\d.]+) model\((\w+)\s*\)\s+([\d.]+)(.*?) GFLOP/s")
 
 
