@@ -385,3 +385,106 @@ def test_semiring_min_plus_and_defs():
                                rtol=1e-12)
     with pytest.raises(TensorJitError, match="unknown semiring"):
         tensorjit.compile("y(i) = A(i,j) * x(j)", semiring="min.foo")(A=a, x=x)
+
+
+# ---- repeated calls: the call plan (kernel.py, _Plan) ---------------------
+
+def test_repeated_calls_keep_earlier_results():
+    """Results the caller still holds are never reused for a later call;
+    each is right for the values of its own call."""
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, x = sparse(50, 40, seed=40), RNG.random(40)
+    held, want = [], []
+    for r in range(6):
+        a.data[:] = RNG.random(a.nnz)      # in place: the plan stays
+        x[r] = -3.0
+        held.append(k(A=a, x=x))
+        want.append(a @ x)
+    for got, w in zip(held, want):
+        np.testing.assert_allclose(got, w, rtol=1e-12)
+    for i in range(len(held)):
+        for j in range(i):
+            assert not np.shares_memory(held[i], held[j])
+
+
+def test_a_dropped_result_is_reused_and_reshaping_it_does_not_leak():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, x = sparse(30, 30, seed=41), RNG.random(30)
+    k(A=a, x=x)
+    y = k(A=a, x=x)
+    ptr = y.__array_interface__["data"][0]
+    y.shape = (5, 6)                        # the caller's own view
+    y.flags.writeable = False
+    del y
+    y2 = k(A=a, x=x)
+    assert y2.__array_interface__["data"][0] == ptr   # the pool's array, written again
+    assert y2.shape == (30,) and y2.flags.writeable
+    np.testing.assert_allclose(y2, a @ x, rtol=1e-12)
+
+
+def test_changed_buffers_shapes_and_objects_are_wrapped_again():
+    """Whatever changes what the wrapped tensor would describe (a new
+    array object in the matrix, an input reshaped in place, a new array of
+    the same shape) makes the call wrap (and validate) again."""
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, x = sparse(20, 20, 0.3, seed=42), RNG.random(20)
+    k(A=a, x=x)
+    k(A=a, x=x)
+    a.data = RNG.random(a.nnz)              # a new array in the same matrix
+    np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+    x2 = RNG.random(20)
+    np.testing.assert_allclose(k(A=a, x=x2), a @ x2, rtol=1e-12)
+    m = RNG.random((4, 5))
+    v = RNG.random(5)
+    kd = tensorjit.compile("y(i) = M(i,j) * v(j)")
+    np.testing.assert_allclose(kd(M=m, v=v), m @ v, rtol=1e-12)
+    m.shape = (5, 4)                        # in place: same buffer, new extents
+    np.testing.assert_allclose(kd(M=m, v=v[:4].copy()), m @ v[:4], rtol=1e-12)
+    a.indices = a.indices.copy()
+    a.indices[0] = 99                       # a new, malformed array: validated again
+    with pytest.raises(TensorJitError, match="out of range"):
+        k(A=a, x=x)
+
+
+def test_out_and_large_results_on_the_repeated_path(monkeypatch):
+    k = tensorjit.compile("y(i) += A(i,j) * x(j)")
+    a, x = sparse(40, 40, seed=43), RNG.random(40)
+    y1, y2 = np.zeros(40), np.ones(40)
+    for _ in range(3):                      # two out arrays in turn
+        k(A=a, x=x, out=y1)
+        k(A=a, x=x, out=y2)
+    np.testing.assert_allclose(y1, 3 * (a @ x), rtol=1e-12)
+    np.testing.assert_allclose(y2, 1 + 3 * (a @ x), rtol=1e-12)
+    for _ in range(3):                      # += without out= starts from zeros
+        np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+    monkeypatch.setattr(tensorjit.kernel, "POOL_BYTES", 0)   # nothing pooled
+    k2 = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    got = [k2(A=a, x=x) for _ in range(3)]
+    for g in got:
+        np.testing.assert_allclose(g, a @ x, rtol=1e-12)
+    assert not k2._plan.pool
+
+
+def test_threads_share_one_plan():
+    """Threads calling one kernel on the same operands at once: every
+    result right, no two results in the same memory."""
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, x = sparse(400, 400, 0.05, seed=44), RNG.random(400)
+    want = a @ x
+    k(A=a, x=x)
+    held = [[] for _ in range(4)]
+
+    def work(i):
+        for _ in range(30):
+            held[i].append(k(A=a, x=x))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    flat = [y for h in held for y in h]
+    for y in flat:
+        np.testing.assert_allclose(y, want, rtol=1e-12)
+    ptrs = [y.__array_interface__["data"][0] for y in flat]
+    assert len(set(ptrs)) == len(ptrs)
