@@ -19,10 +19,10 @@ import numpy as np
 from . import _lib
 from ._lib import TensorJitError, check, lib
 from .tensor import _DTYPES as _DTYPE_CODES
-from .tensor import Tensor, as_tensor
+from .tensor import SCIPY_FORMATS, Tensor, as_tensor
 
 STAGES = {"notation": 0, "cin": 1, "lattice": 2, "assembly": 3, "compute": 4, "c": 5,
-          "llvm": 6, "llvm-opt": 7, "asm": 8}
+          "llvm": 6, "llvm-opt": 7, "asm": 8, "gett": 9}
 _FUNCTIONS = {"sqrt", "abs", "exp", "log", "min", "max", "sum"}
 _LHS = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\(([^()]*)\))?\s*(\+?=)")
 _ACCESS = re.compile(r"([A-Za-z_]\w*)\s*\(([^()]*)\)")
@@ -83,6 +83,11 @@ class Kernel:
         rhs = expr[m.end():]
         self.accesses = [(name, _indices(idx)) for name, idx in _ACCESS.findall(rhs)
                          if name not in _FUNCTIONS]
+        # every identifier of the right side but index variables and
+        # operators: the tensors (scalars have no parentheses)
+        idx = {i for _, ix in self.accesses for i in ix}
+        self.names = {w for w in re.findall(r"[A-Za-z_]\w*", rhs)
+                      if w not in idx and w not in _FUNCTIONS}
         self.formats = dict(formats or {})
         self.schedule = schedule
         self._opts = _options(options)
@@ -150,9 +155,7 @@ class Kernel:
             got = plan.run(out)
             if got is not None:
                 return got
-        tensors = {name: self._input(name, x) for name, x in operands.items()}
-        if not tensors:
-            raise TensorJitError(1, "tensorjit: no operands given")
+        tensors = self._tensors(operands)
         inputs = [tensors[n] for n in sorted(tensors)]
         dtype = inputs[0].dtype
         result, arr = self._output(out, tensors, dtype)
@@ -166,8 +169,18 @@ class Kernel:
             return out
         if arr is not None:
             return arr
-        fmt = result.format
-        return result.to_scipy() if fmt in ("ds", "ds:1,0") else result
+        return result.to_scipy() if result.format in SCIPY_FORMATS else result
+
+    def _tensors(self, operands):
+        """The operands as tensors (wrapped, or reused), by name; an error
+        for a name the expression does not use."""
+        if not operands:
+            raise TensorJitError(1, "tensorjit: no operands given")
+        for name in operands:
+            if name not in self.names:
+                raise TensorJitError(1, "tensorjit: %r is not a tensor of %r (its tensors: %s)"
+                                     % (name, self.expr, ", ".join(sorted(self.names))))
+        return {name: self._input(name, x) for name, x in operands.items()}
 
     def compute(self, out, **operands):
         """Recomputes the values of out, a sparse result of this kernel (the
@@ -179,7 +192,7 @@ class Kernel:
         if t is None or t.name != self.output:
             raise TensorJitError(1, "tensorjit: compute needs a sparse result of this "
                                  "kernel (or a Tensor named %s) as out" % self.output)
-        tensors = {name: self._input(name, x) for name, x in operands.items()}
+        tensors = self._tensors(operands)
         self._order = sorted(tensors)
         ops = [t] + [tensors[n] for n in self._order]
         handles = (ctypes.c_void_p * len(ops))(*[x._h for x in ops])
@@ -202,19 +215,32 @@ class Kernel:
     def _names(self, ops):
         return [self.output] + self._order
 
-    def source(self, stage="c"):
-        """One stage of the last compiled variant as text: "notation", "cin",
-        "lattice", "assembly", "compute", "c", "llvm", "llvm-opt", "asm"."""
-        if self._last is None:
-            raise TensorJitError(1, "tensorjit: call the kernel once first: what it "
-                                 "compiles to depends on its operands' formats")
+    def source(self, stage="c", **operands):
+        """One stage as text: "notation", "cin", "lattice", "assembly",
+        "compute", "c", "llvm", "llvm-opt", "asm", "gett". What is compiled
+        depends on the operands' formats and dtypes: with operands (as for
+        a call), the variant for them (compiled, not run); without, the
+        variant of the last call."""
+        if stage not in STAGES:
+            raise ValueError("tensorjit: no stage %r (stages: %s)" % (stage, ", ".join(STAGES)))
+        if operands:
+            tensors = self._tensors(operands)
+            self._order = sorted(tensors)
+            shape = tuple(self._extent(i, tensors) for i in self.out_indices)
+            fmt = self.formats.get(self.output)
+            ops = [Tensor.empty(self.output, shape, tensors[self._order[0]].dtype, fmt)] + \
+                [tensors[n] for n in self._order]
+            self._compiled(ops, (ctypes.c_void_p * len(ops))(*[t._h for t in ops]))
+        elif self._last is None:
+            raise TensorJitError(1, "tensorjit: call the kernel once first, or pass operands: "
+                                 "what it compiles to depends on their formats")
         return _lib.print_to_string(lib.tj_kernel_print, self._last, STAGES[stage])
 
-    def cin(self):
-        return self.source("cin")
+    def cin(self, **operands):
+        return self.source("cin", **operands)
 
-    def llvm(self):
-        return self.source("llvm")
+    def llvm(self, **operands):
+        return self.source("llvm", **operands)
 
     def __repr__(self):
         fmts = ", ".join("%s: %s" % kv for kv in sorted(self.formats.items()))
