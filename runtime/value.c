@@ -78,6 +78,19 @@ RtVal rt_val_from_double(int dt, double v) {
   return r;
 }
 
+RtVal rt_val_from_int(int dt, int64_t v) {
+  RtVal r;
+  if (dt == TJ_BOOL) r.i = v != 0;
+  else if (is_int(dt)) r.i = v < dtypes[dt].min ? dtypes[dt].min : v > dtypes[dt].max ? dtypes[dt].max : v;
+  else r.f = (double)v;
+  return r;
+}
+
+RtVal rt_val_neg(int dt, RtVal v) {
+  if (!is_int(dt)) return (RtVal){.f = -v.f};
+  return rt_val_from_int(dt, v.i == INT64_MIN ? INT64_MAX : -v.i);
+}
+
 double rt_val_to_double(int dt, RtVal v) { return is_int(dt) ? (double)v.i : v.f; }
 
 RtVal rt_val_add(int dt, RtVal a, RtVal b) {
