@@ -3,11 +3,13 @@ from Python against scipy.sparse, on SpMV and SpMM: issue 19's targets
 (<= 10 us over the kernel on cage11; >= 2x scipy's A @ x and A @ B on
 u200k).
 
-    PYTHONPATH=python /usr/bin/python3 bench/python.py [--quick] [matrix.mtx ...]
+    PYTHONPATH=python /usr/bin/python3 bench/python.py [--quick] [--scale=F] [--only=NAME]
+                                                       [matrix.mtx ...]
 
 Without matrices: west0067 and cage11 from ../shared/data (TJ_DATA_DIR)
 when present, and u200k (200,000 x 200,000, 16 random columns per row,
-as in ../shared/PEERS.md). Every variant runs once per round, in a
+as in ../shared/PEERS.md); --only=cage11 keeps one of them, --scale=F
+multiplies the rounds (--quick: 0.1). Every variant runs once per round, in a
 rotating order (interleaved), so the machine's load falls on all of them
 alike; figures are medians over rounds, and ratios are medians of the
 per-round ratios (differences: of per-round differences). The load
@@ -100,10 +102,12 @@ def spmv(name, a, rounds, nthreads):
     over_out = med(np.subtract(t["call out="][0], t["kernel"][0])) / 1e3
     cpu_over = med(np.subtract(t["call"][1], t["kernel"][1])) / 1e3
     ratio = med(np.divide(t["scipy"][0], t["call"][0]))
+    cpu = " (thread CPU %.2fx)" % med(np.divide(t["scipy"][1], t["call"][1])) \
+        if nthreads == 1 else ""
     print("%-9s SpMV %d thr: kernel %9.1f us | call %9.1f (+%.1f wall, +%.1f thread CPU) | "
-          "call out= %9.1f (+%.1f) | scipy %9.1f: %.2fx  [%d rounds, %s]"
+          "call out= %9.1f (+%.1f) | scipy %9.1f: %.2fx%s  [%d rounds, %s]"
           % (name, nthreads, wall["kernel"], wall["call"], over, cpu_over, wall["call out="],
-             over_out, wall["scipy"], ratio, rounds, load()))
+             over_out, wall["scipy"], ratio, cpu, rounds, load()))
     return over, cpu_over, ratio
 
 
@@ -118,14 +122,19 @@ def spmm(name, a, cols, rounds, nthreads):
 
     t = interleaved({"call": call, "scipy": lambda: a @ b}, rounds)
     ratio = med(np.divide(t["scipy"][0], t["call"][0]))
-    print("%-9s SpMM %2d cols %d thr: tensorjit %10.1f us | scipy %10.1f us: %.2fx  "
+    cpu = " (thread CPU %.2fx)" % med(np.divide(t["scipy"][1], t["call"][1])) \
+        if nthreads == 1 else ""
+    print("%-9s SpMM %2d cols %d thr: tensorjit %10.1f us | scipy %10.1f us: %.2fx%s  "
           "[%d rounds, %s]" % (name, cols, nthreads, med(t["call"][0]) / 1e3,
-                               med(t["scipy"][0]) / 1e3, ratio, rounds, load()))
+                               med(t["scipy"][0]) / 1e3, ratio, cpu, rounds, load()))
     return ratio
 
 
 def main(argv):
     quick = "--quick" in argv
+    only = [a.split("=", 1)[1] for a in argv if a.startswith("--only=")]
+    scale = float(([a.split("=", 1)[1] for a in argv if a.startswith("--scale=")] or
+                   [0.1 if quick else 1.0])[0])
     paths = [p for p in argv if not p.startswith("--")]
     data = os.environ.get("TJ_DATA_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                       "..", "..", "shared", "data"))
@@ -133,7 +142,7 @@ def main(argv):
         names = [os.path.join(data, "matrices", m) for m in ("west0067.mtx", "cage11.mtx")]
         paths = [p for p in names if os.path.exists(p)]
     mats = [(os.path.basename(p).split(".")[0], p) for p in paths] + [("u200k", None)]
-    scale = 0.1 if quick else 1.0
+    mats = [m for m in mats if not only or m[0] in only]
     print("tensorjit %s, numpy %s, scipy %s; %s" % (tensorjit.__version__, np.__version__,
                                                     scipy.__version__, load()))
     summary = []
