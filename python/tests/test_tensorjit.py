@@ -285,6 +285,26 @@ CORPUS = [
      {"A": (6, 6), "b": (6,), "x": (6,)}),
     ("y(i) = sqrt(x(i)) + max(x(i), z(i))", lambda x, z: np.sqrt(x) + np.maximum(x, z), {},
      {"x": (9,), "z": (9,)}),
+    # sparse outputs, transposed accesses, fused sums, SDDMM, TTM, empty extents
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds", "x": "s", "y": "s"},
+     {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ss", "y": "s"}, {"A": (9, 7), "x": (7,)}),
+    ("C(i,j) = A(i,k) * B(k,j)", lambda A, B: A @ B, {"A": "ss", "B": "ds", "C": "ss"},
+     {"A": (7, 6), "B": (6, 8)}),
+    ("C(i,j) = A(i,k) * B(k,j)", lambda A, B: A @ B, {"A": "uq"}, {"A": (7, 6), "B": (6, 3)}),
+    ("C(i,j) = A(k,i) * B(k,j)", lambda A, B: A.T @ B, {"A": "ds"}, {"A": (6, 7), "B": (6, 5)}),
+    ("C(i,j) = A(i,k) * B(j,k)", lambda A, B: A @ B.T, {"A": "ds:1,0"},
+     {"A": (7, 6), "B": (5, 6)}),
+    ("C(i,j) = A(i,k) * B(k,j) + D(i,j)", lambda A, B, D: A @ B + D, {"A": "ds", "D": "ds"},
+     {"A": (6, 5), "B": (5, 4), "D": (6, 4)}),
+    ("A(i,j) = B(i,j) * C(i,k) * D(j,k)", lambda B, C, D: B * (C @ D.T),
+     {"B": "ds", "A": "ds"}, {"B": (6, 7), "C": (6, 3), "D": (7, 3)}),
+    ("A(i,j,l) = B(i,j,k) * C(k,l)", lambda B, C: np.einsum("ijk,kl->ijl", B, C), {"B": "sss"},
+     {"B": (4, 3, 5), "C": (5, 2)}),
+    ("C(i,j) = A(i,j) + B(i,j)", lambda A, B: A + B, {"A": "ds:1,0", "B": "uq", "C": "ds:1,0"},
+     {"A": (6, 7), "B": (6, 7)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds"}, {"A": (0, 4), "x": (4,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds"}, {"A": (5, 0), "x": (0,)}),
 ]
 
 
