@@ -134,6 +134,13 @@ class Kernel:
         shape = tuple(self._extent(i, tensors) for i in self.out_indices)
         fmt = self.formats.get(self.output)
         if out is not None:
+            kind = _sparse_kind(out)
+            if kind is not None:   # assembled anew, then handed to out (_write_back)
+                if tuple(out.shape) != shape:
+                    raise TensorJitError(3, "tensorjit: out has shape %s, the result %s"
+                                         % (tuple(out.shape), shape))
+                return Tensor.empty(self.output, shape, out.dtype, fmt or _KIND_FORMAT[kind]), \
+                    None
             t = self._input(self.output, out)
             if t.shape != shape:
                 raise TensorJitError(3, "tensorjit: out has shape %s, the result %s"
@@ -166,6 +173,7 @@ class Kernel:
         check(lib.tj_kernel_run(k, _lib.EVALUATE, handles, len(ops)))
         self._plan = _Plan.make(self, operands, tensors, k, result, arr, out)
         if out is not None:
+            _write_back(out, result)
             return out
         if arr is not None:
             return arr
@@ -271,6 +279,35 @@ def _key(x):
         d = x.data
         return (id(x), id(d), id(x.row), id(x.col), x.shape, d.dtype)
     return None
+
+
+_KIND_FORMAT = {"csr": "ds", "csc": "ds:1,0", "coo": "uq"}
+
+
+def _sparse_kind(x):
+    """"csr", "csc" or "coo" for such a scipy.sparse matrix or array, else None."""
+    kind = getattr(x, "format", None)
+    return kind if kind in _KIND_FORMAT and hasattr(x, "tocsr") else None
+
+
+def _write_back(out, result):
+    """Makes out (what the caller passed as out=) hold result: a scipy
+    matrix takes views of the result's arrays (no copy); a numpy array
+    the kernel could not write in place (strided) gets the values copied."""
+    kind = _sparse_kind(out)
+    if kind is not None:
+        r = result.to_scipy()
+        if r.format != kind:
+            r = r.asformat(kind)
+        if kind == "coo":
+            out.data, out.row, out.col = r.data, r.row, r.col
+        else:
+            out.data, out.indices, out.indptr = r.data, r.indices, r.indptr
+            out.has_sorted_indices = True
+        out.has_canonical_format = True
+    elif isinstance(out, np.ndarray) and out.size and \
+            _data_pointer(out) != result._arrays().vals:
+        np.copyto(out, result.to_numpy())
 
 
 def _key_objects(x):

@@ -614,3 +614,28 @@ def test_trusted_wrapping_skips_the_content_check():
     t = tensorjit.Tensor.wrap("A", bad.data, bad.shape, "ds", pos={1: bad.indptr},
                               crd={1: bad.indices}, trusted=True)
     assert t.nnz == 2
+
+
+def test_out_strided_and_sparse():
+    """out= a strided numpy view (written through a copy, then copied
+    back) and out= a scipy matrix (it takes the result's arrays)."""
+    a, x = sparse(10, 8, 0.3, seed=60), RNG.random(8)
+    big = np.full(20, 7.0)
+    out = big[::2]
+    assert tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=x, out=out) is out
+    np.testing.assert_allclose(out, a @ x, rtol=1e-12)
+    assert (big[1::2] == 7.0).all()
+    big[::2] = 1.0
+    tensorjit.compile("y(i) += A(i,j) * x(j)")(A=a, x=x, out=out)
+    np.testing.assert_allclose(big[::2], 1.0 + a @ x, rtol=1e-12)
+    mul = tensorjit.compile("C(i,j) = A(i,j) * B(i,j)")
+    for kind in ("csr", "csc", "coo"):
+        c = sp.csr_matrix((10, 8)).asformat(kind)   # empty: no room, new arrays
+        assert mul(A=a, B=a, out=c) is c
+        assert c.format == kind
+        np.testing.assert_allclose(c.toarray(), a.multiply(a).toarray(), rtol=1e-12)
+        np.testing.assert_allclose((c - a.multiply(a)).toarray(), 0, atol=1e-12)
+    with pytest.raises(TensorJitError, match="out has shape \\(3, 8\\)"):
+        mul(A=a, B=a, out=sp.csr_matrix((3, 8)))
+    with pytest.raises(TensorJitError, match="'\\+=' into sparse output C is not supported"):
+        tensorjit.compile("C(i,j) += A(i,j) * B(i,j)")(A=a, B=a, out=sp.csr_matrix((10, 8)))
