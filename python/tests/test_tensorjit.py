@@ -639,3 +639,17 @@ def test_out_strided_and_sparse():
         mul(A=a, B=a, out=sp.csr_matrix((3, 8)))
     with pytest.raises(TensorJitError, match="'\\+=' into sparse output C is not supported"):
         tensorjit.compile("C(i,j) += A(i,j) * B(i,j)")(A=a, B=a, out=sp.csr_matrix((10, 8)))
+
+
+def test_a_0d_array_is_a_scalar_changed_in_place():
+    """A scalar that changes between calls: a 0-d array assigned in place is
+    read by the next call without re-wrapping (a Python float is wrapped
+    anew on every call)."""
+    k = tensorjit.compile("y(i) = a * x(i) + z(i)")
+    a, x, z = np.array(2.0), RNG.random(6), RNG.random(6)
+    np.testing.assert_allclose(k(a=a, x=x, z=z), 2.0 * x + z, rtol=1e-12)
+    ta = k._inputs["a"][2]
+    a[()] = -3.5
+    np.testing.assert_allclose(k(a=a, x=x, z=z), -3.5 * x + z, rtol=1e-12)
+    assert k._inputs["a"][2] is ta
+    np.testing.assert_allclose(k(a=0.25, x=x, z=z), 0.25 * x + z, rtol=1e-12)
