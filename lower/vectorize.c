@@ -16,6 +16,7 @@
  * multiples of W).
  */
 #include <string.h>
+#include <stdlib.h>
 
 #include "../ir/lir_class.h"
 #include "lower.h"
@@ -333,6 +334,7 @@ int lower_vectorize(Arena *a, LirKernel *k, const LowerOptions *opt, LirType vty
    * matrix and a 100 MB B): the first pass's misses prefetch the second's
    * lines. Sparse nests are never jammed, so the registers are free. */
   p.deep_width = opt->vec_width ? width : 2 * p.outer_width;
+  { const char *cap = getenv("TJ_X_TIERMAX"); if (cap && atoi(cap) > 0) { int c = atoi(cap); if (p.deep_width > c) p.deep_width = c; if (p.outer_width > c) p.outer_width = c; } }
   p.v.a = a;
   p.v.k = k;
   p.asked = any_asked(k->body);

@@ -114,7 +114,7 @@ expect gemm_plus_matrix "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d 
 # ---- -time prints exactly three lines in the contract's format ----
 out=$("$T" "$SPMV" -f=A:ds -g=A:s:0.1 -g=x:d -d=A:200,300 -time=5 2>&1)
 if [ $? -eq 0 ] && [ "$(wc -l <<<"$out")" = 3 ] &&
-   grep -qE '^compile: [0-9]+\.[0-9]+ ms \(parse [0-9.]+, setup [0-9.]+, lower [0-9.]+, llvm-ir [0-9.]+, optimize [0-9.]+, codegen [0-9.]+\)$' <<<"$out" &&
+   grep -qE '^compile: [0-9]+\.[0-9]+ ms \(parse [0-9.]+, setup [0-9.]+, lower [0-9.]+, llvm-ir [0-9.]+, optimize [0-9.]+, codegen [0-9.]+; thread cpu [0-9.]+: lower [0-9.]+, llvm-ir [0-9.]+, optimize [0-9.]+, codegen [0-9.]+\)$' <<<"$out" &&
    grep -qE '^assemble: [0-9]+\.[0-9]+ ms$' <<<"$out" &&
    grep -qE '^compute: [0-9]+\.[0-9]+ ms \(median of 5; min [0-9]+\.[0-9]+ ms, max [0-9]+\.[0-9]+ ms\)$' <<<"$out"; then
   pass time_format
