@@ -344,6 +344,9 @@ static char *canonical_key(const Assignment *as, const char *schedule,
     fprintf(f, "|gett=%s|ext", blk ? blk : "");
     for (int v = 0; v < as->nindices; v++) fprintf(f, ",%lld", (long long)as->indices[v]->extent);
   }
+  /* Vector tiers are emitted up to the extent of their index (lower_tier_cap). */
+  fprintf(f, "|tiers");
+  for (int v = 0; v < as->nindices; v++) fprintf(f, ",%d", lower_tier_cap(as->indices[v]->extent));
   fprintf(f, "|sr=%s", as->semiring ? as->semiring->name : "");
   /* a definition's reduction prints as its name: its body is in the text */
   fprintf(f, "|defs=%s", o && o->defs ? o->defs : "");

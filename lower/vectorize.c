@@ -16,7 +16,6 @@
  * multiples of W).
  */
 #include <string.h>
-#include <stdlib.h>
 
 #include "../ir/lir_class.h"
 #include "lower.h"
@@ -278,6 +277,26 @@ static bool any_asked(const LirStmt *s) {
   return false;
 }
 
+int lower_tier_cap(int64_t extent) {
+  if (extent <= 0 || extent >= LOWER_TIER_CAP_ALL) return 0;
+  int w = 1;
+  while (2 * w <= extent) w *= 2;
+  return w;
+}
+
+/* The tier cap of a loop over iv: its index's extent when the kernel was
+ * compiled knowing it. Tiers are powers of two and a tier of W lanes runs
+ * only while W iterations remain, so over an extent n none wider than the
+ * largest power of two <= n is ever entered: leaving them out changes no
+ * executed instruction for that extent and shrinks the code LLVM compiles
+ * (a rank-16 MTTKRP emitted 64-, 32-, 16- and 8-lane nests). */
+static int tier_cap(const Pass *p, const LirVar *iv) {
+  const Assignment *as = p->opt->extents;
+  for (int v = 0; as && v < as->nindices; v++)
+    if (!strcmp(as->indices[v]->name, iv->name)) return lower_tier_cap(as->indices[v]->extent);
+  return 0;
+}
+
 static void walk(Pass *p, LirStmt **slot) {
   for (; *slot; slot = &(*slot)->next) {
     LirStmt *s = *slot;
@@ -287,11 +306,12 @@ static void walk(Pass *p, LirStmt **slot) {
       bool free_loop = !s->u.loop.at.parallel && !s->u.loop.at.vec_width;
       if (free_loop && named && has_loop(s->u.loop.body) && vectorizable(&p->v, s, false)) {
         Loaded L = {.n = 0};
-        int tiers[8], n = 0;
+        int tiers[8], n = 0, cap = tier_cap(p, s->u.loop.iv);
         if (sparse_depth(s->u.loop.body, &L) >= 2) {
           /* every pass re-walks the fibers: halve down to one register */
-          for (int w = p->deep_width; w > p->width && n < 7; w /= 2) tiers[n++] = w;
-        } else if (p->outer_width > p->width) {
+          for (int w = p->deep_width; w > p->width && n < 7; w /= 2)
+            if (!cap || w <= cap) tiers[n++] = w;
+        } else if (p->outer_width > p->width && (!cap || p->outer_width <= cap)) {
           tiers[n++] = p->outer_width;
         }
         tiers[n++] = p->width;
@@ -334,7 +354,6 @@ int lower_vectorize(Arena *a, LirKernel *k, const LowerOptions *opt, LirType vty
    * matrix and a 100 MB B): the first pass's misses prefetch the second's
    * lines. Sparse nests are never jammed, so the registers are free. */
   p.deep_width = opt->vec_width ? width : 2 * p.outer_width;
-  { const char *cap = getenv("TJ_X_TIERMAX"); if (cap && atoi(cap) > 0) { int c = atoi(cap); if (p.deep_width > c) p.deep_width = c; if (p.outer_width > c) p.outer_width = c; } }
   p.v.a = a;
   p.v.k = k;
   p.asked = any_asked(k->body);
