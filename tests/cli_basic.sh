@@ -123,6 +123,37 @@ else
 fi
 expect time_default_reps 'median of 10;' "$SPMV" -g=A:d -g=x:d -d=A:10,10 -time
 
+# ---- compile latency (bench/README.md): a kernel function without loops is
+# optnone (its loops are outlined); one with loops, and the outlined body, are not
+attr_of() {  # attr_of <IR> <define-regex>: the attribute line of that function
+  local n
+  n=$(grep -E "$2" <<<"$1" | head -1 | grep -oE '#[0-9]+ (prefix|\{)' | grep -oE '#[0-9]+')
+  [ -n "$n" ] && grep -E "^attributes $n = " <<<"$1"
+}
+out=$("$T" "$SPMV" -f=A:ds -g=A:s:0.1 -g=x:d -d=A:200,300 -print-llvm 2>&1)
+main=$(attr_of "$out" '^define i32 @evaluate') par=$(attr_of "$out" '^define internal void @.*\.par0')
+if grep -q optnone <<<"$main" && [ -n "$par" ] && ! grep -q optnone <<<"$par"; then
+  pass optnone_loop_free_wrapper
+else
+  fail optnone_loop_free_wrapper "main: $main; par0: $par" "$out"
+fi
+out=$("$T" 'C(i,j) = A(i,j) + B(i,j)' -f=A:ds -f=B:ds -f=C:ds -g=A:s:0.1 -g=B:s:0.1 \
+  -d=A:20,20 -print-llvm 2>&1)
+main=$(attr_of "$out" '^define i32 @evaluate')
+if [ -n "$main" ] && ! grep -q optnone <<<"$main"; then pass optnone_not_on_loops
+else fail optnone_not_on_loops "main: $main" "$out"; fi
+# ---- vector tiers wider than the extent of their index are not emitted ----
+MTTKRP='A(i,j) = B(i,k,l) * C(k,j) * D(l,j)'
+for j in 16 100; do
+  out=$("$T" "$MTTKRP" -f=B:sss -g=B:s:0.05 -g=C:d -g=D:d -d=B:9,8,7 -d=j:$j -print-compute 2>&1)
+  tiers=$(grep -oE 'vector\([0-9]+\)' <<<"$out" | tr '\n' ' ')
+  want='vector(16) vector(8) '
+  [ $j = 100 ] && want='vector(64) vector(32) vector(16) vector(8) '
+  if [ "$tiers" = "$want" ]; then pass "mttkrp_tiers_j$j"; else fail "mttkrp_tiers_j$j" "tiers: $tiers" "$out"; fi
+  expect "mttkrp_tiers_j${j}_check" "$OK" "$MTTKRP" -f=B:sss -g=B:s:0.05 -g=C:d -g=D:d -d=B:9,8,7 \
+    -d=j:$j -check
+done
+
 # ---- every stage prints something recognizable ----
 P=(-f=A:ds -d=A:100,200)
 expect print_notation '^y\(i\) = A\(i,j\) \* x\(j\)$' "$SPMV" "${P[@]}" -print-notation
