@@ -1,7 +1,7 @@
 /* tjlatency: compile latency of SpMV and MTTKRP (issue 21's targets), and
  * an interleaved A/B of any environment switch read at compile time.
  *
- *   tjlatency [--reps N] [--kernel spmv|mttkrp] [--ab VAR=a,b] [--first]
+ *   tjlatency [--reps N] [--kernel spmv|mttkrp] [--ab VAR=a,b | VAR='a;b'] [--first]
  *
  * Every compile is a distinct kernel (a fresh context, so no cache hit);
  * "warm" compiles are all but the process's first. The first compile of
@@ -88,7 +88,9 @@ int main(int argc, char **argv) {
     }
     else if (!strcmp(argv[i], "--ab") && i + 1 < argc) {
       var = argv[++i];
-      char *eq = strchr(var, '='), *comma = eq ? strchr(eq, ',') : NULL;
+      /* a and b are split at ';' when there is one (pipeline texts have commas) */
+      char *eq = strchr(var, '='), *comma = eq ? strchr(eq, ';') : NULL;
+      if (eq && !comma) comma = strchr(eq, ',');
       if (!comma) {
         fprintf(stderr, "tjlatency: --ab VAR=a,b\n");
         return 2;
