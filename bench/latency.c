@@ -1,7 +1,7 @@
 /* tjlatency: compile latency of SpMV and MTTKRP (issue 21's targets), and
  * an interleaved A/B of any environment switch read at compile time.
  *
- *   tjlatency [--reps N] [--ab VAR=a,b] [--first]
+ *   tjlatency [--reps N] [--kernel spmv|mttkrp] [--ab VAR=a,b | VAR='a;b'] [--first]
  *
  * Every compile is a distinct kernel (a fresh context, so no cache hit);
  * "warm" compiles are all but the process's first. The first compile of
@@ -11,7 +11,9 @@
  * (order swapped every other round), so drift and load hit both sides;
  * medians per side: wall time, the calling thread's CPU time (robust
  * against a loaded machine; LLJIT's start on its own thread is not in
- * it) and the stages of tj_kernel_times (wall). --first prints
+ * it) and the stages of tj_kernel_times (wall; the cpu-* ones in thread
+ * CPU time). --kernel times the warm compiles of one kernel only (for
+ * perf record). --first prints
  * the first compile only and exits.
  */
 #include <stdio.h>
@@ -28,9 +30,10 @@ typedef struct Kern {
   int nops;
 } Kern;
 
-enum { STAGES = 9, MAX_REPS = 1000 };
-static const char *const STAGE_NAMES[STAGES] = {"total", "cpu", "lower", "llvm-ir", "optimize",
-                                                "codegen", "setup", "parse", "rest"};
+enum { STAGES = 12, MAX_REPS = 1000 };
+static const char *const STAGE_NAMES[STAGES] = {
+    "total", "cpu", "lower", "llvm-ir", "optimize", "codegen", "setup", "parse", "rest",
+    "cpu-llvm-ir", "cpu-optimize", "cpu-codegen"};
 
 static double clock_ms(clockid_t c) {
   struct timespec ts;
@@ -54,8 +57,9 @@ static bool compile_fresh(const Kern *k, double st[STAGES]) {
     tj_compile_times t = tj_kernel_times(kn);
     double rest = t1 - t0 - t.parse_ms - t.setup_ms - t.lower_ms - t.llvm_ir_ms -
                   t.optimize_ms - t.codegen_ms;
-    double v[STAGES] = {t1 - t0,      c1 - c0,   t.lower_ms, t.llvm_ir_ms, t.optimize_ms,
-                        t.codegen_ms, t.setup_ms, t.parse_ms,  rest};
+    double v[STAGES] = {t1 - t0,         c1 - c0,           t.lower_ms,     t.llvm_ir_ms,
+                        t.optimize_ms,   t.codegen_ms,      t.setup_ms,     t.parse_ms,
+                        rest,            t.llvm_ir_cpu_ms,  t.optimize_cpu_ms, t.codegen_cpu_ms};
     memcpy(st, v, sizeof v);
   }
   tj_context_free(cx);
@@ -69,13 +73,24 @@ static void set_side(const char *var, const char *val) {
 int main(int argc, char **argv) {
   int reps = 21;
   bool first_only = false;
+  int only = -1; /* --kernel spmv|mttkrp: warm compiles of that one only */
   char *var = NULL, *val[2] = {NULL, NULL};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--first")) first_only = true;
+    else if (!strcmp(argv[i], "--kernel") && i + 1 < argc) {
+      i++;
+      only = !strcmp(argv[i], "spmv") ? 0 : !strcmp(argv[i], "mttkrp") ? 1 : -2;
+      if (only == -2) {
+        fprintf(stderr, "tjlatency: --kernel spmv or mttkrp\n");
+        return 2;
+      }
+    }
     else if (!strcmp(argv[i], "--ab") && i + 1 < argc) {
       var = argv[++i];
-      char *eq = strchr(var, '='), *comma = eq ? strchr(eq, ',') : NULL;
+      /* a and b are split at ';' when there is one (pipeline texts have commas) */
+      char *eq = strchr(var, '='), *comma = eq ? strchr(eq, ';') : NULL;
+      if (eq && !comma) comma = strchr(eq, ',');
       if (!comma) {
         fprintf(stderr, "tjlatency: --ab VAR=a,b\n");
         return 2;
@@ -84,7 +99,7 @@ int main(int argc, char **argv) {
       val[0] = eq + 1;
       val[1] = comma + 1;
     } else {
-      fprintf(stderr, "usage: tjlatency [--reps N] [--ab VAR=a,b] [--first]\n");
+      fprintf(stderr, "usage: tjlatency [--reps N] [--kernel spmv|mttkrp] [--ab VAR=a,b] [--first]\n");
       return 2;
     }
   }
@@ -110,13 +125,14 @@ int main(int argc, char **argv) {
       int s = r % 2 ? sides - 1 - q : q;
       set_side(var, val[s]);
       for (int k = 0; k < 2; k++) {
+        if (only >= 0 && k != only) continue;
         double st[STAGES];
         if (!compile_fresh(&ks[k], st)) return 1;
         for (int g = 0; g < STAGES; g++) t[s][k][g][r] = st[g];
       }
     }
   for (int k = 0; k < 2; k++)
-    for (int s = 0; s < sides; s++) {
+    for (int s = 0; s < sides && (only < 0 || k == only); s++) {
       printf("%-6s warm%s%s%s%s, median of %d:", ks[k].name, var ? " " : "", var ? var : "",
              var ? "=" : "", var ? val[s] : "", reps);
       for (int g = 0; g < STAGES; g++)

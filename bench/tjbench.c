@@ -155,6 +155,10 @@ static void json_stages(FILE *f, const tj_compile_times *t) {
           "\"llvm_ir\": %.4g, \"optimize\": %.4g, \"codegen\": %.4g, \"cache_hit\": %d}",
           t->parse_ms, t->setup_ms, t->lower_ms, t->llvm_ir_ms, t->optimize_ms, t->codegen_ms,
           t->cache_hit);
+  fprintf(f, ", \"compile_stages_cpu_ms\": {\"lower\": %.4g, \"llvm_ir\": %.4g, "
+          "\"optimize\": %.4g, \"codegen\": %.4g, \"total\": %.4g}",
+          t->lower_cpu_ms, t->llvm_ir_cpu_ms, t->optimize_cpu_ms, t->codegen_cpu_ms,
+          t->total_cpu_ms);
 }
 
 static void emit_rows(Case *c, int nth, Row *rows, int n) {

@@ -336,6 +336,9 @@ typedef struct tj_compile_times {
   double codegen_ms;        /* machine code, linked by LLJIT */
   double total_ms;          /* all of tj_compile */
   int cache_hit;            /* 1 memory, 2 disk */
+  /* The calling thread's CPU time in the same stages (robust against a
+   * loaded machine, where wall time includes waiting for a core). */
+  double lower_cpu_ms, llvm_ir_cpu_ms, optimize_cpu_ms, codegen_cpu_ms, total_cpu_ms;
 } tj_compile_times;
 tj_compile_times tj_kernel_times(const tj_kernel *k);
 

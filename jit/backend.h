@@ -29,6 +29,7 @@ typedef struct BackendTimes {
   double ir_ms;        /* loop IR -> the backend's input (LLVM IR, C text) */
   double opt_ms;       /* the backend's optimizer, when timed apart */
   double codegen_ms;   /* machine code, linking / loading and lookup */
+  double ir_cpu_ms, opt_cpu_ms, codegen_cpu_ms;  /* the same in thread CPU time */
 } BackendTimes;
 
 /* A compiled kernel: callable until the backend's release. */

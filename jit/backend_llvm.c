@@ -51,7 +51,11 @@ static bool wrap(const JitKernel *jk, BackendKernel *out, Diag *d) {
   *h = *jk;
   *out = (BackendKernel){.fn = jk->fn, .handle = h,
                          .times = {.ir_ms = jk->times.ir_ms, .opt_ms = jk->times.opt_ms,
-                                   .codegen_ms = jk->times.codegen_ms + jk->times.link_ms}};
+                                   .codegen_ms = jk->times.codegen_ms + jk->times.link_ms,
+                                   .ir_cpu_ms = jk->times.ir_cpu_ms,
+                                   .opt_cpu_ms = jk->times.opt_cpu_ms,
+                                   .codegen_cpu_ms = jk->times.codegen_cpu_ms +
+                                                     jk->times.link_cpu_ms}};
   return true;
 }
 

@@ -344,6 +344,9 @@ static char *canonical_key(const Assignment *as, const char *schedule,
     fprintf(f, "|gett=%s|ext", blk ? blk : "");
     for (int v = 0; v < as->nindices; v++) fprintf(f, ",%lld", (long long)as->indices[v]->extent);
   }
+  /* Vector tiers are emitted up to the extent of their index (lower_tier_cap). */
+  fprintf(f, "|tiers");
+  for (int v = 0; v < as->nindices; v++) fprintf(f, ",%d", lower_tier_cap(as->indices[v]->extent));
   fprintf(f, "|sr=%s", as->semiring ? as->semiring->name : "");
   /* a definition's reduction prints as its name: its body is in the text */
   fprintf(f, "|defs=%s", o && o->defs ? o->defs : "");
@@ -588,7 +591,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
                      tj_kernel **out) {
   if (!cx || !expr || !out || (n > 0 && !operands))
     return rt_set_error(TJ_ERR_INVALID, "tj_compile: NULL argument");
-  double t0 = jit_now_ms();
+  double t0 = jit_now_ms(), c0 = jit_cpu_ms();
   tj_options o = opts ? *opts : tj_options_default();
   if (o.opt_level < 0 || o.opt_level > 3)
     return rt_set_error(TJ_ERR_INVALID, "optimization level %d is not in 0..3", o.opt_level);
@@ -643,7 +646,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   k->cx = cx;
   k->opts = o;
   k->nbound = k->as->ntensors;
-  double t2 = jit_now_ms();
+  double t2 = jit_now_ms(), c2 = jit_cpu_ms();
   k->times.setup_ms = t2 - t1;
   pthread_mutex_lock(&e->lock);
   bool planned = e->as || plan_entry(e, expr, operands, n, schedule, &d);
@@ -652,6 +655,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
    * the next compile with this key, unless evicted before). */
   if (!planned || !drv_ensure_lowered(e, PHASE_EVALUATE, &d)) goto fail_entry;
   k->times.lower_ms = jit_now_ms() - t2;
+  k->times.lower_cpu_ms = jit_cpu_ms() - c2;
   if (!drv_ensure_compiled(e, PHASE_EVALUATE, &d)) goto fail_entry;
   if (!k->times.cache_hit && e->from_disk[PHASE_EVALUATE]) k->times.cache_hit = 2;
   if (!k->times.cache_hit) {
@@ -659,8 +663,12 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     k->times.llvm_ir_ms = bt->ir_ms;
     k->times.optimize_ms = bt->opt_ms;
     k->times.codegen_ms = bt->codegen_ms;
+    k->times.llvm_ir_cpu_ms = bt->ir_cpu_ms;
+    k->times.optimize_cpu_ms = bt->opt_cpu_ms;
+    k->times.codegen_cpu_ms = bt->codegen_cpu_ms;
   }
   k->times.total_ms = jit_now_ms() - t0;
+  k->times.total_cpu_ms = jit_cpu_ms() - c0;
   pthread_mutex_lock(&cx->lock);
   k->next = cx->kernels;
   if (k->next) k->next->prev = k;

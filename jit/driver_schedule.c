@@ -127,6 +127,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
   const char *g = getenv("TJ_VECTOR_GATHER");
   o->vector_gather = !(g && *g == '0');
   o->lattice_max = drv_lattice_max();
+  o->extents = as;
   for (int k = 0; k < s->n; k++) {
     const SchedDirective *sd = &s->d[k];
     int part = 0;

@@ -13,6 +13,7 @@
 
 #include <llvm-c/DebugInfo.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -738,6 +739,79 @@ static void init_types(Emitter *e) {
   tbaa_init(e);
 }
 
+/* Block b's position in the sorted array blocks[n] (by address). */
+static int block_index(LLVMBasicBlockRef *blocks, int n, LLVMBasicBlockRef b) {
+  int lo = 0, hi = n - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (blocks[mid] == b) return mid;
+    if ((uintptr_t)blocks[mid] < (uintptr_t)b) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+static int cmp_block(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)*(LLVMBasicBlockRef const *)a, y = (uintptr_t)*(LLVMBasicBlockRef const *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Whether fn's control flow has a cycle (a depth-first search meets a
+ * block still on its path). Sets *ok false when out of memory. */
+static bool has_cycle(LLVMValueRef fn, bool *ok) {
+  int n = (int)LLVMCountBasicBlocks(fn);
+  LLVMBasicBlockRef *blocks = malloc(sizeof *blocks * (size_t)(n + 1));
+  int *stack = malloc(sizeof *stack * (size_t)(n + 1)), *next = calloc((size_t)n + 1, sizeof *next);
+  char *state = calloc((size_t)n + 1, 1);  /* 0 new, 1 on the path, 2 done */
+  bool cycle = false;
+  *ok = blocks && stack && next && state;
+  if (*ok) {
+    LLVMGetBasicBlocks(fn, blocks);
+    LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+    qsort(blocks, (size_t)n, sizeof *blocks, cmp_block);
+    int sp = 0;
+    stack[sp++] = block_index(blocks, n, entry);
+    state[stack[0]] = 1;
+    while (sp > 0 && !cycle) {
+      int v = stack[sp - 1];
+      LLVMValueRef term = LLVMGetBasicBlockTerminator(blocks[v]);
+      int nsucc = term ? (int)LLVMGetNumSuccessors(term) : 0;
+      if (next[v] == nsucc) {
+        state[v] = 2;
+        sp--;
+        continue;
+      }
+      int w = block_index(blocks, n, LLVMGetSuccessor(term, (unsigned)next[v]++));
+      if (w < 0) continue;
+      if (state[w] == 1) cycle = true;
+      else if (state[w] == 0) state[w] = 1, stack[sp++] = w;
+    }
+  }
+  free(blocks);
+  free(stack);
+  free(next);
+  free(state);
+  return cycle;
+}
+
+/* A kernel function without loops (theirs all outlined for the parallel
+ * runtime, or a call into a runtime routine) only reserves outputs, fills a
+ * context and calls: it runs once per kernel call, so it is not worth
+ * LLVM's optimizer and SelectionDAG. optnone has both skip it (fast
+ * instruction selection), which took 0.4-0.7 ms off SpMV's compile
+ * (bench/README.md, "Compile latency"). */
+static bool mark_optnone_if_loop_free(Emitter *e, LLVMValueRef fn) {
+  bool ok;
+  if (has_cycle(fn, &ok) || !ok)
+    return ok || diag_error(e->d, TJ_ERR_NOMEM, "out of memory emitting %s", e->t->symbol);
+  static const char *const kinds[] = {"optnone", "noinline"};
+  for (int i = 0; i < 2; i++) {
+    unsigned kind = LLVMGetEnumAttributeKindForName(kinds[i], strlen(kinds[i]));
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(e->cx, kind, 0));
+  }
+  return true;
+}
+
 /* entry: rc, alloc_out and operands[k] loads; the rest as described above. */
 static bool emit_function(Emitter *e, const EmitTarget *t) {
   LLVMTypeRef ft = LLVMFunctionType(e->i32, &e->ptr, 1, 0);
@@ -770,7 +844,7 @@ static bool emit_function(Emitter *e, const EmitTarget *t) {
   if (!emit_stmts(e, e->k->cleanup)) return false;
   LLVMBuildRet(e->b, LLVMBuildLoad2(e->b, e->i32, e->rc, ""));
   LLVMBuildBr(e->eb, body);
-  return true;
+  return mark_optnone_if_loop_free(e, e->fn);
 }
 
 bool emit_kernel(LLVMContextRef cx, const LirKernel *k, const EmitTarget *t,

@@ -38,6 +38,8 @@ typedef struct JitTimes {
   double codegen_ms;   /* machine code: the object file */
   double link_ms;      /* add the object to LLJIT + lookup (JITLink) */
   double total_ms;
+  /* thread CPU time of the compiling thread in the same stages */
+  double ir_cpu_ms, opt_cpu_ms, codegen_cpu_ms, link_cpu_ms;
 } JitTimes;
 
 typedef struct JitKernel {
@@ -52,6 +54,8 @@ typedef struct JitKernel {
 
 /* A monotonic clock in milliseconds (compile-time breakdowns). */
 double jit_now_ms(void);
+/* The calling thread's CPU time in milliseconds. */
+double jit_cpu_ms(void);
 
 /* Creates an engine for cpu/features (NULL = the host's); NULL with d set
  * on failure. The caller owns the engine (jit_engine_free). The LLJIT

@@ -61,7 +61,19 @@ typedef struct LowerOptions {
                                           while per lattice point costs compile
                                           time exponential in the operands);
                                           0: LOWER_LATTICE_MAX */
+  const Assignment *extents;           /* index extents known at compile time
+                                          (NULL: none): a multi-register vector
+                                          tier wider than lower_tier_cap of its
+                                          index is never entered, so it is not
+                                          emitted */
 } LowerOptions;
+
+/* The widest vector tier (lanes) worth emitting over an index of `extent`
+ * iterations: the largest power of two <= extent, or 0 (no cap) when the
+ * extent is unknown or at least LOWER_TIER_CAP_ALL. The driver keys its
+ * cache by it, so one kernel serves every extent with the same cap. */
+#define LOWER_TIER_CAP_ALL 128
+int lower_tier_cap(int64_t extent);
 
 /* The loop nest a concrete notation asks for (lower/nest.c): loops in
  * nesting order (outer foralls, then the producers of where()s), and the

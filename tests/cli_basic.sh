@@ -114,7 +114,7 @@ expect gemm_plus_matrix "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d 
 # ---- -time prints exactly three lines in the contract's format ----
 out=$("$T" "$SPMV" -f=A:ds -g=A:s:0.1 -g=x:d -d=A:200,300 -time=5 2>&1)
 if [ $? -eq 0 ] && [ "$(wc -l <<<"$out")" = 3 ] &&
-   grep -qE '^compile: [0-9]+\.[0-9]+ ms \(parse [0-9.]+, setup [0-9.]+, lower [0-9.]+, llvm-ir [0-9.]+, optimize [0-9.]+, codegen [0-9.]+\)$' <<<"$out" &&
+   grep -qE '^compile: [0-9]+\.[0-9]+ ms \(parse [0-9.]+, setup [0-9.]+, lower [0-9.]+, llvm-ir [0-9.]+, optimize [0-9.]+, codegen [0-9.]+; thread cpu [0-9.]+: lower [0-9.]+, llvm-ir [0-9.]+, optimize [0-9.]+, codegen [0-9.]+\)$' <<<"$out" &&
    grep -qE '^assemble: [0-9]+\.[0-9]+ ms$' <<<"$out" &&
    grep -qE '^compute: [0-9]+\.[0-9]+ ms \(median of 5; min [0-9]+\.[0-9]+ ms, max [0-9]+\.[0-9]+ ms\)$' <<<"$out"; then
   pass time_format
@@ -122,6 +122,37 @@ else
   fail time_format "unexpected -time output" "$out"
 fi
 expect time_default_reps 'median of 10;' "$SPMV" -g=A:d -g=x:d -d=A:10,10 -time
+
+# ---- compile latency (bench/README.md): a kernel function without loops is
+# optnone (its loops are outlined); one with loops, and the outlined body, are not
+attr_of() {  # attr_of <IR> <define-regex>: the attribute line of that function
+  local n
+  n=$(grep -E "$2" <<<"$1" | head -1 | grep -oE '#[0-9]+ (prefix|\{)' | grep -oE '#[0-9]+')
+  [ -n "$n" ] && grep -E "^attributes $n = " <<<"$1"
+}
+out=$("$T" "$SPMV" -f=A:ds -g=A:s:0.1 -g=x:d -d=A:200,300 -print-llvm 2>&1)
+main=$(attr_of "$out" '^define i32 @evaluate') par=$(attr_of "$out" '^define internal void @.*\.par0')
+if grep -q optnone <<<"$main" && [ -n "$par" ] && ! grep -q optnone <<<"$par"; then
+  pass optnone_loop_free_wrapper
+else
+  fail optnone_loop_free_wrapper "main: $main; par0: $par" "$out"
+fi
+out=$("$T" 'C(i,j) = A(i,j) + B(i,j)' -f=A:ds -f=B:ds -f=C:ds -g=A:s:0.1 -g=B:s:0.1 \
+  -d=A:20,20 -print-llvm 2>&1)
+main=$(attr_of "$out" '^define i32 @evaluate')
+if [ -n "$main" ] && ! grep -q optnone <<<"$main"; then pass optnone_not_on_loops
+else fail optnone_not_on_loops "main: $main" "$out"; fi
+# ---- vector tiers wider than the extent of their index are not emitted ----
+MTTKRP='A(i,j) = B(i,k,l) * C(k,j) * D(l,j)'
+for j in 16 100; do
+  out=$("$T" "$MTTKRP" -f=B:sss -g=B:s:0.05 -g=C:d -g=D:d -d=B:9,8,7 -d=j:$j -print-compute 2>&1)
+  tiers=$(grep -oE 'vector\([0-9]+\)' <<<"$out" | tr '\n' ' ')
+  want='vector(16) vector(8) '
+  [ $j = 100 ] && want='vector(64) vector(32) vector(16) vector(8) '
+  if [ "$tiers" = "$want" ]; then pass "mttkrp_tiers_j$j"; else fail "mttkrp_tiers_j$j" "tiers: $tiers" "$out"; fi
+  expect "mttkrp_tiers_j${j}_check" "$OK" "$MTTKRP" -f=B:sss -g=B:s:0.05 -g=C:d -g=D:d -d=B:9,8,7 \
+    -d=j:$j -check
+done
 
 # ---- every stage prints something recognizable ----
 P=(-f=A:ds -d=A:100,200)

@@ -78,8 +78,10 @@ static void print_compile(const tj_compile_times *t, FILE *out) {
     fprintf(out, "(%s cache hit)\n", t->cache_hit == 2 ? "disk" : "memory");
   else
     fprintf(out, "(parse %.3f, setup %.3f, lower %.3f, llvm-ir %.3f, optimize %.3f, "
+            "codegen %.3f; thread cpu %.3f: lower %.3f, llvm-ir %.3f, optimize %.3f, "
             "codegen %.3f)\n", t->parse_ms, t->setup_ms, t->lower_ms, t->llvm_ir_ms,
-            t->optimize_ms, t->codegen_ms);
+            t->optimize_ms, t->codegen_ms, t->total_cpu_ms, t->lower_cpu_ms,
+            t->llvm_ir_cpu_ms, t->optimize_cpu_ms, t->codegen_cpu_ms);
 }
 
 void kop_print_time(const TimeStats *ts, FILE *out) {
