@@ -156,7 +156,7 @@ static Expr *with_temps(Arena *a, const Expr *e, Temps *tt) {
     TensorVar *t = arena_alloc(a, sizeof *t);
     if (!t) return NULL;
     t->id = -1;
-    t->name = arena_printf(a, "t_%s", e->u.sum.iv->name);
+    t->name = e->u.sum.temp ? e->u.sum.temp : arena_printf(a, "t_%s", e->u.sum.iv->name);
     tt->sum[tt->n] = e;
     return tt->t[tt->n++] = nt_access(a, t, 0, NULL, 0);
   }
@@ -260,7 +260,7 @@ Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d)
   return out;
 }
 
-Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
+Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *name, Diag *d) {
   const Cin *loops[NT_MAX_INDICES];
   int n = 0;
   const Cin *assign = c;
@@ -274,7 +274,7 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
   TensorVar *w = arena_alloc(a, sizeof *w);
   if (!w) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
   w->id = -1;
-  w->name = "w";
+  w->name = name;
   w->decl.order = 1;
   Expr *wj = nt_access(a, w, 1, &j, 0);
   Cin *producer = cin_assign(a, wj, assign->u.assign.rhs, true);

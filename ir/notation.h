@@ -70,12 +70,15 @@ struct Expr {
                                             /* EX_CALL: a function (is_call);
                                                b only when its arity is 2; def:
                                                OP_CASES's definition */
-    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; const struct NtDef *def; } sum;
+    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; const struct NtDef *def;
+             const char *temp; } sum;
                                             /* EX_SUM: a reduced over iv by op
                                                (OP_ADD: a sum; nt_op_is_reduction),
                                                or by a definition with an identity
                                                (def; op is OP_NONE);
-                                               implicit: placed by the checker */
+                                               implicit: placed by the checker;
+                                               temp: the name precompute gave its
+                                               workspace (NULL: t_<iv>) */
   } u;
 };
 
@@ -316,6 +319,31 @@ typedef struct Schedule {
   const char *src;                   /* the parsed text (for carets), or NULL */
 } Schedule;
 
+/* precompute(e, I, w) (ir/precompute.c): e matched in the rhs by structure
+ * (implicit sums looked through), the index set I ("{}", "{i,j}" or one
+ * name) and the workspace's name. */
+typedef struct Precompute {
+  const Expr *expr;                  /* e as parsed */
+  const Expr *node;                  /* the rhs node it matched */
+  int nvars;
+  IndexVar *vars[NT_MAX_INDICES];    /* I */
+  const char *ws;
+  int nstripped;                     /* sum(j, e) matched the root reduction: */
+  const char *stripped[NT_MAX_INDICES]; /* its indices, which must move in */
+  const struct Match *match;         /* the node's ancestors (internal) */
+} Precompute;
+/* Parses and matches one precompute directive against as; false with d
+ * set (the subexpression is not in the rhs, occurs twice, an unknown
+ * index, a malformed argument). */
+bool nt_precompute_parse(Arena *a, const Assignment *as, const SchedDirective *sd,
+                         Precompute *pc, Diag *d);
+/* as with each scalar precompute (I = {}) of s applied: the indices summed
+ * only inside e become sums around it (moved in from their scope where the
+ * operators between distribute over them), the outermost named w, which
+ * the concrete notation makes a where() of a scalar temp. as itself when s
+ * has none; NULL with d set when one is refused. */
+Assignment *nt_precompute_scalars(Arena *a, const Assignment *as, const Schedule *s, Diag *d);
+
 /* Parses schedule text; unknown directives are errors with a column. */
 bool nt_schedule_parse(const char *src, Schedule *out, Arena *a, Diag *d);
 void nt_schedule_print(FILE *out, const Schedule *s);
@@ -337,10 +365,10 @@ int cin_loop_order(const Cin *c, IndexVar **order, int max);
 Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d);
 /* c (a forall chain around one assignment lhs (+)= rhs) with the loops from
  * depth on producing rhs into a dense workspace over j, which an output
- * loop over j then drains:
+ * loop over j then drains (w: name):
  *   forall(i, where(forall(j, A(i,j) = w(j)), forall(k, forall(j, w(j) += rhs))))
  * NULL with d set when c has another shape or j is not among those loops. */
-Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d);
+Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *name, Diag *d);
 /* Prints c; loops rewritten by split / divide / pos / bound print under
  * their new names, with the relations after the statement:
  *   suchthat(forall(i0, forall(i1, forall(j, ...))), split(i, i0, i1, 32)) */

@@ -455,6 +455,7 @@ static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   if (!as) return false;
   Schedule sched = {0};
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
+  if (!(as = nt_precompute_scalars(&e->arena, as, &sched, d))) return false;
   Cin *cin = cin_from_assignment(&e->arena, as, &sched, d);
   if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
   int nuser = sched.n;   /* the user's directives, before the default order */

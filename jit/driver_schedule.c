@@ -11,82 +11,35 @@
 #include "../ir/level.h"
 #include "driver.h"
 
-static IndexVar *index_named(const Assignment *as, const char *name) {
-  for (int v = 0; v < as->nindices; v++)
-    if (strcmp(as->indices[v]->name, name) == 0) return as->indices[v];
-  return NULL;
-}
-
-/* The top-level comma-separated parts of a precompute argument. */
-static int split_args(const char *arg, char parts[3][256]) {
-  int n = 0, depth = 0;
-  size_t len = 0;
-  for (const char *c = arg;; c++) {
-    if (*c == '(') depth++;
-    if (*c == ')') depth--;
-    if (*c == 0 || (*c == ',' && depth == 0)) {
-      if (n < 3) {
-        while (len > 0 && parts[n][len - 1] == ' ') len--;
-        parts[n][len] = 0;
-      }
-      n++;
-      len = 0;
-      if (*c == 0) return n;
-      continue;
-    }
-    if (n < 3 && len < 255 && !(len == 0 && *c == ' ')) parts[n][len++] = *c;
-  }
-}
-
-static char *expr_text(const Expr *e) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f) return NULL;
-  nt_print_expr(f, e);
-  fclose(f);
-  return buf;
-}
-
-/* precompute(<rhs>, <j>, <w>): the whole right-hand side into a dense
- * workspace over j, the sparse output's last index, appended in order. */
+/* precompute(<rhs>, {j}, <w>): the whole right-hand side into a dense
+ * workspace over j, the sparse output's last index (the planner's row
+ * workspace, Gustavson's SpGEMM). Scalar workspaces (the index set {})
+ * were applied to the assignment already (nt_precompute_scalars). */
 static bool apply_precompute(const Assignment *as, LowerPlan *p, const SchedDirective *sd,
                              Arena *a, Diag *d) {
-  char parts[3][256];
-  int n = split_args(sd->arg ? sd->arg : "", parts);
-  if (n != 3)
-    return diag_error(d, TJ_ERR_PARSE,
-                      "precompute(%s): expected precompute(<expression>, <index>, <workspace>)",
-                      sd->arg ? sd->arg : "");
-  char src[300];
-  snprintf(src, sizeof src, "w__(%s) = %s", parts[1], parts[0]);
-  Diag pd;
-  diag_init(&pd);
-  Assignment *pa = nt_parse(a, src, &pd);
-  char *want = expr_text(as->rhs), *got = pa ? expr_text(pa->rhs) : NULL;
-  bool same = want && got && strcmp(want, got) == 0;
-  free(want);
-  free(got);
-  if (!pa)
-    return diag_error(d, TJ_ERR_PARSE, "precompute(%s): %s", sd->arg, pd.msg);
-  if (!same)
-    return diag_error(d, TJ_ERR_UNSUPPORTED,
-                      "precompute(%s): only the whole right-hand side can go to a workspace",
-                      sd->arg);
-  IndexVar *v = index_named(as, parts[1]);
+  Precompute pc;
+  if (!nt_precompute_parse(a, as, sd, &pc, d)) return false;
+  if (pc.nvars == 0) return true;
   const tj_format *f = &p->fmt[0];
-  if (!v || !p->out_sparse || as->lhs->u.access.idx[f->mode_order[f->order - 1]] != v)
+  IndexVar *last = p->out_sparse ? as->lhs->u.access.idx[f->mode_order[f->order - 1]] : NULL;
+  if (pc.node != as->rhs || pc.nvars > 1)
+    return diag_error(d, TJ_ERR_UNSUPPORTED,
+                      "precompute(%s): a workspace over an index set is lowered for the whole "
+                      "right-hand side over the last index of a sparse output (the row "
+                      "workspace); a subexpression goes to a scalar workspace, over {}",
+                      sd->arg);
+  IndexVar *v = pc.vars[0];
+  if (v != last)
     return diag_error(d, TJ_ERR_UNSUPPORTED,
                       "precompute(%s): a workspace is built over the last index of a sparse "
-                      "output (here: %s)", sd->arg,
-                      p->out_sparse ? as->lhs->u.access.idx[f->mode_order[f->order - 1]]->name
-                                    : "the output is dense");
+                      "output (here: %s)", sd->arg, last ? last->name : "the output is dense");
   int depth = 0;
   while (p->order[depth] != v) depth++;
   for (int k = 0; k < depth; k++)
     if (nt_is_reduction_var(as, p->order[k])) depth = k;
   p->ws_var = v;
   p->ws_depth = depth;
+  p->ws_name = pc.ws;
   return true;
 }
 

@@ -37,6 +37,7 @@ typedef struct LowerPlan {
                                           every iteration of an outer loop */
   int ws_depth;                        /* loop depth of the workspace, -1 none */
   IndexVar *ws_var;                    /* the output index scattered into it */
+  const char *ws_name;                 /* precompute's name for it (NULL: w) */
   bool out_sparse;                     /* output has a compressed level */
   bool rangeable;                      /* sparse output whose first level is
                                           dense and walked by a dense loop:

@@ -575,7 +575,9 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
   int base = lw->nsum_temps;
   for (int c = 0; c < n; c++) {
     const Expr *sum = kids[c];
-    LirVar *t = lw_var(lw, arena_printf(a, "t_%s", sum->u.sum.iv->name), lw->vtype);
+    const char *name = sum->u.sum.temp ? sum->u.sum.temp  /* precompute's workspace */
+                                       : arena_printf(a, "t_%s", sum->u.sum.iv->name);
+    LirVar *t = lw_var(lw, name, lw->vtype);
     lir_append(&s, lir_decl(a, t, vconst(lw, nt_sum_identity(sum))));
     const Expr *root = lw->root;
     int end = lw->scope_end, target = lw->target, nt = lw->nsum_temps;
