@@ -85,24 +85,28 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
     int part = 0;
     if (sd->kind == SCHED_PARALLELIZE) {
       IndexVar *v = cin_loop_named(cin, sd->vars[0], &part);
+      if (v && sd->arg && strcmp(sd->arg, "atomics") == 0) {
+        if (p->order[0] == v && walks_nonunique_outer(as, p))
+          return diag_error(d, TJ_ERR_UNSUPPORTED,
+                            "parallelize(%s, atomics): the loop walks a nonunique (COO) level "
+                            "by segments; use a compressed or dense outer level (CSC)",
+                            sd->vars[0]);
+        p->reduce_rows = false;   /* one kernel, its updates atomic (lowering checks) */
+        continue;
+      }
       if (v && p->nloops > 0 && p->order[0] != v) { /* an inner loop (lowering checks more) */
         if (p->out_sparse || p->reduce_rows || nt_is_reduction_var(as, v))
           return diag_error(d, TJ_ERR_UNSUPPORTED,
                             "parallelize(%s): an inner loop runs in parallel only over an index "
-                            "of a dense output whose outer loop is not a reduction (per-thread "
-                            "partials or atomics for it are not lowered); the outermost loop "
-                            "is %s", sd->vars[0], p->order[0]->name);
+                            "of a dense output whose outer loop is not a reduction (or, with "
+                            "atomics, over a reduction into a dense output); the outermost "
+                            "loop is %s", sd->vars[0], p->order[0]->name);
         continue;
       }
       if (!v || p->nloops == 0)
         return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): no loop to run in parallel",
                           sd->vars[0]);
       bool dense_rows = !p->out_sparse && !nt_is_reduction_var(as, v);
-      if (sd->arg && strcmp(sd->arg, "atomics") == 0)
-        return diag_error(d, TJ_ERR_UNSUPPORTED,
-                          "parallelize(%s, atomics): atomic updates are not lowered; partials "
-                          "(per-thread partial outputs, summed in order) are, for an outermost "
-                          "reduction loop into a dense output", sd->vars[0]);
       if (sd->arg && !p->reduce_rows)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s, partials): %s", sd->vars[0],

@@ -140,6 +140,27 @@ static void mark_valued_masks(Lowerer *lw, const Expr *e) {
   for (int i = 0; i < n; i++) mark_valued_masks(lw, k[i]);
 }
 
+/* parallelize(k, atomics): k a root reduction loop (not inside a temp)
+ * into a dense output updated by +, min or max, which then update it
+ * atomically (lw->atomic); false with lw->d set otherwise. */
+static bool atomics_ok(Lowerer *lw, bool reduction, bool in_temp) {
+  const char *v = lw->nest.order[lw->par_depth]->name;
+  int op = lw->out_op == OP_NONE ? LOP_NONE : lw_lir_op(lw, lw->out_op);
+  const char *why = lw->plan->out_sparse ? "a sparse output's entries are appended, not updated"
+                    : !reduction ? "its iterations write disjoint entries of the output: there "
+                                   "is no race to guard"
+                    : in_temp ? "it sums into a scalar temp below the output's last index; "
+                                "reorder so it runs outside the output's loops"
+                    : op != LOP_ADD && op != LOP_MIN && op != LOP_MAX
+                        ? "the reduction has no atomic update (+, min and max have); use "
+                          "partials"
+                        : NULL;
+  if (why)
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, atomics): %s", v, why);
+  lw->atomic = true;
+  return true;
+}
+
 static bool setup_accesses(Lowerer *lw) {
   const LowerPlan *p = lw->plan;
   const LoopNest *nest = &lw->nest;
@@ -203,8 +224,12 @@ static bool setup_accesses(Lowerer *lw) {
    * serially), when it is not inside the root reduction's temp. */
   lw->par_depth = nest->par_asked > 0 ? nest->par_asked : 0;
   bool reduction = nest->nloops > 0 && nt_is_reduction_var(lw->as, nest->order[lw->par_depth]);
-  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 && !reduction;
-  if (lw->par_depth > 0 && (reduction || (lw->first_red >= 0 && lw->par_depth >= lw->first_red)))
+  bool in_temp = lw->first_red >= 0 && lw->par_depth >= lw->first_red;
+  const char *race = nest->par_asked >= 0 ? nest->form[lw->par_depth]->race : NULL;
+  if (race && strcmp(race, "atomics") == 0 && !atomics_ok(lw, reduction, in_temp)) return false;
+  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 &&
+               (!reduction || lw->atomic);
+  if (lw->par_depth > 0 && !lw->atomic && (reduction || in_temp))
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s): the loop over %s sums into "
                       "a shared value (a reduction's temp); per-thread partials or atomics for "
                       "an inner loop are not lowered", nest->order[lw->par_depth]->name,

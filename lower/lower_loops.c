@@ -118,7 +118,7 @@ static LirExpr *vconst(Lowerer *lw, double v) { return lw_value(lw, lw->vtype, v
  * pair is 1 (it exists only where both operands do). */
 /* op's loop-IR operation on the expression's values: in a bool expression
  * (0/1) + is or and * is and, so max and min. */
-static int lir_op(const Lowerer *lw, OpKind op) {
+int lw_lir_op(const Lowerer *lw, OpKind op) {
   int l = nt_op(op)->lir;
   if (lw->is_bool && l == LOP_ADD) return LOP_MAX;
   if (lw->is_bool && l == LOP_MUL) return LOP_MIN;
@@ -127,7 +127,7 @@ static int lir_op(const Lowerer *lw, OpKind op) {
 
 static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
   Arena *a = A(lw);
-  if (lir_op(lw, op) != LOP_NONE) return lir_bin(a, (LirBinOp)lir_op(lw, op), x, y);
+  if (lw_lir_op(lw, op) != LOP_NONE) return lir_bin(a, (LirBinOp)lw_lir_op(lw, op), x, y);
   switch (op) {
   case OP_PAIR: return vconst(lw, 1);
   case OP_MASK:
@@ -170,7 +170,7 @@ static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
     LirExpr *r = gen_def_body(lw, lw->temp_def->body, p);
     return r ? lir_assign(A(lw), var, r) : NULL;
   }
-  if (lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lir_op(lw, op), v);
+  if (lw_lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lw_lir_op(lw, op), v);
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
 
@@ -182,8 +182,11 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
   Arena *a = A(lw);
   OpKind op = lw->out_op;
   if (op == OP_NONE) return lir_store(a, lw_ref(lw, vals), out_at(lw), v);
-  if (lir_op(lw, op) != LOP_NONE)
-    return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)lir_op(lw, op), v);
+  if (lw_lir_op(lw, op) != LOP_NONE) {
+    LirStmt *s = lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)lw_lir_op(lw, op), v);
+    if (s && lw->target == T_OUT) s->u.store.atomic = lw->atomic;
+    return s;
+  }
   LirExpr *old = lir_load(a, lw_ref(lw, vals), out_at(lw));
   return lir_store(a, lw_ref(lw, vals), out_at(lw), apply_op(lw, op, old, v));
 }

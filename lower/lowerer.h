@@ -60,6 +60,9 @@ typedef struct Lowerer {
   int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
   int first_red;                           /* depth of first reduction var */
   bool par_ok;                             /* the loop at par_depth may be parallel */
+  bool atomic;                             /* parallelize(k, atomics) of a root
+                                              reduction loop: the output's
+                                              updates are atomic */
   int par_depth;                           /* 0, or the depth parallelize names */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
@@ -207,6 +210,8 @@ bool lw_scatters_terms(const Lowerer *lw, int depth);
 int lw_union_terms(Lowerer *lw, Expr **out);
 
 /* lower_loops.c */
+/* The loop-IR operation of op (bool: + is max, * is min), or LOP_NONE. */
+int lw_lir_op(const Lowerer *lw, OpKind op);
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
 /* Whether the loop at depth over the accesses in alive is one plain loop
  * (a dense range, or the positions of one unsegmented sparse level). */

@@ -77,6 +77,12 @@ static const LoopCase cases[] = {
     /* an outermost reduction into a dense output: per-thread partials */
     {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "parallelize(i, partials)"},
     {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "split(i, i0, i1, 4) parallelize(i0, partials)"},
+    /* a reduction loop scattering into a shared dense output: atomic updates */
+    {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "parallelize(i, atomics)"},
+    {SPMV, "A:ds:1,0", "i=37 j=29", "parallelize(j, dynamic, atomics)"},
+    {SPMV, "A:ds:1,0", "i=37 j=29", "split(j, j0, j1, 4) parallelize(j0, static, atomics)"},
+    {"A(i,j) = B(i,k) * C(k,j)", "B:ds", "i=19 j=23 k=17", "reorder(i,k,j) parallelize(k, atomics)"},
+    {"A(i,j) = B(i,k) * C(k,j)", "B:ds:1,0", "i=19 j=23 k=17", "reorder(k,i,j) parallelize(k, atomics)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
@@ -191,6 +197,70 @@ START_TEST(partials_by_hand) {
 }
 END_TEST
 
+/* The same product with atomic updates, by hand: CSR walked by rows
+ * (loop i, a reduction) and A's transpose in CSC (loop over its columns),
+ * the rows or columns across 2 threads updating y atomically; integer
+ * values, so any order of the updates gives these sums exactly. */
+START_TEST(atomics_by_hand) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  static const double xv[5] = {1, 2, 3, 4, 5}, want[4] = {21, 33, 30, 89};
+  static const struct { const char *expr, *fmt, *sched; } runs[] = {
+      {"y(j) = A(i,j) * x(i)", "ds", "parallelize(i, atomics)"},
+      {"y(j) = A(i,j) * x(i)", "ds", "split(i, i0, i1, 2) parallelize(i0, dynamic, atomics)"},
+      {"y(j) = A(i,j) * x(i)", "ds:1,0", "reorder(i, j) parallelize(i, atomics)"},
+  };
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_tensor *A = matrix("A", runs[r].fmt, 5, 4, a), *x = vector("x", 5, xv);
+    tj_tensor *y = vector("y", 4, (double[4]){0});
+    tj_kernel *k;
+    OK(tj_compile(cx, runs[r].expr, (tj_tensor *[]){y, A, x}, 3, runs[r].sched, &two, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t j = 0; j < 4; j++) {
+      double v;
+      OK(tj_tensor_get(y, (int64_t[]){j}, &v));
+      ck_assert_msg(v == want[j], "[%s] y(%lld) = %g, want %g", runs[r].sched, (long long)j, v,
+                    want[j]);
+    }
+    char *c = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&c, &len);
+    OK(tj_kernel_print(k, TJ_STAGE_COMPUTE, f));
+    fclose(f);
+    ck_assert_msg(strstr(c, "/* atomic */ y_vals["), "[%s] %s", runs[r].sched, c);
+    free(c);
+    tj_tensor_free(A);
+    tj_tensor_free(x);
+    tj_tensor_free(y);
+    tj_context_free(cx);
+  }
+  /* max by columns of CSC (atomicrmw fmax): y(i) = max_j A(i,j) x(j) over
+   * the stored entries, x = (1, 2, 3, 4): (6, -inf for the empty row, 16,
+   * 32, 36) */
+  static const double xm[4] = {1, 2, 3, 4}, wmax[5] = {6, -INFINITY, 16, 32, 36};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", "ds:1,0", 5, 4, a), *x = vector("x", 4, xm);
+  tj_tensor *y = vector("y", 5, (double[5]){0});
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = reduce(max, j, A(i,j) * x(j))", (tj_tensor *[]){y, A, x}, 3,
+                "parallelize(j, atomics)", &two, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < 5; i++) {
+    double v;
+    OK(tj_tensor_get(y, (int64_t[]){i}, &v));
+    ck_assert_msg(v == wmax[i], "max: y(%lld) = %g, want %g", (long long)i, v, wmax[i]);
+  }
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
 static char *stage_of(const char *expr, const char *fa, const char *sched, tj_stage st) {
   static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
   tj_context *cx;
@@ -289,8 +359,13 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "pos(j, jp, A(i,j)) bound(jp, jb, 4, max_exact)", "only a coordinate loop"},
     {SPMV, "ds", "divide(j, j0, j1, 2) parallelize(j0)", "an inner loop runs in parallel only "
      "over an index of a dense output whose outer loop is not a reduction"},
-    {"x(j) = A(i,j) * y(i)", "ds", "parallelize(i, atomics)", "atomic updates are not lowered; "
-     "partials (per-thread partial outputs, summed in order) are"},
+    {SPMV, "ds", "parallelize(i, atomics)", "its iterations write disjoint entries of the "
+     "output: there is no race to guard"},
+    {SPMV, "ds", "parallelize(j, atomics)", "it sums into a scalar temp below the output's "
+     "last index"},
+    {"y(i) = reduce(*, j, A(i,j) * x(j))", "ds:1,0", "parallelize(j, atomics)",
+     "the reduction has no atomic update (+, min and max have); use partials"},
+    {"x(j) = A(i,j) * y(i)", "uq", "parallelize(i, atomics)", "walks a nonunique (COO) level"},
     {SPMV, "ds", "parallelize(i, partials)", "writes disjoint rows of the output; there is "
      "nothing to combine"},
     {SPMV, "ds", "parallelize(i, static, sharing)", "unknown race strategy 'sharing'"},
@@ -345,6 +420,7 @@ int main(void) {
   tcase_add_loop_test(t, rewrites_against_the_reference, 0, NCASES);
   tcase_add_test(t, spmv_by_hand);
   tcase_add_test(t, partials_by_hand);
+  tcase_add_test(t, atomics_by_hand);
   tcase_add_test(t, notation_shows_the_rewrites);
   tcase_add_test(t, vectorize_is_a_rewrite_of_the_loop);
   tcase_add_loop_test(t, refusals_with_messages, 0, NREFUSALS);
