@@ -319,10 +319,46 @@ static const char *loop_name(const Cin *c) {
   return f->bound_name ? f->bound_name : f->pos ? f->pos : c->u.forall.iv->name;
 }
 
+/* The form of a split loop below c whose outer half sits right above c's
+ * loop (CinLoopForm.outer_at), or NULL. */
+static const CinLoopForm *outer_half_above(const Cin *c, const Cin *below) {
+  switch (below->kind) {
+  case CIN_FORALL:
+    if (below->u.forall.form.outer_at == c->u.forall.iv) return &below->u.forall.form;
+    return outer_half_above(c, below->u.forall.body);
+  case CIN_WHERE: {
+    const CinLoopForm *f = outer_half_above(c, below->u.where.consumer);
+    return f ? f : outer_half_above(c, below->u.where.producer);
+  }
+  case CIN_ASSIGN: return NULL;
+  }
+  return NULL;
+}
+
+static void print_forall_here(FILE *out, const Cin *c);
+
 /* A split loop prints as its two halves:
- *   forall(i0:parallel, forall(i1:vectorize(8), ...)) */
+ *   forall(i0:parallel, forall(i1:vectorize(8), ...))
+ * and, with loops between them, the outer half above the loop it sits on:
+ *   forall(j0, forall(k, forall(j1, ...))) */
 static void print_forall(FILE *out, const Cin *c) {
+  const CinLoopForm *h = outer_half_above(c, c->u.forall.body);
+  if (h) fprintf(out, "forall(%s, ", h->outer);
+  print_forall_here(out, c);
+  if (h) fputc(')', out);
+}
+
+static void print_forall_here(FILE *out, const Cin *c) {
   const CinLoopForm *f = &c->u.forall.form;
+  if ((f->split || f->divide) && f->outer_at) {
+    fprintf(out, "forall(%s", f->inner);
+    print_par(out, c);
+    print_inner_flags(out, c);
+    fputs(", ", out);
+    print_cin(out, c->u.forall.body);
+    fputc(')', out);
+    return;
+  }
   if (f->split || f->divide) {
     fprintf(out, "forall(%s", f->outer);
     if (f->par_outer) print_par(out, c);

@@ -9,10 +9,12 @@
  *   pos(j, jp, A(i,j)) split(jp, j0, j1, 8)
  *     forall(j, ...) -> forall(j0, forall(j1, ...))  j = A's crd[8*j0 + j1 + ...]
  *
- * The halves of a split stay next to each other (the lowering strip-mines
- * the one loop in place); a reorder that moves a loop between them is
- * refused, as are a second split of a loop, a pos after a split and a
- * name that is already taken.
+ * A reorder may put loops between the halves of one split (TACO's SpMM
+ * order i0, i1, j0, k, j1): the loop keeps its place as the inner half
+ * and its outer half sits right above the loop named after it
+ * (CinLoopForm.outer_at), which the lowering wraps in the loop over
+ * blocks. A second split of a loop, a pos after a split and a name that
+ * is already taken are refused.
  */
 #include <string.h>
 
@@ -133,24 +135,59 @@ bool loops_rewrite(Loops *l, const Assignment *as, const Schedule *s,
   }
 }
 
+/* The outer half of split loop p named at position k of the reorder, with
+ * other loops before its inner half: it will sit right above the loop
+ * named next (form->outer_at); false with d set when that is not a loop. */
+static bool hoist_outer(Loops *l, const Schedule *s, const SchedDirective *sd, int k, int p,
+                        Diag *d) {
+  CinLoopForm *f = &l->form[p];
+  LoopPart part;
+  int q = k + 1 < sd->nvars ? loops_find(l, sd->vars[k + 1], &part) : -1;
+  if (k + 1 >= sd->nvars)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s, the outer half of the split of %s, "
+                      "must come before its inner half %s", f->outer, l->iv[p]->name, f->inner);
+  if (q < 0) return loops_unknown(s, sd, d, "reorder", sd->vars[k + 1]);
+  if (q == p || part == PART_INNER)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: the loop after %s must be a loop of its "
+                      "own, not the inner half of another split", f->outer);
+  for (int i = 0; i < l->n; i++)
+    if (i != p && l->form[i].outer_at == l->iv[q])
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: two outer halves (%s and %s) above "
+                        "the loop of %s; one is lowered", l->form[i].outer, f->outer,
+                        l->iv[q]->name);
+  if (l->flags[p] & CIN_PARALLEL && f->par_outer)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s runs in parallel and cannot move "
+                      "away from its inner half %s", f->outer, f->inner);
+  f->outer_at = l->iv[q];
+  return true;
+}
+
 bool loops_reorder(Loops *l, const Schedule *s, const SchedDirective *sd, Diag *d) {
   int slot[NT_MAX_INDICES], n = 0;
+  int open = -1;   /* a split loop whose outer half was named, not yet its inner */
   for (int k = 0; k < sd->nvars; k++) {
     LoopPart part;
     int p = loops_find(l, sd->vars[k], &part);
     if (p < 0) return loops_unknown(s, sd, d, "reorder", sd->vars[k]);
-    const CinLoopForm *f = &l->form[p];
-    if (part == PART_INNER)
+    CinLoopForm *f = &l->form[p];
+    if (part == PART_INNER && open != p)
       return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s is the inner half of the split "
-                        "of %s; it must come right after %s", sd->vars[k], l->iv[p]->name,
+                        "of %s; it must come after %s", sd->vars[k], l->iv[p]->name,
                         f->outer);
+    if (part == PART_INNER) open = -1;
     if (part == PART_OUTER) {
-      if (k + 1 >= sd->nvars || !named(sd->vars[k + 1], f->inner))
-        return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s and %s, the halves of the split "
-                          "of %s, must stay next to each other, %s outside (the lowering "
-                          "strip-mines the loop of %s in place)", f->outer, f->inner,
-                          l->iv[p]->name, f->outer, l->iv[p]->name);
-      k++;
+      if (open >= 0)
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s comes before the inner half of "
+                          "%s (%s); one split's halves may have loops between them at a time",
+                          f->outer, l->form[open].outer, l->form[open].inner);
+      if (k + 1 < sd->nvars && named(sd->vars[k + 1], f->inner)) {
+        f->outer_at = NULL;
+        k++;
+      } else {
+        if (!hoist_outer(l, s, sd, k, p, d)) return false;
+        open = p;
+        continue;   /* its slot is taken where the inner half is named */
+      }
     }
     for (int j = 0; j < n; j++)
       if (slot[j] == p)
@@ -158,6 +195,10 @@ bool loops_reorder(Loops *l, const Schedule *s, const SchedDirective *sd, Diag *
                           sd->vars[k]);
     slot[n++] = p;
   }
+  if (open >= 0)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s names the outer half of the split "
+                      "of %s but not its inner half %s", l->form[open].outer, l->iv[open]->name,
+                      l->form[open].inner);
   /* The named loops take the slots they occupy, in the order given. */
   Loops old = *l;
   int sorted[NT_MAX_INDICES];
@@ -193,6 +234,10 @@ bool loops_flag(Loops *l, const Schedule *s, const SchedDirective *sd, Diag *d) 
     return diag_error(d, TJ_ERR_INVALID, "%s(%s): the loop of %s is split into %s and %s; "
                       "name one of them", what, sd->vars[0], l->iv[p]->name, f->outer, f->inner);
   if (sd->kind == SCHED_PARALLELIZE) {
+    if (part == PART_OUTER && f->outer_at)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): %s sits above %s, away from "
+                        "its inner half %s; parallelize a loop above it", sd->vars[0],
+                        sd->vars[0], f->outer_at->name, f->inner);
     if (part == PART_INNER)
       return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): %s is the inner half of the "
                         "split of %s and runs inside one thread's block; parallelize %s",

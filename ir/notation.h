@@ -277,6 +277,10 @@ typedef struct CinLoopForm {
   int64_t bound;
   BoundKind bound_kind;
   bool par_outer;                /* the parallel loop is the outer half */
+  const IndexVar *outer_at;      /* split: the loop the outer half sits right
+                                    above when other loops come between the
+                                    halves (TACO's SpMM order i0, i1, j0, k,
+                                    j1); NULL: right above the inner half */
   const char *race;              /* parallelize(i, ..., partials|atomics): how
                                     threads combine a reduction, or NULL */
 } CinLoopForm;

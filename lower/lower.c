@@ -558,6 +558,8 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
       lw->as->lhs->u.access.idx[of->mode_order[0]] != lw->nest.order[0] ||
       lw->first_red == 0 || !lw_single_loop_at(lw, alive, 0))
     return false;
+  for (int k = 0; k < lw->nest.nloops; k++)   /* a loop over blocks above it repeats it */
+    if (lw->nest.outer_at[k] >= 0) return false;
   for (int x = 1; x < lw->nacc; x++) {
     int l = lw_level_at(lw, x, 0);
     const tj_format *f = lw->acc[x].f;

@@ -77,6 +77,9 @@ typedef struct LoopNest {
   int vec[NT_MAX_INDICES];             /* vectorize(i, w): w, else 0 */
   int par_asked;                       /* depth of the loop parallelize names, -1 */
   const CinLoopForm *form[NT_MAX_INDICES]; /* split / divide / pos / bound */
+  int outer_at[NT_MAX_INDICES];        /* a split loop whose outer half sits
+                                          above another loop: that loop's
+                                          depth (above this one), else -1 */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
 

@@ -45,7 +45,7 @@ static LirExpr *parent_pos(Lowerer *lw, int x) {
 }
 
 /* The extent of index v: a dim of the first access (output first) using it. */
-static LirExpr *extent_of(Lowerer *lw, const IndexVar *v) {
+LirExpr *lw_extent_of(Lowerer *lw, const IndexVar *v) {
   for (int x = 0; x < lw->nacc; x++) {
     const Expr *e = lw->acc[x].e;
     for (int m = 0; m < e->u.access.n; m++)
@@ -1102,7 +1102,7 @@ static LirStmt *wide_loop(Lowerer *lw, LoopCtx *cx) {
   if (one) lir_append(&body, is_bool_const(any, 1) ? lir_block(a, one) : lir_if(a, any, one, NULL));
   lir_append(&body, adv);
   if (full) {
-    lir_append(&s, lir_for(a, cv, lw_i64(lw, 0), extent_of(lw, cx->v), body));
+    lir_append(&s, lir_for(a, cv, lw_i64(lw, 0), lw_extent_of(lw, cx->v), body));
   } else {
     lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
     lir_append(&s, lir_while(a, running, body));
@@ -1128,6 +1128,8 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     if (depth == lw->first_red && lw->nest.ws_depth < 0)
       return reduce_into_temp(lw, depth, alive);
   }
+  int split_below = lw_outer_half_at(lw, depth);
+  if (split_below >= 0) return lw_outer_half(lw, depth, split_below, alive, in_temp);
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
                 .v = lw->nest.order[depth]};
   bool wide = lw_wide_at(lw, alive, depth);
@@ -1147,7 +1149,7 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   for (int q = 0; q < L.n; q++) all |= L.p[q].sparse;
   for (int x = 1; x < lw->nacc; x++)
     if (all >> x & 1) lir_append(&s, init_iter(lw, x, lw_level_at(lw, x, depth), &cx.it[x]));
-  LirExpr *extent = extent_of(lw, cx.v);
+  LirExpr *extent = lw_extent_of(lw, cx.v);
   if (is_single(lw, &L, depth)) {
     lir_append(&s, single_loop(lw, &cx, extent));
     return lir_block(a, s);

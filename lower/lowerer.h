@@ -69,6 +69,9 @@ typedef struct Lowerer {
                                               output's rows it reaches (and the
                                               gaps before them), not the prologue */
   LirVar *range_lo, *range_hi;
+  LirVar *block_b[NT_MAX_INDICES];         /* a split loop whose loop over blocks */
+  LirVar *block_e[NT_MAX_INDICES];         /* was emitted above other loops: the
+                                              current block [b, e), by depth */
   /* per-access binding state while emitting */
   LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
   LirVar *seg_end[LW_MAX_ACCESS];          /* end of a nonunique segment */
@@ -224,6 +227,15 @@ bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
 bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x);
 /* The dense loop's upper bound: bound()'s constant, else extent. */
 LirExpr *lw_form_extent(Lowerer *lw, int depth, LirExpr *extent);
+/* The depth of the split loop whose outer half (its loop over blocks)
+ * sits right above the loop at depth and is not emitted yet, or -1. */
+int lw_outer_half_at(const Lowerer *lw, int depth);
+/* The loop over blocks of the split loop at depth jd around the loops
+ * from depth on (lw_loops), when other loops come between its halves;
+ * NULL with lw->d set when refused. */
+LirStmt *lw_outer_half(Lowerer *lw, int depth, int jd, AMask alive, bool in_temp);
+/* The extent of index v: a dim of the first access using it. */
+LirExpr *lw_extent_of(Lowerer *lw, const IndexVar *v);
 /* for (iv = lo; iv < hi; iv++) body, strip-mined when the loop is split or
  * divided; *outer gets the outermost loop made, *inner the loop over iv
  * (both the one loop without a split). */

@@ -321,6 +321,8 @@ static const Refusal refusals[] = {
     {"A(i,j) = B(i,k) * C(k,j)", "reorder(i,k,j) parallelize(k)", "dd",
      "an inner loop runs in parallel only over an index of a dense output"},
     {"A(i,j) = B(i,j) + C(i,j)", "vectorize(q,4)", "dd", "unknown index 'q'"},
+    {"A(i,j) = B(i,j) + C(i,j)", "split(j, j0, j1, 2) reorder(j0, i, j1)", "ds",
+     "(j0 above i) and writes a sparse output, which is appended in loop order"},
     {"A(i,j) = B(i,j) + C(i,j)", "unroll(j,4)", "ds", "only for loops (a dense range, or one "
      "sparse level) unroll"},
     {"A(i,j) = B(i,j) + C(i,j)", "unroll(j,65)", "dd", "unroll factor 65 is not between 2 and 64"},

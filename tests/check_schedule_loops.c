@@ -3,7 +3,7 @@
  * kernels against the reference interpreter and the loop-IR interpreter
  * over formats, seeds and row patterns (kc_run, on 2 threads, assemble and
  * compute split); TACO's CPU schedules for SpMV, SpMM, SDDMM, TTV and
- * MTTKRP as far as they keep a split's halves together; one SpMV checked
+ * MTTKRP, with loops between a split's halves (i0, i1, j0, k, j1); one SpMV checked
  * against values computed by hand; the concrete notation they print; and
  * every refusal with its message. */
 #include <check.h>
@@ -50,6 +50,16 @@ static const LoopCase cases[] = {
                                     "split(jp, j0, j1, 2) reorder(i0, i1, j0, j1, k) "
                                     "parallelize(i0, static)"},
     {SPMM, "A:ds", "i=21 j=17 k=9", "split(i, i0, i1, 4) split(k, k0, k1, 4) parallelize(i0)"},
+    /* TACO's SpMM and SDDMM orders: k between the halves of j's positions */
+    {SPMM, "A:ds", "i=21 j=17 k=9", "split(i, i0, i1, 4) pos(j, jp, A(i,j)) "
+                                    "split(jp, j0, j1, 2) reorder(i0, i1, j0, k, j1) "
+                                    "parallelize(i0, static)"},
+    {SDDMM, "B:ds", "i=19 j=17 k=6", "split(i, i0, i1, 4) pos(j, jp, B(i,j)) "
+                                     "split(jp, j0, j1, 2) reorder(i0, i1, j0, k, j1) "
+                                     "parallelize(i0, static)"},
+    /* a dense loop over blocks outside the row loop, and divide */
+    {SPMV, "A:dd", "i=37 j=29", "split(j, j0, j1, 8) reorder(j0, i, j1)"},
+    {SPMV, "A:dd", "i=37 j=29", "divide(i, i0, i1, 3) reorder(i0, j, i1)"},
     /* TACO's SDDMM, into a sparse and a dense output */
     {SDDMM, "A:ds B:ds", "i=19 j=17 k=6", "split(i, i0, i1, 4) pos(j, jp, B(i,j)) "
                                           "split(jp, j0, j1, 2) reorder(i0, i1, j0, j1, k) "
@@ -318,6 +328,9 @@ START_TEST(notation_shows_the_rewrites) {
       {"y(i) = b(i) - A(i,j) * x(j)", "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 2)",
        "suchthat(forall(i, where(y(i) = b(i) - t_j, forall(j0, forall(j1, t_j += A(i,j) * "
        "x(j))))), pos(j, jp, A(i,j)), split(jp, j0, j1, 2))\n"},
+      {SPMV, "dd", "split(j, j0, j1, 8) reorder(j0, i, j1) vectorize(j1, 4)",
+       "suchthat(forall(j0, forall(i, forall(j1:vectorize(4), y(i) += A(i,j) * x(j)))), "
+       "split(j, j0, j1, 8))\n"},
   };
   for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
     char *got = cin_of(want[w][0], want[w][1], want[w][2]);
@@ -342,8 +355,15 @@ static const Refusal refusals[] = {
      "co-iterates sparse operands"},
     {SPMV, "ds", "split(i, i0, i1, 4) pos(i0, ip, A(i,j))", "already split (into i0 and i1)"},
     {SPMV, "ds", "split(i, i0, i1, 4) split(i1, a, b, 2)", "one split or divide per loop"},
-    {SPMV, "ds", "split(i, i0, i1, 4) reorder(i0, j, i1)", "must stay next to each other"},
-    {SPMV, "ds", "split(i, i0, i1, 4) reorder(i1, i0, j)", "must come right after i0"},
+    {SPMV, "ds", "split(i, i0, i1, 4) reorder(i1, i0, j)", "it must come after i0"},
+    {SPMV, "dd", "split(j, j0, j1, 8) reorder(j0, i)", "reorder: j0 names the outer half of the "
+     "split of j but not its inner half j1"},
+    {SPMV, "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 4) reorder(j0, i, j1)", "has its outer "
+     "half above the loop of i, where the positions it walks are not known yet"},
+    {SPMV, "dd", "split(j, j0, j1, 8) reorder(j0, i, j1) parallelize(j0)", "j0 sits above i, "
+     "away from its inner half j1"},
+    {SPMV, "dd", "split(j, j0, j1, 8) split(i, i0, i1, 4) reorder(j0, i0, i1, j1)",
+     "one split's halves may have loops between them at a time"},
     {SPMV, "ds", "split(i, i0, i1, 4) parallelize(i1)", "runs inside one thread's block"},
     {SPMV, "ds", "split(i, i0, i1, 4) parallelize(i)", "name one of them"},
     {SPMV, "ds", "split(i, i0, i1, 4) vectorize(i0, 4)", "a loop over blocks"},
