@@ -266,7 +266,10 @@ const char *cin_strategy_name(int strategy);
  *   pos(j, jp, A(i,j))    jp walks the positions of A's level of j (j =
  *                         A's crd[jp]); a split of jp then splits nonzeros
  *   bound(i, ib, n, max_exact)  the loop runs exactly n times (the extent
- *                         is promised to be n: checked at every run) */
+ *                         is promised to be n: checked at every run)
+ *   fuse(i, j, f)         i's loop and the j loop directly inside it are one
+ *                         loop over f in [0, I*J): i = f / J, j = f % J (i's
+ *                         forall carries the form; j's is marked fused) */
 typedef enum { BOUND_NONE, BOUND_MAX_EXACT } BoundKind;
 typedef struct CinLoopForm {
   int split, divide;             /* split's factor or divide's parts (one, or 0) */
@@ -281,6 +284,10 @@ typedef struct CinLoopForm {
                                     above when other loops come between the
                                     halves (TACO's SpMM order i0, i1, j0, k,
                                     j1); NULL: right above the inner half */
+  const char *fuse;              /* fuse: the fused loop's name (on the outer) */
+  const IndexVar *fuse_inner;    /* fuse: the inner index (on the outer) */
+  bool fused;                    /* fuse: this is the inner loop, walked by
+                                    the outer's fused loop */
   const char *race;              /* parallelize(i, ..., partials|atomics): how
                                     threads combine a reduction, or NULL */
 } CinLoopForm;
@@ -301,7 +308,8 @@ struct Cin {
 typedef enum {
   SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL,
   SCHED_METHOD,  /* method(gett|ttgt|log|loops): how a dense contraction runs */
-  SCHED_SPLIT, SCHED_DIVIDE, SCHED_POS, SCHED_BOUND   /* loop rewrites: keep them last */
+  SCHED_SPLIT, SCHED_DIVIDE, SCHED_POS, SCHED_BOUND,  /* loop rewrites: keep them last */
+  SCHED_FUSE
 } SchedKind;
 
 typedef struct SchedDirective {
@@ -311,7 +319,8 @@ typedef struct SchedDirective {
                                         j, jp, A, i, j */
   int width;                         /* vectorize: lanes; unroll: factor;
                                         parallelize: ParStrategy; split:
-                                        factor; divide: parts; bound: n */
+                                        factor; divide: parts; bound: n;
+                                        fuse(i, j, f): vars i, j, f */
   const char *arg;                   /* precompute: the text inside ();
                                         bound: the kind; method: its name */
   int col;                           /* 1-based column of the directive */

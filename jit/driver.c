@@ -385,14 +385,15 @@ static uint64_t hash_str(const char *s) {
  * -print-c, -print-llvm(-opt), -print-asm the last ones. */
 
 /* The plan for the loop order the concrete notation asks for: kept
- * strictly under an explicit reorder, or when sums nest their loops. */
+ * strictly under an explicit reorder or fuse, or when sums nest their loops. */
 static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, LowerPlan *p,
                        Diag *d) {
   IndexVar *want[NT_MAX_INDICES];
   int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
   const Expr *sums[1];
   bool strict = nt_sums(as->rhs, sums, 1) > 0;
-  for (int k = 0; k < s->n; k++) strict |= s->d[k].kind == SCHED_REORDER;
+  for (int k = 0; k < s->n; k++)
+    strict |= s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_FUSE;
   return lower_plan(as, want, nw, strict, p, d);
 }
 

@@ -69,6 +69,11 @@ typedef struct Lowerer {
                                               output's rows it reaches (and the
                                               gaps before them), not the prologue */
   LirVar *range_lo, *range_hi;
+  LirVar *fuse_f[NT_MAX_INDICES];          /* the inner loop of a fuse, by depth:
+                                              the fused loop's variable f and */
+  LirVar *fuse_n[NT_MAX_INDICES];          /* the inner extent (j = f % n), or NULL:
+                                              f is a position of the level the
+                                              inner loop walks (pos of a fuse) */
   LirVar *block_b[NT_MAX_INDICES];         /* a split loop whose loop over blocks */
   LirVar *block_e[NT_MAX_INDICES];         /* was emitted above other loops: the
                                               current block [b, e), by depth */
@@ -227,6 +232,13 @@ bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
 bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x);
 /* The dense loop's upper bound: bound()'s constant, else extent. */
 LirExpr *lw_form_extent(Lowerer *lw, int depth, LirExpr *extent);
+/* lw_strip_loop with pre(lw, b, ctx), when not NULL, run at the start of
+ * each block of a split loop (b: the block's first iteration), before the
+ * loop over it; without a split it is not run. */
+typedef LirStmt *(*LwBlockPre)(Lowerer *lw, LirVar *b, void *ctx);
+LirStmt *lw_strip_loop_pre(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr *hi,
+                           LirStmt *body, LirStmt **outer, LirStmt **inner, LwBlockPre pre,
+                           void *ctx);
 /* The depth of the split loop whose outer half (its loop over blocks)
  * sits right above the loop at depth and is not emitted yet, or -1. */
 int lw_outer_half_at(const Lowerer *lw, int depth);

@@ -17,6 +17,9 @@
 static bool refuse(Lowerer *lw, int depth, const char *why) {
   const CinLoopForm *f = lw->nest.form[depth];
   const char *v = lw->nest.order[depth]->name;
+  if (f->fuse)
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "fuse(%s, %s, %s): the loop over %s %s", v,
+                      f->fuse_inner->name, f->fuse, v, why);
   if (f->split || f->divide)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "%s(%s, %s, %s, %d): the loop over %s %s",
                       f->split ? "split" : "divide", f->pos ? f->pos : v, f->outer, f->inner,
@@ -29,7 +32,7 @@ static bool refuse(Lowerer *lw, int depth, const char *why) {
 }
 
 static bool rewritten(const CinLoopForm *f) {
-  return f && (f->split || f->divide || f->pos || f->bound_kind);
+  return f && (f->split || f->divide || f->pos || f->bound_kind || f->fuse);
 }
 
 bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x) {
@@ -38,8 +41,14 @@ bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x) {
   if (how)
     return refuse(lw, depth, arena_printf(lw->a, "%s; only a for loop (a dense range, or the "
                                           "positions of one sparse level) is rewritten", how));
+  if (f->fuse && sparse_x >= 0)
+    return refuse(lw, depth, "walks a sparse level; fuse dense loops, or the dense row loop "
+                  "and the compressed level below it by positions: pos(f, fp, A(i,j))");
+  if (f->fuse && how)
+    return refuse(lw, depth, arena_printf(lw->a, "%s; fused loops are dense ranges (or the "
+                                          "positions of a row loop's compressed level)", how));
   if (sparse_x < 0) {
-    if (f->pos)
+    if (f->pos && !f->fuse)
       return refuse(lw, depth, "walks a dense range; pos walks the positions of a sparse level");
     const IndexVar *v = lw->nest.order[depth];
     if (f->bound_kind && v->extent >= 0 && v->extent != f->bound)
@@ -106,12 +115,21 @@ static void blocks(Lowerer *lw, int depth, LirExpr *lo, LirExpr *hi, Blocks *bk)
 
 LirStmt *lw_strip_loop(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr *hi,
                        LirStmt *body, LirStmt **outer, LirStmt **inner) {
+  return lw_strip_loop_pre(lw, depth, iv, lo, hi, body, outer, inner, NULL, NULL);
+}
+
+LirStmt *lw_strip_loop_pre(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr *hi,
+                           LirStmt *body, LirStmt **outer, LirStmt **inner, LwBlockPre pre,
+                           void *ctx) {
   const CinLoopForm *f = lw->nest.form[depth];
   Arena *a = lw->a;
   if (lw->block_b[depth]) { /* the loop over blocks is above: this block only */
     *outer = *inner = lir_for(a, iv, lw_ref(lw, lw->block_b[depth]),
                               lw_ref(lw, lw->block_e[depth]), body);
-    return *outer;
+    if (!pre) return *outer;
+    LirStmt *s = pre(lw, lw->block_b[depth], ctx);
+    lir_append(&s, *outer);
+    return lir_block(a, s);
   }
   if (!f || (!f->split && !f->divide)) {
     *outer = *inner = lir_for(a, iv, lo, hi, body);
@@ -120,6 +138,7 @@ LirStmt *lw_strip_loop(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr 
   Blocks bk;
   blocks(lw, depth, lo, hi, &bk);
   *inner = lir_for(a, iv, lw_ref(lw, bk.b), lw_ref(lw, bk.e), body);
+  if (pre) lir_append(&bk.head, pre(lw, bk.b, ctx));
   lir_append(&bk.head, *inner);
   *outer = lir_for(a, bk.o, lw_i64(lw, 0), lw_ref(lw, bk.nb), bk.head);
   lir_append(&bk.pre, *outer);

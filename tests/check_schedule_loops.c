@@ -93,6 +93,20 @@ static const LoopCase cases[] = {
     {SPMV, "A:ds:1,0", "i=37 j=29", "split(j, j0, j1, 4) parallelize(j0, static, atomics)"},
     {"A(i,j) = B(i,k) * C(k,j)", "B:ds", "i=19 j=23 k=17", "reorder(i,k,j) parallelize(k, atomics)"},
     {"A(i,j) = B(i,k) * C(k,j)", "B:ds:1,0", "i=19 j=23 k=17", "reorder(k,i,j) parallelize(k, atomics)"},
+    /* fuse: two dense loops as one; TACO's nonzero-balanced SpMV (the row loop
+       and the row's positions fused, split by positions, rows shared between
+       blocks: atomics); SpMM and TTV over fused positions */
+    {"A(i,j) = B(i,j) * C(i,j) + B(i,j)", "", "i=23 j=17",
+     "fuse(i, j, f) split(f, f0, f1, 16) parallelize(f0, static)"},
+    {SPMV, "A:dd", "i=37 j=29", "fuse(i, j, f) parallelize(f, atomics)"},
+    {SPMV, "A:ds", "i=37 j=29", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 8) "
+                                "parallelize(f0, static, atomics)"},
+    {SPMV, "A:ds", "i=37 j=29", "fuse(i, j, f) pos(f, fp, A(i,j)) parallelize(fp, atomics)"},
+    {SPMV, "A:ds", "i=37 j=29", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 5)"},
+    {SPMM, "A:ds", "i=21 j=17 k=9", "reorder(i, j, k) fuse(i, j, f) pos(f, fp, A(i,j)) "
+                                    "split(fp, f0, f1, 4) parallelize(f0, atomics)"},
+    {TTV, "B:dss", "i=9 j=8 k=7", "fuse(i, j, f) pos(f, fp, B(i,j,k)) split(fp, f0, f1, 3) "
+                                  "parallelize(f0, static)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
@@ -154,6 +168,10 @@ START_TEST(spmv_by_hand) {
       {"ss", "pos(i, ip, A(i,j)) split(ip, i0, i1, 1) parallelize(i0, dynamic)"},
       {"ss", "pos(i, ip, A(i,j)) divide(ip, i0, i1, 2) pos(j, jp, A(i,j)) divide(jp, j0, j1, 3)"},
       {"dd", "bound(j, jb, 4, max_exact) divide(i, i0, i1, 4)"},
+      {"ds", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 3) "
+             "parallelize(f0, static, atomics)"},
+      {"ds", "fuse(i, j, f) pos(f, fp, A(i,j)) parallelize(fp, dynamic, atomics)"},
+      {"dd", "fuse(i, j, f) split(f, f0, f1, 3) parallelize(f0, atomics)"},
   };
   tj_options two = tj_options_default();
   two.nthreads = 2;
@@ -328,6 +346,10 @@ START_TEST(notation_shows_the_rewrites) {
       {"y(i) = b(i) - A(i,j) * x(j)", "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 2)",
        "suchthat(forall(i, where(y(i) = b(i) - t_j, forall(j0, forall(j1, t_j += A(i,j) * "
        "x(j))))), pos(j, jp, A(i,j)), split(jp, j0, j1, 2))\n"},
+      {SPMV, "ds", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 8) "
+                   "parallelize(f0, static, atomics)",
+       "suchthat(forall(f0:parallel(static, atomics), forall(f1, y(i) += A(i,j) * x(j))), "
+       "fuse(i, j, f), pos(f, fp, A(i,j)), split(fp, f0, f1, 8))\n"},
       {SPMV, "dd", "split(j, j0, j1, 8) reorder(j0, i, j1) vectorize(j1, 4)",
        "suchthat(forall(j0, forall(i, forall(j1:vectorize(4), y(i) += A(i,j) * x(j)))), "
        "split(j, j0, j1, 8))\n"},
@@ -356,6 +378,17 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "split(i, i0, i1, 4) pos(i0, ip, A(i,j))", "already split (into i0 and i1)"},
     {SPMV, "ds", "split(i, i0, i1, 4) split(i1, a, b, 2)", "one split or divide per loop"},
     {SPMV, "ds", "split(i, i0, i1, 4) reorder(i1, i0, j)", "it must come after i0"},
+    {SPMV, "ds", "fuse(i, j, f)", "fuse(i, j, f): the loop over j walks a sparse level or "
+     "co-iterates; fuse dense loops, or a dense row loop and the compressed level below it"},
+    {SPMV, "ss", "fuse(i, j, f) pos(f, fp, A(i,j))", "the loop over i walks a sparse level"},
+    {SPMV, "ds", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 8) parallelize(f0)",
+     "the fused loop f sums over j into entries other iterations update too; "
+     "parallelize(..., atomics)"},
+    {SPMV, "dd", "fuse(i, j, f) unroll(j, 2)", "unroll(j): the loops of i and j are one loop "
+     "since fuse(i, j, f); name f"},
+    {SPMV, "dd", "fuse(j, i, f)", "the loop of i must be directly inside the loop of j"},
+    {SPMV, "dd", "fuse(i, j, f) bound(f, fb, 4, max_exact)", "f is a fused loop"},
+    {SPMV, "dd", "fuse(i, j, j)", "fuse(i, ...): the name j is already taken"},
     {SPMV, "dd", "split(j, j0, j1, 8) reorder(j0, i)", "reorder: j0 names the outer half of the "
      "split of j but not its inner half j1"},
     {SPMV, "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 4) reorder(j0, i, j1)", "has its outer "
