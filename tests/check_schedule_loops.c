@@ -289,6 +289,124 @@ START_TEST(atomics_by_hand) {
 }
 END_TEST
 
+/* A tensor of format fmt holding the nonzeros of v (row-major, dims d). */
+static tj_tensor *tensor_of(const char *name, const char *fmt, int order, const int64_t *d,
+                            const double *v) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, order, d, &f, &t));
+  int64_t n = 1;
+  for (int m = 0; m < order; m++) n *= d[m];
+  for (int64_t q = 0; q < n; q++) {
+    int64_t c[3], r = q;
+    for (int m = order - 1; m >= 0; m--) c[m] = r % d[m], r /= d[m];
+    if (v[q] != 0) OK(tj_tensor_insert(t, c, v[q]));
+  }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+/* n values, a third of them nonzero when sparse, small integers (so every
+ * order of summation gives the same double). */
+static double *values_of(int64_t n, unsigned seed, bool sparse) {
+  double *v = calloc((size_t)n, sizeof *v);
+  for (int64_t q = 0; q < n; q++) {
+    seed = seed * 1664525u + 1013904223u;
+    if (!sparse || (seed >> 20) % 3 == 0) v[q] = (double)((seed >> 8) % 9) - 4;
+  }
+  return v;
+}
+
+/* TACO's CPU schedules for its scheduling examples, as written there
+ * (split 32 / 4 / chunk sizes scaled to these small operands), on 2
+ * threads; values against plain loops over the dense arrays the operands
+ * were built from:
+ *   SpMV   fuse(i,j,f) pos(f,fpos,A(i,j)) split(fpos,chunk,fpos2,8) parallelize(chunk, atomics)
+ *          and split(i,i0,i1,4) reorder(i0,i1,j) parallelize(i0)
+ *   SpMM   split(i,i0,i1,4) pos(j,jpos,A(i,j)) split(jpos,jpos0,jpos1,4)
+ *          reorder(i0,i1,jpos0,k,jpos1) parallelize(i0) vectorize(jpos1,4)
+ *   SDDMM  the same over B's positions (a dense output)
+ *   TTV    fuse(i,j,f) pos(f,fpos,B(i,j,k)) split(fpos,chunk,fpos2,4) parallelize(chunk)
+ *   MTTKRP split(i,i1,i2,4) reorder(i1,i2,k,l,j) parallelize(i1) */
+START_TEST(taco_schedules_by_plain_loops) {
+  enum { I = 41, J = 37, K = 9, L = 7 };
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  double *A = values_of(I * J, 1, true), *x = values_of(J, 2, false);
+  double *Bd = values_of(J * K, 3, false), *C = values_of(I * K, 4, false);
+  double *D = values_of(K * J, 5, false), *B3 = values_of(I * J * K, 6, true);
+  double *c = values_of(K, 7, false), *M3 = values_of(I * K * L, 8, true);
+  double *Cm = values_of(K * J, 9, false), *Dm = values_of(L * J, 10, false);
+  double *want = calloc(I * J, sizeof *want);
+  static const struct { int kind; const char *expr, *fmt, *sched; } runs[] = {
+      {0, SPMV, "ds", "fuse(i, j, f) pos(f, fpos, A(i,j)) split(fpos, chunk, fpos2, 8) "
+                      "parallelize(chunk, static, atomics)"},
+      {0, SPMV, "ds", "split(i, i0, i1, 4) reorder(i0, i1, j) parallelize(i0, static)"},
+      {1, SPMM, "ds", "split(i, i0, i1, 4) pos(j, jpos, A(i,j)) split(jpos, jpos0, jpos1, 4) "
+                      "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0, static) "
+                      "vectorize(jpos1, 4)"},
+      {2, SDDMM, "ds", "split(i, i0, i1, 4) pos(j, jpos, B(i,j)) split(jpos, jpos0, jpos1, 4) "
+                       "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0, static)"},
+      {3, TTV, "dss", "fuse(i, j, f) pos(f, fpos, B(i,j,k)) split(fpos, chunk, fpos2, 4) "
+                      "parallelize(chunk, static)"},
+      {4, MTTKRP, "dss", "split(i, i1, i2, 4) reorder(i1, i2, k, l, j) parallelize(i1, static)"},
+  };
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    int kind = runs[r].kind;
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_tensor *ops[4];
+    int64_t n1 = kind == 1 ? K : J;            /* the output's columns (SpMV: none) */
+    int64_t od[2] = {I, n1}, dAJ[2] = {I, J}, dJK[2] = {J, K}, dIK[2] = {I, K}, dKJ[2] = {K, J};
+    int64_t d3[3] = {I, J, K}, m3[3] = {I, K, L}, dLJ[2] = {L, J}, dJ = J, dK = K;
+    double *zero = calloc(I * (J > K ? J : K), sizeof *zero);
+    ops[0] = kind == 0 ? tensor_of("y", "d", 1, od, zero) : tensor_of(kind == 1 ? "C" : "A",
+                                                                       "dd", 2, od, zero);
+    int nops = 3;
+    switch (kind) {
+    case 0: ops[1] = tensor_of("A", runs[r].fmt, 2, dAJ, A), ops[2] = tensor_of("x", "d", 1, &dJ, x); break;
+    case 1: ops[1] = tensor_of("A", runs[r].fmt, 2, dAJ, A), ops[2] = tensor_of("B", "dd", 2, dJK, Bd); break;
+    case 2:
+      ops[1] = tensor_of("B", runs[r].fmt, 2, dAJ, A), ops[2] = tensor_of("C", "dd", 2, dIK, C);
+      ops[3] = tensor_of("D", "dd", 2, dKJ, D), nops = 4;
+      break;
+    case 3: ops[1] = tensor_of("B", runs[r].fmt, 3, d3, B3), ops[2] = tensor_of("c", "d", 1, &dK, c); break;
+    default:
+      ops[1] = tensor_of("B", runs[r].fmt, 3, m3, M3), ops[2] = tensor_of("C", "dd", 2, dKJ, Cm);
+      ops[3] = tensor_of("D", "dd", 2, dLJ, Dm), nops = 4;
+    }
+    for (int64_t i = 0; i < I; i++)
+      for (int64_t j = 0; j < (kind == 0 ? 1 : n1); j++) {
+        double w = 0;
+        if (kind == 0) for (int64_t q = 0; q < J; q++) w += A[i * J + q] * x[q];
+        if (kind == 1) for (int64_t q = 0; q < J; q++) w += A[i * J + q] * Bd[q * K + j];
+        if (kind == 2) for (int64_t q = 0; q < K; q++) w += A[i * J + j] * C[i * K + q] * D[q * J + j];
+        if (kind == 3) for (int64_t q = 0; q < K; q++) w += B3[(i * J + j) * K + q] * c[q];
+        if (kind == 4)
+          for (int64_t q = 0; q < K; q++)
+            for (int64_t l = 0; l < L; l++) w += M3[(i * K + q) * L + l] * Cm[q * J + j] * Dm[l * J + j];
+        want[i * n1 + j] = w;
+      }
+    tj_kernel *k;
+    OK(tj_compile(cx, runs[r].expr, ops, nops, runs[r].sched, &two, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < I; i++)
+      for (int64_t j = 0; j < (kind == 0 ? 1 : n1); j++) {
+        double v;
+        OK(tj_tensor_get(ops[0], (int64_t[]){i, j}, &v));
+        ck_assert_msg(v == want[i * n1 + j], "[%s] (%lld,%lld) = %g, want %g", runs[r].sched,
+                      (long long)i, (long long)j, v, want[i * n1 + j]);
+      }
+    for (int t = 0; t < nops; t++) tj_tensor_free(ops[t]);
+    free(zero);
+    tj_context_free(cx);
+  }
+  double *all[] = {A, x, Bd, C, D, B3, c, M3, Cm, Dm, want};
+  for (int q = 0; q < 11; q++) free(all[q]);
+}
+END_TEST
+
 static char *stage_of(const char *expr, const char *fa, const char *sched, tj_stage st) {
   static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
   tj_context *cx;
@@ -474,6 +592,7 @@ int main(void) {
   tcase_add_test(t, spmv_by_hand);
   tcase_add_test(t, partials_by_hand);
   tcase_add_test(t, atomics_by_hand);
+  tcase_add_test(t, taco_schedules_by_plain_loops);
   tcase_add_test(t, notation_shows_the_rewrites);
   tcase_add_test(t, vectorize_is_a_rewrite_of_the_loop);
   tcase_add_loop_test(t, refusals_with_messages, 0, NREFUSALS);
