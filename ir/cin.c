@@ -221,6 +221,12 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
   unfuse(&l);
   const Expr *sums[NT_MAX_INDICES];
   int nroot = l.n - nt_sums(as->rhs, sums, NT_MAX_INDICES);
+  for (int k = 0; k + 1 < l.n; k++) /* a fuse stays inside one scope */
+    if (l.form[k].fuse && (k < nroot) != (k + 1 < nroot))
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "fuse(%s, %s, %s): %s is summed over a "
+                        "subexpression, so its loop nests inside that sum's where(), not "
+                        "directly inside the loop of %s", l.iv[k]->name, l.iv[k + 1]->name,
+                        l.form[k].fuse, l.iv[k + 1]->name, l.iv[k]->name), NULL;
   Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs, as->root_op,
                       NULL);
   /* A sum's loop nests inside its scope: a reorder cannot move it out. */
