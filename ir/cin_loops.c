@@ -211,6 +211,9 @@ static bool hoist_outer(Loops *l, const Schedule *s, const SchedDirective *sd, i
       return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: two outer halves (%s and %s) above "
                         "the loop of %s; one is lowered", l->form[i].outer, f->outer,
                         l->iv[q]->name);
+  if (f->fuse)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s splits the fused loop %s; its "
+                      "halves stay together", f->outer, f->fuse);
   if (l->flags[p] & CIN_PARALLEL && f->par_outer)
     return diag_error(d, TJ_ERR_UNSUPPORTED, "reorder: %s runs in parallel and cannot move "
                       "away from its inner half %s", f->outer, f->inner);

@@ -129,6 +129,8 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
                           "parallelize(%s): the outer loop walks a nonunique (COO) level; "
                           "use a dense or compressed outer level",
                           sd->vars[0]);
+    } else if (sd->kind == SCHED_FUSE) {
+      p->reduce_rows = false;   /* the fused loop is no row loop to chunk */
     } else if (sd->kind == SCHED_PRECOMPUTE) {
       if (!apply_precompute(as, p, sd, &e->arena, d)) return false;
     } else if (sd->kind == SCHED_VECTORIZE) {

@@ -38,15 +38,15 @@ static bool rewritten(const CinLoopForm *f) {
 bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x) {
   const CinLoopForm *f = lw->nest.form[depth];
   if (!rewritten(f)) return true;
+  if (f->fuse && how)
+    return refuse(lw, depth, arena_printf(lw->a, "%s; fused loops are dense ranges (or the "
+                                          "positions of a row loop's compressed level)", how));
   if (how)
     return refuse(lw, depth, arena_printf(lw->a, "%s; only a for loop (a dense range, or the "
                                           "positions of one sparse level) is rewritten", how));
   if (f->fuse && sparse_x >= 0)
     return refuse(lw, depth, "walks a sparse level; fuse dense loops, or the dense row loop "
                   "and the compressed level below it by positions: pos(f, fp, A(i,j))");
-  if (f->fuse && how)
-    return refuse(lw, depth, arena_printf(lw->a, "%s; fused loops are dense ranges (or the "
-                                          "positions of a row loop's compressed level)", how));
   if (sparse_x < 0) {
     if (f->pos && !f->fuse)
       return refuse(lw, depth, "walks a dense range; pos walks the positions of a sparse level");

@@ -99,6 +99,7 @@ static const LoopCase cases[] = {
     {"A(i,j) = B(i,j) * C(i,j) + B(i,j)", "", "i=23 j=17",
      "fuse(i, j, f) split(f, f0, f1, 16) parallelize(f0, static)"},
     {SPMV, "A:dd", "i=37 j=29", "fuse(i, j, f) parallelize(f, atomics)"},
+    {"y(j) = A(i,j) * x(i)", "", "i=37 j=29", "reorder(i, j) fuse(i, j, f)"}, /* no row chunks */
     {SPMV, "A:ds", "i=37 j=29", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 8) "
                                 "parallelize(f0, static, atomics)"},
     {SPMV, "A:ds", "i=37 j=29", "fuse(i, j, f) pos(f, fp, A(i,j)) parallelize(fp, atomics)"},
