@@ -99,6 +99,7 @@ static bool apply(Loops *l, const Assignment *as, const Schedule *s, Diag *d) {
     case SCHED_DIVIDE:
     case SCHED_POS:
     case SCHED_BOUND:
+    case SCHED_FUSE:
       if (!loops_rewrite(l, as, s, sd, d)) return false;
       break;
     case SCHED_PRECOMPUTE: break; /* lowering builds the where() */
@@ -106,6 +107,23 @@ static bool apply(Loops *l, const Assignment *as, const Schedule *s, Diag *d) {
     }
   }
   return true;
+}
+
+/* The loop list with each fused loop (one slot during scheduling) back as
+ * its two loops, the inner one marked fused. */
+static void unfuse(Loops *l) {
+  Loops out = {0};
+  for (int i = 0; i < l->n && out.n < NT_MAX_INDICES; i++) {
+    int k = out.n++;
+    out.iv[k] = l->iv[i], out.flags[k] = l->flags[i], out.vec_width[k] = l->vec_width[i];
+    out.unroll[k] = l->unroll[i], out.par[k] = l->par[i], out.form[k] = l->form[i];
+    if (l->form[i].fuse && out.n < NT_MAX_INDICES) {
+      k = out.n++;
+      out.iv[k] = (IndexVar *)l->form[i].fuse_inner;
+      out.form[k].fused = true;
+    }
+  }
+  *l = out;
 }
 
 /* forall(v, body) with the flags the schedule gave v. */
@@ -156,7 +174,7 @@ static Expr *with_temps(Arena *a, const Expr *e, Temps *tt) {
     TensorVar *t = arena_alloc(a, sizeof *t);
     if (!t) return NULL;
     t->id = -1;
-    t->name = arena_printf(a, "t_%s", e->u.sum.iv->name);
+    t->name = e->u.sum.temp ? e->u.sum.temp : arena_printf(a, "t_%s", e->u.sum.iv->name);
     tt->sum[tt->n] = e;
     return tt->t[tt->n++] = nt_access(a, t, 0, NULL, 0);
   }
@@ -200,8 +218,15 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
   collect(&l, as->rhs);
   sums_last(&l, as->rhs);
   if (!apply(&l, as, s, d)) return NULL;
+  unfuse(&l);
   const Expr *sums[NT_MAX_INDICES];
   int nroot = l.n - nt_sums(as->rhs, sums, NT_MAX_INDICES);
+  for (int k = 0; k + 1 < l.n; k++) /* a fuse stays inside one scope */
+    if (l.form[k].fuse && (k < nroot) != (k + 1 < nroot))
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "fuse(%s, %s, %s): %s is summed over a "
+                        "subexpression, so its loop nests inside that sum's where(), not "
+                        "directly inside the loop of %s", l.iv[k]->name, l.iv[k + 1]->name,
+                        l.form[k].fuse, l.iv[k + 1]->name, l.iv[k]->name), NULL;
   Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs, as->root_op,
                       NULL);
   /* A sum's loop nests inside its scope: a reorder cannot move it out. */
@@ -260,7 +285,7 @@ Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d)
   return out;
 }
 
-Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
+Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *name, Diag *d) {
   const Cin *loops[NT_MAX_INDICES];
   int n = 0;
   const Cin *assign = c;
@@ -274,7 +299,7 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d) {
   TensorVar *w = arena_alloc(a, sizeof *w);
   if (!w) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
   w->id = -1;
-  w->name = "w";
+  w->name = name;
   w->decl.order = 1;
   Expr *wj = nt_access(a, w, 1, &j, 0);
   Cin *producer = cin_assign(a, wj, assign->u.assign.rhs, true);
@@ -313,16 +338,65 @@ static void print_inner_flags(FILE *out, const Cin *c) {
   if (c->u.forall.unroll > 0) fprintf(out, ":unroll(%d)", c->u.forall.unroll);
 }
 
+/* The index c's loop walks: the fused index, or its own. */
+static const char *coord_name(const Cin *c) {
+  const CinLoopForm *f = &c->u.forall.form;
+  return f->fuse ? f->fuse : c->u.forall.iv->name;
+}
+
 /* The name the loop of c goes by: its bound or pos variable, or its index. */
 static const char *loop_name(const Cin *c) {
   const CinLoopForm *f = &c->u.forall.form;
-  return f->bound_name ? f->bound_name : f->pos ? f->pos : c->u.forall.iv->name;
+  return f->bound_name ? f->bound_name : f->pos ? f->pos : coord_name(c);
 }
 
+/* The body of c's loop as printed: a fused loop's inner forall is not. */
+static const Cin *printed_body(const Cin *c) {
+  const Cin *b = c->u.forall.body;
+  return c->u.forall.form.fuse && b->kind == CIN_FORALL && b->u.forall.form.fused
+             ? b->u.forall.body : b;
+}
+
+/* The form of a split loop below c whose outer half sits right above c's
+ * loop (CinLoopForm.outer_at), or NULL. */
+static const CinLoopForm *outer_half_above(const Cin *c, const Cin *below) {
+  switch (below->kind) {
+  case CIN_FORALL:
+    if (below->u.forall.form.outer_at == c->u.forall.iv) return &below->u.forall.form;
+    return outer_half_above(c, below->u.forall.body);
+  case CIN_WHERE: {
+    const CinLoopForm *f = outer_half_above(c, below->u.where.consumer);
+    return f ? f : outer_half_above(c, below->u.where.producer);
+  }
+  case CIN_ASSIGN: return NULL;
+  }
+  return NULL;
+}
+
+static void print_forall_here(FILE *out, const Cin *c);
+
 /* A split loop prints as its two halves:
- *   forall(i0:parallel, forall(i1:vectorize(8), ...)) */
+ *   forall(i0:parallel, forall(i1:vectorize(8), ...))
+ * and, with loops between them, the outer half above the loop it sits on:
+ *   forall(j0, forall(k, forall(j1, ...))) */
 static void print_forall(FILE *out, const Cin *c) {
+  const CinLoopForm *h = outer_half_above(c, c->u.forall.body);
+  if (h) fprintf(out, "forall(%s, ", h->outer);
+  print_forall_here(out, c);
+  if (h) fputc(')', out);
+}
+
+static void print_forall_here(FILE *out, const Cin *c) {
   const CinLoopForm *f = &c->u.forall.form;
+  if ((f->split || f->divide) && f->outer_at) {
+    fprintf(out, "forall(%s", f->inner);
+    print_par(out, c);
+    print_inner_flags(out, c);
+    fputs(", ", out);
+    print_cin(out, printed_body(c));
+    fputc(')', out);
+    return;
+  }
   if (f->split || f->divide) {
     fprintf(out, "forall(%s", f->outer);
     if (f->par_outer) print_par(out, c);
@@ -330,7 +404,7 @@ static void print_forall(FILE *out, const Cin *c) {
     if (!f->par_outer) print_par(out, c);
     print_inner_flags(out, c);
     fputs(", ", out);
-    print_cin(out, c->u.forall.body);
+    print_cin(out, printed_body(c));
     fputs("))", out);
     return;
   }
@@ -338,7 +412,7 @@ static void print_forall(FILE *out, const Cin *c) {
   print_par(out, c);
   print_inner_flags(out, c);
   fputs(", ", out);
-  print_cin(out, c->u.forall.body);
+  print_cin(out, printed_body(c));
   fputc(')', out);
 }
 
@@ -365,8 +439,11 @@ static int print_relations(FILE *out, const Cin *c) {
   switch (c->kind) {
   case CIN_FORALL: {
     const CinLoopForm *f = &c->u.forall.form;
-    const char *v = c->u.forall.iv->name;
-    int n = (f->bound_kind != BOUND_NONE) + (f->pos != NULL) + (f->split || f->divide);
+    const char *v = coord_name(c);
+    int n = (f->bound_kind != BOUND_NONE) + (f->pos != NULL) + (f->split || f->divide) +
+            (f->fuse != NULL);
+    if (out && f->fuse)
+      fprintf(out, ", fuse(%s, %s, %s)", c->u.forall.iv->name, f->fuse_inner->name, f->fuse);
     if (out && f->bound_kind)
       fprintf(out, ", bound(%s, %s, %lld, max_exact)", v, f->bound_name, (long long)f->bound);
     if (out && f->pos) {
@@ -403,7 +480,8 @@ IndexVar *cin_loop_named(const Cin *c, const char *name, int *part) {
     const CinLoopForm *f = &c->u.forall.form;
     *part = 0;
     if (strcmp(c->u.forall.iv->name, name) == 0 || (f->pos && strcmp(f->pos, name) == 0) ||
-        (f->bound_name && strcmp(f->bound_name, name) == 0))
+        (f->bound_name && strcmp(f->bound_name, name) == 0) ||
+        (f->fuse && strcmp(f->fuse, name) == 0))
       return c->u.forall.iv;
     *part = 1;
     if (f->outer && strcmp(f->outer, name) == 0) return c->u.forall.iv;
@@ -425,7 +503,7 @@ IndexVar *cin_loop_named(const Cin *c, const char *name, int *part) {
 /* Directive names, by SchedKind. */
 static const char *const SCHED_NAMES[] = {"reorder", "precompute", "parallelize", "vectorize",
                                           "unroll",  "method",     "split",       "divide",
-                                          "pos",     "bound"};
+                                          "pos",     "bound",      "fuse"};
 enum { NSCHED = sizeof SCHED_NAMES / sizeof *SCHED_NAMES };
 
 typedef struct SchedParser {
@@ -592,10 +670,13 @@ static bool next_var(SchedParser *sp, SchedDirective *sd, const char *what, bool
 }
 
 /* split(i, i0, i1, f), divide(i, i0, i1, n), pos(j, jp, A(i,j)),
- * bound(i, ib, n, max_exact). */
+ * bound(i, ib, n, max_exact), fuse(i, j, f). */
 static bool parse_rewrite(SchedParser *sp, SchedDirective *sd) {
   if (!next_var(sp, sd, "an index variable", true)) return false;
   switch (sd->kind) {
+  case SCHED_FUSE:
+    return next_var(sp, sd, "the inner index", true) &&
+           next_var(sp, sd, "the fused index's name", false) && punct(sp, ')', "')'");
   case SCHED_SPLIT:
   case SCHED_DIVIDE:
     return next_var(sp, sd, "the outer index's name", true) &&

@@ -37,7 +37,7 @@ bool loops_reorder(Loops *l, const Schedule *s, const SchedDirective *sd, Diag *
 bool loops_flag(Loops *l, const Schedule *s, const SchedDirective *sd, Diag *d);
 
 /* "unknown index" at the directive's column. */
-bool loops_unknown(const Schedule *s, const SchedDirective *sd, Diag *d, const char *what,
-                   const char *name);
+bool loops_unknown(const Loops *l, const Schedule *s, const SchedDirective *sd, Diag *d,
+                   const char *what, const char *name);
 
 #endif

@@ -286,6 +286,7 @@ static void print_store(Printer *p, const LirStmt *s) {
   int op = s->u.store.op;
   LirExpr ld = {.kind = LE_LOAD, .type = lir_elem_type(s->u.store.ptr->type)};
   ld.u.load.ptr = s->u.store.ptr, ld.u.load.idx = s->u.store.idx;
+  if (s->u.store.atomic) fputs("/* atomic */ ", p->out);  /* C renders serial loops */
   print_expr(p, &ld, P_POSTFIX);
   if (op > LOP_REM) {
     LirExpr b = {.kind = LE_BIN, .type = ld.type};
@@ -294,6 +295,7 @@ static void print_store(Printer *p, const LirStmt *s) {
   } else {
     print_update(p, op, s->u.store.e);
   }
+
 }
 
 static void print_attrs(Printer *p, LoopAttrs at, int ind) {

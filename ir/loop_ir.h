@@ -143,7 +143,9 @@ struct LirStmt {
   union {
     struct { LirVar *var; LirExpr *init; } decl;                   /* LS_DECL */
     struct { LirVar *var; LirExpr *e; int op; } assign;  /* LS_ASSIGN; op -1 '=' or a LirBinOp */
-    struct { LirExpr *ptr, *idx, *e; int op; } store;              /* LS_STORE; op as above */
+    struct { LirExpr *ptr, *idx, *e; int op; bool atomic; } store; /* LS_STORE; op as above;
+                                      atomic: an update (+ min max) other
+                                      threads make too (parallelize(k, atomics)) */
     struct { int operand; LirField field; int level; LirExpr *e; } setfield; /* LS_SETFIELD */
     struct { LirVar *iv; LirExpr *lo, *hi, *step; LirStmt *body; LoopAttrs at; } loop; /* LS_FOR */
     struct { LirExpr *cond; LirStmt *body; } whl;                  /* LS_WHILE */

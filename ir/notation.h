@@ -70,12 +70,15 @@ struct Expr {
                                             /* EX_CALL: a function (is_call);
                                                b only when its arity is 2; def:
                                                OP_CASES's definition */
-    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; const struct NtDef *def; } sum;
+    struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; const struct NtDef *def;
+             const char *temp; } sum;
                                             /* EX_SUM: a reduced over iv by op
                                                (OP_ADD: a sum; nt_op_is_reduction),
                                                or by a definition with an identity
                                                (def; op is OP_NONE);
-                                               implicit: placed by the checker */
+                                               implicit: placed by the checker;
+                                               temp: the name precompute gave its
+                                               workspace (NULL: t_<iv>) */
   } u;
 };
 
@@ -263,7 +266,10 @@ const char *cin_strategy_name(int strategy);
  *   pos(j, jp, A(i,j))    jp walks the positions of A's level of j (j =
  *                         A's crd[jp]); a split of jp then splits nonzeros
  *   bound(i, ib, n, max_exact)  the loop runs exactly n times (the extent
- *                         is promised to be n: checked at every run) */
+ *                         is promised to be n: checked at every run)
+ *   fuse(i, j, f)         i's loop and the j loop directly inside it are one
+ *                         loop over f in [0, I*J): i = f / J, j = f % J (i's
+ *                         forall carries the form; j's is marked fused) */
 typedef enum { BOUND_NONE, BOUND_MAX_EXACT } BoundKind;
 typedef struct CinLoopForm {
   int split, divide;             /* split's factor or divide's parts (one, or 0) */
@@ -274,6 +280,14 @@ typedef struct CinLoopForm {
   int64_t bound;
   BoundKind bound_kind;
   bool par_outer;                /* the parallel loop is the outer half */
+  const IndexVar *outer_at;      /* split: the loop the outer half sits right
+                                    above when other loops come between the
+                                    halves (TACO's SpMM order i0, i1, j0, k,
+                                    j1); NULL: right above the inner half */
+  const char *fuse;              /* fuse: the fused loop's name (on the outer) */
+  const IndexVar *fuse_inner;    /* fuse: the inner index (on the outer) */
+  bool fused;                    /* fuse: this is the inner loop, walked by
+                                    the outer's fused loop */
   const char *race;              /* parallelize(i, ..., partials|atomics): how
                                     threads combine a reduction, or NULL */
 } CinLoopForm;
@@ -294,7 +308,8 @@ struct Cin {
 typedef enum {
   SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL,
   SCHED_METHOD,  /* method(gett|ttgt|log|loops): how a dense contraction runs */
-  SCHED_SPLIT, SCHED_DIVIDE, SCHED_POS, SCHED_BOUND   /* loop rewrites: keep them last */
+  SCHED_SPLIT, SCHED_DIVIDE, SCHED_POS, SCHED_BOUND,  /* loop rewrites: keep them last */
+  SCHED_FUSE
 } SchedKind;
 
 typedef struct SchedDirective {
@@ -304,7 +319,8 @@ typedef struct SchedDirective {
                                         j, jp, A, i, j */
   int width;                         /* vectorize: lanes; unroll: factor;
                                         parallelize: ParStrategy; split:
-                                        factor; divide: parts; bound: n */
+                                        factor; divide: parts; bound: n;
+                                        fuse(i, j, f): vars i, j, f */
   const char *arg;                   /* precompute: the text inside ();
                                         bound: the kind; method: its name */
   int col;                           /* 1-based column of the directive */
@@ -315,6 +331,31 @@ typedef struct Schedule {
   SchedDirective d[16];
   const char *src;                   /* the parsed text (for carets), or NULL */
 } Schedule;
+
+/* precompute(e, I, w) (ir/precompute.c): e matched in the rhs by structure
+ * (implicit sums looked through), the index set I ("{}", "{i,j}" or one
+ * name) and the workspace's name. */
+typedef struct Precompute {
+  const Expr *expr;                  /* e as parsed */
+  const Expr *node;                  /* the rhs node it matched */
+  int nvars;
+  IndexVar *vars[NT_MAX_INDICES];    /* I */
+  const char *ws;
+  int nstripped;                     /* sum(j, e) matched the root reduction: */
+  const char *stripped[NT_MAX_INDICES]; /* its indices, which must move in */
+  const struct Match *match;         /* the node's ancestors (internal) */
+} Precompute;
+/* Parses and matches one precompute directive against as; false with d
+ * set (the subexpression is not in the rhs, occurs twice, an unknown
+ * index, a malformed argument). */
+bool nt_precompute_parse(Arena *a, const Assignment *as, const SchedDirective *sd,
+                         Precompute *pc, Diag *d);
+/* as with each scalar precompute (I = {}) of s applied: the indices summed
+ * only inside e become sums around it (moved in from their scope where the
+ * operators between distribute over them), the outermost named w, which
+ * the concrete notation makes a where() of a scalar temp. as itself when s
+ * has none; NULL with d set when one is refused. */
+Assignment *nt_precompute_scalars(Arena *a, const Assignment *as, const Schedule *s, Diag *d);
 
 /* Parses schedule text; unknown directives are errors with a column. */
 bool nt_schedule_parse(const char *src, Schedule *out, Arena *a, Diag *d);
@@ -337,10 +378,10 @@ int cin_loop_order(const Cin *c, IndexVar **order, int max);
 Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d);
 /* c (a forall chain around one assignment lhs (+)= rhs) with the loops from
  * depth on producing rhs into a dense workspace over j, which an output
- * loop over j then drains:
+ * loop over j then drains (w: name):
  *   forall(i, where(forall(j, A(i,j) = w(j)), forall(k, forall(j, w(j) += rhs))))
  * NULL with d set when c has another shape or j is not among those loops. */
-Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, Diag *d);
+Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *name, Diag *d);
 /* Prints c; loops rewritten by split / divide / pos / bound print under
  * their new names, with the relations after the statement:
  *   suchthat(forall(i0, forall(i1, forall(j, ...))), split(i, i0, i1, 32)) */

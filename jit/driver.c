@@ -388,14 +388,15 @@ static uint64_t hash_str(const char *s) {
  * -print-c, -print-llvm(-opt), -print-asm the last ones. */
 
 /* The plan for the loop order the concrete notation asks for: kept
- * strictly under an explicit reorder, or when sums nest their loops. */
+ * strictly under an explicit reorder or fuse, or when sums nest their loops. */
 static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, LowerPlan *p,
                        Diag *d) {
   IndexVar *want[NT_MAX_INDICES];
   int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
   const Expr *sums[1];
   bool strict = nt_sums(as->rhs, sums, 1) > 0;
-  for (int k = 0; k < s->n; k++) strict |= s->d[k].kind == SCHED_REORDER;
+  for (int k = 0; k < s->n; k++)
+    strict |= s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_FUSE;
   return lower_plan(as, want, nw, strict, p, d);
 }
 
@@ -458,6 +459,7 @@ static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   if (!as) return false;
   Schedule sched = {0};
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
+  if (!(as = nt_precompute_scalars(&e->arena, as, &sched, d))) return false;
   Cin *cin = cin_from_assignment(&e->arena, as, &sched, d);
   if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
   int nuser = sched.n;   /* the user's directives, before the default order */

@@ -11,82 +11,35 @@
 #include "../ir/level.h"
 #include "driver.h"
 
-static IndexVar *index_named(const Assignment *as, const char *name) {
-  for (int v = 0; v < as->nindices; v++)
-    if (strcmp(as->indices[v]->name, name) == 0) return as->indices[v];
-  return NULL;
-}
-
-/* The top-level comma-separated parts of a precompute argument. */
-static int split_args(const char *arg, char parts[3][256]) {
-  int n = 0, depth = 0;
-  size_t len = 0;
-  for (const char *c = arg;; c++) {
-    if (*c == '(') depth++;
-    if (*c == ')') depth--;
-    if (*c == 0 || (*c == ',' && depth == 0)) {
-      if (n < 3) {
-        while (len > 0 && parts[n][len - 1] == ' ') len--;
-        parts[n][len] = 0;
-      }
-      n++;
-      len = 0;
-      if (*c == 0) return n;
-      continue;
-    }
-    if (n < 3 && len < 255 && !(len == 0 && *c == ' ')) parts[n][len++] = *c;
-  }
-}
-
-static char *expr_text(const Expr *e) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  if (!f) return NULL;
-  nt_print_expr(f, e);
-  fclose(f);
-  return buf;
-}
-
-/* precompute(<rhs>, <j>, <w>): the whole right-hand side into a dense
- * workspace over j, the sparse output's last index, appended in order. */
+/* precompute(<rhs>, {j}, <w>): the whole right-hand side into a dense
+ * workspace over j, the sparse output's last index (the planner's row
+ * workspace, Gustavson's SpGEMM). Scalar workspaces (the index set {})
+ * were applied to the assignment already (nt_precompute_scalars). */
 static bool apply_precompute(const Assignment *as, LowerPlan *p, const SchedDirective *sd,
                              Arena *a, Diag *d) {
-  char parts[3][256];
-  int n = split_args(sd->arg ? sd->arg : "", parts);
-  if (n != 3)
-    return diag_error(d, TJ_ERR_PARSE,
-                      "precompute(%s): expected precompute(<expression>, <index>, <workspace>)",
-                      sd->arg ? sd->arg : "");
-  char src[300];
-  snprintf(src, sizeof src, "w__(%s) = %s", parts[1], parts[0]);
-  Diag pd;
-  diag_init(&pd);
-  Assignment *pa = nt_parse(a, src, &pd);
-  char *want = expr_text(as->rhs), *got = pa ? expr_text(pa->rhs) : NULL;
-  bool same = want && got && strcmp(want, got) == 0;
-  free(want);
-  free(got);
-  if (!pa)
-    return diag_error(d, TJ_ERR_PARSE, "precompute(%s): %s", sd->arg, pd.msg);
-  if (!same)
-    return diag_error(d, TJ_ERR_UNSUPPORTED,
-                      "precompute(%s): only the whole right-hand side can go to a workspace",
-                      sd->arg);
-  IndexVar *v = index_named(as, parts[1]);
+  Precompute pc;
+  if (!nt_precompute_parse(a, as, sd, &pc, d)) return false;
+  if (pc.nvars == 0) return true;
   const tj_format *f = &p->fmt[0];
-  if (!v || !p->out_sparse || as->lhs->u.access.idx[f->mode_order[f->order - 1]] != v)
+  IndexVar *last = p->out_sparse ? as->lhs->u.access.idx[f->mode_order[f->order - 1]] : NULL;
+  if (pc.node != as->rhs || pc.nvars > 1)
+    return diag_error(d, TJ_ERR_UNSUPPORTED,
+                      "precompute(%s): a workspace over an index set is lowered for the whole "
+                      "right-hand side over the last index of a sparse output (the row "
+                      "workspace); a subexpression goes to a scalar workspace, over {}",
+                      sd->arg);
+  IndexVar *v = pc.vars[0];
+  if (v != last)
     return diag_error(d, TJ_ERR_UNSUPPORTED,
                       "precompute(%s): a workspace is built over the last index of a sparse "
-                      "output (here: %s)", sd->arg,
-                      p->out_sparse ? as->lhs->u.access.idx[f->mode_order[f->order - 1]]->name
-                                    : "the output is dense");
+                      "output (here: %s)", sd->arg, last ? last->name : "the output is dense");
   int depth = 0;
   while (p->order[depth] != v) depth++;
   for (int k = 0; k < depth; k++)
     if (nt_is_reduction_var(as, p->order[k])) depth = k;
   p->ws_var = v;
   p->ws_depth = depth;
+  p->ws_name = pc.ws;
   return true;
 }
 
@@ -133,24 +86,28 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
     int part = 0;
     if (sd->kind == SCHED_PARALLELIZE) {
       IndexVar *v = cin_loop_named(cin, sd->vars[0], &part);
+      if (v && sd->arg && strcmp(sd->arg, "atomics") == 0) {
+        if (p->order[0] == v && walks_nonunique_outer(as, p))
+          return diag_error(d, TJ_ERR_UNSUPPORTED,
+                            "parallelize(%s, atomics): the loop walks a nonunique (COO) level "
+                            "by segments; use a compressed or dense outer level (CSC)",
+                            sd->vars[0]);
+        p->reduce_rows = false;   /* one kernel, its updates atomic (lowering checks) */
+        continue;
+      }
       if (v && p->nloops > 0 && p->order[0] != v) { /* an inner loop (lowering checks more) */
         if (p->out_sparse || p->reduce_rows || nt_is_reduction_var(as, v))
           return diag_error(d, TJ_ERR_UNSUPPORTED,
                             "parallelize(%s): an inner loop runs in parallel only over an index "
-                            "of a dense output whose outer loop is not a reduction (per-thread "
-                            "partials or atomics for it are not lowered); the outermost loop "
-                            "is %s", sd->vars[0], p->order[0]->name);
+                            "of a dense output whose outer loop is not a reduction (or, with "
+                            "atomics, over a reduction into a dense output); the outermost "
+                            "loop is %s", sd->vars[0], p->order[0]->name);
         continue;
       }
       if (!v || p->nloops == 0)
         return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): no loop to run in parallel",
                           sd->vars[0]);
       bool dense_rows = !p->out_sparse && !nt_is_reduction_var(as, v);
-      if (sd->arg && strcmp(sd->arg, "atomics") == 0)
-        return diag_error(d, TJ_ERR_UNSUPPORTED,
-                          "parallelize(%s, atomics): atomic updates are not lowered; partials "
-                          "(per-thread partial outputs, summed in order) are, for an outermost "
-                          "reduction loop into a dense output", sd->vars[0]);
       if (sd->arg && !p->reduce_rows)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s, partials): %s", sd->vars[0],
@@ -173,6 +130,8 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
                           "parallelize(%s): the outer loop walks a nonunique (COO) level; "
                           "use a dense or compressed outer level",
                           sd->vars[0]);
+    } else if (sd->kind == SCHED_FUSE) {
+      p->reduce_rows = false;   /* the fused loop is no row loop to chunk */
     } else if (sd->kind == SCHED_PRECOMPUTE) {
       if (!apply_precompute(as, p, sd, &e->arena, d)) return false;
     } else if (sd->kind == SCHED_VECTORIZE) {

@@ -446,6 +446,23 @@ static bool emit_assign(Emitter *e, const LirStmt *s) {
   return true;
 }
 
+/* ptr[idx] op= x as one atomicrmw (monotonic: the parallel loop's end is
+ * the only ordering point): fadd / fmin / fmax on floats, add / min / max
+ * on integers. */
+static bool emit_atomic(Emitter *e, const LirStmt *s, LLVMValueRef addr, LirType t,
+                        LLVMValueRef x) {
+  bool fl = lir_type_is_float(t);
+  LLVMAtomicRMWBinOp op;
+  switch (s->u.store.op) {
+  case LOP_ADD: op = fl ? LLVMAtomicRMWBinOpFAdd : LLVMAtomicRMWBinOpAdd; break;
+  case LOP_MIN: op = fl ? LLVMAtomicRMWBinOpFMin : LLVMAtomicRMWBinOpMin; break;
+  case LOP_MAX: op = fl ? LLVMAtomicRMWBinOpFMax : LLVMAtomicRMWBinOpMax; break;
+  default: return em_bug(e, "an atomic store whose update has no atomicrmw");
+  }
+  LLVMBuildAtomicRMW(e->b, op, addr, x, LLVMAtomicOrderingMonotonic, 0);
+  return true;
+}
+
 static bool emit_store(Emitter *e, const LirStmt *s) {
   LirType t;
   LLVMValueRef addr = elem_addr(e, s->u.store.ptr, s->u.store.idx, &t);
@@ -453,6 +470,7 @@ static bool emit_store(Emitter *e, const LirStmt *s) {
       !same_type(e, s->u.store.e->type, t, "store type mismatch"))
     return false;
   LLVMValueRef x = emit_expr(e, s->u.store.e);
+  if (x && s->u.store.atomic) return emit_atomic(e, s, addr, t, x);
   if (x && s->u.store.op >= 0)
     x = em_binop(e, (LirBinOp)s->u.store.op, t, load_elem(e, addr, t), x);
   if (!x) return false;

@@ -369,6 +369,7 @@ Cin *lower_plan_notation(Arena *a, const LowerPlan *p, const Cin *cin, Diag *d) 
   int outer = 0;
   for (const Cin *c = cin; c->kind == CIN_FORALL; c = c->u.forall.body) outer++;
   Cin *out = cin_reorder(a, cin, p->order, outer, d);
-  if (out && p->ws_depth >= 0) out = cin_workspace(a, out, p->ws_var, p->ws_depth, d);
+  if (out && p->ws_depth >= 0) out = cin_workspace(a, out, p->ws_var, p->ws_depth,
+                                                      p->ws_name ? p->ws_name : "w", d);
   return out;
 }

@@ -140,6 +140,27 @@ static void mark_valued_masks(Lowerer *lw, const Expr *e) {
   for (int i = 0; i < n; i++) mark_valued_masks(lw, k[i]);
 }
 
+/* parallelize(k, atomics): k a root reduction loop (not inside a temp)
+ * into a dense output updated by +, min or max, which then update it
+ * atomically (lw->atomic); false with lw->d set otherwise. */
+static bool atomics_ok(Lowerer *lw, bool reduction, bool in_temp) {
+  const char *v = lw->nest.order[lw->par_depth]->name;
+  int op = lw->out_op == OP_NONE ? LOP_NONE : lw_lir_op(lw, lw->out_op);
+  const char *why = lw->plan->out_sparse ? "a sparse output's entries are appended, not updated"
+                    : !reduction ? "its iterations write disjoint entries of the output: there "
+                                   "is no race to guard"
+                    : in_temp ? "it sums into a scalar temp below the output's last index; "
+                                "reorder so it runs outside the output's loops"
+                    : op != LOP_ADD && op != LOP_MIN && op != LOP_MAX
+                        ? "the reduction has no atomic update (+, min and max have); use "
+                          "partials"
+                        : NULL;
+  if (why)
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, atomics): %s", v, why);
+  lw->atomic = true;
+  return true;
+}
+
 static bool setup_accesses(Lowerer *lw) {
   const LowerPlan *p = lw->plan;
   const LoopNest *nest = &lw->nest;
@@ -178,6 +199,9 @@ static bool setup_accesses(Lowerer *lw) {
    * i,k,j,l) still sums the reductions below its last index in a temp. */
   if (lw->first_red < 0 && !p->out_sparse && last_out + 1 < lw->scope_end)
     lw->first_red = last_out + 1;
+  /* ... but not one walked by a fused loop: each f updates the output */
+  if (lw->first_red >= 0 && lw->first_red < nest->nloops && nest->form[lw->first_red]->fused)
+    lw->first_red = -1;
   const Expr *rhs[LW_MAX_ACCESS];
   int nrhs = 0;
   if (!lw_collect_accesses(lw->as->rhs, rhs, &nrhs, LW_MAX_ACCESS - 1))
@@ -203,8 +227,24 @@ static bool setup_accesses(Lowerer *lw) {
    * serially), when it is not inside the root reduction's temp. */
   lw->par_depth = nest->par_asked > 0 ? nest->par_asked : 0;
   bool reduction = nest->nloops > 0 && nt_is_reduction_var(lw->as, nest->order[lw->par_depth]);
-  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 && !reduction;
-  if (lw->par_depth > 0 && (reduction || (lw->first_red >= 0 && lw->par_depth >= lw->first_red)))
+  const CinLoopForm *pf = nest->nloops > 0 ? nest->form[lw->par_depth] : NULL;
+  if (pf && pf->fuse) reduction |= nt_is_reduction_var(lw->as, pf->fuse_inner);
+  for (int k = 0; k < nest->nloops; k++)
+    if (nest->form[k]->fuse && p->out_sparse)
+      return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "fuse(%s, %s, %s): the output is sparse "
+                        "(appended row by row); fused loops write a dense output",
+                        nest->order[k]->name, nest->form[k]->fuse_inner->name,
+                        nest->form[k]->fuse);
+  bool in_temp = lw->first_red >= 0 && lw->par_depth >= lw->first_red;
+  const char *race = nest->par_asked >= 0 ? nest->form[lw->par_depth]->race : NULL;
+  if (race && strcmp(race, "atomics") == 0 && !atomics_ok(lw, reduction, in_temp)) return false;
+  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 &&
+               (!reduction || lw->atomic);
+  if (nest->par_asked >= 0 && pf && pf->fuse && reduction && !lw->atomic)
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize: the fused loop %s sums over "
+                      "%s into entries other iterations update too; parallelize(..., atomics)",
+                      pf->fuse, pf->fuse_inner->name);
+  if (lw->par_depth > 0 && !lw->atomic && (reduction || in_temp))
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s): the loop over %s sums into "
                       "a shared value (a reduction's temp); per-thread partials or atomics for "
                       "an inner loop are not lowered", nest->order[lw->par_depth]->name,
@@ -533,6 +573,8 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
       lw->as->lhs->u.access.idx[of->mode_order[0]] != lw->nest.order[0] ||
       lw->first_red == 0 || !lw_single_loop_at(lw, alive, 0))
     return false;
+  for (int k = 0; k < lw->nest.nloops; k++)   /* a loop over blocks above it repeats it; */
+    if (lw->nest.outer_at[k] >= 0 || lw->nest.form[k]->fuse) return false; /* f is no row */
   for (int x = 1; x < lw->nacc; x++) {
     int l = lw_level_at(lw, x, 0);
     const tj_format *f = lw->acc[x].f;

@@ -37,6 +37,7 @@ typedef struct LowerPlan {
                                           every iteration of an outer loop */
   int ws_depth;                        /* loop depth of the workspace, -1 none */
   IndexVar *ws_var;                    /* the output index scattered into it */
+  const char *ws_name;                 /* precompute's name for it (NULL: w) */
   bool out_sparse;                     /* output has a compressed level */
   bool rangeable;                      /* sparse output whose first level is
                                           dense and walked by a dense loop:
@@ -88,6 +89,9 @@ typedef struct LoopNest {
   int vec[NT_MAX_INDICES];             /* vectorize(i, w): w, else 0 */
   int par_asked;                       /* depth of the loop parallelize names, -1 */
   const CinLoopForm *form[NT_MAX_INDICES]; /* split / divide / pos / bound */
+  int outer_at[NT_MAX_INDICES];        /* a split loop whose outer half sits
+                                          above another loop: that loop's
+                                          depth (above this one), else -1 */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
 

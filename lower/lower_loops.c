@@ -45,7 +45,7 @@ static LirExpr *parent_pos(Lowerer *lw, int x) {
 }
 
 /* The extent of index v: a dim of the first access (output first) using it. */
-static LirExpr *extent_of(Lowerer *lw, const IndexVar *v) {
+LirExpr *lw_extent_of(Lowerer *lw, const IndexVar *v) {
   for (int x = 0; x < lw->nacc; x++) {
     const Expr *e = lw->acc[x].e;
     for (int m = 0; m < e->u.access.n; m++)
@@ -122,7 +122,7 @@ static LirExpr *vconst(Lowerer *lw, double v) { return lw_value(lw, lw->vtype, v
  * pair is 1 (it exists only where both operands do). */
 /* op's loop-IR operation on the expression's values: in a bool expression
  * (0/1) + is or and * is and, so max and min. */
-static int lir_op(const Lowerer *lw, OpKind op) {
+int lw_lir_op(const Lowerer *lw, OpKind op) {
   int l = nt_op(op)->lir;
   if (lw->is_bool && l == LOP_ADD) return LOP_MAX;
   if (lw->is_bool && l == LOP_MUL) return LOP_MIN;
@@ -131,7 +131,7 @@ static int lir_op(const Lowerer *lw, OpKind op) {
 
 static LirExpr *apply_op(Lowerer *lw, OpKind op, LirExpr *x, LirExpr *y) {
   Arena *a = A(lw);
-  if (lir_op(lw, op) != LOP_NONE) return lir_bin(a, (LirBinOp)lir_op(lw, op), x, y);
+  if (lw_lir_op(lw, op) != LOP_NONE) return lir_bin(a, (LirBinOp)lw_lir_op(lw, op), x, y);
   switch (op) {
   case OP_PAIR: return vconst(lw, 1);
   case OP_MASK:
@@ -174,7 +174,7 @@ static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
     LirExpr *r = gen_def_body(lw, lw->temp_def->body, p);
     return r ? lir_assign(A(lw), var, r) : NULL;
   }
-  if (lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lir_op(lw, op), v);
+  if (lw_lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lw_lir_op(lw, op), v);
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
 
@@ -186,8 +186,11 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
   Arena *a = A(lw);
   OpKind op = lw->out_op;
   if (op == OP_NONE) return lir_store(a, lw_ref(lw, vals), out_at(lw), v);
-  if (lir_op(lw, op) != LOP_NONE)
-    return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)lir_op(lw, op), v);
+  if (lw_lir_op(lw, op) != LOP_NONE) {
+    LirStmt *s = lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)lw_lir_op(lw, op), v);
+    if (s && lw->target == T_OUT) s->u.store.atomic = lw->atomic;
+    return s;
+  }
   LirExpr *old = lir_load(a, lw_ref(lw, vals), out_at(lw));
   return lir_store(a, lw_ref(lw, vals), out_at(lw), apply_op(lw, op, old, v));
 }
@@ -579,7 +582,9 @@ static LirStmt *scope_body(Lowerer *lw, AMask alive) {
   int base = lw->nsum_temps;
   for (int c = 0; c < n; c++) {
     const Expr *sum = kids[c];
-    LirVar *t = lw_var(lw, arena_printf(a, "t_%s", sum->u.sum.iv->name), lw->vtype);
+    const char *name = sum->u.sum.temp ? sum->u.sum.temp  /* precompute's workspace */
+                                       : arena_printf(a, "t_%s", sum->u.sum.iv->name);
+    LirVar *t = lw_var(lw, name, lw->vtype);
     lir_append(&s, lir_decl(a, t, vconst(lw, nt_sum_identity(sum))));
     const Expr *root = lw->root;
     int end = lw->scope_end, target = lw->target, nt = lw->nsum_temps;
@@ -859,6 +864,7 @@ static void loop_attrs(Lowerer *lw, LoopCtx *cx, LirStmt *loop, LirStmt *inner) 
     return;
   }
   if (at->schedule == PAR_STATIC || at->schedule == PAR_DYNAMIC) return;
+  if (lw->nest.form[cx->depth]->fuse) return;   /* f is no row: nothing weighs it */
   balance_arrays(lw, at);
   if (at->schedule == PAR_BALANCED && !at->balance)
     diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, balanced): no sparse level below "
@@ -894,6 +900,125 @@ static LirStmt *zero_rows_after(Lowerer *lw, LirVar *crd, LirVar *x, LirVar *sta
   return s;
 }
 
+/* The rows of a fused position loop: access x's dense level l (n rows
+ * from base) over its compressed level l + 1. */
+typedef struct Rows {
+  int x, l;
+  LirExpr *base, *n;
+  LirVar *row;
+} Rows;
+
+static LirExpr *pos_at(Lowerer *lw, int x, int l, LirExpr *idx) {
+  LirExpr *lo, *hi;
+  lw_pos_bounds(lw, x, l, idx, &lo, &hi);
+  return lo;
+}
+
+/* row = the last r in [0, n) whose positions start at or before p:
+ *   row = 0; hi = n;
+ *   while (hi - row > 1) { mid = (row + hi) / 2; if (pos[base + mid] <= p) row = mid; else hi = mid; } */
+static LirStmt *row_search(Lowerer *lw, LirVar *p, void *ctx) {
+  Rows *r = ctx;
+  Arena *a = A(lw);
+  LirVar *hi = lw_var(lw, "row_hi", LT_I64), *mid = lw_var(lw, "row_mid", LT_I64);
+  LirStmt *s = lir_decl(a, r->row, lw_i64(lw, 0));
+  lir_append(&s, lir_decl(a, hi, r->n));
+  LirExpr *sum = lir_bin(a, LOP_ADD, lw_ref(lw, r->row), lw_ref(lw, hi));
+  LirStmt *body = lir_decl(a, mid, lir_bin(a, LOP_DIV, sum, lw_i64(lw, 2)));
+  LirExpr *at = pos_at(lw, r->x, r->l + 1, lir_bin(a, LOP_ADD, r->base, lw_ref(lw, mid)));
+  lir_append(&body, lir_if(a, lir_bin(a, LOP_LE, at, lw_ref(lw, p)),
+                           lir_assign(a, r->row, lw_ref(lw, mid)), lir_assign(a, hi, lw_ref(lw, mid))));
+  LirExpr *wide = lir_bin(a, LOP_GT, lir_bin(a, LOP_SUB, lw_ref(lw, hi), lw_ref(lw, r->row)),
+                          lw_i64(lw, 1));
+  lir_append(&s, lir_while(a, wide, body));
+  return s;
+}
+
+static LirStmt *fused_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent);
+
+/* fuse(i, j, f) pos(f, fp, A(i,j)), at i's depth: the positions of A's
+ * compressed level of j under every row of its dense level of i, one loop
+ * over fp in [pos[base], pos[base + n]) (TACO's nonzero-balanced SpMV).
+ * The row is found by a binary search at the start of each block of a
+ * split, then advanced past the rows that end at or before fp; without a
+ * split, by a search per position (each iteration stands alone, so the
+ * loop may run in parallel). j is then A's crd[fp] (single_loop). */
+static LirStmt *fused_pos_loop(Lowerer *lw, LoopCtx *cx) {
+  Arena *a = A(lw);
+  const CinLoopForm *f = lw->nest.form[cx->depth];
+  int jd = cx->depth + 1;
+  Rows r = {.x = lw_access_index(lw, f->pos_access)};
+  r.l = r.x >= 0 ? lw_level_at(lw, r.x, cx->depth) : -1;
+  const tj_format *fm = r.x >= 0 ? lw->acc[r.x].f : NULL;
+  if (r.l < 0 || lw_level_at(lw, r.x, jd) != r.l + 1 || !lv_at(fm, r.l, LV_FULL) ||
+      !lv_at(fm, r.l + 1, LV_HAS_POS) || level_segmented(lw, r.x, r.l + 1) ||
+      !(cx->alive >> r.x & 1))
+    return lw_form_check(lw, cx->depth, arena_printf(a, "and the loop of %s are not a dense "
+                                                     "level of %s and the compressed level "
+                                                     "right below it",
+                                                     f->fuse_inner->name,
+                                                     f->pos_access->u.access.t->name), -1),
+           NULL;
+  LirVar *nv = lw_var(lw, arena_printf(a, "%s_rows", cx->v->name), LT_I64);
+  LirVar *bv = lw_var(lw, arena_printf(a, "%s_base", cx->v->name), LT_I64);
+  LirStmt *s = lir_decl(a, nv, lw_level_size(lw, r.x, r.l));
+  lir_append(&s, lir_decl(a, bv, lir_bin(a, LOP_MUL, parent_pos(lw, r.x), lw_ref(lw, nv))));
+  r.n = lw_ref(lw, nv);
+  r.base = lw_ref(lw, bv);
+  r.row = lw_var(lw, arena_printf(a, "%s_row", cx->v->name), LT_I64);
+  LirVar *fp = lw_var(lw, f->pos, LT_I64), *iv = lw_var(lw, cx->v->name, LT_I64);
+  bool split = f->split || f->divide || lw->block_b[cx->depth];
+  LirStmt *body;
+  if (split) { /* while (pos[base + row + 1] <= fp) row++; */
+    LirExpr *next = lir_bin(a, LOP_ADD, r.base, lir_bin(a, LOP_ADD, lw_ref(lw, r.row),
+                                                        lw_i64(lw, 1)));
+    body = lir_while(a, lir_bin(a, LOP_LE, pos_at(lw, r.x, r.l + 1, next), lw_ref(lw, fp)),
+                     lir_update(a, r.row, LOP_ADD, lw_i64(lw, 1)));
+  } else {
+    body = row_search(lw, fp, &r);
+  }
+  lir_append(&body, lir_decl(a, iv, lw_ref(lw, r.row)));
+  lw->fuse_f[jd] = fp;
+  lw->fuse_n[jd] = NULL;
+  lir_append(&body, cases(lw, cx, 0, iv));
+  lw->fuse_f[jd] = NULL;
+  LirExpr *lo = pos_at(lw, r.x, r.l + 1, r.base);
+  LirExpr *hi = pos_at(lw, r.x, r.l + 1, lir_bin(a, LOP_ADD, r.base, r.n));
+  LirStmt *outer, *inner;
+  lir_append(&s, lw_strip_loop_pre(lw, cx->depth, fp, lo, hi, body, &outer, &inner,
+                                   split ? row_search : NULL, &r));
+  loop_attrs(lw, cx, outer, inner);
+  return lir_block(a, s);
+}
+
+/* fuse(i, j, f) of two dense loops, at i's depth: one loop over f in
+ * [0, I * J) with i = f / J; the loop of j (the next depth) is then
+ * j = f % J (single_loop). */
+static LirStmt *fused_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
+  Arena *a = A(lw);
+  const CinLoopForm *f = lw->nest.form[cx->depth];
+  int jd = cx->depth + 1;
+  if (lw->ranged && cx->depth == 0)
+    return lw_form_check(lw, cx->depth, "is the row loop of a kernel built in row chunks "
+                         "(per-thread partials)", -1), NULL;
+  if (jd >= lw->scope_end || !lw->nest.form[jd]->fused)
+    return TJ_BUG(lw->d, "a fused loop without its inner loop below it"), NULL;
+  if (f->pos) return fused_pos_loop(lw, cx);
+  LirVar *n = lw_var(lw, arena_printf(a, "%s_n", f->fuse_inner->name), LT_I64);
+  LirVar *fv = lw_var(lw, f->fuse, LT_I64), *iv = lw_var(lw, cx->v->name, LT_I64);
+  LirStmt *s = lir_decl(a, n, lw_extent_of(lw, f->fuse_inner));
+  LirStmt *body = lir_decl(a, iv, lir_bin(a, LOP_DIV, lw_ref(lw, fv), lw_ref(lw, n)));
+  lw->fuse_f[jd] = fv;
+  lw->fuse_n[jd] = n;
+  lir_append(&body, cases(lw, cx, 0, iv));
+  lw->fuse_f[jd] = lw->fuse_n[jd] = NULL;
+  LirStmt *outer, *inner;
+  LirExpr *hi = lir_bin(a, LOP_MUL, extent, lw_ref(lw, n));
+  lir_append(&s, lw_strip_loop(lw, cx->depth, fv, lw_i64(lw, 0), hi, body, &outer, &inner));
+  loop_attrs(lw, cx, outer, inner);
+  return lir_block(a, s);
+}
+
 /* The one-point loops: a for over the dense range, or a for over the
  * positions of a single sparse iterator (coordinate read in the body). */
 static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
@@ -903,6 +1028,14 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   bool zeroing = lw->zero_rows && cx->depth == 0 && lw->target == T_OUT && !cx->in_temp;
   if (!lw_form_check(lw, cx->depth, NULL, P->sparse ? __builtin_ctzll(P->sparse) : -1))
     return NULL;
+  if (P->sparse == 0 && lw->fuse_f[cx->depth]) { /* the inner loop of a fuse: j = f % n */
+    LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
+    LirStmt *s = lir_decl(a, iv, lir_bin(a, LOP_REM, lw_ref(lw, lw->fuse_f[cx->depth]),
+                                         lw_ref(lw, lw->fuse_n[cx->depth])));
+    lir_append(&s, cases(lw, cx, 0, iv));
+    return lir_block(a, s);
+  }
+  if (P->sparse == 0 && lw->nest.form[cx->depth]->fuse) return fused_loop(lw, cx, extent);
   if (P->sparse == 0) {
     LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
     bool rows = lw->ranged && cx->depth == 0;
@@ -913,6 +1046,17 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
       body = zero_rows(lw, lw_ref(lw, iv), lir_bin(a, LOP_ADD, lw_ref(lw, iv), lw_i64(lw, 1)));
     lir_append(&body, cases(lw, cx, 0, iv));
     loop = lw_strip_loop(lw, cx->depth, iv, lo, hi, body, &outer, &inner);
+  } else if (lw->fuse_f[cx->depth]) { /* the inner loop of pos(f): at the fused position */
+    int x = __builtin_ctzll(P->sparse);
+    Iter *it = &cx->it[x];
+    LirVar *start = it->p;
+    it->p = lw->fuse_f[cx->depth];
+    LirStmt *body = read_coord(lw, x, lw_level_at(lw, x, cx->depth), it);
+    LirVar *cv = lw_var(lw, cx->v->name, LT_I64);
+    lir_append(&body, lir_decl(a, cv, lw_ref(lw, it->c)));
+    lir_append(&body, cases(lw, cx, 0, cv));
+    it->p = start;
+    return lir_block(a, body);
   } else {
     int x = __builtin_ctzll(P->sparse);
     Iter *it = &cx->it[x];
@@ -1214,7 +1358,7 @@ static LirStmt *wide_loop(Lowerer *lw, LoopCtx *cx) {
   if (one) lir_append(&body, is_bool_const(any, 1) ? lir_block(a, one) : lir_if(a, any, one, NULL));
   lir_append(&body, adv);
   if (full) {
-    lir_append(&s, lir_for(a, cv, lw_i64(lw, 0), extent_of(lw, cx->v), body));
+    lir_append(&s, lir_for(a, cv, lw_i64(lw, 0), lw_extent_of(lw, cx->v), body));
   } else {
     lir_append(&s, lir_decl(a, cv, lw_i64(lw, 0)));
     lir_append(&s, lir_while(a, running, body));
@@ -1240,6 +1384,8 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     if (depth == lw->first_red && lw->nest.ws_depth < 0)
       return reduce_into_temp(lw, depth, alive);
   }
+  int split_below = lw_outer_half_at(lw, depth);
+  if (split_below >= 0) return lw_outer_half(lw, depth, split_below, alive, in_temp);
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
                 .v = lw->nest.order[depth]};
   bool wide = lw_wide_at(lw, alive, depth);
@@ -1261,7 +1407,19 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   for (int q = 0; q < L.n; q++) all |= L.p[q].sparse;
   for (int x = 1; x < lw->nacc; x++)
     if (all >> x & 1) lir_append(&s, init_iter(lw, x, lw_level_at(lw, x, depth), &cx.it[x]));
-  LirExpr *extent = extent_of(lw, cx.v);
+  LirExpr *extent = lw_extent_of(lw, cx.v);
+  bool pos_fused = lw->fuse_f[depth] && !lw->fuse_n[depth];
+  if (lw->nest.form[depth]->fused &&
+      !(is_single(lw, &L, depth) && (L.p[0].sparse == 0) == !pos_fused &&
+        (!pos_fused || lw->acc[__builtin_ctzll(L.p[0].sparse)].e ==
+                           lw->nest.form[depth - 1]->pos_access)))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "fuse(%s, %s, %s): the loop over %s %s",
+                      lw->nest.order[depth - 1]->name, cx.v->name,
+                      lw->nest.form[depth - 1]->fuse, cx.v->name,
+                      pos_fused ? "co-iterates, or walks another access than pos names"
+                                : "walks a sparse level or co-iterates; fuse dense loops, or "
+                                  "a dense row loop and the compressed level below it by "
+                                  "positions: pos(f, fp, A(i,j))"), NULL;
   if (is_single(lw, &L, depth)) {
     lir_append(&s, single_loop(lw, &cx, extent));
     return lir_block(a, s);

@@ -73,12 +73,23 @@ typedef struct Lowerer {
   int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
   int first_red;                           /* depth of first reduction var */
   bool par_ok;                             /* the loop at par_depth may be parallel */
+  bool atomic;                             /* parallelize(k, atomics) of a root
+                                              reduction loop: the output's
+                                              updates are atomic */
   int par_depth;                           /* 0, or the depth parallelize names */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
                                               output's rows it reaches (and the
                                               gaps before them), not the prologue */
   LirVar *range_lo, *range_hi;
+  LirVar *fuse_f[NT_MAX_INDICES];          /* the inner loop of a fuse, by depth:
+                                              the fused loop's variable f and */
+  LirVar *fuse_n[NT_MAX_INDICES];          /* the inner extent (j = f % n), or NULL:
+                                              f is a position of the level the
+                                              inner loop walks (pos of a fuse) */
+  LirVar *block_b[NT_MAX_INDICES];         /* a split loop whose loop over blocks */
+  LirVar *block_e[NT_MAX_INDICES];         /* was emitted above other loops: the
+                                              current block [b, e), by depth */
   /* per-access binding state while emitting */
   LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
   LirVar *seg_end[LW_MAX_ACCESS];          /* end of a nonunique segment */
@@ -225,6 +236,8 @@ bool lw_scatters_terms(const Lowerer *lw, int depth);
 int lw_union_terms(Lowerer *lw, Expr **out);
 
 /* lower_loops.c */
+/* The loop-IR operation of op (bool: + is max, * is min), or LOP_NONE. */
+int lw_lir_op(const Lowerer *lw, OpKind op);
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
 /* Whether the loop at depth over the accesses in alive is one plain loop
  * (a dense range, or the positions of one unsegmented sparse level). */
@@ -237,6 +250,22 @@ bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
 bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x);
 /* The dense loop's upper bound: bound()'s constant, else extent. */
 LirExpr *lw_form_extent(Lowerer *lw, int depth, LirExpr *extent);
+/* lw_strip_loop with pre(lw, b, ctx), when not NULL, run at the start of
+ * each block of a split loop (b: the block's first iteration), before the
+ * loop over it; without a split it is not run. */
+typedef LirStmt *(*LwBlockPre)(Lowerer *lw, LirVar *b, void *ctx);
+LirStmt *lw_strip_loop_pre(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr *hi,
+                           LirStmt *body, LirStmt **outer, LirStmt **inner, LwBlockPre pre,
+                           void *ctx);
+/* The depth of the split loop whose outer half (its loop over blocks)
+ * sits right above the loop at depth and is not emitted yet, or -1. */
+int lw_outer_half_at(const Lowerer *lw, int depth);
+/* The loop over blocks of the split loop at depth jd around the loops
+ * from depth on (lw_loops), when other loops come between its halves;
+ * NULL with lw->d set when refused. */
+LirStmt *lw_outer_half(Lowerer *lw, int depth, int jd, AMask alive, bool in_temp);
+/* The extent of index v: a dim of the first access using it. */
+LirExpr *lw_extent_of(Lowerer *lw, const IndexVar *v);
 /* for (iv = lo; iv < hi; iv++) body, strip-mined when the loop is split or
  * divided; *outer gets the outermost loop made, *inner the loop over iv
  * (both the one loop without a split). */

@@ -46,5 +46,23 @@ bool lower_nest(const Cin *c, LoopNest *n, Diag *d) {
   n->ws_depth = -1;
   n->ws_var = NULL;
   n->par_asked = -1;
-  return walk(c, n, d);
+  if (!walk(c, n, d)) return false;
+  for (int k = 0; k < n->nloops; k++)
+    if (n->form[k]->fuse && (k + 1 == n->nloops || !n->form[k + 1]->fused))
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "fuse(%s, %s, %s): the loop of %s is no longer "
+                        "directly inside the loop of %s", n->order[k]->name,
+                        n->form[k]->fuse_inner->name, n->form[k]->fuse,
+                        n->form[k]->fuse_inner->name, n->order[k]->name);
+  for (int k = 0; k < n->nloops; k++) {   /* the loop an outer half sits on */
+    const IndexVar *at = n->form[k]->outer_at;
+    n->outer_at[k] = -1;
+    for (int q = 0; at && q < k; q++)
+      if (n->order[q] == at) n->outer_at[k] = q;
+    if (at && n->outer_at[k] < 0)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "split of %s: its outer half %s sits above the "
+                        "loop of %s, which now runs inside it (the formats or a later "
+                        "reorder moved it); put %s above %s", n->order[k]->name,
+                        n->form[k]->outer, at->name, at->name, n->form[k]->inner);
+  }
+  return true;
 }

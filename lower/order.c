@@ -69,7 +69,8 @@ bool lower_order_contraction(const Assignment *as, const LowerPlan *plain, bool 
                              Schedule *s) {
   if (!vectorizing || s->n >= 16 || as->lhs->u.access.n == 0) return false;
   for (int k = 0; k < s->n; k++)
-    if (s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_PRECOMPUTE) return false;
+    if (s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_PRECOMPUTE ||
+        s->d[k].kind == SCHED_FUSE) return false;
   bool reduction = false, all_dense = true;
   const Expr *sums[1];
   if (nt_sums(as->rhs, sums, 1) > 0) return false; /* already output first */

@@ -92,7 +92,7 @@ static bool gemm_shaped(LirKernel *k, Arena *a, LirStmt *p, LirStmt **jl, LirStm
   const LirVar *t = b[0]->u.decl.var;
   if (b[1]->kind == LS_BLOCK) b[1] = only_stmt(b[1]->u.block);
   if (!b[1] || b[1]->kind != LS_FOR || !lir_unit_step(b[1]) || b[1]->u.loop.at.vec_width) return false;
-  if (b[2]->kind != LS_STORE || b[2]->u.store.op != LOP_ADD || b[2]->u.store.e->kind != LE_VAR ||
+  if (b[2]->kind != LS_STORE || b[2]->u.store.op != LOP_ADD || b[2]->u.store.atomic || b[2]->u.store.e->kind != LE_VAR ||
       b[2]->u.store.e->u.var != t)
     return false;
   if (!only_sums(b[1]->u.loop.body, t)) return false;

@@ -181,7 +181,7 @@ static LirStmt *clone_simple(Jam *j, int r, const LirStmt *s) {
   case LS_STORE: {
     LirStmt *c = lir_store(a, clone_expr(j, r, s->u.store.ptr), clone_expr(j, r, s->u.store.idx),
                            clone_expr(j, r, s->u.store.e));
-    if (c) c->u.store.op = s->u.store.op;
+    if (c) c->u.store.op = s->u.store.op, c->u.store.atomic = s->u.store.atomic;
     return c;
   }
   default: return lir_comment(a, s->u.comment);

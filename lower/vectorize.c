@@ -94,6 +94,7 @@ static bool legal_list(Vec *v, const LirStmt *s) {
       break;
     }
     case LS_STORE:
+      if (s->u.store.atomic) return false;  /* one element at a time */
       if (expr_class(v, s->u.store.ptr) != LIR_UNIFORM) return false;
       if (expr_class(v, s->u.store.idx) != LIR_UNIT) return false;
       expr_class(v, s->u.store.e);

@@ -3,7 +3,7 @@
  * kernels against the reference interpreter and the loop-IR interpreter
  * over formats, seeds and row patterns (kc_run, on 2 threads, assemble and
  * compute split); TACO's CPU schedules for SpMV, SpMM, SDDMM, TTV and
- * MTTKRP as far as they keep a split's halves together; one SpMV checked
+ * MTTKRP, with loops between a split's halves (i0, i1, j0, k, j1); one SpMV checked
  * against values computed by hand; the concrete notation they print; and
  * every refusal with its message. */
 #include <check.h>
@@ -50,6 +50,16 @@ static const LoopCase cases[] = {
                                     "split(jp, j0, j1, 2) reorder(i0, i1, j0, j1, k) "
                                     "parallelize(i0, static)"},
     {SPMM, "A:ds", "i=21 j=17 k=9", "split(i, i0, i1, 4) split(k, k0, k1, 4) parallelize(i0)"},
+    /* TACO's SpMM and SDDMM orders: k between the halves of j's positions */
+    {SPMM, "A:ds", "i=21 j=17 k=9", "split(i, i0, i1, 4) pos(j, jp, A(i,j)) "
+                                    "split(jp, j0, j1, 2) reorder(i0, i1, j0, k, j1) "
+                                    "parallelize(i0, static)"},
+    {SDDMM, "B:ds", "i=19 j=17 k=6", "split(i, i0, i1, 4) pos(j, jp, B(i,j)) "
+                                     "split(jp, j0, j1, 2) reorder(i0, i1, j0, k, j1) "
+                                     "parallelize(i0, static)"},
+    /* a dense loop over blocks outside the row loop, and divide */
+    {SPMV, "A:dd", "i=37 j=29", "split(j, j0, j1, 8) reorder(j0, i, j1)"},
+    {SPMV, "A:dd", "i=37 j=29", "divide(i, i0, i1, 3) reorder(i0, j, i1)"},
     /* TACO's SDDMM, into a sparse and a dense output */
     {SDDMM, "A:ds B:ds", "i=19 j=17 k=6", "split(i, i0, i1, 4) pos(j, jp, B(i,j)) "
                                           "split(jp, j0, j1, 2) reorder(i0, i1, j0, j1, k) "
@@ -77,6 +87,27 @@ static const LoopCase cases[] = {
     /* an outermost reduction into a dense output: per-thread partials */
     {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "parallelize(i, partials)"},
     {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "split(i, i0, i1, 4) parallelize(i0, partials)"},
+    /* a reduction loop scattering into a shared dense output: atomic updates */
+    {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "parallelize(i, atomics)"},
+    {SPMV, "A:ds:1,0", "i=37 j=29", "parallelize(j, dynamic, atomics)"},
+    {SPMV, "A:ds:1,0", "i=37 j=29", "split(j, j0, j1, 4) parallelize(j0, static, atomics)"},
+    {"A(i,j) = B(i,k) * C(k,j)", "B:ds", "i=19 j=23 k=17", "reorder(i,k,j) parallelize(k, atomics)"},
+    {"A(i,j) = B(i,k) * C(k,j)", "B:ds:1,0", "i=19 j=23 k=17", "reorder(k,i,j) parallelize(k, atomics)"},
+    /* fuse: two dense loops as one; TACO's nonzero-balanced SpMV (the row loop
+       and the row's positions fused, split by positions, rows shared between
+       blocks: atomics); SpMM and TTV over fused positions */
+    {"A(i,j) = B(i,j) * C(i,j) + B(i,j)", "", "i=23 j=17",
+     "fuse(i, j, f) split(f, f0, f1, 16) parallelize(f0, static)"},
+    {SPMV, "A:dd", "i=37 j=29", "fuse(i, j, f) parallelize(f, atomics)"},
+    {"y(j) = A(i,j) * x(i)", "", "i=37 j=29", "reorder(i, j) fuse(i, j, f)"}, /* no row chunks */
+    {SPMV, "A:ds", "i=37 j=29", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 8) "
+                                "parallelize(f0, static, atomics)"},
+    {SPMV, "A:ds", "i=37 j=29", "fuse(i, j, f) pos(f, fp, A(i,j)) parallelize(fp, atomics)"},
+    {SPMV, "A:ds", "i=37 j=29", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 5)"},
+    {SPMM, "A:ds", "i=21 j=17 k=9", "reorder(i, j, k) fuse(i, j, f) pos(f, fp, A(i,j)) "
+                                    "split(fp, f0, f1, 4) parallelize(f0, atomics)"},
+    {TTV, "B:dss", "i=9 j=8 k=7", "fuse(i, j, f) pos(f, fp, B(i,j,k)) split(fp, f0, f1, 3) "
+                                  "parallelize(f0, static)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
@@ -138,6 +169,10 @@ START_TEST(spmv_by_hand) {
       {"ss", "pos(i, ip, A(i,j)) split(ip, i0, i1, 1) parallelize(i0, dynamic)"},
       {"ss", "pos(i, ip, A(i,j)) divide(ip, i0, i1, 2) pos(j, jp, A(i,j)) divide(jp, j0, j1, 3)"},
       {"dd", "bound(j, jb, 4, max_exact) divide(i, i0, i1, 4)"},
+      {"ds", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 3) "
+             "parallelize(f0, static, atomics)"},
+      {"ds", "fuse(i, j, f) pos(f, fp, A(i,j)) parallelize(fp, dynamic, atomics)"},
+      {"dd", "fuse(i, j, f) split(f, f0, f1, 3) parallelize(f0, atomics)"},
   };
   tj_options two = tj_options_default();
   two.nthreads = 2;
@@ -188,6 +223,188 @@ START_TEST(partials_by_hand) {
   tj_tensor_free(x);
   tj_tensor_free(y);
   tj_context_free(cx);
+}
+END_TEST
+
+/* The same product with atomic updates, by hand: CSR walked by rows
+ * (loop i, a reduction) and A's transpose in CSC (loop over its columns),
+ * the rows or columns across 2 threads updating y atomically; integer
+ * values, so any order of the updates gives these sums exactly. */
+START_TEST(atomics_by_hand) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  static const double xv[5] = {1, 2, 3, 4, 5}, want[4] = {21, 33, 30, 89};
+  static const struct { const char *expr, *fmt, *sched; } runs[] = {
+      {"y(j) = A(i,j) * x(i)", "ds", "parallelize(i, atomics)"},
+      {"y(j) = A(i,j) * x(i)", "ds", "split(i, i0, i1, 2) parallelize(i0, dynamic, atomics)"},
+      {"y(j) = A(i,j) * x(i)", "ds:1,0", "reorder(i, j) parallelize(i, atomics)"},
+  };
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_tensor *A = matrix("A", runs[r].fmt, 5, 4, a), *x = vector("x", 5, xv);
+    tj_tensor *y = vector("y", 4, (double[4]){0});
+    tj_kernel *k;
+    OK(tj_compile(cx, runs[r].expr, (tj_tensor *[]){y, A, x}, 3, runs[r].sched, &two, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t j = 0; j < 4; j++) {
+      double v;
+      OK(tj_tensor_get(y, (int64_t[]){j}, &v));
+      ck_assert_msg(v == want[j], "[%s] y(%lld) = %g, want %g", runs[r].sched, (long long)j, v,
+                    want[j]);
+    }
+    char *c = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&c, &len);
+    OK(tj_kernel_print(k, TJ_STAGE_COMPUTE, f));
+    fclose(f);
+    ck_assert_msg(strstr(c, "/* atomic */ y_vals["), "[%s] %s", runs[r].sched, c);
+    free(c);
+    tj_tensor_free(A);
+    tj_tensor_free(x);
+    tj_tensor_free(y);
+    tj_context_free(cx);
+  }
+  /* max by columns of CSC (atomicrmw fmax): y(i) = max_j A(i,j) x(j) over
+   * the stored entries, x = (1, 2, 3, 4): (6, -inf for the empty row, 16,
+   * 32, 36) */
+  static const double xm[4] = {1, 2, 3, 4}, wmax[5] = {6, -INFINITY, 16, 32, 36};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *A = matrix("A", "ds:1,0", 5, 4, a), *x = vector("x", 4, xm);
+  tj_tensor *y = vector("y", 5, (double[5]){0});
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = reduce(max, j, A(i,j) * x(j))", (tj_tensor *[]){y, A, x}, 3,
+                "parallelize(j, atomics)", &two, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < 5; i++) {
+    double v;
+    OK(tj_tensor_get(y, (int64_t[]){i}, &v));
+    ck_assert_msg(v == wmax[i], "max: y(%lld) = %g, want %g", (long long)i, v, wmax[i]);
+  }
+  tj_tensor_free(A);
+  tj_tensor_free(x);
+  tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+/* A tensor of format fmt holding the nonzeros of v (row-major, dims d). */
+static tj_tensor *tensor_of(const char *name, const char *fmt, int order, const int64_t *d,
+                            const double *v) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, order, d, &f, &t));
+  int64_t n = 1;
+  for (int m = 0; m < order; m++) n *= d[m];
+  for (int64_t q = 0; q < n; q++) {
+    int64_t c[3], r = q;
+    for (int m = order - 1; m >= 0; m--) c[m] = r % d[m], r /= d[m];
+    if (v[q] != 0) OK(tj_tensor_insert(t, c, v[q]));
+  }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+/* n values, a third of them nonzero when sparse, small integers (so every
+ * order of summation gives the same double). */
+static double *values_of(int64_t n, unsigned seed, bool sparse) {
+  double *v = calloc((size_t)n, sizeof *v);
+  for (int64_t q = 0; q < n; q++) {
+    seed = seed * 1664525u + 1013904223u;
+    if (!sparse || (seed >> 20) % 3 == 0) v[q] = (double)((seed >> 8) % 9) - 4;
+  }
+  return v;
+}
+
+/* TACO's CPU schedules for its scheduling examples, as written there
+ * (split 32 / 4 / chunk sizes scaled to these small operands), on 2
+ * threads; values against plain loops over the dense arrays the operands
+ * were built from:
+ *   SpMV   fuse(i,j,f) pos(f,fpos,A(i,j)) split(fpos,chunk,fpos2,8) parallelize(chunk, atomics)
+ *          and split(i,i0,i1,4) reorder(i0,i1,j) parallelize(i0)
+ *   SpMM   split(i,i0,i1,4) pos(j,jpos,A(i,j)) split(jpos,jpos0,jpos1,4)
+ *          reorder(i0,i1,jpos0,k,jpos1) parallelize(i0) vectorize(jpos1,4)
+ *   SDDMM  the same over B's positions (a dense output)
+ *   TTV    fuse(i,j,f) pos(f,fpos,B(i,j,k)) split(fpos,chunk,fpos2,4) parallelize(chunk)
+ *   MTTKRP split(i,i1,i2,4) reorder(i1,i2,k,l,j) parallelize(i1) */
+START_TEST(taco_schedules_by_plain_loops) {
+  enum { I = 41, J = 37, K = 9, L = 7 };
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  double *A = values_of(I * J, 1, true), *x = values_of(J, 2, false);
+  double *Bd = values_of(J * K, 3, false), *C = values_of(I * K, 4, false);
+  double *D = values_of(K * J, 5, false), *B3 = values_of(I * J * K, 6, true);
+  double *c = values_of(K, 7, false), *M3 = values_of(I * K * L, 8, true);
+  double *Cm = values_of(K * J, 9, false), *Dm = values_of(L * J, 10, false);
+  double *want = calloc(I * J, sizeof *want);
+  static const struct { int kind; const char *expr, *fmt, *sched; } runs[] = {
+      {0, SPMV, "ds", "fuse(i, j, f) pos(f, fpos, A(i,j)) split(fpos, chunk, fpos2, 8) "
+                      "parallelize(chunk, static, atomics)"},
+      {0, SPMV, "ds", "split(i, i0, i1, 4) reorder(i0, i1, j) parallelize(i0, static)"},
+      {1, SPMM, "ds", "split(i, i0, i1, 4) pos(j, jpos, A(i,j)) split(jpos, jpos0, jpos1, 4) "
+                      "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0, static) "
+                      "vectorize(jpos1, 4)"},
+      {2, SDDMM, "ds", "split(i, i0, i1, 4) pos(j, jpos, B(i,j)) split(jpos, jpos0, jpos1, 4) "
+                       "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0, static)"},
+      {3, TTV, "dss", "fuse(i, j, f) pos(f, fpos, B(i,j,k)) split(fpos, chunk, fpos2, 4) "
+                      "parallelize(chunk, static)"},
+      {4, MTTKRP, "dss", "split(i, i1, i2, 4) reorder(i1, i2, k, l, j) parallelize(i1, static)"},
+  };
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    int kind = runs[r].kind;
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_tensor *ops[4];
+    int64_t n1 = kind == 1 ? K : J;            /* the output's columns (SpMV: none) */
+    int64_t od[2] = {I, n1}, dAJ[2] = {I, J}, dJK[2] = {J, K}, dIK[2] = {I, K}, dKJ[2] = {K, J};
+    int64_t d3[3] = {I, J, K}, m3[3] = {I, K, L}, dLJ[2] = {L, J}, dJ = J, dK = K;
+    double *zero = calloc(I * (J > K ? J : K), sizeof *zero);
+    ops[0] = kind == 0 ? tensor_of("y", "d", 1, od, zero) : tensor_of(kind == 1 ? "C" : "A",
+                                                                       "dd", 2, od, zero);
+    int nops = 3;
+    switch (kind) {
+    case 0: ops[1] = tensor_of("A", runs[r].fmt, 2, dAJ, A), ops[2] = tensor_of("x", "d", 1, &dJ, x); break;
+    case 1: ops[1] = tensor_of("A", runs[r].fmt, 2, dAJ, A), ops[2] = tensor_of("B", "dd", 2, dJK, Bd); break;
+    case 2:
+      ops[1] = tensor_of("B", runs[r].fmt, 2, dAJ, A), ops[2] = tensor_of("C", "dd", 2, dIK, C);
+      ops[3] = tensor_of("D", "dd", 2, dKJ, D), nops = 4;
+      break;
+    case 3: ops[1] = tensor_of("B", runs[r].fmt, 3, d3, B3), ops[2] = tensor_of("c", "d", 1, &dK, c); break;
+    default:
+      ops[1] = tensor_of("B", runs[r].fmt, 3, m3, M3), ops[2] = tensor_of("C", "dd", 2, dKJ, Cm);
+      ops[3] = tensor_of("D", "dd", 2, dLJ, Dm), nops = 4;
+    }
+    for (int64_t i = 0; i < I; i++)
+      for (int64_t j = 0; j < (kind == 0 ? 1 : n1); j++) {
+        double w = 0;
+        if (kind == 0) for (int64_t q = 0; q < J; q++) w += A[i * J + q] * x[q];
+        if (kind == 1) for (int64_t q = 0; q < J; q++) w += A[i * J + q] * Bd[q * K + j];
+        if (kind == 2) for (int64_t q = 0; q < K; q++) w += A[i * J + j] * C[i * K + q] * D[q * J + j];
+        if (kind == 3) for (int64_t q = 0; q < K; q++) w += B3[(i * J + j) * K + q] * c[q];
+        if (kind == 4)
+          for (int64_t q = 0; q < K; q++)
+            for (int64_t l = 0; l < L; l++) w += M3[(i * K + q) * L + l] * Cm[q * J + j] * Dm[l * J + j];
+        want[i * n1 + j] = w;
+      }
+    tj_kernel *k;
+    OK(tj_compile(cx, runs[r].expr, ops, nops, runs[r].sched, &two, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < I; i++)
+      for (int64_t j = 0; j < (kind == 0 ? 1 : n1); j++) {
+        double v;
+        OK(tj_tensor_get(ops[0], (int64_t[]){i, j}, &v));
+        ck_assert_msg(v == want[i * n1 + j], "[%s] (%lld,%lld) = %g, want %g", runs[r].sched,
+                      (long long)i, (long long)j, v, want[i * n1 + j]);
+      }
+    for (int t = 0; t < nops; t++) tj_tensor_free(ops[t]);
+    free(zero);
+    tj_context_free(cx);
+  }
+  double *all[] = {A, x, Bd, C, D, B3, c, M3, Cm, Dm, want};
+  for (int q = 0; q < 11; q++) free(all[q]);
 }
 END_TEST
 
@@ -248,6 +465,13 @@ START_TEST(notation_shows_the_rewrites) {
       {"y(i) = b(i) - A(i,j) * x(j)", "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 2)",
        "suchthat(forall(i, where(y(i) = b(i) - t_j, forall(j0, forall(j1, t_j += A(i,j) * "
        "x(j))))), pos(j, jp, A(i,j)), split(jp, j0, j1, 2))\n"},
+      {SPMV, "ds", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 8) "
+                   "parallelize(f0, static, atomics)",
+       "suchthat(forall(f0:parallel(static, atomics), forall(f1, y(i) += A(i,j) * x(j))), "
+       "fuse(i, j, f), pos(f, fp, A(i,j)), split(fp, f0, f1, 8))\n"},
+      {SPMV, "dd", "split(j, j0, j1, 8) reorder(j0, i, j1) vectorize(j1, 4)",
+       "suchthat(forall(j0, forall(i, forall(j1:vectorize(4), y(i) += A(i,j) * x(j)))), "
+       "split(j, j0, j1, 8))\n"},
   };
   for (size_t w = 0; w < sizeof want / sizeof want[0]; w++) {
     char *got = cin_of(want[w][0], want[w][1], want[w][2]);
@@ -272,8 +496,26 @@ static const Refusal refusals[] = {
      "co-iterates sparse operands"},
     {SPMV, "ds", "split(i, i0, i1, 4) pos(i0, ip, A(i,j))", "already split (into i0 and i1)"},
     {SPMV, "ds", "split(i, i0, i1, 4) split(i1, a, b, 2)", "one split or divide per loop"},
-    {SPMV, "ds", "split(i, i0, i1, 4) reorder(i0, j, i1)", "must stay next to each other"},
-    {SPMV, "ds", "split(i, i0, i1, 4) reorder(i1, i0, j)", "must come right after i0"},
+    {SPMV, "ds", "split(i, i0, i1, 4) reorder(i1, i0, j)", "it must come after i0"},
+    {SPMV, "ds", "fuse(i, j, f)", "fuse(i, j, f): the loop over j walks a sparse level or "
+     "co-iterates; fuse dense loops, or a dense row loop and the compressed level below it"},
+    {SPMV, "ss", "fuse(i, j, f) pos(f, fp, A(i,j))", "the loop over i walks a sparse level"},
+    {SPMV, "ds", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 8) parallelize(f0)",
+     "the fused loop f sums over j into entries other iterations update too; "
+     "parallelize(..., atomics)"},
+    {SPMV, "dd", "fuse(i, j, f) unroll(j, 2)", "unroll(j): the loops of i and j are one loop "
+     "since fuse(i, j, f); name f"},
+    {SPMV, "dd", "fuse(j, i, f)", "the loop of i must be directly inside the loop of j"},
+    {SPMV, "dd", "fuse(i, j, f) bound(f, fb, 4, max_exact)", "f is a fused loop"},
+    {SPMV, "dd", "fuse(i, j, j)", "fuse(i, ...): the name j is already taken"},
+    {SPMV, "dd", "split(j, j0, j1, 8) reorder(j0, i)", "reorder: j0 names the outer half of the "
+     "split of j but not its inner half j1"},
+    {SPMV, "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 4) reorder(j0, i, j1)", "has its outer "
+     "half above the loop of i, where the positions it walks are not known yet"},
+    {SPMV, "dd", "split(j, j0, j1, 8) reorder(j0, i, j1) parallelize(j0)", "j0 sits above i, "
+     "away from its inner half j1"},
+    {SPMV, "dd", "split(j, j0, j1, 8) split(i, i0, i1, 4) reorder(j0, i0, i1, j1)",
+     "one split's halves may have loops between them at a time"},
     {SPMV, "ds", "split(i, i0, i1, 4) parallelize(i1)", "runs inside one thread's block"},
     {SPMV, "ds", "split(i, i0, i1, 4) parallelize(i)", "name one of them"},
     {SPMV, "ds", "split(i, i0, i1, 4) vectorize(i0, 4)", "a loop over blocks"},
@@ -289,8 +531,13 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "pos(j, jp, A(i,j)) bound(jp, jb, 4, max_exact)", "only a coordinate loop"},
     {SPMV, "ds", "divide(j, j0, j1, 2) parallelize(j0)", "an inner loop runs in parallel only "
      "over an index of a dense output whose outer loop is not a reduction"},
-    {"x(j) = A(i,j) * y(i)", "ds", "parallelize(i, atomics)", "atomic updates are not lowered; "
-     "partials (per-thread partial outputs, summed in order) are"},
+    {SPMV, "ds", "parallelize(i, atomics)", "its iterations write disjoint entries of the "
+     "output: there is no race to guard"},
+    {SPMV, "ds", "parallelize(j, atomics)", "it sums into a scalar temp below the output's "
+     "last index"},
+    {"y(i) = reduce(*, j, A(i,j) * x(j))", "ds:1,0", "parallelize(j, atomics)",
+     "the reduction has no atomic update (+, min and max have); use partials"},
+    {"x(j) = A(i,j) * y(i)", "uq", "parallelize(i, atomics)", "walks a nonunique (COO) level"},
     {SPMV, "ds", "parallelize(i, partials)", "writes disjoint rows of the output; there is "
      "nothing to combine"},
     {SPMV, "ds", "parallelize(i, static, sharing)", "unknown race strategy 'sharing'"},
@@ -345,6 +592,8 @@ int main(void) {
   tcase_add_loop_test(t, rewrites_against_the_reference, 0, NCASES);
   tcase_add_test(t, spmv_by_hand);
   tcase_add_test(t, partials_by_hand);
+  tcase_add_test(t, atomics_by_hand);
+  tcase_add_test(t, taco_schedules_by_plain_loops);
   tcase_add_test(t, notation_shows_the_rewrites);
   tcase_add_test(t, vectorize_is_a_rewrite_of_the_loop);
   tcase_add_loop_test(t, refusals_with_messages, 0, NREFUSALS);

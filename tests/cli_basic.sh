@@ -110,6 +110,30 @@ expect mttkrp_one_nest '^forall\(i, forall\(j, forall\(k, forall\(l, A\(i,j\) \+
   'A(i,j) = B(i,k,l) * C(k,j) * D(l,j)' -f=B:sss -g=B:s:0.05 -g=C:d -g=D:d -d=B:9,8,7 -d=j:16 -print-cin
 expect gemm_plus_matrix "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d \
   -d=B:33,29 -d=C:29,31 -check
+# the residual's values under schedule directives, from -s= (precompute of
+# the product into a named scalar; the sum's loop split by positions), and
+# atomics, fuse and loops between a split's halves
+for sched in 'precompute(A(i,j) * x(j), {}, acc)' 'pos(j, jp, A(i,j)) split(jp, j0, j1, 1)'; do
+  rm -f "$TMP/res.tns"
+  out=$("$T" -f=A:ds -f=x:d -f=b:d -i=A:"$TMP/I.mtx" -i=x:"$TMP/x12.tns" -i=b:"$TMP/b1020.tns" \
+    -o=y:"$TMP/res.tns" -s="$sched" -nthreads=2 'y(i) = b(i) - A(i,j) * x(j)' 2>&1)
+  if [ "$(cat "$TMP/res.tns" 2>/dev/null)" = "$(printf '1 9\n2 18')" ]; then pass "residual: $sched"
+  else fail "residual: $sched" "y is not (9, 18)" "$out$(cat "$TMP/res.tns" 2>/dev/null)"; fi
+done
+expect precompute_cin '^forall\(i, where\(y\(i\) = acc \+ z\(i\), forall\(j, acc \+= A\(i,j\) \* x\(j\)\)\)\)$' \
+  'y(i) = A(i,j) * x(j) + z(i)' -f=A:ds -g=A:s:0.2 -g=z:d -g=x:d -d=A:9,7 \
+  -s='precompute(A(i,j) * x(j), {}, acc)' -print-cin
+expect atomics_csc "$OK" "$SPMV" -f=A:ds:1,0 -g=A:s:0.3 -g=x:d -d=A:90,70 -nthreads=2 \
+  -s='parallelize(j, atomics)' -check
+expect atomics_llvm 'atomicrmw fadd' "$SPMV" -f=A:ds:1,0 -d=A:90,70 -s='parallelize(j, atomics)' -print-llvm
+expect fuse_spmv "$OK" "$SPMV" -f=A:ds -g=A:p:0.1 -g=x:d -d=A:90,70 -nthreads=2 \
+  -s='fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 16) parallelize(f0, static, atomics)' -check
+expect_fail fuse_in_sum_refused 'is summed over a subexpression, so its loop nests inside' \
+  'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -d=A:9,7 -s='fuse(i, j, f)'
+expect fuse_cin '^suchthat\(forall\(f0:parallel\(static\), forall\(f1, A\(i,j\) = B\(i,j\) \* 2\)\), fuse\(i, j, f\), split\(f, f0, f1, 8\)\)$' \
+  'A(i,j) = B(i,j) * 2' -g=B:d -d=B:9,7 -s='fuse(i, j, f) split(f, f0, f1, 8) parallelize(f0, static)' -print-cin
+expect split_halves_apart "$OK" 'C(i,k) = A(i,j) * B(j,k)' -f=A:ds -g=A:s:0.3 -g=B:d -d=A:21,17 -d=k:9 \
+  -s='split(i, i0, i1, 4) pos(j, jp, A(i,j)) split(jp, j0, j1, 2) reorder(i0, i1, j0, k, j1) parallelize(i0, static)' -check
 
 # ---- -time prints exactly three lines in the contract's format ----
 out=$("$T" "$SPMV" -f=A:ds -g=A:s:0.1 -g=x:d -d=A:200,300 -time=5 2>&1)

@@ -187,4 +187,21 @@ repl_expect schedule_loop_rewrites "$LOOPS" 1 \
   '^check: ok' \
   'split its positions: pos\(j, jp, \.\.\.\) first'
 
+# precompute, fuse and atomics through :schedule, values against the reference
+SCHED='A = random(40, 30, "ds", 0.2)
+x = random(30, "d")
+b = random(40, "d")
+:schedule precompute(A(i,j) * x(j), {}, t)
+y(i) = b(i) - A(i,j) * x(j)
+:cin
+:check
+:schedule fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 16) parallelize(f0, static, atomics)
+y(i) = A(i,j) * x(j)
+:cin
+:check'
+repl_expect schedule_precompute_fuse "$SCHED" 0 \
+  '^forall\(i, where\(y\(i\) = b\(i\) - t, forall\(j, t \+= A\(i,j\) \* x\(j\)\)\)\)$' \
+  '^suchthat\(forall\(f0:parallel\(static, atomics\), forall\(f1, y\(i\) \+= A\(i,j\) \* x\(j\)\)\), fuse\(i, j, f\), pos\(f, fp, A\(i,j\)\), split\(fp, f0, f1, 16\)\)$' \
+  '^check: ok'
+
 finish
