@@ -414,6 +414,12 @@ static void print_decl(Printer *p, const LirStmt *s, bool top) {
 
 static void print_stmt(Printer *p, const LirStmt *s, int ind, bool top) {
   if (s->kind == LS_FOR) print_attrs(p, s->u.loop.at, ind);
+  if (s->kind == LS_ASSIGN && s->u.assign.with) { /* a fold says so on the line above */
+    indent(p, ind);
+    fprintf(p->out, "/* fold of %s: commutative, associative, identity ", s->u.assign.with->name);
+    print_expr(p, s->u.assign.identity, P_COND);
+    fputs(" */\n", p->out);
+  }
   indent(p, ind);
   switch (s->kind) {
   case LS_DECL: print_decl(p, s, top); break;

@@ -223,6 +223,12 @@ LirStmt *lir_update(Arena *a, LirVar *v, LirBinOp op, LirExpr *e) {
   return s;
 }
 
+LirStmt *lir_fold(Arena *a, LirVar *v, LirVar *with, LirExpr *e, LirExpr *identity) {
+  LirStmt *s = lir_assign(a, v, e);
+  if (s) s->u.assign.with = with, s->u.assign.identity = identity;
+  return s;
+}
+
 LirStmt *lir_store(Arena *a, LirExpr *ptr, LirExpr *idx, LirExpr *e) {
   LirStmt *s = stmt_new(a, LS_STORE);
   if (s) {

@@ -142,7 +142,8 @@ struct LirStmt {
   LirStmt *next;
   union {
     struct { LirVar *var; LirExpr *init; } decl;                   /* LS_DECL */
-    struct { LirVar *var; LirExpr *e; int op; } assign;  /* LS_ASSIGN; op -1 '=' or a LirBinOp */
+    struct { LirVar *var; LirExpr *e; int op;             /* LS_ASSIGN; op -1 '=' or a LirBinOp */
+             LirVar *with; LirExpr *identity; } assign;   /* with: a fold (lir_fold) */
     struct { LirExpr *ptr, *idx, *e; int op; } store;              /* LS_STORE; op as above */
     struct { int operand; LirField field; int level; LirExpr *e; } setfield; /* LS_SETFIELD */
     struct { LirVar *iv; LirExpr *lo, *hi, *step; LirStmt *body; LoopAttrs at; } loop; /* LS_FOR */
@@ -196,6 +197,12 @@ LirExpr *lir_select(Arena *a, LirExpr *c, LirExpr *x, LirExpr *y);
 LirStmt *lir_decl(Arena *a, LirVar *v, LirExpr *init);
 LirStmt *lir_assign(Arena *a, LirVar *v, LirExpr *e);
 LirStmt *lir_update(Arena *a, LirVar *v, LirBinOp op, LirExpr *e);   /* v op= e */
+/* v = e, a fold of the value in `with` into v by a user-defined operator
+ * f(v, with) = e that is commutative and associative with the identity
+ * (a constant): e reads only v, with and constants, so a pass may keep
+ * per-lane or per-chunk accumulators from the identity and combine them
+ * by e (the vector emitter does). */
+LirStmt *lir_fold(Arena *a, LirVar *v, LirVar *with, LirExpr *e, LirExpr *identity);
 LirStmt *lir_store(Arena *a, LirExpr *ptr, LirExpr *idx, LirExpr *e);
 LirStmt *lir_store_update(Arena *a, LirExpr *ptr, LirExpr *idx, LirBinOp op, LirExpr *e);
 LirStmt *lir_setfield(Arena *a, int operand, LirField f, int level, LirExpr *e);

@@ -101,8 +101,13 @@ typedef struct Assignment {
   OpKind root_op;                        /* the root reduction's operator:
                                             OP_ADD, or that of explicit
                                             reduce(op, ...) around the rhs */
+  const struct NtDef *root_def;          /* or a definition's that reorders
+                                            (nt_def_reorders; root_op is then
+                                            OP_NONE) */
   const NtSemiring *semiring;            /* NULL: plus.times (nt_apply_semiring) */
 } Assignment;
+/* The identity of the root reduction's operator (or definition). */
+double nt_root_identity(const Assignment *as);
 
 /* ---- building ---- */
 /* Constructors; they return NULL only when the arena is out of memory. */
@@ -167,10 +172,21 @@ typedef struct NtDef {
                           (l, over x) or only y (r, over y) exists; NULL:
                           absent there. A call is an OP_CASES node. */
   bool cased;          /* has a left or right case */
-  bool reduces;        /* `f(x, y) = body identity v`: a reduction operator */
-  double identity;     /* f(x, v) = x; declared, with commutativity and
-                          associativity, by the user */
+  bool reduces;        /* `f(x, y) = body identity v`: a reduction operator,
+                          folded in loop order unless laws has both: */
+  double identity;     /* f(x, v) = x, declared by the user */
+  unsigned laws;       /* OL_COMM | OL_ASSOC as declared (`identity v
+                          commutative associative`), checked on samples */
 } NtDef;
+/* Whether reductions by def may be reordered (the root reduction, split
+ * across threads, vectorized): it declares an identity, commutativity
+ * and associativity. */
+bool nt_def_reorders(const NtDef *def);
+/* def's body at (x, y), in long double as the reference interpreter. */
+long double nt_def_apply(const NtDef *def, long double x, long double y);
+/* Checks the laws def declares on sample values (to a relative 1e-9, for
+ * rounding): false with d naming the law and the values where it fails. */
+bool nt_def_check_laws(const NtDef *def, Diag *d);
 /* The identity of reduction node e (EX_SUM): its operator's or its
  * definition's; the name it is printed with. */
 double nt_sum_identity(const Expr *e);

@@ -91,6 +91,51 @@ static long double def_value(Eval *ev, const Expr *body, long double x, long dou
   return r;
 }
 
+long double nt_def_apply(const NtDef *def, long double x, long double y) {
+  Eval ev = {0};
+  return def_value(&ev, def->body, x, y);
+}
+
+bool nt_def_reorders(const NtDef *def) {
+  return def && def->reduces && (def->laws & (OL_COMM | OL_ASSOC)) == (OL_COMM | OL_ASSOC);
+}
+
+/* x and y agree to a relative 1e-9 (both NaN: the same failure either way). */
+static bool agree(long double x, long double y) {
+  if (isnan(x) || isnan(y)) return isnan(x) && isnan(y);
+  if (x == y) return true;
+  return fabsl(x - y) <= 1e-9L * (fabsl(x) + fabsl(y));
+}
+
+bool nt_def_check_laws(const NtDef *def, Diag *d) {
+  static const long double v[] = {-2.5L, -1, 0, 0.5L, 3, 7.25L};
+  enum { NV = sizeof v / sizeof v[0] };
+  for (int i = 0; i < NV; i++)
+    for (int j = 0; j < NV; j++) {
+      long double xy = nt_def_apply(def, v[i], v[j]), yx = nt_def_apply(def, v[j], v[i]);
+      if ((def->laws & OL_COMM) && !agree(xy, yx))
+        return diag_error(d, TJ_ERR_INVALID, "%s is declared commutative, but %s(%g, %g) = "
+                          "%Lg and %s(%g, %g) = %Lg", def->name, def->name, (double)v[i],
+                          (double)v[j], xy, def->name, (double)v[j], (double)v[i], yx);
+      for (int k = 0; k < NV && (def->laws & OL_ASSOC); k++) {
+        long double l = nt_def_apply(def, xy, v[k]);
+        long double r = nt_def_apply(def, v[i], nt_def_apply(def, v[j], v[k]));
+        if (!agree(l, r))
+          return diag_error(d, TJ_ERR_INVALID, "%s is declared associative, but %s(%s(%g, %g), "
+                            "%g) = %Lg and %s(%g, %s(%g, %g)) = %Lg", def->name, def->name,
+                            def->name, (double)v[i], (double)v[j], (double)v[k], l, def->name,
+                            (double)v[i], def->name, (double)v[j], (double)v[k], r);
+      }
+    }
+  for (int i = 0; i < NV; i++) {
+    long double r = nt_def_apply(def, v[i], def->identity);
+    if (!agree(r, v[i]))
+      return diag_error(d, TJ_ERR_INVALID, "%s's identity is %g, but %s(%g, %g) = %Lg",
+                        def->name, def->identity, def->name, (double)v[i], def->identity, r);
+  }
+  return true;
+}
+
 /* x op y for the operator of reduction node e, or its definition's body. */
 static long double combine(Eval *ev, const Expr *e, long double x, long double y) {
   if (!e->u.sum.def) return apply(ev, e->u.sum.op, x, y);
@@ -249,13 +294,15 @@ bool nt_ref_eval(const Assignment *as, double *const *dense, const RefEvalIn *in
              .zero = nt_semiring_zero(as->semiring),
              .is_int = nt_dtype_is_int(as->rhs->dtype), .bits = nt_dtype_bits(as->rhs->dtype)};
   bool update = reduces || as->accumulate; /* else each entry is set once */
-  long double start = reduces ? nt_op(as->root_op)->identity : ev.zero;
+  long double start = reduces ? nt_root_identity(as) : ev.zero;
   for (int64_t i = 0; i < size; i++) acc[i] = as->accumulate ? dense[0][i] : start;
   if (!empty) do {
       Val x = eval(&ev, as->rhs);
       if (!x.present) continue;
       int64_t o = offset(&ev, as->lhs);
-      acc[o] = update ? apply(&ev, as->root_op, acc[o], x.v) : x.v;
+      acc[o] = !update ? x.v
+               : as->root_def ? def_value(&ev, as->root_def->body, acc[o], x.v)
+                              : apply(&ev, as->root_op, acc[o], x.v);
       reached[o] = 1;
     } while (advance(&ev, v, nv));
   bool sparse = in && in->out_sparse && !as->accumulate;

@@ -496,14 +496,15 @@ int drv_pass_count(const char *name) {
 
 LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *d) {
   static const char *names[] = {"assemble", "compute", "evaluate",
-                                "assemble_rows", "compute_rows", "evaluate_rows"};
+                                "assemble_rows", "compute_rows", "evaluate_rows", "combine"};
   LowerPhase ph = (LowerPhase)(v % 3);
   LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
   a->failed = 0;   /* an arena's failure is reported once, by the call it failed */
   if (!arena_reserve(a, BUILD_RESERVE))
     return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   bool gett = e->gett.method != GETT_LOOPS && ph != PHASE_ASSEMBLE;
-  LirKernel *k = v >= 3   ? lower_kernel_rows(a, &in, ph, names[v], d)
+  LirKernel *k = v == DRV_COMBINE ? lower_kernel_combine(a, &in, names[v], d)
+                 : v >= 3   ? lower_kernel_rows(a, &in, ph, names[v], d)
                  : gett ? lower_gett_kernel(a, &in, &e->gett, names[v], d)
                         : lower_kernel(a, &in, ph, names[v], d);
   for (int p = 0; k && p < npasses && LOWER_PASSES[p].name; p++) LOWER_PASSES[p].run(a, k, &e->opt);

@@ -265,11 +265,14 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
     tj_storage **ptrs = malloc((size_t)nchunks * sizeof *ptrs);
     if (!ptrs) status = rt_set_error(TJ_ERR_NOMEM, "out of memory");
     for (int c = 0; ptrs && c < nchunks; c++) ptrs[c] = &chunk[c];
-    if (ptrs)
-      status = e->plan.rangeable
-                   ? rt_storage_concat(out, ptrs, nchunks)
-                   : rt_storage_sum_partials(out, ptrs, nchunks, e->as->accumulate,
-                                             combine_of(e->as->root_op));
+    if (ptrs && e->as->root_def && !drv_ensure_compiled(e, DRV_COMBINE, d))
+      status = drv_fail(d);
+    else if (ptrs)
+      status = e->plan.rangeable ? rt_storage_concat(out, ptrs, nchunks)
+               : e->as->root_def ? rt_storage_fold_partials(out, ptrs, nchunks, e->as->accumulate,
+                                                            e->bk[DRV_COMBINE].fn)
+                                 : rt_storage_sum_partials(out, ptrs, nchunks, e->as->accumulate,
+                                                           combine_of(e->as->root_op));
     free(ptrs);
   }
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;

@@ -166,7 +166,8 @@ static bool setup_accesses(Lowerer *lw) {
    * its identity; a plain assignment stores each entry once over the zero. */
   lw->root_reduces = reduces;
   lw->out_op = reduces || lw->as->accumulate ? lw->as->root_op : OP_NONE;
-  lw->out_init = reduces ? nt_op(lw->as->root_op)->identity : lw_fill_value(lw);
+  lw->out_def = reduces ? lw->as->root_def : NULL;
+  lw->out_init = reduces ? nt_root_identity(lw->as) : lw_fill_value(lw);
   const Expr *lhs = lw->as->lhs;
   int last_out = -1;
   for (int m = 0; m < lhs->u.access.n; m++) {
@@ -612,6 +613,47 @@ LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const 
 LirKernel *lower_kernel_rows(Arena *a, const LowerInput *in, LowerPhase phase,
                              const char *name, Diag *d) {
   return lower_any(a, in, phase, true, name, d);
+}
+
+/* Emits, for the root reduction's definition f and a dense output:
+ *   for (q = 0; q < size; q++) out_vals[q] = f(out_vals[q], part_vals[q]);
+ * operand 0 the output, operand 1 one partial output of the same shape. */
+LirKernel *lower_kernel_combine(Arena *a, const LowerInput *in, const char *name, Diag *d) {
+  const Assignment *as = in->as;
+  if (!as->root_def || in->plan->out_sparse)
+    return TJ_BUG(d, "a combine kernel without a defined root reduction"), NULL;
+  Lowerer *lw = arena_alloc(a, sizeof *lw);
+  if (!lw || !(lw->k = lir_kernel(a, name)))
+    return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  lw->a = a, lw->d = d, lw->as = as, lw->plan = in->plan, lw->opt = in->opt;
+  lw->vtype = lir_dtype_type(as->lhs->dtype);
+  lw->is_bool = as->lhs->dtype == TJ_BOOL;
+  LirKernel *k = lw->k;
+  for (int t = 0; t < 2; t++) {
+    LirOperand *op = &k->operands[t];
+    op->name = t == 0 ? as->tensors[0]->name : "part";
+    op->order = in->plan->fmt[0].order;
+    op->dtype = as->lhs->dtype;
+    op->pos_width = op->crd_width = 8;
+    op->is_output = t == 0;
+  }
+  k->noperands = 2;
+  LirVar *n = lw_var(lw, "size", LT_I64), *q = lw_var(lw, "q", LT_I64);
+  LirVar *vo = lw_var(lw, "vals", lir_field_type(k, 0, LF_VALS));
+  LirVar *vp = lw_var(lw, "part_vals", lir_field_type(k, 1, LF_VALS));
+  LirStmt *body = lir_decl(a, n, lw_i64(lw, 1));
+  for (int m = 0; m < k->operands[0].order; m++)
+    lir_append(&body, lir_update(a, n, LOP_MUL, lir_field(a, k, 0, LF_DIM, m)));
+  lir_append(&body, lir_decl(a, vo, lir_field(a, k, 0, LF_VALS, 0)));
+  lir_append(&body, lir_decl(a, vp, lir_field(a, k, 1, LF_VALS, 0)));
+  LirExpr *r = lw_def_apply(lw, as->root_def, lir_load(a, lw_ref(lw, vo), lw_ref(lw, q)),
+                            lir_load(a, lw_ref(lw, vp), lw_ref(lw, q)));
+  if (!r) return NULL;
+  lir_append(&body, lir_for(a, q, lw_i64(lw, 0), lw_ref(lw, n),
+                            lir_store(a, lw_ref(lw, vo), lw_ref(lw, q), r)));
+  k->body = body;
+  if (a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  return k;
 }
 
 static int run_tile(Arena *a, LirKernel *k, const LowerOptions *o) {

@@ -161,15 +161,35 @@ static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]) {
   return x && y ? apply_op(lw, nt_expr_op(e), x, y) : NULL;
 }
 
+LirExpr *lw_def_apply(Lowerer *lw, const NtDef *def, LirExpr *x, LirExpr *y) {
+  LirExpr *p[2] = {x, y};
+  return gen_def_body(lw, def->body, p);
+}
+
+/* var = def(var, v), def's body inlined; for a definition that may be
+ * reordered, through w = v and a fold (lir_fold) the vectorizer knows:
+ *   w = v; var = def(var, w)   (a fold of w) */
+static LirStmt *fold_def(Lowerer *lw, const NtDef *def, LirVar *var, LirExpr *v) {
+  Arena *a = A(lw);
+  if (!nt_def_reorders(def)) {
+    LirExpr *p[2] = {lw_ref(lw, var), v};
+    LirExpr *r = gen_def_body(lw, def->body, p);
+    return r ? lir_assign(a, var, r) : NULL;
+  }
+  LirVar *w = lw_var(lw, "w", var->type);
+  LirExpr *p[2] = {lw_ref(lw, var), lw_ref(lw, w)};
+  LirExpr *r = gen_def_body(lw, def->body, p);
+  if (!r) return NULL;
+  LirStmt *s = lir_decl(a, w, v);
+  lir_append(&s, lir_fold(a, var, w, r, vconst(lw, def->identity)));
+  return lir_block(a, s);
+}
+
 /* var = var op v: var op= v where op is one loop-IR operation (which the
  * vectorizer recognizes as a reduction); var = def(var, v) for a
  * definition's reduction (lw->temp_def, when var is lw->temp). */
 static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
-  if (lw->temp_def && var == lw->temp) {
-    LirExpr *p[2] = {lw_ref(lw, var), v};
-    LirExpr *r = gen_def_body(lw, lw->temp_def->body, p);
-    return r ? lir_assign(A(lw), var, r) : NULL;
-  }
+  if (lw->temp_def && var == lw->temp) return fold_def(lw, lw->temp_def, var, v);
   if (lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lir_op(lw, op), v);
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
@@ -181,6 +201,11 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
                               LirExpr *v) {
   Arena *a = A(lw);
   OpKind op = lw->out_op;
+  if (lw->out_def) { /* vals[idx] = def(vals[idx], v) */
+    LirExpr *p[2] = {lir_load(a, lw_ref(lw, vals), out_at(lw)), v};
+    LirExpr *r = gen_def_body(lw, lw->out_def->body, p);
+    return r ? lir_store(a, lw_ref(lw, vals), out_at(lw), r) : NULL;
+  }
   if (op == OP_NONE) return lir_store(a, lw_ref(lw, vals), out_at(lw), v);
   if (lir_op(lw, op) != LOP_NONE)
     return lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)lir_op(lw, op), v);
@@ -424,7 +449,7 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   Arena *a = A(lw);
   OpKind op = lw->as->root_op;
   LirVar *t = lw_var(lw, "t", lw->vtype);
-  LirStmt *s = lw->emit_values ? lir_decl(a, t, vconst(lw, nt_op(op)->identity)) : NULL;
+  LirStmt *s = lw->emit_values ? lir_decl(a, t, vconst(lw, nt_root_identity(lw->as))) : NULL;
   lw->root_temp = t;
   LirVar *saved = lw->temp;
   OpKind saved_op = lw->temp_op;
@@ -432,7 +457,7 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->target = T_TEMP;
   lw->temp = t;
   lw->temp_op = op;
-  lw->temp_def = NULL;
+  lw->temp_def = lw->as->root_def;
   lir_append(&s, lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   lw->temp = saved;
@@ -739,7 +764,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   LirVar *hit = NULL, *saved_hit = lw->out_hit;
   bool by_reduction = lw->root_reduces &&
                       (cx->depth + 1 == lw->first_red || lw_out_dense_tail(lw->acc[0].f)) &&
-                      (nt_op(lw->as->root_op)->identity != 0 || lw->as->semiring);
+                      (nt_root_identity(lw->as) != 0 || lw->as->semiring);
   bool by_mask = lw->valued_masks && !lw->root_reduces; /* decided at run time */
   if (leaf && lw->nest.ws_depth < 0 && !cx->in_temp &&
       (by_reduction || by_mask)) {

@@ -104,6 +104,8 @@ typedef struct Lowerer {
   OpKind out_op;                           /* how the output is updated: the root
                                               operator (root reductions, +=), or
                                               OP_NONE: stored once */
+  const NtDef *out_def;                    /* or a definition's (root_def):
+                                              vals = def(vals, v) */
   double out_init;                         /* a dense output's (and the
                                               workspace's) start: the root
                                               operator's identity, or the zero */
@@ -235,6 +237,8 @@ LirStmt *lw_fill(Lowerer *lw, LirVar *ptr, LirExpr *lo, LirExpr *hi, double v);
 LirExpr *lw_value(Lowerer *lw, LirType t, double v);
 const char *lw_name(Lowerer *lw, const char *base);
 LirVar *lw_var(Lowerer *lw, const char *base, LirType t);
+/* def's body over x and y, inlined (lower_loops.c). */
+LirExpr *lw_def_apply(Lowerer *lw, const NtDef *def, LirExpr *x, LirExpr *y);
 LirExpr *lw_i64(Lowerer *lw, int64_t v);
 LirExpr *lw_ref(Lowerer *lw, LirVar *v);
 LirExpr *lw_level_size(Lowerer *lw, int x, int level);

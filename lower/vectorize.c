@@ -3,8 +3,8 @@
  * Requires: a lowered kernel. A `for` qualifies when it is innermost, its
  * body is straight-line (DECL / ASSIGN / STORE), every store writes at a
  * unit-stride index (uniform + iv), and every variable declared outside the
- * loop that the body assigns is a reduction (v += e, *=, min, max) read
- * nowhere else in the body. Loads may be uniform (broadcast), unit-stride
+ * loop that the body assigns is a reduction (v += e, *=, min, max, or a
+ * fold by a user-defined operator, lir_fold) read nowhere else in the body. Loads may be uniform (broadcast), unit-stride
  * (vector loads) or, when the plan allows gathers, anything else.
  * The loop becomes
  *   vend = lo + (hi - lo) / W * W;
@@ -74,6 +74,12 @@ static bool legal_list(Vec *v, const LirStmt *s) {
       break;
     case LS_ASSIGN: {
       const LirVar *x = s->u.assign.var;
+      if (s->u.assign.with && !v->inner[x->id]) { /* a fold: reads x and with only */
+        if (lir_type_is_ptr(x->type) || x->type == LT_BOOL || !v->inner[s->u.assign.with->id])
+          return false;
+        v->reduction = true;
+        break;
+      }
       LirClass c = expr_class(v, s->u.assign.e);
       if (v->inner[x->id]) {
         v->cls[x->id] = lir_class_join((LirClass)v->cls[x->id], lir_class_join(c, LIR_VARYING));

@@ -133,3 +133,20 @@ tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int
   out->vals_len = size;
   return TJ_OK;
 }
+
+tj_status rt_storage_fold_partials(tj_storage *out, tj_storage *const *parts, int n,
+                                   bool accumulate, int32_t (*fn)(tj_storage **)) {
+  int64_t size = 1;
+  for (int m = 0; m < out->order; m++) size *= out->dims[m];
+  if (tj_rt_reserve(out, TJ_ARR_VALS, 0, size ? size : 1))
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
+  int first = accumulate ? 0 : 1;
+  if (!accumulate && size)
+    memcpy(out->vals, parts[0]->vals, (size_t)size * (size_t)rt_dtype_size(out->dtype));
+  for (int c = first; c < n; c++) {
+    tj_storage *ops[2] = {out, parts[c]};
+    if (fn(ops)) return rt_set_error(TJ_ERR_INTERNAL, "combining partial outputs failed");
+  }
+  out->vals_len = size;
+  return TJ_OK;
+}

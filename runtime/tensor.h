@@ -207,6 +207,10 @@ typedef enum {
  * accumulate, else from the first partial. */
 tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int n,
                                   bool accumulate, RtCombine how);
+/* The same, combining by a kernel (a definition's combine kernel, run as
+ * fn({out, part}) to fold one partial into out in place). */
+tj_status rt_storage_fold_partials(tj_storage *out, tj_storage *const *parts, int n,
+                                   bool accumulate, int32_t (*fn)(tj_storage **));
 
 /* ---- file I/O (mtx.c, tns.c) ---- */
 

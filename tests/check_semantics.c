@@ -417,6 +417,67 @@ START_TEST(test_defs_by_hand) {
 }
 END_TEST
 
+/* Whether kernel k's stage printout contains text. */
+static bool stage_has(const tj_kernel *k, tj_stage st, const char *pass, const char *text) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert(f);
+  OK(pass ? tj_kernel_print_after(k, pass, f) : tj_kernel_print(k, st, f));
+  fclose(f);
+  bool has = strstr(buf, text) != NULL;
+  free(buf);
+  return has;
+}
+
+/* A reduction by a definition that declares itself commutative and
+ * associative is the root reduction: vectorized (a fold in the loop IR),
+ * and split across threads with partials combined by the definition.
+ * Values: log-sum-exp computed here in long double, in index order. */
+START_TEST(test_def_reduction_reorders) {
+  const char *defs = "lse(x, y) = log(exp(x) + exp(y)) identity -inf commutative associative";
+  enum { N = 1003, M = 400, C = 7 };
+  double *x = malloc(sizeof(double) * N), *A = calloc(M * C, sizeof(double));
+  long double sum = 0, col[C] = {0};
+  for (int i = 0; i < N; i++) x[i] = 3 * sin(i), sum += expl(x[i]);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < C; j++)
+      if ((i * 3 + j) % 4 != 0) {
+        A[i * C + j] = ((i * 7 + j * 3) % 11) / 4.0 - 1;
+        if (A[i * C + j] == 0) A[i * C + j] = 0.125;
+        col[j] += expl(A[i * C + j]);
+      }
+  double want_s = (double)logl(sum), want_y[C];
+  for (int j = 0; j < C; j++) want_y[j] = (double)logl(col[j]);
+  for (int threads = 1; threads <= 2; threads++) {
+    tj_options o = tj_options_default();
+    o.defs = defs;
+    o.nthreads = threads;
+    tj_tensor *v[] = {tensor("s", "", 0, NULL, NULL), vector("x", "d", N, x)};
+    expect_opts("s = reduce(lse, i, x(i))", v, 2, &o, false, &want_s, 1, -1);
+    free_all(v, 2);
+    /* CSR walked by rows: the outer loop is the reduction (partials) */
+    tj_tensor *m[] = {vector("y", "d", C, NULL), matrix("A", "ds", M, C, A)};
+    expect_opts("y(j) = reduce(lse, i, A(i,j))", m, 2, &o, false, want_y, C, -1);
+    free_all(m, 2);
+  }
+  /* the root reduction, and its loop vectorized: a fold, in vector form */
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.defs = defs;
+  tj_tensor *v[] = {tensor("s", "", 0, NULL, NULL), vector("x", "d", N, x)};
+  tj_kernel *k;
+  OK(tj_compile(cx, "s = reduce(lse, i, x(i))", v, 2, NULL, &o, &k));
+  ck_assert(stage_has(k, TJ_STAGE_CIN, NULL, "s lse= x(i)"));
+  ck_assert(stage_has(k, 0, "vectorize", "/* fold of w: commutative, associative"));
+  ck_assert(stage_has(k, 0, "vectorize", "i_vend"));
+  tj_context_free(cx);
+  free_all(v, 2);
+  free(x), free(A);
+}
+END_TEST
+
 /* Definitions that cannot be called are refused with a message. */
 START_TEST(test_def_errors) {
   static const struct { const char *defs, *expr, *msg; } cases[] = {
@@ -434,6 +495,15 @@ START_TEST(test_def_errors) {
       {"f(x) = x right x", "y(i) = b(i)", "f: only a definition of two parameters has a right"},
       {"f(x, y) = x left x; g(x, y) = f(x, y)", "y(i) = b(i)", "f: a definition with cases is "
        "called only in expressions"},
+      /* declared laws are checked on sample values */
+      {"ss(x, y) = x + y * y identity 0 commutative", "y(i) = b(i)",
+       "ss is declared commutative, but ss(-2.5, -1) = -1.5 and ss(-1, -2.5) = 5.25"},
+      {"ss(x, y) = x + y * y identity 0 associative", "y(i) = b(i)",
+       "ss is declared associative, but ss(ss(-2.5, -2.5), -2.5) = 10"},
+      {"f(x, y) = max(abs(x), abs(y)) identity 0 commutative associative", "y(i) = b(i)",
+       "f's identity is 0, but f(-2.5, 0) = 2.5"},
+      {"f(x, y) = x + y identity 0 commutative commutative", "y(i) = b(i)",
+       "f: commutative twice"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
     tj_options o = tj_options_default();
@@ -608,6 +678,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_reduction_errors);
   tcase_add_test(tc, test_defs_by_hand);
   tcase_add_test(tc, test_def_errors);
+  tcase_add_test(tc, test_def_reduction_reorders);
   tcase_add_test(tc, test_sparse_mask_is_structural);
   tcase_add_test(tc, test_dense_tail_outputs_by_hand);
   suite_add_tcase(s, tc);
