@@ -13,6 +13,8 @@
 #include "level.h"
 #include "notation.h"
 
+#include <math.h>
+
 #include <string.h>
 
 typedef struct Checker {
@@ -204,6 +206,10 @@ static bool set_dtype(Checker *ck, Expr *e) {
       FAILF(ck, TJ_ERR_DTYPE, e->col, "dtype mix %s (%s) and f64 (literal "
             "%g) has no defined promotion", nt_dtype_name(ck->dt),
             ck->dt_from, e->u.lit.value);
+    if (nt_dtype_is_unsigned(ck->dt) &&
+        (e->u.lit.value < 0 || e->u.lit.value >= ldexp(1, nt_dtype_bits(ck->dt))))
+      FAILF(ck, TJ_ERR_DTYPE, e->col, "literal %.17g is out of range for %s (0 .. 2^%d - 1)",
+            e->u.lit.value, nt_dtype_name(ck->dt), nt_dtype_bits(ck->dt));
     if (is_bool && e->u.lit.value != 0 && e->u.lit.value != 1)
       FAILF(ck, TJ_ERR_DTYPE, e->col, "literal %g in a bool expression (bool literals "
             "are 0 and 1)", e->u.lit.value);

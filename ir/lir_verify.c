@@ -24,9 +24,15 @@ typedef struct Verifier {
 } Verifier;
 
 static const char *tname(LirType t) {
-  static const char *n[] = {"void", "bool", "i8", "i16", "i32", "i64", "f32", "f64",
-                            "i8*", "i16*", "i32*", "i64*", "f32*", "f64*", "bool*"};
-  return t >= LT_VOID && t <= LT_PTR_U8 ? n[t] : "?";
+  static const char *n[] = {
+      [LT_VOID] = "void", [LT_BOOL] = "bool", [LT_I8] = "i8", [LT_I16] = "i16",
+      [LT_I32] = "i32", [LT_I64] = "i64", [LT_U8] = "u8", [LT_U16] = "u16",
+      [LT_U32] = "u32", [LT_U64] = "u64", [LT_F32] = "f32", [LT_F64] = "f64",
+      [LT_PTR_I8] = "i8*", [LT_PTR_I16] = "i16*", [LT_PTR_I32] = "i32*",
+      [LT_PTR_I64] = "i64*", [LT_PTR_U8] = "u8*", [LT_PTR_U16] = "u16*",
+      [LT_PTR_U32] = "u32*", [LT_PTR_U64] = "u64*", [LT_PTR_F32] = "f32*",
+      [LT_PTR_F64] = "f64*", [LT_PTR_BOOL] = "bool*"};
+  return t >= LT_VOID && t <= LT_PTR_BOOL ? n[t] : "?";
 }
 
 static bool fail(Verifier *v, const char *what) {

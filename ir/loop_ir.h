@@ -20,20 +20,26 @@
 #include "arena.h"
 #include "diag.h"
 
-/* Signed integers of 8 to 64 bits, floats, and BOOL (a comparison's i1,
- * a byte in memory). A bool tensor's values are I8 0/1 (lowering makes its
- * + max and its * min: or and and). */
+/* Signed (I) and unsigned (U) integers of 8 to 64 bits, floats, and BOOL
+ * (a comparison's i1, a byte in memory). A bool tensor's values are I8 0/1
+ * (lowering makes its + max and its * min: or and and). Unsigned types
+ * divide, compare, take min/max and convert to and from floats as
+ * unsigned, and widen by zero extension; a U64 constant's int64 holds its
+ * bits. */
 typedef enum {
-  LT_VOID, LT_BOOL, LT_I8, LT_I16, LT_I32, LT_I64, LT_F32, LT_F64,
-  LT_PTR_I8, LT_PTR_I16, LT_PTR_I32, LT_PTR_I64, LT_PTR_F32, LT_PTR_F64, LT_PTR_U8
+  LT_VOID, LT_BOOL, LT_I8, LT_I16, LT_I32, LT_I64, LT_U8, LT_U16, LT_U32, LT_U64,
+  LT_F32, LT_F64,
+  LT_PTR_I8, LT_PTR_I16, LT_PTR_I32, LT_PTR_I64, LT_PTR_U8, LT_PTR_U16, LT_PTR_U32,
+  LT_PTR_U64, LT_PTR_F32, LT_PTR_F64, LT_PTR_BOOL
 } LirType;
 
 bool lir_type_is_ptr(LirType t);
 bool lir_type_is_float(LirType t);
-bool lir_type_is_int(LirType t);          /* I8 .. I64 (not BOOL) */
+bool lir_type_is_int(LirType t);          /* I8 .. U64 (not BOOL) */
+bool lir_type_is_unsigned(LirType t);     /* U8 .. U64 */
 int lir_type_bytes(LirType t);            /* in memory: BOOL 1, I16 2, F64 8 */
-int64_t lir_int_min(LirType t);           /* of an integer type */
-int64_t lir_int_max(LirType t);
+int64_t lir_int_min(LirType t);           /* of an integer type (unsigned: 0) */
+int64_t lir_int_max(LirType t);           /* (U64: -1, the bits of 2^64 - 1) */
 /* The loop-IR type of a tj_dtype's values (bool: LT_I8), LT_VOID if none. */
 LirType lir_dtype_type(int dtype);
 LirType lir_elem_type(LirType ptr);       /* LT_PTR_F64 -> LT_F64 */

@@ -198,22 +198,25 @@ bool nt_is_root_reduction(const Assignment *as, const IndexVar *v) {
   return true;
 }
 
-/* The dtypes as the notation sees them: name and integer width (0: a
- * floating dtype; 1: bool, 0/1 values). */
+/* The dtypes as the notation sees them: name, integer width (0: a
+ * floating dtype; 1: bool, 0/1 values) and whether unsigned. */
 static const struct {
   const char *name;
   int bits;
+  bool is_unsigned;
 } dtypes[TJ_NDTYPES] = {
-    [TJ_F64] = {"f64", 0}, [TJ_F32] = {"f32", 0}, [TJ_I64] = {"i64", 64},
-    [TJ_I32] = {"i32", 32}, [TJ_I16] = {"i16", 16}, [TJ_I8] = {"i8", 8},
-    [TJ_BOOL] = {"bool", 1},
+    [TJ_F64] = {"f64", 0, false}, [TJ_F32] = {"f32", 0, false}, [TJ_I64] = {"i64", 64, false},
+    [TJ_I32] = {"i32", 32, false}, [TJ_I16] = {"i16", 16, false}, [TJ_I8] = {"i8", 8, false},
+    [TJ_BOOL] = {"bool", 1, false}, [TJ_U64] = {"u64", 64, true}, [TJ_U32] = {"u32", 32, true},
+    [TJ_U16] = {"u16", 16, true}, [TJ_U8] = {"u8", 8, true},
 };
 
 const char *nt_dtype_name(tj_dtype t) { return (unsigned)t < TJ_NDTYPES ? dtypes[t].name : "?"; }
 bool nt_dtype_is_int(tj_dtype t) { return (unsigned)t < TJ_NDTYPES && dtypes[t].bits > 0; }
+bool nt_dtype_is_unsigned(tj_dtype t) { return (unsigned)t < TJ_NDTYPES && dtypes[t].is_unsigned; }
 int nt_dtype_bits(tj_dtype t) {
   int b = (unsigned)t < TJ_NDTYPES ? dtypes[t].bits : 0;
-  return b == 64 ? 0 : b;   /* i64 results are not narrowed */
+  return b == 64 && !dtypes[t].is_unsigned ? 0 : b;   /* i64 results are not narrowed */
 }
 
 /* ---- equality ---- */

@@ -248,12 +248,15 @@ void nt_print_expr(FILE *out, const Expr *e);
  * columns and dtypes are ignored. */
 bool nt_expr_equal(const Expr *x, const Expr *y);
 bool nt_equal(const Assignment *x, const Assignment *y);
-/* "f64", "f32", "i64", "i32" (ir/ may not call the runtime's names). */
+/* "f64", "f32", "i64", "u8", ... (ir/ may not call the runtime's names). */
 const char *nt_dtype_name(tj_dtype t);
 /* Integer or bool (no floats); the width results wrap into (32, 16, 8; 1:
  * bool, nonzero is 1; 0: a floating dtype or i64, not narrowed). */
 bool nt_dtype_is_int(tj_dtype t);
 int nt_dtype_bits(tj_dtype t);
+/* u64, u32, u16, u8: results wrap modulo 2^bits (nt_dtype_bits: 64 for
+ * u64, which the reference interpreter narrows too). */
+bool nt_dtype_is_unsigned(tj_dtype t);
 
 /* ---- concrete index notation ---- */
 /* No sequence node: TACO's sequence(s1, s2) runs two statements in turn, but

@@ -22,7 +22,8 @@
  * leaves an unreached one at that identity in a dense output, at the zero
  * in a sparse one (absent); `+=` starts at the output's values. Integer
  * expressions divide with truncation toward zero (as C does) and refuse
- * x/0; i32, i16 and i8 results wrap around after each operation, bool ones
+ * x/0; i32, i16 and i8 results wrap around after each operation (u64, u32,
+ * u16 and u8 ones modulo 2^bits), bool ones
  * are 1 where nonzero (0/1 values, so + is or and * is and); results are
  * stored as doubles, which the caller converts to the output dtype.
  */
@@ -39,7 +40,8 @@ typedef struct Eval {
   long double zero;                /* the value of absent entries */
   int64_t coord[NT_MAX_INDICES];   /* by IndexId */
   bool is_int;
-  int bits;                        /* i32/i16/i8: results wrap; 1: bool */
+  int bits;                        /* i32/i16/i8, u64..u8: results wrap; 1: bool */
+  bool is_unsigned;                /* modulo 2^bits (else two's complement) */
   long double param[2];            /* a definition's parameters, in its body */
   bool div_by_zero;
 } Eval;
@@ -65,6 +67,10 @@ static int64_t offset(const Eval *ev, const Expr *e) {
 static long double narrow(const Eval *ev, long double v) {
   if (!ev->bits || !isfinite(v)) return v;
   if (ev->bits == 1) return v != 0;
+  if (ev->is_unsigned) { /* modulo 2^bits, exact below 2^64 (a 64-bit mantissa) */
+    long double m = ldexpl(1, ev->bits), r = fmodl(v, m);
+    return r < 0 ? r + m : r;
+  }
   uint64_t m = ((uint64_t)1 << ev->bits) - 1, u = (uint64_t)(int64_t)v & m;
   return (long double)(int64_t)(u > m / 2 ? u - m - 1 : u);
 }
@@ -292,7 +298,8 @@ bool nt_ref_eval(const Assignment *as, double *const *dense, const RefEvalIn *in
   }
   Eval ev = {.dense = dense, .stored = in ? in->stored : NULL, .sr = as->semiring,
              .zero = nt_semiring_zero(as->semiring),
-             .is_int = nt_dtype_is_int(as->rhs->dtype), .bits = nt_dtype_bits(as->rhs->dtype)};
+             .is_int = nt_dtype_is_int(as->rhs->dtype), .bits = nt_dtype_bits(as->rhs->dtype),
+             .is_unsigned = nt_dtype_is_unsigned(as->rhs->dtype)};
   bool update = reduces || as->accumulate; /* else each entry is set once */
   long double start = reduces ? nt_root_identity(as) : ev.zero;
   for (int64_t i = 0; i < size; i++) acc[i] = as->accumulate ? dense[0][i] : start;

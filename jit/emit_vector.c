@@ -491,7 +491,10 @@ static bool combine(VecLoop *v, const LirVar *var) {
     LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc |
                                 (e->contract ? LLVMFastMathAllowContract : 0));
   } else {
-    const char *name = lir_type_is_float(var->type) ? fname[fam] : iname[fam];
+    const char *name = lir_type_is_float(var->type) ? fname[fam]
+                       : lir_type_is_unsigned(var->type) && fam == LOP_MIN ? "llvm.vector.reduce.umin"
+                       : lir_type_is_unsigned(var->type) && fam == LOP_MAX ? "llvm.vector.reduce.umax"
+                                                                           : iname[fam];
     r = em_binop(e, (LirBinOp)fam, var->type, s, em_intrinsic(e, name, vt, &acc, 1));
   }
   if (!r) return false;

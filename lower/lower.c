@@ -285,6 +285,11 @@ LirExpr *lw_value(Lowerer *lw, LirType t, double v) {
   if (lir_type_is_float(t)) return lir_const_fp(lw->a, t, v);
   if (lw->is_bool && t == lw->vtype)  /* 0/1; +inf (min's, and's identity) is 1 */
     return lir_const_int(lw->a, t, v != 0 && v == v && v != -(double)INFINITY);
+  if (lir_type_is_unsigned(t)) { /* saturating into [0, max]; U64 max is 2^64 - 1 */
+    double top = t == LT_U64 ? 0x1p64 : (double)lir_int_max(t) + 1;
+    return lir_const_int(lw->a, t, isnan(v) || v <= 0 ? 0 : v >= top ? lir_int_max(t)
+                                   : (int64_t)(uint64_t)v);
+  }
   int64_t max = lir_int_max(t), min = lir_int_min(t);
   return lir_const_int(lw->a, t, isnan(v) ? 0 : v >= (double)max ? max
                                  : v <= (double)min ? min : (int64_t)v);
@@ -449,7 +454,7 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
   struct { LirVar **v; const char *name; LirType t; int bytes; } ws[] = {
       {&lw->ws_vals, "ws_vals", lir_ptr_type(lw->vtype),
        lir_type_bytes(lw->vtype)},
-      {&lw->ws_mark, "ws_mark", LT_PTR_U8, 1},
+      {&lw->ws_mark, "ws_mark", LT_PTR_BOOL, 1},
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
   for (int w = 0; w < 3; w++) {

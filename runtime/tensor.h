@@ -112,6 +112,8 @@ tj_status rt_check_coord(const tj_tensor *t, const int64_t *coord);
 /* ---- values in a dtype (value.c) ---- */
 
 /* v in dtype dt: integers round to nearest and saturate at the range. */
+/* Unsigned dtypes (u64 .. u8): RtVal.i holds the value's bits. */
+bool rt_dtype_is_unsigned(int dt);
 RtVal rt_val_from_double(int dt, double v);
 double rt_val_to_double(int dt, RtVal v);
 /* a + b in dt (integers wrap around, as two's complement). */

@@ -662,6 +662,140 @@ START_TEST(test_dense_tail_outputs_by_hand) {
 }
 END_TEST
 
+/* A vector of n values of dtype dt in format fmt from bits v (0: no entry). */
+static tj_tensor *uvec(const char *name, const char *fmt, tj_dtype dt, int64_t n,
+                       const uint64_t *v) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  tj_tensor *t;
+  OK(tj_tensor_new(name, dt, 1, &n, &f, &t));
+  for (int64_t i = 0; v && i < n; i++) {
+    if (!v[i]) continue;
+    tj_status st = dt == TJ_U64 ? tj_tensor_insert_u64(t, &i, v[i])
+                   : dt == TJ_U32 ? tj_tensor_insert_u32(t, &i, (uint32_t)v[i])
+                   : dt == TJ_U16 ? tj_tensor_insert_u16(t, &i, (uint16_t)v[i])
+                                  : tj_tensor_insert_u8(t, &i, (uint8_t)v[i]);
+    OK(st);
+  }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+/* Runs expr over ops (ops[0] the output vector of n values) on both
+ * backends, 1 and 2 threads, and compares every output value's bits with
+ * want. */
+static void expect_unsigned(const char *expr, tj_tensor **ops, int nops, const uint64_t *want,
+                            int64_t n) {
+  for (int run = 0; run < 4; run++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_options o = tj_options_default();
+    o.backend = run < 2 ? TJ_BACKEND_LLVM : TJ_BACKEND_C;
+    o.nthreads = 1 + run % 2;
+    tj_kernel *k;
+    OK(tj_compile(cx, expr, ops, nops, NULL, &o, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    tj_dtype dt = tj_tensor_dtype(ops[0]);
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t got = 0;
+      if (dt == TJ_U64) OK(tj_tensor_get_u64(ops[0], &i, &got));
+      if (dt == TJ_U32) { uint32_t g; OK(tj_tensor_get_u32(ops[0], &i, &g)); got = g; }
+      if (dt == TJ_U16) { uint16_t g; OK(tj_tensor_get_u16(ops[0], &i, &g)); got = g; }
+      if (dt == TJ_U8) { uint8_t g; OK(tj_tensor_get_u8(ops[0], &i, &g)); got = g; }
+      ck_assert_msg(got == want[i], "%s [%s, %d threads]: element %lld is %llu, want %llu",
+                    expr, run < 2 ? "llvm" : "c", o.nthreads, (long long)i,
+                    (unsigned long long)got, (unsigned long long)want[i]);
+    }
+    tj_context_free(cx);
+  }
+}
+
+/* Kernels in unsigned dtypes, values by hand: wrap-around of products and
+ * sums, division, min and max as unsigned (a signed view of these bits
+ * gives other answers), u64 above 2^63, reductions over nothing, and a
+ * vectorized max reduction. */
+START_TEST(unsigned_kernels) {
+  /* u8: A = [200 100 | 255 0], x = (2, 1): 500 mod 256 = 244, 510 mod 256 = 254 */
+  for (int f = 0; f < 2; f++) {
+    tj_format fm;
+    OK(tj_format_parse(f ? "ds" : "dd", &fm));
+    tj_tensor *A;
+    OK(tj_tensor_new("A", TJ_U8, 2, (int64_t[]){2, 2}, &fm, &A));
+    OK(tj_tensor_insert_u8(A, (int64_t[]){0, 0}, 200));
+    OK(tj_tensor_insert_u8(A, (int64_t[]){0, 1}, 100));
+    OK(tj_tensor_insert_u8(A, (int64_t[]){1, 0}, 255));
+    OK(tj_tensor_pack(A));
+    tj_tensor *ops[] = {uvec("y", "d", TJ_U8, 2, NULL), A,
+                        uvec("x", "d", TJ_U8, 2, (uint64_t[]){2, 1})};
+    expect_unsigned("y(i) = A(i,j) * x(j)", ops, 3, (uint64_t[]){244, 254}, 2);
+    /* min over row 1's stored entries is 255; max is unsigned */
+    expect_unsigned("y(i) = reduce(max, j, A(i,j))", ops, 2, (uint64_t[]){200, 255}, 2);
+    for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+  }
+  /* u32: 4e9 / 3 = 1333333333, max(4e9, 3) = 4e9, min = 3; 4e9 + 4e9 wraps
+   * to 8e9 - 2^32 = 3705032704 */
+  const uint64_t b32[] = {4000000000u, 7}, c32[] = {3, 4000000000u};
+  tj_tensor *v32[] = {uvec("y", "d", TJ_U32, 2, NULL), uvec("b", "d", TJ_U32, 2, b32),
+                      uvec("c", "d", TJ_U32, 2, c32)};
+  expect_unsigned("y(i) = b(i) / c(i)", v32, 3, (uint64_t[]){1333333333, 0}, 2);
+  expect_unsigned("y(i) = max(b(i), c(i))", v32, 3, (uint64_t[]){4000000000u, 4000000000u}, 2);
+  expect_unsigned("y(i) = min(b(i), c(i))", v32, 3, (uint64_t[]){3, 7}, 2);
+  expect_unsigned("y(i) = b(i) + c(i)", v32, 3, (uint64_t[]){4000000003u, 4000000007u}, 2);
+  expect_unsigned("y(i) = b(i) + b(i)", v32, 3, (uint64_t[]){3705032704u, 14}, 2);
+  for (int t = 0; t < 3; t++) tj_tensor_free(v32[t]);
+  /* u64 above 2^63: b = 2^63 + 10, c = 2^63 - 1 */
+  const uint64_t hi = (UINT64_C(1) << 63) + 10, lo = (UINT64_C(1) << 63) - 1;
+  tj_tensor *v64[] = {uvec("y", "d", TJ_U64, 2, NULL), uvec("b", "d", TJ_U64, 2, (uint64_t[]){hi, lo}),
+                      uvec("c", "s", TJ_U64, 2, (uint64_t[]){lo, 0})};
+  expect_unsigned("y(i) = b(i) / 2", v64, 2, (uint64_t[]){(UINT64_C(1) << 62) + 5, (UINT64_C(1) << 62) - 1}, 2);
+  expect_unsigned("y(i) = b(i) + b(i)", v64, 2, (uint64_t[]){20, UINT64_MAX - 1}, 2);
+  /* c(1) is absent: max(b, c) there is b (a union) */
+  expect_unsigned("y(i) = max(b(i), c(i))", v64, 3, (uint64_t[]){hi, lo}, 2);
+  expect_unsigned("y(i) = b(i) * c(i)", v64, 3, (uint64_t[]){
+      (uint64_t)(hi * lo), 0}, 2);
+  for (int t = 0; t < 3; t++) tj_tensor_free(v64[t]);
+  /* a u16 sparse matrix's row reductions: row 1 is empty, so min over
+   * nothing is 65535 and max over nothing 0 in a dense output */
+  tj_format fm;
+  OK(tj_format_parse("ds", &fm));
+  tj_tensor *A;
+  OK(tj_tensor_new("A", TJ_U16, 2, (int64_t[]){3, 3}, &fm, &A));
+  OK(tj_tensor_insert_u16(A, (int64_t[]){0, 0}, 40000));
+  OK(tj_tensor_insert_u16(A, (int64_t[]){0, 2}, 5));
+  OK(tj_tensor_insert_u16(A, (int64_t[]){2, 1}, 65535));
+  OK(tj_tensor_pack(A));
+  tj_tensor *m[] = {uvec("y", "d", TJ_U16, 3, NULL), A};
+  expect_unsigned("y(i) = reduce(min, j, A(i,j))", m, 2, (uint64_t[]){5, 65535, 65535}, 3);
+  expect_unsigned("y(i) = reduce(max, j, A(i,j))", m, 2, (uint64_t[]){40000, 0, 65535}, 3);
+  for (int t = 0; t < 2; t++) tj_tensor_free(m[t]);
+  /* a dense u32 vector of 37 (vector loop and remainder): max is the one
+   * value above 2^31; the sum wraps */
+  uint64_t x[37], sum = 0;
+  for (int i = 0; i < 37; i++) x[i] = 100000000u + (uint64_t)i, sum += x[i];
+  x[20] = 3000000000u;
+  sum = sum - (100000000u + 20) + 3000000000u;
+  tj_tensor *s[] = {uvec("s", "d", TJ_U32, 1, NULL), uvec("x", "d", TJ_U32, 37, x)};
+  expect_unsigned("s(k) = reduce(max, i, x(i))", s, 2, (uint64_t[]){3000000000u}, 1);
+  expect_unsigned("s(k) = sum(i, x(i))", s, 2, (uint64_t[]){sum % (UINT64_C(1) << 32)}, 1);
+  for (int t = 0; t < 2; t++) tj_tensor_free(s[t]);
+}
+END_TEST
+
+/* Literals outside an unsigned dtype's range are refused. */
+START_TEST(unsigned_literals_refused) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *v[] = {uvec("y", "d", TJ_U8, 2, NULL), uvec("b", "d", TJ_U8, 2, (uint64_t[]){1, 2})};
+  tj_kernel *k;
+  ck_assert_int_eq(tj_compile(cx, "y(i) = b(i) + 256", v, 2, NULL, NULL, &k), TJ_ERR_DTYPE);
+  ck_assert_msg(strstr(tj_last_error(), "literal 256 is out of range for u8"), "%s", tj_last_error());
+  ck_assert_int_eq(tj_compile(cx, "y(i) = b(i) * -1", v, 2, NULL, NULL, &k), TJ_ERR_DTYPE);
+  OK(tj_compile(cx, "y(i) = b(i) + 255", v, 2, NULL, NULL, &k));
+  tj_context_free(cx);
+  tj_tensor_free(v[0]), tj_tensor_free(v[1]);
+}
+END_TEST
+
 static Suite *semantics_suite(void) {
   Suite *s = suite_create("semantics");
   TCase *tc = tcase_create("sums");
@@ -679,6 +813,8 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_defs_by_hand);
   tcase_add_test(tc, test_def_errors);
   tcase_add_test(tc, test_def_reduction_reorders);
+  tcase_add_test(tc, unsigned_kernels);
+  tcase_add_test(tc, unsigned_literals_refused);
   tcase_add_test(tc, test_sparse_mask_is_structural);
   tcase_add_test(tc, test_dense_tail_outputs_by_hand);
   suite_add_tcase(s, tc);
