@@ -5,7 +5,8 @@
  * (output first); a known dimension fixes its index's extent and any later
  * disagreement is an error naming both places. Unknown dims (-1), also of
  * the output, are filled from the extents. Dtypes: every operand must have
- * the same dtype (no promotion, not even f32 -> f64); integer literals fit
+ * the same dtype (no promotion, not even f32 -> f64), except the mask m of
+ * mask(m, e) / except(m, e), which has its own; integer literals fit
  * any dtype, float literals only float ones; sqrt/exp/log need floats.
  * Division by an operand with a sparse level is refused (x/0 where the
  * divisor has no entry). Diagonal accesses (B(i,i)) are refused.
@@ -167,7 +168,16 @@ static void fill_dims(const Expr *e) {
   for (int i = 0; i < n; i++) fill_dims(k[i]);
 }
 
-/* Finds the operands' common dtype: the first operand fixes it. */
+/* Whether child c of e is a mask: the access m of mask(m, e) or
+ * except(m, e), which only says where e is kept, so it may have any dtype
+ * (nonzero values keep, as GraphBLAS casts a mask to bool). */
+static bool is_mask_child(const Expr *e, int c) {
+  OpKind op = nt_expr_op(e);
+  return c == 0 && (op == OP_MASK || op == OP_EXCEPT) && e->u.call.a->kind == EX_ACCESS;
+}
+
+/* Finds the operands' common dtype: the first operand fixes it (masks
+ * have their own). */
 static bool operand_dtype(Checker *ck, const Expr *e) {
   switch (e->kind) {
   case EX_ACCESS: {
@@ -187,7 +197,7 @@ static bool operand_dtype(Checker *ck, const Expr *e) {
     Expr *k[2];
     int n = nt_children(e, k);
     for (int i = 0; i < n; i++)
-      if (!operand_dtype(ck, k[i])) return false;
+      if (!is_mask_child(e, i) && !operand_dtype(ck, k[i])) return false;
     return true;
   }
   }
@@ -229,8 +239,10 @@ static bool set_dtype(Checker *ck, Expr *e) {
             "or, * is and)", op == OP_NEG ? "negation" : nt_op(op)->spelling);
     Expr *k[2];
     int n = nt_children(e, k);
-    for (int i = 0; i < n; i++)
-      if (!set_dtype(ck, k[i])) return false;
+    for (int i = 0; i < n; i++) {
+      if (is_mask_child(e, i)) k[i]->dtype = k[i]->u.access.t->decl.dtype;
+      else if (!set_dtype(ck, k[i])) return false;
+    }
     return true;
   }
   }

@@ -267,6 +267,22 @@ static bool parents_dense(const tj_format *f, int l) {
 
 double lw_fill_value(const Lowerer *lw) { return nt_semiring_zero(lw->as->semiring); }
 
+tj_dtype lw_access_dtype(const Lowerer *lw, int x) {
+  return lw->acc[x].e->u.access.t->decl.dtype;
+}
+
+/* A mask of another dtype than the expression's (the checker allows no
+ * other operand that) has its own values: a bool mask's 0/1. */
+LirType lw_access_type(const Lowerer *lw, int x) {
+  tj_dtype dt = lw_access_dtype(lw, x);
+  return dt == lw->as->lhs->dtype ? lw->vtype : lir_dtype_type(dt);
+}
+
+double lw_access_zero(const Lowerer *lw, int x) {
+  if (lw_access_dtype(lw, x) != lw->as->lhs->dtype || lw->plan->pattern[lw->acc[x].t]) return 0;
+  return lw_fill_value(lw);
+}
+
 LirStmt *lw_fill(Lowerer *lw, LirVar *ptr, LirExpr *lo, LirExpr *hi, double v) {
   Arena *a = lw->a;
   if (v == 0) {
@@ -483,9 +499,10 @@ static LirStmt *bind_scalars(Lowerer *lw) {
     if (lw->acc[x].e->u.access.n != 0 || !lw->emit_values) continue;
     char base[64];
     snprintf(base, sizeof base, "%s_val", lw->acc[x].e->u.access.t->name);
-    lw->val[x] = lw_var(lw, base, lw->vtype);
+    LirType vt = lw_access_type(lw, x);
+    lw->val[x] = lw_var(lw, base, vt);
     LirExpr *ld = lir_load(lw->a, lw_ref(lw, lw->vals_ptr[lw->acc[x].t]), lw_i64(lw, 0));
-    lir_append(&s, lir_decl(lw->a, lw->val[x], lir_cast(lw->a, lw->vtype, ld)));
+    lir_append(&s, lir_decl(lw->a, lw->val[x], lir_cast(lw->a, vt, ld)));
   }
   return s;
 }

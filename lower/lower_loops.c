@@ -274,7 +274,9 @@ static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
 static LirExpr *mask_present(Lowerer *lw, const Expr *m, AMask alive) {
   if (m->kind != EX_ACCESS || !lw->acc[lw_access_index(lw, m)].located || lw_expr_zero(lw, m, alive))
     return present(lw, m, alive);
-  return lir_bin(A(lw), LOP_NE, gen_expr(lw, m, alive), vconst(lw, lw_fill_value(lw)));
+  int x = lw_access_index(lw, m);
+  return lir_bin(A(lw), LOP_NE, gen_expr(lw, m, alive),
+                 lw_value(lw, lw_access_type(lw, x), lw_access_zero(lw, x)));
 }
 
 /* Whether op's value with an absent operand reading the zero z is what
@@ -649,29 +651,31 @@ static LirVar *hoist_value(Lowerer *lw, int x, LirStmt **s) {
   Arena *a = A(lw);
   char base[64];
   snprintf(base, sizeof base, "%s_val", lw->acc[x].e->u.access.t->name);
-  LirVar *v = lw_var(lw, base, lw->vtype);
+  LirType vt = lw_access_type(lw, x);
+  LirVar *v = lw_var(lw, base, vt);
   LirVar *vals = lw->vals_ptr[lw->acc[x].t];
   if (!lw->seg_end[x] && !lw->live[x]) {
     LirExpr *ld = lir_load(a, lw_ref(lw, vals), parent_pos(lw, x));
-    lir_append(s, lir_decl(a, v, lir_cast(a, lw->vtype, ld)));
+    lir_append(s, lir_decl(a, v, lir_cast(a, vt, ld)));
     return v;
   }
-  /* a missed access reads the zero (the semiring's) */
-  lir_append(s, lir_decl(a, v, vconst(lw, lw->live[x] ? lw_fill_value(lw) : 0)));
+  /* a missed access reads the zero (the semiring's; a mask of its own dtype 0) */
+  lir_append(s, lir_decl(a, v, lw_value(lw, vt, lw->live[x] ? lw_access_zero(lw, x) : 0)));
   LirStmt *load;
   if (lw->seg_end[x]) {
     LirVar *q = lw_var(lw, "q", LT_I64);
-    LirExpr *ld = lir_cast(a, lw->vtype, lir_load(a, lw_ref(lw, vals), lw_ref(lw, q)));
+    LirExpr *ld = lir_cast(a, vt, lir_load(a, lw_ref(lw, vals), lw_ref(lw, q)));
     load = lir_for(a, q, parent_pos(lw, x), lw_ref(lw, lw->seg_end[x]),
-                   lir_update(a, v, LOP_ADD, ld));
+                   lir_update(a, v, vt == LT_I8 && lw_access_dtype(lw, x) == TJ_BOOL ? LOP_MAX
+                                                                                 : LOP_ADD, ld));
     if (lw->live[x]) { /* present: the duplicates' sum from 0 */
-      LirStmt *sum = lir_assign(a, v, vconst(lw, 0));
+      LirStmt *sum = lir_assign(a, v, lw_value(lw, vt, 0));
       lir_append(&sum, load);
       load = sum;
     }
   } else {
     LirExpr *ld = lir_load(a, lw_ref(lw, vals), parent_pos(lw, x));
-    load = lir_assign(a, v, lir_cast(a, lw->vtype, ld));
+    load = lir_assign(a, v, lir_cast(a, vt, ld));
   }
   lir_append(s, lw->live[x] ? lir_if(a, lw_ref(lw, lw->live[x]), load, NULL) : load);
   return v;

@@ -237,6 +237,12 @@ LirStmt *lw_fill(Lowerer *lw, LirVar *ptr, LirExpr *lo, LirExpr *hi, double v);
 LirExpr *lw_value(Lowerer *lw, LirType t, double v);
 const char *lw_name(Lowerer *lw, const char *base);
 LirVar *lw_var(Lowerer *lw, const char *base, LirType t);
+/* Access x's tensor's dtype, its values' loop-IR type (lw->vtype unless a
+ * mask of another dtype), and the value its absence reads as a mask (the
+ * semiring's zero; 0 for a mask of its own dtype or a 0/1 pattern). */
+tj_dtype lw_access_dtype(const Lowerer *lw, int x);
+LirType lw_access_type(const Lowerer *lw, int x);
+double lw_access_zero(const Lowerer *lw, int x);
 /* def's body over x and y, inlined (lower_loops.c). */
 LirExpr *lw_def_apply(Lowerer *lw, const NtDef *def, LirExpr *x, LirExpr *y);
 LirExpr *lw_i64(Lowerer *lw, int64_t v);

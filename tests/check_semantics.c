@@ -546,6 +546,78 @@ START_TEST(test_sparse_mask_is_structural) {
 }
 END_TEST
 
+/* A vector of dtype dt in format fmt storing vals[i] where stored[i]
+ * (explicit zeros too), through the double API. */
+static tj_tensor *vector_of(const char *name, const char *fmt, tj_dtype dt, int64_t n,
+                            const double *vals, const bool *stored) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  tj_tensor *t;
+  OK(tj_tensor_new(name, dt, 1, &n, &f, &t));
+  for (int64_t i = 0; i < n && vals; i++)
+    if (stored ? stored[i] : vals[i] != 0) OK(tj_tensor_insert(t, &i, vals[i]));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+/* A mask may have another dtype than the expression (nonzero keeps, as
+ * GraphBLAS casts a mask to bool): bool m stores true at 0 and 2 and an
+ * explicit false at 3. Sparse, it is structural (0, 2, 3 kept); dense, it
+ * is valued (0 and 2 kept). x = (1, 2, 3, 4); A all ones, so A x = 10. */
+START_TEST(test_masks_of_other_dtypes) {
+  const double mv[] = {1, 0, 1, 0}, x[] = {1, 2, 3, 4};
+  const bool ms[] = {true, false, true, true};
+  double ones[16];
+  for (int k = 0; k < 16; k++) ones[k] = 1;
+  for (int dense = 0; dense < 2; dense++) {
+    tj_tensor *ops[] = {vector("y", "d", 4, NULL),
+                        vector_of("m", dense ? "d" : "s", TJ_BOOL, 4, mv, dense ? NULL : ms),
+                        vector("x", "d", 4, x), matrix("A", "ds", 4, 4, ones)};
+    expect_all("y(i) = mask(m(i), x(i))", ops, 3, NULL,
+               dense ? (double[]){1, 0, 3, 0} : (double[]){1, 0, 3, 4}, 4, -1);
+    expect_all("y(i) = except(m(i), x(i))", ops, 3, NULL,
+               dense ? (double[]){0, 2, 0, 4} : (double[]){0, 2, 0, 0}, 4, -1);
+    tj_tensor *spmv[] = {ops[0], ops[1], ops[3], ops[2]};
+    expect_all("y(i) = mask(m(i), A(i,j) * x(j))", spmv, 4, NULL,
+               dense ? (double[]){10, 0, 10, 0} : (double[]){10, 0, 10, 10}, 4, -1);
+    free_all(ops, 4);
+  }
+  /* an f64 valued mask over an i32 expression: 0.5 keeps (not 0 in i32) */
+  tj_tensor *iops[] = {vector_of("y", "d", TJ_I32, 4, NULL, NULL),
+                       vector_of("w", "d", TJ_F64, 4, (double[]){0.5, 0, 0, 2}, NULL),
+                       vector_of("b", "d", TJ_I32, 4, x, NULL)};
+  expect_all("y(i) = mask(w(i), b(i))", iops, 3, NULL, (double[]){1, 0, 0, 4}, 4, -1);
+  free_all(iops, 3);
+  /* a BFS step over f64 under min.plus with a sparse bool visited set,
+   * nested in the loop over i (read as a 0/1 pattern): q = (1, 1, _, _),
+   * v stores 1 (true) and 3 (false): n = (2, _, 2, _) */
+  tj_tensor *bfs[] = {vector("n", "s", 4, NULL), vector("q", "s", 4, (double[]){1, 1, 0, 0}),
+                      matrix("A", "ds", 4, 4, ones),
+                      vector_of("v", "s", TJ_BOOL, 4, (double[]){0, 1, 0, 0},
+                                (bool[]){false, true, false, true})};
+  expect_all("n(j) = except(v(j), q(i) * A(i,j))", bfs, 4, "min.plus", (double[]){2, 0, 2, 0},
+             4, 2);
+  /* the same with an f64 visited set: its pattern's 0 is absent, not
+   * the semiring's zero (+inf) */
+  tj_tensor_free(bfs[3]);
+  bfs[3] = vector_of("v", "s", TJ_F64, 4, (double[]){0, 0, 0, 2}, (bool[]){false, true, false, true});
+  expect_all("n(j) = except(v(j), q(i) * A(i,j))", bfs, 4, "min.plus", (double[]){2, 0, 2, 0},
+             4, 2);
+  free_all(bfs, 4);
+  /* any other operand of another dtype is still refused */
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *bad[] = {vector("y", "d", 4, NULL), vector_of("m", "d", TJ_BOOL, 4, mv, NULL),
+                      vector("x", "d", 4, x)};
+  tj_kernel *k;
+  ck_assert_int_eq(tj_compile(cx, "y(i) = mask(m(i), x(i) * m(i))", bad, 3, NULL, NULL, &k),
+                   TJ_ERR_DTYPE);
+  ck_assert_msg(strstr(tj_last_error(), "dtype mix f64 (x) and bool (m)"), "%s", tj_last_error());
+  tj_context_free(cx);
+  free_all(bad, 3);
+}
+END_TEST
+
 /* The concrete notation shows where each sum's loop runs. */
 START_TEST(test_cin_where) {
   static const struct { const char *expr, *cin; } cases[] = {
@@ -816,6 +888,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, unsigned_kernels);
   tcase_add_test(tc, unsigned_literals_refused);
   tcase_add_test(tc, test_sparse_mask_is_structural);
+  tcase_add_test(tc, test_masks_of_other_dtypes);
   tcase_add_test(tc, test_dense_tail_outputs_by_hand);
   suite_add_tcase(s, tc);
   return s;

@@ -163,6 +163,15 @@ def test_unsigned_wrap_as_numpy():
     assert int(y[0]) == (2 ** 63 + 7) // 2 and int(y[1]) == 1
 
 
+def test_bool_mask_over_floats():
+    """a bool mask keeps an f64 SpMV where it is true (a dense mask: by value)"""
+    a, x = sparse(20, 15, seed=15), RNG.random(15)
+    m = RNG.random(20) < 0.5
+    y = tensorjit.compile("y(i) = mask(m(i), A(i,j) * x(j))")(A=a, x=x, m=m)
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, np.where(m, a @ x, 0))
+
+
 def test_int64_is_exact_above_2_53():
     big = 2 ** 53 + 1
     a = sp.csr_matrix((np.array([big, 3], np.int64), np.array([0, 1]), np.array([0, 2, 2])),
