@@ -176,6 +176,8 @@ tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out) {
 static void kernel_free(struct tj_kernel *k) {
   drv_kernel_release_chunks(k);
   pthread_mutex_destroy(&k->chunk_lock);
+  for (int t = 0; t < NT_MAX_TENSORS; t++) rt_pattern_free(&k->patterns[t]);
+  pthread_mutex_destroy(&k->pattern_lock);
   arena_free(&k->arena);
   free(k);
 }
@@ -599,6 +601,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);
   pthread_mutex_init(&k->chunk_lock, NULL);
+  pthread_mutex_init(&k->pattern_lock, NULL);
   if (!arena_reserve(&k->arena, BUILD_RESERVE / 16)) {
     diag_error(&d, TJ_ERR_NOMEM, "out of memory");
   } else {
@@ -674,6 +677,7 @@ fail_entry:
   entry_unref(cx, e);
 fail:
   pthread_mutex_destroy(&k->chunk_lock);
+  pthread_mutex_destroy(&k->pattern_lock);
   arena_free(&k->arena);
   free(k);
   return drv_fail(&d);

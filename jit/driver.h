@@ -104,6 +104,12 @@ struct tj_kernel {
   pthread_mutex_t chunk_lock;
   tj_storage *chunks;
   int nchunks;
+  /* The 0/1 patterns of sparse masks (LowerPlan.pattern), kept between
+   * runs and rebuilt only when the mask's structure changed; held (with
+   * trylock) from the refresh to the kernel's end, so a concurrent run
+   * builds its own. */
+  pthread_mutex_t pattern_lock;
+  RtPattern patterns[NT_MAX_TENSORS];
 };
 
 /* Frees a kernel's cached chunk outputs (driver_run.c). */

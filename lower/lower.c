@@ -516,7 +516,7 @@ static LirStmt *conversion_notes(Lowerer *lw) {
     tj_format_print(&lw->plan->fmt[t], to, sizeof to);
     const char *why = lw->plan->pattern[t]
         ? "as a 0/1 pattern: a mask located per coordinate, not walked again in every "
-          "iteration of an outer loop"
+          "iteration of an outer loop (kept between runs while its structure is unchanged)"
         : "its levels would be traversed against their storage order";
     lir_append(&s, lir_comment(lw->a, arena_printf(lw->a, "operand %s is converted from %s to %s%s%s",
         lw->as->tensors[t]->name, from, to, lw->plan->pattern[t] ? " " : ": ", why)));

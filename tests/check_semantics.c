@@ -618,6 +618,58 @@ START_TEST(test_masks_of_other_dtypes) {
 }
 END_TEST
 
+/* A sparse mask read as a 0/1 pattern is kept between runs of a kernel
+ * and rebuilt when its structure changes, also in place in arrays the
+ * caller wrapped: the BFS step n(j) = except(v(j), q(i) * A(i,j)) with A
+ * all ones and q = (1, 1, _, _) reaches every j (2 each) but v's. */
+START_TEST(test_kept_mask_pattern) {
+  double ones[16];
+  for (int k = 0; k < 16; k++) ones[k] = 1;
+  int32_t pos[2] = {0, 2}, crd[2] = {1, 3};
+  double vals[2] = {1, 1};
+  tj_format fs;
+  OK(tj_format_parse("s", &fs));
+  int64_t four = 4;
+  tj_arrays arr = {.dtype = TJ_F64, .order = 1, .dims = &four, .fmt = &fs,
+                   .pos = {pos}, .pos_len = {2}, .crd = {crd}, .crd_len = {2},
+                   .vals = vals, .vals_len = 2};
+  tj_tensor *v;
+  OK(tj_tensor_wrap("v", &arr, 0, &v));
+  tj_tensor *ops[] = {vector("n", "d", 4, NULL), vector("q", "s", 4, (double[]){1, 1, 0, 0}),
+                      matrix("A", "ds", 4, 4, ones), v};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = 1;
+  tj_kernel *k;
+  OK(tj_compile(cx, "n(j) = except(v(j), q(i) * A(i,j))", ops, 4, NULL, &o, &k));
+  ck_assert(stage_has(k, TJ_STAGE_COMPUTE, NULL, "pattern"));
+  static const double want[3][4] = {{2, 0, 2, 0}, {2, 0, 2, 0}, {0, 2, 2, 0}};
+  for (int run = 0; run < 3; run++) {
+    if (run == 2) crd[0] = 0;   /* v now stores 0 and 3: changed in place */
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t j = 0; j < 4; j++) {
+      double got;
+      OK(tj_tensor_get(ops[0], &j, &got));
+      ck_assert_msg(got == want[run][j], "run %d: n(%lld) = %g, want %g", run, (long long)j,
+                    got, want[run][j]);
+    }
+  }
+  /* another mask tensor bound to the same kernel: its own pattern */
+  tj_tensor *w = vector("v", "s", 4, (double[]){0, 0, 5, 0});
+  tj_tensor *other[] = {ops[0], ops[1], ops[2], w};
+  OK(tj_kernel_run(k, TJ_EVALUATE, other, 4));
+  for (int64_t j = 0; j < 4; j++) {
+    double got;
+    OK(tj_tensor_get(ops[0], &j, &got));
+    ck_assert(got == (j == 2 ? 0 : 2));
+  }
+  tj_context_free(cx);
+  tj_tensor_free(w);
+  free_all(ops, 4);
+}
+END_TEST
+
 /* The concrete notation shows where each sum's loop runs. */
 START_TEST(test_cin_where) {
   static const struct { const char *expr, *cin; } cases[] = {
@@ -889,6 +941,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, unsigned_literals_refused);
   tcase_add_test(tc, test_sparse_mask_is_structural);
   tcase_add_test(tc, test_masks_of_other_dtypes);
+  tcase_add_test(tc, test_kept_mask_pattern);
   tcase_add_test(tc, test_dense_tail_outputs_by_hand);
   suite_add_tcase(s, tc);
   return s;
