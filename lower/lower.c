@@ -344,7 +344,8 @@ static LirStmt *prepare_dense_output(Lowerer *lw) {
   LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
   lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
   lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
-  if ((!lw->as->accumulate || lw->ranged) && lw->phase != PHASE_ASSEMBLE && !lw->zero_rows)
+  if ((!lw->as->accumulate || lw->ranged) && lw->phase != PHASE_ASSEMBLE && !lw->zero_rows &&
+      !lw->stores_all)
     lir_append(&s, zero_dense_output(lw, n));
   lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, n)));
   return s;
@@ -541,6 +542,26 @@ static LirStmt *declare_range(Lowerer *lw) {
   return s;
 }
 
+/* Whether the kernel stores every entry of its dense vector output exactly
+ * once, so nothing needs zeroing first: the output y(i) is walked by a
+ * depth-0 loop over every i (every operand dense there: one lattice point,
+ * no case left out) and stored once by `=` (no root reduction, +=, mask
+ * guard or workspace), the reductions below it going through scope temps:
+ * PageRank's y(i) = t + A(j,i) * w(j). */
+static bool stores_every_entry(const Lowerer *lw, AMask alive) {
+  const tj_format *of = lw->acc[0].f;
+  if (lw->plan->out_sparse || lw->as->accumulate || lw->ranged || lw->root_reduces ||
+      lw->phase == PHASE_ASSEMBLE || lw->valued_masks || lw->nest.ws_depth >= 0 ||
+      lw->nest.nloops == 0 || of->order != 1 || lw->out_op != OP_NONE ||
+      lw->as->lhs->u.access.idx[0] != lw->nest.order[0] || !lw_single_loop_at(lw, alive, 0))
+    return false;
+  for (int x = 1; x < lw->nacc; x++) {
+    int l = lw_level_at(lw, x, 0);
+    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL)) return false;
+  }
+  return true;
+}
+
 /* A dense output whose first level is walked by the depth-0 loop, when
  * that loop is plain and the loops below it walk a sparse level under it
  * (so rows are irregular work, and never jammed): each iteration zeroes its
@@ -605,7 +626,8 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   if (ranged && !plan->rangeable && !plan->reduce_rows)
     return TJ_BUG(d, "row-range kernel of a plan that has none"), NULL;
   AMask alive = lw->nacc >= 64 ? ~(AMask)0 : (((AMask)1 << lw->nacc) - 1);
-  lw->zero_rows = rows_zeroed_in_loop(lw, alive & ~(AMask)1);
+  lw->stores_all = stores_every_entry(lw, alive & ~(AMask)1);
+  lw->zero_rows = !lw->stores_all && rows_zeroed_in_loop(lw, alive & ~(AMask)1);
   LirStmt *body = conversion_notes(lw);
   lir_append(&body, declare_operands(lw));
   if (ranged) lir_append(&body, declare_range(lw));

@@ -62,6 +62,8 @@ typedef struct Lowerer {
   bool par_ok;                             /* the loop at par_depth may be parallel */
   int par_depth;                           /* 0, or the depth parallelize names */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
+  bool stores_all;                         /* every output entry is stored once:
+                                              nothing zeroed first */
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
                                               output's rows it reaches (and the
                                               gaps before them), not the prologue */

@@ -187,17 +187,22 @@ static void split(Vec *v, LirStmt **slot, int w, bool gathers, bool tiered) {
   LirExpr *len = lir_bin(a, LOP_SUB, hi, lo);
   LirExpr *blocks = lir_bin(a, LOP_DIV, len, lir_const_int(a, iv->type, w));
   LirExpr *end = lir_bin(a, LOP_ADD, lo, lir_bin(a, LOP_MUL, blocks, lir_const_int(a, iv->type, w)));
-  if (gathers)
-    end = lir_select(a, lir_bin(a, LOP_GE, lir_bin(a, LOP_SUB, hi, lo), lir_const_int(a, iv->type, 2 * w)),
-                     end, lo);
-  LirStmt *decl = lir_decl(a, vend, end);
+  LirStmt *decl = lir_decl(a, vend, gathers ? lo : end);
   LirStmt *tail = lir_for(a, loop->u.loop.iv, lir_ref(a, vend), hi, loop->u.loop.body);
   tail->u.loop.at.remainder = true;
   loop->u.loop.hi = lir_ref(a, vend);
   loop->u.loop.step = lir_const_int(a, iv->type, w);
   loop->u.loop.at.vec_width = w;
-  decl->next = loop;
-  loop->next = tail;
+  LirStmt *vec = loop;
+  if (gathers) { /* one branch a row: if (hi - lo >= 2W) { vend = ...; vector loop } */
+    LirStmt *set = lir_assign(a, vend, end);
+    set->next = loop;
+    vec = lir_if(a, lir_bin(a, LOP_GE, len, lir_const_int(a, iv->type, 2 * w)),
+                 lir_block(a, set), NULL);
+  }
+  decl->next = vec;
+  vec->next = tail;
+  loop->next = gathers ? NULL : tail;
   tail->next = rest;
   *slot = decl;
 }
