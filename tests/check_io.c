@@ -269,7 +269,7 @@ START_TEST(mtx_variants) {
   ck_assert_int_eq(tj_tensor_get_i8(t, (int64_t[]){2, 0}, &v8), TJ_OK);
   ck_assert_int_eq(v8, 100);
   tj_tensor_free(t);
-  ck_assert_int_eq(tj_tensor_read_as(tmp_path("pat.mtx"), NULL, NULL, (tj_dtype)9, &t),
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("pat.mtx"), NULL, NULL, (tj_dtype)TJ_NDTYPES, &t),
                    TJ_ERR_DTYPE);
   write_text("arr.mtx", "%%MatrixMarket matrix array real general\n"
              "2 3\n1\n2\n3\n4\n5\n6\n");
