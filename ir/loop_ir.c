@@ -347,11 +347,20 @@ bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark) {
 
 const char *lir_bin_name(LirBinOp op) {
   static const char *names[] = {
-#define LIR_BINOP(k, s) s,
+#define LIR_BINOP(k, s, r) s,
 #include "loop_ir.def"
 #undef LIR_BINOP
   };
   return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
+}
+
+bool lir_bin_reduces(int op) {
+  static const bool reduces[] = {
+#define LIR_BINOP(k, s, r) r,
+#include "loop_ir.def"
+#undef LIR_BINOP
+  };
+  return op >= 0 && (unsigned)op < sizeof reduces / sizeof *reduces && reduces[op];
 }
 
 const char *lir_un_name(LirUnOp op) {

@@ -59,7 +59,7 @@ typedef enum {
 } LirStmtKind;
 
 typedef enum {
-#define LIR_BINOP(k, s) LOP_##k,
+#define LIR_BINOP(k, s, r) LOP_##k,
 #include "loop_ir.def"
 #undef LIR_BINOP
 } LirBinOp;  /* comparisons yield LT_BOOL; AND/OR take and yield LT_BOOL */
@@ -71,6 +71,8 @@ typedef enum {
 } LirUnOp;
 
 const char *lir_bin_name(LirBinOp op);   /* "+", "min", "&&" */
+/* Whether `v op= e` reduces (+ * min max: loop_ir.def's reduces column). */
+bool lir_bin_reduces(int op);
 const char *lir_un_name(LirUnOp op);     /* "-", "!", "sqrt" */
 
 /* Operand fields (FIELD expressions, SETFIELD statements). */

@@ -427,8 +427,7 @@ static bool scan(VecLoop *v, const LirStmt *s, int depth) {
         return fail(v, "one reduction variable folded twice");
       v->fold[var->id] = s;
     }
-    if (!num || (fam != LOP_ADD && fam != LOP_MUL && fam != LOP_MIN && fam != LOP_MAX &&
-                 fam != FAM_FOLD))
+    if (!num || (!lir_bin_reduces(fam) && fam != FAM_FOLD))
       return fail(v, "the body assigns an outer variable other than by +=, *=, min or max");
     if (v->red[var->id] && v->red[var->id] != fam + 1)
       return fail(v, "one reduction variable updated with two operators");

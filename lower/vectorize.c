@@ -53,10 +53,6 @@ static LirClass expr_class(Vec *v, const LirExpr *e) {
   return lir_classify(e, v->iv, &env);
 }
 
-static bool is_reduction_op(int op) {
-  return op == LOP_ADD || op == LOP_MUL || op == LOP_MIN || op == LOP_MAX;
-}
-
 /* Checks the body statement by statement; false when not vectorizable. */
 static bool legal_list(Vec *v, const LirStmt *s) {
   for (; s; s = s->next) {
@@ -85,7 +81,7 @@ static bool legal_list(Vec *v, const LirStmt *s) {
         v->cls[x->id] = lir_class_join((LirClass)v->cls[x->id], lir_class_join(c, LIR_VARYING));
         break;
       }
-      if (x == v->iv || !is_reduction_op(s->u.assign.op) || lir_type_is_ptr(x->type) ||
+      if (x == v->iv || !lir_bin_reduces(s->u.assign.op) || lir_type_is_ptr(x->type) ||
           x->type == LT_BOOL)
         return false;
       v->reduction = true;
