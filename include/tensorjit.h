@@ -41,9 +41,10 @@ typedef enum {
  * is or, * is and, min is and, max is or (numpy's and GraphBLAS's rules).
  * TJ_NDTYPES counts them. */
 typedef enum {
-  TJ_F64 = 0, TJ_F32 = 1, TJ_I64 = 2, TJ_I32 = 3, TJ_I16 = 4, TJ_I8 = 5, TJ_BOOL = 6
+  TJ_F64 = 0, TJ_F32 = 1, TJ_I64 = 2, TJ_I32 = 3, TJ_I16 = 4, TJ_I8 = 5, TJ_BOOL = 6,
+  TJ_U64 = 7, TJ_U32 = 8, TJ_U16 = 9, TJ_U8 = 10   /* unsigned: wrap modulo 2^bits */
 } tj_dtype;
-#define TJ_NDTYPES 7
+#define TJ_NDTYPES 11
 
 /* Level letters: d dense, s compressed, u compressed-nonunique,
  * q singleton, (and c: singleton-nonunique, used inside COO). */
@@ -62,7 +63,8 @@ typedef struct tj_kernel tj_kernel;
 const char *tj_last_error(void);
 const char *tj_version(void);
 const char *tj_dtype_name(tj_dtype t);
-/* The dtype named "f64", "f32", "i64", "i32", "i16", "i8" or "bool". */
+/* The dtype named "f64", "f32", "i64", "i32", "i16", "i8", "bool", "u64",
+ * "u32", "u16" or "u8". */
 tj_status tj_dtype_parse(const char *name, tj_dtype *out);
 
 /* ---- formats ---------------------------------------------------------- */
@@ -127,6 +129,10 @@ tj_status tj_tensor_insert_i32(tj_tensor *t, const int64_t *coord, int32_t value
 tj_status tj_tensor_insert_i16(tj_tensor *t, const int64_t *coord, int16_t value);
 tj_status tj_tensor_insert_i8(tj_tensor *t, const int64_t *coord, int8_t value);
 tj_status tj_tensor_insert_bool(tj_tensor *t, const int64_t *coord, bool value);
+tj_status tj_tensor_insert_u64(tj_tensor *t, const int64_t *coord, uint64_t value);
+tj_status tj_tensor_insert_u32(tj_tensor *t, const int64_t *coord, uint32_t value);
+tj_status tj_tensor_insert_u16(tj_tensor *t, const int64_t *coord, uint16_t value);
+tj_status tj_tensor_insert_u8(tj_tensor *t, const int64_t *coord, uint8_t value);
 tj_status tj_tensor_get_f64(const tj_tensor *t, const int64_t *coord, double *out);
 tj_status tj_tensor_get_f32(const tj_tensor *t, const int64_t *coord, float *out);
 tj_status tj_tensor_get_i64(const tj_tensor *t, const int64_t *coord, int64_t *out);
@@ -134,6 +140,10 @@ tj_status tj_tensor_get_i32(const tj_tensor *t, const int64_t *coord, int32_t *o
 tj_status tj_tensor_get_i16(const tj_tensor *t, const int64_t *coord, int16_t *out);
 tj_status tj_tensor_get_i8(const tj_tensor *t, const int64_t *coord, int8_t *out);
 tj_status tj_tensor_get_bool(const tj_tensor *t, const int64_t *coord, bool *out);
+tj_status tj_tensor_get_u64(const tj_tensor *t, const int64_t *coord, uint64_t *out);
+tj_status tj_tensor_get_u32(const tj_tensor *t, const int64_t *coord, uint32_t *out);
+tj_status tj_tensor_get_u16(const tj_tensor *t, const int64_t *coord, uint16_t *out);
+tj_status tj_tensor_get_u8(const tj_tensor *t, const int64_t *coord, uint8_t *out);
 
 /* ---- a tensor's arrays: wrapping caller memory, reading in place -------- */
 

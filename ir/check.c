@@ -5,13 +5,16 @@
  * (output first); a known dimension fixes its index's extent and any later
  * disagreement is an error naming both places. Unknown dims (-1), also of
  * the output, are filled from the extents. Dtypes: every operand must have
- * the same dtype (no promotion, not even f32 -> f64); integer literals fit
+ * the same dtype (no promotion, not even f32 -> f64), except the mask m of
+ * mask(m, e) / except(m, e), which has its own; integer literals fit
  * any dtype, float literals only float ones; sqrt/exp/log need floats.
  * Division by an operand with a sparse level is refused (x/0 where the
  * divisor has no entry). Diagonal accesses (B(i,i)) are refused.
  */
 #include "level.h"
 #include "notation.h"
+
+#include <math.h>
 
 #include <string.h>
 
@@ -165,7 +168,16 @@ static void fill_dims(const Expr *e) {
   for (int i = 0; i < n; i++) fill_dims(k[i]);
 }
 
-/* Finds the operands' common dtype: the first operand fixes it. */
+/* Whether child c of e is a mask: the access m of mask(m, e) or
+ * except(m, e), which only says where e is kept, so it may have any dtype
+ * (nonzero values keep, as GraphBLAS casts a mask to bool). */
+static bool is_mask_child(const Expr *e, int c) {
+  OpKind op = nt_expr_op(e);
+  return c == 0 && (op == OP_MASK || op == OP_EXCEPT) && e->u.call.a->kind == EX_ACCESS;
+}
+
+/* Finds the operands' common dtype: the first operand fixes it (masks
+ * have their own). */
 static bool operand_dtype(Checker *ck, const Expr *e) {
   switch (e->kind) {
   case EX_ACCESS: {
@@ -185,7 +197,7 @@ static bool operand_dtype(Checker *ck, const Expr *e) {
     Expr *k[2];
     int n = nt_children(e, k);
     for (int i = 0; i < n; i++)
-      if (!operand_dtype(ck, k[i])) return false;
+      if (!is_mask_child(e, i) && !operand_dtype(ck, k[i])) return false;
     return true;
   }
   }
@@ -204,6 +216,10 @@ static bool set_dtype(Checker *ck, Expr *e) {
       FAILF(ck, TJ_ERR_DTYPE, e->col, "dtype mix %s (%s) and f64 (literal "
             "%g) has no defined promotion", nt_dtype_name(ck->dt),
             ck->dt_from, e->u.lit.value);
+    if (nt_dtype_is_unsigned(ck->dt) &&
+        (e->u.lit.value < 0 || e->u.lit.value >= ldexp(1, nt_dtype_bits(ck->dt))))
+      FAILF(ck, TJ_ERR_DTYPE, e->col, "literal %.17g is out of range for %s (0 .. 2^%d - 1)",
+            e->u.lit.value, nt_dtype_name(ck->dt), nt_dtype_bits(ck->dt));
     if (is_bool && e->u.lit.value != 0 && e->u.lit.value != 1)
       FAILF(ck, TJ_ERR_DTYPE, e->col, "literal %g in a bool expression (bool literals "
             "are 0 and 1)", e->u.lit.value);
@@ -223,8 +239,10 @@ static bool set_dtype(Checker *ck, Expr *e) {
             "or, * is and)", op == OP_NEG ? "negation" : nt_op(op)->spelling);
     Expr *k[2];
     int n = nt_children(e, k);
-    for (int i = 0; i < n; i++)
-      if (!set_dtype(ck, k[i])) return false;
+    for (int i = 0; i < n; i++) {
+      if (is_mask_child(e, i)) k[i]->dtype = k[i]->u.access.t->decl.dtype;
+      else if (!set_dtype(ck, k[i])) return false;
+    }
     return true;
   }
   }

@@ -228,7 +228,7 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
                         "directly inside the loop of %s", l.iv[k]->name, l.iv[k + 1]->name,
                         l.form[k].fuse, l.iv[k + 1]->name, l.iv[k]->name), NULL;
   Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs, as->root_op,
-                      NULL);
+                      as->root_def ? as->root_def->name : NULL);
   /* A sum's loop nests inside its scope: a reorder cannot move it out. */
   for (int k = 0; k < l.n - nroot; k++)
     if (l.iv[nroot + k] != sums[k]->u.sum.iv)

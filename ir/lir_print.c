@@ -45,7 +45,7 @@ static int expr_prec(const LirExpr *e) {
   switch (e->kind) {
   case LE_CONST:
     if (lir_type_is_float(e->type)) return e->u.c.f < 0 ? P_UNARY : P_PRIMARY;
-    return e->u.c.i < 0 ? P_UNARY : P_PRIMARY;
+    return e->u.c.i < 0 && !lir_type_is_unsigned(e->type) ? P_UNARY : P_PRIMARY;
   case LE_VAR: case LE_FIELD: return P_PRIMARY;
   case LE_LOAD: return P_POSTFIX;
   case LE_BIN:  /* narrow integers print as a cast */
@@ -95,6 +95,10 @@ static void print_const(Printer *p, const LirExpr *e) {
       fprintf(p->out, "INT64_C(%" PRId64 ")", e->u.c.i);
     else fprintf(p->out, "%" PRId64, e->u.c.i);
     break;
+  case LT_U8: case LT_U16: case LT_U32:
+    fprintf(p->out, "%" PRIu64 "u", (uint64_t)e->u.c.i);
+    break;
+  case LT_U64: fprintf(p->out, "UINT64_C(%" PRIu64 ")", (uint64_t)e->u.c.i); break;
   default: fputs("0", p->out); break;  /* null pointer */
   }
 }
@@ -416,6 +420,12 @@ static void print_decl(Printer *p, const LirStmt *s, bool top) {
 
 static void print_stmt(Printer *p, const LirStmt *s, int ind, bool top) {
   if (s->kind == LS_FOR) print_attrs(p, s->u.loop.at, ind);
+  if (s->kind == LS_ASSIGN && s->u.assign.with) { /* a fold says so on the line above */
+    indent(p, ind);
+    fprintf(p->out, "/* fold of %s: commutative, associative, identity ", s->u.assign.with->name);
+    print_expr(p, s->u.assign.identity, P_COND);
+    fputs(" */\n", p->out);
+  }
   indent(p, ind);
   switch (s->kind) {
   case LS_DECL: print_decl(p, s, top); break;

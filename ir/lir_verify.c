@@ -24,9 +24,15 @@ typedef struct Verifier {
 } Verifier;
 
 static const char *tname(LirType t) {
-  static const char *n[] = {"void", "bool", "i8", "i16", "i32", "i64", "f32", "f64",
-                            "i8*", "i16*", "i32*", "i64*", "f32*", "f64*", "bool*"};
-  return t >= LT_VOID && t <= LT_PTR_U8 ? n[t] : "?";
+  static const char *n[] = {
+      [LT_VOID] = "void", [LT_BOOL] = "bool", [LT_I8] = "i8", [LT_I16] = "i16",
+      [LT_I32] = "i32", [LT_I64] = "i64", [LT_U8] = "u8", [LT_U16] = "u16",
+      [LT_U32] = "u32", [LT_U64] = "u64", [LT_F32] = "f32", [LT_F64] = "f64",
+      [LT_PTR_I8] = "i8*", [LT_PTR_I16] = "i16*", [LT_PTR_I32] = "i32*",
+      [LT_PTR_I64] = "i64*", [LT_PTR_U8] = "u8*", [LT_PTR_U16] = "u16*",
+      [LT_PTR_U32] = "u32*", [LT_PTR_U64] = "u64*", [LT_PTR_F32] = "f32*",
+      [LT_PTR_F64] = "f64*", [LT_PTR_BOOL] = "bool*"};
+  return t >= LT_VOID && t <= LT_PTR_BOOL ? n[t] : "?";
 }
 
 static bool fail(Verifier *v, const char *what) {
@@ -191,6 +197,35 @@ static bool check_update(Verifier *v, int op, LirType t, const LirExpr *e) {
   return check_bin(v, &b);
 }
 
+/* Whether e reads only the variables x and y, and constants. */
+static bool reads_only(const LirExpr *e, const LirVar *x, const LirVar *y) {
+  switch (e->kind) {
+  case LE_CONST: return true;
+  case LE_VAR: return e->u.var == x || e->u.var == y;
+  case LE_BIN: return reads_only(e->u.bin.a, x, y) && reads_only(e->u.bin.b, x, y);
+  case LE_UN: return reads_only(e->u.un.a, x, y);
+  case LE_CAST: return reads_only(e->u.cast, x, y);
+  case LE_SELECT:
+    return reads_only(e->u.sel.cond, x, y) && reads_only(e->u.sel.a, x, y) &&
+           reads_only(e->u.sel.b, x, y);
+  default: return false;
+  }
+}
+
+/* A fold (lir_fold): '=', its operand a variable of the same type, its
+ * identity a constant, its value over the two alone. */
+static bool check_fold(Verifier *v, const LirStmt *s) {
+  const LirVar *x = s->u.assign.var, *w = s->u.assign.with;
+  const LirExpr *id = s->u.assign.identity;
+  if (s->u.assign.op != -1 || !check_var(v, w) || w->type != x->type || !id ||
+      id->kind != LE_CONST || id->type != x->type)
+    return failf(v, "fold into %s: '=' of a same-typed operand with a constant identity",
+                 x->name);
+  if (!reads_only(s->u.assign.e, x, w))
+    return failf(v, "fold into %s reads more than %s and %s", x->name, x->name, w->name);
+  return true;
+}
+
 static void declare(Verifier *v, const LirVar *x) {
   v->in_scope[x->id] = 1;
   v->stack[v->sp++] = x->id;
@@ -331,6 +366,7 @@ static bool check_stmt(Verifier *v, const LirStmt *s) {
     declare(v, s->u.decl.var);
     return true;
   case LS_ASSIGN:
+    if (s->u.assign.with && !check_fold(v, s)) return false;
     return check_var(v, s->u.assign.var) &&
            check_update(v, s->u.assign.op, s->u.assign.var->type,
                         s->u.assign.e);

@@ -6,53 +6,54 @@
 
 bool lir_type_is_ptr(LirType t) { return t >= LT_PTR_I8; }
 bool lir_type_is_float(LirType t) { return t == LT_F32 || t == LT_F64; }
-bool lir_type_is_int(LirType t) { return t >= LT_I8 && t <= LT_I64; }
+bool lir_type_is_int(LirType t) { return t >= LT_I8 && t <= LT_U64; }
+bool lir_type_is_unsigned(LirType t) { return t >= LT_U8 && t <= LT_U64; }
 
 int lir_type_bytes(LirType t) {
   switch (t) {
-  case LT_BOOL: case LT_I8: return 1;
-  case LT_I16: return 2;
-  case LT_I32: case LT_F32: return 4;
+  case LT_BOOL: case LT_I8: case LT_U8: return 1;
+  case LT_I16: case LT_U16: return 2;
+  case LT_I32: case LT_U32: case LT_F32: return 4;
   default: return 8;
   }
 }
 
 int64_t lir_int_max(LirType t) {
-  return t == LT_BOOL ? 1 : (int64_t)(UINT64_MAX >> (65 - 8 * lir_type_bytes(t)));
+  if (t == LT_BOOL) return 1;
+  if (t == LT_U64) return -1;
+  int bits = 8 * lir_type_bytes(t) - !lir_type_is_unsigned(t);
+  return (int64_t)(UINT64_MAX >> (64 - bits));
 }
 
-int64_t lir_int_min(LirType t) { return t == LT_BOOL ? 0 : -lir_int_max(t) - 1; }
+int64_t lir_int_min(LirType t) {
+  return t == LT_BOOL || lir_type_is_unsigned(t) ? 0 : -lir_int_max(t) - 1;
+}
 
 LirType lir_dtype_type(int dtype) {
-  /* tj_dtype: F64 0, F32 1, I64 2, I32 3, I16 4, I8 5, BOOL 6 */
-  static const LirType t[] = {LT_F64, LT_F32, LT_I64, LT_I32, LT_I16, LT_I8, LT_I8};
+  /* tj_dtype: F64 0, F32 1, I64 2, I32 3, I16 4, I8 5, BOOL 6, U64 7, U32 8,
+   * U16 9, U8 10 */
+  static const LirType t[] = {LT_F64, LT_F32, LT_I64, LT_I32, LT_I16, LT_I8, LT_I8,
+                              LT_U64, LT_U32, LT_U16, LT_U8};
   return dtype >= 0 && dtype < (int)(sizeof t / sizeof *t) ? t[dtype] : LT_VOID;
 }
 
+/* Element and pointer types, one pair a row. */
+static const LirType ptr_elem[][2] = {
+  {LT_PTR_I8, LT_I8},   {LT_PTR_I16, LT_I16}, {LT_PTR_I32, LT_I32}, {LT_PTR_I64, LT_I64},
+  {LT_PTR_U8, LT_U8},   {LT_PTR_U16, LT_U16}, {LT_PTR_U32, LT_U32}, {LT_PTR_U64, LT_U64},
+  {LT_PTR_F32, LT_F32}, {LT_PTR_F64, LT_F64}, {LT_PTR_BOOL, LT_BOOL}};
+enum { NPTR = sizeof ptr_elem / sizeof ptr_elem[0] };
+
 LirType lir_elem_type(LirType p) {
-  switch (p) {
-  case LT_PTR_I8: return LT_I8;
-  case LT_PTR_I16: return LT_I16;
-  case LT_PTR_I32: return LT_I32;
-  case LT_PTR_I64: return LT_I64;
-  case LT_PTR_F32: return LT_F32;
-  case LT_PTR_F64: return LT_F64;
-  case LT_PTR_U8: return LT_BOOL;
-  default: return LT_VOID;
-  }
+  for (int k = 0; k < NPTR; k++)
+    if (ptr_elem[k][0] == p) return ptr_elem[k][1];
+  return LT_VOID;
 }
 
 LirType lir_ptr_type(LirType e) {
-  switch (e) {
-  case LT_I8: return LT_PTR_I8;
-  case LT_I16: return LT_PTR_I16;
-  case LT_I32: return LT_PTR_I32;
-  case LT_I64: return LT_PTR_I64;
-  case LT_F32: return LT_PTR_F32;
-  case LT_F64: return LT_PTR_F64;
-  case LT_BOOL: return LT_PTR_U8;
-  default: return LT_VOID;
-  }
+  for (int k = 0; k < NPTR; k++)
+    if (ptr_elem[k][1] == e) return ptr_elem[k][0];
+  return LT_VOID;
 }
 
 const char *lir_type_c(LirType t) {
@@ -60,11 +61,15 @@ const char *lir_type_c(LirType t) {
       [LT_VOID] = "void",        [LT_BOOL] = "bool",
       [LT_I8] = "int8_t",        [LT_I16] = "int16_t",
       [LT_I32] = "int32_t",      [LT_I64] = "int64_t",
+      [LT_U8] = "uint8_t",       [LT_U16] = "uint16_t",
+      [LT_U32] = "uint32_t",     [LT_U64] = "uint64_t",
       [LT_PTR_I8] = "int8_t *",  [LT_PTR_I16] = "int16_t *",
+      [LT_PTR_U8] = "uint8_t *", [LT_PTR_U16] = "uint16_t *",
+      [LT_PTR_U32] = "uint32_t *", [LT_PTR_U64] = "uint64_t *",
       [LT_F32] = "float",        [LT_F64] = "double",
       [LT_PTR_I32] = "int32_t *", [LT_PTR_I64] = "int64_t *",
       [LT_PTR_F32] = "float *",  [LT_PTR_F64] = "double *",
-      [LT_PTR_U8] = "bool *"};
+      [LT_PTR_BOOL] = "bool *"};
   return names[t];
 }
 
@@ -223,6 +228,12 @@ LirStmt *lir_update(Arena *a, LirVar *v, LirBinOp op, LirExpr *e) {
   return s;
 }
 
+LirStmt *lir_fold(Arena *a, LirVar *v, LirVar *with, LirExpr *e, LirExpr *identity) {
+  LirStmt *s = lir_assign(a, v, e);
+  if (s) s->u.assign.with = with, s->u.assign.identity = identity;
+  return s;
+}
+
 LirStmt *lir_store(Arena *a, LirExpr *ptr, LirExpr *idx, LirExpr *e) {
   LirStmt *s = stmt_new(a, LS_STORE);
   if (s) {
@@ -336,11 +347,20 @@ bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark) {
 
 const char *lir_bin_name(LirBinOp op) {
   static const char *names[] = {
-#define LIR_BINOP(k, s) s,
+#define LIR_BINOP(k, s, r) s,
 #include "loop_ir.def"
 #undef LIR_BINOP
   };
   return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
+}
+
+bool lir_bin_reduces(int op) {
+  static const bool reduces[] = {
+#define LIR_BINOP(k, s, r) r,
+#include "loop_ir.def"
+#undef LIR_BINOP
+  };
+  return op >= 0 && (unsigned)op < sizeof reduces / sizeof *reduces && reduces[op];
 }
 
 const char *lir_un_name(LirUnOp op) {

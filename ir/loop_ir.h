@@ -20,20 +20,26 @@
 #include "arena.h"
 #include "diag.h"
 
-/* Signed integers of 8 to 64 bits, floats, and BOOL (a comparison's i1,
- * a byte in memory). A bool tensor's values are I8 0/1 (lowering makes its
- * + max and its * min: or and and). */
+/* Signed (I) and unsigned (U) integers of 8 to 64 bits, floats, and BOOL
+ * (a comparison's i1, a byte in memory). A bool tensor's values are I8 0/1
+ * (lowering makes its + max and its * min: or and and). Unsigned types
+ * divide, compare, take min/max and convert to and from floats as
+ * unsigned, and widen by zero extension; a U64 constant's int64 holds its
+ * bits. */
 typedef enum {
-  LT_VOID, LT_BOOL, LT_I8, LT_I16, LT_I32, LT_I64, LT_F32, LT_F64,
-  LT_PTR_I8, LT_PTR_I16, LT_PTR_I32, LT_PTR_I64, LT_PTR_F32, LT_PTR_F64, LT_PTR_U8
+  LT_VOID, LT_BOOL, LT_I8, LT_I16, LT_I32, LT_I64, LT_U8, LT_U16, LT_U32, LT_U64,
+  LT_F32, LT_F64,
+  LT_PTR_I8, LT_PTR_I16, LT_PTR_I32, LT_PTR_I64, LT_PTR_U8, LT_PTR_U16, LT_PTR_U32,
+  LT_PTR_U64, LT_PTR_F32, LT_PTR_F64, LT_PTR_BOOL
 } LirType;
 
 bool lir_type_is_ptr(LirType t);
 bool lir_type_is_float(LirType t);
-bool lir_type_is_int(LirType t);          /* I8 .. I64 (not BOOL) */
+bool lir_type_is_int(LirType t);          /* I8 .. U64 (not BOOL) */
+bool lir_type_is_unsigned(LirType t);     /* U8 .. U64 */
 int lir_type_bytes(LirType t);            /* in memory: BOOL 1, I16 2, F64 8 */
-int64_t lir_int_min(LirType t);           /* of an integer type */
-int64_t lir_int_max(LirType t);
+int64_t lir_int_min(LirType t);           /* of an integer type (unsigned: 0) */
+int64_t lir_int_max(LirType t);           /* (U64: -1, the bits of 2^64 - 1) */
 /* The loop-IR type of a tj_dtype's values (bool: LT_I8), LT_VOID if none. */
 LirType lir_dtype_type(int dtype);
 LirType lir_elem_type(LirType ptr);       /* LT_PTR_F64 -> LT_F64 */
@@ -53,7 +59,7 @@ typedef enum {
 } LirStmtKind;
 
 typedef enum {
-#define LIR_BINOP(k, s) LOP_##k,
+#define LIR_BINOP(k, s, r) LOP_##k,
 #include "loop_ir.def"
 #undef LIR_BINOP
 } LirBinOp;  /* comparisons yield LT_BOOL; AND/OR take and yield LT_BOOL */
@@ -65,6 +71,8 @@ typedef enum {
 } LirUnOp;
 
 const char *lir_bin_name(LirBinOp op);   /* "+", "min", "&&" */
+/* Whether `v op= e` reduces (+ * min max: loop_ir.def's reduces column). */
+bool lir_bin_reduces(int op);
 const char *lir_un_name(LirUnOp op);     /* "-", "!", "sqrt" */
 
 /* Operand fields (FIELD expressions, SETFIELD statements). */
@@ -142,7 +150,8 @@ struct LirStmt {
   LirStmt *next;
   union {
     struct { LirVar *var; LirExpr *init; } decl;                   /* LS_DECL */
-    struct { LirVar *var; LirExpr *e; int op; } assign;  /* LS_ASSIGN; op -1 '=' or a LirBinOp */
+    struct { LirVar *var; LirExpr *e; int op;             /* LS_ASSIGN; op -1 '=' or a LirBinOp */
+             LirVar *with; LirExpr *identity; } assign;   /* with: a fold (lir_fold) */
     struct { LirExpr *ptr, *idx, *e; int op; bool atomic; } store; /* LS_STORE; op as above;
                                       atomic: an update (+ min max) other
                                       threads make too (parallelize(k, atomics)) */
@@ -198,6 +207,12 @@ LirExpr *lir_select(Arena *a, LirExpr *c, LirExpr *x, LirExpr *y);
 LirStmt *lir_decl(Arena *a, LirVar *v, LirExpr *init);
 LirStmt *lir_assign(Arena *a, LirVar *v, LirExpr *e);
 LirStmt *lir_update(Arena *a, LirVar *v, LirBinOp op, LirExpr *e);   /* v op= e */
+/* v = e, a fold of the value in `with` into v by a user-defined operator
+ * f(v, with) = e that is commutative and associative with the identity
+ * (a constant): e reads only v, with and constants, so a pass may keep
+ * per-lane or per-chunk accumulators from the identity and combine them
+ * by e (the vector emitter does). */
+LirStmt *lir_fold(Arena *a, LirVar *v, LirVar *with, LirExpr *e, LirExpr *identity);
 LirStmt *lir_store(Arena *a, LirExpr *ptr, LirExpr *idx, LirExpr *e);
 LirStmt *lir_store_update(Arena *a, LirExpr *ptr, LirExpr *idx, LirBinOp op, LirExpr *e);
 LirStmt *lir_setfield(Arena *a, int operand, LirField f, int level, LirExpr *e);

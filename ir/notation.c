@@ -198,22 +198,25 @@ bool nt_is_root_reduction(const Assignment *as, const IndexVar *v) {
   return true;
 }
 
-/* The dtypes as the notation sees them: name and integer width (0: a
- * floating dtype; 1: bool, 0/1 values). */
+/* The dtypes as the notation sees them: name, integer width (0: a
+ * floating dtype; 1: bool, 0/1 values) and whether unsigned. */
 static const struct {
   const char *name;
   int bits;
+  bool is_unsigned;
 } dtypes[TJ_NDTYPES] = {
-    [TJ_F64] = {"f64", 0}, [TJ_F32] = {"f32", 0}, [TJ_I64] = {"i64", 64},
-    [TJ_I32] = {"i32", 32}, [TJ_I16] = {"i16", 16}, [TJ_I8] = {"i8", 8},
-    [TJ_BOOL] = {"bool", 1},
+    [TJ_F64] = {"f64", 0, false}, [TJ_F32] = {"f32", 0, false}, [TJ_I64] = {"i64", 64, false},
+    [TJ_I32] = {"i32", 32, false}, [TJ_I16] = {"i16", 16, false}, [TJ_I8] = {"i8", 8, false},
+    [TJ_BOOL] = {"bool", 1, false}, [TJ_U64] = {"u64", 64, true}, [TJ_U32] = {"u32", 32, true},
+    [TJ_U16] = {"u16", 16, true}, [TJ_U8] = {"u8", 8, true},
 };
 
 const char *nt_dtype_name(tj_dtype t) { return (unsigned)t < TJ_NDTYPES ? dtypes[t].name : "?"; }
 bool nt_dtype_is_int(tj_dtype t) { return (unsigned)t < TJ_NDTYPES && dtypes[t].bits > 0; }
+bool nt_dtype_is_unsigned(tj_dtype t) { return (unsigned)t < TJ_NDTYPES && dtypes[t].is_unsigned; }
 int nt_dtype_bits(tj_dtype t) {
   int b = (unsigned)t < TJ_NDTYPES ? dtypes[t].bits : 0;
-  return b == 64 ? 0 : b;   /* i64 results are not narrowed */
+  return b == 64 && !dtypes[t].is_unsigned ? 0 : b;   /* i64 results are not narrowed */
 }
 
 /* ---- equality ---- */
@@ -291,9 +294,14 @@ static void print_access(FILE *out, const Expr *e) {
 }
 
 /* "sum(j, " or "reduce(min, j, ". */
-static void print_reduce(FILE *out, OpKind op, const IndexVar *iv) {
-  if (op == OP_ADD) fprintf(out, NT_SUM_NAME "(%s, ", iv->name);
+static void print_reduce(FILE *out, OpKind op, const NtDef *def, const IndexVar *iv) {
+  if (def) fprintf(out, NT_REDUCE_NAME "(%s, %s, ", def->name, iv->name);
+  else if (op == OP_ADD) fprintf(out, NT_SUM_NAME "(%s, ", iv->name);
   else fprintf(out, NT_REDUCE_NAME "(%s, %s, ", nt_op(op)->spelling, iv->name);
+}
+
+double nt_root_identity(const Assignment *as) {
+  return as->root_def ? as->root_def->identity : nt_op(as->root_op)->identity;
 }
 
 double nt_sum_identity(const Expr *e) {
@@ -340,8 +348,7 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
     fputc(')', out);
     break;
   case EX_SUM:
-    if (e->u.sum.def) fprintf(out, NT_REDUCE_NAME "(%s, %s, ", e->u.sum.def->name, e->u.sum.iv->name);
-    else print_reduce(out, e->u.sum.op, e->u.sum.iv);
+    print_reduce(out, e->u.sum.op, e->u.sum.def, e->u.sum.iv);
     print_prec(out, e->u.sum.a, 0);
     fputc(')', out);
     break;
@@ -361,6 +368,8 @@ void nt_print_defs(FILE *out, const NtDefs *defs) {
     if (d->left) fputs(" left ", out), nt_print_expr(out, d->left);
     if (d->right) fputs(" right ", out), nt_print_expr(out, d->right);
     if (d->reduces) fprintf(out, " identity %g", d->identity);
+    if (d->laws & OL_COMM) fputs(" commutative", out);
+    if (d->laws & OL_ASSOC) fputs(" associative", out);
     fputc('\n', out);
   }
 }
@@ -373,12 +382,12 @@ void nt_print(FILE *out, const Assignment *as) {
   IndexVar *roots[NT_MAX_INDICES];
   int n = 0;
   for (int k = 0; k < as->nroot_sums; k++) roots[n++] = as->root_sums[k];
-  for (int v = 0; v < as->nindices && as->root_op != OP_ADD; v++) {
+  for (int v = 0; v < as->nindices && (as->root_op != OP_ADD || as->root_def); v++) {
     bool listed = false;
     for (int k = 0; k < as->nroot_sums; k++) listed |= as->root_sums[k] == as->indices[v];
     if (!listed && nt_is_root_reduction(as, as->indices[v])) roots[n++] = as->indices[v];
   }
-  for (int k = 0; k < n; k++) print_reduce(out, as->root_op, roots[k]);
+  for (int k = 0; k < n; k++) print_reduce(out, as->root_op, as->root_def, roots[k]);
   nt_print_expr(out, as->rhs);
   for (int k = 0; k < n; k++) fputc(')', out);
 }

@@ -104,8 +104,13 @@ typedef struct Assignment {
   OpKind root_op;                        /* the root reduction's operator:
                                             OP_ADD, or that of explicit
                                             reduce(op, ...) around the rhs */
+  const struct NtDef *root_def;          /* or a definition's that reorders
+                                            (nt_def_reorders; root_op is then
+                                            OP_NONE) */
   const NtSemiring *semiring;            /* NULL: plus.times (nt_apply_semiring) */
 } Assignment;
+/* The identity of the root reduction's operator (or definition). */
+double nt_root_identity(const Assignment *as);
 
 /* ---- building ---- */
 /* Constructors; they return NULL only when the arena is out of memory. */
@@ -170,10 +175,21 @@ typedef struct NtDef {
                           (l, over x) or only y (r, over y) exists; NULL:
                           absent there. A call is an OP_CASES node. */
   bool cased;          /* has a left or right case */
-  bool reduces;        /* `f(x, y) = body identity v`: a reduction operator */
-  double identity;     /* f(x, v) = x; declared, with commutativity and
-                          associativity, by the user */
+  bool reduces;        /* `f(x, y) = body identity v`: a reduction operator,
+                          folded in loop order unless laws has both: */
+  double identity;     /* f(x, v) = x, declared by the user */
+  unsigned laws;       /* OL_COMM | OL_ASSOC as declared (`identity v
+                          commutative associative`), checked on samples */
 } NtDef;
+/* Whether reductions by def may be reordered (the root reduction, split
+ * across threads, vectorized): it declares an identity, commutativity
+ * and associativity. */
+bool nt_def_reorders(const NtDef *def);
+/* def's body at (x, y), in long double as the reference interpreter. */
+long double nt_def_apply(const NtDef *def, long double x, long double y);
+/* Checks the laws def declares on sample values (to a relative 1e-9, for
+ * rounding): false with d naming the law and the values where it fails. */
+bool nt_def_check_laws(const NtDef *def, Diag *d);
 /* The identity of reduction node e (EX_SUM): its operator's or its
  * definition's; the name it is printed with. */
 double nt_sum_identity(const Expr *e);
@@ -235,12 +251,15 @@ void nt_print_expr(FILE *out, const Expr *e);
  * columns and dtypes are ignored. */
 bool nt_expr_equal(const Expr *x, const Expr *y);
 bool nt_equal(const Assignment *x, const Assignment *y);
-/* "f64", "f32", "i64", "i32" (ir/ may not call the runtime's names). */
+/* "f64", "f32", "i64", "u8", ... (ir/ may not call the runtime's names). */
 const char *nt_dtype_name(tj_dtype t);
 /* Integer or bool (no floats); the width results wrap into (32, 16, 8; 1:
  * bool, nonzero is 1; 0: a floating dtype or i64, not narrowed). */
 bool nt_dtype_is_int(tj_dtype t);
 int nt_dtype_bits(tj_dtype t);
+/* u64, u32, u16, u8: results wrap modulo 2^bits (nt_dtype_bits: 64 for
+ * u64, which the reference interpreter narrows too). */
+bool nt_dtype_is_unsigned(tj_dtype t);
 
 /* ---- concrete index notation ---- */
 /* No sequence node: TACO's sequence(s1, s2) runs two statements in turn, but

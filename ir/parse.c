@@ -564,6 +564,27 @@ static bool name_taken(const NtDefs *defs, const char *name, int len) {
          (len == (int)strlen(NT_REDUCE_NAME) && !strncmp(name, NT_REDUCE_NAME, (size_t)len));
 }
 
+/* The laws a reduction operator declares after its identity:
+ * ['commutative'] ['associative'], in either order. With both it may be
+ * reordered: be the root reduction, split across threads and vectorized.
+ * The declaration is checked on sample values (nt_def_check_laws). */
+static bool parse_laws(Parser *ps, NtDef *def) {
+  static const struct { const char *kw; unsigned law; } laws[] = {
+    {"commutative", OL_COMM}, {"associative", OL_ASSOC}};
+  for (;;) {
+    int k = 0;
+    while (k < 2 && !(ps->tok.kind == TK_NAME && ps->tok.len == (int)strlen(laws[k].kw) &&
+                      !strncmp(ps->tok.s, laws[k].kw, strlen(laws[k].kw))))
+      k++;
+    if (k == 2) return true;
+    if (def->laws & laws[k].law)
+      return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col, "%s: %s twice",
+                           def->name, laws[k].kw);
+    def->laws |= laws[k].law;
+    if (!next(ps)) return false;
+  }
+}
+
 /* 'identity' [-] (number | inf) after a body of two parameters: the
  * definition is a reduction operator. 'identity' is current. */
 static bool parse_identity(Parser *ps, NtDef *def) {
@@ -584,11 +605,12 @@ static bool parse_identity(Parser *ps, NtDef *def) {
     return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, ps->tok.col, "%s: expected the "
                          "identity (a number, inf or -inf), found %s", def->name, found(ps));
   def->reduces = true;
-  return next(ps);
+  return next(ps) && parse_laws(ps, def);
 }
 
-/* name '(' param [',' param] ')' '=' expr ['identity' value], the text of
- * one definition. */
+/* name '(' param [',' param] ')' '=' expr ['left' expr] ['right' expr]
+ * ['identity' value ['commutative'] ['associative']], the text of one
+ * definition. */
 static bool parse_def(Arena *a, const char *src, NtDefs *defs, Diag *d) {
   Parser ps = {.a = a, .d = d, .src = src, .p = src, .defs = defs};
   ps.as = nt_assignment(a);
@@ -656,6 +678,7 @@ static bool parse_def(Arena *a, const char *src, NtDefs *defs, Diag *d) {
   def->param[1] = ps.params[1];
   def->body = body;
   def->height = h;
+  if (def->laws && !nt_def_check_laws(def, d)) return false;
   defs->n++;
   return true;
 }

@@ -22,7 +22,8 @@
  * leaves an unreached one at that identity in a dense output, at the zero
  * in a sparse one (absent); `+=` starts at the output's values. Integer
  * expressions divide with truncation toward zero (as C does) and refuse
- * x/0; i32, i16 and i8 results wrap around after each operation, bool ones
+ * x/0; i32, i16 and i8 results wrap around after each operation (u64, u32,
+ * u16 and u8 ones modulo 2^bits), bool ones
  * are 1 where nonzero (0/1 values, so + is or and * is and); results are
  * stored as doubles, which the caller converts to the output dtype.
  */
@@ -39,7 +40,8 @@ typedef struct Eval {
   long double zero;                /* the value of absent entries */
   int64_t coord[NT_MAX_INDICES];   /* by IndexId */
   bool is_int;
-  int bits;                        /* i32/i16/i8: results wrap; 1: bool */
+  int bits;                        /* i32/i16/i8, u64..u8: results wrap; 1: bool */
+  bool is_unsigned;                /* modulo 2^bits (else two's complement) */
   long double param[2];            /* a definition's parameters, in its body */
   bool div_by_zero;
 } Eval;
@@ -65,6 +67,10 @@ static int64_t offset(const Eval *ev, const Expr *e) {
 static long double narrow(const Eval *ev, long double v) {
   if (!ev->bits || !isfinite(v)) return v;
   if (ev->bits == 1) return v != 0;
+  if (ev->is_unsigned) { /* modulo 2^bits, exact below 2^64 (a 64-bit mantissa) */
+    long double m = ldexpl(1, ev->bits), r = fmodl(v, m);
+    return r < 0 ? r + m : r;
+  }
   uint64_t m = ((uint64_t)1 << ev->bits) - 1, u = (uint64_t)(int64_t)v & m;
   return (long double)(int64_t)(u > m / 2 ? u - m - 1 : u);
 }
@@ -89,6 +95,51 @@ static long double def_value(Eval *ev, const Expr *body, long double x, long dou
   long double r = eval(ev, body).v;
   ev->param[0] = saved[0], ev->param[1] = saved[1];
   return r;
+}
+
+long double nt_def_apply(const NtDef *def, long double x, long double y) {
+  Eval ev = {0};
+  return def_value(&ev, def->body, x, y);
+}
+
+bool nt_def_reorders(const NtDef *def) {
+  return def && def->reduces && (def->laws & (OL_COMM | OL_ASSOC)) == (OL_COMM | OL_ASSOC);
+}
+
+/* x and y agree to a relative 1e-9 (both NaN: the same failure either way). */
+static bool agree(long double x, long double y) {
+  if (isnan(x) || isnan(y)) return isnan(x) && isnan(y);
+  if (x == y) return true;
+  return fabsl(x - y) <= 1e-9L * (fabsl(x) + fabsl(y));
+}
+
+bool nt_def_check_laws(const NtDef *def, Diag *d) {
+  static const long double v[] = {-2.5L, -1, 0, 0.5L, 3, 7.25L};
+  enum { NV = sizeof v / sizeof v[0] };
+  for (int i = 0; i < NV; i++)
+    for (int j = 0; j < NV; j++) {
+      long double xy = nt_def_apply(def, v[i], v[j]), yx = nt_def_apply(def, v[j], v[i]);
+      if ((def->laws & OL_COMM) && !agree(xy, yx))
+        return diag_error(d, TJ_ERR_INVALID, "%s is declared commutative, but %s(%g, %g) = "
+                          "%Lg and %s(%g, %g) = %Lg", def->name, def->name, (double)v[i],
+                          (double)v[j], xy, def->name, (double)v[j], (double)v[i], yx);
+      for (int k = 0; k < NV && (def->laws & OL_ASSOC); k++) {
+        long double l = nt_def_apply(def, xy, v[k]);
+        long double r = nt_def_apply(def, v[i], nt_def_apply(def, v[j], v[k]));
+        if (!agree(l, r))
+          return diag_error(d, TJ_ERR_INVALID, "%s is declared associative, but %s(%s(%g, %g), "
+                            "%g) = %Lg and %s(%g, %s(%g, %g)) = %Lg", def->name, def->name,
+                            def->name, (double)v[i], (double)v[j], (double)v[k], l, def->name,
+                            (double)v[i], def->name, (double)v[j], (double)v[k], r);
+      }
+    }
+  for (int i = 0; i < NV; i++) {
+    long double r = nt_def_apply(def, v[i], def->identity);
+    if (!agree(r, v[i]))
+      return diag_error(d, TJ_ERR_INVALID, "%s's identity is %g, but %s(%g, %g) = %Lg",
+                        def->name, def->identity, def->name, (double)v[i], def->identity, r);
+  }
+  return true;
 }
 
 /* x op y for the operator of reduction node e, or its definition's body. */
@@ -247,15 +298,18 @@ bool nt_ref_eval(const Assignment *as, double *const *dense, const RefEvalIn *in
   }
   Eval ev = {.dense = dense, .stored = in ? in->stored : NULL, .sr = as->semiring,
              .zero = nt_semiring_zero(as->semiring),
-             .is_int = nt_dtype_is_int(as->rhs->dtype), .bits = nt_dtype_bits(as->rhs->dtype)};
+             .is_int = nt_dtype_is_int(as->rhs->dtype), .bits = nt_dtype_bits(as->rhs->dtype),
+             .is_unsigned = nt_dtype_is_unsigned(as->rhs->dtype)};
   bool update = reduces || as->accumulate; /* else each entry is set once */
-  long double start = reduces ? nt_op(as->root_op)->identity : ev.zero;
+  long double start = reduces ? nt_root_identity(as) : ev.zero;
   for (int64_t i = 0; i < size; i++) acc[i] = as->accumulate ? dense[0][i] : start;
   if (!empty) do {
       Val x = eval(&ev, as->rhs);
       if (!x.present) continue;
       int64_t o = offset(&ev, as->lhs);
-      acc[o] = update ? apply(&ev, as->root_op, acc[o], x.v) : x.v;
+      acc[o] = !update ? x.v
+               : as->root_def ? def_value(&ev, as->root_def->body, acc[o], x.v)
+                              : apply(&ev, as->root_op, acc[o], x.v);
       reached[o] = 1;
     } while (advance(&ev, v, nv));
   bool sparse = in && in->out_sparse && !as->accumulate;

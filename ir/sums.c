@@ -89,9 +89,12 @@ static bool check_explicit(const Assignment *as, Diag *d) {
  * reduction, whose operator is the one the output is updated with: all
  * root reductions share one operator, and += adds. */
 static bool hoistable(const Assignment *as, const Expr *s) {
-  if (s->u.sum.def) return false;  /* a definition's reduction keeps its scope */
-  if (as->nroot_sums > 0 && s->u.sum.op != as->root_op) return false;
-  return !as->accumulate || s->u.sum.op == OP_ADD;
+  /* a definition's reduction keeps its scope (a fold in loop order)
+   * unless it declares that it may be reordered */
+  if (s->u.sum.def && !nt_def_reorders(s->u.sum.def)) return false;
+  if (as->nroot_sums > 0 && (s->u.sum.op != as->root_op || s->u.sum.def != as->root_def))
+    return false;
+  return !as->accumulate || (s->u.sum.op == OP_ADD && !s->u.sum.def);
 }
 
 bool nt_place_sums(Arena *a, Assignment *as, Diag *d) {
@@ -99,6 +102,7 @@ bool nt_place_sums(Arena *a, Assignment *as, Diag *d) {
   bool explicit_root[NT_MAX_INDICES] = {0};
   for (; as->rhs->kind == EX_SUM && hoistable(as, as->rhs); as->rhs = as->rhs->u.sum.a) {
     as->root_op = as->rhs->u.sum.op;
+    as->root_def = as->rhs->u.sum.def;
     explicit_root[as->rhs->u.sum.iv->id] = true;
     as->root_sums[as->nroot_sums++] = as->rhs->u.sum.iv;
   }
@@ -127,7 +131,7 @@ bool nt_place_sums(Arena *a, Assignment *as, Diag *d) {
     /* ... then back up through the products it is a factor of. */
     while (depth > 0 && distributes(*path[depth - 1], path[depth])) depth--;
     Expr **slot = path[depth];
-    if (slot == &as->rhs && as->root_op == OP_ADD) continue; /* a root sum */
+    if (slot == &as->rhs && as->root_op == OP_ADD && !as->root_def) continue; /* a root sum */
     Expr *s = nt_sum(a, v, *slot, true, (*slot)->col);
     if (!s) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
     s->dtype = (*slot)->dtype;

@@ -176,6 +176,8 @@ tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out) {
 static void kernel_free(struct tj_kernel *k) {
   drv_kernel_release_chunks(k);
   pthread_mutex_destroy(&k->chunk_lock);
+  for (int t = 0; t < NT_MAX_TENSORS; t++) rt_pattern_free(&k->patterns[t]);
+  pthread_mutex_destroy(&k->pattern_lock);
   arena_free(&k->arena);
   free(k);
 }
@@ -501,14 +503,15 @@ int drv_pass_count(const char *name) {
 
 LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *d) {
   static const char *names[] = {"assemble", "compute", "evaluate",
-                                "assemble_rows", "compute_rows", "evaluate_rows"};
+                                "assemble_rows", "compute_rows", "evaluate_rows", "combine"};
   LowerPhase ph = (LowerPhase)(v % 3);
   LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
   a->failed = 0;   /* an arena's failure is reported once, by the call it failed */
   if (!arena_reserve(a, BUILD_RESERVE))
     return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   bool gett = e->gett.method != GETT_LOOPS && ph != PHASE_ASSEMBLE;
-  LirKernel *k = v >= 3   ? lower_kernel_rows(a, &in, ph, names[v], d)
+  LirKernel *k = v == DRV_COMBINE ? lower_kernel_combine(a, &in, names[v], d)
+                 : v >= 3   ? lower_kernel_rows(a, &in, ph, names[v], d)
                  : gett ? lower_gett_kernel(a, &in, &e->gett, names[v], d)
                         : lower_kernel(a, &in, ph, names[v], d);
   for (int p = 0; k && p < npasses && LOWER_PASSES[p].name; p++) LOWER_PASSES[p].run(a, k, &e->opt);
@@ -603,6 +606,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);
   pthread_mutex_init(&k->chunk_lock, NULL);
+  pthread_mutex_init(&k->pattern_lock, NULL);
   if (!arena_reserve(&k->arena, BUILD_RESERVE / 16)) {
     diag_error(&d, TJ_ERR_NOMEM, "out of memory");
   } else {
@@ -683,6 +687,7 @@ fail_entry:
   entry_unref(cx, e);
 fail:
   pthread_mutex_destroy(&k->chunk_lock);
+  pthread_mutex_destroy(&k->pattern_lock);
   arena_free(&k->arena);
   free(k);
   return drv_fail(&d);

@@ -34,6 +34,13 @@ typedef struct DiskCache {
  * with refs == 0 may be evicted (its code removed from the JIT, its memory
  * freed) when the context holds more than its limit; one in use never is,
  * so a kernel that runs always has its code. refs, prev, next: cx->lock. */
+/* Kernel variants of an entry: a LowerPhase, DRV_ROWS(phase) for the
+ * row-range kernel of that phase (parallel sparse outputs), or
+ * DRV_COMBINE. */
+#define DRV_VARIANTS 7
+#define DRV_ROWS(ph) ((ph) + 3)
+#define DRV_COMBINE 6   /* lower_kernel_combine: partials by a definition */
+
 typedef struct CacheEntry {
   struct CacheEntry *next, *prev;
   long refs;
@@ -45,14 +52,14 @@ typedef struct CacheEntry {
   LowerPlan plan;             /* analysis: loop order, conversions, workspace */
   LowerOptions opt;           /* code-generation switches */
   GettPlan gett;              /* a pure dense contraction's method (GETT_LOOPS: none) */
-  LirKernel *lir[6];          /* by variant, lowered on demand */
-  BackendKernel bk[6];
-  bool compiled[6];
+  LirKernel *lir[DRV_VARIANTS];          /* by variant, lowered on demand */
+  BackendKernel bk[DRV_VARIANTS];
+  bool compiled[DRV_VARIANTS];
   const Backend *be;
   void *bstate;               /* the backend's state (owned by the context) */
   BackendOptions bopt;
   const DiskCache *disk;      /* trusted on-disk cache (the context's), or NULL */
-  bool from_disk[6];          /* variant loaded from the disk cache */
+  bool from_disk[DRV_VARIANTS];          /* variant loaded from the disk cache */
   bool no_vectorize;          /* tensorjit's own vectorization pass off */
   bool no_unroll_jam;         /* register blocking of dense nests off */
   const char *semiring;       /* its name (static), NULL: plus.times */
@@ -97,6 +104,12 @@ struct tj_kernel {
   pthread_mutex_t chunk_lock;
   tj_storage *chunks;
   int nchunks;
+  /* The 0/1 patterns of sparse masks (LowerPlan.pattern), kept between
+   * runs and rebuilt only when the mask's structure changed; held (with
+   * trylock) from the refresh to the kernel's end, so a concurrent run
+   * builds its own. */
+  pthread_mutex_t pattern_lock;
+  RtPattern patterns[NT_MAX_TENSORS];
 };
 
 /* Frees a kernel's cached chunk outputs (driver_run.c). */
@@ -145,10 +158,6 @@ int drv_lattice_max(void);
 int drv_scatter_min(void);
 
 
-/* Kernel variants of an entry: a LowerPhase, or DRV_ROWS(phase) for the
- * row-range kernel of that phase (parallel sparse outputs). */
-#define DRV_VARIANTS 6
-#define DRV_ROWS(ph) ((ph) + 3)
 
 /* Sets the thread-local error from a diagnostic; returns its status. */
 tj_status drv_fail(const Diag *d);

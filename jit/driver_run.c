@@ -265,11 +265,14 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
     tj_storage **ptrs = malloc((size_t)nchunks * sizeof *ptrs);
     if (!ptrs) status = rt_set_error(TJ_ERR_NOMEM, "out of memory");
     for (int c = 0; ptrs && c < nchunks; c++) ptrs[c] = &chunk[c];
-    if (ptrs)
-      status = e->plan.rangeable
-                   ? rt_storage_concat(out, ptrs, nchunks)
-                   : rt_storage_sum_partials(out, ptrs, nchunks, e->as->accumulate,
-                                             combine_of(e->as->root_op));
+    if (ptrs && e->as->root_def && !drv_ensure_compiled(e, DRV_COMBINE, d))
+      status = drv_fail(d);
+    else if (ptrs)
+      status = e->plan.rangeable ? rt_storage_concat(out, ptrs, nchunks)
+               : e->as->root_def ? rt_storage_fold_partials(out, ptrs, nchunks, e->as->accumulate,
+                                                            e->bk[DRV_COMBINE].fn)
+                                 : rt_storage_sum_partials(out, ptrs, nchunks, e->as->accumulate,
+                                                           combine_of(e->as->root_op));
     free(ptrs);
   }
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;
@@ -308,14 +311,21 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
   tj_tensor *tmp[NT_MAX_TENSORS] = {0};
   tj_storage *st[NT_MAX_TENSORS];
   tj_status status = TJ_OK;
+  bool kept = false;   /* k->patterns in use: pattern_lock held */
+  for (int t = 0; t < e->as->ntensors; t++)
+    if (e->plan.pattern[t] && !kept) kept = pthread_mutex_trylock(&k->pattern_lock) == 0;
   for (int t = 0; t < e->as->ntensors && status == TJ_OK; t++) {
     /* Converted operands, and inputs never packed (tj_tensor_new without
-     * tj_tensor_pack: no arrays yet, read as empty), run on a packed copy. */
+     * tj_tensor_pack: no arrays yet, read as empty), run on a packed copy;
+     * a mask's pattern is the kernel's kept one when free. */
     if (e->plan.convert[t] || (t > 0 && !rt_tensor_is_packed(ops[t]))) {
       const tj_format *f = e->plan.convert[t] ? &e->plan.fmt[t] : tj_tensor_format(ops[t]);
-      status = e->plan.pattern[t] ? rt_tensor_pattern(ops[t], f, &tmp[t])
-                                  : tj_tensor_convert(ops[t], f, &tmp[t]);
-      if (status == TJ_OK) st[t] = rt_tensor_storage(tmp[t]);
+      tj_tensor *pat = NULL;
+      bool rebuilt;
+      status = !e->plan.pattern[t] ? tj_tensor_convert(ops[t], f, &tmp[t])
+               : kept ? rt_pattern_refresh(&k->patterns[t], ops[t], f, &pat, &rebuilt)
+                      : rt_tensor_pattern(ops[t], f, &tmp[t]);
+      if (status == TJ_OK) st[t] = rt_tensor_storage(pat ? pat : tmp[t]);
     } else {
       st[t] = rt_tensor_storage(ops[t]);
     }
@@ -336,6 +346,7 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
     if (!diag_ok(&d)) status = drv_fail(&d);
     else if (rc != 0) status = kernel_code(rc);
   }
+  if (kept) pthread_mutex_unlock(&k->pattern_lock);
   for (int t = 0; t < NT_MAX_TENSORS; t++) tj_tensor_free(tmp[t]);
   return status;
 }

@@ -8,7 +8,7 @@
 
 #include "emit_llvm.h"
 
-#define NTYPES (LT_PTR_U8 + 1)
+#define NTYPES (LT_PTR_BOOL + 1)
 
 /* The function being emitted is the kernel or, inside a parallel loop, its
  * outlined body; emit_parallel_for swaps the per-function fields. */

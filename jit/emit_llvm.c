@@ -25,10 +25,10 @@
 LLVMTypeRef em_reg_type(Emitter *e, LirType t) {
   switch (t) {
   case LT_BOOL: return e->i1;
-  case LT_I8: return e->i8;
-  case LT_I16: return e->i16;
-  case LT_I32: return e->i32;
-  case LT_I64: return e->i64;
+  case LT_I8: case LT_U8: return e->i8;
+  case LT_I16: case LT_U16: return e->i16;
+  case LT_I32: case LT_U32: return e->i32;
+  case LT_I64: case LT_U64: return e->i64;
   case LT_F32: return e->f32;
   case LT_F64: return e->f64;
   case LT_VOID: return e->vd;
@@ -60,7 +60,8 @@ LLVMMetadataRef em_md_int(LLVMTypeRef t, long long v) {
 static void tbaa_init(Emitter *e) {
   static const char *names[NTYPES] = {
       [LT_BOOL] = "bool", [LT_I8] = "int8", [LT_I16] = "int16",
-      [LT_I32] = "int32", [LT_I64] = "int64",
+      [LT_I32] = "int32", [LT_I64] = "int64", /* unsigned alias signed, as in C */
+      [LT_U8] = "int8", [LT_U16] = "int16", [LT_U32] = "int32", [LT_U64] = "int64",
       [LT_F32] = "float", [LT_F64] = "double"};
   LLVMMetadataRef root_ops[] = {em_md_str(e, "tensorjit tbaa")};
   LLVMMetadataRef root = LLVMMDNodeInContext2(e->cx, root_ops, 1);
@@ -201,28 +202,34 @@ static LLVMValueRef emit_load(Emitter *e, const LirExpr *x) {
   return a ? load_elem(e, a, t) : NULL;
 }
 
-static LLVMValueRef int_minmax_cmp(Emitter *e, LirBinOp op, LLVMValueRef a,
-                                   LLVMValueRef b) {
+static LLVMValueRef int_minmax_cmp(Emitter *e, LirBinOp op, bool is_unsigned,
+                                   LLVMValueRef a, LLVMValueRef b) {
   LLVMValueRef args[] = {a, b};
-  return em_intrinsic(e, op == LOP_MIN ? "llvm.smin" : "llvm.smax",
-                   LLVMTypeOf(a), args, 2);
+  const char *name = op == LOP_MIN ? (is_unsigned ? "llvm.umin" : "llvm.smin")
+                                   : (is_unsigned ? "llvm.umax" : "llvm.smax");
+  return em_intrinsic(e, name, LLVMTypeOf(a), args, 2);
 }
 
-static LLVMValueRef int_binop(Emitter *e, LirBinOp op, LLVMValueRef a,
+/* Signed integers add, subtract and multiply with nsw; unsigned ones wrap
+ * (no flag) and divide, compare, min and max as unsigned. */
+static LLVMValueRef int_binop(Emitter *e, LirBinOp op, bool is_unsigned, LLVMValueRef a,
                               LLVMValueRef b) {
-  static const LLVMIntPredicate pred[] = {
-      [LOP_LT] = LLVMIntSLT, [LOP_LE] = LLVMIntSLE, [LOP_GT] = LLVMIntSGT,
-      [LOP_GE] = LLVMIntSGE, [LOP_EQ] = LLVMIntEQ,  [LOP_NE] = LLVMIntNE};
+  static const LLVMIntPredicate pred[2][LOP_OR + 1] = {
+      {[LOP_LT] = LLVMIntSLT, [LOP_LE] = LLVMIntSLE, [LOP_GT] = LLVMIntSGT,
+       [LOP_GE] = LLVMIntSGE, [LOP_EQ] = LLVMIntEQ, [LOP_NE] = LLVMIntNE},
+      {[LOP_LT] = LLVMIntULT, [LOP_LE] = LLVMIntULE, [LOP_GT] = LLVMIntUGT,
+       [LOP_GE] = LLVMIntUGE, [LOP_EQ] = LLVMIntEQ, [LOP_NE] = LLVMIntNE}};
+  bool u = is_unsigned;
   switch (op) {
-  case LOP_ADD: return LLVMBuildNSWAdd(e->b, a, b, "");
-  case LOP_SUB: return LLVMBuildNSWSub(e->b, a, b, "");
-  case LOP_MUL: return LLVMBuildNSWMul(e->b, a, b, "");
-  case LOP_DIV: return LLVMBuildSDiv(e->b, a, b, "");
-  case LOP_REM: return LLVMBuildSRem(e->b, a, b, "");
-  case LOP_MIN: case LOP_MAX: return int_minmax_cmp(e, op, a, b);
+  case LOP_ADD: return u ? LLVMBuildAdd(e->b, a, b, "") : LLVMBuildNSWAdd(e->b, a, b, "");
+  case LOP_SUB: return u ? LLVMBuildSub(e->b, a, b, "") : LLVMBuildNSWSub(e->b, a, b, "");
+  case LOP_MUL: return u ? LLVMBuildMul(e->b, a, b, "") : LLVMBuildNSWMul(e->b, a, b, "");
+  case LOP_DIV: return u ? LLVMBuildUDiv(e->b, a, b, "") : LLVMBuildSDiv(e->b, a, b, "");
+  case LOP_REM: return u ? LLVMBuildURem(e->b, a, b, "") : LLVMBuildSRem(e->b, a, b, "");
+  case LOP_MIN: case LOP_MAX: return int_minmax_cmp(e, op, u, a, b);
   case LOP_AND: return LLVMBuildAnd(e->b, a, b, "");
   case LOP_OR: return LLVMBuildOr(e->b, a, b, "");
-  default: return LLVMBuildICmp(e->b, pred[op], a, b, "");
+  default: return LLVMBuildICmp(e->b, pred[u][op], a, b, "");
   }
 }
 
@@ -261,7 +268,7 @@ LLVMValueRef em_binop(Emitter *e, LirBinOp op, LirType t, LLVMValueRef a,
     return NULL;
   }
   if (lir_type_is_float(t)) return float_binop(e, op, a, b);
-  if (lir_type_is_int(t) || t == LT_BOOL) return int_binop(e, op, a, b);
+  if (lir_type_is_int(t) || t == LT_BOOL) return int_binop(e, op, lir_type_is_unsigned(t), a, b);
   em_bug(e, "binary operator on a pointer or void");
   return NULL;
 }
@@ -340,6 +347,7 @@ LLVMValueRef em_unop(Emitter *e, LirUnOp op, LirType t, LLVMValueRef a) {
     return fp ? LLVMBuildFCmp(e->b, LLVMRealOEQ, a, LLVMConstNull(LLVMTypeOf(a)), "")
               : LLVMBuildICmp(e->b, LLVMIntEQ, a, LLVMConstNull(LLVMTypeOf(a)), "");
   case LUN_ABS:
+    if (lir_type_is_unsigned(t)) return a;
     if (!fp) {
       LLVMValueRef args[] = {a, LLVMConstInt(e->i1, 0, 0)};
       return em_intrinsic(e, "llvm.abs", LLVMTypeOf(a), args, 2);
@@ -366,12 +374,15 @@ LLVMValueRef em_convert(Emitter *e, LLVMValueRef v, LirType from, LirType to) {
   if (from == LT_BOOL)
     return lir_type_is_float(to) ? LLVMBuildUIToFP(e->b, v, tt, "")
                                  : LLVMBuildZExt(e->b, v, tt, "");
+  /* widening extends by the source's signedness (zext from unsigned) */
   if (lir_type_is_int(from) && lir_type_is_int(to))
-    return LLVMBuildIntCast2(e->b, v, tt, 1, "");
+    return LLVMBuildIntCast2(e->b, v, tt, !lir_type_is_unsigned(from), "");
   if (lir_type_is_int(from) && lir_type_is_float(to))
-    return LLVMBuildSIToFP(e->b, v, tt, "");
+    return lir_type_is_unsigned(from) ? LLVMBuildUIToFP(e->b, v, tt, "")
+                                      : LLVMBuildSIToFP(e->b, v, tt, "");
   if (lir_type_is_float(from) && lir_type_is_int(to))
-    return LLVMBuildFPToSI(e->b, v, tt, "");
+    return lir_type_is_unsigned(to) ? LLVMBuildFPToUI(e->b, v, tt, "")
+                                    : LLVMBuildFPToSI(e->b, v, tt, "");
   if (lir_type_is_float(from) && lir_type_is_float(to))
     return LLVMBuildFPCast(e->b, v, tt, "");
   em_bug(e, "unsupported cast");

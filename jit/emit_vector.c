@@ -11,6 +11,8 @@
  * accumulator and combine it horizontally after the loop:
  *   acc = splat(identity); for (iv = lo; iv < hi; iv += W) { ...; acc op= x; }
  *   s = s op reduce(acc)
+ * a fold by a user-defined operator (lir_fold) the same way, its operator
+ * applied lane-wise in the loop and lane by lane after it.
  * Loads reached only under a condition (select arms, && / ||) are masked.
  * The body may hold scalar `for` loops with uniform bounds (outer-loop
  * vectorization: GEMM's k loop inside the vector loop over j); a body
@@ -27,6 +29,7 @@
 #include "emit_internal.h"
 
 #define MAX_LANES 64
+enum { FAM_FOLD = 1000 };  /* a reduction family past every LirBinOp */
 
 typedef struct VVal {
   LLVMValueRef v;  /* scalar (uniform), scalar base (unit) or vector (varying) */
@@ -40,7 +43,9 @@ typedef struct VecLoop {
   LLVMValueRef base;      /* the iv at lane 0 of this iteration */
   unsigned char *inner;   /* by var id: declared in the body */
   VVal *val;              /* by var id: current value of a body variable */
-  int *red;               /* by var id: reduction op family + 1, or 0 */
+  int *red;               /* by var id: reduction op family + 1 (FAM_FOLD + 1:
+                             a fold), or 0 */
+  const LirStmt **fold;   /* by var id: the fold (lir_fold) into it */
   LLVMValueRef *acc;      /* by var id: accumulator alloca */
   const LirVar **rvars;   /* the reduction variables, in order */
   int nred;
@@ -283,9 +288,25 @@ static bool set_inner(VecLoop *v, const LirVar *var, VVal x) {
   return true;
 }
 
+/* acc = f(acc, with) lane by lane: the fold's accumulator read as a body
+ * variable while its value is computed. */
+static bool vfold(VecLoop *v, const LirStmt *s) {
+  const LirVar *var = s->u.assign.var;
+  Emitter *e = v->e;
+  LLVMTypeRef vt = LLVMVectorType(em_reg_type(e, var->type), v->w);
+  v->inner[var->id] = 1;
+  v->val[var->id] = mk(LLVMBuildLoad2(e->b, vt, v->acc[var->id], ""), LIR_VARYING);
+  VVal x = vexpr(v, s->u.assign.e, NULL);
+  v->inner[var->id] = 0;
+  if (!x.v) return false;
+  LLVMBuildStore(e->b, to_vec(v, x), v->acc[var->id]);
+  return true;
+}
+
 static bool vassign(VecLoop *v, const LirStmt *s) {
   const LirVar *var = s->u.assign.var;
   int op = s->u.assign.op;
+  if (s->u.assign.with && !v->inner[var->id]) return vfold(v, s);
   VVal x = vexpr(v, s->u.assign.e, NULL);
   if (!x.v) return false;
   if (v->inner[var->id])
@@ -399,9 +420,14 @@ static bool scan(VecLoop *v, const LirStmt *s, int depth) {
     }
     const LirVar *var = s->u.assign.var;
     if (var == v->s->u.loop.iv) return fail(v, "the body assigns the iv");
-    int op = s->u.assign.op, fam = op == LOP_SUB ? LOP_ADD : op;
+    int op = s->u.assign.op, fam = s->u.assign.with ? FAM_FOLD : op == LOP_SUB ? LOP_ADD : op;
     bool num = lir_type_is_int(var->type) || lir_type_is_float(var->type);
-    if (!num || (fam != LOP_ADD && fam != LOP_MUL && fam != LOP_MIN && fam != LOP_MAX))
+    if (fam == FAM_FOLD) {
+      if (v->fold[var->id] && v->fold[var->id]->u.assign.e != s->u.assign.e)
+        return fail(v, "one reduction variable folded twice");
+      v->fold[var->id] = s;
+    }
+    if (!num || (!lir_bin_reduces(fam) && fam != FAM_FOLD))
       return fail(v, "the body assigns an outer variable other than by +=, *=, min or max");
     if (v->red[var->id] && v->red[var->id] != fam + 1)
       return fail(v, "one reduction variable updated with two operators");
@@ -425,6 +451,23 @@ static LLVMValueRef identity(Emitter *e, LirType t, int fam) {
   }
 }
 
+/* A fold's lanes, one at a time through its operator f(var, with) in
+ * the scalar emitter: s = f(s, acc[0]); ...; s = f(s, acc[W-1]). */
+static bool combine_fold(VecLoop *v, const LirVar *var, LLVMValueRef acc) {
+  Emitter *e = v->e;
+  const LirStmt *f = v->fold[var->id];
+  LLVMValueRef slot = em_slot(e, var), wslot = em_slot(e, f->u.assign.with);
+  if (!slot || !wslot) return false;
+  for (unsigned q = 0; q < v->w; q++) {
+    LLVMBuildStore(e->b, LLVMBuildExtractElement(e->b, acc, LLVMConstInt(e->i32, q, 0), ""),
+                   wslot);
+    LLVMValueRef r = emit_expr(e, f->u.assign.e);
+    if (!r) return false;
+    LLVMBuildStore(e->b, r, slot);
+  }
+  return true;
+}
+
 /* s = s op reduce(acc), float sums and products reassociated. */
 static bool combine(VecLoop *v, const LirVar *var) {
   static const char *fname[] = {[LOP_ADD] = "llvm.vector.reduce.fadd",
@@ -439,6 +482,7 @@ static bool combine(VecLoop *v, const LirVar *var) {
   LLVMValueRef slot = em_slot(e, var);
   if (!slot) return false;
   LLVMValueRef acc = LLVMBuildLoad2(e->b, vt, v->acc[var->id], "");
+  if (fam == FAM_FOLD) return combine_fold(v, var, acc);
   LLVMValueRef s = LLVMBuildLoad2(e->b, em_reg_type(e, var->type), slot, ""), r;
   if (lir_type_is_float(var->type) && (fam == LOP_ADD || fam == LOP_MUL)) {
     LLVMValueRef args[] = {s, acc};
@@ -446,7 +490,10 @@ static bool combine(VecLoop *v, const LirVar *var) {
     LLVMSetFastMathFlags(r, LLVMFastMathAllowReassoc |
                                 (e->contract ? LLVMFastMathAllowContract : 0));
   } else {
-    const char *name = lir_type_is_float(var->type) ? fname[fam] : iname[fam];
+    const char *name = lir_type_is_float(var->type) ? fname[fam]
+                       : lir_type_is_unsigned(var->type) && fam == LOP_MIN ? "llvm.vector.reduce.umin"
+                       : lir_type_is_unsigned(var->type) && fam == LOP_MAX ? "llvm.vector.reduce.umax"
+                                                                           : iname[fam];
     r = em_binop(e, (LirBinOp)fam, var->type, s, em_intrinsic(e, name, vt, &acc, 1));
   }
   if (!r) return false;
@@ -510,8 +557,11 @@ static bool emit_loop(VecLoop *v) {
     const LirVar *r = v->rvars[q];
     LLVMTypeRef vt = LLVMVectorType(em_reg_type(e, r->type), v->w);
     v->acc[r->id] = LLVMBuildAlloca(e->eb, vt, "vacc");
-    LLVMBuildStore(e->b, splat(v, identity(e, r->type, v->red[r->id] - 1)),
-                   v->acc[r->id]);
+    int fam = v->red[r->id] - 1;
+    LLVMValueRef id = fam == FAM_FOLD ? emit_expr(e, v->fold[r->id]->u.assign.identity)
+                                      : identity(e, r->type, fam);
+    if (!id) return false;
+    LLVMBuildStore(e->b, splat(v, id), v->acc[r->id]);
   }
   LLVMValueRef a = em_slot(e, s->u.loop.iv), lo = emit_expr(e, s->u.loop.lo);
   if (!a || !lo) return false;
@@ -549,7 +599,8 @@ bool emit_vector_for(Emitter *e, const LirStmt *s) {
   v.rvars = calloc(n, sizeof *v.rvars);
   v.depth = calloc(n, sizeof *v.depth);
   v.vslot = calloc(n, sizeof *v.vslot);
-  bool ok = v.inner && v.val && v.red && v.acc && v.rvars && v.depth && v.vslot;
+  v.fold = calloc(n, sizeof *v.fold);
+  bool ok = v.inner && v.val && v.red && v.acc && v.rvars && v.depth && v.vslot && v.fold;
   if (!ok) diag_error(e->d, TJ_ERR_NOMEM, "out of memory emitting a vector loop");
   ok = ok && scan(&v, s->u.loop.body, 0) && emit_loop(&v);
   free(v.inner);
@@ -559,5 +610,6 @@ bool emit_vector_for(Emitter *e, const LirStmt *s) {
   free(v.rvars);
   free(v.depth);
   free(v.vslot);
+  free(v.fold);
   return ok;
 }

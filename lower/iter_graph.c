@@ -359,9 +359,9 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                  level_var(as->lhs, &p->fmt[0], 0) == p->order[0];
   /* Partial outputs per chunk of rows are combined by the root operator,
    * a reduction operator (the runtime's rt_storage_sum_partials: + * min
-   * max or and). */
+   * max or and), or a definition's (the entry's combine kernel). */
   p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]) &&
-                   nt_op_is_reduction(as->root_op);
+                   (as->root_def || nt_op_is_reduction(as->root_op));
   return check_sum_order(as, p, d);
 }
 

@@ -70,11 +70,16 @@ static const char *opname(const LirKernel *k, int op) {
 
 /* ---- values ---- */
 
+/* v in t's width: signed ones sign-extended, unsigned ones zero-extended
+ * (U64: the bits). */
 static int64_t wrap(LirType t, uint64_t v) {
   switch (t) {
   case LT_I8: return (int8_t)(uint8_t)v;
   case LT_I16: return (int16_t)(uint16_t)v;
   case LT_I32: return (int32_t)(uint32_t)v;
+  case LT_U8: return (uint8_t)v;
+  case LT_U16: return (uint16_t)v;
+  case LT_U32: return (uint32_t)v;
   case LT_BOOL: return v != 0;
   default: return (int64_t)v;
   }
@@ -88,6 +93,12 @@ static void read_elem(LirType t, const char *addr, Val *out) {
   int8_t i8;
   float f32;
   uint8_t b;
+  uint64_t u = 0;
+  if (lir_type_is_unsigned(t)) { /* little-endian: the low bytes, zero-extended */
+    memcpy(&u, addr, (size_t)lir_type_bytes(t));
+    out->i = (int64_t)u;
+    return;
+  }
   switch (t) {
   case LT_I8: memcpy(&i8, addr, 1); out->i = i8; break;
   case LT_I16: memcpy(&i16, addr, 2); out->i = i16; break;
@@ -105,6 +116,10 @@ static void write_elem(LirType t, char *addr, Val v) {
   int8_t i8 = (int8_t)v.i;
   float f32 = (float)v.f;
   uint8_t b = v.i != 0;
+  if (lir_type_is_unsigned(t)) { /* little-endian: the low bytes */
+    memcpy(addr, &v.i, (size_t)lir_type_bytes(t));
+    return;
+  }
   switch (t) {
   case LT_I8: memcpy(addr, &i8, 1); break;
   case LT_I16: memcpy(addr, &i16, 2); break;
@@ -185,6 +200,11 @@ static bool int_div(Interp *in, LirBinOp op, LirType t, int64_t a, int64_t b,
   int64_t min = lir_int_min(t);
   if (b == 0) return fault(in, "integer %s by zero",
                            op == LOP_DIV ? "division" : "remainder");
+  if (lir_type_is_unsigned(t)) {
+    uint64_t x = (uint64_t)a, y = (uint64_t)b;
+    out->i = wrap(t, op == LOP_DIV ? x / y : x % y);
+    return true;
+  }
   if (a == min && b == -1) out->i = op == LOP_DIV ? min : 0;  /* wraps */
   else out->i = wrap(t, (uint64_t)(op == LOP_DIV ? a / b : a % b));
   return true;
@@ -193,6 +213,16 @@ static bool int_div(Interp *in, LirBinOp op, LirType t, int64_t a, int64_t b,
 static bool int_op(Interp *in, LirBinOp op, LirType t, int64_t a, int64_t b,
                    Val *out) {
   uint64_t x = (uint64_t)a, y = (uint64_t)b;
+  if (lir_type_is_unsigned(t) && op >= LOP_MIN && op <= LOP_GE) {
+    switch (op) { /* unsigned order (values are zero-extended bits) */
+    case LOP_MIN: out->i = x < y ? a : b; return true;
+    case LOP_MAX: out->i = x > y ? a : b; return true;
+    case LOP_LT: out->i = x < y; return true;
+    case LOP_LE: out->i = x <= y; return true;
+    case LOP_GT: out->i = x > y; return true;
+    default: out->i = x >= y; return true;
+    }
+  }
   switch (op) {
   case LOP_ADD: out->i = wrap(t, x + y); return true;
   case LOP_SUB: out->i = wrap(t, x - y); return true;
@@ -277,7 +307,7 @@ static bool eval_un(Interp *in, const LirExpr *e, Val *out) {
     switch (e->u.un.op) {
     case LUN_NOT: out->i = !a.i; break;
     case LUN_NEG: out->i = wrap(t, 0 - x); break;
-    default: out->i = a.i < 0 ? wrap(t, 0 - x) : a.i; break;  /* abs */
+    default: out->i = a.i < 0 && !lir_type_is_unsigned(t) ? wrap(t, 0 - x) : a.i; break;  /* abs */
     }
     return true;
   }
@@ -300,6 +330,9 @@ static void convert(LirType to, LirType from, Val a, Val *out) {
     out->i = lir_type_is_float(from) ? a.f != 0 : a.i != 0;
   } else if (lir_type_is_int(to) && !lir_type_is_float(from)) {
     out->i = wrap(to, (uint64_t)a.i);
+  } else if (lir_type_is_unsigned(to)) { /* [0, 2^bits); outside it 0 */
+    double lim = to == LT_U64 ? 0x1p64 : (double)lir_int_max(to) + 1;
+    out->i = a.f > -1 && a.f < lim ? wrap(to, (uint64_t)a.f) : 0;
   } else if (lir_type_is_int(to)) {
     double lim = -(double)lir_int_min(to);
     int64_t min = lir_int_min(to);
@@ -307,6 +340,8 @@ static void convert(LirType to, LirType from, Val a, Val *out) {
     out->i = in_range ? wrap(to, (uint64_t)(int64_t)a.f) : min;
   } else if (lir_type_is_float(from)) {
     out->f = to == LT_F32 ? (double)(float)a.f : a.f;
+  } else if (lir_type_is_unsigned(from)) {
+    out->f = to == LT_F32 ? (double)(float)(uint64_t)a.i : (double)(uint64_t)a.i;
   } else {
     out->f = to == LT_F32 ? (double)(float)a.i : (double)a.i;
   }

@@ -187,7 +187,8 @@ static bool setup_accesses(Lowerer *lw) {
    * its identity; a plain assignment stores each entry once over the zero. */
   lw->root_reduces = reduces;
   lw->out_op = reduces || lw->as->accumulate ? lw->as->root_op : OP_NONE;
-  lw->out_init = reduces ? nt_op(lw->as->root_op)->identity : lw_fill_value(lw);
+  lw->out_def = reduces ? lw->as->root_def : NULL;
+  lw->out_init = reduces ? nt_root_identity(lw->as) : lw_fill_value(lw);
   const Expr *lhs = lw->as->lhs;
   int last_out = -1;
   for (int m = 0; m < lhs->u.access.n; m++) {
@@ -306,6 +307,22 @@ static bool parents_dense(const tj_format *f, int l) {
 
 double lw_fill_value(const Lowerer *lw) { return nt_semiring_zero(lw->as->semiring); }
 
+tj_dtype lw_access_dtype(const Lowerer *lw, int x) {
+  return lw->acc[x].e->u.access.t->decl.dtype;
+}
+
+/* A mask of another dtype than the expression's (the checker allows no
+ * other operand that) has its own values: a bool mask's 0/1. */
+LirType lw_access_type(const Lowerer *lw, int x) {
+  tj_dtype dt = lw_access_dtype(lw, x);
+  return dt == lw->as->lhs->dtype ? lw->vtype : lir_dtype_type(dt);
+}
+
+double lw_access_zero(const Lowerer *lw, int x) {
+  if (lw_access_dtype(lw, x) != lw->as->lhs->dtype || lw->plan->pattern[lw->acc[x].t]) return 0;
+  return lw_fill_value(lw);
+}
+
 LirStmt *lw_fill(Lowerer *lw, LirVar *ptr, LirExpr *lo, LirExpr *hi, double v) {
   Arena *a = lw->a;
   if (v == 0) {
@@ -324,6 +341,11 @@ LirExpr *lw_value(Lowerer *lw, LirType t, double v) {
   if (lir_type_is_float(t)) return lir_const_fp(lw->a, t, v);
   if (lw->is_bool && t == lw->vtype)  /* 0/1; +inf (min's, and's identity) is 1 */
     return lir_const_int(lw->a, t, v != 0 && v == v && v != -(double)INFINITY);
+  if (lir_type_is_unsigned(t)) { /* saturating into [0, max]; U64 max is 2^64 - 1 */
+    double top = t == LT_U64 ? 0x1p64 : (double)lir_int_max(t) + 1;
+    return lir_const_int(lw->a, t, isnan(v) || v <= 0 ? 0 : v >= top ? lir_int_max(t)
+                                   : (int64_t)(uint64_t)v);
+  }
   int64_t max = lir_int_max(t), min = lir_int_min(t);
   return lir_const_int(lw->a, t, isnan(v) ? 0 : v >= (double)max ? max
                                  : v <= (double)min ? min : (int64_t)v);
@@ -362,7 +384,8 @@ static LirStmt *prepare_dense_output(Lowerer *lw) {
   LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
   lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
   lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
-  if ((!lw->as->accumulate || lw->ranged) && lw->phase != PHASE_ASSEMBLE && !lw->zero_rows)
+  if ((!lw->as->accumulate || lw->ranged) && lw->phase != PHASE_ASSEMBLE && !lw->zero_rows &&
+      !lw->stores_all)
     lir_append(&s, zero_dense_output(lw, n));
   lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, n)));
   return s;
@@ -488,7 +511,7 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
   struct { LirVar **v; const char *name; LirType t; int bytes; } ws[] = {
       {&lw->ws_vals, "ws_vals", lir_ptr_type(lw->vtype),
        lir_type_bytes(lw->vtype)},
-      {&lw->ws_mark, "ws_mark", LT_PTR_U8, 1},
+      {&lw->ws_mark, "ws_mark", LT_PTR_BOOL, 1},
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
   for (int w = 0; w < 3; w++) {
@@ -517,9 +540,10 @@ static LirStmt *bind_scalars(Lowerer *lw) {
     if (lw->acc[x].e->u.access.n != 0 || !lw->emit_values) continue;
     char base[64];
     snprintf(base, sizeof base, "%s_val", lw->acc[x].e->u.access.t->name);
-    lw->val[x] = lw_var(lw, base, lw->vtype);
+    LirType vt = lw_access_type(lw, x);
+    lw->val[x] = lw_var(lw, base, vt);
     LirExpr *ld = lir_load(lw->a, lw_ref(lw, lw->vals_ptr[lw->acc[x].t]), lw_i64(lw, 0));
-    lir_append(&s, lir_decl(lw->a, lw->val[x], lir_cast(lw->a, lw->vtype, ld)));
+    lir_append(&s, lir_decl(lw->a, lw->val[x], lir_cast(lw->a, vt, ld)));
   }
   return s;
 }
@@ -533,7 +557,7 @@ static LirStmt *conversion_notes(Lowerer *lw) {
     tj_format_print(&lw->plan->fmt[t], to, sizeof to);
     const char *why = lw->plan->pattern[t]
         ? "as a 0/1 pattern: a mask located per coordinate, not walked again in every "
-          "iteration of an outer loop"
+          "iteration of an outer loop (kept between runs while its structure is unchanged)"
         : "its levels would be traversed against their storage order";
     lir_append(&s, lir_comment(lw->a, arena_printf(lw->a, "operand %s is converted from %s to %s%s%s",
         lw->as->tensors[t]->name, from, to, lw->plan->pattern[t] ? " " : ": ", why)));
@@ -556,6 +580,26 @@ static LirStmt *declare_range(Lowerer *lw) {
   LirStmt *s = lir_decl(a, lw->range_lo, lir_field(a, lw->k, r, LF_DIM, 0));
   lir_append(&s, lir_decl(a, lw->range_hi, lir_field(a, lw->k, r, LF_DIM, 1)));
   return s;
+}
+
+/* Whether the kernel stores every entry of its dense vector output exactly
+ * once, so nothing needs zeroing first: the output y(i) is walked by a
+ * depth-0 loop over every i (every operand dense there: one lattice point,
+ * no case left out) and stored once by `=` (no root reduction, +=, mask
+ * guard or workspace), the reductions below it going through scope temps:
+ * PageRank's y(i) = t + A(j,i) * w(j). */
+static bool stores_every_entry(const Lowerer *lw, AMask alive) {
+  const tj_format *of = lw->acc[0].f;
+  if (lw->plan->out_sparse || lw->as->accumulate || lw->ranged || lw->root_reduces ||
+      lw->phase == PHASE_ASSEMBLE || lw->valued_masks || lw->nest.ws_depth >= 0 ||
+      lw->nest.nloops == 0 || of->order != 1 || lw->out_op != OP_NONE ||
+      lw->as->lhs->u.access.idx[0] != lw->nest.order[0] || !lw_single_loop_at(lw, alive, 0))
+    return false;
+  for (int x = 1; x < lw->nacc; x++) {
+    int l = lw_level_at(lw, x, 0);
+    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL)) return false;
+  }
+  return true;
 }
 
 /* A dense output whose first level is walked by the depth-0 loop, when
@@ -624,7 +668,8 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   if (ranged && !plan->rangeable && !plan->reduce_rows)
     return TJ_BUG(d, "row-range kernel of a plan that has none"), NULL;
   AMask alive = lw->nacc >= 64 ? ~(AMask)0 : (((AMask)1 << lw->nacc) - 1);
-  lw->zero_rows = rows_zeroed_in_loop(lw, alive & ~(AMask)1);
+  lw->stores_all = stores_every_entry(lw, alive & ~(AMask)1);
+  lw->zero_rows = !lw->stores_all && rows_zeroed_in_loop(lw, alive & ~(AMask)1);
   LirStmt *body = conversion_notes(lw);
   lir_append(&body, declare_operands(lw));
   if (ranged) lir_append(&body, declare_range(lw));
@@ -654,6 +699,47 @@ LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const 
 LirKernel *lower_kernel_rows(Arena *a, const LowerInput *in, LowerPhase phase,
                              const char *name, Diag *d) {
   return lower_any(a, in, phase, true, name, d);
+}
+
+/* Emits, for the root reduction's definition f and a dense output:
+ *   for (q = 0; q < size; q++) out_vals[q] = f(out_vals[q], part_vals[q]);
+ * operand 0 the output, operand 1 one partial output of the same shape. */
+LirKernel *lower_kernel_combine(Arena *a, const LowerInput *in, const char *name, Diag *d) {
+  const Assignment *as = in->as;
+  if (!as->root_def || in->plan->out_sparse)
+    return TJ_BUG(d, "a combine kernel without a defined root reduction"), NULL;
+  Lowerer *lw = arena_alloc(a, sizeof *lw);
+  if (!lw || !(lw->k = lir_kernel(a, name)))
+    return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  lw->a = a, lw->d = d, lw->as = as, lw->plan = in->plan, lw->opt = in->opt;
+  lw->vtype = lir_dtype_type(as->lhs->dtype);
+  lw->is_bool = as->lhs->dtype == TJ_BOOL;
+  LirKernel *k = lw->k;
+  for (int t = 0; t < 2; t++) {
+    LirOperand *op = &k->operands[t];
+    op->name = t == 0 ? as->tensors[0]->name : "part";
+    op->order = in->plan->fmt[0].order;
+    op->dtype = as->lhs->dtype;
+    op->pos_width = op->crd_width = 8;
+    op->is_output = t == 0;
+  }
+  k->noperands = 2;
+  LirVar *n = lw_var(lw, "size", LT_I64), *q = lw_var(lw, "q", LT_I64);
+  LirVar *vo = lw_var(lw, "vals", lir_field_type(k, 0, LF_VALS));
+  LirVar *vp = lw_var(lw, "part_vals", lir_field_type(k, 1, LF_VALS));
+  LirStmt *body = lir_decl(a, n, lw_i64(lw, 1));
+  for (int m = 0; m < k->operands[0].order; m++)
+    lir_append(&body, lir_update(a, n, LOP_MUL, lir_field(a, k, 0, LF_DIM, m)));
+  lir_append(&body, lir_decl(a, vo, lir_field(a, k, 0, LF_VALS, 0)));
+  lir_append(&body, lir_decl(a, vp, lir_field(a, k, 1, LF_VALS, 0)));
+  LirExpr *r = lw_def_apply(lw, as->root_def, lir_load(a, lw_ref(lw, vo), lw_ref(lw, q)),
+                            lir_load(a, lw_ref(lw, vp), lw_ref(lw, q)));
+  if (!r) return NULL;
+  lir_append(&body, lir_for(a, q, lw_i64(lw, 0), lw_ref(lw, n),
+                            lir_store(a, lw_ref(lw, vo), lw_ref(lw, q), r)));
+  k->body = body;
+  if (a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  return k;
 }
 
 static int run_tile(Arena *a, LirKernel *k, const LowerOptions *o) {

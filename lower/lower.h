@@ -196,6 +196,10 @@ LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const 
  * accumulating), which the driver sums in chunk order. */
 LirKernel *lower_kernel_rows(Arena *a, const LowerInput *in, LowerPhase phase,
                              const char *name, Diag *d);
+/* For a reduce_rows plan whose root reduction is a definition (root_def):
+ * the kernel that combines one partial output (operand 1) into the output
+ * (operand 0) by the definition, value by value, in place. */
+LirKernel *lower_kernel_combine(Arena *a, const LowerInput *in, const char *name, Diag *d);
 
 /* The loop-IR passes, in the order they run on a lowered kernel (QBE's
  * pass list): each takes the options it needs, keeps the kernel's meaning

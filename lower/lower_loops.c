@@ -165,15 +165,35 @@ static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]) {
   return x && y ? apply_op(lw, nt_expr_op(e), x, y) : NULL;
 }
 
+LirExpr *lw_def_apply(Lowerer *lw, const NtDef *def, LirExpr *x, LirExpr *y) {
+  LirExpr *p[2] = {x, y};
+  return gen_def_body(lw, def->body, p);
+}
+
+/* var = def(var, v), def's body inlined; for a definition that may be
+ * reordered, through w = v and a fold (lir_fold) the vectorizer knows:
+ *   w = v; var = def(var, w)   (a fold of w) */
+static LirStmt *fold_def(Lowerer *lw, const NtDef *def, LirVar *var, LirExpr *v) {
+  Arena *a = A(lw);
+  if (!nt_def_reorders(def)) {
+    LirExpr *p[2] = {lw_ref(lw, var), v};
+    LirExpr *r = gen_def_body(lw, def->body, p);
+    return r ? lir_assign(a, var, r) : NULL;
+  }
+  LirVar *w = lw_var(lw, "w", var->type);
+  LirExpr *p[2] = {lw_ref(lw, var), lw_ref(lw, w)};
+  LirExpr *r = gen_def_body(lw, def->body, p);
+  if (!r) return NULL;
+  LirStmt *s = lir_decl(a, w, v);
+  lir_append(&s, lir_fold(a, var, w, r, vconst(lw, def->identity)));
+  return lir_block(a, s);
+}
+
 /* var = var op v: var op= v where op is one loop-IR operation (which the
  * vectorizer recognizes as a reduction); var = def(var, v) for a
  * definition's reduction (lw->temp_def, when var is lw->temp). */
 static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
-  if (lw->temp_def && var == lw->temp) {
-    LirExpr *p[2] = {lw_ref(lw, var), v};
-    LirExpr *r = gen_def_body(lw, lw->temp_def->body, p);
-    return r ? lir_assign(A(lw), var, r) : NULL;
-  }
+  if (lw->temp_def && var == lw->temp) return fold_def(lw, lw->temp_def, var, v);
   if (lw_lir_op(lw, op) != LOP_NONE) return lir_update(A(lw), var, (LirBinOp)lw_lir_op(lw, op), v);
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
@@ -185,6 +205,11 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
                               LirExpr *v) {
   Arena *a = A(lw);
   OpKind op = lw->out_op;
+  if (lw->out_def) { /* vals[idx] = def(vals[idx], v) */
+    LirExpr *p[2] = {lir_load(a, lw_ref(lw, vals), out_at(lw)), v};
+    LirExpr *r = gen_def_body(lw, lw->out_def->body, p);
+    return r ? lir_store(a, lw_ref(lw, vals), out_at(lw), r) : NULL;
+  }
   if (op == OP_NONE) return lir_store(a, lw_ref(lw, vals), out_at(lw), v);
   if (lw_lir_op(lw, op) != LOP_NONE) {
     LirStmt *s = lir_store_update(a, lw_ref(lw, vals), out_at(lw), (LirBinOp)lw_lir_op(lw, op), v);
@@ -256,7 +281,9 @@ static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
 static LirExpr *mask_present(Lowerer *lw, const Expr *m, AMask alive) {
   if (m->kind != EX_ACCESS || !lw->acc[lw_access_index(lw, m)].located || lw_expr_zero(lw, m, alive))
     return present(lw, m, alive);
-  return lir_bin(A(lw), LOP_NE, gen_expr(lw, m, alive), vconst(lw, lw_fill_value(lw)));
+  int x = lw_access_index(lw, m);
+  return lir_bin(A(lw), LOP_NE, gen_expr(lw, m, alive),
+                 lw_value(lw, lw_access_type(lw, x), lw_access_zero(lw, x)));
 }
 
 /* Whether op's value with an absent operand reading the zero z is what
@@ -431,7 +458,7 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   Arena *a = A(lw);
   OpKind op = lw->as->root_op;
   LirVar *t = lw_var(lw, "t", lw->vtype);
-  LirStmt *s = lw->emit_values ? lir_decl(a, t, vconst(lw, nt_op(op)->identity)) : NULL;
+  LirStmt *s = lw->emit_values ? lir_decl(a, t, vconst(lw, nt_root_identity(lw->as))) : NULL;
   lw->root_temp = t;
   LirVar *saved = lw->temp;
   OpKind saved_op = lw->temp_op;
@@ -439,7 +466,7 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->target = T_TEMP;
   lw->temp = t;
   lw->temp_op = op;
-  lw->temp_def = NULL;
+  lw->temp_def = lw->as->root_def;
   lir_append(&s, lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   lw->temp = saved;
@@ -633,30 +660,32 @@ static LirVar *hoist_value(Lowerer *lw, int x, LirStmt **s) {
   Arena *a = A(lw);
   char base[64];
   snprintf(base, sizeof base, "%s_val", lw->acc[x].e->u.access.t->name);
-  LirVar *v = lw_var(lw, base, lw->vtype);
+  LirType vt = lw_access_type(lw, x);
+  LirVar *v = lw_var(lw, base, vt);
   LirVar *vals = lw->vals_ptr[lw->acc[x].t];
   if (!lw->seg_end[x] && !lw->live[x]) {
     LirExpr *ld = lir_load(a, lw_ref(lw, vals), parent_pos(lw, x));
-    lir_append(s, lir_decl(a, v, lir_cast(a, lw->vtype, ld)));
+    lir_append(s, lir_decl(a, v, lir_cast(a, vt, ld)));
     return v;
   }
-  /* a missed access reads the zero (the semiring's) */
-  lir_append(s, lir_decl(a, v, vconst(lw, lw->live[x] ? lw_fill_value(lw) : 0)));
+  /* a missed access reads the zero (the semiring's; a mask of its own dtype 0) */
+  lir_append(s, lir_decl(a, v, lw_value(lw, vt, lw->live[x] ? lw_access_zero(lw, x) : 0)));
   LirStmt *load;
   if (lw->seg_end[x]) {
     lw_seg_end_read(lw, x);
     LirVar *q = lw_var(lw, "q", LT_I64);
-    LirExpr *ld = lir_cast(a, lw->vtype, lir_load(a, lw_ref(lw, vals), lw_ref(lw, q)));
+    LirExpr *ld = lir_cast(a, vt, lir_load(a, lw_ref(lw, vals), lw_ref(lw, q)));
     load = lir_for(a, q, parent_pos(lw, x), lw_ref(lw, lw->seg_end[x]),
-                   lir_update(a, v, LOP_ADD, ld));
+                   lir_update(a, v, vt == LT_I8 && lw_access_dtype(lw, x) == TJ_BOOL ? LOP_MAX
+                                                                                 : LOP_ADD, ld));
     if (lw->live[x]) { /* present: the duplicates' sum from 0 */
-      LirStmt *sum = lir_assign(a, v, vconst(lw, 0));
+      LirStmt *sum = lir_assign(a, v, lw_value(lw, vt, 0));
       lir_append(&sum, load);
       load = sum;
     }
   } else {
     LirExpr *ld = lir_load(a, lw_ref(lw, vals), parent_pos(lw, x));
-    load = lir_assign(a, v, lir_cast(a, lw->vtype, ld));
+    load = lir_assign(a, v, lir_cast(a, vt, ld));
   }
   lir_append(s, lw->live[x] ? lir_if(a, lw_ref(lw, lw->live[x]), load, NULL) : load);
   return v;
@@ -749,7 +778,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   LirVar *hit = NULL, *saved_hit = lw->out_hit;
   bool by_reduction = lw->root_reduces &&
                       (cx->depth + 1 == lw->first_red || lw_out_dense_tail(lw->acc[0].f)) &&
-                      (nt_op(lw->as->root_op)->identity != 0 || lw->as->semiring);
+                      (nt_root_identity(lw->as) != 0 || lw->as->semiring);
   bool by_mask = lw->valued_masks && !lw->root_reduces; /* decided at run time */
   if (leaf && lw->nest.ws_depth < 0 && !cx->in_temp &&
       (by_reduction || by_mask)) {

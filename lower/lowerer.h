@@ -78,6 +78,8 @@ typedef struct Lowerer {
                                               updates are atomic */
   int par_depth;                           /* 0, or the depth parallelize names */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
+  bool stores_all;                         /* every output entry is stored once:
+                                              nothing zeroed first */
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
                                               output's rows it reaches (and the
                                               gaps before them), not the prologue */
@@ -130,6 +132,8 @@ typedef struct Lowerer {
   OpKind out_op;                           /* how the output is updated: the root
                                               operator (root reductions, +=), or
                                               OP_NONE: stored once */
+  const NtDef *out_def;                    /* or a definition's (root_def):
+                                              vals = def(vals, v) */
   double out_init;                         /* a dense output's (and the
                                               workspace's) start: the root
                                               operator's identity, or the zero */
@@ -282,6 +286,14 @@ LirStmt *lw_fill(Lowerer *lw, LirVar *ptr, LirExpr *lo, LirExpr *hi, double v);
 LirExpr *lw_value(Lowerer *lw, LirType t, double v);
 const char *lw_name(Lowerer *lw, const char *base);
 LirVar *lw_var(Lowerer *lw, const char *base, LirType t);
+/* Access x's tensor's dtype, its values' loop-IR type (lw->vtype unless a
+ * mask of another dtype), and the value its absence reads as a mask (the
+ * semiring's zero; 0 for a mask of its own dtype or a 0/1 pattern). */
+tj_dtype lw_access_dtype(const Lowerer *lw, int x);
+LirType lw_access_type(const Lowerer *lw, int x);
+double lw_access_zero(const Lowerer *lw, int x);
+/* def's body over x and y, inlined (lower_loops.c). */
+LirExpr *lw_def_apply(Lowerer *lw, const NtDef *def, LirExpr *x, LirExpr *y);
 LirExpr *lw_i64(Lowerer *lw, int64_t v);
 LirExpr *lw_ref(Lowerer *lw, LirVar *v);
 LirExpr *lw_level_size(Lowerer *lw, int x, int level);

@@ -176,6 +176,12 @@ static LirStmt *clone_simple(Jam *j, int r, const LirStmt *s) {
     LirExpr *to = clone_expr(j, r, lir_ref(a, s->u.assign.var));
     LirStmt *c = lir_assign(a, to ? to->u.var : s->u.assign.var, clone_expr(j, r, s->u.assign.e));
     if (c) c->u.assign.op = s->u.assign.op;
+    if (c && s->u.assign.with) {
+      LirExpr *w = clone_expr(j, r, lir_ref(a, s->u.assign.with));
+      if (!w) return NULL;
+      if (w->kind == LE_VAR) /* else a plain assignment, which means the same */
+        c->u.assign.with = w->u.var, c->u.assign.identity = s->u.assign.identity;
+    }
     return c;
   }
   case LS_STORE: {

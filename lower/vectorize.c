@@ -3,8 +3,8 @@
  * Requires: a lowered kernel. A `for` qualifies when it is innermost, its
  * body is straight-line (DECL / ASSIGN / STORE), every store writes at a
  * unit-stride index (uniform + iv), and every variable declared outside the
- * loop that the body assigns is a reduction (v += e, *=, min, max) read
- * nowhere else in the body. Loads may be uniform (broadcast), unit-stride
+ * loop that the body assigns is a reduction (v += e, *=, min, max, or a
+ * fold by a user-defined operator, lir_fold) read nowhere else in the body. Loads may be uniform (broadcast), unit-stride
  * (vector loads) or, when the plan allows gathers, anything else.
  * The loop becomes
  *   vend = lo + (hi - lo) / W * W;
@@ -53,10 +53,6 @@ static LirClass expr_class(Vec *v, const LirExpr *e) {
   return lir_classify(e, v->iv, &env);
 }
 
-static bool is_reduction_op(int op) {
-  return op == LOP_ADD || op == LOP_MUL || op == LOP_MIN || op == LOP_MAX;
-}
-
 /* Checks the body statement by statement; false when not vectorizable. */
 static bool legal_list(Vec *v, const LirStmt *s) {
   for (; s; s = s->next) {
@@ -74,12 +70,18 @@ static bool legal_list(Vec *v, const LirStmt *s) {
       break;
     case LS_ASSIGN: {
       const LirVar *x = s->u.assign.var;
+      if (s->u.assign.with && !v->inner[x->id]) { /* a fold: reads x and with only */
+        if (lir_type_is_ptr(x->type) || x->type == LT_BOOL || !v->inner[s->u.assign.with->id])
+          return false;
+        v->reduction = true;
+        break;
+      }
       LirClass c = expr_class(v, s->u.assign.e);
       if (v->inner[x->id]) {
         v->cls[x->id] = lir_class_join((LirClass)v->cls[x->id], lir_class_join(c, LIR_VARYING));
         break;
       }
-      if (x == v->iv || !is_reduction_op(s->u.assign.op) || lir_type_is_ptr(x->type) ||
+      if (x == v->iv || !lir_bin_reduces(s->u.assign.op) || lir_type_is_ptr(x->type) ||
           x->type == LT_BOOL)
         return false;
       v->reduction = true;
@@ -182,17 +184,22 @@ static void split(Vec *v, LirStmt **slot, int w, bool gathers, bool tiered) {
   LirExpr *len = lir_bin(a, LOP_SUB, hi, lo);
   LirExpr *blocks = lir_bin(a, LOP_DIV, len, lir_const_int(a, iv->type, w));
   LirExpr *end = lir_bin(a, LOP_ADD, lo, lir_bin(a, LOP_MUL, blocks, lir_const_int(a, iv->type, w)));
-  if (gathers)
-    end = lir_select(a, lir_bin(a, LOP_GE, lir_bin(a, LOP_SUB, hi, lo), lir_const_int(a, iv->type, 2 * w)),
-                     end, lo);
-  LirStmt *decl = lir_decl(a, vend, end);
+  LirStmt *decl = lir_decl(a, vend, gathers ? lo : end);
   LirStmt *tail = lir_for(a, loop->u.loop.iv, lir_ref(a, vend), hi, loop->u.loop.body);
   tail->u.loop.at.remainder = true;
   loop->u.loop.hi = lir_ref(a, vend);
   loop->u.loop.step = lir_const_int(a, iv->type, w);
   loop->u.loop.at.vec_width = w;
-  decl->next = loop;
-  loop->next = tail;
+  LirStmt *vec = loop;
+  if (gathers) { /* one branch a row: if (hi - lo >= 2W) { vend = ...; vector loop } */
+    LirStmt *set = lir_assign(a, vend, end);
+    set->next = loop;
+    vec = lir_if(a, lir_bin(a, LOP_GE, len, lir_const_int(a, iv->type, 2 * w)),
+                 lir_block(a, set), NULL);
+  }
+  decl->next = vec;
+  vec->next = tail;
+  loop->next = gathers ? NULL : tail;
   tail->next = rest;
   *slot = decl;
 }

@@ -88,11 +88,14 @@ tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n) {
   return TJ_OK;
 }
 
-static int64_t combine_int(RtCombine how, int64_t a, int64_t b) {
+/* a how b on integers (u64: the bits of an unsigned value, compared so;
+ * narrower unsigned values are zero-extended, so compare as int64). */
+static int64_t combine_int(RtCombine how, bool is_u64, int64_t a, int64_t b) {
+  bool less = is_u64 ? (uint64_t)a < (uint64_t)b : a < b;
   switch (how) {
   case RT_COMBINE_MUL: return (int64_t)((uint64_t)a * (uint64_t)b);
-  case RT_COMBINE_MIN: return a < b ? a : b;
-  case RT_COMBINE_MAX: return a > b ? a : b;
+  case RT_COMBINE_MIN: return less ? a : b;
+  case RT_COMBINE_MAX: return less ? b : a;
   case RT_COMBINE_OR: return a != 0 || b != 0;
   case RT_COMBINE_AND: return a != 0 && b != 0;
   default: return (int64_t)((uint64_t)a + (uint64_t)b);
@@ -120,7 +123,7 @@ tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int
   if (rt_dtype_is_int(out->dtype)) {  /* exact integers (stored wrapped; bool: nonzero) */
     for (int64_t q = 0; q < size; q++) {
       int64_t v = (accumulate ? rt_storage_get(out, q) : rt_storage_get(parts[0], q)).i;
-      for (int c = first; c < n; c++) v = combine_int(how, v, rt_storage_get(parts[c], q).i);
+      for (int c = first; c < n; c++) v = combine_int(how, out->dtype == TJ_U64, v, rt_storage_get(parts[c], q).i);
       rt_storage_put(out, q, (RtVal){.i = v});
     }
   } else {
@@ -129,6 +132,23 @@ tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int
       for (int c = first; c < n; c++) v = combine_fp(how, v, rt_storage_val(parts[c], q));
       rt_storage_set_val(out, q, v);
     }
+  }
+  out->vals_len = size;
+  return TJ_OK;
+}
+
+tj_status rt_storage_fold_partials(tj_storage *out, tj_storage *const *parts, int n,
+                                   bool accumulate, int32_t (*fn)(tj_storage **)) {
+  int64_t size = 1;
+  for (int m = 0; m < out->order; m++) size *= out->dims[m];
+  if (tj_rt_reserve(out, TJ_ARR_VALS, 0, size ? size : 1))
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
+  int first = accumulate ? 0 : 1;
+  if (!accumulate && size)
+    memcpy(out->vals, parts[0]->vals, (size_t)size * (size_t)rt_dtype_size(out->dtype));
+  for (int c = first; c < n; c++) {
+    tj_storage *ops[2] = {out, parts[c]};
+    if (fn(ops)) return rt_set_error(TJ_ERR_INTERNAL, "combining partial outputs failed");
   }
   out->vals_len = size;
   return TJ_OK;

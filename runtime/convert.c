@@ -37,23 +37,13 @@ tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
 }
 
 tj_status rt_tensor_pattern(const tj_tensor *src, const tj_format *fmt, tj_tensor **out) {
+  RtPattern p = {0};
+  bool rebuilt;
   *out = NULL;
-  tj_format f = *fmt;
-  tj_tensor *t;
-  tj_status st = tj_tensor_new(src->name, tj_tensor_dtype(src), f.order, src->st.dims, &f, &t);
-  if (st != TJ_OK) return st;
-  int64_t n;
-  st = rt_tensor_entries_val(src, false, &t->coo.coords, &t->coo.vals, &n);
-  t->coo.n = t->coo.cap = st == TJ_OK ? n : 0;
-  RtVal one = rt_val_from_double(tj_tensor_dtype(src), 1);
-  for (int64_t e = 0; e < t->coo.n; e++) t->coo.vals[e] = one; /* repeats sum: still not 0 */
-  if (st == TJ_OK) st = tj_tensor_pack(t);
-  if (st != TJ_OK) {
-    tj_tensor_free(t);
-    return st;
-  }
-  *out = t;
-  return TJ_OK;
+  tj_status st = rt_pattern_refresh(&p, src, fmt, out, &rebuilt);
+  p.pat = NULL;   /* *out is the caller's */
+  rt_pattern_free(&p);
+  return st;
 }
 
 /* Copies n entries of width w from src into a fresh array (*dst). */

@@ -11,7 +11,7 @@
 
 #include "tensor.h"
 
-typedef void (*EmitFn)(void *ctx, const int64_t *coord, int64_t p);
+typedef RtEmitFn EmitFn;
 
 /* Visits the subtree of position p at level l; coord is indexed by dim. */
 static void walk(const tj_storage *s, int l, int64_t p, int64_t *coord,
@@ -45,6 +45,8 @@ static void walk_all(const tj_storage *s, EmitFn emit, void *ctx) {
   int64_t coord[TJ_MAX_ORDER] = {0};
   if (s->vals && s->vals_len > 0) walk(s, 0, 0, coord, emit, ctx);
 }
+
+void rt_storage_walk(const tj_storage *s, RtEmitFn emit, void *ctx) { walk_all(s, emit, ctx); }
 
 typedef struct Collect {
   const tj_storage *s;

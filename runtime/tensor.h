@@ -112,6 +112,8 @@ tj_status rt_check_coord(const tj_tensor *t, const int64_t *coord);
 /* ---- values in a dtype (value.c) ---- */
 
 /* v in dtype dt: integers round to nearest and saturate at the range. */
+/* Unsigned dtypes (u64 .. u8): RtVal.i holds the value's bits. */
+bool rt_dtype_is_unsigned(int dt);
 RtVal rt_val_from_double(int dt, double v);
 /* v in dtype dt, exactly where it fits: integers saturate at the range,
  * bool is v != 0. */
@@ -198,9 +200,32 @@ void rt_storage_release(tj_storage *s);
  * by row-range kernels in row order) into out, replacing its contents. */
 tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n);
 
+/* Calls emit(ctx, coord, p) for every stored position p of s (coord by
+ * dim), in level order; nothing when s holds no values (iterate.c). */
+typedef void (*RtEmitFn)(void *ctx, const int64_t *coord, int64_t p);
+void rt_storage_walk(const tj_storage *s, RtEmitFn emit, void *ctx);
+
 /* A tensor of format fmt (src's order) holding 1 where src stores an entry
  * (explicit zeros too) and 0 elsewhere: a structural mask as values. */
 tj_status rt_tensor_pattern(const tj_tensor *src, const tj_format *fmt, tj_tensor **out);
+
+/* A kept pattern of a sparse mask (pattern.c): rt_pattern_refresh returns
+ * the pattern of src in the all-dense format fmt, rebuilt only when src's
+ * structure (dims, lengths, pos and crd arrays, compared byte for byte
+ * against a copy, so arrays the caller changed in place are seen too)
+ * differs from the last call's; then only the old entries are cleared and
+ * the new ones set, in the same arrays. Not thread-safe: one user at a
+ * time (the kernel's pattern lock). Zero-initialize; rt_pattern_free. */
+typedef struct RtPattern {
+  tj_tensor *pat;          /* the pattern, owned */
+  int64_t *set;            /* its linear positions holding 1 */
+  int64_t nset, set_cap;
+  unsigned char *shape;    /* src's structure as last seen */
+  size_t shape_len, shape_cap;
+} RtPattern;
+tj_status rt_pattern_refresh(RtPattern *p, const tj_tensor *src, const tj_format *fmt,
+                             tj_tensor **out, bool *rebuilt);
+void rt_pattern_free(RtPattern *p);
 
 /* How partial outputs combine: the root reduction's operator. */
 typedef enum {
@@ -212,6 +237,10 @@ typedef enum {
  * accumulate, else from the first partial. */
 tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int n,
                                   bool accumulate, RtCombine how);
+/* The same, combining by a kernel (a definition's combine kernel, run as
+ * fn({out, part}) to fold one partial into out in place). */
+tj_status rt_storage_fold_partials(tj_storage *out, tj_storage *const *parts, int n,
+                                   bool accumulate, int32_t (*fn)(tj_storage **));
 
 /* ---- file I/O (mtx.c, tns.c) ---- */
 

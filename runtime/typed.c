@@ -112,3 +112,23 @@ tj_status tj_tensor_get_bool(const tj_tensor *t, const int64_t *coord, bool *out
   if (st == TJ_OK) *out = v.i != 0;
   return st;
 }
+
+/* The unsigned dtypes: RtVal.i holds the value's bits (u64 above 2^63 as
+ * a negative int64), zero-extended from narrower widths. */
+#define UNSIGNED_TYPED(suffix, DT, ctype)                                                \
+  tj_status tj_tensor_insert_##suffix(tj_tensor *t, const int64_t *coord, ctype value) { \
+    return insert(t, coord, DT, (RtVal){.i = (int64_t)(uint64_t)value},                 \
+                  "tj_tensor_insert_" #suffix);                                          \
+  }                                                                                      \
+  tj_status tj_tensor_get_##suffix(const tj_tensor *t, const int64_t *coord, ctype *out) { \
+    RtVal v;                                                                             \
+    tj_status st = out ? get(t, coord, DT, &v, "tj_tensor_get_" #suffix)                 \
+                       : rt_set_error(TJ_ERR_INVALID, "tj_tensor_get_" #suffix           \
+                                      ": NULL argument");                                \
+    if (st == TJ_OK) *out = (ctype)(uint64_t)v.i;                                        \
+    return st;                                                                           \
+  }
+UNSIGNED_TYPED(u64, TJ_U64, uint64_t)
+UNSIGNED_TYPED(u32, TJ_U32, uint32_t)
+UNSIGNED_TYPED(u16, TJ_U16, uint16_t)
+UNSIGNED_TYPED(u8, TJ_U8, uint8_t)

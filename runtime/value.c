@@ -15,15 +15,20 @@ static const struct {
   const char *name;
   int size;
   bool is_int;       /* integer or bool: RtVal.i */
-  int64_t min, max;  /* integers */
+  bool is_unsigned;  /* RtVal.i holds the bits, zero-extended */
+  int64_t min, max;  /* signed integers and bool */
 } dtypes[TJ_NDTYPES] = {
-    [TJ_F64] = {"f64", 8, false, 0, 0},
-    [TJ_F32] = {"f32", 4, false, 0, 0},
-    [TJ_I64] = {"i64", 8, true, INT64_MIN, INT64_MAX},
-    [TJ_I32] = {"i32", 4, true, INT32_MIN, INT32_MAX},
-    [TJ_I16] = {"i16", 2, true, INT16_MIN, INT16_MAX},
-    [TJ_I8] = {"i8", 1, true, INT8_MIN, INT8_MAX},
-    [TJ_BOOL] = {"bool", 1, true, 0, 1},
+    [TJ_F64] = {"f64", 8, false, false, 0, 0},
+    [TJ_F32] = {"f32", 4, false, false, 0, 0},
+    [TJ_I64] = {"i64", 8, true, false, INT64_MIN, INT64_MAX},
+    [TJ_I32] = {"i32", 4, true, false, INT32_MIN, INT32_MAX},
+    [TJ_I16] = {"i16", 2, true, false, INT16_MIN, INT16_MAX},
+    [TJ_I8] = {"i8", 1, true, false, INT8_MIN, INT8_MAX},
+    [TJ_BOOL] = {"bool", 1, true, false, 0, 1},
+    [TJ_U64] = {"u64", 8, true, true, 0, 0},
+    [TJ_U32] = {"u32", 4, true, true, 0, UINT32_MAX},
+    [TJ_U16] = {"u16", 2, true, true, 0, UINT16_MAX},
+    [TJ_U8] = {"u8", 1, true, true, 0, UINT8_MAX},
 };
 
 bool rt_dtype_valid(int dt) { return dt >= 0 && dt < TJ_NDTYPES; }
@@ -38,7 +43,7 @@ tj_status tj_dtype_parse(const char *name, tj_dtype *out) {
       return TJ_OK;
     }
   return rt_set_error(TJ_ERR_DTYPE, "unknown dtype '%s' (f64, f32, i64, i32, i16, i8, "
-                      "bool)", name);
+                      "bool, u64, u32, u16, u8)", name);
 }
 
 int rt_dtype_size(tj_dtype dt) { return rt_dtype_valid(dt) ? dtypes[dt].size : 8; }
@@ -47,6 +52,8 @@ bool rt_dtype_is_int(int dt) { return rt_dtype_valid(dt) && dtypes[dt].is_int; }
 
 static bool is_int(int dt) { return rt_dtype_is_int(dt); }
 
+bool rt_dtype_is_unsigned(int dt) { return rt_dtype_valid(dt) && dtypes[dt].is_unsigned; }
+
 /* v wrapped into dt's width, as two's complement; bool: nonzero is 1. */
 static int64_t wrap(int dt, int64_t v) {
   switch (dt) {
@@ -54,6 +61,9 @@ static int64_t wrap(int dt, int64_t v) {
   case TJ_I16: return (int16_t)(uint16_t)(uint64_t)v;
   case TJ_I8: return (int8_t)(uint8_t)(uint64_t)v;
   case TJ_BOOL: return v != 0;
+  case TJ_U32: return (int64_t)(uint32_t)(uint64_t)v;
+  case TJ_U16: return (int64_t)(uint16_t)(uint64_t)v;
+  case TJ_U8: return (int64_t)(uint8_t)(uint64_t)v;
   default: return v;
   }
 }
@@ -70,28 +80,45 @@ static int64_t to_int(double v, int64_t lo, int64_t hi) {
   return (int64_t)round(v);
 }
 
+/* v rounded into [0, 2^64 - 1], saturating (2^64 is the first double past
+ * the range; a double at or above 2^53 is an integer already). */
+static uint64_t to_u64(double v) {
+  if (v != v || v <= 0) return 0;
+  if (v >= 0x1p64) return UINT64_MAX;
+  return v >= 0x1p53 ? (uint64_t)v : (uint64_t)(v + 0.5);
+}
+
 RtVal rt_val_from_double(int dt, double v) {
   RtVal r;
   if (dt == TJ_BOOL) r.i = v != 0 && v == v && v != -(double)INFINITY;
+  else if (dt == TJ_U64) r.i = (int64_t)to_u64(v);
   else if (is_int(dt)) r.i = to_int(v, dtypes[dt].min, dtypes[dt].max);
   else r.f = v;
   return r;
 }
 
+/* An integer read as such (no double in between), saturating into the
+ * dtype's range as rt_val_from_double does. */
 RtVal rt_val_from_int(int dt, int64_t v) {
   RtVal r;
   if (dt == TJ_BOOL) r.i = v != 0;
+  else if (dt == TJ_U64) r.i = v < 0 ? 0 : v;
   else if (is_int(dt)) r.i = v < dtypes[dt].min ? dtypes[dt].min : v > dtypes[dt].max ? dtypes[dt].max : v;
   else r.f = (double)v;
   return r;
 }
 
+/* -v, saturating (an unsigned dtype's negation is 0). */
 RtVal rt_val_neg(int dt, RtVal v) {
   if (!is_int(dt)) return (RtVal){.f = -v.f};
+  if (dtypes[dt].is_unsigned) return (RtVal){.i = 0};
   return rt_val_from_int(dt, v.i == INT64_MIN ? INT64_MAX : -v.i);
 }
 
-double rt_val_to_double(int dt, RtVal v) { return is_int(dt) ? (double)v.i : v.f; }
+double rt_val_to_double(int dt, RtVal v) {
+  if (dt == TJ_U64) return (double)(uint64_t)v.i;
+  return is_int(dt) ? (double)v.i : v.f;
+}
 
 RtVal rt_val_add(int dt, RtVal a, RtVal b) {
   RtVal r;
@@ -117,6 +144,10 @@ RtVal rt_storage_get(const tj_storage *s, int64_t i) {
   case TJ_I16: r.i = ((const int16_t *)s->vals)[i]; break;
   case TJ_I8: r.i = ((const int8_t *)s->vals)[i]; break;
   case TJ_BOOL: r.i = ((const uint8_t *)s->vals)[i] != 0; break;
+  case TJ_U64: r.i = (int64_t)((const uint64_t *)s->vals)[i]; break;
+  case TJ_U32: r.i = ((const uint32_t *)s->vals)[i]; break;
+  case TJ_U16: r.i = ((const uint16_t *)s->vals)[i]; break;
+  case TJ_U8: r.i = ((const uint8_t *)s->vals)[i]; break;
   default: r.i = 0;
   }
   return r;
@@ -131,5 +162,9 @@ void rt_storage_put(tj_storage *s, int64_t i, RtVal v) {
   case TJ_I16: ((int16_t *)s->vals)[i] = (int16_t)wrap(TJ_I16, v.i); break;
   case TJ_I8: ((int8_t *)s->vals)[i] = (int8_t)wrap(TJ_I8, v.i); break;
   case TJ_BOOL: ((uint8_t *)s->vals)[i] = v.i != 0; break;
+  case TJ_U64: ((uint64_t *)s->vals)[i] = (uint64_t)v.i; break;
+  case TJ_U32: ((uint32_t *)s->vals)[i] = (uint32_t)(uint64_t)v.i; break;
+  case TJ_U16: ((uint16_t *)s->vals)[i] = (uint16_t)(uint64_t)v.i; break;
+  case TJ_U8: ((uint8_t *)s->vals)[i] = (uint8_t)(uint64_t)v.i; break;
   }
 }

@@ -167,7 +167,7 @@ START_TEST(narrow_dtypes) {
   OK(tj_dtype_parse("bool", &t));
   ck_assert_int_eq(t, TJ_BOOL);
   ck_assert_str_eq(tj_dtype_name(TJ_I16), "i16");
-  ck_assert_int_eq(tj_dtype_parse("u8", &t), TJ_ERR_DTYPE);
+  ck_assert_int_eq(tj_dtype_parse("u7", &t), TJ_ERR_DTYPE);
   tj_tensor_free(a8);
   tj_tensor_free(a16);
   tj_tensor_free(b);
@@ -209,6 +209,83 @@ START_TEST(doubles_round_exactly_into_integers) {
 }
 END_TEST
 
+/* Unsigned values: u8 duplicates wrap (200 + 100 = 44), u64 above 2^63
+ * is exact through pack, CSC and a cast to f64 and back; the double API
+ * saturates into [0, max]; casts keep the low bits (u16 65535 is i16 -1,
+ * i8 -1 is u32 2^32 - 1). */
+START_TEST(unsigned_dtypes) {
+  tj_tensor *a8 = matrix("ds", TJ_U8), *a64 = matrix("ss", TJ_U64), *u;
+  int64_t c[2] = {1, 2}, d[2] = {2, 0}, e[2] = {0, 3};
+  const uint64_t top = (UINT64_C(1) << 63) + 5;   /* above INT64_MAX, not a double */
+  uint8_t v8;
+  uint64_t v64;
+  double dv;
+  OK(tj_tensor_insert_u8(a8, c, 200));
+  OK(tj_tensor_insert_u8(a8, c, 100));
+  OK(tj_tensor_insert(a8, d, 300));
+  OK(tj_tensor_insert(a8, e, -5));
+  OK(tj_tensor_insert_u64(a64, c, top));
+  OK(tj_tensor_insert_u64(a64, d, UINT64_MAX));
+  OK(tj_tensor_insert_u64(a64, d, 3));           /* wraps to 2 */
+  OK(tj_tensor_insert(a64, e, 1e20));            /* saturates */
+  OK(tj_tensor_pack(a8));
+  OK(tj_tensor_pack(a64));
+  OK(tj_tensor_get_u8(a8, c, &v8));
+  ck_assert_uint_eq(v8, 44);
+  OK(tj_tensor_get_u8(a8, d, &v8));
+  ck_assert_uint_eq(v8, 255);
+  OK(tj_tensor_get_u8(a8, e, &v8));
+  ck_assert_uint_eq(v8, 0);
+  for (int k = 0; k < 2; k++) {   /* as stored, then converted to CSC */
+    tj_tensor *t = a64;
+    if (k) {
+      tj_format f;
+      OK(tj_format_parse("ds:1,0", &f));
+      OK(tj_tensor_convert(a64, &f, &t));
+    }
+    OK(tj_tensor_get_u64(t, c, &v64));
+    ck_assert(v64 == top);
+    OK(tj_tensor_get_u64(t, d, &v64));
+    ck_assert(v64 == 2);
+    OK(tj_tensor_get_u64(t, e, &v64));
+    ck_assert(v64 == UINT64_MAX);
+    OK(tj_tensor_get(t, c, &dv));
+    ck_assert(dv == 0x1p63);
+    if (k) tj_tensor_free(t);
+  }
+  OK(tj_tensor_cast(a64, TJ_F64, &u));
+  OK(tj_tensor_get_f64(u, e, &dv));
+  ck_assert(dv == 0x1p64);
+  tj_tensor_free(u);
+  OK(tj_tensor_cast(a64, TJ_I64, &u));   /* the bits */
+  int64_t i64;
+  OK(tj_tensor_get_i64(u, c, &i64));
+  ck_assert(i64 == INT64_MIN + 5);
+  tj_tensor_free(u);
+  tj_tensor *a16 = matrix("dd", TJ_U16), *i8 = matrix("ds", TJ_I8);
+  OK(tj_tensor_insert_u16(a16, c, 65535));
+  OK(tj_tensor_insert_i8(i8, c, -1));
+  OK(tj_tensor_pack(a16));
+  OK(tj_tensor_pack(i8));
+  OK(tj_tensor_cast(a16, TJ_I16, &u));
+  int16_t v16;
+  OK(tj_tensor_get_i16(u, c, &v16));
+  ck_assert_int_eq(v16, -1);
+  tj_tensor_free(u);
+  OK(tj_tensor_cast(i8, TJ_U32, &u));
+  uint32_t v32;
+  OK(tj_tensor_get_u32(u, c, &v32));
+  ck_assert_uint_eq(v32, UINT32_MAX);
+  tj_tensor_free(u);
+  ck_assert_int_eq(tj_tensor_get_u32(a16, c, &v32), TJ_ERR_DTYPE);
+  tj_dtype t;
+  OK(tj_dtype_parse("u64", &t));
+  ck_assert_int_eq(t, TJ_U64);
+  ck_assert_str_eq(tj_dtype_name(TJ_U8), "u8");
+  tj_tensor_free(a8), tj_tensor_free(a16), tj_tensor_free(a64), tj_tensor_free(i8);
+}
+END_TEST
+
 static Suite *typed_suite(void) {
   Suite *s = suite_create("typed");
   TCase *c = tcase_create("values");
@@ -218,6 +295,7 @@ static Suite *typed_suite(void) {
   tcase_add_test(c, mismatched_dtypes_are_refused);
   tcase_add_test(c, narrow_dtypes);
   tcase_add_test(c, doubles_round_exactly_into_integers);
+  tcase_add_test(c, unsigned_dtypes);
   suite_add_tcase(s, c);
   return s;
 }

@@ -456,6 +456,67 @@ START_TEST(test_defs_by_hand) {
 }
 END_TEST
 
+/* Whether kernel k's stage printout contains text. */
+static bool stage_has(const tj_kernel *k, tj_stage st, const char *pass, const char *text) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert(f);
+  OK(pass ? tj_kernel_print_after(k, pass, f) : tj_kernel_print(k, st, f));
+  fclose(f);
+  bool has = strstr(buf, text) != NULL;
+  free(buf);
+  return has;
+}
+
+/* A reduction by a definition that declares itself commutative and
+ * associative is the root reduction: vectorized (a fold in the loop IR),
+ * and split across threads with partials combined by the definition.
+ * Values: log-sum-exp computed here in long double, in index order. */
+START_TEST(test_def_reduction_reorders) {
+  const char *defs = "lse(x, y) = log(exp(x) + exp(y)) identity -inf commutative associative";
+  enum { N = 1003, M = 400, C = 7 };
+  double *x = malloc(sizeof(double) * N), *A = calloc(M * C, sizeof(double));
+  long double sum = 0, col[C] = {0};
+  for (int i = 0; i < N; i++) x[i] = 3 * sin(i), sum += expl(x[i]);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < C; j++)
+      if ((i * 3 + j) % 4 != 0) {
+        A[i * C + j] = ((i * 7 + j * 3) % 11) / 4.0 - 1;
+        if (A[i * C + j] == 0) A[i * C + j] = 0.125;
+        col[j] += expl(A[i * C + j]);
+      }
+  double want_s = (double)logl(sum), want_y[C];
+  for (int j = 0; j < C; j++) want_y[j] = (double)logl(col[j]);
+  for (int threads = 1; threads <= 2; threads++) {
+    tj_options o = tj_options_default();
+    o.defs = defs;
+    o.nthreads = threads;
+    tj_tensor *v[] = {tensor("s", "", 0, NULL, NULL), vector("x", "d", N, x)};
+    expect_opts("s = reduce(lse, i, x(i))", v, 2, &o, false, &want_s, 1, -1);
+    free_all(v, 2);
+    /* CSR walked by rows: the outer loop is the reduction (partials) */
+    tj_tensor *m[] = {vector("y", "d", C, NULL), matrix("A", "ds", M, C, A)};
+    expect_opts("y(j) = reduce(lse, i, A(i,j))", m, 2, &o, false, want_y, C, -1);
+    free_all(m, 2);
+  }
+  /* the root reduction, and its loop vectorized: a fold, in vector form */
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.defs = defs;
+  tj_tensor *v[] = {tensor("s", "", 0, NULL, NULL), vector("x", "d", N, x)};
+  tj_kernel *k;
+  OK(tj_compile(cx, "s = reduce(lse, i, x(i))", v, 2, NULL, &o, &k));
+  ck_assert(stage_has(k, TJ_STAGE_CIN, NULL, "s lse= x(i)"));
+  ck_assert(stage_has(k, 0, "vectorize", "/* fold of w: commutative, associative"));
+  ck_assert(stage_has(k, 0, "vectorize", "i_vend"));
+  tj_context_free(cx);
+  free_all(v, 2);
+  free(x), free(A);
+}
+END_TEST
+
 /* Definitions that cannot be called are refused with a message. */
 START_TEST(test_def_errors) {
   static const struct { const char *defs, *expr, *msg; } cases[] = {
@@ -473,6 +534,15 @@ START_TEST(test_def_errors) {
       {"f(x) = x right x", "y(i) = b(i)", "f: only a definition of two parameters has a right"},
       {"f(x, y) = x left x; g(x, y) = f(x, y)", "y(i) = b(i)", "f: a definition with cases is "
        "called only in expressions"},
+      /* declared laws are checked on sample values */
+      {"ss(x, y) = x + y * y identity 0 commutative", "y(i) = b(i)",
+       "ss is declared commutative, but ss(-2.5, -1) = -1.5 and ss(-1, -2.5) = 5.25"},
+      {"ss(x, y) = x + y * y identity 0 associative", "y(i) = b(i)",
+       "ss is declared associative, but ss(ss(-2.5, -2.5), -2.5) = 10"},
+      {"f(x, y) = max(abs(x), abs(y)) identity 0 commutative associative", "y(i) = b(i)",
+       "f's identity is 0, but f(-2.5, 0) = 2.5"},
+      {"f(x, y) = x + y identity 0 commutative commutative", "y(i) = b(i)",
+       "f: commutative twice"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
     tj_options o = tj_options_default();
@@ -512,6 +582,130 @@ START_TEST(test_sparse_mask_is_structural) {
   free_all(sum, 2);
   free_all(ops, 3);
   free_all(bfs, 3);
+}
+END_TEST
+
+/* A vector of dtype dt in format fmt storing vals[i] where stored[i]
+ * (explicit zeros too), through the double API. */
+static tj_tensor *vector_of(const char *name, const char *fmt, tj_dtype dt, int64_t n,
+                            const double *vals, const bool *stored) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  tj_tensor *t;
+  OK(tj_tensor_new(name, dt, 1, &n, &f, &t));
+  for (int64_t i = 0; i < n && vals; i++)
+    if (stored ? stored[i] : vals[i] != 0) OK(tj_tensor_insert(t, &i, vals[i]));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+/* A mask may have another dtype than the expression (nonzero keeps, as
+ * GraphBLAS casts a mask to bool): bool m stores true at 0 and 2 and an
+ * explicit false at 3. Sparse, it is structural (0, 2, 3 kept); dense, it
+ * is valued (0 and 2 kept). x = (1, 2, 3, 4); A all ones, so A x = 10. */
+START_TEST(test_masks_of_other_dtypes) {
+  const double mv[] = {1, 0, 1, 0}, x[] = {1, 2, 3, 4};
+  const bool ms[] = {true, false, true, true};
+  double ones[16];
+  for (int k = 0; k < 16; k++) ones[k] = 1;
+  for (int dense = 0; dense < 2; dense++) {
+    tj_tensor *ops[] = {vector("y", "d", 4, NULL),
+                        vector_of("m", dense ? "d" : "s", TJ_BOOL, 4, mv, dense ? NULL : ms),
+                        vector("x", "d", 4, x), matrix("A", "ds", 4, 4, ones)};
+    expect_all("y(i) = mask(m(i), x(i))", ops, 3, NULL,
+               dense ? (double[]){1, 0, 3, 0} : (double[]){1, 0, 3, 4}, 4, -1);
+    expect_all("y(i) = except(m(i), x(i))", ops, 3, NULL,
+               dense ? (double[]){0, 2, 0, 4} : (double[]){0, 2, 0, 0}, 4, -1);
+    tj_tensor *spmv[] = {ops[0], ops[1], ops[3], ops[2]};
+    expect_all("y(i) = mask(m(i), A(i,j) * x(j))", spmv, 4, NULL,
+               dense ? (double[]){10, 0, 10, 0} : (double[]){10, 0, 10, 10}, 4, -1);
+    free_all(ops, 4);
+  }
+  /* an f64 valued mask over an i32 expression: 0.5 keeps (not 0 in i32) */
+  tj_tensor *iops[] = {vector_of("y", "d", TJ_I32, 4, NULL, NULL),
+                       vector_of("w", "d", TJ_F64, 4, (double[]){0.5, 0, 0, 2}, NULL),
+                       vector_of("b", "d", TJ_I32, 4, x, NULL)};
+  expect_all("y(i) = mask(w(i), b(i))", iops, 3, NULL, (double[]){1, 0, 0, 4}, 4, -1);
+  free_all(iops, 3);
+  /* a BFS step over f64 under min.plus with a sparse bool visited set,
+   * nested in the loop over i (read as a 0/1 pattern): q = (1, 1, _, _),
+   * v stores 1 (true) and 3 (false): n = (2, _, 2, _) */
+  tj_tensor *bfs[] = {vector("n", "s", 4, NULL), vector("q", "s", 4, (double[]){1, 1, 0, 0}),
+                      matrix("A", "ds", 4, 4, ones),
+                      vector_of("v", "s", TJ_BOOL, 4, (double[]){0, 1, 0, 0},
+                                (bool[]){false, true, false, true})};
+  expect_all("n(j) = except(v(j), q(i) * A(i,j))", bfs, 4, "min.plus", (double[]){2, 0, 2, 0},
+             4, 2);
+  /* the same with an f64 visited set: its pattern's 0 is absent, not
+   * the semiring's zero (+inf) */
+  tj_tensor_free(bfs[3]);
+  bfs[3] = vector_of("v", "s", TJ_F64, 4, (double[]){0, 0, 0, 2}, (bool[]){false, true, false, true});
+  expect_all("n(j) = except(v(j), q(i) * A(i,j))", bfs, 4, "min.plus", (double[]){2, 0, 2, 0},
+             4, 2);
+  free_all(bfs, 4);
+  /* any other operand of another dtype is still refused */
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *bad[] = {vector("y", "d", 4, NULL), vector_of("m", "d", TJ_BOOL, 4, mv, NULL),
+                      vector("x", "d", 4, x)};
+  tj_kernel *k;
+  ck_assert_int_eq(tj_compile(cx, "y(i) = mask(m(i), x(i) * m(i))", bad, 3, NULL, NULL, &k),
+                   TJ_ERR_DTYPE);
+  ck_assert_msg(strstr(tj_last_error(), "dtype mix f64 (x) and bool (m)"), "%s", tj_last_error());
+  tj_context_free(cx);
+  free_all(bad, 3);
+}
+END_TEST
+
+/* A sparse mask read as a 0/1 pattern is kept between runs of a kernel
+ * and rebuilt when its structure changes, also in place in arrays the
+ * caller wrapped: the BFS step n(j) = except(v(j), q(i) * A(i,j)) with A
+ * all ones and q = (1, 1, _, _) reaches every j (2 each) but v's. */
+START_TEST(test_kept_mask_pattern) {
+  double ones[16];
+  for (int k = 0; k < 16; k++) ones[k] = 1;
+  int32_t pos[2] = {0, 2}, crd[2] = {1, 3};
+  double vals[2] = {1, 1};
+  tj_format fs;
+  OK(tj_format_parse("s", &fs));
+  int64_t four = 4;
+  tj_arrays arr = {.dtype = TJ_F64, .order = 1, .dims = &four, .fmt = &fs,
+                   .pos = {pos}, .pos_len = {2}, .crd = {crd}, .crd_len = {2},
+                   .vals = vals, .vals_len = 2};
+  tj_tensor *v;
+  OK(tj_tensor_wrap("v", &arr, 0, &v));
+  tj_tensor *ops[] = {vector("n", "d", 4, NULL), vector("q", "s", 4, (double[]){1, 1, 0, 0}),
+                      matrix("A", "ds", 4, 4, ones), v};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = 1;
+  tj_kernel *k;
+  OK(tj_compile(cx, "n(j) = except(v(j), q(i) * A(i,j))", ops, 4, NULL, &o, &k));
+  ck_assert(stage_has(k, TJ_STAGE_COMPUTE, NULL, "pattern"));
+  static const double want[3][4] = {{2, 0, 2, 0}, {2, 0, 2, 0}, {0, 2, 2, 0}};
+  for (int run = 0; run < 3; run++) {
+    if (run == 2) crd[0] = 0;   /* v now stores 0 and 3: changed in place */
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t j = 0; j < 4; j++) {
+      double got;
+      OK(tj_tensor_get(ops[0], &j, &got));
+      ck_assert_msg(got == want[run][j], "run %d: n(%lld) = %g, want %g", run, (long long)j,
+                    got, want[run][j]);
+    }
+  }
+  /* another mask tensor bound to the same kernel: its own pattern */
+  tj_tensor *w = vector("v", "s", 4, (double[]){0, 0, 5, 0});
+  tj_tensor *other[] = {ops[0], ops[1], ops[2], w};
+  OK(tj_kernel_run(k, TJ_EVALUATE, other, 4));
+  for (int64_t j = 0; j < 4; j++) {
+    double got;
+    OK(tj_tensor_get(ops[0], &j, &got));
+    ck_assert(got == (j == 2 ? 0 : 2));
+  }
+  tj_context_free(cx);
+  tj_tensor_free(w);
+  free_all(ops, 4);
 }
 END_TEST
 
@@ -631,6 +825,140 @@ START_TEST(test_dense_tail_outputs_by_hand) {
 }
 END_TEST
 
+/* A vector of n values of dtype dt in format fmt from bits v (0: no entry). */
+static tj_tensor *uvec(const char *name, const char *fmt, tj_dtype dt, int64_t n,
+                       const uint64_t *v) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  tj_tensor *t;
+  OK(tj_tensor_new(name, dt, 1, &n, &f, &t));
+  for (int64_t i = 0; v && i < n; i++) {
+    if (!v[i]) continue;
+    tj_status st = dt == TJ_U64 ? tj_tensor_insert_u64(t, &i, v[i])
+                   : dt == TJ_U32 ? tj_tensor_insert_u32(t, &i, (uint32_t)v[i])
+                   : dt == TJ_U16 ? tj_tensor_insert_u16(t, &i, (uint16_t)v[i])
+                                  : tj_tensor_insert_u8(t, &i, (uint8_t)v[i]);
+    OK(st);
+  }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+/* Runs expr over ops (ops[0] the output vector of n values) on both
+ * backends, 1 and 2 threads, and compares every output value's bits with
+ * want. */
+static void expect_unsigned(const char *expr, tj_tensor **ops, int nops, const uint64_t *want,
+                            int64_t n) {
+  for (int run = 0; run < 4; run++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_options o = tj_options_default();
+    o.backend = run < 2 ? TJ_BACKEND_LLVM : TJ_BACKEND_C;
+    o.nthreads = 1 + run % 2;
+    tj_kernel *k;
+    OK(tj_compile(cx, expr, ops, nops, NULL, &o, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    tj_dtype dt = tj_tensor_dtype(ops[0]);
+    for (int64_t i = 0; i < n; i++) {
+      uint64_t got = 0;
+      if (dt == TJ_U64) OK(tj_tensor_get_u64(ops[0], &i, &got));
+      if (dt == TJ_U32) { uint32_t g; OK(tj_tensor_get_u32(ops[0], &i, &g)); got = g; }
+      if (dt == TJ_U16) { uint16_t g; OK(tj_tensor_get_u16(ops[0], &i, &g)); got = g; }
+      if (dt == TJ_U8) { uint8_t g; OK(tj_tensor_get_u8(ops[0], &i, &g)); got = g; }
+      ck_assert_msg(got == want[i], "%s [%s, %d threads]: element %lld is %llu, want %llu",
+                    expr, run < 2 ? "llvm" : "c", o.nthreads, (long long)i,
+                    (unsigned long long)got, (unsigned long long)want[i]);
+    }
+    tj_context_free(cx);
+  }
+}
+
+/* Kernels in unsigned dtypes, values by hand: wrap-around of products and
+ * sums, division, min and max as unsigned (a signed view of these bits
+ * gives other answers), u64 above 2^63, reductions over nothing, and a
+ * vectorized max reduction. */
+START_TEST(unsigned_kernels) {
+  /* u8: A = [200 100 | 255 0], x = (2, 1): 500 mod 256 = 244, 510 mod 256 = 254 */
+  for (int f = 0; f < 2; f++) {
+    tj_format fm;
+    OK(tj_format_parse(f ? "ds" : "dd", &fm));
+    tj_tensor *A;
+    OK(tj_tensor_new("A", TJ_U8, 2, (int64_t[]){2, 2}, &fm, &A));
+    OK(tj_tensor_insert_u8(A, (int64_t[]){0, 0}, 200));
+    OK(tj_tensor_insert_u8(A, (int64_t[]){0, 1}, 100));
+    OK(tj_tensor_insert_u8(A, (int64_t[]){1, 0}, 255));
+    OK(tj_tensor_pack(A));
+    tj_tensor *ops[] = {uvec("y", "d", TJ_U8, 2, NULL), A,
+                        uvec("x", "d", TJ_U8, 2, (uint64_t[]){2, 1})};
+    expect_unsigned("y(i) = A(i,j) * x(j)", ops, 3, (uint64_t[]){244, 254}, 2);
+    /* min over row 1's stored entries is 255; max is unsigned */
+    expect_unsigned("y(i) = reduce(max, j, A(i,j))", ops, 2, (uint64_t[]){200, 255}, 2);
+    for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+  }
+  /* u32: 4e9 / 3 = 1333333333, max(4e9, 3) = 4e9, min = 3; 4e9 + 4e9 wraps
+   * to 8e9 - 2^32 = 3705032704 */
+  const uint64_t b32[] = {4000000000u, 7}, c32[] = {3, 4000000000u};
+  tj_tensor *v32[] = {uvec("y", "d", TJ_U32, 2, NULL), uvec("b", "d", TJ_U32, 2, b32),
+                      uvec("c", "d", TJ_U32, 2, c32)};
+  expect_unsigned("y(i) = b(i) / c(i)", v32, 3, (uint64_t[]){1333333333, 0}, 2);
+  expect_unsigned("y(i) = max(b(i), c(i))", v32, 3, (uint64_t[]){4000000000u, 4000000000u}, 2);
+  expect_unsigned("y(i) = min(b(i), c(i))", v32, 3, (uint64_t[]){3, 7}, 2);
+  expect_unsigned("y(i) = b(i) + c(i)", v32, 3, (uint64_t[]){4000000003u, 4000000007u}, 2);
+  expect_unsigned("y(i) = b(i) + b(i)", v32, 3, (uint64_t[]){3705032704u, 14}, 2);
+  for (int t = 0; t < 3; t++) tj_tensor_free(v32[t]);
+  /* u64 above 2^63: b = 2^63 + 10, c = 2^63 - 1 */
+  const uint64_t hi = (UINT64_C(1) << 63) + 10, lo = (UINT64_C(1) << 63) - 1;
+  tj_tensor *v64[] = {uvec("y", "d", TJ_U64, 2, NULL), uvec("b", "d", TJ_U64, 2, (uint64_t[]){hi, lo}),
+                      uvec("c", "s", TJ_U64, 2, (uint64_t[]){lo, 0})};
+  expect_unsigned("y(i) = b(i) / 2", v64, 2, (uint64_t[]){(UINT64_C(1) << 62) + 5, (UINT64_C(1) << 62) - 1}, 2);
+  expect_unsigned("y(i) = b(i) + b(i)", v64, 2, (uint64_t[]){20, UINT64_MAX - 1}, 2);
+  /* c(1) is absent: max(b, c) there is b (a union) */
+  expect_unsigned("y(i) = max(b(i), c(i))", v64, 3, (uint64_t[]){hi, lo}, 2);
+  expect_unsigned("y(i) = b(i) * c(i)", v64, 3, (uint64_t[]){
+      (uint64_t)(hi * lo), 0}, 2);
+  for (int t = 0; t < 3; t++) tj_tensor_free(v64[t]);
+  /* a u16 sparse matrix's row reductions: row 1 is empty, so min over
+   * nothing is 65535 and max over nothing 0 in a dense output */
+  tj_format fm;
+  OK(tj_format_parse("ds", &fm));
+  tj_tensor *A;
+  OK(tj_tensor_new("A", TJ_U16, 2, (int64_t[]){3, 3}, &fm, &A));
+  OK(tj_tensor_insert_u16(A, (int64_t[]){0, 0}, 40000));
+  OK(tj_tensor_insert_u16(A, (int64_t[]){0, 2}, 5));
+  OK(tj_tensor_insert_u16(A, (int64_t[]){2, 1}, 65535));
+  OK(tj_tensor_pack(A));
+  tj_tensor *m[] = {uvec("y", "d", TJ_U16, 3, NULL), A};
+  expect_unsigned("y(i) = reduce(min, j, A(i,j))", m, 2, (uint64_t[]){5, 65535, 65535}, 3);
+  expect_unsigned("y(i) = reduce(max, j, A(i,j))", m, 2, (uint64_t[]){40000, 0, 65535}, 3);
+  for (int t = 0; t < 2; t++) tj_tensor_free(m[t]);
+  /* a dense u32 vector of 37 (vector loop and remainder): max is the one
+   * value above 2^31; the sum wraps */
+  uint64_t x[37], sum = 0;
+  for (int i = 0; i < 37; i++) x[i] = 100000000u + (uint64_t)i, sum += x[i];
+  x[20] = 3000000000u;
+  sum = sum - (100000000u + 20) + 3000000000u;
+  tj_tensor *s[] = {uvec("s", "d", TJ_U32, 1, NULL), uvec("x", "d", TJ_U32, 37, x)};
+  expect_unsigned("s(k) = reduce(max, i, x(i))", s, 2, (uint64_t[]){3000000000u}, 1);
+  expect_unsigned("s(k) = sum(i, x(i))", s, 2, (uint64_t[]){sum % (UINT64_C(1) << 32)}, 1);
+  for (int t = 0; t < 2; t++) tj_tensor_free(s[t]);
+}
+END_TEST
+
+/* Literals outside an unsigned dtype's range are refused. */
+START_TEST(unsigned_literals_refused) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *v[] = {uvec("y", "d", TJ_U8, 2, NULL), uvec("b", "d", TJ_U8, 2, (uint64_t[]){1, 2})};
+  tj_kernel *k;
+  ck_assert_int_eq(tj_compile(cx, "y(i) = b(i) + 256", v, 2, NULL, NULL, &k), TJ_ERR_DTYPE);
+  ck_assert_msg(strstr(tj_last_error(), "literal 256 is out of range for u8"), "%s", tj_last_error());
+  ck_assert_int_eq(tj_compile(cx, "y(i) = b(i) * -1", v, 2, NULL, NULL, &k), TJ_ERR_DTYPE);
+  OK(tj_compile(cx, "y(i) = b(i) + 255", v, 2, NULL, NULL, &k));
+  tj_context_free(cx);
+  tj_tensor_free(v[0]), tj_tensor_free(v[1]);
+}
+END_TEST
+
 static Suite *semantics_suite(void) {
   Suite *s = suite_create("semantics");
   TCase *tc = tcase_create("sums");
@@ -648,7 +976,12 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_reduction_errors);
   tcase_add_test(tc, test_defs_by_hand);
   tcase_add_test(tc, test_def_errors);
+  tcase_add_test(tc, test_def_reduction_reorders);
+  tcase_add_test(tc, unsigned_kernels);
+  tcase_add_test(tc, unsigned_literals_refused);
   tcase_add_test(tc, test_sparse_mask_is_structural);
+  tcase_add_test(tc, test_masks_of_other_dtypes);
+  tcase_add_test(tc, test_kept_mask_pattern);
   tcase_add_test(tc, test_dense_tail_outputs_by_hand);
   suite_add_tcase(s, tc);
   return s;

@@ -23,7 +23,8 @@ void cli_usage(FILE *out) {
       "  -f=T:<levels>[:<mode order>]  format: d dense, s compressed, u nonunique,\n"
       "                                q singleton; -f=A:ds:1,0 is CSC; also\n"
       "                                -f='A:(i,j) -> (j : dense, i : compressed)'\n"
-      "  -t=T:<dtype>                  f64 (default), f32, i64, i32, i16, i8, bool\n"
+      "  -t=T:<dtype>                  f64 (default), f32, i64, i32, i16, i8, bool,\n"
+      "                                u64, u32, u16, u8\n"
       "  -d=T:<n1>,<n2>,...            dims of T;  -d=<index>:<n> extent of an index\n"
       "  -i=T:<file>                   read .mtx / .tns (.gz) into T\n"
       "  -g=T:<kind>[:<density>]       random T: d dense, s uniform sparse, p power-law\n"
@@ -137,7 +138,7 @@ static bool tensor_flag(CliArgs *a, const char *arg, bool *matched) {
     case 't':
       t->has_dtype = true;
       return parse_dtype(rest, &t->dtype) ||
-             tool_fail("-t=%s: unknown dtype '%s' (f64, f32, i64, i32, i16, i8 or bool)", eq + 1, rest);
+             tool_fail("-t=%s: unknown dtype '%s' (f64, f32, i64, i32, i16, i8, bool, u64, u32, u16 or u8)", eq + 1, rest);
     case 'd': return parse_dims(t, rest, eq + 1);
     case 'i': t->file = rest; return true;
     case 'g': return parse_gen(t, rest, eq + 1);

@@ -388,7 +388,7 @@ static bool set_property(Repl *r, bool is_fmt, char *args) {
   char *value, *name = split_word(args, &value), buf[512];
   if (!*name || !*value || !unquote(value, buf, sizeof buf))
     return tool_fail(is_fmt ? "usage: format NAME \"levels\""
-                            : "usage: dtype NAME f64|f32|i64|i32|i16|i8|bool");
+                            : "usage: dtype NAME f64|f32|i64|i32|i16|i8|bool|u64|u32|u16|u8");
   Pending p = {0};
   if (is_fmt && !parse_format_arg(buf, &p.fmt)) return false;
   tj_dtype d = TJ_F64;

@@ -164,7 +164,11 @@ class Kernel:
                 return got
         tensors = self._tensors(operands)
         inputs = [tensors[n] for n in sorted(tensors)]
-        dtype = inputs[0].dtype
+        # operands share the expression's dtype, except masks (a bool mask
+        # over an f64 expression): the output takes the operands' other one
+        kinds = [t.dtype for t in inputs]
+        dtype = next((d for d in kinds if d != np.bool_), kinds[0]) \
+            if len(set(kinds)) > 1 else kinds[0]
         result, arr = self._output(out, tensors, dtype)
         self._order = sorted(tensors)
         ops = [result] + inputs

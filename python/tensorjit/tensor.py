@@ -19,7 +19,9 @@ from ._lib import Arrays, Format, TensorJitError, check, lib
 _DTYPES = {np.dtype(np.float64): _lib.F64, np.dtype(np.float32): _lib.F32,
            np.dtype(np.int64): _lib.I64, np.dtype(np.int32): _lib.I32,
            np.dtype(np.int16): _lib.I16, np.dtype(np.int8): _lib.I8,
-           np.dtype(np.bool_): _lib.BOOL}
+           np.dtype(np.bool_): _lib.BOOL, np.dtype(np.uint64): _lib.U64,
+           np.dtype(np.uint32): _lib.U32, np.dtype(np.uint16): _lib.U16,
+           np.dtype(np.uint8): _lib.U8}
 _NP = {v: k for k, v in _DTYPES.items()}
 _INDEX = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
 SCIPY_FORMATS = ("ds", "ds:1,0", "uq")   # what scipy.sparse views: CSR, CSC, COO
@@ -45,7 +47,7 @@ def value_dtype(dtype):
         return _DTYPES[np.dtype(dtype)]
     except KeyError:
         raise TypeError("tensorjit: values of dtype %s are not supported (float64, float32, "
-                        "int64, int32, int16, int8, bool)" % np.dtype(dtype)) from None
+                        "int64, int32, int16, int8, bool, uint64, uint32, uint16, uint8)" % np.dtype(dtype)) from None
 
 
 class _View:

@@ -143,6 +143,35 @@ def test_bool_int16_int8():
         np.testing.assert_array_equal(y, (ai @ xi).astype(dt))
 
 
+def test_unsigned_wrap_as_numpy():
+    """u8..u64 wrap modulo 2^bits and compare as unsigned, as numpy's
+    unsigned integers; u64 above 2^63 is exact."""
+    spmv = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
+        ai = sparse(40, 30, density=0.5, seed=14, dtype=np.int64) * 97
+        xi = np.arange(30, dtype=np.int64) * 1000003
+        a, x = ai.astype(dt), xi.astype(dt)
+        y = spmv(A=a, x=x)
+        assert y.dtype == dt
+        np.testing.assert_array_equal(y, (a.astype(np.uint64) @ x.astype(np.uint64)).astype(dt))
+        big = np.array([np.iinfo(dt).max, 3, np.iinfo(dt).max // 2 + 2], dt)
+        np.testing.assert_array_equal(
+            tensorjit.compile("y(i) = max(b(i), c(i))")(b=big, c=big[::-1].copy()),
+            np.maximum(big, big[::-1]))
+    top = np.array([2 ** 63 + 7, 5], np.uint64)
+    y = tensorjit.compile("y(i) = b(i) / c(i)")(b=top, c=np.array([2, 5], np.uint64))
+    assert int(y[0]) == (2 ** 63 + 7) // 2 and int(y[1]) == 1
+
+
+def test_bool_mask_over_floats():
+    """a bool mask keeps an f64 SpMV where it is true (a dense mask: by value)"""
+    a, x = sparse(20, 15, seed=15), RNG.random(15)
+    m = RNG.random(20) < 0.5
+    y = tensorjit.compile("y(i) = mask(m(i), A(i,j) * x(j))")(A=a, x=x, m=m)
+    assert y.dtype == np.float64
+    np.testing.assert_allclose(y, np.where(m, a @ x, 0))
+
+
 def test_int64_is_exact_above_2_53():
     big = 2 ** 53 + 1
     a = sp.csr_matrix((np.array([big, 3], np.int64), np.array([0, 1]), np.array([0, 2, 2])),
