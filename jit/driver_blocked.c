@@ -267,6 +267,55 @@ static bool rewrite_access(const BlkScan *s, const BlkAccess *ac, tj_tensor *t, 
   return ok && puts_(buf, len, cap, ")");
 }
 
+static bool in_access(const BlkAccess *ac, const char *name) {
+  for (int m = 0; m < ac->n; m++)
+    if (!strcmp(ac->idx[m], name)) return true;
+  return false;
+}
+
+/* With one blocked operand, the loops follow its levels, and the indices
+ * it does not have (SpMM's k) go just above the first in-block loop of a
+ * reduction index (j_i): reorder(i_b, j_b, i_i, k, j_i). The block's
+ * reduction then runs innermost, unrolled by its constant extent, and the
+ * loop over k vectorizes with C(i, k) loaded and stored once per block row
+ * of four products instead of once per product. */
+static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size_t *len,
+                       size_t *cap) {
+  const BlkAccess *blk = NULL;
+  for (int a = 1; a < s->nacc; a++)
+    if (ops[s->acc[a].op]->blocked) {
+      if (blk && ops[blk->op] != ops[s->acc[a].op]) return true;
+      blk = &s->acc[a];
+    }
+  if (!blk || ops[blk->op]->order != blk->n) return true;
+  const tj_format *f = &ops[blk->op]->ufmt;
+  char order[2 * TJ_MAX_ORDER + NT_MAX_INDICES][BLK_NAME + 8];
+  int n = 0, at = -1;
+  for (int l = 0; l < f->order; l++) {
+    const char *name = blk->idx[f->mode_order[l]];
+    const BlkIndex *ix = index_of((BlkScan *)s, name);
+    if (f->lvl_op[l] == TJ_LVL_MOD && at < 0 && !in_access(&s->acc[0], name)) at = n;
+    snprintf(order[n++], BLK_NAME + 8, "%s", f->lvl_op[l] == TJ_LVL_FLOORDIV ? ix->outer
+                                             : f->lvl_op[l] == TJ_LVL_MOD    ? ix->inner : name);
+  }
+  int levels = n;
+  for (int a = 0; a < s->nacc; a++)   /* the other indices, as they appear */
+    for (int m = 0; m < s->acc[a].n; m++) {
+      const char *name = s->acc[a].idx[m];
+      bool seen = index_of((BlkScan *)s, name) != NULL;
+      for (int k = 0; k < n && !seen; k++) seen = !strcmp(order[k], name);
+      if (!seen && n < (int)(sizeof order / sizeof order[0]))
+        snprintf(order[n++], BLK_NAME + 8, "%s", name);
+    }
+  if (n == levels || at < 0) return true;   /* the levels' order is the default's */
+  bool ok = puts_(sch, len, cap, "reorder(");
+  for (int k = 0; k < n && ok; k++) {   /* levels before at, the others, the rest */
+    int pick = k < at ? k : k < at + (n - levels) ? levels + (k - at) : k - (n - levels);
+    ok = puts_(sch, len, cap, k ? ", " : "") && puts_(sch, len, cap, order[pick]);
+  }
+  return ok && puts_(sch, len, cap, ") ");
+}
+
 void drv_blocked_free(DrvBlocked *b) {
   if (!b) return;
   free(b->expr);
@@ -296,9 +345,10 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
     p = ac->close + 1;
   }
   ok = ok && puts_(&buf, &len, &cap, p);
+  ok = ok && loop_order(s, ops, &sch, &slen, &scap);
   for (int i = 0; ok && i < s->nix; i++) {   /* the block loops run k times */
     char dir[3 * BLK_NAME + 64];
-    snprintf(dir, sizeof dir, "%sbound(%s, %s_k, %d, max_exact)", i ? " " : "",
+    snprintf(dir, sizeof dir, "%sbound(%s, %s_k, %d, max_exact)", slen ? " " : "",
              s->ix[i].inner, s->ix[i].inner, s->ix[i].k);
     ok = puts_(&sch, &slen, &scap, dir);
   }
