@@ -607,6 +607,10 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   diag_init(&d);
   DrvBlocked *blk = NULL;   /* blocked operands: compiled over their views */
   if (drv_blocked_any(operands, n)) {
+    if (o.semiring && strcmp(o.semiring, "plus.times") != 0)
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "semiring %s over blocked operands: the zero "
+                          "fill of stored blocks and of padding would read as entries; "
+                          "convert the blocked operand to CSR", o.semiring);
     blk = drv_blocked_plan(expr, operands, n, schedule, &d);
     tj_tensor **views = blk ? calloc((size_t)n, sizeof *views) : NULL;
     if (blk && !views) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
@@ -618,6 +622,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     }
     tj_status st = tj_compile(cx, drv_blocked_expr(blk), views, n, drv_blocked_schedule(blk),
                               opts, out);
+    drv_blocked_finish(operands, views, n, NULL);   /* padded copies: runs make their own */
     free(views);
     if (st != TJ_OK) {
       drv_blocked_free(blk);

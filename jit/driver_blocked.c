@@ -377,11 +377,25 @@ tj_tensor *const *drv_blocked_orig(const DrvBlocked *b, int *n) {
 }
 tj_tensor *drv_blocked_compile_views(DrvBlocked *b) { return b->views; }
 
+static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tensor *store,
+                      tj_tensor **out, Diag *d);
+
 bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
                        tj_tensor **out, Diag *d) {
+  for (int k = 0; k < n; k++) out[k] = ops[k];
   for (int k = 0; k < n; k++) {
-    out[k] = ops[k];
-    if (!ops[k]) continue;
+    if (!make_view(b, ops, k, store, out, d)) {
+      drv_blocked_finish(ops, out, k, NULL);   /* frees the padded copies made */
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tensor *store,
+                      tj_tensor **out, Diag *d) {
+  {
+    if (!ops[k]) return true;
     const BlkOperand *bo = NULL;
     for (int j = 0; j < b->n; j++)
       if (!strcmp(b->op[j].name, tj_tensor_name(ops[k]))) bo = &b->op[j];
@@ -389,15 +403,16 @@ bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_ten
       if (ops[k]->blocked)
         return diag_error(d, TJ_ERR_INVALID, "operand %s is blocked but was compiled "
                           "unblocked", tj_tensor_name(ops[k]));
-      continue;
+      return true;
     }
     if (bo->levels) {
       if (!ops[k]->blocked)
         return diag_error(d, TJ_ERR_INVALID, "operand %s was compiled blocked but is not",
                           tj_tensor_name(ops[k]));
       rt_tensor_view_levels(ops[k], &store[k]);
-    } else if (rt_tensor_view_split(ops[k], bo->split, &store[k]) != TJ_OK) {
-      return diag_error(d, TJ_ERR_SHAPE, "%s", tj_last_error());
+    } else {
+      tj_status st = rt_tensor_view_split(ops[k], bo->split, &store[k]);
+      if (st != TJ_OK) return diag_error(d, st, "%s", tj_last_error());
     }
     out[k] = &store[k];
   }
@@ -407,6 +422,6 @@ bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_ten
 void drv_blocked_finish(tj_tensor *const *ops, tj_tensor *const *views, int n,
                         const char *out_name) {
   for (int k = 0; k < n; k++)
-    if (ops[k] && views[k] != ops[k] && !strcmp(tj_tensor_name(ops[k]), out_name))
-      rt_tensor_view_finish(ops[k], views[k]);
+    if (ops[k] && views[k] != ops[k] && !views[k]->blocked && !ops[k]->blocked)
+      rt_tensor_view_finish(ops[k], views[k], out_name && !strcmp(tj_tensor_name(ops[k]), out_name));
 }

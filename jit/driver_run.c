@@ -302,9 +302,10 @@ static tj_status run_blocked(tj_kernel *k, tj_phase phase, tj_tensor *const *ope
   tj_tensor *store = calloc(NT_MAX_TENSORS, sizeof *store);
   tj_tensor *views[NT_MAX_TENSORS];
   if (!store) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
-  tj_status st = drv_blocked_views(k->blk, operands, n, store, views, &d) ? TJ_OK : drv_fail(&d);
-  if (st == TJ_OK) st = run_bound(k, phase, views, n, interpret);
-  if (st == TJ_OK) drv_blocked_finish(operands, views, n, k->as->tensors[0]->name);
+  bool made = drv_blocked_views(k->blk, operands, n, store, views, &d);
+  tj_status st = made ? run_bound(k, phase, views, n, interpret) : drv_fail(&d);
+  if (made)   /* the output's values back (on success), padded copies freed */
+    drv_blocked_finish(operands, views, n, st == TJ_OK ? k->as->tensors[0]->name : NULL);
   free(store);
   return st;
 }

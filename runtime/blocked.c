@@ -48,20 +48,43 @@ void rt_tensor_view_levels(const tj_tensor *t, tj_tensor *v) {
   v->st.foreign = ~0u;   /* the arrays stay t's */
 }
 
+/* Position in t's values of each coordinate (odometer over t's levels),
+ * and the position of the same coordinate in view v (whose level order
+ * splits t's levels in place): copies between them, in (to_view) or out. */
+static void copy_padded(const tj_tensor *t, const int32_t *split, tj_tensor *v, bool to_view) {
+  int nl = t->fmt.order, sz = rt_dtype_size(t->st.dtype);
+  int64_t c[TJ_MAX_ORDER] = {0}, total = 1;
+  for (int l = 0; l < nl; l++) total *= t->dims[t->fmt.mode_order[l]];
+  for (int64_t p = 0; p < total; p++) {
+    int64_t q = 0;
+    for (int l = 0; l < nl; l++) {
+      int m = t->fmt.mode_order[l];
+      if (split[m] > 0) {
+        q = q * ((t->dims[m] + split[m] - 1) / split[m]) + c[l] / split[m];
+        q = q * split[m] + c[l] % split[m];
+      } else {
+        q = q * t->dims[m] + c[l];
+      }
+    }
+    char *tv = (char *)t->st.vals + p * sz, *vv = (char *)v->st.vals + q * sz;
+    if (to_view) memcpy(vv, tv, (size_t)sz);
+    else memcpy(tv, vv, (size_t)sz);
+    for (int l = nl - 1; l >= 0 && ++c[l] == t->dims[t->fmt.mode_order[l]]; l--) c[l] = 0;
+  }
+}
+
 tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tensor *v) {
   if (t->blocked || !rt_format_all_dense(&t->fmt))
     return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: an index of a blocked operand "
                         "splits one of its dims, which needs a dense tensor; convert %s to "
                         "a dense format", t->name, t->name);
-  int64_t total = 1;
+  int64_t total = 1, padded_total = 1;
+  bool padded = false;
   for (int m = 0; m < t->order; m++) {
-    if (split[m] > 0 && t->dims[m] % split[m] != 0)
-      return rt_set_error(TJ_ERR_SHAPE, "tensor %s: dim %d has extent %lld, not a multiple "
-                          "of the block size %d of a blocked operand (kernels over blocked "
-                          "operands need block-aligned extents; the storage pads, but "
-                          "convert to CSR for this shape)", t->name, m,
-                          (long long)t->dims[m], split[m]);
+    int64_t k = split[m] > 0 ? split[m] : 1, nb = (t->dims[m] + k - 1) / k;
+    padded |= nb * k != t->dims[m];
     total *= t->dims[m];
+    padded_total *= nb * k;
   }
   int first[TJ_MAX_ORDER], n = 0;   /* mode m becomes view mode first[m] (and the next) */
   for (int m = 0; m < t->order; m++) first[m] = n, n += split[m] > 0 ? 2 : 1;
@@ -88,7 +111,7 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tens
   }
   for (int m = 0; m < t->order; m++) {
     if (split[m] > 0) {
-      v->dims[first[m]] = t->dims[m] / split[m];
+      v->dims[first[m]] = (t->dims[m] + split[m] - 1) / split[m];
       v->dims[first[m] + 1] = split[m];
     } else {
       v->dims[first[m]] = t->dims[m];
@@ -103,10 +126,29 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tens
     v->st.levels[k] = (tj_level_storage){.kind = TJ_LVL_DENSE, .size = v->dims[d]};
   }
   v->st.foreign = TJ_FOREIGN_VALS;
+  v->padded = padded;
+  if (padded) {   /* a zero-padded copy, the view's own */
+    tj_status st = rt_check_fits("a padded copy for a blocked kernel",
+                                 (double)padded_total * rt_dtype_size(t->st.dtype));
+    if (st != TJ_OK) return st;
+    v->st.vals = rt_array_new(padded_total, (size_t)rt_dtype_size(t->st.dtype), true);
+    if (!v->st.vals) return rt_set_error(TJ_ERR_NOMEM, "out of memory for tensor %s", t->name);
+    v->st.vals_len = v->st.vals_cap = padded_total;
+    v->st.foreign = 0;
+    memcpy(v->split, split, sizeof v->split);
+    copy_padded(t, split, v, true);
+  }
   return TJ_OK;
 }
 
-void rt_tensor_view_finish(tj_tensor *t, tj_tensor *v) {
+void rt_tensor_view_finish(tj_tensor *t, tj_tensor *v, bool output) {
+  if (v->padded) {   /* the values inside t's extents go back; the copy goes */
+    if (output) copy_padded(t, v->split, v, false);
+    free(v->st.vals);
+    v->st.vals = NULL;
+    return;
+  }
+  if (!output) return;
   if (v->st.vals != t->st.vals) {   /* the kernel grew the view's values: now t's */
     if (!(t->st.foreign & TJ_FOREIGN_VALS)) free(t->st.vals);
     t->st.vals = v->st.vals;

@@ -61,6 +61,8 @@ struct tj_tensor {
   int32_t order;               /* dims the user sees */
   int64_t dims[TJ_MAX_ORDER];  /* their extents */
   tj_format ufmt;              /* the format as given (widths resolved) */
+  bool padded;                 /* a view (rt_tensor_view_split) over a padded copy */
+  int32_t split[TJ_MAX_ORDER]; /* its split */
   RtCoo coo;
   RtAdopted adopted;
 };
@@ -189,14 +191,17 @@ bool rt_block_to_dims(const tj_tensor *t, const int64_t *lc, int64_t *coord);
  * seen as the tensor of its levels (its storage's order, dims and format). */
 void rt_tensor_view_levels(const tj_tensor *t, tj_tensor *v);
 /* v = dense tensor t with each dim m where split[m] > 0 seen as two dims
- * (dims[m] / split[m], split[m]), next to each other and in t's level
- * order: the same values array, nothing copied. A tensor with no values yet
- * gets them (zeroed) first. Refused unless t is dense and every split dim a
- * multiple of its block. */
+ * (ceil(dims[m] / split[m]), split[m]), next to each other and in t's
+ * level order: the same values array, nothing copied, when every split dim
+ * is a multiple of its block; else a zero-padded copy the view owns (freed
+ * by rt_tensor_view_finish). A tensor with no values yet gets them (zeroed)
+ * first. Refused unless t is dense. */
 tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tensor *v);
-/* After a kernel wrote view v of t: t takes the values v holds (a kernel
- * that had to grow them put them in a fresh array) and their length. */
-void rt_tensor_view_finish(tj_tensor *t, tj_tensor *v);
+/* After a kernel ran on view v of t (v from rt_tensor_view_split): when t
+ * is the output it takes the values v holds (copied back from a padded
+ * copy, or the array a kernel that had to grow them made) and their
+ * length; a padded copy is freed. */
+void rt_tensor_view_finish(tj_tensor *t, tj_tensor *v, bool output);
 
 /* ---- pack, unpack, conversion (pack.c, convert.c) ---- */
 
