@@ -46,7 +46,9 @@ typedef enum {
 #define TJ_NDTYPES 7
 
 /* Level letters: d dense, s compressed, u compressed-nonunique,
- * q singleton, (and c: singleton-nonunique, used inside COO).
+ * o compressed-nonordered, q singleton, (and c: singleton-nonunique, used
+ * inside COO), l loose_compressed (lo and hi positions per segment,
+ * pos[2p] and pos[2p+1]: segments in any order, with gaps; inputs only).
  * Blocked levels (MLIR's `floordiv` / `mod` maps, e.g. BSR): when ndims is
  * not 0 the format has `order` levels over ndims dims, and level l stores
  * dim mode_order[l] itself (lvl_op[l] = TJ_LVL_DIM), its block number

@@ -5,7 +5,8 @@
  * "(i,j) -> (j : dense, i : compressed)". Letters: d dense, s compressed,
  * u compressed-nonunique, o compressed-nonordered (coordinates of a segment
  * in any order: what a kernel writes without sorting), q singleton, c
- * singleton-nonunique. A singleton
+ * singleton-nonunique, l loose_compressed (lo and hi positions per
+ * segment: pos[2p] .. pos[2p+1]). A singleton
  * needs a nonunique parent (u, q or c): COO is "uq", COO-3 "uqq", where a
  * singleton above another singleton is implicitly nonunique.
  *
@@ -35,6 +36,7 @@ static const RtLevelType level_types[] = {
   {'o', "compressed", "nonordered", TJ_LVL_COMPRESSED, TJ_LVL_NONORDERED},
   {'q', "singleton", "", TJ_LVL_SINGLETON, 0},
   {'c', "singleton", "nonunique", TJ_LVL_SINGLETON, TJ_LVL_NONUNIQUE},
+  {'l', "loose_compressed", "", TJ_LVL_LOOSE_COMPRESSED, 0},
 };
 #define NLEVEL_TYPES ((int)(sizeof level_types / sizeof level_types[0]))
 
@@ -369,8 +371,8 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
     if (!c)
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unknown level type at "
                           "column %d (expected dense, compressed, "
-                          "compressed(nonunique), compressed(nonordered), singleton or "
-                          "singleton(nonunique))", spec, (int)(at - spec) + 1);
+                          "compressed(nonunique), compressed(nonordered), singleton, "
+                          "singleton(nonunique) or loose_compressed)", spec, (int)(at - spec) + 1);
     f->levels[nl] = c;
     f->mode_order[nl++] = d;
     if (!eat(&p, ",") && !eat(&p, ")"))

@@ -13,6 +13,17 @@
 
 typedef void (*EmitFn)(void *ctx, const int64_t *coord, int64_t p);
 
+/* The segment [*lo, *hi) of parent position p in a compressed or
+ * loose_compressed level; false when p has none. */
+static bool segment(const tj_storage *s, const tj_level_storage *lv, int64_t p, int64_t *lo,
+                    int64_t *hi) {
+  int64_t k = lv->kind == TJ_LVL_LOOSE_COMPRESSED ? 2 * p : p;
+  if (!lv->pos || k + 1 >= lv->pos_len) return false;
+  *lo = rt_idx(lv->pos, s->pos_width, k);
+  *hi = rt_idx(lv->pos, s->pos_width, k + 1);
+  return true;
+}
+
 /* Visits the subtree of position p at level l; coord is indexed by dim. */
 static void walk(const tj_storage *s, int l, int64_t p, int64_t *coord,
                  EmitFn emit, void *ctx) {
@@ -25,10 +36,9 @@ static void walk(const tj_storage *s, int l, int64_t p, int64_t *coord,
   if (lv->kind == TJ_LVL_DENSE) {
     for (int64_t i = 0; i < lv->size; i++)
       coord[m] = i, walk(s, l + 1, p * lv->size + i, coord, emit, ctx);
-  } else if (lv->kind == TJ_LVL_COMPRESSED) {
-    if (!lv->pos || p + 1 >= lv->pos_len) return;
-    int64_t lo = rt_idx(lv->pos, s->pos_width, p);
-    int64_t hi = rt_idx(lv->pos, s->pos_width, p + 1);
+  } else if (lv->kind == TJ_LVL_COMPRESSED || lv->kind == TJ_LVL_LOOSE_COMPRESSED) {
+    int64_t lo, hi;
+    if (!segment(s, lv, p, &lo, &hi)) return;
     for (int64_t q = lo; q < hi; q++) {
       coord[m] = rt_idx(lv->crd, s->crd_width, q);
       walk(s, l + 1, q, coord, emit, ctx);
@@ -152,8 +162,8 @@ static RtVal lookup(const tj_storage *s, int l, int64_t p, const int64_t *coord)
   if (lv->kind == TJ_LVL_SINGLETON)
     return p < lv->crd_len && rt_idx(lv->crd, s->crd_width, p) == c
                ? lookup(s, l + 1, p, coord) : zero;
-  if (!lv->pos || p + 1 >= lv->pos_len) return zero;
-  int64_t lo = rt_idx(lv->pos, s->pos_width, p), hi = rt_idx(lv->pos, s->pos_width, p + 1);
+  int64_t lo, hi;
+  if (!segment(s, lv, p, &lo, &hi)) return zero;
   RtVal sum = zero;
   if (lv->flags & TJ_LVL_NONORDERED) { /* a segment in any order: scan it */
     for (int64_t q = lo; q < hi; q++)

@@ -251,6 +251,22 @@ static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
   return TJ_OK;
 }
 
+/* A compressed level's pos (n + 1 entries) as loose_compressed's lo, hi
+ * pairs (2n entries): the segments packed back to back. */
+static tj_status loosen(const tj_tensor *t, const tj_storage *s, tj_level_storage *lv) {
+  int64_t n = lv->pos_len - 1;
+  void *pairs = alloc_idx(2 * n, s->pos_width);
+  if (!pairs) return nomem(t);
+  for (int64_t p = 0; p < n; p++) {
+    rt_idx_set(pairs, s->pos_width, 2 * p, rt_idx(lv->pos, s->pos_width, p));
+    rt_idx_set(pairs, s->pos_width, 2 * p + 1, rt_idx(lv->pos, s->pos_width, p + 1));
+  }
+  free(lv->pos);
+  lv->pos = pairs;
+  lv->pos_len = lv->pos_cap = 2 * n;
+  return TJ_OK;
+}
+
 /* Builds every level of s (arrays NULL on entry) from sorted entries. */
 static tj_status build_levels(const tj_tensor *t, tj_storage *s,
                               const Sorted *so) {
@@ -271,6 +287,9 @@ static tj_status build_levels(const tj_tensor *t, tj_storage *s,
       P *= lv->size;
     } else if (lv->kind == TJ_LVL_COMPRESSED) {
       st = build_compressed(t, s, l, so, par, &P, l < nu);
+    } else if (lv->kind == TJ_LVL_LOOSE_COMPRESSED) {
+      st = build_compressed(t, s, l, so, par, &P, l < nu);
+      if (st == TJ_OK) st = loosen(t, s, lv);
     } else {
       lv->crd = alloc_idx(P, s->crd_width);
       if (!lv->crd) st = nomem(t);

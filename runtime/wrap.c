@@ -66,6 +66,11 @@ static tj_status wrap_format(const char *name, const tj_arrays *a, tj_format *f)
   if (rt_format_blocked(f))
     return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping blocked (floordiv / mod) "
                         "storage is not supported yet; insert and pack, or convert", name);
+  for (int l = 0; l < f->order && l < TJ_MAX_ORDER; l++)
+    if (rt_level_type(f->levels[l]) &&
+        rt_level_type(f->levels[l])->kind == TJ_LVL_LOOSE_COMPRESSED)
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping loose_compressed levels "
+                          "is not supported yet; insert and pack, or convert", name);
   if (a->strides) {
     if (a->fmt && !rt_format_all_dense(a->fmt))
       return rt_set_error(TJ_ERR_INVALID, "tensor %s: strides describe dense data, but "
