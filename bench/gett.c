@@ -4,11 +4,12 @@
  *   tjgett gemm [n ...]    dgemm/sgemm C(i,j) = A(i,k) * B(k,j): GETT at 1
  *                          and 2 threads vs cblas_?gemm (default sizes
  *                          512 1024 2048 3000 4096)
- *   tjgett tccg [gflop]    the 48 TCCG contractions (f64), each scaled to
+ *   tjgett tccg [gflop]    the 48 TCCG contractions (f64; -f32), each scaled to
  *                          about `gflop` GFLOP (default 1): the model's
  *                          choice, GETT, TTGT with OpenBLAS as its GEMM, LoG,
  *                          and an OpenBLAS GEMM of the same M, N, K
- *   options: -f32 (gemm), -reps=<n> (default 7), -threads=<1|2|12>
+ *                          (and, with MKL, TTGT with MKL's GEMM)
+ *   options: -f32, -reps=<n> (default 7), -threads=<1|2|12>
  *
  * On one thread the TCCG rates are per CPU-second of the process (the
  * machine is shared: wall time there measures the other users' load as
@@ -31,6 +32,7 @@
 
 #include <cblas.h>
 
+#include "mkl_rt.h"
 #include "util.h"
 
 void openblas_set_num_threads(int);
@@ -173,16 +175,59 @@ static void blas_ttgt(int f32, int64_t m, int64_t n, int64_t k, const void *a, i
                 (int)lda, b, (int)ldb, 0.0, c, (int)ldc);
 }
 
+#ifdef TJ_HAVE_MKL
+/* The same with MKL's GEMM (mkl_rt.h). */
+static void mkl_ttgt(int f32, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                     const void *b, int64_t ldb, void *c, int64_t ldc) {
+  if (f32)
+    mkl.cblas_sgemm(TJ_CBLAS_COL_MAJOR, TJ_CBLAS_NO_TRANS, TJ_CBLAS_TRANS, (MKL_INT)m, (MKL_INT)n, (MKL_INT)k,
+                    1.0f, a, (MKL_INT)lda, b, (MKL_INT)ldb, 0.0f, c, (MKL_INT)ldc);
+  else
+    mkl.cblas_dgemm(TJ_CBLAS_COL_MAJOR, TJ_CBLAS_NO_TRANS, TJ_CBLAS_TRANS, (MKL_INT)m, (MKL_INT)n, (MKL_INT)k,
+                    1.0, a, (MKL_INT)lda, b, (MKL_INT)ldb, 0.0, c, (MKL_INT)ldc);
+}
+#endif
+
+/* TTGT's GEMM through MKL when it is loaded, else NULL. */
+static tj_gemm_fn mkl_ttgt_gemm(void) {
+#ifdef TJ_HAVE_MKL
+  if (mkl_rt_load()) return mkl_ttgt;
+#endif
+  return NULL;
+}
+
 /* ---- BLAS GEMM of given sizes (row-major C = A * B) ---- */
 
 typedef struct Blas {
   int64_t m, n, k;
   int f32;
   void *a, *b, *c;
+  int mkl;   /* MKL's cblas_?gemm instead of OpenBLAS's */
 } Blas;
+
+/* Both libraries on th threads. */
+static void blas_threads(int th) {
+  openblas_set_num_threads(th);
+#ifdef TJ_HAVE_MKL
+  if (mkl_rt_load()) mkl.MKL_Set_Num_Threads(th);
+#endif
+}
 
 static void blas_run(void *p) {
   Blas *b = p;
+#ifdef TJ_HAVE_MKL
+  if (b->mkl) {
+    if (b->f32)
+      mkl.cblas_sgemm(TJ_CBLAS_ROW_MAJOR, TJ_CBLAS_NO_TRANS, TJ_CBLAS_NO_TRANS, (MKL_INT)b->m, (MKL_INT)b->n,
+                      (MKL_INT)b->k, 1.0f, b->a, (MKL_INT)b->k, b->b, (MKL_INT)b->n, 0.0f, b->c,
+                      (MKL_INT)b->n);
+    else
+      mkl.cblas_dgemm(TJ_CBLAS_ROW_MAJOR, TJ_CBLAS_NO_TRANS, TJ_CBLAS_NO_TRANS, (MKL_INT)b->m, (MKL_INT)b->n,
+                      (MKL_INT)b->k, 1.0, b->a, (MKL_INT)b->k, b->b, (MKL_INT)b->n, 0.0, b->c,
+                      (MKL_INT)b->n);
+    return;
+  }
+#endif
   if (b->f32)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)b->m, (int)b->n, (int)b->k,
                 1.0f, b->a, (int)b->k, b->b, (int)b->n, 0.0f, b->c, (int)b->n);
@@ -207,28 +252,42 @@ static void gemm_size(tj_context *cx, int64_t n) {
   int64_t d[2] = {n, n};
   tj_tensor *ops[3] = {dense("C", dt, 2, d, 1), dense("A", dt, 2, d, 31), dense("B", dt, 2, d, 32)};
   Blas bl = {n, n, n, g_f32, dense_vals(ops[1]), dense_vals(ops[2]),
-             calloc((size_t)(n * n), g_f32 ? 4 : 8)};
+             calloc((size_t)(n * n), g_f32 ? 4 : 8), 0};
+  Blas mk = bl;
+  mk.mkl = 1;
+  mk.c = calloc((size_t)(n * n), g_f32 ? 4 : 8);
+  int with_mkl = mkl_rt_load();
   for (int th = 1; th <= 2; th++) {
     if (!(g_threads & (th == 1 ? 1 : 2))) continue;
     double cms;
     Tj tj = {compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3, "method(gett)", th, &cms), th, NULL};
-    openblas_set_num_threads(th);
-    Impl im[2] = {{"tensorjit-GETT", tj_run, &tj, {0}, {0}}, {"OpenBLAS", blas_run, &bl, {0}, {0}}};
-    double med[2], cpu[2];
+    blas_threads(th);
+    Impl im[3] = {{"tensorjit-GETT", tj_run, &tj, {0}, {0}}, {"OpenBLAS", blas_run, &bl, {0}, {0}},
+                  {"MKL", blas_run, &mk, {0}, {0}}};
+    double med[3], cpu[3];
     tj_run(&tj);
     blas_run(&bl);
     double diff = max_rel_diff(dense_vals(ops[0]), bl.c, n * n, g_f32);
-    interleave_cpu(im, 2, med, cpu);
+    if (with_mkl) {
+      blas_run(&mk);
+      diff = fmax(diff, max_rel_diff(dense_vals(ops[0]), mk.c, n * n, g_f32));
+    }
+    interleave_cpu(im, with_mkl ? 3 : 2, med, cpu);
     double gf = 2.0 * (double)n * (double)n * (double)n * 1e-9;
+    char mcol[96] = "";
+    if (with_mkl)
+      snprintf(mcol, sizeof mcol, "  MKL %7.1f GFLOP/s (%8.2f ms) ratio %.3f", gf / med[2],
+               med[2] * 1e3, med[2] / med[0]);
     printf("%sgemm n=%-5lld threads=%d  GETT %7.1f GFLOP/s (%8.2f ms)  OpenBLAS %7.1f GFLOP/s "
-           "(%8.2f ms)  ratio %.3f  | per CPU-second: GETT %6.1f OpenBLAS %6.1f ratio %.3f  "
+           "(%8.2f ms)  ratio %.3f%s  | per CPU-second: GETT %6.1f OpenBLAS %6.1f ratio %.3f  "
            "diff %.1e  compile %.1f ms%s\n",
            g_f32 ? "s" : "d", (long long)n, th, gf / med[0], med[0] * 1e3, gf / med[1],
-           med[1] * 1e3, med[1] / med[0], gf / cpu[0], gf / cpu[1], cpu[1] / cpu[0], diff, cms,
-           agree(diff, g_f32));
+           med[1] * 1e3, med[1] / med[0], mcol, gf / cpu[0], gf / cpu[1], cpu[1] / cpu[0], diff,
+           cms, agree(diff, g_f32));
     fflush(stdout);
   }
   free(bl.c);
+  free(mk.c);
   for (int i = 0; i < 3; i++) tj_tensor_free(ops[i]);
 }
 
@@ -267,38 +326,44 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
   for (int q = 0; q < nc; q++) dc[q] = ext[ci[q] - 'a'];
   for (int q = 0; q < na; q++) da[q] = ext[ai[q] - 'a'];
   for (int q = 0; q < nb; q++) db[q] = ext[bi[q] - 'a'];
-  tj_tensor *ops[3] = {dense("C", TJ_F64, nc, dc, 1), dense("A", TJ_F64, na, da, 51),
-                       dense("B", TJ_F64, nb, db, 52)};
-  Blas bl = {(int64_t)M, (int64_t)N, (int64_t)K, 0, malloc((size_t)(M * K) * 8),
-             malloc((size_t)(K * N) * 8), calloc((size_t)(M * N), 8)};
-  memcpy(bl.a, dense_vals(ops[1]), (size_t)(M * K) * 8);
-  memcpy(bl.b, dense_vals(ops[2]), (size_t)(K * N) * 8);
+  tj_dtype dt = g_f32 ? TJ_F32 : TJ_F64;
+  size_t esz = g_f32 ? 4 : 8;
+  tj_tensor *ops[3] = {dense("C", dt, nc, dc, 1), dense("A", dt, na, da, 51),
+                       dense("B", dt, nb, db, 52)};
+  Blas bl = {(int64_t)M, (int64_t)N, (int64_t)K, g_f32, malloc((size_t)(M * K) * esz),
+             malloc((size_t)(K * N) * esz), calloc((size_t)(M * N), esz), 0};
+  memcpy(bl.a, dense_vals(ops[1]), (size_t)(M * K) * esz);
+  memcpy(bl.b, dense_vals(ops[2]), (size_t)(K * N) * esz);
   double flops = 2 * M * N * K * 1e-9;
   for (int th = 1; th <= 2; th++) {
     if (!(g_threads & (th == 1 ? 1 : 2))) continue;
-    openblas_set_num_threads(th);
+    blas_threads(th);
     double cms;
     Tj model = {compile(cx, expr, ops, 3, NULL, th, &cms), th, NULL};
     Tj gett = {compile(cx, expr, ops, 3, "method(gett)", th, NULL), th, NULL};
     Tj ttgt = {compile(cx, expr, ops, 3, "method(ttgt)", th, NULL), th, blas_ttgt};
     Tj lg = {compile(cx, expr, ops, 3, "method(log)", th, NULL), th, NULL};
+    Tj ttgt_mkl = {ttgt.k, th, mkl_ttgt_gemm()};   /* the same kernel, MKL's GEMM */
+    Tj untimed = {compile(cx, expr, ops, 3, "method(model)", th, NULL), th, NULL};
+    int nall = ttgt_mkl.ttgt_gemm ? 4 : 3;
     /* the methods agree */
-    size_t bytes = (size_t)(M * N) * 8;
-    double *ref = malloc(bytes);
+    size_t bytes = (size_t)(M * N) * esz;
+    void *ref = malloc(bytes);
     tj_run(&gett);
     memcpy(ref, dense_vals(ops[0]), bytes);
     double diff = 0;
-    Tj *all[3] = {&model, &ttgt, &lg};
-    for (int i = 0; i < 3; i++) {
+    Tj *all[5] = {&model, &ttgt, &lg, &untimed, &ttgt_mkl};
+    for (int i = 0; i < nall + 1; i++) {
       tj_run(all[i]);
-      diff = fmax(diff, max_rel_diff(ref, dense_vals(ops[0]), (int64_t)(M * N), 0));
+      diff = fmax(diff, max_rel_diff(ref, dense_vals(ops[0]), (int64_t)(M * N), g_f32));
     }
     free(ref);
-    Impl im[5] = {{"model", tj_run, &model, {0}, {0}}, {"gett", tj_run, &gett, {0}, {0}},
+    Impl im[7] = {{"model", tj_run, &model, {0}, {0}}, {"gett", tj_run, &gett, {0}, {0}},
                   {"ttgt+blas", tj_run, &ttgt, {0}, {0}}, {"log", tj_run, &lg, {0}, {0}},
-                  {"blas-gemm", blas_run, &bl, {0}, {0}}};
-    double med[5], cpu[5];
-    interleave_cpu(im, 5, med, cpu);
+                  {"blas-gemm", blas_run, &bl, {0}, {0}}, {"untimed", tj_run, &untimed, {0}, {0}},
+                  {"ttgt+mkl", tj_run, &ttgt_mkl, {0}, {0}}};
+    double med[7], cpu[7];
+    interleave_cpu(im, nall == 4 ? 7 : 6, med, cpu);
     if (th == 1) memcpy(med, cpu, sizeof med);   /* one thread: CPU time (see top) */
     FILE *pf = tmpfile();
     tj_kernel_print(model.k, TJ_STAGE_GETT, pf);
@@ -307,10 +372,22 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     while (fgets(line, sizeof line, pf))
       if (sscanf(line, "  method: %31s", method) == 1) break;
     fclose(pf);
-    printf("%-22s th=%d model(%-4s) %6.1f  gett %6.1f  ttgt+blas %6.1f  log %6.1f  blas-gemm %6.1f "
-           "GFLOP/s  model/ttgt %.2f  model/gemm %.2f  diff %.0e  compile %.1f ms%s\n",
-           fld[1], th, method, flops / med[0], flops / med[1], flops / med[2], flops / med[3],
-           flops / med[4], med[2] / med[0], med[4] / med[0], diff, cms, agree(diff, 0));
+    char mcol[64] = "";
+    if (nall == 4)
+      snprintf(mcol, sizeof mcol, "  ttgt+mkl %6.1f", flops / med[6]);
+    /* the model's choice untimed (method(model)) against the best of the
+     * tuned choice, GETT and LoG */
+    double best = fmin(med[0], fmin(med[1], med[3]));
+    /* flops per byte of the three tensors read or written once */
+    double ai = 2 * M * N * K / ((double)esz * (M * K + K * N + M * N));
+    printf("%-22s th=%d ai %6.1f model(%-4s) %6.1f  gett %6.1f  ttgt+blas %6.1f  log %6.1f  "
+           "blas-gemm %6.1f  untimed %6.1f%s GFLOP/s  model/ttgt %.2f  model/gemm %.2f%s  "
+           "untimed/best %.2f  diff %.0e  compile %.1f ms%s\n",
+           fld[1], th, ai, method, flops / med[0], flops / med[1], flops / med[2], flops / med[3],
+           flops / med[4], flops / med[5], mcol, med[2] / med[0], med[4] / med[0],
+           nall == 4 ? (snprintf(line, sizeof line, "  model/ttgt+mkl %.2f", med[6] / med[0]), line)
+                     : "",
+           best / med[5], diff, cms, agree(diff, g_f32));
     fflush(stdout);
   }
   free(bl.a);
@@ -321,7 +398,8 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
 
 static void tccg(tj_context *cx, double target, const char *only) {
   char path[512];
-  snprintf(path, sizeof path, "%s/tccg/contractions-f64.tsv", TJ_BENCH_DATA);
+  snprintf(path, sizeof path, "%s/tccg/contractions-%s.tsv", TJ_BENCH_DATA,
+           g_f32 ? "f32" : "f64");
   FILE *f = fopen(path, "r");
   if (!f) {
     printf("tccg: %s missing, skipped\n", path);
@@ -361,7 +439,8 @@ int main(int argc, char **argv) {
   if (g_threads == 12) g_threads = 3;
   tj_context *cx;
   if (tj_context_new(&cx) != TJ_OK) bench_die("context");
-  printf("# tjgett %s, OPENBLAS_CORETYPE=%s, %d interleaved rounds, medians\n", mode,
+  printf("# tjgett %s %s, OPENBLAS_CORETYPE=%s, %d interleaved rounds, medians\n", mode,
+         g_f32 ? "f32" : "f64",
          getenv("OPENBLAS_CORETYPE"), g_reps);
   load_avg();
   if (!strcmp(mode, "tccg")) {

@@ -6,103 +6,25 @@
  * operand), mkl_sparse_d_add, mkl_sparse_sp2m (rows unsorted) and sp2m +
  * mkl_sparse_order (sorted, as tensorjit's output is).
  *
- * The library CMake found is dlopen'ed, not linked: mkl_rt and OpenBLAS
- * both define cblas_dgemm, and a link would hand both peers whichever the
- * loader met first. Loaded RTLD_LOCAL, MKL's symbols stay out of the
- * global scope and dlsym on its handle finds MKL's own.
- *
- * MKL 2020 runs slow code paths on CPUs that are not Intel's unless the
- * program defines mkl_serv_intel_cpu_true() (this file does; tjbench is
- * linked -rdynamic, so the definition interposes on MKL's), as an informed
- * user on AMD does. Inspection (handles, mv/mm hints, mkl_sparse_optimize)
- * is untimed setup. A sparse output is a new MKL handle per call: the timed
- * run destroys the previous run's result first.
+ * MKL is loaded at run time (bench/mkl_rt.c says how, and why it is
+ * dlopen'ed and its CPU check overridden). Inspection (handles, mv/mm
+ * hints, mkl_sparse_optimize) is untimed setup. A sparse output is a new
+ * MKL handle per call: the timed run destroys the previous run's result
+ * first.
  */
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench.h"
 
+#include "mkl_rt.h"
+
+int mkl_available(void) { return mkl_rt_load(); }
+const char *mkl_status(void) { return mkl_rt_status(); }
+
 #ifdef TJ_HAVE_MKL
-#include <mkl_cblas.h>
-#include <mkl_service.h>
-#include <mkl_spblas.h>
-
-int mkl_serv_intel_cpu_true(void);
-int mkl_serv_intel_cpu_true(void) { return 1; }
-
-/* The MKL entry points the peers call, resolved from TJ_MKL_RT. */
-#define MKL_FUNCS(X)                                                                   \
-  X(cblas_dgemm) X(cblas_sgemm) X(MKL_Set_Num_Threads) X(MKL_Get_Version_String)     \
-  X(MKL_Set_Threading_Layer)                                                           \
-  X(mkl_sparse_d_create_csr) X(mkl_sparse_d_create_csc) X(mkl_sparse_d_create_coo)   \
-  X(mkl_sparse_destroy) X(mkl_sparse_set_mv_hint) X(mkl_sparse_set_mm_hint)          \
-  X(mkl_sparse_optimize) X(mkl_sparse_d_mv) X(mkl_sparse_d_mm) X(mkl_sparse_d_add)   \
-  X(mkl_sparse_sp2m) X(mkl_sparse_order) X(mkl_sparse_d_export_csr)
-
-static struct {
-#define X(f) __typeof__(f) *f;
-  MKL_FUNCS(X)
-#undef X
-} mkl;
-
-/* 1 loaded, -1 not loadable (g_mkl_status says why), 0 not tried. */
-static int g_mkl_loaded;
-static char g_mkl_status[320];
-
 /* The calls each handle is hinted for: the suite's runs, with room. */
 enum { EXPECTED_CALLS = 1000 };
-
-/* MKL's threading layer must run on the OpenMP runtime that answers the
- * process's omp_* calls: its Intel layer loads libiomp5 (Debian: LLVM's
- * libomp) but calls omp_get_thread_num through the global scope, so in a
- * process where libgomp answers (the gcc build) every MKL thread would be
- * thread 0 and the 2-thread results wrong. */
-static int threading_layer(const char **name) {
-  Dl_info info;
-  void *f = dlsym(RTLD_DEFAULT, "omp_get_thread_num");
-  if (f && dladdr(f, &info) && info.dli_fname && strstr(info.dli_fname, "libgomp")) {
-    *name = "GNU OpenMP layer (libgomp)";
-    return MKL_THREADING_GNU;
-  }
-  *name = "Intel OpenMP layer (LLVM libomp)";
-  return MKL_THREADING_INTEL;
-}
-
-static int mkl_load(void) {
-  if (g_mkl_loaded) return g_mkl_loaded > 0;
-  g_mkl_loaded = -1;
-  void *h = dlopen(TJ_MKL_RT, RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(g_mkl_status, sizeof g_mkl_status, "MKL: cannot load %s (%s); its rows are omitted",
-             TJ_MKL_RT, dlerror());
-    return 0;
-  }
-#define X(f)                                                                                 \
-  if (!(*(void **)&mkl.f = dlsym(h, #f))) {                                                  \
-    snprintf(g_mkl_status, sizeof g_mkl_status, "MKL: %s has no %s; its rows are omitted", \
-             TJ_MKL_RT, #f);                                                                 \
-    return 0;                                                                                \
-  }
-  MKL_FUNCS(X)
-#undef X
-  const char *layer;
-  mkl.MKL_Set_Threading_Layer(threading_layer(&layer));   /* before any other MKL call */
-  char ver[200];
-  mkl.MKL_Get_Version_String(ver, (int)sizeof ver);
-  snprintf(g_mkl_status, sizeof g_mkl_status,
-           "%.120s; %s; mkl_serv_intel_cpu_true() overridden to 1 (Intel code paths on any x86)",
-           ver, layer);
-  g_mkl_loaded = 1;
-  return 1;
-}
-
-int mkl_available(void) { return mkl_load(); }
-const char *mkl_status(void) {
-  mkl_load();
-  return g_mkl_status;
-}
 
 /* ---- GEMM ---- */
 typedef struct MG { Case *c; void *out; int64_t n; } MG;
@@ -120,10 +42,10 @@ static void gemm_run(void *p) {
   const tj_storage *B = &g->c->ops[1]->st, *C = &g->c->ops[2]->st;
   MKL_INT n = (MKL_INT)B->dims[0], k = (MKL_INT)B->dims[1], m = (MKL_INT)C->dims[1];
   if (g->c->is_f32)
-    mkl.cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, m, k, 1.0f, B->vals, k, C->vals,
+    mkl.cblas_sgemm(TJ_CBLAS_ROW_MAJOR, TJ_CBLAS_NO_TRANS, TJ_CBLAS_NO_TRANS, n, m, k, 1.0f, B->vals, k, C->vals,
                     m, 0.0f, g->out, m);
   else
-    mkl.cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, m, k, 1.0, B->vals, k, C->vals,
+    mkl.cblas_dgemm(TJ_CBLAS_ROW_MAJOR, TJ_CBLAS_NO_TRANS, TJ_CBLAS_NO_TRANS, n, m, k, 1.0, B->vals, k, C->vals,
                     m, 0.0, g->out, m);
 }
 static void gemm_out(void *p, Out *o) {
@@ -325,11 +247,6 @@ MKL_PEER(P_MKL_ADD, "MKL", two_setup, add_run, csr_out, m_done, 0)
 MKL_PEER(P_MKL_SP2M, "MKL-unsorted", two_setup, sp2m_run, csr_out, m_done, 1)
 MKL_PEER(P_MKL_SP2M_SORTED, "MKL-sorted", sorted_setup, sp2m_run, csr_out, m_done, 0)
 #else
-int mkl_available(void) { return 0; }
-const char *mkl_status(void) {
-  return "MKL: not configured (libmkl_rt not found, or -DTJ_BENCH_MKL=OFF; bash scripts/deps.sh "
-         "--with-mkl installs it); its rows are omitted";
-}
 /* Never added to a case (mkl_available() is 0); defined for the link. */
 #define MKL_PEER(NAME, STR) const Peer NAME = {.name = STR, .available = mkl_available};
 MKL_PEER(P_MKL_GEMM, "MKL")

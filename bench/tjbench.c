@@ -653,7 +653,7 @@ static void run_tccg(tj_context *cx, const char *path, const char *want, double 
         st *= dims[t][q];
       }
     }
-    char input[96];
+    char input[sizeof ((Case *)0)->input];
     snprintf(input, sizeof input, "%s", want);
     static char exprs[3][128];
     static int ne;

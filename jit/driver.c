@@ -419,8 +419,8 @@ static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule
     if (s->d[k].kind == SCHED_METHOD) {
       forced = lower_gett_method_of(s->d[k].arg);
       if (forced == -2)
-        return diag_error(d, TJ_ERR_INVALID, "method(%s): unknown method (gett, ttgt, log "
-                          "or loops)", s->d[k].arg);
+        return diag_error(d, TJ_ERR_INVALID, "method(%s): unknown method (gett, ttgt, log, "
+                          "model or loops)", s->d[k].arg);
     } else {
       loop = &s->d[k];
     }

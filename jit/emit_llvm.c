@@ -149,7 +149,7 @@ static bool field_offset(Emitter *e, LirField f, int level, size_t *off) {
 
 static LLVMValueRef field_addr(Emitter *e, int operand, LirField f,
                                int level) {
-  size_t off;
+  size_t off = 0;
   if (operand < 0 || operand >= e->k->noperands) {
     em_bug(e, "operand index out of range");
     return NULL;

@@ -42,6 +42,7 @@ const char *lower_gett_method_name(int m) {
 int lower_gett_method_of(const char *name) {
   for (int m = 0; m < 3; m++)
     if (strcmp(name, METHOD_NAMES[m]) == 0) return m;
+  if (strcmp(name, "model") == 0) return GETT_MODEL;
   return strcmp(name, "loops") == 0 ? GETT_LOOPS : -2;
 }
 
@@ -251,6 +252,10 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
     if (g->cost[m] < g->cost[g->method]) g->method = m;
   g->forced = forced >= 0;
   if (forced >= 0) g->method = forced;
+  double flops = 2 * z.M * z.N * z.K;
+  for (int m = 0; m < 3 && forced == -2 && flops >= GETT_TUNE_MIN_FLOPS; m++)
+    if (g->cost[m] <= 2 * g->cost[g->method]) g->tune |= 1u << m;
+  if (__builtin_popcount(g->tune) < 2) g->tune = 0;
   /* the words tj_rt_gett reads */
   int32_t *w = g->words;
   w[TJ_GP_METHOD] = g->method;
@@ -259,6 +264,7 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
   w[TJ_GP_A] = g->a;
   w[TJ_GP_B] = g->b;
   w[TJ_GP_MR] = g->mr, w[TJ_GP_NR] = g->nr, w[TJ_GP_VL] = g->vl;
+  w[TJ_GP_TUNE] = (int32_t)g->tune;
   w[TJ_GP_MC] = g->mc, w[TJ_GP_KC] = g->kc, w[TJ_GP_NC] = g->nc;
   w[TJ_GP_NM] = g->nm, w[TJ_GP_NN] = g->nn, w[TJ_GP_NK] = g->nk;
   for (int q = 0; q < g->nm; q++)
@@ -312,4 +318,10 @@ void lower_gett_print(FILE *f, const Assignment *as, const GettPlan *g) {
           g->cost[1] * 1e6, g->cost[2] * 1e6);
   fprintf(f, "  method: %s (%s)\n", lower_gett_method_name(g->method),
           g->forced ? "forced by method()" : "the model's choice");
+  if (g->tune) {
+    fprintf(f, "  timed at the first run (within 2x of the model's best):");
+    for (int m = 0; m < 3; m++)
+      if (g->tune >> m & 1) fprintf(f, " %s", lower_gett_method_name(m));
+    fprintf(f, "; the fastest runs from then on\n");
+  }
 }

@@ -23,9 +23,29 @@ bool lw_is_sparse_level(const Lowerer *lw, int x, int level) {
   return !lv_at(lw->acc[x].f, level, LV_FULL);
 }
 
+/* Whether no coordinate tuple is stored twice although a level is
+ * nonunique: every level below the deepest nonunique one is a singleton
+ * (pack sums duplicates of such formats, and wrap refuses them): COO's
+ * `uq` and `uqq`, not `uc` or `us`. */
+static bool tuples_unique(const tj_format *f) {
+  int deepest = -1;
+  for (int l = 0; l < f->order; l++)
+    if (!lv_at(f, l, LV_UNIQUE)) deepest = l;
+  if (deepest < 0 || deepest == f->order - 1) return deepest < 0;
+  for (int l = deepest + 1; l < f->order; l++)
+    if (!lv_at(f, l, LV_BRANCHLESS)) return false;
+  return true;
+}
+
+/* A nonunique level is walked by runs of equal coordinates, and so is a
+ * singleton under such a run (the runs of equal (i, j) of `uqq`), except
+ * the last level of a format whose tuples are unique: its coordinates
+ * differ within the run, and COO's `uq` walks its columns one position at
+ * a time. */
 bool lw_level_segmented(const tj_format *f, int l) {
   if (!lv_at(f, l, LV_UNIQUE)) return true;
-  return lv_at(f, l, LV_BRANCHLESS) && l > 0 && lw_level_segmented(f, l - 1);
+  if (!lv_at(f, l, LV_BRANCHLESS) || l == 0 || !lw_level_segmented(f, l - 1)) return false;
+  return !(l == f->order - 1 && tuples_unique(f));
 }
 
 LirExpr *lw_locate(Lowerer *lw, int x, int l, LirExpr *parent, LirExpr *c) {
@@ -108,6 +128,7 @@ void lw_pos_bounds(Lowerer *lw, int x, int l, LirExpr *pp, LirExpr **lo, LirExpr
   } else if (l > 0 && lw_level_segmented(f, l - 1)) {
     *lo = pp;
     *hi = lw_ref(lw, lw->seg_end[x]);
+    lw_seg_end_read(lw, x);
   } else {
     *lo = pp;
     *hi = lir_bin(lw->a, LOP_ADD, pp, lw_i64(lw, 1));

@@ -164,7 +164,7 @@ static bool ptr_extent(Interp *in, Ptr p, LirType elem, int64_t *extent) {
 
 /* The address of p[idx], bounds-checked. */
 static char *elem_addr(Interp *in, Ptr p, LirType elem, int64_t idx) {
-  int64_t n;
+  int64_t n = 0;  /* set by ptr_extent; gcc cannot see it */
   char name[96];
   if (!ptr_extent(in, p, elem, &n)) return NULL;
   if (idx >= 0 && idx < n) return p.base + idx * elem_size(elem);
@@ -482,7 +482,7 @@ static Exit exec_free(Interp *in, const LirStmt *s) {
 static Exit exec_range(Interp *in, const LirStmt *s) {
   Val p = in->env[s->u.call.ptr->id], lo, hi = {0};
   LirType t = lir_elem_type(s->u.call.ptr->type);
-  int64_t n;
+  int64_t n = 0;
   bool is_zero = s->u.call.h == LH_ZERO;
   if (!eval(in, s->u.call.a, &lo)) return EX_FAULT;
   if (is_zero && !eval(in, s->u.call.b, &hi)) return EX_FAULT;

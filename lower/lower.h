@@ -113,6 +113,8 @@ bool lower_order_contraction(const Assignment *as, const LowerPlan *plain, bool 
 /* ---- dense contractions by GETT / TTGT / LoG (lower/gett.c) ---- */
 
 #define GETT_LOOPS (-1)   /* the method "loops": the loop-IR kernel */
+#define GETT_MODEL (-3)   /* the method "model": the model's choice, never timed */
+#define GETT_TUNE_MIN_FLOPS 2e7   /* smaller contractions take the model's choice */
 
 /* How a pure dense contraction C(I_m, I_n) (+)= A(I_m, I_k) * B(I_n, I_k)
  * runs: the index sets (IndexIds, fastest first), which tensors are A and
@@ -126,14 +128,21 @@ typedef struct GettPlan {
   int m[NT_MAX_INDICES], n[NT_MAX_INDICES], k[NT_MAX_INDICES];
   int mr, nr, vl, mc, kc, nc;
   double cost[3];                      /* the model's seconds per method */
+  unsigned tune;                       /* methods timed at the first run (bit per
+                                          TJ_GETT_*): those the model puts within
+                                          2x of its best; 0 when forced, under
+                                          method(model) or below
+                                          GETT_TUNE_MIN_FLOPS */
   int32_t words[LIR_GETT_WORDS];
 } GettPlan;
 
 /* True when as is a pure dense contraction (see lower/gett.c). */
 bool lower_gett_form(const Assignment *as);
-/* Plans as by GETT / TTGT / LoG for a vector width: the model's method,
- * or `forced` (a TJ_GETT_*; -2 none); false (method GETT_LOOPS) when as is
- * not a pure dense contraction or forced is GETT_LOOPS. */
+/* Plans as by GETT / TTGT / LoG for a vector width: the model's method
+ * (with the close candidates timed at the first run), or `forced` (a
+ * TJ_GETT_*; GETT_MODEL the model's method untimed; -2 none); false
+ * (method GETT_LOOPS) when as is not a pure dense contraction or forced is
+ * GETT_LOOPS. */
 bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan *g);
 /* The kernel of a planned contraction (every phase but assembly): the
  * dense output sized, then the tj_rt_gett call. */

@@ -45,6 +45,19 @@ typedef struct Lattice {
 
 enum { T_OUT, T_TEMP, T_WS };
 
+/* A run of equal coordinates (a segmented level, e.g. COO's rows) whose
+ * end is not scanned for ahead: the loop over its singleton child walks
+ * the run and stops where the parent's coordinate changes, then sets seg.
+ * Taken only when that loop is the one use of the run's end and runs
+ * unconditionally (lower_loops.c, lazy_point_loop). */
+typedef struct LazyRun {
+  LirVar *seg, *c, *end;   /* the run's end (set by the child), coordinate, level end */
+  int level;               /* the segmented level */
+  int uses;                /* child loops that found the end */
+  bool spoiled;            /* something else read the run's end */
+  LirStmt *loop;           /* the child loop, when uses == 1 */
+} LazyRun;
+
 typedef struct Lowerer {
   Arena *a;
   Diag *d;
@@ -69,6 +82,8 @@ typedef struct Lowerer {
   /* per-access binding state while emitting */
   LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
   LirVar *seg_end[LW_MAX_ACCESS];          /* end of a nonunique segment */
+  LazyRun lazy[LW_MAX_ACCESS];             /* a run whose end its child's
+                                              loop finds (lower_loops.c) */
   LirVar *val[LW_MAX_ACCESS];              /* hoisted value */
   LirVar *live[LW_MAX_ACCESS];             /* under a merged loop: whether the
                                               access hit there (its levels below
@@ -124,6 +139,9 @@ bool lw_is_sparse_level(const Lowerer *lw, int x, int level);
 /* Whether level l of f may repeat a coordinate inside its range: nonunique
  * levels, and singletons below them (COO keeps duplicate entries). */
 bool lw_level_segmented(const tj_format *f, int l);
+/* Notes a read of access x's run end other than by the loop that finds it
+ * lazily (LazyRun): the run's end is then scanned for ahead. */
+void lw_seg_end_read(Lowerer *lw, int x);
 /* Whether output level l of f can be written: located (dense), appended
  * with unique coordinates per segment (compressed), or part of a run that
  * reaches the last level (lw_out_run_start). */

@@ -161,6 +161,8 @@ enum {
   TJ_GP_MR, TJ_GP_NR, TJ_GP_MC, TJ_GP_KC, TJ_GP_NC,   /* blocking */
   TJ_GP_NM, TJ_GP_NN, TJ_GP_NK,            /* sizes of I_m, I_n, I_k */
   TJ_GP_VL,                                /* vector lanes of the micro-kernel */
+  TJ_GP_TUNE,                              /* methods to time at the first run
+                                              (bit per TJ_GETT_*), 0: the plan's */
   TJ_GP_M_C = 16,                          /* dim in C of each I_m index */
   TJ_GP_M_A = TJ_GP_M_C + TJ_GETT_MAX_IDX, /* dim in A of each I_m index */
   TJ_GP_N_C = TJ_GP_M_A + TJ_GETT_MAX_IDX, /* dim in C of each I_n index */

@@ -28,8 +28,11 @@
 #include <omp.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../include/tensorjit.h"
 #include "abi.h"
@@ -408,6 +411,86 @@ static int32_t log_gemms(const Gp *g, const int64_t *ext_m, const int64_t *ext_n
   return TJ_KERNEL_OK;
 }
 
+/* ---- methods timed at the first run ---- */
+
+/* Runs method m of the problem g. */
+static int32_t run_method(int m, const Gp *g, const int64_t *em, const int64_t *en,
+                          const int64_t *ek, const int32_t *plan, const int64_t *const st[3],
+                          int64_t *scratch) {
+  switch (m) {
+  case TJ_GETT_TTGT: return ttgt(g);
+  case TJ_GETT_LOG: return log_gemms(g, em, en, ek, plan, st, scratch);
+  default: return gett_core(g);
+  }
+}
+
+/* The methods chosen by timing, per plan and sizes: a direct-mapped table
+ * of the process (a slot taken by another key is overwritten). */
+enum { TUNED_SLOTS = 512 };
+static struct { uint64_t key; int method; } tuned[TUNED_SLOTS];
+static pthread_mutex_t tuned_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *c = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
+
+static double seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The plan's candidate methods (plan[TJ_GP_TUNE]) each run twice into a
+ * copy of C, the faster second run wins; remembered per plan and operand
+ * dims, so later runs (of this kernel or of one compiled again) take it at
+ * once. The model's method when the copy cannot be made or a candidate
+ * fails. TJ_GETT_TUNE=0 in the environment turns the timing off. */
+static int tuned_method(const Gp *g, const tj_storage *const ops[3], const int64_t *em,
+                        const int64_t *en, const int64_t *ek, const int32_t *plan,
+                        const int64_t *const st[3], int64_t *scratch) {
+  unsigned mask = (unsigned)plan[TJ_GP_TUNE];
+  const char *env = getenv("TJ_GETT_TUNE");
+  if (env && strcmp(env, "0") == 0) return plan[TJ_GP_METHOD];
+  uint64_t key = fnv(1469598103934665603ull, plan, sizeof(int32_t) * TJ_GP_WORDS);
+  for (int t = 0; t < 3; t++) key = fnv(key, ops[t]->dims, sizeof(int64_t) * (size_t)ops[t]->order);
+  int slot = (int)(key % TUNED_SLOTS), method = -1;
+  pthread_mutex_lock(&tuned_lock);
+  if (tuned[slot].key == key) method = tuned[slot].method;
+  pthread_mutex_unlock(&tuned_lock);
+  if (method >= 0) return method;
+  size_t bytes = (size_t)ops[0]->vals_len * (size_t)g->esz;
+  char *copy = malloc(bytes ? bytes : 1);
+  if (!copy) return plan[TJ_GP_METHOD];
+  memcpy(copy, g->C, bytes);
+  Gp t = *g;
+  t.C = copy;
+  double best = 0;
+  method = plan[TJ_GP_METHOD];
+  for (int m = 0; m < 3; m++) {
+    if (!(mask >> m & 1)) continue;
+    double dt = 0;
+    for (int r = 0; r < 2; r++) {
+      double t0 = seconds();
+      if (run_method(m, &t, em, en, ek, plan, st, scratch) != TJ_KERNEL_OK) {
+        free(copy);
+        return plan[TJ_GP_METHOD];
+      }
+      dt = seconds() - t0;
+    }
+    if (best == 0 || dt < best) best = dt, method = m;
+  }
+  free(copy);
+  if (getenv("TJ_GETT_VERBOSE"))
+    fprintf(stderr, "tensorjit: GETT timed methods 0x%x, chose %s (%.3f ms)\n", mask,
+            method == TJ_GETT_TTGT ? "ttgt" : method == TJ_GETT_LOG ? "log" : "gett", best * 1e3);
+  pthread_mutex_lock(&tuned_lock);
+  tuned[slot].key = key, tuned[slot].method = method;
+  pthread_mutex_unlock(&tuned_lock);
+  return method;
+}
+
 int32_t tj_rt_gett(tj_storage **operands, const int32_t *plan, tj_gett_ukernel uk) {
   tj_storage *C = operands[0], *A = operands[plan[TJ_GP_A]], *B = operands[plan[TJ_GP_B]];
   int nm = plan[TJ_GP_NM], nn = plan[TJ_GP_NN], nk = plan[TJ_GP_NK];
@@ -440,13 +523,11 @@ int32_t tj_rt_gett(tj_storage **operands, const int32_t *plan, tj_gett_ukernel u
   set_offsets(plan, nk, TJ_GP_K_A, sa, ek, ak);
   set_offsets(plan, nk, TJ_GP_K_B, sb, ek, bk);
   g.cm = cm, g.am = am, g.cn = cn, g.bn = bn, g.ak = ak, g.bk = bk;
-  int32_t rc;
   const int64_t *const st[3] = {sc, sa, sb};
-  switch (plan[TJ_GP_METHOD]) {
-  case TJ_GETT_TTGT: rc = ttgt(&g); break;
-  case TJ_GETT_LOG: rc = log_gemms(&g, em, en, ek, plan, st, off + total); break;
-  default: rc = gett_core(&g); break;
-  }
+  const tj_storage *const ops[3] = {C, A, B};
+  int method = plan[TJ_GP_TUNE] ? tuned_method(&g, ops, em, en, ek, plan, st, off + total)
+                                : plan[TJ_GP_METHOD];
+  int32_t rc = run_method(method, &g, em, en, ek, plan, st, off + total);
   free(off);
   return rc;
 }

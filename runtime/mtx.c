@@ -121,10 +121,10 @@ static tj_status scan_index(RtReader *r, const char **p, const char *what,
   return TJ_OK;
 }
 
-static tj_status scan_value(RtReader *r, const char **p, double *v) {
+static tj_status scan_value(RtReader *r, const char **p, int dt, RtVal *v) {
   char tok[48];
   const char *at = *p;
-  int rc = rd_real(p, v);
+  int rc = rd_value(p, dt, v);
   if (rc == RD_NONE) return rd_error(r, "entry has no value");
   if (rc == RD_BAD)
     return rd_error(r, "bad value '%s' (not a number)",
@@ -137,12 +137,12 @@ static tj_status scan_value(RtReader *r, const char **p, double *v) {
 
 /* Stores (i,j,v) and, for symmetric storage, its mirror. */
 static tj_status add_entry(tj_tensor *t, const Header *h, int64_t i,
-                           int64_t j, double v) {
+                           int64_t j, RtVal v) {
   int64_t c[2] = {i, j};
-  tj_status st = rt_coo_push(t, c, v);
+  tj_status st = rt_coo_push_val(t, c, v);
   if (st != TJ_OK || h->sym == SYM_GENERAL || i == j) return st;
   c[0] = j, c[1] = i;
-  return rt_coo_push(t, c, h->sym == SYM_SKEW ? -v : v);
+  return rt_coo_push_val(t, c, h->sym == SYM_SKEW ? rt_val_neg(t->st.dtype, v) : v);
 }
 
 /* How a reader names the items it counts, in its messages:
@@ -177,10 +177,10 @@ static tj_status read_coordinate(RtReader *r, const Header *h, tj_tensor *t) {
     if (st != TJ_OK || !line) return st;
     const char *p = line;
     int64_t i, j;
-    double v = 1;
+    RtVal v = rt_val_from_int(t->st.dtype, 1);
     if ((st = scan_index(r, &p, "row", h->rows, &i)) ||
         (st = scan_index(r, &p, "column", h->cols, &j)) ||
-        (!h->is_pattern && (st = scan_value(r, &p, &v))))
+        (!h->is_pattern && (st = scan_value(r, &p, t->st.dtype, &v))))
       return st;
     if (!rd_at_end(p)) return rd_error(r, "unexpected text after the entry");
     if ((st = add_entry(t, h, i, j, v))) return st;
@@ -199,8 +199,8 @@ static tj_status read_array(RtReader *r, const Header *h, tj_tensor *t) {
     tj_status st = item_line(r, k, h->nnz, &values, &line);
     if (st != TJ_OK || !line) return st;
     const char *p = line;
-    double v;
-    if ((st = scan_value(r, &p, &v))) return st;
+    RtVal v;
+    if ((st = scan_value(r, &p, t->st.dtype, &v))) return st;
     if (!rd_at_end(p)) return rd_error(r, "unexpected text after the value");
     if ((st = add_entry(t, h, i, j, v))) return st;
     k++;

@@ -103,10 +103,20 @@ static tj_status sort_perm(const tj_tensor *t, const int64_t *coords,
   return TJ_OK;
 }
 
-static bool any_nonunique(const tj_storage *s) {
+/* Whether the format may hold one coordinate tuple twice: it has a
+ * nonunique level and the levels below the deepest one are not all unique
+ * singletons. COO's `uq` may not (its singleton is unique within each run
+ * of equal rows, so (i, j) is unique and pack sums duplicates, as wrap's
+ * validation demands of arrays it adopts); `uc` and `us` may, and pack
+ * keeps their duplicates. */
+static bool keeps_duplicates(const tj_storage *s) {
+  int deepest = -1;
   for (int l = 0; l < s->order; l++)
-    if (s->levels[l].flags & TJ_LVL_NONUNIQUE) return true;
-  return false;
+    if (s->levels[l].flags & TJ_LVL_NONUNIQUE) deepest = l;
+  if (deepest < 0) return false;
+  for (int l = deepest + 1; l < s->order; l++)
+    if (s->levels[l].kind != TJ_LVL_SINGLETON) return true;
+  return deepest == s->order - 1;
 }
 
 /* Level-order strides when the product of the level extents fits in
@@ -129,7 +139,7 @@ static tj_status sort_linear(const tj_tensor *t, const int64_t *coords,
                              const int64_t *stride, Sorted *out) {
   const tj_storage *s = &t->st;
   int order = s->order;
-  bool sum = !any_nonunique(s);
+  bool sum = !keeps_duplicates(s);
   size_t bytes = (size_t)(n ? n : 1) * sizeof(uint64_t);
   uint64_t *key = malloc(bytes), *key2 = malloc(bytes);
   int64_t *val = malloc(bytes), *val2 = malloc(bytes);
@@ -175,12 +185,12 @@ static tj_status sort_linear(const tj_tensor *t, const int64_t *coords,
 
 
 /* Gathers coords/vals into level arrays in perm order, summing duplicate
- * coordinates unless a level is nonunique. */
+ * coordinates unless the format keeps them (keeps_duplicates). */
 static tj_status gather(const tj_tensor *t, const int64_t *coords,
                         const RtVal *vals, int64_t n, const int64_t *perm,
                         Sorted *out) {
   int order = t->fmt.order;
-  bool sum = !any_nonunique(&t->st);
+  bool sum = !keeps_duplicates(&t->st);
   size_t bytes = (size_t)(n ? n : 1) * sizeof(int64_t);
   for (int l = 0; l < order; l++)
     if (!(out->lc[l] = malloc(bytes))) return nomem(t);

@@ -173,6 +173,22 @@ int rd_real(const char **p, double *out) {
   return RD_OK;
 }
 
+int rd_value(const char **p, int dt, RtVal *out) {
+  if (rt_dtype_is_int(dt)) {
+    int64_t i;
+    const char *q = *p;
+    if (rd_int(&q, &i) == RD_OK) {
+      *p = q;
+      *out = rt_val_from_int(dt, i);
+      return RD_OK;
+    }
+  }
+  double v;
+  int rc = rd_real(p, &v);
+  if (rc == RD_OK) *out = rt_val_from_double(dt, v);
+  return rc;
+}
+
 const char *rd_token(const char *p, char *buf, int n) {
   p = skip_blank(p);
   int k = 0;

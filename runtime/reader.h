@@ -39,6 +39,11 @@ enum { RD_OK = 0, RD_NONE = 1, RD_BAD = 2, RD_RANGE = 3 };
 int rd_int(const char **p, int64_t *out);
 /* Parses a real number token at *p (skipping blanks); advances *p. */
 int rd_real(const char **p, double *out);
+/* Parses a value token at *p into dtype dt (skipping blanks; advances *p):
+ * for an integer dtype an integer token is read exactly (no detour
+ * through a double, so i64 values above 2^53 survive), other tokens as
+ * reals rounded to nearest; results as rd_real's. */
+int rd_value(const char **p, int dt, RtVal *out);
 /* Copies the token at p (up to 40 chars) into buf for messages. */
 const char *rd_token(const char *p, char *buf, int n);
 /* True when only blanks remain at p. */

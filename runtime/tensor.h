@@ -128,6 +128,11 @@ tj_status rt_check_coord(const tj_tensor *t, const int64_t *coord);
 
 /* v in dtype dt: integers round to nearest and saturate at the range. */
 RtVal rt_val_from_double(int dt, double v);
+/* v in dtype dt, exactly where it fits: integers saturate at the range,
+ * bool is v != 0. */
+RtVal rt_val_from_int(int dt, int64_t v);
+/* -v in dt (integers saturate: -INT64_MIN is INT64_MAX, -(-128) in i8 127). */
+RtVal rt_val_neg(int dt, RtVal v);
 double rt_val_to_double(int dt, RtVal v);
 /* a + b in dt (integers wrap around, as two's complement). */
 RtVal rt_val_add(int dt, RtVal a, RtVal b);

@@ -16,9 +16,10 @@
 /* The COO list being read. */
 typedef struct TnsData {
   int order;         /* -1 until the first data line */
+  int dtype;         /* of the values */
   int64_t n, cap;
   int64_t *coords;
-  double *vals;
+  RtVal *vals;
   int64_t dims[TJ_MAX_ORDER];
 } TnsData;
 
@@ -38,7 +39,7 @@ static tj_status grow(RtReader *r, TnsData *d) {
   int w = d->order ? d->order : 1;
   int64_t *c = realloc(d->coords, (size_t)(cap * w) * sizeof *c);
   if (c) d->coords = c;
-  double *v = c ? realloc(d->vals, (size_t)cap * sizeof *v) : NULL;
+  RtVal *v = c ? realloc(d->vals, (size_t)cap * sizeof *v) : NULL;
   if (!v) return rd_nomem(r);
   d->vals = v;
   d->cap = cap;
@@ -76,7 +77,7 @@ static tj_status parse_entry(RtReader *r, const char *line, TnsData *d) {
     if (c > d->dims[m]) d->dims[m] = c;
   }
   const char *at = p;
-  int rc = rd_real(&p, &d->vals[d->n]);
+  int rc = rd_value(&p, d->dtype, &d->vals[d->n]);
   if (rc == RD_BAD || rc == RD_NONE)
     return rd_error(r, "bad value '%s' (not a number)",
                     rd_token(at, tok, sizeof tok));
@@ -94,7 +95,7 @@ static bool is_skipped(const char *line) {
 
 tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt, tj_dtype dt,
                    tj_tensor **out) {
-  TnsData d = {.order = -1};
+  TnsData d = {.order = -1, .dtype = dt};
   tj_status st = TJ_OK;
   for (;;) {
     char *line;
@@ -110,9 +111,7 @@ tj_status tns_read(RtReader *r, const char *name, const tj_format *fmt, tj_dtype
     st = tj_tensor_new(name, dt, d.order, d.dims, &f, &t);
   }
   if (st == TJ_OK) {
-    RtVal *vals = (RtVal *)d.vals;   /* read as f64 (.f), converted in place */
-    for (int64_t e = 0; dt != TJ_F64 && e < d.n; e++) vals[e] = rt_val_from_double(dt, d.vals[e]);
-    t->coo = (RtCoo){d.coords, vals, d.n, d.cap};
+    t->coo = (RtCoo){d.coords, d.vals, d.n, d.cap};
     d.coords = NULL, d.vals = NULL;
     st = tj_tensor_pack(t);
   }

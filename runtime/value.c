@@ -58,14 +58,16 @@ static int64_t wrap(int dt, int64_t v) {
   }
 }
 
-/* Rounds v to the nearest integer, saturating at [lo, hi] (a plain cast of
- * an out-of-range double is undefined behaviour). */
+/* Rounds v to the nearest integer (halves away from zero), saturating at
+ * [lo, hi] (a plain cast of an out-of-range double is undefined behaviour).
+ * round() is exact; v + 0.5 is not at and above 2^52, where it rounded
+ * 2^52 + 1 to 2^52 + 2. */
 static int64_t to_int(double v, int64_t lo, int64_t hi) {
   if (v != v) return 0;
   if (v <= (double)lo) return lo;
   if (v >= (double)hi) return hi; /* (double)INT64_MAX is 2^63: +inf, a min over
                                      nothing, is the type's max, as in the kernels */
-  return (int64_t)(v < 0 ? v - 0.5 : v + 0.5);
+  return (int64_t)round(v);
 }
 
 RtVal rt_val_from_double(int dt, double v) {
@@ -74,6 +76,19 @@ RtVal rt_val_from_double(int dt, double v) {
   else if (is_int(dt)) r.i = to_int(v, dtypes[dt].min, dtypes[dt].max);
   else r.f = v;
   return r;
+}
+
+RtVal rt_val_from_int(int dt, int64_t v) {
+  RtVal r;
+  if (dt == TJ_BOOL) r.i = v != 0;
+  else if (is_int(dt)) r.i = v < dtypes[dt].min ? dtypes[dt].min : v > dtypes[dt].max ? dtypes[dt].max : v;
+  else r.f = (double)v;
+  return r;
+}
+
+RtVal rt_val_neg(int dt, RtVal v) {
+  if (!is_int(dt)) return (RtVal){.f = -v.f};
+  return rt_val_from_int(dt, v.i == INT64_MIN ? INT64_MAX : -v.i);
 }
 
 double rt_val_to_double(int dt, RtVal v) { return is_int(dt) ? (double)v.i : v.f; }

@@ -2,7 +2,8 @@
 # Runs the benchmark suite: scripts/bench.sh [--quick] [tjbench args].
 # Full mode takes under 15 minutes on a 2-core machine; --quick (CI smoke)
 # under 2 minutes and exits nonzero if any peer disagrees with tensorjit.
-# Results: results/bench.json, results/*.png (bench/plot.py) and
+# Results: results/bench.json, results/*.png (bench/plot.py, and
+# bench/plot_gett.py's gett-<dtype>-<threads>t.png) and
 # results/graphs.txt (tjgraphs: semirings and masks against GraphBLAS) and
 # results/gett.txt (tjgett: dense contractions against OpenBLAS).
 set -eu
@@ -35,10 +36,12 @@ if cmake --build "$build" --target tjgett -- --quiet 2>/dev/null; then
   mkdir -p "$out"
   echo "== tjgett: dgemm and the TCCG contractions, tensorjit GETT vs OpenBLAS (GFLOP/s, medians)"
   if [ -n "$quick" ]; then
-    { "$build/bench/tjgett" gemm 256 -reps=3 && "$build/bench/tjgett" tccg 0.02 -reps=3 -only=abc-ad; } |
+    { "$build/bench/tjgett" gemm 256 -reps=3 && "$build/bench/tjgett" tccg 0.02 -reps=3 -only=abc-ad &&
+      "$build/bench/tjgett" tccg 0.02 -reps=3 -only=abc-ad -f32; } |
       tee "$out/gett.txt" || status=1
   else
-    { "$build/bench/tjgett" gemm && "$build/bench/tjgett" tccg; } | tee "$out/gett.txt" || status=1
+    { "$build/bench/tjgett" gemm && "$build/bench/tjgett" gemm -f32 && "$build/bench/tjgett" tccg &&
+      "$build/bench/tjgett" tccg -f32; } | tee "$out/gett.txt" || status=1
   fi
 fi
 if [ "$graphs" = 1 ]; then
@@ -52,6 +55,10 @@ for p in python3 /usr/bin/python3; do
 done
 if [ -n "$py" ]; then
   "$py" "$src/bench/plot.py" "$out/bench.json" "$out" || echo "bench.sh: plotting failed" >&2
+  if [ -f "$out/gett.txt" ]; then
+    "$py" "$src/bench/plot_gett.py" "$out/gett.txt" "$out" >/dev/null ||
+      echo "bench.sh: plotting tjgett failed" >&2
+  fi
 else
   echo "bench.sh: python3-matplotlib missing; no plots (scripts/deps.sh installs it)" >&2
 fi

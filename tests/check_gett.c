@@ -364,6 +364,54 @@ START_TEST(test_gemm_by_hand) {
 }
 END_TEST
 
+/* The plan's text (-print-gett) for expr over ops under sched. */
+static char *gett_text(tj_context *cx, const char *expr, tj_tensor **ops, const char *sched) {
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, ops, 3, sched, NULL, &k));
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  ck_assert(f != NULL);
+  OK(tj_kernel_print(k, TJ_STAGE_GETT, f));
+  fclose(f);
+  return buf;
+}
+
+/* Contractions the model cannot rank by 2x: their candidates are timed at
+ * the first run (into a copy of C, so += keeps C's values), the fastest is
+ * remembered; every run, first or later, gives the plain loops' values.
+ * method(model) and a forced method are never timed. */
+START_TEST(test_timed_methods) {
+  static const Con cons[] = {
+      {"ab-ac-cb", "C(a,b) = A(a,c) * B(c,b)", "ab", "ac", "cb", {[0] = 400, [1] = 300, [2] = 150}},
+      {"abc-adc-db", "C(a,b,c) = A(a,d,c) * B(d,b)", "abc", "adc", "db",
+       {[0] = 40, [1] = 50, [2] = 30, [3] = 200}},
+  };
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int i = 0; i < 2; i++) {
+    const Con *k = &cons[i];
+    Ten C, A, B;
+    make_ten(&C, "C", k->c, k->ext, TJ_F64, false, 1);
+    make_ten(&A, "A", k->a, k->ext, TJ_F64, false, 2);
+    make_ten(&B, "B", k->b, k->ext, TJ_F64, false, 3);
+    tj_tensor *ops[3] = {C.t, A.t, B.t};
+    char *model = gett_text(cx, k->expr, ops, NULL);
+    ck_assert_msg(strstr(model, "timed at the first run"), "%s: %s", k->name, model);
+    char *untimed = gett_text(cx, k->expr, ops, "method(model)");
+    ck_assert_msg(!strstr(untimed, "timed"), "%s: %s", k->name, untimed);
+    char *forced = gett_text(cx, k->expr, ops, "method(ttgt)");
+    ck_assert_msg(!strstr(forced, "timed"), "%s: %s", k->name, forced);
+    free(model), free(untimed), free(forced);
+    free_ten(&C), free_ten(&A), free_ten(&B);
+    for (int acc = 0; acc < 2; acc++)
+      for (int rep = 0; rep < 2; rep++)   /* the second run takes the remembered method */
+        check_one(cx, k, TJ_F64, acc, NULL, NULL, false, false);
+  }
+  tj_context_free(cx);
+}
+END_TEST
+
 /* What stays on the loop-IR path, and method() errors. */
 START_TEST(test_not_contractions) {
   tj_context *cx;
@@ -437,6 +485,7 @@ static Suite *gett_suite(void) {
   TCase *tc = tcase_create("contractions");
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_gemm_by_hand);
+  tcase_add_test(tc, test_timed_methods);
   tcase_add_test(tc, test_not_contractions);
   tcase_add_test(tc, test_tccg_all_methods);
   tcase_add_test(tc, test_tccg_loops);

@@ -271,6 +271,25 @@ START_TEST(mtx_variants) {
   tj_tensor_free(t);
   ck_assert_int_eq(tj_tensor_read_as(tmp_path("pat.mtx"), NULL, NULL, (tj_dtype)9, &t),
                    TJ_ERR_DTYPE);
+  /* integers as i64 exactly: 2^53 + 1 is no double; mirrored negated by a
+   * skew-symmetric file; a real token in an integer file rounds */
+  int64_t v64;
+  write_text("big.mtx", "%%MatrixMarket matrix coordinate integer skew-symmetric\n"
+             "2 2 1\n2 1 9007199254740993\n");
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("big.mtx"), NULL, NULL, TJ_I64, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_get_i64(t, (int64_t[]){1, 0}, &v64), TJ_OK);
+  ck_assert(v64 == (INT64_C(1) << 53) + 1);
+  ck_assert_int_eq(tj_tensor_get_i64(t, (int64_t[]){0, 1}, &v64), TJ_OK);
+  ck_assert(v64 == -(INT64_C(1) << 53) - 1);
+  tj_tensor_free(t);
+  write_text("big.tns", "1 9007199254740993\n2 -9223372036854775808\n3 2.5\n");
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("big.tns"), NULL, NULL, TJ_I64, &t), TJ_OK);
+  const int64_t want64[3] = {(INT64_C(1) << 53) + 1, INT64_MIN, 3};
+  for (int64_t k = 0; k < 3; k++) {
+    ck_assert_int_eq(tj_tensor_get_i64(t, (int64_t[]){k}, &v64), TJ_OK);
+    ck_assert(v64 == want64[k]);
+  }
+  tj_tensor_free(t);
   write_text("arr.mtx", "%%MatrixMarket matrix array real general\n"
              "2 3\n1\n2\n3\n4\n5\n6\n");
   expect_dense("arr.mtx", 2, 3, (double[]){1, 3, 5, 2, 4, 6});

@@ -323,10 +323,13 @@ static const struct {
   {"ds", 0, LV_FULL | LV_LOCATE | LV_UNIQUE, LV_HAS_POS | LV_HAS_CRD, false, true},
   {"ds", 1, LV_HAS_POS | LV_HAS_CRD | LV_UNIQUE | LV_APPEND, LV_FULL | LV_BRANCHLESS, false, true},
   {"uq", 0, LV_HAS_POS | LV_HAS_CRD, LV_UNIQUE | LV_FULL, true, true},
-  {"uq", 1, LV_HAS_CRD | LV_BRANCHLESS | LV_UNIQUE, LV_HAS_POS, true, true},
+  {"uq", 1, LV_HAS_CRD | LV_BRANCHLESS | LV_UNIQUE, LV_HAS_POS, false, true},
+  {"uqq", 1, LV_HAS_CRD | LV_BRANCHLESS | LV_UNIQUE, LV_HAS_POS, true, true},
+  {"uqq", 2, LV_HAS_CRD | LV_BRANCHLESS | LV_UNIQUE, LV_HAS_POS, false, true},
+  {"uc", 1, LV_HAS_CRD | LV_BRANCHLESS, LV_UNIQUE | LV_HAS_POS, true, true},
   {"sq", 1, LV_HAS_CRD | LV_BRANCHLESS, LV_HAS_POS, false, false},
   {"ucq", 1, LV_HAS_CRD | LV_BRANCHLESS, LV_UNIQUE | LV_HAS_POS, true, true},
-  {"ucq", 2, LV_BRANCHLESS | LV_UNIQUE, LV_HAS_POS, true, true},
+  {"ucq", 2, LV_BRANCHLESS | LV_UNIQUE, LV_HAS_POS, false, true},
 };
 
 START_TEST(level_questions) {

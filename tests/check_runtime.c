@@ -31,9 +31,12 @@ static int64_t prod(const int64_t *dims, int order) {
 }
 
 /* Inserts random entries (with some duplicates) into t and into dense. */
+static int64_t filled_coords;   /* distinct coordinates of the last fill_random */
+
 static int64_t fill_random(tj_tensor *t, double *dense, double density) {
   int order = tj_tensor_order(t);
   int64_t dims[TJ_MAX_ORDER], n = 0;
+  filled_coords = 0;
   for (int m = 0; m < order; m++) dims[m] = tj_tensor_dim(t, m);
   int64_t total = prod(dims, order);
   for (int64_t lin = 0; lin < total; lin++) {
@@ -41,6 +44,7 @@ static int64_t fill_random(tj_tensor *t, double *dense, double density) {
     int64_t c[TJ_MAX_ORDER], rest = lin;
     for (int m = order - 1; m >= 0; m--) c[m] = rest % dims[m], rest /= dims[m];
     int reps = rng() % 5 == 0 ? 2 : 1;
+    filled_coords++;
     for (int k = 0; k < reps; k++) {
       double v = (double)(rng() % 19) - 9 + 0.5;
       ck_assert_int_eq(tj_tensor_insert(t, c, v), TJ_OK);
@@ -93,7 +97,7 @@ static void check_against(tj_tensor *t, const double *dense) {
 }
 
 static const char *fmts2[] = {"dd", "dd:1,0", "ds", "ds:1,0", "sd",
-                              "sd:1,0", "ss", "ss:1,0", "uq"};
+                              "sd:1,0", "ss", "ss:1,0", "uq", "uc"};
 
 START_TEST(round_trip_order2) {
   rng_state = 1234 + (uint64_t)_i;
@@ -104,7 +108,10 @@ START_TEST(round_trip_order2) {
   double dense[13 * 17] = {0};
   int64_t inserted = fill_random(t, dense, 0.3);
   ck_assert_int_eq(tj_tensor_pack(t), TJ_OK);
-  if (!strcmp(fmts2[_i], "uq")) ck_assert_int_eq(tj_tensor_nnz(t), inserted);
+  /* COO with a unique column level (uq) sums duplicate (i, j); uc keeps them */
+  if (!strcmp(fmts2[_i], "uq")) ck_assert_int_eq(tj_tensor_nnz(t), filled_coords);
+  if (!strcmp(fmts2[_i], "uc")) ck_assert_int_eq(tj_tensor_nnz(t), inserted);
+  ck_assert_int_gt(inserted, filled_coords);   /* the fill made duplicates */
   if (f.levels[0] == 'd' && f.levels[1] == 'd')
     ck_assert_int_eq(tj_tensor_nnz(t), 13 * 17);
   check_against(t, dense);
@@ -231,8 +238,8 @@ START_TEST(empty_rows_and_duplicates) {
   tj_storage *s = rt_tensor_storage(t);
   expect_idx(s->levels[1].pos, 4, 7, s->levels[1].pos_len,
              (int64_t[]){0, 0, 1, 1, 1, 2, 2});
-  /* nonunique COO keeps both copies; get sums them */
-  tj_format g = fmt_of("uq");
+  /* COO with a nonunique column level keeps both copies; get sums them */
+  tj_format g = fmt_of("uc");
   ck_assert_int_eq(tj_tensor_new("C", TJ_F64, 2, dims, &g, &c), TJ_OK);
   tj_tensor_insert(c, a, 2);
   tj_tensor_insert(c, a, 3);

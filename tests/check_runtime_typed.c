@@ -191,6 +191,24 @@ START_TEST(mismatched_dtypes_are_refused) {
 }
 END_TEST
 
+/* A double into an integer tensor (tj_tensor_insert, a file's values, a
+ * cast) rounds to nearest, halves away from zero, exactly for every
+ * integral double: 2^52 + 1 stays (v + 0.5 rounded it to 2^52 + 2). */
+START_TEST(doubles_round_exactly_into_integers) {
+  tj_tensor *t = matrix("ds", TJ_I64);
+  const double in[4] = {4503599627370497.0, -4503599627370497.0, 2.5, -2.5};
+  const int64_t want[4] = {(INT64_C(1) << 52) + 1, -(INT64_C(1) << 52) - 1, 3, -3};
+  for (int64_t k = 0; k < 4; k++) OK(tj_tensor_insert(t, (int64_t[]){0, k}, in[k]));
+  OK(tj_tensor_pack(t));
+  for (int64_t k = 0; k < 4; k++) {
+    int64_t v;
+    OK(tj_tensor_get_i64(t, (int64_t[]){0, k}, &v));
+    ck_assert_msg(v == want[k], "entry %lld: %lld", (long long)k, (long long)v);
+  }
+  tj_tensor_free(t);
+}
+END_TEST
+
 static Suite *typed_suite(void) {
   Suite *s = suite_create("typed");
   TCase *c = tcase_create("values");
@@ -199,6 +217,7 @@ static Suite *typed_suite(void) {
   tcase_add_test(c, integer_casts_are_exact);
   tcase_add_test(c, mismatched_dtypes_are_refused);
   tcase_add_test(c, narrow_dtypes);
+  tcase_add_test(c, doubles_round_exactly_into_integers);
   suite_add_tcase(s, c);
   return s;
 }

@@ -129,6 +129,45 @@ START_TEST(test_residual_by_hand) {
 }
 END_TEST
 
+/* COO by hand: a 5x4 matrix inserted with duplicates (A(0,1) = 1 + 2,
+ * A(4,2) = -1 + 3), empty rows 1 and 3, x = (1, 2, 3, 4). `uq` sums the
+ * duplicates when packed and walks each row's run once (the column loop
+ * finds the run's end); `uc` keeps them and its kernels sum them before
+ * use, so a square or a min sees 3, not 1 and 2. */
+START_TEST(test_coo_by_hand) {
+  static const char *const fmts[] = {"uq", "uc"};
+  static const int64_t ent[][2] = {{0, 1}, {0, 3}, {2, 0}, {4, 2}, {0, 1}, {4, 3}, {4, 2}};
+  static const double val[] = {1, 4, 5, -1, 2, 7, 3};
+  const double inf = INFINITY;
+  for (int f = 0; f < 2; f++) {
+    tj_format fmt;
+    OK(tj_format_parse(fmts[f], &fmt));
+    tj_tensor *A;
+    OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){5, 4}, &fmt, &A));
+    for (int e = 0; e < 7; e++) OK(tj_tensor_insert(A, ent[e], val[e]));
+    OK(tj_tensor_pack(A));
+    ck_assert_int_eq(tj_tensor_nnz(A), f == 0 ? 5 : 7);
+    tj_tensor *ops[] = {vector("y", "d", 5, NULL), A, vector("x", "d", 4, (double[]){1, 2, 3, 4})};
+    for (int threads = 1; threads <= 2; threads++) {
+      /* row 0: 3*2 + 4*4; row 2: 5*1; row 4: 2*3 + 7*4 */
+      expect_run("y(i) = A(i,j) * x(j)", ops, 3, NULL, threads, false,
+                 (double[]){22, 0, 5, 0, 34}, 5, -1);
+      /* 9*2 + 16*4, 25, 4*3 + 49*4 (1*2 + 4*2 + ... if duplicates were squared apart) */
+      expect_run("y(i) = A(i,j) * A(i,j) * x(j)", ops, 3, NULL, threads, true,
+                 (double[]){82, 0, 25, 0, 208}, 5, -1);
+      /* min over stored j of A + x: min(3+2, 4+4), none, 5+1, none, min(2+3, 7+4) */
+      expect_run("y(i) = A(i,j) * x(j)", ops, 3, "min.plus", threads, false,
+                 (double[]){5, inf, 6, inf, 5}, 5, -1);
+    }
+    tj_tensor *sq[] = {matrix("B", "ds", 5, 4, NULL), A};
+    expect("B(i,j) = A(i,j) * A(i,j)", sq, 2,
+           (double[]){0, 9, 0, 16, 0, 0, 0, 0, 25, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 49}, 20);
+    tj_tensor_free(sq[0]);
+    free_all(ops, 3);
+  }
+}
+END_TEST
+
 /* Deterministic values with zeros in a pattern (every third entry). */
 static void fill(double *v, int64_t n, int seed) {
   for (int64_t k = 0; k < n; k++)
@@ -597,6 +636,7 @@ static Suite *semantics_suite(void) {
   TCase *tc = tcase_create("sums");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_residual_by_hand);
+  tcase_add_test(tc, test_coo_by_hand);
   tcase_add_test(tc, test_spmv_plus_vector);
   tcase_add_test(tc, test_gemm_plus_matrix);
   tcase_add_test(tc, test_scopes_by_hand);

@@ -110,10 +110,13 @@ _decl("tj_tensor_arrays", _S, _P, ctypes.POINTER(Arrays))
 _decl("tj_tensor_convert", _S, _P, ctypes.POINTER(Format), ctypes.POINTER(_P))
 _decl("tj_tensor_read", _S, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Format),
       ctypes.POINTER(_P))
+_decl("tj_tensor_read_as", _S, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Format),
+      _S, ctypes.POINTER(_P))
 _decl("tj_tensor_write", _S, _P, ctypes.c_char_p)
 _decl("tj_tensor_rename", _S, _P, ctypes.c_char_p)
 _decl("tj_tensor_name", ctypes.c_char_p, _P)
 _decl("tj_tensor_nnz", ctypes.c_int64, _P)
+_decl("tj_tensor_print", None, _P, _P, ctypes.c_int64)
 _decl("tj_context_new", _S, ctypes.POINTER(_P))
 _decl("tj_context_free", None, _P)
 _decl("tj_options_default", Options)

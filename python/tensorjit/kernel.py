@@ -11,21 +11,24 @@ place are read by the next call without re-wrapping or re-validating.
 import atexit
 import ctypes
 import re
+import sys
+import threading
 
 import numpy as np
 
 from . import _lib
 from ._lib import TensorJitError, check, lib
 from .tensor import _DTYPES as _DTYPE_CODES
-from .tensor import Tensor, as_tensor
+from .tensor import SCIPY_FORMATS, Tensor, as_tensor
 
 STAGES = {"notation": 0, "cin": 1, "lattice": 2, "assembly": 3, "compute": 4, "c": 5,
-          "llvm": 6, "llvm-opt": 7, "asm": 8}
+          "llvm": 6, "llvm-opt": 7, "asm": 8, "gett": 9}
 _FUNCTIONS = {"sqrt", "abs", "exp", "log", "min", "max", "sum"}
 _LHS = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\(([^()]*)\))?\s*(\+?=)")
 _ACCESS = re.compile(r"([A-Za-z_]\w*)\s*\(([^()]*)\)")
 
 _context = None
+_run = lib.tj_kernel_run
 
 
 def _get_context():
@@ -80,15 +83,18 @@ class Kernel:
         rhs = expr[m.end():]
         self.accesses = [(name, _indices(idx)) for name, idx in _ACCESS.findall(rhs)
                          if name not in _FUNCTIONS]
+        # every identifier of the right side but index variables and
+        # operators: the tensors (scalars have no parentheses)
+        idx = {i for _, ix in self.accesses for i in ix}
+        self.names = {w for w in re.findall(r"[A-Za-z_]\w*", rhs)
+                      if w not in idx and w not in _FUNCTIONS}
         self.formats = dict(formats or {})
         self.schedule = schedule
         self._opts = _options(options)
         self._kernels = {}    # operand signature -> tj_kernel *
         self._last = None
-        self._inputs = {}     # name -> (object, its buffers, Tensor)
-        self._out_prep = None   # (shape, dtype), tj_arrays, dims, name of a dense output
-        self._last_call = None  # inputs, shape, dtype, handle array type, kernel, input
-                                # handles of the last call with a fresh dense result
+        self._inputs = {}     # name -> (object, its _key, Tensor, objects the key names)
+        self._plan = None     # _Plan of the last call, for repeats on the same operands
 
     def __del__(self):
         # The compiled code stays in the context's cache (evictable once no
@@ -108,10 +114,9 @@ class Kernel:
     def _input(self, name, x):
         """The tensor for operand x, reused while x is the same object with
         the same buffers (then its values are read in place)."""
-        parts = _buffers(x)
+        key = _key(x)
         hit = self._inputs.get(name)
-        if hit and hit[0] is x and len(hit[1]) == len(parts) and \
-                all(a is b for a, b in zip(hit[1], parts)):
+        if hit is not None and key is not None and hit[0] is x and hit[1] == key:
             return hit[2]
         t = as_tensor(x, name)
         fmt = self.formats.get(name)
@@ -119,44 +124,32 @@ class Kernel:
             t = t.convert(fmt)
         if t.name != name:
             t.rename(name)
-        if parts and _data_pointer(x) == t._arrays().vals:   # zero copy: keep it
-            self._inputs[name] = (x, parts, t)
+        if key is not None and (t is x or _data_pointer(x) == t._arrays().vals):
+            self._inputs[name] = (x, key, t, _key_objects(x))   # zero copy: keep it
+        else:
+            self._inputs.pop(name, None)
         return t
 
     def _output(self, out, tensors, dtype):
         shape = tuple(self._extent(i, tensors) for i in self.out_indices)
         fmt = self.formats.get(self.output)
         if out is not None:
+            kind = _sparse_kind(out)
+            if kind is not None:   # assembled anew, then handed to out (_write_back)
+                if tuple(out.shape) != shape:
+                    raise TensorJitError(3, "tensorjit: out has shape %s, the result %s"
+                                         % (tuple(out.shape), shape))
+                return Tensor.empty(self.output, shape, out.dtype, fmt or _KIND_FORMAT[kind]), \
+                    None
             t = self._input(self.output, out)
             if t.shape != shape:
                 raise TensorJitError(3, "tensorjit: out has shape %s, the result %s"
                                      % (t.shape, shape))
-            return t, out
+            return t, None
         if fmt and set(fmt.split(":")[0]) - {"d"}:
             return Tensor.empty(self.output, shape, dtype, fmt), None
         arr = np.zeros(shape, dtype) if self.accumulate else np.empty(shape, dtype)
-        return self._wrap_dense(arr), arr
-
-    def _wrap_dense(self, arr):
-        """Tensor.wrap for a fresh C-ordered output array, with the
-        tj_arrays struct prepared by the previous call of the same shape
-        (copied, so concurrent calls each wrap their own array)."""
-        prep = self._out_prep
-        if prep is None or prep[0] != (arr.shape, arr.dtype):
-            a = _lib.Arrays()
-            a.dtype = _DTYPE_CODES[arr.dtype]
-            a.order = arr.ndim
-            dims = (ctypes.c_int64 * max(1, arr.ndim))(*arr.shape)
-            a.dims = dims
-            a.vals_len = arr.size
-            prep = self._out_prep = ((arr.shape, arr.dtype), a, dims, self.output.encode())
-        # a copy per call: threads sharing this kernel must not see each
-        # other's vals (the struct is the prepared one, dims included)
-        a = _lib.Arrays.from_buffer_copy(prep[1])
-        a.vals = arr.__array_interface__["data"][0]
-        h = ctypes.c_void_p()
-        check(lib.tj_tensor_wrap(prep[3], ctypes.byref(a), 0, ctypes.byref(h)))
-        return Tensor(h.value, keep=(arr,))
+        return _wrap_dense(self.output, arr), arr
 
     def __call__(self, out=None, **operands):
         """Runs the kernel on operands (numpy arrays, scipy.sparse matrices,
@@ -164,19 +157,13 @@ class Kernel:
         array (dense), a scipy.sparse matrix (CSR/CSC output) or a Tensor.
         out: a numpy array (or Tensor) to write into instead (needed by +=
         to accumulate into existing values)."""
-        tensors = {name: self._input(name, x) for name, x in operands.items()}
-        if not tensors:
-            raise TensorJitError(1, "tensorjit: no operands given")
+        plan = self._plan
+        if plan is not None and {name: _key(x) for name, x in operands.items()} == plan.keys:
+            got = plan.run(out)
+            if got is not None:
+                return got
+        tensors = self._tensors(operands)
         inputs = [tensors[n] for n in sorted(tensors)]
-        last = self._last_call
-        if last and out is None and len(last[0]) == len(inputs) and \
-                all(a is b for a, b in zip(last[0], inputs)):
-            # the same tensors as last time: same shape, same kernel
-            arr = np.empty(last[1], last[2])
-            result = self._wrap_dense(arr)
-            handles = last[3](result._h, *last[5])   # per call: threads may share k
-            check(lib.tj_kernel_run(last[4], _lib.EVALUATE, handles, len(handles)))
-            return arr
         dtype = inputs[0].dtype
         result, arr = self._output(out, tensors, dtype)
         self._order = sorted(tensors)
@@ -184,15 +171,24 @@ class Kernel:
         handles = (ctypes.c_void_p * len(ops))(*[t._h for t in ops])
         k = self._compiled(ops, handles)
         check(lib.tj_kernel_run(k, _lib.EVALUATE, handles, len(ops)))
-        fresh_dense = arr is not None and out is None and not self.accumulate
-        self._last_call = (inputs, arr.shape, arr.dtype, type(handles), k,
-                           tuple(t._h for t in inputs)) if fresh_dense else None
+        self._plan = _Plan.make(self, operands, tensors, k, result, arr, out)
+        if out is not None:
+            _write_back(out, result)
+            return out
         if arr is not None:
             return arr
-        if out is not None:
-            return out
-        fmt = result.format
-        return result.to_scipy() if fmt in ("ds", "ds:1,0") else result
+        return result.to_scipy() if result.format in SCIPY_FORMATS else result
+
+    def _tensors(self, operands):
+        """The operands as tensors (wrapped, or reused), by name; an error
+        for a name the expression does not use."""
+        if not operands:
+            raise TensorJitError(1, "tensorjit: no operands given")
+        for name in operands:
+            if name not in self.names:
+                raise TensorJitError(1, "tensorjit: %r is not a tensor of %r (its tensors: %s)"
+                                     % (name, self.expr, ", ".join(sorted(self.names))))
+        return {name: self._input(name, x) for name, x in operands.items()}
 
     def compute(self, out, **operands):
         """Recomputes the values of out, a sparse result of this kernel (the
@@ -204,7 +200,7 @@ class Kernel:
         if t is None or t.name != self.output:
             raise TensorJitError(1, "tensorjit: compute needs a sparse result of this "
                                  "kernel (or a Tensor named %s) as out" % self.output)
-        tensors = {name: self._input(name, x) for name, x in operands.items()}
+        tensors = self._tensors(operands)
         self._order = sorted(tensors)
         ops = [t] + [tensors[n] for n in self._order]
         handles = (ctypes.c_void_p * len(ops))(*[x._h for x in ops])
@@ -227,19 +223,32 @@ class Kernel:
     def _names(self, ops):
         return [self.output] + self._order
 
-    def source(self, stage="c"):
-        """One stage of the last compiled variant as text: "notation", "cin",
-        "lattice", "assembly", "compute", "c", "llvm", "llvm-opt", "asm"."""
-        if self._last is None:
-            raise TensorJitError(1, "tensorjit: call the kernel once first: what it "
-                                 "compiles to depends on its operands' formats")
+    def source(self, stage="c", **operands):
+        """One stage as text: "notation", "cin", "lattice", "assembly",
+        "compute", "c", "llvm", "llvm-opt", "asm", "gett". What is compiled
+        depends on the operands' formats and dtypes: with operands (as for
+        a call), the variant for them (compiled, not run); without, the
+        variant of the last call."""
+        if stage not in STAGES:
+            raise ValueError("tensorjit: no stage %r (stages: %s)" % (stage, ", ".join(STAGES)))
+        if operands:
+            tensors = self._tensors(operands)
+            self._order = sorted(tensors)
+            shape = tuple(self._extent(i, tensors) for i in self.out_indices)
+            fmt = self.formats.get(self.output)
+            ops = [Tensor.empty(self.output, shape, tensors[self._order[0]].dtype, fmt)] + \
+                [tensors[n] for n in self._order]
+            self._compiled(ops, (ctypes.c_void_p * len(ops))(*[t._h for t in ops]))
+        elif self._last is None:
+            raise TensorJitError(1, "tensorjit: call the kernel once first, or pass operands: "
+                                 "what it compiles to depends on their formats")
         return _lib.print_to_string(lib.tj_kernel_print, self._last, STAGES[stage])
 
-    def cin(self):
-        return self.source("cin")
+    def cin(self, **operands):
+        return self.source("cin", **operands)
 
-    def llvm(self):
-        return self.source("llvm")
+    def llvm(self, **operands):
+        return self.source("llvm", **operands)
 
     def __repr__(self):
         fmts = ", ".join("%s: %s" % kv for kv in sorted(self.formats.items()))
@@ -253,16 +262,185 @@ class Kernel:
                                                         html.escape(body))
 
 
-def _buffers(x):
-    """The arrays whose identity means 'same data' for x."""
-    if isinstance(x, np.ndarray):
-        return (x,)
+def _key(x):
+    """What must not change for x's wrapped tensor to still describe x: its
+    identity, the identities of the arrays it holds (as ids: whoever keeps
+    a key also keeps those objects, so an id is not reused meanwhile),
+    shape, strides and dtype. None for objects that are never reused."""
+    if type(x) is np.ndarray:
+        return (id(x), x.shape, x.strides, x.dtype)
+    if type(x) is Tensor:
+        return (id(x),)
     kind = getattr(x, "format", None)
-    if kind in ("csr", "csc"):
-        return (x.data, x.indices, x.indptr, x.shape)
+    if kind == "csr" or kind == "csc":
+        d = x.data
+        return (id(x), id(d), id(x.indices), id(x.indptr), x.shape, d.dtype)
     if kind == "coo":
-        return (x.data, x.row, x.col, x.shape)
-    return ()
+        d = x.data
+        return (id(x), id(d), id(x.row), id(x.col), x.shape, d.dtype)
+    return None
+
+
+_KIND_FORMAT = {"csr": "ds", "csc": "ds:1,0", "coo": "uq"}
+
+
+def _sparse_kind(x):
+    """"csr", "csc" or "coo" for such a scipy.sparse matrix or array, else None."""
+    kind = getattr(x, "format", None)
+    return kind if kind in _KIND_FORMAT and hasattr(x, "tocsr") else None
+
+
+def _write_back(out, result):
+    """Makes out (what the caller passed as out=) hold result: a scipy
+    matrix takes views of the result's arrays (no copy); a numpy array
+    the kernel could not write in place (strided) gets the values copied."""
+    kind = _sparse_kind(out)
+    if kind is not None:
+        r = result.to_scipy()
+        if r.format != kind:
+            r = r.asformat(kind)
+        if kind == "coo":
+            out.data, out.row, out.col = r.data, r.row, r.col
+        else:
+            out.data, out.indices, out.indptr = r.data, r.indices, r.indptr
+            out.has_sorted_indices = True
+        out.has_canonical_format = True
+    elif isinstance(out, np.ndarray) and out.size and \
+            _data_pointer(out) != result._arrays().vals:
+        np.copyto(out, result.to_numpy())
+
+
+def _key_objects(x):
+    """The objects whose ids _key(x) holds."""
+    if getattr(x, "format", None) in ("csr", "csc"):
+        return (x, x.data, x.indices, x.indptr)
+    if getattr(x, "format", None) == "coo":
+        return (x, x.data, x.row, x.col)
+    return (x,)
+
+
+def _wrap_dense(name, arr):
+    """A tensor named name over arr, a fresh C-ordered array (no checks
+    needed: dense, no indices)."""
+    a = _lib.Arrays()
+    a.dtype = _DTYPE_CODES[arr.dtype]
+    a.order = arr.ndim
+    dims = (ctypes.c_int64 * max(1, arr.ndim))(*arr.shape)
+    a.dims = dims
+    a.vals = arr.ctypes.data
+    a.vals_len = arr.size
+    h = ctypes.c_void_p()
+    check(lib.tj_tensor_wrap(name.encode(), ctypes.byref(a), _lib.WRAP_TRUSTED,
+                             ctypes.byref(h)))
+    return Tensor(h.value, keep=(arr,))
+
+
+POOL_ENTRIES = 2          # result arrays a plan keeps for reuse
+POOL_BYTES = 64 << 20     # ... when they take at most this much together
+
+
+class _Plan:
+    """A repeated call, prepared: the operands it is for (their _keys), the
+    wrapped input tensors, and per output the compiled kernel with its
+    ctypes operand array ready. A call whose operands have the same keys
+    (same objects, same arrays, same layout) skips wrapping, validation,
+    the signature lookup and output wrapping; values changed in place are
+    still read, as the tensors are over the same memory.
+
+    Dense results of a call without out= come from a small pool: arrays
+    the plan allocated and wrapped once, reused when nothing but the pool
+    refers to them any more (their reference count says so, checked under
+    a lock, so two threads never get the same one). The caller gets a view,
+    so what it does to the array object (shape, flags) stays with it."""
+
+    def __init__(self, name, keys, objects, inputs):
+        self.name = name          # the output's name
+        self.keys = keys          # operand name -> _key
+        self.objects = objects    # keeps what the keys name alive
+        self.inputs = inputs      # input Tensors, in operand order (sorted names)
+        self.fresh = None         # (kernel, shape, dtype, zero first) for out=None
+        self.pool = []            # (array, Tensor, ctypes operands)
+        self.free_refs = 0
+        self.lock = threading.Lock()
+        self.outs = {}            # _key(out) -> (out, Tensor, ctypes operands, kernel)
+
+    @staticmethod
+    def make(kernel, operands, tensors, k, result, arr, out):
+        """The plan for this call's operands (the kernel's current one when
+        it is for the same), now also covering this output; None when an
+        input was copied (then every call must convert it again)."""
+        keys, objects = {}, []
+        for name, x in operands.items():
+            hit = kernel._inputs.get(name)
+            if hit is None or hit[0] is not x or hit[2] is not tensors[name]:
+                return None
+            keys[name] = hit[1]
+            objects.append(hit[3])
+        if set(result.format.split(":")[0]) - {"d"}:
+            return None   # a sparse result: assembled anew by every call
+        old = kernel._plan
+        plan = old if old is not None and old.keys == keys else \
+            _Plan(kernel.output, keys, objects, [tensors[n] for n in sorted(tensors)])
+        if out is None:
+            plan.fresh = (k, arr.shape, arr.dtype, kernel.accumulate)
+        else:
+            hit = kernel._inputs.get(kernel.output)
+            if hit is not None and hit[0] is out and hit[2] is result:
+                if len(plan.outs) >= 4:
+                    plan.outs.pop(next(iter(plan.outs)))
+                plan.outs[hit[1]] = (out, result, plan.operands(result), k)
+        return plan
+
+    def operands(self, result):
+        ops = [result] + self.inputs
+        return (ctypes.c_void_p * len(ops))(*[t._h for t in ops])
+
+    def run(self, out):
+        """Runs the kernel for operands matching self.keys; None when this
+        output is not prepared (then the caller takes the long way)."""
+        if out is not None:
+            e = self.outs.get(_key(out))
+            if e is None:
+                return None
+            st = _run(e[3], _lib.EVALUATE, e[2], len(e[2]))
+            if st:
+                check(st)
+            return out
+        fresh = self.fresh
+        if fresh is None:
+            return None
+        arr = None
+        with self.lock:
+            for e in self.pool:
+                if sys.getrefcount(e[0]) == self.free_refs:
+                    arr, ops = e[0], e[2]   # ours now: the local reference claims it
+                    break
+            else:
+                size = np.dtype(fresh[2]).itemsize * int(np.prod(fresh[1]))
+                if len(self.pool) < POOL_ENTRIES and \
+                        (len(self.pool) + 1) * size <= POOL_BYTES:
+                    e = self._entry(fresh)
+                    self.pool.append(e)
+                    self.free_refs = sys.getrefcount(e[0])
+                    arr, ops = e[0], e[2]
+        if arr is None:   # every pooled array in use (or too large): a fresh one
+            arr = np.empty(fresh[1], fresh[2])
+            result = _wrap_dense(self.name, arr)   # alive until the run is over
+            ops = self.operands(result)
+            view = arr
+        else:
+            view = arr.view()
+        if fresh[3]:
+            arr.fill(0)
+        st = _run(fresh[0], _lib.EVALUATE, ops, len(ops))
+        if st:
+            check(st)
+        return view
+
+    def _entry(self, fresh):
+        arr = np.empty(fresh[1], fresh[2])
+        t = _wrap_dense(self.name, arr)
+        return (arr, t, self.operands(t))
 
 
 def _owner(m):
@@ -276,7 +454,9 @@ def _owner(m):
 
 def _data_pointer(x):
     """The address of x's values (numpy array or scipy.sparse matrix)."""
-    data = x if isinstance(x, np.ndarray) else x.data
+    data = x if isinstance(x, np.ndarray) else getattr(x, "data", None)
+    if not isinstance(data, np.ndarray):
+        return None
     return data.__array_interface__["data"][0] or None
 
 

@@ -9,6 +9,7 @@ Reading a tensor back (arrays(), to_numpy(), to_scipy()) gives views of its
 storage where it can, which keep the tensor alive.
 """
 import ctypes
+import os
 
 import numpy as np
 
@@ -21,6 +22,7 @@ _DTYPES = {np.dtype(np.float64): _lib.F64, np.dtype(np.float32): _lib.F32,
            np.dtype(np.bool_): _lib.BOOL}
 _NP = {v: k for k, v in _DTYPES.items()}
 _INDEX = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+SCIPY_FORMATS = ("ds", "ds:1,0", "uq")   # what scipy.sparse views: CSR, CSC, COO
 
 
 def parse_format(spec, pos_width=0, crd_width=0):
@@ -129,7 +131,7 @@ class Tensor:
         return cls.wrap(name, np.ascontiguousarray(a), a.shape, strides=None)
 
     @classmethod
-    def from_scipy(cls, m, name="T"):
+    def from_scipy(cls, m, name="T", trusted=False):
         """Wraps a scipy.sparse matrix: CSR as "ds", CSC as "ds:1,0", COO as
         "uq" (rows sorted, then columns), without copies when the arrays are
         canonical (sorted, no duplicates); other kinds are converted to CSR."""
@@ -137,7 +139,7 @@ class Tensor:
         if kind not in ("csr", "csc", "coo"):
             m, kind = m.tocsr(), "csr"
         try:
-            return cls._from_sparse(m, kind, name)
+            return cls._from_sparse(m, kind, name, trusted)
         except TensorJitError as e:
             if e.status != "FORMAT" or m.has_canonical_format:
                 raise   # malformed, not merely unsorted: tensorjit's message says where
@@ -149,30 +151,33 @@ class Tensor:
         return cls._from_sparse(m, kind, name)
 
     @classmethod
-    def _from_sparse(cls, m, kind, name):
-        vals = m.data
-        if vals.dtype not in _DTYPES:
-            vals = vals.astype(np.float64)
-        vals = np.ascontiguousarray(vals)
+    def _from_sparse(cls, m, kind, name, trusted=False):
+        value_dtype(m.data.dtype)   # TypeError for complex, float16, unsigned, objects
+        vals = np.ascontiguousarray(m.data)
         if kind in ("csr", "csc"):
             ptr, idx = _index_array(m.indptr), _index_array(m.indices)
             return cls.wrap(name, vals, m.shape, "ds" if kind == "csr" else "ds:1,0",
-                            pos={1: ptr}, crd={1: idx}, keep=(m,))
+                            pos={1: ptr}, crd={1: idx}, trusted=trusted, keep=(m,))
         row, col = _index_array(m.row), _index_array(m.col)
         if row.dtype != col.dtype:
             row, col = row.astype(np.int64), col.astype(np.int64)
         top = np.array([0, row.size], dtype=row.dtype)
         return cls.wrap(name, vals, m.shape, "uq", pos={0: top}, crd={0: row, 1: col},
-                        keep=(m,))
+                        trusted=trusted, keep=(m,))
 
     @classmethod
-    def read(cls, path, format=None, name="T"):
+    def read(cls, path, format=None, name="T", dtype=None):
         """Reads .mtx / .tns (optionally .gz) into format (default: CSR for
-        a matrix, all compressed otherwise)."""
+        a matrix, all compressed otherwise), with values of dtype (default
+        float64; integers read exactly, a pattern file's entries are 1)."""
         h = ctypes.c_void_p()
         f = parse_format(format) if format else None
-        check(lib.tj_tensor_read(str(path).encode(), name.encode(),
-                                 ctypes.byref(f) if f else None, ctypes.byref(h)))
+        fp = ctypes.byref(f) if f else None
+        if dtype is None:
+            check(lib.tj_tensor_read(os.fsencode(path), name.encode(), fp, ctypes.byref(h)))
+        else:
+            check(lib.tj_tensor_read_as(os.fsencode(path), name.encode(), fp,
+                                        value_dtype(dtype), ctypes.byref(h)))
         return cls(h.value)
 
     @classmethod
@@ -268,9 +273,9 @@ class Tensor:
 
     def to_scipy(self):
         """A scipy.sparse matrix of an order-2 tensor: views of CSR ("ds"),
-        CSC ("ds:1,0") and BSR ("dsdd:0/r,1/c,0%r,1%c" over extents that are
-        block multiples: scipy's bsr_matrix) storage, else a copy converted
-        to CSR."""
+        CSC ("ds:1,0"), COO ("uq") and BSR ("dsdd:0/r,1/c,0%r,1%c" over
+        extents that are block multiples: scipy's bsr_matrix) storage, else a
+        copy converted to CSR."""
         import re
         import scipy.sparse as sp
         fmt = self.format
@@ -283,15 +288,26 @@ class Tensor:
             data = arr["vals"].reshape(-1, r, c)
             return sp.bsr_matrix((data, arr["crd"][1], arr["pos"][1]), shape=self.shape,
                                  copy=False)
-        if fmt not in ("ds", "ds:1,0"):
+        if fmt not in SCIPY_FORMATS:
             return self.convert("ds").to_scipy()
         arr = self.arrays()
+        if fmt == "uq":
+            return sp.coo_matrix((arr["vals"], (arr["crd"][0], arr["crd"][1])), shape=self.shape,
+                                 copy=False)
         cls = sp.csr_matrix if fmt == "ds" else sp.csc_matrix
         return cls((arr["vals"], arr["crd"][1], arr["pos"][1]), shape=self.shape, copy=False)
 
     def write(self, path):
         """Writes .mtx (a matrix) or .tns (any order)."""
-        check(lib.tj_tensor_write(self._h, str(path).encode()))
+        check(lib.tj_tensor_write(self._h, os.fsencode(path)))
+
+    def listing(self, max_entries=20):
+        """The entries as text, one "(coordinates) value" a line after a
+        header (tj_tensor_print), elided past max_entries (0: all)."""
+        return _lib.print_to_string(_print_tensor, self._h, max_entries)
+
+    def __str__(self):
+        return self.listing().rstrip("\n")
 
     def __repr__(self):
         return "<tensorjit.Tensor %s: %s %s %s, nnz %d>" % (
@@ -300,7 +316,13 @@ class Tensor:
 
     def _repr_html_(self):
         import html
-        return "<code>%s</code>" % html.escape(repr(self))
+        return "<p><code>%s</code></p><pre>%s</pre>" % (html.escape(repr(self)),
+                                                        html.escape(self.listing(10)))
+
+
+def _print_tensor(h, max_entries, file):
+    lib.tj_tensor_print(h, file, max_entries)
+    return _lib.OK
 
 
 def as_tensor(x, name):

@@ -285,6 +285,26 @@ CORPUS = [
      {"A": (6, 6), "b": (6,), "x": (6,)}),
     ("y(i) = sqrt(x(i)) + max(x(i), z(i))", lambda x, z: np.sqrt(x) + np.maximum(x, z), {},
      {"x": (9,), "z": (9,)}),
+    # sparse outputs, transposed accesses, fused sums, SDDMM, TTM, empty extents
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds", "x": "s", "y": "s"},
+     {"A": (9, 7), "x": (7,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ss", "y": "s"}, {"A": (9, 7), "x": (7,)}),
+    ("C(i,j) = A(i,k) * B(k,j)", lambda A, B: A @ B, {"A": "ss", "B": "ds", "C": "ss"},
+     {"A": (7, 6), "B": (6, 8)}),
+    ("C(i,j) = A(i,k) * B(k,j)", lambda A, B: A @ B, {"A": "uq"}, {"A": (7, 6), "B": (6, 3)}),
+    ("C(i,j) = A(k,i) * B(k,j)", lambda A, B: A.T @ B, {"A": "ds"}, {"A": (6, 7), "B": (6, 5)}),
+    ("C(i,j) = A(i,k) * B(j,k)", lambda A, B: A @ B.T, {"A": "ds:1,0"},
+     {"A": (7, 6), "B": (5, 6)}),
+    ("C(i,j) = A(i,k) * B(k,j) + D(i,j)", lambda A, B, D: A @ B + D, {"A": "ds", "D": "ds"},
+     {"A": (6, 5), "B": (5, 4), "D": (6, 4)}),
+    ("A(i,j) = B(i,j) * C(i,k) * D(j,k)", lambda B, C, D: B * (C @ D.T),
+     {"B": "ds", "A": "ds"}, {"B": (6, 7), "C": (6, 3), "D": (7, 3)}),
+    ("A(i,j,l) = B(i,j,k) * C(k,l)", lambda B, C: np.einsum("ijk,kl->ijl", B, C), {"B": "sss"},
+     {"B": (4, 3, 5), "C": (5, 2)}),
+    ("C(i,j) = A(i,j) + B(i,j)", lambda A, B: A + B, {"A": "ds:1,0", "B": "uq", "C": "ds:1,0"},
+     {"A": (6, 7), "B": (6, 7)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds"}, {"A": (0, 4), "x": (4,)}),
+    ("y(i) = A(i,j) * x(j)", lambda A, x: A @ x, {"A": "ds"}, {"A": (5, 0), "x": (0,)}),
 ]
 
 
@@ -416,3 +436,251 @@ def test_semiring_min_plus_and_defs():
                                rtol=1e-12)
     with pytest.raises(TensorJitError, match="unknown semiring"):
         tensorjit.compile("y(i) = A(i,j) * x(j)", semiring="min.foo")(A=a, x=x)
+
+
+# ---- repeated calls: the call plan (kernel.py, _Plan) ---------------------
+
+def test_repeated_calls_keep_earlier_results():
+    """Results the caller still holds are never reused for a later call;
+    each is right for the values of its own call."""
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, x = sparse(50, 40, seed=40), RNG.random(40)
+    held, want = [], []
+    for r in range(6):
+        a.data[:] = RNG.random(a.nnz)      # in place: the plan stays
+        x[r] = -3.0
+        held.append(k(A=a, x=x))
+        want.append(a @ x)
+    for got, w in zip(held, want):
+        np.testing.assert_allclose(got, w, rtol=1e-12)
+    for i in range(len(held)):
+        for j in range(i):
+            assert not np.shares_memory(held[i], held[j])
+
+
+def test_a_dropped_result_is_reused_and_reshaping_it_does_not_leak():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, x = sparse(30, 30, seed=41), RNG.random(30)
+    k(A=a, x=x)
+    y = k(A=a, x=x)
+    ptr = y.__array_interface__["data"][0]
+    y.shape = (5, 6)                        # the caller's own view
+    y.flags.writeable = False
+    del y
+    y2 = k(A=a, x=x)
+    assert y2.__array_interface__["data"][0] == ptr   # the pool's array, written again
+    assert y2.shape == (30,) and y2.flags.writeable
+    np.testing.assert_allclose(y2, a @ x, rtol=1e-12)
+
+
+def test_changed_buffers_shapes_and_objects_are_wrapped_again():
+    """Whatever changes what the wrapped tensor would describe (a new
+    array object in the matrix, an input reshaped in place, a new array of
+    the same shape) makes the call wrap (and validate) again."""
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, x = sparse(20, 20, 0.3, seed=42), RNG.random(20)
+    k(A=a, x=x)
+    k(A=a, x=x)
+    a.data = RNG.random(a.nnz)              # a new array in the same matrix
+    np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+    x2 = RNG.random(20)
+    np.testing.assert_allclose(k(A=a, x=x2), a @ x2, rtol=1e-12)
+    m = RNG.random((4, 5))
+    v = RNG.random(5)
+    kd = tensorjit.compile("y(i) = M(i,j) * v(j)")
+    np.testing.assert_allclose(kd(M=m, v=v), m @ v, rtol=1e-12)
+    m.shape = (5, 4)                        # in place: same buffer, new extents
+    np.testing.assert_allclose(kd(M=m, v=v[:4].copy()), m @ v[:4], rtol=1e-12)
+    a.indices = a.indices.copy()
+    a.indices[0] = 99                       # a new, malformed array: validated again
+    with pytest.raises(TensorJitError, match="out of range"):
+        k(A=a, x=x)
+
+
+def test_out_and_large_results_on_the_repeated_path(monkeypatch):
+    k = tensorjit.compile("y(i) += A(i,j) * x(j)")
+    a, x = sparse(40, 40, seed=43), RNG.random(40)
+    y1, y2 = np.zeros(40), np.ones(40)
+    for _ in range(3):                      # two out arrays in turn
+        k(A=a, x=x, out=y1)
+        k(A=a, x=x, out=y2)
+    np.testing.assert_allclose(y1, 3 * (a @ x), rtol=1e-12)
+    np.testing.assert_allclose(y2, 1 + 3 * (a @ x), rtol=1e-12)
+    for _ in range(3):                      # += without out= starts from zeros
+        np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+    monkeypatch.setattr(tensorjit.kernel, "POOL_BYTES", 0)   # nothing pooled
+    k2 = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    got = [k2(A=a, x=x) for _ in range(3)]
+    for g in got:
+        np.testing.assert_allclose(g, a @ x, rtol=1e-12)
+    assert not k2._plan.pool
+
+
+def test_threads_share_one_plan():
+    """Threads calling one kernel on the same operands at once: every
+    result right, no two results in the same memory."""
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, x = sparse(400, 400, 0.05, seed=44), RNG.random(400)
+    want = a @ x
+    k(A=a, x=x)
+    held = [[] for _ in range(4)]
+
+    def work(i):
+        for _ in range(30):
+            held[i].append(k(A=a, x=x))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    flat = [y for h in held for y in h]
+    for y in flat:
+        np.testing.assert_allclose(y, want, rtol=1e-12)
+    ptrs = [y.__array_interface__["data"][0] for y in flat]
+    assert len(set(ptrs)) == len(ptrs)
+
+
+# ---- the rest of the surface: stages, printing, files, COO out, errors ----
+
+def test_stages_for_given_operands_without_running():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": "ds"})
+    a = sparse(6, 5, seed=50)
+    c = k.source("c", A=a, x=np.ones(5))
+    assert "A1_pos" in c and "A1_crd" in c          # CSR loops over pos/crd
+    assert k.cin() == "forall(i, forall(j, y(i) += A(i,j) * x(j)))\n"
+    with pytest.raises(ValueError, match="no stage 'cee'.*llvm-opt"):
+        k.source("cee")
+    html = k._repr_html_()
+    assert "<pre>" in html and "A1_crd" in html
+
+
+def test_tensor_printing_and_jupyter():
+    a = sp.csr_matrix(np.array([[0, 2.5, 0], [1.0, 0, 0]]))
+    t = tensorjit.tensor(a, "A")
+    assert str(t) == "A: f64 2x3 ds nnz=2\n  (0,1) 2.5\n  (1,0) 1"
+    assert t.listing(1) == "A: f64 2x3 ds nnz=2\n  (0,1) 2.5\n  ... (1 more)\n"
+    assert "(0,1) 2.5" in t._repr_html_() and "&lt;tensorjit.Tensor A: 2x3" in t._repr_html_()
+
+
+def test_read_with_a_dtype_and_a_path_object(tmp_path):
+    path = tmp_path / "i.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate integer general\n2 3 2\n"
+                    "1 1 4503599627370497\n2 3 -4\n")
+    t = tensorjit.read(path, dtype=np.int64)
+    assert t.dtype == np.int64 and t.shape == (2, 3)
+    np.testing.assert_array_equal(t.to_numpy(), np.array([[2 ** 52 + 1, 0, 0], [0, 0, -4]]))
+    assert tensorjit.read(str(path)).dtype == np.float64
+    assert tensorjit.read(path, dtype=np.int8).dtype == np.int8
+    with pytest.raises(TensorJitError, match="cannot open"):
+        tensorjit.read(tmp_path / "none.mtx")
+
+
+def test_read_int64_above_2_53_exactly(tmp_path):
+    """Integer values are read as integers (no double in between): exact
+    above 2^53, also mirrored by a skew-symmetric file and in a .tns."""
+    big = 2 ** 53 + 1
+    path = tmp_path / "big.mtx"
+    path.write_text("%%MatrixMarket matrix coordinate integer skew-symmetric\n2 2 1\n"
+                    + "2 1 %d\n" % big)
+    d = tensorjit.read(path, dtype=np.int64).to_numpy()
+    assert int(d[1, 0]) == big and int(d[0, 1]) == -big
+    tns = tmp_path / "big.tns"
+    tns.write_text("1 2 %d\n2 1 -9223372036854775807\n3 3 2.6\n" % big)
+    t = tensorjit.read(tns, dtype=np.int64).to_numpy()
+    assert int(t[0, 1]) == big and int(t[1, 0]) == -2 ** 63 + 1 and int(t[2, 2]) == 3
+    b = tensorjit.read(tns, dtype=np.bool_).to_numpy()
+    assert b[0, 1] and b[1, 0] and b[2, 2] and not b[0, 0]
+
+
+def test_coo_results_are_scipy_views():
+    a = sparse(20, 15, 0.3, kind="coo", seed=51)
+    b = sparse(20, 15, 0.3, kind="coo", seed=52)
+    mul = tensorjit.compile("C(i,j) = A(i,j) * B(i,j)", formats={"C": "uq"})
+    c = mul(A=a, B=b)
+    assert sp.isspmatrix_coo(c)
+    np.testing.assert_allclose(c.toarray(), a.multiply(b).toarray(), rtol=1e-12)
+    owner = tensorjit.kernel._owner(c)
+    assert owner is not None and np.shares_memory(owner.arrays()["vals"], c.data)
+
+
+def test_bad_operands_raise_clear_errors():
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    a, x = sparse(10, 8, seed=53), np.ones(8)
+    with pytest.raises(TensorJitError, match="'z' is not a tensor of .* \\(its tensors: A, x\\)"):
+        k(A=a, x=x, z=x)
+    with pytest.raises(TensorJitError, match="unknown tensor 'x'"):
+        k(A=a)
+    with pytest.raises(TypeError, match="complex128 are not supported"):
+        k(A=a.astype(np.complex128), x=x)
+    with pytest.raises(TypeError, match="<U5 are not supported"):
+        k(A="hello", x=x)
+    with pytest.raises(TensorJitError, match="out has shape \\(3,\\), the result \\(10,\\)"):
+        k(A=a, x=x, out=np.zeros(3))
+    with pytest.raises(TensorJitError, match="output y is f32 but the expression is f64"):
+        k(A=a, x=x, out=np.zeros(10, np.float32))
+    with pytest.raises(TensorJitError, match="dtype mix f64 \\(A\\) and i32 \\(x\\)"):
+        k(A=a, x=x.astype(np.int32))
+    with pytest.raises(TensorJitError, match="x has order 2 but is accessed with 1 index"):
+        k(A=a, x=np.ones((8, 1)))
+    with pytest.raises(TypeError, match="unknown option 'bogus'"):
+        tensorjit.compile("y(i) = A(i,j) * x(j)", bogus=1)
+    with pytest.raises(TensorJitError, match="bad level letter 'z'"):
+        tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": "zz"})(A=a, x=x)
+    with pytest.raises(TensorJitError, match="reorder: unknown index 'q'"):
+        tensorjit.compile("y(i) = A(i,j) * x(j)", schedule="reorder(q)")(A=a, x=x)
+
+
+def test_trusted_wrapping_skips_the_content_check():
+    """Well-formed arrays wrapped trusted give the same results; the check
+    that trusted skips is the one that finds an unsorted row."""
+    a, x = sparse(30, 20, seed=54), RNG.random(20)
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    np.testing.assert_allclose(k(A=tensorjit.tensor(a, "A", trusted=True), x=x), a @ x,
+                               rtol=1e-12)
+    bad = sp.csr_matrix((np.ones(2), np.array([2, 0]), np.array([0, 2])), shape=(1, 3))
+    with pytest.raises(TensorJitError, match="crd"):
+        tensorjit.Tensor.wrap("A", bad.data, bad.shape, "ds", pos={1: bad.indptr},
+                              crd={1: bad.indices})
+    t = tensorjit.Tensor.wrap("A", bad.data, bad.shape, "ds", pos={1: bad.indptr},
+                              crd={1: bad.indices}, trusted=True)
+    assert t.nnz == 2
+
+
+def test_out_strided_and_sparse():
+    """out= a strided numpy view (written through a copy, then copied
+    back) and out= a scipy matrix (it takes the result's arrays)."""
+    a, x = sparse(10, 8, 0.3, seed=60), RNG.random(8)
+    big = np.full(20, 7.0)
+    out = big[::2]
+    assert tensorjit.compile("y(i) = A(i,j) * x(j)")(A=a, x=x, out=out) is out
+    np.testing.assert_allclose(out, a @ x, rtol=1e-12)
+    assert (big[1::2] == 7.0).all()
+    big[::2] = 1.0
+    tensorjit.compile("y(i) += A(i,j) * x(j)")(A=a, x=x, out=out)
+    np.testing.assert_allclose(big[::2], 1.0 + a @ x, rtol=1e-12)
+    mul = tensorjit.compile("C(i,j) = A(i,j) * B(i,j)")
+    for kind in ("csr", "csc", "coo"):
+        c = sp.csr_matrix((10, 8)).asformat(kind)   # empty: no room, new arrays
+        assert mul(A=a, B=a, out=c) is c
+        assert c.format == kind
+        np.testing.assert_allclose(c.toarray(), a.multiply(a).toarray(), rtol=1e-12)
+        np.testing.assert_allclose((c - a.multiply(a)).toarray(), 0, atol=1e-12)
+    with pytest.raises(TensorJitError, match="out has shape \\(3, 8\\)"):
+        mul(A=a, B=a, out=sp.csr_matrix((3, 8)))
+    with pytest.raises(TensorJitError, match="'\\+=' into sparse output C is not supported"):
+        tensorjit.compile("C(i,j) += A(i,j) * B(i,j)")(A=a, B=a, out=sp.csr_matrix((10, 8)))
+
+
+def test_a_0d_array_is_a_scalar_changed_in_place():
+    """A scalar that changes between calls: a 0-d array assigned in place is
+    read by the next call without re-wrapping (a Python float is wrapped
+    anew on every call)."""
+    k = tensorjit.compile("y(i) = a * x(i) + z(i)")
+    a, x, z = np.array(2.0), RNG.random(6), RNG.random(6)
+    np.testing.assert_allclose(k(a=a, x=x, z=z), 2.0 * x + z, rtol=1e-12)
+    ta = k._inputs["a"][2]
+    a[()] = -3.5
+    np.testing.assert_allclose(k(a=a, x=x, z=z), -3.5 * x + z, rtol=1e-12)
+    assert k._inputs["a"][2] is ta
+    np.testing.assert_allclose(k(a=0.25, x=x, z=z), 0.25 * x + z, rtol=1e-12)
