@@ -133,7 +133,10 @@ typedef struct Row {
   char note[256];
 } Row;
 
-typedef struct TjRun { tj_kernel *k; tj_status st; } TjRun;
+/* A tensorjit kernel under time: TJ_EVALUATE, or TJ_COMPUTE for OUT_VALS
+ * cases (values into the structure the first, evaluating run assembled:
+ * the work their hand-written peers do, which fill a known structure). */
+typedef struct TjRun { tj_kernel *k; tj_status st; tj_phase phase; } TjRun;
 
 extern FILE *g_json;
 extern int g_fails;             /* disagreements: a nonzero exit status */
@@ -152,7 +155,7 @@ double used_bytes(const tj_tensor *t);
  * outer index), falling back to the base schedule, then to none; the
  * kernel is owned by cx. NULL on failure, with the reason in r->note. */
 tj_kernel *tj_build(tj_context *cx, Case *c, const tj_options *opts, Row *r);
-/* Runs a TjRun's kernel (TJ_EVALUATE) and keeps the status. */
+/* Runs a TjRun's kernel in its phase and keeps the status. */
 void tj_run(void *p);
 void json_str(FILE *f, const char *s);
 /* <data>/matrices/<file> as CSR named "A"; NULL (a note printed) if missing. */

@@ -1,22 +1,22 @@
-/* tjblocked: blocked storage against CSR on the same matrix, one process,
- * interleaved, medians (issue 15's bench rows, first step).
+/* tjblocked: BSR against CSR on the same matrix, one process,
+ * interleaved, medians (issue 15's bench rows).
  *
- * tensorjit has no BSR format yet (no floordiv/mod level maps); a block
- * sparse matrix is written by hand as the order-4 tensor
- * A4(ib, jb, ii, jj) = A(ib*b + ii, jb*b + jj) in format `dsdd` (dense
- * block rows, compressed block columns, dense b x b blocks: BSR's arrays
- * exactly), with the dense operands reshaped to match (x4(jb, jj), B4(kb, kk, j)),
- * zero-padded when n is not a multiple of b. This measures what the
- * lowering of blocked levels gives (dense inner loops over a block) before
- * the format exists:
- *   spmv   y(i) = A(i,j) * x(j)          vs  y4(ib,ii) = A4(ib,jb,ii,jj) * x4(jb,jj)
- *   spmm   C(i,j) = A(i,k) * B(k,j), 64 columns
- *                                        vs  C4(ib,ii,j) = A4(ib,kb,ii,kk) * B4(kb,kk,j)
+ * The matrix is read (or made) as CSR, converted to BSR with
+ * tj_tensor_convert into the format "(i,j) -> (i floordiv b : dense,
+ * j floordiv b : compressed, i mod b : dense, j mod b : dense)", and the
+ * same expressions run over both:
+ *   spmv    y(i) = A(i,j) * x(j)
+ *   spmm64  C(i,k) = A(i,j) * B(j,k), 64 columns
  * on bcsstk13 and bcsstk33 (../shared/data) and a synthetic block-structured
  * matrix (32768 rows, 6 dense 8x8 blocks per block row), with b = 4 and 8.
- * Every blocked result is checked against CSR's. Prints medians (ms), the
- * stored values over the nonzeros (fill), and CSR / blocked (above 1:
- * blocked faster). One thread.
+ * Kernels over BSR need block-aligned extents, so every matrix is padded
+ * with empty rows and columns to a multiple of b (for CSR too: the same
+ * problem). With MKL (libmkl_rt, dlopen'ed) a third row times
+ * mkl_sparse_d_create_bsr's handle over tensorjit's own BSR arrays
+ * (mv / mm hints and mkl_sparse_optimize untimed). Every result is checked
+ * against CSR's. Prints medians (ms), the stored values over the nonzeros
+ * (fill), CSR / BSR and MKL-BSR / BSR (above 1: tensorjit's BSR faster).
+ * One thread.
  * Usage: tjblocked [--data DIR] [--reps N] [--quick]
  */
 #include <math.h>
@@ -84,6 +84,14 @@ static void block_mat(Mat *m, int64_t nb, int per) {
   }
 }
 
+/* Milliseconds of this thread's CPU time: every timed run is on this
+ * thread (tensorjit and MKL with one thread), and the machine is shared. */
+static double cpu_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
 static tj_tensor *make(const char *name, const char *fmt, int order, const int64_t *dims) {
   tj_format f;
   TJ(tj_format_parse(fmt, &f));
@@ -116,86 +124,151 @@ static tj_kernel *compile(tj_context *cx, const char *expr, tj_tensor **ops, int
   return k;
 }
 
-/* The largest relative difference between CSR's output `want` (n rows of
- * w values; w == 1: a vector) and the blocked one's (rows ib, ii of b). */
-static double compare(tj_tensor *want, tj_tensor *got, int64_t n, int64_t w, int b) {
+/* The largest relative difference between two arrays of n values. */
+static double compare(const double *want, const double *got, int64_t n) {
   double worst = 0;
-  for (int64_t i = 0; i < n; i++)
-    for (int64_t j = 0; j < w; j++) {
-      double x, y;
-      TJ(tj_tensor_get(want, (int64_t[]){i, j}, &x));
-      TJ(tj_tensor_get(got, (int64_t[]){i / b, i % b, j}, &y));
-      double d = fabs(x - y) / (1 + fabs(x));
-      if (d > worst) worst = d;
-    }
+  for (int64_t i = 0; i < n; i++) {
+    double d = fabs(want[i] - got[i]) / (1 + fabs(want[i]));
+    if (d > worst) worst = d;
+  }
   return worst;
 }
 
-static void run(const Mat *m, int b, int reps) {
-  int64_t n = m->n, nb = (n + b - 1) / b, np = nb * b;
-  tj_tensor *A = make("A", "ds", 2, (int64_t[]){n, n});
-  tj_tensor *A4 = make("A4", "dsdd", 4, (int64_t[]){nb, nb, b, b});
-  for (int64_t e = 0; e < m->nnz; e++) {
-    int64_t i = m->coords[2 * e], j = m->coords[2 * e + 1];
-    TJ(tj_tensor_insert(A, (int64_t[]){i, j}, m->vals[e]));
-    TJ(tj_tensor_insert(A4, (int64_t[]){i / b, j / b, i % b, j % b}, m->vals[e]));
+static const double *values(tj_tensor *t) {
+  tj_arrays a;
+  TJ(tj_tensor_arrays(t, &a));
+  return a.vals;
+}
+
+#include "mkl_rt.h"
+
+#ifdef TJ_HAVE_MKL
+/* MKL (bench/mkl_rt.c) on one thread; prints why when it is absent. */
+static bool mkl_load(void) {
+  static int loaded;
+  if (!loaded) {
+    loaded = mkl_rt_load() ? 1 : -1;
+    if (loaded > 0) mkl.MKL_Set_Num_Threads(1);
+    else printf("%s\n", mkl_rt_status());
   }
+  return loaded > 0;
+}
+
+/* MKL's BSR handle over Ab's arrays (block rows, row-major blocks); NULL
+ * when MKL refuses. */
+static sparse_matrix_t mkl_bsr(tj_tensor *Ab, int b, int64_t nb, bool mm) {
+  tj_arrays a;
+  TJ(tj_tensor_arrays(Ab, &a));
+  sparse_matrix_t A = NULL;
+  int *pos = a.pos[1];
+  if (mkl.mkl_sparse_d_create_bsr(&A, SPARSE_INDEX_BASE_ZERO, SPARSE_LAYOUT_ROW_MAJOR, (int)nb,
+                                  (int)nb, b, pos, pos + 1, a.crd[1], a.vals) !=
+      SPARSE_STATUS_SUCCESS)
+    return NULL;
+  struct matrix_descr d = {.type = SPARSE_MATRIX_TYPE_GENERAL};
+  if (mm) mkl.mkl_sparse_set_mm_hint(A, SPARSE_OPERATION_NON_TRANSPOSE, d, SPARSE_LAYOUT_ROW_MAJOR,
+                                     NCOLS, 1000);
+  else mkl.mkl_sparse_set_mv_hint(A, SPARSE_OPERATION_NON_TRANSPOSE, d, 1000);
+  mkl.mkl_sparse_optimize(A);
+  return A;
+}
+
+static bool mkl_run(sparse_matrix_t A, bool mm, const double *in, double *out, int64_t n) {
+  struct matrix_descr d = {.type = SPARSE_MATRIX_TYPE_GENERAL};
+  if (mm)
+    return mkl.mkl_sparse_d_mm(SPARSE_OPERATION_NON_TRANSPOSE, 1.0, A, d, SPARSE_LAYOUT_ROW_MAJOR,
+                               in, NCOLS, NCOLS, 0.0, out, NCOLS) == SPARSE_STATUS_SUCCESS;
+  (void)n;
+  return mkl.mkl_sparse_d_mv(SPARSE_OPERATION_NON_TRANSPOSE, 1.0, A, d, in, 0.0, out) ==
+         SPARSE_STATUS_SUCCESS;
+}
+#endif
+
+static void run(const Mat *m, int b, int reps) {
+  int64_t nb = (m->n + b - 1) / b, n = nb * b;   /* padded to a multiple of b */
+  tj_tensor *A = make("A", "ds", 2, (int64_t[]){n, n});
+  for (int64_t e = 0; e < m->nnz; e++)
+    TJ(tj_tensor_insert(A, (int64_t[]){m->coords[2 * e], m->coords[2 * e + 1]}, m->vals[e]));
   TJ(tj_tensor_pack(A));
-  TJ(tj_tensor_pack(A4));
-  double fill = (double)tj_tensor_nnz(A4) / (double)tj_tensor_nnz(A);
-  double *xv = calloc((size_t)np * NCOLS, sizeof *xv); /* rows past n stay 0 */
+  char spec[160];
+  snprintf(spec, sizeof spec, "(i,j) -> (i floordiv %d : dense, j floordiv %d : compressed, "
+           "i mod %d : dense, j mod %d : dense)", b, b, b, b);
+  tj_format bsr;
+  TJ(tj_format_parse(spec, &bsr));
+  tj_tensor *Ab;
+  TJ(tj_tensor_convert(A, &bsr, &Ab));
+  double fill = (double)tj_tensor_nnz(Ab) / (double)tj_tensor_nnz(A);
+  double *xv = calloc((size_t)n * NCOLS, sizeof *xv);
   uint64_t s = 3;
   for (int64_t k = 0; k < n; k++) xv[k] = rng_val(&s);
   tj_tensor *x = dense("x", 1, (int64_t[]){n}, xv);
-  tj_tensor *x4 = dense("x4", 2, (int64_t[]){nb, b}, xv);
   for (int64_t k = 0; k < n * NCOLS; k++) xv[k] = rng_val(&s);
   tj_tensor *B = dense("B", 2, (int64_t[]){n, NCOLS}, xv);
-  tj_tensor *B4 = dense("B4", 3, (int64_t[]){nb, b, NCOLS}, xv);
-  tj_tensor *y = make("y", "d", 1, (int64_t[]){n});
-  tj_tensor *y4 = make("y4", "dd", 2, (int64_t[]){nb, b});
+  tj_tensor *y = make("y", "d", 1, (int64_t[]){n}), *yb = make("y", "d", 1, (int64_t[]){n});
   tj_tensor *C = make("C", "dd", 2, (int64_t[]){n, NCOLS});
-  tj_tensor *C4 = make("C4", "ddd", 3, (int64_t[]){nb, b, NCOLS});
+  tj_tensor *Cb = make("C", "dd", 2, (int64_t[]){n, NCOLS});
+  double *mo = calloc((size_t)n * NCOLS, sizeof *mo);
   tj_context *cx;
   TJ(tj_context_new(&cx));
   struct {
     const char *what;
     tj_kernel *csr, *blk;
-    tj_tensor *out_csr, *out_blk;
+    tj_tensor *out_csr, *out_blk, *in;
     int64_t w;
   } rows[2] = {
     {"spmv", compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, A, x}, 3),
-     compile(cx, "y4(ib,ii) = A4(ib,jb,ii,jj) * x4(jb,jj)", (tj_tensor *[]){y4, A4, x4}, 3), y, y4, 1},
-    {"spmm64", compile(cx, "C(i,j) = A(i,k) * B(k,j)", (tj_tensor *[]){C, A, B}, 3),
-     compile(cx, "C4(ib,ii,j) = A4(ib,kb,ii,kk) * B4(kb,kk,j)", (tj_tensor *[]){C4, A4, B4}, 3),
-     C, C4, NCOLS},
+     compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){yb, Ab, x}, 3), y, yb, x, 1},
+    {"spmm64", compile(cx, "C(i,k) = A(i,j) * B(j,k)", (tj_tensor *[]){C, A, B}, 3),
+     compile(cx, "C(i,k) = A(i,j) * B(j,k)", (tj_tensor *[]){Cb, Ab, B}, 3), C, Cb, B, NCOLS},
   };
   for (int r = 0; r < 2; r++) {
+    int64_t len = n * rows[r].w;
     TJ(tj_kernel_run(rows[r].csr, TJ_EVALUATE, NULL, 0));
     TJ(tj_kernel_run(rows[r].blk, TJ_EVALUATE, NULL, 0));
-    double err = compare(rows[r].out_csr, rows[r].out_blk, n, rows[r].w, b);
+    double err = compare(values(rows[r].out_csr), values(rows[r].out_blk), len);
     if (err > 1e-9) {
-      fprintf(stderr, "tjblocked: %s %s b=%d: blocked differs from CSR by %g\n", m->name,
+      fprintf(stderr, "tjblocked: %s %s b=%d: BSR differs from CSR by %g\n", m->name,
               rows[r].what, b, err);
       exit(1);
     }
-    double tc[64], tb[64];
-    for (int k = 0; k < reps; k++) {
-      double t0 = bench_now_ms();
-      TJ(tj_kernel_run(rows[r].csr, TJ_EVALUATE, NULL, 0));
-      double t1 = bench_now_ms();
-      TJ(tj_kernel_run(rows[r].blk, TJ_EVALUATE, NULL, 0));
-      double t2 = bench_now_ms();
-      tc[k] = t1 - t0, tb[k] = t2 - t1;
+    bool with_mkl = false;
+#ifdef TJ_HAVE_MKL
+    sparse_matrix_t H = mkl_load() ? mkl_bsr(Ab, b, nb, r == 1) : NULL;
+    const double *in = values(rows[r].in);
+    with_mkl = H && mkl_run(H, r == 1, in, mo, n);
+    if (with_mkl && compare(values(rows[r].out_csr), mo, len) > 1e-9) {
+      fprintf(stderr, "tjblocked: %s %s b=%d: MKL's BSR differs from CSR\n", m->name,
+              rows[r].what, b);
+      exit(1);
     }
-    double mc = bench_median(tc, reps), mb = bench_median(tb, reps);
-    printf("%-8s %-16s b=%d  nnz %9lld  fill %5.2f   csr %8.3f ms   blocked %8.3f ms   csr/blocked %5.2fx\n",
-           rows[r].what, m->name, b, (long long)m->nnz, fill, mc, mb, mc / mb);
+#endif
+    double tc[64], tb[64], tm[64];
+    for (int k = 0; k < reps; k++) {
+      double t0 = cpu_ms();
+      TJ(tj_kernel_run(rows[r].csr, TJ_EVALUATE, NULL, 0));
+      double t1 = cpu_ms();
+      TJ(tj_kernel_run(rows[r].blk, TJ_EVALUATE, NULL, 0));
+      double t2 = cpu_ms();
+#ifdef TJ_HAVE_MKL
+      if (with_mkl) mkl_run(H, r == 1, in, mo, n);
+#endif
+      double t3 = cpu_ms();
+      tc[k] = t1 - t0, tb[k] = t2 - t1, tm[k] = t3 - t2;
+    }
+#ifdef TJ_HAVE_MKL
+    if (H) mkl.mkl_sparse_destroy(H);
+#endif
+    double mc = bench_median(tc, reps), mb = bench_median(tb, reps), mm = bench_median(tm, reps);
+    printf("%-7s %-14s b=%d nnz %8lld fill %4.2f  csr %8.3f  bsr %8.3f", rows[r].what, m->name, b,
+           (long long)m->nnz, fill, mc, mb);
+    if (with_mkl) printf("  mkl-bsr %8.3f ms  csr/bsr %5.2fx  mkl/bsr %5.2fx\n", mm, mc / mb, mm / mb);
+    else printf(" ms  csr/bsr %5.2fx\n", mc / mb);
     fflush(stdout);
   }
   tj_context_free(cx);
-  tj_tensor *all[] = {A, A4, x, x4, B, B4, y, y4, C, C4};
+  tj_tensor *all[] = {A, Ab, x, B, y, yb, C, Cb};
   for (size_t k = 0; k < sizeof all / sizeof *all; k++) tj_tensor_free(all[k]);
-  free(xv);
+  free(xv), free(mo);
 }
 
 int main(int argc, char **argv) {

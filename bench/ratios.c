@@ -79,7 +79,7 @@ enum { ROUNDS = 5 };
 static void pair_run(Pair *p, Case *c, tj_tensor *out_b) {
   tj_tensor *outs[2] = {c->ops[0], out_b};
   tj_context *cx[2] = {NULL, NULL};
-  TjRun tr[2] = {{NULL, TJ_OK}, {NULL, TJ_OK}};
+  TjRun tr[2] = {{NULL, TJ_OK, TJ_EVALUATE}, {NULL, TJ_OK, TJ_EVALUATE}};
   double warm = 0;
   p->ok = 1;
   for (int v = 0; v < 2 && p->ok; v++) {

@@ -47,12 +47,26 @@ typedef enum {
 #define TJ_NDTYPES 11
 
 /* Level letters: d dense, s compressed, u compressed-nonunique,
- * q singleton, (and c: singleton-nonunique, used inside COO). */
+ * o compressed-nonordered, q singleton, (and c: singleton-nonunique, used
+ * inside COO), l loose_compressed (lo and hi positions per segment,
+ * pos[2p] and pos[2p+1]: segments in any order, with gaps; inputs only).
+ * Blocked levels (MLIR's `floordiv` / `mod` maps, e.g. BSR): when ndims is
+ * not 0 the format has `order` levels over ndims dims, and level l stores
+ * dim mode_order[l] itself (lvl_op[l] = TJ_LVL_DIM), its block number
+ * mode_order[l] floordiv lvl_k[l] (TJ_LVL_FLOORDIV) or its offset in the
+ * block mode_order[l] mod lvl_k[l] (TJ_LVL_MOD). BSR with 4x4 blocks is
+ * levels "dsdd", mode_order {0,1,0,1}, lvl_op {FLOORDIV, FLOORDIV, MOD,
+ * MOD}, lvl_k {4,4,4,4}, ndims 2; spelled "dsdd:0/4,1/4,0%4,1%4". With
+ * ndims 0 (every format without blocks) there is one level per dim. */
+enum { TJ_LVL_DIM = 0, TJ_LVL_FLOORDIV = 1, TJ_LVL_MOD = 2 };
 typedef struct tj_format {
-  int32_t order;
+  int32_t order;                           /* levels (= dims unless blocked) */
   char levels[TJ_MAX_ORDER_PUBLIC + 1];   /* e.g. "ds", NUL-terminated */
   int32_t mode_order[TJ_MAX_ORDER_PUBLIC]; /* level l stores dim mode_order[l] */
   int32_t pos_width, crd_width;            /* 0 = default (32); else 32 or 64 */
+  int32_t ndims;                           /* blocked: dims; else 0 */
+  int32_t lvl_op[TJ_MAX_ORDER_PUBLIC];     /* TJ_LVL_DIM / FLOORDIV / MOD */
+  int32_t lvl_k[TJ_MAX_ORDER_PUBLIC];      /* the block size of FLOORDIV / MOD */
 } tj_format;
 
 typedef struct tj_tensor tj_tensor;
@@ -74,8 +88,11 @@ tj_status tj_dtype_parse(const char *name, tj_dtype *out);
 tj_status tj_format_parse(const char *spec, tj_format *out);
 /* The all-dense format of the given order, identity mode order. */
 tj_format tj_format_dense(int order);
-/* Writes the taco spelling ("ds:1,0") into buf. */
+/* Writes the taco spelling ("ds:1,0", "dsdd:0/4,1/4,0%4,1%4") into buf. */
 void tj_format_print(const tj_format *f, char *buf, size_t n);
+/* Writes the MLIR spelling ("(d0, d1) -> (d0 : dense, d1 : compressed)",
+ * "(d0, d1) -> (d0 floordiv 4 : dense, ...)") into buf. */
+void tj_format_print_mlir(const tj_format *f, char *buf, size_t n);
 
 /* ---- tensors ---------------------------------------------------------- */
 

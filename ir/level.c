@@ -11,6 +11,8 @@ static const LevelType level_types[] = {
   {'o', "compressed(nonordered)", LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's'},
   {'q', "singleton", LV_ORDERED | LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q'},
   {'c', "singleton(nonunique)", LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'c'},
+  /* lo and hi per segment (pos[2p], pos[2p+1]): not compact, not appended */
+  {'l', "loose_compressed", LV_ORDERED | LV_UNIQUE | LV_HAS_POS | LV_HAS_CRD, 'l'},
 };
 
 const LevelType *lv_of(const tj_format *f, int l) {

@@ -175,6 +175,7 @@ tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out) {
 
 static void kernel_free(struct tj_kernel *k) {
   drv_kernel_release_chunks(k);
+  drv_blocked_free(k->blk);
   pthread_mutex_destroy(&k->chunk_lock);
   for (int t = 0; t < NT_MAX_TENSORS; t++) rt_pattern_free(&k->patterns[t]);
   pthread_mutex_destroy(&k->pattern_lock);
@@ -276,6 +277,16 @@ static void decl_of(tj_tensor *t, TensorDecl *dcl) {
   for (int m = 0; m < dcl->order; m++) dcl->dims[m] = tj_tensor_dim(t, m);
   dcl->dtype = tj_tensor_dtype(t);
   dcl->format = *tj_tensor_format(t);
+  if (rt_format_blocked(&dcl->format)) {
+    /* The reference reads a blocked tensor by its dims: declared with one
+     * level per dim, sparse where one of the dim's levels is. */
+    tj_format f = tj_format_dense(dcl->order);
+    for (int l = 0; l < dcl->format.order; l++)
+      if (!rt_level_type(dcl->format.levels[l]) ||
+          rt_level_type(dcl->format.levels[l])->kind != TJ_LVL_DENSE)
+        f.levels[dcl->format.mode_order[l]] = 's';
+    dcl->format = f;
+  }
 }
 
 Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
@@ -602,6 +613,32 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     return rt_set_error(TJ_ERR_INVALID, "optimization level %d is not in 0..3", o.opt_level);
   Diag d;
   diag_init(&d);
+  DrvBlocked *blk = NULL;   /* blocked operands: compiled over their views */
+  if (drv_blocked_any(operands, n)) {
+    if (o.semiring && strcmp(o.semiring, "plus.times") != 0)
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "semiring %s over blocked operands: the zero "
+                          "fill of stored blocks and of padding would read as entries; "
+                          "convert the blocked operand to CSR", o.semiring);
+    blk = drv_blocked_plan(expr, operands, n, schedule, &d);
+    tj_tensor **views = blk ? calloc((size_t)n, sizeof *views) : NULL;
+    if (blk && !views) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
+    if (!views || !drv_blocked_views(blk, operands, n, drv_blocked_compile_views(blk),
+                                     views, &d)) {
+      free(views);
+      drv_blocked_free(blk);
+      return drv_fail(&d);
+    }
+    tj_status st = tj_compile(cx, drv_blocked_expr(blk), views, n, drv_blocked_schedule(blk),
+                              opts, out);
+    drv_blocked_finish(operands, views, n, NULL);   /* padded copies: runs make their own */
+    free(views);
+    if (st != TJ_OK) {
+      drv_blocked_free(blk);
+      return st;
+    }
+    (*out)->blk = blk;
+    return TJ_OK;
+  }
   struct tj_kernel *k = calloc(1, sizeof *k);
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);

@@ -87,8 +87,35 @@ struct tj_context {
   DiskCache *disks;           /* every one set on this context (owned) */
 };
 
+/* Kernels over blocked operands (driver_blocked.c): the rewritten
+ * expression and what each operand runs as. */
+typedef struct DrvBlocked DrvBlocked;
+/* Whether one of ops has a blocked format. */
+bool drv_blocked_any(tj_tensor *const *ops, int n);
+/* Plans a kernel over blocked operands: the rewritten expression and
+ * schedule, each operand's view. NULL with d set when refused. Owned by
+ * the caller: drv_blocked_free. */
+DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
+                             const char *schedule, Diag *d);
+void drv_blocked_free(DrvBlocked *b);
+const char *drv_blocked_expr(const DrvBlocked *b);
+const char *drv_blocked_schedule(const DrvBlocked *b);
+/* The operands the kernel was compiled over (by position). */
+tj_tensor *const *drv_blocked_orig(const DrvBlocked *b, int *n);
+/* Room for the compile's views (NT_MAX_TENSORS, owned by b). */
+tj_tensor *drv_blocked_compile_views(DrvBlocked *b);
+/* out[k] = what ops[k] runs as: itself, or a view in store[k] (the tensor
+ * of its levels, or a dense tensor reshaped). False with d set on a
+ * mismatch (a dense extent not a multiple of its block, ...). */
+bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
+                       tj_tensor **out, Diag *d);
+/* After a run: the output named out_name takes its view's values. */
+void drv_blocked_finish(tj_tensor *const *ops, tj_tensor *const *views, int n,
+                        const char *out_name);
+
 struct tj_kernel {
   struct tj_kernel *next, *prev;
+  DrvBlocked *blk;            /* blocked operands: runs go through views */
   tj_context *cx;
   CacheEntry *entry;
   Arena arena;                /* this binding's assignment */

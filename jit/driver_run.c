@@ -290,10 +290,40 @@ static tj_status kernel_code(int32_t rc) {
   return rt_set_error(TJ_ERR_INTERNAL, "kernel returned error code %d", rc);
 }
 
+static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
+                           int n, bool interpret);
+
+/* A kernel over blocked operands runs on their views (driver_blocked.c),
+ * made afresh each run from the given operands or the compile's. */
+static tj_status run_blocked(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
+                             int n, bool interpret) {
+  Diag d;
+  diag_init(&d);
+  if (!operands) operands = drv_blocked_orig(k->blk, &n);
+  if (n > NT_MAX_TENSORS)
+    return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: more than %d operands", NT_MAX_TENSORS);
+  tj_tensor *store = calloc(NT_MAX_TENSORS, sizeof *store);
+  tj_tensor *views[NT_MAX_TENSORS];
+  if (!store) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  bool made = drv_blocked_views(k->blk, operands, n, store, views, &d);
+  tj_status st = made ? run_bound(k, phase, views, n, interpret) : drv_fail(&d);
+  if (made)   /* the output's values back (on success), padded copies freed */
+    drv_blocked_finish(operands, views, n, st == TJ_OK ? k->as->tensors[0]->name : NULL);
+  free(store);
+  return st;
+}
+
 static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
                      int n, bool interpret) {
   if (!k || phase < TJ_ASSEMBLE || phase > TJ_EVALUATE)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: bad kernel or phase");
+  if (k->blk) return run_blocked(k, phase, operands, n, interpret);
+  return run_bound(k, phase, operands, n, interpret);
+}
+
+/* run() of a kernel whose operands are bound as they are. */
+static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
+                           int n, bool interpret) {
   Diag d;
   diag_init(&d);
   tj_tensor *ops[NT_MAX_TENSORS];

@@ -2,6 +2,7 @@
  * of its type's properties (ir/level.h), never of its letter.
  *   position bounds of the segment under parent position p:
  *     compressed (LV_HAS_POS)           pos[p] .. pos[p+1]
+ *     loose (LV_HAS_POS, not compact)    pos[2p] .. pos[2p+1]
  *     singleton under a segmented level p .. seg_end (the parent's run)
  *     singleton                         p .. p+1
  *   locate (LV_LOCATE): position of coordinate c under parent position p
@@ -121,6 +122,7 @@ void lw_pos_bounds(Lowerer *lw, int x, int l, LirExpr *pp, LirExpr **lo, LirExpr
   const tj_format *f = lw->acc[x].f;
   if (lv_at(f, l, LV_HAS_POS)) {
     LirVar *pos = lw->pos_ptr[lw->acc[x].t][l];
+    if (!lv_at(f, l, LV_COMPACT)) pp = lir_bin(lw->a, LOP_MUL, pp, lw_i64(lw, 2));
     *lo = lw_load_index(lw, pos, pp);
     *hi = lw_load_index(lw, pos, lir_bin(lw->a, LOP_ADD, pp, lw_i64(lw, 1)));
   } else if (l > 0 && lw_level_segmented(f, l - 1)) {

@@ -62,6 +62,13 @@ LirExpr *lw_level_size(Lowerer *lw, int x, int l) {
   const Access *ac = &lw->acc[x];
   if (lw->ranged && lw->plan->rangeable && x == 0 && l == 0)
     return lir_bin(lw->a, LOP_SUB, lw_ref(lw, lw->range_hi), lw_ref(lw, lw->range_lo));
+  /* A level indexed by a bound(i, ..., n) loop has size n: every run checks
+   * that i's extent is n, and a constant lets LLVM fold the addressing of
+   * small dense blocks (BSR's). */
+  const IndexVar *v = ac->e->u.access.idx[ac->f->mode_order[l]];
+  for (int k = 0; k < lw->nest.nloops; k++)
+    if (lw->nest.order[k] == v && lw->nest.form[k] && lw->nest.form[k]->bound_kind)
+      return lw_i64(lw, lw->nest.form[k]->bound);
   return lw_ref(lw, lw->dim[ac->t][ac->f->mode_order[l]]);
 }
 

@@ -856,9 +856,10 @@ static LirStmt *cases(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv) {
 static void balance_arrays(Lowerer *lw, LoopAttrs *at) {
   for (int x = 1; x < lw->nacc; x++) {
     const tj_format *f = lw->acc[x].f;
-    if (lw_level_at(lw, x, 0) != 0 || f->order < 2 || !lv_at(f, 1, LV_HAS_POS)) continue;
+    if (lw_level_at(lw, x, 0) != 0 || f->order < 2 || !lv_at(f, 1, LV_HAS_POS | LV_COMPACT))
+      continue;
     at->balance = lw_ref(lw, lw->pos_ptr[lw->acc[x].t][1]);
-    if (f->order >= 3 && lv_at(f, 2, LV_HAS_POS))
+    if (f->order >= 3 && lv_at(f, 2, LV_HAS_POS | LV_COMPACT))
       at->leaves = lw_ref(lw, lw->pos_ptr[lw->acc[x].t][2]);
     return;
   }

@@ -12,6 +12,9 @@
  *   compressed:  pos[p] .. pos[p+1] is the segment of parent position p;
  *                crd[q] is the coordinate at position q.
  *   singleton:   crd[q] only; one child per parent position (COO tails).
+ *   loose_compressed: pos[2p] .. pos[2p+1] is the segment of parent p
+ *                (lo and hi per segment: segments in any order, with gaps,
+ *                so one can grow in place); crd as compressed.
  * Position and coordinate arrays hold 32- or 64-bit signed integers
  * (pos_width / crd_width bytes, per tensor). Values live in one vals array.
  */
@@ -25,7 +28,8 @@
 typedef enum {
   TJ_LVL_DENSE = 0,
   TJ_LVL_COMPRESSED = 1,
-  TJ_LVL_SINGLETON = 2
+  TJ_LVL_SINGLETON = 2,
+  TJ_LVL_LOOSE_COMPRESSED = 3
 } tj_level_kind;
 
 /* Level properties, one flags word per level. */

@@ -10,23 +10,44 @@
 
 #include "tensor.h"
 
+/* src's entries (dim coordinates) as t's insertion buffer, mapped to t's
+ * levels when t is blocked; with drop_fill, dense fill is skipped. */
+static tj_status take_entries(tj_tensor *t, const tj_tensor *src, bool drop_fill) {
+  int64_t n, *coords;
+  RtVal *vals;
+  tj_status st = rt_tensor_entries_val(src, drop_fill, &coords, &vals, &n);
+  if (st != TJ_OK) return st;
+  if (t->blocked) {
+    int nl = t->fmt.order;
+    int64_t *lc = malloc((size_t)(n * nl + 1) * sizeof *lc);
+    if (!lc) {
+      free(coords), free(vals);
+      return rt_set_error(TJ_ERR_NOMEM, "out of memory converting tensor %s", src->name);
+    }
+    for (int64_t e = 0; e < n; e++) rt_block_to_levels(t, coords + e * src->order, lc + e * nl);
+    free(coords);
+    coords = lc;
+  }
+  t->coo.coords = coords, t->coo.vals = vals;
+  t->coo.n = t->coo.cap = n;
+  return TJ_OK;
+}
+
 tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
                             tj_tensor **out) {
   if (!src || !fmt || !out)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_convert: NULL argument");
   *out = NULL;
   tj_format f = *fmt;
-  if (f.order != src->fmt.order)
+  if (rt_format_dims(&f) != src->order)
     return rt_set_error(TJ_ERR_SHAPE, "cannot convert tensor %s of order %d "
-                        "to a format with %d levels", src->name,
-                        src->fmt.order, f.order);
+                        "to a format with %d %s", src->name, src->order,
+                        rt_format_dims(&f), f.ndims ? "dims" : "levels");
   tj_tensor *t;
-  tj_status st = tj_tensor_new(src->name, tj_tensor_dtype(src), f.order,
-                               src->st.dims, &f, &t);
+  tj_status st = tj_tensor_new(src->name, tj_tensor_dtype(src), src->order,
+                               src->dims, &f, &t);
   if (st != TJ_OK) return st;
-  int64_t n;
-  st = rt_tensor_entries_val(src, true, &t->coo.coords, &t->coo.vals, &n);
-  t->coo.n = t->coo.cap = st == TJ_OK ? n : 0;
+  st = take_entries(t, src, true);
   if (st == TJ_OK) st = tj_tensor_pack(t);
   if (st != TJ_OK) {
     tj_tensor_free(t);
@@ -60,8 +81,7 @@ tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out) {
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_cast: NULL argument");
   *out = NULL;
   tj_tensor *t;
-  tj_status st = tj_tensor_new(src->name, dt, src->fmt.order, src->st.dims,
-                               &src->fmt, &t);
+  tj_status st = tj_tensor_new(src->name, dt, src->order, src->dims, &src->ufmt, &t);
   if (st != TJ_OK) return st;
   const tj_storage *s = &src->st;
   tj_storage *d = &t->st;
@@ -91,9 +111,9 @@ tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out) {
 }
 
 tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense, const uint8_t *keep) {
-  int order = t->fmt.order;
+  int order = t->order;
   int64_t total = 1;
-  for (int m = 0; m < order; m++) total *= t->st.dims[m];
+  for (int m = 0; m < order; m++) total *= t->dims[m];
   bool all_dense = rt_format_all_dense(&t->fmt);
   RtCoo saved = t->coo;
   memset(&t->coo, 0, sizeof t->coo);
@@ -101,7 +121,7 @@ tj_status rt_tensor_from_dense(tj_tensor *t, const double *dense, const uint8_t 
   int64_t coord[TJ_MAX_ORDER] = {0};
   for (int64_t lin = 0; lin < total && st == TJ_OK; lin++) {
     if (all_dense || (keep ? keep[lin] : dense[lin] != 0)) st = rt_coo_push(t, coord, dense[lin]);
-    for (int m = order - 1; m >= 0 && ++coord[m] == t->st.dims[m]; m--)
+    for (int m = order - 1; m >= 0 && ++coord[m] == t->dims[m]; m--)
       coord[m] = 0;
   }
   tj_storage old = t->st;

@@ -5,9 +5,19 @@
  * "(i,j) -> (j : dense, i : compressed)". Letters: d dense, s compressed,
  * u compressed-nonunique, o compressed-nonordered (coordinates of a segment
  * in any order: what a kernel writes without sorting), q singleton, c
- * singleton-nonunique. A singleton
+ * singleton-nonunique, l loose_compressed (lo and hi positions per
+ * segment: pos[2p] .. pos[2p+1]). A singleton
  * needs a nonunique parent (u, q or c): COO is "uq", COO-3 "uqq", where a
  * singleton above another singleton is implicitly nonunique.
+ *
+ * Blocked levels (MLIR's floordiv / mod): a level stores a dim, its block
+ * number (d floordiv k) or its offset in the block (d mod k). MLIR spells
+ * BSR "(i,j) -> (i floordiv 4 : dense, j floordiv 4 : compressed,
+ * i mod 4 : dense, j mod 4 : dense)", the taco spelling "dsdd:0/4,1/4,0%4,1%4"
+ * (a mode-order entry d/k is d floordiv k, d%k is d mod k). A blocked dim
+ * has exactly one floordiv level and, below it, one mod level of the same
+ * k. The runtime stores such a tensor as the tensor of its levels
+ * (rt_format_expand: one dim per level, extents ceil(n/k) and k).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -26,6 +36,7 @@ static const RtLevelType level_types[] = {
   {'o', "compressed", "nonordered", TJ_LVL_COMPRESSED, TJ_LVL_NONORDERED},
   {'q', "singleton", "", TJ_LVL_SINGLETON, 0},
   {'c', "singleton", "nonunique", TJ_LVL_SINGLETON, TJ_LVL_NONUNIQUE},
+  {'l', "loose_compressed", "", TJ_LVL_LOOSE_COMPRESSED, 0},
 };
 #define NLEVEL_TYPES ((int)(sizeof level_types / sizeof level_types[0]))
 
@@ -58,6 +69,62 @@ bool rt_format_level_nonunique(const tj_format *f, int l) {
          (lt->kind == TJ_LVL_SINGLETON && below && below->kind == TJ_LVL_SINGLETON);
 }
 
+/* A blocked format's map: every level names a dim below ndims; each dim
+ * is stored by one plain level, or by one floordiv level and, below it, one
+ * mod level with the same block size. */
+static tj_status check_blocks(const tj_format *f) {
+  if (f->ndims < 1 || f->ndims > f->order)
+    return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": %d dims for %d levels",
+                        f->levels, f->ndims, f->order);
+  int plain[TJ_MAX_ORDER] = {0}, div[TJ_MAX_ORDER], mod[TJ_MAX_ORDER];
+  for (int d = 0; d < TJ_MAX_ORDER; d++) div[d] = mod[d] = -1;
+  for (int l = 0; l < f->order; l++) {
+    int d = f->mode_order[l], op = f->lvl_op[l];
+    if (d < 0 || d >= f->ndims)
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": level %d stores dim %d, "
+                          "not one of 0..%d", f->levels, l, d, f->ndims - 1);
+    if (op != TJ_LVL_DIM && (f->lvl_k[l] < 1 || f->lvl_k[l] > (1 << 30)))
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": level %d has block size "
+                          "%d (expected 1..2^30)", f->levels, l, f->lvl_k[l]);
+    int *slot = op == TJ_LVL_DIM ? &plain[d] : NULL;
+    if (slot) (*slot)++;
+    else if (op == TJ_LVL_FLOORDIV && div[d] < 0) div[d] = l;
+    else if (op == TJ_LVL_MOD && mod[d] < 0) mod[d] = l;
+    else
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": dim %d has two %s levels",
+                          f->levels, d, op == TJ_LVL_MOD ? "mod" : op == TJ_LVL_FLOORDIV
+                                                                   ? "floordiv" : "unknown");
+  }
+  for (int d = 0; d < f->ndims; d++) {
+    bool blocked = div[d] >= 0 || mod[d] >= 0;
+    if (plain[d] + blocked != 1 || (blocked && (div[d] < 0 || mod[d] < 0)))
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": dim %d must be stored by "
+                          "one level, or by one 'floordiv k' and one 'mod k' level",
+                          f->levels, d);
+    if (blocked && (div[d] > mod[d] || f->lvl_k[div[d]] != f->lvl_k[mod[d]]))
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": dim %d's 'floordiv %d' level "
+                          "must come before its 'mod %d' level, with the same block size",
+                          f->levels, d, f->lvl_k[div[d]], f->lvl_k[mod[d]]);
+  }
+  return TJ_OK;
+}
+
+bool rt_format_blocked(const tj_format *f) { return f->ndims != 0; }
+
+int rt_format_dims(const tj_format *f) { return f->ndims ? f->ndims : f->order; }
+
+void rt_format_expand(const tj_format *f, const int64_t *dims, tj_format *ef,
+                      int64_t *edims) {
+  *ef = *f;
+  ef->ndims = 0;
+  for (int l = 0; l < f->order; l++) {
+    int64_t n = dims[f->mode_order[l]], k = f->lvl_k[l];
+    edims[l] = f->lvl_op[l] == TJ_LVL_FLOORDIV ? (n + k - 1) / k
+               : f->lvl_op[l] == TJ_LVL_MOD    ? k : n;
+    ef->mode_order[l] = l, ef->lvl_op[l] = TJ_LVL_DIM, ef->lvl_k[l] = 0;
+  }
+}
+
 /* The structural checks shared by parse and rt_format_check. */
 static tj_status check_levels(const tj_format *f) {
   if (f->order < 0 || f->order > TJ_MAX_ORDER)
@@ -74,16 +141,25 @@ static tj_status check_levels(const tj_format *f) {
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": bad level letter "
                           "'%c' (expected %s)", f->levels, c, letter_list());
     int m = f->mode_order[l];
-    if (m < 0 || m >= f->order || seen[m])
+    if (f->ndims == 0 && (m < 0 || m >= f->order || seen[m]))
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": mode order is not a "
                           "permutation of 0..%d", f->levels, f->order - 1);
-    seen[m] = true;
+    if (f->ndims == 0) seen[m] = true;
     if (rt_level_type(c)->kind == TJ_LVL_SINGLETON &&
         (l == 0 || !(rt_level_type(f->levels[l - 1])->kind == TJ_LVL_SINGLETON ||
                      (rt_level_type(f->levels[l - 1])->flags & TJ_LVL_NONUNIQUE))))
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": singleton level %d "
                           "needs a nonunique level (u, q or c) above it",
                           f->levels, l);
+  }
+  if (f->ndims != 0) {
+    tj_status st = check_blocks(f);
+    if (st != TJ_OK) return st;
+  } else {
+    for (int l = 0; l < f->order; l++)
+      if (f->lvl_op[l] != TJ_LVL_DIM)
+        return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": level %d is blocked "
+                            "but ndims is 0", f->levels, l);
   }
   if ((f->pos_width != 0 && f->pos_width != 32 && f->pos_width != 64) ||
       (f->crd_width != 0 && f->crd_width != 32 && f->crd_width != 64))
@@ -95,9 +171,10 @@ static tj_status check_levels(const tj_format *f) {
 tj_status rt_format_check(const tj_format *f, int order) {
   tj_status st = check_levels(f);
   if (st != TJ_OK) return st;
-  if (f->order != order)
-    return rt_set_error(TJ_ERR_SHAPE, "format \"%s\" has %d levels but the "
-                        "tensor has order %d", f->levels, f->order, order);
+  if (rt_format_dims(f) != order)
+    return rt_set_error(TJ_ERR_SHAPE, "format \"%s\" has %d %s but the "
+                        "tensor has order %d", f->levels, rt_format_dims(f),
+                        f->ndims ? "dims" : "levels", order);
   return TJ_OK;
 }
 
@@ -130,7 +207,19 @@ static const char *skip_ws(const char *p) {
   return p;
 }
 
-/* "ds" or "ds:1,0". */
+/* A parsed format with a blocked level has as many dims as its largest
+ * dim + 1 (the checks then ask that every dim be stored); else ndims 0. */
+static void set_ndims(tj_format *f) {
+  int nd = 0;
+  bool blocked = false;
+  for (int l = 0; l < f->order; l++) {
+    blocked |= f->lvl_op[l] != TJ_LVL_DIM;
+    if (f->mode_order[l] + 1 > nd) nd = f->mode_order[l] + 1;
+  }
+  f->ndims = blocked ? nd : 0;
+}
+
+/* "ds", "ds:1,0" or "dsdd:0/4,1/4,0%4,1%4". */
 static tj_status parse_taco(const char *spec, tj_format *f) {
   const char *p = spec;
   int n = 0;
@@ -159,6 +248,16 @@ static tj_status parse_taco(const char *spec, tj_format *f) {
       if (k == TJ_MAX_ORDER || k == n)
         return rt_set_error(TJ_ERR_PARSE, "format \"%s\": mode order has "
                             "more entries than the %d levels", spec, n);
+      p = skip_ws(p);
+      if (*p == '/' || *p == '%') {   /* d/k: d floordiv k; d%k: d mod k */
+        f->lvl_op[k] = *p == '/' ? TJ_LVL_FLOORDIV : TJ_LVL_MOD;
+        p = skip_ws(p + 1);
+        if (!isdigit((unsigned char)*p))
+          return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a block "
+                              "size at column %d", spec, (int)(p - spec) + 1);
+        long b = strtol(p, (char **)&p, 10);
+        f->lvl_k[k] = (int32_t)(b > (1L << 30) ? -1 : b);
+      }
       f->mode_order[k++] = (int32_t)(m > 99 ? 99 : m);
       p = skip_ws(p);
       if (*p != ',') break;
@@ -172,6 +271,7 @@ static tj_status parse_taco(const char *spec, tj_format *f) {
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unexpected '%c' at "
                         "column %d", spec, *skip_ws(p),
                         (int)(skip_ws(p) - spec) + 1);
+  set_ndims(f);
   return TJ_OK;
 }
 
@@ -240,8 +340,7 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
                         "column %d", spec, (int)(skip_ws(p) - spec) + 1);
   while (!eat(&p, ")")) {
     char dim[32];
-    if (nl == TJ_MAX_ORDER || !read_ident(&p, dim, sizeof dim) ||
-        !eat(&p, ":"))
+    if (nl == TJ_MAX_ORDER || !read_ident(&p, dim, sizeof dim))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'dim : "
                           "level-type' at column %d", spec,
                           (int)(skip_ws(p) - spec) + 1);
@@ -250,13 +349,30 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
     if (d == nd)
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unknown dim '%s'",
                           spec, dim);
+    int op = eat(&p, "floordiv") ? TJ_LVL_FLOORDIV : eat(&p, "mod") ? TJ_LVL_MOD : 0;
+    if (op) {
+      f->lvl_op[nl] = op;
+      const char *q = skip_ws(p);
+      if (!isdigit((unsigned char)*q))
+        return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a block size "
+                            "at column %d", spec, (int)(q - spec) + 1);
+      long b = strtol(q, (char **)&p, 10);
+      f->lvl_k[nl] = (int32_t)(b > (1L << 30) ? -1 : b);
+      if (!eat(&p, ":"))
+        return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ':' at column "
+                            "%d", spec, (int)(skip_ws(p) - spec) + 1);
+    } else if (!eat(&p, ":")) {
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'dim : "
+                          "level-type' at column %d", spec,
+                          (int)(skip_ws(p) - spec) + 1);
+    }
     const char *at = skip_ws(p);
     char c = level_letter(&p);
     if (!c)
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unknown level type at "
                           "column %d (expected dense, compressed, "
-                          "compressed(nonunique), compressed(nonordered), singleton or "
-                          "singleton(nonunique))", spec, (int)(at - spec) + 1);
+                          "compressed(nonunique), compressed(nonordered), singleton, "
+                          "singleton(nonunique) or loose_compressed)", spec, (int)(at - spec) + 1);
     f->levels[nl] = c;
     f->mode_order[nl++] = d;
     if (!eat(&p, ",") && !eat(&p, ")"))
@@ -264,13 +380,15 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
                           "at column %d", spec, (int)(skip_ws(p) - spec) + 1);
     else if (*(p - 1) == ')') break;
   }
-  if (nl != nd)
+  f->order = nl;
+  set_ndims(f);
+  if (f->ndims) f->ndims = nd;
+  if (nl != nd && !f->ndims)
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": %d dims but %d levels",
                         spec, nd, nl);
   if (*skip_ws(p))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unexpected text at "
                         "column %d", spec, (int)(skip_ws(p) - spec) + 1);
-  f->order = nl;
   return TJ_OK;
 }
 
@@ -298,7 +416,34 @@ void tj_format_print(const tj_format *f, char *buf, size_t n) {
   bool identity = true;
   for (int l = 0; l < f->order; l++)
     if (f->mode_order[l] != l) identity = false;
-  for (int l = 0; !identity && l < f->order && k >= 0 && (size_t)k < n; l++)
+  for (int l = 0; l < f->order; l++)
+    if (f->lvl_op[l] != TJ_LVL_DIM) identity = false;
+  for (int l = 0; !identity && l < f->order && k >= 0 && (size_t)k < n; l++) {
     k += snprintf(buf + k, n - (size_t)k, "%c%d", l ? ',' : ':',
                   f->mode_order[l]);
+    if (f->lvl_op[l] != TJ_LVL_DIM && k >= 0 && (size_t)k < n)
+      k += snprintf(buf + k, n - (size_t)k, "%c%d",
+                    f->lvl_op[l] == TJ_LVL_FLOORDIV ? '/' : '%', f->lvl_k[l]);
+  }
+}
+
+void tj_format_print_mlir(const tj_format *f, char *buf, size_t n) {
+  if (!buf || n == 0) return;
+  int nd = rt_format_dims(f), k = snprintf(buf, n, "(");
+  for (int d = 0; d < nd && k >= 0 && (size_t)k < n; d++)
+    k += snprintf(buf + k, n - (size_t)k, "%sd%d", d ? ", " : "", d);
+  if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, ") -> (");
+  for (int l = 0; l < f->order && k >= 0 && (size_t)k < n; l++) {
+    const RtLevelType *lt = rt_level_type(f->levels[l]);
+    const char *op = f->lvl_op[l] == TJ_LVL_FLOORDIV ? " floordiv "
+                     : f->lvl_op[l] == TJ_LVL_MOD    ? " mod " : NULL;
+    k += snprintf(buf + k, n - (size_t)k, "%sd%d", l ? ", " : "", f->mode_order[l]);
+    if (op && k >= 0 && (size_t)k < n)
+      k += snprintf(buf + k, n - (size_t)k, "%s%d", op, f->lvl_k[l]);
+    if (k >= 0 && (size_t)k < n)
+      k += snprintf(buf + k, n - (size_t)k, " : %s%s%s%s", lt ? lt->word : "?",
+                    lt && lt->prop[0] ? "(" : "", lt ? lt->prop : "",
+                    lt && lt->prop[0] ? ")" : "");
+  }
+  if (k >= 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, ")");
 }

@@ -38,11 +38,11 @@ static void extension(const char *path, char *ext, size_t n) {
 /* Prints t's entries (coords, vals: n of them) to f. */
 static bool print_entries(gzFile f, const tj_tensor *t, const int64_t *coords,
                           const double *vals, int64_t n, bool mtx) {
-  int order = t->fmt.order;
+  int order = t->order;
   bool ok = true;
   if (mtx)
     ok = gzprintf(f, "%%%%MatrixMarket matrix coordinate real general\n"
-                  "%" PRId64 " %" PRId64 " %" PRId64 "\n", t->st.dims[0], t->st.dims[1], n) > 0;
+                  "%" PRId64 " %" PRId64 " %" PRId64 "\n", t->dims[0], t->dims[1], n) > 0;
   if (order == 0) {
     double v = 0;
     for (int64_t e = 0; e < n; e++) v += vals[e];
@@ -186,10 +186,10 @@ tj_status tj_tensor_write(const tj_tensor *t, const char *path) {
   char ext[16];
   extension(path, ext, sizeof ext);
   bool mtx = !strcasecmp(ext, ".mtx") ||
-             (strcasecmp(ext, ".tns") && t->fmt.order == 2);
-  if (mtx && t->fmt.order != 2)
+             (strcasecmp(ext, ".tns") && t->order == 2);
+  if (mtx && t->order != 2)
     return rt_set_error(TJ_ERR_SHAPE, "%s: a .mtx file holds a matrix, but "
                         "tensor %s has order %d (write .tns)", path, t->name,
-                        t->fmt.order);
+                        t->order);
   return write_entries(t, path, mtx);
 }

@@ -13,6 +13,17 @@
 
 typedef RtEmitFn EmitFn;
 
+/* The segment [*lo, *hi) of parent position p in a compressed or
+ * loose_compressed level; false when p has none. */
+static bool segment(const tj_storage *s, const tj_level_storage *lv, int64_t p, int64_t *lo,
+                    int64_t *hi) {
+  int64_t k = lv->kind == TJ_LVL_LOOSE_COMPRESSED ? 2 * p : p;
+  if (!lv->pos || k + 1 >= lv->pos_len) return false;
+  *lo = rt_idx(lv->pos, s->pos_width, k);
+  *hi = rt_idx(lv->pos, s->pos_width, k + 1);
+  return true;
+}
+
 /* Visits the subtree of position p at level l; coord is indexed by dim. */
 static void walk(const tj_storage *s, int l, int64_t p, int64_t *coord,
                  EmitFn emit, void *ctx) {
@@ -25,10 +36,9 @@ static void walk(const tj_storage *s, int l, int64_t p, int64_t *coord,
   if (lv->kind == TJ_LVL_DENSE) {
     for (int64_t i = 0; i < lv->size; i++)
       coord[m] = i, walk(s, l + 1, p * lv->size + i, coord, emit, ctx);
-  } else if (lv->kind == TJ_LVL_COMPRESSED) {
-    if (!lv->pos || p + 1 >= lv->pos_len) return;
-    int64_t lo = rt_idx(lv->pos, s->pos_width, p);
-    int64_t hi = rt_idx(lv->pos, s->pos_width, p + 1);
+  } else if (lv->kind == TJ_LVL_COMPRESSED || lv->kind == TJ_LVL_LOOSE_COMPRESSED) {
+    int64_t lo, hi;
+    if (!segment(s, lv, p, &lo, &hi)) return;
     for (int64_t q = lo; q < hi; q++) {
       coord[m] = rt_idx(lv->crd, s->crd_width, q);
       walk(s, l + 1, q, coord, emit, ctx);
@@ -71,8 +81,8 @@ static bool has_dense(const tj_storage *s) {
   return false;
 }
 
-tj_status rt_tensor_entries_val(const tj_tensor *t, bool drop_fill,
-                                int64_t **coords, RtVal **vals, int64_t *n) {
+tj_status rt_tensor_level_entries_val(const tj_tensor *t, bool drop_fill,
+                                      int64_t **coords, RtVal **vals, int64_t *n) {
   const tj_storage *s = &t->st;
   Collect c = {.s = s, .drop_zero = drop_fill && has_dense(s),
                .cap = s->vals_len};
@@ -86,6 +96,27 @@ tj_status rt_tensor_entries_val(const tj_tensor *t, bool drop_fill,
   walk_all(s, collect, &c);
   *coords = c.coords, *vals = c.vals, *n = c.n;
   return TJ_OK;
+}
+
+/* A blocked tensor's entries in level coordinates become dim coordinates
+ * in place (the order shrinks from levels to dims); entries in the padding
+ * past an extent are dropped. */
+static void entries_to_dims(const tj_tensor *t, int64_t *coords, RtVal *vals, int64_t *n) {
+  int nl = t->fmt.order, nd = t->order;
+  int64_t k = 0, c[TJ_MAX_ORDER];
+  for (int64_t e = 0; e < *n; e++) {
+    if (!rt_block_to_dims(t, coords + e * nl, c)) continue;
+    memcpy(coords + k * nd, c, (size_t)nd * sizeof *c);
+    vals[k++] = vals[e];
+  }
+  *n = k;
+}
+
+tj_status rt_tensor_entries_val(const tj_tensor *t, bool drop_fill,
+                                int64_t **coords, RtVal **vals, int64_t *n) {
+  tj_status st = rt_tensor_level_entries_val(t, drop_fill, coords, vals, n);
+  if (st == TJ_OK && t->blocked) entries_to_dims(t, *coords, *vals, n);
+  return st;
 }
 
 tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
@@ -133,8 +164,8 @@ static RtVal lookup(const tj_storage *s, int l, int64_t p, const int64_t *coord)
   if (lv->kind == TJ_LVL_SINGLETON)
     return p < lv->crd_len && rt_idx(lv->crd, s->crd_width, p) == c
                ? lookup(s, l + 1, p, coord) : zero;
-  if (!lv->pos || p + 1 >= lv->pos_len) return zero;
-  int64_t lo = rt_idx(lv->pos, s->pos_width, p), hi = rt_idx(lv->pos, s->pos_width, p + 1);
+  int64_t lo, hi;
+  if (!segment(s, lv, p, &lo, &hi)) return zero;
   RtVal sum = zero;
   if (lv->flags & TJ_LVL_NONORDERED) { /* a segment in any order: scan it */
     for (int64_t q = lo; q < hi; q++)
@@ -149,12 +180,14 @@ static RtVal lookup(const tj_storage *s, int l, int64_t p, const int64_t *coord)
 }
 
 RtVal rt_tensor_lookup(const tj_tensor *t, const int64_t *coord) {
-  if (t->st.vals && t->st.vals_len > 0) return lookup(&t->st, 0, 0, coord);
+  int64_t lc[TJ_MAX_ORDER];
+  if (t->blocked) rt_block_to_levels(t, coord, lc);
+  if (t->st.vals && t->st.vals_len > 0) return lookup(&t->st, 0, 0, t->blocked ? lc : coord);
   return (RtVal){.i = 0};
 }
 
 tj_status tj_tensor_get(const tj_tensor *t, const int64_t *coord, double *out) {
-  if (!t || !out || (!coord && t->fmt.order > 0))
+  if (!t || !out || (!coord && t->order > 0))
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_get: NULL argument");
   tj_status st = rt_check_coord(t, coord);
   if (st == TJ_OK) *out = rt_val_to_double(t->st.dtype, rt_tensor_lookup(t, coord));
@@ -175,11 +208,27 @@ static void add_dense(void *ctx, const int64_t *coord, int64_t p) {
   if (d->stored) d->stored[lin] = 1;
 }
 
+/* rt_tensor_to_dense of a blocked tensor, through its entries. */
+static tj_status blocked_to_dense(const tj_tensor *t, double *out, uint8_t *stored) {
+  int64_t *coords, n;
+  double *vals;
+  tj_status st = rt_tensor_entries(t, false, &coords, &vals, &n);
+  for (int64_t e = 0; st == TJ_OK && e < n; e++) {
+    int64_t lin = 0;
+    for (int m = 0; m < t->order; m++) lin = lin * t->dims[m] + coords[e * t->order + m];
+    out[lin] += vals[e];
+    if (stored) stored[lin] = 1;
+  }
+  if (st == TJ_OK) free(coords), free(vals);
+  return st;
+}
+
 tj_status rt_tensor_to_dense(const tj_tensor *t, double *out, uint8_t *stored) {
   int64_t total = 1;
-  for (int m = 0; m < t->fmt.order; m++) total *= t->st.dims[m];
+  for (int m = 0; m < t->order; m++) total *= t->dims[m];
   memset(out, 0, (size_t)total * sizeof *out);
   if (stored) memset(stored, 0, (size_t)total);
+  if (t->blocked) return blocked_to_dense(t, out, stored);
   DenseOut d = {&t->st, out, stored};
   walk_all(&t->st, add_dense, &d);
   return TJ_OK;

@@ -234,7 +234,7 @@ tj_status mtx_read(RtReader *r, const char *name, const tj_format *fmt, tj_dtype
    * than the file holds, and growth doubles from there. */
   if (want > (1 << 20)) want = 1 << 20;
   if (want > 0) {
-    t->coo.coords = malloc((size_t)want * 2 * sizeof(int64_t));
+    t->coo.coords = malloc((size_t)want * (size_t)t->fmt.order * sizeof(int64_t));   /* levels */
     t->coo.vals = malloc((size_t)want * sizeof *t->coo.vals);
     t->coo.cap = t->coo.coords && t->coo.vals ? want : 0;
   }

@@ -261,6 +261,22 @@ static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
   return TJ_OK;
 }
 
+/* A compressed level's pos (n + 1 entries) as loose_compressed's lo, hi
+ * pairs (2n entries): the segments packed back to back. */
+static tj_status loosen(const tj_tensor *t, const tj_storage *s, tj_level_storage *lv) {
+  int64_t n = lv->pos_len - 1;
+  void *pairs = alloc_idx(2 * n, s->pos_width);
+  if (!pairs) return nomem(t);
+  for (int64_t p = 0; p < n; p++) {
+    rt_idx_set(pairs, s->pos_width, 2 * p, rt_idx(lv->pos, s->pos_width, p));
+    rt_idx_set(pairs, s->pos_width, 2 * p + 1, rt_idx(lv->pos, s->pos_width, p + 1));
+  }
+  free(lv->pos);
+  lv->pos = pairs;
+  lv->pos_len = lv->pos_cap = 2 * n;
+  return TJ_OK;
+}
+
 /* Builds every level of s (arrays NULL on entry) from sorted entries. */
 static tj_status build_levels(const tj_tensor *t, tj_storage *s,
                               const Sorted *so) {
@@ -281,6 +297,9 @@ static tj_status build_levels(const tj_tensor *t, tj_storage *s,
       P *= lv->size;
     } else if (lv->kind == TJ_LVL_COMPRESSED) {
       st = build_compressed(t, s, l, so, par, &P, l < nu);
+    } else if (lv->kind == TJ_LVL_LOOSE_COMPRESSED) {
+      st = build_compressed(t, s, l, so, par, &P, l < nu);
+      if (st == TJ_OK) st = loosen(t, s, lv);
     } else {
       lv->crd = alloc_idx(P, s->crd_width);
       if (!lv->crd) st = nomem(t);
@@ -337,7 +356,7 @@ static tj_status combine(tj_tensor *t, int64_t **coords, RtVal **vals,
   }
   int64_t *c0 = NULL, n0 = 0;
   RtVal *v0 = NULL;
-  tj_status st = rt_tensor_entries_val(t, false, &c0, &v0, &n0);
+  tj_status st = rt_tensor_level_entries_val(t, false, &c0, &v0, &n0);
   if (st != TJ_OK) return st;
   int order = t->fmt.order;
   int64_t nt = n0 + t->coo.n;

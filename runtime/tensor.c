@@ -159,12 +159,19 @@ tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
     free(t);
     return rt_set_error(TJ_ERR_NOMEM, "out of memory creating a tensor");
   }
-  t->fmt = f;
-  st = setup_storage(t, dtype, dims);
+  t->order = order;
+  for (int d = 0; d < order; d++) t->dims[d] = dims[d];
+  t->blocked = rt_format_blocked(&f);
+  int64_t edims[TJ_MAX_ORDER];
+  if (t->blocked) rt_format_expand(&f, dims, &t->fmt, edims);
+  else t->fmt = f;
+  st = setup_storage(t, dtype, t->blocked ? edims : dims);
   if (st != TJ_OK) {
     tj_tensor_free(t);
     return st;
   }
+  t->ufmt = f;
+  t->ufmt.pos_width = t->fmt.pos_width, t->ufmt.crd_width = t->fmt.crd_width;
   *out = t;
   return TJ_OK;
 }
@@ -193,7 +200,8 @@ tj_status rt_coo_push_val(tj_tensor *t, const int64_t *coord, RtVal v) {
     c->vals = nv;
     c->cap = cap;
   }
-  if (order > 0)
+  if (t->blocked) rt_block_to_levels(t, coord, c->coords + c->n * order);
+  else if (order > 0)
     memcpy(c->coords + c->n * order, coord, (size_t)order * sizeof *coord);
   c->vals[c->n++] = v;
   return TJ_OK;
@@ -204,16 +212,16 @@ tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v) {
 }
 
 tj_status rt_check_coord(const tj_tensor *t, const int64_t *coord) {
-  for (int d = 0; d < t->fmt.order; d++)
-    if (coord[d] < 0 || coord[d] >= t->st.dims[d])
+  for (int d = 0; d < t->order; d++)
+    if (coord[d] < 0 || coord[d] >= t->dims[d])
       return rt_set_error(TJ_ERR_SHAPE, "tensor %s: coordinate %" PRId64
                           " in mode %d is out of range 0..%" PRId64, t->name,
-                          coord[d], d, t->st.dims[d] - 1);
+                          coord[d], d, t->dims[d] - 1);
   return TJ_OK;
 }
 
 tj_status tj_tensor_insert(tj_tensor *t, const int64_t *coord, double value) {
-  if (!t || (!coord && t->fmt.order > 0))
+  if (!t || (!coord && t->order > 0))
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_insert: NULL argument");
   tj_status st = rt_check_coord(t, coord);
   return st == TJ_OK ? rt_coo_push(t, coord, value) : st;
@@ -231,15 +239,15 @@ tj_status tj_tensor_rename(tj_tensor *t, const char *name) {
   return TJ_OK;
 }
 
-int tj_tensor_order(const tj_tensor *t) { return t->fmt.order; }
+int tj_tensor_order(const tj_tensor *t) { return t->order; }
 
 int64_t tj_tensor_dim(const tj_tensor *t, int mode) {
-  return mode >= 0 && mode < t->fmt.order ? t->st.dims[mode] : -1;
+  return mode >= 0 && mode < t->order ? t->dims[mode] : -1;
 }
 
 tj_dtype tj_tensor_dtype(const tj_tensor *t) { return (tj_dtype)t->st.dtype; }
 
-const tj_format *tj_tensor_format(const tj_tensor *t) { return &t->fmt; }
+const tj_format *tj_tensor_format(const tj_tensor *t) { return &t->ufmt; }
 
 int64_t tj_tensor_nnz(const tj_tensor *t) { return t->st.vals_len; }
 
@@ -258,11 +266,11 @@ int64_t tj_tensor_bytes(const tj_tensor *t) {
 void tj_tensor_print(const tj_tensor *t, void *file, int64_t max_entries) {
   FILE *out = file ? file : stdout;
   char fs[64];
-  tj_format_print(&t->fmt, fs, sizeof fs);
+  tj_format_print(&t->ufmt, fs, sizeof fs);
   fprintf(out, "%s: %s ", t->name, tj_dtype_name(tj_tensor_dtype(t)));
-  for (int d = 0; d < t->fmt.order; d++)
-    fprintf(out, "%s%" PRId64, d ? "x" : "", t->st.dims[d]);
-  fprintf(out, "%s%s nnz=%" PRId64 "\n", t->fmt.order ? " " : "scalar ", fs,
+  for (int d = 0; d < t->order; d++)
+    fprintf(out, "%s%" PRId64, d ? "x" : "", t->dims[d]);
+  fprintf(out, "%s%s nnz=%" PRId64 "\n", t->order ? " " : "scalar ", fs,
           t->st.vals_len);
   int64_t *coords = NULL, n = 0;
   double *vals = NULL;
@@ -273,8 +281,8 @@ void tj_tensor_print(const tj_tensor *t, void *file, int64_t max_entries) {
   int64_t shown = max_entries > 0 && max_entries < n ? max_entries : n;
   for (int64_t e = 0; e < shown; e++) {
     fputs("  (", out);
-    for (int d = 0; d < t->fmt.order; d++)
-      fprintf(out, "%s%" PRId64, d ? "," : "", coords[e * t->fmt.order + d]);
+    for (int d = 0; d < t->order; d++)
+      fprintf(out, "%s%" PRId64, d ? "," : "", coords[e * t->order + d]);
     fprintf(out, ") %.17g\n", vals[e]);
   }
   if (shown < n) fprintf(out, "  ... (%" PRId64 " more)\n", n - shown);

@@ -44,10 +44,25 @@ typedef struct RtAdopted {
   void *arrays[2 * TJ_MAX_ORDER + 1];
 } RtAdopted;
 
+/* A blocked tensor (a format with floordiv / mod levels, e.g. BSR) is
+ * stored as the tensor of its levels: fmt is the expanded format (one dim
+ * per level, identity mode order, rt_format_expand) and st its storage,
+ * so pack, iteration and kernels see an ordinary order-`levels` tensor;
+ * order, dims and ufmt are what the user sees (the same as fmt's and st's
+ * for every other tensor). Coordinates cross between the two at the COO
+ * buffer (rt_coo_push_val maps dims to levels) and at rt_tensor_entries /
+ * rt_tensor_lookup (levels back to dims, padding past the extents
+ * skipped). */
 struct tj_tensor {
   char *name;
   tj_format fmt;   /* widths resolved: always 32 or 64 */
   tj_storage st;
+  bool blocked;
+  int32_t order;               /* dims the user sees */
+  int64_t dims[TJ_MAX_ORDER];  /* their extents */
+  tj_format ufmt;              /* the format as given (widths resolved) */
+  bool padded;                 /* a view (rt_tensor_view_split) over a padded copy */
+  int32_t split[TJ_MAX_ORDER]; /* its split */
   RtCoo coo;
   RtAdopted adopted;
 };
@@ -165,6 +180,35 @@ tj_status rt_format_check(const tj_format *f, int order);
 tj_format rt_format_default(int order);
 /* True when every level of f is dense. */
 bool rt_format_all_dense(const tj_format *f);
+/* Whether f has floordiv / mod levels (f->ndims != 0). */
+bool rt_format_blocked(const tj_format *f);
+/* The dims of a tensor of format f (ndims, or order when not blocked). */
+int rt_format_dims(const tj_format *f);
+/* The tensor of f's levels: ef has f's letters and widths over one dim per
+ * level (identity mode order, no blocks), edims[l] the extent of level l
+ * (n for a dim of extent n, ceil(n/k) for floordiv k, k for mod k). */
+void rt_format_expand(const tj_format *f, const int64_t *dims, tj_format *ef,
+                      int64_t *edims);
+/* Level coordinates lc of the dim coordinates coord of blocked tensor t. */
+void rt_block_to_levels(const tj_tensor *t, const int64_t *coord, int64_t *lc);
+/* Dim coordinates of level coordinates lc; false when they fall in the
+ * padding past a dim's extent. */
+bool rt_block_to_dims(const tj_tensor *t, const int64_t *lc, int64_t *coord);
+/* v (filled in, owns nothing: never tj_tensor_free it) = blocked tensor t
+ * seen as the tensor of its levels (its storage's order, dims and format). */
+void rt_tensor_view_levels(const tj_tensor *t, tj_tensor *v);
+/* v = dense tensor t with each dim m where split[m] > 0 seen as two dims
+ * (ceil(dims[m] / split[m]), split[m]), next to each other and in t's
+ * level order: the same values array, nothing copied, when every split dim
+ * is a multiple of its block; else a zero-padded copy the view owns (freed
+ * by rt_tensor_view_finish). A tensor with no values yet gets them (zeroed)
+ * first. Refused unless t is dense. */
+tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tensor *v);
+/* After a kernel ran on view v of t (v from rt_tensor_view_split): when t
+ * is the output it takes the values v holds (copied back from a padded
+ * copy, or the array a kernel that had to grow them made) and their
+ * length; a padded copy is freed. */
+void rt_tensor_view_finish(tj_tensor *t, tj_tensor *v, bool output);
 
 /* ---- pack, unpack, conversion (pack.c, convert.c) ---- */
 
@@ -176,6 +220,10 @@ tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
 /* The same with values exact in t's dtype. */
 tj_status rt_tensor_entries_val(const tj_tensor *t, bool drop_fill,
                                 int64_t **coords, RtVal **vals, int64_t *n);
+/* rt_tensor_entries_val in level coordinates of t's storage (the same as
+ * dims unless t is blocked): coords[e*levels + l]. */
+tj_status rt_tensor_level_entries_val(const tj_tensor *t, bool drop_fill,
+                                      int64_t **coords, RtVal **vals, int64_t *n);
 /* The sum (in t's dtype) of the values stored at coord, 0 if none. */
 RtVal rt_tensor_lookup(const tj_tensor *t, const int64_t *coord);
 /* Fills out (prod(dims) doubles, row-major over dims) with t's values and,

@@ -8,7 +8,7 @@
  * order 0) lies inside its dims. */
 static tj_status check(const tj_tensor *t, const int64_t *coord, tj_dtype dt,
                        const char *fn) {
-  if (!t || (!coord && t->fmt.order > 0))
+  if (!t || (!coord && t->order > 0))
     return rt_set_error(TJ_ERR_INVALID, "%s: NULL argument", fn);
   if (t->st.dtype != (int32_t)dt)
     return rt_set_error(TJ_ERR_DTYPE, "%s: tensor %s holds %s values, not %s", fn,

@@ -63,6 +63,14 @@ static tj_status strided_order(const char *name, int order, const int64_t *dims,
  * strides give; widths 0 mean 32 (the caller's arrays have a width). */
 static tj_status wrap_format(const char *name, const tj_arrays *a, tj_format *f) {
   *f = a->fmt ? *a->fmt : tj_format_dense(a->order);
+  if (rt_format_blocked(f))
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping blocked (floordiv / mod) "
+                        "storage is not supported yet; insert and pack, or convert", name);
+  for (int l = 0; l < f->order && l < TJ_MAX_ORDER; l++)
+    if (rt_level_type(f->levels[l]) &&
+        rt_level_type(f->levels[l])->kind == TJ_LVL_LOOSE_COMPRESSED)
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping loose_compressed levels "
+                          "is not supported yet; insert and pack, or convert", name);
   if (a->strides) {
     if (a->fmt && !rt_format_all_dense(a->fmt))
       return rt_set_error(TJ_ERR_INVALID, "tensor %s: strides describe dense data, but "
@@ -336,9 +344,9 @@ tj_status tj_tensor_arrays(tj_tensor *t, tj_arrays *out) {
   memset(out, 0, sizeof *out);
   tj_storage *s = &t->st;
   out->dtype = (tj_dtype)s->dtype;
-  out->order = s->order;
-  out->dims = s->dims;
-  out->fmt = &t->fmt;
+  out->order = t->order;   /* a blocked tensor: its dims, and its levels' arrays */
+  out->dims = t->dims;
+  out->fmt = &t->ufmt;
   for (int l = 0; l < s->order; l++) {
     out->pos[l] = s->levels[l].pos;
     out->pos_len[l] = s->levels[l].pos ? s->levels[l].pos_len : 0;

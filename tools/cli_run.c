@@ -72,9 +72,11 @@ static bool parse_formats(Cli *c) {
     if (!f || !f->format) continue;
     if (tj_format_parse(f->format, &c->fmt[t]) != TJ_OK)
       return tool_fail("-f=%s:%s: %s", f->name, f->format, tj_last_error());
-    if (c->fmt[t].order != order)
-      return tool_fail("-f=%s:%s: the format has %d levels, but %s has order %d in "
-                       "the expression", f->name, f->format, c->fmt[t].order, f->name, order);
+    int nd = c->fmt[t].ndims ? c->fmt[t].ndims : c->fmt[t].order;   /* blocked: dims */
+    if (nd != order)
+      return tool_fail("-f=%s:%s: the format has %d %s, but %s has order %d in "
+                       "the expression", f->name, f->format, nd,
+                       c->fmt[t].ndims ? "dims" : "levels", f->name, order);
   }
   return true;
 }

@@ -27,7 +27,10 @@ class Format(ctypes.Structure):
                 ("levels", ctypes.c_char * (MAX_ORDER + 1)),
                 ("mode_order", ctypes.c_int32 * MAX_ORDER),
                 ("pos_width", ctypes.c_int32),
-                ("crd_width", ctypes.c_int32)]
+                ("crd_width", ctypes.c_int32),
+                ("ndims", ctypes.c_int32),
+                ("lvl_op", ctypes.c_int32 * MAX_ORDER),
+                ("lvl_k", ctypes.c_int32 * MAX_ORDER)]
 
 
 class Arrays(ctypes.Structure):

@@ -264,7 +264,9 @@ class Tensor:
         dense, else a copy through a dense conversion."""
         fmt = self.format
         levels = fmt.split(":")[0]
-        t = self if set(levels) <= {"d"} else self.convert("d" * len(levels))
+        order = len(self.shape)
+        plain = set(levels) <= {"d"} and len(levels) == order   # blocked: more levels
+        t = self if plain else self.convert("d" * order)
         a = t._arrays()
         order = [a.fmt.contents.mode_order[l] for l in range(a.order)]
         shape = [a.dims[d] for d in order]
@@ -273,11 +275,21 @@ class Tensor:
 
     def to_scipy(self):
         """A scipy.sparse matrix of an order-2 tensor: views of CSR ("ds"),
-        CSC ("ds:1,0") and COO ("uq") storage, else a copy converted to CSR."""
+        CSC ("ds:1,0"), COO ("uq") and BSR ("dsdd:0/r,1/c,0%r,1%c" over
+        extents that are block multiples: scipy's bsr_matrix) storage, else a
+        copy converted to CSR."""
+        import re
         import scipy.sparse as sp
         fmt = self.format
-        if len(fmt.split(":")[0]) != 2:
+        if len(self.shape) != 2:
             raise ValueError("tensorjit: to_scipy needs an order-2 tensor, not %s" % fmt)
+        bsr = re.fullmatch(r"dsdd:0/(\d+),1/(\d+),0%\1,1%\2", fmt)
+        if bsr and all(n % int(b) == 0 for n, b in zip(self.shape, bsr.groups())):
+            arr = self.arrays()
+            r, c = (int(b) for b in bsr.groups())
+            data = arr["vals"].reshape(-1, r, c)
+            return sp.bsr_matrix((data, arr["crd"][1], arr["pos"][1]), shape=self.shape,
+                                 copy=False)
         if fmt not in SCIPY_FORMATS:
             return self.convert("ds").to_scipy()
         arr = self.arrays()

@@ -364,6 +364,37 @@ def test_tensor_in_any_format():
         np.testing.assert_array_equal(t.to_numpy(), d)
 
 
+def test_bsr_tensors_and_kernels():
+    """BSR in both spellings: storage is scipy's bsr_matrix (same arrays),
+    SpMV and SpMM over it match numpy, and unaligned extents pad."""
+    d = np.zeros((8, 12))
+    d[0:2, 3:6] = RNG.random((2, 3))
+    d[6:8, 0:3] = RNG.random((2, 3))
+    d[5, 11] = 7.0
+    mlir = ("(i,j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, "
+            "i mod 2 : dense, j mod 3 : dense)")
+    t = tensorjit.tensor(d, "A", format=mlir)
+    assert t.format == "dsdd:0/2,1/3,0%2,1%3"
+    assert t.shape == (8, 12)
+    np.testing.assert_array_equal(t.to_numpy(), d)
+    m = t.to_scipy()
+    want = sp.bsr_matrix(d, blocksize=(2, 3))
+    want.sort_indices()
+    assert isinstance(m, sp.bsr_matrix)
+    np.testing.assert_array_equal(m.indptr, want.indptr)
+    np.testing.assert_array_equal(m.indices, want.indices)
+    np.testing.assert_array_equal(m.data, want.data)
+    x, b = RNG.random(12), RNG.random((12, 5))
+    y = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": mlir})(A=t, x=x)
+    np.testing.assert_allclose(y, d @ x, rtol=1e-12)
+    c = tensorjit.compile("C(i,k) = A(i,j) * B(j,k)", formats={"A": mlir})(A=t, B=b)
+    np.testing.assert_allclose(c, d @ b, rtol=1e-12)
+    u = tensorjit.tensor(d[:7, :11], "A", format=mlir)   # padded: no bsr_matrix view
+    assert isinstance(u.to_scipy(), sp.csr_matrix)
+    np.testing.assert_allclose(tensorjit.compile("y(i) = A(i,j) * x(j)")(A=u, x=x[:11]),
+                               d[:7, :11] @ x[:11], rtol=1e-12)
+
+
 def test_gil_is_released_while_a_kernel_runs():
     """Another Python thread keeps running during a long kernel: the
     longest pause it sees is much shorter than the kernel."""

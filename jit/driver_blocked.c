@@ -1,0 +1,427 @@
+/* Kernels over blocked operands (formats with floordiv / mod levels: BSR).
+ *
+ * A blocked tensor is stored as the tensor of its levels (runtime/blocked.c),
+ * so a kernel over it is a kernel over that tensor: the expression is
+ * rewritten so every index a blocked operand stores as `i floordiv k` and
+ * `i mod k` becomes two indices, i_b over blocks and i_i inside the block
+ * (i = i_b * k + i_i), and the blocked operand is accessed in level order:
+ *   y(i) = A(i,j) * x(j), A BSR 4x4
+ *   ->  y(i_b,i_i) = A(i_b,j_b,i_i,j_i) * x(j_b,j_i)
+ * The other operands indexed by a blocked index are dense and are seen as
+ * reshaped views of their own arrays (x(j_b,j_i) is x(j_b*4 + j_i)); the
+ * lowering then emits, from A's levels, a loop over block rows, over the
+ * stored blocks of the row, and dense loops over the block whose extents
+ * are the constant block size (a bound(...) directive), which the
+ * vectorizer takes. The compile and every run build the views (nothing is
+ * copied); the output's values go back to the caller's tensor.
+ * Refused with a message: a blocked output, a sparse operand indexed by a
+ * blocked index, a blocked index outside an access (sum(j, ...)), two block
+ * sizes for one index, extents that are not multiples of the block, and
+ * schedules (their loop names would be the rewritten ones).
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+#define BLK_NAME 64
+#define BLK_MAX_IDS 256
+#define BLK_MAX_ACC 256
+
+/* What a given operand runs as. */
+typedef struct BlkOperand {
+  char name[BLK_NAME];
+  bool levels;                 /* blocked: the tensor of its levels */
+  bool split_any;              /* dense: reshaped by split */
+  int32_t split[TJ_MAX_ORDER]; /* block size per dim (0: kept) */
+} BlkOperand;
+
+struct DrvBlocked {
+  int n;
+  BlkOperand op[NT_MAX_TENSORS];
+  char *expr;                  /* the rewritten expression (malloc'd) */
+  char *schedule;              /* the bound(...) directives (malloc'd) */
+  int norig;
+  tj_tensor *orig[NT_MAX_TENSORS];   /* the compile's operands */
+  tj_tensor views[NT_MAX_TENSORS];   /* the compile's views */
+};
+
+/* One access `T(i, j, ...)` found in the expression text. */
+typedef struct BlkAccess {
+  int op;                      /* index into the operand list */
+  const char *open, *close;    /* its '(' and ')' */
+  int n;
+  char idx[TJ_MAX_ORDER][BLK_NAME];
+} BlkAccess;
+
+typedef struct BlkIndex {
+  char name[BLK_NAME], outer[BLK_NAME + 8], inner[BLK_NAME + 8];
+  int32_t k;
+} BlkIndex;
+
+typedef struct BlkScan {
+  BlkAccess acc[BLK_MAX_ACC];
+  int nacc;
+  char ids[BLK_MAX_IDS][BLK_NAME];   /* identifiers outside access lists */
+  int nids;
+  BlkIndex ix[TJ_MAX_ORDER * NT_MAX_TENSORS];
+  int nix;
+} BlkScan;
+
+bool drv_blocked_any(tj_tensor *const *ops, int n) {
+  for (int k = 0; k < n; k++)
+    if (ops[k] && ops[k]->blocked) return true;
+  return false;
+}
+
+static const char *ident(const char *p, char *buf) {
+  size_t k = 0;
+  while (isalnum((unsigned char)*p) || *p == '_') {
+    if (k + 1 < BLK_NAME) buf[k++] = *p;
+    p++;
+  }
+  buf[k] = 0;
+  return p;
+}
+
+static const char *skip_ws(const char *p) {
+  while (isspace((unsigned char)*p)) p++;
+  return p;
+}
+
+static int operand_named(tj_tensor *const *ops, int n, const char *name) {
+  for (int k = 0; k < n; k++)
+    if (ops[k] && !strcmp(tj_tensor_name(ops[k]), name)) return k;
+  return -1;
+}
+
+/* Reads `(a, b, c)` at p into ac; NULL when it is no plain index list. */
+static const char *index_list(const char *p, BlkAccess *ac) {
+  ac->open = p;
+  ac->n = 0;
+  p = skip_ws(p + 1);
+  if (*p == ')') return ac->close = p, p + 1;
+  for (;;) {
+    if (ac->n == TJ_MAX_ORDER || !(isalpha((unsigned char)*p) || *p == '_')) return NULL;
+    p = skip_ws(ident(p, ac->idx[ac->n++]));
+    if (*p == ')') return ac->close = p, p + 1;
+    if (*p != ',') return NULL;
+    p = skip_ws(p + 1);
+  }
+}
+
+static bool scan(const char *expr, tj_tensor *const *ops, int n, BlkScan *s, Diag *d) {
+  for (const char *p = expr; *p;) {
+    if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
+      while (isalnum((unsigned char)*p) || *p == '.' ||
+             ((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E')))
+        p++;
+      continue;
+    }
+    if (!(isalpha((unsigned char)*p) || *p == '_')) {
+      p++;
+      continue;
+    }
+    char name[BLK_NAME];
+    const char *q = ident(p, name), *r = skip_ws(q);
+    int op = operand_named(ops, n, name);
+    BlkAccess ac;
+    const char *end = op >= 0 && *r == '(' ? index_list(r, &ac) : NULL;
+    if (end) {
+      if (s->nacc == BLK_MAX_ACC)
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "more than %d accesses", BLK_MAX_ACC);
+      ac.op = op;
+      s->acc[s->nacc++] = ac;
+      p = end;
+      continue;
+    }
+    if (s->nids < BLK_MAX_IDS) snprintf(s->ids[s->nids++], BLK_NAME, "%s", name);
+    p = q;
+  }
+  return true;
+}
+
+static BlkIndex *index_of(BlkScan *s, const char *name) {
+  for (int i = 0; i < s->nix; i++)
+    if (!strcmp(s->ix[i].name, name)) return &s->ix[i];
+  return NULL;
+}
+
+static bool used_name(const BlkScan *s, const char *name) {
+  for (int i = 0; i < s->nids; i++)
+    if (!strcmp(s->ids[i], name)) return true;
+  for (int a = 0; a < s->nacc; a++)
+    for (int m = 0; m < s->acc[a].n; m++)
+      if (!strcmp(s->acc[a].idx[m], name)) return true;
+  for (int i = 0; i < s->nix; i++)
+    if (!strcmp(s->ix[i].outer, name) || !strcmp(s->ix[i].inner, name)) return true;
+  return false;
+}
+
+/* A fresh index name: base + suffix, with '_' added until unused. */
+static void fresh(const BlkScan *s, const char *base, const char *suffix, char *out) {
+  char buf[BLK_NAME + 8];
+  snprintf(buf, sizeof buf, "%s%s", base, suffix);
+  while (used_name(s, buf) && strlen(buf) + 1 < sizeof buf) strcat(buf, "_");
+  snprintf(out, BLK_NAME + 8, "%s", buf);
+}
+
+/* The blocked indices: the index of every floordiv / mod level of a
+ * blocked operand, with its block size. */
+static bool find_blocked(BlkScan *s, tj_tensor *const *ops, Diag *d) {
+  for (int a = 0; a < s->nacc; a++) {
+    const BlkAccess *ac = &s->acc[a];
+    tj_tensor *t = ops[ac->op];
+    if (!t->blocked) continue;
+    if (a == 0)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "output %s has a blocked format (%s levels); "
+                        "blocked outputs are not supported yet: write a dense or CSR output "
+                        "and convert it", t->name, t->ufmt.levels);
+    if (ac->n != t->order) return true;   /* the checker names the arity error */
+    for (int l = 0; l < t->ufmt.order; l++) {
+      if (t->ufmt.lvl_op[l] != TJ_LVL_FLOORDIV) continue;
+      const char *name = ac->idx[t->ufmt.mode_order[l]];
+      BlkIndex *ix = index_of(s, name);
+      if (ix && ix->k != t->ufmt.lvl_k[l])
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "index %s is blocked by %d in one operand "
+                          "and by %d in %s; one block size per index", name, ix->k,
+                          t->ufmt.lvl_k[l], t->name);
+      if (!ix) {
+        ix = &s->ix[s->nix++];
+        snprintf(ix->name, sizeof ix->name, "%s", name);
+        ix->k = t->ufmt.lvl_k[l];
+      }
+    }
+  }
+  for (int i = 0; i < s->nix; i++) {
+    for (int k = 0; k < s->nids; k++)
+      if (!strcmp(s->ids[k], s->ix[i].name))
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "index %s is blocked (a blocked operand "
+                          "stores %s floordiv %d) and appears outside an access; write the "
+                          "sum implicitly", s->ix[i].name, s->ix[i].name, s->ix[i].k);
+    fresh(s, s->ix[i].name, "_b", s->ix[i].outer);
+    fresh(s, s->ix[i].name, "_i", s->ix[i].inner);
+  }
+  return true;
+}
+
+/* Appends `text` to the growing buffer. */
+static bool put(char **buf, size_t *len, size_t *cap, const char *text, size_t n) {
+  if (*len + n + 1 > *cap) {
+    size_t c = (*cap + n + 1) * 2;
+    char *b = realloc(*buf, c);
+    if (!b) return false;
+    *buf = b, *cap = c;
+  }
+  memcpy(*buf + *len, text, n);
+  *len += n;
+  (*buf)[*len] = 0;
+  return true;
+}
+
+static bool puts_(char **buf, size_t *len, size_t *cap, const char *text) {
+  return put(buf, len, cap, text, strlen(text));
+}
+
+/* The access list of ac, rewritten; records the operand's role in blk. */
+static bool rewrite_access(const BlkScan *s, const BlkAccess *ac, tj_tensor *t, DrvBlocked *b,
+                           char **buf, size_t *len, size_t *cap, Diag *d) {
+  BlkOperand *bo = &b->op[ac->op];
+  bool ok = puts_(buf, len, cap, "(");
+  if (t->blocked && ac->n != t->order)
+    return diag_error(d, TJ_ERR_SHAPE, "%s has %d dims but is accessed with %d indices",
+                      t->name, t->order, ac->n);
+  if (t->blocked) {
+    bo->levels = true;
+    for (int l = 0; l < t->ufmt.order && ok; l++) {
+      const char *name = ac->idx[t->ufmt.mode_order[l]];
+      BlkIndex *ix = index_of((BlkScan *)s, name);
+      int op = t->ufmt.lvl_op[l];
+      if (op == TJ_LVL_DIM && ix)
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "%s stores index %s unblocked, but another "
+                          "operand blocks it by %d", t->name, name, ix->k);
+      const char *word = op == TJ_LVL_FLOORDIV ? ix->outer : op == TJ_LVL_MOD ? ix->inner : name;
+      ok = puts_(buf, len, cap, l ? "," : "") && puts_(buf, len, cap, word);
+    }
+    return ok && puts_(buf, len, cap, ")");
+  }
+  int32_t split[TJ_MAX_ORDER] = {0};
+  for (int m = 0; m < ac->n && ok; m++) {
+    BlkIndex *ix = index_of((BlkScan *)s, ac->idx[m]);
+    ok = puts_(buf, len, cap, m ? "," : "");
+    if (ix) {
+      split[m] = ix->k;
+      ok = ok && puts_(buf, len, cap, ix->outer) && puts_(buf, len, cap, ",") &&
+           puts_(buf, len, cap, ix->inner);
+    } else {
+      ok = ok && puts_(buf, len, cap, ac->idx[m]);
+    }
+  }
+  bool any = false;
+  for (int m = 0; m < ac->n; m++) any |= split[m] > 0;
+  if (bo->split_any && memcmp(bo->split, split, sizeof split))
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "%s is accessed with different blocked "
+                      "indices in one expression", t->name);
+  if (any) bo->split_any = true, memcpy(bo->split, split, sizeof split);
+  return ok && puts_(buf, len, cap, ")");
+}
+
+static bool in_access(const BlkAccess *ac, const char *name) {
+  for (int m = 0; m < ac->n; m++)
+    if (!strcmp(ac->idx[m], name)) return true;
+  return false;
+}
+
+/* With one blocked operand, the loops follow its levels, and the indices
+ * it does not have (SpMM's k) go just above the first in-block loop of a
+ * reduction index (j_i): reorder(i_b, j_b, i_i, k, j_i). The block's
+ * reduction then runs innermost, unrolled by its constant extent, and the
+ * loop over k vectorizes with C(i, k) loaded and stored once per block row
+ * of four products instead of once per product. */
+static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size_t *len,
+                       size_t *cap) {
+  const BlkAccess *blk = NULL;
+  for (int a = 1; a < s->nacc; a++)
+    if (ops[s->acc[a].op]->blocked) {
+      if (blk && ops[blk->op] != ops[s->acc[a].op]) return true;
+      blk = &s->acc[a];
+    }
+  if (!blk || ops[blk->op]->order != blk->n) return true;
+  const tj_format *f = &ops[blk->op]->ufmt;
+  char order[2 * TJ_MAX_ORDER + NT_MAX_INDICES][BLK_NAME + 8];
+  int n = 0, at = -1;
+  for (int l = 0; l < f->order; l++) {
+    const char *name = blk->idx[f->mode_order[l]];
+    const BlkIndex *ix = index_of((BlkScan *)s, name);
+    if (f->lvl_op[l] == TJ_LVL_MOD && at < 0 && !in_access(&s->acc[0], name)) at = n;
+    snprintf(order[n++], BLK_NAME + 8, "%s", f->lvl_op[l] == TJ_LVL_FLOORDIV ? ix->outer
+                                             : f->lvl_op[l] == TJ_LVL_MOD    ? ix->inner : name);
+  }
+  int levels = n;
+  for (int a = 0; a < s->nacc; a++)   /* the other indices, as they appear */
+    for (int m = 0; m < s->acc[a].n; m++) {
+      const char *name = s->acc[a].idx[m];
+      bool seen = index_of((BlkScan *)s, name) != NULL;
+      for (int k = 0; k < n && !seen; k++) seen = !strcmp(order[k], name);
+      if (!seen && n < (int)(sizeof order / sizeof order[0]))
+        snprintf(order[n++], BLK_NAME + 8, "%s", name);
+    }
+  if (n == levels || at < 0) return true;   /* the levels' order is the default's */
+  bool ok = puts_(sch, len, cap, "reorder(");
+  for (int k = 0; k < n && ok; k++) {   /* levels before at, the others, the rest */
+    int pick = k < at ? k : k < at + (n - levels) ? levels + (k - at) : k - (n - levels);
+    ok = puts_(sch, len, cap, k ? ", " : "") && puts_(sch, len, cap, order[pick]);
+  }
+  return ok && puts_(sch, len, cap, ") ");
+}
+
+void drv_blocked_free(DrvBlocked *b) {
+  if (!b) return;
+  free(b->expr);
+  free(b->schedule);
+  free(b);
+}
+
+DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
+                             const char *schedule, Diag *d) {
+  if (schedule && *skip_ws(schedule))
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "schedules over blocked operands are not "
+                      "supported yet (the kernel's loops are the blocks' i_b, i_i)"), NULL;
+  if (n > NT_MAX_TENSORS)
+    return diag_error(d, TJ_ERR_INVALID, "more than %d operands", NT_MAX_TENSORS), NULL;
+  BlkScan *s = calloc(1, sizeof *s);
+  DrvBlocked *b = calloc(1, sizeof *b);
+  char *buf = NULL, *sch = NULL;
+  size_t len = 0, cap = 0, slen = 0, scap = 0;
+  bool ok = s && b;
+  if (!ok) diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  ok = ok && scan(expr, ops, n, s, d) && find_blocked(s, ops, d);
+  const char *p = expr;
+  for (int a = 0; ok && a < s->nacc; a++) {
+    const BlkAccess *ac = &s->acc[a];
+    ok = put(&buf, &len, &cap, p, (size_t)(ac->open - p)) &&
+         rewrite_access(s, ac, ops[ac->op], b, &buf, &len, &cap, d);
+    p = ac->close + 1;
+  }
+  ok = ok && puts_(&buf, &len, &cap, p);
+  ok = ok && loop_order(s, ops, &sch, &slen, &scap);
+  for (int i = 0; ok && i < s->nix; i++) {   /* the block loops run k times */
+    char dir[3 * BLK_NAME + 64];
+    snprintf(dir, sizeof dir, "%sbound(%s, %s_k, %d, max_exact)", slen ? " " : "",
+             s->ix[i].inner, s->ix[i].inner, s->ix[i].k);
+    ok = puts_(&sch, &slen, &scap, dir);
+  }
+  if (ok && !buf) diag_error(d, TJ_ERR_NOMEM, "out of memory"), ok = false;
+  if (!ok) {
+    if (diag_ok(d)) diag_error(d, TJ_ERR_NOMEM, "out of memory");
+    free(buf), free(sch), free(s), free(b);
+    return NULL;
+  }
+  b->n = n;
+  for (int k = 0; k < n; k++)
+    if (ops[k]) snprintf(b->op[k].name, BLK_NAME, "%s", tj_tensor_name(ops[k]));
+  b->expr = buf;
+  b->schedule = sch;
+  b->norig = n;
+  for (int k = 0; k < n; k++) b->orig[k] = ops[k];
+  free(s);
+  return b;
+}
+
+const char *drv_blocked_expr(const DrvBlocked *b) { return b->expr; }
+const char *drv_blocked_schedule(const DrvBlocked *b) { return b->schedule; }
+tj_tensor *const *drv_blocked_orig(const DrvBlocked *b, int *n) {
+  *n = b->norig;
+  return b->orig;
+}
+tj_tensor *drv_blocked_compile_views(DrvBlocked *b) { return b->views; }
+
+static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tensor *store,
+                      tj_tensor **out, Diag *d);
+
+bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
+                       tj_tensor **out, Diag *d) {
+  for (int k = 0; k < n; k++) out[k] = ops[k];
+  for (int k = 0; k < n; k++) {
+    if (!make_view(b, ops, k, store, out, d)) {
+      drv_blocked_finish(ops, out, k, NULL);   /* frees the padded copies made */
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tensor *store,
+                      tj_tensor **out, Diag *d) {
+  {
+    if (!ops[k]) return true;
+    const BlkOperand *bo = NULL;
+    for (int j = 0; j < b->n; j++)
+      if (!strcmp(b->op[j].name, tj_tensor_name(ops[k]))) bo = &b->op[j];
+    if (!bo || (!bo->levels && !bo->split_any)) {
+      if (ops[k]->blocked)
+        return diag_error(d, TJ_ERR_INVALID, "operand %s is blocked but was compiled "
+                          "unblocked", tj_tensor_name(ops[k]));
+      return true;
+    }
+    if (bo->levels) {
+      if (!ops[k]->blocked)
+        return diag_error(d, TJ_ERR_INVALID, "operand %s was compiled blocked but is not",
+                          tj_tensor_name(ops[k]));
+      rt_tensor_view_levels(ops[k], &store[k]);
+    } else {
+      tj_status st = rt_tensor_view_split(ops[k], bo->split, &store[k]);
+      if (st != TJ_OK) return diag_error(d, st, "%s", tj_last_error());
+    }
+    out[k] = &store[k];
+  }
+  return true;
+}
+
+void drv_blocked_finish(tj_tensor *const *ops, tj_tensor *const *views, int n,
+                        const char *out_name) {
+  for (int k = 0; k < n; k++)
+    if (ops[k] && views[k] != ops[k] && !views[k]->blocked && !ops[k]->blocked)
+      rt_tensor_view_finish(ops[k], views[k], out_name && !strcmp(tj_tensor_name(ops[k]), out_name));
+}

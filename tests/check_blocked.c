@@ -1,0 +1,415 @@
+/* Blocked formats (floordiv / mod level maps, issue 15): parsing and
+ * printing BSR in both spellings, its storage (the arrays of MLIR's own
+ * example, worked out by hand), unpack / get / conversion / .mtx reading
+ * in dimension coordinates with padding past extents that are not block
+ * multiples, and SpMV / SpMM kernels over BSR operands checked against a
+ * plain C loop over a dense copy (and the reference interpreter), plus the
+ * refusals. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tensorjit.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+static const char *BSR2 =
+    "(i, j) -> (i floordiv 2 : dense, j floordiv 2 : compressed, i mod 2 : dense, "
+    "j mod 2 : dense)";
+
+START_TEST(parses_and_prints_bsr) {
+  tj_format f;
+  OK(tj_format_parse(BSR2, &f));
+  ck_assert_int_eq(f.order, 4);
+  ck_assert_int_eq(f.ndims, 2);
+  ck_assert_str_eq(f.levels, "dsdd");
+  int mo[4] = {0, 1, 0, 1}, op[4] = {TJ_LVL_FLOORDIV, TJ_LVL_FLOORDIV, TJ_LVL_MOD, TJ_LVL_MOD};
+  for (int l = 0; l < 4; l++) {
+    ck_assert_int_eq(f.mode_order[l], mo[l]);
+    ck_assert_int_eq(f.lvl_op[l], op[l]);
+    ck_assert_int_eq(f.lvl_k[l], 2);
+  }
+  char buf[256];
+  tj_format_print(&f, buf, sizeof buf);
+  ck_assert_str_eq(buf, "dsdd:0/2,1/2,0%2,1%2");
+  tj_format g;
+  OK(tj_format_parse(buf, &g));
+  ck_assert(memcmp(&f, &g, sizeof f) == 0);
+  tj_format_print_mlir(&f, buf, sizeof buf);
+  ck_assert_str_eq(buf, "(d0, d1) -> (d0 floordiv 2 : dense, d1 floordiv 2 : compressed, "
+                        "d0 mod 2 : dense, d1 mod 2 : dense)");
+  OK(tj_format_parse(buf, &g));
+  ck_assert(memcmp(&f, &g, sizeof f) == 0);
+  /* Unblocked formats are unchanged: ndims 0. */
+  OK(tj_format_parse("(i,j) -> (j : dense, i : compressed)", &g));
+  ck_assert_int_eq(g.ndims, 0);
+  tj_format_print(&g, buf, sizeof buf);
+  ck_assert_str_eq(buf, "ds:1,0");
+}
+END_TEST
+
+static void refused(const char *spec, const char *needle) {
+  tj_format f;
+  ck_assert_int_eq(tj_format_parse(spec, &f), TJ_ERR_PARSE);
+  ck_assert_msg(strstr(tj_last_error(), needle), "%s: %s", spec, tj_last_error());
+}
+
+START_TEST(refuses_bad_maps) {
+  refused("(i,j) -> (i floordiv 2 : dense, j : compressed)", "one 'floordiv k' and one 'mod k'");
+  refused("(i,j) -> (i floordiv 2 : dense, j : compressed, i mod 3 : dense)",
+          "same block size");
+  refused("(i,j) -> (i mod 2 : dense, j : compressed, i floordiv 2 : dense)",
+          "must come before");
+  refused("(i,j) -> (i floordiv : dense, j : compressed, i mod 2 : dense)", "block size");
+  refused("dsdd:0/2,1/2,0%2,1%0", "block size 0");
+  refused("(i,j) -> (i floordiv 2 : dense, i floordiv 2 : dense, j : compressed, i mod 2 : "
+          "dense)", "two floordiv levels");
+}
+END_TEST
+
+/* MLIR's example (2x2 blocks):
+ *   | 1 2 | . . | 4 . |
+ *   | . 3 | . . | . 5 |
+ *   | . . | 6 7 | . . |
+ *   | . . | 8 . | . . |
+ * positions[1] 0 2 3, coordinates[1] 0 2 1,
+ * values 1 2 0 3  4 0 0 5  6 7 8 0. */
+static const int64_t ex_coord[8][2] = {{0, 0}, {0, 1}, {1, 1}, {0, 4},
+                                       {1, 5}, {2, 2}, {2, 3}, {3, 2}};
+static const double ex_val[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+
+static tj_tensor *example(const tj_format *f) {
+  int64_t dims[2] = {4, 6};
+  tj_tensor *t;
+  OK(tj_tensor_new("A", TJ_F64, 2, dims, f, &t));
+  for (int e = 0; e < 8; e++) OK(tj_tensor_insert(t, ex_coord[e], ex_val[e]));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+static void check_example_arrays(tj_tensor *t) {
+  tj_arrays a;
+  OK(tj_tensor_arrays(t, &a));
+  ck_assert_int_eq(a.order, 2);
+  ck_assert_int_eq(a.dims[0], 4);
+  ck_assert_int_eq(a.dims[1], 6);
+  ck_assert_int_eq(a.pos_len[1], 3);
+  ck_assert_int_eq(a.crd_len[1], 3);
+  ck_assert_int_eq(a.vals_len, 12);
+  const int32_t *pos = a.pos[1], *crd = a.crd[1];
+  const double *v = a.vals;
+  int32_t ep[3] = {0, 2, 3}, ec[3] = {0, 2, 1};
+  double ev[12] = {1, 2, 0, 3, 4, 0, 0, 5, 6, 7, 8, 0};
+  for (int k = 0; k < 3; k++) {
+    ck_assert_int_eq(pos[k], ep[k]);
+    ck_assert_int_eq(crd[k], ec[k]);
+  }
+  for (int k = 0; k < 12; k++) ck_assert_double_eq(v[k], ev[k]);
+}
+
+START_TEST(packs_mlir_example) {
+  tj_format f;
+  OK(tj_format_parse(BSR2, &f));
+  tj_tensor *t = example(&f);
+  ck_assert_int_eq(tj_tensor_order(t), 2);
+  ck_assert_int_eq(tj_tensor_dim(t, 1), 6);
+  ck_assert_str_eq(tj_tensor_format(t)->levels, "dsdd");
+  check_example_arrays(t);
+  double v;
+  OK(tj_tensor_get(t, (int64_t[]){1, 5}, &v));
+  ck_assert_double_eq(v, 5);
+  OK(tj_tensor_get(t, (int64_t[]){3, 3}, &v));   /* fill inside a stored block */
+  ck_assert_double_eq(v, 0);
+  OK(tj_tensor_get(t, (int64_t[]){3, 0}, &v));   /* no block */
+  ck_assert_double_eq(v, 0);
+  ck_assert_int_eq(tj_tensor_get(t, (int64_t[]){4, 0}, &v), TJ_ERR_SHAPE);
+  /* Unpack: every stored value (fill zeros too) in dimension coordinates. */
+  int64_t *c, n;
+  double *vals;
+  OK(tj_tensor_unpack(t, &c, &vals, &n));
+  ck_assert_int_eq(n, 12);
+  double sum = 0;
+  for (int64_t e = 0; e < n; e++) sum += vals[e] * (double)(c[2 * e] * 10 + c[2 * e + 1]);
+  /* 1*0 + 2*1 + 3*11 + 4*4 + 5*15 + 6*22 + 7*23 + 8*32 = 675 */
+  ck_assert_double_eq(sum, 675);
+  free(c), free(vals);
+  /* To CSR: the eight entries (block fill is dropped), and back. */
+  tj_format csr;
+  OK(tj_format_parse("ds", &csr));
+  tj_tensor *s, *b;
+  OK(tj_tensor_convert(t, &csr, &s));
+  ck_assert_int_eq(tj_tensor_nnz(s), 8);
+  for (int e = 0; e < 8; e++) {
+    OK(tj_tensor_get(s, ex_coord[e], &v));
+    ck_assert_double_eq(v, ex_val[e]);
+  }
+  OK(tj_tensor_convert(s, &f, &b));
+  check_example_arrays(b);
+  /* The taco spelling builds the same tensor. */
+  tj_format g;
+  OK(tj_format_parse("dsdd:0/2,1/2,0%2,1%2", &g));
+  tj_tensor *u = example(&g);
+  check_example_arrays(u);
+  tj_tensor_free(u);
+  tj_tensor_free(b);
+  tj_tensor_free(s);
+  tj_tensor_free(t);
+}
+END_TEST
+
+/* A 5 x 7 matrix in 2x3 blocks (MLIR's second example's blocks): block
+ * grid 3 x 3, the last block row and column padded. Entries (4,6) = 9,
+ * (0,0) = 1, (4,0) = 2: blocks (0,0), (2,0), (2,2); the values array holds
+ * 3 blocks of 6. Unpack drops the padding: 3 rows of block row 2 are
+ * only row 4, so block (2,0) gives 3 values and (2,2) 1 (column 6). */
+START_TEST(pads_extents_that_are_not_block_multiples) {
+  tj_format f;
+  OK(tj_format_parse("(i,j) -> (i floordiv 2 : dense, j floordiv 3 : compressed, i mod 2 : "
+                     "dense, j mod 3 : dense)", &f));
+  int64_t dims[2] = {5, 7};
+  tj_tensor *t;
+  OK(tj_tensor_new("A", TJ_F64, 2, dims, &f, &t));
+  OK(tj_tensor_insert(t, (int64_t[]){4, 6}, 9));
+  OK(tj_tensor_insert(t, (int64_t[]){0, 0}, 1));
+  OK(tj_tensor_insert(t, (int64_t[]){4, 0}, 2));
+  ck_assert_int_eq(tj_tensor_insert(t, (int64_t[]){5, 0}, 1), TJ_ERR_SHAPE);
+  OK(tj_tensor_pack(t));
+  ck_assert_int_eq(tj_tensor_nnz(t), 18);
+  tj_arrays a;
+  OK(tj_tensor_arrays(t, &a));
+  ck_assert_int_eq(a.pos_len[1], 4);
+  ck_assert_int_eq(((int32_t *)a.pos[1])[3], 3);
+  ck_assert_int_eq(((int32_t *)a.crd[1])[2], 2);
+  ck_assert_double_eq(((double *)a.vals)[12], 9);   /* block (2,2): ii 0, jj 0 is (4,6) */
+  double v;
+  OK(tj_tensor_get(t, (int64_t[]){4, 6}, &v));
+  ck_assert_double_eq(v, 9);
+  int64_t *c, n;
+  double *vals;
+  OK(tj_tensor_unpack(t, &c, &vals, &n));
+  ck_assert_int_eq(n, 6 + 3 + 1);
+  for (int64_t e = 0; e < n; e++) ck_assert(c[2 * e] < 5 && c[2 * e + 1] < 7);
+  free(c), free(vals);
+  tj_tensor_free(t);
+}
+END_TEST
+
+START_TEST(reads_mtx_into_bsr) {
+  char path[] = "/tmp/tj_blocked_XXXXXX.mtx";
+  int fd = mkstemps(path, 4);
+  ck_assert(fd >= 0);
+  FILE *fp = fdopen(fd, "w");
+  fprintf(fp, "%%%%MatrixMarket matrix coordinate real general\n4 6 8\n");
+  for (int e = 0; e < 8; e++)
+    fprintf(fp, "%lld %lld %g\n", (long long)ex_coord[e][0] + 1, (long long)ex_coord[e][1] + 1,
+            ex_val[e]);
+  fclose(fp);
+  tj_format f;
+  OK(tj_format_parse(BSR2, &f));
+  tj_tensor *t;
+  OK(tj_tensor_read(path, "A", &f, &t));
+  unlink(path);
+  check_example_arrays(t);
+  tj_tensor_free(t);
+}
+END_TEST
+
+/* A random m x n matrix with about half of its b_r x b_c blocks stored
+ * (each stored block 3/4 full), as a dense copy and a tensor of format f. */
+static tj_tensor *blocked_matrix(const char *spec, int64_t m, int64_t n, int br, int bc,
+                                 unsigned seed, double **dense) {
+  tj_format f;
+  OK(tj_format_parse(spec, &f));
+  int64_t dims[2] = {m, n};
+  tj_tensor *t;
+  OK(tj_tensor_new("A", TJ_F64, 2, dims, &f, &t));
+  *dense = calloc((size_t)(m * n), sizeof **dense);
+  srand(seed);
+  for (int64_t ib = 0; ib < (m + br - 1) / br; ib++)
+    for (int64_t jb = 0; jb < (n + bc - 1) / bc; jb++) {
+      if (rand() % 2) continue;
+      for (int ii = 0; ii < br; ii++)
+        for (int jj = 0; jj < bc; jj++) {
+          int64_t c[2] = {ib * br + ii, jb * bc + jj};
+          if (rand() % 4 == 0 || c[0] >= m || c[1] >= n) continue;
+          double v = (double)(rand() % 19 - 9);
+          (*dense)[c[0] * n + c[1]] = v;
+          OK(tj_tensor_insert(t, c, v));
+        }
+    }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+static tj_tensor *dense_tensor(const char *name, int order, const int64_t *dims,
+                               const double *vals) {
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, order, dims, NULL, &t));
+  if (!vals) return t;
+  int64_t c[2] = {0, 0};
+  for (c[0] = 0; c[0] < dims[0]; c[0]++)
+    for (c[1] = 0; c[1] < (order == 2 ? dims[1] : 1); c[1]++)
+      OK(tj_tensor_insert(t, c, vals[order == 2 ? c[0] * dims[1] + c[1] : c[0]]));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+static void check_values(tj_tensor *t, const double *want, int64_t rows, int64_t cols) {
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++) {
+      double v;
+      int64_t c[2] = {i, j};
+      OK(tj_tensor_get(t, c, &v));
+      ck_assert_msg(v == want[i * cols + j], "(%lld,%lld): %g, want %g", (long long)i,
+                    (long long)j, v, want[i * cols + j]);
+    }
+}
+
+/* y = A x over BSR A, against a plain loop over A's dense copy. */
+static void spmv_case(const char *spec, int64_t m, int64_t n, int br, int bc) {
+  double *ad;
+  tj_tensor *a = blocked_matrix(spec, m, n, br, bc, 11, &ad);
+  double *x = malloc(sizeof *x * (size_t)n), *want = calloc((size_t)m, sizeof *want);
+  for (int64_t j = 0; j < n; j++) x[j] = (double)(j % 7) - 3;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) want[i] += ad[i * n + j] * x[j];
+  tj_tensor *xt = dense_tensor("x", 1, &n, x), *y = dense_tensor("y", 1, &m, NULL);
+  tj_tensor *ops[3] = {y, a, xt};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", ops, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  check_values(y, want, m, 1);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));   /* again: overwritten, not added */
+  check_values(y, want, m, 1);
+  tj_tensor *yr = dense_tensor("y", 1, &m, NULL);
+  tj_tensor *rops[3] = {yr, a, xt};
+  OK(tj_reference("y(i) = A(i,j) * x(j)", rops, 3));
+  check_values(yr, want, m, 1);
+  tj_context_free(cx);
+  tj_tensor_free(yr), tj_tensor_free(y), tj_tensor_free(xt), tj_tensor_free(a);
+  free(ad), free(x), free(want);
+}
+
+START_TEST(spmv_bsr) {
+  spmv_case("(i,j) -> (i floordiv 4 : dense, j floordiv 4 : compressed, i mod 4 : dense, "
+            "j mod 4 : dense)", 32, 48, 4, 4);
+  spmv_case("dsdd:0/8,1/8,0%8,1%8", 64, 40, 8, 8);
+  spmv_case("dsdd:0/2,1/3,0%2,1%3", 20, 30, 2, 3);
+  /* Blocks stored column-major inside (j mod before i mod). */
+  spmv_case("dsdd:0/4,1/4,1%4,0%4", 16, 16, 4, 4);
+  /* Extents that are not multiples of the block: padded copies of x, y. */
+  spmv_case("dsdd:0/4,1/4,0%4,1%4", 18, 23, 4, 4);
+  spmv_case("dsdd:0/2,1/3,0%2,1%3", 7, 5, 2, 3);
+}
+END_TEST
+
+/* C = A B over BSR A (B dense, 5 columns). */
+static void spmm_case(const char *spec, int64_t m, int64_t n, int b) {
+  double *ad;
+  tj_tensor *a = blocked_matrix(spec, m, n, b, b, 5, &ad);
+  int64_t p = 5, bd[2] = {n, p}, cd[2] = {m, p};
+  double *bv = malloc(sizeof *bv * (size_t)(n * p)), *want = calloc((size_t)(m * p), sizeof *want);
+  for (int64_t e = 0; e < n * p; e++) bv[e] = (double)(e % 11) - 5;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++)
+      for (int64_t k = 0; k < p; k++) want[i * p + k] += ad[i * n + j] * bv[j * p + k];
+  tj_tensor *bt = dense_tensor("B", 2, bd, bv), *c = dense_tensor("C", 2, cd, NULL);
+  tj_tensor *ops[3] = {c, a, bt};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "C(i,k) = A(i,j) * B(j,k)", ops, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  check_values(c, want, m, p);
+  tj_tensor *cr = dense_tensor("C", 2, cd, NULL);
+  tj_tensor *rops[3] = {cr, a, bt};
+  OK(tj_reference("C(i,k) = A(i,j) * B(j,k)", rops, 3));
+  check_values(cr, want, m, p);
+  tj_context_free(cx);
+  tj_tensor_free(cr), tj_tensor_free(c), tj_tensor_free(bt), tj_tensor_free(a);
+  free(ad), free(bv), free(want);
+}
+
+START_TEST(spmm_bsr) {
+  spmm_case("dsdd:0/4,1/4,0%4,1%4", 24, 32, 4);
+  spmm_case("dsdd:0/8,1/8,0%8,1%8", 32, 16, 8);
+  spmm_case("dsdd:0/4,1/4,0%4,1%4", 10, 14, 4);
+}
+END_TEST
+
+static void compile_refused(const char *expr, tj_tensor **ops, int n, const char *sched,
+                            const char *needle) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  ck_assert_int_ne(tj_compile(cx, expr, ops, n, sched, NULL, &k), TJ_OK);
+  ck_assert_msg(strstr(tj_last_error(), needle), "%s: %s", expr, tj_last_error());
+  tj_context_free(cx);
+}
+
+START_TEST(refuses_unsupported_kernels) {
+  double *ad;
+  tj_tensor *a = blocked_matrix("dsdd:0/4,1/4,0%4,1%4", 16, 16, 4, 4, 3, &ad);
+  int64_t n = 16, d2[2] = {16, 16};
+  tj_tensor *x = dense_tensor("x", 1, &n, NULL), *y = dense_tensor("y", 1, &n, NULL);
+  tj_format sv;
+  OK(tj_format_parse("s", &sv));
+  tj_tensor *xs, *b;
+  OK(tj_tensor_new("x", TJ_F64, 1, &n, &sv, &xs));
+  OK(tj_tensor_pack(xs));
+  OK(tj_tensor_new("B", TJ_F64, 2, d2, tj_tensor_format(a), &b));
+  OK(tj_tensor_pack(b));
+  compile_refused("B(i,j) = A(i,j)", (tj_tensor *[]){b, a}, 2, NULL, "blocked outputs are not");
+  compile_refused("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, xs}, 3, NULL,
+                  "needs a dense tensor");
+  compile_refused("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, "parallelize(i)",
+                  "schedules over blocked operands");
+  compile_refused("y(i) = sum(j, A(i,j) * x(j))", (tj_tensor *[]){y, a, x}, 3, NULL,
+                  "appears outside an access");
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.semiring = "min.plus";
+  tj_kernel *k;
+  ck_assert_int_eq(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, NULL,
+                              &o, &k), TJ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(tj_last_error(), "semiring min.plus over blocked"), "%s", tj_last_error());
+  /* An operand bound at run time must match what was compiled. */
+  tj_format csr;
+  OK(tj_format_parse("ds", &csr));
+  tj_tensor *acsr;
+  OK(tj_tensor_convert(a, &csr, &acsr));
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, NULL, NULL, &k));
+  ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y, acsr, x}, 3), TJ_ERR_INVALID);
+  ck_assert_msg(strstr(tj_last_error(), "compiled blocked but is not"), "%s", tj_last_error());
+  tj_context_free(cx);
+  tj_tensor_free(acsr);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(xs);
+  tj_tensor_free(b);
+  free(ad);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("blocked");
+  TCase *tc = tcase_create("blocked");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, parses_and_prints_bsr);
+  tcase_add_test(tc, refuses_bad_maps);
+  tcase_add_test(tc, packs_mlir_example);
+  tcase_add_test(tc, pads_extents_that_are_not_block_multiples);
+  tcase_add_test(tc, reads_mtx_into_bsr);
+  tcase_add_test(tc, spmv_bsr);
+  tcase_add_test(tc, spmm_bsr);
+  tcase_add_test(tc, refuses_unsupported_kernels);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}
