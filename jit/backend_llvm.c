@@ -51,7 +51,8 @@ static bool wrap(const JitKernel *jk, BackendKernel *out, Diag *d) {
   *h = *jk;
   *out = (BackendKernel){.fn = jk->fn, .handle = h,
                          .times = {.ir_ms = jk->times.ir_ms, .opt_ms = jk->times.opt_ms,
-                                   .codegen_ms = jk->times.codegen_ms + jk->times.link_ms}};
+                                   .codegen_ms = jk->times.codegen_ms + jk->times.link_ms},
+                         .code_bytes = jk->code_bytes};
   return true;
 }
 
