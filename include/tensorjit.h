@@ -310,11 +310,22 @@ tj_status tj_context_set_cache_dir(tj_context *cx, const char *dir);
  * the caller holds more handles than that: free handles with tj_kernel_free
  * to let them go. Lowering the limit evicts at once. */
 tj_status tj_context_set_cache_limit(tj_context *cx, size_t max_kernels);
+/* The same for the kernels' total size in bytes (0, the default: no limit;
+ * TJ_KERNEL_CACHE_BYTES, read by tj_context_new, a count of bytes with an
+ * optional K, M or G suffix). A kernel's size is the memory its machine
+ * code and data take in the JIT (its objects' allocated sections, each
+ * kind page-rounded as the JIT's linker maps them) plus its loop IR and
+ * plan, counted as they are built; not counted is LLVM's own bookkeeping
+ * for it (symbol tables, a few KB). Eviction keeps the cache under both
+ * limits, again never evicting a kernel a handle uses. */
+tj_status tj_context_set_cache_bytes(tj_context *cx, size_t max_bytes);
 typedef struct tj_cache_stats {
   size_t entries;      /* compiled kernels (distinct cache keys) held */
   size_t in_use;       /* of those, used by a live tj_kernel handle */
   size_t limit;        /* 0: no limit */
   uint64_t hits, misses, evictions;   /* since tj_context_new */
+  size_t bytes;        /* the entries' sizes summed (see tj_context_set_cache_bytes) */
+  size_t byte_limit;   /* 0: no limit */
 } tj_cache_stats;
 tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out);
 

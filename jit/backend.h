@@ -37,6 +37,8 @@ typedef struct BackendKernel {
   tj_kernel_fn fn;
   void *handle;        /* the backend's own (a JitKernel, a dlopen handle) */
   BackendTimes times;
+  size_t code_bytes;   /* memory its code and data take while loaded (LLVM:
+                          JitKernel.code_bytes; C: the shared object's size) */
 } BackendKernel;
 
 /* Stages a backend may print. */

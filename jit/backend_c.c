@@ -169,8 +169,10 @@ static bool c_compile(void *state, const LirKernel *k, const BackendOptions *o,
   snprintf(flags, sizeof flags, "-O%d -shared -fPIC%s", o->opt_level > 2 ? 2 : o->opt_level,
            o->fp_contract ? "" : " -ffp-contract=off");
   void *so = NULL;
+  struct stat st = {0};
   if (run_cc(&b, flags, d) && !(so = dlopen(b.path[B_OUT], RTLD_NOW | RTLD_LOCAL)))
     diag_error(d, TJ_ERR_JIT, "C backend: dlopen: %s", dlerror());
+  if (so) stat(b.path[B_OUT], &st);   /* its size: what dlopen maps, roughly */
   build_close(&b);
   if (!so) return false;
   void (*bind)(void *const *) = (void (*)(void *const *))dlsym(so, BIND_SYMBOL);
@@ -185,7 +187,8 @@ static bool c_compile(void *state, const LirKernel *k, const BackendOptions *o,
   bind(helpers);
   *out = (BackendKernel){.fn = fn, .handle = so,
                          .times = {.ir_ms = t1 - t0, .codegen_ms = jit_now_ms() - t1,
-                                   .ir_cpu_ms = c1 - c0, .codegen_cpu_ms = jit_cpu_ms() - c1}};
+                                   .ir_cpu_ms = c1 - c0, .codegen_cpu_ms = jit_cpu_ms() - c1},
+                         .code_bytes = st.st_size > 0 ? (size_t)st.st_size : 0};
   return true;
 }
 

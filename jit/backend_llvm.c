@@ -55,7 +55,8 @@ static bool wrap(const JitKernel *jk, BackendKernel *out, Diag *d) {
                                    .ir_cpu_ms = jk->times.ir_cpu_ms,
                                    .opt_cpu_ms = jk->times.opt_cpu_ms,
                                    .codegen_cpu_ms = jk->times.codegen_cpu_ms +
-                                                     jk->times.link_cpu_ms}};
+                                                     jk->times.link_cpu_ms},
+                         .code_bytes = jk->code_bytes};
   return true;
 }
 

@@ -7,8 +7,11 @@
  * A hit costs the parse and check of the expression plus one hash lookup.
  *
  * The cache's size: a context keeps at most `limit` entries (tj_context_set_
- * cache_limit, TJ_KERNEL_CACHE_MAX; DRV_CACHE_LIMIT by default). Entries are
- * kept in order of use; past the limit the least recently used entry that
+ * cache_limit, TJ_KERNEL_CACHE_MAX; DRV_CACHE_LIMIT by default) and at most
+ * `max_bytes` bytes of them (tj_context_set_cache_bytes, TJ_KERNEL_CACHE_
+ * BYTES; no limit by default), an entry's bytes being entry_size's
+ * estimate, updated whenever it lowers or compiles a variant. Entries are
+ * kept in order of use; past either limit the least recently used entry that
  * no tj_kernel handle holds is evicted: its machine code is removed from
  * the JIT (LLJIT resource trackers, through the backend's release) and its
  * IR freed. A handle pins its entry, so a kernel that is running, or can
@@ -35,29 +38,36 @@ tj_options tj_options_default(void) {
  * 30-70 KB (its machine code in the JIT, its loop IR), so about 50 MB. */
 #define DRV_CACHE_LIMIT 1024
 
-/* TJ_KERNEL_CACHE_MAX: a count of entries (0: no limit), else an error. */
-static tj_status limit_from_env(size_t *limit) {
-  const char *s = getenv("TJ_KERNEL_CACHE_MAX");
-  *limit = DRV_CACHE_LIMIT;
+/* The environment variable `name` as a count (0: no limit), *v unchanged
+ * when it is unset; with suffixes (K, M, G: powers of 1024) when `bytes`. */
+static tj_status limit_from_env(const char *name, bool bytes, size_t *v) {
+  const char *s = getenv(name);
   if (!s) return TJ_OK;
   char *end;
   errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s || *end || errno || s[0] == '-' || v > SIZE_MAX)
-    return rt_set_error(TJ_ERR_INVALID,
-                        "TJ_KERNEL_CACHE_MAX='%s' is not a count of kernels (0: no limit)", s);
-  *limit = (size_t)v;
+  unsigned long long n = strtoull(s, &end, 10);
+  bool digits = end != s;
+  int shift = !bytes || !*end ? 0 : strchr("kK", *end) ? 10 : strchr("mM", *end) ? 20
+              : strchr("gG", *end) ? 30 : -1;
+  if (shift > 0) end++;
+  if (!digits || *end || shift < 0 || errno || s[0] == '-' || n > (SIZE_MAX >> shift))
+    return rt_set_error(TJ_ERR_INVALID, "%s='%s' is not a count of %s (0: no limit)", name,
+                        s, bytes ? "bytes (digits, then optionally K, M or G)" : "kernels");
+  *v = (size_t)n << shift;
   return TJ_OK;
 }
 
 tj_status tj_context_new(tj_context **out) {
   if (!out) return rt_set_error(TJ_ERR_INVALID, "tj_context_new: out is NULL");
-  size_t limit;
-  if (limit_from_env(&limit) != TJ_OK) return TJ_ERR_INVALID;
+  size_t limit = DRV_CACHE_LIMIT, max_bytes = 0;
+  if (limit_from_env("TJ_KERNEL_CACHE_MAX", false, &limit) != TJ_OK ||
+      limit_from_env("TJ_KERNEL_CACHE_BYTES", true, &max_bytes) != TJ_OK)
+    return TJ_ERR_INVALID;
   tj_context *cx = calloc(1, sizeof *cx);
   if (!cx) return rt_set_error(TJ_ERR_NOMEM, "out of memory creating a context");
   pthread_mutex_init(&cx->lock, NULL);
   cx->limit = limit;
+  cx->max_bytes = max_bytes;
   const char *dir = getenv("TJ_CACHE_DIR");   /* "" asks for the default */
   tj_status st = dir ? tj_context_set_cache_dir(cx, dir) : TJ_OK;
   if (st != TJ_OK) {
@@ -117,6 +127,7 @@ static void lru_unlink(tj_context *cx, CacheEntry *e) {
   else cx->entries_tail = e->prev;
   e->next = e->prev = NULL;
   cx->nentries--;
+  cx->bytes -= e->bytes;
 }
 
 static void lru_push_front(tj_context *cx, CacheEntry *e) {
@@ -126,14 +137,19 @@ static void lru_push_front(tj_context *cx, CacheEntry *e) {
   else cx->entries_tail = e;
   cx->entries = e;
   cx->nentries++;
+  cx->bytes += e->bytes;
+}
+
+static bool over_limits(const tj_context *cx) {
+  return (cx->limit && cx->nentries > cx->limit) || (cx->max_bytes && cx->bytes > cx->max_bytes);
 }
 
 /* Unlinks least recently used entries no handle holds until cx keeps no
- * more than its limit; returns them (linked by next) for entries_free,
+ * more than its limits; returns them (linked by next) for entries_free,
  * which the caller runs after unlocking. */
 static CacheEntry *lru_trim(tj_context *cx) {
   CacheEntry *victims = NULL;
-  for (CacheEntry *e = cx->entries_tail, *p; e && cx->limit && cx->nentries > cx->limit; e = p) {
+  for (CacheEntry *e = cx->entries_tail, *p; e && over_limits(cx); e = p) {
     p = e->prev;
     if (e->refs > 0) continue;
     lru_unlink(cx, e);
@@ -163,11 +179,46 @@ tj_status tj_context_set_cache_limit(tj_context *cx, size_t max_kernels) {
   return TJ_OK;
 }
 
+tj_status tj_context_set_cache_bytes(tj_context *cx, size_t max_bytes) {
+  if (!cx) return rt_set_error(TJ_ERR_INVALID, "context is NULL");
+  pthread_mutex_lock(&cx->lock);
+  cx->max_bytes = max_bytes;
+  CacheEntry *victims = lru_trim(cx);
+  pthread_mutex_unlock(&cx->lock);
+  entries_free(victims);
+  return TJ_OK;
+}
+
+/* An entry's size: the memory its machine code and data take in the JIT
+ * (BackendKernel.code_bytes of each compiled variant), its arena (key,
+ * plan, loop IR) and its struct. Call with e->lock held. */
+static size_t entry_size(const CacheEntry *e) {
+  size_t n = sizeof *e + strlen(e->key) + 1 + e->arena.total;
+  for (int v = 0; v < DRV_VARIANTS; v++)
+    if (e->compiled[v]) n += e->bk[v].code_bytes;
+  return n;
+}
+
+/* Records e's size after it grew (call with e->lock held; e is in use, so
+ * it stays) and unlinks what the limits then evict: returned for
+ * entries_free after e->lock is released. Locks: e->lock, then cx->lock. */
+static CacheEntry *entry_account(CacheEntry *e) {
+  size_t now = entry_size(e);
+  tj_context *cx = e->cx;
+  pthread_mutex_lock(&cx->lock);
+  cx->bytes += now - e->bytes;   /* e is linked: its bytes are in cx->bytes */
+  e->bytes = now;
+  CacheEntry *victims = lru_trim(cx);
+  pthread_mutex_unlock(&cx->lock);
+  return victims;
+}
+
 tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out) {
   if (!cx || !out) return rt_set_error(TJ_ERR_INVALID, "tj_context_cache_stats: NULL argument");
   pthread_mutex_lock(&cx->lock);
   *out = (tj_cache_stats){.entries = cx->nentries, .limit = cx->limit, .hits = cx->hits,
-                          .misses = cx->misses, .evictions = cx->evictions};
+                          .misses = cx->misses, .evictions = cx->evictions,
+                          .bytes = cx->bytes, .byte_limit = cx->max_bytes};
   for (CacheEntry *e = cx->entries; e; e = e->next) out->in_use += e->refs > 0;
   pthread_mutex_unlock(&cx->lock);
   return TJ_OK;
@@ -542,12 +593,16 @@ static bool lower_locked(CacheEntry *e, int v, Diag *d) {
 
 bool drv_ensure_lowered(CacheEntry *e, int v, Diag *d) {
   pthread_mutex_lock(&e->lock);
+  bool had = e->lir[v] != NULL;
   bool ok = lower_locked(e, v, d);
+  CacheEntry *victims = had ? NULL : entry_account(e);   /* the plan, the loop IR */
   pthread_mutex_unlock(&e->lock);
+  entries_free(victims);
   return ok;
 }
 
 bool drv_ensure_compiled(CacheEntry *e, int v, Diag *d) {
+  CacheEntry *victims = NULL;
   pthread_mutex_lock(&e->lock);
   bool ok = e->compiled[v];
   if (!ok) {
@@ -557,8 +612,10 @@ bool drv_ensure_compiled(CacheEntry *e, int v, Diag *d) {
               ? drv_disk_compile(e, v, e->disk, &e->from_disk[v], d)
               : e->be->compile(e->bstate, e->lir[v], &e->bopt, &e->bk[v], d));
     e->compiled[v] = ok;
+    victims = entry_account(e);
   }
   pthread_mutex_unlock(&e->lock);
+  entries_free(victims);
   return ok;
 }
 
@@ -577,6 +634,7 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
   }
   arena_init(&e->arena);
   pthread_mutex_init(&e->lock, NULL);
+  e->cx = cx;
   e->key = key;
   e->hash = h;
   e->no_vectorize = o->no_vectorize != 0;

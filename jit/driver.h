@@ -26,14 +26,6 @@ typedef struct DiskCache {
   bool checked;               /* drv_disk_open ran (fd < 0 then: refused) */
 } DiskCache;
 
-/* One compiled kernel shape, shared by every tj_kernel with the same
- * canonical key (expression up to renaming, formats, dtypes, widths,
- * schedule, options, target). Owned by its context, in its list from the
- * most recently used (cx->entries) to the least (cx->entries_tail); refs
- * counts the tj_kernel handles (and compiles in flight) using it. An entry
- * with refs == 0 may be evicted (its code removed from the JIT, its memory
- * freed) when the context holds more than its limit; one in use never is,
- * so a kernel that runs always has its code. refs, prev, next: cx->lock. */
 /* Kernel variants of an entry: a LowerPhase, DRV_ROWS(phase) for the
  * row-range kernel of that phase (parallel sparse outputs), or
  * DRV_COMBINE. */
@@ -41,9 +33,20 @@ typedef struct DiskCache {
 #define DRV_ROWS(ph) ((ph) + 3)
 #define DRV_COMBINE 6   /* lower_kernel_combine: partials by a definition */
 
+/* One compiled kernel shape, shared by every tj_kernel with the same
+ * canonical key (expression up to renaming, formats, dtypes, widths,
+ * schedule, options, target). Owned by its context, in its list from the
+ * most recently used (cx->entries) to the least (cx->entries_tail); refs
+ * counts the tj_kernel handles (and compiles in flight) using it. An entry
+ * with refs == 0 may be evicted (its code removed from the JIT, its memory
+ * freed) when the context holds more than its limit; one in use never is,
+ * so a kernel that runs always has its code. refs, prev, next, bytes:
+ * cx->lock. */
 typedef struct CacheEntry {
   struct CacheEntry *next, *prev;
   long refs;
+  struct tj_context *cx;      /* its context */
+  size_t bytes;               /* its size as last accounted (drv_entry_size) */
   char *key;                  /* canonical key (malloc'd) */
   uint64_t hash;
   Arena arena;                /* assignment, plan, loop IR */
@@ -80,6 +83,8 @@ struct tj_context {
   CacheEntry *entries, *entries_tail;   /* most .. least recently used */
   size_t nentries;
   size_t limit;               /* entries kept; 0: no limit (eviction skips those in use) */
+  size_t max_bytes;           /* their total size kept; 0: no limit */
+  size_t bytes;               /* the entries' sizes summed (CacheEntry.bytes) */
   uint64_t hits, misses, evictions;
   Engine *engines;
   struct tj_kernel *kernels;  /* live handles (doubly linked) */

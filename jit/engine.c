@@ -13,6 +13,7 @@
  */
 #include "engine.h"
 
+#include <elf.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
@@ -73,9 +74,35 @@ typedef struct Build {
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static bool init_ok;
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TJ_UNDER_TSAN 1
+#endif
+#endif
+
+/* ThreadSanitizer only: LLVM creates its timer globals (a ManagedStatic
+ * holding the lock each TimerGroup takes; every pass run builds two) on
+ * first use and publishes them with atomics inside libLLVM, which TSan
+ * does not see, so two threads' first compiles looked like a race on that
+ * lock. Running an empty module through the verifier here, inside
+ * pthread_once (which TSan does see), creates them before any compile. */
+static void warm_llvm_globals(void) {
+#ifdef TJ_UNDER_TSAN
+  LLVMContextRef cx = LLVMContextCreate();
+  LLVMModuleRef m = LLVMModuleCreateWithNameInContext("tj_warm", cx);
+  LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+  LLVMErrorRef err = LLVMRunPasses(m, "verify", NULL, pbo);
+  if (err) LLVMConsumeError(err);
+  LLVMDisposePassBuilderOptions(pbo);
+  LLVMDisposeModule(m);
+  LLVMContextDispose(cx);
+#endif
+}
+
 static void init_llvm(void) {
   init_ok = !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter() &&
             !LLVMInitializeNativeAsmParser();
+  warm_llvm_globals();
 }
 
 double jit_now_ms(void) {
@@ -487,8 +514,38 @@ static bool emit_asm_text(Build *b, JitKernel *out, Diag *d) {
   return out->asm_text ? true : diag_error(d, TJ_ERR_NOMEM, "out of memory");
 }
 
+/* The memory JITLink takes for an object's contents: its allocated
+ * (SHF_ALLOC) ELF sections grouped as its in-process memory manager groups
+ * them (code, read-only data, writable data), each group rounded up to
+ * whole pages. Not counted: the GOT entries and stubs JITLink adds (8-16
+ * bytes per external symbol, inside those pages unless one overflows) and
+ * ORC's own bookkeeping. An object that is not ELF64 counts its size. */
+static size_t object_alloc_bytes(const void *bytes, size_t len) {
+  const unsigned char *p = bytes;
+  Elf64_Ehdr eh;
+  if (len < sizeof eh || memcmp(p, ELFMAG, SELFMAG) != 0 || p[EI_CLASS] != ELFCLASS64)
+    return len;
+  memcpy(&eh, p, sizeof eh);
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > len ||
+      (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum)
+    return len;
+  size_t group[3] = {0};   /* code, read-only, writable */
+  for (size_t i = 0; i < eh.e_shnum; i++) {
+    Elf64_Shdr sh;
+    memcpy(&sh, p + eh.e_shoff + i * sizeof sh, sizeof sh);
+    if (!(sh.sh_flags & SHF_ALLOC) || sh.sh_size == 0) continue;
+    int g = sh.sh_flags & SHF_EXECINSTR ? 0 : sh.sh_flags & SHF_WRITE ? 2 : 1;
+    size_t align = sh.sh_addralign > 1 && sh.sh_addralign < 4096 ? sh.sh_addralign : 1;
+    group[g] = (group[g] + align - 1) / align * align + sh.sh_size;
+  }
+  long pg = sysconf(_SC_PAGESIZE);
+  size_t page = pg > 0 ? (size_t)pg : 4096, total = 0;
+  for (int g = 0; g < 3; g++) total += (group[g] + page - 1) / page * page;
+  return total;
+}
+
 /* Hands obj (ownership passes) to LLJIT under a fresh tracker and looks up
- * symbol; fills out->fn and out->tracker. */
+ * symbol; fills out->fn, out->tracker and out->code_bytes. */
 static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
                         const char *symbol, JitKernel *out, Diag *d) {
   double t0 = jit_now_ms(), c0 = jit_cpu_ms();
@@ -496,6 +553,7 @@ static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
     LLVMDisposeMemoryBuffer(obj);
     return false;
   }
+  size_t code_bytes = object_alloc_bytes(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
   LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(e->main);
   LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(e->jit, rt, obj);
   LLVMOrcExecutorAddress addr = 0;
@@ -509,6 +567,7 @@ static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
   }
   out->fn = (tj_kernel_fn)(uintptr_t)addr;
   out->tracker = rt;
+  out->code_bytes = code_bytes;
   snprintf(out->symbol, sizeof out->symbol, "%s", symbol);
   out->times.link_ms = jit_now_ms() - t0;
   out->times.link_cpu_ms = jit_cpu_ms() - c0;

@@ -50,6 +50,8 @@ typedef struct JitKernel {
   char *asm_text;      /* malloc'd when want_asm, else NULL */
   JitTimes times;
   void *tracker;       /* LLVMOrcResourceTrackerRef owning the code */
+  size_t code_bytes;   /* memory its code and data take in the JIT: the
+                          object's allocated sections, page-rounded by kind */
 } JitKernel;
 
 /* A monotonic clock in milliseconds (compile-time breakdowns). */

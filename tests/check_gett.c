@@ -8,6 +8,7 @@
  * remainder; TTGT with a GEMM the caller registers; two threads; operands
  * stored column-major; the C backend (the runtime's portable
  * micro-kernel); what stays on the loop-IR path; method() errors.
+ * TJ_TEST_SAMPLE=n (the ThreadSanitizer build) takes one contraction in n.
  */
 #include <check.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "tensorjit.h"
+#include "util/sample.h"
 
 #define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
 
@@ -240,7 +242,7 @@ START_TEST(test_tccg_all_methods) {
   OK(tj_context_new(&cx));
   tj_options o = tj_options_default();
   o.nthreads = 1;
-  for (int i = 0; i < g_ncon; i++)
+  for (int i = 0; i < g_ncon; i += tu_sample())
     for (int dt = 0; dt < 2; dt++)
       for (int acc = 0; acc < 2; acc++)
         for (int m = 0; m < 4; m++)
@@ -254,7 +256,8 @@ START_TEST(test_tccg_loops) {
   need_tccg();
   tj_context *cx;
   OK(tj_context_new(&cx));
-  for (int i = 0; i < g_ncon; i += 3) check_one(cx, &g_con[i], TJ_F64, i % 2, "method(loops)", NULL, false, false);
+  for (int i = 0; i < g_ncon; i += 3 * tu_sample())
+    check_one(cx, &g_con[i], TJ_F64, i % 2, "method(loops)", NULL, false, false);
   tj_context_free(cx);
 }
 END_TEST
@@ -269,7 +272,7 @@ START_TEST(test_tccg_block_remainders) {
   tj_options o = tj_options_default();
   for (int th = 1; th <= 2; th++) {
     o.nthreads = th;
-    for (int i = 0; i < g_ncon; i++)
+    for (int i = 0; i < g_ncon; i += tu_sample())
       for (int m = 0; m < 3; m++)
         check_one(cx, &g_con[i], i % 2 ? TJ_F32 : TJ_F64, (i + m) % 2, METHODS[m], &o, false,
                   false);
@@ -302,11 +305,11 @@ START_TEST(test_ttgt_registered_gemm) {
   OK(tj_context_new(&cx));
   tj_set_ttgt_gemm(loops_gemm);
   g_gemm_calls = 0;
-  for (int i = 0; i < g_ncon; i++)
+  for (int i = 0; i < g_ncon; i += tu_sample())
     check_one(cx, &g_con[i], i % 2 ? TJ_F32 : TJ_F64, i % 3 == 0, "method(ttgt)", NULL, false,
               false);
   tj_set_ttgt_gemm(NULL);
-  ck_assert_int_eq(g_gemm_calls, g_ncon);
+  ck_assert_int_eq(g_gemm_calls, (g_ncon + tu_sample() - 1) / tu_sample());
   tj_context_free(cx);
 }
 END_TEST
@@ -316,7 +319,7 @@ START_TEST(test_column_major_operands) {
   need_tccg();
   tj_context *cx;
   OK(tj_context_new(&cx));
-  for (int i = 0; i < g_ncon; i += 2)
+  for (int i = 0; i < g_ncon; i += 2 * tu_sample())
     for (int m = 0; m < 3; m++)
       check_one(cx, &g_con[i], TJ_F64, m == 1, METHODS[m], NULL, true, false);
   tj_context_free(cx);
@@ -331,7 +334,8 @@ START_TEST(test_c_backend) {
   OK(tj_context_new(&cx));
   tj_options o = tj_options_default();
   o.backend = TJ_BACKEND_C;
-  for (int i = 0; i < g_ncon; i += 12) check_one(cx, &g_con[i], TJ_F64, i % 2, NULL, &o, false, false);
+  for (int i = 0; i < g_ncon; i += 12 * tu_sample())
+    check_one(cx, &g_con[i], TJ_F64, i % 2, NULL, &o, false, false);
   tj_context_free(cx);
 }
 END_TEST

@@ -9,6 +9,8 @@
  * rows). Then dtypes and widths, edge shapes, the assemble/compute split,
  * the kernel cache, and a property-based test over random expressions.
  * Every failure prints "seed=... expr=... formats=..." and what differs.
+ * TJ_TEST_SAMPLE=n (the ThreadSanitizer build) runs one case in n of each
+ * table (tests/util/sample.h).
  */
 #include <check.h>
 #include <inttypes.h>
@@ -20,6 +22,7 @@
 
 #include "jit/driver.h"
 #include "util/kernel_check.h"
+#include "util/sample.h"
 
 #define L(...) ((const char *const[]){__VA_ARGS__, NULL})
 
@@ -172,6 +175,7 @@ static void run_case(tj_context *cx, const KcCase *c) {
 START_TEST(test_family) {
   int f = 0;
   while (fam_start[f + 1] <= _i) f++;
+  if (!tu_sampled(_i - fam_start[f])) return;   /* TJ_TEST_SAMPLE */
   const Family *fam = &FAMILIES[f];
   char formats[256];
   combo(fam, _i - fam_start[f], formats, sizeof formats);
@@ -226,6 +230,7 @@ static const Typed TYPED[] = {
 #define NTYPED ((int)(sizeof TYPED / sizeof *TYPED))
 
 START_TEST(test_typed) {
+  if (!tu_sampled(_i)) return;
   const Typed *t = &TYPED[_i];
   tj_context *cx = NULL;
   ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
@@ -279,6 +284,7 @@ static const Edge EDGES[] = {
 #define NEDGES ((int)(sizeof EDGES / sizeof *EDGES))
 
 START_TEST(test_edges) {
+  if (!tu_sampled(_i)) return;
   const Edge *e = &EDGES[_i];
   tj_context *cx = NULL;
   ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
@@ -395,6 +401,7 @@ static const DenseCase DENSE[] = {
 START_TEST(test_dense_blocking) {
   static const int rows[] = {1, 4, 6, 9};
   static const int cols[] = {1, 7, 8, 9, 17, 31, 32, 33, 41, 65, 300}; /* 300: 2 j blocks */
+  if (!tu_sampled(_i)) return;
   const DenseCase *dc = &DENSE[_i];
   tj_context *cx = NULL;
   ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
@@ -444,6 +451,7 @@ static const DenseCase SPARSE_OUTER[] = {
 
 START_TEST(test_sparse_outer_vector) {
   static const int cols[] = {1, 7, 8, 9, 17, 24, 31, 32, 33, 56, 65, 100};
+  if (!tu_sampled(_i)) return;
   const DenseCase *sc = &SPARSE_OUTER[_i];
   const char *bar = strchr(sc->extents, '|');
   char formats[32];
@@ -497,6 +505,7 @@ static const int THREADS[] = {1, 2, 3};
 static const int SIZES[] = {1, 3, 4, 5, 7, 8, 9, 13};
 
 START_TEST(test_threads_and_vectors) {
+  if (!tu_sampled(_i)) return;
   const Matrixed *m = &MATRIXED[_i];
   tj_context *cx = NULL;
   ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
@@ -683,6 +692,7 @@ START_TEST(test_property) {
   int npass = 0, nunsup = 0, nbad = 0;
   char first_bad[2100] = "";
   for (int c = 0; c < PROP_PER_BATCH; c++) {
+    if (!tu_sampled(c)) continue;
     uint64_t seed = 0x7e57000u + (uint64_t)(_i * PROP_PER_BATCH + c);
     Gen g = {.s = seed};
     gen_case(&g);

@@ -7,6 +7,7 @@
  * nightly-style run: 10000, `TJ_SOAK_KERNELS=10000 ctest -R check_soak`). */
 #include <check.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,9 +104,10 @@ START_TEST(bounded_cache) {
   tj_cache_stats st;
   OK(tj_context_cache_stats(cx, &st));
   printf("check_soak: %ld kernels + %ld revisits (%ld recompiled after eviction), limit %d: "
-         "%zu entries, %llu evictions, %llu hits; RSS %ld KiB after warm-up, %ld KiB at the "
-         "end (+%ld KiB)\n",
-         n, revisits, recompiled, LIMIT, st.entries, (unsigned long long)st.evictions,
+         "%zu entries (%zu KiB by tj_cache_stats.bytes), %llu evictions, %llu hits; RSS %ld "
+         "KiB after warm-up, %ld KiB at the end (+%ld KiB)\n",
+         n, revisits, recompiled, LIMIT, st.entries, st.bytes / 1024,
+         (unsigned long long)st.evictions,
          (unsigned long long)st.hits, rss_warm, rss_end, rss_end - rss_warm);
   ck_assert_uint_ge(st.evictions, (uint64_t)(n - LIMIT));
   ck_assert_uint_eq(st.in_use, 1);
@@ -173,6 +175,78 @@ START_TEST(limit_and_handles) {
 }
 END_TEST
 
+/* The byte limit: measured sizes, eviction to stay under it, pinned
+ * kernels kept, evicted ones recompiled and checked by plain loops. */
+START_TEST(byte_limit) {
+  Fixture fx;
+  fixture_init(&fx);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  OK(tj_context_set_cache_limit(cx, 0));   /* only the byte limit evicts here */
+  tj_cache_stats st;
+  OK(tj_context_cache_stats(cx, &st));
+  ck_assert_uint_eq(st.byte_limit, 0);
+  ck_assert_uint_eq(st.bytes, 0);
+  /* Unlimited: eight kernels, each at least a page of machine code. */
+  enum { FIRST = 8, MANY = 120 };
+  size_t before = 0, biggest = 0, smallest = SIZE_MAX;
+  for (long s = 0; s < FIRST; s++) {
+    compile_check(cx, &fx, s, false, NULL);
+    OK(tj_context_cache_stats(cx, &st));
+    ck_assert_uint_eq(st.entries, (size_t)s + 1);
+    size_t one = st.bytes - before;
+    ck_assert_msg(one >= 4096 && one < ((size_t)4 << 20), "kernel %ld: %zu bytes", s, one);
+    if (one > biggest) biggest = one;
+    if (one < smallest) smallest = one;
+    before = st.bytes;
+  }
+  /* A limit of three of the largest: at least three kernels fit, far from all. */
+  size_t limit = 3 * biggest;
+  OK(tj_context_set_cache_bytes(cx, limit));
+  OK(tj_context_cache_stats(cx, &st));
+  ck_assert_uint_eq(st.byte_limit, limit);
+  ck_assert_uint_le(st.bytes, limit);
+  ck_assert_uint_ge(st.entries, 3);
+  ck_assert_uint_lt(st.entries, FIRST);
+  tj_kernel *pinned = compile_check(cx, &fx, 0, true, NULL);
+  long recompiled = 0;
+  for (long s = FIRST; s < MANY; s++) {
+    compile_check(cx, &fx, s, false, NULL);
+    if (s % 4 == 0) {   /* an early kernel again: long evicted, so compiled anew */
+      int hit;
+      compile_check(cx, &fx, s / 8, false, &hit);
+      recompiled += hit == 0;
+    }
+    OK(tj_context_cache_stats(cx, &st));
+    ck_assert_msg(st.bytes <= limit, "%zu bytes over the limit %zu", st.bytes, limit);
+    ck_assert_uint_ge(st.entries, 1);   /* the pinned kernel, whatever its size */
+    ck_assert_uint_eq(st.in_use, 1);
+    ck_assert_uint_le(st.entries, 3 * biggest / 4096);
+  }
+  ck_assert_uint_ge(st.evictions, MANY - 3 * biggest / 4096);
+  ck_assert_int_ge(recompiled, 20);
+  OK(tj_kernel_run(pinned, TJ_EVALUATE, NULL, 0));
+  check_result(&fx, 0);
+  /* A limit below one kernel keeps only what is held; none held: nothing. */
+  OK(tj_context_set_cache_bytes(cx, 1));
+  OK(tj_context_cache_stats(cx, &st));
+  ck_assert_uint_eq(st.entries, 1);
+  ck_assert_uint_eq(st.in_use, 1);
+  ck_assert_uint_gt(st.bytes, 1);
+  OK(tj_kernel_run(pinned, TJ_EVALUATE, NULL, 0));
+  check_result(&fx, 0);
+  tj_kernel_free(pinned);
+  OK(tj_context_cache_stats(cx, &st));
+  ck_assert_uint_eq(st.entries, 0);
+  ck_assert_uint_eq(st.bytes, 0);   /* every entry's bytes were taken back */
+  printf("check_soak: kernels of %zu..%zu bytes; byte limit %zu (3 x the largest of %d): "
+         "%llu evictions, %ld kernels recompiled after eviction\n", smallest, biggest, limit,
+         FIRST, (unsigned long long)st.evictions, recompiled);
+  tj_context_free(cx);
+  fixture_free(&fx);
+}
+END_TEST
+
 START_TEST(limit_from_environment) {
   setenv("TJ_KERNEL_CACHE_MAX", "7", 1);
   tj_context *cx;
@@ -190,6 +264,26 @@ START_TEST(limit_from_environment) {
     ck_assert_msg(strstr(tj_last_error(), "TJ_KERNEL_CACHE_MAX") != NULL, "%s", tj_last_error());
   }
   unsetenv("TJ_KERNEL_CACHE_MAX");
+  const char *good[][2] = {{"0", "0"}, {"100000", "100000"}, {"64K", "65536"},
+                           {"3m", "3145728"}, {"2G", "2147483648"}};
+  for (size_t g = 0; g < sizeof good / sizeof *good; g++) {
+    setenv("TJ_KERNEL_CACHE_BYTES", good[g][0], 1);
+    OK(tj_context_new(&cx));
+    OK(tj_context_cache_stats(cx, &st));
+    ck_assert_uint_eq(st.byte_limit, strtoull(good[g][1], NULL, 10));
+    ck_assert_uint_eq(st.limit, 1024);
+    tj_context_free(cx);
+  }
+  const char *bad_bytes[] = {"", "K", "-5", "12x", "4KB", "9999999999999999999G"};
+  for (size_t b = 0; b < sizeof bad_bytes / sizeof *bad_bytes; b++) {
+    setenv("TJ_KERNEL_CACHE_BYTES", bad_bytes[b], 1);
+    cx = NULL;
+    ck_assert_int_eq(tj_context_new(&cx), TJ_ERR_INVALID);
+    ck_assert_ptr_null(cx);
+    ck_assert_msg(strstr(tj_last_error(), "TJ_KERNEL_CACHE_BYTES") != NULL, "%s",
+                  tj_last_error());
+  }
+  unsetenv("TJ_KERNEL_CACHE_BYTES");
 }
 END_TEST
 
@@ -197,6 +291,7 @@ static Suite *soak_suite(void) {
   Suite *s = suite_create("soak");
   TCase *c = tcase_create("cache");
   tcase_add_test(c, limit_and_handles);
+  tcase_add_test(c, byte_limit);
   tcase_add_test(c, limit_from_environment);
   tcase_add_test(c, bounded_cache);
   tcase_set_timeout(c, 0);   /* the nightly count runs for minutes */

@@ -65,6 +65,16 @@ step() {
 printf 'A = load("a.mtx")\nx = load("x.tns", "d")\ny(i) = A(i,j) * x(j)\n:check\nformat A "ss"\nsave y "y.tns"\n' > session.txt
 step cli && step repl || exit 1
 
+# A ThreadSanitizer binary dies of SIGBUS inside TSan's runtime when it
+# starts under a small file-size limit, whatever it does (even one that
+# writes no file), so the TSan build (TJ_TSAN_BUILD, set by CMake) leaves
+# this case to the Release and ASan builds; check_failinj's full-disk cases,
+# which lower the limit after startup, do run under TSan.
+if [ -n "${TJ_TSAN_BUILD:-}" ]; then
+  echo "SKIP full disk: a TSan binary cannot start under ulimit -f (the other builds run it)"
+  exit 0
+fi
+
 # A full disk under the CLI (a 64 kB file-size limit, SIGXFSZ ignored): a
 # 500 kB output fails with one message naming the file, and neither it nor
 # a temporary is left; an older file of that name keeps its contents.
