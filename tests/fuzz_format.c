@@ -20,9 +20,12 @@ static void must(bool cond, const char *what, const char *src) {
 }
 
 static bool same_format(const tj_format *a, const tj_format *b) {
-  if (a->order != b->order || strcmp(a->levels, b->levels) != 0) return false;
+  if (a->order != b->order || strcmp(a->levels, b->levels) != 0 || a->ndims != b->ndims)
+    return false;
   for (int l = 0; l < a->order; l++)
-    if (a->mode_order[l] != b->mode_order[l]) return false;
+    if (a->mode_order[l] != b->mode_order[l] ||
+        (a->ndims && (a->lvl_op[l] != b->lvl_op[l] || a->lvl_k[l] != b->lvl_k[l])))
+      return false;
   return true;
 }
 
@@ -35,25 +38,26 @@ static int64_t coord_of(int e, int m) {
 /* Packs a few distinct entries into a tensor of format f and converts it
  * to all compressed and back: the entries survive. */
 static void use_format(const tj_format *f, const char *src) {
-  int n = f->order == 0 ? 1 : f->order == 1 ? 3 : 5;
+  int order = f->ndims ? f->ndims : f->order;   /* dims: fewer than levels when blocked */
+  int n = order == 0 ? 1 : order == 1 ? 3 : 5;
   int64_t dims[TJ_MAX_ORDER_PUBLIC];
-  for (int m = 0; m < f->order; m++) dims[m] = 3;
+  for (int m = 0; m < order; m++) dims[m] = 3;
   tj_tensor *t, *c, *b;
-  must(tj_tensor_new("T", TJ_F64, f->order, dims, f, &t) == TJ_OK, "tensor_new failed", src);
+  must(tj_tensor_new("T", TJ_F64, order, dims, f, &t) == TJ_OK, "tensor_new failed", src);
   for (int e = 0; e < n; e++) {
     int64_t coord[TJ_MAX_ORDER_PUBLIC];
-    for (int m = 0; m < f->order; m++) coord[m] = coord_of(e, m);
+    for (int m = 0; m < order; m++) coord[m] = coord_of(e, m);
     must(tj_tensor_insert(t, coord, e + 1) == TJ_OK, "insert failed", src);
   }
   must(tj_tensor_pack(t) == TJ_OK, "pack failed", src);
-  tj_format all = tj_format_dense(f->order);
-  for (int l = 0; l < f->order; l++) all.levels[l] = 's';
+  tj_format all = tj_format_dense(order);
+  for (int l = 0; l < order; l++) all.levels[l] = 's';
   must(tj_tensor_convert(t, &all, &c) == TJ_OK, "convert failed", src);
   must(tj_tensor_convert(c, f, &b) == TJ_OK, "convert back failed", src);
   must(tj_tensor_nnz(b) == tj_tensor_nnz(t), "convert changed nnz", src);
   for (int e = 0; e < n; e++) {
     int64_t coord[TJ_MAX_ORDER_PUBLIC];
-    for (int m = 0; m < f->order; m++) coord[m] = coord_of(e, m);
+    for (int m = 0; m < order; m++) coord[m] = coord_of(e, m);
     double x, y;
     must(tj_tensor_get(t, coord, &x) == TJ_OK && tj_tensor_get(b, coord, &y) == TJ_OK &&
              x == y, "convert changed a value", src);
