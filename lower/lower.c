@@ -246,8 +246,10 @@ static bool setup_accesses(Lowerer *lw) {
   bool in_temp = lw->first_red >= 0 && lw->par_depth >= lw->first_red;
   const char *race = nest->par_asked >= 0 ? nest->form[lw->par_depth]->race : NULL;
   if (race && strcmp(race, "atomics") == 0 && !atomics_ok(lw, reduction, in_temp)) return false;
+  /* a workspace (a scattered union into a dense output) is one per kernel:
+   * its rows run in order */
   lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 &&
-               (!reduction || lw->atomic);
+               nest->ws_depth < 0 && (!reduction || lw->atomic);
   if (nest->par_asked >= 0 && pf && pf->fuse && reduction && !lw->atomic)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize: the fused loop %s sums over "
                       "%s into entries other iterations update too; parallelize(..., atomics)",

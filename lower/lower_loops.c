@@ -392,7 +392,7 @@ static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive) {
 /* Whether the compute phase drains the workspace along the assembled
  * coordinates (drain_assembled) instead of its list. */
 static bool drains_assembled(const Lowerer *lw) {
-  if (lw->phase != PHASE_COMPUTE) return false;
+  if (lw->phase != PHASE_COMPUTE || !lw->plan->out_sparse) return false;
   for (int l = 0; l < lw->out_last; l++) /* the row's segment is pos[row] */
     if (!lv_at(lw->acc[0].f, l, LV_FULL)) return false;
   return true;
@@ -538,6 +538,30 @@ static LirStmt *scatter_terms(Lowerer *lw, int depth, AMask alive) {
   return s;
 }
 
+/* A dense output's row from the workspace: its touched entries only (the
+ * output was zeroed), any order:
+ *   for (q < n) { j = list[q]; vals[locate(row, j)] = ws[j]; ws[j] = init; mark[j] = 0 } n = 0 */
+static LirStmt *drain_located(Lowerer *lw) {
+  Arena *a = A(lw);
+  LirVar *q = lw_var(lw, "q", LT_I64);
+  LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
+  LirStmt *body = lir_decl(a, j, lir_load(a, lw_ref(lw, lw->ws_list), lw_ref(lw, q)));
+  if (lw->emit_values) {
+    LirVar **coord = &lw->coord[lw->nest.ws_var->id], *saved = *coord;
+    *coord = j;
+    LirExpr *at = lw_out_linear(lw);   /* the entry at the row's other coordinates and j */
+    *coord = saved;
+    lir_append(&body, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), at,
+                                lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j))));
+    lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j), vconst(lw, lw->out_init)));
+  }
+  lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
+                              lir_const_int(a, LT_BOOL, 0)));
+  LirStmt *s = lir_for(a, q, lw_i64(lw, 0), lw_ref(lw, lw->ws_n), body);
+  lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
+  return s;
+}
+
 /* Emits the producer into the workspace, then appends its coordinates in
  * order (the compute phase gathers along the assembled ones instead):  <producer: ws[j] += ...; first touch records j in list>
  *         sort(list, n); for (q < n) { j = list[q]; append (j, ws[j]); reset } */
@@ -549,6 +573,10 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
                                             : lw_loops(lw, depth, alive, true);
   lw->target = T_OUT;
   if (!diag_ok(lw->d)) return NULL;
+  if (!lw->plan->out_sparse) {
+    lir_append(&s, drain_located(lw));
+    return lir_block(a, s);
+  }
   if (drains_assembled(lw)) {
     lir_append(&s, drain_assembled(lw, l));
     return lir_block(a, s);

@@ -12,8 +12,8 @@
  * O(nnz) per row whatever k. Products distribute over the sums
  * ((B1 + B2) * C -> B1 * C + B2 * C, each term an intersection), a
  * difference negates its right terms, and any other node is one term as it
- * is. The planner takes this path for a sparse output written by its
- * innermost loop, with no reduction, mask or semiring, once there are at
+ * is. The planner takes this path for a sparse or all-dense output written
+ * by its innermost loop, with no reduction, mask or semiring, once there are at
  * least LOWER_SCATTER_MIN (3) terms, or TJ_SCATTER_UNION_MIN (bench/README.md,
  * wide unions: from 3 terms it computes 2-60x faster than the lattice or
  * merged loop and assembles about as fast; at 2 its assembly, which sorts
@@ -104,8 +104,12 @@ bool lw_scatters_terms(const Lowerer *lw, int depth) {
 
 bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms) {
   const tj_format *f = &p->fmt[0];
-  if (p->ws_depth >= 0 || !p->out_sparse || as->semiring || as->accumulate ||
-      p->nloops == 0 || f->order == 0 || !lv_at(f, f->order - 1, LV_HAS_POS))
+  /* a sparse output appends its last level; a dense one is all dense (the
+   * workspace drains into located entries) */
+  bool dense_out = !p->out_sparse && f->order > 0 && !lv_format_has_sparse(f);
+  if (p->ws_depth >= 0 || (!p->out_sparse && !dense_out) || as->semiring || as->accumulate ||
+      p->nloops == 0 || f->order == 0 ||
+      (p->out_sparse && !lv_at(f, f->order - 1, LV_HAS_POS)))
     return false;
   IndexVar *v = as->lhs->u.access.idx[f->mode_order[f->order - 1]];
   if (p->order[p->nloops - 1] != v) return false; /* a reduction loop below it */

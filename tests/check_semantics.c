@@ -168,6 +168,31 @@ START_TEST(test_coo_by_hand) {
 }
 END_TEST
 
+/* A union of three or more sparse terms into a dense output is scattered
+ * term by term into a row workspace, drained into the row's entries (the
+ * rest stay 0), by hand: B1 - B2 + 2 * B3 and a product of sums. */
+START_TEST(test_scattered_union_dense_out_by_hand) {
+  const double b1[] = {1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 4};
+  const double b2[] = {0, 5, 0, 2, 0, 0, 0, 0, 0, 0, 6, 0};
+  const double b3[] = {7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1};
+  const double c[] = {2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 0, 3};
+  tj_tensor *ops[] = {matrix("A", "dd", 3, 4, NULL), matrix("B1", "ds", 3, 4, b1),
+                      matrix("B2", "ds", 3, 4, b2), matrix("B3", "ds", 3, 4, b3),
+                      matrix("C", "ds", 3, 4, c)};
+  for (int threads = 1; threads <= 2; threads++)
+    for (int phases = 0; phases < 2; phases++) {
+      /* 1+14, -5, 0, 2-2; row 1 empty; 3+2, 0, -6, 4+2 */
+      expect_run("A(i,j) = B1(i,j) - B2(i,j) + 2 * B3(i,j)", ops, 4, NULL, threads, phases,
+                 (double[]){15, -5, 0, 0, 0, 0, 0, 0, 5, 0, -6, 6}, 12, -1);
+      /* (B1 + B2 + B3) * C: (1+7)*2, 5*2, 0, 4*2; 0; (3+1)*1, 0, 6*0, (4+1)*3 */
+      tj_tensor *prod[] = {ops[0], ops[1], ops[2], ops[3], ops[4]};
+      expect_run("A(i,j) = (B1(i,j) + B2(i,j) + B3(i,j)) * C(i,j)", prod, 5, NULL, threads,
+                 phases, (double[]){16, 10, 0, 8, 0, 0, 0, 0, 4, 0, 0, 15}, 12, -1);
+    }
+  free_all(ops, 5);
+}
+END_TEST
+
 /* Deterministic values with zeros in a pattern (every third entry). */
 static void fill(double *v, int64_t n, int seed) {
   for (int64_t k = 0; k < n; k++)
@@ -965,6 +990,7 @@ static Suite *semantics_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_residual_by_hand);
   tcase_add_test(tc, test_coo_by_hand);
+  tcase_add_test(tc, test_scattered_union_dense_out_by_hand);
   tcase_add_test(tc, test_spmv_plus_vector);
   tcase_add_test(tc, test_gemm_plus_matrix);
   tcase_add_test(tc, test_scopes_by_hand);
