@@ -95,14 +95,16 @@ static tj_status parse_size(RtReader *r, Header *h) {
       return rd_error(r, "array of %" PRId64 " x %" PRId64 " overflows 64 "
                       "bits", h->rows, h->cols);
     h->nnz = h->rows * h->cols;
-    if (h->sym != SYM_GENERAL && h->rows != h->cols)
-      return rd_error(r, "a symmetric matrix must be square");
     if (h->sym == SYM_SYMMETRIC) h->nnz = h->rows * (h->rows + 1) / 2;
     if (h->sym == SYM_SKEW) h->nnz = h->rows * (h->rows - 1) / 2;
   } else if ((st = scan_size(r, &p, "entry count", &h->nnz))) {
     return st;
   }
   if (!rd_at_end(p)) return rd_error(r, "unexpected text after the size line");
+  /* the mirror of an entry of a non-square one would lie outside it */
+  if (h->sym != SYM_GENERAL && h->rows != h->cols)
+    return rd_error(r, "a %s matrix must be square, not %" PRId64 " x %" PRId64,
+                    h->sym == SYM_SKEW ? "skew-symmetric" : "symmetric", h->rows, h->cols);
   return TJ_OK;
 }
 
