@@ -14,6 +14,7 @@
 
 #include "tensorjit.h"
 #include "util/kernel_check.h"
+#include "util/tensors.h"
 
 #define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
 
@@ -293,19 +294,7 @@ END_TEST
 /* A tensor of format fmt holding the nonzeros of v (row-major, dims d). */
 static tj_tensor *tensor_of(const char *name, const char *fmt, int order, const int64_t *d,
                             const double *v) {
-  tj_format f;
-  OK(tj_format_parse(fmt, &f));
-  tj_tensor *t;
-  OK(tj_tensor_new(name, TJ_F64, order, d, &f, &t));
-  int64_t n = 1;
-  for (int m = 0; m < order; m++) n *= d[m];
-  for (int64_t q = 0; q < n; q++) {
-    int64_t c[3], r = q;
-    for (int m = order - 1; m >= 0; m--) c[m] = r % d[m], r /= d[m];
-    if (v[q] != 0) OK(tj_tensor_insert(t, c, v[q]));
-  }
-  OK(tj_tensor_pack(t));
-  return t;
+  return tu_tensor(name, fmt, order, d, v);
 }
 
 /* n values, a third of them nonzero when sparse, small integers (so every

@@ -13,30 +13,13 @@
 #include <string.h>
 
 #include "tensorjit.h"
+#include "util/tensors.h"
 
 #define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
 
-/* A tensor named name of the given dims, format spec and row-major values
- * (zeros are not stored in sparse levels). Owned by the caller. */
 static tj_tensor *tensor(const char *name, const char *fmt, int order, const int64_t *dims,
                          const double *vals) {
-  tj_format f;
-  OK(tj_format_parse(fmt, &f));
-  tj_tensor *t;
-  OK(tj_tensor_new(name, TJ_F64, order, dims, &f, &t));
-  int64_t n = 1;
-  for (int m = 0; m < order; m++) n *= dims[m];
-  for (int64_t k = 0; k < n && vals; k++) {
-    if (vals[k] == 0) continue;
-    int64_t c[4], r = k;
-    for (int m = order - 1; m >= 0; m--) {
-      c[m] = r % dims[m];
-      r /= dims[m];
-    }
-    OK(tj_tensor_insert(t, c, vals[k]));
-  }
-  OK(tj_tensor_pack(t));
-  return t;
+  return tu_tensor(name, fmt, order, dims, vals);
 }
 
 static tj_tensor *vector(const char *name, const char *fmt, int64_t n, const double *v) {
