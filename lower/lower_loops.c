@@ -487,6 +487,27 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
  * position) the row's values are gathered from the workspace along them,
  * without the list, the marks or a sort:
  *   for (q = pos[p]; q < pos[p + 1]; q++) { vals[q] = ws[crd[q]]; reset }  */
+/* vals[at] = ws[j]; ws[j] = init: a workspace entry moved to the output. */
+static LirStmt *move_ws_value(Lowerer *lw, LirVar *j, LirExpr *at) {
+  Arena *a = A(lw);
+  LirStmt *s = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), at,
+                         lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j)));
+  lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j), vconst(lw, lw->out_init)));
+  return s;
+}
+
+/* The loop over the workspace's touched list, body (which reads j =
+ * list[q] and moves its entry) then clearing j's mark:
+ *   for (q < n) { <body>; mark[j] = 0; } n = 0 */
+static LirStmt *over_touched(Lowerer *lw, LirVar *q, LirVar *j, LirStmt *body) {
+  Arena *a = A(lw);
+  lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
+                              lir_const_int(a, LT_BOOL, 0)));
+  LirStmt *s = lir_for(a, q, lw_i64(lw, 0), lw_ref(lw, lw->ws_n), body);
+  lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
+  return s;
+}
+
 static LirStmt *drain_assembled(Lowerer *lw, int l) {
   Arena *a = A(lw);
   LirVar *q = lw_var(lw, "q", LT_I64), *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
@@ -496,10 +517,7 @@ static LirStmt *drain_assembled(Lowerer *lw, int l) {
   LirStmt *s = lir_decl(a, hi, lw_load_index(lw, lw->pos_ptr[0][l],
                                              lir_bin(a, LOP_ADD, parent, lw_i64(lw, 1))));
   LirStmt *body = lir_decl(a, j, lw_load_index(lw, lw->crd_ptr[0][l], lw_ref(lw, q)));
-  lir_append(&body, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), lw_ref(lw, q),
-                              lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j))));
-  lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j),
-                              vconst(lw, lw->out_init)));
+  lir_append(&body, move_ws_value(lw, j, lw_ref(lw, q)));
   lir_append(&s, lir_for(a, q, lo, lw_ref(lw, hi), body));
   lir_append(&s, lir_assign(a, lw->out_p[l], lw_ref(lw, hi)));
   return s;
@@ -551,15 +569,9 @@ static LirStmt *drain_located(Lowerer *lw) {
     *coord = j;
     LirExpr *at = lw_out_linear(lw);   /* the entry at the row's other coordinates and j */
     *coord = saved;
-    lir_append(&body, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), at,
-                                lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j))));
-    lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j), vconst(lw, lw->out_init)));
+    lir_append(&body, move_ws_value(lw, j, at));
   }
-  lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
-                              lir_const_int(a, LT_BOOL, 0)));
-  LirStmt *s = lir_for(a, q, lw_i64(lw, 0), lw_ref(lw, lw->ws_n), body);
-  lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
-  return s;
+  return over_touched(lw, q, j, body);
 }
 
 /* Emits the producer into the workspace, then appends its coordinates in
@@ -594,16 +606,9 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   lir_append(&body, lw_ensure_out_cap(lw, l, lw_ref(lw, p)));
   if (lw->emit_index)
     lir_append(&body, lw_store_index(lw, lw->crd_ptr[0][l], lw_ref(lw, p), lw_ref(lw, j)));
-  if (lw->emit_values) {
-    lir_append(&body, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), lw_ref(lw, p),
-                                lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j))));
-    lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j), vconst(lw, lw->out_init)));
-  }
-  lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
-                              lir_const_int(a, LT_BOOL, 0)));
+  if (lw->emit_values) lir_append(&body, move_ws_value(lw, j, lw_ref(lw, p)));
   lir_append(&body, lir_update(a, p, LOP_ADD, lw_i64(lw, 1)));
-  lir_append(&s, lir_for(a, q, lw_i64(lw, 0), lw_ref(lw, lw->ws_n), body));
-  lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
+  lir_append(&s, over_touched(lw, q, j, body));
   return lir_block(a, s);
 }
 
@@ -1227,9 +1232,8 @@ static int lazy_child(const Lowerer *lw, const LoopCtx *cx, const Lattice *L) {
   if (L->n != 1 || L->p[0].full || __builtin_popcountll(L->p[0].sparse) != 1) return -1;
   int x = __builtin_ctzll(L->p[0].sparse), d = cx->depth;
   if (!lw->lazy[x].seg || lw_level_at(lw, x, d) != lw->lazy[x].level + 1) return -1;
-  const CinLoopForm *f = lw->nest.form[d];
-  bool rewritten = f && (f->split || f->divide || f->pos || f->bound_kind);
-  if (rewritten || lw->nest.unroll[d] || lw->nest.vec[d] || d == lw->par_depth || lw->live[x])
+  if (lw_form_rewritten(lw, d) || lw->nest.unroll[d] || lw->nest.vec[d] || d == lw->par_depth ||
+      lw->live[x])
     return -1;
   return x;
 }

@@ -252,6 +252,8 @@ bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
  * it is not one for loop; sparse_x is the access whose sparse level the
  * for walks, -1 for a dense range. False with lw->d set when refused. */
 bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x);
+/* Whether the loop at depth is rewritten (split, divide, pos, bound, fuse). */
+bool lw_form_rewritten(const Lowerer *lw, int depth);
 /* The dense loop's upper bound: bound()'s constant, else extent. */
 LirExpr *lw_form_extent(Lowerer *lw, int depth, LirExpr *extent);
 /* lw_strip_loop with pre(lw, b, ctx), when not NULL, run at the start of

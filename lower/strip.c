@@ -35,6 +35,8 @@ static bool rewritten(const CinLoopForm *f) {
   return f && (f->split || f->divide || f->pos || f->bound_kind || f->fuse);
 }
 
+bool lw_form_rewritten(const Lowerer *lw, int depth) { return rewritten(lw->nest.form[depth]); }
+
 bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x) {
   const CinLoopForm *f = lw->nest.form[depth];
   if (!rewritten(f)) return true;
