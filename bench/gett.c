@@ -24,6 +24,7 @@
  * each other (max relative difference) before timing.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,7 +346,7 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     Tj lg = {compile(cx, expr, ops, 3, "method(log)", th, NULL), th, NULL};
     Tj ttgt_mkl = {ttgt.k, th, mkl_ttgt_gemm()};   /* the same kernel, MKL's GEMM */
     Tj untimed = {compile(cx, expr, ops, 3, "method(model)", th, NULL), th, NULL};
-    int nall = ttgt_mkl.ttgt_gemm ? 4 : 3;
+    bool with_mkl = ttgt_mkl.ttgt_gemm != NULL;
     /* the methods agree */
     size_t bytes = (size_t)(M * N) * esz;
     void *ref = malloc(bytes);
@@ -353,7 +354,7 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     memcpy(ref, dense_vals(ops[0]), bytes);
     double diff = 0;
     Tj *all[5] = {&model, &ttgt, &lg, &untimed, &ttgt_mkl};
-    for (int i = 0; i < nall + 1; i++) {
+    for (int i = 0; i < 4 + with_mkl; i++) {
       tj_run(all[i]);
       diff = fmax(diff, max_rel_diff(ref, dense_vals(ops[0]), (int64_t)(M * N), g_f32));
     }
@@ -363,7 +364,7 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
                   {"blas-gemm", blas_run, &bl, {0}, {0}}, {"untimed", tj_run, &untimed, {0}, {0}},
                   {"ttgt+mkl", tj_run, &ttgt_mkl, {0}, {0}}};
     double med[7], cpu[7];
-    interleave_cpu(im, nall == 4 ? 7 : 6, med, cpu);
+    interleave_cpu(im, 6 + with_mkl, med, cpu);
     if (th == 1) memcpy(med, cpu, sizeof med);   /* one thread: CPU time (see top) */
     FILE *pf = tmpfile();
     tj_kernel_print(model.k, TJ_STAGE_GETT, pf);
@@ -372,9 +373,11 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     while (fgets(line, sizeof line, pf))
       if (sscanf(line, "  method: %31s", method) == 1) break;
     fclose(pf);
-    char mcol[64] = "";
-    if (nall == 4)
+    char mcol[64] = "", mratio[64] = "";
+    if (with_mkl) {
       snprintf(mcol, sizeof mcol, "  ttgt+mkl %6.1f", flops / med[6]);
+      snprintf(mratio, sizeof mratio, "  model/ttgt+mkl %.2f", med[6] / med[0]);
+    }
     /* the model's choice untimed (method(model)) against the best of the
      * tuned choice, GETT and LoG */
     double best = fmin(med[0], fmin(med[1], med[3]));
@@ -384,9 +387,7 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
            "blas-gemm %6.1f  untimed %6.1f%s GFLOP/s  model/ttgt %.2f  model/gemm %.2f%s  "
            "untimed/best %.2f  diff %.0e  compile %.1f ms%s\n",
            fld[1], th, ai, method, flops / med[0], flops / med[1], flops / med[2], flops / med[3],
-           flops / med[4], flops / med[5], mcol, med[2] / med[0], med[4] / med[0],
-           nall == 4 ? (snprintf(line, sizeof line, "  model/ttgt+mkl %.2f", med[6] / med[0]), line)
-                     : "",
+           flops / med[4], flops / med[5], mcol, med[2] / med[0], med[4] / med[0], mratio,
            best / med[5], diff, cms, agree(diff, g_f32));
     fflush(stdout);
   }

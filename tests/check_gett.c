@@ -452,26 +452,14 @@ START_TEST(test_not_contractions) {
   ck_assert_msg(strstr(tj_last_error(), "method(gett) replaces the loop nest and cannot be "
                                         "combined with parallelize(i)"),
                 "%s", tj_last_error());
-  OK(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3, "unroll(k,4)", NULL, &k));
-  {
-    char *txt = NULL;
-    size_t n = 0;
-    FILE *f = open_memstream(&txt, &n);
-    OK(tj_kernel_print(k, TJ_STAGE_GETT, f));
-    fclose(f);
-    ck_assert_msg(strstr(txt, "loop-IR kernel"), "%s", txt);
-    free(txt);
-  }
+  char *txt = gett_text(cx, "C(i,j) = A(i,k) * B(k,j)", ops, "unroll(k,4)");
+  ck_assert_msg(strstr(txt, "loop-IR kernel"), "%s", txt);
+  free(txt);
   ck_assert(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3, "method(blas)", NULL, &k) !=
             TJ_OK);
   ck_assert_msg(strstr(tj_last_error(), "method(blas): unknown method"), "%s", tj_last_error());
   /* the stage names the sets and the method */
-  OK(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3, "method(log)", NULL, &k));
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&buf, &len);
-  OK(tj_kernel_print(k, TJ_STAGE_GETT, f));
-  fclose(f);
+  char *buf = gett_text(cx, "C(i,j) = A(i,k) * B(k,j)", ops, "method(log)");
   ck_assert_msg(strstr(buf, "I_m = {j}") && strstr(buf, "I_n = {i}") && strstr(buf, "I_k = {k}") &&
                     strstr(buf, "method: log (forced by method())"),
                 "%s", buf);
