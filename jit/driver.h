@@ -158,6 +158,13 @@ void drv_disk_free(DiskCache *dc);
  * an untrusted file is neither loaded nor replaced (compiled in memory). */
 bool drv_disk_compile(CacheEntry *e, int v, const DiskCache *dc, bool *from_disk, Diag *d);
 
+/* The method GETT timing chose for the runtime's key (rt_gett_tune_key)
+ * in e's disk cache (e->disk set): load puts a stored one into the
+ * runtime's table (false when there is none, or with a warning when the
+ * file is bad); save writes the table's entry for key, if it has one. */
+bool drv_disk_gett_load(const CacheEntry *e, uint64_t key);
+void drv_disk_gett_save(const CacheEntry *e, uint64_t key);
+
 /* A cache file's object code as read by drv_disk_parse. */
 typedef struct DiskObject {
   void *obj;                  /* malloc'd, owned by the caller */

@@ -349,3 +349,58 @@ bool drv_disk_compile(CacheEntry *e, int v, const DiskCache *dc, bool *from_disk
   free(key);
   return ok;
 }
+
+/* ---- GETT methods chosen by timing ---- */
+
+/* The disk key of a timed GETT choice: the runtime's key (plan words, dims,
+ * threads) and the target, whose timings they are (malloc'd). */
+static char *gett_key(const CacheEntry *e, uint64_t key) {
+  const char *target = e->be->target(e->bstate);
+  size_t n = strlen(target) + 64;
+  char *k = malloc(n);
+  if (k) snprintf(k, n, "gett-method|%016llx|%s", (unsigned long long)key, target);
+  return k;
+}
+
+static const char GETT_SYMBOL[] = "gett-method";
+
+/* The file of a GETT choice: "tj-<16 hex>.gett", one small file per
+ * contraction, sizes and thread count, written like a kernel's. */
+static void gett_name(const char *key, char name[32]) {
+  snprintf(name, 32, "tj-%016llx.gett",
+           (unsigned long long)fnv(key, strlen(key), 1469598103934665603ull));
+}
+
+bool drv_disk_gett_load(const CacheEntry *e, uint64_t key) {
+  char *k = gett_key(e, key);
+  if (!k) return false;
+  char name[32];
+  gett_name(k, name);
+  DiskObject got;
+  bool ok = false;
+  if (read_file(e->disk, name, k, &got) == FILE_OK) {
+    int32_t m;
+    ok = got.len == sizeof m && strcmp(got.symbol, GETT_SYMBOL) == 0;
+    if (ok) memcpy(&m, got.obj, sizeof m);
+    ok = ok && m >= TJ_GETT_GETT && m <= TJ_GETT_LOG;
+    if (ok) rt_gett_tuned_put(key, m);
+    else warn(e->disk->path, name, "not a GETT method");
+    if (ok && getenv("TJ_GETT_VERBOSE"))
+      fprintf(stderr, "tensorjit: GETT method %s from the disk cache (%s)\n",
+              lower_gett_method_name(m), name);
+    free(got.obj);
+  }
+  free(k);
+  return ok;
+}
+
+void drv_disk_gett_save(const CacheEntry *e, uint64_t key) {
+  int32_t m = rt_gett_tuned_get(key);
+  if (m < 0) return;   /* not timed (TJ_GETT_TUNE=0, or a candidate failed) */
+  char *k = gett_key(e, key);
+  if (!k) return;
+  char name[32];
+  gett_name(k, name);
+  write_file(e->disk, name, k, &m, sizeof m, GETT_SYMBOL);
+  free(k);
+}

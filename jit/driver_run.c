@@ -372,9 +372,16 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   if (status == TJ_OK && rows) {
     status = run_rows(k, ph, st, threads, &d);
   } else if (status == TJ_OK) {
+    /* A GETT kernel that times its candidates at the first run takes a
+     * choice kept in the disk cache, and keeps the one it makes there. */
+    bool tunes = !interpret && e->disk && ph != PHASE_ASSEMBLE &&
+                 e->gett.method != GETT_LOOPS && e->gett.tune;
+    uint64_t gkey = tunes ? rt_gett_tune_key(st, e->gett.words) : 0;
+    bool timing = tunes && rt_gett_tuned_get(gkey) < 0 && !drv_disk_gett_load(e, gkey);
     int32_t rc = interpret ? lir_interp(e->lir[ph], st, &d) : e->bk[ph].fn(st);
     if (!diag_ok(&d)) status = drv_fail(&d);
     else if (rc != 0) status = kernel_code(rc);
+    if (timing && status == TJ_OK) drv_disk_gett_save(e, gkey);
   }
   if (kept) pthread_mutex_unlock(&k->pattern_lock);
   for (int t = 0; t < NT_MAX_TENSORS; t++) tj_tensor_free(tmp[t]);

@@ -36,6 +36,7 @@
 
 #include "../include/tensorjit.h"
 #include "abi.h"
+#include "tensor.h"
 
 /* One contraction over linearized index sets. */
 typedef struct Gp {
@@ -442,25 +443,47 @@ static double seconds(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+uint64_t rt_gett_tune_key(tj_storage *const *operands, const int32_t *plan) {
+  const tj_storage *ops[3] = {operands[0], operands[plan[TJ_GP_A]], operands[plan[TJ_GP_B]]};
+  uint64_t key = fnv(1469598103934665603ull, plan, sizeof(int32_t) * TJ_GP_WORDS);
+  for (int t = 0; t < 3; t++) key = fnv(key, ops[t]->dims, sizeof(int64_t) * (size_t)ops[t]->order);
+  int threads = tj_rt_threads();
+  return fnv(key, &threads, sizeof threads);
+}
+
+int rt_gett_tuned_get(uint64_t key) {
+  int slot = (int)(key % TUNED_SLOTS), method = -1;
+  pthread_mutex_lock(&tuned_lock);
+  if (tuned[slot].key == key) method = tuned[slot].method;
+  pthread_mutex_unlock(&tuned_lock);
+  return method;
+}
+
+void rt_gett_tuned_put(uint64_t key, int method) {
+  if (method < 0 || method > TJ_GETT_LOG) return;
+  int slot = (int)(key % TUNED_SLOTS);
+  pthread_mutex_lock(&tuned_lock);
+  tuned[slot].key = key, tuned[slot].method = method;
+  pthread_mutex_unlock(&tuned_lock);
+}
+
 /* The plan's candidate methods (plan[TJ_GP_TUNE]) each run twice into a
- * copy of C, the faster second run wins; remembered per plan and operand
- * dims, so later runs (of this kernel or of one compiled again) take it at
- * once. The model's method when the copy cannot be made or a candidate
- * fails. TJ_GETT_TUNE=0 in the environment turns the timing off. */
-static int tuned_method(const Gp *g, const tj_storage *const ops[3], const int64_t *em,
+ * copy of C, the faster second run wins; remembered per plan, operand dims
+ * and thread count (rt_gett_tune_key), so later runs (of this kernel or of
+ * one compiled again) take it at once, and the driver keeps it in the disk
+ * cache when the context has one. The model's method when the copy cannot
+ * be made or a candidate fails. TJ_GETT_TUNE=0 in the environment turns
+ * the timing off. */
+static int tuned_method(const Gp *g, tj_storage *const *operands, const int64_t *em,
                         const int64_t *en, const int64_t *ek, const int32_t *plan,
                         const int64_t *const st[3], int64_t *scratch) {
   unsigned mask = (unsigned)plan[TJ_GP_TUNE];
   const char *env = getenv("TJ_GETT_TUNE");
   if (env && strcmp(env, "0") == 0) return plan[TJ_GP_METHOD];
-  uint64_t key = fnv(1469598103934665603ull, plan, sizeof(int32_t) * TJ_GP_WORDS);
-  for (int t = 0; t < 3; t++) key = fnv(key, ops[t]->dims, sizeof(int64_t) * (size_t)ops[t]->order);
-  int slot = (int)(key % TUNED_SLOTS), method = -1;
-  pthread_mutex_lock(&tuned_lock);
-  if (tuned[slot].key == key) method = tuned[slot].method;
-  pthread_mutex_unlock(&tuned_lock);
+  uint64_t key = rt_gett_tune_key(operands, plan);
+  int method = rt_gett_tuned_get(key);
   if (method >= 0) return method;
-  size_t bytes = (size_t)ops[0]->vals_len * (size_t)g->esz;
+  size_t bytes = (size_t)operands[0]->vals_len * (size_t)g->esz;
   char *copy = malloc(bytes ? bytes : 1);
   if (!copy) return plan[TJ_GP_METHOD];
   memcpy(copy, g->C, bytes);
@@ -485,9 +508,7 @@ static int tuned_method(const Gp *g, const tj_storage *const ops[3], const int64
   if (getenv("TJ_GETT_VERBOSE"))
     fprintf(stderr, "tensorjit: GETT timed methods 0x%x, chose %s (%.3f ms)\n", mask,
             method == TJ_GETT_TTGT ? "ttgt" : method == TJ_GETT_LOG ? "log" : "gett", best * 1e3);
-  pthread_mutex_lock(&tuned_lock);
-  tuned[slot].key = key, tuned[slot].method = method;
-  pthread_mutex_unlock(&tuned_lock);
+  rt_gett_tuned_put(key, method);
   return method;
 }
 
@@ -524,8 +545,7 @@ int32_t tj_rt_gett(tj_storage **operands, const int32_t *plan, tj_gett_ukernel u
   set_offsets(plan, nk, TJ_GP_K_B, sb, ek, bk);
   g.cm = cm, g.am = am, g.cn = cn, g.bn = bn, g.ak = ak, g.bk = bk;
   const int64_t *const st[3] = {sc, sa, sb};
-  const tj_storage *const ops[3] = {C, A, B};
-  int method = plan[TJ_GP_TUNE] ? tuned_method(&g, ops, em, en, ek, plan, st, off + total)
+  int method = plan[TJ_GP_TUNE] ? tuned_method(&g, operands, em, en, ek, plan, st, off + total)
                                 : plan[TJ_GP_METHOD];
   int32_t rc = run_method(method, &g, em, en, ek, plan, st, off + total);
   free(off);

@@ -275,6 +275,14 @@ tj_status rt_pattern_refresh(RtPattern *p, const tj_tensor *src, const tj_format
                              tj_tensor **out, bool *rebuilt);
 void rt_pattern_free(RtPattern *p);
 
+/* GETT methods chosen by timing at a first run (gett.c): a process-wide
+ * table keyed by rt_gett_tune_key (the plan's words, the dims of C, A and
+ * B, and the thread count). rt_gett_tuned_get is -1 for a key not timed;
+ * the driver reads and writes the entries of its disk cache through them. */
+uint64_t rt_gett_tune_key(tj_storage *const *operands, const int32_t *plan);
+int rt_gett_tuned_get(uint64_t key);
+void rt_gett_tuned_put(uint64_t key, int method);
+
 /* How partial outputs combine: the root reduction's operator. */
 typedef enum {
   RT_COMBINE_ADD, RT_COMBINE_MUL, RT_COMBINE_MIN, RT_COMBINE_MAX,

@@ -178,6 +178,27 @@ for j in 16 100; do
     -d=j:$j -check
 done
 
+# ---- a GETT choice timed at the first run is kept in the disk cache ----
+# Each run is a new process: the second takes the method the first timed,
+# from its .gett file; a damaged file is refused and timed again; another
+# thread count is another choice.
+GEMM=(-g=A:d -g=B:d -d=a:400 -d=c:300 -d=b:150 -check 'C(a,b) = A(a,c) * B(c,b)')
+export TJ_GETT_VERBOSE=1
+TJ_CACHE_DIR=$TMP/gett expect gett_disk_first 'GETT timed methods 0x[0-9a-f]+, chose' "${GEMM[@]}"
+chosen=$(TJ_CACHE_DIR=$TMP/gett "$T" "${GEMM[@]}" 2>&1 | sed -n 's/.*GETT method \([a-z]*\) from the disk cache.*/\1/p')
+first=$(TJ_CACHE_DIR=$TMP/gett2 "$T" "${GEMM[@]}" 2>&1 | sed -n 's/.*chose \([a-z]*\) .*/\1/p')
+second=$(TJ_CACHE_DIR=$TMP/gett2 "$T" "${GEMM[@]}" 2>&1 | sed -n 's/.*GETT method \([a-z]*\) from the disk cache.*/\1/p')
+if [ -n "$first" ] && [ "$first" = "$second" ] && [ -n "$chosen" ]; then pass gett_disk_second_run
+else fail gett_disk_second_run "timed '$first', then '$second' from disk (and '$chosen')"; fi
+for f in "$TMP"/gett/*.gett; do truncate -s 20 "$f"; done
+TJ_CACHE_DIR=$TMP/gett expect gett_disk_damaged 'ignoring kernel cache file .*\.gett: truncated header' "${GEMM[@]}"
+TJ_CACHE_DIR=$TMP/gett expect gett_disk_rewritten 'GETT method [a-z]+ from the disk cache' "${GEMM[@]}"
+out=$(TJ_CACHE_DIR=$TMP/gett "$T" "${GEMM[@]}" -nthreads=1 2>&1)
+if grep -q 'GETT timed methods' <<<"$out" && [ "$(ls "$TMP"/gett/*.gett | wc -l)" -eq 2 ]; then
+  pass gett_disk_per_threads
+else fail gett_disk_per_threads "1 thread did not time its own choice" "$out"; fi
+unset TJ_GETT_VERBOSE
+
 # ---- every stage prints something recognizable ----
 P=(-f=A:ds -d=A:100,200)
 expect print_notation '^y\(i\) = A\(i,j\) \* x\(j\)$' "$SPMV" "${P[@]}" -print-notation
