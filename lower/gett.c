@@ -9,7 +9,9 @@
  *
  * A is the operand that holds C's unit-stride index (the micro-kernel's
  * vector lanes run along it, and C's tiles are then updated in place).
- * Each index set is ordered by stride, smallest first: the first I_m index
+ * Each index set is ordered by stride, smallest first (I_m by C's, or by
+ * A's when the model finds that cheaper: packing then reads A along its
+ * unit stride and C's tiles go through the tile buffer): the first I_m index
  * is split for the micro-kernel, the first I_n index gives the tile's
  * columns, and I_k follows A's and B's unit strides so packing reads
  * contiguous memory where it can.
@@ -194,6 +196,34 @@ static void model(GettPlan *g, const Sizes *z, int vector_bits, int esz) {
 
 /* ---- the plan ---- */
 
+/* The model's view of g's sets at the checked extents: their sizes, their
+ * first indices', and whether packing and C's tiles read unit strides. */
+static Sizes sizes_of(const GettPlan *g, const Assignment *as, const Use *u, int sa, int sb,
+                      const int64_t *sc, const int64_t *sta, const int64_t *stb) {
+  Sizes z = {1, 1, 1, 0, 0, 0, false, false, false};
+  for (int q = 0; q < g->nm; q++) z.M *= (double)as->indices[g->m[q]]->extent;
+  for (int q = 0; q < g->nn; q++) z.N *= (double)as->indices[g->n[q]]->extent;
+  for (int q = 0; q < g->nk; q++) z.K *= (double)as->indices[g->k[q]]->extent;
+  z.M0 = (double)as->indices[g->m[0]]->extent;
+  z.N0 = (double)as->indices[g->n[0]]->extent;
+  z.K0 = (double)as->indices[g->k[0]]->extent;
+  if (z.M < 1 || z.N < 1 || z.K < 1 || z.M0 < 1 || z.N0 < 1 || z.K0 < 1)
+    return (Sizes){1, 1, 1, 1, 1, 1, true, true, true};
+  z.a_unit = sta[u[g->m[0]].dim[sa]] == 1 || sta[u[g->k[0]].dim[sa]] == 1;
+  z.b_unit = stb[u[g->n[0]].dim[sb]] == 1 || stb[u[g->k[0]].dim[sb]] == 1;
+  z.c_tile = sc[u[g->m[0]].dim[0]] == 1 && z.M0 >= g->mr;
+  return z;
+}
+
+/* The model's best time over the methods. */
+static double cheapest(const GettPlan *g) {
+  double t = g->cost[0];
+  for (int m = 1; m < 3; m++)
+    if (g->cost[m] < t) t = g->cost[m];
+  return t;
+}
+
+
 bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan *g) {
   memset(g, 0, sizeof *g);
   g->method = GETT_LOOPS;
@@ -233,20 +263,21 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
   strides_of(c, as, acc[0], sc);
   strides_of(acc[sa]->u.access.t, as, acc[sa], sta);
   strides_of(acc[sb]->u.access.t, as, acc[sb], stb);
-  Sizes z = {1, 1, 1, 0, 0, 0, false, false, false};
-  for (int q = 0; q < g->nm; q++) z.M *= (double)as->indices[g->m[q]]->extent;
-  for (int q = 0; q < g->nn; q++) z.N *= (double)as->indices[g->n[q]]->extent;
-  for (int q = 0; q < g->nk; q++) z.K *= (double)as->indices[g->k[q]]->extent;
-  z.M0 = (double)as->indices[g->m[0]]->extent;
-  z.N0 = (double)as->indices[g->n[0]]->extent;
-  z.K0 = (double)as->indices[g->k[0]]->extent;
-  if (z.M < 1 || z.N < 1 || z.K < 1 || z.M0 < 1 || z.N0 < 1 || z.K0 < 1) z = (Sizes){1, 1, 1, 1, 1, 1, true, true, true};
-  else {
-    z.a_unit = sta[u[g->m[0]].dim[sa]] == 1 || sta[u[g->k[0]].dim[sa]] == 1;
-    z.b_unit = stb[u[g->n[0]].dim[sb]] == 1 || stb[u[g->k[0]].dim[sb]] == 1;
-    z.c_tile = sc[u[g->m[0]].dim[0]] == 1 && z.M0 >= g->mr;
-  }
+  Sizes z = sizes_of(g, as, u, sa, sb, sc, sta, stb);
   model(g, &z, vector_bits, esz);
+  /* The micro-kernel's lanes run along C's unit-stride index; when that
+   * index is far apart in A, lanes along A's unit-stride index (C's tiles
+   * then through the tile buffer) may cost less: the model picks. */
+  int key_a[NT_MAX_INDICES];
+  for (int v = 0; v < as->nindices; v++)
+    key_a[v] = u[v].in == (1u | 1u << sa) ? stride_rank(acc[sa]->u.access.t, u[v].dim[sa]) : 0;
+  GettPlan alt = *g;
+  sort_by(alt.m, alt.nm, key_a);
+  if (alt.m[0] != g->m[0]) {
+    Sizes za = sizes_of(&alt, as, u, sa, sb, sc, sta, stb);
+    model(&alt, &za, vector_bits, esz);
+    if (cheapest(&alt) < cheapest(g)) *g = alt, z = za;
+  }
   g->method = TJ_GETT_GETT;
   for (int m = 1; m < 3; m++)
     if (g->cost[m] < g->cost[g->method]) g->method = m;

@@ -27,6 +27,7 @@ typedef struct Con {
   char name[64], expr[128];
   char c[9], a[9], b[9];
   int64_t ext[26];
+  const char *want;   /* in -print-gett, where a test asks */
 } Con;
 
 static int letters(const char *s, char *out) {
@@ -387,9 +388,9 @@ static char *gett_text(tj_context *cx, const char *expr, tj_tensor **ops, const 
  * method(model) and a forced method are never timed. */
 START_TEST(test_timed_methods) {
   static const Con cons[] = {
-      {"ab-ac-cb", "C(a,b) = A(a,c) * B(c,b)", "ab", "ac", "cb", {[0] = 400, [1] = 300, [2] = 150}},
+      {"ab-ac-cb", "C(a,b) = A(a,c) * B(c,b)", "ab", "ac", "cb", {[0] = 400, [1] = 300, [2] = 150}, NULL},
       {"abc-adc-db", "C(a,b,c) = A(a,d,c) * B(d,b)", "abc", "adc", "db",
-       {[0] = 40, [1] = 50, [2] = 30, [3] = 200}},
+       {[0] = 40, [1] = 50, [2] = 30, [3] = 200}, NULL},
   };
   tj_context *cx;
   OK(tj_context_new(&cx));
@@ -411,6 +412,44 @@ START_TEST(test_timed_methods) {
     for (int acc = 0; acc < 2; acc++)
       for (int rep = 0; rep < 2; rep++)   /* the second run takes the remembered method */
         check_one(cx, k, TJ_F64, acc, NULL, NULL, false, false);
+  }
+  tj_context_free(cx);
+}
+END_TEST
+
+/* Where C's unit-stride index is far apart in A, the micro-kernel's lanes
+ * run along A's unit-stride index instead (the model's choice), and C's
+ * tiles go through the tile buffer: every method, both dtypes, = and +=,
+ * 1 and 2 threads, sizes that are not multiples of the tile. */
+START_TEST(test_lanes_along_a) {
+  static const Con cons[] = {
+      {"abc-bda-dc", "C(c,b,a) = A(a,d,b) * B(c,d)", "cba", "adb", "cd",
+       {[0] = 37, [1] = 41, [2] = 5, [3] = 29}, "I_m = {b,a}"},
+      {"abcd-dbea-ec", "C(d,c,b,a) = A(a,e,b,d) * B(c,e)", "dcba", "aebd", "ce",
+       {[0] = 13, [1] = 11, [2] = 6, [3] = 19, [4] = 17}, "I_m = {d,b,a}"},
+  };
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  for (int i = 0; i < 2; i++) {
+    const Con *k = &cons[i];
+    Ten C, A, B;
+    make_ten(&C, "C", k->c, k->ext, TJ_F64, false, 1);
+    make_ten(&A, "A", k->a, k->ext, TJ_F64, false, 2);
+    make_ten(&B, "B", k->b, k->ext, TJ_F64, false, 3);
+    tj_tensor *ops[3] = {C.t, A.t, B.t};
+    char *txt = gett_text(cx, k->expr, ops, NULL);
+    ck_assert_msg(strstr(txt, k->want), "%s: %s", k->name, txt);
+    free(txt);
+    free_ten(&C), free_ten(&A), free_ten(&B);
+    for (int th = 1; th <= 2; th++) {
+      o.nthreads = th;
+      for (int m = 0; m < 3; m++)
+        for (int acc = 0; acc < 2; acc++) {
+          check_one(cx, k, TJ_F64, acc, METHODS[m], &o, false, false);
+          check_one(cx, k, TJ_F32, acc, METHODS[m], &o, false, false);
+        }
+    }
   }
   tj_context_free(cx);
 }
@@ -478,6 +517,7 @@ static Suite *gett_suite(void) {
   tcase_set_timeout(tc, 900);
   tcase_add_test(tc, test_gemm_by_hand);
   tcase_add_test(tc, test_timed_methods);
+  tcase_add_test(tc, test_lanes_along_a);
   tcase_add_test(tc, test_not_contractions);
   tcase_add_test(tc, test_tccg_all_methods);
   tcase_add_test(tc, test_tccg_loops);
