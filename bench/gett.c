@@ -345,6 +345,7 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     Tj ttgt = {compile(cx, expr, ops, 3, "method(ttgt)", th, NULL), th, blas_ttgt};
     Tj lg = {compile(cx, expr, ops, 3, "method(log)", th, NULL), th, NULL};
     Tj ttgt_mkl = {ttgt.k, th, mkl_ttgt_gemm()};   /* the same kernel, MKL's GEMM */
+    Tj ttgt_own = {ttgt.k, th, NULL};              /* and the GETT core as its GEMM */
     Tj untimed = {compile(cx, expr, ops, 3, "method(model)", th, NULL), th, NULL};
     bool with_mkl = ttgt_mkl.ttgt_gemm != NULL;
     /* the methods agree */
@@ -353,18 +354,18 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     tj_run(&gett);
     memcpy(ref, dense_vals(ops[0]), bytes);
     double diff = 0;
-    Tj *all[5] = {&model, &ttgt, &lg, &untimed, &ttgt_mkl};
-    for (int i = 0; i < 4 + with_mkl; i++) {
+    Tj *all[6] = {&model, &ttgt, &lg, &untimed, &ttgt_own, &ttgt_mkl};
+    for (int i = 0; i < 5 + with_mkl; i++) {
       tj_run(all[i]);
       diff = fmax(diff, max_rel_diff(ref, dense_vals(ops[0]), (int64_t)(M * N), g_f32));
     }
     free(ref);
-    Impl im[7] = {{"model", tj_run, &model, {0}, {0}}, {"gett", tj_run, &gett, {0}, {0}},
+    Impl im[8] = {{"model", tj_run, &model, {0}, {0}}, {"gett", tj_run, &gett, {0}, {0}},
                   {"ttgt+blas", tj_run, &ttgt, {0}, {0}}, {"log", tj_run, &lg, {0}, {0}},
                   {"blas-gemm", blas_run, &bl, {0}, {0}}, {"untimed", tj_run, &untimed, {0}, {0}},
-                  {"ttgt+mkl", tj_run, &ttgt_mkl, {0}, {0}}};
-    double med[7], cpu[7];
-    interleave_cpu(im, 6 + with_mkl, med, cpu);
+                  {"ttgt", tj_run, &ttgt_own, {0}, {0}}, {"ttgt+mkl", tj_run, &ttgt_mkl, {0}, {0}}};
+    double med[8], cpu[8];
+    interleave_cpu(im, 7 + with_mkl, med, cpu);
     if (th == 1) memcpy(med, cpu, sizeof med);   /* one thread: CPU time (see top) */
     FILE *pf = tmpfile();
     tj_kernel_print(model.k, TJ_STAGE_GETT, pf);
@@ -375,8 +376,8 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     fclose(pf);
     char mcol[64] = "", mratio[64] = "";
     if (with_mkl) {
-      snprintf(mcol, sizeof mcol, "  ttgt+mkl %6.1f", flops / med[6]);
-      snprintf(mratio, sizeof mratio, "  model/ttgt+mkl %.2f", med[6] / med[0]);
+      snprintf(mcol, sizeof mcol, "  ttgt+mkl %6.1f", flops / med[7]);
+      snprintf(mratio, sizeof mratio, "  model/ttgt+mkl %.2f", med[7] / med[0]);
     }
     /* the model's choice untimed (method(model)) against the best of the
      * tuned choice, GETT and LoG */
@@ -384,10 +385,10 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     /* flops per byte of the three tensors read or written once */
     double ai = 2 * M * N * K / ((double)esz * (M * K + K * N + M * N));
     printf("%-22s th=%d ai %6.1f model(%-4s) %6.1f  gett %6.1f  ttgt+blas %6.1f  log %6.1f  "
-           "blas-gemm %6.1f  untimed %6.1f%s GFLOP/s  model/ttgt %.2f  model/gemm %.2f%s  "
-           "untimed/best %.2f  diff %.0e  compile %.1f ms%s\n",
+           "blas-gemm %6.1f  untimed %6.1f  ttgt %6.1f%s GFLOP/s  model/ttgt %.2f  "
+           "model/gemm %.2f%s  untimed/best %.2f  diff %.0e  compile %.1f ms%s\n",
            fld[1], th, ai, method, flops / med[0], flops / med[1], flops / med[2], flops / med[3],
-           flops / med[4], flops / med[5], mcol, med[2] / med[0], med[4] / med[0], mratio,
+           flops / med[4], flops / med[5], flops / med[6], mcol, med[2] / med[0], med[4] / med[0], mratio,
            best / med[5], diff, cms, agree(diff, g_f32));
     fflush(stdout);
   }

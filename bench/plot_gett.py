@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Plots tjgett's TCCG rows like the GETT paper's figure: one group of bars
-per contraction (GFLOP/s of the model's choice, GETT, TTGT with OpenBLAS,
+per contraction (GFLOP/s of the model's choice, GETT, TTGT with its own
+GEMM, with OpenBLAS,
 TTGT with MKL when present, LoG, and an OpenBLAS GEMM of the same sizes),
 contractions sorted by arithmetic intensity, one figure per thread count
 and dtype.
@@ -14,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-SERIES = ["model", "untimed", "gett", "ttgt+blas", "ttgt+mkl", "log", "blas-gemm"]
+SERIES = ["model", "untimed", "gett", "ttgt", "ttgt+blas", "ttgt+mkl", "log", "blas-gemm"]
 ROW = re.compile(r"^(\S+)\s+th=(\d) ai\s+([\d.]+) model\((\w+)\s*\)\s+([\d.]+)(.*?) GFLOP/s")
 
 
