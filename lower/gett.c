@@ -9,9 +9,10 @@
  *
  * A is the operand that holds C's unit-stride index (the micro-kernel's
  * vector lanes run along it, and C's tiles are then updated in place).
- * Each index set is ordered by stride, smallest first (I_m by C's, or by
- * A's when the model finds that cheaper: packing then reads A along its
- * unit stride and C's tiles go through the tile buffer): the first I_m index
+ * Each index set is ordered by stride, smallest first (I_m by C's, or A's
+ * fastest I_m index first and then C's order when the model finds that
+ * cheaper: packing then reads A along its unit stride and C's tiles go
+ * through the tile buffer): the first I_m index
  * is split for the micro-kernel, the first I_n index gives the tile's
  * columns, and I_k follows A's and B's unit strides so packing reads
  * contiguous memory where it can.
@@ -211,7 +212,12 @@ static Sizes sizes_of(const GettPlan *g, const Assignment *as, const Use *u, int
     return (Sizes){1, 1, 1, 1, 1, 1, true, true, true};
   z.a_unit = sta[u[g->m[0]].dim[sa]] == 1 || sta[u[g->k[0]].dim[sa]] == 1;
   z.b_unit = stb[u[g->n[0]].dim[sb]] == 1 || stb[u[g->k[0]].dim[sb]] == 1;
-  z.c_tile = sc[u[g->m[0]].dim[0]] == 1 && z.M0 >= g->mr;
+  /* C's tiles contiguous, or (lanes along another index, C's unit-stride
+   * index next) the lines of C one slab of that index touches fit in L2,
+   * so each is filled before it leaves */
+  double n_block = z.N < g->nc ? z.N : g->nc;
+  z.c_tile = (sc[u[g->m[0]].dim[0]] == 1 && z.M0 >= g->mr) ||
+             (g->nm > 1 && sc[u[g->m[1]].dim[0]] == 1 && z.M0 * n_block * 64 <= 512 * 1024);
   return z;
 }
 
@@ -266,14 +272,19 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
   Sizes z = sizes_of(g, as, u, sa, sb, sc, sta, stb);
   model(g, &z, vector_bits, esz);
   /* The micro-kernel's lanes run along C's unit-stride index; when that
-   * index is far apart in A, lanes along A's unit-stride index (C's tiles
-   * then through the tile buffer) may cost less: the model picks. */
-  int key_a[NT_MAX_INDICES];
-  for (int v = 0; v < as->nindices; v++)
-    key_a[v] = u[v].in == (1u | 1u << sa) ? stride_rank(acc[sa]->u.access.t, u[v].dim[sa]) : 0;
+   * index is far apart in A, lanes along A's fastest I_m index, followed
+   * by C's order (C's unit-stride index second, so an mc block writes whole
+   * lines of C), may cost less: the model picks. */
   GettPlan alt = *g;
-  sort_by(alt.m, alt.nm, key_a);
-  if (alt.m[0] != g->m[0]) {
+  int first = 0;
+  for (int q = 1; q < g->nm; q++)
+    if (stride_rank(acc[sa]->u.access.t, u[g->m[q]].dim[sa]) <
+        stride_rank(acc[sa]->u.access.t, u[g->m[first]].dim[sa]))
+      first = q;
+  if (first > 0) {
+    alt.m[0] = g->m[first];
+    for (int q = 0, r = 1; q < g->nm; q++)
+      if (q != first) alt.m[r++] = g->m[q];
     Sizes za = sizes_of(&alt, as, u, sa, sb, sc, sta, stb);
     model(&alt, &za, vector_bits, esz);
     if (cheapest(&alt) < cheapest(g)) *g = alt, z = za;

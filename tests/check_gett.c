@@ -426,7 +426,7 @@ START_TEST(test_lanes_along_a) {
       {"abc-bda-dc", "C(c,b,a) = A(a,d,b) * B(c,d)", "cba", "adb", "cd",
        {[0] = 37, [1] = 41, [2] = 5, [3] = 29}, "I_m = {b,a}"},
       {"abcd-dbea-ec", "C(d,c,b,a) = A(a,e,b,d) * B(c,e)", "dcba", "aebd", "ce",
-       {[0] = 13, [1] = 11, [2] = 6, [3] = 19, [4] = 17}, "I_m = {d,b,a}"},
+       {[0] = 13, [1] = 11, [2] = 6, [3] = 19, [4] = 17}, "I_m = {d,a,b}"},
   };
   tj_context *cx;
   OK(tj_context_new(&cx));
