@@ -274,7 +274,10 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
   /* The micro-kernel's lanes run along C's unit-stride index; when that
    * index is far apart in A, lanes along A's fastest I_m index, followed
    * by C's order (C's unit-stride index second, so an mc block writes whole
-   * lines of C), may cost less: the model picks. */
+   * lines of C), may cost less: the model picks, but only where the lines
+   * of C one slab touches fit in L2 (where they do not, the model's gather
+   * cost is too kind to the scattered tiles: 5x slower on f32
+   * abcdef-efga-gdbc). */
   GettPlan alt = *g;
   int first = 0;
   for (int q = 1; q < g->nm; q++)
@@ -287,7 +290,7 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
       if (q != first) alt.m[r++] = g->m[q];
     Sizes za = sizes_of(&alt, as, u, sa, sb, sc, sta, stb);
     model(&alt, &za, vector_bits, esz);
-    if (cheapest(&alt) < cheapest(g)) *g = alt, z = za;
+    if (za.c_tile && cheapest(&alt) < cheapest(g)) *g = alt, z = za;
   }
   g->method = TJ_GETT_GETT;
   for (int m = 1; m < 3; m++)
