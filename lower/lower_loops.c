@@ -881,8 +881,7 @@ static LirStmt *cases(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv) {
   LirStmt *chain = NULL;
   LirExpr *conds[LAT_MAX_POINTS];
   LirStmt *bodies[LAT_MAX_POINTS];
-  int n = 0; /* the chain's cases, last first */
-  bool straight = true;
+  int n = 0; /* the chain's cases, last first (at most L->n <= LAT_MAX_POINTS) */
   for (int q = cx->L->n - 1; q >= pi; q--) {
     const LatPoint *Q = &cx->L->p[q];
     if ((Q->sparse & ~P->sparse) || (Q->full && !P->full)) continue;
@@ -895,18 +894,16 @@ static LirStmt *cases(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv) {
       cond = cond ? lir_bin(a, LOP_AND, cond, eq) : eq;
     }
     LirStmt *body = case_body(lw, cx, Q, cv);
-    if (trivially) {
+    if (trivially) { /* the final else: the points after it never run */
       chain = body ? lir_block(a, body) : NULL;
       n = 0;
     } else if (body || chain) {
       chain = lir_if(a, cond, body ? body : lir_comment(a, "nothing to compute"), chain);
     }
-    if (!trivially && n < LAT_MAX_POINTS) { conds[n] = cond; bodies[n] = body; }
-    if (trivially) { conds[0] = NULL; bodies[0] = body; }
-    n++;
-    straight &= n <= LAT_MAX_POINTS;
+    conds[n] = cond;
+    bodies[n++] = body;
   }
-  if (!straight || n < 2 || !chain || chain->kind != LS_IF) return chain;
+  if (n < 2 || !chain || chain->kind != LS_IF) return chain;
   /* in chain order, first case first */
   LirExpr *c[LAT_MAX_POINTS];
   LirStmt *b[LAT_MAX_POINTS];
