@@ -440,6 +440,7 @@ static void run_add(tj_context *cx, const char *input, tj_tensor *A) {
   c->flops = (double)(nnz_of(A) + nnz_of(C));
   case_peer(c, &P_HAND_ADD); case_peer(c, &P_GRB_ADD); case_peer(c, &P_MKL_ADD);
   case_peer(c, &P_MLIR); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_TJ_ASSEMBLE); case_peer(c, &P_TJ_COMPUTE);
   run_case(cx, c);
   case_free(c, A, NULL);
 }
@@ -456,6 +457,7 @@ static void run_spgemm(tj_context *cx, const char *input, tj_tensor *A) {
   c->flops = 2 * mults;
   case_peer(c, &P_HAND_SPGEMM); case_peer(c, &P_GRB_SPGEMM); case_peer(c, &P_MKL_SP2M_SORTED);
   case_peer(c, &P_MKL_SP2M); case_peer(c, &P_MLIR); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_TJ_UNSORTED); case_peer(c, &P_TJ_ASSEMBLE); case_peer(c, &P_TJ_COMPUTE);
   run_case(cx, c);
   case_free(c, A, NULL);
 }

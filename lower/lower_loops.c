@@ -857,11 +857,31 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   return s;
 }
 
-/* The if / else-if chain over the points dominated by point pi. */
+/* Whether one of the dominated points of pi always holds in its loop: a
+ * point of dense accesses alone, or (where the loop runs over sparse
+ * iterators only, one of which is at the coordinate) every iterator's own
+ * point. */
+static bool cases_exhaustive(const LoopCtx *cx, int pi) {
+  const LatPoint *P = &cx->L->p[pi];
+  AMask single = 0;
+  for (int q = pi; q < cx->L->n; q++) {
+    const LatPoint *Q = &cx->L->p[q];
+    if ((Q->sparse & ~P->sparse) || (Q->full && !P->full)) continue;
+    if (Q->sparse == 0) return true;
+    if (__builtin_popcountll(Q->sparse) == 1) single |= Q->sparse;
+  }
+  return !P->full && single == P->sparse;
+}
+
+/* The if / else-if chain over the points dominated by point pi, or the
+ * same as selects (lw_cases_as_selects). */
 static LirStmt *cases(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[pi];
   LirStmt *chain = NULL;
+  LirExpr *conds[LAT_MAX_POINTS];
+  LirStmt *bodies[LAT_MAX_POINTS];
+  int n = 0; /* the chain's cases, last first (at most L->n <= LAT_MAX_POINTS) */
   for (int q = cx->L->n - 1; q >= pi; q--) {
     const LatPoint *Q = &cx->L->p[q];
     if ((Q->sparse & ~P->sparse) || (Q->full && !P->full)) continue;
@@ -874,12 +894,22 @@ static LirStmt *cases(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv) {
       cond = cond ? lir_bin(a, LOP_AND, cond, eq) : eq;
     }
     LirStmt *body = case_body(lw, cx, Q, cv);
-    if (trivially)
+    if (trivially) { /* the final else: the points after it never run */
       chain = body ? lir_block(a, body) : NULL;
-    else if (body || chain)
+      n = 0;
+    } else if (body || chain) {
       chain = lir_if(a, cond, body ? body : lir_comment(a, "nothing to compute"), chain);
+    }
+    conds[n] = cond;
+    bodies[n++] = body;
   }
-  return chain;
+  if (n < 2 || !chain || chain->kind != LS_IF) return chain;
+  /* in chain order, first case first */
+  LirExpr *c[LAT_MAX_POINTS];
+  LirStmt *b[LAT_MAX_POINTS];
+  for (int k = 0; k < n; k++) { c[k] = conds[n - 1 - k]; b[k] = bodies[n - 1 - k]; }
+  LirStmt *sel = lw_cases_as_selects(lw, n, c, b, cases_exhaustive(cx, pi));
+  return sel ? lir_block(a, sel) : chain;
 }
 
 /* Pos arrays that weigh the iterations of the depth-0 loop by the entries

@@ -247,6 +247,15 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
  * (a dense range, or the positions of one unsegmented sparse level). */
 bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
 
+/* case_select.c */
+/* The case chain of a lattice point (conds[k] guarding bodies[k], first
+ * true wins, some case always runs when exhaustive) as straight code
+ * whose stored value is a select, when every case is value loads and
+ * then the same statements but for that value; else NULL (the caller
+ * builds the chain). Takes the bodies' statements apart on success. */
+LirStmt *lw_cases_as_selects(Lowerer *lw, int n, LirExpr *const *conds, LirStmt *const *bodies,
+                             bool exhaustive);
+
 /* strip.c: the loop rewrites (split, divide, pos, bound) of the loop at depth */
 /* Whether the loop at depth can take its rewrites: how (not NULL) says why
  * it is not one for loop; sparse_x is the access whose sparse level the

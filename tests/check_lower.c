@@ -97,10 +97,21 @@ START_TEST(sparse_add_three_whiles) {
   ck_assert_int_eq(count(t, "while (p"), 3);
   HAS(t, "while (pB1 < pB1_end && pC1 < pC1_end)");
   HAS(t, "j = (B1 < C1 ? B1 : C1);");
-  HAS(t, "if (B1 == j && C1 == j)");
-  HAS(t, "} else if (B1 == j) {");
+  /* the cases differ only in the value stored: one store of selects */
+  HAS(t, "A_vals[pOut1] = B1 == j && C1 == j ? B_val_1 + C_val_1 : B1 == j ? B_val : C_val;");
+  ck_assert_ptr_null(strstr(t, "else if"));
   HAS(t, "A1_crd[pOut1] = (int32_t)j;");
   free(t);
+  /* a lattice where some iterator's coordinate alone computes nothing
+   * (B * C + D at B alone) keeps its chain */
+  Case d;
+  const char *s4[] = {"A/ds/5,6", "B/ds/5,6", "C/ds/5,6", "D/ds/5,6"};
+  plan(&d, "A(i,j) = B(i,j) * C(i,j) + D(i,j)", s4, 4, true);
+  t = lowered(&d, PHASE_COMPUTE);
+  HAS(t, "if (B1 == j && C1 == j && D1 == j)");
+  HAS(t, "} else if (D1 == j) {");
+  free(t);
+  arena_free(&d.a);
   FILE *f = tmpfile();
   LowerInput in = {c.as, c.cin, &c.plan, &c.opt};
   lower_print_lattices(f, &in);

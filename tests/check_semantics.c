@@ -788,6 +788,43 @@ START_TEST(test_builder_sum) {
 }
 END_TEST
 
+/* Unions whose cases differ only in the value stored run as one store of
+ * selects (lower/case_select.c), by hand: B alone, C alone and both in one
+ * row, an empty row of B, into CSR, nonordered CSR and dense outputs, one
+ * and two threads, evaluate and assemble + compute. Then SpGEMM into a
+ * nonordered `do` output (columns in any order within a row): B(0,:) =
+ * (1, 0, 2), B(2,:) = (0, 3, 0); C(0,:) = (0, 4, 0, 5), C(2,:) = (6, 0, 0,
+ * 7), C(1,:) = (0, 0, 8, 0). */
+START_TEST(test_union_selects_and_nonordered_by_hand) {
+  double b[15] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5};
+  double c[15] = {0, 6, 7, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 9, 0};
+  double sum[15] = {1, 6, 9, 0, 0, 8, 0, 0, 0, 0, 0, 3, 0, 13, 5};
+  double diff[15] = {1, -6, -5, 0, 0, -8, 0, 0, 0, 0, 0, 3, 0, -5, 5};
+  double twice[15] = {2, 6, 11, 0, 0, 8, 0, 0, 0, 0, 0, 6, 0, 17, 10};
+  double pb[9] = {1, 0, 2, 0, 0, 0, 0, 3, 0};
+  double pc[12] = {0, 4, 0, 5, 0, 0, 8, 0, 6, 0, 0, 7};
+  double prod[12] = {12, 4, 0, 19, 0, 0, 0, 0, 0, 0, 24, 0};
+  static const char *const outs[] = {"ds", "do", "dd"};
+  for (int run = 0; run < 4; run++) {
+    int threads = run % 2 ? 2 : 1;
+    bool two = run >= 2;
+    for (int f = 0; f < 3; f++) {
+      int64_t nnz = f == 2 ? 15 : 7;
+      tj_tensor *ops[3] = {matrix("A", outs[f], 3, 5, NULL), matrix("B", "ds", 3, 5, b),
+                           matrix("C", "ds", 3, 5, c)};
+      expect_run("A(i,j) = B(i,j) + C(i,j)", ops, 3, NULL, threads, two, sum, 15, nnz);
+      expect_run("A(i,j) = B(i,j) - C(i,j)", ops, 3, NULL, threads, two, diff, 15, nnz);
+      expect_run("A(i,j) = 2 * B(i,j) + C(i,j)", ops, 3, NULL, threads, two, twice, 15, nnz);
+      free_all(ops, 3);
+    }
+    tj_tensor *mm[3] = {matrix("A", "do", 3, 4, NULL), matrix("B", "ds", 3, 3, pb),
+                        matrix("C", "ds", 3, 4, pc)};
+    expect_run("A(i,j) = B(i,k) * C(k,j)", mm, 3, NULL, threads, two, prod, 12, 4);
+    free_all(mm, 3);
+  }
+}
+END_TEST
+
 /* Sparse outputs with dense levels below their last compressed one (a
  * block of values per stored fiber), by hand: TTM into `ssd`, SpMM into
  * `sd` (rows compressed, each stored row dense), one and two threads, one
@@ -992,6 +1029,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_masks_of_other_dtypes);
   tcase_add_test(tc, test_kept_mask_pattern);
   tcase_add_test(tc, test_dense_tail_outputs_by_hand);
+  tcase_add_test(tc, test_union_selects_and_nonordered_by_hand);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -646,7 +646,7 @@ def test_sddmm_spgemm():
     Q = rand_sparse(r, 9, 11, 0.25, empty_rows=(1,))
     pat = ((P != 0).astype(int) @ (Q != 0).astype(int)) > 0
     for pf, qf, of in (("ds", "ds", "ds"), ("ds", "ds", "ss"), ("ss", "ss", "ds"),
-                       ("ds", "ds", "dd"), ("uq", "ds", "ds")):
+                       ("ds", "ds", "dd"), ("uq", "ds", "ds"), ("ds", "ds", "do")):
         case(f"spgemm_{pf}_{qf}_{of}", "C(i,j) = A(i,k) * B(k,j)", {"A": P, "B": Q},
              P @ Q, fmts={"A": pf, "B": qf, "C": of},
              allowed=pat if of != "dd" else None, check=(of == "ds"))
@@ -670,6 +670,8 @@ def test_add_mul_transpose():
                  A * B, fmts=f, allowed=(ma & mb) if pat else None)
             case(f"sub_{af}_{of}", "C(i,j) = A(i,j) - B(i,j)", {"A": A, "B": B},
                  A - B, fmts=f, allowed=(ma | mb) if pat else None)
+            case(f"axpy_{af}_{of}", "C(i,j) = 3 * A(i,j) + B(i,j)", {"A": A, "B": B},
+                 3 * A + B, fmts=f, allowed=(ma | mb) if pat else None)
     T = rand_sparse(r, 11, 13, 0.3, empty_rows=(5,))
     for bf in ("ds", "ss", "ds:1,0", "dd"):
         for of in ("ds", "dd"):

@@ -1,0 +1,167 @@
+/* If-conversion of a co-iteration's case chain. In a union's merged loop
+ * the case that runs changes from one coordinate to the next at random
+ * (sparse B + C with unrelated patterns: B alone, C alone or both, about
+ * as often), so the if / else-if chain mispredicts once every few
+ * entries. When every case is a few value loads and then the same
+ * statements, differing only in the values they store or assign, the
+ * chain becomes one copy of those statements whose values are selects:
+ *   if (cb == j && cc == j) { vb = b[pb]; vc = c[pc]; out[p] = vb + vc; p++ }
+ *   else if (cb == j) { vb' = b[pb]; out[p] = vb'; p++ }
+ *   else { vc' = c[pc]; out[p] = vc'; p++ }
+ * becomes
+ *   vb = b[pb]; vc = c[pc]; vb' = b[pb]; vc' = c[pc];
+ *   out[p] = cb == j && cc == j ? vb + vc : cb == j ? vb' : vc'; p++
+ * The same values are stored; only the loads run unconditionally. They
+ * are safe: inside the loop of the lattice point every iterator of the
+ * dominated cases is within its segment (the loop's condition), and
+ * dense accesses are located at a coordinate inside their extent. The
+ * caller says whether some case always runs (exhaustive); the last case's
+ * condition is then the default and is dropped. */
+#include "lowerer.h"
+
+static bool expr_same(const LirExpr *x, const LirExpr *y) {
+  if (x == y) return true;
+  if (!x || !y || x->kind != y->kind || x->type != y->type) return false;
+  switch (x->kind) {
+  case LE_CONST: return x->u.c.i == y->u.c.i && (x->u.c.f == y->u.c.f ||
+                                                  (x->u.c.f != x->u.c.f && y->u.c.f != y->u.c.f));
+  case LE_VAR: return x->u.var == y->u.var;
+  case LE_FIELD: return x->u.field.operand == y->u.field.operand &&
+                        x->u.field.field == y->u.field.field && x->u.field.level == y->u.field.level;
+  case LE_LOAD: return expr_same(x->u.load.ptr, y->u.load.ptr) && expr_same(x->u.load.idx, y->u.load.idx);
+  case LE_BIN: return x->u.bin.op == y->u.bin.op && expr_same(x->u.bin.a, y->u.bin.a) &&
+                      expr_same(x->u.bin.b, y->u.bin.b);
+  case LE_UN: return x->u.un.op == y->u.un.op && expr_same(x->u.un.a, y->u.un.a);
+  case LE_CAST: return expr_same(x->u.cast, y->u.cast);
+  case LE_SELECT: return expr_same(x->u.sel.cond, y->u.sel.cond) && expr_same(x->u.sel.a, y->u.sel.a) &&
+                         expr_same(x->u.sel.b, y->u.sel.b);
+  }
+  return false;
+}
+
+/* Whether e may run where it did not before: no integer division (by a
+ * zero an absent entry would give) and no float-to-integer conversion
+ * (out of range for a value the chain never converted). */
+static bool speculable(const LirExpr *e) {
+  if (!e) return true;
+  switch (e->kind) {
+  case LE_CONST: case LE_VAR: case LE_FIELD: return true;
+  case LE_LOAD: return speculable(e->u.load.ptr) && speculable(e->u.load.idx);
+  case LE_BIN:
+    if ((e->u.bin.op == LOP_DIV || e->u.bin.op == LOP_REM) && !lir_type_is_float(e->type))
+      return false;
+    return speculable(e->u.bin.a) && speculable(e->u.bin.b);
+  case LE_UN: return speculable(e->u.un.a);
+  case LE_CAST:
+    if (lir_type_is_float(e->u.cast->type) && !lir_type_is_float(e->type)) return false;
+    return speculable(e->u.cast);
+  case LE_SELECT: return speculable(e->u.sel.cond) && speculable(e->u.sel.a) && speculable(e->u.sel.b);
+  }
+  return false;
+}
+
+static bool stmts_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int nvals, int *at);
+
+/* Whether statements x and y are the same but for the values they store or
+ * assign; y's values are recorded in vals[*at...] (x's are its own). */
+static bool stmt_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int nvals, int *at) {
+  if (x->kind != y->kind) return false;
+  switch (x->kind) {
+  case LS_ASSIGN:
+    if (x->u.assign.var != y->u.assign.var || x->u.assign.op != y->u.assign.op ||
+        x->u.assign.with || y->u.assign.with || *at >= nvals || !speculable(y->u.assign.e))
+      return false;
+    (*vals)[(*at)++] = y->u.assign.e;
+    return true;
+  case LS_STORE:
+    if (!expr_same(x->u.store.ptr, y->u.store.ptr) || !expr_same(x->u.store.idx, y->u.store.idx) ||
+        x->u.store.op != y->u.store.op || x->u.store.atomic != y->u.store.atomic ||
+        *at >= nvals || !speculable(y->u.store.e))
+      return false;
+    (*vals)[(*at)++] = y->u.store.e;
+    return true;
+  case LS_SETFIELD:
+    return x->u.setfield.operand == y->u.setfield.operand && x->u.setfield.field == y->u.setfield.field &&
+           x->u.setfield.level == y->u.setfield.level && expr_same(x->u.setfield.e, y->u.setfield.e);
+  case LS_IF:
+    return expr_same(x->u.cond.cond, y->u.cond.cond) &&
+           stmts_same(x->u.cond.then, y->u.cond.then, vals, nvals, at) &&
+           stmts_same(x->u.cond.els, y->u.cond.els, vals, nvals, at);
+  case LS_CALL:
+    return x->u.call.h == y->u.call.h && x->u.call.operand == y->u.call.operand &&
+           x->u.call.arr == y->u.call.arr && x->u.call.level == y->u.call.level &&
+           x->u.call.ptr == y->u.call.ptr && x->u.call.plan == y->u.call.plan &&
+           expr_same(x->u.call.a, y->u.call.a) && expr_same(x->u.call.b, y->u.call.b);
+  case LS_BLOCK: return stmts_same(x->u.block, y->u.block, vals, nvals, at);
+  case LS_COMMENT: return true;
+  default: return false; /* declarations (of fresh variables) and loops differ */
+  }
+}
+
+static bool stmts_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int nvals, int *at) {
+  for (; x && y; x = x->next, y = y->next)
+    if (!stmt_same(x, y, vals, nvals, at)) return false;
+  return !x && !y;
+}
+
+/* The statements after a case's leading declarations of values. */
+static LirStmt *after_decls(LirStmt *s) {
+  while (s && s->kind == LS_DECL && speculable(s->u.decl.init)) s = s->next;
+  return s;
+}
+
+/* Replaces, in order, the values stored or assigned by the tail s with
+ * vals[*at...] (the selects). */
+static void set_values(LirStmt *s, LirExpr **vals, int *at) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_ASSIGN) s->u.assign.e = vals[(*at)++];
+    else if (s->kind == LS_STORE) s->u.store.e = vals[(*at)++];
+    else if (s->kind == LS_IF) {
+      set_values(s->u.cond.then, vals, at);
+      set_values(s->u.cond.els, vals, at);
+    } else if (s->kind == LS_BLOCK) set_values(s->u.block, vals, at);
+  }
+}
+
+enum { MAX_VALUES = 16 };
+
+LirStmt *lw_cases_as_selects(Lowerer *lw, int n, LirExpr *const *conds, LirStmt *const *bodies,
+                             bool exhaustive) {
+  if (!exhaustive || n < 2 || n > LAT_MAX_POINTS) return NULL;
+  LirStmt *tail[LAT_MAX_POINTS];
+  LirExpr *val_store[LAT_MAX_POINTS][MAX_VALUES];
+  int nv = -1;
+  for (int k = 0; k < n; k++) {
+    if (!bodies[k]) return NULL;
+    tail[k] = after_decls(bodies[k]);
+    if (!tail[k]) return NULL;
+    LirExpr **vals = val_store[k];
+    int at = 0;
+    if (!stmts_same(tail[0], tail[k], &vals, MAX_VALUES, &at)) return NULL;
+    if (nv >= 0 && at != nv) return NULL;
+    nv = at;
+  }
+  Arena *a = lw->a;
+  LirExpr *sel[MAX_VALUES];
+  int ndiffer = 0;
+  for (int v = 0; v < nv; v++) { /* c0 ? e0 : c1 ? e1 : ... : e(n-1) */
+    LirExpr *e = val_store[n - 1][v];
+    bool differs = false;
+    for (int k = 0; k + 1 < n; k++) differs |= !expr_same(val_store[k][v], e);
+    if (differs && ndiffer++) return NULL; /* one value per case: each condition used once */
+    for (int k = n - 2; k >= 0 && differs; k--) e = lir_select(a, conds[k], val_store[k][v], e);
+    sel[v] = e;
+  }
+  LirStmt *s = NULL;
+  for (int k = 0; k < n; k++) /* every case's value loads, then one tail */
+    for (LirStmt *d = bodies[k]; d != tail[k];) {
+      LirStmt *next = d->next;
+      d->next = NULL;
+      lir_append(&s, d);
+      d = next;
+    }
+  int at = 0;
+  set_values(tail[0], sel, &at);
+  lir_append(&s, tail[0]);
+  return s;
+}
