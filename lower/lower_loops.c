@@ -408,6 +408,15 @@ static LirExpr *ws_index(Lowerer *lw) { return lw_ref(lw, lw->coord[lw->nest.ws_
 
 static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   Arena *a = A(lw);
+  if (lw->target == T_VWS || lw->target == T_VWS_RESET) { /* w[j] (+)= e, or w[j] = 0 */
+    if (!lw->emit_values) return NULL;
+    LirExpr *w = lw_ref(lw, lw->vals_ptr[lw->vws_t]);
+    LirExpr *j = lw_ref(lw, lw->coord[lw->nest.vws_var->id]);
+    if (lw->target == T_VWS_RESET) return lir_store(a, w, j, vconst(lw, lw_fill_value(lw)));
+    LirExpr *v = gen_expr(lw, lw->root, alive);
+    return lw->nest.vws_sums ? lir_store_update(a, w, j, (LirBinOp)lw_lir_op(lw, OP_ADD), v)
+                             : lir_store(a, w, j, v);
+  }
   if (lw->target == T_WS) {
     LirExpr *j = lw_ref(lw, lw->coord[lw->nest.ws_var->id]);
     LirStmt *s = NULL;
@@ -523,8 +532,7 @@ static LirStmt *drain_assembled(Lowerer *lw, int l) {
   return s;
 }
 
-/* The accesses of e among alive. */
-static AMask accesses_in(const Lowerer *lw, const Expr *e, AMask alive) {
+AMask lw_accesses_in(const Lowerer *lw, const Expr *e, AMask alive) {
   const Expr *acc[LW_MAX_ACCESS];
   int n = 0;
   lw_collect_accesses(e, acc, &n, LW_MAX_ACCESS);
@@ -549,7 +557,7 @@ static LirStmt *scatter_terms(Lowerer *lw, int depth, AMask alive) {
   for (int t = 0; t < n; t++) {
     lw->root = terms[t];
     lir_append(&s, lir_comment(A(lw), "scatter one term into the workspace"));
-    lir_append(&s, lw_loops(lw, depth, accesses_in(lw, terms[t], alive), true));
+    lir_append(&s, lw_loops(lw, depth, lw_accesses_in(lw, terms[t], alive), true));
   }
   lw->root = root;
   lw->out_op = op;
@@ -757,6 +765,9 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lw->pos[x] = lw_ref(lw, p);
     }
     if (lw->emit_values || ac->valued_mask) lw->val[x] = hoist_value(lw, x, &s);
+    if (lw->emit_values && x == lw->vws_x && lw->nest.vws_depth >= 0 && lw->vws_reset_on_read)
+      lir_append(&s, lir_store(a, lw_ref(lw, lw->vals_ptr[ac->t]), lw->pos[x],
+                               vconst(lw, lw_fill_value(lw))));
   }
   return s;
 }
@@ -1446,6 +1457,8 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     if (depth == lw->first_red && lw->nest.ws_depth < 0)
       return reduce_into_temp(lw, depth, alive);
   }
+  if (depth == lw->nest.vws_depth && !lw->vws_in)
+    return lw_subexpr_where(lw, depth, alive, in_temp);
   int split_below = lw_outer_half_at(lw, depth);
   if (split_below >= 0) return lw_outer_half(lw, depth, split_below, alive, in_temp);
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,
