@@ -109,6 +109,19 @@ static const LoopCase cases[] = {
                                     "split(fp, f0, f1, 4) parallelize(f0, atomics)"},
     {TTV, "B:dss", "i=9 j=8 k=7", "fuse(i, j, f) pos(f, fp, B(i,j,k)) split(fp, f0, f1, 3) "
                                   "parallelize(f0, static)"},
+    /* precompute of a subexpression over {j}: a dense row workspace, read
+       where the subexpression was (reset on read, or by its producer's loops) */
+    {"y(i) = (B(i,j) + C(i,j)) * x(j)", "B:ds C:ds", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},
+    {"y(i) = (B(i,j) + C(i,j)) * x(j)", "B:ds C:ss x:s", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},
+    {"A(i,j) = (B(i,j) - C(i,j)) * x(j) + B(i,j)", "B:ds C:ds", "i=23 j=19",
+     "precompute(B(i,j) - C(i,j), {j}, w)"},
+    {"y(j) = (B(i,j) + C(i,j)) * x(i)", "B:ds C:ds", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},
+    {"A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "B:sss", "i=8 j=5 k=7 l=6",
+     "precompute(B(i,k,l) * D(l,j), {j}, w)"},
+    {MTTKRP, "B:dss", "i=8 j=5 k=7 l=6", "precompute(B(i,k,l) * C(k,j), {j}, w)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
