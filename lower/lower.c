@@ -148,19 +148,19 @@ static void mark_valued_masks(Lowerer *lw, const Expr *e) {
 }
 
 /* parallelize(k, atomics): k a root reduction loop (not inside a temp)
- * into a dense output updated by +, min or max, which then update it
- * atomically (lw->atomic); false with lw->d set otherwise. */
+ * into a dense output, which its updates then change atomically
+ * (lw->atomic): + min max by atomicrmw, the others (*, a commutative
+ * associative definition) by a compare-and-swap loop; false with lw->d set
+ * otherwise. */
 static bool atomics_ok(Lowerer *lw, bool reduction, bool in_temp) {
   const char *v = lw->nest.order[lw->par_depth]->name;
-  int op = lw->out_op == OP_NONE ? LOP_NONE : lw_lir_op(lw, lw->out_op);
   const char *why = lw->plan->out_sparse ? "a sparse output's entries are appended, not updated"
                     : !reduction ? "its iterations write disjoint entries of the output: there "
                                    "is no race to guard"
                     : in_temp ? "it sums into a scalar temp below the output's last index; "
                                 "reorder so it runs outside the output's loops"
-                    : op != LOP_ADD && op != LOP_MIN && op != LOP_MAX
-                        ? "the reduction has no atomic update (+, min and max have); use "
-                          "partials"
+                    : lw->out_op == OP_NONE && !lw->out_def
+                        ? "the output is stored once, not updated"
                         : NULL;
   if (why)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, atomics): %s", v, why);

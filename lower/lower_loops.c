@@ -198,6 +198,25 @@ static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
 
+/* An atomic update with no atomicrmw (*, a definition, an operator
+ * without a loop-IR operation), which LLVM lowers to a compare-and-swap
+ * loop:  old = vals[idx]; atomic vals[idx] = f(old, v) */
+static LirStmt *atomic_fold(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowerer *),
+                            LirExpr *v) {
+  Arena *a = A(lw);
+  LirVar *old = lw_var(lw, "old", lir_elem_type(vals->type));
+  LirStmt *s = lir_decl(a, old, lir_load(a, lw_ref(lw, vals), out_at(lw)));
+  LirExpr *p[2] = {lw_ref(lw, old), v};
+  LirExpr *r = lw->out_def ? gen_def_body(lw, lw->out_def->body, p)
+                           : apply_op(lw, lw->out_op, p[0], p[1]);
+  LirStmt *st = r ? lir_store(a, lw_ref(lw, vals), out_at(lw), r) : NULL;
+  if (!st) return NULL;
+  st->u.store.atomic = true;
+  st->u.store.old = old;
+  lir_append(&s, st);
+  return lir_block(a, s);
+}
+
 /* vals[idx] op= v for the output's update operator (lw->out_op), or
  * vals[idx] = v when the output is stored once (OP_NONE). idx is built
  * by out_at (twice for an operator without a loop-IR operation). */
@@ -205,6 +224,11 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
                               LirExpr *v) {
   Arena *a = A(lw);
   OpKind op = lw->out_op;
+  int lop = op == OP_NONE ? LOP_NONE : lw_lir_op(lw, op);
+  if (lw->atomic && lw->target == T_OUT && (lw->out_def || op == OP_NONE ||
+                                            (lop != LOP_ADD && lop != LOP_MIN && lop != LOP_MAX)))
+    return !lw->out_def && op == OP_NONE ? TJ_BUG(lw->d, "an atomic store of no update"), NULL
+                         : atomic_fold(lw, vals, out_at, v);
   if (lw->out_def) { /* vals[idx] = def(vals[idx], v) */
     LirExpr *p[2] = {lir_load(a, lw_ref(lw, vals), out_at(lw)), v};
     LirExpr *r = gen_def_body(lw, lw->out_def->body, p);

@@ -240,6 +240,62 @@ START_TEST(partials_by_hand) {
 }
 END_TEST
 
+/* Atomic updates with no atomicrmw, by a compare-and-swap loop, by hand:
+ * A = [1 0 2 0; 0 0 0 0; 0 3 0 4; 5 6 7 8; 0 0 0 9] in CSC, x = (1, 2, 3, 4),
+ * the columns across 2 threads, over the stored v_ij = A(i,j) x(j) (an
+ * empty row: the identity):
+ *   reduce(*, j, v)  = (1*6, 1, 6*16, 5*12*21*32, 36) = (6, 1, 96, 40320, 36)
+ *   reduce(g, j, v), g(x, y) = x*y + x + y = (1+x)(1+y) - 1, identity 0:
+ *     prod (1 + v) - 1 = (2*7 - 1, 0, 7*17 - 1, 6*13*22*33 - 1, 37 - 1)
+ *                      = (13, 0, 118, 56627, 36) */
+START_TEST(atomics_cas_by_hand) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  static const double xv[4] = {1, 2, 3, 4};
+  static const struct { const char *expr; double want[5]; } runs[] = {
+      {"y(i) = reduce(*, j, A(i,j) * x(j))", {6, 1, 96, 40320, 36}},
+      {"y(i) = reduce(g, j, A(i,j) * x(j))", {13, 0, 118, 56627, 36}},
+  };
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  two.defs = "g(x, y) = x * y + x + y identity 0 commutative associative";
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_tensor *A = matrix("A", "ds:1,0", 5, 4, a), *x = vector("x", 4, xv);
+    tj_tensor *y = vector("y", 5, (double[5]){0});
+    tj_kernel *k;
+    OK(tj_compile(cx, runs[r].expr, (tj_tensor *[]){y, A, x}, 3, "parallelize(j, atomics)",
+                  &two, &k));
+    for (int rep = 0; rep < 3; rep++) {
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+      for (int64_t i = 0; i < 5; i++) {
+        double v;
+        OK(tj_tensor_get(y, (int64_t[]){i}, &v));
+        ck_assert_msg(v == runs[r].want[i], "[%s] y(%lld) = %g, want %g", runs[r].expr,
+                      (long long)i, v, runs[r].want[i]);
+      }
+    }
+    char *c = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&c, &len);
+    OK(tj_kernel_print(k, TJ_STAGE_COMPUTE, f));
+    fclose(f);
+    ck_assert_msg(strstr(c, "double old = y_vals[") && strstr(c, "/* atomic */ y_vals["),
+                  "[%s] %s", runs[r].expr, c);
+    free(c);
+    f = open_memstream(&c, &len);
+    OK(tj_kernel_print(k, TJ_STAGE_LLVM, f));
+    fclose(f);
+    ck_assert_msg(strstr(c, "cmpxchg"), "[%s] %s", runs[r].expr, c);
+    free(c);
+    tj_tensor_free(A);
+    tj_tensor_free(x);
+    tj_tensor_free(y);
+    tj_context_free(cx);
+  }
+}
+END_TEST
+
 /* The same product with atomic updates, by hand: CSR walked by rows
  * (loop i, a reduction) and A's transpose in CSC (loop over its columns),
  * the rows or columns across 2 threads updating y atomically; integer
@@ -537,8 +593,6 @@ static const Refusal refusals[] = {
      "output: there is no race to guard"},
     {SPMV, "ds", "parallelize(j, atomics)", "it sums into a scalar temp below the output's "
      "last index"},
-    {"y(i) = reduce(*, j, A(i,j) * x(j))", "ds:1,0", "parallelize(j, atomics)",
-     "the reduction has no atomic update (+, min and max have); use partials"},
     {"x(j) = A(i,j) * y(i)", "uq", "parallelize(i, atomics)", "walks a nonunique (COO) level"},
     {SPMV, "ds", "parallelize(i, partials)", "writes disjoint rows of the output; there is "
      "nothing to combine"},
@@ -595,6 +649,7 @@ int main(void) {
   tcase_add_test(t, spmv_by_hand);
   tcase_add_test(t, partials_by_hand);
   tcase_add_test(t, atomics_by_hand);
+  tcase_add_test(t, atomics_cas_by_hand);
   tcase_add_test(t, taco_schedules_by_plain_loops);
   tcase_add_test(t, notation_shows_the_rewrites);
   tcase_add_test(t, vectorize_is_a_rewrite_of_the_loop);
