@@ -709,7 +709,7 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   }
   if (lw->nest.ws_depth >= 0) lir_append(&body, allocate_workspace(lw));
   bool dense_assemble = !plan->out_sparse && phase == PHASE_ASSEMBLE;
-  if (lw->nest.vws_depth >= 0 && !dense_assemble) lir_append(&body, lw_subexpr_alloc(lw));
+  if (lw->nest.vws_depth >= 0 && lw->emit_values) lir_append(&body, lw_subexpr_alloc(lw));
   lir_append(&body, bind_scalars(lw));
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
   if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));

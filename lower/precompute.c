@@ -22,7 +22,9 @@
  * dense point); otherwise the producer's loops run again to set what they
  * wrote back to 0, so the workspace costs no pass over all of j for a
  * sparse row. The workspace is one per kernel: its loops run on one thread
- * (row chunks of the driver each have their own).
+ * (row chunks of the driver each have their own). A sparse output takes
+ * the entries the consumer's loop visits, so that loop must walk a sparse
+ * operand (not every j); the assembly runs the consumer alone.
  */
 #include <string.h>
 
@@ -78,10 +80,6 @@ static bool sums_pass(const Assignment *as, const Expr *const *path, int n, cons
 bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr *e,
                                   IndexVar *j, const char *name, const char *arg, Diag *d) {
   const Expr *none[1];
-  if (p->out_sparse)
-    return refuse(d, arg, "the output is sparse; a workspace of a subexpression is lowered "
-                  "into a dense output (into a sparse one, precompute the whole right-hand "
-                  "side over the output's last index)%s", "");
   if (p->ws_depth >= 0 || p->vws_depth >= 0)
     return refuse(d, arg, "the kernel has a workspace already; one is lowered%s", "");
   if (nt_sums(as->rhs, none, 1) > 0)
@@ -146,6 +144,17 @@ LirStmt *lw_subexpr_alloc(Lowerer *lw) {
   return s;
 }
 
+/* Whether the loop at dj visits every coordinate in some case (the
+ * lattice has a full point). */
+static bool has_full_point(Lowerer *lw, AMask alive, int dj) {
+  if (lw_wide_at(lw, alive, dj)) return !lw_expr_zero(lw, lw->root, alive & ~lw_sparse_at(lw, alive, dj));
+  Lattice L;
+  lw_lattice(lw, alive, dj, &L);
+  for (int q = 0; q < L.n; q++)
+    if (L.p[q].full) return true;
+  return false;
+}
+
 /* Whether the consumer's loop over j visits every j once, in one dense
  * for: its reads can reset the workspace. */
 static bool consumer_dense(Lowerer *lw, AMask alive, int dj) {
@@ -171,18 +180,28 @@ LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   lw->root = nest->vws_node;
   lw->scope_end = dj + 1;
   lw->target = T_VWS;
-  LirStmt *s = lir_comment(lw->a, arena_printf(lw->a, "the workspace %s: the producer",
-                                               nest->vws_access->u.access.t->name));
-  lir_append(&s, lw_loops(lw, depth, in_e, true));
+  LirStmt *s = NULL;
+  if (lw->emit_values) {  /* the assembly reads no values */
+    lir_append(&s, lir_comment(lw->a, arena_printf(lw->a, "the workspace %s: the producer",
+                                                   nest->vws_access->u.access.t->name)));
+    lir_append(&s, lw_loops(lw, depth, in_e, true));
+  }
   lw->root = nest->vws_rhs;
   lw->scope_end = end;
   lw->target = target;
+  if (lw->plan->out_sparse && has_full_point(lw, consumer, dj))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "precompute: the loop over %s that reads "
+                      "the workspace %s walks every %s (nothing else it reads is sparse "
+                      "there), so it would store every entry of a sparse output's row; "
+                      "write a dense output, or precompute the whole right-hand side",
+                      nest->vws_var->name, nest->vws_access->u.access.t->name,
+                      nest->vws_var->name), NULL;
   lw->vws_reset_on_read = consumer_dense(lw, consumer, dj);
   lir_append(&s, lir_comment(lw->a, lw->vws_reset_on_read
                                         ? "the consumer (its reads reset the workspace)"
                                         : "the consumer"));
   lir_append(&s, lw_loops(lw, dj, consumer, in_temp));
-  if (!lw->vws_reset_on_read) {   /* the producer's entries back to the start */
+  if (!lw->vws_reset_on_read && lw->emit_values) {   /* the producer's entries back */
     lw->root = nest->vws_node;
     lw->scope_end = dj + 1;
     lw->target = T_VWS_RESET;

@@ -295,7 +295,7 @@ typedef struct Refusal {
 
 static const Refusal refusals[] = {
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j), j, w)", "ds",
-     "the output is sparse; a workspace of a subexpression is lowered into a dense output"},
+     "so it would store every entry of a sparse output's row"},
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j), {}, w)", "ds",
      "no index is summed inside this subexpression"},
     {"A(i,j) = B(i,k) * C(k,j)", "precompute(C(k,j) * B(i,k), {}, w)", "dd",

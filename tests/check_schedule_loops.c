@@ -122,6 +122,8 @@ static const LoopCase cases[] = {
     {"A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "B:sss", "i=8 j=5 k=7 l=6",
      "precompute(B(i,k,l) * D(l,j), {j}, w)"},
     {MTTKRP, "B:dss", "i=8 j=5 k=7 l=6", "precompute(B(i,k,l) * C(k,j), {j}, w)"},
+    {"A(i,j) = (B(i,j) + C(i,j)) * D(i,j)", "A:ds B:ds C:ds D:ds", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},   /* a sparse output: D's entries */
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},

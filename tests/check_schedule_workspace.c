@@ -32,7 +32,7 @@ static double *values_of(int64_t n, int64_t cols, unsigned seed, bool sparse) {
   return v;
 }
 
-typedef enum { SPMV_SUM, ROW_SCALE, MTTKRP_TACO, MTTKRP_INNER, COL_SUM } Kind;
+typedef enum { SPMV_SUM, ROW_SCALE, MTTKRP_TACO, MTTKRP_INNER, COL_SUM, SAMPLED } Kind;
 
 typedef struct Run {
   Kind kind;
@@ -49,6 +49,11 @@ static const Run runs[] = {
     {ROW_SCALE, "A(i,j) = (B(i,j) + C(i,j)) * x(j)", "ds", "d",
      "precompute((B(i,j) + C(i,j)) * x(j), {j}, w)"},   /* the whole rhs, dense output */
     {COL_SUM, "y(j) = (B(i,j) + C(i,j)) * x(i)", "ds", "d", "precompute(B(i,j) + C(i,j), {j}, w)"},
+    /* into a CSR output shaped like the sampling operand x (here a matrix) */
+    {SAMPLED, "A(i,j) = (B(i,j) + C(i,j)) * x(i,j)", "ds", "ds",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},
+    {SAMPLED, "A(i,j) = (B(i,j) - C(i,j)) * x(i,j)", "dd", "ds",
+     "precompute(B(i,j) - C(i,j), {j}, w)"},
     {MTTKRP_TACO, "A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "sss", "d",
      "precompute(B(i,k,l) * D(l,j), {j}, w)"},
     {MTTKRP_TACO, "A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "dss", "d",
@@ -59,14 +64,15 @@ static const Run runs[] = {
 enum { NRUNS = sizeof runs / sizeof runs[0] };
 
 /* The expected output by plain loops (y: I or J values, A: I x J). */
-static void expected(Kind kind, const double *B, const double *C, const double *x,
+static void expected(Kind kind, const char *kind_expr, const double *B, const double *C, const double *x,
                      const double *B3, const double *C3, const double *D3, double *want) {
   for (int64_t i = 0; i < I; i++)
     for (int64_t j = 0; j < J; j++) {
-      double bc = B[i * J + j] + C[i * J + j];
+      double bc = B[i * J + j] + (strstr(kind_expr, "-") ? -1 : 1) * C[i * J + j];
       if (kind == SPMV_SUM) want[i] += bc * x[j];
       if (kind == ROW_SCALE) want[i * J + j] = bc * x[j];
       if (kind == COL_SUM) want[j] += bc * x[i];
+      if (kind == SAMPLED) want[i * J + j] = bc * x[i * J + j];
       if (kind == MTTKRP_TACO || kind == MTTKRP_INNER)
         for (int64_t k = 0; k < K; k++)
           for (int64_t l = 0; l < L; l++)
@@ -81,15 +87,17 @@ START_TEST(subexpr_workspace_by_plain_loops) {
   double *B = values_of(I * J, J, 1, true), *C = values_of(I * J, J, 2, true);
   double *B3 = values_of(I * K * L, K * L, 3, true), *C3 = values_of(K * J, 0, 4, false);
   double *D3 = values_of(L * J, 0, 5, false);
-  int64_t nx = r->kind == COL_SUM ? I : J;
-  double *x = values_of(nx, 0, 6, r->fx[0] == 's');
+  int64_t nx = r->kind == COL_SUM ? I : r->kind == SAMPLED ? I * J : J;
+  double *x = values_of(nx, r->kind == SAMPLED ? J : 0, 6, r->fx[0] == 's');
   double *want = calloc(I * J, sizeof *want), *zero = calloc(I * J, sizeof *zero);
-  expected(r->kind, B, C, x, B3, C3, D3, want);
+  expected(r->kind, r->expr, B, C, x, B3, C3, D3, want);
   bool vec = r->kind == SPMV_SUM || r->kind == COL_SUM;
   int64_t dIJ[2] = {I, J}, dKJ[2] = {K, J}, dLJ[2] = {L, J}, d3[3] = {I, K, L};
   int64_t ny = r->kind == SPMV_SUM ? I : J;
   tj_tensor *ops[4];
-  ops[0] = vec ? tu_tensor("y", "d", 1, &ny, zero) : tu_tensor("A", "dd", 2, dIJ, zero);
+  bool sampled = r->kind == SAMPLED;
+  ops[0] = vec ? tu_tensor("y", "d", 1, &ny, zero)
+               : tu_tensor("A", sampled ? "ds" : "dd", 2, dIJ, zero);
   if (r->kind == MTTKRP_TACO || r->kind == MTTKRP_INNER) {
     ops[1] = tu_tensor("B", r->fb, 3, d3, B3);
     ops[2] = tu_tensor("C", "dd", 2, dKJ, C3);
@@ -97,7 +105,7 @@ START_TEST(subexpr_workspace_by_plain_loops) {
   } else {
     ops[1] = tu_tensor("B", r->fb, 2, dIJ, B);
     ops[2] = tu_tensor("C", r->fb, 2, dIJ, C);
-    ops[3] = tu_tensor("x", r->fx, 1, &nx, x);
+    ops[3] = sampled ? tu_tensor("x", r->fx, 2, dIJ, x) : tu_tensor("x", r->fx, 1, &nx, x);
   }
   tj_context *cx;
   OK(tj_context_new(&cx));
@@ -116,6 +124,8 @@ START_TEST(subexpr_workspace_by_plain_loops) {
                     r->expr, r->sched, r->fb, r->fx, nthreads, c_backend ? ", C backend" : "",
                     (long long)q, v, want[q]);
     }
+    if (sampled) /* the entries the consumer's loop walks: x's */
+      ck_assert_int_eq(tj_tensor_nnz(ops[0]), tj_tensor_nnz(ops[3]));
   }
   for (int t = 0; t < 4; t++) tj_tensor_free(ops[t]);
   tj_context_free(cx);
@@ -210,7 +220,8 @@ typedef struct Refusal {
 
 static const Refusal refusals[] = {
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "ds", "precompute(B(i,j) + C(i,j), {j}, w)",
-     "the output is sparse; a workspace of a subexpression is lowered into a dense output"},
+     "walks every j (nothing else it reads is sparse there), so it would store every entry "
+     "of a sparse output's row"},
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd",
      "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i)",
      "parallelize(i): the kernel's workspace w is one per kernel"},
