@@ -153,6 +153,10 @@ static Cin *forall_like(Arena *a, const Cin *from, Cin *body) {
   return c;
 }
 
+const char *cin_bound_name(BoundKind k) {
+  return k == BOUND_MAX_EXACT ? "max_exact" : k == BOUND_MAX_CONSTRAINT ? "max_constraint" : "";
+}
+
 const char *cin_strategy_name(int strategy) {
   static const char *names[] = {"", "static", "balanced", "dynamic"};
   return strategy >= 0 && strategy < 4 ? names[strategy] : "?";
@@ -507,7 +511,8 @@ static int print_relations(FILE *out, const Cin *c) {
     if (out && f->fuse)
       fprintf(out, ", fuse(%s, %s, %s)", c->u.forall.iv->name, f->fuse_inner->name, f->fuse);
     if (out && f->bound_kind)
-      fprintf(out, ", bound(%s, %s, %lld, max_exact)", v, f->bound_name, (long long)f->bound);
+      fprintf(out, ", bound(%s, %s, %lld, %s)", v, f->bound_name, (long long)f->bound,
+              cin_bound_name(f->bound_kind));
     if (out && f->pos) {
       fprintf(out, ", pos(%s, %s, ", v, f->pos);
       nt_print_expr(out, f->pos_access);
@@ -759,7 +764,7 @@ static bool parse_rewrite(SchedParser *sp, SchedDirective *sd) {
     if (!next_var(sp, sd, "the bounded variable's name", true) ||
         !parse_count(sp, sd, "a bound") || !punct(sp, ',', "',' and a bound kind"))
       return false;
-    sd->arg = ident(sp, "a bound kind (max_exact)");
+    sd->arg = ident(sp, "a bound kind (max_exact or max_constraint)");
     return sd->arg && punct(sp, ')', "')'");
   default: return TJ_BUG(sp->d, "not a loop rewrite");
   }

@@ -286,10 +286,14 @@ const char *cin_strategy_name(int strategy);
  *                         A's crd[jp]); a split of jp then splits nonzeros
  *   bound(i, ib, n, max_exact)  the loop runs exactly n times (the extent
  *                         is promised to be n: checked at every run)
+ *   bound(i, ib, n, max_constraint)  the extent is promised to be at most n
+ *                         (checked at every run; the loop runs to the extent)
  *   fuse(i, j, f)         i's loop and the j loop directly inside it are one
  *                         loop over f in [0, I*J): i = f / J, j = f % J (i's
  *                         forall carries the form; j's is marked fused) */
-typedef enum { BOUND_NONE, BOUND_MAX_EXACT } BoundKind;
+typedef enum { BOUND_NONE, BOUND_MAX_EXACT, BOUND_MAX_CONSTRAINT } BoundKind;
+/* "max_exact", "max_constraint" ("" for none). */
+const char *cin_bound_name(BoundKind k);
 typedef struct CinLoopForm {
   int split, divide;             /* split's factor or divide's parts (one, or 0) */
   const char *outer, *inner;     /* the names of the two halves */

@@ -67,7 +67,8 @@ LirExpr *lw_level_size(Lowerer *lw, int x, int l) {
    * small dense blocks (BSR's). */
   const IndexVar *v = ac->e->u.access.idx[ac->f->mode_order[l]];
   for (int k = 0; k < lw->nest.nloops; k++)
-    if (lw->nest.order[k] == v && lw->nest.form[k] && lw->nest.form[k]->bound_kind)
+    if (lw->nest.order[k] == v && lw->nest.form[k] &&
+        lw->nest.form[k]->bound_kind == BOUND_MAX_EXACT)
       return lw_i64(lw, lw->nest.form[k]->bound);
   return lw_ref(lw, lw->dim[ac->t][ac->f->mode_order[l]]);
 }

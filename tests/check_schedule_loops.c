@@ -586,7 +586,9 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "split(i, i0, i1, 4) parallelize(i0, balanced)", "equal numbers of iterations"},
     {SPMV, "ds", "split(i, i0, i1)", "expected ','"},
     {SPMV, "dd", "bound(j, jb, 3, max_exact)", "the loop over j has extent 4, not 3"},
-    {SPMV, "dd", "bound(j, jb, 4, min_exact)", "only max_exact"},
+    {SPMV, "dd", "bound(j, jb, 4, min_exact)", "a loop starts at 0, so a lower bound of 4 would "
+     "leave out its first iterations"},
+    {SPMV, "dd", "bound(j, jb, 3, max_constraint)", "the loop over j has extent 4, more than 3"},
     {SPMV, "ds", "bound(j, jb, 4, max_exact)", "walks a sparse level; bound a dense loop"},
     {SPMV, "ds", "pos(j, jp, A(i,j)) bound(jp, jb, 4, max_exact)", "only a coordinate loop"},
     {SPMV, "ds", "divide(j, j0, j1, 2) parallelize(j0)", "an inner loop runs in parallel only "
@@ -637,8 +639,25 @@ START_TEST(bound_is_checked_at_every_run) {
   ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y2, A2, x2}, 3), TJ_ERR_SHAPE);
   ck_assert_msg(strstr(tj_last_error(), "bound(j, jb, 4, max_exact): index j has extent 5"),
                 "%s", tj_last_error());
-  tj_tensor *all[] = {A, x, y, A2, x2, y2};
-  for (int t = 0; t < 6; t++) tj_tensor_free(all[t]);
+  /* max_constraint: at most 5; the loop runs to the extent (4, then 5);
+   * y2 = A2 x2 by hand: A2 = [1 0 2 0 0; 0 0 0 0 3; 0 4 5 6 7; 8 0 0 0 9],
+   * x2 = (1, 0, 2, 0, 0): y2 = (1 + 4, 0, 10, 8) */
+  OK(tj_compile(cx, SPMV, (tj_tensor *[]){y, A, x}, 3, "bound(j, jb, 5, max_constraint)", NULL,
+                &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y2, A2, x2}, 3));
+  static const double want2[4] = {5, 0, 10, 8};
+  for (int64_t i = 0; i < 4; i++) {
+    double v;
+    OK(tj_tensor_get(y2, &i, &v));
+    ck_assert_msg(v == want2[i], "y2(%lld) = %g, want %g", (long long)i, v, want2[i]);
+  }
+  tj_tensor *A3 = matrix("A", "dd", 3, 6, a), *x3 = vector("x", 6, a), *y3 = vector("y", 3, a);
+  ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y3, A3, x3}, 3), TJ_ERR_SHAPE);
+  ck_assert_msg(strstr(tj_last_error(), "bound(j, jb, 5, max_constraint): index j has extent 6"),
+                "%s", tj_last_error());
+  tj_tensor *all[] = {A, x, y, A2, x2, y2, A3, x3, y3};
+  for (int t = 0; t < 9; t++) tj_tensor_free(all[t]);
   tj_context_free(cx);
 }
 END_TEST
