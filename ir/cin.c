@@ -153,6 +153,10 @@ static Cin *forall_like(Arena *a, const Cin *from, Cin *body) {
   return c;
 }
 
+const char *cin_bound_name(BoundKind k) {
+  return k == BOUND_MAX_EXACT ? "max_exact" : k == BOUND_MAX_CONSTRAINT ? "max_constraint" : "";
+}
+
 const char *cin_strategy_name(int strategy) {
   static const char *names[] = {"", "static", "balanced", "dynamic"};
   return strategy >= 0 && strategy < 4 ? names[strategy] : "?";
@@ -244,13 +248,19 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
 }
 
 /* Appends the loops of c in nesting order: a where's consumer, then its
- * producer. */
+ * producer; a subexpression's workspace: its producer, then the loops of
+ * the consumer below the one over the workspace's index (that index is
+ * the producer's innermost loop). */
 static int loop_order(const Cin *c, IndexVar **order, int n, int max) {
   switch (c->kind) {
   case CIN_FORALL:
     if (n < max) order[n] = c->u.forall.iv;
     return loop_order(c->u.forall.body, order, n + 1, max);
   case CIN_WHERE:
+    if (c->u.where.subexpr && c->u.where.consumer->kind == CIN_FORALL) {
+      n = loop_order(c->u.where.producer, order, n, max);
+      return loop_order(c->u.where.consumer->u.forall.body, order, n, max);
+    }
     n = loop_order(c->u.where.consumer, order, n, max);
     return loop_order(c->u.where.producer, order, n, max);
   case CIN_ASSIGN: break;
@@ -308,6 +318,62 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *n
   for (int k = n - 1; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
   Cin *consumer = cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false));
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
+  for (int k = depth - 1; k >= 0 && out; k--) out = forall_like(a, loops[k], out);
+  if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  return out;
+}
+
+/* x with node e replaced by w; nodes not above e are shared (the lowering
+ * finds accesses by node). */
+static Expr *with_node(Arena *a, const Expr *x, const Expr *e, Expr *w) {
+  if (x == e) return w;
+  Expr *k[2];
+  int n = nt_children(x, k);
+  if (n == 0) return (Expr *)x;
+  Expr *ck[2] = {with_node(a, k[0], e, w), n > 1 ? with_node(a, k[1], e, w) : NULL};
+  if (!ck[0] || (n > 1 && !ck[1])) return NULL;
+  if (ck[0] == k[0] && (n < 2 || ck[1] == k[1])) return (Expr *)x;
+  Expr *c = arena_alloc(a, sizeof *c);
+  if (!c) return NULL;
+  *c = *x;
+  if (x->kind == EX_NEG) c->u.bin.a = ck[0];
+  else if (x->kind == EX_SUM) c->u.sum.a = ck[0];
+  else if (x->kind == EX_CALL) c->u.call.a = ck[0], c->u.call.b = ck[1];
+  else c->u.bin.a = ck[0], c->u.bin.b = ck[1];
+  return c;
+}
+
+Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, IndexVar *j, int depth,
+                           const char *name, Diag *d) {
+  const Cin *loops[NT_MAX_INDICES];
+  int n = 0, dj = -1;
+  const Cin *assign = c;
+  for (; assign->kind == CIN_FORALL && n < NT_MAX_INDICES; assign = assign->u.forall.body) {
+    if (assign->u.forall.iv == j) dj = n;
+    loops[n++] = assign;
+  }
+  if (assign->kind != CIN_ASSIGN || depth < 0 || dj < depth)
+    return diag_error(d, TJ_ERR_INTERNAL, "workspace of a subexpression over %s at loop %d: "
+                      "the notation has another shape", j->name, depth), NULL;
+  TensorVar *w = arena_alloc(a, sizeof *w);
+  if (!w) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
+  w->id = -1;
+  w->name = name;
+  w->decl.order = 1;
+  w->decl.dtype = e->dtype;
+  Expr *wj = nt_access(a, w, 1, &j, 0);
+  if (wj) wj->dtype = e->dtype;
+  Expr *rhs = wj ? with_node(a, assign->u.assign.rhs, e, wj) : NULL;
+  Cin *producer = wj ? cin_assign(a, wj, (Expr *)e, dj > depth) : NULL;
+  for (int k = dj; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
+  Cin *consumer = rhs ? cin_assign(a, assign->u.assign.lhs, rhs, assign->u.assign.accumulate)
+                      : NULL;
+  if (consumer) consumer->u.assign.op = assign->u.assign.op,
+                consumer->u.assign.op_name = assign->u.assign.op_name;
+  for (int k = n - 1; k > dj && consumer; k--) consumer = forall_like(a, loops[k], consumer);
+  if (consumer) consumer = forall_like(a, loops[dj], consumer);
+  Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
+  if (out) out->u.where.subexpr = true;
   for (int k = depth - 1; k >= 0 && out; k--) out = forall_like(a, loops[k], out);
   if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
   return out;
@@ -445,7 +511,8 @@ static int print_relations(FILE *out, const Cin *c) {
     if (out && f->fuse)
       fprintf(out, ", fuse(%s, %s, %s)", c->u.forall.iv->name, f->fuse_inner->name, f->fuse);
     if (out && f->bound_kind)
-      fprintf(out, ", bound(%s, %s, %lld, max_exact)", v, f->bound_name, (long long)f->bound);
+      fprintf(out, ", bound(%s, %s, %lld, %s)", v, f->bound_name, (long long)f->bound,
+              cin_bound_name(f->bound_kind));
     if (out && f->pos) {
       fprintf(out, ", pos(%s, %s, ", v, f->pos);
       nt_print_expr(out, f->pos_access);
@@ -697,7 +764,7 @@ static bool parse_rewrite(SchedParser *sp, SchedDirective *sd) {
     if (!next_var(sp, sd, "the bounded variable's name", true) ||
         !parse_count(sp, sd, "a bound") || !punct(sp, ',', "',' and a bound kind"))
       return false;
-    sd->arg = ident(sp, "a bound kind (max_exact)");
+    sd->arg = ident(sp, "a bound kind (max_exact or max_constraint)");
     return sd->arg && punct(sp, ')', "')'");
   default: return TJ_BUG(sp->d, "not a loop rewrite");
   }

@@ -178,14 +178,19 @@ bool loops_rewrite(Loops *l, const Assignment *as, const Schedule *s,
     if (f->pos)
       return diag_error(d, TJ_ERR_UNSUPPORTED, "bound(%s, ...): %s walks positions (pos); "
                         "only a coordinate loop is bounded", sd->vars[0], sd->vars[0]);
-    if (!named(sd->arg, "max_exact"))
-      return diag_error(d, TJ_ERR_UNSUPPORTED, "bound(%s, %s, %d, %s): only max_exact (the "
-                        "extent is exactly %d) is lowered; a loop starts at 0, so a min "
-                        "bound and a max constraint give the lowering nothing to use",
-                        sd->vars[0], sd->vars[1], sd->width, sd->arg, sd->width);
+    if (named(sd->arg, "min_exact") || named(sd->arg, "min_constraint"))
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "bound(%s, %s, %d, %s): a loop starts at 0, so "
+                        "a lower bound of %d would leave out its first iterations; bounds are "
+                        "max_exact (the extent is %d) or max_constraint (at most %d)",
+                        sd->vars[0], sd->vars[1], sd->width, sd->arg, sd->width, sd->width,
+                        sd->width);
+    if (!named(sd->arg, "max_exact") && !named(sd->arg, "max_constraint"))
+      return diag_error(d, TJ_ERR_PARSE, "bound(%s, %s, %d, %s): unknown bound kind (max_exact, "
+                        "max_constraint, min_exact or min_constraint)", sd->vars[0],
+                        sd->vars[1], sd->width, sd->arg);
     f->bound_name = sd->vars[1];
     f->bound = sd->width;
-    f->bound_kind = BOUND_MAX_EXACT;
+    f->bound_kind = named(sd->arg, "max_exact") ? BOUND_MAX_EXACT : BOUND_MAX_CONSTRAINT;
     return true;
   default: return TJ_BUG(d, "not a loop rewrite");
   }

@@ -375,6 +375,11 @@ static bool check_stmt(Verifier *v, const LirStmt *s) {
     if (!lir_type_is_ptr(s->u.store.ptr->type))
       return failf(v, "store through %s, which is not a pointer",
                    tname(s->u.store.ptr->type));
+    if (s->u.store.old && (!s->u.store.atomic || s->u.store.op >= 0 ||
+                           s->u.store.old->type != lir_elem_type(s->u.store.ptr->type) ||
+                           !check_var(v, s->u.store.old)))
+      return failf(v, "store's old value %s: an atomic plain store of its element type, "
+                   "declared in scope", s->u.store.old->name);
     return expect_int(v, s->u.store.idx, "store index") &&
            check_update(v, s->u.store.op, lir_elem_type(s->u.store.ptr->type),
                         s->u.store.e);

@@ -152,9 +152,14 @@ struct LirStmt {
     struct { LirVar *var; LirExpr *init; } decl;                   /* LS_DECL */
     struct { LirVar *var; LirExpr *e; int op;             /* LS_ASSIGN; op -1 '=' or a LirBinOp */
              LirVar *with; LirExpr *identity; } assign;   /* with: a fold (lir_fold) */
-    struct { LirExpr *ptr, *idx, *e; int op; bool atomic; } store; /* LS_STORE; op as above;
-                                      atomic: an update (+ min max) other
-                                      threads make too (parallelize(k, atomics)) */
+    struct { LirExpr *ptr, *idx, *e; int op; bool atomic; LirVar *old; } store;
+                                   /* LS_STORE; op as above; atomic: an update
+                                      other threads make too (parallelize(k,
+                                      atomics)); old (atomic, op -1): the
+                                      variable e reads as the value there
+                                      before, declared right above from a
+                                      load (serial readers need nothing
+                                      else; LLVM loops a compare-and-swap) */
     struct { int operand; LirField field; int level; LirExpr *e; } setfield; /* LS_SETFIELD */
     struct { LirVar *iv; LirExpr *lo, *hi, *step; LirStmt *body; LoopAttrs at; } loop; /* LS_FOR */
     struct { LirExpr *cond; LirStmt *body; } whl;                  /* LS_WHILE */

@@ -286,10 +286,14 @@ const char *cin_strategy_name(int strategy);
  *                         A's crd[jp]); a split of jp then splits nonzeros
  *   bound(i, ib, n, max_exact)  the loop runs exactly n times (the extent
  *                         is promised to be n: checked at every run)
+ *   bound(i, ib, n, max_constraint)  the extent is promised to be at most n
+ *                         (checked at every run; the loop runs to the extent)
  *   fuse(i, j, f)         i's loop and the j loop directly inside it are one
  *                         loop over f in [0, I*J): i = f / J, j = f % J (i's
  *                         forall carries the form; j's is marked fused) */
-typedef enum { BOUND_NONE, BOUND_MAX_EXACT } BoundKind;
+typedef enum { BOUND_NONE, BOUND_MAX_EXACT, BOUND_MAX_CONSTRAINT } BoundKind;
+/* "max_exact", "max_constraint" ("" for none). */
+const char *cin_bound_name(BoundKind k);
 typedef struct CinLoopForm {
   int split, divide;             /* split's factor or divide's parts (one, or 0) */
   const char *outer, *inner;     /* the names of the two halves */
@@ -317,7 +321,10 @@ struct Cin {
   union {
     struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par;
              CinLoopForm form; } forall;
-    struct { Cin *consumer, *producer; TensorVar *ws; } where;
+    struct { Cin *consumer, *producer; TensorVar *ws;
+             bool subexpr; } where;        /* the consumer reads ws in place of
+                                              a subexpression (cin_subexpr_workspace),
+                                              else drains it into the output */
     struct { Expr *lhs, *rhs; bool accumulate; OpKind op; const char *op_name; } assign; /* lhs op= rhs
                                       when accumulate (op: the reduction's, + by default) */
   } u;
@@ -404,6 +411,15 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *n
 /* Prints c; loops rewritten by split / divide / pos / bound print under
  * their new names, with the relations after the statement:
  *   suchthat(forall(i0, forall(i1, forall(j, ...))), split(i, i0, i1, 32)) */
+/* The where() of a workspace w over j of the subexpression e (a node of
+ * the innermost assignment's rhs) in a nest of foralls around one
+ * assignment: the loops from depth down to j's produce w(j) = e (+= when
+ * loops lie between), the consumer forall(j, ...) with the loops below j
+ * reads w(j) in e's place:
+ *   forall(i, where(forall(j, y(i) += w(j) * x(j)), forall(j, w(j) = B(i,j) + C(i,j))))
+ * NULL with d set. */
+Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, IndexVar *j, int depth,
+                           const char *name, Diag *d);
 void cin_print(FILE *out, const Cin *c);
 /* The index of the loop of c that name names (an index, a pos or bound
  * variable: *part 0; the outer / inner half of a split: 1 / 2), or NULL. */

@@ -38,16 +38,17 @@ static bool check_extents(const Expr *e, tj_tensor **ops, int64_t *ext, const ch
 }
 
 /* bound(i, ib, n, max_exact) promised that i's extent is n: the kernel's
- * loop runs n times whatever the operands' dims. */
+ * loop runs n times whatever the operands' dims; max_constraint, at most n. */
 static bool check_bounds(const Cin *c, const int64_t *ext, Diag *d) {
   switch (c->kind) {
   case CIN_FORALL: {
     const CinLoopForm *f = &c->u.forall.form;
     const IndexVar *v = c->u.forall.iv;
-    if (f->bound_kind && ext[v->id] != f->bound)
-      return diag_error(d, TJ_ERR_SHAPE, "bound(%s, %s, %lld, max_exact): index %s has extent "
-                        "%lld", v->name, f->bound_name, (long long)f->bound, v->name,
-                        (long long)ext[v->id]);
+    bool exact = f->bound_kind == BOUND_MAX_EXACT;
+    if (f->bound_kind && (exact ? ext[v->id] != f->bound : ext[v->id] > f->bound))
+      return diag_error(d, TJ_ERR_SHAPE, "bound(%s, %s, %lld, %s): index %s has extent "
+                        "%lld", v->name, f->bound_name, (long long)f->bound,
+                        cin_bound_name(f->bound_kind), v->name, (long long)ext[v->id]);
     return check_bounds(c->u.forall.body, ext, d);
   }
   case CIN_WHERE:

@@ -13,8 +13,10 @@
 
 /* precompute(<rhs>, {j}, <w>): the whole right-hand side into a dense
  * workspace over j, the sparse output's last index (the planner's row
- * workspace, Gustavson's SpGEMM). Scalar workspaces (the index set {})
- * were applied to the assignment already (nt_precompute_scalars). */
+ * workspace, Gustavson's SpGEMM); into a dense output, and of a
+ * subexpression, a dense row the consumer reads in its place
+ * (lower/precompute.c). Scalar workspaces (the index set {}) were applied
+ * to the assignment already (nt_precompute_scalars). */
 static bool apply_precompute(const Assignment *as, LowerPlan *p, const SchedDirective *sd,
                              Arena *a, Diag *d) {
   Precompute pc;
@@ -22,12 +24,12 @@ static bool apply_precompute(const Assignment *as, LowerPlan *p, const SchedDire
   if (pc.nvars == 0) return true;
   const tj_format *f = &p->fmt[0];
   IndexVar *last = p->out_sparse ? as->lhs->u.access.idx[f->mode_order[f->order - 1]] : NULL;
-  if (pc.node != as->rhs || pc.nvars > 1)
+  if (pc.nvars > 1)
     return diag_error(d, TJ_ERR_UNSUPPORTED,
-                      "precompute(%s): a workspace over an index set is lowered for the whole "
-                      "right-hand side over the last index of a sparse output (the row "
-                      "workspace); a subexpression goes to a scalar workspace, over {}",
-                      sd->arg);
+                      "precompute(%s): a workspace is a vector over one index (a row); "
+                      "over {} it is a scalar", sd->arg);
+  if (pc.node != as->rhs || !p->out_sparse)
+    return lower_plan_subexpr_workspace(as, p, pc.node, pc.vars[0], pc.ws, sd->arg, d);
   IndexVar *v = pc.vars[0];
   if (v != last)
     return diag_error(d, TJ_ERR_UNSUPPORTED,

@@ -474,12 +474,61 @@ static bool emit_atomic(Emitter *e, const LirStmt *s, LLVMValueRef addr, LirType
   return true;
 }
 
+/* ptr[idx] = old op x, or = e reading old, by compare-and-swap (the
+ * updates with no atomicrmw: *, user-defined reductions):
+ *   cur = load atomic monotonic ptr[idx]            (as an integer of t's size)
+ *   cas: old = cur; new = old op x (or e); (seen, ok) = cmpxchg ptr[idx], cur, new
+ *        cur = seen; if (!ok) goto cas */
+static bool emit_cas(Emitter *e, const LirStmt *s, LLVMValueRef addr, LirType t) {
+  LLVMValueRef x = s->u.store.old ? NULL : emit_expr(e, s->u.store.e);
+  if (!s->u.store.old && !x) return false;
+  LLVMTypeRef mt = em_mem_type(e, t);
+  LLVMTypeRef it = LLVMIntTypeInContext(e->cx, lir_type_bytes(t) * 8);
+  bool fl = lir_type_is_float(t);
+  LLVMValueRef first = LLVMBuildLoad2(e->b, it, addr, "cas.first");
+  LLVMSetOrdering(first, LLVMAtomicOrderingMonotonic);
+  LLVMSetAlignment(first, (unsigned)lir_type_bytes(t));
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(e->b), loop = em_new_block(e, "cas");
+  LLVMBasicBlockRef done = em_new_block(e, "cas.done");
+  LLVMBuildBr(e->b, loop);
+  LLVMPositionBuilderAtEnd(e->b, loop);
+  LLVMValueRef cur = LLVMBuildPhi(e->b, it, "cas.cur");
+  LLVMValueRef old = fl ? LLVMBuildBitCast(e->b, cur, mt, "") : cur;
+  if (t == LT_BOOL) old = LLVMBuildICmp(e->b, LLVMIntNE, old, LLVMConstInt(e->i8, 0, 0), "");
+  LLVMValueRef nv;
+  if (s->u.store.old) {
+    LLVMValueRef slot = em_slot(e, s->u.store.old);
+    if (!slot) return false;
+    LLVMBuildStore(e->b, old, slot);
+    nv = emit_expr(e, s->u.store.e);
+  } else {
+    nv = em_binop(e, (LirBinOp)s->u.store.op, t, old, x);
+  }
+  if (!nv) return false;
+  if (t == LT_BOOL) nv = LLVMBuildZExt(e->b, nv, e->i8, "");
+  if (fl) nv = LLVMBuildBitCast(e->b, nv, it, "");
+  LLVMValueRef pair = LLVMBuildAtomicCmpXchg(e->b, addr, cur, nv, LLVMAtomicOrderingMonotonic,
+                                             LLVMAtomicOrderingMonotonic, 0);
+  LLVMValueRef seen = LLVMBuildExtractValue(e->b, pair, 0, "cas.seen");
+  LLVMValueRef ok = LLVMBuildExtractValue(e->b, pair, 1, "cas.ok");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(e->b);
+  LLVMBuildCondBr(e->b, ok, done, loop);
+  LLVMValueRef in_v[2] = {first, seen};
+  LLVMBasicBlockRef in_b[2] = {pre, latch};
+  LLVMAddIncoming(cur, in_v, in_b, 2);
+  LLVMPositionBuilderAtEnd(e->b, done);
+  return true;
+}
+
 static bool emit_store(Emitter *e, const LirStmt *s) {
   LirType t;
   LLVMValueRef addr = elem_addr(e, s->u.store.ptr, s->u.store.idx, &t);
   if (!addr || !s->u.store.e ||
       !same_type(e, s->u.store.e->type, t, "store type mismatch"))
     return false;
+  int op = s->u.store.op;
+  if (s->u.store.atomic && (s->u.store.old || (op != LOP_ADD && op != LOP_MIN && op != LOP_MAX)))
+    return emit_cas(e, s, addr, t);
   LLVMValueRef x = emit_expr(e, s->u.store.e);
   if (x && s->u.store.atomic) return emit_atomic(e, s, addr, t, x);
   if (x && s->u.store.op >= 0)

@@ -67,7 +67,8 @@ LirExpr *lw_level_size(Lowerer *lw, int x, int l) {
    * small dense blocks (BSR's). */
   const IndexVar *v = ac->e->u.access.idx[ac->f->mode_order[l]];
   for (int k = 0; k < lw->nest.nloops; k++)
-    if (lw->nest.order[k] == v && lw->nest.form[k] && lw->nest.form[k]->bound_kind)
+    if (lw->nest.order[k] == v && lw->nest.form[k] &&
+        lw->nest.form[k]->bound_kind == BOUND_MAX_EXACT)
       return lw_i64(lw, lw->nest.form[k]->bound);
   return lw_ref(lw, lw->dim[ac->t][ac->f->mode_order[l]]);
 }
@@ -148,19 +149,19 @@ static void mark_valued_masks(Lowerer *lw, const Expr *e) {
 }
 
 /* parallelize(k, atomics): k a root reduction loop (not inside a temp)
- * into a dense output updated by +, min or max, which then update it
- * atomically (lw->atomic); false with lw->d set otherwise. */
+ * into a dense output, which its updates then change atomically
+ * (lw->atomic): + min max by atomicrmw, the others (*, a commutative
+ * associative definition) by a compare-and-swap loop; false with lw->d set
+ * otherwise. */
 static bool atomics_ok(Lowerer *lw, bool reduction, bool in_temp) {
   const char *v = lw->nest.order[lw->par_depth]->name;
-  int op = lw->out_op == OP_NONE ? LOP_NONE : lw_lir_op(lw, lw->out_op);
   const char *why = lw->plan->out_sparse ? "a sparse output's entries are appended, not updated"
                     : !reduction ? "its iterations write disjoint entries of the output: there "
                                    "is no race to guard"
                     : in_temp ? "it sums into a scalar temp below the output's last index; "
                                 "reorder so it runs outside the output's loops"
-                    : op != LOP_ADD && op != LOP_MIN && op != LOP_MAX
-                        ? "the reduction has no atomic update (+, min and max have); use "
-                          "partials"
+                    : lw->out_op == OP_NONE && !lw->out_def
+                        ? "the output is stored once, not updated"
                         : NULL;
   if (why)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s, atomics): %s", v, why);
@@ -212,14 +213,26 @@ static bool setup_accesses(Lowerer *lw) {
     lw->first_red = -1;
   const Expr *rhs[LW_MAX_ACCESS];
   int nrhs = 0;
-  if (!lw_collect_accesses(lw->as->rhs, rhs, &nrhs, LW_MAX_ACCESS - 1))
-    return TJ_BUG(lw->d, "more accesses than lower_plan allows");
+  bool vws = nest->vws_depth >= 0;
+  if (!lw_collect_accesses(lw->as->rhs, rhs, &nrhs, LW_MAX_ACCESS - 1 - vws))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "more than %d accesses with a workspace",
+                      LW_MAX_ACCESS - 2);
   lw->acc[lw->nacc++].e = lw->as->lhs;
   for (int x = 0; x < nrhs; x++) lw->acc[lw->nacc++].e = rhs[x];
+  if (vws && lw->as->ntensors >= NT_MAX_TENSORS)
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "%d operands and a workspace are more than a "
+                      "kernel takes", lw->as->ntensors);
+  if (vws) { /* the workspace: a dense row in the slot after the operands */
+    lw->vws_x = lw->nacc;
+    lw->vws_t = lw->as->ntensors;
+    lw->acc[lw->nacc++].e = nest->vws_access;
+    lw->vws_fmt = (tj_format){.order = 1, .levels = "d"};
+  }
   for (int x = 0; x < lw->nacc; x++) {
     Access *ac = &lw->acc[x];
-    ac->t = ac->e->u.access.t->id;
-    ac->f = &p->fmt[ac->t];
+    bool ws = vws && x == lw->vws_x;
+    ac->t = ws ? lw->vws_t : ac->e->u.access.t->id;
+    ac->f = ws ? &lw->vws_fmt : &p->fmt[ac->t];
     ac->located = !lv_format_has_sparse(ac->f);
     ac->last_depth = -1;
     for (int m = 0; m < ac->e->u.access.n; m++) {
@@ -248,8 +261,12 @@ static bool setup_accesses(Lowerer *lw) {
   if (race && strcmp(race, "atomics") == 0 && !atomics_ok(lw, reduction, in_temp)) return false;
   /* a workspace (a scattered union into a dense output) is one per kernel:
    * its rows run in order */
+  if (vws && nest->par_asked >= 0)
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s): the kernel's workspace %s "
+                      "is one per kernel, so the loops around it run on one thread",
+                      nest->order[nest->par_asked]->name, nest->vws_access->u.access.t->name);
   lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 &&
-               nest->ws_depth < 0 && (!reduction || lw->atomic);
+               nest->ws_depth < 0 && !vws && (!reduction || lw->atomic);
   if (nest->par_asked >= 0 && pf && pf->fuse && reduction && !lw->atomic)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize: the fused loop %s sums over "
                       "%s into entries other iterations update too; parallelize(..., atomics)",
@@ -601,6 +618,7 @@ static bool stores_every_entry(const Lowerer *lw, AMask alive) {
   const tj_format *of = lw->acc[0].f;
   if (lw->plan->out_sparse || lw->as->accumulate || lw->ranged || lw->root_reduces ||
       lw->phase == PHASE_ASSEMBLE || lw->valued_masks || lw->nest.ws_depth >= 0 ||
+      lw->nest.vws_depth >= 0 ||
       lw->nest.nloops == 0 || of->order != 1 || lw->out_op != OP_NONE ||
       lw->as->lhs->u.access.idx[0] != lw->nest.order[0] || !lw_single_loop_at(lw, alive, 0))
     return false;
@@ -623,6 +641,7 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
   const tj_format *of = lw->acc[0].f;
   if (p->out_sparse || lw->as->accumulate || lw->ranged || lw->phase == PHASE_ASSEMBLE ||
       lw->nest.nloops == 0 || of->order == 0 || lw->nest.ws_depth >= 0 ||
+      lw->nest.vws_depth >= 0 ||
       lw->as->lhs->u.access.idx[of->mode_order[0]] != lw->nest.order[0] ||
       lw->first_red == 0 || !lw_single_loop_at(lw, alive, 0))
     return false;
@@ -690,8 +709,9 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
     lir_append(&body, prepare_dense_output(lw));
   }
   if (lw->nest.ws_depth >= 0) lir_append(&body, allocate_workspace(lw));
-  lir_append(&body, bind_scalars(lw));
   bool dense_assemble = !plan->out_sparse && phase == PHASE_ASSEMBLE;
+  if (lw->nest.vws_depth >= 0 && lw->emit_values) lir_append(&body, lw_subexpr_alloc(lw));
+  lir_append(&body, bind_scalars(lw));
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
   if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));
   if (!diag_ok(d)) return NULL;
@@ -795,6 +815,28 @@ static void print_scattered_terms(FILE *out, Lowerer *lw, AMask alive, int k) {
   fputc('\n', out);
 }
 
+/* The lattice of the loop at depth k over lw->root, on one line. */
+static void print_lattice(FILE *out, Lowerer *lw, AMask alive, int k) {
+  if (lw_scatters_terms(lw, k)) {
+    print_scattered_terms(out, lw, alive, k);
+    return;
+  }
+  if (lw_wide_at(lw, alive, k)) {
+    LatPoint every = {lw_sparse_at(lw, alive, k), false};
+    fprintf(out, " merged over ");
+    lw_print_point(out, lw, &every);
+    fprintf(out, " (up to %lld lattice points)\n", (long long)lw_lattice_bound(lw, alive, k));
+    return;
+  }
+  Lattice L;
+  lw_lattice(lw, alive, k, &L);
+  for (int q = 0; q < L.n; q++) {
+    fputc(' ', out);
+    lw_print_point(out, lw, &L.p[q]);
+  }
+  fputc('\n', out);
+}
+
 void lower_print_lattices(FILE *out, const LowerInput *in) {
   const Assignment *as = in->as;
   const LowerPlan *plan = in->plan;
@@ -817,30 +859,26 @@ void lower_print_lattices(FILE *out, const LowerInput *in) {
   AMask alive = (lw->nacc >= 64 ? ~(AMask)0 : ((AMask)1 << lw->nacc) - 1) & ~(AMask)1;
   const Expr *sums[NT_MAX_INDICES];
   int ns = nt_sums(as->rhs, sums, NT_MAX_INDICES);
-  for (int k = 0; k < lw->nest.nloops; k++) {
-    IndexVar *v = lw->nest.order[k];
+  const LoopNest *nest = &lw->nest;
+  for (int k = 0; k < nest->nloops; k++) {
+    IndexVar *v = nest->order[k];
     lw->root = as->rhs;
     for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
       if (sums[i]->u.sum.iv == v) lw->root = sums[i]->u.sum.a;
+    int dj = nest->vws_depth >= 0 ? lw->depth_of[nest->vws_var->id] : -1;
+    if (nest->vws_depth >= 0 && k >= nest->vws_depth && k <= dj) {  /* the producer's loops */
+      lw->root = nest->vws_node;
+      fprintf(out, "%s (produces %s):", v->name, nest->vws_access->u.access.t->name);
+      print_lattice(out, lw, lw_accesses_in(lw, nest->vws_node, alive), k);
+    }
+    if (nest->vws_depth >= 0 && k >= dj) {   /* the consumer's */
+      lw->root = nest->vws_rhs;
+      fprintf(out, "%s (reads %s):", v->name, nest->vws_access->u.access.t->name);
+      print_lattice(out, lw, lw_subexpr_consumer(lw, alive), k);
+    }
+    if (nest->vws_depth >= 0 && k >= nest->vws_depth) continue;
     fprintf(out, "%s:", v->name);
-    if (lw_scatters_terms(lw, k)) {
-      print_scattered_terms(out, lw, alive, k);
-      continue;
-    }
-    if (lw_wide_at(lw, alive, k)) {
-      LatPoint every = {lw_sparse_at(lw, alive, k), false};
-      fprintf(out, " merged over ");
-      lw_print_point(out, lw, &every);
-      fprintf(out, " (up to %lld lattice points)\n", (long long)lw_lattice_bound(lw, alive, k));
-      continue;
-    }
-    Lattice L;
-    lw_lattice(lw, alive, k, &L);
-    for (int q = 0; q < L.n; q++) {
-      fputc(' ', out);
-      lw_print_point(out, lw, &L.p[q]);
-    }
-    fputc('\n', out);
+    print_lattice(out, lw, alive, k);
   }
   arena_free(&a);
 }

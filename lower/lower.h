@@ -38,6 +38,12 @@ typedef struct LowerPlan {
   int ws_depth;                        /* loop depth of the workspace, -1 none */
   IndexVar *ws_var;                    /* the output index scattered into it */
   const char *ws_name;                 /* precompute's name for it (NULL: w) */
+  int vws_depth;                       /* precompute(e, {j}, w) of a subexpression
+                                          into a dense output: the depth of its
+                                          where() (lower/precompute.c), -1 none */
+  IndexVar *vws_var;                   /* j */
+  const Expr *vws_node;                /* e, a node of the rhs */
+  const char *vws_name;                /* w */
   bool out_sparse;                     /* output has a compressed level */
   bool rangeable;                      /* sparse output whose first level is
                                           dense and walked by a dense loop:
@@ -92,6 +98,15 @@ typedef struct LoopNest {
   int outer_at[NT_MAX_INDICES];        /* a split loop whose outer half sits
                                           above another loop: that loop's
                                           depth (above this one), else -1 */
+  /* The where() of a subexpression's workspace (lower/precompute.c): the
+   * loops from vws_depth down to vws_var's are its producer's, vws_var's
+   * and those below it its consumer's. */
+  int vws_depth;                       /* -1: none */
+  IndexVar *vws_var;                   /* j */
+  const Expr *vws_node;                /* the producer's rhs: e, a node of the rhs */
+  const Expr *vws_rhs;                 /* the consumer's: the rhs with w(j) for e */
+  const Expr *vws_access;              /* that w(j) */
+  bool vws_sums;                       /* the producer sums over its outer loops */
 } LoopNest;
 bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
 
@@ -117,6 +132,14 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
  * workspace where() the plan chose (Gustavson's SpGEMM, or precompute);
  * NULL with d set. */
 Cin *lower_plan_notation(Arena *a, const LowerPlan *p, const Cin *cin, Diag *d);
+
+/* precompute(e, {j}, name) of a subexpression e (or the whole rhs) into
+ * a dense output: places its where() in p's order (at j's loop, or above
+ * the loops of indices summed only inside e right above it, when a sum
+ * may move into e) and sets p->vws_*; refused with a message (arg: the
+ * directive's text) where it is not lowered (lower/precompute.c). */
+bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr *e,
+                                  IndexVar *j, const char *name, const char *arg, Diag *d);
 
 /* The default order of a contraction that will be vectorized, given the
  * plan of the user's schedule: adds reorder(output indices, reductions) to

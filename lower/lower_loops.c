@@ -198,6 +198,25 @@ static LirStmt *update_var(Lowerer *lw, LirVar *var, OpKind op, LirExpr *v) {
   return lir_assign(A(lw), var, apply_op(lw, op, lw_ref(lw, var), v));
 }
 
+/* An atomic update with no atomicrmw (*, a definition, an operator
+ * without a loop-IR operation), which LLVM lowers to a compare-and-swap
+ * loop:  old = vals[idx]; atomic vals[idx] = f(old, v) */
+static LirStmt *atomic_fold(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowerer *),
+                            LirExpr *v) {
+  Arena *a = A(lw);
+  LirVar *old = lw_var(lw, "old", lir_elem_type(vals->type));
+  LirStmt *s = lir_decl(a, old, lir_load(a, lw_ref(lw, vals), out_at(lw)));
+  LirExpr *p[2] = {lw_ref(lw, old), v};
+  LirExpr *r = lw->out_def ? gen_def_body(lw, lw->out_def->body, p)
+                           : apply_op(lw, lw->out_op, p[0], p[1]);
+  LirStmt *st = r ? lir_store(a, lw_ref(lw, vals), out_at(lw), r) : NULL;
+  if (!st) return NULL;
+  st->u.store.atomic = true;
+  st->u.store.old = old;
+  lir_append(&s, st);
+  return lir_block(a, s);
+}
+
 /* vals[idx] op= v for the output's update operator (lw->out_op), or
  * vals[idx] = v when the output is stored once (OP_NONE). idx is built
  * by out_at (twice for an operator without a loop-IR operation). */
@@ -205,6 +224,11 @@ static LirStmt *update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowe
                               LirExpr *v) {
   Arena *a = A(lw);
   OpKind op = lw->out_op;
+  int lop = op == OP_NONE ? LOP_NONE : lw_lir_op(lw, op);
+  if (lw->atomic && lw->target == T_OUT && (lw->out_def || op == OP_NONE ||
+                                            (lop != LOP_ADD && lop != LOP_MIN && lop != LOP_MAX)))
+    return !lw->out_def && op == OP_NONE ? TJ_BUG(lw->d, "an atomic store of no update"), NULL
+                         : atomic_fold(lw, vals, out_at, v);
   if (lw->out_def) { /* vals[idx] = def(vals[idx], v) */
     LirExpr *p[2] = {lir_load(a, lw_ref(lw, vals), out_at(lw)), v};
     LirExpr *r = gen_def_body(lw, lw->out_def->body, p);
@@ -408,6 +432,15 @@ static LirExpr *ws_index(Lowerer *lw) { return lw_ref(lw, lw->coord[lw->nest.ws_
 
 static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   Arena *a = A(lw);
+  if (lw->target == T_VWS || lw->target == T_VWS_RESET) { /* w[j] (+)= e, or w[j] = 0 */
+    if (!lw->emit_values) return NULL;
+    LirExpr *w = lw_ref(lw, lw->vals_ptr[lw->vws_t]);
+    LirExpr *j = lw_ref(lw, lw->coord[lw->nest.vws_var->id]);
+    if (lw->target == T_VWS_RESET) return lir_store(a, w, j, vconst(lw, lw_fill_value(lw)));
+    LirExpr *v = gen_expr(lw, lw->root, alive);
+    return lw->nest.vws_sums ? lir_store_update(a, w, j, (LirBinOp)lw_lir_op(lw, OP_ADD), v)
+                             : lir_store(a, w, j, v);
+  }
   if (lw->target == T_WS) {
     LirExpr *j = lw_ref(lw, lw->coord[lw->nest.ws_var->id]);
     LirStmt *s = NULL;
@@ -523,8 +556,7 @@ static LirStmt *drain_assembled(Lowerer *lw, int l) {
   return s;
 }
 
-/* The accesses of e among alive. */
-static AMask accesses_in(const Lowerer *lw, const Expr *e, AMask alive) {
+AMask lw_accesses_in(const Lowerer *lw, const Expr *e, AMask alive) {
   const Expr *acc[LW_MAX_ACCESS];
   int n = 0;
   lw_collect_accesses(e, acc, &n, LW_MAX_ACCESS);
@@ -549,7 +581,7 @@ static LirStmt *scatter_terms(Lowerer *lw, int depth, AMask alive) {
   for (int t = 0; t < n; t++) {
     lw->root = terms[t];
     lir_append(&s, lir_comment(A(lw), "scatter one term into the workspace"));
-    lir_append(&s, lw_loops(lw, depth, accesses_in(lw, terms[t], alive), true));
+    lir_append(&s, lw_loops(lw, depth, lw_accesses_in(lw, terms[t], alive), true));
   }
   lw->root = root;
   lw->out_op = op;
@@ -757,6 +789,9 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lw->pos[x] = lw_ref(lw, p);
     }
     if (lw->emit_values || ac->valued_mask) lw->val[x] = hoist_value(lw, x, &s);
+    if (lw->emit_values && x == lw->vws_x && lw->nest.vws_depth >= 0 && lw->vws_reset_on_read)
+      lir_append(&s, lir_store(a, lw_ref(lw, lw->vals_ptr[ac->t]), lw->pos[x],
+                               vconst(lw, lw_fill_value(lw))));
   }
   return s;
 }
@@ -1476,6 +1511,8 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     if (depth == lw->first_red && lw->nest.ws_depth < 0)
       return reduce_into_temp(lw, depth, alive);
   }
+  if (depth == lw->nest.vws_depth && !lw->vws_in)
+    return lw_subexpr_where(lw, depth, alive, in_temp);
   int split_below = lw_outer_half_at(lw, depth);
   if (split_below >= 0) return lw_outer_half(lw, depth, split_below, alive, in_temp);
   LoopCtx cx = {.depth = depth, .alive = alive, .in_temp = in_temp,

@@ -43,7 +43,7 @@ typedef struct Lattice {
   LatPoint p[LAT_MAX_POINTS];
 } Lattice;
 
-enum { T_OUT, T_TEMP, T_WS };
+enum { T_OUT, T_TEMP, T_WS, T_VWS, T_VWS_RESET }; /* T_VWS: a subexpression's workspace */
 
 /* A run of equal coordinates (a segmented level, e.g. COO's rows) whose
  * end is not scanned for ahead: the loop over its singleton child walks
@@ -124,6 +124,12 @@ typedef struct Lowerer {
   const Expr *sum_node[NT_MAX_INDICES];
   LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
+  /* A subexpression's workspace (precompute.c): read as access vws_x of
+   * tensor slot vws_t (after the kernel's operands), a dense row. */
+  int vws_x, vws_t;
+  tj_format vws_fmt;
+  bool vws_in;                             /* its producer or consumer is being emitted */
+  bool vws_reset_on_read;                  /* the consumer resets each entry it reads */
   LirType vtype;                           /* value type of the expression */
   bool is_bool;                            /* bool dtype: vtype I8 0/1, + max, * min */
   bool root_reduces;                       /* the nest has root reductions */
@@ -243,6 +249,8 @@ int lw_union_terms(Lowerer *lw, Expr **out);
 /* The loop-IR operation of op (bool: + is max, * is min), or LOP_NONE. */
 int lw_lir_op(const Lowerer *lw, OpKind op);
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp);
+/* The accesses of e among alive. */
+AMask lw_accesses_in(const Lowerer *lw, const Expr *e, AMask alive);
 /* Whether the loop at depth over the accesses in alive is one plain loop
  * (a dense range, or the positions of one unsegmented sparse level). */
 bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth);
@@ -286,6 +294,14 @@ LirExpr *lw_extent_of(Lowerer *lw, const IndexVar *v);
  * (both the one loop without a split). */
 LirStmt *lw_strip_loop(Lowerer *lw, int depth, LirVar *iv, LirExpr *lo, LirExpr *hi,
                        LirStmt *body, LirStmt **outer, LirStmt **inner);
+
+/* precompute.c: a subexpression's workspace */
+/* Its values array, zeroed (at the start; freed at the end). */
+LirStmt *lw_subexpr_alloc(Lowerer *lw);
+/* The accesses the consumer reads among alive: those outside e, and w. */
+AMask lw_subexpr_consumer(const Lowerer *lw, AMask alive);
+/* The where() at depth: the producer's loops, the consumer's, the reset. */
+LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp);
 
 /* lower.c helpers used by lower_loops.c */
 /* The value of absent entries: the semiring's zero (0 by default). */

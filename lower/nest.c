@@ -8,10 +8,49 @@
  *   forall(i, where(forall(j, A(i,j) = w(j)), forall(k, forall(j, w(j) += ...))))
  *     -> loops i, k, j; workspace over j at depth 1
  *
+ *   forall(i, where(forall(j, y(i) += w(j) * x(j)), forall(j, w(j) = B(i,j) + C(i,j))))
+ *     -> loops i, j; a subexpression's workspace at depth 1 (its producer
+ *        over j, then the consumer's loops below j)
+ *
  * Shapes the lowering cannot emit yet (two workspaces) are refused with a
  * message.
  */
 #include "lowerer.h"
+
+static bool walk(const Cin *c, LoopNest *n, Diag *d);
+
+/* The assignment at the end of a forall chain, or NULL. */
+static const Cin *chain_assign(const Cin *c) {
+  while (c->kind == CIN_FORALL) c = c->u.forall.body;
+  return c->kind == CIN_ASSIGN ? c : NULL;
+}
+
+/* A subexpression's workspace: the producer's loops (down to j), then the
+ * consumer's below its loop over j; the loops take no rewrites yet. */
+static bool walk_subexpr(const Cin *c, LoopNest *n, Diag *d) {
+  const Cin *cons = c->u.where.consumer;
+  const Cin *pa = chain_assign(c->u.where.producer), *ca = chain_assign(cons);
+  if (n->ws_depth >= 0 || n->vws_depth >= 0 || cons->kind != CIN_FORALL || !pa || !ca)
+    return diag_error(d, TJ_ERR_UNSUPPORTED,
+                      "lowering takes one workspace, read by a loop over its index");
+  int first = n->nloops;
+  n->vws_depth = first;
+  n->vws_var = cons->u.forall.iv;
+  n->vws_node = pa->u.assign.rhs;
+  n->vws_sums = pa->u.assign.accumulate;
+  n->vws_rhs = ca->u.assign.rhs;
+  n->vws_access = pa->u.assign.lhs;
+  if (!walk(c->u.where.producer, n, d) || !walk(cons->u.forall.body, n, d)) return false;
+  for (int k = first; k < n->nloops; k++) {
+    const CinLoopForm *f = n->form[k];
+    if (f->split || f->divide || f->pos || f->bound_kind || f->fuse || f->fused || n->par[k] ||
+        f->race)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "the loop of %s reads or writes the workspace "
+                        "%s: its loops take no split, divide, pos, bound, fuse or parallelize "
+                        "yet", n->order[k]->name, n->vws_access->u.access.t->name);
+  }
+  return true;
+}
 
 static bool walk(const Cin *c, LoopNest *n, Diag *d) {
   switch (c->kind) {
@@ -25,9 +64,10 @@ static bool walk(const Cin *c, LoopNest *n, Diag *d) {
     n->order[n->nloops++] = c->u.forall.iv;
     return walk(c->u.forall.body, n, d);
   case CIN_WHERE:
+    if (c->u.where.subexpr) return walk_subexpr(c, n, d);
     if (c->u.where.ws && c->u.where.ws->decl.order > 0) {
       const Cin *drain = c->u.where.consumer;
-      if (n->ws_depth >= 0 || drain->kind != CIN_FORALL)
+      if (n->ws_depth >= 0 || n->vws_depth >= 0 || drain->kind != CIN_FORALL)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "lowering takes one workspace, drained by a loop over its index");
       n->ws_depth = n->nloops;
@@ -45,6 +85,8 @@ bool lower_nest(const Cin *c, LoopNest *n, Diag *d) {
   n->nloops = 0;
   n->ws_depth = -1;
   n->ws_var = NULL;
+  n->vws_depth = -1;
+  n->vws_var = NULL;
   n->par_asked = -1;
   if (!walk(c, n, d)) return false;
   for (int k = 0; k < n->nloops; k++)

@@ -27,8 +27,9 @@ static bool refuse(Lowerer *lw, int depth, const char *why) {
   if (f->pos)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "pos(%s, %s, ...): the loop over %s %s", v,
                       f->pos, v, why);
-  return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "bound(%s, %s, %lld, max_exact): the loop over "
-                    "%s %s", v, f->bound_name, (long long)f->bound, v, why);
+  return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "bound(%s, %s, %lld, %s): the loop over %s %s",
+                    v, f->bound_name, (long long)f->bound, cin_bound_name(f->bound_kind), v,
+                    why);
 }
 
 static bool rewritten(const CinLoopForm *f) {
@@ -53,9 +54,11 @@ bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x) {
     if (f->pos && !f->fuse)
       return refuse(lw, depth, "walks a dense range; pos walks the positions of a sparse level");
     const IndexVar *v = lw->nest.order[depth];
-    if (f->bound_kind && v->extent >= 0 && v->extent != f->bound)
-      return refuse(lw, depth, arena_printf(lw->a, "has extent %lld, not %lld",
-                                            (long long)v->extent, (long long)f->bound));
+    bool exact = f->bound_kind == BOUND_MAX_EXACT;
+    if (f->bound_kind && v->extent >= 0 && (exact ? v->extent != f->bound : v->extent > f->bound))
+      return refuse(lw, depth, arena_printf(lw->a, "has extent %lld, %s %lld",
+                                            (long long)v->extent, exact ? "not" : "more than",
+                                            (long long)f->bound));
     return true;
   }
   const Expr *e = lw->acc[sparse_x].e;
@@ -73,7 +76,7 @@ bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x) {
 
 LirExpr *lw_form_extent(Lowerer *lw, int depth, LirExpr *extent) {
   const CinLoopForm *f = lw->nest.form[depth];
-  return f && f->bound_kind ? lw_i64(lw, f->bound) : extent;
+  return f && f->bound_kind == BOUND_MAX_EXACT ? lw_i64(lw, f->bound) : extent;
 }
 
 /* The loop over blocks of the split loop at depth over [lo, hi): pre

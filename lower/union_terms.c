@@ -107,7 +107,7 @@ bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms)
   /* a sparse output appends its last level; a dense one is all dense (the
    * workspace drains into located entries) */
   bool dense_out = !p->out_sparse && f->order > 0 && !lv_format_has_sparse(f);
-  if (p->ws_depth >= 0 || (!p->out_sparse && !dense_out) || as->semiring || as->accumulate ||
+  if (p->ws_depth >= 0 || p->vws_depth >= 0 || (!p->out_sparse && !dense_out) || as->semiring || as->accumulate ||
       p->nloops == 0 || f->order == 0 ||
       (p->out_sparse && !lv_at(f, f->order - 1, LV_HAS_POS)))
     return false;

@@ -188,6 +188,8 @@ static LirStmt *clone_simple(Jam *j, int r, const LirStmt *s) {
     LirStmt *c = lir_store(a, clone_expr(j, r, s->u.store.ptr), clone_expr(j, r, s->u.store.idx),
                            clone_expr(j, r, s->u.store.e));
     if (c) c->u.store.op = s->u.store.op, c->u.store.atomic = s->u.store.atomic;
+    LirExpr *old = c && s->u.store.old ? clone_expr(j, r, lir_ref(a, s->u.store.old)) : NULL;
+    if (old) c->u.store.old = old->u.var;
     return c;
   }
   default: return lir_comment(a, s->u.comment);

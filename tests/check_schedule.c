@@ -295,7 +295,7 @@ typedef struct Refusal {
 
 static const Refusal refusals[] = {
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j), j, w)", "ds",
-     "a workspace over an index set is lowered for the whole right-hand side"},
+     "so it would store every entry of a sparse output's row"},
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j), {}, w)", "ds",
      "no index is summed inside this subexpression"},
     {"A(i,j) = B(i,k) * C(k,j)", "precompute(C(k,j) * B(i,k), {}, w)", "dd",
@@ -316,7 +316,8 @@ static const Refusal refusals[] = {
     {"A(i,j) = reduce(max, k, B(i,k) * C(k,j) * 2)", "precompute(B(i,k) * C(k,j), {}, w)", "dd",
      "index k is reduced over the whole right-hand side by an operator other than +"},
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j), i, w)", "ds", "last index of a sparse output"},
-    {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j), j, w)", "dd", "the output is dense"},
+    {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j), {i, j}, w)", "dd",
+     "a workspace is a vector over one index"},
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j))", "ds", "expected precompute("},
     {"A(i,j) = B(i,k) * C(k,j)", "reorder(i,k,j) parallelize(k)", "dd",
      "an inner loop runs in parallel only over an index of a dense output"},

@@ -109,6 +109,21 @@ static const LoopCase cases[] = {
                                     "split(fp, f0, f1, 4) parallelize(f0, atomics)"},
     {TTV, "B:dss", "i=9 j=8 k=7", "fuse(i, j, f) pos(f, fp, B(i,j,k)) split(fp, f0, f1, 3) "
                                   "parallelize(f0, static)"},
+    /* precompute of a subexpression over {j}: a dense row workspace, read
+       where the subexpression was (reset on read, or by its producer's loops) */
+    {"y(i) = (B(i,j) + C(i,j)) * x(j)", "B:ds C:ds", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},
+    {"y(i) = (B(i,j) + C(i,j)) * x(j)", "B:ds C:ss x:s", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},
+    {"A(i,j) = (B(i,j) - C(i,j)) * x(j) + B(i,j)", "B:ds C:ds", "i=23 j=19",
+     "precompute(B(i,j) - C(i,j), {j}, w)"},
+    {"y(j) = (B(i,j) + C(i,j)) * x(i)", "B:ds C:ds", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},
+    {"A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "B:sss", "i=8 j=5 k=7 l=6",
+     "precompute(B(i,k,l) * D(l,j), {j}, w)"},
+    {MTTKRP, "B:dss", "i=8 j=5 k=7 l=6", "precompute(B(i,k,l) * C(k,j), {j}, w)"},
+    {"A(i,j) = (B(i,j) + C(i,j)) * D(i,j)", "A:ds B:ds C:ds D:ds", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},   /* a sparse output: D's entries */
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
@@ -224,6 +239,62 @@ START_TEST(partials_by_hand) {
   tj_tensor_free(x);
   tj_tensor_free(y);
   tj_context_free(cx);
+}
+END_TEST
+
+/* Atomic updates with no atomicrmw, by a compare-and-swap loop, by hand:
+ * A = [1 0 2 0; 0 0 0 0; 0 3 0 4; 5 6 7 8; 0 0 0 9] in CSC, x = (1, 2, 3, 4),
+ * the columns across 2 threads, over the stored v_ij = A(i,j) x(j) (an
+ * empty row: the identity):
+ *   reduce(*, j, v)  = (1*6, 1, 6*16, 5*12*21*32, 36) = (6, 1, 96, 40320, 36)
+ *   reduce(g, j, v), g(x, y) = x*y + x + y = (1+x)(1+y) - 1, identity 0:
+ *     prod (1 + v) - 1 = (2*7 - 1, 0, 7*17 - 1, 6*13*22*33 - 1, 37 - 1)
+ *                      = (13, 0, 118, 56627, 36) */
+START_TEST(atomics_cas_by_hand) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  static const double xv[4] = {1, 2, 3, 4};
+  static const struct { const char *expr; double want[5]; } runs[] = {
+      {"y(i) = reduce(*, j, A(i,j) * x(j))", {6, 1, 96, 40320, 36}},
+      {"y(i) = reduce(g, j, A(i,j) * x(j))", {13, 0, 118, 56627, 36}},
+  };
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  two.defs = "g(x, y) = x * y + x + y identity 0 commutative associative";
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_tensor *A = matrix("A", "ds:1,0", 5, 4, a), *x = vector("x", 4, xv);
+    tj_tensor *y = vector("y", 5, (double[5]){0});
+    tj_kernel *k;
+    OK(tj_compile(cx, runs[r].expr, (tj_tensor *[]){y, A, x}, 3, "parallelize(j, atomics)",
+                  &two, &k));
+    for (int rep = 0; rep < 3; rep++) {
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+      for (int64_t i = 0; i < 5; i++) {
+        double v;
+        OK(tj_tensor_get(y, (int64_t[]){i}, &v));
+        ck_assert_msg(v == runs[r].want[i], "[%s] y(%lld) = %g, want %g", runs[r].expr,
+                      (long long)i, v, runs[r].want[i]);
+      }
+    }
+    char *c = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&c, &len);
+    OK(tj_kernel_print(k, TJ_STAGE_COMPUTE, f));
+    fclose(f);
+    ck_assert_msg(strstr(c, "double old = y_vals[") && strstr(c, "/* atomic */ y_vals["),
+                  "[%s] %s", runs[r].expr, c);
+    free(c);
+    f = open_memstream(&c, &len);
+    OK(tj_kernel_print(k, TJ_STAGE_LLVM, f));
+    fclose(f);
+    ck_assert_msg(strstr(c, "cmpxchg"), "[%s] %s", runs[r].expr, c);
+    free(c);
+    tj_tensor_free(A);
+    tj_tensor_free(x);
+    tj_tensor_free(y);
+    tj_context_free(cx);
+  }
 }
 END_TEST
 
@@ -515,7 +586,9 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "split(i, i0, i1, 4) parallelize(i0, balanced)", "equal numbers of iterations"},
     {SPMV, "ds", "split(i, i0, i1)", "expected ','"},
     {SPMV, "dd", "bound(j, jb, 3, max_exact)", "the loop over j has extent 4, not 3"},
-    {SPMV, "dd", "bound(j, jb, 4, min_exact)", "only max_exact"},
+    {SPMV, "dd", "bound(j, jb, 4, min_exact)", "a loop starts at 0, so a lower bound of 4 would "
+     "leave out its first iterations"},
+    {SPMV, "dd", "bound(j, jb, 3, max_constraint)", "the loop over j has extent 4, more than 3"},
     {SPMV, "ds", "bound(j, jb, 4, max_exact)", "walks a sparse level; bound a dense loop"},
     {SPMV, "ds", "pos(j, jp, A(i,j)) bound(jp, jb, 4, max_exact)", "only a coordinate loop"},
     {SPMV, "ds", "divide(j, j0, j1, 2) parallelize(j0)", "an inner loop runs in parallel only "
@@ -524,8 +597,6 @@ static const Refusal refusals[] = {
      "output: there is no race to guard"},
     {SPMV, "ds", "parallelize(j, atomics)", "it sums into a scalar temp below the output's "
      "last index"},
-    {"y(i) = reduce(*, j, A(i,j) * x(j))", "ds:1,0", "parallelize(j, atomics)",
-     "the reduction has no atomic update (+, min and max have); use partials"},
     {"x(j) = A(i,j) * y(i)", "uq", "parallelize(i, atomics)", "walks a nonunique (COO) level"},
     {SPMV, "ds", "parallelize(i, partials)", "writes disjoint rows of the output; there is "
      "nothing to combine"},
@@ -568,8 +639,25 @@ START_TEST(bound_is_checked_at_every_run) {
   ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y2, A2, x2}, 3), TJ_ERR_SHAPE);
   ck_assert_msg(strstr(tj_last_error(), "bound(j, jb, 4, max_exact): index j has extent 5"),
                 "%s", tj_last_error());
-  tj_tensor *all[] = {A, x, y, A2, x2, y2};
-  for (int t = 0; t < 6; t++) tj_tensor_free(all[t]);
+  /* max_constraint: at most 5; the loop runs to the extent (4, then 5);
+   * y2 = A2 x2 by hand: A2 = [1 0 2 0 0; 0 0 0 0 3; 0 4 5 6 7; 8 0 0 0 9],
+   * x2 = (1, 0, 2, 0, 0): y2 = (1 + 4, 0, 10, 8) */
+  OK(tj_compile(cx, SPMV, (tj_tensor *[]){y, A, x}, 3, "bound(j, jb, 5, max_constraint)", NULL,
+                &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y2, A2, x2}, 3));
+  static const double want2[4] = {5, 0, 10, 8};
+  for (int64_t i = 0; i < 4; i++) {
+    double v;
+    OK(tj_tensor_get(y2, &i, &v));
+    ck_assert_msg(v == want2[i], "y2(%lld) = %g, want %g", (long long)i, v, want2[i]);
+  }
+  tj_tensor *A3 = matrix("A", "dd", 3, 6, a), *x3 = vector("x", 6, a), *y3 = vector("y", 3, a);
+  ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y3, A3, x3}, 3), TJ_ERR_SHAPE);
+  ck_assert_msg(strstr(tj_last_error(), "bound(j, jb, 5, max_constraint): index j has extent 6"),
+                "%s", tj_last_error());
+  tj_tensor *all[] = {A, x, y, A2, x2, y2, A3, x3, y3};
+  for (int t = 0; t < 9; t++) tj_tensor_free(all[t]);
   tj_context_free(cx);
 }
 END_TEST
@@ -582,6 +670,7 @@ int main(void) {
   tcase_add_test(t, spmv_by_hand);
   tcase_add_test(t, partials_by_hand);
   tcase_add_test(t, atomics_by_hand);
+  tcase_add_test(t, atomics_cas_by_hand);
   tcase_add_test(t, taco_schedules_by_plain_loops);
   tcase_add_test(t, notation_shows_the_rewrites);
   tcase_add_test(t, vectorize_is_a_rewrite_of_the_loop);

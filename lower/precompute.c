@@ -1,0 +1,216 @@
+/* The vector workspace of a subexpression: precompute(e, {j}, w) computes
+ * e into a dense row w(j), then reads it where e was (TACO's precompute,
+ * the workspace paper's where()):
+ *
+ *   y(i) = (B(i,j) + C(i,j)) * x(j)        precompute(B(i,j) + C(i,j), {j}, w)
+ *     forall(i, where(forall(j, y(i) += w(j) * x(j)), forall(j, w(j) = B(i,j) + C(i,j))))
+ *   A(i,j) = B(i,k,l) * D(l,j) * C(k,j)     precompute(B(i,k,l) * D(l,j), {j}, w)
+ *     forall(i, forall(k, where(forall(j, A(i,j) += w(j) * C(k,j)),
+ *                               forall(l, forall(j, w(j) += B(i,k,l) * D(l,j))))))
+ *
+ * The where sits at j's loop of the plan's order, or higher: the loops
+ * right above j of indices summed only inside e move into the producer
+ * (w then sums over them) when the operators between e and the root
+ * distribute over a sum. The plan keeps its order: the producer walks the
+ * where's loops down to j, the consumer j and the loops below it (which e
+ * does not use), so every operand is walked as the plan converted it.
+ *
+ * Emitted at the where (lw_subexpr_where):
+ *   <producer loops: w[j] = e (+= under its sums)>
+ *   <consumer loops over j: ... w[j] ... in e's place; w[j] = 0 after the read>
+ * The read resets w when the consumer's loop over j visits every j (one
+ * dense point); otherwise the producer's loops run again to set what they
+ * wrote back to 0, so the workspace costs no pass over all of j for a
+ * sparse row. The workspace is one per kernel: its loops run on one thread
+ * (row chunks of the driver each have their own). A sparse output takes
+ * the entries the consumer's loop visits, so that loop must walk a sparse
+ * operand (not every j); the assembly runs the consumer alone.
+ */
+#include <string.h>
+
+#include "lowerer.h"
+
+static bool refuse(Diag *d, const char *arg, const char *why, const char *x) {
+  char msg[400];
+  snprintf(msg, sizeof msg, why, x);
+  return diag_error(d, TJ_ERR_UNSUPPORTED, "precompute(%s): %s", arg, msg);
+}
+
+/* The ancestors of node e in x, root first, into path; their number, or
+ * -1 when e is not in x. */
+static int path_to(const Expr *x, const Expr *e, const Expr **path, int depth) {
+  if (x == e) return depth;
+  if (depth >= NT_MAX_HEIGHT) return -1;
+  Expr *k[2];
+  int n = nt_children(x, k);
+  path[depth] = x;
+  for (int i = 0; i < n; i++) {
+    int r = path_to(k[i], e, path, depth + 1);
+    if (r >= 0) return r;
+  }
+  return -1;
+}
+
+/* Whether v is used in x outside node skip. */
+static bool used_outside(const Expr *x, const Expr *skip, const IndexVar *v) {
+  if (x == skip) return false;
+  if (x->kind == EX_ACCESS) return nt_uses_index(x, v);
+  Expr *k[2];
+  int n = nt_children(x, k);
+  for (int i = 0; i < n; i++)
+    if (used_outside(k[i], skip, v)) return true;
+  return false;
+}
+
+/* Whether a plain sum around e may move out to the root through the nodes
+ * of path (each linear in the operand on the path). */
+static bool sums_pass(const Assignment *as, const Expr *const *path, int n, const Expr *e) {
+  if (as->root_op != OP_ADD || as->root_def || as->semiring) return false;
+  for (int k = 0; k < n; k++) {
+    const Expr *below = k + 1 < n ? path[k + 1] : e;
+    OpKind op = nt_expr_op(path[k]);
+    Expr *kids[2];
+    nt_children(path[k], kids);
+    if (op == OP_NONE || !(nt_op(op)->laws & (kids[0] == below ? OL_LINEAR_X : OL_LINEAR_Y)))
+      return false;
+  }
+  return true;
+}
+
+bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr *e,
+                                  IndexVar *j, const char *name, const char *arg, Diag *d) {
+  const Expr *none[1];
+  if (p->ws_depth >= 0 || p->vws_depth >= 0)
+    return refuse(d, arg, "the kernel has a workspace already; one is lowered%s", "");
+  if (nt_sums(as->rhs, none, 1) > 0)
+    return refuse(d, arg, "the right-hand side sums over a subexpression (a where() of its "
+                  "own); a vector workspace is lowered where every reduction is over the "
+                  "whole right-hand side%s", "");
+  const Expr *anc[NT_MAX_HEIGHT];
+  int n = path_to(as->rhs, e, anc, 0);
+  if (n < 0) return TJ_BUG(d, "the precomputed node is not in the right-hand side");
+  for (int k = 0; k < n; k++) {
+    OpAlgebra al = nt_expr_algebra(anc[k], as->semiring);
+    if (al != OA_INTERSECT && al != OA_UNION && al != OA_KEEP && al != OA_DENSE &&
+        al != OA_NUMERATOR)
+      return refuse(d, arg, "the subexpression is an operand of a mask or of a definition's "
+                    "cases, whose value depends on which entries exist; a workspace reads "
+                    "every entry of its row%s", "");
+  }
+  int dj = 0;
+  while (dj < p->nloops && p->order[dj] != j) dj++;
+  if (dj == p->nloops) return refuse(d, arg, "no loop runs over %s", j->name);
+  for (int k = dj + 1; k < p->nloops; k++)
+    if (nt_uses_index(e, p->order[k]))
+      return refuse(d, arg, "the subexpression uses %s, whose loop runs inside the loop of "
+                    "the workspace's index; reorder so that the workspace's index is the "
+                    "subexpression's innermost loop", p->order[k]->name);
+  int at = dj;
+  if (sums_pass(as, anc, n, e))
+    while (at > 0) {
+      IndexVar *v = p->order[at - 1];
+      if (!nt_is_root_reduction(as, v) || !nt_uses_index(e, v) || used_outside(as->rhs, e, v))
+        break;
+      at--;
+    }
+  p->vws_depth = at;
+  p->vws_var = j;
+  p->vws_node = e;
+  p->vws_name = name;
+  return true;
+}
+
+/* ---- lowering ---- */
+
+LirStmt *lw_subexpr_alloc(Lowerer *lw) {
+  Arena *a = lw->a;
+  int t = lw->vws_t;
+  const char *name = lw->nest.vws_access->u.access.t->name;
+  LirVar *n = lw_var(lw, arena_printf(a, "%s_dim0", name), LT_I64);
+  LirStmt *s = lir_decl(a, n, lw_extent_of(lw, lw->nest.vws_var));
+  lw->dim[t][0] = n;
+  LirVar *w = lw->vals_ptr[t] = lw_var(lw, arena_printf(a, "%s_vals", name),
+                                        lir_ptr_type(lw->vtype));
+  lir_append(&s, lir_decl(a, w, NULL));
+  LirStmt *al = lir_call(a, LH_ALLOC);   /* zeroed */
+  al->u.call.ptr = w;
+  al->u.call.a = lir_bin(a, LOP_MUL, lw_ref(lw, n), lw_i64(lw, lir_type_bytes(lw->vtype)));
+  lir_append(&s, al);
+  LirStmt *fr = lir_call(a, LH_FREE);
+  fr->u.call.ptr = w;
+  lir_append(&lw->k->cleanup, fr);
+  if (lw_fill_value(lw) != 0)
+    lir_append(&s, lw_fill(lw, w, lw_i64(lw, 0), lw_ref(lw, n), lw_fill_value(lw)));
+  return s;
+}
+
+/* Whether the loop at dj visits every coordinate in some case (the
+ * lattice has a full point). */
+static bool has_full_point(Lowerer *lw, AMask alive, int dj) {
+  if (lw_wide_at(lw, alive, dj)) return !lw_expr_zero(lw, lw->root, alive & ~lw_sparse_at(lw, alive, dj));
+  Lattice L;
+  lw_lattice(lw, alive, dj, &L);
+  for (int q = 0; q < L.n; q++)
+    if (L.p[q].full) return true;
+  return false;
+}
+
+/* Whether the consumer's loop over j visits every j once, in one dense
+ * for: its reads can reset the workspace. */
+static bool consumer_dense(Lowerer *lw, AMask alive, int dj) {
+  if (lw_wide_at(lw, alive, dj) || lw->valued_masks) return false;
+  Lattice L;
+  lw_lattice(lw, alive, dj, &L);
+  return !L.overflow && L.n == 1 && L.p[0].sparse == 0 && L.p[0].full;
+}
+
+AMask lw_subexpr_consumer(const Lowerer *lw, AMask alive) {
+  AMask in_e = lw_accesses_in(lw, lw->nest.vws_node, ~(AMask)0);
+  return (alive & ~in_e) | (AMask)1 << lw->vws_x;
+}
+
+LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp) {
+  const LoopNest *nest = &lw->nest;
+  int dj = lw->depth_of[nest->vws_var->id];
+  AMask in_e = lw_accesses_in(lw, nest->vws_node, alive);
+  AMask consumer = lw_subexpr_consumer(lw, alive);
+  const Expr *root = lw->root;
+  int end = lw->scope_end, target = lw->target;
+  lw->vws_in = true;
+  lw->root = nest->vws_node;
+  lw->scope_end = dj + 1;
+  lw->target = T_VWS;
+  LirStmt *s = NULL;
+  if (lw->emit_values) {  /* the assembly reads no values */
+    lir_append(&s, lir_comment(lw->a, arena_printf(lw->a, "the workspace %s: the producer",
+                                                   nest->vws_access->u.access.t->name)));
+    lir_append(&s, lw_loops(lw, depth, in_e, true));
+  }
+  lw->root = nest->vws_rhs;
+  lw->scope_end = end;
+  lw->target = target;
+  if (lw->plan->out_sparse && has_full_point(lw, consumer, dj))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "precompute: the loop over %s that reads "
+                      "the workspace %s walks every %s (nothing else it reads is sparse "
+                      "there), so it would store every entry of a sparse output's row; "
+                      "write a dense output, or precompute the whole right-hand side",
+                      nest->vws_var->name, nest->vws_access->u.access.t->name,
+                      nest->vws_var->name), NULL;
+  lw->vws_reset_on_read = consumer_dense(lw, consumer, dj);
+  lir_append(&s, lir_comment(lw->a, lw->vws_reset_on_read
+                                        ? "the consumer (its reads reset the workspace)"
+                                        : "the consumer"));
+  lir_append(&s, lw_loops(lw, dj, consumer, in_temp));
+  if (!lw->vws_reset_on_read && lw->emit_values) {   /* the producer's entries back */
+    lw->root = nest->vws_node;
+    lw->scope_end = dj + 1;
+    lw->target = T_VWS_RESET;
+    lir_append(&s, lir_comment(lw->a, "the workspace's entries back to 0"));
+    lir_append(&s, lw_loops(lw, depth, in_e, true));
+  }
+  lw->root = root;
+  lw->scope_end = end;
+  lw->target = target;
+  lw->vws_in = false;
+  return lir_block(lw->a, s);
+}
