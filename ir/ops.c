@@ -89,34 +89,10 @@ OpAlgebra nt_op_algebra(OpKind op, const NtSemiring *sr) {
   return o->eval(z, z) == z ? OA_UNION : OA_DENSE;
 }
 
-OpKind nt_expr_op(const Expr *e) {
-  switch (e->kind) {
-#define OP(n, ...) case EX_##n: return OP_##n;
-#define FN(n, ...)
-#include "ops.def"
-#undef OP
-#undef FN
-  case EX_CALL: return e->u.call.fn;
-  default: return OP_NONE;
-  }
-}
-
-Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col) {
-  static const ExprKind kind[OP_COUNT] = {
-#define OP(n, ...) [OP_##n] = EX_##n,
-#define FN(n, ...) [OP_##n] = EX_CALL,
-#include "ops.def"
-#undef OP
-#undef FN
-  };
-  if (ops[op].is_call) return nt_call(a, op, x, y, col);
-  return ops[op].arity == 1 ? nt_unary(a, kind[op], x, col) : nt_binary(a, kind[op], x, y, col);
-}
-
 OpAlgebra nt_expr_algebra(const Expr *e, const NtSemiring *sr) {
   OpKind op = nt_expr_op(e);
   if (op != OP_CASES) return nt_op_algebra(op, sr);
-  const NtDef *d = e->u.call.def;
+  const NtDef *d = e->u.op.def;
   return d->left && d->right ? OA_UNION : d->left ? OA_LEFT : d->right ? OA_RIGHT
                                                                       : OA_INTERSECT;
 }

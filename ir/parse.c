@@ -265,7 +265,7 @@ static Expr *parse_call(Parser *ps, OpKind fn, int *h) {
   if (!expect(ps, TK_RPAREN, "')'")) return NULL;
   ps->depth--;
   *h = 1 + (ha > hb ? ha : hb);
-  Expr *e = nt_call(ps->a, fn, x, y, col);
+  Expr *e = nt_op_node(ps->a, fn, x, y, col);
   if (!e) nomem(ps);
   return e;
 }
@@ -411,9 +411,9 @@ static Expr *parse_def_call(Parser *ps, const NtDef *def, int *h) {
                   "called only in expressions, not in another definition", def->name);
     return NULL;
   }
-  Expr *e = def->cased ? nt_call(ps->a, OP_CASES, args[0], args[1], col) /* its own node */
+  Expr *e = def->cased ? nt_op_node(ps->a, OP_CASES, args[0], args[1], col) /* its own node */
                        : nt_map_expr(ps->a, def->body, argument, args); /* the body, inlined */
-  if (e && def->cased) e->u.call.def = def;
+  if (e && def->cased) e->u.op.def = def;
   if (!e) nomem(ps);
   return e;
 }

@@ -316,7 +316,7 @@ static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]);
  * select on the operands' presence where it is known only at run time. */
 static LirExpr *gen_cases(Lowerer *lw, const Expr *e, Expr *const k[2], AMask alive) {
   Arena *a = A(lw);
-  const NtDef *d = e->u.call.def;
+  const NtDef *d = e->u.op.def;
   LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
   LirExpr *zero = vconst(lw, lw_fill_value(lw));
   LirExpr *v[2] = {gen_expr(lw, k[0], alive), gen_expr(lw, k[1], alive)};
