@@ -277,18 +277,23 @@ static const NtDef *find_def(const NtDefs *defs, const char *s, int len);
  * an identity (*def; *op is then OP_NONE). op is current. */
 static bool parse_reduce_op(Parser *ps, OpKind *op, const NtDef **def) {
   Token t = ps->tok;
-  *op = t.kind == TK_PLUS ? OP_ADD : t.kind == TK_STAR ? OP_MUL
-        : t.kind == TK_NAME ? nt_op_lookup(t.s, t.len, true) : OP_NONE;
+  *op = t.kind == TK_NAME ? nt_op_lookup(t.s, t.len, true)
+        : t.kind == TK_NUM || t.kind == TK_EOF ? OP_NONE : nt_op_lookup(t.s, t.len, false);
   *def = t.kind == TK_NAME && *op == OP_NONE ? find_def(ps->defs, t.s, t.len) : NULL;
   if (*def && !(*def)->reduces)
     return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t.col,
                          NT_REDUCE_NAME ": %s has no identity, so it is no reduction operator "
                          "(define it as %s(x, y) = ... identity <value>)", (*def)->name,
                          (*def)->name);
-  if (!*def && (*op == OP_NONE || !nt_op_is_reduction(*op)))
+  if (!*def && (*op == OP_NONE || !nt_op_is_reduction(*op))) {
+    char names[128] = "";
+    for (int k = 0, n = 0; k < OP_COUNT && n < (int)sizeof names; k++)
+      if (nt_op_is_reduction((OpKind)k))
+        n += snprintf(names + n, sizeof names - (size_t)n, "%s, ", nt_op((OpKind)k)->spelling);
     return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t.col,
-                         NT_REDUCE_NAME ": expected a reduction operator (+ * min max "
-                         "or and, or a definition with an identity), found %s", found(ps));
+                         NT_REDUCE_NAME ": expected a reduction operator (%sor a definition "
+                         "with an identity), found %s", names, found(ps));
+  }
   return next(ps) && expect(ps, TK_COMMA, "',' and the index to reduce over");
 }
 

@@ -393,6 +393,8 @@ static const CheckCase check_bad[] = {
    "S is undefined where S has no entry", TJ_ERR_UNSUPPORTED},
   {"J(i) = sqrt(I(i))", "1:8: sqrt of an i32 expression is undefined",
    TJ_ERR_DTYPE},
+  {"J(i) = I(i) + pow(I(i), 2)", "1:15: pow of an i32 expression is undefined",
+   TJ_ERR_DTYPE},
   {"P(i) = Q(i) - Q(i)", "1:13: - of a bool expression is undefined (bool + is or, "
                          "* is and)", TJ_ERR_DTYPE},
   {"P(i) = -Q(i)", "1:8: negation of a bool expression is undefined", TJ_ERR_DTYPE},
@@ -794,7 +796,7 @@ static double c_second(double x, double y) { (void)x; return y; }
 static const struct { const char *name; double (*f)(double, double); } c_ref[] = {
   {"NEG", c_neg}, {"ADD", c_add}, {"SUB", c_sub}, {"MUL", c_mul}, {"DIV", c_div},
   {"SQRT", c_sqrt}, {"ABS", c_fabs}, {"EXP", c_exp}, {"LOG", c_log},
-  {"MIN", fmin}, {"MAX", fmax}, {"OR", c_or}, {"AND", c_and}, {"PAIR", c_pair},
+  {"MIN", fmin}, {"MAX", fmax}, {"POW", pow}, {"OR", c_or}, {"AND", c_and}, {"PAIR", c_pair},
   {"MASK", c_second}, {"EXCEPT", c_second},
 };
 
