@@ -1287,13 +1287,30 @@ static LirStmt *gallop_loop(Lowerer *lw, LoopCtx *cx, int xs, int xl, LirVar *cv
   return lir_while(a, cond, top);
 }
 
-/* The merge of a two-way intersection, or a gallop where one fiber is
- * GALLOP_RATIO times longer than the other (both unsegmented):
+/* Whether statement list s holds a loop. */
+static bool holds_loop(const LirStmt *s) {
+  for (; s; s = s->next)
+    switch (s->kind) {
+    case LS_FOR: case LS_WHILE: return true;
+    case LS_IF:
+      if (holds_loop(s->u.cond.then) || holds_loop(s->u.cond.els)) return true;
+      break;
+    case LS_BLOCK:
+      if (holds_loop(s->u.block)) return true;
+      break;
+    default: break;
+    }
+  return false;
+}
+
+/* The merge of a two-way innermost intersection, or a gallop where one
+ * fiber is GALLOP_RATIO times longer than the other (both unsegmented):
  *   if (len_x * R < len_y) gallop(x in y) else if (len_y * R < len_x) gallop(y in x) else merge */
 static LirStmt *intersect_loop(Lowerer *lw, LoopCtx *cx, const LatPoint *P, LirVar *cv,
                                LirStmt *hit, LirStmt *merge) {
   Arena *a = A(lw);
   int x = -1, y = -1;
+  if (holds_loop(hit)) return merge; /* innermost only: each copy would copy the nest */
   for (int k = 1; k < lw->nacc; k++)
     if (P->sparse >> k & 1) {
       if (cx->it[k].seg) return merge;
