@@ -396,8 +396,9 @@ tj_expr *tj_build_literal(tj_builder *b, double value);
 /* op: '+', '-', '*' or '/'. */
 tj_expr *tj_build_binary(tj_builder *b, char op, tj_expr *x, tj_expr *y);
 tj_expr *tj_build_neg(tj_builder *b, tj_expr *x);
-/* fn: "sqrt", "abs", "exp", "log" (y NULL); "min", "max", "or", "and",
- * "pair", "mask", "except" (y given; except's x must be an access). */
+/* fn: "sqrt", "abs", "exp", "log" (y NULL); "min", "max", "pow", "or",
+ * "and", "pair", "mask", "except" (y given; except's x must be an access);
+ * tj_function_name lists them. */
 tj_expr *tj_build_call(tj_builder *b, const char *fn, tj_expr *x, tj_expr *y);
 /* The name of the i-th function of index notation ("sqrt", ...), i from 0;
  * NULL past the last. A static string. */

@@ -173,7 +173,7 @@ static void fill_dims(const Expr *e) {
  * (nonzero values keep, as GraphBLAS casts a mask to bool). */
 static bool is_mask_child(const Expr *e, int c) {
   OpKind op = nt_expr_op(e);
-  return c == 0 && (op == OP_MASK || op == OP_EXCEPT) && e->u.call.a->kind == EX_ACCESS;
+  return c == 0 && (op == OP_MASK || op == OP_EXCEPT) && e->u.op.a->kind == EX_ACCESS;
 }
 
 /* Finds the operands' common dtype: the first operand fixes it (masks
@@ -227,7 +227,7 @@ static bool set_dtype(Checker *ck, Expr *e) {
   case EX_SUM: return set_dtype(ck, e->u.sum.a);
   default: {
     OpKind op = nt_expr_op(e);
-    if (op == OP_EXCEPT && e->u.call.a->kind != EX_ACCESS)
+    if (op == OP_EXCEPT && e->u.op.a->kind != EX_ACCESS)
       FAILF(ck, TJ_ERR_INVALID, e->col, "except(m, e): m must be a tensor access (the "
             "pattern e is kept off)");
     if (is_int && nt_op(op)->float_only)
@@ -290,9 +290,9 @@ static bool sparse_operand(const Expr *access, const void *ctx) {
  * entry (y = S(i,j), or S(i,j) * c): x / 0 there. A divisor like
  * A(i,j) * x(j) + 2 is fine. */
 static bool check_division(Checker *ck, const Expr *e) {
-  switch (e->kind) {
-  case EX_DIV: {
-    const Expr *s = nt_expr_zero(e->u.bin.b, NULL, &(NtPresence){sparse_operand, NULL}, NULL) ? sparse_access(e->u.bin.b)
+  switch (nt_expr_op(e)) {
+  case OP_DIV: {
+    const Expr *s = nt_expr_zero(e->u.op.b, NULL, &(NtPresence){sparse_operand, NULL}, NULL) ? sparse_access(e->u.op.b)
                                                                    : NULL;
     if (s)
       FAILF(ck, TJ_ERR_UNSUPPORTED, s->col, "division by sparse operand %s "

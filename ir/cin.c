@@ -189,9 +189,7 @@ static Expr *with_temps(Arena *a, const Expr *e, Temps *tt) {
   *c = *e;
   Expr *ck[2] = {with_temps(a, k[0], tt), n > 1 ? with_temps(a, k[1], tt) : NULL};
   if (!ck[0] || (n > 1 && !ck[1])) return NULL;
-  if (e->kind == EX_NEG) c->u.bin.a = ck[0];
-  else if (e->kind == EX_CALL) c->u.call.a = ck[0], c->u.call.b = ck[1];
-  else c->u.bin.a = ck[0], c->u.bin.b = ck[1];
+  c->u.op.a = ck[0], c->u.op.b = ck[1];
   return c;
 }
 

@@ -33,7 +33,7 @@ static int binop_prec(LirBinOp op) {
   switch (op) {
   case LOP_ADD: case LOP_SUB: return P_ADD;
   case LOP_MUL: case LOP_DIV: case LOP_REM: return P_MUL;
-  case LOP_MIN: case LOP_MAX: return P_PRIMARY;  /* printed parenthesized */
+  case LOP_MIN: case LOP_MAX: case LOP_POW: return P_PRIMARY;  /* parenthesized, a call */
   case LOP_LT: case LOP_LE: case LOP_GT: case LOP_GE: return P_REL;
   case LOP_EQ: case LOP_NE: return P_EQ;
   case LOP_AND: return P_AND;
@@ -144,6 +144,14 @@ static void print_bin(Printer *p, const LirExpr *e) {
   LirBinOp op = e->u.bin.op;
   if (op == LOP_MIN || op == LOP_MAX) {
     print_minmax(p, e);
+    return;
+  }
+  if (op == LOP_POW) {
+    fputs(e->type == LT_F32 ? "powf(" : "pow(", p->out);
+    print_expr(p, e->u.bin.a, 0);
+    fputs(", ", p->out);
+    print_expr(p, e->u.bin.b, 0);
+    fputc(')', p->out);
     return;
   }
   int prec = binop_prec(op);

@@ -112,6 +112,7 @@ static bool check_bin(Verifier *v, const LirExpr *e) {
                  tname(b->type));
   LirType t = a->type;
   bool ok = op == LOP_REM                ? lir_type_is_int(t)
+            : op == LOP_POW                 ? lir_type_is_float(t)
             : op == LOP_AND || op == LOP_OR ? t == LT_BOOL
             : op == LOP_EQ || op == LOP_NE  ? is_scalar(t)
                                              : is_num(t);

@@ -76,29 +76,16 @@ Expr *nt_literal(Arena *a, double v, bool is_int, int col) {
   return e;
 }
 
-Expr *nt_unary(Arena *a, ExprKind k, Expr *x, int col) {
-  Expr *e = new_expr(a, k, col);
+Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col) {
+  Expr *e = new_expr(a, EX_OP, col);
   if (!e) return NULL;
-  e->u.bin.a = x;
+  e->u.op.id = op;
+  e->u.op.a = x;
+  e->u.op.b = nt_op(op)->arity == 2 ? y : NULL;
   return e;
 }
 
-Expr *nt_binary(Arena *a, ExprKind k, Expr *x, Expr *y, int col) {
-  Expr *e = new_expr(a, k, col);
-  if (!e) return NULL;
-  e->u.bin.a = x;
-  e->u.bin.b = y;
-  return e;
-}
-
-Expr *nt_call(Arena *a, OpKind fn, Expr *x, Expr *y, int col) {
-  Expr *e = new_expr(a, EX_CALL, col);
-  if (!e) return NULL;
-  e->u.call.fn = fn;
-  e->u.call.a = x;
-  e->u.call.b = y;
-  return e;
-}
+OpKind nt_expr_op(const Expr *e) { return e->kind == EX_OP ? e->u.op.id : OP_NONE; }
 
 Expr *nt_map_expr(Arena *a, const Expr *e, NtReplace replace, const void *ctx) {
   Expr *c = replace ? replace(a, e, ctx) : NULL;
@@ -110,10 +97,8 @@ Expr *nt_map_expr(Arena *a, const Expr *e, NtReplace replace, const void *ctx) {
   Expr *r[2] = {NULL, NULL};
   for (int i = 0; i < n; i++)
     if (!(r[i] = nt_map_expr(a, k[i], replace, ctx))) return NULL;
-  if (c->kind == EX_NEG) c->u.bin.a = r[0];
-  else if (c->kind == EX_CALL) c->u.call.a = r[0], c->u.call.b = r[1];
+  if (c->kind == EX_OP) c->u.op.a = r[0], c->u.op.b = r[1];
   else if (c->kind == EX_SUM) c->u.sum.a = r[0];
-  else if (n == 2) c->u.bin.a = r[0], c->u.bin.b = r[1];
   return c;
 }
 
@@ -146,17 +131,13 @@ int nt_children(const Expr *e, Expr *kids[2]) {
   switch (e->kind) {
   case EX_ACCESS:
   case EX_LITERAL: return 0;
-  case EX_NEG: kids[0] = e->u.bin.a; return 1;
   case EX_SUM: kids[0] = e->u.sum.a; return 1;
-  case EX_CALL:
-    kids[0] = e->u.call.a;
-    kids[1] = e->u.call.b;
-    return e->u.call.b ? 2 : 1;
-  default:
-    kids[0] = e->u.bin.a;
-    kids[1] = e->u.bin.b;
-    return 2;
+  case EX_OP:
+    kids[0] = e->u.op.a;
+    kids[1] = e->u.op.b;
+    return nt_op(e->u.op.id)->arity;
   }
+  return 0;
 }
 
 bool nt_uses_index(const Expr *e, const IndexVar *v) {
@@ -236,18 +217,14 @@ bool nt_expr_equal(const Expr *x, const Expr *y) {
   case EX_LITERAL:
     return x->u.lit.is_int == y->u.lit.is_int &&
            memcmp(&x->u.lit.value, &y->u.lit.value, sizeof(double)) == 0;
-  case EX_NEG: return nt_expr_equal(x->u.bin.a, y->u.bin.a);
-  case EX_CALL:
-    return x->u.call.fn == y->u.call.fn && x->u.call.def == y->u.call.def &&
-           nt_expr_equal(x->u.call.a, y->u.call.a) &&
-           nt_expr_equal(x->u.call.b, y->u.call.b);
+  case EX_OP:
+    return x->u.op.id == y->u.op.id && x->u.op.def == y->u.op.def &&
+           nt_expr_equal(x->u.op.a, y->u.op.a) && nt_expr_equal(x->u.op.b, y->u.op.b);
   case EX_SUM:
     return x->u.sum.op == y->u.sum.op && x->u.sum.def == y->u.sum.def && strcmp(x->u.sum.iv->name, y->u.sum.iv->name) == 0 &&
            nt_expr_equal(x->u.sum.a, y->u.sum.a);
-  default:
-    return nt_expr_equal(x->u.bin.a, y->u.bin.a) &&
-           nt_expr_equal(x->u.bin.b, y->u.bin.b);
   }
+  return false;
 }
 
 bool nt_equal(const Assignment *x, const Assignment *y) {
@@ -314,11 +291,25 @@ const char *nt_sum_name(const Expr *e) {
 
 static void print_prec(FILE *out, const Expr *e, int ctx);
 
-static void print_binary(FILE *out, const Expr *e) {
-  int p = prec_of(e);
-  print_prec(out, e->u.bin.a, p);
-  fprintf(out, " %s ", nt_op(nt_expr_op(e))->spelling);
-  print_prec(out, e->u.bin.b, p + 1);
+/* An operator node as its row says: name(x[, y]) for a function (a
+ * definition's call by the definition's name), x op y infix, op x prefix
+ * ("-2" would read as a literal: a literal operand is parenthesized). */
+static void print_op(FILE *out, const Expr *e) {
+  const NtOp *o = nt_op(e->u.op.id);
+  const Expr *x = e->u.op.a, *y = e->u.op.b;
+  if (o->is_call) {
+    fprintf(out, "%s(", e->u.op.def ? e->u.op.def->name : o->spelling);
+    print_prec(out, x, 0);
+    if (y) fputs(", ", out), print_prec(out, y, 0);
+    fputc(')', out);
+  } else if (o->arity == 1) {
+    fputs(o->spelling, out);
+    print_prec(out, x, x->kind == EX_LITERAL ? PREC_ATOM + 1 : o->prec);
+  } else {
+    print_prec(out, x, o->prec);
+    fprintf(out, " %s ", o->spelling);
+    print_prec(out, y, o->prec + 1);
+  }
 }
 
 /* Prints e, parenthesized when its precedence is below ctx. */
@@ -328,31 +319,12 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
   switch (e->kind) {
   case EX_ACCESS: print_access(out, e); break;
   case EX_LITERAL: print_literal(out, e); break;
-  case EX_NEG:
-    fputs(nt_op(OP_NEG)->spelling, out);
-    if (e->u.bin.a->kind == EX_LITERAL) { /* "-2" would read as a literal */
-      fputc('(', out);
-      print_literal(out, e->u.bin.a);
-      fputc(')', out);
-    } else {
-      print_prec(out, e->u.bin.a, prec_of(e));
-    }
-    break;
-  case EX_CALL:
-    fprintf(out, "%s(", e->u.call.def ? e->u.call.def->name : nt_op(e->u.call.fn)->spelling);
-    print_prec(out, e->u.call.a, 0);
-    if (e->u.call.b) {
-      fputs(", ", out);
-      print_prec(out, e->u.call.b, 0);
-    }
-    fputc(')', out);
-    break;
+  case EX_OP: print_op(out, e); break;
   case EX_SUM:
     print_reduce(out, e->u.sum.op, e->u.sum.def, e->u.sum.iv);
     print_prec(out, e->u.sum.a, 0);
     fputc(')', out);
     break;
-  default: print_binary(out, e); break;
   }
   if (paren) fputc(')', out);
 }

@@ -49,8 +49,9 @@ typedef struct IndexVar {
   int64_t extent;               /* set by the checker */
 } IndexVar;
 
-#define NT_EXPR_KINDS(X) \
-  X(ACCESS) X(LITERAL) X(NEG) X(ADD) X(SUB) X(MUL) X(DIV) X(CALL) X(SUM)
+/* An operator node is EX_OP whatever its operator: its id in the operator
+ * table (ir/ops.def) says spelling, arity, algebra and loop-IR operation. */
+#define NT_EXPR_KINDS(X) X(ACCESS) X(LITERAL) X(OP) X(SUM)
 typedef enum {
 #define X(k) EX_##k,
   NT_EXPR_KINDS(X)
@@ -65,10 +66,9 @@ struct Expr {
   union {
     struct { TensorVar *t; int n; IndexVar *idx[NT_MAX_ORDER]; } access; /* EX_ACCESS */
     struct { double value; bool is_int; } lit;                            /* EX_LITERAL */
-    struct { Expr *a, *b; } bin;           /* EX_ADD SUB MUL DIV; EX_NEG uses a */
-    struct { OpKind fn; Expr *a, *b; const struct NtDef *def; } call;
-                                            /* EX_CALL: a function (is_call);
-                                               b only when its arity is 2; def:
+    struct { OpKind id; Expr *a, *b; const struct NtDef *def; } op;
+                                            /* EX_OP: operator id over a (and
+                                               b when its arity is 2); def:
                                                OP_CASES's definition */
     struct { IndexVar *iv; Expr *a; bool implicit; OpKind op; const struct NtDef *def;
              const char *temp; } sum;
@@ -119,13 +119,10 @@ TensorVar *nt_tensor(Arena *a, Assignment *as, const char *name);  /* interned *
 IndexVar *nt_index(Arena *a, Assignment *as, const char *name);    /* interned */
 Expr *nt_access(Arena *a, TensorVar *t, int n, IndexVar *const *idx, int col);
 Expr *nt_literal(Arena *a, double v, bool is_int, int col);
-Expr *nt_unary(Arena *a, ExprKind k, Expr *x, int col);            /* EX_NEG */
-Expr *nt_binary(Arena *a, ExprKind k, Expr *x, Expr *y, int col);
-Expr *nt_call(Arena *a, OpKind fn, Expr *x, Expr *y, int col);
 /* The node of operator op (ir/ops.def) over x (and y when binary). */
 Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col);
-/* The operator of e (EX_NEG ADD SUB MUL DIV, or a call's function);
- * OP_NONE for accesses, literals and sums. */
+/* The operator of e (an EX_OP node's id); OP_NONE for accesses, literals
+ * and sums. */
 OpKind nt_expr_op(const Expr *e);
 /* Whether e is absent (zero, or the semiring sr's zero) wherever the
  * accesses for which absent(access, ctx) holds have no entry: the

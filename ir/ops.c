@@ -19,6 +19,7 @@ static long double ev_EXP(long double x, long double y) { (void)y; return expl(x
 static long double ev_LOG(long double x, long double y) { (void)y; return logl(x); }
 static long double ev_MIN(long double x, long double y) { return x < y ? x : y; }
 static long double ev_MAX(long double x, long double y) { return x > y ? x : y; }
+static long double ev_POW(long double x, long double y) { return powl(x, y); }
 static long double ev_OR(long double x, long double y) { return x != 0 || y != 0; }
 static long double ev_AND(long double x, long double y) { return x != 0 && y != 0; }
 static long double ev_PAIR(long double x, long double y) { (void)x, (void)y; return 1; }
@@ -89,34 +90,21 @@ OpAlgebra nt_op_algebra(OpKind op, const NtSemiring *sr) {
   return o->eval(z, z) == z ? OA_UNION : OA_DENSE;
 }
 
-OpKind nt_expr_op(const Expr *e) {
-  switch (e->kind) {
-#define OP(n, ...) case EX_##n: return OP_##n;
-#define FN(n, ...)
-#include "ops.def"
-#undef OP
-#undef FN
-  case EX_CALL: return e->u.call.fn;
-  default: return OP_NONE;
-  }
-}
-
-Expr *nt_op_node(Arena *a, OpKind op, Expr *x, Expr *y, int col) {
-  static const ExprKind kind[OP_COUNT] = {
-#define OP(n, ...) [OP_##n] = EX_##n,
-#define FN(n, ...) [OP_##n] = EX_CALL,
-#include "ops.def"
-#undef OP
-#undef FN
-  };
-  if (ops[op].is_call) return nt_call(a, op, x, y, col);
-  return ops[op].arity == 1 ? nt_unary(a, kind[op], x, col) : nt_binary(a, kind[op], x, y, col);
+/* A binary row that is dense by itself (pow: pow(0, 0) = 1) may keep the
+ * zeros of its other operand at a literal one c, by its values:
+ * f(z, c) = z (pow(x, 2) is zero where x is) or f(c, z) = z. */
+static OpAlgebra at_literal(const Expr *e, OpAlgebra alg, const NtSemiring *sr) {
+  const Expr *x = e->u.op.a, *y = e->u.op.b;
+  if (alg != OA_DENSE || !y || (x->kind == EX_LITERAL) == (y->kind == EX_LITERAL)) return alg;
+  long double z = nt_semiring_zero(sr), (*f)(long double, long double) = ops[e->u.op.id].eval;
+  if (y->kind == EX_LITERAL) return f(z, y->u.lit.value) == z ? OA_KEEP : alg;
+  return f(x->u.lit.value, z) == z ? OA_RIGHT : alg;
 }
 
 OpAlgebra nt_expr_algebra(const Expr *e, const NtSemiring *sr) {
   OpKind op = nt_expr_op(e);
-  if (op != OP_CASES) return nt_op_algebra(op, sr);
-  const NtDef *d = e->u.call.def;
+  if (op != OP_CASES) return at_literal(e, nt_op_algebra(op, sr), sr);
+  const NtDef *d = e->u.op.def;
   return d->left && d->right ? OA_UNION : d->left ? OA_LEFT : d->right ? OA_RIGHT
                                                                       : OA_INTERSECT;
 }

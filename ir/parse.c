@@ -265,7 +265,7 @@ static Expr *parse_call(Parser *ps, OpKind fn, int *h) {
   if (!expect(ps, TK_RPAREN, "')'")) return NULL;
   ps->depth--;
   *h = 1 + (ha > hb ? ha : hb);
-  Expr *e = nt_call(ps->a, fn, x, y, col);
+  Expr *e = nt_op_node(ps->a, fn, x, y, col);
   if (!e) nomem(ps);
   return e;
 }
@@ -277,18 +277,23 @@ static const NtDef *find_def(const NtDefs *defs, const char *s, int len);
  * an identity (*def; *op is then OP_NONE). op is current. */
 static bool parse_reduce_op(Parser *ps, OpKind *op, const NtDef **def) {
   Token t = ps->tok;
-  *op = t.kind == TK_PLUS ? OP_ADD : t.kind == TK_STAR ? OP_MUL
-        : t.kind == TK_NAME ? nt_op_lookup(t.s, t.len, true) : OP_NONE;
+  *op = t.kind == TK_NAME ? nt_op_lookup(t.s, t.len, true)
+        : t.kind == TK_NUM || t.kind == TK_EOF ? OP_NONE : nt_op_lookup(t.s, t.len, false);
   *def = t.kind == TK_NAME && *op == OP_NONE ? find_def(ps->defs, t.s, t.len) : NULL;
   if (*def && !(*def)->reduces)
     return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t.col,
                          NT_REDUCE_NAME ": %s has no identity, so it is no reduction operator "
                          "(define it as %s(x, y) = ... identity <value>)", (*def)->name,
                          (*def)->name);
-  if (!*def && (*op == OP_NONE || !nt_op_is_reduction(*op)))
+  if (!*def && (*op == OP_NONE || !nt_op_is_reduction(*op))) {
+    char names[128] = "";
+    for (int k = 0, n = 0; k < OP_COUNT && n < (int)sizeof names; k++)
+      if (nt_op_is_reduction((OpKind)k))
+        n += snprintf(names + n, sizeof names - (size_t)n, "%s, ", nt_op((OpKind)k)->spelling);
     return diag_error_at(ps->d, TJ_ERR_PARSE, ps->src, t.col,
-                         NT_REDUCE_NAME ": expected a reduction operator (+ * min max "
-                         "or and, or a definition with an identity), found %s", found(ps));
+                         NT_REDUCE_NAME ": expected a reduction operator (%sor a definition "
+                         "with an identity), found %s", names, found(ps));
+  }
   return next(ps) && expect(ps, TK_COMMA, "',' and the index to reduce over");
 }
 
@@ -411,9 +416,9 @@ static Expr *parse_def_call(Parser *ps, const NtDef *def, int *h) {
                   "called only in expressions, not in another definition", def->name);
     return NULL;
   }
-  Expr *e = def->cased ? nt_call(ps->a, OP_CASES, args[0], args[1], col) /* its own node */
+  Expr *e = def->cased ? nt_op_node(ps->a, OP_CASES, args[0], args[1], col) /* its own node */
                        : nt_map_expr(ps->a, def->body, argument, args); /* the body, inlined */
-  if (e && def->cased) e->u.call.def = def;
+  if (e && def->cased) e->u.op.def = def;
   if (!e) nomem(ps);
   return e;
 }

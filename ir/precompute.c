@@ -110,8 +110,8 @@ static bool same(const Expr *x, const Expr *e) {
   case EX_SUM:
     return x->u.sum.op == e->u.sum.op && x->u.sum.def == e->u.sum.def &&
            strcmp(x->u.sum.iv->name, e->u.sum.iv->name) == 0 && same(x->u.sum.a, e->u.sum.a);
-  case EX_CALL:
-    if (x->u.call.fn != e->u.call.fn || x->u.call.def != e->u.call.def) return false;
+  case EX_OP:
+    if (x->u.op.id != e->u.op.id || x->u.op.def != e->u.op.def) return false;
     break;
   default: break;
   }

@@ -213,7 +213,7 @@ static Val eval(Eval *ev, const Expr *e) {
     break;
   }
   if (op == OP_CASES) { /* the definition's case for which operands exist */
-    const NtDef *d = e->u.call.def;
+    const NtDef *d = e->u.op.def;
     const Expr *body = x.present && y.present ? d->body : x.present ? d->left : d->right;
     return (Val){def_value(ev, body, x.v, y.v), true};
   }

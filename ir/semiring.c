@@ -10,7 +10,7 @@
 #include "notation.h"
 
 static bool refuse(const Assignment *as, const Expr *e, const NtSemiring *sr, Diag *d) {
-  const char *what = e->kind == EX_DIV ? "'/'" : "'-'";
+  const char *what = nt_expr_op(e) == OP_DIV ? "'/'" : "'-'";
   if (as->src && e->col > 0)
     return diag_error_at(d, TJ_ERR_UNSUPPORTED, as->src, e->col,
                          "%s has no meaning under the semiring %s (only its + and * do)",
@@ -25,20 +25,18 @@ static Expr *rewrite(Arena *a, const Assignment *as, Expr *e, const NtSemiring *
   switch (e->kind) {
   case EX_ACCESS:
   case EX_LITERAL: return e;
-  case EX_SUB:
-  case EX_NEG:
-  case EX_DIV: return refuse(as, e, sr, d), NULL;
   case EX_SUM:
     if (e->u.sum.op == OP_ADD) e->u.sum.op = sr->add;
     e->u.sum.a = rewrite(a, as, e->u.sum.a, sr, d);
     return e->u.sum.a ? e : NULL;
-  default: break;
+  case EX_OP: break;
   }
+  OpKind op = nt_expr_op(e);
+  if (op == OP_SUB || op == OP_NEG || op == OP_DIV) return refuse(as, e, sr, d), NULL;
   Expr *k[2];
   int n = nt_children(e, k);
   for (int i = 0; i < n; i++)
     if (!(k[i] = rewrite(a, as, k[i], sr, d))) return NULL;
-  OpKind op = nt_expr_op(e);
   OpKind to = op == OP_ADD ? sr->add : op == OP_MUL ? sr->mul : op;
   Expr *r = nt_op_node(a, to, k[0], n == 2 ? k[1] : NULL, e->col);
   if (!r) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;

@@ -20,10 +20,8 @@
 /* Slot k of e's children (the places nt_children reads). */
 static Expr **child_slot(Expr *e, int k) {
   switch (e->kind) {
-  case EX_NEG: return &e->u.bin.a;
   case EX_SUM: return &e->u.sum.a;
-  case EX_CALL: return k == 0 ? &e->u.call.a : &e->u.call.b;
-  default: return k == 0 ? &e->u.bin.a : &e->u.bin.b;
+  default: return k == 0 ? &e->u.op.a : &e->u.op.b;
   }
 }
 

@@ -227,6 +227,9 @@ static LLVMValueRef int_binop(Emitter *e, LirBinOp op, bool is_unsigned, LLVMVal
   case LOP_DIV: return u ? LLVMBuildUDiv(e->b, a, b, "") : LLVMBuildSDiv(e->b, a, b, "");
   case LOP_REM: return u ? LLVMBuildURem(e->b, a, b, "") : LLVMBuildSRem(e->b, a, b, "");
   case LOP_MIN: case LOP_MAX: return int_minmax_cmp(e, op, u, a, b);
+  case LOP_POW:
+    em_bug(e, "pow on integer operands");
+    return NULL;
   case LOP_AND: return LLVMBuildAnd(e->b, a, b, "");
   case LOP_OR: return LLVMBuildOr(e->b, a, b, "");
   default: return LLVMBuildICmp(e->b, pred[u][op], a, b, "");
@@ -250,6 +253,7 @@ static LLVMValueRef float_binop(Emitter *e, LirBinOp op, LLVMValueRef a,
   case LOP_MUL: return contract(e, LLVMBuildFMul(e->b, a, b, ""));
   case LOP_DIV: return LLVMBuildFDiv(e->b, a, b, "");
   case LOP_REM: return LLVMBuildFRem(e->b, a, b, "");
+  case LOP_POW: return em_intrinsic(e, "llvm.pow", LLVMTypeOf(a), args, 2);
   case LOP_MIN: return em_intrinsic(e, "llvm.minnum", LLVMTypeOf(a), args, 2);
   case LOP_MAX: return em_intrinsic(e, "llvm.maxnum", LLVMTypeOf(a), args, 2);
   case LOP_AND: case LOP_OR:

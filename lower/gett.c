@@ -71,8 +71,8 @@ static bool note_access(const Expr *e, int s, Use *u) {
 
 bool lower_gett_form(const Assignment *as) {
   const Expr *r = as->rhs;
-  if (as->semiring || as->root_op != OP_ADD || r->kind != EX_MUL) return false;
-  const Expr *f[2] = {r->u.bin.a, r->u.bin.b};
+  if (as->semiring || as->root_op != OP_ADD || nt_expr_op(r) != OP_MUL) return false;
+  const Expr *f[2] = {r->u.op.a, r->u.op.b};
   const TensorVar *t[3] = {as->lhs->u.access.t, NULL, NULL};
   for (int s = 0; s < 2; s++) {
     if (f[s]->kind != EX_ACCESS) return false;
@@ -234,7 +234,7 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
   memset(g, 0, sizeof *g);
   g->method = GETT_LOOPS;
   if (forced == GETT_LOOPS || !lower_gett_form(as)) return false;
-  const Expr *acc[3] = {as->lhs, as->rhs->u.bin.a, as->rhs->u.bin.b};
+  const Expr *acc[3] = {as->lhs, as->rhs->u.op.a, as->rhs->u.op.b};
   Use u[NT_MAX_INDICES] = {0};
   for (int s = 0; s < 3; s++) note_access(acc[s], s, u);
   /* A holds C's unit-stride index */

@@ -340,7 +340,7 @@ static LirExpr *gen_def_body(Lowerer *lw, const Expr *e, LirExpr *const p[2]);
  * select on the operands' presence where it is known only at run time. */
 static LirExpr *gen_cases(Lowerer *lw, const Expr *e, Expr *const k[2], AMask alive) {
   Arena *a = A(lw);
-  const NtDef *d = e->u.call.def;
+  const NtDef *d = e->u.op.def;
   LirExpr *px = present(lw, k[0], alive), *py = present(lw, k[1], alive);
   LirExpr *zero = vconst(lw, lw_fill_value(lw));
   LirExpr *v[2] = {gen_expr(lw, k[0], alive), gen_expr(lw, k[1], alive)};
@@ -1303,6 +1303,98 @@ static int lazy_child(const Lowerer *lw, const LoopCtx *cx, const Lattice *L) {
   return x;
 }
 
+/* How much longer one fiber of a two-way intersection must be than the
+ * other for the intersection to search the longer one (gallop). */
+enum { GALLOP_RATIO = 32 };
+
+/* A two-way intersection that walks fiber s and binary-searches fiber l
+ * for each of s's coordinates, for s much shorter than l; hit is the
+ * body, which steps both (p_s and p_l past the common coordinate):
+ *   while (p_s < end_s && p_l < end_l) {
+ *     c_s = crd_s[p_s]; lo = p_l; hi = end_l;
+ *     while (lo < hi) { mid = lo + (hi - lo) / 2; below = crd_l[mid] < c_s;
+ *                       lo = below ? mid + 1 : lo; hi = below ? hi : mid; }
+ *     p_l = lo; c_l = lo < end_l ? crd_l[min(lo, end_l - 1)] : -1;
+ *     if (c_l == c_s) { cv = c_s; <hit> } else p_s += 1;
+ *   }
+ * Power-law rows (triangle counting on R-MAT) meet hubs this way; the
+ * merge would step through the hub's row one coordinate at a time. */
+static LirStmt *gallop_loop(Lowerer *lw, LoopCtx *cx, int xs, int xl, LirVar *cv,
+                            LirStmt *hit) {
+  Arena *a = A(lw);
+  Iter *s = &cx->it[xs], *l = &cx->it[xl];
+  int ls = lw_level_at(lw, xs, cx->depth), ll = lw_level_at(lw, xl, cx->depth);
+  LirExpr *cond = lir_bin(a, LOP_AND, lir_bin(a, LOP_LT, lw_ref(lw, s->p), lw_ref(lw, s->end)),
+                          lir_bin(a, LOP_LT, lw_ref(lw, l->p), lw_ref(lw, l->end)));
+  LirStmt *top = lir_decl(a, s->c, lw_coord_at(lw, xs, ls, lw_ref(lw, s->p)));
+  LirVar *lo = lw_var(lw, "lo", LT_I64), *hi = lw_var(lw, "hi", LT_I64);
+  LirVar *mid = lw_var(lw, "mid", LT_I64), *below = lw_var(lw, "below", LT_BOOL);
+  lir_append(&top, lir_decl(a, lo, lw_ref(lw, l->p)));
+  lir_append(&top, lir_decl(a, hi, lw_ref(lw, l->end)));
+  LirExpr *half = lir_bin(a, LOP_DIV, lir_bin(a, LOP_SUB, lw_ref(lw, hi), lw_ref(lw, lo)), lw_i64(lw, 2));
+  LirStmt *step = lir_decl(a, mid, lir_bin(a, LOP_ADD, lw_ref(lw, lo), half));
+  lir_append(&step, lir_decl(a, below, lir_bin(a, LOP_LT, lw_coord_at(lw, xl, ll, lw_ref(lw, mid)),
+                                               lw_ref(lw, s->c))));
+  lir_append(&step, lir_assign(a, lo, lir_select(a, lw_ref(lw, below),
+                                                 lir_bin(a, LOP_ADD, lw_ref(lw, mid), lw_i64(lw, 1)),
+                                                 lw_ref(lw, lo))));
+  lir_append(&step, lir_assign(a, hi, lir_select(a, lw_ref(lw, below), lw_ref(lw, hi), lw_ref(lw, mid))));
+  lir_append(&top, lir_while(a, lir_bin(a, LOP_LT, lw_ref(lw, lo), lw_ref(lw, hi)), step));
+  lir_append(&top, lir_assign(a, l->p, lw_ref(lw, lo)));
+  LirExpr *last = lir_bin(a, LOP_SUB, lw_ref(lw, l->end), lw_i64(lw, 1));
+  LirExpr *at = lir_bin(a, LOP_MIN, lw_ref(lw, lo), last);   /* in the array; -1 past it */
+  lir_append(&top, lir_decl(a, l->c, lir_select(a, lir_bin(a, LOP_LT, lw_ref(lw, lo), lw_ref(lw, l->end)),
+                                               lw_coord_at(lw, xl, ll, at), lw_i64(lw, -1))));
+  LirStmt *found = lir_assign(a, cv, lw_ref(lw, s->c));
+  lir_append(&found, hit);
+  LirStmt *miss = lir_assign(a, s->p, lir_bin(a, LOP_ADD, lw_ref(lw, s->p), lw_i64(lw, 1)));
+  lir_append(&top, lir_if(a, lir_bin(a, LOP_EQ, lw_ref(lw, l->c), lw_ref(lw, s->c)), found, miss));
+  return lir_while(a, cond, top);
+}
+
+/* Whether statement list s holds a loop. */
+static bool holds_loop(const LirStmt *s) {
+  for (; s; s = s->next)
+    switch (s->kind) {
+    case LS_FOR: case LS_WHILE: return true;
+    case LS_IF:
+      if (holds_loop(s->u.cond.then) || holds_loop(s->u.cond.els)) return true;
+      break;
+    case LS_BLOCK:
+      if (holds_loop(s->u.block)) return true;
+      break;
+    default: break;
+    }
+  return false;
+}
+
+/* The merge of a two-way innermost intersection, or a gallop where one
+ * fiber is GALLOP_RATIO times longer than the other (both unsegmented):
+ *   if (len_x * R < len_y) gallop(x in y) else if (len_y * R < len_x) gallop(y in x) else merge */
+static LirStmt *intersect_loop(Lowerer *lw, LoopCtx *cx, const LatPoint *P, LirVar *cv,
+                               LirStmt *hit, LirStmt *merge) {
+  Arena *a = A(lw);
+  int x = -1, y = -1;
+  if (holds_loop(hit)) return merge; /* innermost only: each copy would copy the nest */
+  for (int k = 1; k < lw->nacc; k++)
+    if (P->sparse >> k & 1) {
+      if (cx->it[k].seg) return merge;
+      if (x < 0) x = k;
+      else y = k;
+    }
+  LirExpr *len[2];
+  int xs[2] = {x, y};
+  for (int k = 0; k < 2; k++)
+    len[k] = lir_bin(a, LOP_SUB, lw_ref(lw, cx->it[xs[k]].end), lw_ref(lw, cx->it[xs[k]].p));
+  LirExpr *r = lw_i64(lw, GALLOP_RATIO);
+  LirStmt *in_y = gallop_loop(lw, cx, x, y, cv, hit), *in_x = gallop_loop(lw, cx, y, x, cv, hit);
+  LirStmt *inner = lir_if(a, lir_bin(a, LOP_LT, lir_bin(a, LOP_MUL, len[1], r), len[0]), in_x, merge);
+  LirStmt *pick = lir_if(a, lir_bin(a, LOP_LT, lir_bin(a, LOP_MUL, len[0], r), len[1]), in_y, inner);
+  /* short fibers (a road network's) take one branch to the merge */
+  LirExpr *both = lir_bin(a, LOP_ADD, len[0], len[1]);
+  return lir_if(a, lir_bin(a, LOP_GT, both, r), pick, lir_block(a, merge));
+}
+
 /* Loop for lattice point pi of a multi-point lattice (or one that merges
  * several iterators or a segmented one): a while over the point's
  * iterators, with the dense counter when the point is full. */
@@ -1347,7 +1439,8 @@ static LirStmt *point_loop(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv,
     if (!diag_ok(lw->d)) return NULL;
     lir_append(&body, step_all);
     lir_append(&top, lir_if(a, all_hit, body, adv));
-    return lir_while(a, cond, top);
+    LirStmt *merge = lir_while(a, cond, top);
+    return n == 2 ? intersect_loop(lw, cx, P, cv, lir_block(a, body), merge) : merge;
   }
   lir_append(&top, cases(lw, cx, pi, cv));
   lir_append(&top, adv);

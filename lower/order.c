@@ -30,7 +30,8 @@ static bool is_product(const Expr *e, int *sparse) {
   case EX_ACCESS:
     *sparse += has_sparse_level(e->u.access.t);
     return true;
-  case EX_MUL: return is_product(e->u.bin.a, sparse) && is_product(e->u.bin.b, sparse);
+  case EX_OP:
+    return e->u.op.id == OP_MUL && is_product(e->u.op.a, sparse) && is_product(e->u.op.b, sparse);
   default: return false;
   }
 }
@@ -47,7 +48,8 @@ static bool unit_stride_in(const Expr *e, const IndexVar *v) {
         return false;
     return true;
   }
-  case EX_MUL: return unit_stride_in(e->u.bin.a, v) && unit_stride_in(e->u.bin.b, v);
+  case EX_OP:
+    return e->u.op.id == OP_MUL && unit_stride_in(e->u.op.a, v) && unit_stride_in(e->u.op.b, v);
   default: return false;
   }
 }

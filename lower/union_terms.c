@@ -41,11 +41,11 @@ static int64_t sat_mul(int64_t x, int64_t y) {
 
 /* The number of additive terms of e once products are distributed. */
 static int64_t count_terms(const Expr *e) {
-  switch (e->kind) {
-  case EX_ADD:
-  case EX_SUB: return count_terms(e->u.bin.a) + count_terms(e->u.bin.b);
-  case EX_NEG: return count_terms(e->u.bin.a);
-  case EX_MUL: return sat_mul(count_terms(e->u.bin.a), count_terms(e->u.bin.b));
+  switch (nt_expr_op(e)) {
+  case OP_ADD:
+  case OP_SUB: return count_terms(e->u.op.a) + count_terms(e->u.op.b);
+  case OP_NEG: return count_terms(e->u.op.a);
+  case OP_MUL: return sat_mul(count_terms(e->u.op.a), count_terms(e->u.op.b));
   default: return 1;
   }
 }
@@ -56,32 +56,32 @@ int lower_union_term_count(const Expr *e) {
   return n > LW_MAX_ACCESS ? 0 : (int)n;
 }
 
-static Expr *node(Arena *a, ExprKind k, Expr *x, Expr *y, const Expr *like) {
-  Expr *e = k == EX_NEG ? nt_unary(a, k, x, like->col) : nt_binary(a, k, x, y, like->col);
+static Expr *node(Arena *a, OpKind op, Expr *x, Expr *y, const Expr *like) {
+  Expr *e = nt_op_node(a, op, x, y, like->col);
   if (e) e->dtype = like->dtype;
   return e;
 }
 
 /* Appends e's terms (negated when neg) to out[*n]; false when out of memory. */
 static bool split(Arena *a, const Expr *e, bool neg, Expr **out, int *n) {
-  switch (e->kind) {
-  case EX_ADD:
-  case EX_SUB:
-    return split(a, e->u.bin.a, neg, out, n) &&
-           split(a, e->u.bin.b, e->kind == EX_SUB ? !neg : neg, out, n);
-  case EX_NEG: return split(a, e->u.bin.a, !neg, out, n);
-  case EX_MUL: {
+  switch (nt_expr_op(e)) {
+  case OP_ADD:
+  case OP_SUB:
+    return split(a, e->u.op.a, neg, out, n) &&
+           split(a, e->u.op.b, e->u.op.id == OP_SUB ? !neg : neg, out, n);
+  case OP_NEG: return split(a, e->u.op.a, !neg, out, n);
+  case OP_MUL: {
     Expr *x[LW_MAX_ACCESS], *y[LW_MAX_ACCESS];
     int nx = 0, ny = 0;
-    if (!split(a, e->u.bin.a, neg, x, &nx) || !split(a, e->u.bin.b, false, y, &ny))
+    if (!split(a, e->u.op.a, neg, x, &nx) || !split(a, e->u.op.b, false, y, &ny))
       return false;
     for (int i = 0; i < nx; i++)
       for (int j = 0; j < ny; j++)
-        if (!(out[(*n)++] = node(a, EX_MUL, x[i], y[j], e))) return false;
+        if (!(out[(*n)++] = node(a, OP_MUL, x[i], y[j], e))) return false;
     return true;
   }
   default:
-    out[*n] = neg ? node(a, EX_NEG, (Expr *)e, NULL, e) : (Expr *)e;
+    out[*n] = neg ? node(a, OP_NEG, (Expr *)e, NULL, e) : (Expr *)e;
     return out[(*n)++] != NULL;
   }
 }

@@ -35,23 +35,33 @@ static void extension(const char *path, char *ext, size_t n) {
   }
 }
 
-/* Prints t's entries (coords, vals: n of them) to f. */
+/* Prints value v of dtype dt and a newline: an integer dtype's exactly
+ * (u64 above 2^63 too), a float's with %.17g (reads back the same). */
+static bool print_value(gzFile f, int dt, RtVal v) {
+  if (dt == TJ_U64) return gzprintf(f, "%" PRIu64 "\n", (uint64_t)v.i) > 0;
+  if (rt_dtype_is_int(dt)) return gzprintf(f, "%" PRId64 "\n", v.i) > 0;
+  return gzprintf(f, "%.17g\n", v.f) > 0;
+}
+
+/* Prints t's entries (coords, vals: n of them) to f; an integer tensor
+ * as a Matrix Market `integer` matrix. */
 static bool print_entries(gzFile f, const tj_tensor *t, const int64_t *coords,
-                          const double *vals, int64_t n, bool mtx) {
-  int order = t->order;
+                          const RtVal *vals, int64_t n, bool mtx) {
+  int order = t->order, dt = t->st.dtype;
   bool ok = true;
   if (mtx)
-    ok = gzprintf(f, "%%%%MatrixMarket matrix coordinate real general\n"
-                  "%" PRId64 " %" PRId64 " %" PRId64 "\n", t->dims[0], t->dims[1], n) > 0;
+    ok = gzprintf(f, "%%%%MatrixMarket matrix coordinate %s general\n"
+                  "%" PRId64 " %" PRId64 " %" PRId64 "\n",
+                  rt_dtype_is_int(dt) ? "integer" : "real", t->dims[0], t->dims[1], n) > 0;
   if (order == 0) {
-    double v = 0;
-    for (int64_t e = 0; e < n; e++) v += vals[e];
-    ok = gzprintf(f, "%.17g\n", v) > 0;
+    RtVal v = {.i = 0};   /* all bits 0: integer 0 and 0.0 alike */
+    for (int64_t e = 0; e < n; e++) v = rt_val_add(dt, v, vals[e]);
+    ok = print_value(f, dt, v);
   }
   for (int64_t e = 0; ok && order > 0 && e < n; e++) {
     for (int m = 0; ok && m < order; m++)
       ok = gzprintf(f, "%" PRId64 " ", coords[e * order + m] + 1) > 0;
-    ok = ok && gzprintf(f, "%.17g\n", vals[e]) > 0;
+    ok = ok && print_value(f, dt, vals[e]);
   }
   return ok;
 }
@@ -92,15 +102,15 @@ static int open_output(const char **path, char **real, char **tmp) {
   return -1;
 }
 
-/* Writes t's stored entries, 1-based coordinates and %.17g values, one
- * per line (gzip-compressed when path ends in .gz): after the Matrix
+/* Writes t's stored entries, 1-based coordinates and values (integers
+ * exact, floats %.17g), one per line (gzip-compressed when path ends in .gz): after the Matrix
  * Market header `coordinate real general` when mtx, else as FROSTT .tns,
  * where an order-0 tensor is one line holding its value. The file appears
  * under path only once complete (open_output). */
 static tj_status write_entries(const tj_tensor *t, const char *path, bool mtx) {
   int64_t *coords, n;
-  double *vals;
-  tj_status st = rt_tensor_entries(t, true, &coords, &vals, &n);
+  RtVal *vals;
+  tj_status st = rt_tensor_entries_val(t, true, &coords, &vals, &n);
   if (st != TJ_OK) return st;
   size_t len = strlen(path);
   bool gz = len > 3 && !strcmp(path + len - 3, ".gz");

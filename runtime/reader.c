@@ -173,8 +173,32 @@ int rd_real(const char **p, double *out) {
   return RD_OK;
 }
 
+/* A decimal token of at most 20 digits at *p read as an unsigned 64-bit
+ * integer: RD_OK, RD_RANGE past 2^64 - 1, else RD_BAD (a sign, a '.'). */
+static int rd_u64(const char **p, uint64_t *out) {
+  const char *s = skip_blank(*p);
+  if (*s == '+') s++;
+  if (!isdigit((unsigned char)*s)) return RD_BAD;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (!ends_token(*end)) return RD_BAD;
+  if (errno == ERANGE) return RD_RANGE;
+  *p = end;
+  *out = v;
+  return RD_OK;
+}
+
 int rd_value(const char **p, int dt, RtVal *out) {
-  if (rt_dtype_is_int(dt)) {
+  if (dt == TJ_U64) { /* above 2^63 too; a negative or real token saturates below */
+    uint64_t u;
+    const char *q = *p;
+    if (rd_u64(&q, &u) == RD_OK) {
+      *p = q;
+      out->i = (int64_t)u;
+      return RD_OK;
+    }
+  } else if (rt_dtype_is_int(dt)) {
     int64_t i;
     const char *q = *p;
     if (rd_int(&q, &i) == RD_OK) {

@@ -41,8 +41,9 @@ int rd_int(const char **p, int64_t *out);
 int rd_real(const char **p, double *out);
 /* Parses a value token at *p into dtype dt (skipping blanks; advances *p):
  * for an integer dtype an integer token is read exactly (no detour
- * through a double, so i64 values above 2^53 survive), other tokens as
- * reals rounded to nearest; results as rd_real's. */
+ * through a double, so i64 and u64 values above 2^53 survive, u64 up to
+ * 2^64 - 1), other tokens as reals rounded to nearest (saturating into
+ * the dtype's range); results as rd_real's. */
 int rd_value(const char **p, int dt, RtVal *out);
 /* Copies the token at p (up to 40 chars) into buf for messages. */
 const char *rd_token(const char *p, char *buf, int n);

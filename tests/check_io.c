@@ -290,6 +290,41 @@ START_TEST(mtx_variants) {
     ck_assert(v64 == want64[k]);
   }
   tj_tensor_free(t);
+  /* u64 exactly up to 2^64 - 1 (no detour through strtoll's range or a
+   * double); a negative token saturates to 0, one past 2^64 - 1 to it */
+  uint64_t u64;
+  write_text("u64.tns", "1 18446744073709551615\n2 9223372036854775809\n"
+             "3 9007199254740993\n4 -3\n5 18446744073709551616\n6 +7\n");
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("u64.tns"), NULL, NULL, TJ_U64, &t), TJ_OK);
+  const uint64_t wantu[6] = {UINT64_MAX, (UINT64_C(1) << 63) + 1, (UINT64_C(1) << 53) + 1, 0,
+                             UINT64_MAX, 7};
+  for (int64_t k = 0; k < 6; k++) {
+    ck_assert_int_eq(tj_tensor_get_u64(t, (int64_t[]){k}, &u64), TJ_OK);
+    ck_assert_msg(u64 == wantu[k], "u64 entry %lld: %llu", (long long)k,
+                  (unsigned long long)u64);
+  }
+  /* written back exactly (integers are not printed through a double) */
+  ck_assert_int_eq(tj_tensor_write(t, tmp_path("u64o.tns")), TJ_OK);
+  tj_tensor_free(t);
+  char text[512] = {0};
+  FILE *f = fopen(tmp_path("u64o.tns"), "r");
+  ck_assert_ptr_nonnull(f);
+  size_t got = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  ck_assert_msg(got > 0 && strcmp(text, "1 18446744073709551615\n2 9223372036854775809\n"
+                                          "3 9007199254740993\n4 0\n5 18446744073709551615\n"
+                                          "6 7\n") == 0, "%s", text);
+  ck_assert_int_eq(tj_tensor_read_as(tmp_path("big.tns"), NULL, NULL, TJ_I64, &t), TJ_OK);
+  ck_assert_int_eq(tj_tensor_write(t, tmp_path("bigo.mtx")), TJ_ERR_SHAPE); /* order 1 */
+  ck_assert_int_eq(tj_tensor_write(t, tmp_path("bigo.tns")), TJ_OK);
+  tj_tensor_free(t);
+  f = fopen(tmp_path("bigo.tns"), "r");
+  ck_assert_ptr_nonnull(f);
+  memset(text, 0, sizeof text);
+  got = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  ck_assert_msg(got > 0 && strcmp(text, "1 9007199254740993\n2 -9223372036854775808\n3 3\n") == 0,
+                "%s", text);
   write_text("arr.mtx", "%%MatrixMarket matrix array real general\n"
              "2 3\n1\n2\n3\n4\n5\n6\n");
   expect_dense("arr.mtx", 2, 3, (double[]){1, 3, 5, 2, 4, 6});

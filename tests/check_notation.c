@@ -143,23 +143,25 @@ START_TEST(test_precedence_shapes) {
   Assignment *as = nt_parse(&a, "A(i) = a - b - c * -d / e", &d);
   ck_assert_ptr_nonnull(as);
   Expr *r = as->rhs; /* (a - b) - ((c * -d) / e) */
-  ck_assert_int_eq(r->kind, EX_SUB);
-  ck_assert_int_eq(r->u.bin.a->kind, EX_SUB);
-  ck_assert_int_eq(r->u.bin.b->kind, EX_DIV);
-  ck_assert_int_eq(r->u.bin.b->u.bin.a->kind, EX_MUL);
-  ck_assert_int_eq(r->u.bin.b->u.bin.a->u.bin.b->kind, EX_NEG);
+  ck_assert_int_eq(r->kind, EX_OP);
+  ck_assert_int_eq(nt_expr_op(r), OP_SUB);
+  ck_assert_int_eq(nt_expr_op(r->u.op.a), OP_SUB);
+  ck_assert_int_eq(nt_expr_op(r->u.op.b), OP_DIV);
+  ck_assert_int_eq(nt_expr_op(r->u.op.b->u.op.a), OP_MUL);
+  ck_assert_int_eq(nt_expr_op(r->u.op.b->u.op.a->u.op.b), OP_NEG);
+  ck_assert_ptr_null(r->u.op.b->u.op.a->u.op.b->u.op.b); /* unary: no second operand */
   ck_assert_int_eq(r->col, 14);
   Assignment *n = nt_parse(&a, "A(i) = -2 + 7", &d);
-  ck_assert_int_eq(n->rhs->u.bin.a->kind, EX_LITERAL);
-  ck_assert(n->rhs->u.bin.a->u.lit.value == -2.0);
-  ck_assert(n->rhs->u.bin.a->u.lit.is_int);
+  ck_assert_int_eq(n->rhs->u.op.a->kind, EX_LITERAL);
+  ck_assert(n->rhs->u.op.a->u.lit.value == -2.0);
+  ck_assert(n->rhs->u.op.a->u.lit.is_int);
   ck_assert(!nt_parse(&a, "A(i) = 2.0", &d)->rhs->u.lit.is_int);
   /* interning: same names, same objects; ids in first-use order */
   Assignment *m = nt_parse(&a, "a = B(i,j) * B(i,j) + c", &d);
   ck_assert_int_eq(m->ntensors, 3);
   ck_assert_int_eq(m->nindices, 2);
-  ck_assert_ptr_eq(m->rhs->u.bin.a->u.bin.a->u.access.t,
-                   m->rhs->u.bin.a->u.bin.b->u.access.t);
+  ck_assert_ptr_eq(m->rhs->u.op.a->u.op.a->u.access.t,
+                   m->rhs->u.op.a->u.op.b->u.access.t);
   ck_assert_str_eq(m->tensors[2]->name, "c");
   ck_assert_int_eq(m->tensors[1]->id, 1);
   ck_assert(m->lhs->u.access.n == 0 && m->lhs->u.access.t->id == 0);
@@ -181,13 +183,13 @@ START_TEST(test_builder) {
   ck_assert_ptr_eq(nt_index(&a, as, "i"), i);
   IndexVar *ij[] = {i, j}, *ik[] = {i, k}, *kj[] = {k, j};
   as->lhs = nt_access(&a, A, 2, ij, 0);
-  Expr *prod = nt_binary(&a, EX_MUL, nt_access(&a, B, 2, ik, 0),
-                         nt_access(&a, C, 2, kj, 0), 0);
-  as->rhs = nt_binary(&a, EX_ADD, prod,
-                      nt_call(&a, OP_MAX, nt_literal(&a, 1, true, 0),
-                              nt_unary(&a, EX_NEG, nt_literal(&a, 2.5, false, 0), 0),
-                              0),
-                      0);
+  Expr *prod = nt_op_node(&a, OP_MUL, nt_access(&a, B, 2, ik, 0),
+                          nt_access(&a, C, 2, kj, 0), 0);
+  as->rhs = nt_op_node(&a, OP_ADD, prod,
+                       nt_op_node(&a, OP_MAX, nt_literal(&a, 1, true, 0),
+                                  nt_op_node(&a, OP_NEG, nt_literal(&a, 2.5, false, 0), NULL, 0),
+                                  0),
+                       0);
   char *s = print_as(as);
   ck_assert_str_eq(s, "A(i,j) = B(i,k) * C(k,j) + max(1, -(2.5))");
   Assignment *p = nt_parse(&a, s, &d);
@@ -391,6 +393,8 @@ static const CheckCase check_bad[] = {
    "S is undefined where S has no entry", TJ_ERR_UNSUPPORTED},
   {"J(i) = sqrt(I(i))", "1:8: sqrt of an i32 expression is undefined",
    TJ_ERR_DTYPE},
+  {"J(i) = I(i) + pow(I(i), 2)", "1:15: pow of an i32 expression is undefined",
+   TJ_ERR_DTYPE},
   {"P(i) = Q(i) - Q(i)", "1:13: - of a bool expression is undefined (bool + is or, "
                          "* is and)", TJ_ERR_DTYPE},
   {"P(i) = -Q(i)", "1:8: negation of a bool expression is undefined", TJ_ERR_DTYPE},
@@ -434,7 +438,7 @@ START_TEST(test_check_ok) {
   ck_assert_int_eq(decls[11].dims[0], -1);            /* user's untouched */
   ck_assert_int_eq(as->indices[2]->extent, 30);
   ck_assert_int_eq(as->rhs->dtype, TJ_F64);
-  ck_assert_int_eq(as->rhs->u.bin.b->dtype, TJ_F64);
+  ck_assert_int_eq(as->rhs->u.op.b->dtype, TJ_F64);
   ck_assert_int_eq(as->tensors[1]->decl.order, 2);
   /* sparse numerator is fine; integer literals fit integer dtypes */
   ck_assert(nt_check(&a, nt_parse(&a, "y(i) = S(i,j) / B(i,j)", &d), decls,
@@ -446,7 +450,7 @@ START_TEST(test_check_ok) {
                          nd, NULL, 0, &d), "%s", d.msg);
   Assignment *ii = nt_parse(&a, "J(i) = -I(i) * 2 + abs(I(i))", &d);
   ck_assert_msg(nt_check(&a, ii, decls, nd, NULL, 0, &d), "%s", d.msg);
-  ck_assert_int_eq(ii->rhs->u.bin.a->u.bin.b->dtype, TJ_I32);
+  ck_assert_int_eq(ii->rhs->u.op.a->u.op.b->dtype, TJ_I32);
   /* given extents */
   VarExtent ext[] = {{"j", 7}};
   Assignment *bc = nt_parse(&a, "O(i,j) = y(i)", &d);
@@ -568,7 +572,7 @@ START_TEST(test_cin_structure) {
   ck_assert_ptr_null(cin_from_assignment(&a, as, &s, &d));
   ck_assert_str_eq(d.msg, "reorder: index 'i' appears twice");
   /* a where built through the constructors */
-  Expr *w = as->rhs->u.bin.a;
+  Expr *w = as->rhs->u.op.a;
   Cin *prod = cin_forall(&a, as->indices[2], cin_assign(&a, w, as->rhs, true));
   Cin *cons = cin_assign(&a, as->lhs, w, false);
   Cin *where = cin_where(&a, cons, prod, as->tensors[1]);
@@ -792,7 +796,7 @@ static double c_second(double x, double y) { (void)x; return y; }
 static const struct { const char *name; double (*f)(double, double); } c_ref[] = {
   {"NEG", c_neg}, {"ADD", c_add}, {"SUB", c_sub}, {"MUL", c_mul}, {"DIV", c_div},
   {"SQRT", c_sqrt}, {"ABS", c_fabs}, {"EXP", c_exp}, {"LOG", c_log},
-  {"MIN", fmin}, {"MAX", fmax}, {"OR", c_or}, {"AND", c_and}, {"PAIR", c_pair},
+  {"MIN", fmin}, {"MAX", fmax}, {"POW", pow}, {"OR", c_or}, {"AND", c_and}, {"PAIR", c_pair},
   {"MASK", c_second}, {"EXCEPT", c_second},
 };
 

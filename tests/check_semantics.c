@@ -464,6 +464,78 @@ START_TEST(test_defs_by_hand) {
 }
 END_TEST
 
+/* A two-way intersection whose fibers differ 32x or more in length
+ * searches the longer one (gallop) instead of merging: values by hand.
+ * Row 0: A has 70 entries (even j), B j = 3 (a miss before a hit) and 4;
+ * row 1: B has 70 (odd j), A j = 51 (hit) and 149 (past B's last); row 2:
+ * A as row 0, B j = 137 and 138 (A's last); row 3: one entry each (a
+ * merge). A(i,j) = j + 1, B = 10. */
+START_TEST(test_gallop_intersection_by_hand) {
+  enum { R = 4, C = 150 };
+  static double a[R * C], b[R * C];
+  memset(a, 0, sizeof a), memset(b, 0, sizeof b);
+  for (int j = 0; j < 140; j += 2) a[j] = a[2 * C + j] = j + 1, b[C + j + 1] = 10;
+  b[3] = b[4] = b[2 * C + 137] = b[2 * C + 138] = 10;
+  a[C + 51] = 52, a[C + 149] = 150;
+  a[3 * C + 3] = 4, b[3 * C + 3] = 10;
+  static const char *const fmts[] = {"ds", "ss", "uq"};
+  for (int f = 0; f < 3; f++)
+    for (int threads = 1; threads <= 2; threads++) {
+      tj_tensor *ops[] = {vector("y", "d", R, NULL), matrix("A", fmts[f], R, C, a),
+                          matrix("B", fmts[f], R, C, b)};
+      expect_run("y(i) = A(i,j) * B(i,j)", ops, 3, NULL, threads, false,
+                 (double[]){50, 520, 1390, 40}, R, -1);
+      expect_run("y(i) = A(i,j) * B(i,j)", ops, 3, "plus.pair", threads, false,
+                 (double[]){1, 1, 1, 1}, R, -1);
+      free_all(ops, 3);
+      static double want[R * C];
+      memset(want, 0, sizeof want);
+      want[4] = 50, want[C + 51] = 520, want[2 * C + 138] = 1390, want[3 * C + 3] = 40;
+      tj_tensor *m[] = {matrix("Z", "ds", R, C, NULL), matrix("A", fmts[f], R, C, a),
+                        matrix("B", fmts[f], R, C, b)};
+      for (int two = 0; two < 2; two++)
+        expect_run("Z(i,j) = A(i,j) * B(i,j)", m, 3, NULL, threads, two, want, R * C, 4);
+      free_all(m, 3);
+    }
+}
+END_TEST
+
+/* pow, the operator added as one row of ir/ops.def (plus its loop-IR
+ * operation): values by hand. Its table algebra is dense (pow(0, 0) = 1),
+ * so an absent b reads 0 and pow(0, 0) is stored; at a literal exponent
+ * its values say pow(b, 2) is absent where b is, pow(2, b) nowhere. */
+START_TEST(test_pow_by_hand) {
+  const double b[] = {2, 0, 3, 0}, c[] = {3, 0, 2, 0.5};
+  for (int two = 0; two < 2; two++)
+    for (int threads = 1; threads <= 2; threads++) {
+      tj_tensor *ops[] = {vector("y", "s", 4, NULL), vector("b", "s", 4, b),
+                          vector("c", "d", 4, c)};
+      /* (2^3, 0^0, 3^2, 0^0.5) */
+      expect_run("y(i) = pow(b(i), c(i))", ops, 3, NULL, threads, two, (double[]){8, 1, 9, 0},
+                 4, 4);
+      expect_run("y(i) = pow(b(i), 2.0)", ops, 3, NULL, threads, two, (double[]){4, 0, 9, 0},
+                 4, 2);
+      expect_run("y(i) = pow(2.0, b(i)) - 1", ops, 3, NULL, threads, two,
+                 (double[]){3, 0, 7, 0}, 4, 4);
+      /* under min.plus absent entries are +inf and pow(inf, inf) = inf: a
+       * union (nt_op_algebra), +inf where b is absent */
+      expect_run("y(i) = pow(b(i), 2.0)", ops, 3, "min.plus", threads, two,
+                 (double[]){4, INFINITY, 9, INFINITY}, 4, -1);
+      free_all(ops, 3);
+    }
+  /* a dense f64 vector long enough to be vectorized, against libm */
+  enum { N = 37 };
+  double x[N], e[N], want[N];
+  for (int i = 0; i < N; i++) {
+    x[i] = 0.25 + i * 0.5, e[i] = -1.5 + i * 0.125;
+    want[i] = pow(x[i], e[i]);
+  }
+  tj_tensor *d[] = {vector("y", "d", N, NULL), vector("x", "d", N, x), vector("e", "d", N, e)};
+  expect("y(i) = pow(x(i), e(i))", d, 3, want, N);
+  free_all(d, 3);
+}
+END_TEST
+
 /* Whether kernel k's stage printout contains text. */
 static bool stage_has(const tj_kernel *k, tj_stage st, const char *pass, const char *text) {
   char *buf = NULL;
@@ -1009,6 +1081,8 @@ static Suite *semantics_suite(void) {
   TCase *tc = tcase_create("sums");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_residual_by_hand);
+  tcase_add_test(tc, test_pow_by_hand);
+  tcase_add_test(tc, test_gallop_intersection_by_hand);
   tcase_add_test(tc, test_coo_by_hand);
   tcase_add_test(tc, test_scattered_union_dense_out_by_hand);
   tcase_add_test(tc, test_spmv_plus_vector);

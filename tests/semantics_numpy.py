@@ -778,6 +778,17 @@ def test_functions():
          fmts={"x": "d", "y": "d"})
     case("fn_gemv_abs", "y(i) = abs(A(i,j)) * x(j)", {"A": A, "x": x}, np.abs(A) @ x,
          fmts={"A": "dd", "x": "d", "y": "d"})
+    # pow: dense (pow(0, 0) = 1: an absent entry of a sparse base still
+    # gives 1) unless the exponent is a literal, then absent where the base is
+    S = rand_sparse(r, 7, 5, 0.3)
+    case("fn_pow", "C(i,j) = pow(A(i,j), B(i,j))", {"A": P, "B": B}, np.power(P, B),
+         fmts={"A": "dd", "B": "dd", "C": "dd"})
+    with np.errstate(divide="ignore"):  # 0 to a negative power is inf
+        want = np.power(np.abs(S), B)
+    case("fn_pow_sparse_base", "C(i,j) = pow(A(i,j), B(i,j))", {"A": np.abs(S), "B": B},
+         want, fmts={"A": "ds", "B": "dd", "C": "ds"})
+    case("fn_pow_literal", "C(i,j) = pow(A(i,j), 3.0)", {"A": S}, np.power(S, 3.0),
+         fmts={"A": "ds", "C": "ds"}, allowed=S != 0)
 
 
 def _reduce_rows(vals, present, op, identity):
