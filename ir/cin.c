@@ -334,10 +334,8 @@ static Expr *with_node(Arena *a, const Expr *x, const Expr *e, Expr *w) {
   Expr *c = arena_alloc(a, sizeof *c);
   if (!c) return NULL;
   *c = *x;
-  if (x->kind == EX_NEG) c->u.bin.a = ck[0];
-  else if (x->kind == EX_SUM) c->u.sum.a = ck[0];
-  else if (x->kind == EX_CALL) c->u.call.a = ck[0], c->u.call.b = ck[1];
-  else c->u.bin.a = ck[0], c->u.bin.b = ck[1];
+  if (x->kind == EX_SUM) c->u.sum.a = ck[0];
+  else c->u.op.a = ck[0], c->u.op.b = ck[1];
   return c;
 }
 
