@@ -38,6 +38,8 @@ typedef struct LowerPlan {
   int ws_depth;                        /* loop depth of the workspace, -1 none */
   IndexVar *ws_var;                    /* the output index scattered into it */
   const char *ws_name;                 /* precompute's name for it (NULL: w) */
+  bool split_sum;                      /* the root sum's temp adds a union's terms
+                                          one loop nest each (lower/union_terms.c) */
   bool out_sparse;                     /* output has a compressed level */
   bool rangeable;                      /* sparse output whose first level is
                                           dense and walked by a dense loop:
@@ -170,10 +172,11 @@ void lower_gett_print(FILE *f, const Assignment *as, const GettPlan *g);
 const char *lower_gett_method_name(int m);
 int lower_gett_method_of(const char *name);
 
-/* The number of additive terms of e with products distributed over sums
- * ((B1 + B2) * C: two), 0 when e cannot be split (a sum node or a mask
- * inside, or more than 64 terms) (lower/union_terms.c). */
-int lower_union_term_count(const Expr *e);
+/* The number of additive terms of e (in as) with products distributed over
+ * sums ((B1 + B2) * C: two; a semiring's add and mul under one), 0 when e
+ * cannot be split (a sum node or a mask inside, or more than 64 terms)
+ * (lower/union_terms.c). */
+int lower_union_term_count(const Assignment *as, const Expr *e);
 
 /* Chooses the workspace for a wide union: a sparse output written by the
  * innermost loop, no reduction, at least min_terms (and two) additive
