@@ -100,9 +100,10 @@ static void warm_llvm_globals(void) {
 #endif
 }
 
-/* The host's cpu name and features, asked of LLVM once: every engine
- * (one per context) used to ask again, 0.1 ms of each compile in a fresh
- * context. NULL when out of memory. */
+/* The host's cpu name and features, asked of LLVM once (host_value):
+ * every engine (one per context) used to ask again, 0.1 ms of each
+ * compile in a fresh context. */
+static pthread_mutex_t host_mu = PTHREAD_MUTEX_INITIALIZER;
 static char *host_cpu, *host_features;
 static char *take_message(char *m);
 
@@ -124,8 +125,17 @@ static void init_llvm(void) {
             !LLVMInitializeNativeAsmParser();
   warm_llvm_globals();
   set_llvm_options();
-  host_cpu = take_message(LLVMGetHostCPUName());
-  host_features = take_message(LLVMGetHostCPUFeatures());
+}
+
+/* A copy (malloc'd, the caller's) of what ask returns for the host, asked
+ * of LLVM once and kept in *kept; NULL when out of memory (a later call
+ * asks again). */
+static char *host_value(char **kept, char *(*ask)(void)) {
+  pthread_mutex_lock(&host_mu);
+  if (!*kept) *kept = take_message(ask());
+  char *s = *kept ? strdup(*kept) : NULL;
+  pthread_mutex_unlock(&host_mu);
+  return s;
 }
 
 double jit_now_ms(void) {
@@ -296,10 +306,8 @@ static bool start_engine(JitEngine *e, Diag *d) {
 static bool pick_target(JitEngine *e, const char *cpu, const char *features,
                         Diag *d) {
   e->triple = take_message(LLVMGetDefaultTargetTriple());
-  cpu = cpu ? cpu : host_cpu;
-  features = features ? features : host_features;
-  e->cpu = cpu ? strdup(cpu) : NULL;
-  e->features = features ? strdup(features) : NULL;
+  e->cpu = cpu ? strdup(cpu) : host_value(&host_cpu, LLVMGetHostCPUName);
+  e->features = features ? strdup(features) : host_value(&host_features, LLVMGetHostCPUFeatures);
   if (!e->triple || !e->cpu || !e->features)
     return diag_error(d, TJ_ERR_NOMEM, "out of memory creating JIT");
   char *msg = NULL;

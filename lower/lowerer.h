@@ -232,7 +232,7 @@ LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e);
 
 /* union_terms.c */
 /* Whether the loop at depth scatters the rhs into the workspace term by
- * term: the workspace's own innermost loop, no reduction or mask, += only
+ * term: the workspace's own innermost loop, no reduction or valued mask, += only
  * into a dense output, and at least two additive terms (a semiring's add
  * adds them). */
 bool lw_scatters_terms(const Lowerer *lw, int depth);

@@ -16,8 +16,9 @@
  * min(B1, B2) + C -> min(B1 + C, B2 + C)) where mul distributes over add
  * for every value; elsewhere (plus.pair, plus.min, min.times) only the add
  * splits, and an or adds no terms (or(0, 0.5) is 1, not 0.5).
+ * mask(M, y) and except(M, y) are linear in y: each term of y is masked.
  * The planner takes this path for a sparse or all-dense output written
- * by its innermost loop, with no reduction or mask (+= into a dense output
+ * by its innermost loop, with no reduction (+= into a dense output
  * only), once there are at least LOWER_SCATTER_MIN (3) terms, or
  * TJ_SCATTER_UNION_MIN (bench/README.md, wide unions: from 3 terms it
  * computes 2-60x faster than the lattice or merged loop and assembles
@@ -29,12 +30,9 @@
 #include "lowerer.h"
 
 /* Whether e may be split into terms, or be one: no sum node (its loops
- * nest below the output's) and no structural mask (masks decide where
- * entries exist, not how much they add). */
+ * nest below the output's). */
 static bool splittable(const Expr *e) {
   if (e->kind == EX_SUM) return false;
-  OpKind op = nt_expr_op(e);
-  if (op == OP_MASK || op == OP_EXCEPT) return false;
   Expr *k[2];
   int n = nt_children(e, k);
   for (int i = 0; i < n; i++)
@@ -77,12 +75,17 @@ static bool adds_onto_identity(const Assignment *as) {
   return add == OP_ADD || add == OP_MIN || add == OP_MAX;
 }
 
+/* mask(M, y) and except(M, y): y where M has (has no) an entry, linear in
+ * y, so a sum under it splits into masked terms. */
+static bool is_mask(OpKind op) { return op == OP_MASK || op == OP_EXCEPT; }
+
 /* The number of additive terms of e once products are distributed. */
 static int64_t count_terms(const Expr *e, TermOps o) {
   if (e->kind == EX_SUB) return count_terms(e->u.bin.a, o) + count_terms(e->u.bin.b, o);
   if (e->kind == EX_NEG) return count_terms(e->u.bin.a, o);
   Expr *k[2];
   OpKind op = nt_expr_op(e);
+  if (is_mask(op) && nt_children(e, k) == 2) return count_terms(k[1], o);
   if ((op != o.add && op != o.mul) || nt_children(e, k) != 2) return 1;
   int64_t x = count_terms(k[0], o), y = count_terms(k[1], o);
   return op == o.add ? x + y : sat_mul(x, y);
@@ -101,6 +104,15 @@ static bool split(Arena *a, const Expr *e, TermOps o, bool neg, Expr **out, int 
   if (e->kind == EX_NEG) return split(a, e->u.bin.a, o, !neg, out, n);
   Expr *k[2];
   OpKind op = nt_expr_op(e);
+  if (is_mask(op) && nt_children(e, k) == 2) { /* mask(M, x + y) = mask(M, x) + mask(M, y) */
+    Expr *y[LW_MAX_ACCESS];
+    int ny = 0;
+    if (!split(a, k[1], o, neg, y, &ny)) return false;
+    for (int j = 0; j < ny; j++)
+      if (!(out[(*n)++] = nt_op_node(a, op, k[0], y[j], e->col))) return false;
+      else out[*n - 1]->dtype = e->dtype;
+    return true;
+  }
   if ((op == o.add || op == o.mul) && nt_children(e, k) == 2) {
     if (op == o.add) return split(a, k[0], o, neg, out, n) && split(a, k[1], o, neg, out, n);
     Expr *x[LW_MAX_ACCESS], *y[LW_MAX_ACCESS];

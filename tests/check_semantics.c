@@ -178,8 +178,9 @@ END_TEST
 
 /* A root sum over a union adds the union's terms into its temp one loop
  * nest each (sum_j (B1 + B2) = sum_j B1 + sum_j B2), += into a dense
- * output drains the workspace by adding, and a semiring's add adds the
- * terms (min.plus), by hand on the matrices above. */
+ * output drains the workspace by adding, a mask splits over the terms
+ * under it, and a semiring's add adds the terms (min.plus), by hand on
+ * the matrices above. */
 START_TEST(test_summed_union_by_hand) {
   const double b1[] = {1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 4};
   const double b2[] = {0, 5, 0, 2, 0, 0, 0, 0, 0, 0, 6, 0};
@@ -222,6 +223,17 @@ START_TEST(test_summed_union_by_hand) {
       expect_run("A(i,j) = (B1(i,j) + B2(i,j) + B3(i,j)) * C(i,j)", dn, 5, "min.plus", threads,
                  phases, (double[]){3, 7, inf, 4, inf, inf, inf, inf, 2, inf, inf, 4}, 12, -1);
       tj_tensor_free(dn[0]);
+      /* mask(C, .) keeps B1 - B2 + 2 B3 (15, -5, -, 0; -; 5, -, -6, 6) where C has an
+       * entry (row 0, and row 2 but column 2): 5 entries, (0,3) a stored 0;
+       * except(C, .) keeps the rest: -6 at (2,2) */
+      tj_tensor *mk[] = {matrix("A", "ds", 3, 4, NULL), ops[4], ops[1], ops[2], ops[3]};
+      expect_run("A(i,j) = mask(C(i,j), B1(i,j) - B2(i,j) + 2 * B3(i,j))", mk, 5, NULL, threads,
+                 phases, (double[]){15, -5, 0, 0, 0, 0, 0, 0, 5, 0, 0, 6}, 12, 5);
+      tj_tensor_free(mk[0]);
+      mk[0] = matrix("A", "dd", 3, 4, NULL);
+      expect_run("A(i,j) = except(C(i,j), B1(i,j) - B2(i,j) + 2 * B3(i,j))", mk, 5, NULL,
+                 threads, phases, (double[]){0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -6, 0}, 12, -1);
+      tj_tensor_free(mk[0]);
       /* min over j of the union's entry + x(j): min(1+1, 5+2, 2+4); -; min(1+1, 6+3, 1+4) */
       expect_run("y(i) = (B1(i,j) + B2(i,j) + B3(i,j)) * x(j)", mv, 5, "min.plus", threads,
                  phases, (double[]){2, inf, 2}, 3, -1);
