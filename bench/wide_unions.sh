@@ -2,9 +2,11 @@
 # Compile and run time of wide unions (bench/README.md, "Wide unions"):
 #   bash bench/wide_unions.sh [build/tensorjit] [density] [runs]
 # For k = 2..16 on 2000 x 2000 CSR operands at the given density (default
-# 0.005): A = B1 + ... + Bk, A = (B1 + ... + Bk) * C (CSR outputs), and the
-# three-way intersection A = B1 * B2 * B3 (default lowering); then, at
-# k = 2, 3, 4, 8, 16, the union and the product of sums under each lowering
+# 0.005): A = B1 + ... + Bk, A = (B1 + ... + Bk) * C (CSR outputs),
+# y = (B1 + ... + Bk) x (a root sum, its terms summed one loop nest each),
+# A = and A += B1 + ... + Bk into a dense A, and the three-way intersection
+# A = B1 * B2 * B3 (default lowering); then, at k = 2, 3, 4, 8, 16, the
+# union, the product of sums, the sum and the += under each lowering
 # forced, interleaved (lattice: TJ_WIDE_UNION_THRESHOLD=64, k <= 4 only;
 # merged: =1; scatter: TJ_SCATTER_UNION_MIN=2, the others with =1000).
 # Prints one row per kernel: compile ms (median of `runs` fresh processes)
@@ -32,11 +34,18 @@ measure() {
     "$(printf '%s\n' "${cp[@]}" | median)"
 }
 
-# operands <k> [C]: flags for A, B1..Bk (2000 x 2000 CSR, density), and C.
+# operands <k> [C|x|dense|acc]: flags for B1..Bk (2000 x 2000 CSR, density)
+# and the output: A CSR, with C (CSR) or x (a dense vector, output y), or A
+# dense (acc: holding random values, for +=).
 operands() {
   local k=$1
-  echo "-f=A:ds -d=A:2000,2000"
-  if [ $# -gt 1 ]; then echo "-f=C:ds -g=C:s:$density -d=C:2000,2000"; fi
+  case ${2:-} in
+  x) echo "-g=x:d" ;;
+  dense) echo "-f=A:dd -d=A:2000,2000" ;;
+  acc) echo "-f=A:dd -g=A:d -d=A:2000,2000" ;;
+  C) echo "-f=A:ds -d=A:2000,2000 -f=C:ds -g=C:s:$density -d=C:2000,2000" ;;
+  *) echo "-f=A:ds -d=A:2000,2000" ;;
+  esac
   for q in $(seq 1 "$k"); do echo "-f=B$q:ds -g=B$q:s:$density -d=B$q:2000,2000"; done
 }
 
@@ -51,6 +60,12 @@ for k in $(seq 2 16); do
   measure "union k=$k" "A(i,j) = $(sum "$k")" $(operands "$k")
   # shellcheck disable=SC2046
   measure "(union k=$k) * C" "A(i,j) = ($(sum "$k")) * C(i,j)" $(operands "$k" C)
+  # shellcheck disable=SC2046
+  measure "y = (union k=$k) * x" "y(i) = ($(sum "$k")) * x(j)" $(operands "$k" x)
+  # shellcheck disable=SC2046
+  measure "dense A = union k=$k" "A(i,j) = $(sum "$k")" $(operands "$k" dense)
+  # shellcheck disable=SC2046
+  measure "dense A += union k=$k" "A(i,j) += $(sum "$k")" $(operands "$k" acc)
 done
 # shellcheck disable=SC2046
 measure "B1 * B2 * B3" "A(i,j) = B1(i,j) * B2(i,j) * B3(i,j)" $(operands 3)
@@ -85,4 +100,8 @@ for K in 2 3 4 8 16; do
   compare "union k=$K" "A(i,j) = $(sum "$K")" $(operands "$K")
   # shellcheck disable=SC2046
   compare "(union k=$K) * C" "A(i,j) = ($(sum "$K")) * C(i,j)" $(operands "$K" C)
+  # shellcheck disable=SC2046
+  compare "y = (union k=$K) * x" "y(i) = ($(sum "$K")) * x(j)" $(operands "$K" x)
+  # shellcheck disable=SC2046
+  compare "dense A += union k=$K" "A(i,j) += $(sum "$K")" $(operands "$K" acc)
 done

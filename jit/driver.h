@@ -195,6 +195,9 @@ int drv_lattice_max(void);
  * benchmark switch; a large value turns the path off), else
  * LOWER_SCATTER_MIN. */
 int drv_scatter_min(void);
+/* The fewest terms a root sum over a union is split into (split_sum): the
+ * same switch, else LOWER_SPLIT_SUM_MIN. */
+int drv_split_sum_min(void);
 
 
 

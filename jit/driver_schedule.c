@@ -62,11 +62,16 @@ int drv_lattice_max(void) {
   return v > 0 && v < 1 << 20 ? (int)v : 0;
 }
 
-int drv_scatter_min(void) {
+/* TJ_SCATTER_UNION_MIN, else 0. */
+static int scatter_env(void) {
   const char *s = getenv("TJ_SCATTER_UNION_MIN");
   long v = s ? strtol(s, NULL, 10) : 0;
-  return v > 0 && v < 1 << 20 ? (int)v : LOWER_SCATTER_MIN;
+  return v > 0 && v < 1 << 20 ? (int)v : 0;
 }
+
+int drv_scatter_min(void) { return scatter_env() ? scatter_env() : LOWER_SCATTER_MIN; }
+
+int drv_split_sum_min(void) { return scatter_env() ? scatter_env() : LOWER_SPLIT_SUM_MIN; }
 
 /* Vector width from the backend's target (AVX-512: 512 bits, AVX2: 256),
  * parallelism, and the schedule's parallelize / vectorize directives. */
@@ -140,6 +145,6 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
       o->vec_width = e->no_vectorize ? 0 : sd->width; /* the loops carry the request */
     }
   }
-  lower_plan_scatter_union(as, p, drv_scatter_min());
+  lower_plan_scatter_union(as, p, drv_scatter_min(), drv_split_sum_min());
   return true;
 }

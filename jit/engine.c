@@ -19,6 +19,7 @@
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
@@ -99,10 +100,42 @@ static void warm_llvm_globals(void) {
 #endif
 }
 
+/* The host's cpu name and features, asked of LLVM once (host_value):
+ * every engine (one per context) used to ask again, 0.1 ms of each
+ * compile in a fresh context. */
+static pthread_mutex_t host_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *host_cpu, *host_features;
+static char *take_message(char *m);
+
+/* Loop strength reduction is off in code generation (`-disable-lsr`, a
+ * process-wide LLVM option: the C API has no per-target-machine switch).
+ * The loop IR already indexes arrays by one induction variable, which x86
+ * addressing modes take as they are; LSR (with its IVUsers and SCEV) cost
+ * 0.6 ms of SpMV's 3.5 ms of code generation and 1 ms of MTTKRP's 7, and
+ * without it SpMV CSR/CSC, SpMM, MTTKRP, TTM and the inner product compile
+ * to the same machine code, the others to code that ran within noise
+ * (bench/README.md, "Compile latency"). */
+static void set_llvm_options(void) {
+  const char *argv[] = {"tensorjit", "-disable-lsr"};
+  LLVMParseCommandLineOptions(2, argv, NULL);
+}
+
 static void init_llvm(void) {
   init_ok = !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter() &&
             !LLVMInitializeNativeAsmParser();
   warm_llvm_globals();
+  set_llvm_options();
+}
+
+/* A copy (malloc'd, the caller's) of what ask returns for the host, asked
+ * of LLVM once and kept in *kept; NULL when out of memory (a later call
+ * asks again). */
+static char *host_value(char **kept, char *(*ask)(void)) {
+  pthread_mutex_lock(&host_mu);
+  if (!*kept) *kept = take_message(ask());
+  char *s = *kept ? strdup(*kept) : NULL;
+  pthread_mutex_unlock(&host_mu);
+  return s;
 }
 
 double jit_now_ms(void) {
@@ -273,9 +306,8 @@ static bool start_engine(JitEngine *e, Diag *d) {
 static bool pick_target(JitEngine *e, const char *cpu, const char *features,
                         Diag *d) {
   e->triple = take_message(LLVMGetDefaultTargetTriple());
-  e->cpu = cpu ? strdup(cpu) : take_message(LLVMGetHostCPUName());
-  e->features = features ? strdup(features)
-                         : take_message(LLVMGetHostCPUFeatures());
+  e->cpu = cpu ? strdup(cpu) : host_value(&host_cpu, LLVMGetHostCPUName);
+  e->features = features ? strdup(features) : host_value(&host_features, LLVMGetHostCPUFeatures);
   if (!e->triple || !e->cpu || !e->features)
     return diag_error(d, TJ_ERR_NOMEM, "out of memory creating JIT");
   char *msg = NULL;

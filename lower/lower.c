@@ -791,11 +791,12 @@ static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
 const LowerPass LOWER_PASSES[] = {
     {"tile", run_tile}, {"vectorize", run_vectorize}, {"unroll-jam", run_unroll_jam}, {NULL, NULL}};
 
-/* A union scattered term by term: each term's lattice, as its loop walks it. */
-static void print_scattered_terms(FILE *out, Lowerer *lw, AMask alive, int k) {
+/* A union scattered (or summed) term by term: each term's lattice, as its
+ * loop walks it. */
+static void print_scattered_terms(FILE *out, Lowerer *lw, AMask alive, int k, const char *how) {
   Expr *terms[LW_MAX_ACCESS];
   int n = lw_union_terms(lw, terms);
-  fprintf(out, " scattered into a workspace, %d terms:", n);
+  fprintf(out, " %s, %d terms:", how, n);
   for (int t = 0; t < n; t++) {
     const Expr *acc[LW_MAX_ACCESS];
     int na = 0;
@@ -818,7 +819,11 @@ static void print_scattered_terms(FILE *out, Lowerer *lw, AMask alive, int k) {
 /* The lattice of the loop at depth k over lw->root, on one line. */
 static void print_lattice(FILE *out, Lowerer *lw, AMask alive, int k) {
   if (lw_scatters_terms(lw, k)) {
-    print_scattered_terms(out, lw, alive, k);
+    print_scattered_terms(out, lw, alive, k, "scattered into a workspace");
+    return;
+  }
+  if (lw->plan->split_sum && lw->first_red >= 0 && k >= lw->first_red) {
+    print_scattered_terms(out, lw, alive, k, "summed term by term");
     return;
   }
   if (lw_wide_at(lw, alive, k)) {

@@ -22,6 +22,10 @@
 /* The fewest additive terms a union scatters through a workspace with
  * (lower_plan_scatter_union; bench/README.md, wide unions). */
 #define LOWER_SCATTER_MIN 3
+/* The fewest terms a root sum over a union adds one loop nest each with
+ * (split_sum; no workspace, no assembly: from 2 terms it computes 10x
+ * faster than the lattice, bench/README.md, wide unions). */
+#define LOWER_SPLIT_SUM_MIN 2
 
 typedef enum { PHASE_ASSEMBLE, PHASE_COMPUTE, PHASE_EVALUATE } LowerPhase;
 
@@ -44,6 +48,8 @@ typedef struct LowerPlan {
   IndexVar *vws_var;                   /* j */
   const Expr *vws_node;                /* e, a node of the rhs */
   const char *vws_name;                /* w */
+  bool split_sum;                      /* the root sum's temp adds a union's terms
+                                          one loop nest each (lower/union_terms.c) */
   bool out_sparse;                     /* output has a compressed level */
   bool rangeable;                      /* sparse output whose first level is
                                           dense and walked by a dense loop:
@@ -193,16 +199,20 @@ void lower_gett_print(FILE *f, const Assignment *as, const GettPlan *g);
 const char *lower_gett_method_name(int m);
 int lower_gett_method_of(const char *name);
 
-/* The number of additive terms of e with products distributed over sums
- * ((B1 + B2) * C: two), 0 when e cannot be split (a sum node or a mask
- * inside, or more than 64 terms) (lower/union_terms.c). */
-int lower_union_term_count(const Expr *e);
+/* The number of additive terms of e (in as) with products distributed over
+ * sums ((B1 + B2) * C: two; a semiring's add and mul under one), 0 when e
+ * cannot be split (a sum node or a mask inside, or more than 64 terms)
+ * (lower/union_terms.c). */
+int lower_union_term_count(const Assignment *as, const Expr *e);
 
-/* Chooses the workspace for a wide union: a sparse output written by the
- * innermost loop, no reduction, at least min_terms (and two) additive
- * terms; each term then scatters its own fiber into the workspace (O(nnz)
- * per row, not O(k) per coordinate). Returns whether it did. */
-bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms);
+/* Chooses how a wide union is lowered term by term: under a root sum of
+ * the rhs, at least min_sum_terms additive terms add into its temp one
+ * loop nest each (split_sum); else into a sparse or all-dense output
+ * written by the innermost loop, with no reduction, at least min_terms (and
+ * two) terms each scatter their own fiber into a workspace (O(nnz) per
+ * row, not O(k) per coordinate). Returns whether it did either. */
+bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms,
+                              int min_sum_terms);
 
 /* Emits the kernel for one phase of the plan into arena memory: the loop
  * nest only; the loop-IR passes (LOWER_PASSES) run after it. */

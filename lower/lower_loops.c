@@ -484,8 +484,11 @@ static LirStmt *innermost(Lowerer *lw, AMask alive) {
   return is_bool_const(c, 1) ? s : lir_if(A(lw), c, s, NULL);
 }
 
+static LirStmt *add_terms(Lowerer *lw, int depth, AMask alive);
+
 /* Emits: t = identity; <loops from depth: t op= ...>; out[pos] (op)= t,
- * op the root operator. */
+ * op the root operator (with split_sum, one nest of loops per term of the
+ * union: t += B1 ...; t += Bk ...). */
 static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   if (!lw->emit_values && !lw->out_hit) return NULL;
   Arena *a = A(lw);
@@ -500,7 +503,8 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->temp = t;
   lw->temp_op = op;
   lw->temp_def = lw->as->root_def;
-  lir_append(&s, lw_loops(lw, depth, alive, true));
+  lir_append(&s, lw->plan->split_sum ? add_terms(lw, depth, alive)
+                                     : lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   lw->temp = saved;
   lw->temp_op = saved_op;
@@ -520,11 +524,14 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
  * position) the row's values are gathered from the workspace along them,
  * without the list, the marks or a sort:
  *   for (q = pos[p]; q < pos[p + 1]; q++) { vals[q] = ws[crd[q]]; reset }  */
-/* vals[at] = ws[j]; ws[j] = init: a workspace entry moved to the output. */
-static LirStmt *move_ws_value(Lowerer *lw, LirVar *j, LirExpr *at) {
+/* vals[at] = ws[j] (vals[at] += ws[j] when the dense output's += passes
+ * at_again, a copy of at); ws[j] = init: a workspace entry moved to the
+ * output. */
+static LirStmt *move_ws_value(Lowerer *lw, LirVar *j, LirExpr *at, LirExpr *at_again) {
   Arena *a = A(lw);
-  LirStmt *s = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), at,
-                         lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j)));
+  LirExpr *v = lir_load(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j));
+  if (at_again) v = lir_bin(a, LOP_ADD, lir_load(a, lw_ref(lw, lw->vals_ptr[0]), at_again), v);
+  LirStmt *s = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), at, v);
   lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_vals), lw_ref(lw, j), vconst(lw, lw->out_init)));
   return s;
 }
@@ -550,7 +557,7 @@ static LirStmt *drain_assembled(Lowerer *lw, int l) {
   LirStmt *s = lir_decl(a, hi, lw_load_index(lw, lw->pos_ptr[0][l],
                                              lir_bin(a, LOP_ADD, parent, lw_i64(lw, 1))));
   LirStmt *body = lir_decl(a, j, lw_load_index(lw, lw->crd_ptr[0][l], lw_ref(lw, q)));
-  lir_append(&body, move_ws_value(lw, j, lw_ref(lw, q)));
+  lir_append(&body, move_ws_value(lw, j, lw_ref(lw, q), NULL));
   lir_append(&s, lir_for(a, q, lo, lw_ref(lw, hi), body));
   lir_append(&s, lir_assign(a, lw->out_p[l], lw_ref(lw, hi)));
   return s;
@@ -568,19 +575,20 @@ AMask lw_accesses_in(const Lowerer *lw, const Expr *e, AMask alive) {
   return m & alive;
 }
 
-/* The producer of a union scattered term by term (lower/union_terms.c):
- * each term's own loop adds into the workspace,
- *   <loop over B1's fiber: ws[j] += B1>  ...  <loop over Bk's fiber: ws[j] += Bk> */
-static LirStmt *scatter_terms(Lowerer *lw, int depth, AMask alive) {
+/* A union's terms (lower/union_terms.c), each walked by its own loops from
+ * depth and added to the current target (what comment says), so a row
+ * costs O(nnz) whatever the number of terms:
+ *   <loops over B1's fibers: += B1>  ...  <loops over Bk's fibers: += Bk> */
+static LirStmt *each_term(Lowerer *lw, int depth, AMask alive, const char *comment) {
   Expr *terms[LW_MAX_ACCESS];
   int n = lw_union_terms(lw, terms);
   const Expr *root = lw->root;
   OpKind op = lw->out_op;
-  lw->out_op = OP_ADD;
+  lw->out_op = lw_term_add(lw);
   LirStmt *s = NULL;
   for (int t = 0; t < n; t++) {
     lw->root = terms[t];
-    lir_append(&s, lir_comment(A(lw), "scatter one term into the workspace"));
+    lir_append(&s, lir_comment(A(lw), comment));
     lir_append(&s, lw_loops(lw, depth, lw_accesses_in(lw, terms[t], alive), true));
   }
   lw->root = root;
@@ -588,8 +596,18 @@ static LirStmt *scatter_terms(Lowerer *lw, int depth, AMask alive) {
   return s;
 }
 
+/* The producer of a union scattered into the workspace: ws[j] += each term. */
+static LirStmt *scatter_terms(Lowerer *lw, int depth, AMask alive) {
+  return each_term(lw, depth, alive, "scatter one term into the workspace");
+}
+
+/* A root sum over a union (split_sum): t += each term's sum. */
+static LirStmt *add_terms(Lowerer *lw, int depth, AMask alive) {
+  return each_term(lw, depth, alive, "sum one term into the temp");
+}
+
 /* A dense output's row from the workspace: its touched entries only (the
- * output was zeroed), any order:
+ * output was zeroed, or under += holds what it adds to), any order:
  *   for (q < n) { j = list[q]; vals[locate(row, j)] = ws[j]; ws[j] = init; mark[j] = 0 } n = 0 */
 static LirStmt *drain_located(Lowerer *lw) {
   Arena *a = A(lw);
@@ -600,8 +618,9 @@ static LirStmt *drain_located(Lowerer *lw) {
     LirVar **coord = &lw->coord[lw->nest.ws_var->id], *saved = *coord;
     *coord = j;
     LirExpr *at = lw_out_linear(lw);   /* the entry at the row's other coordinates and j */
+    LirExpr *again = lw->as->accumulate ? lw_out_linear(lw) : NULL;
     *coord = saved;
-    lir_append(&body, move_ws_value(lw, j, at));
+    lir_append(&body, move_ws_value(lw, j, at, again));
   }
   return over_touched(lw, q, j, body);
 }
@@ -638,7 +657,7 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   lir_append(&body, lw_ensure_out_cap(lw, l, lw_ref(lw, p)));
   if (lw->emit_index)
     lir_append(&body, lw_store_index(lw, lw->crd_ptr[0][l], lw_ref(lw, p), lw_ref(lw, j)));
-  if (lw->emit_values) lir_append(&body, move_ws_value(lw, j, lw_ref(lw, p)));
+  if (lw->emit_values) lir_append(&body, move_ws_value(lw, j, lw_ref(lw, p), NULL));
   lir_append(&body, lir_update(a, p, LOP_ADD, lw_i64(lw, 1)));
   lir_append(&s, over_touched(lw, q, j, body));
   return lir_block(a, s);

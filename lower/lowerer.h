@@ -238,12 +238,15 @@ LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e);
 
 /* union_terms.c */
 /* Whether the loop at depth scatters the rhs into the workspace term by
- * term: the workspace's own innermost loop, no reduction, mask, semiring
- * or +=, and at least two additive terms. */
+ * term: the workspace's own innermost loop, no reduction or valued mask, += only
+ * into a dense output, and at least two additive terms (a semiring's add
+ * adds them). */
 bool lw_scatters_terms(const Lowerer *lw, int depth);
 /* The additive terms of lw->root into out (LW_MAX_ACCESS entries):
  * their number, 0 when it has fewer than two, -1 with lw->d set. */
 int lw_union_terms(Lowerer *lw, Expr **out);
+/* The operator a union's terms add with: the semiring's add, else +. */
+OpKind lw_term_add(const Lowerer *lw);
 
 /* lower_loops.c */
 /* The loop-IR operation of op (bool: + is max, * is min), or LOP_NONE. */

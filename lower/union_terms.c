@@ -12,22 +12,27 @@
  * O(nnz) per row whatever k. Products distribute over the sums
  * ((B1 + B2) * C -> B1 * C + B2 * C, each term an intersection), a
  * difference negates its right terms, and any other node is one term as it
- * is. The planner takes this path for a sparse or all-dense output written
- * by its innermost loop, with no reduction, mask or semiring, once there are at
- * least LOWER_SCATTER_MIN (3) terms, or TJ_SCATTER_UNION_MIN (bench/README.md,
- * wide unions: from 3 terms it computes 2-60x faster than the lattice or
- * merged loop and assembles about as fast; at 2 its assembly, which sorts
- * each row's coordinates, is 1.4x the lattice's).
+ * is. Under a semiring its add splits and its mul distributes (min.plus:
+ * min(B1, B2) + C -> min(B1 + C, B2 + C)) where mul distributes over add
+ * for every value; elsewhere (plus.pair, plus.min, min.times) only the add
+ * splits, and an or adds no terms (or(0, 0.5) is 1, not 0.5).
+ * mask(M, y) and except(M, y) are linear in y: each term of y is masked.
+ * The planner takes this path for a sparse or all-dense output written
+ * by its innermost loop, with no reduction (+= into a dense output
+ * only), once there are at least LOWER_SCATTER_MIN (3) terms, or
+ * TJ_SCATTER_UNION_MIN (bench/README.md, wide unions: from 3 terms it
+ * computes 2-60x faster than the lattice or merged loop and assembles
+ * about as fast; at 2 its assembly, which sorts each row's coordinates, is
+ * 1.4x the lattice's). A root sum over such a union needs no workspace:
+ * its temp adds each term's own loop nest (split_sum),
+ *   y(i) = sum_j (B1 + ... + Bk)(i,j) * x(j) -> t += sum_j B1 * x; ... t += sum_j Bk * x
  */
 #include "lowerer.h"
 
 /* Whether e may be split into terms, or be one: no sum node (its loops
- * nest below the output's) and no structural mask (masks decide where
- * entries exist, not how much they add). */
+ * nest below the output's). */
 static bool splittable(const Expr *e) {
   if (e->kind == EX_SUM) return false;
-  OpKind op = nt_expr_op(e);
-  if (op == OP_MASK || op == OP_EXCEPT) return false;
   Expr *k[2];
   int n = nt_children(e, k);
   for (int i = 0; i < n; i++)
@@ -39,75 +44,136 @@ static int64_t sat_mul(int64_t x, int64_t y) {
   return x > (int64_t)1 << 30 || y > (int64_t)1 << 30 ? (int64_t)1 << 60 : x * y;
 }
 
-/* The number of additive terms of e once products are distributed. */
-static int64_t count_terms(const Expr *e) {
-  switch (nt_expr_op(e)) {
-  case OP_ADD:
-  case OP_SUB: return count_terms(e->u.op.a) + count_terms(e->u.op.b);
-  case OP_NEG: return count_terms(e->u.op.a);
-  case OP_MUL: return sat_mul(count_terms(e->u.op.a), count_terms(e->u.op.b));
-  default: return 1;
-  }
+/* The operators a union's terms are split at and distributed over: the
+ * semiring's add and mul (+ and * under plus.times, where - and unary -
+ * split too; a semiring refuses them). */
+typedef struct TermOps {
+  OpKind add, mul;   /* mul is OP_NONE where it does not distribute over add */
+} TermOps;
+
+/* Whether mul(a, add(b, c)) = add(mul(a, b), mul(a, c)) for every value:
+ * not for plus.pair (1 + 1 against 1), plus.min, nor min.times and
+ * max.times over negative values. */
+static bool distributes(OpKind add, OpKind mul) {
+  return (add == OP_ADD && mul == OP_MUL) || ((add == OP_MIN || add == OP_MAX) && mul == OP_ADD) ||
+         (add == OP_MIN && mul == OP_MAX) || (add == OP_MAX && mul == OP_MIN) ||
+         (add == OP_OR && mul == OP_AND);
 }
 
-int lower_union_term_count(const Expr *e) {
+static TermOps term_ops(const Assignment *as) {
+  TermOps o = as->semiring ? (TermOps){as->semiring->add, as->semiring->mul}
+                           : (TermOps){OP_ADD, OP_MUL};
+  if (!distributes(o.add, o.mul)) o.mul = OP_NONE;
+  return o;
+}
+
+/* Whether terms may be added one by one onto the add's identity: add(0, x)
+ * is x for +, min and max, but or(0, 0.5) is 1 where the merged loop keeps
+ * a lone 0.5 (or.and over f64 values). */
+static bool adds_onto_identity(const Assignment *as) {
+  OpKind add = term_ops(as).add;
+  return add == OP_ADD || add == OP_MIN || add == OP_MAX;
+}
+
+/* mask(M, y) and except(M, y): y where M has (has no) an entry, linear in
+ * y, so a sum under it splits into masked terms. */
+static bool is_mask(OpKind op) { return op == OP_MASK || op == OP_EXCEPT; }
+
+/* The number of additive terms of e once products are distributed. */
+static int64_t count_terms(const Expr *e, TermOps o) {
+  OpKind op = nt_expr_op(e);
+  if (op == OP_SUB) return count_terms(e->u.op.a, o) + count_terms(e->u.op.b, o);
+  if (op == OP_NEG) return count_terms(e->u.op.a, o);
+  Expr *k[2];
+  if (is_mask(op) && nt_children(e, k) == 2) return count_terms(k[1], o);
+  if ((op != o.add && op != o.mul) || nt_children(e, k) != 2) return 1;
+  int64_t x = count_terms(k[0], o), y = count_terms(k[1], o);
+  return op == o.add ? x + y : sat_mul(x, y);
+}
+
+int lower_union_term_count(const Assignment *as, const Expr *e) {
   if (!splittable(e)) return 0;
-  int64_t n = count_terms(e);
+  int64_t n = count_terms(e, term_ops(as));
   return n > LW_MAX_ACCESS ? 0 : (int)n;
 }
 
-static Expr *node(Arena *a, OpKind op, Expr *x, Expr *y, const Expr *like) {
-  Expr *e = nt_op_node(a, op, x, y, like->col);
-  if (e) e->dtype = like->dtype;
-  return e;
-}
-
 /* Appends e's terms (negated when neg) to out[*n]; false when out of memory. */
-static bool split(Arena *a, const Expr *e, bool neg, Expr **out, int *n) {
-  switch (nt_expr_op(e)) {
-  case OP_ADD:
-  case OP_SUB:
-    return split(a, e->u.op.a, neg, out, n) &&
-           split(a, e->u.op.b, e->u.op.id == OP_SUB ? !neg : neg, out, n);
-  case OP_NEG: return split(a, e->u.op.a, !neg, out, n);
-  case OP_MUL: {
-    Expr *x[LW_MAX_ACCESS], *y[LW_MAX_ACCESS];
-    int nx = 0, ny = 0;
-    if (!split(a, e->u.op.a, neg, x, &nx) || !split(a, e->u.op.b, false, y, &ny))
-      return false;
-    for (int i = 0; i < nx; i++)
-      for (int j = 0; j < ny; j++)
-        if (!(out[(*n)++] = node(a, OP_MUL, x[i], y[j], e))) return false;
+static bool split(Arena *a, const Expr *e, TermOps o, bool neg, Expr **out, int *n) {
+  OpKind op = nt_expr_op(e);
+  if (op == OP_SUB)
+    return split(a, e->u.op.a, o, neg, out, n) && split(a, e->u.op.b, o, !neg, out, n);
+  if (op == OP_NEG) return split(a, e->u.op.a, o, !neg, out, n);
+  Expr *k[2];
+  if (is_mask(op) && nt_children(e, k) == 2) { /* mask(M, x + y) = mask(M, x) + mask(M, y) */
+    Expr *y[LW_MAX_ACCESS];
+    int ny = 0;
+    if (!split(a, k[1], o, neg, y, &ny)) return false;
+    for (int j = 0; j < ny; j++)
+      if (!(out[(*n)++] = nt_op_node(a, op, k[0], y[j], e->col))) return false;
+      else out[*n - 1]->dtype = e->dtype;
     return true;
   }
-  default:
-    out[*n] = neg ? node(a, OP_NEG, (Expr *)e, NULL, e) : (Expr *)e;
-    return out[(*n)++] != NULL;
+  if ((op == o.add || op == o.mul) && nt_children(e, k) == 2) {
+    if (op == o.add) return split(a, k[0], o, neg, out, n) && split(a, k[1], o, neg, out, n);
+    Expr *x[LW_MAX_ACCESS], *y[LW_MAX_ACCESS];
+    int nx = 0, ny = 0;
+    if (!split(a, k[0], o, neg, x, &nx) || !split(a, k[1], o, false, y, &ny)) return false;
+    for (int i = 0; i < nx; i++)
+      for (int j = 0; j < ny; j++) {
+        Expr *t = nt_op_node(a, o.mul, x[i], y[j], e->col);
+        if (!t) return false;
+        t->dtype = e->dtype;
+        out[(*n)++] = t;
+      }
+    return true;
   }
+  Expr *t = neg ? nt_op_node(a, OP_NEG, (Expr *)e, NULL, e->col) : (Expr *)e;
+  if (t && neg) t->dtype = e->dtype;
+  out[*n] = t;
+  return out[(*n)++] != NULL;
 }
 
 int lw_union_terms(Lowerer *lw, Expr **out) {
-  int n = lower_union_term_count(lw->root);
+  int n = lower_union_term_count(lw->as, lw->root);
   if (n < 2) return 0;
   int got = 0;
-  if (!split(lw->a, lw->root, false, out, &got) || got != n)
+  if (!split(lw->a, lw->root, term_ops(lw->as), false, out, &got) || got != n)
     return diag_error(lw->d, TJ_ERR_NOMEM, "out of memory while lowering"), -1;
   return n;
 }
 
+OpKind lw_term_add(const Lowerer *lw) { return term_ops(lw->as).add; }
+
 bool lw_scatters_terms(const Lowerer *lw, int depth) {
   return depth == lw->nest.ws_depth && lw->nest.order[depth] == lw->nest.ws_var &&
          depth + 1 == lw->nest.nloops && lw->scope_end == lw->nest.nloops &&
-         !lw->root_reduces && !lw->valued_masks && !lw->as->semiring && !lw->as->accumulate &&
-         lw->out_init == 0 && lower_union_term_count(lw->as->rhs) >= 2;
+         !lw->root_reduces && !lw->valued_masks &&
+         (!lw->as->accumulate || !lw->plan->out_sparse) &&
+         lower_union_term_count(lw->as, lw->as->rhs) >= 2;
 }
 
-bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms) {
+/* Whether a root sum over a union may add the union's terms into its temp
+ * one loop nest each: sum_j (B1 + ... + Bk) = sum_j B1 + ... + sum_j Bk
+ * (plus only: no semiring, no user-defined reduction, no sum node below). */
+static bool plan_split_sum(const Assignment *as, const LowerPlan *p, int min_terms) {
+  if (as->root_def || as->root_op != term_ops(as).add || !adds_onto_identity(as)) return false;
+  bool sums = false;
+  for (int k = 0; k < p->nloops; k++) sums |= nt_is_root_reduction(as, p->order[k]);
+  int n = lower_union_term_count(as, as->rhs);
+  return sums && n >= 2 && n >= min_terms;
+}
+
+bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms,
+                              int min_sum_terms) {
+  p->split_sum = p->ws_depth < 0 && plan_split_sum(as, p, min_sum_terms);
+  if (p->split_sum) return true;
   const tj_format *f = &p->fmt[0];
   /* a sparse output appends its last level; a dense one is all dense (the
    * workspace drains into located entries) */
   bool dense_out = !p->out_sparse && f->order > 0 && !lv_format_has_sparse(f);
-  if (p->ws_depth >= 0 || p->vws_depth >= 0 || (!p->out_sparse && !dense_out) || as->semiring || as->accumulate ||
+  if (p->ws_depth >= 0 || p->vws_depth >= 0 || (!p->out_sparse && !dense_out) ||
+      !adds_onto_identity(as) ||
+      (as->accumulate && (!dense_out || as->semiring || as->lhs->dtype == TJ_BOOL)) ||
       p->nloops == 0 || f->order == 0 ||
       (p->out_sparse && !lv_at(f, f->order - 1, LV_HAS_POS)))
     return false;
@@ -115,7 +181,7 @@ bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms)
   if (p->order[p->nloops - 1] != v) return false; /* a reduction loop below it */
   for (int k = 0; k < p->nloops; k++)
     if (nt_is_reduction_var(as, p->order[k])) return false;
-  int n = lower_union_term_count(as->rhs);
+  int n = lower_union_term_count(as, as->rhs);
   if (n < 2 || n < min_terms) return false;
   p->ws_depth = p->nloops - 1;
   p->ws_var = v;

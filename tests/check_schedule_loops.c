@@ -552,8 +552,9 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "pos(i, ip, A(i,j))", "walks a dense range; pos walks the positions"},
     {SPMV, "ds", "pos(j, jp, B(i,j))", "has no access of B that uses j"},
     {SPMV, "ds", "pos(j, jp, A(j,i))", "has no access of A that uses j"},
-    {"y(i) = A(i,j) * x(j) + A(i,j)", "ds", "pos(j, jp, A(i,j)) split(jp, j0, j1, 2)",
-     "co-iterates sparse operands"},
+    /* (a root sum of A x + A walks each term in its own loop; a max does not) */
+    {"y(i) = reduce(max, j, A(i,j) * x(j) + A(i,j))", "ds",
+     "pos(j, jp, A(i,j)) split(jp, j0, j1, 2)", "co-iterates sparse operands"},
     {SPMV, "ds", "split(i, i0, i1, 4) pos(i0, ip, A(i,j))", "already split (into i0 and i1)"},
     {SPMV, "ds", "split(i, i0, i1, 4) split(i1, a, b, 2)", "one split or divide per loop"},
     {SPMV, "ds", "split(i, i0, i1, 4) reorder(i1, i0, j)", "it must come after i0"},
@@ -603,8 +604,8 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "parallelize(i, static, sharing)", "unknown race strategy 'sharing'"},
     {"A(i,j) = y(i) * x(j)", "dd", "parallelize(j, balanced)", "only the outermost loop's rows "
      "are weighed by nonzeros"},
-    {"y(i) = A(i,j) * x(j) + A(i,j)", "ds", "vectorize(j, 4)", "only for loops (a dense range, "
-     "or one sparse level) vectorize"},
+    {"y(i) = reduce(max, j, A(i,j) * x(j) + A(i,j))", "ds", "vectorize(j, 4)",
+     "only for loops (a dense range, or one sparse level) vectorize"},
 };
 enum { NREFUSALS = sizeof refusals / sizeof refusals[0] };
 

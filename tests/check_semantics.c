@@ -176,6 +176,143 @@ START_TEST(test_scattered_union_dense_out_by_hand) {
 }
 END_TEST
 
+/* A root sum over a union adds the union's terms into its temp one loop
+ * nest each (sum_j (B1 + B2) = sum_j B1 + sum_j B2), += into a dense
+ * output drains the workspace by adding, a mask splits over the terms
+ * under it, and a semiring's add adds the terms (min.plus), by hand on
+ * the matrices above. */
+START_TEST(test_summed_union_by_hand) {
+  const double b1[] = {1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 4};
+  const double b2[] = {0, 5, 0, 2, 0, 0, 0, 0, 0, 0, 6, 0};
+  const double b3[] = {7, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 1};
+  const double c[] = {2, 2, 2, 2, 0, 0, 0, 0, 1, 1, 0, 3};
+  const double x[] = {1, 2, 3, 4};
+  const double ones[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+  tj_tensor *ops[] = {vector("y", "d", 3, NULL), matrix("B1", "ds", 3, 4, b1),
+                      matrix("B2", "ds", 3, 4, b2), matrix("B3", "ds", 3, 4, b3),
+                      matrix("C", "ds", 3, 4, c), vector("x", "d", 4, x),
+                      vector("ys", "s", 3, NULL), tensor("a", "", 0, NULL, NULL)};
+  for (int threads = 1; threads <= 2; threads++)
+    for (int phases = 0; phases < 2; phases++) {
+      /* rows of B1 - B2 + 2 B3: 15 - 5 + 0 + 0; 0; 5 + 0 - 6 + 6 */
+      expect_run("y(i) = B1(i,j) - B2(i,j) + 2 * B3(i,j)", ops, 4, NULL, threads, phases,
+                 (double[]){10, 0, 5}, 3, -1);
+      /* (B1 + B2 + B3) x: 8*1 + 5*2 + 0*3 + 4*4; 0; 4*1 + 0*2 + 6*3 + 5*4 */
+      tj_tensor *mv[] = {ops[0], ops[1], ops[2], ops[3], ops[5]};
+      expect_run("y(i) = (B1(i,j) + B2(i,j) + B3(i,j)) * x(j)", mv, 5, NULL, threads, phases,
+                 (double[]){34, 0, 42}, 3, -1);
+      /* into a sparse vector: the row loop is dense, so row 1 is stored (0) */
+      tj_tensor *sv[] = {ops[6], ops[1], ops[2], ops[3], ops[5]};
+      expect_run("ys(i) = (B1(i,j) + B2(i,j) + B3(i,j)) * x(j)", sv, 5, NULL, threads, phases,
+                 (double[]){34, 0, 42}, 3, 3);
+      /* every entry of (B1 + B2 + B3) * C: 16 + 10 + 0 + 8, 0, 4 + 0 + 0 + 15 */
+      tj_tensor *sc[] = {ops[7], ops[1], ops[2], ops[3], ops[4]};
+      expect_run("a = (B1(i,j) + B2(i,j) + B3(i,j)) * C(i,j)", sc, 5, NULL, threads, phases,
+                 (double[]){53}, 1, -1);
+      /* += over ones: 1 + (15, -5, 0, 0; 0 0 0 0; 5, 0, -6, 6) */
+      tj_tensor *acc[] = {matrix("A", "dd", 3, 4, ones), ops[1], ops[2], ops[3]};
+      expect_run("A(i,j) += B1(i,j) - B2(i,j) + 2 * B3(i,j)", acc, 4, NULL, threads, phases,
+                 (double[]){16, -4, 1, 1, 1, 1, 1, 1, 6, 1, -5, 7}, 12, -1);
+      tj_tensor_free(acc[0]);
+      /* min.plus: absent is +inf; the union's entries are their minimum */
+      const double inf = INFINITY;
+      tj_tensor *dn[] = {matrix("A", "dd", 3, 4, NULL), ops[1], ops[2], ops[3], ops[4]};
+      expect_run("A(i,j) = B1(i,j) + B2(i,j) + B3(i,j)", dn, 4, "min.plus", threads, phases,
+                 (double[]){1, 5, inf, 2, inf, inf, inf, inf, 1, inf, 6, 1}, 12, -1);
+      /* (B1 + B2 + B3) + C where both hold entries: 1+2, 5+2, -, 2+2; -; 1+1, -, -, 1+3 */
+      expect_run("A(i,j) = (B1(i,j) + B2(i,j) + B3(i,j)) * C(i,j)", dn, 5, "min.plus", threads,
+                 phases, (double[]){3, 7, inf, 4, inf, inf, inf, inf, 2, inf, inf, 4}, 12, -1);
+      tj_tensor_free(dn[0]);
+      /* mask(C, .) keeps B1 - B2 + 2 B3 (15, -5, -, 0; -; 5, -, -6, 6) where C has an
+       * entry (row 0, and row 2 but column 2): 5 entries, (0,3) a stored 0;
+       * except(C, .) keeps the rest: -6 at (2,2) */
+      tj_tensor *mk[] = {matrix("A", "ds", 3, 4, NULL), ops[4], ops[1], ops[2], ops[3]};
+      expect_run("A(i,j) = mask(C(i,j), B1(i,j) - B2(i,j) + 2 * B3(i,j))", mk, 5, NULL, threads,
+                 phases, (double[]){15, -5, 0, 0, 0, 0, 0, 0, 5, 0, 0, 6}, 12, 5);
+      tj_tensor_free(mk[0]);
+      mk[0] = matrix("A", "dd", 3, 4, NULL);
+      expect_run("A(i,j) = except(C(i,j), B1(i,j) - B2(i,j) + 2 * B3(i,j))", mk, 5, NULL,
+                 threads, phases, (double[]){0, 0, 0, 0, 0, 0, 0, 0, 0, 0, -6, 0}, 12, -1);
+      tj_tensor_free(mk[0]);
+      /* min over j of the union's entry + x(j): min(1+1, 5+2, 2+4); -; min(1+1, 6+3, 1+4) */
+      expect_run("y(i) = (B1(i,j) + B2(i,j) + B3(i,j)) * x(j)", mv, 5, "min.plus", threads,
+                 phases, (double[]){2, inf, 2}, 3, -1);
+    }
+  free_all(ops, 8);
+}
+END_TEST
+
+/* k = 3, 8 and 16 terms: B_q (5 x 7) holds q at the entries where
+ * (7i + 3j + q) % 4 == 0; A = B_1 + ... + B_k (dense output, scattered),
+ * y = (B_1 + ... + B_k) x (summed term by term), y += the same, and the
+ * first two under min.plus, against plain loops. */
+START_TEST(test_wide_unions_by_loops) {
+  enum { M = 5, N = 7, KMAX = 16 };
+  static double b[KMAX][M * N];
+  double x[N], y0[M];
+  for (int j = 0; j < N; j++) x[j] = j - 2.5;
+  for (int i = 0; i < M; i++) y0[i] = 10 * i;
+  for (int q = 0; q < KMAX; q++)
+    for (int e = 0; e < M * N; e++) b[q][e] = (7 * (e / N) + 3 * (e % N) + q + 1) % 4 ? 0 : q + 1;
+  static const int ks[] = {3, 8, 16};
+  for (size_t t = 0; t < sizeof ks / sizeof *ks; t++) {
+    int k = ks[t];
+    tj_tensor *ops[KMAX + 2] = {NULL};
+    char names[KMAX][8], sum[512] = "", e1[600], e2[600], e3[600];
+    double want_a[M * N] = {0}, want_y[M], want_acc[M];
+    for (int q = 0; q < k; q++) {
+      snprintf(names[q], sizeof names[q], "B%d", q + 1);
+      ops[q + 1] = matrix(names[q], "ds", M, N, b[q]);
+      size_t used = strlen(sum);
+      snprintf(sum + used, sizeof sum - used, "%sB%d(i,j)", q ? " + " : "", q + 1);
+      for (int e = 0; e < M * N; e++) want_a[e] += b[q][e];
+    }
+    for (int i = 0; i < M; i++) {
+      double s = 0;
+      for (int j = 0; j < N; j++) s += want_a[i * N + j] * x[j];
+      want_y[i] = s;
+      want_acc[i] = y0[i] + s;
+    }
+    /* min.plus: the least stored entry of the B_q, +inf where none is;
+     * min over j of that + x(j) */
+    double min_a[M * N], min_y[M];
+    for (int e = 0; e < M * N; e++) {
+      min_a[e] = INFINITY;
+      for (int q = 0; q < k; q++)
+        if (b[q][e] != 0 && b[q][e] < min_a[e]) min_a[e] = b[q][e];
+    }
+    for (int i = 0; i < M; i++) {
+      min_y[i] = INFINITY;
+      for (int j = 0; j < N; j++)
+        if (min_a[i * N + j] + x[j] < min_y[i]) min_y[i] = min_a[i * N + j] + x[j];
+    }
+    snprintf(e1, sizeof e1, "A(i,j) = %s", sum);
+    snprintf(e2, sizeof e2, "y(i) = (%s) * x(j)", sum);
+    snprintf(e3, sizeof e3, "y(i) += (%s) * x(j)", sum);
+    ops[k + 1] = vector("x", "d", N, x);
+    for (int threads = 1; threads <= 2; threads++)
+      for (int phases = 0; phases < 2; phases++) {
+        ops[0] = matrix("A", "dd", M, N, NULL);
+        expect_run(e1, ops, k + 1, NULL, threads, phases, want_a, M * N, -1);
+        tj_tensor_free(ops[0]);
+        ops[0] = vector("y", "d", M, NULL);
+        expect_run(e2, ops, k + 2, NULL, threads, phases, want_y, M, -1);
+        tj_tensor_free(ops[0]);
+        ops[0] = vector("y", "d", M, y0);
+        expect_run(e3, ops, k + 2, NULL, threads, phases, want_acc, M, -1);
+        tj_tensor_free(ops[0]);
+        ops[0] = matrix("A", "dd", M, N, NULL);
+        expect_run(e1, ops, k + 1, "min.plus", threads, phases, min_a, M * N, -1);
+        tj_tensor_free(ops[0]);
+        ops[0] = vector("y", "d", M, NULL);
+        expect_run(e2, ops, k + 2, "min.plus", threads, phases, min_y, M, -1);
+        tj_tensor_free(ops[0]);
+      }
+    for (int q = 1; q <= k + 1; q++) tj_tensor_free(ops[q]);
+  }
+}
+END_TEST
+
 /* Deterministic values with zeros in a pattern (every third entry). */
 static void fill(double *v, int64_t n, int seed) {
   for (int64_t k = 0; k < n; k++)
@@ -1085,6 +1222,8 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_gallop_intersection_by_hand);
   tcase_add_test(tc, test_coo_by_hand);
   tcase_add_test(tc, test_scattered_union_dense_out_by_hand);
+  tcase_add_test(tc, test_summed_union_by_hand);
+  tcase_add_test(tc, test_wide_unions_by_loops);
   tcase_add_test(tc, test_spmv_plus_vector);
   tcase_add_test(tc, test_gemm_plus_matrix);
   tcase_add_test(tc, test_scopes_by_hand);
