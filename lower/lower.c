@@ -28,17 +28,37 @@ static bool grow_names(Lowerer *lw) {
   return true;
 }
 
-const char *lw_name(Lowerer *lw, const char *base) {
+static int name_index(const Lowerer *lw, const char *name) {
   for (int i = 0; i < lw->nnames; i++)
-    if (strcmp(lw->names[i], base) == 0) {
-      int n = ++lw->name_uses[i];
-      return arena_printf(lw->a, "%s_%d", base, n);
-    }
-  if (lw->nnames < lw->names_cap || grow_names(lw)) {
-    lw->names[lw->nnames] = arena_strdup(lw->a, base);
-    lw->name_uses[lw->nnames++] = 0;
+    if (strcmp(lw->names[i], name) == 0) return i;
+  return -1;
+}
+
+/* Registers name as taken (a copy); false when out of memory. */
+static bool take_name(Lowerer *lw, const char *name) {
+  if (lw->nnames >= lw->names_cap && !grow_names(lw)) return false;
+  lw->names[lw->nnames] = arena_strdup(lw->a, name);
+  lw->name_uses[lw->nnames++] = 0;
+  return true;
+}
+
+/* base, or base_1, base_2, ...: never a name given before, generated ones
+ * included (base "px0_2" after px0, px0_1, px0_2 had made two variables
+ * px0_2, and the C rendering's `for (int64_t px0_2 = px0_2; ...)` read
+ * itself). */
+const char *lw_name(Lowerer *lw, const char *base) {
+  int i = name_index(lw, base);
+  if (i < 0) {
+    take_name(lw, base);
+    return arena_strdup(lw->a, base);
   }
-  return arena_strdup(lw->a, base);
+  for (;;) {
+    const char *c = arena_printf(lw->a, "%s_%d", base, ++lw->name_uses[i]);
+    if (!c || name_index(lw, c) < 0) {
+      if (c) take_name(lw, c);
+      return c;
+    }
+  }
 }
 
 LirVar *lw_var(Lowerer *lw, const char *base, LirType t) {

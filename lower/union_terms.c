@@ -165,7 +165,7 @@ static bool plan_split_sum(const Assignment *as, const LowerPlan *p, int min_ter
 
 bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms,
                               int min_sum_terms) {
-  p->split_sum = p->ws_depth < 0 && plan_split_sum(as, p, min_sum_terms);
+  p->split_sum = p->ws_depth < 0 && p->vws_depth < 0 && plan_split_sum(as, p, min_sum_terms);
   if (p->split_sum) return true;
   const tj_format *f = &p->fmt[0];
   /* a sparse output appends its last level; a dense one is all dense (the
