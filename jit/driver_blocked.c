@@ -298,10 +298,12 @@ static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size
   const tj_format *f = &ops[blk->op]->ufmt;
   char order[2 * TJ_MAX_ORDER + NT_MAX_INDICES][BLK_NAME + 8];
   int n = 0, at = -1;
+  bool structured = !lv_at(f, f->order - 1, LV_FULL) && f->lvl_op[f->order - 1] == TJ_LVL_MOD;
   for (int l = 0; l < f->order; l++) {
     const char *name = blk->idx[f->mode_order[l]];
     const BlkIndex *ix = index_of((BlkScan *)s, name);
-    if (f->lvl_op[l] == TJ_LVL_MOD && at < 0 && !in_access(&s->acc[0], name)) at = n;
+    bool first_red = at < 0 && !in_access(&s->acc[0], name);
+    if (first_red && (f->lvl_op[l] == TJ_LVL_MOD || structured)) at = n;
     snprintf(order[n++], BLK_NAME + 8, "%s", f->lvl_op[l] == TJ_LVL_FLOORDIV ? ix->outer
                                              : f->lvl_op[l] == TJ_LVL_MOD    ? ix->inner : name);
   }
