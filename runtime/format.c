@@ -416,6 +416,12 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a dim name "
                           "at column %d", spec, (int)(skip_ws(p) - spec) + 1);
     nd++;
+    const char *at = skip_ws(p);
+    if (eat(&p, ":"))   /* MLIR's dimSlices: i : #sparse_tensor<slice(0, 4, 1)> */
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": dim %s has a slice at "
+                          "column %d; slices (dimSlices) are not supported yet: convert "
+                          "the part you need into a tensor of its own", spec,
+                          names[nd - 1], (int)(at - spec) + 1);
     if (!eat(&p, ",") && !eat(&p, ")"))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ',' or ')' "
                           "at column %d", spec, (int)(skip_ws(p) - spec) + 1);
