@@ -17,6 +17,11 @@
  * against CSR's. Prints medians (ms), the stored values over the nonzeros
  * (fill), CSR / BSR and MKL-BSR / BSR (above 1: tensorjit's BSR faster).
  * One thread.
+ * A last row times 2:4 sparsity (n_out_of_m, "ddn2:0,1/4,1%4": MLIR's
+ * `j mod 4 : structured[2, 4]`): an n x n weight matrix pruned to 2 of
+ * every 4 along its rows, SpMM with 64 columns over the 2:4 storage against
+ * the dense GEMM over the same values (dense / 2:4 above 1: 2:4 faster)
+ * and against CSR of the same nonzeros.
  * Usage: tjblocked [--data DIR] [--reps N] [--quick]
  */
 #include <math.h>
@@ -271,6 +276,60 @@ static void run(const Mat *m, int b, int reps) {
   free(xv), free(mo);
 }
 
+/* 2:4 SpMM against dense GEMM and CSR SpMM on one n x n matrix pruned to
+ * 2 of every 4 along its rows (random values, every block full). */
+static void run_24(int64_t n, int reps) {
+  const char *fmts[3] = {"ddn2:0,1/4,1%4", "dd", "ds"}, *names[3] = {"2:4", "dense", "csr"};
+  tj_tensor *A[3], *C[3];
+  tj_kernel *k[3];
+  for (int f = 0; f < 3; f++) A[f] = make("A", fmts[f], 2, (int64_t[]){n, n});
+  uint64_t s = 5;
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t b = 0; b < n / 4; b++) {
+      int64_t j0 = (int64_t)(rng_next(&s) % 4), j1 = (j0 + 1 + (int64_t)(rng_next(&s) % 3)) % 4;
+      double v0 = rng_val(&s), v1 = rng_val(&s);
+      for (int f = 0; f < 3; f++) {
+        TJ(tj_tensor_insert(A[f], (int64_t[]){i, 4 * b + j0}, v0));
+        TJ(tj_tensor_insert(A[f], (int64_t[]){i, 4 * b + j1}, v1));
+      }
+    }
+  double *bv = malloc((size_t)(n * NCOLS) * sizeof *bv);
+  for (int64_t e = 0; e < n * NCOLS; e++) bv[e] = rng_val(&s);
+  tj_tensor *B = dense("B", 2, (int64_t[]){n, NCOLS}, bv);
+  tj_context *cx;
+  TJ(tj_context_new(&cx));
+  for (int f = 0; f < 3; f++) {
+    TJ(tj_tensor_pack(A[f]));
+    C[f] = make("C", "dd", 2, (int64_t[]){n, NCOLS});
+    k[f] = compile(cx, "C(i,k) = A(i,j) * B(j,k)", (tj_tensor *[]){C[f], A[f], B}, 3);
+    TJ(tj_kernel_run(k[f], TJ_EVALUATE, NULL, 0));
+  }
+  for (int f = 1; f < 3; f++) {
+    double err = compare(values(C[f]), values(C[0]), n * NCOLS);
+    if (err > 1e-9) {
+      fprintf(stderr, "tjblocked: 2:4 SpMM differs from %s by %g\n", names[f], err);
+      exit(1);
+    }
+  }
+  double t[3][64];
+  for (int r = 0; r < reps; r++)
+    for (int f = 0; f < 3; f++) {
+      double t0 = cpu_ms();
+      TJ(tj_kernel_run(k[f], TJ_EVALUATE, NULL, 0));
+      t[f][r] = cpu_ms() - t0;
+    }
+  double m[3];
+  for (int f = 0; f < 3; f++) m[f] = bench_median(t[f], reps);
+  printf("spmm64  2:4 %lldx%lld     nnz %8lld  2:4 %8.3f  dense %8.3f  csr %8.3f ms  "
+         "dense/2:4 %5.2fx  csr/2:4 %5.2fx\n", (long long)n, (long long)n,
+         (long long)tj_tensor_nnz(A[2]), m[0], m[1], m[2], m[1] / m[0], m[2] / m[0]);
+  fflush(stdout);
+  tj_context_free(cx);
+  for (int f = 0; f < 3; f++) tj_tensor_free(A[f]), tj_tensor_free(C[f]);
+  tj_tensor_free(B);
+  free(bv);
+}
+
 int main(int argc, char **argv) {
   const char *data = TJ_BENCH_DATA;
   int reps = 15;
@@ -292,6 +351,7 @@ int main(int argc, char **argv) {
     if (read_mat(&mats[nm], path, files[f])) nm++;
     else printf("SKIP %s (%s)\n", files[f], tj_last_error());
   }
+  run_24(quick ? 512 : 2048, reps);
   block_mat(&mats[nm++], quick ? 512 : 4096, 6);
   for (int k = 0; k < nm; k++) {
     run(&mats[k], 4, reps);

@@ -49,7 +49,12 @@ typedef enum {
 /* Level letters: d dense, s compressed, u compressed-nonunique,
  * o compressed-nonordered, q singleton, (and c: singleton-nonunique, used
  * inside COO), l loose_compressed (lo and hi positions per segment,
- * pos[2p] and pos[2p+1]: segments in any order, with gaps; inputs only).
+ * pos[2p] and pos[2p+1]: segments in any order, with gaps; inputs only),
+ * n n_out_of_m (MLIR's structured[n, m]: every block of m stores exactly n
+ * coordinates within the block, crd[p*n .. p*n+n) under parent position p,
+ * ascending, with zero values where a block holds fewer; lvl_n[l] is n and
+ * the level must be the last one and store `d mod m`, so m is lvl_k[l]:
+ * 2:4 is "ddn2:0,1/4,1%4"; inputs only).
  * Blocked levels (MLIR's `floordiv` / `mod` maps, e.g. BSR): when ndims is
  * not 0 the format has `order` levels over ndims dims, and level l stores
  * dim mode_order[l] itself (lvl_op[l] = TJ_LVL_DIM), its block number
@@ -63,10 +68,12 @@ typedef struct tj_format {
   int32_t order;                           /* levels (= dims unless blocked) */
   char levels[TJ_MAX_ORDER_PUBLIC + 1];   /* e.g. "ds", NUL-terminated */
   int32_t mode_order[TJ_MAX_ORDER_PUBLIC]; /* level l stores dim mode_order[l] */
-  int32_t pos_width, crd_width;            /* 0 = default (32); else 32 or 64 */
+  int32_t pos_width, crd_width;            /* 0 = default (32); else 8, 16, 32 or 64
+                                              (bits, unsigned below 32) */
   int32_t ndims;                           /* blocked: dims; else 0 */
   int32_t lvl_op[TJ_MAX_ORDER_PUBLIC];     /* TJ_LVL_DIM / FLOORDIV / MOD */
   int32_t lvl_k[TJ_MAX_ORDER_PUBLIC];      /* the block size of FLOORDIV / MOD */
+  int32_t lvl_n[TJ_MAX_ORDER_PUBLIC];      /* n of an n_out_of_m level, else 0 */
 } tj_format;
 
 typedef struct tj_tensor tj_tensor;

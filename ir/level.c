@@ -13,6 +13,8 @@ static const LevelType level_types[] = {
   {'c', "singleton(nonunique)", LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'c'},
   /* lo and hi per segment (pos[2p], pos[2p+1]): not compact, not appended */
   {'l', "loose_compressed", LV_ORDERED | LV_UNIQUE | LV_HAS_POS | LV_HAS_CRD, 'l'},
+  /* n of every block of m (2:4): n coordinates per parent, no pos array */
+  {'n', "n_out_of_m", LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_FIXED_SEG | LV_HAS_CRD, 'n'},
 };
 
 const LevelType *lv_of(const tj_format *f, int l) {

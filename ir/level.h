@@ -25,7 +25,9 @@ enum {
   LV_APPEND = 1u << 7,     /* written by appending coordinates (in order
                               where LV_ORDERED, else as they come) */
   LV_HAS_POS = 1u << 8,    /* a pos array: pos[p] .. pos[p+1] is segment p */
-  LV_HAS_CRD = 1u << 9     /* a crd array: crd[q] is the coordinate at q */
+  LV_HAS_CRD = 1u << 9,    /* a crd array: crd[q] is the coordinate at q */
+  LV_FIXED_SEG = 1u << 10  /* n positions per parent (n_out_of_m): segment p
+                              is p*n .. p*n+n, n = tj_format.lvl_n */
 };
 
 typedef struct LevelType {

@@ -121,8 +121,10 @@ LirExpr *lir_ref(Arena *a, LirVar *v) {
   return e;
 }
 
+/* Index arrays of 1 and 2 bytes are unsigned (loads zero-extend), 4 and
+ * 8 signed. */
 static LirType width_ptr(int bytes) {
-  return bytes == 4 ? LT_PTR_I32 : LT_PTR_I64;
+  return bytes == 1 ? LT_PTR_U8 : bytes == 2 ? LT_PTR_U16 : bytes == 4 ? LT_PTR_I32 : LT_PTR_I64;
 }
 
 LirType lir_field_type(const LirKernel *k, int operand, LirField f) {

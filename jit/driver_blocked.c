@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/level.h"
 #include "driver.h"
 
 #define BLK_NAME 64
@@ -58,6 +59,8 @@ typedef struct BlkAccess {
 typedef struct BlkIndex {
   char name[BLK_NAME], outer[BLK_NAME + 8], inner[BLK_NAME + 8];
   int32_t k;
+  bool sparse_inner;   /* a mod level of it is sparse (n_out_of_m): its loop
+                          walks that level's positions, no bound(...) */
 } BlkIndex;
 
 typedef struct BlkScan {
@@ -180,6 +183,10 @@ static bool find_blocked(BlkScan *s, tj_tensor *const *ops, Diag *d) {
                         "and convert it", t->name, t->ufmt.levels);
     if (ac->n != t->order) return true;   /* the checker names the arity error */
     for (int l = 0; l < t->ufmt.order; l++) {
+      if (t->ufmt.lvl_op[l] == TJ_LVL_MOD && !lv_at(&t->ufmt, l, LV_FULL)) {
+        BlkIndex *ix = index_of(s, ac->idx[t->ufmt.mode_order[l]]);
+        if (ix) ix->sparse_inner = true;   /* its floordiv level comes first */
+      }
       if (t->ufmt.lvl_op[l] != TJ_LVL_FLOORDIV) continue;
       const char *name = ac->idx[t->ufmt.mode_order[l]];
       BlkIndex *ix = index_of(s, name);
@@ -291,10 +298,12 @@ static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size
   const tj_format *f = &ops[blk->op]->ufmt;
   char order[2 * TJ_MAX_ORDER + NT_MAX_INDICES][BLK_NAME + 8];
   int n = 0, at = -1;
+  bool structured = !lv_at(f, f->order - 1, LV_FULL) && f->lvl_op[f->order - 1] == TJ_LVL_MOD;
   for (int l = 0; l < f->order; l++) {
     const char *name = blk->idx[f->mode_order[l]];
     const BlkIndex *ix = index_of((BlkScan *)s, name);
-    if (f->lvl_op[l] == TJ_LVL_MOD && at < 0 && !in_access(&s->acc[0], name)) at = n;
+    bool first_red = at < 0 && !in_access(&s->acc[0], name);
+    if (first_red && (f->lvl_op[l] == TJ_LVL_MOD || structured)) at = n;
     snprintf(order[n++], BLK_NAME + 8, "%s", f->lvl_op[l] == TJ_LVL_FLOORDIV ? ix->outer
                                              : f->lvl_op[l] == TJ_LVL_MOD    ? ix->inner : name);
   }
@@ -347,6 +356,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
   ok = ok && puts_(&buf, &len, &cap, p);
   ok = ok && loop_order(s, ops, &sch, &slen, &scap);
   for (int i = 0; ok && i < s->nix; i++) {   /* the block loops run k times */
+    if (s->ix[i].sparse_inner) continue;
     char dir[3 * BLK_NAME + 64];
     snprintf(dir, sizeof dir, "%sbound(%s, %s_k, %d, max_exact)", slen ? " " : "",
              s->ix[i].inner, s->ix[i].inner, s->ix[i].k);

@@ -215,7 +215,8 @@ static bool weight_array(Emitter *e, const LirExpr *x, LLVMValueRef *p, LLVMValu
   *p = LLVMConstNull(e->ptr);
   *w = LLVMConstInt(e->i32, 0, 0);
   if (!x) return true;
-  if (x->type != LT_PTR_I32 && x->type != LT_PTR_I64)
+  if (x->type != LT_PTR_I32 && x->type != LT_PTR_I64 && x->type != LT_PTR_U8 &&
+      x->type != LT_PTR_U16)   /* 8- and 16-bit positions are unsigned */
     return em_bug(e, "parallel balance array is not an integer pointer");
   if (!(*p = emit_expr(e, x))) return false;
   *w = LLVMConstInt(e->i32, (unsigned)em_elem_bytes(x->type), 0);

@@ -3,6 +3,9 @@
  *   position bounds of the segment under parent position p:
  *     compressed (LV_HAS_POS)           pos[p] .. pos[p+1]
  *     loose (LV_HAS_POS, not compact)    pos[2p] .. pos[2p+1]
+ *     n_out_of_m (LV_FIXED_SEG)         p*n .. p*n+n (n a constant: the
+ *                                       loop over a block's n entries has
+ *                                       a constant trip count, no branch)
  *     singleton under a segmented level p .. seg_end (the parent's run)
  *     singleton                         p .. p+1
  *   locate (LV_LOCATE): position of coordinate c under parent position p
@@ -125,6 +128,10 @@ void lw_pos_bounds(Lowerer *lw, int x, int l, LirExpr *pp, LirExpr **lo, LirExpr
     if (!lv_at(f, l, LV_COMPACT)) pp = lir_bin(lw->a, LOP_MUL, pp, lw_i64(lw, 2));
     *lo = lw_load_index(lw, pos, pp);
     *hi = lw_load_index(lw, pos, lir_bin(lw->a, LOP_ADD, pp, lw_i64(lw, 1)));
+  } else if (lv_at(f, l, LV_FIXED_SEG)) {
+    *lo = lir_bin(lw->a, LOP_MUL, pp, lw_i64(lw, f->lvl_n[l]));
+    *hi = lir_bin(lw->a, LOP_ADD, lir_bin(lw->a, LOP_MUL, pp, lw_i64(lw, f->lvl_n[l])),
+                  lw_i64(lw, f->lvl_n[l]));
   } else if (l > 0 && lw_level_segmented(f, l - 1)) {
     *lo = pp;
     *hi = lw_ref(lw, lw->seg_end[x]);

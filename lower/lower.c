@@ -310,8 +310,8 @@ static LirStmt *declare_operands(Lowerer *lw) {
     op->name = tv->name;
     op->order = f->order;
     op->dtype = tv->decl.dtype;
-    op->pos_width = f->pos_width == 64 ? 8 : 4;
-    op->crd_width = f->crd_width == 64 ? 8 : 4;
+    op->pos_width = f->pos_width ? f->pos_width / 8 : 4;   /* bits -> bytes */
+    op->crd_width = f->crd_width ? f->crd_width / 8 : 4;
     op->is_output = t == 0;
     for (int m = 0; m < f->order; m++) {
       snprintf(base, sizeof base, "%s_dim%d", tv->name, m);

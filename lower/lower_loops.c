@@ -81,6 +81,8 @@ static LirStmt *init_iter(Lowerer *lw, int x, int l, Iter *it) {
   lw_pos_bounds(lw, x, l, parent_pos(lw, x), &lo, &hi);
   if (lw->live[x]) return guarded_range(lw, x, it, lo, hi);
   LirStmt *s = lir_decl(A(lw), it->p, lo);
+  if (lv_at(lw->acc[x].f, l, LV_FIXED_SEG))   /* end = p + n: a constant trip count */
+    hi = lir_bin(A(lw), LOP_ADD, lw_ref(lw, it->p), lw_i64(lw, lw->acc[x].f->lvl_n[l]));
   lir_append(&s, lir_decl(A(lw), it->end, hi));
   return s;
 }

@@ -312,7 +312,25 @@ static int tier_cap(const Pass *p, const LirVar *iv) {
   return 0;
 }
 
+/* Whether loop (in the list from head) runs a constant number of trips
+ * below limit: its bound is declared in the list as lo + c (n_out_of_m's
+ * block of n positions): a vector path it never enters would only add a
+ * branch and mark the plain 2-trip loop a remainder. */
+static bool short_trip(const LirStmt *head, const LirStmt *loop, int64_t limit) {
+  const LirExpr *lo = loop->u.loop.lo, *hi = loop->u.loop.hi;
+  if (lo->kind != LE_VAR || hi->kind != LE_VAR) return false;
+  for (const LirStmt *s = head; s && s != loop; s = s->next) {
+    if (s->kind != LS_DECL || s->u.decl.var != hi->u.var) continue;
+    const LirExpr *e = s->u.decl.init;
+    return e && e->kind == LE_BIN && e->u.bin.op == LOP_ADD && e->u.bin.a->kind == LE_VAR &&
+           e->u.bin.a->u.var == lo->u.var && e->u.bin.b->kind == LE_CONST &&
+           e->u.bin.b->u.c.i < limit;
+  }
+  return false;
+}
+
 static void walk(Pass *p, LirStmt **slot) {
+  LirStmt *head = *slot;
   for (; *slot; slot = &(*slot)->next) {
     LirStmt *s = *slot;
     switch (s->kind) {
@@ -341,6 +359,7 @@ static void walk(Pass *p, LirStmt **slot) {
       }
       walk(p, &s->u.loop.body);
       if (!free_loop || has_loop(s->u.loop.body) || !named) break;
+      if (short_trip(head, s, p->width)) break;   /* never enters a W-lane path */
       if (!vectorizable(&p->v, s, p->opt->vector_gather)) break;
       slot = split(&p->v, slot, p->width, p->v.gathers, false);
       p->count++; /* on past what split put in place */

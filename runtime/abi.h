@@ -15,8 +15,12 @@
  *   loose_compressed: pos[2p] .. pos[2p+1] is the segment of parent p
  *                (lo and hi per segment: segments in any order, with gaps,
  *                so one can grow in place); crd as compressed.
- * Position and coordinate arrays hold 32- or 64-bit signed integers
- * (pos_width / crd_width bytes, per tensor). Values live in one vals array.
+ *   n_out_of_m:  crd only; segment p is p*n .. p*n+n (n = the level's n:
+ *                exactly n coordinates per parent, ascending, zero values
+ *                where a block stores fewer than n).
+ * Position and coordinate arrays hold 8- or 16-bit unsigned, or 32- or
+ * 64-bit signed integers (pos_width / crd_width bytes, per tensor).
+ * Values live in one vals array.
  */
 #ifndef TJ_RUNTIME_ABI_H
 #define TJ_RUNTIME_ABI_H
@@ -29,7 +33,8 @@ typedef enum {
   TJ_LVL_DENSE = 0,
   TJ_LVL_COMPRESSED = 1,
   TJ_LVL_SINGLETON = 2,
-  TJ_LVL_LOOSE_COMPRESSED = 3
+  TJ_LVL_LOOSE_COMPRESSED = 3,
+  TJ_LVL_N_OUT_OF_M = 4
 } tj_level_kind;
 
 /* Level properties, one flags word per level. */
@@ -57,13 +62,14 @@ typedef struct tj_level_storage {
   void *crd;        /* compressed, singleton: crd_len entries */
   int64_t pos_len, pos_cap;  /* entries used / allocated */
   int64_t crd_len, crd_cap;
+  int64_t n;        /* n_out_of_m: coordinates per parent position */
 } tj_level_storage;
 
 typedef struct tj_storage {
   int32_t order;
   int32_t dtype;      /* tj_dtype of include/tensorjit.h */
-  int32_t pos_width;  /* 4 or 8 */
-  int32_t crd_width;  /* 4 or 8 */
+  int32_t pos_width;  /* 1, 2, 4 or 8 bytes */
+  int32_t crd_width;  /* 1, 2, 4 or 8 bytes */
   int64_t dims[TJ_MAX_ORDER];
   tj_lvl_expr map[TJ_MAX_ORDER];      /* level l stores map[l] */
   tj_level_storage levels[TJ_MAX_ORDER];

@@ -6,7 +6,9 @@
  * u compressed-nonunique, o compressed-nonordered (coordinates of a segment
  * in any order: what a kernel writes without sorting), q singleton, c
  * singleton-nonunique, l loose_compressed (lo and hi positions per
- * segment: pos[2p] .. pos[2p+1]). A singleton
+ * segment: pos[2p] .. pos[2p+1]), n n_out_of_m (MLIR's structured[n, m]:
+ * n coordinates stored in every block of m; the letter takes its n, "n2",
+ * and stores `d mod m`, so 2:4 is "ddn2:0,1/4,1%4"). A singleton
  * needs a nonunique parent (u, q or c): COO is "uq", COO-3 "uqq", where a
  * singleton above another singleton is implicitly nonunique.
  *
@@ -37,6 +39,7 @@ static const RtLevelType level_types[] = {
   {'q', "singleton", "", TJ_LVL_SINGLETON, 0},
   {'c', "singleton", "nonunique", TJ_LVL_SINGLETON, TJ_LVL_NONUNIQUE},
   {'l', "loose_compressed", "", TJ_LVL_LOOSE_COMPRESSED, 0},
+  {'n', "structured", "", TJ_LVL_N_OUT_OF_M, 0},   /* structured[n, m] */
 };
 #define NLEVEL_TYPES ((int)(sizeof level_types / sizeof level_types[0]))
 
@@ -125,6 +128,32 @@ void rt_format_expand(const tj_format *f, const int64_t *dims, tj_format *ef,
   }
 }
 
+static bool width_ok(int w) { return w == 0 || w == 8 || w == 16 || w == 32 || w == 64; }
+
+/* An n_out_of_m level is the last level, stores `d mod m` of a blocked dim
+ * and keeps 1 <= n <= m of every block; no other level has an n. */
+static tj_status check_structured(const tj_format *f) {
+  for (int l = 0; l < f->order; l++) {
+    bool nm = rt_level_type(f->levels[l])->kind == TJ_LVL_N_OUT_OF_M;
+    if (!nm && f->lvl_n[l] != 0)
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": level %d is not n_out_of_m "
+                          "but has n = %d", f->levels, l, f->lvl_n[l]);
+    if (!nm) continue;
+    if (f->ndims == 0 || f->lvl_op[l] != TJ_LVL_MOD)
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": n_out_of_m level %d must store "
+                          "a dim mod m (MLIR: j mod 4 : structured[2, 4]; taco: "
+                          "ddn2:0,1/4,1%%4)", f->levels, l);
+    if (l != f->order - 1)
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": n_out_of_m level %d must be "
+                          "the last level", f->levels, l);
+    if (f->lvl_n[l] < 1 || f->lvl_n[l] > f->lvl_k[l])
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": n_out_of_m level %d keeps %d "
+                          "of every %d; n must be 1..m", f->levels, l, f->lvl_n[l],
+                          f->lvl_k[l]);
+  }
+  return TJ_OK;
+}
+
 /* The structural checks shared by parse and rt_format_check. */
 static tj_status check_levels(const tj_format *f) {
   if (f->order < 0 || f->order > TJ_MAX_ORDER)
@@ -161,11 +190,11 @@ static tj_status check_levels(const tj_format *f) {
         return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": level %d is blocked "
                             "but ndims is 0", f->levels, l);
   }
-  if ((f->pos_width != 0 && f->pos_width != 32 && f->pos_width != 64) ||
-      (f->crd_width != 0 && f->crd_width != 32 && f->crd_width != 64))
+  if (!width_ok(f->pos_width) || !width_ok(f->crd_width))
     return rt_set_error(TJ_ERR_FORMAT, "position and coordinate widths must "
-                        "be 32 or 64 (got %d, %d)", f->pos_width, f->crd_width);
-  return TJ_OK;
+                        "be 8, 16, 32 or 64 bits, or 0 for the default (got %d, %d)",
+                        f->pos_width, f->crd_width);
+  return check_structured(f);
 }
 
 tj_status rt_format_check(const tj_format *f, int order) {
@@ -231,6 +260,16 @@ static tj_status parse_taco(const char *spec, tj_format *f) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": bad level letter "
                           "'%c' at column %d (expected %s)",
                           spec, *p, (int)(p - spec) + 1, letter_list());
+    if (*p == 'n') {   /* n_out_of_m: its n follows the letter */
+      const char *at = p++;
+      if (!isdigit((unsigned char)*p))
+        return rt_set_error(TJ_ERR_PARSE, "format \"%s\": the n_out_of_m letter 'n' at "
+                            "column %d needs its n (n2 for 2:4)", spec, (int)(at - spec) + 1);
+      long k = strtol(p, (char **)&p, 10);
+      f->lvl_n[n] = (int32_t)(k > (1L << 30) ? -1 : k);
+      f->levels[n++] = 'n';
+      continue;
+    }
     f->levels[n++] = *p++;
   }
   f->order = n;
@@ -296,28 +335,75 @@ static bool eat(const char **p, const char *tok) {
   return true;
 }
 
+/* Reads an integer in 0..2^30 at *p (after blanks) into *v. */
+static bool read_int(const char **p, int32_t *v) {
+  const char *s = skip_ws(*p);
+  if (!isdigit((unsigned char)*s)) return false;
+  long k = strtol(s, (char **)p, 10);
+  *v = (int32_t)(k > (1L << 30) ? -1 : k);
+  return true;
+}
+
+/* n_out_of_m's spellings: structured[n, m] (MLIR 19), n_out_of_m(n, m) and
+ * blockN_M (MLIR 18's block2_4); word is read already. */
+static bool structured(const char *word, const char **p, int32_t *n, int32_t *m) {
+  int a, b, len = 0;
+  if (sscanf(word, "block%d_%d%n", &a, &b, &len) == 2 && word[len] == 0 && a >= 0 && b >= 0)
+    return *n = a, *m = b, true;
+  const char *open = !strcmp(word, "structured") ? "[" : !strcmp(word, "n_out_of_m") ? "(" : NULL;
+  const char *close = open && *open == '[' ? "]" : ")";
+  return open && eat(p, open) && read_int(p, n) && eat(p, ",") && read_int(p, m) &&
+         eat(p, close);
+}
+
 /* One MLIR level type: dense, compressed, compressed(nonunique),
- * compressed(nonordered), singleton, singleton(nonunique); returns the
- * letter or 0. */
-static char level_letter(const char **p) {
+ * compressed(nonordered), singleton, singleton(nonunique),
+ * loose_compressed, structured[n, m]; returns the letter (n and m of
+ * structured in *n, *m) or 0. */
+static char level_letter(const char **p, int32_t *n, int32_t *m) {
   char word[32], prop[32] = "";
   if (!read_ident(p, word, sizeof word)) return 0;
   const char *save = *p;
+  if (structured(word, p, n, m)) return 'n';
+  *p = save;
   if (eat(p, "(") && (!read_ident(p, prop, sizeof prop) || !eat(p, ")"))) {
     *p = save;
     return 0;
   }
   for (int t = 0; t < NLEVEL_TYPES; t++)
-    if (!strcmp(word, level_types[t].word) && !strcmp(prop, level_types[t].prop))
+    if (!strcmp(word, level_types[t].word) && !strcmp(prop, level_types[t].prop) &&
+        level_types[t].kind != TJ_LVL_N_OUT_OF_M)   /* only with its [n, m] */
       return level_types[t].letter;
   return 0;
 }
 
-/* "(i,j) -> (j : dense, i : compressed)". */
+/* The fields after the map: ", posWidth = 8, crdWidth = 16" (bits). */
+static tj_status parse_widths(const char *spec, const char **p, tj_format *f) {
+  while (eat(p, ",")) {
+    char key[32];
+    int32_t w;
+    const char *at = skip_ws(*p);
+    bool known = read_ident(p, key, sizeof key) &&
+                 (!strcmp(key, "posWidth") || !strcmp(key, "crdWidth"));
+    if (!known || !eat(p, "=") || !read_int(p, &w))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'posWidth = N' or "
+                          "'crdWidth = N' at column %d", spec, (int)(at - spec) + 1);
+    if (!strcmp(key, "posWidth")) f->pos_width = w;
+    else f->crd_width = w;
+  }
+  return TJ_OK;
+}
+
+/* "(i,j) -> (j : dense, i : compressed)", optionally with ", posWidth =
+ * 8, crdWidth = 16" and inside "#sparse_tensor.encoding<{ map = ... }>". */
 static tj_status parse_mlir(const char *spec, tj_format *f) {
   char names[TJ_MAX_ORDER][32];
   int nd = 0, nl = 0;
   const char *p = spec;
+  bool wrapped = eat(&p, "#sparse_tensor.encoding");
+  if (wrapped && !(eat(&p, "<") && eat(&p, "{")))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '<{' at column %d", spec,
+                        (int)(skip_ws(p) - spec) + 1);
   if (eat(&p, "map")) eat(&p, "=");
   if (!eat(&p, "("))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '(' at column "
@@ -330,6 +416,12 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a dim name "
                           "at column %d", spec, (int)(skip_ws(p) - spec) + 1);
     nd++;
+    const char *at = skip_ws(p);
+    if (eat(&p, ":"))   /* MLIR's dimSlices: i : #sparse_tensor<slice(0, 4, 1)> */
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": dim %s has a slice at "
+                          "column %d; slices (dimSlices) are not supported yet: convert "
+                          "the part you need into a tensor of its own", spec,
+                          names[nd - 1], (int)(at - spec) + 1);
     if (!eat(&p, ",") && !eat(&p, ")"))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ',' or ')' "
                           "at column %d", spec, (int)(skip_ws(p) - spec) + 1);
@@ -367,12 +459,18 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
                           (int)(skip_ws(p) - spec) + 1);
     }
     const char *at = skip_ws(p);
-    char c = level_letter(&p);
+    int32_t sn = 0, sm = 0;
+    char c = level_letter(&p, &sn, &sm);
     if (!c)
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unknown level type at "
                           "column %d (expected dense, compressed, "
                           "compressed(nonunique), compressed(nonordered), singleton, "
-                          "singleton(nonunique) or loose_compressed)", spec, (int)(at - spec) + 1);
+                          "singleton(nonunique), loose_compressed or structured[n, m])",
+                          spec, (int)(at - spec) + 1);
+    if (c == 'n' && (op != TJ_LVL_MOD || sm != f->lvl_k[nl]))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": structured[%d, %d] at column %d "
+                          "must store '%s mod %d'", spec, sn, sm, (int)(at - spec) + 1, dim, sm);
+    f->lvl_n[nl] = c == 'n' ? sn : 0;
     f->levels[nl] = c;
     f->mode_order[nl++] = d;
     if (!eat(&p, ",") && !eat(&p, ")"))
@@ -386,6 +484,11 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
   if (nl != nd && !f->ndims)
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": %d dims but %d levels",
                         spec, nd, nl);
+  tj_status st = parse_widths(spec, &p, f);
+  if (st != TJ_OK) return st;
+  if (wrapped && !(eat(&p, "}") && eat(&p, ">")))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '}>' at column %d", spec,
+                        (int)(skip_ws(p) - spec) + 1);
   if (*skip_ws(p))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unexpected text at "
                         "column %d", spec, (int)(skip_ws(p) - spec) + 1);
@@ -412,7 +515,11 @@ tj_status tj_format_parse(const char *spec, tj_format *out) {
 
 void tj_format_print(const tj_format *f, char *buf, size_t n) {
   if (!buf || n == 0) return;
-  int k = snprintf(buf, n, "%s", f->levels);
+  int k = 0;
+  buf[0] = 0;
+  for (int l = 0; l < f->order && k >= 0 && (size_t)k < n; l++)
+    k += f->levels[l] == 'n' ? snprintf(buf + k, n - (size_t)k, "n%d", f->lvl_n[l])
+                             : snprintf(buf + k, n - (size_t)k, "%c", f->levels[l]);
   bool identity = true;
   for (int l = 0; l < f->order; l++)
     if (f->mode_order[l] != l) identity = false;
@@ -440,10 +547,17 @@ void tj_format_print_mlir(const tj_format *f, char *buf, size_t n) {
     k += snprintf(buf + k, n - (size_t)k, "%sd%d", l ? ", " : "", f->mode_order[l]);
     if (op && k >= 0 && (size_t)k < n)
       k += snprintf(buf + k, n - (size_t)k, "%s%d", op, f->lvl_k[l]);
-    if (k >= 0 && (size_t)k < n)
+    if (k >= 0 && (size_t)k < n && f->levels[l] == 'n')
+      k += snprintf(buf + k, n - (size_t)k, " : structured[%d, %d]", f->lvl_n[l], f->lvl_k[l]);
+    else if (k >= 0 && (size_t)k < n)
       k += snprintf(buf + k, n - (size_t)k, " : %s%s%s%s", lt ? lt->word : "?",
                     lt && lt->prop[0] ? "(" : "", lt ? lt->prop : "",
                     lt && lt->prop[0] ? ")" : "");
   }
-  if (k >= 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, ")");
+  if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, ")");
+  /* widths other than the default 32 (0 before a tensor resolves it) */
+  if (k >= 0 && (size_t)k < n && f->pos_width && f->pos_width != 32)
+    k += snprintf(buf + k, n - (size_t)k, ", posWidth = %d", f->pos_width);
+  if (k >= 0 && (size_t)k < n && f->crd_width && f->crd_width != 32)
+    snprintf(buf + k, n - (size_t)k, ", crdWidth = %d", f->crd_width);
 }

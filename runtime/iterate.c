@@ -13,10 +13,14 @@
 
 typedef RtEmitFn EmitFn;
 
-/* The segment [*lo, *hi) of parent position p in a compressed or
- * loose_compressed level; false when p has none. */
+/* The segment [*lo, *hi) of parent position p in a compressed,
+ * loose_compressed or n_out_of_m level; false when p has none. */
 static bool segment(const tj_storage *s, const tj_level_storage *lv, int64_t p, int64_t *lo,
                     int64_t *hi) {
+  if (lv->kind == TJ_LVL_N_OUT_OF_M) {
+    *lo = p * lv->n, *hi = *lo + lv->n;
+    return lv->crd && *hi <= lv->crd_len;
+  }
   int64_t k = lv->kind == TJ_LVL_LOOSE_COMPRESSED ? 2 * p : p;
   if (!lv->pos || k + 1 >= lv->pos_len) return false;
   *lo = rt_idx(lv->pos, s->pos_width, k);
@@ -36,7 +40,7 @@ static void walk(const tj_storage *s, int l, int64_t p, int64_t *coord,
   if (lv->kind == TJ_LVL_DENSE) {
     for (int64_t i = 0; i < lv->size; i++)
       coord[m] = i, walk(s, l + 1, p * lv->size + i, coord, emit, ctx);
-  } else if (lv->kind == TJ_LVL_COMPRESSED || lv->kind == TJ_LVL_LOOSE_COMPRESSED) {
+  } else if (lv->kind != TJ_LVL_SINGLETON) {
     int64_t lo, hi;
     if (!segment(s, lv, p, &lo, &hi)) return;
     for (int64_t q = lo; q < hi; q++) {
@@ -75,9 +79,12 @@ static void collect(void *ctx, const int64_t *coord, int64_t p) {
   c->vals[c->n++] = v;
 }
 
+/* Whether s stores fill (zeros that are no entries): a dense level, or an
+ * n_out_of_m level's padding slots. */
 static bool has_dense(const tj_storage *s) {
   for (int l = 0; l < s->order; l++)
-    if (s->levels[l].kind == TJ_LVL_DENSE) return true;
+    if (s->levels[l].kind == TJ_LVL_DENSE || s->levels[l].kind == TJ_LVL_N_OUT_OF_M)
+      return true;
   return false;
 }
 

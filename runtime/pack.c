@@ -12,6 +12,7 @@
  * allocated per entry, and dense space exists only below stored positions.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "tensor.h"
@@ -237,10 +238,10 @@ static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
   int64_t nq = q + 1;
   lv->crd = alloc_idx(nq, cw);
   if (!lv->pos || !lv->crd) return nomem(t);
-  if (pw == 4 && nq > INT32_MAX)
+  if (nq > rt_idx_max(pw))
     return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d has %" PRId64
-                        " positions, more than 32-bit positions hold; use "
-                        "pos_width 64", t->name, l, nq);
+                        " positions, more than posWidth %d holds (at most %" PRId64
+                        "); use a wider posWidth", t->name, l, nq, 8 * pw, rt_idx_max(pw));
   int64_t *count = calloc((size_t)(*P + 1), sizeof *count);
   if (!count) return nomem(t);
   q = -1, prev_par = -1;
@@ -259,6 +260,87 @@ static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
   lv->crd_len = lv->crd_cap = nq;
   *P = nq;
   return TJ_OK;
+}
+
+/* Where the block of entry e of an n_out_of_m level l sits, for messages:
+ * "(3, 8..11)" in dims (the level's own coordinate spanning the block). */
+static void block_name(const tj_tensor *t, const Sorted *so, int l, int64_t e, char *buf,
+                       size_t n) {
+  int64_t lc[TJ_MAX_ORDER] = {0}, c[TJ_MAX_ORDER];
+  for (int k = 0; k < l; k++) lc[k] = so->lc[k][e];
+  if (t->blocked) rt_block_to_dims(t, lc, c);
+  else memcpy(c, lc, sizeof c);
+  int dim = t->blocked ? t->ufmt.mode_order[l] : l, m = (int)t->st.levels[l].size;
+  size_t k = (size_t)snprintf(buf, n, "(");
+  for (int d = 0; d < t->order && k < n; d++)
+    k += (size_t)snprintf(buf + k, n - k, d == dim ? "%s%" PRId64 "..%" PRId64 : "%s%" PRId64,
+                          d ? ", " : "", c[d], c[d] + m - 1);
+  if (k < n) snprintf(buf + k, n - k, ")");
+}
+
+/* Fills the n slots of one block from its k <= n stored coordinates
+ * c[0..k) (ascending): the missing slots take the smallest coordinates not
+ * stored, so the block stays ascending and unique; writes the slot of each
+ * stored coordinate into slot[]. */
+static void fill_block(void *crd, int cw, int64_t base, int n, const int64_t *c, int k,
+                       int64_t *slot) {
+  int64_t x = 0;   /* the next candidate padding coordinate (x <= c[h]) */
+  int h = 0, pad = n - k;
+  for (int s = 0; s < n; s++) {
+    if (h < k && (pad == 0 || c[h] == x)) {
+      slot[h] = s;
+      rt_idx_set(crd, cw, base + s, c[h]);
+      x = c[h++] + 1;
+    } else {
+      rt_idx_set(crd, cw, base + s, x++);
+      pad--;
+    }
+  }
+}
+
+/* Builds n_out_of_m level l (the last): n slots per parent position; a
+ * block with more than n nonzero entries is refused, naming it. Sets
+ * par[e] to the entry's slot position, or -1 for a zero dropped from a
+ * full block. */
+static tj_status build_structured(const tj_tensor *t, tj_storage *s, int l, const Sorted *so,
+                                  int64_t *par, int64_t *P) {
+  tj_level_storage *lv = &s->levels[l];
+  int n = (int)lv->n, cw = s->crd_width;
+  if (*P > INT64_MAX / n) return nomem(t);
+  if (!(lv->crd = alloc_idx(*P * n, cw))) return nomem(t);
+  lv->crd_len = lv->crd_cap = *P * n;
+  int64_t *cs = malloc((size_t)(n + 1) * 2 * sizeof *cs);
+  if (!cs) return nomem(t);
+  int64_t *slot = cs + n + 1;
+  for (int64_t p = 0; p < *P; p++)   /* empty blocks: coordinates 0..n-1 */
+    for (int k = 0; k < n; k++) rt_idx_set(lv->crd, cw, p * n + k, k);
+  tj_status st = TJ_OK;
+  for (int64_t e = 0, next; e < so->n && st == TJ_OK; e = next) {
+    int k = 0, nz = 0;
+    for (next = e; next < so->n && par[next] == par[e]; next++)
+      nz += !rt_val_is_zero(s->dtype, so->vals[next]);
+    bool keep_zeros = next - e <= n;
+    if (nz > n) {
+      char where[160];
+      block_name(t, so, l, e, where, sizeof where);
+      st = rt_set_error(TJ_ERR_FORMAT, "tensor %s: the block at %s holds %d nonzeros; "
+                        "n_out_of_m %d:%" PRId64 " stores at most %d per block", t->name,
+                        where, nz, n, lv->size, n);
+      break;
+    }
+    for (int64_t q = e; q < next; q++)
+      if (keep_zeros || !rt_val_is_zero(s->dtype, so->vals[q])) cs[k++] = so->lc[l][q];
+    int64_t base = par[e] * n;
+    fill_block(lv->crd, cw, base, n, cs, k, slot);
+    k = 0;
+    for (int64_t q = e; q < next; q++) {
+      bool kept = keep_zeros || !rt_val_is_zero(s->dtype, so->vals[q]);
+      par[q] = kept ? base + slot[k++] : -1;
+    }
+  }
+  free(cs);
+  *P *= n;
+  return st;
 }
 
 /* A compressed level's pos (n + 1 entries) as loose_compressed's lo, hi
@@ -300,6 +382,8 @@ static tj_status build_levels(const tj_tensor *t, tj_storage *s,
     } else if (lv->kind == TJ_LVL_LOOSE_COMPRESSED) {
       st = build_compressed(t, s, l, so, par, &P, l < nu);
       if (st == TJ_OK) st = loosen(t, s, lv);
+    } else if (lv->kind == TJ_LVL_N_OUT_OF_M) {
+      st = build_structured(t, s, l, so, par, &P);
     } else {
       lv->crd = alloc_idx(P, s->crd_width);
       if (!lv->crd) st = nomem(t);
@@ -314,7 +398,7 @@ static tj_status build_levels(const tj_tensor *t, tj_storage *s,
       st = rt_set_error(TJ_ERR_NOMEM, "tensor %s: out of memory for %" PRId64
                         " values", t->name, P);
     for (int64_t e = 0; st == TJ_OK && e < so->n; e++)
-      rt_storage_put(s, par[e], so->vals[e]);
+      if (par[e] >= 0) rt_storage_put(s, par[e], so->vals[e]);
     s->vals_len = s->vals_cap = P;
   }
   free(par);

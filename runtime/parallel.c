@@ -38,7 +38,12 @@ int64_t tj_rt_par_min_work(void) {
 }
 
 static int64_t pos_at(const void *pos, int32_t w, int64_t i) {
-  return w == 4 ? ((const int32_t *)pos)[i] : ((const int64_t *)pos)[i];
+  switch (w) {   /* 1 and 2 bytes unsigned, as runtime/tensor.h's rt_idx */
+  case 1: return ((const uint8_t *)pos)[i];
+  case 2: return ((const uint16_t *)pos)[i];
+  case 4: return ((const int32_t *)pos)[i];
+  default: return ((const int64_t *)pos)[i];
+  }
 }
 
 /* How rows are weighed: entries below them (one or two levels down). */

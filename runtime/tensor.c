@@ -121,13 +121,18 @@ static tj_status setup_storage(tj_tensor *t, tj_dtype dtype,
     lv->kind = lt->kind;
     lv->flags = (lt->flags & ~TJ_LVL_NONUNIQUE) |
                 (rt_format_level_nonunique(f, l) ? TJ_LVL_NONUNIQUE : 0);
+    lv->n = lt->kind == TJ_LVL_N_OUT_OF_M ? f->lvl_n[l] : 0;
     if (lt->kind != TJ_LVL_DENSE && dims[d] > INT32_MAX) wide = true;
   }
   if (f->crd_width == 0) f->crd_width = wide ? 64 : 32;
-  else if (f->crd_width == 32 && wide)
-    return rt_set_error(TJ_ERR_FORMAT, "tensor %s: a sparse level's extent "
-                        "exceeds 32-bit coordinates; use crd_width 64",
-                        t->name);
+  for (int l = 0; l < f->order; l++) {   /* every coordinate fits crd_width */
+    int64_t size = dims[f->mode_order[l]];
+    if (rt_level_type(f->levels[l])->kind != TJ_LVL_DENSE && size - 1 > rt_idx_max(f->crd_width / 8))
+      return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d has extent %" PRId64 "; its "
+                          "coordinates up to %" PRId64 " do not fit crdWidth %d (at most %"
+                          PRId64 ")", t->name, l, size, size - 1, f->crd_width,
+                          rt_idx_max(f->crd_width / 8));
+  }
   if (f->pos_width == 0) f->pos_width = 32;
   s->pos_width = f->pos_width / 8;
   s->crd_width = f->crd_width / 8;

@@ -145,14 +145,29 @@ RtVal rt_val_cast(int from, int to, RtVal v);
 RtVal rt_storage_get(const tj_storage *s, int64_t i);
 void rt_storage_put(tj_storage *s, int64_t i, RtVal v);
 
-/* Reads entry i of an index array of width w bytes (4 or 8). */
+/* Reads entry i of an index array of width w bytes: 1 and 2 are unsigned
+ * (MLIR's posWidth / crdWidth 8 and 16), 4 and 8 signed. */
 static inline int64_t rt_idx(const void *a, int32_t w, int64_t i) {
-  return w == 4 ? (int64_t)((const int32_t *)a)[i] : ((const int64_t *)a)[i];
+  switch (w) {
+  case 1: return ((const uint8_t *)a)[i];
+  case 2: return ((const uint16_t *)a)[i];
+  case 4: return ((const int32_t *)a)[i];
+  default: return ((const int64_t *)a)[i];
+  }
 }
-/* Writes entry i of an index array of width w bytes. */
+/* Writes entry i of an index array of width w bytes (v must fit:
+ * rt_idx_max). */
 static inline void rt_idx_set(void *a, int32_t w, int64_t i, int64_t v) {
-  if (w == 4) ((int32_t *)a)[i] = (int32_t)v;
-  else ((int64_t *)a)[i] = v;
+  switch (w) {
+  case 1: ((uint8_t *)a)[i] = (uint8_t)v; break;
+  case 2: ((uint16_t *)a)[i] = (uint16_t)v; break;
+  case 4: ((int32_t *)a)[i] = (int32_t)v; break;
+  default: ((int64_t *)a)[i] = v;
+  }
+}
+/* The largest value an index array of width w bytes holds. */
+static inline int64_t rt_idx_max(int32_t w) {
+  return w == 1 ? UINT8_MAX : w == 2 ? UINT16_MAX : w == 4 ? INT32_MAX : INT64_MAX;
 }
 
 /* ---- formats (format.c) ---- */

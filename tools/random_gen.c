@@ -72,15 +72,31 @@ static void draw(Rng *r, int order, const int64_t *dims, int64_t *c) {
   for (int m = 0; m < order; m++) c[m] = below(r, dims[m]);
 }
 
+/* The n of an n_out_of_m format whose blocks run along the last dim (m in
+ * *m), else 0: the uniform fill then keeps at most n entries per block
+ * (what pruning to 2:4 keeps), so the tensor packs. */
+static int structured_last(const tj_tensor *t, int *m) {
+  const tj_format *f = tj_tensor_format(t);
+  int l = f->order - 1;
+  if (l < 0 || f->levels[l] != 'n' || f->mode_order[l] != tj_tensor_order(t) - 1) return 0;
+  *m = f->lvl_k[l];
+  return f->lvl_n[l];
+}
+
 static bool fill_uniform(tj_tensor *t, Rng *r, double total, double p, bool all) {
   int order = tj_tensor_order(t);
   int64_t dims[TJ_MAX_ORDER_PUBLIC], c[TJ_MAX_ORDER_PUBLIC + 1] = {0};
   for (int m = 0; m < order; m++) dims[m] = tj_tensor_dim(t, m);
   tj_dtype dt = tj_tensor_dtype(t);
-  if (all || total <= EXACT_LIMIT) {
+  int bm = 1, bn = structured_last(t, &bm), kept = 0;
+  int64_t block = -1;
+  if (all || total <= EXACT_LIMIT || bn) {   /* in row-major order */
     for (int64_t e = 0; e < (int64_t)total; e++) {
       if (!all && unit(r) >= p) continue;
       unlinear(e, order, dims, c);
+      int64_t b = bn ? e - c[order - 1] % bm : 0;   /* the block's first entry */
+      if (bn && b != block) block = b, kept = 0;
+      if (bn && kept++ >= bn) continue;
       if (!insert(t, c, value(r, dt))) return false;
     }
     return true;

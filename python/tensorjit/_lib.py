@@ -30,7 +30,8 @@ class Format(ctypes.Structure):
                 ("crd_width", ctypes.c_int32),
                 ("ndims", ctypes.c_int32),
                 ("lvl_op", ctypes.c_int32 * MAX_ORDER),
-                ("lvl_k", ctypes.c_int32 * MAX_ORDER)]
+                ("lvl_k", ctypes.c_int32 * MAX_ORDER),
+                ("lvl_n", ctypes.c_int32 * MAX_ORDER)]
 
 
 class Arrays(ctypes.Structure):

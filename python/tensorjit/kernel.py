@@ -465,9 +465,13 @@ def _data_pointer(x):
 
 
 def _same_format(t, spec):
-    """True when tensor t is already stored as spec says (widths aside)."""
+    """True when tensor t is already stored as spec says (and in its
+    widths, when spec names them: MLIR's posWidth / crdWidth)."""
     from .tensor import format_string, parse_format
-    return t.format == format_string(parse_format(spec))
+    f = parse_format(spec)
+    pw, cw = t._meta()[3]
+    return (t.format == format_string(f) and f.pos_width in (0, pw)
+            and f.crd_width in (0, cw))
 
 
 def compile(expr, formats=None, schedule=None, **options):

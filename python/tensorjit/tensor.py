@@ -23,7 +23,7 @@ _DTYPES = {np.dtype(np.float64): _lib.F64, np.dtype(np.float32): _lib.F32,
            np.dtype(np.uint32): _lib.U32, np.dtype(np.uint16): _lib.U16,
            np.dtype(np.uint8): _lib.U8}
 _NP = {v: k for k, v in _DTYPES.items()}
-_INDEX = {4: np.dtype(np.int32), 8: np.dtype(np.int64)}
+_INDEX = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.int32), 8: np.dtype(np.int64)}
 SCIPY_FORMATS = ("ds", "ds:1,0", "uq")   # what scipy.sparse views: CSR, CSC, COO
 
 
@@ -31,7 +31,10 @@ def parse_format(spec, pos_width=0, crd_width=0):
     """A tj_format from a spelling ("ds", "ds:1,0", MLIR's) and widths."""
     f = Format()
     check(lib.tj_format_parse(spec.encode(), ctypes.byref(f)))
-    f.pos_width, f.crd_width = pos_width, crd_width
+    if pos_width:   # else the spelling's own (MLIR's posWidth / crdWidth) or the default
+        f.pos_width = pos_width
+    if crd_width:
+        f.crd_width = crd_width
     return f
 
 

@@ -713,3 +713,43 @@ def test_a_0d_array_is_a_scalar_changed_in_place():
     np.testing.assert_allclose(k(a=a, x=x, z=z), -3.5 * x + z, rtol=1e-12)
     assert k._inputs["a"][2] is ta
     np.testing.assert_allclose(k(a=0.25, x=x, z=z), 0.25 * x + z, rtol=1e-12)
+
+
+def pruned_2_4(n, m, seed):
+    """An n x m matrix keeping the 2 largest of every 4 along each row."""
+    w = np.random.default_rng(seed).random((n, m)) - 0.5
+    for b in range(0, m, 4):
+        blk = w[:, b:b + 4]
+        drop = np.argsort(np.abs(blk), axis=1)[:, :max(blk.shape[1] - 2, 0)]
+        np.put_along_axis(blk, drop, 0.0, axis=1)
+    return w
+
+
+def test_2_4_spmm_and_spmv():
+    w = pruned_2_4(24, 30, 3)   # 30: the last block is 2 wide
+    b = RNG.random((30, 8))
+    x = RNG.random(30)
+    mlir = "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 4])"
+    for spec in ("ddn2:0,1/4,1%4", mlir):
+        k = tensorjit.compile("C(i,k) = A(i,j) * B(j,k)", formats={"A": spec})
+        np.testing.assert_allclose(k(A=w, B=b), w @ b, rtol=1e-12, atol=1e-12)
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": "ddn2:0,1/4,1%4"})
+    np.testing.assert_allclose(k(A=w, x=x), w @ x, rtol=1e-12, atol=1e-12)
+    w[5, 8:11] = 1.0   # three nonzeros in the block at row 5, columns 8..11
+    with pytest.raises(TensorJitError, match=r"block at \(5, 8\.\.11\) holds 3 nonzeros"):
+        k(A=w, x=x)
+
+
+def test_narrow_index_widths():
+    a = sparse(40, 300, 0.05, seed=12)   # columns past 255: 16-bit coordinates
+    x = RNG.random(300)
+    spec = "(i, j) -> (i : dense, j : compressed), posWidth = 16, crdWidth = 16"
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": spec})
+    np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+    t = tensorjit.tensor(a, name="A").convert(spec)
+    assert t.arrays()["crd"][1].dtype == np.uint16 and t.arrays()["crd"][1].max() >= 256
+    assert t.arrays()["pos"][1].dtype == np.uint16
+    k8 = tensorjit.compile("y(i) = A(i,j) * x(j)",
+                           formats={"A": "(i, j) -> (i : dense, j : compressed), crdWidth = 8"})
+    with pytest.raises(TensorJitError, match="coordinates up to 299 do not fit crdWidth 8"):
+        k8(A=a, x=x)

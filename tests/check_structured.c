@@ -1,0 +1,296 @@
+/* n_out_of_m levels (issue 15): MLIR's structured[n, m], 2:4 sparsity.
+ * Every block of m coordinates stores exactly n (crd[p*n .. p*n+n) under
+ * parent position p, ascending; zero values where a block holds fewer).
+ * Parsing and printing in both spellings, the stored arrays worked out by
+ * hand, get / unpack / convert, the refusal of a block that does not fit
+ * (naming the block), kernels (SpMV, SpMM, blocks under a compressed level)
+ * against plain loops over the same data at sizes that are and are not
+ * multiples of m, and refused outputs and wrapping. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorjit.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+static tj_format parse(const char *spec) {
+  tj_format f;
+  OK(tj_format_parse(spec, &f));
+  return f;
+}
+
+static void refused(const char *spec, const char *part) {
+  tj_format f;
+  ck_assert_msg(tj_format_parse(spec, &f) != TJ_OK, "\"%s\" parsed", spec);
+  ck_assert_msg(strstr(tj_last_error(), part), "\"%s\": %s", spec, tj_last_error());
+}
+
+START_TEST(parses_and_prints) {
+  const char *mlir = "(d0, d1) -> (d0 : dense, d1 floordiv 4 : dense, d1 mod 4 : structured[2, 4])";
+  const char *spellings[] = {
+    "ddn2:0,1/4,1%4", mlir,
+    "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : n_out_of_m(2, 4))",
+    "(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : block2_4)",
+    "#sparse_tensor.encoding<{ map = (i, j) -> (i : dense, j floordiv 4 : dense, "
+    "j mod 4 : structured[2, 4]) }>"};
+  char buf[256];
+  for (int k = 0; k < 5; k++) {
+    tj_format f = parse(spellings[k]);
+    ck_assert_str_eq(f.levels, "ddn");
+    ck_assert_int_eq(f.lvl_n[2], 2);
+    ck_assert_int_eq(f.lvl_k[2], 4);
+    tj_format_print(&f, buf, sizeof buf);
+    ck_assert_str_eq(buf, "ddn2:0,1/4,1%4");
+    tj_format_print_mlir(&f, buf, sizeof buf);
+    ck_assert_str_eq(buf, mlir);
+  }
+  tj_format f = parse("dsn3:0,1/8,1%8");   /* blocks of a row compressed, 3:8 */
+  tj_format_print_mlir(&f, buf, sizeof buf);
+  ck_assert_str_eq(buf, "(d0, d1) -> (d0 : dense, d1 floordiv 8 : compressed, "
+                        "d1 mod 8 : structured[3, 8])");
+  refused("dn2", "must store a dim mod m");
+  refused("ddn:0,1/4,1%4", "needs its n");
+  refused("ddn5:0,1/4,1%4", "n must be 1..m");
+  refused("ddn0:0,1/4,1%4", "n must be 1..m");
+  refused("dnd2:0,1/4,1%4", "needs its n");
+  refused("dn2d:0,1%4,1/4", "floordiv");
+  refused("(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2, 8])",
+          "must store 'j mod 8'");
+  refused("(i, j) -> (i : dense, j : structured[2, 4])", "must store 'j mod 4'");
+  refused("(i, j) -> (i : dense, j floordiv 4 : dense, j mod 4 : structured[2 4])",
+          "unknown level type");
+  /* MLIR's dimSlices are named, not misread */
+  refused("(i : #sparse_tensor<slice(0, 4, 1)>, j) -> (i : dense, j : compressed)",
+          "dim i has a slice at column 4; slices (dimSlices) are not supported yet");
+}
+END_TEST
+
+/* The 2 x 10 matrix (blocks of 4 along j: 0..3, 4..7, 8..9 + padding)
+ *   [1 0 2 0 | 0 0 0 3 | 0 4]
+ *   [0 0 0 0 | 5 6 0 0 | 0 0]
+ * under 2:4 stores per block two coordinates, the missing ones the
+ * smallest free: crd {0,2, 0,3, 0,1 | 0,1, 0,1, 0,1}, vals {1,2, 0,3, 0,4
+ * | 0,0, 5,6, 0,0}. */
+static const int64_t dims2x10[2] = {2, 10};
+
+static tj_tensor *small(const char *spec, const char *name) {
+  tj_format f = parse(spec);
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, 2, dims2x10, &f, &t));
+  int64_t at[6][2] = {{0, 0}, {0, 2}, {0, 7}, {0, 9}, {1, 4}, {1, 5}};
+  double v[6] = {1, 2, 3, 4, 5, 6};
+  for (int e = 5; e >= 0; e--) OK(tj_tensor_insert(t, at[e], v[e]));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+START_TEST(packs_reads_and_converts) {
+  tj_tensor *a = small("ddn2:0,1/4,1%4", "A");
+  tj_arrays ar;
+  OK(tj_tensor_arrays(a, &ar));
+  ck_assert_int_eq(ar.crd_len[2], 12);
+  ck_assert_int_eq(ar.vals_len, 12);
+  int32_t want_crd[12] = {0, 2, 0, 3, 0, 1, 0, 1, 0, 1, 0, 1};
+  double want_vals[12] = {1, 2, 0, 3, 0, 4, 0, 0, 5, 6, 0, 0};
+  for (int k = 0; k < 12; k++) {
+    ck_assert_int_eq(((int32_t *)ar.crd[2])[k], want_crd[k]);
+    ck_assert_double_eq(((double *)ar.vals)[k], want_vals[k]);
+  }
+  double dense[2][10] = {{1, 0, 2, 0, 0, 0, 0, 3, 0, 4}, {0, 0, 0, 0, 5, 6, 0, 0, 0, 0}};
+  for (int64_t i = 0; i < 2; i++)
+    for (int64_t j = 0; j < 10; j++) {
+      double v;
+      OK(tj_tensor_get(a, (int64_t[]){i, j}, &v));
+      ck_assert_double_eq(v, dense[i][j]);
+    }
+  /* unpack lists the stored slots (padding too, as zeros, like a dense
+   * level's fill), never the padding past column 9 */
+  int64_t *coords, n;
+  double *vals;
+  OK(tj_tensor_unpack(a, &coords, &vals, &n));
+  ck_assert_int_eq(n, 12);
+  for (int64_t e = 0; e < n; e++) {
+    ck_assert(coords[2 * e + 1] < 10);
+    ck_assert_double_eq(vals[e], dense[coords[2 * e]][coords[2 * e + 1]]);
+  }
+  free(coords), free(vals);
+  tj_format csr = parse("ds");
+  tj_tensor *c, *back;
+  OK(tj_tensor_convert(a, &csr, &c));
+  ck_assert_int_eq(tj_tensor_nnz(c), 6);
+  tj_format nm = parse("ddn2:0,1/4,1%4");
+  OK(tj_tensor_convert(c, &nm, &back));
+  OK(tj_tensor_arrays(back, &ar));
+  for (int k = 0; k < 12; k++) ck_assert_int_eq(((int32_t *)ar.crd[2])[k], want_crd[k]);
+  /* pack again: an entry in a block whose second slot is padding takes
+   * the padding's place; a third nonzero in a full block is refused */
+  OK(tj_tensor_insert(back, (int64_t[]){0, 8}, 7));
+  OK(tj_tensor_pack(back));
+  double v;
+  OK(tj_tensor_get(back, (int64_t[]){0, 8}, &v));
+  ck_assert_double_eq(v, 7);
+  OK(tj_tensor_get(back, (int64_t[]){0, 9}, &v));
+  ck_assert_double_eq(v, 4);
+  OK(tj_tensor_insert(back, (int64_t[]){0, 1}, 8));
+  ck_assert_int_eq(tj_tensor_pack(back), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "block at (0, 0..3) holds 3 nonzeros"), "%s",
+                tj_last_error());
+  tj_tensor_free(a), tj_tensor_free(c), tj_tensor_free(back);
+}
+END_TEST
+
+START_TEST(refuses_blocks_that_do_not_fit) {
+  tj_format f = parse("ddn2:0,1/4,1%4");
+  tj_tensor *t;
+  OK(tj_tensor_new("W", TJ_F64, 2, dims2x10, &f, &t));
+  OK(tj_tensor_insert(t, (int64_t[]){1, 4}, 1));
+  OK(tj_tensor_insert(t, (int64_t[]){1, 6}, 2));
+  OK(tj_tensor_insert(t, (int64_t[]){1, 7}, 3));
+  ck_assert_int_eq(tj_tensor_pack(t), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "tensor W: the block at (1, 4..7) holds 3 nonzeros; "
+                                        "n_out_of_m 2:4 stores at most 2 per block"),
+                "%s", tj_last_error());
+  tj_tensor_free(t);
+  /* three entries of which one is zero fit: the zero is no nonzero */
+  OK(tj_tensor_new("W", TJ_F64, 2, dims2x10, &f, &t));
+  OK(tj_tensor_insert(t, (int64_t[]){1, 4}, 1));
+  OK(tj_tensor_insert(t, (int64_t[]){1, 6}, 0));
+  OK(tj_tensor_insert(t, (int64_t[]){1, 7}, 3));
+  OK(tj_tensor_pack(t));
+  double v;
+  OK(tj_tensor_get(t, (int64_t[]){1, 7}, &v));
+  ck_assert_double_eq(v, 3);
+  tj_tensor_free(t);
+  /* through convert as well: a CSR with 3 in a block does not become 2:4 */
+  tj_format csr = parse("ds");
+  tj_tensor *c, *o;
+  OK(tj_tensor_new("C", TJ_F64, 2, dims2x10, &csr, &c));
+  for (int64_t j = 0; j < 3; j++) OK(tj_tensor_insert(c, (int64_t[]){0, j}, 1));
+  OK(tj_tensor_pack(c));
+  ck_assert_int_eq(tj_tensor_convert(c, &f, &o), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "block at (0, 0..3)"), "%s", tj_last_error());
+  tj_tensor_free(c);
+}
+END_TEST
+
+/* A rows x cols matrix with at most n nonzeros (small integers) in every
+ * block of m along a row, some blocks empty; dense copy in d. */
+static tj_tensor *random_nm(const char *spec, int64_t rows, int64_t cols, int n, int m,
+                            unsigned seed, double *d) {
+  tj_format f = parse(spec);
+  tj_tensor *t;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){rows, cols}, &f, &t));
+  memset(d, 0, (size_t)(rows * cols) * sizeof *d);
+  srand(seed);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t b = 0; b * m < cols; b++) {
+      int keep = rand() % (n + 2);   /* 0..n+1: n+1 means n, more full blocks */
+      if (keep > n) keep = n;
+      for (int k = 0; k < keep; k++) {
+        int64_t j = b * m + rand() % m;
+        if (j >= cols || d[i * cols + j] != 0) continue;
+        d[i * cols + j] = 1 + rand() % 9;
+        OK(tj_tensor_insert(t, (int64_t[]){i, j}, d[i * cols + j]));
+      }
+    }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+typedef struct Case {
+  const char *spec;
+  int n, m;
+  int64_t rows, cols;
+} Case;
+
+static const Case cases[] = {
+  {"ddn2:0,1/4,1%4", 2, 4, 16, 32},
+  {"ddn2:0,1/4,1%4", 2, 4, 37, 70},     /* not multiples of 4 */
+  {"ddn1:0,1/4,1%4", 1, 4, 9, 13},
+  {"ddn3:0,1/8,1%8", 3, 8, 21, 45},
+  {"dsn2:0,1/4,1%4", 2, 4, 33, 50},     /* blocks of a row compressed */
+  {"ddn4:0,1/4,1%4", 4, 4, 5, 12},      /* n = m: every coordinate */
+};
+
+START_TEST(kernels_match_plain_loops) {
+  const Case *c = &cases[_i];
+  int64_t R = c->rows, C = c->cols, K = 5;
+  double *d = malloc((size_t)(R * C) * sizeof *d);
+  tj_tensor *a = random_nm(c->spec, R, C, c->n, c->m, 7u + (unsigned)_i, d);
+  tj_tensor *x, *y, *b, *out;
+  OK(tj_tensor_new("x", TJ_F64, 1, &C, NULL, &x));
+  OK(tj_tensor_new("y", TJ_F64, 1, &R, NULL, &y));
+  OK(tj_tensor_new("B", TJ_F64, 2, (int64_t[]){C, K}, NULL, &b));
+  OK(tj_tensor_new("Y", TJ_F64, 2, (int64_t[]){R, K}, NULL, &out));
+  for (int64_t j = 0; j < C; j++) {
+    OK(tj_tensor_insert(x, &j, (double)(j % 7 - 3)));
+    for (int64_t k = 0; k < K; k++) OK(tj_tensor_insert(b, (int64_t[]){j, k}, (double)((j + 3 * k) % 5)));
+  }
+  OK(tj_tensor_pack(x)), OK(tj_tensor_pack(b));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < R; i++) {
+    double want = 0, v;
+    for (int64_t j = 0; j < C; j++) want += d[i * C + j] * (double)(j % 7 - 3);
+    OK(tj_tensor_get(y, &i, &v));
+    ck_assert_msg(v == want, "%s %lldx%lld: y(%lld) = %g, want %g", c->spec, (long long)R,
+                  (long long)C, (long long)i, v, want);
+  }
+  OK(tj_compile(cx, "Y(i,k) = A(i,j) * B(j,k)", (tj_tensor *[]){out, a, b}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < R; i++)
+    for (int64_t kk = 0; kk < K; kk++) {
+      double want = 0, v;
+      for (int64_t j = 0; j < C; j++) want += d[i * C + j] * (double)((j + 3 * kk) % 5);
+      OK(tj_tensor_get(out, (int64_t[]){i, kk}, &v));
+      ck_assert_msg(v == want, "%s: Y(%lld,%lld) = %g, want %g", c->spec, (long long)i,
+                    (long long)kk, v, want);
+    }
+  tj_context_free(cx);
+  free(d);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(b);
+  tj_tensor_free(out);
+}
+END_TEST
+
+START_TEST(refuses_outputs_and_wrapping) {
+  tj_tensor *a = small("ds", "A"), *o = small("ddn2:0,1/4,1%4", "O");
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  ck_assert_int_ne(tj_compile(cx, "O(i,j) = A(i,j)", (tj_tensor *[]){o, a}, 2, NULL, NULL, &k),
+                   TJ_OK);
+  ck_assert_msg(strstr(tj_last_error(), "output O"), "%s", tj_last_error());
+  tj_context_free(cx);
+  tj_format f = parse("ddn2:0,1/4,1%4");
+  int32_t crd[12] = {0};
+  double vals[12] = {0};
+  tj_arrays ar = {.dtype = TJ_F64, .order = 2, .dims = dims2x10, .fmt = &f};
+  ar.crd[2] = crd, ar.crd_len[2] = 12, ar.vals = vals, ar.vals_len = 12;
+  tj_tensor *w;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(tj_last_error(), "blocked"), "%s", tj_last_error());
+  tj_tensor_free(a), tj_tensor_free(o);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("structured");
+  TCase *tc = tcase_create("structured");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, parses_and_prints);
+  tcase_add_test(tc, packs_reads_and_converts);
+  tcase_add_test(tc, refuses_blocks_that_do_not_fit);
+  tcase_add_loop_test(tc, kernels_match_plain_loops, 0, (int)(sizeof cases / sizeof cases[0]));
+  tcase_add_test(tc, refuses_outputs_and_wrapping);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}
