@@ -115,7 +115,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
                                        "is nothing to combine"
                                      : "partials are lowered for an outermost reduction loop "
                                        "into a dense output");
-      if (!dense_rows && !p->rangeable && !p->reduce_rows)
+      if (!dense_rows && !p->rangeable && !p->reduce_rows && !p->pos_rows)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s): the loop over %s writes a shared output (a "
                           "reduction, or a sparse output whose first level is not dense)",
@@ -132,6 +132,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
                           sd->vars[0]);
     } else if (sd->kind == SCHED_FUSE) {
       p->reduce_rows = false;   /* the fused loop is no row loop to chunk */
+      p->pos_rows = 0;
     } else if (sd->kind == SCHED_PRECOMPUTE) {
       if (!apply_precompute(as, p, sd, &e->arena, d)) return false;
     } else if (sd->kind == SCHED_VECTORIZE) {
@@ -139,5 +140,6 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
     }
   }
   lower_plan_scatter_union(as, p, drv_scatter_min());
+  if (p->ws_depth == 0) p->pos_rows = 0;   /* one workspace around every row */
   return true;
 }

@@ -43,6 +43,14 @@ typedef struct LowerPlan {
                                           dense and walked by a dense loop:
                                           row-range kernels can build it in
                                           parallel chunks (lower_kernel_rows) */
+  int pos_rows;                        /* > 0: a sparse output whose first level is
+                                          compressed and shares the positions of
+                                          operand pos_rows, the one operand the
+                                          outermost loop walks (a product, each
+                                          of its level-0 entries one output
+                                          row): row-range compute kernels take
+                                          ranges of that level's positions
+                                          (lower_kernel_rows); 0 none */
   bool reduce_rows;                    /* dense output, outermost loop a dense
                                           reduction loop: row-range kernels
                                           into per-chunk partial outputs */
@@ -188,7 +196,9 @@ LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const 
 
 /* The row-range variant of a rangeable (or reduce_rows) plan's kernel: an
  * extra last operand (the "range" descriptor, dims[0] = lo, dims[1] = hi)
- * limits the outermost loop to rows [lo, hi). For sparse outputs, assemble
+ * limits the outermost loop to rows [lo, hi). A pos_rows plan has only a
+ * compute variant, whose range is of operand pos_rows's level-0 positions,
+ * which are the output's level-0 positions too. For sparse outputs, assemble
  * / evaluate build a chunk-local output (its first level has hi - lo rows),
  * which the driver concatenates; compute writes values straight into the
  * assembled global output, whose vals the caller has already reserved. For
