@@ -79,6 +79,9 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
    * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
   const char *g = getenv("TJ_VECTOR_GATHER");
   o->vector_gather = !(g && *g == '0');
+  /* Peeling of short gather reductions: on by default; TJ_PEEL=0 turns it off. */
+  const char *pe = getenv("TJ_PEEL");
+  o->peel = !(pe && *pe == '0');
   o->lattice_max = drv_lattice_max();
   o->extents = as;
   for (int k = 0; k < s->n; k++) {

@@ -773,11 +773,19 @@ static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
   return o->unroll_jam > 1 ? lower_unroll_jam(a, k, o->unroll_jam) : 0;
 }
 
+static int run_peel(Arena *a, LirKernel *k, const LowerOptions *o) {
+  return o->peel ? lower_peel(a, k) : 0;
+}
+
 /* Cache blocking needs the scalar nest (and blocks only when rows will be
  * jammed); vectorization then widens the blocked loops; unroll-and-jam
- * blocks rows around the vector loops. */
-const LowerPass LOWER_PASSES[] = {
-    {"tile", run_tile}, {"vectorize", run_vectorize}, {"unroll-jam", run_unroll_jam}, {NULL, NULL}};
+ * blocks rows around the vector loops; peeling takes the scalar loops
+ * left (a vector tier's remainder among them). */
+const LowerPass LOWER_PASSES[] = {{"tile", run_tile},
+                                  {"vectorize", run_vectorize},
+                                  {"unroll-jam", run_unroll_jam},
+                                  {"peel", run_peel},
+                                  {NULL, NULL}};
 
 /* A union scattered term by term: each term's lattice, as its loop walks it. */
 static void print_scattered_terms(FILE *out, Lowerer *lw, AMask alive, int k) {

@@ -62,6 +62,8 @@ typedef struct LowerOptions {
   bool parallel;                       /* mark the outermost safe loop parallel */
   int vector_bits;                     /* explicit vectorization width in bits, 0 off */
   bool vector_gather;                  /* also vectorize loops that gather */
+  bool peel;                           /* peel short gather reductions
+                                          (lower/peel.c) */
   int vec_width;                       /* vectorize(j, w): w lanes (the loops of j
                                           carry LoopAttrs.vectorize); 0 none */
   int unroll_jam;                      /* rows per unroll-and-jam block, 0 off */
@@ -240,6 +242,13 @@ int lower_tile(Arena *a, LirKernel *k);
  * the inner loops (lower/unroll_jam.c). Requires a lowered kernel; keeps
  * its meaning exactly. Returns how many loops it rewrote. */
 int lower_unroll_jam(Arena *a, LirKernel *k, int factor);
+
+/* Peeling of short gather reductions: a scalar loop `t += e` over a
+ * sparse fiber whose body gathers (x[crd[p]]) computes its first four
+ * terms branch-free at clamped positions, then loops over the rest
+ * (lower/peel.c). Keeps the meaning up to reassociation of the sum.
+ * Returns how many loops it rewrote. */
+int lower_peel(Arena *a, LirKernel *k);
 
 /* Prints the merge lattice of every loop of the plan (-print-lattice). */
 void lower_print_lattices(FILE *out, const LowerInput *in);
