@@ -355,6 +355,8 @@ static int pos_rows_operand(const Assignment *as, const AccessList *acc, const L
       !lv_at(o, 0, LV_HAS_POS | LV_UNIQUE) || level_var(as->lhs, o, 0) != p->order[0] ||
       !is_product(as->rhs))
     return 0;
+  for (int l = 1; l < o->order; l++)   /* the chunk's start: pos_l[...] of pos_1[lo] */
+    if (!lv_at(o, l, LV_HAS_POS | LV_UNIQUE)) return 0;
   int walker = 0;
   for (int k = 1; k < acc->n; k++) {
     const TensorVar *t = acc->e[k]->u.access.t;

@@ -181,7 +181,8 @@ END_TEST
  * TJ_PAR_MIN_WORK=0 so that this small B is split). B is 12 x 5 x 7 with
  * row 3 empty and row 5 stored only at j = 1; want by plain loops over
  * the dense B. D(j,k) stores rows 0, 2 and 4 only, so B * D has no row 5:
- * the output's rows are then not B's, and compute runs on one thread. */
+ * the output's rows are then not B's, and compute runs on one thread. An
+ * output of dense rows under compressed ones ("sd") runs on one thread. */
 START_TEST(test_shared_rows_by_hand) {
   enum { I = 12, J = 5, K = 7, R = 4 };
   static double B[I * J * K], c[K], D[J * K], C[R * K], ttv[I * J], ttv2[I * J], bd[I * J],
@@ -220,11 +221,14 @@ START_TEST(test_shared_rows_by_hand) {
   tj_tensor *vd[] = {v[0], Bt, matrix("D", "ss", J, K, D)};
   tj_tensor *m[] = {tensor("A", "sss", 3, (int64_t[]){I, J, R}, NULL), Bt,
                     matrix("C", "dd", R, K, C)};
+  /* dense rows under compressed ones: no pos array to start a chunk from */
+  tj_tensor *vsd[] = {matrix("A", "sd", I, J, NULL), Bt, v[2]};
   for (int threads = 1; threads <= 2; threads++)
     for (int phases = 0; phases < 2; phases++) {
       expect_run("A(i,j) = B(i,j,k) * c(k)", v, 3, NULL, threads, phases, ttv, I * J, fibers);
       expect_run("A(i,j) = -2 * B(i,j,k) * c(k)", v, 3, NULL, threads, phases, ttv2, I * J, -1);
       expect_run("A(i,j) = B(i,j,k) * D(j,k)", vd, 3, NULL, threads, phases, bd, I * J, nnz_bd);
+      expect_run("A(i,j) = B(i,j,k) * c(k)", vsd, 3, NULL, threads, phases, ttv, I * J, -1);
       expect_run("A(i,j,k) = B(i,j,l) * C(k,l)", m, 3, NULL, threads, phases, ttm, I * J * R,
                  fibers * R);
     }
@@ -233,6 +237,7 @@ START_TEST(test_shared_rows_by_hand) {
   free(saved);
   free_all(v, 3);
   tj_tensor_free(vd[2]);
+  tj_tensor_free(vsd[0]);
   tj_tensor_free(m[0]);
   tj_tensor_free(m[2]);
 }
