@@ -173,25 +173,26 @@ static LirStmt *copy_body(Peel *p, int r, const LirStmt *s, LirVar **val) {
   return out;
 }
 
-/* Rewrites the loop in place as described at the top of the file. */
-static bool rewrite(Peel *p, LirStmt *loop) {
+/* The block that replaces loop (described at the top of the file), or
+ * NULL. */
+static LirStmt *rewrite(Peel *p, const LirStmt *loop) {
   Arena *a = p->a;
   LirType it = p->iv->type, vt = p->acc->type;
   LirExpr *lo = loop->u.loop.lo, *hi = loop->u.loop.hi;
   p->ren = arena_alloc(a, sizeof *p->ren * (size_t)p->nren * PEEL);
   LirVar *n = fresh(p, "peel_n", it), *last = fresh(p, "peel_last", it);
-  if (!p->ren || !n || !last) return false;
+  if (!p->ren || !n || !last) return NULL;
   memset(p->ren, 0, sizeof *p->ren * (size_t)p->nren * PEEL);
   LirStmt *then = lir_decl(a, last, lir_bin(a, LOP_SUB, hi, lir_const_int(a, it, 1)));
   LirExpr *term[PEEL];
   for (int r = 0; r < PEEL; r++) {
     LirVar *q = fresh(p, p->iv->name, it), *val = NULL;
-    if (!q) return false;
+    if (!q) return NULL;
     LirExpr *at = lir_bin(a, LOP_ADD, lo, lir_const_int(a, it, r));
     lir_append(&then, lir_decl(a, q, r ? lir_bin(a, LOP_MIN, at, lir_ref(a, last)) : at));
     p->ren[r * p->nren + p->iv->id] = lir_ref(a, q);
     lir_append(&then, copy_body(p, r, loop->u.loop.body, &val));
-    if (!val) return false;
+    if (!val) return NULL;
     LirExpr *more = lir_bin(a, LOP_GT, lir_ref(a, n), lir_const_int(a, it, r));
     term[r] = r ? lir_select(a, more, lir_ref(a, val), lir_const_fp(a, vt, 0)) : lir_ref(a, val);
   }
@@ -199,17 +200,15 @@ static bool rewrite(Peel *p, LirStmt *loop) {
                          lir_bin(a, LOP_ADD, term[2], term[3]));
   lir_append(&then, lir_update(a, p->acc, LOP_ADD, sum));
   LirStmt *copy = lir_for(a, p->iv, lo, hi, loop->u.loop.body);   /* longer (or no) fibers */
-  if (!copy) return false;
+  if (!copy) return NULL;
   copy->u.loop.at = loop->u.loop.at;
   LirExpr *zero = lir_const_int(a, it, 0), *most = lir_const_int(a, it, PEEL);
   LirExpr *is_short = lir_bin(a, LOP_AND, lir_bin(a, LOP_GT, lir_ref(a, n), zero),
                               lir_bin(a, LOP_LE, lir_ref(a, n), most));
   LirStmt *s = lir_decl(a, n, lir_bin(a, LOP_SUB, hi, lo));
   lir_append(&s, lir_if(a, is_short, lir_block(a, then), copy));
-  if (!s || a->failed) return false;
-  loop->kind = LS_BLOCK;   /* the loop's statement becomes the block, in place */
-  loop->u.block = s;
-  return true;
+  LirStmt *b = lir_block(a, s);
+  return b && !a->failed ? b : NULL;
 }
 
 /* Marks the variables of s (any depth) whose value depends on a marked
@@ -253,33 +252,74 @@ static bool new_fiber_each_time(Peel *p, const LirStmt *around, const LirStmt *l
   return lir_reads_marked(loop->u.loop.lo, dep, n) || lir_reads_marked(loop->u.loop.hi, dep, n);
 }
 
-/* depth: the loops around s (a leaf fiber of an order-3 CSF tensor is at
- * depth 2 or more; a matrix's row at depth 1 is left alone). */
-static int walk(Peel *p, LirStmt *s, const LirStmt *around, int depth) {
-  int n = 0;
-  for (; s; s = s->next) {
-    switch (s->kind) {
-    case LS_FOR:
-      if (depth >= 2 && qualifies(p, s) && new_fiber_each_time(p, around, s)) {
-        if (!rewrite(p, s)) return n;
-        n++;
-      } else {
-        n += walk(p, s->u.loop.body, s, depth + 1);
-      }
-      break;
-    case LS_WHILE: n += walk(p, s->u.whl.body, NULL, depth + 1); break;
-    case LS_IF:
-      n += walk(p, s->u.cond.then, around, depth) + walk(p, s->u.cond.els, around, depth);
-      break;
-    case LS_BLOCK: n += walk(p, s->u.block, around, depth); break;
-    default: break;
+static LirStmt *peel_list(Peel *p, LirStmt *s, const LirStmt *around, int depth, int *n);
+
+static LirStmt *copy_node(Peel *p, const LirStmt *s) {
+  LirStmt *c = arena_alloc(p->a, sizeof *c);
+  if (c) *c = *s, c->next = NULL;
+  return c;
+}
+
+/* s with its qualifying loops peeled: s itself when nothing changed, else
+ * a new statement (its next unset). depth: the loops around s (a leaf
+ * fiber of an order-3 CSF tensor is at depth 2 or more; a matrix's row at
+ * depth 1 is left alone). */
+static LirStmt *peel_stmt(Peel *p, LirStmt *s, const LirStmt *around, int depth, int *n) {
+  LirStmt *c = NULL;
+  switch (s->kind) {
+  case LS_FOR: {
+    if (s->u.loop.at.vec_width) return s;   /* a vector loop's body stays straight-line */
+    if (depth >= 2 && qualifies(p, s) && new_fiber_each_time(p, around, s)) {
+      LirStmt *b = rewrite(p, s);
+      *n += b != NULL;
+      return b ? b : s;
     }
+    LirStmt *body = peel_list(p, s->u.loop.body, s, depth + 1, n);
+    if (body == s->u.loop.body || !(c = copy_node(p, s))) return s;
+    c->u.loop.body = body;
+    return c;
   }
-  return n;
+  case LS_WHILE: {
+    LirStmt *body = peel_list(p, s->u.whl.body, NULL, depth + 1, n);
+    if (body == s->u.whl.body || !(c = copy_node(p, s))) return s;
+    c->u.whl.body = body;
+    return c;
+  }
+  case LS_IF: {
+    LirStmt *then = peel_list(p, s->u.cond.then, around, depth, n);
+    LirStmt *els = peel_list(p, s->u.cond.els, around, depth, n);
+    if ((then == s->u.cond.then && els == s->u.cond.els) || !(c = copy_node(p, s))) return s;
+    c->u.cond.then = then, c->u.cond.els = els;
+    return c;
+  }
+  case LS_BLOCK: {
+    LirStmt *b = peel_list(p, s->u.block, around, depth, n);
+    if (b == s->u.block || !(c = copy_node(p, s))) return s;
+    c->u.block = b;
+    return c;
+  }
+  default: return s;
+  }
+}
+
+/* The list s with its loops peeled, copied where it changes: the
+ * vectorizer's tiers share one body list, so the scalar tier's copy is
+ * peeled while the vector tiers keep the original. */
+static LirStmt *peel_list(Peel *p, LirStmt *s, const LirStmt *around, int depth, int *n) {
+  if (!s) return NULL;
+  LirStmt *rest = peel_list(p, s->next, around, depth, n);
+  LirStmt *self = peel_stmt(p, s, around, depth, n);
+  if (self == s && rest == s->next) return s;
+  LirStmt *c = self == s ? copy_node(p, s) : self;
+  if (!c) return s;
+  c->next = rest;
+  return c;
 }
 
 int lower_peel(Arena *a, LirKernel *k) {
   if (k->nvars == 0) return 0;
   Peel p = {.a = a, .k = k};
-  return walk(&p, k->body, NULL, 0);
+  int n = 0;
+  k->body = peel_list(&p, k->body, NULL, 0, &n);
+  return n;
 }
