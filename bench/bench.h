@@ -70,6 +70,8 @@ typedef struct Settings {
   int min_reps;
   double budget_s;            /* per row: fewer reps past this, never < 3 */
   const char *only;           /* run only kernels whose name contains it */
+  int cpu;                    /* --cpu: 1-thread rows timed by thread CPU time */
+  int reps;                   /* --reps N: repetitions per row (0: 10, quick 5) */
   const char *src_dir;        /* for the C rendering's #include */
   const char *out_dir;
 } Settings;
@@ -148,6 +150,11 @@ extern double g_bw[3];          /* measured triad GB/s at 1 and 2 threads */
 
 /* Times fn(arg) after the caller's warm-up (whose time was warm_s). */
 void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r);
+/* A row to time: fn(arg) reps times, into row. */
+typedef struct Timed { void (*fn)(void *); void *arg; int reps; Row *row; } Timed;
+/* Times the rows interleaved, one run of each a round (thread CPU time
+ * when cpu is set), setting each row's median, first time and reps. */
+void time_rounds(Timed *t, int n, int cpu);
 /* Sorts n times (seconds) ascending; returns their median in ms. */
 double median_sorted_ms(double *t, int n);
 /* Max |ref - got| / max |ref|; < 0 when the shapes disagree (why says). */

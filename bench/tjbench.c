@@ -101,24 +101,56 @@ double median_sorted_ms(double *t, int n) {
   return (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2])) * 1e3;
 }
 
-/* Times fn(arg) after the caller's warm-up (whose time was warm_s). */
-void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r) {
+/* Repetitions of a row whose warm-up took warm_s: min_reps, fewer past
+ * the budget, never under 3. */
+static int reps_for(double warm_s) {
   int reps = g_set.min_reps;
   if (warm_s * reps > g_set.budget_s) {
     reps = (int)(g_set.budget_s / (warm_s > 0 ? warm_s : 1e-9));
     if (reps < 3) reps = 3;
   }
-  double *t = xmalloc(sizeof(double) * (size_t)reps);
-  for (int i = 0; i < reps; i++) {
-    double t0 = now_s();
-    fn(arg);
-    t[i] = now_s() - t0;
+  return reps;
+}
+
+/* The calling thread's CPU time (--cpu, 1-thread rows) or the wall clock. */
+static double clock_s(int cpu) {
+  if (!cpu) return now_s();
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Times fn(arg) after the caller's warm-up (whose time was warm_s). */
+void time_it(void (*fn)(void *), void *arg, double warm_s, Row *r) {
+  Timed one = {fn, arg, reps_for(warm_s), r};
+  time_rounds(&one, 1, 0);
+}
+
+/* Times the n rows in rounds, one run of each row a round, until each has
+ * had its repetitions: every row then sees the same load over the same
+ * stretch of time, and their ratios are fair on a busy machine. */
+void time_rounds(Timed *t, int n, int cpu) {
+  int most = 0;
+  double *all = xmalloc(sizeof(double) * (size_t)n * (size_t)(g_set.min_reps + 1));
+  for (int i = 0; i < n; i++) {
+    if (t[i].reps > g_set.min_reps) t[i].reps = g_set.min_reps;
+    if (t[i].reps > most) most = t[i].reps;
   }
-  r->med = median_sorted_ms(t, reps);
-  r->min = t[0] * 1e3;
-  r->reps = reps;
-  r->timed = 1;
-  free(t);
+  for (int k = 0; k < most; k++)
+    for (int i = 0; i < n; i++) {
+      if (k >= t[i].reps) continue;
+      double t0 = clock_s(cpu);
+      t[i].fn(t[i].arg);
+      all[i * (g_set.min_reps + 1) + k] = clock_s(cpu) - t0;
+    }
+  for (int i = 0; i < n; i++) {
+    double *ti = all + i * (g_set.min_reps + 1);
+    t[i].row->med = median_sorted_ms(ti, t[i].reps);   /* sorts ti */
+    t[i].row->min = ti[0] * 1e3;
+    t[i].row->reps = t[i].reps;
+    t[i].row->timed = 1;
+  }
+  free(all);
 }
 
 /* Bytes of t's arrays in use (lengths, not capacities). */
@@ -259,6 +291,8 @@ static void run_case(tj_context *unused, Case *c) {
     tj_context *cx;
     if (tj_context_new(&cx) != TJ_OK) { fprintf(stderr, "tjbench: %s\n", tj_last_error()); exit(2); }
     Row rows[MAX_PEERS + 1];
+    Timed timed[MAX_PEERS + 1];
+    int ntimed = 0;
     void *states[MAX_PEERS];
     memset(rows, 0, sizeof rows);
     memset(states, 0, sizeof states);
@@ -283,8 +317,7 @@ static void run_case(tj_context *unused, Case *c) {
         out_from_tensor(c, c->ops[0], &ref);
         have_ref = 1;
         rows[0].ok = 1;
-        time_it(tj_run, &tr, warm, &rows[0]);
-        if (tr.st != TJ_OK) { rows[0].timed = 0; rows[0].ok = 0; }
+        timed[ntimed++] = (Timed){tj_run, &tr, reps_for(warm), &rows[0]};
       }
     } else {
       g_tj_errors++;
@@ -328,9 +361,15 @@ static void run_case(tj_context *unused, Case *c) {
         }
         r->ok = 1;
       }
-      time_it(pe->run, st, warm, r);
+      timed[ntimed++] = (Timed){pe->run, st, reps_for(warm), r};
       if (pe == &P_TJ_C && r->note[0] == 0)
         snprintf(r->note, sizeof r->note, "cc -O3 -march=native %.0f ms", r->compile_ms);
+    }
+    time_rounds(timed, ntimed, g_set.cpu && nth == 1);
+    if (rows[0].timed && tr.st != TJ_OK) {
+      snprintf(rows[0].note, sizeof rows[0].note, "tensorjit run error: %.200s", tj_last_error());
+      rows[0].timed = rows[0].ok = 0;
+      g_tj_errors++;
     }
     if (g_extra[nth].impl) rows[n++] = g_extra[nth];
     emit_rows(c, nth, rows, n);
@@ -747,7 +786,8 @@ static Lat compile_latency(void) {
 /* ---- main ----------------------------------------------------------------- */
 
 static void usage(void) {
-  fprintf(stderr, "usage: tjbench [--quick] [--only KERNEL|ratios] [--out DIR] [--data DIR]\n");
+  fprintf(stderr, "usage: tjbench [--quick] [--only KERNEL|ratios] [--cpu] [--reps N] [--out DIR] "
+          "[--data DIR]\n");
   exit(2);
 }
 
@@ -799,6 +839,8 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--quick")) g_set.quick = 1;
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_set.only = argv[++i];
+    else if (!strcmp(argv[i], "--cpu")) g_set.cpu = 1;
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_set.reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) g_set.out_dir = argv[++i];
     else if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
     else if (!strcmp(argv[i], "--blas-child") && i + 2 < argc) {
@@ -811,7 +853,7 @@ int main(int argc, char **argv) {
     } else usage();
   }
   int q = g_set.quick;
-  g_set.min_reps = q ? 5 : 10;
+  g_set.min_reps = g_set.reps > 0 ? g_set.reps : q ? 5 : 10;
   g_set.budget_s = q ? 1.0 : 4.0;
   double t_start = now_s();
 

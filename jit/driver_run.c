@@ -223,16 +223,36 @@ static bool small_partials(const CacheEntry *e, tj_storage **st, int threads, in
   return size <= (1 << 16) && outer >= 4 * threads && size * 4 * threads * 4 <= work;
 }
 
+/* The level-0 entries of a pos_rows plan's walked operand, when they are
+ * the output's level-0 entries (the compute phase writes by them): as many,
+ * from position 0. Else -1: the compute kernel runs on one thread. */
+static int64_t shared_rows(const CacheEntry *e, tj_storage **st) {
+  const tj_storage *b = st[e->plan.pos_rows], *out = st[0];
+  if (b->order < 1 || b->levels[0].kind != TJ_LVL_COMPRESSED || !b->levels[0].pos ||
+      b->levels[0].pos_len < 2 || out->levels[0].kind != TJ_LVL_COMPRESSED)
+    return -1;
+  const void *pos = b->levels[0].pos;
+  int64_t first = b->pos_width == 4 ? ((const int32_t *)pos)[0] : ((const int64_t *)pos)[0];
+  int64_t end = b->pos_width == 4 ? ((const int32_t *)pos)[1] : ((const int64_t *)pos)[1];
+  return first == 0 && end == out->levels[0].crd_len ? end : -1;
+}
+
+/* The rows a chunked run splits: a sparse output's own rows, a pos_rows
+ * plan's shared level-0 positions, or, for reductions, the outermost
+ * (reduction) loop's extent, an operand's dim. */
+static int64_t split_extent(const CacheEntry *e, LowerPhase ph, tj_storage **st) {
+  if (e->plan.rangeable) return st[0]->levels[0].size;
+  if (e->plan.reduce_rows) return extent_in(e->as->rhs, e->plan.order[0], st);
+  return e->plan.pos_rows && ph == PHASE_COMPUTE ? shared_rows(e, st) : -1;
+}
+
 static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int threads, Diag *d) {
   CacheEntry *e = k->entry;
-  if (!e->plan.rangeable) ph = PHASE_EVALUATE; /* dense partials: one kernel */
+  if (!e->plan.rangeable && !e->plan.pos_rows) ph = PHASE_EVALUATE; /* dense partials: one kernel */
   if (!drv_ensure_compiled(e, DRV_ROWS(ph), d)) return drv_fail(d);
   int n = e->as->ntensors;
   tj_storage *out = st[0];
-  /* Sparse outputs split their own rows; reductions split the outermost
-   * (reduction) loop's extent, an operand's dim. */
-  int64_t rows = e->plan.rangeable ? out->levels[0].size
-                                    : extent_in(e->as->rhs, e->plan.order[0], st);
+  int64_t rows = split_extent(e, ph, st);
   int nchunks = threads * 4;
   if (nchunks > rows) nchunks = (int)rows;
   int64_t *bounds = calloc((size_t)nchunks + 1, sizeof *bounds);
@@ -245,8 +265,9 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
     status = rt_set_error(TJ_ERR_NOMEM, "out of memory splitting rows");
     goto done;
   }
-  int32_t w = 4;
-  const void *weights = row_weights(st, n, rows, &w);
+  int32_t w = st[e->plan.pos_rows]->pos_width;
+  const void *weights = e->plan.pos_rows ? st[e->plan.pos_rows]->levels[1].pos   /* may be NULL */
+                                         : row_weights(st, n, rows, &w);
   rt_split_rows(0, rows, weights, w, nchunks, bounds);
   for (int c = 0; c < nchunks; c++) {
     range[c].order = 2;
@@ -367,7 +388,8 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
    * threshold for parallel loops); else the kernel runs on this thread. */
   int64_t work = status == TJ_OK ? input_work(st, e->as->ntensors) : 0;
   bool rows = !interpret && threads > 1 && work >= tj_rt_par_min_work() &&
-              ((e->plan.rangeable && st[0]->levels[0].size >= 4 * threads) ||
+              (((e->plan.rangeable || e->plan.pos_rows) &&
+                split_extent(e, ph, st) >= 4 * threads) ||
                (e->plan.reduce_rows && phase != TJ_ASSEMBLE &&
                 small_partials(e, st, threads, work)));
   if (status == TJ_OK && rows) {

@@ -86,6 +86,9 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
    * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
   const char *g = getenv("TJ_VECTOR_GATHER");
   o->vector_gather = !(g && *g == '0');
+  /* Peeling of short gather reductions: on by default; TJ_PEEL=0 turns it off. */
+  const char *pe = getenv("TJ_PEEL");
+  o->peel = !(pe && *pe == '0');
   o->lattice_max = drv_lattice_max();
   o->extents = as;
   for (int k = 0; k < s->n; k++) {
@@ -122,7 +125,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
                                        "is nothing to combine"
                                      : "partials are lowered for an outermost reduction loop "
                                        "into a dense output");
-      if (!dense_rows && !p->rangeable && !p->reduce_rows)
+      if (!dense_rows && !p->rangeable && !p->reduce_rows && !p->pos_rows)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s): the loop over %s writes a shared output (a "
                           "reduction, or a sparse output whose first level is not dense)",
@@ -139,6 +142,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
                           sd->vars[0]);
     } else if (sd->kind == SCHED_FUSE) {
       p->reduce_rows = false;   /* the fused loop is no row loop to chunk */
+      p->pos_rows = 0;
     } else if (sd->kind == SCHED_PRECOMPUTE) {
       if (!apply_precompute(as, p, sd, &e->arena, d)) return false;
     } else if (sd->kind == SCHED_VECTORIZE) {
@@ -146,5 +150,6 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
     }
   }
   lower_plan_scatter_union(as, p, drv_scatter_min(), drv_split_sum_min());
+  if (p->ws_depth == 0) p->pos_rows = 0;   /* one workspace around every row */
   return true;
 }

@@ -337,6 +337,46 @@ static bool check_sum_order(const Assignment *as, const LowerPlan *p, Diag *d) {
   return true;
 }
 
+/* Whether e is a product of accesses and literals (negated or not): absent
+ * wherever one of its accesses is. */
+static bool is_product(const Expr *e) {
+  if (e->kind == EX_ACCESS || e->kind == EX_LITERAL) return true;
+  switch (nt_expr_op(e)) {
+  case OP_NEG: return is_product(e->u.op.a);
+  case OP_MUL: return is_product(e->u.op.a) && is_product(e->u.op.b);
+  default: return false;
+  }
+}
+
+/* LowerPlan.pos_rows: the operand whose compressed level 0 alone the
+ * outermost loop walks (every other access dense wherever it reads that
+ * index), into a sparse output whose level 0 is compressed over the same
+ * index, by a product: each of the operand's level-0 entries makes at
+ * most one output row, in order, so the output's level-0 positions are
+ * the operand's wherever the two counts agree (the driver checks). TTV's
+ * A(i,j) = B(i,j,k) * c(k) with B and A CSF. 0 when there is none. */
+static int pos_rows_operand(const Assignment *as, const AccessList *acc, const LowerPlan *p) {
+  const tj_format *o = &p->fmt[0];
+  if (!p->out_sparse || p->nloops == 0 || as->accumulate || as->semiring || as->root_def ||
+      p->ws_depth == 0 || o->order == 0 || lv_at(o, 0, LV_FULL) ||
+      !lv_at(o, 0, LV_HAS_POS | LV_UNIQUE) || level_var(as->lhs, o, 0) != p->order[0] ||
+      !is_product(as->rhs))
+    return 0;
+  for (int l = 1; l < o->order; l++)   /* the chunk's start: pos_l[...] of pos_1[lo] */
+    if (!lv_at(o, l, LV_HAS_POS | LV_UNIQUE)) return 0;
+  int walker = 0;
+  for (int k = 1; k < acc->n; k++) {
+    const TensorVar *t = acc->e[k]->u.access.t;
+    const tj_format *f = &p->fmt[t->id];
+    for (int l = 0; l < f->order; l++) {
+      if (level_var(acc->e[k], f, l) != p->order[0] || lv_at(f, l, LV_FULL)) continue;
+      if (l > 0 || walker || !lv_at(f, 0, LV_HAS_POS | LV_UNIQUE)) return 0;
+      walker = t->id;
+    }
+  }
+  return walker;
+}
+
 bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                 bool strict, LowerPlan *p, Diag *d) {
   Diag first;
@@ -368,6 +408,7 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   /* Partial outputs per chunk of rows are combined by the root operator,
    * a reduction operator (the runtime's rt_storage_sum_partials: + * min
    * max or and), or a definition's (the entry's combine kernel). */
+  p->pos_rows = pos_rows_operand(as, &acc, p);
   p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]) &&
                    (as->root_def || nt_op_is_reduction(as->root_op));
   return check_sum_order(as, p, d);

@@ -438,7 +438,8 @@ static LirStmt *prepare_dense_output(Lowerer *lw) {
 }
 
 /* Where a ranged compute kernel's chunk starts in the assembled output:
- * pOut1 = pos1[lo], pOut2 = pos2[pOut1], ... */
+ * pOut1 = pos1[lo], pOut2 = pos2[pOut1], ... (lo is the chunk's first row,
+ * or under a compressed level 0 its first position, pOut0). */
 static LirExpr *ranged_start(Lowerer *lw, int l) {
   LirExpr *parent = l == 1 ? lw_ref(lw, lw->range_lo) : lw_ref(lw, lw->out_p[l - 1]);
   return lw_load_index(lw, lw->pos_ptr[0][l], parent);
@@ -463,7 +464,10 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
     snprintf(base, sizeof base, "pOut%d", l);
     lw->out_p[l] = lw_var(lw, base, LT_I64);
     bool chained = lw->ranged && lw->phase == PHASE_COMPUTE;
-    lir_append(&s, lir_decl(a, lw->out_p[l], chained ? ranged_start(lw, l) : lw_i64(lw, 0)));
+    LirExpr *start = !chained ? lw_i64(lw, 0)
+                     : l == 0 ? lw_ref(lw, lw->range_lo)   /* pos_rows: shared positions */
+                              : ranged_start(lw, l);
+    lir_append(&s, lir_decl(a, lw->out_p[l], start));
     if (lw->phase == PHASE_COMPUTE) continue;
     snprintf(base, sizeof base, "out%d_crd_cap", l);
     lw->crd_cap[l] = lw_var(lw, base, LT_I64);
@@ -713,7 +717,8 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
     return diag_error(d, TJ_ERR_UNSUPPORTED, "%d operands and a row range are more than "
                       "a kernel takes (LIR_MAX_OPERANDS = %d)", as->ntensors,
                       LIR_MAX_OPERANDS), NULL;
-  if (ranged && !plan->rangeable && !plan->reduce_rows)
+  bool pos_ranged = ranged && plan->pos_rows && !plan->rangeable && !plan->reduce_rows;
+  if (ranged && !plan->rangeable && !plan->reduce_rows && !(pos_ranged && phase == PHASE_COMPUTE))
     return TJ_BUG(d, "row-range kernel of a plan that has none"), NULL;
   AMask alive = lw->nacc >= 64 ? ~(AMask)0 : (((AMask)1 << lw->nacc) - 1);
   lw->stores_all = stores_every_entry(lw, alive & ~(AMask)1);
@@ -735,6 +740,9 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
   if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));
   if (!diag_ok(d)) return NULL;
+  if (pos_ranged && !lw->pos_walked)
+    return TJ_BUG(d, "the outermost loop of a pos_rows kernel walks no operand's positions"),
+           NULL;
   lw->k->body = body;
   if (a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   return lw->k;
@@ -805,11 +813,19 @@ static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
   return o->unroll_jam > 1 ? lower_unroll_jam(a, k, o->unroll_jam) : 0;
 }
 
+static int run_peel(Arena *a, LirKernel *k, const LowerOptions *o) {
+  return o->peel ? lower_peel(a, k) : 0;
+}
+
 /* Cache blocking needs the scalar nest (and blocks only when rows will be
  * jammed); vectorization then widens the blocked loops; unroll-and-jam
- * blocks rows around the vector loops. */
-const LowerPass LOWER_PASSES[] = {
-    {"tile", run_tile}, {"vectorize", run_vectorize}, {"unroll-jam", run_unroll_jam}, {NULL, NULL}};
+ * blocks rows around the vector loops; peeling takes the scalar loops
+ * left (a vector tier's remainder among them). */
+const LowerPass LOWER_PASSES[] = {{"tile", run_tile},
+                                  {"vectorize", run_vectorize},
+                                  {"unroll-jam", run_unroll_jam},
+                                  {"peel", run_peel},
+                                  {NULL, NULL}};
 
 /* A union scattered (or summed) term by term: each term's lattice, as its
  * loop walks it. */

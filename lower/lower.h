@@ -55,6 +55,14 @@ typedef struct LowerPlan {
                                           dense and walked by a dense loop:
                                           row-range kernels can build it in
                                           parallel chunks (lower_kernel_rows) */
+  int pos_rows;                        /* > 0: a sparse output whose first level is
+                                          compressed and shares the positions of
+                                          operand pos_rows, the one operand the
+                                          outermost loop walks (a product, each
+                                          of its level-0 entries one output
+                                          row): row-range compute kernels take
+                                          ranges of that level's positions
+                                          (lower_kernel_rows); 0 none */
   bool reduce_rows;                    /* dense output, outermost loop a dense
                                           reduction loop: row-range kernels
                                           into per-chunk partial outputs */
@@ -66,6 +74,8 @@ typedef struct LowerOptions {
   bool parallel;                       /* mark the outermost safe loop parallel */
   int vector_bits;                     /* explicit vectorization width in bits, 0 off */
   bool vector_gather;                  /* also vectorize loops that gather */
+  bool peel;                           /* peel short gather reductions
+                                          (lower/peel.c) */
   int vec_width;                       /* vectorize(j, w): w lanes (the loops of j
                                           carry LoopAttrs.vectorize); 0 none */
   int unroll_jam;                      /* rows per unroll-and-jam block, 0 off */
@@ -221,7 +231,9 @@ LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const 
 
 /* The row-range variant of a rangeable (or reduce_rows) plan's kernel: an
  * extra last operand (the "range" descriptor, dims[0] = lo, dims[1] = hi)
- * limits the outermost loop to rows [lo, hi). For sparse outputs, assemble
+ * limits the outermost loop to rows [lo, hi). A pos_rows plan has only a
+ * compute variant, whose range is of operand pos_rows's level-0 positions,
+ * which are the output's level-0 positions too. For sparse outputs, assemble
  * / evaluate build a chunk-local output (its first level has hi - lo rows),
  * which the driver concatenates; compute writes values straight into the
  * assembled global output, whose vals the caller has already reserved. For
@@ -263,6 +275,13 @@ int lower_tile(Arena *a, LirKernel *k);
  * the inner loops (lower/unroll_jam.c). Requires a lowered kernel; keeps
  * its meaning exactly. Returns how many loops it rewrote. */
 int lower_unroll_jam(Arena *a, LirKernel *k, int factor);
+
+/* Peeling of short gather reductions: a scalar loop `t += e` over a
+ * sparse fiber whose body gathers (x[crd[p]]) computes its first four
+ * terms branch-free at clamped positions, then loops over the rest
+ * (lower/peel.c). Keeps the meaning up to reassociation of the sum.
+ * Returns how many loops it rewrote. */
+int lower_peel(Arena *a, LirKernel *k);
 
 /* Prints the merge lattice of every loop of the plan (-print-lattice). */
 void lower_print_lattices(FILE *out, const LowerInput *in);

@@ -1188,6 +1188,8 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   if (P->sparse == 0) {
     LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
     bool rows = lw->ranged && cx->depth == 0;
+    if (rows && lw->plan->pos_rows)
+      return TJ_BUG(lw->d, "a dense outermost loop in a pos_rows kernel"), NULL;
     LirExpr *lo = rows ? lw_ref(lw, lw->range_lo) : lw_i64(lw, 0);
     LirExpr *hi = rows ? lw_ref(lw, lw->range_hi) : lw_form_extent(lw, cx->depth, extent);
     LirStmt *body = NULL;
@@ -1219,8 +1221,11 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
       lir_append(&body, zero_rows_after(lw, crd, it->p, start,
                                         lir_bin(a, LOP_ADD, lw_ref(lw, cv), lw_i64(lw, 1))));
     lir_append(&body, cases(lw, cx, 0, cv));
-    loop = lw_strip_loop(lw, cx->depth, it->p, lw_ref(lw, start), lw_ref(lw, it->end), body,
-                         &outer, &inner);
+    /* a pos_rows compute chunk: the range's positions of the walked operand */
+    bool pos = lw->ranged && cx->depth == 0 && lw->plan->pos_rows == lw->acc[x].t;
+    lw->pos_walked |= pos;
+    loop = lw_strip_loop(lw, cx->depth, it->p, lw_ref(lw, pos ? lw->range_lo : start),
+                         lw_ref(lw, pos ? lw->range_hi : it->end), body, &outer, &inner);
     it->p = start;
     if (zeroing) {
       loop_attrs(lw, cx, outer, inner);

@@ -78,6 +78,8 @@ typedef struct Lowerer {
                                               updates are atomic */
   int par_depth;                           /* 0, or the depth parallelize names */
   bool ranged;                             /* row-range kernel (lower_kernel_rows) */
+  bool pos_walked;                         /* a ranged pos_rows kernel's depth-0
+                                              loop took the range's positions */
   bool stores_all;                         /* every output entry is stored once:
                                               nothing zeroed first */
   bool zero_rows;                          /* the depth-0 loop zeroes the dense

@@ -272,6 +272,42 @@ START_TEST(dense_gemm_register_blocked) {
 }
 END_TEST
 
+/* TTV's loop over a fiber B(i,j,:) of up to four entries computes them at
+ * clamped positions, branch-free, and loops over longer ones; TTM walks
+ * the same fiber once per k (a learnt trip count), and SpMV's rows are a
+ * matrix's: both are left alone. */
+START_TEST(short_fibers_peeled) {
+  Case c;
+  const char *v[] = {"A/ss/4,5", "B/sss/4,5,6", "c/d/6"};
+  plan(&c, "A(i,j) = B(i,j,k) * c(k)", v, 3, true);
+  c.opt.peel = true;
+  char *t = lowered(&c, PHASE_EVALUATE);
+  HAS(t, " > 0 && peel_n_");
+  HAS(t, " <= 4) {");
+  HAS(t, " + 3 < peel_last_");
+  HAS(t, " > 3 ? peel_");
+  HAS(t, "} else {");
+  HAS(t, "for (int64_t pB2_1 = pB2; pB2_1 < pB2_end; pB2_1++)");
+  ck_assert_int_eq(count(t, "c_vals["), 5);   /* four peeled terms and the loop's */
+  free(t);
+  arena_free(&c.a);
+  const char *m[] = {"A/sss/4,5,3", "B/sss/4,5,6", "C/dd/3,6"};
+  plan(&c, "A(i,j,k) = B(i,j,l) * C(k,l)", m, 3, true);
+  c.opt.peel = true;
+  t = lowered(&c, PHASE_EVALUATE);
+  ck_assert_int_eq(count(t, "peel"), 0);
+  free(t);
+  arena_free(&c.a);
+  const char *r[] = {"y/d/5", "A/ds/5,6", "x/d/6"};
+  plan(&c, "y(i) = A(i,j) * x(j)", r, 3, true);
+  c.opt.peel = true;
+  t = lowered(&c, PHASE_EVALUATE);
+  ck_assert_int_eq(count(t, "peel"), 0);
+  free(t);
+  arena_free(&c.a);
+}
+END_TEST
+
 /* A loop whose inner bounds depend on its iv (CSR rows) is not jammed. */
 START_TEST(sparse_rows_not_jammed) {
   Case c;
@@ -367,6 +403,7 @@ Suite *lower_suite(void) {
   Suite *s = suite_create("lower");
   TCase *t = tcase_create("golden");
   tcase_add_test(t, spmv_csr_shape);
+  tcase_add_test(t, short_fibers_peeled);
   tcase_add_test(t, sparse_add_three_whiles);
   tcase_add_test(t, intersection_one_while);
   tcase_add_test(t, spgemm_workspace);

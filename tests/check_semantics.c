@@ -313,6 +313,73 @@ START_TEST(test_wide_unions_by_loops) {
 }
 END_TEST
 
+/* TTV and TTM into CSF outputs that share B's level-0 positions: their
+ * compute phase splits those positions across threads (LowerPlan.pos_rows;
+ * TJ_PAR_MIN_WORK=0 so that this small B is split). B is 12 x 5 x 7 with
+ * row 3 empty and row 5 stored only at j = 1; want by plain loops over
+ * the dense B. D(j,k) stores rows 0, 2 and 4 only, so B * D has no row 5:
+ * the output's rows are then not B's, and compute runs on one thread. An
+ * output of dense rows under compressed ones ("sd") runs on one thread. */
+START_TEST(test_shared_rows_by_hand) {
+  enum { I = 12, J = 5, K = 7, R = 4 };
+  static double B[I * J * K], c[K], D[J * K], C[R * K], ttv[I * J], ttv2[I * J], bd[I * J],
+      ttm[I * J * R];
+  for (int q = 0; q < I * J * K; q++) {
+    int i = q / (J * K), j = q / K % J;
+    bool stored = (q * 7 + 3) % 4 != 0 && i != 3 && (i != 5 || j == 1);
+    B[q] = stored ? (double)((q * 13) % 9) - 4.5 : 0;
+  }
+  for (int k = 0; k < K; k++) c[k] = k + 1;
+  for (int q = 0; q < J * K; q++) D[q] = q / K % 2 == 0 ? q % K - 2.5 : 0;
+  for (int q = 0; q < R * K; q++) C[q] = (double)(q % 5) - 2;
+  int64_t fibers = 0, nnz_bd = 0;
+  for (int i = 0; i < I; i++)
+    for (int j = 0; j < J; j++) {
+      double t = 0, u = 0;
+      bool fiber = false;
+      for (int k = 0; k < K; k++) {
+        double b = B[(i * J + j) * K + k];
+        t += b * c[k], u += b * D[j * K + k];
+        fiber |= b != 0;
+      }
+      ttv[i * J + j] = t, ttv2[i * J + j] = -2 * t, bd[i * J + j] = u;
+      fibers += fiber;
+      nnz_bd += fiber && j % 2 == 0;
+      for (int r = 0; r < R; r++) {
+        double w = 0;
+        for (int k = 0; k < K; k++) w += B[(i * J + j) * K + k] * C[r * K + k];
+        ttm[(i * J + j) * R + r] = w;
+      }
+    }
+  char *saved = getenv("TJ_PAR_MIN_WORK") ? strdup(getenv("TJ_PAR_MIN_WORK")) : NULL;
+  setenv("TJ_PAR_MIN_WORK", "0", 1);
+  tj_tensor *Bt = tensor("B", "sss", 3, (int64_t[]){I, J, K}, B);
+  tj_tensor *v[] = {matrix("A", "ss", I, J, NULL), Bt, vector("c", "d", K, c)};
+  tj_tensor *vd[] = {v[0], Bt, matrix("D", "ss", J, K, D)};
+  tj_tensor *m[] = {tensor("A", "sss", 3, (int64_t[]){I, J, R}, NULL), Bt,
+                    matrix("C", "dd", R, K, C)};
+  /* dense rows under compressed ones: no pos array to start a chunk from */
+  tj_tensor *vsd[] = {matrix("A", "sd", I, J, NULL), Bt, v[2]};
+  for (int threads = 1; threads <= 2; threads++)
+    for (int phases = 0; phases < 2; phases++) {
+      expect_run("A(i,j) = B(i,j,k) * c(k)", v, 3, NULL, threads, phases, ttv, I * J, fibers);
+      expect_run("A(i,j) = -2 * B(i,j,k) * c(k)", v, 3, NULL, threads, phases, ttv2, I * J, -1);
+      expect_run("A(i,j) = B(i,j,k) * D(j,k)", vd, 3, NULL, threads, phases, bd, I * J, nnz_bd);
+      expect_run("A(i,j) = B(i,j,k) * c(k)", vsd, 3, NULL, threads, phases, ttv, I * J, -1);
+      expect_run("A(i,j,k) = B(i,j,l) * C(k,l)", m, 3, NULL, threads, phases, ttm, I * J * R,
+                 fibers * R);
+    }
+  if (saved) setenv("TJ_PAR_MIN_WORK", saved, 1);
+  else unsetenv("TJ_PAR_MIN_WORK");
+  free(saved);
+  free_all(v, 3);
+  tj_tensor_free(vd[2]);
+  tj_tensor_free(vsd[0]);
+  tj_tensor_free(m[0]);
+  tj_tensor_free(m[2]);
+}
+END_TEST
+
 /* Deterministic values with zeros in a pattern (every third entry). */
 static void fill(double *v, int64_t n, int seed) {
   for (int64_t k = 0; k < n; k++)
@@ -1224,6 +1291,8 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_scattered_union_dense_out_by_hand);
   tcase_add_test(tc, test_summed_union_by_hand);
   tcase_add_test(tc, test_wide_unions_by_loops);
+
+  tcase_add_test(tc, test_shared_rows_by_hand);
   tcase_add_test(tc, test_spmv_plus_vector);
   tcase_add_test(tc, test_gemm_plus_matrix);
   tcase_add_test(tc, test_scopes_by_hand);
