@@ -382,6 +382,18 @@ static char *gett_text(tj_context *cx, const char *expr, tj_tensor **ops, const 
   return buf;
 }
 
+/* gett_text of contraction k over f64 tensors of its extents. */
+static char *con_gett_text(tj_context *cx, const Con *k, const char *sched) {
+  Ten C, A, B;
+  make_ten(&C, "C", k->c, k->ext, TJ_F64, false, 1);
+  make_ten(&A, "A", k->a, k->ext, TJ_F64, false, 2);
+  make_ten(&B, "B", k->b, k->ext, TJ_F64, false, 3);
+  tj_tensor *ops[3] = {C.t, A.t, B.t};
+  char *txt = gett_text(cx, k->expr, ops, sched);
+  free_ten(&C), free_ten(&A), free_ten(&B);
+  return txt;
+}
+
 /* Contractions the model cannot rank by 2x: their candidates are timed at
  * the first run (into a copy of C, so += keeps C's values), the fastest is
  * remembered; every run, first or later, gives the plain loops' values.
@@ -396,19 +408,13 @@ START_TEST(test_timed_methods) {
   OK(tj_context_new(&cx));
   for (int i = 0; i < 2; i++) {
     const Con *k = &cons[i];
-    Ten C, A, B;
-    make_ten(&C, "C", k->c, k->ext, TJ_F64, false, 1);
-    make_ten(&A, "A", k->a, k->ext, TJ_F64, false, 2);
-    make_ten(&B, "B", k->b, k->ext, TJ_F64, false, 3);
-    tj_tensor *ops[3] = {C.t, A.t, B.t};
-    char *model = gett_text(cx, k->expr, ops, NULL);
+    char *model = con_gett_text(cx, k, NULL);
     ck_assert_msg(strstr(model, "timed at the first run"), "%s: %s", k->name, model);
-    char *untimed = gett_text(cx, k->expr, ops, "method(model)");
+    char *untimed = con_gett_text(cx, k, "method(model)");
     ck_assert_msg(!strstr(untimed, "timed"), "%s: %s", k->name, untimed);
-    char *forced = gett_text(cx, k->expr, ops, "method(ttgt)");
+    char *forced = con_gett_text(cx, k, "method(ttgt)");
     ck_assert_msg(!strstr(forced, "timed"), "%s: %s", k->name, forced);
     free(model), free(untimed), free(forced);
-    free_ten(&C), free_ten(&A), free_ten(&B);
     for (int acc = 0; acc < 2; acc++)
       for (int rep = 0; rep < 2; rep++)   /* the second run takes the remembered method */
         check_one(cx, k, TJ_F64, acc, NULL, NULL, false, false);
@@ -433,15 +439,9 @@ START_TEST(test_lanes_along_a) {
   tj_options o = tj_options_default();
   for (int i = 0; i < 2; i++) {
     const Con *k = &cons[i];
-    Ten C, A, B;
-    make_ten(&C, "C", k->c, k->ext, TJ_F64, false, 1);
-    make_ten(&A, "A", k->a, k->ext, TJ_F64, false, 2);
-    make_ten(&B, "B", k->b, k->ext, TJ_F64, false, 3);
-    tj_tensor *ops[3] = {C.t, A.t, B.t};
-    char *txt = gett_text(cx, k->expr, ops, NULL);
+    char *txt = con_gett_text(cx, k, NULL);
     ck_assert_msg(strstr(txt, k->want), "%s: %s", k->name, txt);
     free(txt);
-    free_ten(&C), free_ten(&A), free_ten(&B);
     for (int th = 1; th <= 2; th++) {
       o.nthreads = th;
       for (int m = 0; m < 3; m++)
