@@ -266,8 +266,14 @@ static int32_t gett_core(const Gp *g0) {
   if (nt < 1) nt = 1;
   int64_t kc = g.K < g.kc ? g.K : g.kc;
   int64_t nc = round_up(g.N < g.nc ? g.N : g.nc, g.nr);
+  /* The same number of A blocks for every thread: a short last block left
+   * one thread waiting (M = 2048, mc = 288: 7.1 blocks, 4 against 3.1,
+   * 1.77x on 2 threads; mc = 256 gives 4 and 4). */
   int64_t mblocks = (g.M + g.mc - 1) / g.mc;
-  if (mblocks < nt) g.mc = (int)round_up((g.M + nt - 1) / nt, g.mr);
+  if (nt > 1) {
+    mblocks = (mblocks + nt - 1) / nt * nt;
+    g.mc = (int)round_up((g.M + mblocks - 1) / mblocks, g.mr);
+  }
   int64_t mc = round_up(g.M < g.mc ? g.M : g.mc, g.mr);
   if ((g.M + mc - 1) / mc < 2) nt = 1;
   size_t bsz = (size_t)(kc * nc * g.esz), asz = (size_t)(round_up(kc * mc * g.esz, 64));
