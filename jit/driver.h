@@ -192,8 +192,8 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
 int drv_lattice_max(void);
 /* The fewest additive terms a union scatters through a workspace with
  * (lower_plan_scatter_union), from TJ_SCATTER_UNION_MIN (a test and
- * benchmark switch; a large value turns the path off), else
- * LOWER_SCATTER_MIN. */
+ * benchmark switch; a large value turns the path off), else 0: the
+ * lowering's defaults (LOWER_SCATTER_MIN, LOWER_SCATTER_MIN_SPARSE_SUM). */
 int drv_scatter_min(void);
 /* The fewest terms a root sum over a union is split into (split_sum): the
  * same switch, else LOWER_SPLIT_SUM_MIN. */

@@ -69,7 +69,7 @@ static int scatter_env(void) {
   return v > 0 && v < 1 << 20 ? (int)v : 0;
 }
 
-int drv_scatter_min(void) { return scatter_env() ? scatter_env() : LOWER_SCATTER_MIN; }
+int drv_scatter_min(void) { return scatter_env(); }
 
 int drv_split_sum_min(void) { return scatter_env() ? scatter_env() : LOWER_SPLIT_SUM_MIN; }
 

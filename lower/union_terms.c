@@ -19,7 +19,8 @@
  * mask(M, y) and except(M, y) are linear in y: each term of y is masked.
  * The planner takes this path for a sparse or all-dense output written
  * by its innermost loop, with no reduction (+= into a dense output
- * only), once there are at least LOWER_SCATTER_MIN (3) terms, or
+ * only), once there are at least LOWER_SCATTER_MIN (3) terms (a plain sum
+ * into a sparse output: LOWER_SCATTER_MIN_SPARSE_SUM, 4), or
  * TJ_SCATTER_UNION_MIN (bench/README.md, wide unions: from 3 terms it
  * computes 2-60x faster than the lattice or merged loop and assembles
  * about as fast; at 2 its assembly, which sorts each row's coordinates, is
@@ -163,6 +164,14 @@ static bool plan_split_sum(const Assignment *as, const LowerPlan *p, int min_ter
   return sums && n >= 2 && n >= min_terms;
 }
 
+/* Whether e is a sum or difference of accesses (no products, no scale). */
+static bool plain_sum(const Expr *e) {
+  OpKind op = nt_expr_op(e);
+  if (op == OP_ADD || op == OP_SUB) return plain_sum(e->u.op.a) && plain_sum(e->u.op.b);
+  if (op == OP_NEG) return plain_sum(e->u.op.a);
+  return e->kind == EX_ACCESS;
+}
+
 bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms,
                               int min_sum_terms) {
   p->split_sum = p->ws_depth < 0 && p->vws_depth < 0 && plan_split_sum(as, p, min_sum_terms);
@@ -182,6 +191,9 @@ bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms,
   for (int k = 0; k < p->nloops; k++)
     if (nt_is_reduction_var(as, p->order[k])) return false;
   int n = lower_union_term_count(as, as->rhs);
+  if (min_terms <= 0)
+    min_terms = p->out_sparse && plain_sum(as->rhs) ? LOWER_SCATTER_MIN_SPARSE_SUM
+                                                    : LOWER_SCATTER_MIN;
   if (n < 2 || n < min_terms) return false;
   p->ws_depth = p->nloops - 1;
   p->ws_var = v;

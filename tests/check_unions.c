@@ -294,7 +294,7 @@ START_TEST(merged_shape) {
 }
 END_TEST
 
-/* By default (LOWER_SCATTER_MIN) a sparse output of a wide union is
+/* By default (LOWER_SCATTER_MIN_SPARSE_SUM) a sparse output of a wide union is
  * scattered term by term: one plain loop per operand, no while loop; the
  * compute phase gathers the row along the assembled coordinates. */
 START_TEST(scattered_shape) {
@@ -309,8 +309,11 @@ START_TEST(scattered_shape) {
   t = printed(2, TJ_STAGE_LATTICE);         /* below the threshold: the lattice */
   HAS(t, "i: [b1 b2] [b1] [b2]");
   free(t);
-  t = printed(3, TJ_STAGE_LATTICE);
-  HAS(t, "i: scattered into a workspace, 3 terms: {[b1]} {[b2]} {[b3]}");
+  t = printed(3, TJ_STAGE_LATTICE);         /* a plain sum into a sparse output: still */
+  HAS(t, "i: [b1 b2 b3] [b1 b3] [b2 b3] [b1 b2] [b1] [b2] [b3]");
+  free(t);
+  t = printed(4, TJ_STAGE_LATTICE);         /* LOWER_SCATTER_MIN_SPARSE_SUM */
+  HAS(t, "i: scattered into a workspace, 4 terms: {[b1]} {[b2]} {[b3]} {[b4]}");
   free(t);
 }
 END_TEST
