@@ -271,12 +271,18 @@ int cin_loop_order(const Cin *c, IndexVar **order, int max) {
   return n < max ? n : max;
 }
 
+/* The foralls from c down to the first other statement, outermost first,
+ * in loops (*n of them); that statement. */
+static const Cin *loop_chain(const Cin *c, const Cin **loops, int *n) {
+  *n = 0;
+  for (; c->kind == CIN_FORALL && *n < NT_MAX_INDICES; c = c->u.forall.body) loops[(*n)++] = c;
+  return c;
+}
+
 Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d) {
   const Cin *loops[NT_MAX_INDICES];
-  int m = 0;
-  const Cin *inner = c;
-  for (; inner->kind == CIN_FORALL && m < NT_MAX_INDICES; inner = inner->u.forall.body)
-    loops[m++] = inner;
+  int m;
+  const Cin *inner = loop_chain(c, loops, &m);
   if (m != n)
     return diag_error(d, TJ_ERR_INTERNAL, "reorder: %d loops for a nest of %d", n, m), NULL;
   Cin *out = (Cin *)inner;
@@ -293,28 +299,41 @@ Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d)
   return out;
 }
 
+/* The access w(j) of a new workspace w named name, of dtype dt; NULL when
+ * out of memory. */
+static Expr *workspace_access(Arena *a, const char *name, IndexVar *j, tj_dtype dt,
+                              TensorVar **w) {
+  *w = arena_alloc(a, sizeof **w);
+  if (!*w) return NULL;
+  (*w)->id = -1;
+  (*w)->name = name;
+  (*w)->decl.order = 1;
+  (*w)->decl.dtype = dt;
+  Expr *wj = nt_access(a, *w, 1, &j, 0);
+  if (wj) wj->dtype = dt;
+  return wj;
+}
+
+/* x (an assignment, or NULL) with from's reduction operator. */
+static Cin *with_op(Cin *x, const Cin *from) {
+  if (x) x->u.assign.op = from->u.assign.op, x->u.assign.op_name = from->u.assign.op_name;
+  return x;
+}
+
 Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *name, Diag *d) {
   const Cin *loops[NT_MAX_INDICES];
-  int n = 0;
-  const Cin *assign = c;
-  for (; assign->kind == CIN_FORALL && n < NT_MAX_INDICES; assign = assign->u.forall.body)
-    loops[n++] = assign;
+  int n;
+  const Cin *assign = loop_chain(c, loops, &n);
   bool inside = false;
   for (int k = depth; k < n; k++) inside |= loops[k]->u.forall.iv == j;
   if (assign->kind != CIN_ASSIGN || depth < 0 || depth >= n || !inside)
     return diag_error(d, TJ_ERR_INTERNAL, "workspace over %s at loop %d: the notation has "
                       "another shape", j->name, depth), NULL;
-  TensorVar *w = arena_alloc(a, sizeof *w);
-  if (!w) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
-  w->id = -1;
-  w->name = name;
-  w->decl.order = 1;
-  Expr *wj = nt_access(a, w, 1, &j, 0);
-  Cin *producer = cin_assign(a, wj, assign->u.assign.rhs, true);
-  if (producer) producer->u.assign.op = assign->u.assign.op,
-                producer->u.assign.op_name = assign->u.assign.op_name;
+  TensorVar *w;
+  Expr *wj = workspace_access(a, name, j, (tj_dtype)0, &w);
+  Cin *producer = wj ? with_op(cin_assign(a, wj, assign->u.assign.rhs, true), assign) : NULL;
   for (int k = n - 1; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
-  Cin *consumer = cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false));
+  Cin *consumer = wj ? cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false)) : NULL;
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
   for (int k = depth - 1; k >= 0 && out; k--) out = forall_like(a, loops[k], out);
   if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
@@ -342,30 +361,21 @@ static Expr *with_node(Arena *a, const Expr *x, const Expr *e, Expr *w) {
 Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, IndexVar *j, int depth,
                            const char *name, Diag *d) {
   const Cin *loops[NT_MAX_INDICES];
-  int n = 0, dj = -1;
-  const Cin *assign = c;
-  for (; assign->kind == CIN_FORALL && n < NT_MAX_INDICES; assign = assign->u.forall.body) {
-    if (assign->u.forall.iv == j) dj = n;
-    loops[n++] = assign;
-  }
+  int n, dj = -1;
+  const Cin *assign = loop_chain(c, loops, &n);
+  for (int k = 0; k < n; k++)
+    if (loops[k]->u.forall.iv == j) dj = k;
   if (assign->kind != CIN_ASSIGN || depth < 0 || dj < depth)
     return diag_error(d, TJ_ERR_INTERNAL, "workspace of a subexpression over %s at loop %d: "
                       "the notation has another shape", j->name, depth), NULL;
-  TensorVar *w = arena_alloc(a, sizeof *w);
-  if (!w) return diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL;
-  w->id = -1;
-  w->name = name;
-  w->decl.order = 1;
-  w->decl.dtype = e->dtype;
-  Expr *wj = nt_access(a, w, 1, &j, 0);
-  if (wj) wj->dtype = e->dtype;
+  TensorVar *w;
+  Expr *wj = workspace_access(a, name, j, e->dtype, &w);
   Expr *rhs = wj ? with_node(a, assign->u.assign.rhs, e, wj) : NULL;
   Cin *producer = wj ? cin_assign(a, wj, (Expr *)e, dj > depth) : NULL;
   for (int k = dj; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
-  Cin *consumer = rhs ? cin_assign(a, assign->u.assign.lhs, rhs, assign->u.assign.accumulate)
-                      : NULL;
-  if (consumer) consumer->u.assign.op = assign->u.assign.op,
-                consumer->u.assign.op_name = assign->u.assign.op_name;
+  Cin *consumer =
+      rhs ? with_op(cin_assign(a, assign->u.assign.lhs, rhs, assign->u.assign.accumulate), assign)
+          : NULL;
   for (int k = n - 1; k > dj && consumer; k--) consumer = forall_like(a, loops[k], consumer);
   if (consumer) consumer = forall_like(a, loops[dj], consumer);
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
