@@ -67,10 +67,11 @@ static char *disk_key(const CacheEntry *e, int v) {
   return k;
 }
 
-/* The file name of key in its folder: "tj-<16 hex>.o". */
-static void cache_name(const char *key, char name[32]) {
-  snprintf(name, 32, "tj-%016llx.o",
-           (unsigned long long)fnv(key, strlen(key), 1469598103934665603ull));
+/* The file name of key in its folder: "tj-<16 hex><suffix>" (".o" for a
+ * kernel, ".gett" for a timed GETT choice). */
+static void cache_name(const char *key, const char *suffix, char name[32]) {
+  snprintf(name, 32, "tj-%016llx%s",
+           (unsigned long long)fnv(key, strlen(key), 1469598103934665603ull), suffix);
 }
 
 static void warn(const char *dir, const char *name, const char *why) {
@@ -323,7 +324,7 @@ bool drv_disk_compile(CacheEntry *e, int v, const DiskCache *dc, bool *from_disk
   char *key = disk_key(e, v);
   if (!key) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
   char name[32];
-  cache_name(key, name);
+  cache_name(key, ".o", name);
   DiskObject got;
   void *obj = NULL;
   bool ok = false;
@@ -364,18 +365,11 @@ static char *gett_key(const CacheEntry *e, uint64_t key) {
 
 static const char GETT_SYMBOL[] = "gett-method";
 
-/* The file of a GETT choice: "tj-<16 hex>.gett", one small file per
- * contraction, sizes and thread count, written like a kernel's. */
-static void gett_name(const char *key, char name[32]) {
-  snprintf(name, 32, "tj-%016llx.gett",
-           (unsigned long long)fnv(key, strlen(key), 1469598103934665603ull));
-}
-
 bool drv_disk_gett_load(const CacheEntry *e, uint64_t key) {
   char *k = gett_key(e, key);
   if (!k) return false;
   char name[32];
-  gett_name(k, name);
+  cache_name(k, ".gett", name);   /* one small file per contraction, sizes, threads */
   DiskObject got;
   bool ok = false;
   if (read_file(e->disk, name, k, &got) == FILE_OK) {
@@ -400,7 +394,7 @@ void drv_disk_gett_save(const CacheEntry *e, uint64_t key) {
   char *k = gett_key(e, key);
   if (!k) return;
   char name[32];
-  gett_name(k, name);
+  cache_name(k, ".gett", name);   /* one small file per contraction, sizes, threads */
   write_file(e->disk, name, k, &m, sizeof m, GETT_SYMBOL);
   free(k);
 }

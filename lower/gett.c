@@ -221,12 +221,12 @@ static Sizes sizes_of(const GettPlan *g, const Assignment *as, const Use *u, int
   return z;
 }
 
-/* The model's best time over the methods. */
-static double cheapest(const GettPlan *g) {
-  double t = g->cost[0];
+/* The model's fastest method (the first of equals). */
+static int cheapest(const GettPlan *g) {
+  int best = TJ_GETT_GETT;
   for (int m = 1; m < 3; m++)
-    if (g->cost[m] < t) t = g->cost[m];
-  return t;
+    if (g->cost[m] < g->cost[best]) best = m;
+  return best;
 }
 
 
@@ -290,11 +290,9 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
       if (q != first) alt.m[r++] = g->m[q];
     Sizes za = sizes_of(&alt, as, u, sa, sb, sc, sta, stb);
     model(&alt, &za, vector_bits, esz);
-    if (za.c_tile && cheapest(&alt) < cheapest(g)) *g = alt, z = za;
+    if (za.c_tile && alt.cost[cheapest(&alt)] < g->cost[cheapest(g)]) *g = alt, z = za;
   }
-  g->method = TJ_GETT_GETT;
-  for (int m = 1; m < 3; m++)
-    if (g->cost[m] < g->cost[g->method]) g->method = m;
+  g->method = cheapest(g);
   g->forced = forced >= 0;
   if (forced >= 0) g->method = forced;
   double flops = 2 * z.M * z.N * z.K;
