@@ -231,9 +231,8 @@ static int64_t shared_rows(const CacheEntry *e, tj_storage **st) {
   if (b->order < 1 || b->levels[0].kind != TJ_LVL_COMPRESSED || !b->levels[0].pos ||
       b->levels[0].pos_len < 2 || out->levels[0].kind != TJ_LVL_COMPRESSED)
     return -1;
-  const void *pos = b->levels[0].pos;
-  int64_t first = b->pos_width == 4 ? ((const int32_t *)pos)[0] : ((const int64_t *)pos)[0];
-  int64_t end = b->pos_width == 4 ? ((const int32_t *)pos)[1] : ((const int64_t *)pos)[1];
+  int64_t first = rt_idx(b->levels[0].pos, b->pos_width, 0);
+  int64_t end = rt_idx(b->levels[0].pos, b->pos_width, 1);
   return first == 0 && end == out->levels[0].crd_len ? end : -1;
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "abi.h"
+#include "tensor.h"
 
 static _Thread_local int threads_requested;
 
@@ -37,15 +38,6 @@ int64_t tj_rt_par_min_work(void) {
   return n >= 0 ? (int64_t)n : PAR_MIN_WORK;
 }
 
-static int64_t pos_at(const void *pos, int32_t w, int64_t i) {
-  switch (w) {   /* 1 and 2 bytes unsigned, as runtime/tensor.h's rt_idx */
-  case 1: return ((const uint8_t *)pos)[i];
-  case 2: return ((const uint16_t *)pos)[i];
-  case 4: return ((const int32_t *)pos)[i];
-  default: return ((const int64_t *)pos)[i];
-  }
-}
-
 /* How rows are weighed: entries below them (one or two levels down). */
 typedef struct Weights {
   const void *pos, *leaf;
@@ -54,8 +46,8 @@ typedef struct Weights {
 
 /* Work up to row r: rows plus entries below, monotonic in r. */
 static int64_t work_at(const Weights *g, int64_t r) {
-  int64_t p = pos_at(g->pos, g->w, r);
-  return (g->leaf ? pos_at(g->leaf, g->leaf_w, p) : p) + r;
+  int64_t p = rt_idx(g->pos, g->w, r);
+  return (g->leaf ? rt_idx(g->leaf, g->leaf_w, p) : p) + r;
 }
 
 /* First row r in [lo, hi] with work_at(r) >= target. */

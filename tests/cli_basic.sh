@@ -178,6 +178,13 @@ for j in 16 100; do
     -d=j:$j -check
 done
 
+# ---- TTV over a tensor of 16-bit positions, its compute split by B's rows ----
+# (the driver reads B's level-0 positions at their width: it read them as
+# 64-bit, past the end of a 2-entry 16-bit array)
+TJ_PAR_MIN_WORK=0 expect ttv_narrow_positions_2threads "$OK" 'A(i,j) = B(i,j,k) * c(k)' \
+  -f='B:(i,j,k) -> (i : compressed, j : compressed, k : compressed), posWidth = 16, crdWidth = 16' \
+  -f=A:ss -g=B:s:0.3 -g=c:d -d=B:12,5,7 -nthreads=2 -time=2 -check
+
 # ---- a GETT choice timed at the first run is kept in the disk cache ----
 # Each run is a new process: the second takes the method the first timed,
 # from its .gett file; a damaged file is refused and timed again; another
