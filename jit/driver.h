@@ -55,6 +55,7 @@ typedef struct CacheEntry {
   LowerPlan plan;             /* analysis: loop order, conversions, workspace */
   LowerOptions opt;           /* code-generation switches */
   GettPlan gett;              /* a pure dense contraction's method (GETT_LOOPS: none) */
+  uint64_t gett_probed;       /* the last GETT timing key looked up on disk (atomic) */
   LirKernel *lir[DRV_VARIANTS];          /* by variant, lowered on demand */
   BackendKernel bk[DRV_VARIANTS];
   bool compiled[DRV_VARIANTS];

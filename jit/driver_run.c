@@ -399,7 +399,11 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
     bool tunes = !interpret && e->disk && ph != PHASE_ASSEMBLE &&
                  e->gett.method != GETT_LOOPS && e->gett.tune;
     uint64_t gkey = tunes ? rt_gett_tune_key(st, e->gett.words) : 0;
-    bool timing = tunes && rt_gett_tuned_get(gkey) < 0 && !drv_disk_gett_load(e, gkey);
+    /* the disk once per entry and key: a run that does not time (a failed
+     * candidate, TJ_GETT_TUNE=0) leaves no choice, and would probe it again */
+    bool probe = tunes && rt_gett_tuned_get(gkey) < 0 &&
+                 __atomic_exchange_n(&e->gett_probed, gkey, __ATOMIC_RELAXED) != gkey;
+    bool timing = probe && !drv_disk_gett_load(e, gkey);
     int32_t rc = interpret ? lir_interp(e->lir[ph], st, &d) : e->bk[ph].fn(st);
     if (!diag_ok(&d)) status = drv_fail(&d);
     else if (rc != 0) status = kernel_code(rc);
