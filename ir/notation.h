@@ -355,6 +355,12 @@ typedef struct Schedule {
   const char *src;                   /* the parsed text (for carets), or NULL */
 } Schedule;
 
+/* Uses of v in e outside node skip (ir/precompute.c). */
+int nt_uses_outside(const Expr *e, const Expr *skip, const IndexVar *v);
+/* Whether node p (an ancestor of c) lets a sum over its child c cover it
+ * instead: a + sum, or an operator linear in that operand. */
+bool nt_sum_passes(const Expr *p, const Expr *c);
+
 /* precompute(e, I, w) (ir/precompute.c): e matched in the rhs by structure
  * (implicit sums looked through), the index set I ("{}", "{i,j}" or one
  * name) and the workspace's name. */

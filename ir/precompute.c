@@ -146,19 +146,16 @@ static void find(const Expr *x, const Expr *e, const Expr **path, int depth, Mat
   for (int i = 0; i < n; i++) find(k[i], e, path, depth + 1, m);
 }
 
-/* Uses of v in e outside node skip. */
-static int uses_outside(const Expr *e, const Expr *skip, const IndexVar *v) {
+int nt_uses_outside(const Expr *e, const Expr *skip, const IndexVar *v) {
   if (e == skip) return 0;
   if (e->kind == EX_ACCESS) return nt_uses_index(e, v);
   Expr *k[2];
   int n = nt_children(e, k), c = 0;
-  for (int i = 0; i < n; i++) c += uses_outside(k[i], skip, v);
+  for (int i = 0; i < n; i++) c += nt_uses_outside(k[i], skip, v);
   return c;
 }
 
-/* Whether node p (an ancestor on the path) lets a sum over its child c
- * cover it instead: a + sum, or an operator linear in that operand. */
-static bool distributes(const Expr *p, const Expr *c) {
+bool nt_sum_passes(const Expr *p, const Expr *c) {
   if (p->kind == EX_SUM) return p->u.sum.op == OP_ADD && !p->u.sum.def;
   OpKind op = nt_expr_op(p);
   if (op == OP_NONE) return false;
@@ -218,13 +215,13 @@ static Assignment *scalar_workspace(Arena *a, const Assignment *as, const SchedD
     bool inside = false;
     for (int k = 0; k < npre; k++) inside |= pre[k]->u.sum.iv == v;
     if (inside) continue;
-    if (uses_outside(as->rhs, m->node, v)) continue;   /* a per-iteration value of v */
+    if (nt_uses_outside(as->rhs, m->node, v)) continue;   /* a per-iteration value of v */
     int at;
     const Expr *s = scope_of(m, v, &at);
     /* every node between the scope and e must let the sum move down */
     const Expr *below = m->node;
     for (int k = m->depth - 1; k > at; k--) {
-      if (!distributes(m->path[k], below))
+      if (!nt_sum_passes(m->path[k], below))
         return refuse(d, sd, "index %s is summed over a larger subexpression, and the "
                       "operator between it and this one does not distribute over the sum; "
                       "precompute that subexpression%s", v->name, ""), NULL;

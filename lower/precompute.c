@@ -51,27 +51,13 @@ static int path_to(const Expr *x, const Expr *e, const Expr **path, int depth) {
   return -1;
 }
 
-/* Whether v is used in x outside node skip. */
-static bool used_outside(const Expr *x, const Expr *skip, const IndexVar *v) {
-  if (x == skip) return false;
-  if (x->kind == EX_ACCESS) return nt_uses_index(x, v);
-  Expr *k[2];
-  int n = nt_children(x, k);
-  for (int i = 0; i < n; i++)
-    if (used_outside(k[i], skip, v)) return true;
-  return false;
-}
-
 /* Whether a plain sum around e may move out to the root through the nodes
  * of path (each linear in the operand on the path). */
 static bool sums_pass(const Assignment *as, const Expr *const *path, int n, const Expr *e) {
   if (as->root_op != OP_ADD || as->root_def || as->semiring) return false;
   for (int k = 0; k < n; k++) {
-    const Expr *below = k + 1 < n ? path[k + 1] : e;
-    OpKind op = nt_expr_op(path[k]);
-    Expr *kids[2];
-    nt_children(path[k], kids);
-    if (op == OP_NONE || !(nt_op(op)->laws & (kids[0] == below ? OL_LINEAR_X : OL_LINEAR_Y)))
+    /* no sum nodes on the path (refused before): only operators pass */
+    if (path[k]->kind != EX_OP || !nt_sum_passes(path[k], k + 1 < n ? path[k + 1] : e))
       return false;
   }
   return true;
@@ -109,7 +95,7 @@ bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr
   if (sums_pass(as, anc, n, e))
     while (at > 0) {
       IndexVar *v = p->order[at - 1];
-      if (!nt_is_root_reduction(as, v) || !nt_uses_index(e, v) || used_outside(as->rhs, e, v))
+      if (!nt_is_root_reduction(as, v) || !nt_uses_index(e, v) || nt_uses_outside(as->rhs, e, v))
         break;
       at--;
     }
