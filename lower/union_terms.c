@@ -98,6 +98,13 @@ int lower_union_term_count(const Assignment *as, const Expr *e) {
   return n > LW_MAX_ACCESS ? 0 : (int)n;
 }
 
+/* A node op(x, y) of like's column and dtype; NULL when out of memory. */
+static Expr *node(Arena *a, OpKind op, Expr *x, Expr *y, const Expr *like) {
+  Expr *e = nt_op_node(a, op, x, y, like->col);
+  if (e) e->dtype = like->dtype;
+  return e;
+}
+
 /* Appends e's terms (negated when neg) to out[*n]; false when out of memory. */
 static bool split(Arena *a, const Expr *e, TermOps o, bool neg, Expr **out, int *n) {
   OpKind op = nt_expr_op(e);
@@ -110,8 +117,7 @@ static bool split(Arena *a, const Expr *e, TermOps o, bool neg, Expr **out, int 
     int ny = 0;
     if (!split(a, k[1], o, neg, y, &ny)) return false;
     for (int j = 0; j < ny; j++)
-      if (!(out[(*n)++] = nt_op_node(a, op, k[0], y[j], e->col))) return false;
-      else out[*n - 1]->dtype = e->dtype;
+      if (!(out[(*n)++] = node(a, op, k[0], y[j], e))) return false;
     return true;
   }
   if ((op == o.add || op == o.mul) && nt_children(e, k) == 2) {
@@ -120,17 +126,11 @@ static bool split(Arena *a, const Expr *e, TermOps o, bool neg, Expr **out, int 
     int nx = 0, ny = 0;
     if (!split(a, k[0], o, neg, x, &nx) || !split(a, k[1], o, false, y, &ny)) return false;
     for (int i = 0; i < nx; i++)
-      for (int j = 0; j < ny; j++) {
-        Expr *t = nt_op_node(a, o.mul, x[i], y[j], e->col);
-        if (!t) return false;
-        t->dtype = e->dtype;
-        out[(*n)++] = t;
-      }
+      for (int j = 0; j < ny; j++)
+        if (!(out[(*n)++] = node(a, o.mul, x[i], y[j], e))) return false;
     return true;
   }
-  Expr *t = neg ? nt_op_node(a, OP_NEG, (Expr *)e, NULL, e->col) : (Expr *)e;
-  if (t && neg) t->dtype = e->dtype;
-  out[*n] = t;
+  out[*n] = neg ? node(a, OP_NEG, (Expr *)e, NULL, e) : (Expr *)e;
   return out[(*n)++] != NULL;
 }
 

@@ -195,18 +195,15 @@ static LirStmt **split(Vec *v, LirStmt **slot, int w, bool gathers, bool tiered)
   loop->u.loop.hi = lir_ref(a, vend);
   loop->u.loop.step = lir_const_int(a, iv->type, w);
   loop->u.loop.at.vec_width = w;
+  LirStmt *decl = lir_decl(a, vend, end);
+  decl->next = loop;
+  loop->next = tail;
   if (gathers) { /* one branch a row: if (hi - lo >= 2W) { vector loop; remainder } else plain */
-    LirStmt *decl = lir_decl(a, vend, end);
-    decl->next = loop;
-    loop->next = tail;
     *slot = lir_if(a, lir_bin(a, LOP_GE, len, lir_const_int(a, iv->type, 2 * w)),
                    lir_block(a, decl), plain);
     (*slot)->next = rest;
     return slot;
   }
-  LirStmt *decl = lir_decl(a, vend, end);
-  decl->next = loop;
-  loop->next = tail;
   tail->next = rest;
   *slot = decl;
   return &loop->next;
