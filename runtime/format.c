@@ -248,6 +248,15 @@ static void set_ndims(tj_format *f) {
   f->ndims = blocked ? nd : 0;
 }
 
+/* Reads an integer in 0..2^30 at *p (after blanks) into *v. */
+static bool read_int(const char **p, int32_t *v) {
+  const char *s = skip_ws(*p);
+  if (!isdigit((unsigned char)*s)) return false;
+  long k = strtol(s, (char **)p, 10);
+  *v = (int32_t)(k > (1L << 30) ? -1 : k);
+  return true;
+}
+
 /* "ds", "ds:1,0" or "dsdd:0/4,1/4,0%4,1%4". */
 static tj_status parse_taco(const char *spec, tj_format *f) {
   const char *p = spec;
@@ -262,11 +271,9 @@ static tj_status parse_taco(const char *spec, tj_format *f) {
                           spec, *p, (int)(p - spec) + 1, letter_list());
     if (*p == 'n') {   /* n_out_of_m: its n follows the letter */
       const char *at = p++;
-      if (!isdigit((unsigned char)*p))
+      if (!isdigit((unsigned char)*p) || !read_int(&p, &f->lvl_n[n]))
         return rt_set_error(TJ_ERR_PARSE, "format \"%s\": the n_out_of_m letter 'n' at "
                             "column %d needs its n (n2 for 2:4)", spec, (int)(at - spec) + 1);
-      long k = strtol(p, (char **)&p, 10);
-      f->lvl_n[n] = (int32_t)(k > (1L << 30) ? -1 : k);
       f->levels[n++] = 'n';
       continue;
     }
@@ -291,11 +298,9 @@ static tj_status parse_taco(const char *spec, tj_format *f) {
       if (*p == '/' || *p == '%') {   /* d/k: d floordiv k; d%k: d mod k */
         f->lvl_op[k] = *p == '/' ? TJ_LVL_FLOORDIV : TJ_LVL_MOD;
         p = skip_ws(p + 1);
-        if (!isdigit((unsigned char)*p))
+        if (!read_int(&p, &f->lvl_k[k]))
           return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a block "
                               "size at column %d", spec, (int)(p - spec) + 1);
-        long b = strtol(p, (char **)&p, 10);
-        f->lvl_k[k] = (int32_t)(b > (1L << 30) ? -1 : b);
       }
       f->mode_order[k++] = (int32_t)(m > 99 ? 99 : m);
       p = skip_ws(p);
@@ -332,15 +337,6 @@ static bool eat(const char **p, const char *tok) {
   size_t n = strlen(tok);
   if (strncmp(s, tok, n) != 0) return false;
   *p = s + n;
-  return true;
-}
-
-/* Reads an integer in 0..2^30 at *p (after blanks) into *v. */
-static bool read_int(const char **p, int32_t *v) {
-  const char *s = skip_ws(*p);
-  if (!isdigit((unsigned char)*s)) return false;
-  long k = strtol(s, (char **)p, 10);
-  *v = (int32_t)(k > (1L << 30) ? -1 : k);
   return true;
 }
 
@@ -444,12 +440,9 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
     int op = eat(&p, "floordiv") ? TJ_LVL_FLOORDIV : eat(&p, "mod") ? TJ_LVL_MOD : 0;
     if (op) {
       f->lvl_op[nl] = op;
-      const char *q = skip_ws(p);
-      if (!isdigit((unsigned char)*q))
+      if (!read_int(&p, &f->lvl_k[nl]))
         return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a block size "
-                            "at column %d", spec, (int)(q - spec) + 1);
-      long b = strtol(q, (char **)&p, 10);
-      f->lvl_k[nl] = (int32_t)(b > (1L << 30) ? -1 : b);
+                            "at column %d", spec, (int)(skip_ws(p) - spec) + 1);
       if (!eat(&p, ":"))
         return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ':' at column "
                             "%d", spec, (int)(skip_ws(p) - spec) + 1);
