@@ -88,6 +88,11 @@ LirVar *lir_var(Arena *a, LirKernel *k, const char *name, LirType t) {
   return v;
 }
 
+LirVar *lir_var_numbered(Arena *a, LirKernel *k, const char *base, LirType t) {
+  const char *name = arena_printf(a, "%s_%d", base, k->nvars);
+  return name ? lir_var(a, k, name, t) : NULL;
+}
+
 static LirExpr *expr_new(Arena *a, LirExprKind kind, LirType t) {
   LirExpr *e = arena_alloc(a, sizeof *e);
   if (e) {
@@ -372,4 +377,29 @@ const char *lir_un_name(LirUnOp op) {
 #undef LIR_UNOP
   };
   return (unsigned)op < sizeof names / sizeof *names ? names[op] : "?";
+}
+
+LirExpr *lir_clone_renamed(Arena *a, LirExpr *const *ren, int nren, const LirExpr *e) {
+  switch (e->kind) {
+  case LE_CONST:
+  case LE_FIELD: return (LirExpr *)e;
+  case LE_VAR: {
+    int id = e->u.var->id;
+    LirExpr *to = id < nren ? ren[id] : NULL;
+    return to ? to : (LirExpr *)e;
+  }
+  case LE_LOAD:
+    return lir_load(a, lir_clone_renamed(a, ren, nren, e->u.load.ptr),
+                    lir_clone_renamed(a, ren, nren, e->u.load.idx));
+  case LE_BIN:
+    return lir_bin(a, e->u.bin.op, lir_clone_renamed(a, ren, nren, e->u.bin.a),
+                   lir_clone_renamed(a, ren, nren, e->u.bin.b));
+  case LE_UN: return lir_un(a, e->u.un.op, lir_clone_renamed(a, ren, nren, e->u.un.a));
+  case LE_CAST: return lir_cast(a, e->type, lir_clone_renamed(a, ren, nren, e->u.cast));
+  case LE_SELECT:
+    return lir_select(a, lir_clone_renamed(a, ren, nren, e->u.sel.cond),
+                      lir_clone_renamed(a, ren, nren, e->u.sel.a),
+                      lir_clone_renamed(a, ren, nren, e->u.sel.b));
+  }
+  return NULL;
 }

@@ -198,6 +198,12 @@ typedef struct LirKernel {
 /* ---- constructors (NULL only when the arena is out of memory) ---- */
 LirKernel *lir_kernel(Arena *a, const char *name);
 LirVar *lir_var(Arena *a, LirKernel *k, const char *name, LirType t);
+/* A new variable named base_<n> (n: k's variable count, so unique). */
+LirVar *lir_var_numbered(Arena *a, LirKernel *k, const char *base, LirType t);
+/* A copy of e where each variable v with v->id < nren and ren[v->id] set
+ * reads ren[v->id] instead; constants, fields and variables not renamed
+ * are shared (copies of loops' bodies: unroll-and-jam, peel). */
+LirExpr *lir_clone_renamed(Arena *a, LirExpr *const *ren, int nren, const LirExpr *e);
 
 LirExpr *lir_const_int(Arena *a, LirType t, int64_t v);
 LirExpr *lir_const_fp(Arena *a, LirType t, double v);

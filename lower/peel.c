@@ -73,8 +73,7 @@ static bool gathers(const LirExpr *e, const char *loaded, int n) {
   if (!e) return false;
   switch (e->kind) {
   case LE_LOAD:
-    return has_load(e->u.load.idx) || lir_reads_marked(e->u.load.idx, loaded, n) ||
-           gathers(e->u.load.idx, loaded, n);
+    return has_load(e->u.load.idx) || lir_reads_marked(e->u.load.idx, loaded, n);
   case LE_BIN: return gathers(e->u.bin.a, loaded, n) || gathers(e->u.bin.b, loaded, n);
   case LE_UN: return gathers(e->u.un.a, loaded, n);
   case LE_CAST: return gathers(e->u.cast, loaded, n);
@@ -130,26 +129,11 @@ static bool qualifies(Peel *p, const LirStmt *loop) {
 }
 
 static LirExpr *clone(Peel *p, int r, const LirExpr *e) {
-  Arena *a = p->a;
-  switch (e->kind) {
-  case LE_VAR: {
-    int id = e->u.var->id;
-    LirExpr *to = id < p->nren ? p->ren[r * p->nren + id] : NULL;
-    return to ? to : (LirExpr *)e;
-  }
-  case LE_LOAD: return lir_load(a, clone(p, r, e->u.load.ptr), clone(p, r, e->u.load.idx));
-  case LE_BIN: return lir_bin(a, e->u.bin.op, clone(p, r, e->u.bin.a), clone(p, r, e->u.bin.b));
-  case LE_UN: return lir_un(a, e->u.un.op, clone(p, r, e->u.un.a));
-  case LE_CAST: return lir_cast(a, e->type, clone(p, r, e->u.cast));
-  case LE_SELECT:
-    return lir_select(a, clone(p, r, e->u.sel.cond), clone(p, r, e->u.sel.a),
-                      clone(p, r, e->u.sel.b));
-  default: return (LirExpr *)e;
-  }
+  return lir_clone_renamed(p->a, p->ren + (size_t)r * (size_t)p->nren, p->nren, e);
 }
 
 static LirVar *fresh(Peel *p, const char *name, LirType t) {
-  return lir_var(p->a, p->k, arena_printf(p->a, "%s_%d", name, p->k->nvars), t);
+  return lir_var_numbered(p->a, p->k, name, t);
 }
 
 /* Copy r of the body with the update's value bound to *val. */

@@ -139,25 +139,7 @@ static bool jammable(Jam *j, const LirStmt *loop) {
 /* ---- copying a body with renamed variables ---- */
 
 static LirExpr *clone_expr(Jam *j, int r, const LirExpr *e) {
-  Arena *a = j->a;
-  switch (e->kind) {
-  case LE_CONST:
-  case LE_FIELD: return (LirExpr *)e;
-  case LE_VAR: {
-    int id = e->u.var->id;
-    LirExpr *to = id < j->nren ? j->ren[r * j->nren + id] : NULL;
-    return to ? to : (LirExpr *)e;
-  }
-  case LE_LOAD: return lir_load(a, clone_expr(j, r, e->u.load.ptr), clone_expr(j, r, e->u.load.idx));
-  case LE_BIN:
-    return lir_bin(a, e->u.bin.op, clone_expr(j, r, e->u.bin.a), clone_expr(j, r, e->u.bin.b));
-  case LE_UN: return lir_un(a, e->u.un.op, clone_expr(j, r, e->u.un.a));
-  case LE_CAST: return lir_cast(a, e->type, clone_expr(j, r, e->u.cast));
-  case LE_SELECT:
-    return lir_select(a, clone_expr(j, r, e->u.sel.cond), clone_expr(j, r, e->u.sel.a),
-                      clone_expr(j, r, e->u.sel.b));
-  }
-  return NULL;
+  return lir_clone_renamed(j->a, j->ren + (size_t)r * (size_t)j->nren, j->nren, e);
 }
 
 /* Copy r of a straight-line statement; a DECL gets a fresh variable. */
@@ -167,7 +149,7 @@ static LirStmt *clone_simple(Jam *j, int r, const LirStmt *s) {
   case LS_DECL: {
     const LirVar *x = s->u.decl.var;
     LirExpr *init = s->u.decl.init ? clone_expr(j, r, s->u.decl.init) : NULL;
-    LirVar *y = lir_var(a, j->k, arena_printf(a, "%s_%d", x->name, j->k->nvars), x->type);
+    LirVar *y = lir_var_numbered(a, j->k, x->name, x->type);
     if (!y) return NULL;
     if (x->id < j->nren) j->ren[r * j->nren + x->id] = lir_ref(a, y);
     return lir_decl(a, y, init);
