@@ -238,10 +238,8 @@ static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
   int64_t nq = q + 1;
   lv->crd = alloc_idx(nq, cw);
   if (!lv->pos || !lv->crd) return nomem(t);
-  if (nq > rt_idx_max(pw))
-    return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d has %" PRId64
-                        " positions, more than posWidth %d holds (at most %" PRId64
-                        "); use a wider posWidth", t->name, l, nq, 8 * pw, rt_idx_max(pw));
+  tj_status fits = rt_check_positions(t->name, l, nq, pw);
+  if (fits != TJ_OK) return fits;
   int64_t *count = calloc((size_t)(*P + 1), sizeof *count);
   if (!count) return nomem(t);
   q = -1, prev_par = -1;

@@ -294,3 +294,10 @@ void tj_tensor_print(const tj_tensor *t, void *file, int64_t max_entries) {
   free(coords);
   free(vals);
 }
+
+tj_status rt_check_positions(const char *name, int l, int64_t n, int32_t w) {
+  if (n <= rt_idx_max(w)) return TJ_OK;
+  return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d has %" PRId64 " positions, more "
+                      "than posWidth %d holds (at most %" PRId64 "); use a wider posWidth",
+                      name, l, n, 8 * w, rt_idx_max(w));
+}

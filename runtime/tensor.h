@@ -169,6 +169,9 @@ static inline void rt_idx_set(void *a, int32_t w, int64_t i, int64_t v) {
 static inline int64_t rt_idx_max(int32_t w) {
   return w == 1 ? UINT8_MAX : w == 2 ? UINT16_MAX : w == 4 ? INT32_MAX : INT64_MAX;
 }
+/* TJ_OK when n positions fit level l of tensor name at a position width of
+ * w bytes; else a TJ_ERR_FORMAT naming them (pack, wrap). */
+tj_status rt_check_positions(const char *name, int l, int64_t n, int32_t w);
 
 /* ---- formats (format.c) ---- */
 

@@ -103,10 +103,8 @@ static tj_status check_lengths(const tj_tensor *t, const tj_arrays *a) {
       continue;
     }
     if (lv->kind == TJ_LVL_COMPRESSED) {
-      if (a->crd_len[l] > rt_idx_max(s->pos_width))
-        return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d has %" PRId64 " positions, "
-                            "more than posWidth %d holds (at most %" PRId64 ")", t->name, l,
-                            a->crd_len[l], 8 * s->pos_width, rt_idx_max(s->pos_width));
+      tj_status fits = rt_check_positions(t->name, l, a->crd_len[l], s->pos_width);
+      if (fits != TJ_OK) return fits;
       if (!a->pos[l] || a->pos_len[l] != P + 1)
         return rt_set_error(TJ_ERR_SHAPE, "tensor %s: level %d (compressed) needs a pos "
                             "array of %" PRId64 " entries (parent positions + 1), got %"
