@@ -62,16 +62,16 @@ int drv_lattice_max(void) {
   return v > 0 && v < 1 << 20 ? (int)v : 0;
 }
 
-/* TJ_SCATTER_UNION_MIN, else 0. */
-static int scatter_env(void) {
+int drv_scatter_min(void) {
   const char *s = getenv("TJ_SCATTER_UNION_MIN");
   long v = s ? strtol(s, NULL, 10) : 0;
   return v > 0 && v < 1 << 20 ? (int)v : 0;
 }
 
-int drv_scatter_min(void) { return scatter_env(); }
-
-int drv_split_sum_min(void) { return scatter_env() ? scatter_env() : LOWER_SPLIT_SUM_MIN; }
+int drv_split_sum_min(void) {
+  int v = drv_scatter_min();
+  return v ? v : LOWER_SPLIT_SUM_MIN;
+}
 
 /* Vector width from the backend's target (AVX-512: 512 bits, AVX2: 256),
  * parallelism, and the schedule's parallelize / vectorize directives. */
