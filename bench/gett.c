@@ -303,6 +303,19 @@ static int letters(const char *s, char *out) {
   return n;
 }
 
+/* The method -print-gett names for kernel k (the model's, untimed). */
+static void method_of(tj_kernel *k, char out[32]) {
+  snprintf(out, 32, "?");
+  FILE *pf = tmpfile();
+  if (!pf) return;
+  tj_kernel_print(k, TJ_STAGE_GETT, pf);
+  rewind(pf);
+  char line[256];
+  while (fgets(line, sizeof line, pf))
+    if (sscanf(line, "  method: %31s", out) == 1) break;
+  fclose(pf);
+}
+
 static void tccg_line(tj_context *cx, char *fld[5], double target) {
   int64_t ext[26] = {0};
   char *save = NULL, sizes[256];
@@ -370,13 +383,9 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     double med[8], cpu[8];
     interleave_cpu(im, 7 + with_mkl, med, cpu);
     if (th == 1) memcpy(med, cpu, sizeof med);   /* one thread: CPU time (see top) */
-    FILE *pf = tmpfile();
-    tj_kernel_print(model.k, TJ_STAGE_GETT, pf);
-    rewind(pf);
-    char line[256], method[32] = "?";
-    while (fgets(line, sizeof line, pf))
-      if (sscanf(line, "  method: %31s", method) == 1) break;
-    fclose(pf);
+    char method[32], umethod[32];
+    method_of(model.k, method);
+    method_of(untimed.k, umethod);
     char mcol[64] = "", mratio[64] = "";
     if (with_mkl) {
       snprintf(mcol, sizeof mcol, "  ttgt+mkl %6.1f", flops / med[7]);
@@ -388,10 +397,10 @@ static void tccg_line(tj_context *cx, char *fld[5], double target) {
     /* flops per byte of the three tensors read or written once */
     double ai = 2 * M * N * K / ((double)esz * (M * K + K * N + M * N));
     printf("%-22s th=%d ai %6.1f model(%-4s) %6.1f  gett %6.1f  ttgt+blas %6.1f  log %6.1f  "
-           "blas-gemm %6.1f  untimed %6.1f  ttgt %6.1f%s GFLOP/s  model/ttgt %.2f  "
+           "blas-gemm %6.1f  untimed(%-4s) %6.1f  ttgt %6.1f%s GFLOP/s  model/ttgt %.2f  "
            "model/gemm %.2f%s  untimed/best %.2f  diff %.0e  compile %.1f ms  first run %.1f ms%s\n",
            fld[1], th, ai, method, flops / med[0], flops / med[1], flops / med[2], flops / med[3],
-           flops / med[4], flops / med[5], flops / med[6], mcol, med[2] / med[0], med[4] / med[0], mratio,
+           flops / med[4], umethod, flops / med[5], flops / med[6], mcol, med[2] / med[0], med[4] / med[0], mratio,
            best / med[5], diff, cms, first_s * 1e3, agree(diff, g_f32));
     fflush(stdout);
   }

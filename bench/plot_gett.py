@@ -30,7 +30,7 @@ def parse(path):
             if not m:
                 continue
             rates = {"model": float(m.group(5))}
-            for name, val in re.findall(r"([a-z+-]+)\s+([\d.]+)", m.group(6)):
+            for name, val in re.findall(r"([a-z+-]+)(?:\(\w+\s*\))?\s+([\d.]+)", m.group(6)):
                 if name in SERIES:
                     rates[name] = float(val)
             out.setdefault((dtype, int(m.group(2))), []).append(
