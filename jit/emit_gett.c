@@ -10,9 +10,10 @@
  *                 acc[v][j] = fma(a_v, b, acc[v][j])
  *   c[v*VL + j*cs ...] = (beta ? c : 0) + acc[v][j]
  *
- * On AVX-512 (16x14 f64, 32x14 f32) that is 28 accumulators, two A
- * registers and a broadcast B operand folded into the FMA: 31 of the 32
- * zmm registers. The lowering (lower/gett.c) picks mr, nr and VL for the
+ * On AVX-512 (24x8 f64, 48x8 f32) that is 24 accumulators, three A
+ * registers and a broadcast B operand: 28 of the 32 zmm registers, one
+ * broadcast per three FMAs; the other AVX-512 shape (16x14, 32x14) has 28
+ * accumulators and two A registers (lower/gett.c micro_shape picks). The lowering (lower/gett.c) picks mr, nr and VL for the
  * target's vector width; the function carries "min-legal-vector-width" so
  * LLVM keeps 512-bit registers on CPUs that prefer 256-bit vectorization.
  */

@@ -455,6 +455,35 @@ START_TEST(test_lanes_along_a) {
 }
 END_TEST
 
+/* AVX-512 has two micro-kernel shapes: 24x8 by default and 16x14 where
+ * more of its tiles are whole runs of C's first I_m and I_n indices (a =
+ * 16, c = 14 here; a = 24, c = 8 in the other); both give the plain loops'
+ * values, with remainders in the other indices, 1 and 2 threads, = and +=.
+ * Below AVX-512 (4 lanes) only the values are checked. */
+START_TEST(test_two_shapes) {
+  static const Con cons[] = {
+      {"abcd-aebf-dfce", "C(d,c,b,a) = A(f,b,e,a) * B(e,c,f,d)", "dcba", "fbea", "ecfd",
+       {[0] = 16, [1] = 3, [2] = 14, [3] = 5, [4] = 3, [5] = 7}, "micro-kernel 16x14 (8 lanes)"},
+      {"abcd-aebf-dfce", "C(d,c,b,a) = A(f,b,e,a) * B(e,c,f,d)", "dcba", "fbea", "ecfd",
+       {[0] = 24, [1] = 2, [2] = 8, [3] = 3, [4] = 5, [5] = 3}, "micro-kernel 24x8 (8 lanes)"},
+  };
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  for (int i = 0; i < 2; i++) {
+    const Con *k = &cons[i];
+    char *txt = con_gett_text(cx, k, "method(gett)");
+    if (strstr(txt, "(8 lanes)")) ck_assert_msg(strstr(txt, k->want), "%s: %s", k->name, txt);
+    free(txt);
+    for (int th = 1; th <= 2; th++) {
+      o.nthreads = th;
+      for (int acc = 0; acc < 2; acc++) check_one(cx, k, TJ_F64, acc, "method(gett)", &o, false, false);
+    }
+  }
+  tj_context_free(cx);
+}
+END_TEST
+
 /* What stays on the loop-IR path, and method() errors. */
 START_TEST(test_not_contractions) {
   tj_context *cx;
@@ -518,6 +547,7 @@ static Suite *gett_suite(void) {
   tcase_add_test(tc, test_gemm_by_hand);
   tcase_add_test(tc, test_timed_methods);
   tcase_add_test(tc, test_lanes_along_a);
+  tcase_add_test(tc, test_two_shapes);
   tcase_add_test(tc, test_not_contractions);
   tcase_add_test(tc, test_tccg_all_methods);
   tcase_add_test(tc, test_tccg_loops);
