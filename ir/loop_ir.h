@@ -138,6 +138,10 @@ typedef struct LoopAttrs {
                         loop of the kernel asks) */
   bool remainder;    /* the scalar remainder of a vector loop (< W trips):
                         LLVM should neither vectorize nor unroll it */
+  bool masked_tail;  /* a vector loop whose remainder follows it: the JIT
+                        runs that remainder as one masked step of W lanes
+                        into the same accumulators (other backends run it
+                        as written) */
   LirExpr *balance;  /* parallel: a pos array (pointer expr) whose entries
                         weigh iterations for chunking, or NULL */
   LirExpr *leaves;   /* with balance: the pos array one level further down;
