@@ -322,6 +322,7 @@ static void print_attrs(Printer *p, LoopAttrs at, int ind) {
   if (at.vec_width) fprintf(p->out, " vector(%d)", at.vec_width);
   if (asked) fprintf(p->out, " vectorize(%d) asked", at.vectorize);
   if (at.unroll) fprintf(p->out, " unroll(%d)", at.unroll);
+  if (at.masked_tail) fputs(" masked-tail", p->out);
   if (at.remainder) fputs(" remainder", p->out);
   fputs(" */\n", p->out);
 }

@@ -138,6 +138,12 @@ typedef struct LoopAttrs {
                         loop of the kernel asks) */
   bool remainder;    /* the scalar remainder of a vector loop (< W trips):
                         LLVM should neither vectorize nor unroll it */
+  bool masked_tail;  /* a vector loop up to vend = lo + (hi - lo) / W * W
+                        whose remainder (vend..hi, < W trips, the same body)
+                        follows it: the JIT runs that remainder as one
+                        masked step of W lanes into the same accumulators
+                        (other backends run it as written; a copy with its
+                        own body runs as written everywhere) */
   LirExpr *balance;  /* parallel: a pos array (pointer expr) whose entries
                         weigh iterations for chunking, or NULL */
   LirExpr *leaves;   /* with balance: the pos array one level further down;

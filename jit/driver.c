@@ -401,7 +401,9 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   }
   /* Settings read from the environment that change the generated code. */
   const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
-  fprintf(f, "|pipe=%s|gather=%s", pipe ? pipe : "", gather ? gather : "");
+  const char *mtail = getenv("TJ_MASKED_TAIL");
+  fprintf(f, "|pipe=%s|gather=%s|mtail=%s", pipe ? pipe : "", gather ? gather : "",
+          mtail ? mtail : "");
   /* A dense contraction's method and blocking depend on its extents. */
   if (lower_gett_form(as)) {
     const char *blk = getenv("TJ_GETT_BLOCK");

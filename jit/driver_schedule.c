@@ -89,6 +89,10 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
   /* Peeling of short gather reductions: on by default; TJ_PEEL=0 turns it off. */
   const char *pe = getenv("TJ_PEEL");
   o->peel = !(pe && *pe == '0');
+  /* A gather loop's remainder as one masked step: on by default;
+   * TJ_MASKED_TAIL=0 turns it off (the scalar remainder loop runs). */
+  const char *mt = getenv("TJ_MASKED_TAIL");
+  o->masked_tail = !(mt && *mt == '0');
   o->lattice_max = drv_lattice_max();
   o->extents = as;
   for (int k = 0; k < s->n; k++) {

@@ -83,6 +83,10 @@ bool emit_is_vector_loop(const LirStmt *s);
  * reductions into outer variables; false with e->d set on a body outside
  * the vector-loop contract. */
 bool emit_vector_for(Emitter *e, const LirStmt *s);
+/* The remainder loop after vector loop s that its emission takes as one
+ * masked step (s has masked_tail; the remainder is s->next over the same iv
+ * and body from s's bound), or NULL: the statement list then skips it. */
+const LirStmt *emit_masked_tail(const LirStmt *s);
 
 /* ---- jit/emit_gett.c ---- */
 /* The LH_GETT call: the plan as a constant, the micro-kernel it names

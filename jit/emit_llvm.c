@@ -785,8 +785,12 @@ static bool emit_stmt(Emitter *e, const LirStmt *s) {
 }
 
 bool emit_stmts(Emitter *e, const LirStmt *s) {
-  for (; s; s = s->next)
+  for (; s; s = s->next) {
     if (!emit_stmt(e, s) || !diag_ok(e->d)) return false;
+    if (s->kind == LS_FOR && s->u.loop.at.vec_width > 0 && emit_is_vector_loop(s) &&
+        emit_masked_tail(s))
+      s = s->next;   /* its remainder ran as the vector loop's masked step */
+  }
   return true;
 }
 

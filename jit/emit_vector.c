@@ -52,6 +52,8 @@ typedef struct VecLoop {
   int *depth;             /* by var id: loop nesting depth of its declaration */
   LLVMValueRef *vslot;    /* by var id: <W x T> slot of a variable carried
                              across a nested loop's trips, or NULL */
+  LLVMValueRef mask;      /* the lanes below the bound in a masked tail's
+                             step, else NULL (all lanes) */
 } VecLoop;
 
 static const VVal none = {NULL, LIR_VARYING};
@@ -288,6 +290,11 @@ static bool set_inner(VecLoop *v, const LirVar *var, VVal x) {
   return true;
 }
 
+/* new in the step's lanes, old in the masked-off ones of a masked tail. */
+static LLVMValueRef keep_masked(VecLoop *v, LLVMValueRef new, LLVMValueRef old) {
+  return v->mask ? LLVMBuildSelect(v->e->b, v->mask, new, old, "") : new;
+}
+
 /* acc = f(acc, with) lane by lane: the fold's accumulator read as a body
  * variable while its value is computed. */
 static bool vfold(VecLoop *v, const LirStmt *s) {
@@ -295,11 +302,12 @@ static bool vfold(VecLoop *v, const LirStmt *s) {
   Emitter *e = v->e;
   LLVMTypeRef vt = LLVMVectorType(em_reg_type(e, var->type), v->w);
   v->inner[var->id] = 1;
-  v->val[var->id] = mk(LLVMBuildLoad2(e->b, vt, v->acc[var->id], ""), LIR_VARYING);
-  VVal x = vexpr(v, s->u.assign.e, NULL);
+  LLVMValueRef old = LLVMBuildLoad2(e->b, vt, v->acc[var->id], "");
+  v->val[var->id] = mk(old, LIR_VARYING);
+  VVal x = vexpr(v, s->u.assign.e, v->mask);
   v->inner[var->id] = 0;
   if (!x.v) return false;
-  LLVMBuildStore(e->b, to_vec(v, x), v->acc[var->id]);
+  LLVMBuildStore(e->b, keep_masked(v, to_vec(v, x), old), v->acc[var->id]);
   return true;
 }
 
@@ -307,17 +315,17 @@ static bool vassign(VecLoop *v, const LirStmt *s) {
   const LirVar *var = s->u.assign.var;
   int op = s->u.assign.op;
   if (s->u.assign.with && !v->inner[var->id]) return vfold(v, s);
-  VVal x = vexpr(v, s->u.assign.e, NULL);
+  VVal x = vexpr(v, s->u.assign.e, v->mask);
   if (!x.v) return false;
   if (v->inner[var->id])
     return set_inner(v, var, op < 0 ? x : vbinop(v, (LirBinOp)op, var->type,
-                                                 inner_value(v, var), x, NULL));
+                                                 inner_value(v, var), x, v->mask));
   Emitter *e = v->e;
   LLVMTypeRef vt = LLVMVectorType(em_reg_type(e, var->type), v->w);
   LLVMValueRef acc = LLVMBuildLoad2(e->b, vt, v->acc[var->id], "");
   LLVMValueRef r = em_binop(e, (LirBinOp)op, var->type, acc, to_vec(v, x));
   if (!r) return false;
-  LLVMBuildStore(e->b, r, v->acc[var->id]);
+  LLVMBuildStore(e->b, keep_masked(v, r, acc), v->acc[var->id]);
   return true;
 }
 
@@ -326,10 +334,10 @@ static bool vstore(VecLoop *v, const LirStmt *s) {
   const LirExpr *p = s->u.store.ptr;
   if (classify(v, p) != LIR_UNIFORM)
     return fail(v, "store through a pointer that differs per lane");
-  VVal i = vexpr(v, s->u.store.idx, NULL);
+  VVal i = vexpr(v, s->u.store.idx, v->mask);
   if (i.v && i.c != LIR_UNIT)
     return fail(v, "store at an index that is not unit-stride in the iv");
-  VVal x = vexpr(v, s->u.store.e, NULL);
+  VVal x = vexpr(v, s->u.store.e, v->mask);
   LLVMValueRef pv = emit_expr(e, p);
   if (!i.v || !x.v || !pv) return false;
   LirType t = lir_elem_type(p->type);
@@ -337,17 +345,30 @@ static bool vstore(VecLoop *v, const LirStmt *s) {
   unsigned align = (unsigned)em_elem_bytes(p->type);
   LLVMValueRef a = LLVMBuildInBoundsGEP2(e->b, et, pv, &i.v, 1, "");
   LLVMValueRef val = to_vec(v, x);
+  LLVMValueRef al = LLVMConstInt(e->i32, align, 0);
   if (s->u.store.op >= 0) {
-    LLVMValueRef old = LLVMBuildLoad2(e->b, vt, a, "");
-    LLVMSetAlignment(old, align);
+    LLVMValueRef old;
+    if (v->mask) {
+      LLVMValueRef args[] = {a, al, v->mask, LLVMConstNull(vt)};
+      old = intrinsic2(e, "llvm.masked.load", vt, e->ptr, args, 4);
+    } else {
+      old = LLVMBuildLoad2(e->b, vt, a, "");
+      LLVMSetAlignment(old, align);
+    }
     em_tag(e, old, e->tbaa[t]);
     if (t == LT_BOOL) old = LLVMBuildICmp(e->b, LLVMIntNE, old, LLVMConstNull(vt), "");
     val = em_binop(e, (LirBinOp)s->u.store.op, t, old, val);
     if (!val) return false;
   }
   if (t == LT_BOOL) val = LLVMBuildZExt(e->b, val, vt, "");
-  LLVMValueRef st = LLVMBuildStore(e->b, val, a);
-  LLVMSetAlignment(st, align);
+  LLVMValueRef st;
+  if (v->mask) {
+    LLVMValueRef args[] = {val, a, al, v->mask};
+    st = intrinsic2(e, "llvm.masked.store", vt, e->ptr, args, 4);
+  } else {
+    st = LLVMBuildStore(e->b, val, a);
+    LLVMSetAlignment(st, align);
+  }
   em_tag(e, st, e->tbaa[t]);
   return true;
 }
@@ -373,7 +394,7 @@ static bool vstmts(VecLoop *v, const LirStmt *s) {
     case LS_DECL:
       ok = set_inner(v, s->u.decl.var,
                      s->u.decl.init
-                         ? vexpr(v, s->u.decl.init, NULL)
+                         ? vexpr(v, s->u.decl.init, v->mask)
                          : mk(LLVMConstNull(em_reg_type(v->e, s->u.decl.var->type)), LIR_UNIFORM));
       break;
     case LS_ASSIGN: ok = vassign(v, s); break;
@@ -530,12 +551,54 @@ void em_loop_hints(Emitter *e, LLVMValueRef br, LoopAttrs at, bool no_vectorize)
   LLVMSetMetadata(br, e->loop_kind, LLVMMetadataAsValue(e->cx, node));
 }
 
+static bool has_for(const LirStmt *s) {
+  for (; s; s = s->next)
+    if (s->kind == LS_FOR || s->kind == LS_WHILE ||
+        (s->kind == LS_BLOCK && has_for(s->u.block)))
+      return true;
+  return false;
+}
+
+const LirStmt *emit_masked_tail(const LirStmt *s) {
+  const LirStmt *t = s->next;
+  const LirExpr *hi = s->u.loop.hi;
+  if (!s->u.loop.at.masked_tail || !t || t->kind != LS_FOR || !t->u.loop.at.remainder ||
+      t->u.loop.iv != s->u.loop.iv || t->u.loop.body != s->u.loop.body ||
+      hi->kind != LE_VAR || t->u.loop.lo->kind != LE_VAR || t->u.loop.lo->u.var != hi->u.var ||
+      (t->u.loop.step && !(t->u.loop.step->kind == LE_CONST && t->u.loop.step->u.c.i == 1)) ||
+      has_for(s->u.loop.body))
+    return NULL;
+  return t;
+}
+
+/* The remainder tail (fewer than W trips from the vector loop's end) as
+ * one step under the mask base + lane < hi, into the loop's accumulators:
+ *   if (base < hi) { <W-lane body, masked> } */
+static bool masked_step(VecLoop *v, const LirStmt *tail) {
+  Emitter *e = v->e;
+  LLVMValueRef base = emit_expr(e, tail->u.loop.lo), hi = emit_expr(e, tail->u.loop.hi);
+  if (!base || !hi) return false;
+  LLVMBasicBlockRef step = em_new_block(e, "vtail"), end = em_new_block(e, "vtail.end");
+  LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, base, hi, ""), step, end);
+  LLVMPositionBuilderAtEnd(e->b, step);
+  v->base = base;
+  LLVMValueRef lanes = to_vec(v, mk(base, LIR_UNIT));
+  v->mask = LLVMBuildICmp(e->b, LLVMIntSLT, lanes, splat(v, hi), "");
+  bool ok = vstmts(v, tail->u.loop.body);
+  v->mask = NULL;
+  if (!ok) return false;
+  LLVMBuildBr(e->b, end);
+  LLVMPositionBuilderAtEnd(e->b, end);
+  return true;
+}
+
 /* Emits, for reductions r:
- *          lo < hi ? init : done             (only with reductions)
+ *          lo < hi ? init : done             (only with reductions; hi:
+ *                                             a masked tail's bound)
  *   init:  acc_r = splat(identity); iv = lo; br cond
  *   cond:  iv < hi ? body : exit
  *   body:  <W-lane body>; iv += W; br cond  (!llvm.loop vectorize.enable false)
- *   exit:  r = r op reduce(acc_r); br done
+ *   exit:  [masked tail: masked_step]; r = r op reduce(acc_r); br done
  * The guard keeps a row too short for the vector loop (a gather loop takes
  * it from 2W entries on) off the horizontal reduction, whose latency would
  * otherwise lead its scalar remainder's chain: SpMV on luxembourg_osm (2 a
@@ -545,8 +608,10 @@ static bool emit_loop(VecLoop *v) {
   Emitter *e = v->e;
   const LirStmt *s = v->s;
   LLVMBasicBlockRef done = NULL;
-  if (v->nred > 0) {
-    LLVMValueRef lo0 = emit_expr(e, s->u.loop.lo), hi0 = emit_expr(e, s->u.loop.hi);
+  const LirStmt *tail = emit_masked_tail(s);
+  if (v->nred > 0) {   /* with a masked tail, up to the tail's bound */
+    LLVMValueRef lo0 = emit_expr(e, s->u.loop.lo);
+    LLVMValueRef hi0 = emit_expr(e, (tail ? tail : s)->u.loop.hi);
     if (!lo0 || !hi0) return false;
     LLVMBasicBlockRef init = em_new_block(e, "vfor.init");
     done = em_new_block(e, "vfor.done");
@@ -580,6 +645,7 @@ static bool emit_loop(VecLoop *v) {
   LLVMBuildStore(e->b, LLVMBuildNSWAdd(e->b, v->base, LLVMConstInt(t, v->w, 0), ""), a);
   em_loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at, true);
   LLVMPositionBuilderAtEnd(e->b, exit);
+  if (tail && !masked_step(v, tail)) return false;
   for (int q = 0; q < v->nred; q++)
     if (!combine(v, v->rvars[q])) return false;
   if (done) {

@@ -80,6 +80,9 @@ typedef struct LowerOptions {
   bool vector_gather;                  /* also vectorize loops that gather */
   bool peel;                           /* peel short gather reductions
                                           (lower/peel.c) */
+  bool masked_tail;                    /* a gather loop's remainder runs as one
+                                          masked vector step in the JIT
+                                          (LoopAttrs.masked_tail) */
   int vec_width;                       /* vectorize(j, w): w lanes (the loops of j
                                           carry LoopAttrs.vectorize); 0 none */
   int unroll_jam;                      /* rows per unroll-and-jam block, 0 off */

@@ -284,6 +284,83 @@ START_TEST(test_gather) {
 }
 END_TEST
 
+/* ---- a masked tail: the remainder as one masked step of the vector loop ---- */
+
+/* s op= x[idx[j]] + c, c what a lane that escaped the mask would add (its
+ * loads read 0), and out[j + 1] = 2 x[idx[j]]: out[0] = s; the entries past
+ * n keep their sentinel. */
+static const struct { LirBinOp op; double c, lo, hi, init; } tail_cases[] = {
+    {LOP_ADD, 1, -1, 1, 0}, {LOP_MIN, -10, 1, 2, 0}, {LOP_MAX, 10, -2, -1, 0},
+    {LOP_MUL, 2, 0.99, 1.01, 1}};
+
+START_TEST(test_masked_tail) {
+  LirBinOp op = tail_cases[_i].op;
+  double c = tail_cases[_i].c, init = tail_cases[_i].init;
+  JitEngine *e = engine();
+  enum { N = 40 };
+  tj_storage *out = fx_st_vec(TJ_F64, N + 8), *idx = fx_st_vec(TJ_I32, N), *x = fx_st_vec(TJ_F64, N);
+  tj_storage *ops[] = {out, idx, x};
+  LirKernel *k = kernel("tail", ops, 3);
+  LirStmt *b = NULL;
+  LirVar *o = decl_field(k, &b, "out", 0, LF_VALS, 0), *ix = decl_field(k, &b, "idx", 1, LF_VALS, 0);
+  LirVar *xv = decl_field(k, &b, "x", 2, LF_VALS, 0), *n = decl_field(k, &b, "n", 1, LF_DIM, 0);
+  LirVar *sv = decl(k, &b, "s", LT_F64, cst(LT_F64, init));
+  /* as vectorize.c splits a gather loop: one body shared by the vector
+   * loop (masked_tail) and its remainder */
+  LirVar *iv = var(k, "j", LT_I64);
+  LirStmt *body = NULL;
+  LirExpr *g = LD(xv, lir_cast(A, LT_I64, LD(ix, R(iv))));
+  lir_append(&body, lir_update(A, sv, op, BIN(LOP_ADD, g, cst(LT_F64, c))));
+  /* and a unit-stride store: out[j + 1] = x[idx[j]] * 2 */
+  lir_append(&body, lir_store(A, R(o), BIN(LOP_ADD, R(iv), I64(1)),
+                              BIN(LOP_MUL, g, cst(LT_F64, 2))));
+  LirVar *nvv = decl(k, &b, "nv", LT_I64, BIN(LOP_MUL, BIN(LOP_DIV, R(n), I64(8)), I64(8)));
+  LirStmt *vl = vfor(iv, I64(0), R(nvv), 8, lir_block(A, body));
+  LirStmt *tl = lir_for(A, iv, R(nvv), R(n), vl->u.loop.body);
+  vl->u.loop.at.masked_tail = true;
+  tl->u.loop.at.remainder = true;
+  lir_append(&b, vl);
+  lir_append(&b, tl);
+  lir_append(&b, lir_store(A, R(o), I64(0), R(sv)));
+  k->body = b;
+  JitOptions jo = novec;
+  jo.want_ir = true;
+  JitKernel jk = compile(e, k, &jo);
+  ck_assert_ptr_nonnull(strstr(jk.ir_before, "vtail"));
+  ck_assert_ptr_nonnull(strstr(jk.ir_before, "llvm.masked.store"));
+  ck_assert_ptr_nonnull(strstr(jk.ir_before, "llvm.masked.load"));
+  int64_t sizes[] = {0, 1, 7, 8, 9, 15, 16, 17, 23, 39, 40};
+  for (unsigned q = 0; q < sizeof sizes / sizeof *sizes; q++) {
+    int64_t m = sizes[q];
+    for (int t = 0; t < N; t++) {
+      fx_val_set(idx, t, (int)(fx_rnd() * N));
+      fx_val_set(x, t, tail_cases[_i].lo + fx_rnd() * (tail_cases[_i].hi - tail_cases[_i].lo));
+    }
+    for (int t = 0; t < N + 8; t++) fx_val_set(out, t, -7);
+    double ref = init;
+    for (int64_t t = 0; t < m; t++) {
+      double v = fx_val_get(x, (int64_t)fx_val_get(idx, t)) + c;
+      ref = op == LOP_ADD ? ref + v : op == LOP_MUL ? ref * v : op == LOP_MIN ? fmin(ref, v) : fmax(ref, v);
+    }
+    idx->dims[0] = m;
+    ck_assert_int_eq(jit_kernel_run(&jk, ops), 0);
+    idx->dims[0] = N;
+    ck_assert_msg(fabs(fx_val_get(out, 0) - ref) <= 1e-12 * (1 + fabs(ref)),
+                  "case %d n=%ld: s = %.17g, expected %.17g", _i, (long)m, fx_val_get(out, 0), ref);
+    for (int64_t t = 0; t < N + 7; t++) {
+      double want = t < m ? 2 * fx_val_get(x, (int64_t)fx_val_get(idx, t)) : -7;
+      ck_assert_msg(fx_val_get(out, t + 1) == want, "case %d n=%ld: out[%ld] = %g, expected %g",
+                    _i, (long)m, (long)t + 1, fx_val_get(out, t + 1), want);
+    }
+  }
+  jit_kernel_release(e, &jk);
+  fx_st_free(out);
+  fx_st_free(idx);
+  fx_st_free(x);
+  jit_engine_free(e);
+}
+END_TEST
+
 /* ---- SpMM inner loop: C[i*N + j] += v * B[k*N + j] ---- */
 
 typedef struct { LirVar *C, *B, *i, *kk, *v, *N; } Spmm;
@@ -559,6 +636,7 @@ int main(void) {
       {"axpy", test_axpy, sizeof axpy_cases / sizeof *axpy_cases},
       {"reduce", test_reduce, sizeof red_cases / sizeof *red_cases},
       {"gather", test_gather, 1},
+      {"masked_tail", test_masked_tail, sizeof tail_cases / sizeof *tail_cases},
       {"spmm", test_spmm, 3},
       {"parallel_spmv", test_parallel_spmv, 8},
       {"parallel_vector", test_parallel_vector, 1},

@@ -48,6 +48,11 @@ expect def_relu "$OK" 'y(i) = relu(A(i,j)) * x(j)' -f=A:ds -g=A:s:0.2 -g=x:d -d=
   -def='relu(v) = max(v - 0.5, 0)' -check
 expect reduce_max "$OK" 'y(i) = reduce(max, j, A(i,j) * x(j))' -f=A:ds -f=y:s -g=A:s:0.1 \
   -g=x:d -d=A:40,30 -check
+# rows of ~30: the gather loop's masked tail folds by f, whose masked-off
+# lanes must keep their accumulator (f(acc, 0) would add 1)
+expect fold_masked_tail "$OK" 'y(i) = reduce(f, j, A(i,j) * x(j))' -f=A:ds -f=y:d \
+  -def='f(x, y) = x + y + 1 identity -1 commutative associative' -g=A:s:0.5 -g=x:d \
+  -d=A:50,61 -check
 expect spgemm_nonordered "$OK" 'C(i,j) = A(i,k) * B(k,j)' -f=A:ds -f=B:ds -f=C:do -g=A:s:0.1 \
   -g=B:s:0.1 -d=A:30,20 -d=B:20,25 -check
 expect spgemm "$OK" 'C(i,j) = A(i,k) * B(k,j)' -f=A:ds -f=B:ds -f=C:ds -g=A:s:0.1 \
