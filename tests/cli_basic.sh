@@ -196,9 +196,9 @@ TJ_PAR_MIN_WORK=0 expect ttv_narrow_positions_2threads "$OK" 'A(i,j) = B(i,j,k) 
 # thread count is another choice.
 GEMM=(-g=A:d -g=B:d -d=a:400 -d=c:300 -d=b:150 -check 'C(a,b) = A(a,c) * B(c,b)')
 export TJ_GETT_VERBOSE=1
-TJ_CACHE_DIR=$TMP/gett expect gett_disk_first 'GETT timed methods 0x[0-9a-f]+, chose' "${GEMM[@]}"
+TJ_CACHE_DIR=$TMP/gett expect gett_disk_first 'GETT timed methods 0x[0-9a-f]+ \(.*\), chose [a-z]+$' "${GEMM[@]}"
 chosen=$(TJ_CACHE_DIR=$TMP/gett "$T" "${GEMM[@]}" 2>&1 | sed -n 's/.*GETT method \([a-z]*\) from the disk cache.*/\1/p')
-first=$(TJ_CACHE_DIR=$TMP/gett2 "$T" "${GEMM[@]}" 2>&1 | sed -n 's/.*chose \([a-z]*\) .*/\1/p')
+first=$(TJ_CACHE_DIR=$TMP/gett2 "$T" "${GEMM[@]}" 2>&1 | sed -n 's/.*chose \([a-z]*\)$/\1/p')
 second=$(TJ_CACHE_DIR=$TMP/gett2 "$T" "${GEMM[@]}" 2>&1 | sed -n 's/.*GETT method \([a-z]*\) from the disk cache.*/\1/p')
 if [ -n "$first" ] && [ "$first" = "$second" ] && [ -n "$chosen" ]; then pass gett_disk_second_run
 else fail gett_disk_second_run "timed '$first', then '$second' from disk (and '$chosen')"; fi
