@@ -318,6 +318,9 @@ bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
                         "no operand named '%s' was given for the expression",
                         as->tensors[t]->name);
   }
+  if (as->ntensors > 0 && tj_tensor_is_view(out[0]))
+    return diag_error(d, TJ_ERR_INVALID, "output %s is a view (a slice of another tensor); "
+                      "a kernel writes into a tensor of its own", as->tensors[0]->name);
   return true;
 }
 

@@ -31,7 +31,8 @@ class Format(ctypes.Structure):
                 ("ndims", ctypes.c_int32),
                 ("lvl_op", ctypes.c_int32 * MAX_ORDER),
                 ("lvl_k", ctypes.c_int32 * MAX_ORDER),
-                ("lvl_n", ctypes.c_int32 * MAX_ORDER)]
+                ("lvl_n", ctypes.c_int32 * MAX_ORDER),
+                ("slice", (ctypes.c_int64 * 3) * MAX_ORDER)]
 
 
 class Arrays(ctypes.Structure):
