@@ -397,7 +397,7 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   for (int v = 0; v < as->nindices; v++) as->indices[v]->name = in[v];
   for (int t = 0; t < as->ntensors; t++) {
     const TensorDecl *dc = &as->tensors[t]->decl;
-    char fb[64];
+    char fb[640];
     tj_format_print(&dc->format, fb, sizeof fb);
     fprintf(f, "|T%d:%s:%d:%d:%d", t, fb, dc->dtype, dc->format.pos_width,
             dc->format.crd_width);

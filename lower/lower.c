@@ -608,7 +608,7 @@ static LirStmt *conversion_notes(Lowerer *lw) {
   LirStmt *s = NULL;
   for (int t = 1; t < lw->as->ntensors; t++) {
     if (!lw->plan->convert[t]) continue;
-    char from[64], to[64];
+    char from[640], to[640];
     tj_format_print(&lw->as->tensors[t]->decl.format, from, sizeof from);
     tj_format_print(&lw->plan->fmt[t], to, sizeof to);
     const char *why = lw->plan->pattern[t]

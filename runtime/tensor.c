@@ -298,7 +298,7 @@ int64_t tj_tensor_bytes(const tj_tensor *t) {
 
 void tj_tensor_print(const tj_tensor *t, void *file, int64_t max_entries) {
   FILE *out = file ? file : stdout;
-  char fs[64];
+  char fs[640];
   tj_format_print(&t->ufmt, fs, sizeof fs);
   fprintf(out, "%s: %s ", t->name, tj_dtype_name(tj_tensor_dtype(t)));
   for (int d = 0; d < t->order; d++)
