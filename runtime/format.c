@@ -273,9 +273,13 @@ bool rt_format_all_dense(const tj_format *f) {
   return true;
 }
 
+/* Skips blanks and "// ..." comments (MLIR text pasted with its comments). */
 static const char *skip_ws(const char *p) {
-  while (isspace((unsigned char)*p)) p++;
-  return p;
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (p[0] != '/' || p[1] != '/') return p;
+    while (*p && *p != '\n') p++;
+  }
 }
 
 /* A parsed format with a blocked level has as many dims as its largest
@@ -481,21 +485,36 @@ static bool structured(const char *word, const char **p, int32_t *n, int32_t *m)
  * compressed(nonordered), singleton, singleton(nonunique),
  * loose_compressed, structured[n, m]; returns the letter (n and m of
  * structured in *n, *m) or 0. */
-static char level_letter(const char **p, int32_t *n, int32_t *m) {
-  char word[32], prop[32] = "";
+static char level_letter(const char **p, int32_t *n, int32_t *m, bool *known_word) {
+  char word[32], prop[32] = "", more[32];
+  *known_word = false;
   if (!read_ident(p, word, sizeof word)) return 0;
   const char *save = *p;
   if (structured(word, p, n, m)) return 'n';
   *p = save;
-  if (eat(p, "(") && (!read_ident(p, prop, sizeof prop) || !eat(p, ")"))) {
-    *p = save;
-    return 0;
+  for (int t = 0; t < NLEVEL_TYPES; t++)   /* structured is known only with its [n, m] */
+    *known_word |= !strcmp(word, level_types[t].word) && level_types[t].kind != TJ_LVL_N_OUT_OF_M;
+  /* properties: "(nonunique)", "(nonunique, nonordered)"; two have no letter */
+  if (eat(p, "(")) {
+    bool ok = read_ident(p, prop, sizeof prop), two = false;
+    while (ok && eat(p, ",")) ok = read_ident(p, more, sizeof more), two = true;
+    if (!ok || !eat(p, ")") || two) return 0;
   }
   for (int t = 0; t < NLEVEL_TYPES; t++)
     if (!strcmp(word, level_types[t].word) && !strcmp(prop, level_types[t].prop) &&
         level_types[t].kind != TJ_LVL_N_OUT_OF_M)   /* only with its [n, m] */
       return level_types[t].letter;
   return 0;
+}
+
+/* Skips an expression up to a ',' or ')' outside parentheses (the inverse
+ * map "i = il * 2 + ii" of MLIR's explicit form, derived here anyway). */
+static void skip_expr(const char **p) {
+  int depth = 0;
+  const char *s = *p;
+  for (; *s && (depth > 0 || (*s != ',' && *s != ')')); s++)
+    depth += *s == '(' ? 1 : *s == ')' ? -1 : 0;
+  *p = s;
 }
 
 /* "dimSlices = [(0, 4, 1), (0, 8, 1)]" (after its name): nd triples. */
@@ -550,11 +569,30 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
   char names[TJ_MAX_ORDER][32];
   int nd = 0, nl = 0;
   const char *p = spec;
+  const char *alias = skip_ws(p);   /* "#CSR = #sparse_tensor.encoding<{...}>" */
+  char word[64];
+  if (*alias == '#' && strncmp(alias, "#sparse_tensor", 14) != 0) {
+    p = alias + 1;
+    if (!read_ident(&p, word, sizeof word) || !eat(&p, "="))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '#name = ' at column %d",
+                          spec, (int)(alias - spec) + 1);
+  }
   bool wrapped = eat(&p, "#sparse_tensor.encoding");
   if (wrapped && !(eat(&p, "<") && eat(&p, "{")))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '<{' at column %d", spec,
                         (int)(skip_ws(p) - spec) + 1);
   if (eat(&p, "map")) eat(&p, "=");
+  const char *at = skip_ws(p);
+  if (eat(&p, "["))
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": symbols at column %d ('[s0]', "
+                        "as in ELL's 'd0 * (s0 * 4)') are not supported; a level stores a "
+                        "dim, 'dim floordiv k' or 'dim mod k'", spec, (int)(at - spec) + 1);
+  if (eat(&p, "{")) {   /* explicit level variables "{l0, l1}": named again below */
+    while (read_ident(&p, word, sizeof word) && eat(&p, ",")) {}
+    if (!eat(&p, "}"))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '}' after the level "
+                          "variables at column %d", spec, (int)(skip_ws(p) - spec) + 1);
+  }
   if (!eat(&p, "("))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '(' at column "
                         "%d", spec, (int)(skip_ws(p) - spec) + 1);
@@ -566,6 +604,7 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a dim name "
                           "at column %d", spec, (int)(skip_ws(p) - spec) + 1);
     nd++;
+    if (eat(&p, "=")) skip_expr(&p);   /* "d0 = l0": the inverse map */
     if (eat(&p, ":")) {   /* MLIR's dimSlices: i : #sparse_tensor<slice(0, 4, 1)> */
       const char *at = skip_ws(p);
       if (!(eat(&p, "#sparse_tensor") && eat(&p, "<") && eat(&p, "slice")))
@@ -592,6 +631,13 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'dim : "
                           "level-type' at column %d", spec,
                           (int)(skip_ws(p) - spec) + 1);
+    const char *after = skip_ws(p);
+    if (after[0] == '=' && after[1] != '=') {   /* "l0 = d0 : dense": the level named */
+      p = after + 1;
+      if (!read_ident(&p, dim, sizeof dim))
+        return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a dim after '=' at "
+                            "column %d", spec, (int)(skip_ws(p) - spec) + 1);
+    }
     int d = 0;
     while (d < nd && strcmp(names[d], dim) != 0) d++;
     if (d == nd)
@@ -613,13 +659,15 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
     }
     const char *at = skip_ws(p);
     int32_t sn = 0, sm = 0;
-    char c = level_letter(&p, &sn, &sm);
+    bool known_word;
+    char c = level_letter(&p, &sn, &sm, &known_word);
     if (!c)
-      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unknown level type at "
-                          "column %d (expected dense, compressed, "
-                          "compressed(nonunique), compressed(nonordered), singleton, "
-                          "singleton(nonunique), loose_compressed or structured[n, m])",
-                          spec, (int)(at - spec) + 1);
+      return rt_set_error(known_word ? TJ_ERR_UNSUPPORTED : TJ_ERR_PARSE,
+                          "format \"%s\": %s level type at column %d (tensorjit stores "
+                          "dense, compressed, compressed(nonunique), compressed(nonordered), "
+                          "singleton, singleton(nonunique), loose_compressed or "
+                          "structured[n, m])", spec, known_word ? "unsupported" : "unknown",
+                          (int)(at - spec) + 1);
     if (c == 'n' && (op != TJ_LVL_MOD || sm != f->lvl_k[nl]))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": structured[%d, %d] at column %d "
                           "must store '%s mod %d'", spec, sn, sm, (int)(at - spec) + 1, dim, sm);
