@@ -110,6 +110,12 @@ _decl("tj_tensor_wrap", _S, ctypes.c_char_p, ctypes.POINTER(Arrays), ctypes.c_ui
       ctypes.POINTER(_P))
 _decl("tj_tensor_arrays", _S, _P, ctypes.POINTER(Arrays))
 _decl("tj_tensor_convert", _S, _P, ctypes.POINTER(Format), ctypes.POINTER(_P))
+_decl("tj_tensor_slice", _S, _P, ctypes.c_char_p, _I64P, _I64P, _I64P, ctypes.POINTER(_P))
+_decl("tj_tensor_is_view", ctypes.c_bool, _P)
+_decl("tj_tensor_order", ctypes.c_int, _P)
+_decl("tj_tensor_dim", ctypes.c_int64, _P, ctypes.c_int)
+_decl("tj_tensor_dtype", ctypes.c_int, _P)
+_decl("tj_tensor_format", ctypes.POINTER(Format), _P)
 _decl("tj_tensor_read", _S, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Format),
       ctypes.POINTER(_P))
 _decl("tj_tensor_read_as", _S, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Format),
