@@ -155,7 +155,7 @@ LirStmt *lw_slice_bounds(Lowerer *lw, int x, int l, LirVar *p, LirVar *end) {
   if (lv_at(f, l, LV_ORDERED | LV_HAS_POS)) {
     /* p = first coordinate >= o; end = first >= o + (n-1)*s + 1 (from p) */
     LirVar *e = lw_var(lw, "sl_end", LT_I64);
-    s = lower_bound(lw, x, l, p, lw_ref(lw, end), sl[0]);
+    if (sl[0] > 0) s = lower_bound(lw, x, l, p, lw_ref(lw, end), sl[0]);   /* all are >= 0 */
     lir_append(&s, lir_decl(lw->a, e, lw_ref(lw, p)));
     int64_t last = sl[1] ? sl[0] + (sl[1] - 1) * sl[2] + 1 : sl[0];
     lir_append(&s, lower_bound(lw, x, l, e, lw_ref(lw, end), last));

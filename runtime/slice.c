@@ -113,7 +113,11 @@ tj_status tj_tensor_view(const tj_tensor *base, const char *name, const tj_forma
   if (st != TJ_OK) return st;
   rt_storage_clear(&v->st);
   memcpy(v->fmt.slice, fmt->slice, sizeof v->fmt.slice);
-  memcpy(v->ufmt.slice, fmt->slice, sizeof v->ufmt.slice);
+  for (int d = 0; d < base->order; d++) {   /* a slice of the whole dim is none: no code */
+    int64_t *sl = v->fmt.slice[d];
+    if (sl[0] == 0 && sl[1] == base->dims[d] && sl[2] == 1) sl[1] = sl[2] = 0;
+  }
+  memcpy(v->ufmt.slice, v->fmt.slice, sizeof v->ufmt.slice);
   v->base = base;
   rt_view_sync(v);
   *out = v;
