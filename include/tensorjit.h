@@ -74,6 +74,10 @@ typedef struct tj_format {
   int32_t lvl_op[TJ_MAX_ORDER_PUBLIC];     /* TJ_LVL_DIM / FLOORDIV / MOD */
   int32_t lvl_k[TJ_MAX_ORDER_PUBLIC];      /* the block size of FLOORDIV / MOD */
   int32_t lvl_n[TJ_MAX_ORDER_PUBLIC];      /* n of an n_out_of_m level, else 0 */
+  /* MLIR's dimSlices, per dim: {offset, size, stride}; stride 0 = the dim
+   * is not sliced. A format with slices describes a view (tj_tensor_slice):
+   * dim d's coordinate i is the base's offset + i * stride, 0 <= i < size. */
+  int64_t slice[TJ_MAX_ORDER_PUBLIC][3];
 } tj_format;
 
 typedef struct tj_tensor tj_tensor;
@@ -124,6 +128,27 @@ tj_status tj_tensor_unpack(const tj_tensor *t, int64_t **coords,
 /* A new tensor (owned by the caller) with src's contents in format fmt. */
 tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
                             tj_tensor **out);
+/* A view of base without copying (MLIR's dimSlices): dim d of the view is
+ * base's coordinates offset[d] + i * stride[d], 0 <= i < size[d] (stride
+ * NULL: all 1). The view borrows base: it reads base's arrays as they are
+ * at each use, so base must outlive it (free the view first); base may be
+ * repacked or recomputed meanwhile. The view is an input only: inserting,
+ * packing, or binding it as a kernel's output is refused. Its format is
+ * base's with the slices set (tj_format.slice; printed "ds[0:4:1,2:3:2]"
+ * and "(d0 : #sparse_tensor<slice(0, 4, 1)>, ...) -> (...)"). Kernels read
+ * it in place: dense levels by offset/stride arithmetic, compressed levels
+ * by the part of each segment inside the slice (binary search when stride
+ * is 1, filtered otherwise); converting, unpacking or printing a view
+ * gives the slice's entries. Refused for blocked bases (BSR, 2:4) and
+ * views of views. *out is owned by the caller (tj_tensor_free). */
+tj_status tj_tensor_slice(const tj_tensor *base, const char *name, const int64_t *offset,
+                          const int64_t *size, const int64_t *stride, tj_tensor **out);
+/* A view of base with the slices of fmt (a format equal to base's apart
+ * from fmt->slice, e.g. parsed from "ds[1:3:1,:]"), as tj_tensor_slice. */
+tj_status tj_tensor_view(const tj_tensor *base, const char *name, const tj_format *fmt,
+                         tj_tensor **out);
+/* Whether t is a view (tj_tensor_slice). */
+bool tj_tensor_is_view(const tj_tensor *t);
 /* A new tensor with src's contents and dtype dt, same format. */
 tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out);
 
@@ -243,7 +268,9 @@ tj_status tj_tensor_adopt(const char *name, const tj_arrays *a, unsigned flags,
 tj_status tj_tensor_arrays(tj_tensor *t, tj_arrays *out);
 
 /* Reads .mtx / .tns (optionally .gz) into a new tensor in format fmt
- * (NULL: CSR for order 2, all-compressed otherwise). Errors say file:line. */
+ * (NULL: CSR for order 2, all-compressed otherwise). Errors say file:line.
+ * A format with slices ("ds[1:3:1,:]") returns a view (tj_tensor_slice)
+ * that owns the file's whole tensor as its base: freeing the view frees it. */
 tj_status tj_tensor_read(const char *path, const char *name,
                          const tj_format *fmt, tj_tensor **out);
 /* The same with values of dtype dt, read exactly (an integer file's values

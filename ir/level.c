@@ -2,6 +2,8 @@
  * here, its storage in runtime/ and its letter in runtime/format.c's
  * parser; the lowering asks its properties and lower/level.c emits its
  * level functions. */
+#include <string.h>
+
 #include "level.h"
 
 static const LevelType level_types[] = {
@@ -27,6 +29,14 @@ const LevelType *lv_of(const tj_format *f, int l) {
 bool lv_has(const LevelType *lt, unsigned props) { return (lt->props & props) == props; }
 
 bool lv_at(const tj_format *f, int l, unsigned props) { return lv_has(lv_of(f, l), props); }
+
+bool lv_format_sliced(const tj_format *f) {
+  for (int d = 0; d < TJ_MAX_ORDER_PUBLIC; d++)
+    if (f->slice[d][2]) return true;
+  return false;
+}
+
+void lv_format_unslice(tj_format *f) { memset(f->slice, 0, sizeof f->slice); }
 
 bool lv_make_ordered(tj_format *f) {
   bool changed = false;

@@ -318,6 +318,9 @@ bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
                         "no operand named '%s' was given for the expression",
                         as->tensors[t]->name);
   }
+  if (as->ntensors > 0 && tj_tensor_is_view(out[0]))
+    return diag_error(d, TJ_ERR_INVALID, "output %s is a view (a slice of another tensor); "
+                      "a kernel writes into a tensor of its own", as->tensors[0]->name);
   return true;
 }
 
@@ -394,7 +397,7 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   for (int v = 0; v < as->nindices; v++) as->indices[v]->name = in[v];
   for (int t = 0; t < as->ntensors; t++) {
     const TensorDecl *dc = &as->tensors[t]->decl;
-    char fb[64];
+    char fb[640];
     tj_format_print(&dc->format, fb, sizeof fb);
     fprintf(f, "|T%d:%s:%d:%d:%d", t, fb, dc->dtype, dc->format.pos_width,
             dc->format.crd_width);

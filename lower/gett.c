@@ -77,6 +77,7 @@ bool lower_gett_form(const Assignment *as) {
   for (int s = 0; s < 2; s++) {
     if (f[s]->kind != EX_ACCESS) return false;
     t[s + 1] = f[s]->u.access.t;
+    if (lv_format_sliced(&t[s + 1]->decl.format)) return false;   /* views: loops */
   }
   for (int s = 0; s < 3; s++) {
     tj_dtype dt = t[s]->decl.dtype;

@@ -368,6 +368,7 @@ static int pos_rows_operand(const Assignment *as, const AccessList *acc, const L
   for (int k = 1; k < acc->n; k++) {
     const TensorVar *t = acc->e[k]->u.access.t;
     const tj_format *f = &p->fmt[t->id];
+    if (lv_format_sliced(f)) return 0;   /* chunks of a view's positions: not its slice */
     for (int l = 0; l < f->order; l++) {
       if (level_var(acc->e[k], f, l) != p->order[0] || lv_at(f, l, LV_FULL)) continue;
       if (l > 0 || walker || !lv_at(f, 0, LV_HAS_POS | LV_UNIQUE)) return 0;
@@ -409,6 +410,10 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
    * a reduction operator (the runtime's rt_storage_sum_partials: + * min
    * max or and), or a definition's (the entry's combine kernel). */
   p->pos_rows = pos_rows_operand(as, &acc, p);
+  /* A converted operand (or a mask's pattern) is a copy of a view's
+   * slice, a tensor of its own: no slices in its format. */
+  for (int t = 0; t < as->ntensors; t++)
+    if (p->convert[t] || p->pattern[t]) lv_format_unslice(&p->fmt[t]);
   p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]) &&
                    (as->root_def || nt_op_is_reduction(as->root_op));
   return check_sum_order(as, p, d);

@@ -19,6 +19,18 @@
  *     so vals holds (leaf positions) x block.
  * A new level type adds its row to ir/level.c and, if its positions are
  * found differently, a case here.
+ *
+ * Slices (a view's dimSlices: offset o, size n, stride s on the dim a level
+ * stores) change three functions, as MLIR's sparse slice iteration does:
+ *   locate     a dense level's position is parent * base_size + o + c * s
+ *              (base_size: the stored level's size, levels[l].size);
+ *   coordinate (crd[q] - o) / s;
+ *   bounds     an ordered compressed level's segment is narrowed to the
+ *              coordinates o .. o + (n-1)*s by two binary searches; when
+ *              s > 1, or the level is a singleton or not ordered, the
+ *              iterator is also filtered: positions whose coordinate is
+ *              outside the slice or off its stride are skipped
+ *              (lw_slice_skip in merges, lw_slice_valid around a for's body).
  */
 #include "lowerer.h"
 
@@ -51,13 +63,106 @@ bool lw_level_segmented(const tj_format *f, int l) {
   return !(l == f->order - 1 && tuples_unique(f));
 }
 
+const int64_t *lw_slice(const Lowerer *lw, int x, int l) {
+  const tj_format *f = lw->acc[x].f;
+  if (l < 0 || l >= f->order || f->ndims) return NULL;
+  const int64_t *sl = f->slice[f->mode_order[l]];
+  return sl[2] ? sl : NULL;
+}
+
+bool lw_slice_filtered(const Lowerer *lw, int x, int l) {
+  const tj_format *f = lw->acc[x].f;
+  const int64_t *sl = lw_slice(lw, x, l);
+  return sl && !lv_at(f, l, LV_FULL) &&
+         (sl[2] > 1 || !lv_at(f, l, LV_ORDERED) || !lv_at(f, l, LV_HAS_POS));
+}
+
+bool lw_access_sliced(const Lowerer *lw, int x) {
+  for (int l = 0; l < lw->acc[x].f->order; l++)
+    if (lw_slice(lw, x, l) && !lv_at(lw->acc[x].f, l, LV_FULL)) return true;
+  return false;
+}
+
 LirExpr *lw_locate(Lowerer *lw, int x, int l, LirExpr *parent, LirExpr *c) {
+  const int64_t *sl = lw_slice(lw, x, l);
+  if (sl && sl[2] != 1) c = lir_bin(lw->a, LOP_MUL, c, lw_i64(lw, sl[2]));
+  if (sl && sl[0]) c = lir_bin(lw->a, LOP_ADD, c, lw_i64(lw, sl[0]));
   if (!parent) return c;
   return lir_bin(lw->a, LOP_ADD, lir_bin(lw->a, LOP_MUL, parent, lw_level_size(lw, x, l)), c);
 }
 
 LirExpr *lw_coord_at(Lowerer *lw, int x, int l, LirExpr *p) {
-  return lw_load_index(lw, lw->crd_ptr[lw->acc[x].t][l], p);
+  LirExpr *c = lw_load_index(lw, lw->crd_ptr[lw->acc[x].t][l], p);
+  const int64_t *sl = lw_slice(lw, x, l);
+  if (sl && sl[0]) c = lir_bin(lw->a, LOP_SUB, c, lw_i64(lw, sl[0]));
+  if (sl && sl[2] != 1) c = lir_bin(lw->a, LOP_DIV, c, lw_i64(lw, sl[2]));
+  return c;
+}
+
+LirExpr *lw_slice_valid(Lowerer *lw, int x, int l, LirExpr *p) {
+  Arena *a = lw->a;
+  const int64_t *sl = lw_slice(lw, x, l);
+  LirExpr *raw = lw_load_index(lw, lw->crd_ptr[lw->acc[x].t][l], p);
+  LirExpr *rel = lir_bin(a, LOP_SUB, raw, lw_i64(lw, sl[0]));
+  LirExpr *in = lir_bin(a, LOP_AND, lir_bin(a, LOP_GE, rel, lw_i64(lw, 0)),
+                        lir_bin(a, LOP_LT, rel, lw_i64(lw, sl[1] * sl[2])));
+  if (sl[2] == 1) return in;
+  LirExpr *on = lir_bin(a, LOP_EQ, lir_bin(a, LOP_REM, rel, lw_i64(lw, sl[2])), lw_i64(lw, 0));
+  return lir_bin(a, LOP_AND, in, on);
+}
+
+/* Emits: more = p < end; while (more) { if (valid(p)) more = 0;
+ *        else { p += 1; more = p < end; } } */
+LirStmt *lw_slice_skip(Lowerer *lw, int x, int l, LirVar *p, LirVar *end) {
+  if (!lw_slice_filtered(lw, x, l)) return NULL;
+  Arena *a = lw->a;
+  LirVar *more = lw_var(lw, "more", LT_BOOL);
+  LirExpr *in = lir_bin(a, LOP_LT, lw_ref(lw, p), lw_ref(lw, end));
+  LirStmt *s = lir_decl(a, more, in);
+  LirStmt *step = lir_update(a, p, LOP_ADD, lw_i64(lw, 1));
+  lir_append(&step, lir_assign(a, more, lir_bin(a, LOP_LT, lw_ref(lw, p), lw_ref(lw, end))));
+  LirStmt *stop = lir_assign(a, more, lir_const_int(a, LT_BOOL, 0));
+  lir_append(&s, lir_while(a, lw_ref(lw, more),
+                           lir_if(a, lw_slice_valid(lw, x, l, lw_ref(lw, p)), stop, step)));
+  return s;
+}
+
+/* Emits lo = the first position in [lo, hi) whose raw coordinate is >= c:
+ *   b = hi; while (lo < b) { m = (lo + b) / 2; lt = crd[m] < c;
+ *                            lo = lt ? m + 1 : lo; b = lt ? b : m; } */
+static LirStmt *lower_bound(Lowerer *lw, int x, int l, LirVar *lo, LirExpr *hi, int64_t c) {
+  Arena *a = lw->a;
+  LirVar *b = lw_var(lw, "sl_hi", LT_I64), *m = lw_var(lw, "sl_mid", LT_I64);
+  LirVar *lt = lw_var(lw, "sl_lt", LT_BOOL);
+  LirStmt *s = lir_decl(a, b, hi);
+  LirStmt *body = lir_decl(a, m, lir_bin(a, LOP_DIV, lir_bin(a, LOP_ADD, lw_ref(lw, lo),
+                                                          lw_ref(lw, b)), lw_i64(lw, 2)));
+  LirExpr *raw = lw_load_index(lw, lw->crd_ptr[lw->acc[x].t][l], lw_ref(lw, m));
+  lir_append(&body, lir_decl(a, lt, lir_bin(a, LOP_LT, raw, lw_i64(lw, c))));
+  lir_append(&body, lir_assign(a, lo, lir_select(a, lw_ref(lw, lt),
+                                                 lir_bin(a, LOP_ADD, lw_ref(lw, m), lw_i64(lw, 1)),
+                                                 lw_ref(lw, lo))));
+  lir_append(&body, lir_assign(a, b, lir_select(a, lw_ref(lw, lt), lw_ref(lw, b), lw_ref(lw, m))));
+  lir_append(&s, lir_while(a, lir_bin(a, LOP_LT, lw_ref(lw, lo), lw_ref(lw, b)), body));
+  return s;
+}
+
+LirStmt *lw_slice_bounds(Lowerer *lw, int x, int l, LirVar *p, LirVar *end) {
+  const tj_format *f = lw->acc[x].f;
+  const int64_t *sl = lw_slice(lw, x, l);
+  if (!sl || lv_at(f, l, LV_FULL)) return NULL;
+  LirStmt *s = NULL;
+  if (lv_at(f, l, LV_ORDERED | LV_HAS_POS)) {
+    /* p = first coordinate >= o; end = first >= o + (n-1)*s + 1 (from p) */
+    LirVar *e = lw_var(lw, "sl_end", LT_I64);
+    if (sl[0] > 0) s = lower_bound(lw, x, l, p, lw_ref(lw, end), sl[0]);   /* all are >= 0 */
+    lir_append(&s, lir_decl(lw->a, e, lw_ref(lw, p)));
+    int64_t last = sl[1] ? sl[0] + (sl[1] - 1) * sl[2] + 1 : sl[0];
+    lir_append(&s, lower_bound(lw, x, l, e, lw_ref(lw, end), last));
+    lir_append(&s, lir_assign(lw->a, end, lw_ref(lw, e)));
+  }
+  lir_append(&s, lw_slice_skip(lw, x, l, p, end));
+  return s;
 }
 
 int lw_out_run_start(const tj_format *f, int l) {
@@ -123,6 +228,11 @@ LirStmt *lw_out_block_init(Lowerer *lw, LirExpr *p) {
 
 void lw_pos_bounds(Lowerer *lw, int x, int l, LirExpr *pp, LirExpr **lo, LirExpr **hi) {
   const tj_format *f = lw->acc[x].f;
+  if (lw_slice(lw, x, l) && !lv_at(f, l, LV_FULL) && !lw->slice_bounded)
+    diag_error(lw->d, TJ_ERR_UNSUPPORTED, "%s's sliced level %d is walked by a loop form "
+               "(a position split, fuse or parallel chunk by positions) that does not "
+               "narrow its segments to the slice; drop that schedule or convert the view",
+               lw->acc[x].e->u.access.t->name, l);
   if (lv_at(f, l, LV_HAS_POS)) {
     LirVar *pos = lw->pos_ptr[lw->acc[x].t][l];
     if (!lv_at(f, l, LV_COMPACT)) pp = lir_bin(lw->a, LOP_MUL, pp, lw_i64(lw, 2));

@@ -80,6 +80,7 @@ LirStmt *lw_store_index(Lowerer *lw, LirVar *arr, LirExpr *idx, LirExpr *v) {
 /* Size of level l of access x: the dim that level stores. */
 LirExpr *lw_level_size(Lowerer *lw, int x, int l) {
   const Access *ac = &lw->acc[x];
+  if (lw->lvl_size[ac->t][l]) return lw_ref(lw, lw->lvl_size[ac->t][l]);   /* a slice's base */
   if (lw->ranged && lw->plan->rangeable && x == 0 && l == 0)
     return lir_bin(lw->a, LOP_SUB, lw_ref(lw, lw->range_hi), lw_ref(lw, lw->range_lo));
   /* A level indexed by a bound(i, ..., n) loop has size n: every run checks
@@ -319,6 +320,11 @@ static LirStmt *declare_operands(Lowerer *lw) {
       lir_append(&s, lir_decl(a, lw->dim[t][m], lir_field(a, lw->k, t, LF_DIM, m)));
     }
     for (int l = 0; l < f->order; l++) {
+      if (f->ndims == 0 && f->slice[f->mode_order[l]][2] && lv_at(f, l, LV_FULL)) {
+        snprintf(base, sizeof base, "%s%d_size", tv->name, l);
+        lw->lvl_size[t][l] = lw_var(lw, base, LT_I64);
+        lir_append(&s, lir_decl(a, lw->lvl_size[t][l], lir_field(a, lw->k, t, LF_LVL_SIZE, l)));
+      }
       if (lv_at(f, l, LV_HAS_POS)) {
         snprintf(base, sizeof base, "%s%d_pos", tv->name, l);
         lw->pos_ptr[t][l] = lw_var(lw, base, lir_field_type(lw->k, t, LF_POS));
@@ -602,7 +608,7 @@ static LirStmt *conversion_notes(Lowerer *lw) {
   LirStmt *s = NULL;
   for (int t = 1; t < lw->as->ntensors; t++) {
     if (!lw->plan->convert[t]) continue;
-    char from[64], to[64];
+    char from[640], to[640];
     tj_format_print(&lw->as->tensors[t]->decl.format, from, sizeof from);
     tj_format_print(&lw->plan->fmt[t], to, sizeof to);
     const char *why = lw->plan->pattern[t]
@@ -669,6 +675,8 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
       lw->as->lhs->u.access.idx[of->mode_order[0]] != lw->nest.order[0] ||
       lw->first_red == 0 || !lw_single_loop_at(lw, alive, 0))
     return false;
+  for (int x = 1; x < lw->nacc; x++)   /* rows found by a slice's raw coordinates: no */
+    if (lw_access_sliced(lw, x)) return false;
   for (int k = 0; k < lw->nest.nloops; k++)   /* a loop over blocks above it repeats it; */
     if (lw->nest.outer_at[k] >= 0 || lw->nest.form[k]->fuse) return false; /* f is no row */
   for (int x = 1; x < lw->nacc; x++) {

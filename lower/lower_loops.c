@@ -78,12 +78,19 @@ static LirStmt *init_iter(Lowerer *lw, int x, int l, Iter *it) {
   snprintf(base, sizeof base, "p%s%d_end", tn, l);
   it->end = lw_var(lw, base, LT_I64);
   LirExpr *lo, *hi;
+  lw->slice_bounded = true;   /* a slice narrows [p, end) below */
   lw_pos_bounds(lw, x, l, parent_pos(lw, x), &lo, &hi);
-  if (lw->live[x]) return guarded_range(lw, x, it, lo, hi);
-  LirStmt *s = lir_decl(A(lw), it->p, lo);
-  if (lv_at(lw->acc[x].f, l, LV_FIXED_SEG))   /* end = p + n: a constant trip count */
-    hi = lir_bin(A(lw), LOP_ADD, lw_ref(lw, it->p), lw_i64(lw, lw->acc[x].f->lvl_n[l]));
-  lir_append(&s, lir_decl(A(lw), it->end, hi));
+  lw->slice_bounded = false;
+  LirStmt *s;
+  if (lw->live[x]) {
+    s = guarded_range(lw, x, it, lo, hi);
+  } else {
+    s = lir_decl(A(lw), it->p, lo);
+    if (lv_at(lw->acc[x].f, l, LV_FIXED_SEG))   /* end = p + n: a constant trip count */
+      hi = lir_bin(A(lw), LOP_ADD, lw_ref(lw, it->p), lw_i64(lw, lw->acc[x].f->lvl_n[l]));
+    lir_append(&s, lir_decl(A(lw), it->end, hi));
+  }
+  lir_append(&s, lw_slice_bounds(lw, x, l, it->p, it->end));
   return s;
 }
 
@@ -110,6 +117,12 @@ static LirStmt *read_coord(Lowerer *lw, int x, int l, Iter *it) {
                                                lw_ref(lw, it->end))));
   LirExpr *same = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, l, lw_ref(lw, it->seg)),
                           lw_ref(lw, it->c));
+  if (lw_slice_filtered(lw, x, l)) {   /* a run is of equal stored coordinates: (c - o) / s
+                                          maps others (off the stride) to c too */
+    LirVar *crd = lw->crd_ptr[lw->acc[x].t][l];
+    same = lir_bin(a, LOP_EQ, lw_load_index(lw, crd, lw_ref(lw, it->seg)),
+                   lw_load_index(lw, crd, lw_ref(lw, it->p)));
+  }
   LirStmt *stop = lir_assign(a, more, lir_const_int(a, LT_BOOL, 0));
   lir_append(&s, lir_while(a, lw_ref(lw, more), lir_if(a, same, step, stop)));
   return s;
@@ -1213,14 +1226,19 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     Iter *it = &cx->it[x];
     LirVar *start = it->p;
     it->p = lw_var(lw, start->name, LT_I64);
-    LirStmt *body = read_coord(lw, x, lw_level_at(lw, x, cx->depth), it);
+    int lx = lw_level_at(lw, x, cx->depth);
+    if (zeroing && lw_access_sliced(lw, x))
+      return TJ_BUG(lw->d, "rows zeroed by a sliced operand's coordinates"), NULL;
+    LirStmt *body = read_coord(lw, x, lx, it);
     LirVar *cv = lw_var(lw, cx->v->name, LT_I64);
     lir_append(&body, lir_decl(a, cv, lw_ref(lw, it->c)));
-    LirVar *crd = lw->crd_ptr[lw->acc[x].t][lw_level_at(lw, x, cx->depth)];
+    LirVar *crd = lw->crd_ptr[lw->acc[x].t][lx];
     if (zeroing)
       lir_append(&body, zero_rows_after(lw, crd, it->p, start,
                                         lir_bin(a, LOP_ADD, lw_ref(lw, cv), lw_i64(lw, 1))));
     lir_append(&body, cases(lw, cx, 0, cv));
+    if (lw_slice_filtered(lw, x, lx))   /* positions outside the slice do nothing */
+      body = lir_if(a, lw_slice_valid(lw, x, lx, lw_ref(lw, it->p)), body, NULL);
     /* a pos_rows compute chunk: the range's positions of the walked operand */
     bool pos = lw->ranged && cx->depth == 0 && lw->plan->pos_rows == lw->acc[x].t;
     lw->pos_walked |= pos;
@@ -1323,6 +1341,7 @@ static int lazy_child(const Lowerer *lw, const LoopCtx *cx, const Lattice *L) {
   if (L->n != 1 || L->p[0].full || __builtin_popcountll(L->p[0].sparse) != 1) return -1;
   int x = __builtin_ctzll(L->p[0].sparse), d = cx->depth;
   if (!lw->lazy[x].seg || lw_level_at(lw, x, d) != lw->lazy[x].level + 1) return -1;
+  if (lw_access_sliced(lw, x)) return -1;   /* a run's end found by a filtered child: no */
   if (lw_form_rewritten(lw, d) || lw->nest.unroll[d] || lw->nest.vec[d] || d == lw->par_depth ||
       lw->live[x])
     return -1;
@@ -1404,7 +1423,7 @@ static LirStmt *intersect_loop(Lowerer *lw, LoopCtx *cx, const LatPoint *P, LirV
   if (holds_loop(hit)) return merge; /* innermost only: each copy would copy the nest */
   for (int k = 1; k < lw->nacc; k++)
     if (P->sparse >> k & 1) {
-      if (cx->it[k].seg) return merge;
+      if (cx->it[k].seg || lw_slice_filtered(lw, k, lw_level_at(lw, k, cx->depth))) return merge;
       if (x < 0) x = k;
       else y = k;
     }
@@ -1449,6 +1468,9 @@ static LirStmt *point_loop(Lowerer *lw, LoopCtx *cx, int pi, LirVar *cv,
     else
       lir_append(&adv, lir_assign(a, it->p, lir_select(a, hit, next, lw_ref(lw, it->p))));
     lir_append(&step_all, lir_assign(a, it->p, next));
+    int lx = lw_level_at(lw, x, cx->depth);   /* a filtered slice: to its next valid position */
+    lir_append(&adv, lw_slice_skip(lw, x, lx, it->p, it->end));
+    lir_append(&step_all, lw_slice_skip(lw, x, lx, it->p, it->end));
     all_hit = all_hit ? lir_bin(a, LOP_AND, all_hit, hit) : hit;
   }
   if (!P->full) lir_append(&top, lir_assign(a, cv, minc));
@@ -1596,6 +1618,7 @@ static LirStmt *wide_loop(Lowerer *lw, LoopCtx *cx) {
     lw->live[x] = hit[x];
     lir_append(&adv, lir_assign(a, it->p, lir_select(a, lw_ref(lw, hit[x]),
                                                     lw_ref(lw, next[x]), lw_ref(lw, it->p))));
+    lir_append(&adv, lw_slice_skip(lw, x, lw_level_at(lw, x, cx->depth), it->p, it->end));
   }
   LatPoint every = {at, full};
   LirStmt *one = case_body(lw, cx, &every, cv);

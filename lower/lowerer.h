@@ -97,6 +97,10 @@ typedef struct Lowerer {
   /* per-access binding state while emitting */
   LirExpr *pos[LW_MAX_ACCESS];             /* position at the last bound level */
   LirVar *seg_end[LW_MAX_ACCESS];          /* end of a nonunique segment */
+  bool slice_bounded;                      /* lw_pos_bounds' caller narrows a
+                                              sliced level (lw_slice_bounds) */
+  LirVar *lvl_size[NT_MAX_TENSORS][NT_MAX_ORDER]; /* a sliced dense level's
+                                              stored size (levels[l].size) */
   LazyRun lazy[LW_MAX_ACCESS];             /* a run whose end its child's
                                               loop finds (lower_loops.c) */
   LirVar *val[LW_MAX_ACCESS];              /* hoisted value */
@@ -184,6 +188,21 @@ LirExpr *lw_locate(Lowerer *lw, int x, int l, LirExpr *parent, LirExpr *c);
 /* Coordinate access: the coordinate at position p of level l (LV_HAS_CRD)
  * of access x. */
 LirExpr *lw_coord_at(Lowerer *lw, int x, int l, LirExpr *p);
+/* A view's slices (level.c): the {offset, size, stride} of the dim level
+ * l of access x stores, or NULL; whether the level's iterator must skip
+ * positions outside the slice (stride > 1, or a singleton / unordered
+ * level); whether some non-full level of x is sliced. */
+const int64_t *lw_slice(const Lowerer *lw, int x, int l);
+bool lw_slice_filtered(const Lowerer *lw, int x, int l);
+bool lw_access_sliced(const Lowerer *lw, int x);
+/* Whether position p of sliced level l lies in the slice. */
+LirExpr *lw_slice_valid(Lowerer *lw, int x, int l, LirExpr *p);
+/* Moves p to the first position in [p, end) inside the slice (NULL when
+ * the level needs no filter). */
+LirStmt *lw_slice_skip(Lowerer *lw, int x, int l, LirVar *p, LirVar *end);
+/* Narrows [p, end) of a sliced sparse level to its slice, then skips to
+ * the first valid position (NULL when the level is not sliced). */
+LirStmt *lw_slice_bounds(Lowerer *lw, int x, int l, LirVar *p, LirVar *end);
 /* The output's leaf: its last level that is not full (-1: none). Dense
  * levels below it (a dense tail: `sd`, `ssd`) are located inside the
  * block of values of each leaf position. */

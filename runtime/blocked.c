@@ -66,9 +66,15 @@ static void copy_padded(const tj_tensor *t, const int32_t *split, tj_tensor *v, 
         q = q * t->dims[m] + c[l];
       }
     }
-    char *tv = (char *)t->st.vals + p * sz, *vv = (char *)v->st.vals + q * sz;
-    if (to_view) memcpy(vv, tv, (size_t)sz);
-    else memcpy(tv, vv, (size_t)sz);
+    if (t->base) {   /* a view (an input): its values through its base */
+      int64_t coord[TJ_MAX_ORDER];
+      for (int l = 0; l < nl; l++) coord[t->fmt.mode_order[l]] = c[l];
+      rt_storage_put(&v->st, q, rt_tensor_lookup(t, coord));
+    } else {
+      char *tv = (char *)t->st.vals + p * sz, *vv = (char *)v->st.vals + q * sz;
+      if (to_view) memcpy(vv, tv, (size_t)sz);
+      else memcpy(tv, vv, (size_t)sz);
+    }
     for (int l = nl - 1; l >= 0 && ++c[l] == t->dims[t->fmt.mode_order[l]]; l--) c[l] = 0;
   }
 }
@@ -82,7 +88,7 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tens
   bool padded = false;
   for (int m = 0; m < t->order; m++) {
     int64_t k = split[m] > 0 ? split[m] : 1, nb = (t->dims[m] + k - 1) / k;
-    padded |= nb * k != t->dims[m];
+    padded |= nb * k != t->dims[m] || t->base;   /* a slice: copied, in the split's order */
     total *= t->dims[m];
     padded_total *= nb * k;
   }
@@ -92,12 +98,13 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tens
     return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: splitting its blocked dims gives "
                         "%d dims, more than %d", t->name, n, TJ_MAX_ORDER);
   tj_tensor *w = (tj_tensor *)t;   /* a dense output gets its values before the view */
-  if (!w->st.vals) {
+  if (!w->st.vals && !t->base) {
     w->st.vals = rt_array_new(total, (size_t)rt_dtype_size(t->st.dtype), true);
     if (!w->st.vals) return rt_set_error(TJ_ERR_NOMEM, "out of memory for tensor %s", t->name);
     w->st.vals_len = w->st.vals_cap = total;
   }
   *v = *t;
+  v->base = NULL, v->owns_base = false;   /* a slice: the copy below is its own */
   memset(&v->coo, 0, sizeof v->coo);
   memset(&v->adopted, 0, sizeof v->adopted);
   v->order = n;

@@ -81,6 +81,16 @@ tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out) {
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_cast: NULL argument");
   *out = NULL;
   tj_tensor *t;
+  if (src->base) {   /* a view: its entries in a tensor of their own first */
+    tj_format f = src->ufmt;
+    rt_format_unslice(&f);
+    tj_tensor *own;
+    tj_status st = tj_tensor_convert(src, &f, &own);
+    if (st != TJ_OK) return st;
+    st = tj_tensor_cast(own, dt, out);
+    tj_tensor_free(own);
+    return st;
+  }
   tj_status st = tj_tensor_new(src->name, dt, src->order, src->dims, &src->ufmt, &t);
   if (st != TJ_OK) return st;
   const tj_storage *s = &src->st;

@@ -20,6 +20,12 @@
  * has exactly one floordiv level and, below it, one mod level of the same
  * k. The runtime stores such a tensor as the tensor of its levels
  * (rt_format_expand: one dim per level, extents ceil(n/k) and k).
+ *
+ * Slices (MLIR's dimSlices) mark a view over a stored tensor
+ * (tj_tensor_slice): per dim an offset, a size and a stride. MLIR spells
+ * them on the dims, "(i : #sparse_tensor<slice(1, 3, 2)>, j) -> ...", or
+ * as the field "dimSlices = [(1, 3, 2), (0, 8, 1)]"; the taco spelling
+ * appends one entry per dim, "ds[1:3:2,:]" (':' = the whole dim).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -154,6 +160,39 @@ static tj_status check_structured(const tj_format *f) {
   return TJ_OK;
 }
 
+bool rt_format_sliced(const tj_format *f) {
+  for (int d = 0; d < TJ_MAX_ORDER; d++)
+    if (f->slice[d][2] != 0) return true;
+  return false;
+}
+
+void rt_format_unslice(tj_format *f) { memset(f->slice, 0, sizeof f->slice); }
+
+/* Slices: offset >= 0, size >= 0 and stride >= 1 on dims of the format
+ * (stride 0 with offset and size 0: not sliced), none on a blocked format.
+ * Extents are checked against a base by tj_tensor_slice. */
+static tj_status check_slices(const tj_format *f) {
+  bool any = false;
+  for (int d = 0; d < TJ_MAX_ORDER; d++) any |= f->slice[d][0] || f->slice[d][1] || f->slice[d][2];
+  if (!any) return TJ_OK;
+  if (f->ndims)
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": slices (dimSlices) of a "
+                        "blocked format are not supported: slice the tensor, then convert "
+                        "the view to the blocked format", f->levels);
+  for (int d = 0; d < TJ_MAX_ORDER; d++) {
+    const int64_t *sl = f->slice[d];
+    if (!sl[0] && !sl[1] && !sl[2]) continue;
+    if (d >= f->order)
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": a slice on dim %d, but the "
+                          "format has %d dims", f->levels, d, f->order);
+    if (sl[0] < 0 || sl[1] < 0 || sl[2] < 1)
+      return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": dim %d's slice (%lld, %lld, "
+                          "%lld) needs offset >= 0, size >= 0 and stride >= 1", f->levels,
+                          d, (long long)sl[0], (long long)sl[1], (long long)sl[2]);
+  }
+  return TJ_OK;
+}
+
 /* The structural checks shared by parse and rt_format_check. */
 static tj_status check_levels(const tj_format *f) {
   if (f->order < 0 || f->order > TJ_MAX_ORDER)
@@ -181,8 +220,9 @@ static tj_status check_levels(const tj_format *f) {
                           "needs a nonunique level (u, q or c) above it",
                           f->levels, l);
   }
+  tj_status st = TJ_OK;
   if (f->ndims != 0) {
-    tj_status st = check_blocks(f);
+    st = check_blocks(f);
     if (st != TJ_OK) return st;
   } else {
     for (int l = 0; l < f->order; l++)
@@ -194,6 +234,8 @@ static tj_status check_levels(const tj_format *f) {
     return rt_set_error(TJ_ERR_FORMAT, "position and coordinate widths must "
                         "be 8, 16, 32 or 64 bits, or 0 for the default (got %d, %d)",
                         f->pos_width, f->crd_width);
+  st = check_slices(f);
+  if (st != TJ_OK) return st;
   return check_structured(f);
 }
 
@@ -231,9 +273,13 @@ bool rt_format_all_dense(const tj_format *f) {
   return true;
 }
 
+/* Skips blanks and "// ..." comments (MLIR text pasted with its comments). */
 static const char *skip_ws(const char *p) {
-  while (isspace((unsigned char)*p)) p++;
-  return p;
+  for (;;) {
+    while (isspace((unsigned char)*p)) p++;
+    if (p[0] != '/' || p[1] != '/') return p;
+    while (*p && *p != '\n') p++;
+  }
 }
 
 /* A parsed format with a blocked level has as many dims as its largest
@@ -257,11 +303,88 @@ static bool read_int(const char **p, int32_t *v) {
   return true;
 }
 
-/* "ds", "ds:1,0" or "dsdd:0/4,1/4,0%4,1%4". */
+/* Reads a non-negative integer (at most 2^62) at *p (after blanks). */
+static bool read_i64(const char **p, int64_t *v) {
+  const char *s = skip_ws(*p);
+  if (!isdigit((unsigned char)*s)) return false;
+  long long k = strtoll(s, (char **)p, 10);
+  *v = k > (1LL << 62) ? (1LL << 62) : k;
+  return true;
+}
+
+static bool eat(const char **p, const char *tok);
+
+/* One MLIR slice triple "(0, 4, 1)" (after "slice" or in dimSlices) into
+ * sl; a '?' (a dynamic value) is refused: a view gives its numbers. */
+static tj_status read_triple(const char *spec, const char **p, int64_t *sl) {
+  const char *at = skip_ws(*p);
+  if (!eat(p, "("))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '(offset, size, stride)' "
+                        "at column %d", spec, (int)(at - spec) + 1);
+  for (int k = 0; k < 3; k++) {
+    if (k && !eat(p, ","))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ',' at column %d in a "
+                          "slice", spec, (int)(skip_ws(*p) - spec) + 1);
+    const char *v = skip_ws(*p);
+    if (*v == '?')
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": a dynamic slice value "
+                          "'?' at column %d; tensorjit's slices are views with known "
+                          "offset, size and stride (tj_tensor_slice): give the number",
+                          spec, (int)(v - spec) + 1);
+    if (!read_i64(p, &sl[k]))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a number at column %d "
+                          "in a slice", spec, (int)(v - spec) + 1);
+  }
+  if (!eat(p, ")"))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ')' at column %d after "
+                        "a slice", spec, (int)(skip_ws(*p) - spec) + 1);
+  if (sl[2] == 0)
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": a slice's stride must be >= 1 "
+                        "(column %d)", spec, (int)(at - spec) + 1);
+  return TJ_OK;
+}
+
+/* The taco slices after the levels: "[off:size:stride, off:size, :]",
+ * one entry per dim (':' the whole dim, a missing stride 1). */
+static tj_status parse_taco_slices(const char *spec, const char **p, tj_format *f) {
+  int d = 0, nd = f->ndims ? f->ndims : f->order;
+  const char *open = *p;
+  (*p)++;
+  for (;;) {
+    const char *at = skip_ws(*p);
+    if (d == nd)
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": more slices than the %d dims "
+                          "at column %d", spec, nd, (int)(at - spec) + 1);
+    int64_t sl[3] = {0, 0, 1};
+    if (eat(p, ":")) {
+      sl[2] = 0;
+    } else if (!(read_i64(p, &sl[0]) && eat(p, ":") && read_i64(p, &sl[1]) &&
+                 (!eat(p, ":") || read_i64(p, &sl[2])))) {
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a slice "
+                          "'offset:size:stride' or ':' at column %d", spec,
+                          (int)(at - spec) + 1);
+    } else if (sl[2] == 0) {
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": a slice's stride must be >= 1 "
+                          "(column %d)", spec, (int)(at - spec) + 1);
+    }
+    memcpy(f->slice[d++], sl, sizeof sl);
+    if (eat(p, "]")) break;
+    if (!eat(p, ","))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ',' or ']' at column %d",
+                          spec, (int)(skip_ws(*p) - spec) + 1);
+  }
+  if (d != nd)
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": %d slices at column %d for %d "
+                        "dims (':' keeps a dim whole)", spec, d, (int)(open - spec) + 1,
+                        nd);
+  return TJ_OK;
+}
+
+/* "ds", "ds:1,0" or "dsdd:0/4,1/4,0%4,1%4", with slices "ds[0:4:1,:]". */
 static tj_status parse_taco(const char *spec, tj_format *f) {
   const char *p = spec;
   int n = 0;
-  while (*p && *p != ':' && !isspace((unsigned char)*p)) {
+  while (*p && *p != ':' && *p != '[' && !isspace((unsigned char)*p)) {
     if (n == TJ_MAX_ORDER)
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\" has more than %d "
                           "levels", spec, TJ_MAX_ORDER);
@@ -311,6 +434,12 @@ static tj_status parse_taco(const char *spec, tj_format *f) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": mode order has %d "
                           "entries but the format has %d levels", spec, k, n);
   }
+  p = skip_ws(p);
+  set_ndims(f);
+  if (*p == '[') {
+    tj_status st = parse_taco_slices(spec, &p, f);
+    if (st != TJ_OK) return st;
+  }
   if (*skip_ws(p))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unexpected '%c' at "
                         "column %d", spec, *skip_ws(p),
@@ -356,15 +485,20 @@ static bool structured(const char *word, const char **p, int32_t *n, int32_t *m)
  * compressed(nonordered), singleton, singleton(nonunique),
  * loose_compressed, structured[n, m]; returns the letter (n and m of
  * structured in *n, *m) or 0. */
-static char level_letter(const char **p, int32_t *n, int32_t *m) {
-  char word[32], prop[32] = "";
+static char level_letter(const char **p, int32_t *n, int32_t *m, bool *known_word) {
+  char word[32], prop[32] = "", more[32];
+  *known_word = false;
   if (!read_ident(p, word, sizeof word)) return 0;
   const char *save = *p;
   if (structured(word, p, n, m)) return 'n';
   *p = save;
-  if (eat(p, "(") && (!read_ident(p, prop, sizeof prop) || !eat(p, ")"))) {
-    *p = save;
-    return 0;
+  for (int t = 0; t < NLEVEL_TYPES; t++)   /* structured is known only with its [n, m] */
+    *known_word |= !strcmp(word, level_types[t].word) && level_types[t].kind != TJ_LVL_N_OUT_OF_M;
+  /* properties: "(nonunique)", "(nonunique, nonordered)"; two have no letter */
+  if (eat(p, "(")) {
+    bool ok = read_ident(p, prop, sizeof prop), two = false;
+    while (ok && eat(p, ",")) ok = read_ident(p, more, sizeof more), two = true;
+    if (!ok || !eat(p, ")") || two) return 0;
   }
   for (int t = 0; t < NLEVEL_TYPES; t++)
     if (!strcmp(word, level_types[t].word) && !strcmp(prop, level_types[t].prop) &&
@@ -373,17 +507,56 @@ static char level_letter(const char **p, int32_t *n, int32_t *m) {
   return 0;
 }
 
-/* The fields after the map: ", posWidth = 8, crdWidth = 16" (bits). */
-static tj_status parse_widths(const char *spec, const char **p, tj_format *f) {
+/* Skips an expression up to a ',' or ')' outside parentheses (the inverse
+ * map "i = il * 2 + ii" of MLIR's explicit form, derived here anyway). */
+static void skip_expr(const char **p) {
+  int depth = 0;
+  const char *s = *p;
+  for (; *s && (depth > 0 || (*s != ',' && *s != ')')); s++)
+    depth += *s == '(' ? 1 : *s == ')' ? -1 : 0;
+  *p = s;
+}
+
+/* "dimSlices = [(0, 4, 1), (0, 8, 1)]" (after its name): nd triples. */
+static tj_status parse_dim_slices(const char *spec, const char **p, tj_format *f, int nd) {
+  const char *at = skip_ws(*p);
+  if (!eat(p, "=") || !eat(p, "["))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'dimSlices = [' at "
+                        "column %d", spec, (int)(at - spec) + 1);
+  int d = 0;
+  while (!eat(p, "]")) {
+    if (d == nd || (d && !eat(p, ",")))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected %s at column %d",
+                          spec, d == nd ? "']' (one slice per dim)" : "','",
+                          (int)(skip_ws(*p) - spec) + 1);
+    tj_status st = read_triple(spec, p, f->slice[d++]);
+    if (st != TJ_OK) return st;
+  }
+  if (d != nd)
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": dimSlices has %d slices for %d "
+                        "dims", spec, d, nd);
+  return TJ_OK;
+}
+
+/* The fields after the map: ", posWidth = 8, crdWidth = 16" (bits) and
+ * ", dimSlices = [...]". */
+static tj_status parse_widths(const char *spec, const char **p, tj_format *f, int nd) {
   while (eat(p, ",")) {
     char key[32];
     int32_t w;
     const char *at = skip_ws(*p);
+    if (read_ident(p, key, sizeof key) && !strcmp(key, "dimSlices")) {
+      tj_status st = parse_dim_slices(spec, p, f, nd);
+      if (st != TJ_OK) return st;
+      continue;
+    }
+    *p = at;
     bool known = read_ident(p, key, sizeof key) &&
                  (!strcmp(key, "posWidth") || !strcmp(key, "crdWidth"));
     if (!known || !eat(p, "=") || !read_int(p, &w))
-      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'posWidth = N' or "
-                          "'crdWidth = N' at column %d", spec, (int)(at - spec) + 1);
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'posWidth = N', "
+                          "'crdWidth = N' or 'dimSlices = [...]' at column %d", spec,
+                          (int)(at - spec) + 1);
     if (!strcmp(key, "posWidth")) f->pos_width = w;
     else f->crd_width = w;
   }
@@ -396,11 +569,30 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
   char names[TJ_MAX_ORDER][32];
   int nd = 0, nl = 0;
   const char *p = spec;
+  const char *alias = skip_ws(p);   /* "#CSR = #sparse_tensor.encoding<{...}>" */
+  char word[64];
+  if (*alias == '#' && strncmp(alias, "#sparse_tensor", 14) != 0) {
+    p = alias + 1;
+    if (!read_ident(&p, word, sizeof word) || !eat(&p, "="))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '#name = ' at column %d",
+                          spec, (int)(alias - spec) + 1);
+  }
   bool wrapped = eat(&p, "#sparse_tensor.encoding");
   if (wrapped && !(eat(&p, "<") && eat(&p, "{")))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '<{' at column %d", spec,
                         (int)(skip_ws(p) - spec) + 1);
   if (eat(&p, "map")) eat(&p, "=");
+  const char *at = skip_ws(p);
+  if (eat(&p, "["))
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": symbols at column %d ('[s0]', "
+                        "as in ELL's 'd0 * (s0 * 4)') are not supported; a level stores a "
+                        "dim, 'dim floordiv k' or 'dim mod k'", spec, (int)(at - spec) + 1);
+  if (eat(&p, "{")) {   /* explicit level variables "{l0, l1}": named again below */
+    while (read_ident(&p, word, sizeof word) && eat(&p, ",")) {}
+    if (!eat(&p, "}"))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '}' after the level "
+                          "variables at column %d", spec, (int)(skip_ws(p) - spec) + 1);
+  }
   if (!eat(&p, "("))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '(' at column "
                         "%d", spec, (int)(skip_ws(p) - spec) + 1);
@@ -412,12 +604,19 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a dim name "
                           "at column %d", spec, (int)(skip_ws(p) - spec) + 1);
     nd++;
-    const char *at = skip_ws(p);
-    if (eat(&p, ":"))   /* MLIR's dimSlices: i : #sparse_tensor<slice(0, 4, 1)> */
-      return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": dim %s has a slice at "
-                          "column %d; slices (dimSlices) are not supported yet: convert "
-                          "the part you need into a tensor of its own", spec,
-                          names[nd - 1], (int)(at - spec) + 1);
+    if (eat(&p, "=")) skip_expr(&p);   /* "d0 = l0": the inverse map */
+    if (eat(&p, ":")) {   /* MLIR's dimSlices: i : #sparse_tensor<slice(0, 4, 1)> */
+      const char *at = skip_ws(p);
+      if (!(eat(&p, "#sparse_tensor") && eat(&p, "<") && eat(&p, "slice")))
+        return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected "
+                            "'#sparse_tensor<slice(offset, size, stride)>' after dim %s at "
+                            "column %d", spec, names[nd - 1], (int)(at - spec) + 1);
+      tj_status st = read_triple(spec, &p, f->slice[nd - 1]);
+      if (st != TJ_OK) return st;
+      if (!eat(&p, ">"))
+        return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '>' at column %d",
+                            spec, (int)(skip_ws(p) - spec) + 1);
+    }
     if (!eat(&p, ",") && !eat(&p, ")"))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ',' or ')' "
                           "at column %d", spec, (int)(skip_ws(p) - spec) + 1);
@@ -432,6 +631,13 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'dim : "
                           "level-type' at column %d", spec,
                           (int)(skip_ws(p) - spec) + 1);
+    const char *after = skip_ws(p);
+    if (after[0] == '=' && after[1] != '=') {   /* "l0 = d0 : dense": the level named */
+      p = after + 1;
+      if (!read_ident(&p, dim, sizeof dim))
+        return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a dim after '=' at "
+                            "column %d", spec, (int)(skip_ws(p) - spec) + 1);
+    }
     int d = 0;
     while (d < nd && strcmp(names[d], dim) != 0) d++;
     if (d == nd)
@@ -453,13 +659,15 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
     }
     const char *at = skip_ws(p);
     int32_t sn = 0, sm = 0;
-    char c = level_letter(&p, &sn, &sm);
+    bool known_word;
+    char c = level_letter(&p, &sn, &sm, &known_word);
     if (!c)
-      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unknown level type at "
-                          "column %d (expected dense, compressed, "
-                          "compressed(nonunique), compressed(nonordered), singleton, "
-                          "singleton(nonunique), loose_compressed or structured[n, m])",
-                          spec, (int)(at - spec) + 1);
+      return rt_set_error(known_word ? TJ_ERR_UNSUPPORTED : TJ_ERR_PARSE,
+                          "format \"%s\": %s level type at column %d (tensorjit stores "
+                          "dense, compressed, compressed(nonunique), compressed(nonordered), "
+                          "singleton, singleton(nonunique), loose_compressed or "
+                          "structured[n, m])", spec, known_word ? "unsupported" : "unknown",
+                          (int)(at - spec) + 1);
     if (c == 'n' && (op != TJ_LVL_MOD || sm != f->lvl_k[nl]))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": structured[%d, %d] at column %d "
                           "must store '%s mod %d'", spec, sn, sm, (int)(at - spec) + 1, dim, sm);
@@ -477,7 +685,7 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
   if (nl != nd && !f->ndims)
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": %d dims but %d levels",
                         spec, nd, nl);
-  tj_status st = parse_widths(spec, &p, f);
+  tj_status st = parse_widths(spec, &p, f, nd);
   if (st != TJ_OK) return st;
   if (wrapped && !(eat(&p, "}") && eat(&p, ">")))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '}>' at column %d", spec,
@@ -525,13 +733,26 @@ void tj_format_print(const tj_format *f, char *buf, size_t n) {
       k += snprintf(buf + k, n - (size_t)k, "%c%d",
                     f->lvl_op[l] == TJ_LVL_FLOORDIV ? '/' : '%', f->lvl_k[l]);
   }
+  for (int d = 0; rt_format_sliced(f) && d < f->order && k >= 0 && (size_t)k < n; d++) {
+    const int64_t *sl = f->slice[d];
+    const char *sep = d ? "," : "[";
+    k += sl[2] ? snprintf(buf + k, n - (size_t)k, "%s%lld:%lld:%lld", sep, (long long)sl[0],
+                          (long long)sl[1], (long long)sl[2])
+               : snprintf(buf + k, n - (size_t)k, "%s:", sep);
+  }
+  if (rt_format_sliced(f) && k >= 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, "]");
 }
 
 void tj_format_print_mlir(const tj_format *f, char *buf, size_t n) {
   if (!buf || n == 0) return;
   int nd = rt_format_dims(f), k = snprintf(buf, n, "(");
-  for (int d = 0; d < nd && k >= 0 && (size_t)k < n; d++)
+  for (int d = 0; d < nd && k >= 0 && (size_t)k < n; d++) {
     k += snprintf(buf + k, n - (size_t)k, "%sd%d", d ? ", " : "", d);
+    const int64_t *sl = f->slice[d];
+    if (sl[2] && k >= 0 && (size_t)k < n)
+      k += snprintf(buf + k, n - (size_t)k, " : #sparse_tensor<slice(%lld, %lld, %lld)>",
+                    (long long)sl[0], (long long)sl[1], (long long)sl[2]);
+  }
   if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, ") -> (");
   for (int l = 0; l < f->order && k >= 0 && (size_t)k < n; l++) {
     const RtLevelType *lt = rt_level_type(f->levels[l]);

@@ -160,11 +160,31 @@ tj_status tj_tensor_read(const char *path, const char *name,
   return tj_tensor_read_as(path, name, fmt, TJ_F64, out);
 }
 
+static tj_status read_file(const char *path, const char *name, const tj_format *fmt,
+                           tj_dtype dt, tj_tensor **out);
+
 tj_status tj_tensor_read_as(const char *path, const char *name, const tj_format *fmt,
                             tj_dtype dt, tj_tensor **out) {
   if (!path || !out)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_read: NULL argument");
   *out = NULL;
+  if (!fmt || !rt_format_sliced(fmt)) return read_file(path, name, fmt, dt, out);
+  /* A format with slices: the file's tensor, owned by a view of it. */
+  tj_format f = *fmt;
+  rt_format_unslice(&f);
+  tj_tensor *base;
+  tj_status st = read_file(path, name, &f, dt, &base);
+  if (st == TJ_OK) st = tj_tensor_view(base, NULL, fmt, out);
+  if (st != TJ_OK) {
+    tj_tensor_free(base);
+    return st;
+  }
+  (*out)->owns_base = true;
+  return TJ_OK;
+}
+
+static tj_status read_file(const char *path, const char *name, const tj_format *fmt,
+                           tj_dtype dt, tj_tensor **out) {
   if (!rt_dtype_valid(dt))
     return rt_set_error(TJ_ERR_DTYPE, "%s: unknown dtype %d", path, (int)dt);
   char ext[16];

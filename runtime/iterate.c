@@ -90,6 +90,7 @@ static bool has_dense(const tj_storage *s) {
 
 tj_status rt_tensor_level_entries_val(const tj_tensor *t, bool drop_fill,
                                       int64_t **coords, RtVal **vals, int64_t *n) {
+  if (t->base) return rt_view_entries(t, drop_fill, coords, vals, n);
   const tj_storage *s = &t->st;
   Collect c = {.s = s, .drop_zero = drop_fill && has_dense(s),
                .cap = s->vals_len};
@@ -188,6 +189,10 @@ static RtVal lookup(const tj_storage *s, int l, int64_t p, const int64_t *coord)
 
 RtVal rt_tensor_lookup(const tj_tensor *t, const int64_t *coord) {
   int64_t lc[TJ_MAX_ORDER];
+  if (t->base) {
+    rt_view_to_base(t, coord, lc);
+    return rt_tensor_lookup(t->base, lc);
+  }
   if (t->blocked) rt_block_to_levels(t, coord, lc);
   if (t->st.vals && t->st.vals_len > 0) return lookup(&t->st, 0, 0, t->blocked ? lc : coord);
   return (RtVal){.i = 0};
@@ -215,7 +220,7 @@ static void add_dense(void *ctx, const int64_t *coord, int64_t p) {
   if (d->stored) d->stored[lin] = 1;
 }
 
-/* rt_tensor_to_dense of a blocked tensor, through its entries. */
+/* rt_tensor_to_dense of a blocked tensor or a view, through its entries. */
 static tj_status blocked_to_dense(const tj_tensor *t, double *out, uint8_t *stored) {
   int64_t *coords, n;
   double *vals;
@@ -235,7 +240,7 @@ tj_status rt_tensor_to_dense(const tj_tensor *t, double *out, uint8_t *stored) {
   for (int m = 0; m < t->order; m++) total *= t->dims[m];
   memset(out, 0, (size_t)total * sizeof *out);
   if (stored) memset(stored, 0, (size_t)total);
-  if (t->blocked) return blocked_to_dense(t, out, stored);
+  if (t->blocked || t->base) return blocked_to_dense(t, out, stored);
   DenseOut d = {&t->st, out, stored};
   walk_all(&t->st, add_dense, &d);
   return TJ_OK;

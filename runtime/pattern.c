@@ -109,6 +109,22 @@ static tj_status new_pattern(const tj_tensor *src, const tj_format *fmt, tj_tens
 tj_status rt_pattern_refresh(RtPattern *p, const tj_tensor *src, const tj_format *fmt,
                              tj_tensor **out, bool *rebuilt) {
   *rebuilt = false;
+  if (src->base) {   /* a view's structure is its base's and its slice: built each time */
+    tj_tensor *own;
+    tj_format f = src->ufmt;
+    rt_format_unslice(&f);
+    tj_status st = tj_tensor_convert(src, &f, &own);
+    if (st != TJ_OK) return st;
+    tj_tensor *pat = NULL;
+    st = rt_tensor_pattern(own, fmt, &pat);
+    tj_tensor_free(own);
+    if (st != TJ_OK) return st;
+    tj_tensor_free(p->pat);   /* p keeps the new one; no record: rebuilt next time */
+    p->pat = *out = pat;
+    p->nset = p->shape_len = 0;
+    *rebuilt = true;
+    return TJ_OK;
+  }
   if (p->pat && shape_walk(p, src, fmt, true)) {
     *out = p->pat;
     return TJ_OK;

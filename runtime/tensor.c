@@ -52,9 +52,14 @@ bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w) {
   return true;
 }
 
-tj_storage *rt_tensor_storage(tj_tensor *t) { return &t->st; }
+tj_storage *rt_tensor_storage(tj_tensor *t) {
+  rt_view_sync(t);
+  return &t->st;
+}
 
-bool rt_tensor_is_packed(const tj_tensor *t) { return t->st.vals != NULL; }
+bool rt_tensor_is_packed(const tj_tensor *t) {
+  return (t->base ? t->base->st.vals : t->st.vals) != NULL;
+}
 
 int64_t rt_storage_nnz(const tj_storage *s) { return s->vals_len; }
 
@@ -157,6 +162,13 @@ tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
       return rt_set_error(TJ_ERR_SHAPE, "tensor %s: dim %d is negative "
                           "(%" PRId64 ")", name ? name : "", d, dims[d]);
   tj_format f = fmt ? *fmt : tj_format_dense(order);
+  if (rt_format_sliced(&f)) {
+    char fs[128];
+    tj_format_print(&f, fs, sizeof fs);
+    return rt_set_error(TJ_ERR_FORMAT, "tensor %s: format %s has slices (dimSlices), "
+                        "which describe a view: make it with tj_tensor_slice or "
+                        "tj_tensor_view over a stored tensor", name ? name : "", fs);
+  }
   tj_status st = rt_format_check(&f, order);
   if (st != TJ_OK) return st;
   tj_tensor *t = calloc(1, sizeof *t);
@@ -183,6 +195,7 @@ tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
 
 void tj_tensor_free(tj_tensor *t) {
   if (!t) return;
+  if (t->owns_base) tj_tensor_free((tj_tensor *)t->base);
   rt_storage_clear(&t->st);
   for (int i = 0; i < t->adopted.n; i++) t->adopted.free_fn(t->adopted.arrays[i], t->adopted.user);
   free(t->coo.coords);
@@ -192,6 +205,7 @@ void tj_tensor_free(tj_tensor *t) {
 }
 
 tj_status rt_coo_push_val(tj_tensor *t, const int64_t *coord, RtVal v) {
+  if (t->base) return rt_check_writable(t, "inserted into");
   RtCoo *c = &t->coo;
   int order = t->fmt.order;
   if (c->n == c->cap) {
@@ -225,6 +239,12 @@ tj_status rt_check_coord(const tj_tensor *t, const int64_t *coord) {
   return TJ_OK;
 }
 
+tj_status rt_check_writable(const tj_tensor *t, const char *what) {
+  if (!t->base) return TJ_OK;
+  return rt_set_error(TJ_ERR_INVALID, "tensor %s is a view (a slice of %s) and cannot be %s; "
+                      "convert it to a tensor of its own first", t->name, t->base->name, what);
+}
+
 tj_status tj_tensor_insert(tj_tensor *t, const int64_t *coord, double value) {
   if (!t || (!coord && t->order > 0))
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_insert: NULL argument");
@@ -254,11 +274,19 @@ tj_dtype tj_tensor_dtype(const tj_tensor *t) { return (tj_dtype)t->st.dtype; }
 
 const tj_format *tj_tensor_format(const tj_tensor *t) { return &t->ufmt; }
 
-int64_t tj_tensor_nnz(const tj_tensor *t) { return t->st.vals_len; }
+int64_t tj_tensor_nnz(const tj_tensor *t) {
+  if (!t->base) return t->st.vals_len;
+  int64_t *coords, n = 0;   /* a view: the stored entries inside its slice */
+  RtVal *vals;
+  if (rt_view_entries(t, false, &coords, &vals, &n) != TJ_OK) return 0;
+  free(coords), free(vals);
+  return n;
+}
 
 static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 
 int64_t tj_tensor_bytes(const tj_tensor *t) {
+  if (t->base) return 0;   /* a view holds no arrays of its own */
   const tj_storage *s = &t->st;
   int64_t b = max64(s->vals_len, s->vals_cap) * rt_dtype_size(s->dtype);
   for (int l = 0; l < s->order; l++) {
@@ -270,13 +298,13 @@ int64_t tj_tensor_bytes(const tj_tensor *t) {
 
 void tj_tensor_print(const tj_tensor *t, void *file, int64_t max_entries) {
   FILE *out = file ? file : stdout;
-  char fs[64];
+  char fs[640];
   tj_format_print(&t->ufmt, fs, sizeof fs);
   fprintf(out, "%s: %s ", t->name, tj_dtype_name(tj_tensor_dtype(t)));
   for (int d = 0; d < t->order; d++)
     fprintf(out, "%s%" PRId64, d ? "x" : "", t->dims[d]);
-  fprintf(out, "%s%s nnz=%" PRId64 "\n", t->order ? " " : "scalar ", fs,
-          t->st.vals_len);
+  fprintf(out, "%s%s nnz=%" PRId64 "%s%s\n", t->order ? " " : "scalar ", fs,
+          tj_tensor_nnz(t), t->base ? " view of " : "", t->base ? t->base->name : "");
   int64_t *coords = NULL, n = 0;
   double *vals = NULL;
   if (rt_tensor_entries(t, false, &coords, &vals, &n) != TJ_OK) {

@@ -63,6 +63,10 @@ struct tj_tensor {
   tj_format ufmt;              /* the format as given (widths resolved) */
   bool padded;                 /* a view (rt_tensor_view_split) over a padded copy */
   int32_t split[TJ_MAX_ORDER]; /* its split */
+  const tj_tensor *base;       /* a view (tj_tensor_slice): its base, borrowed;
+                                  st is a copy of base's, refreshed by
+                                  rt_view_sync (slice.c) */
+  bool owns_base;              /* the view frees base (one read with slices) */
   RtCoo coo;
   RtAdopted adopted;
 };
@@ -121,6 +125,9 @@ bool rt_tensor_is_packed(const tj_tensor *t);
 tj_status rt_coo_push(tj_tensor *t, const int64_t *coord, double v);
 /* The same with a value already in t's dtype. */
 tj_status rt_coo_push_val(tj_tensor *t, const int64_t *coord, RtVal v);
+/* TJ_OK unless t is a view, else an error: "tensor V is a view ... and
+ * cannot be <what>". */
+tj_status rt_check_writable(const tj_tensor *t, const char *what);
 /* TJ_OK when coord lies inside t's dims, else an error naming it. */
 tj_status rt_check_coord(const tj_tensor *t, const int64_t *coord);
 
@@ -198,6 +205,9 @@ tj_status rt_format_check(const tj_format *f, int order);
 tj_format rt_format_default(int order);
 /* True when every level of f is dense. */
 bool rt_format_all_dense(const tj_format *f);
+/* Whether f has slices (dimSlices: a view's format); f without them. */
+bool rt_format_sliced(const tj_format *f);
+void rt_format_unslice(tj_format *f);
 /* Whether f has floordiv / mod levels (f->ndims != 0). */
 bool rt_format_blocked(const tj_format *f);
 /* The dims of a tensor of format f (ndims, or order when not blocked). */
@@ -227,6 +237,19 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tens
  * copy, or the array a kernel that had to grow them made) and their
  * length; a padded copy is freed. */
 void rt_tensor_view_finish(tj_tensor *t, tj_tensor *v, bool output);
+
+/* ---- views (slice.c) ---- */
+
+/* Refreshes view v's storage from its base (nothing for a non-view). */
+void rt_view_sync(tj_tensor *v);
+/* The view coordinates vc of base coordinates bc; false when bc lies
+ * outside the slice. */
+bool rt_view_from_base(const tj_tensor *v, const int64_t *bc, int64_t *vc);
+/* The base coordinates of view coordinates vc. */
+void rt_view_to_base(const tj_tensor *v, const int64_t *vc, int64_t *bc);
+/* rt_tensor_entries_val of a view: its base's entries inside the slice. */
+tj_status rt_view_entries(const tj_tensor *v, bool drop_fill, int64_t **coords,
+                          RtVal **vals, int64_t *n);
 
 /* ---- pack, unpack, conversion (pack.c, convert.c) ---- */
 

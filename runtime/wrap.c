@@ -343,6 +343,10 @@ tj_status tj_tensor_adopt(const char *name, const tj_arrays *a, unsigned flags,
 
 tj_status tj_tensor_arrays(tj_tensor *t, tj_arrays *out) {
   if (!t || !out) return rt_set_error(TJ_ERR_INVALID, "tj_tensor_arrays: NULL argument");
+  if (t->base)
+    return rt_set_error(TJ_ERR_INVALID, "tensor %s is a view (a slice of %s): its arrays "
+                        "are %s's (tj_tensor_arrays of the base, or convert the view)",
+                        t->name, t->base->name, t->base->name);
   memset(out, 0, sizeof *out);
   tj_storage *s = &t->st;
   out->dtype = (tj_dtype)s->dtype;

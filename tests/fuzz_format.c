@@ -26,13 +26,64 @@ static bool same_format(const tj_format *a, const tj_format *b) {
     if (a->mode_order[l] != b->mode_order[l] || a->lvl_n[l] != b->lvl_n[l] ||
         (a->ndims && (a->lvl_op[l] != b->lvl_op[l] || a->lvl_k[l] != b->lvl_k[l])))
       return false;
-  return true;
+  return memcmp(a->slice, b->slice, sizeof a->slice) == 0;
 }
 
 /* Coordinate m of the e-th distinct entry: e's base-3 digits. */
 static int64_t coord_of(int e, int m) {
   for (; m > 0; m--) e /= 3;
   return e % 3;
+}
+
+static bool is_sliced(const tj_format *f) {
+  for (int d = 0; d < TJ_MAX_ORDER_PUBLIC; d++)
+    if (f->slice[d][2]) return true;
+  return false;
+}
+
+/* A format with slices: a view of a 3 x ... x 3 base holding a few
+ * entries either is refused with a message (a slice past the extent) or
+ * reads, converted or by get, the base's entries inside the slice. */
+static void use_view(const tj_format *f, const char *src) {
+  int order = f->order, n = order == 1 ? 3 : 5;   /* distinct coordinates */
+  int64_t dims[TJ_MAX_ORDER_PUBLIC];
+  for (int m = 0; m < order; m++) dims[m] = 3;
+  tj_format bf = *f;
+  memset(bf.slice, 0, sizeof bf.slice);
+  tj_tensor *t, *v, *c;
+  must(tj_tensor_new("T", TJ_F64, order, dims, &bf, &t) == TJ_OK, "tensor_new failed", src);
+  for (int e = 0; e < n; e++) {
+    int64_t coord[TJ_MAX_ORDER_PUBLIC];
+    for (int m = 0; m < order; m++) coord[m] = coord_of(e, m);
+    must(tj_tensor_insert(t, coord, e + 1) == TJ_OK, "insert failed", src);
+  }
+  must(tj_tensor_pack(t) == TJ_OK, "pack failed", src);
+  if (tj_tensor_view(t, "V", f, &v) != TJ_OK) {
+    must(tj_last_error()[0] != 0, "view failed without a message", src);
+    tj_tensor_free(t);
+    return;
+  }
+  int64_t inside = 0;
+  for (int e = 0; e < n; e++) {
+    bool in = true;
+    int64_t vc[TJ_MAX_ORDER_PUBLIC];
+    for (int m = 0; m < order; m++) {
+      const int64_t *sl = f->slice[m];
+      int64_t x = coord_of(e, m) - (sl[2] ? sl[0] : 0), st = sl[2] ? sl[2] : 1;
+      in = in && x >= 0 && x % st == 0 && (!sl[2] || x / st < sl[1]);
+      vc[m] = x / st;
+    }
+    inside += in;
+    double y;
+    if (in) must(tj_tensor_get(v, vc, &y) == TJ_OK && y == e + 1, "a view's value", src);
+  }
+  tj_format all = tj_format_dense(order);
+  for (int l = 0; l < order; l++) all.levels[l] = 's';
+  must(tj_tensor_convert(v, &all, &c) == TJ_OK, "convert of a view failed", src);
+  must(tj_tensor_nnz(c) == inside, "a view's entries converted", src);   /* fill dropped */
+  tj_tensor_free(c);
+  tj_tensor_free(v);
+  tj_tensor_free(t);
 }
 
 /* Packs a few distinct entries into a tensor of format f and converts it
@@ -83,18 +134,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (tj_format_parse(src, &f) == TJ_OK) {
     must(f.order >= 0 && f.order <= TJ_MAX_ORDER_PUBLIC, "order out of range", src);
     must((int)strlen(f.levels) == f.order, "levels do not match the order", src);
-    char buf[128];
+    char buf[1024];
     tj_format_print(&f, buf, sizeof buf);
     tj_format g;
     must(tj_format_parse(buf, &g) == TJ_OK, "the printed format does not parse", src);
     must(same_format(&f, &g), "the printed format parses differently", src);
-    char mlir[512];
+    char mlir[2048];
     tj_format_print_mlir(&f, mlir, sizeof mlir);
     must(tj_format_parse(mlir, &g) == TJ_OK, "the MLIR spelling does not parse", src);
     must(same_format(&f, &g) && (g.pos_width ? g.pos_width : 32) == (f.pos_width ? f.pos_width : 32) &&
              (g.crd_width ? g.crd_width : 32) == (f.crd_width ? f.crd_width : 32),
          "the MLIR spelling parses differently", src);
-    if (f.order <= 4) use_format(&f, src);
+    if (f.order <= 4 && is_sliced(&f)) use_view(&f, src);
+    else if (f.order <= 4) use_format(&f, src);
   } else {
     must(tj_last_error()[0] != 0, "failed without a message", src);
     must(memcmp(&f, &before, sizeof f) == 0, "a failed parse changed *out", src);

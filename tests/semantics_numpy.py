@@ -1137,12 +1137,52 @@ def test_narrow_dtypes():
 
 
 # Slowest first: the pool starts them before the quick ones.
+def _sl(o, n, st):
+    """The numpy index of MLIR's slice (offset o, size n, stride st)."""
+    return slice(o, o + (n - 1) * st + 1, st)
+
+
+def test_slices():
+    """Views (dimSlices) read in place: the file's matrix sliced by the
+    format, -f=A:ds[o:n:s,o:n:s], against numpy's A[o:o+(n-1)*s+1:s, ...]."""
+    r = rng_for(15)
+    A = rand_sparse(r, 13, 11, 0.35, empty_rows=(4,))
+    B = rand_sparse(r, 13, 11, 0.3)
+    Q = rand_sparse(r, 11, 9, 0.3)
+    views = [((1, 6, 2), (0, 11, 1)), ((2, 4, 3), (1, 5, 2)), ((12, 1, 1), (10, 1, 1)),
+             ((0, 13, 1), (3, 4, 1)), ((3, 5, 1), (0, 4, 3))]
+    for af in MAT_FMTS + ["do", "ls"]:
+        levels, _, order = af.partition(":")
+        for k, (rs, cs) in enumerate(views):
+            spec = f"{af}[{rs[0]}:{rs[1]}:{rs[2]},{cs[0]}:{cs[1]}:{cs[2]}]"
+            V = A[_sl(*rs), _sl(*cs)]
+            V2 = B[_sl(*rs), _sl(*cs)]
+            x = rand_dense(r, cs[1])
+            case(f"slice_spmv_{af}_{k}", "y(i) = A(i,j) * x(j)", {"A": A, "x": x}, V @ x,
+                 fmts={"A": spec, "x": "d", "y": "d"}, check=True)
+            case(f"slice_add_{af}_{k}", "C(i,j) = A(i,j) + B(i,j)", {"A": A, "B": B}, V + V2,
+                 fmts={"A": spec, "B": f"ds[{rs[0]}:{rs[1]}:{rs[2]},{cs[0]}:{cs[1]}:{cs[2]}]",
+                       "C": "ds"}, allowed=(V != 0) | (V2 != 0) | stored(V, af))
+            W = Q[_sl(*cs), 1:9:2]        # a view of Q whose rows are V's columns
+            case(f"slice_spgemm_{af}_{k}", "C(i,j) = A(i,k) * B(k,j)", {"A": A, "B": Q}, V @ W,
+                 fmts={"A": spec, "B": f"ds[{cs[0]}:{cs[1]}:{cs[2]},1:4:2]", "C": "ds"})
+            Bd = rand_dense(r, cs[1], 3)
+            case(f"slice_spmm_{af}_{k}", "C(i,j) = A(i,k) * B(k,j)", {"A": A, "B": Bd}, V @ Bd,
+                 fmts={"A": spec, "B": "dd", "C": "dd"})
+    T = rand_sparse3(r, (7, 6, 5), 0.3)
+    c = rand_dense(r, 3)
+    for bf in ("sss", "dss", "ddd"):
+        case(f"slice_ttv_{bf}", "A(i,j) = B(i,j,k) * c(k)", {"B": T, "c": c},
+             np.einsum("ijk,k->ij", T[1:6:2, 0:6, 0:5:2], c),
+             fmts={"B": f"{bf}[1:3:2,:,0:3:2]", "c": "d", "A": "dd"}, check=True)
+
+
 TESTS = [test_wide_unions_csr, test_wide_unions_dense, test_wide_unions_vector,
          test_wide_unions_times, test_union_paths, test_implicit_summation, test_residual_tiny,
          test_scalars, test_operand_names, test_explicit_sum, test_intersections, test_spmv_spmm, test_sddmm_spgemm,
          test_add_mul_transpose, test_order3, test_accumulate, test_dtypes,
          test_functions, test_reductions, test_semirings, test_defs, test_masks,
-         test_narrow_dtypes]
+         test_narrow_dtypes, test_slices]
 
 
 def run_test(t):

@@ -20,6 +20,7 @@ typedef struct Cli {
   const CliTensor *spec[TOOL_MAX_TENSORS];  /* per scanned tensor, or NULL */
   tj_format fmt[TOOL_MAX_TENSORS];
   tj_tensor *t[TOOL_MAX_TENSORS];
+  tj_tensor *base[TOOL_MAX_TENSORS];        /* a view's base (a format with slices) */
   int64_t ext[TOOL_MAX_INDICES];
   tj_context *cx;
   tj_kernel *k;
@@ -107,26 +108,48 @@ static bool redim(tj_tensor **t, const int64_t *dims) {
   return true;
 }
 
-/* Reads tensor t from its -i file in its -f format, dtype and dims. */
+static bool sliced(const tj_format *f) {
+  for (int d = 0; d < TJ_MAX_ORDER_PUBLIC; d++)
+    if (f->slice[d][2]) return true;
+  return false;
+}
+
+/* Reads tensor t from its -i file in its -f format, dtype and dims. A
+ * format with slices reads the file's tensor (-d gives its dims) as the
+ * base of the view the expression reads. */
 static bool load(Cli *c, int t) {
   const CliTensor *f = c->spec[t];
   const char *name = c->s.tensors[t].name;
-  if (tj_tensor_read_as(f->file, name, f->format ? &c->fmt[t] : NULL,
-                        f->has_dtype ? f->dtype : TJ_F64, &c->t[t]) != TJ_OK)
+  tj_format own = c->fmt[t];
+  memset(own.slice, 0, sizeof own.slice);
+  bool view = f->format && sliced(&c->fmt[t]);
+  tj_tensor **at = view ? &c->base[t] : &c->t[t];
+  if (tj_tensor_read_as(f->file, name, f->format ? &own : NULL,
+                        f->has_dtype ? f->dtype : TJ_F64, at) != TJ_OK)
     return tool_fail("-i=%s:%s: %s", name, f->file, tj_last_error());
-  if (tj_tensor_order(c->t[t]) != c->s.tensors[t].order)
+  if (tj_tensor_order(*at) != c->s.tensors[t].order)
     return tool_fail("-i=%s:%s: the file holds a tensor of order %d, but %s has order %d "
-                     "in the expression", name, f->file, tj_tensor_order(c->t[t]), name,
+                     "in the expression", name, f->file, tj_tensor_order(*at), name,
                      c->s.tensors[t].order);
-  return !f->ndims || redim(&c->t[t], f->dims);
+  if (f->ndims && !redim(at, f->dims)) return false;
+  if (view && tj_tensor_view(c->base[t], name, &c->fmt[t], &c->t[t]) != TJ_OK)
+    return tool_fail("-f=%s:%s: %s", name, f->format, tj_last_error());
+  return true;
 }
 
+/* A format with slices (-f=A:ds[0:4:1,:]) makes the tensor of dims `dims`
+ * (-g fills it) and the view of it the expression reads. */
 static bool create(Cli *c, int t, const int64_t *dims) {
   const CliTensor *f = c->spec[t];
   tj_dtype dt = f && f->has_dtype ? f->dtype : TJ_F64;
-  if (tj_tensor_new(c->s.tensors[t].name, dt, c->s.tensors[t].order, dims, &c->fmt[t],
-                    &c->t[t]) != TJ_OK)
-    return tool_fail_lib(c->s.tensors[t].name);
+  const char *name = c->s.tensors[t].name;
+  tj_format own = c->fmt[t];
+  bool view = sliced(&own);
+  memset(own.slice, 0, sizeof own.slice);
+  tj_tensor **at = view ? &c->base[t] : &c->t[t];
+  if (tj_tensor_new(name, dt, c->s.tensors[t].order, dims, &own, at) != TJ_OK ||
+      (view && tj_tensor_view(c->base[t], name, &c->fmt[t], &c->t[t]) != TJ_OK))
+    return tool_fail_lib(name);
   return true;
 }
 
@@ -156,7 +179,8 @@ static bool build_tensors(Cli *c) {
   }
   for (int t = 0; t < c->s.ntensors; t++) {
     const CliTensor *f = c->spec[t];
-    if (f && f->gen && !gen_fill(c->t[t], f->gen, f->density, c->a->seed)) return false;
+    tj_tensor *fill = c->base[t] ? c->base[t] : c->t[t];   /* a view: its base */
+    if (f && f->gen && !gen_fill(fill, f->gen, f->density, c->a->seed)) return false;
   }
   return true;
 }
@@ -280,7 +304,8 @@ int cli_run(CliArgs *a) {
   bool ok = run(&c);
   fflush(stdout);
   if (!ok) fprintf(stderr, "tensorjit: %s\n", tool_msg());
-  for (int t = 0; t < TOOL_MAX_TENSORS; t++) tj_tensor_free(c.t[t]);
+  for (int t = 0; t < TOOL_MAX_TENSORS; t++) tj_tensor_free(c.t[t]);   /* views first */
+  for (int t = 0; t < TOOL_MAX_TENSORS; t++) tj_tensor_free(c.base[t]);
   tj_context_free(c.cx);
   return ok ? 0 : 1;
 }

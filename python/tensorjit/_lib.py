@@ -31,7 +31,8 @@ class Format(ctypes.Structure):
                 ("ndims", ctypes.c_int32),
                 ("lvl_op", ctypes.c_int32 * MAX_ORDER),
                 ("lvl_k", ctypes.c_int32 * MAX_ORDER),
-                ("lvl_n", ctypes.c_int32 * MAX_ORDER)]
+                ("lvl_n", ctypes.c_int32 * MAX_ORDER),
+                ("slice", (ctypes.c_int64 * 3) * MAX_ORDER)]
 
 
 class Arrays(ctypes.Structure):
@@ -109,6 +110,12 @@ _decl("tj_tensor_wrap", _S, ctypes.c_char_p, ctypes.POINTER(Arrays), ctypes.c_ui
       ctypes.POINTER(_P))
 _decl("tj_tensor_arrays", _S, _P, ctypes.POINTER(Arrays))
 _decl("tj_tensor_convert", _S, _P, ctypes.POINTER(Format), ctypes.POINTER(_P))
+_decl("tj_tensor_slice", _S, _P, ctypes.c_char_p, _I64P, _I64P, _I64P, ctypes.POINTER(_P))
+_decl("tj_tensor_is_view", ctypes.c_bool, _P)
+_decl("tj_tensor_order", ctypes.c_int, _P)
+_decl("tj_tensor_dim", ctypes.c_int64, _P, ctypes.c_int)
+_decl("tj_tensor_dtype", ctypes.c_int, _P)
+_decl("tj_tensor_format", ctypes.POINTER(Format), _P)
 _decl("tj_tensor_read", _S, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Format),
       ctypes.POINTER(_P))
 _decl("tj_tensor_read_as", _S, ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Format),

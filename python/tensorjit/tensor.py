@@ -39,8 +39,8 @@ def parse_format(spec, pos_width=0, crd_width=0):
 
 
 def format_string(f):
-    buf = ctypes.create_string_buffer(64)
-    lib.tj_format_print(ctypes.byref(f), buf, 64)
+    buf = ctypes.create_string_buffer(640)   # room for slices
+    lib.tj_format_print(ctypes.byref(f), buf, 640)
     return buf.value.decode()
 
 
@@ -205,6 +205,11 @@ class Tensor:
     def _meta(self):
         """(shape, dtype, format, widths): fixed for a tensor's life."""
         m = getattr(self, "_meta_cache", None)
+        if m is None and self.is_view:   # a view has no arrays of its own
+            f = lib.tj_tensor_format(self._h).contents
+            m = self._meta_cache = (
+                tuple(lib.tj_tensor_dim(self._h, d) for d in range(lib.tj_tensor_order(self._h))),
+                _NP[lib.tj_tensor_dtype(self._h)], format_string(f), (f.pos_width, f.crd_width))
         if m is None:
             a = self._arrays()
             f = a.fmt.contents
@@ -254,6 +259,40 @@ class Tensor:
             if a.crd[l]:
                 out["crd"][l] = _view(self, a.crd[l], a.crd_len[l], cw)
         return out
+
+    @property
+    def is_view(self):
+        return bool(lib.tj_tensor_is_view(self._h))
+
+    def slice(self, key, name=None):
+        """A view of this tensor without copying (MLIR's dimSlices): key
+        holds one Python slice per dim, start:stop:step with step >= 1
+        (A.slice((slice(1, 7, 2), slice(None))) is A[1:7:2, :]). Kernels
+        read it in place; it keeps this tensor alive. Read-only: it cannot
+        be an output."""
+        if not isinstance(key, tuple):
+            key = (key,)
+        shape = self.shape
+        if len(key) != len(shape) or not all(isinstance(k, slice) for k in key):
+            raise TypeError("tensorjit: slice a tensor with one start:stop:step per dim "
+                            "(%d dims)" % len(shape))
+        off, size, step = [], [], []
+        for k, n in zip(key, shape):
+            if k.step is not None and k.step < 1:
+                raise ValueError("tensorjit: a slice's step must be >= 1 (got %d)" % k.step)
+            start, stop, st = k.indices(n)
+            off.append(start)
+            step.append(st)
+            size.append(max(0, (stop - start + st - 1) // st))
+        arr = lambda v: (ctypes.c_int64 * max(1, len(v)))(*v)
+        h = ctypes.c_void_p()
+        nm = (name or self.name).encode()
+        check(lib.tj_tensor_slice(self._h, nm, arr(off), arr(size), arr(step), ctypes.byref(h)))
+        return Tensor(h.value, keep=(self,))
+
+    def __getitem__(self, key):
+        """A[1:7:2, :]: a view (see slice)."""
+        return self.slice(key)
 
     def convert(self, format):
         """A new tensor with this one's entries in another format."""

@@ -753,3 +753,34 @@ def test_narrow_index_widths():
                            formats={"A": "(i, j) -> (i : dense, j : compressed), crdWidth = 8"})
     with pytest.raises(TensorJitError, match="coordinates up to 299 do not fit crdWidth 8"):
         k8(A=a, x=x)
+
+
+@pytest.mark.parametrize("fmt", ["ds", "ds:1,0", "ss", "uq", "dd"])
+@pytest.mark.parametrize("rows,cols", [((1, 17, 2), (0, 23, 3)), ((5, 6, 1), (2, 20, 1)),
+                                       ((29, 30, 1), (0, 40, 1))])
+def test_views_are_read_in_place(fmt, rows, cols):
+    """Slices (dimSlices) of a stored tensor as kernel inputs, against
+    numpy's own slicing of the same matrix."""
+    a = sparse(30, 40, density=0.3, seed=21).toarray()
+    base = tensorjit.Tensor.from_numpy(a, "A").convert(fmt)
+    key = (slice(*rows), slice(*cols))
+    v = base[key]
+    assert v.is_view and v.shape == a[key].shape
+    assert v.format.startswith(fmt) and "[" in v.format
+    np.testing.assert_array_equal(v.to_numpy(), a[key])
+    x = RNG.random(v.shape[1])
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    np.testing.assert_allclose(k(A=v, x=x), a[key] @ x, rtol=1e-12, atol=1e-12)
+    b = RNG.random((v.shape[1], 3))
+    k2 = tensorjit.compile("C(i,k) = A(i,j) * B(j,k)")
+    np.testing.assert_allclose(k2(A=v, B=b), a[key] @ b, rtol=1e-12, atol=1e-12)
+
+
+def test_view_keeps_base_alive_and_refuses_writes():
+    a = np.arange(12.0).reshape(3, 4)
+    v = tensorjit.Tensor.from_numpy(a, "A").convert("ds")[1:3, ::2]
+    np.testing.assert_array_equal(v.to_numpy(), [[4.0, 6.0], [8.0, 10.0]])   # by hand
+    with pytest.raises(TensorJitError, match="is a view"):
+        v.arrays()
+    with pytest.raises(ValueError, match="step must be >= 1"):
+        v[::-1, :]
