@@ -9,7 +9,14 @@
  * fiber: SpMM C(i,j) = A(i,k) * B(k,j) runs for i { for j-vector { for k
  * in row i {...} } } instead of storing the row of C once per nonzero, and
  * MTTKRP A(i,j) = B(i,k,l) * C(k,j) * D(l,j) keeps A's row in registers
- * across the whole slice B(i,:,:).
+ * across the whole slice B(i,:,:), and TTM A(i,j,k) = B(i,j,l) * C(k,l)
+ * keeps A's fiber over k across B's fiber over l (a sparse output's leaf
+ * over k is then appended at consecutive positions).
+ *
+ * lower_plan_vector_layout completes the idea for dense operands stored
+ * with the vector index in another than their last mode (TTM's C(k,l)):
+ * the kernel reads a copy with that mode last, so the lanes load
+ * contiguous values instead of gathering one per lane.
  *
  * The order is added as a reorder directive when the user gave none: a
  * rewrite of the concrete notation beside the planner, so the notation
@@ -84,12 +91,18 @@ bool lower_order_contraction(const Assignment *as, const LowerPlan *plain, bool 
   int n = output_first(as, plain, order);
   if (n != plain->nloops) return false;
   if (!all_dense) {
-    /* One sparse operand times dense ones into a dense output, whose
-     * innermost index is contiguous everywhere, and an order the sparse
-     * operand can be walked in as stored. */
+    /* One sparse operand times dense ones, whose innermost output index is
+     * contiguous everywhere, and an order the sparse operand can be walked
+     * in as stored. A sparse output is then appended in loop order with no
+     * workspace, its last level storing at unit stride (TTM with C stored
+     * column by column: not i,j,l,k through a workspace). */
     int sparse = 0;
     const tj_format *of = &as->tensors[0]->decl.format;
-    if (has_sparse_level(as->tensors[0]) || !is_product(as->rhs, &sparse) || sparse != 1) return false;
+    int last = of->order - 1;
+    if (has_sparse_level(as->tensors[0]) && !lv_at(of, last, LV_FULL) &&
+        lw_out_run_start(of, last) != last)
+      return false;
+    if (!is_product(as->rhs, &sparse) || sparse != 1) return false;
     if (!unit_stride_in(as->rhs, as->lhs->u.access.idx[of->mode_order[of->order - 1]]))
       return false;
     if (memcmp(order, plain->order, sizeof *order * (size_t)n) == 0) return false;
@@ -97,7 +110,9 @@ bool lower_order_contraction(const Assignment *as, const LowerPlan *plain, bool 
     Diag quiet;
     diag_init(&quiet);
     if (!lower_plan(as, order, n, true, &p, &quiet)) return false;
-    if (p.nloops != n || memcmp(order, p.order, sizeof *order * (size_t)n) != 0) return false;
+    if (p.nloops != n || memcmp(order, p.order, sizeof *order * (size_t)n) != 0 ||
+        p.ws_depth >= 0)
+      return false;
     for (int t = 0; t < as->ntensors; t++)
       if (p.convert[t]) return false;
   }

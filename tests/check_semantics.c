@@ -384,7 +384,8 @@ END_TEST
  * k loop is an outer vector loop around each fiber of B, C is read
  * through a transposed copy (converted to dd:1,0: tj_kernel_operand_format
  * says so) and a sparse output's leaf over k is appended at consecutive
- * positions (pOut_base). R = 8, 19 and 37 take the 8-lane tier, twice plus
+ * positions (pOut_base); C stored dd:1,0 is read as stored, in the same
+ * loop order. R = 8, 19 and 37 take the 8-lane tier, twice plus
  * a remainder, and the 32-lane tier plus a remainder. Outputs sss, ssd
  * and ddd, C stored dd or already dd:1,0, 1 and 2 threads, both phases;
  * want by plain loops over the dense B. */
@@ -446,6 +447,15 @@ START_TEST(test_ttm_vector_layout_by_hand) {
                       "C %s: read as %s, converted %d", c ? "dd:1,0" : "dd", text, converted);
         OK(tj_kernel_operand_format(k, "B", &f, &converted));
         ck_assert_int_eq(converted, 0);
+        /* k outside l, no workspace, whichever way C is stored */
+        char *cin = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&cin, &len);
+        OK(tj_kernel_print(k, TJ_STAGE_CIN, mf));
+        fclose(mf);
+        ck_assert_msg(strstr(cin, "forall(k, forall(l,") && !strstr(cin, "where"),
+                      "C %s, A %s: %s", c ? "dd:1,0" : "dd", outs[o], cin);
+        free(cin);
         ck_assert_int_eq(tj_kernel_operand_format(k, "D", &f, &converted), TJ_ERR_INVALID);
         ck_assert_str_eq(tj_last_error(), "tj_kernel_operand_format: the kernel has no tensor D");
         tj_context_free(cx);
