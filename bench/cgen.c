@@ -57,8 +57,12 @@ typedef struct CG {
   tj_kernel_fn fn;
   tj_tensor *out;
   tj_storage *ops[MAX_OPS];
+  tj_format conv[MAX_OPS];   /* an operand the kernel reads converted: its format */
+  bool converts[MAX_OPS];
   int rc;
 } CG;
+
+static void cg_done(void *p);
 
 static void *cg_setup(Case *c, int nth) {
   if (nth > 1) { snprintf(c->note, sizeof c->note, "C rendering timed serially only"); return NULL; }
@@ -77,12 +81,37 @@ static void *cg_setup(Case *c, int nth) {
     dlclose(g->so); free(g); return NULL;
   }
   g->ops[0] = &g->out->st;
-  for (int i = 1; i < c->nops; i++) g->ops[i] = &c->ops[i]->st;
+  for (int i = 1; i < c->nops; i++) {
+    g->ops[i] = &c->ops[i]->st;
+    int how = 0;
+    if (tj_kernel_operand_format(c->kernel_1t, tj_tensor_name(c->ops[i]), &g->conv[i], &how) != TJ_OK ||
+        how > 1) {
+      snprintf(c->note, sizeof c->note, "operand %s: %s", tj_tensor_name(c->ops[i]),
+               how > 1 ? "read as a mask pattern" : tj_last_error());
+      cg_done(g);
+      return NULL;
+    }
+    g->converts[i] = how == 1;
+  }
   return g;
 }
+/* Runs the rendered kernel on copies of the operands it reads converted,
+ * made in the timed run as tensorjit's runtime makes them. */
 static void cg_run(void *p) {
   CG *g = p;
-  g->rc = g->fn(g->ops);
+  tj_tensor *copy[MAX_OPS] = {0};
+  g->rc = 0;
+  for (int i = 1; i < g->c->nops && g->rc == 0; i++)
+    if (g->converts[i]) {
+      g->rc = tj_tensor_convert(g->c->ops[i], &g->conv[i], &copy[i]) == TJ_OK ? 0 : -1;
+      if (copy[i]) g->ops[i] = &copy[i]->st;
+    }
+  if (g->rc == 0) g->rc = g->fn(g->ops);
+  for (int i = 1; i < g->c->nops; i++)
+    if (copy[i]) {
+      tj_tensor_free(copy[i]);
+      g->ops[i] = &g->c->ops[i]->st;
+    }
 }
 static void cg_out(void *p, Out *o) {
   CG *g = p;

@@ -413,6 +413,15 @@ typedef struct tj_compile_times {
   double lower_cpu_ms, llvm_ir_cpu_ms, optimize_cpu_ms, codegen_cpu_ms, total_cpu_ms;
 } tj_compile_times;
 tj_compile_times tj_kernel_times(const tj_kernel *k);
+/* The format k reads the tensor named `name` in, into *fmt: the tensor's
+ * own (*converted = 0), or the format of the copy each run makes of it:
+ * 1 its values in another format (a transposed dense operand, an
+ * unordered level made ordered: tj_tensor_convert), 2 a mask's 0/1
+ * pattern in that format (1 where the mask stores an entry). A caller of
+ * the C rendering (TJ_STAGE_C), whose kernel takes storages as it reads
+ * them, makes such copies first. */
+tj_status tj_kernel_operand_format(const tj_kernel *k, const char *name, tj_format *fmt,
+                                   int *converted);
 
 /* ---- building expressions without a string ---------------------------- */
 

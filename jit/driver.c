@@ -539,6 +539,7 @@ static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   }
   if (!drv_apply_schedule(e, as, cin, &sched, d) || !plan_contraction(e, as, &sched, nuser, d))
     return false;
+  lower_plan_vector_layout(as, &e->plan, e->no_vectorize ? 0 : e->opt.vector_bits / 64);
   e->cin = lower_plan_notation(&e->arena, &e->plan, cin, d);
   e->as = as;
   return e->cin != NULL;
@@ -797,4 +798,19 @@ fail:
 tj_compile_times tj_kernel_times(const tj_kernel *k) {
   tj_compile_times z = {0};
   return k ? k->times : z;
+}
+
+tj_status tj_kernel_operand_format(const tj_kernel *k, const char *name, tj_format *fmt,
+                                   int *converted) {
+  if (!k || !name || !fmt || !converted)
+    return rt_set_error(TJ_ERR_INVALID, "tj_kernel_operand_format: NULL argument");
+  for (int t = 0; t < k->as->ntensors; t++) {
+    if (strcmp(k->as->tensors[t]->name, name) != 0) continue;
+    const LowerPlan *p = &k->entry->plan;
+    *fmt = p->convert[t] ? p->fmt[t] : k->as->tensors[t]->decl.format;
+    *converted = p->pattern[t] ? 2 : p->convert[t];
+    return TJ_OK;
+  }
+  return rt_set_error(TJ_ERR_INVALID, "tj_kernel_operand_format: the kernel has no tensor %s",
+                      name);
 }

@@ -614,6 +614,9 @@ static LirStmt *conversion_notes(Lowerer *lw) {
     const char *why = lw->plan->pattern[t]
         ? "as a 0/1 pattern: a mask located per coordinate, not walked again in every "
           "iteration of an outer loop (kept between runs while its structure is unchanged)"
+        : lw->plan->vec_layout[t]
+        ? "the vector loop over its last mode then loads contiguous values (a copy made "
+          "at each run)"
         : "its levels would be traversed against their storage order";
     lir_append(&s, lir_comment(lw->a, arena_printf(lw->a, "operand %s is converted from %s to %s%s%s",
         lw->as->tensors[t]->name, from, to, lw->plan->pattern[t] ? " " : ": ", why)));

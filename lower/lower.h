@@ -43,6 +43,9 @@ typedef struct LowerPlan {
                                           an entry), a valued mask located in
                                           O(1) instead of co-iterated again for
                                           every iteration of an outer loop */
+  bool vec_layout[NT_MAX_TENSORS];     /* with convert: a dense operand read through
+                                          a copy whose last mode is the vector
+                                          loop's index (lower_plan_vector_layout) */
   int ws_depth;                        /* loop depth of the workspace, -1 none */
   IndexVar *ws_var;                    /* the output index scattered into it */
   const char *ws_name;                 /* precompute's name for it (NULL: w) */
@@ -171,6 +174,16 @@ bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr
  * whether it added it (lower/order.c). */
 bool lower_order_contraction(const Assignment *as, const LowerPlan *plain, bool vectorizing,
                              Schedule *s);
+
+/* The layout of dense operands for a vectorized contraction over one
+ * sparse operand whose plan ends with the output's innermost index v, then
+ * reductions (the vectorizer's outer vector loop over v): a dense operand
+ * indexed by v in another than its last stored mode is read through a
+ * copy with v's mode last (p->convert), so the vector lanes load
+ * contiguous values instead of gathering (TTM's C(k,l): C^T). Not when v's
+ * extent, known at compile time, is under `lanes` (0: not vectorizing).
+ * Returns whether it changed p (lower/order.c). */
+bool lower_plan_vector_layout(const Assignment *as, LowerPlan *p, int lanes);
 
 /* ---- dense contractions by GETT / TTGT / LoG (lower/gett.c) ---- */
 

@@ -830,6 +830,19 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
   return s;
 }
 
+/* Whether the output's leaf entry at this loop exists only where the
+ * reduction below has a contribution (or a valued mask holds): it is then
+ * appended under a hit flag. A plain sum skips the test: it keeps an
+ * explicit 0 there (as TACO does), which reads the same, and its assembly
+ * needs no pass over the reduction. */
+static bool leaf_needs_hit(const Lowerer *lw, const LoopCtx *cx) {
+  bool by_reduction = lw->root_reduces &&
+                      (cx->depth + 1 == lw->first_red || lw_out_dense_tail(lw->acc[0].f)) &&
+                      (nt_root_identity(lw->as) != 0 || lw->as->semiring);
+  bool by_mask = lw->valued_masks && !lw->root_reduces; /* decided at run time */
+  return lw->nest.ws_depth < 0 && !cx->in_temp && (by_reduction || by_mask);
+}
+
 static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *cv) {
   Arena *a = A(lw);
   AMask at = lw_sparse_at(lw, cx->alive, cx->depth);
@@ -853,6 +866,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   bool run_inner = l >= 0 && l < lw->out_last && lw_out_in_run(of, l);
   bool leaf = l >= 0 && l == lw->out_last;
   bool compressed = l >= 0 && !located && !run_inner;
+  bool at_base = compressed && leaf && lw->leaf_base;   /* dense_leaf_loop */
   LirVar *start = NULL;
   if (located) {
     LirVar *p = lw_var(lw, "pOut", LT_I64);
@@ -861,6 +875,13 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
       c = lir_bin(a, LOP_SUB, c, lw_ref(lw, lw->range_lo));
     lir_append(&s, lir_decl(a, p, lw_locate(lw, 0, l, parent_pos(lw, 0), c)));
     lw->pos[0] = lw_ref(lw, p);
+  } else if (at_base) {   /* room was made before the loop */
+    LirVar *p = lw_var(lw, "pOut", LT_I64);
+    LirExpr *i = lir_bin(a, LOP_SUB, lw_ref(lw, cv), lw->leaf_lo);
+    lir_append(&s, lir_decl(a, p, lir_bin(a, LOP_ADD, lw_ref(lw, lw->leaf_base), i)));
+    lw->pos[0] = lw_ref(lw, p);
+    lir_append(&s, lw_out_block_init(lw, lw_ref(lw, p)));
+    lw->leaf_base_used = true;
   } else if (compressed) {
     lw->pos[0] = lw_ref(lw, lw->out_p[l]);
     if (l == lw->out_last) {
@@ -873,17 +894,8 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
     start = lw_var(lw, "pOut_start", LT_I64);
     lir_append(&s, lir_decl(a, start, lw_ref(lw, lw->out_p[l + 1])));
   }
-  /* An output entry that only a reduction below reaches exists where the
-   * reduction has a contribution (hit). A plain sum skips the test: it
-   * keeps an explicit 0 there (as TACO does), which reads the same, and
-   * its assembly needs no pass over the reduction. */
   LirVar *hit = NULL, *saved_hit = lw->out_hit;
-  bool by_reduction = lw->root_reduces &&
-                      (cx->depth + 1 == lw->first_red || lw_out_dense_tail(lw->acc[0].f)) &&
-                      (nt_root_identity(lw->as) != 0 || lw->as->semiring);
-  bool by_mask = lw->valued_masks && !lw->root_reduces; /* decided at run time */
-  if (leaf && lw->nest.ws_depth < 0 && !cx->in_temp &&
-      (by_reduction || by_mask)) {
+  if (leaf && leaf_needs_hit(lw, cx)) {
     hit = lw_var(lw, "hit", LT_BOOL);
     lir_append(&s, lir_decl(a, hit, lir_const_int(a, LT_BOOL, 0)));
     lw->out_hit = hit;
@@ -898,7 +910,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
       LirExpr *c = k == l ? lw_ref(lw, cv) : lw_ref(lw, lw->coord[v->id]);
       lir_append(&app, lw_store_index(lw, lw->crd_ptr[0][k], lw->pos[0], c));
     }
-    lir_append(&app, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
+    if (!at_base) lir_append(&app, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
     lir_append(&s, hit ? lir_if(a, lw_ref(lw, hit), app, NULL) : app);
   } else if (compressed) {
     LirExpr *p = lw_ref(lw, lw->out_p[l]);
@@ -1183,6 +1195,38 @@ static LirStmt *fused_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
 
 /* The one-point loops: a for over the dense range, or a for over the
  * positions of a single sparse iterator (coordinate read in the body). */
+/* Whether the dense loop of cx runs over the sparse output's leaf level
+ * and appends one entry at every iteration (no hit flag, not a COO run):
+ * its entries are then at consecutive positions from the loop's start. */
+static bool appends_every_iteration(const Lowerer *lw, const LoopCtx *cx) {
+  const tj_format *of = lw->acc[0].f;
+  if (lw->target != T_OUT || cx->in_temp || !lw->plan->out_sparse) return false;
+  int l = lw_level_at(lw, 0, cx->depth);
+  return l >= 0 && l == lw->out_last && !lv_at(of, l, LV_FULL) && lw_out_run_start(of, l) == l &&
+         !leaf_needs_hit(lw, cx);
+}
+
+/* A dense loop over the output's leaf that appends at every iteration
+ * (appends_every_iteration) writes iteration iv at pOut_base + (iv - lo):
+ * unit stride, so the vectorizer can take the loop as an outer vector loop
+ * around a reduction (TTM's k around its fiber over l). Emits
+ *   pOut_base = pOutL; <room for hi - lo entries>
+ *   for (iv = lo; iv < hi; iv++) { pOut = pOut_base + (iv - lo); ... }
+ *   pOutL = pOut_base + (hi - lo);
+ * where the loop's own appends had checked the room and counted one by one. */
+static LirStmt *dense_leaf_loop(Lowerer *lw, LoopCtx *cx, LirStmt *loop, LirExpr *lo,
+                                LirExpr *hi) {
+  Arena *a = A(lw);
+  int l = lw_level_at(lw, 0, cx->depth);
+  LirVar *base = lw->leaf_base;
+  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, base), lir_bin(a, LOP_SUB, hi, lo));
+  LirStmt *s = lir_decl(a, base, lw_ref(lw, lw->out_p[l]));
+  lir_append(&s, lw_ensure_out_cap(lw, l, lir_bin(a, LOP_SUB, end, lw_i64(lw, 1))));
+  lir_append(&s, loop);
+  lir_append(&s, lir_assign(a, lw->out_p[l], end));
+  return s;
+}
+
 static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[0];
@@ -1208,8 +1252,18 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     LirStmt *body = NULL;
     if (zeroing)
       body = zero_rows(lw, lw_ref(lw, iv), lir_bin(a, LOP_ADD, lw_ref(lw, iv), lw_i64(lw, 1)));
+    LirVar *saved_base = lw->leaf_base;
+    LirExpr *saved_lo = lw->leaf_lo;
+    bool saved_used = lw->leaf_base_used;
+    lw->leaf_base = appends_every_iteration(lw, cx) ? lw_var(lw, "pOut_base", LT_I64) : NULL;
+    lw->leaf_lo = lo;
+    lw->leaf_base_used = false;
     lir_append(&body, cases(lw, cx, 0, iv));
     loop = lw_strip_loop(lw, cx->depth, iv, lo, hi, body, &outer, &inner);
+    if (lw->leaf_base && lw->leaf_base_used) loop = dense_leaf_loop(lw, cx, loop, lo, hi);
+    lw->leaf_base = saved_base;
+    lw->leaf_lo = saved_lo;
+    lw->leaf_base_used = saved_used;
   } else if (lw->fuse_f[cx->depth]) { /* the inner loop of pos(f): at the fused position */
     int x = __builtin_ctzll(P->sparse);
     Iter *it = &cx->it[x];

@@ -155,6 +155,11 @@ typedef struct Lowerer {
   LirVar *out_hit;                         /* set where the root reduction has a
                                               contribution: its sparse output
                                               entry exists (case_body) */
+  LirVar *leaf_base;                       /* a dense loop over the output's leaf
+                                              (lower_loops.c, dense_leaf_loop): */
+  LirExpr *leaf_lo;                        /* its iteration iv appends at
+                                              leaf_base + (iv - leaf_lo) */
+  bool leaf_base_used;                     /* case_body appended there */
   int nnames, names_cap;                   /* base names handed out (lw_name) */
   const char **names;
   int *name_uses;

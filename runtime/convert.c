@@ -4,7 +4,9 @@
  * order) become the insertion buffer of a fresh tensor, which pack sorts
  * into the target's level order. Zeros that are dense fill in the source
  * (it has a dense level) are dropped; explicit zeros of all-sparse sources
- * are kept. A dtype cast keeps the index arrays and converts the values.
+ * are kept. An all-dense tensor to another all-dense level order (a
+ * transpose) moves its values directly (permute_dense). A dtype cast keeps
+ * the index arrays and converts the values.
  */
 #include <stdlib.h>
 
@@ -33,6 +35,48 @@ static tj_status take_entries(tj_tensor *t, const tj_tensor *src, bool drop_fill
   return TJ_OK;
 }
 
+/* Copies n values of width w from src (every step-th) to dst (contiguous). */
+static void copy_strided(char *dst, const char *src, int64_t n, int64_t step, size_t w) {
+  switch (w) {
+  case 8:
+    for (int64_t e = 0; e < n; e++) ((uint64_t *)dst)[e] = ((const uint64_t *)src)[e * step];
+    break;
+  case 4:
+    for (int64_t e = 0; e < n; e++) ((uint32_t *)dst)[e] = ((const uint32_t *)src)[e * step];
+    break;
+  default:
+    for (int64_t e = 0; e < n; e++) memcpy(dst + (size_t)e * w, src + (size_t)(e * step) * w, w);
+  }
+}
+
+/* An all-dense src into all-dense t of another level order (a transpose):
+ * the values move position by position, one strided run per row of t,
+ * with no coordinate list. t is fresh (no values yet). */
+static tj_status permute_dense(const tj_tensor *src, tj_tensor *t) {
+  const tj_storage *s = &src->st;
+  tj_storage *d = &t->st;
+  int n = s->order;
+  int64_t stride[TJ_MAX_ORDER], P = 1;
+  for (int l = n - 1; l >= 0; l--) {
+    stride[s->map[l].dim] = P;
+    P *= s->levels[l].size;
+  }
+  size_t w = (size_t)rt_dtype_size(s->dtype);
+  d->vals = rt_array_new(P, w, false);
+  if (!d->vals) return rt_set_error(TJ_ERR_NOMEM, "out of memory converting tensor %s", src->name);
+  d->vals_len = d->vals_cap = P;
+  int64_t c[TJ_MAX_ORDER] = {0};   /* t's coordinates per level above its last */
+  int64_t row = d->levels[n - 1].size, step = stride[d->map[n - 1].dim];
+  for (int64_t q = 0; row > 0 && q < P; q += row) {
+    int64_t from = 0;
+    for (int l = 0; l < n - 1; l++) from += c[l] * stride[d->map[l].dim];
+    copy_strided((char *)d->vals + (size_t)q * w, (const char *)s->vals + (size_t)from * w, row,
+                 step, w);
+    for (int l = n - 2; l >= 0 && ++c[l] == d->levels[l].size; l--) c[l] = 0;
+  }
+  return TJ_OK;
+}
+
 tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
                             tj_tensor **out) {
   if (!src || !fmt || !out)
@@ -47,8 +91,13 @@ tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
   tj_status st = tj_tensor_new(src->name, tj_tensor_dtype(src), src->order,
                                src->dims, &f, &t);
   if (st != TJ_OK) return st;
-  st = take_entries(t, src, true);
-  if (st == TJ_OK) st = tj_tensor_pack(t);
+  if (src->order > 0 && !src->blocked && !t->blocked && src->st.vals &&
+      rt_format_all_dense(&src->fmt) && rt_format_all_dense(&t->fmt)) {
+    st = permute_dense(src, t);
+  } else {
+    st = take_entries(t, src, true);
+    if (st == TJ_OK) st = tj_tensor_pack(t);
+  }
   if (st != TJ_OK) {
     tj_tensor_free(t);
     return st;

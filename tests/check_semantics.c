@@ -380,6 +380,117 @@ START_TEST(test_shared_rows_by_hand) {
 }
 END_TEST
 
+/* TTM A(i,j,k) = B(i,j,l) * C(k,l) with k's extent past a vector: the
+ * k loop is an outer vector loop around each fiber of B, C is read
+ * through a transposed copy (converted to dd:1,0: tj_kernel_operand_format
+ * says so) and a sparse output's leaf over k is appended at consecutive
+ * positions (pOut_base); C stored dd:1,0 is read as stored, in the same
+ * loop order. R = 8, 19 and 37 take the 8-lane tier, twice plus
+ * a remainder, and the 32-lane tier plus a remainder. Outputs sss, ssd
+ * and ddd, C stored dd or already dd:1,0, 1 and 2 threads, both phases;
+ * want by plain loops over the dense B. */
+START_TEST(test_ttm_vector_layout_by_hand) {
+  enum { I = 7, J = 5, L = 11, RMAX = 37 };
+  static double B[I * J * L], C[RMAX * L], Ct[L * RMAX], want[I * J * RMAX];
+  static const int Rs[] = {8, 19, 37};
+  static const char *const outs[] = {"sss", "ssd", "ddd"};
+  int64_t fibers = 0;
+  for (int q = 0; q < I * J * L; q++) {
+    int i = q / (J * L), j = q / L % J;
+    B[q] = (q * 5 + 1) % 3 != 0 && i != 2 && (i != 4 || j == 3) ? (double)((q * 13) % 9) - 4.5 : 0;
+  }
+  for (int f = 0; f < I * J; f++) {
+    bool any = false;
+    for (int l = 0; l < L; l++) any |= B[f * L + l] != 0;
+    fibers += any;
+  }
+  char *saved = getenv("TJ_PAR_MIN_WORK") ? strdup(getenv("TJ_PAR_MIN_WORK")) : NULL;
+  setenv("TJ_PAR_MIN_WORK", "0", 1);
+  tj_tensor *Bt = tensor("B", "sss", 3, (int64_t[]){I, J, L}, B);
+  for (int r = 0; r < 3; r++) {
+    int R = Rs[r];
+    for (int q = 0; q < R * L; q++) C[q] = (double)((q * 7) % 11) - 5;
+    for (int k = 0; k < R; k++)
+      for (int l = 0; l < L; l++) Ct[l * R + k] = C[k * L + l];
+    for (int i = 0; i < I; i++)
+      for (int j = 0; j < J; j++)
+        for (int k = 0; k < R; k++) {
+          double w = 0;
+          for (int l = 0; l < L; l++) w += B[(i * J + j) * L + l] * C[k * L + l];
+          want[(i * J + j) * R + k] = w;
+        }
+    /* C(k,l) stored column by column: the values of Ct, read as C */
+    tj_tensor *Cs[] = {matrix("C", "dd", R, L, C), NULL};
+    tj_format cm;
+    OK(tj_format_parse("dd:1,0", &cm));
+    OK(tj_tensor_new("C", TJ_F64, 2, (int64_t[]){R, L}, &cm, &Cs[1]));
+    for (int k = 0; k < R; k++)
+      for (int l = 0; l < L; l++) OK(tj_tensor_insert(Cs[1], (int64_t[]){k, l}, Ct[l * R + k]));
+    OK(tj_tensor_pack(Cs[1]));
+    for (int o = 0; o < 3; o++)
+      for (int c = 0; c < 2; c++) {
+        tj_tensor *m[] = {tensor("A", outs[o], 3, (int64_t[]){I, J, R}, NULL), Bt, Cs[c]};
+        for (int threads = 1; threads <= 2; threads++)
+          for (int phases = 0; phases < 2; phases++)
+            expect_run("A(i,j,k) = B(i,j,l) * C(k,l)", m, 3, NULL, threads, phases, want,
+                       I * J * R, o < 2 ? fibers * R : -1);
+        tj_context *cx;
+        tj_kernel *k;
+        tj_format f;
+        int converted;
+        char text[32];
+        OK(tj_context_new(&cx));
+        OK(tj_compile(cx, "A(i,j,k) = B(i,j,l) * C(k,l)", m, 3, NULL, NULL, &k));
+        OK(tj_kernel_operand_format(k, "C", &f, &converted));
+        tj_format_print(&f, text, sizeof text);
+        ck_assert_msg(converted == (c == 0) && strcmp(text, "dd:1,0") == 0,
+                      "C %s: read as %s, converted %d", c ? "dd:1,0" : "dd", text, converted);
+        OK(tj_kernel_operand_format(k, "B", &f, &converted));
+        ck_assert_int_eq(converted, 0);
+        /* k outside l, no workspace, whichever way C is stored */
+        char *cin = NULL;
+        size_t len = 0;
+        FILE *mf = open_memstream(&cin, &len);
+        OK(tj_kernel_print(k, TJ_STAGE_CIN, mf));
+        fclose(mf);
+        ck_assert_msg(strstr(cin, "forall(k, forall(l,") && !strstr(cin, "where"),
+                      "C %s, A %s: %s", c ? "dd:1,0" : "dd", outs[o], cin);
+        free(cin);
+        ck_assert_int_eq(tj_kernel_operand_format(k, "D", &f, &converted), TJ_ERR_INVALID);
+        ck_assert_str_eq(tj_last_error(), "tj_kernel_operand_format: the kernel has no tensor D");
+        tj_context_free(cx);
+        tj_tensor_free(m[0]);
+      }
+    free_all(Cs, 2);
+  }
+  if (saved) setenv("TJ_PAR_MIN_WORK", saved, 1);
+  else unsetenv("TJ_PAR_MIN_WORK");
+  free(saved);
+  tj_tensor_free(Bt);
+}
+END_TEST
+
+/* A sparse vector's one level appended by a dense loop: y(k) = B(k,l) *
+ * x(l) into y "s", B dense 21 x 6 with rows 3 and 9 zero: every k is
+ * stored (the plain sum keeps explicit zeros), at consecutive positions
+ * from the loop's start, values by plain loops. */
+START_TEST(test_dense_leaf_vector_by_hand) {
+  enum { K = 21, L = 6 };
+  double B[K * L], x[L], want[K];
+  for (int q = 0; q < K * L; q++) B[q] = q / L == 3 || q / L == 9 ? 0 : (double)(q % 7) - 3;
+  for (int l = 0; l < L; l++) x[l] = l - 2.5;
+  for (int k = 0; k < K; k++) {
+    want[k] = 0;
+    for (int l = 0; l < L; l++) want[k] += B[k * L + l] * x[l];
+  }
+  tj_tensor *ops[] = {vector("y", "s", K, NULL), matrix("B", "dd", K, L, B), vector("x", "d", L, x)};
+  for (int threads = 1; threads <= 2; threads++)
+    for (int phases = 0; phases < 2; phases++)
+      expect_run("y(k) = B(k,l) * x(l)", ops, 3, NULL, threads, phases, want, K, K);
+  free_all(ops, 3);
+}
+END_TEST
+
 /* Deterministic values with zeros in a pattern (every third entry). */
 static void fill(double *v, int64_t n, int seed) {
   for (int64_t k = 0; k < n; k++)
@@ -1293,6 +1404,8 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_wide_unions_by_loops);
 
   tcase_add_test(tc, test_shared_rows_by_hand);
+  tcase_add_test(tc, test_ttm_vector_layout_by_hand);
+  tcase_add_test(tc, test_dense_leaf_vector_by_hand);
   tcase_add_test(tc, test_spmv_plus_vector);
   tcase_add_test(tc, test_gemm_plus_matrix);
   tcase_add_test(tc, test_scopes_by_hand);
