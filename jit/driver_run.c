@@ -342,6 +342,20 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
   return run_bound(k, phase, operands, n, interpret);
 }
 
+/* After ASSEMBLE of a += into a sparse output: out (the union of its old
+ * pattern and the rhs's) takes back the values it had, before, and the
+ * semiring's zero where it had none, so a COMPUTE adds the rhs to them. */
+static tj_status keep_values(const tj_kernel *k, tj_tensor *out, tj_tensor *before) {
+  tj_dtype dt = tj_tensor_dtype(out);
+  RtVal zero = rt_val_from_double(dt, nt_semiring_zero(k->as->semiring));
+  int64_t lost;
+  tj_status st = rt_storage_carry(rt_tensor_storage(out), rt_tensor_storage(before), zero, &lost);
+  if (st == TJ_OK && lost)
+    st = rt_set_error(TJ_ERR_INTERNAL, "the assembly of %s dropped %lld of its entries",
+                      tj_tensor_name(out), (long long)lost);
+  return st;
+}
+
 /* run() of a kernel whose operands are bound as they are. */
 static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
                            int n, bool interpret) {
@@ -354,6 +368,14 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
     memcpy(ops, k->bound, sizeof ops);
   }
   if (!check_operands(k, ops, &d)) return drv_fail(&d);
+  /* += into a sparse output reads a copy of the output as it was */
+  int old = k->as->old_output;
+  tj_tensor *before = NULL;
+  if (old) {
+    tj_status cs = tj_tensor_cast(ops[0], tj_tensor_dtype(ops[0]), &before);
+    if (cs != TJ_OK) return cs;
+    ops[old] = before;
+  }
   CacheEntry *e = k->entry;
   LowerPhase ph = phase == TJ_ASSEMBLE ? PHASE_ASSEMBLE
                   : phase == TJ_COMPUTE ? PHASE_COMPUTE : PHASE_EVALUATE;
@@ -411,6 +433,8 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   }
   if (kept) pthread_mutex_unlock(&k->pattern_lock);
   for (int t = 0; t < NT_MAX_TENSORS; t++) tj_tensor_free(tmp[t]);
+  if (before && status == TJ_OK && ph == PHASE_ASSEMBLE) status = keep_values(k, ops[0], before);
+  tj_tensor_free(before);
   return status;
 }
 

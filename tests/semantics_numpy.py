@@ -700,8 +700,9 @@ def test_order3():
 
 
 def test_accumulate():
-    """`+=` into a dense output read from a file (the CLI refuses += into a
-    sparse output)."""
+    """`+=` into a dense output read from a file, and into sparse outputs:
+    their stored entries may only be the union of the old output's and the
+    right-hand side's."""
     r = rng_for(11)
     A = rand_sparse(r, 13, 11, 0.3, empty_rows=(1,))
     x, y0 = rand_dense(r, 11), rand_dense(r, 13)
@@ -711,6 +712,15 @@ def test_accumulate():
     B, C0 = rand_dense(r, 11, 4), rand_sparse(r, 13, 4, 0.5)
     case("accumulate_spmm", "C(i,j) += A(i,k) * B(k,j)", {"A": A, "B": B, "C": C0},
          C0 + A @ B, fmts={"A": "ds", "B": "dd", "C": "dd"})
+    D, E0 = rand_sparse(r, 13, 11, 0.3), rand_sparse(r, 13, 11, 0.2, empty_rows=(4,))
+    for ef in ("ds", "ss", "uq", "ds:1,0", "do"):
+        case(f"accumulate_sparse_out_{ef}", "E(i,j) += A(i,j) * D(i,j) + 2 * D(i,j)",
+             {"A": A, "D": D, "E": E0}, E0 + A * D + 2 * D,
+             fmts={"A": "ds", "D": "ss", "E": ef}, allowed=(E0 != 0) | (D != 0))
+    T0 = rand_sparse(r, 13, 11, 0.1)
+    case("accumulate_sparse_scaled_vector", "T(i,j) += A(i,j) * x(j)",
+         {"A": A, "x": x, "T": T0}, T0 + A * x[None, :], fmts={"A": "ds", "x": "d", "T": "ss"},
+         allowed=(T0 != 0) | (A != 0))
 
 
 def test_dtypes():
