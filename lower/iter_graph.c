@@ -137,14 +137,7 @@ static bool check_output_format(const Assignment *as, Diag *d) {
                         "compressed-nonunique level with singletons down to "
                         "the last level (COO: 'uq', 'uqq')",
                         t->name, l, f->levels[l]);
-    bool full = lv_at(f, l, LV_FULL);
-    if (full && seen_sparse && l < lw_out_leaf(f))
-      return diag_error(d, TJ_ERR_UNSUPPORTED,
-                        "output %s: a dense level between two compressed ones "
-                        "(level %d of '%s') is not supported for outputs yet; "
-                        "dense levels below the last compressed one are",
-                        t->name, l, f->levels);
-    seen_sparse |= !full;
+    seen_sparse |= !lv_at(f, l, LV_FULL);
   }
   if (seen_sparse && as->accumulate)
     return diag_error(d, TJ_ERR_UNSUPPORTED,

@@ -367,6 +367,139 @@ START_TEST(other_operands) {
 }
 END_TEST
 
+/* sds: a dense level between two compressed ones. A = 2 * B, B (3 x 3 x 4)
+ * holding B(0,1,2) = 1, B(0,1,3) = 2, B(2,0,0) = 3, B(2,2,3) = 4 (row 1
+ * empty): level 0 stores rows {0, 2}; level 1 is a block of 3 positions
+ * per stored row; level 2 one segment per position:
+ *   crd0 {0, 2}   pos2 {0, 0,2,2, 3,3,4}   crd2 {2, 3, 0, 3}   vals {2, 4, 6, 8} */
+static const double B334[36] = {[6] = 1, [7] = 2, [24] = 3, [35] = 4};
+
+static void sds_case(int threads, tj_phase first) {
+  int64_t d3[3] = {3, 3, 4};
+  tj_tensor *ops[2] = {tu_tensor("A", "sds", 3, d3, NULL), tu_tensor("B", "sss", 3, d3, B334)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, "A(i,j,k) = 2 * B(i,j,k)", ops, 2, &o);
+  if (first == TJ_EVALUATE) {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  } else {
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  }
+  tj_arrays ar;
+  OK(tj_tensor_arrays(ops[0], &ar));
+  int32_t pos0[2] = {0, 2}, crd0[2] = {0, 2}, pos2[7] = {0, 0, 2, 2, 3, 3, 4}, crd2[4] = {2, 3, 0, 3};
+  double vals[4] = {2, 4, 6, 8};
+  ck_assert_int_eq(ar.pos_len[0], 2);
+  ck_assert_int_eq(ar.crd_len[0], 2);
+  ck_assert_int_eq(ar.pos_len[2], 7);
+  ck_assert_int_eq(ar.crd_len[2], 4);
+  ck_assert_int_eq(ar.vals_len, 4);
+  for (int q = 0; q < 2; q++) ck_assert_int_eq(((int32_t *)ar.pos[0])[q], pos0[q]);
+  for (int q = 0; q < 2; q++) ck_assert_int_eq(((int32_t *)ar.crd[0])[q], crd0[q]);
+  for (int q = 0; q < 7; q++) ck_assert_int_eq(((int32_t *)ar.pos[2])[q], pos2[q]);
+  for (int q = 0; q < 4; q++) ck_assert_int_eq(((int32_t *)ar.crd[2])[q], crd2[q]);
+  for (int q = 0; q < 4; q++) ck_assert_double_eq(((double *)ar.vals)[q], vals[q]);
+  tj_context_free(cx);
+  for (int t = 0; t < 2; t++) tj_tensor_free(ops[t]);
+}
+
+START_TEST(sds_arrays_evaluate) { sds_case(1 + _i, TJ_EVALUATE); }
+END_TEST
+
+START_TEST(sds_arrays_assemble_compute) { sds_case(1 + _i, TJ_ASSEMBLE); }
+END_TEST
+
+/* Kernels into sds outputs (one in mode order j, i, k) against plain loops over dense
+ * values: TTM (C dense, and C sparse: a workspace over k), a sparse add,
+ * B(i,k) * C(j,k) (j a dense loop), += into sds. Every nonzero of the
+ * result is stored, and nothing is stored where no operand reaches. */
+typedef struct SdsKernel {
+  const char *expr, *fa, *fb, *fc;   /* fc NULL: no C */
+  int kind;                          /* 0 ttm, 1 add, 2 outer, 3 += */
+} SdsKernel;
+static const SdsKernel sds_kernels[] = {
+    {"A(i,j,k) = B(i,j,l) * C(k,l)", "sds", "sss", "dd", 0},
+    {"A(i,j,k) = B(i,j,l) * C(l,k)", "sds", "sss", "ds", 4},
+    {"A(i,j,k) = B(i,j,k) + C(i,j,k)", "sds", "sss", "sds", 1},
+    {"A(i,j,k) = B(i,k) * C(j,k)", "sds", "ds", "dd", 2},
+    {"A(i,j,k) += B(i,j,k) + C(i,j,k)", "sds", "sss", "sss", 3},
+    {"A(i,j,k) = B(i,j,k) + C(i,j,k)", "sds:1,0,2", "sss", "sss", 1},
+};
+
+START_TEST(sds_against_loops) {
+  enum { I = 9, J = 5, K = 7, L = 6 };
+  const SdsKernel *sk = &sds_kernels[_i % 6];
+  int threads = 1 + _i / 6;
+  unsigned seed = 11u + (unsigned)_i;
+  static double a[I * J * K], b3[I * J * L], b2[I * K], cc[I * J * K], want[I * J * K];
+  static unsigned char reach[I * J * K];
+  int64_t da[3] = {I, J, K};
+  fill_random(a, I * J * K, 0.1, &seed);
+  tj_tensor *ops[3] = {tu_tensor("A", sk->fa, 3, da, sk->kind == 3 ? a : NULL), NULL, NULL};
+  if (sk->kind == 0 || sk->kind == 4) {
+    int64_t db[3] = {I, J, L}, dc[2] = {sk->kind == 0 ? K : L, sk->kind == 0 ? L : K};
+    fill_random(b3, I * J * L, 0.15, &seed);
+    fill_random(cc, K * L, sk->kind == 0 ? 1 : 0.3, &seed);
+    ops[1] = tu_tensor("B", sk->fb, 3, db, b3);
+    ops[2] = tu_tensor("C", sk->fc, 2, dc, cc);
+    for (int i = 0; i < I; i++)
+      for (int j = 0; j < J; j++)
+        for (int k = 0; k < K; k++) {
+          double v = 0;
+          bool r = false;
+          for (int l = 0; l < L; l++) {
+            double c = sk->kind == 0 ? cc[k * L + l] : cc[l * K + k];
+            v += b3[(i * J + j) * L + l] * c;
+            r |= b3[(i * J + j) * L + l] != 0 && (sk->kind == 0 || c != 0);
+          }
+          want[(i * J + j) * K + k] = v, reach[(i * J + j) * K + k] = r;
+        }
+  } else if (sk->kind == 2) {
+    int64_t db[2] = {I, K}, dc[2] = {J, K};
+    fill_random(b2, I * K, 0.2, &seed);
+    fill_random(cc, J * K, 1, &seed);
+    ops[1] = tu_tensor("B", sk->fb, 2, db, b2);
+    ops[2] = tu_tensor("C", sk->fc, 2, dc, cc);
+    for (int i = 0; i < I; i++)
+      for (int j = 0; j < J; j++)
+        for (int k = 0; k < K; k++) {
+          int x = (i * J + j) * K + k;
+          want[x] = b2[i * K + k] * cc[j * K + k], reach[x] = b2[i * K + k] != 0;
+        }
+  } else {
+    fill_random(b3, I * J * K, 0.1, &seed);
+    fill_random(cc, I * J * K, 0.1, &seed);
+    ops[1] = tu_tensor("B", sk->fb, 3, da, b3);
+    ops[2] = tu_tensor("C", sk->fc, 3, da, cc);
+    for (int x = 0; x < I * J * K; x++) {
+      bool old = sk->kind == 3;
+      want[x] = (old ? a[x] : 0) + b3[x] + cc[x];
+      reach[x] = (old && a[x] != 0) || b3[x] != 0 || cc[x] != 0;
+    }
+  }
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, sk->expr, ops, 3, &o);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  static double v[I * J * K];
+  static unsigned char st[I * J * K];
+  dense_of(ops[0], v, st, I * J * K);
+  for (int x = 0; x < I * J * K; x++) {
+    ck_assert_msg(fabs(v[x] - want[x]) <= 1e-12 * (1 + fabs(want[x])),
+                  "%s on %d threads: cell %d is %g, want %g", sk->expr, threads, x, v[x], want[x]);
+    ck_assert_msg(st[x] || want[x] == 0, "%s: nonzero cell %d not stored", sk->expr, x);
+    ck_assert_msg(!st[x] || reach[x], "%s: cell %d stored, no operand reaches it", sk->expr, x);
+  }
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("outputs");
   TCase *tc = tcase_create("accumulate");
@@ -382,6 +515,12 @@ static Suite *suite(void) {
   tcase_add_test(tc, old_name_taken);
   tcase_add_test(tc, other_operands);
   suite_add_tcase(s, tc);
+  TCase *dense = tcase_create("dense_between");
+  tcase_set_timeout(dense, 600);
+  tcase_add_loop_test(dense, sds_arrays_evaluate, 0, 2);
+  tcase_add_loop_test(dense, sds_arrays_assemble_compute, 0, 2);
+  tcase_add_loop_test(dense, sds_against_loops, 0, 12);
+  suite_add_tcase(s, dense);
   return s;
 }
 

@@ -697,6 +697,14 @@ def test_order3():
              fmts={"B": bf, "C": "dd", "D": "dd", "A": "dd"}, check=True)
         case(f"scale3_{bf}", "A(i,j,k) = B(i,j,k) * 2", {"B": B}, 2 * B,
              fmts={"B": bf, "A": bf}, allowed=(B != 0))
+        # a dense level between compressed ones: TTM into sds (each stored
+        # row i a block of j, each (i, j) a compressed fiber of k)
+        M = rand_sparse(r, 3, 5, 0.4)
+        case(f"ttm_sds_{bf}", "A(i,j,k) = B(i,j,l) * M(k,l)", {"B": B, "M": M},
+             np.einsum("ijl,kl->ijk", B, M), fmts={"B": bf, "M": "ds", "A": "sds"},
+             allowed=np.einsum("ijl,kl->ijk", B != 0, M != 0) > 0)
+        case(f"add_sds_{bf}", "A(i,j,k) = B(i,j,k) + 2 * B(i,j,k)", {"B": B}, 3 * B,
+             fmts={"B": bf, "A": "sds"}, allowed=(B != 0))
 
 
 def test_accumulate():
