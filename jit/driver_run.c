@@ -356,6 +356,26 @@ static tj_status keep_values(const tj_kernel *k, tj_tensor *out, tj_tensor *befo
   return st;
 }
 
+/* A sparse output with 8- or 16-bit positions: the kernel stores them
+ * narrowed, so a level whose count outgrows posWidth is found after the
+ * run. The output is then emptied, or under += given back the contents it
+ * had (before), and the run fails with the count. */
+static tj_status check_narrow_positions(tj_tensor *out, tj_tensor *before) {
+  tj_storage *s = rt_tensor_storage(out);
+  for (int l = 0; l < s->order && s->pos_width < 4; l++) {
+    if (!s->levels[l].pos) continue;
+    tj_status st = rt_check_positions(tj_tensor_name(out), l, s->levels[l].crd_len, s->pos_width);
+    if (st == TJ_OK) continue;
+    rt_storage_clear(s);
+    if (before) {
+      *s = *rt_tensor_storage(before);
+      rt_storage_detach(rt_tensor_storage(before));
+    }
+    return st;
+  }
+  return TJ_OK;
+}
+
 /* run() of a kernel whose operands are bound as they are. */
 static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
                            int n, bool interpret) {
@@ -433,6 +453,7 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   }
   if (kept) pthread_mutex_unlock(&k->pattern_lock);
   for (int t = 0; t < NT_MAX_TENSORS; t++) tj_tensor_free(tmp[t]);
+  if (status == TJ_OK && ph != PHASE_COMPUTE) status = check_narrow_positions(ops[0], before);
   if (before && status == TJ_OK && ph == PHASE_ASSEMBLE) status = keep_values(k, ops[0], before);
   tj_tensor_free(before);
   return status;
