@@ -388,11 +388,12 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
     memcpy(ops, k->bound, sizeof ops);
   }
   if (!check_operands(k, ops, &d)) return drv_fail(&d);
-  /* += into a sparse output reads a copy of the output as it was */
+  /* += into a sparse output reads a copy of the output as it was (a copy,
+   * not the arrays themselves: a kernel writes the output's in place) */
   int old = k->as->old_output;
   tj_tensor *before = NULL;
   if (old) {
-    tj_status cs = tj_tensor_cast(ops[0], tj_tensor_dtype(ops[0]), &before);
+    tj_status cs = rt_tensor_copy(ops[0], &before);
     if (cs != TJ_OK) return cs;
     ops[old] = before;
   }

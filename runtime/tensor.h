@@ -280,6 +280,9 @@ int64_t rt_storage_locate(const tj_storage *s, const int64_t *coord);
  * entry, else to fill. dst's pattern must hold old's (both in one format);
  * entries of old that dst does not store are counted in *lost. */
 tj_status rt_storage_carry(tj_storage *dst, const tj_storage *old, RtVal fill, int64_t *lost);
+/* A new tensor (owned by the caller) with src's format, dtype and arrays
+ * copied as they are (explicit zeros and fill too), by memcpy. */
+tj_status rt_tensor_copy(const tj_tensor *src, tj_tensor **out);
 
 /* A tensor of format fmt (src's order) holding 1 where src stores an entry
  * (explicit zeros too) and 0 elsewhere: a structural mask as values. */
