@@ -434,7 +434,8 @@ START_TEST(sds_against_loops) {
   const SdsKernel *sk = &sds_kernels[_i % 6];
   int threads = 1 + _i / 6;
   unsigned seed = 11u + (unsigned)_i;
-  static double a[I * J * K], b3[I * J * L], b2[I * K], cc[I * J * K], want[I * J * K];
+  static double a[I * J * K], b3[I * J * (K > L ? K : L)], b2[I * K], cc[I * J * K],
+      want[I * J * K];   /* b3: B of the TTMs (I x J x L) or of the unions (I x J x K) */
   static unsigned char reach[I * J * K];
   int64_t da[3] = {I, J, K};
   fill_random(a, I * J * K, 0.1, &seed);
