@@ -352,8 +352,8 @@ START_TEST(narrow_spgemm) {
     OK(tj_tensor_unpack(o, &co, &vo, &nnz));
     int64_t expect_nnz = 0;
     for (int r = 0; r < 3; r++) {
-      double row[8] = {0};
-      int64_t rc[8];
+      double row[12] = {0};   /* up to 4 x 3 columns a row */
+      int64_t rc[12];
       int nr = 0;
       for (int q = 0; q < 4; q++)
         for (int c = 0; c < 3 && ad[r][q] != 0; c++) {
