@@ -34,6 +34,24 @@ TensorVar *nt_tensor(Arena *a, Assignment *as, const char *name) {
   return t;
 }
 
+bool nt_accumulate_as_union(Arena *a, Assignment *as, const char *name, Diag *d) {
+  if (!as->accumulate || as->lhs->kind != EX_ACCESS)
+    return TJ_BUG(d, "nt_accumulate_as_union: not an accumulation into an access");
+  if (as->ntensors >= NT_MAX_TENSORS)
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "'+=' into sparse output %s reads its old "
+                      "contents as one more operand, but the expression already has %d "
+                      "tensors (NT_MAX_TENSORS)", as->tensors[0]->name, NT_MAX_TENSORS);
+  TensorVar *old = nt_tensor(a, as, name);
+  const Expr *lhs = as->lhs;
+  Expr *x = old ? nt_access(a, old, lhs->u.access.n, lhs->u.access.idx, 0) : NULL;
+  Expr *sum = x ? nt_op_node(a, OP_ADD, x, as->rhs, 0) : NULL;
+  if (!sum) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  as->rhs = sum;
+  as->accumulate = false;
+  as->old_output = old->id;
+  return true;
+}
+
 /* The index named name in as, created if new (extent -1 until checked);
  * NULL when out of memory or as already has NT_MAX_INDICES indices. */
 IndexVar *nt_index(Arena *a, Assignment *as, const char *name) {

@@ -108,6 +108,10 @@ typedef struct Assignment {
                                             (nt_def_reorders; root_op is then
                                             OP_NONE) */
   const NtSemiring *semiring;            /* NULL: plus.times (nt_apply_semiring) */
+  int old_output;                        /* `+=` into a sparse output, rewritten by
+                                            nt_accumulate_as_union: the id of the
+                                            tensor standing for the output's contents
+                                            before the run; 0: none */
 } Assignment;
 /* The identity of the root reduction's operator (or definition). */
 double nt_root_identity(const Assignment *as);
@@ -151,6 +155,15 @@ bool nt_uses_param(const Expr *e, int k);
 int nt_children(const Expr *e, Expr *kids[2]);
 /* True when v occurs in an access of e. */
 bool nt_uses_index(const Expr *e, const IndexVar *v);
+
+/* Rewrites a parsed, unchecked `A(i,j) += rhs` as `A(i,j) = old(i,j) + rhs`,
+ * old a new tensor named `name` (as->old_output) that the caller declares
+ * like A and binds to A's contents before the run: a sparse output then
+ * takes the union of its old pattern and the rhs's as one more operand of
+ * an addition (the semiring's add after nt_apply_semiring), and the sums
+ * of the rhs are placed inside the addition. False with d set when out of
+ * memory or of tensor slots. */
+bool nt_accumulate_as_union(Arena *a, Assignment *as, const char *name, Diag *d);
 
 /* Parses one assignment. On error returns NULL with d set ("1:7: ..."). */
 Assignment *nt_parse(Arena *a, const char *src, Diag *d);

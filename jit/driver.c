@@ -18,6 +18,7 @@
  * still be run, always has its code; tj_kernel_free lets an entry go.
  */
 #include "driver.h"
+#include "../ir/level.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -313,6 +314,7 @@ bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
                             as->tensors[t]->name);
         out[t] = ops[k];
       }
+    if (t > 0 && t == as->old_output) out[t] = out[0];   /* its contents before the run */
     if (!out[t])
       return diag_error(d, TJ_ERR_INVALID,
                         "no operand named '%s' was given for the expression",
@@ -343,6 +345,42 @@ static void decl_of(tj_tensor *t, TensorDecl *dcl) {
   }
 }
 
+/* Whether some tensor of as or some declaration is named name. */
+static bool name_taken(const Assignment *as, const TensorDecl *decls, int nd, const char *name) {
+  for (int t = 0; t < as->ntensors; t++)
+    if (strcmp(as->tensors[t]->name, name) == 0) return true;
+  for (int k = 0; k < nd; k++)
+    if (strcmp(decls[k].name, name) == 0) return true;
+  return false;
+}
+
+/* `A(..) += rhs` into an output declared sparse becomes `A(..) = A_old(..) +
+ * rhs` (nt_accumulate_as_union), A_old declared like A under the first
+ * name A_old, A_old_, ... that no tensor or operand has; drv_bind gives it
+ * A, and a run reads a copy of A's contents from before the run. */
+static bool accumulate_sparse(Arena *a, Assignment *as, TensorDecl *decls, int *nd, Diag *d) {
+  const TensorDecl *out = NULL;
+  for (int k = 0; k < *nd && !out; k++)
+    if (strcmp(decls[k].name, as->tensors[0]->name) == 0) out = &decls[k];
+  if (!as->accumulate || !out || !lv_format_has_sparse(&out->format)) return true;
+  if (*nd == NT_MAX_TENSORS)
+    return diag_error(d, TJ_ERR_INVALID, "more than %d operands given (NT_MAX_TENSORS)",
+                      NT_MAX_TENSORS);
+  size_t len = strlen(out->name) + 5;
+  char *name = arena_alloc(a, len + 1);
+  if (!name) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  snprintf(name, len + 1, "%s_old", out->name);
+  while (name_taken(as, decls, *nd, name)) {
+    char *longer = arena_alloc(a, ++len + 1);
+    if (!longer) return diag_error(d, TJ_ERR_NOMEM, "out of memory");
+    snprintf(longer, len + 1, "%s_", name);
+    name = longer;
+  }
+  decls[*nd] = *out;
+  decls[(*nd)++].name = name;
+  return nt_accumulate_as_union(a, as, name, d);
+}
+
 Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
                              int n, const tj_options *o, Diag *d) {
   const char *semiring = o ? o->semiring : NULL;
@@ -369,7 +407,9 @@ Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
                         NT_MAX_TENSORS), NULL;
     decl_of(ops[k], &decls[nd++]);
   }
-  if (!nt_check(a, as, decls, nd, NULL, 0, d) || !nt_apply_semiring(a, as, sr, d)) return NULL;
+  if (!accumulate_sparse(a, as, decls, &nd, d) || !nt_check(a, as, decls, nd, NULL, 0, d) ||
+      !nt_apply_semiring(a, as, sr, d))
+    return NULL;
   return as;
 }
 

@@ -344,6 +344,45 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
   return run_bound(k, phase, operands, n, interpret);
 }
 
+/* After ASSEMBLE of a += into a sparse output: out (the union of its old
+ * pattern and the rhs's) takes back the values it had, before, and the
+ * semiring's zero where it had none, so a COMPUTE adds the rhs to them. */
+static tj_status keep_values(const tj_kernel *k, tj_tensor *out, tj_tensor *before) {
+  tj_dtype dt = tj_tensor_dtype(out);
+  RtVal zero = rt_val_from_double(dt, nt_semiring_zero(k->as->semiring));
+  int64_t lost;
+  tj_status st = rt_storage_carry(rt_tensor_storage(out), rt_tensor_storage(before), zero, &lost);
+  if (st == TJ_OK && lost)
+    st = rt_set_error(TJ_ERR_INTERNAL, "the assembly of %s dropped %lld of its entries",
+                      tj_tensor_name(out), (long long)lost);
+  return st;
+}
+
+/* Gives out the contents it had before a failed run of a += into it:
+ * the arrays of its copy, before (which is left empty). */
+static void restore_output(tj_tensor *out, tj_tensor *before) {
+  tj_storage *s = rt_tensor_storage(out);
+  rt_storage_clear(s);
+  *s = *rt_tensor_storage(before);
+  rt_storage_detach(rt_tensor_storage(before));
+}
+
+/* A sparse output with 8- or 16-bit positions: the kernel stores them
+ * narrowed, so a level whose count outgrows posWidth is found after the
+ * run. The output is then emptied (under +=, the caller gives it back its
+ * old contents) and the run fails with the count. */
+static tj_status check_narrow_positions(tj_tensor *out) {
+  tj_storage *s = rt_tensor_storage(out);
+  for (int l = 0; l < s->order && s->pos_width < 4; l++) {
+    if (!s->levels[l].pos) continue;
+    tj_status st = rt_check_positions(tj_tensor_name(out), l, s->levels[l].crd_len, s->pos_width);
+    if (st == TJ_OK) continue;
+    rt_storage_clear(s);
+    return st;
+  }
+  return TJ_OK;
+}
+
 /* run() of a kernel whose operands are bound as they are. */
 static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
                            int n, bool interpret) {
@@ -361,6 +400,15 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
                   : phase == TJ_COMPUTE ? PHASE_COMPUTE : PHASE_EVALUATE;
   if (!interpret && !drv_ensure_compiled(e, ph, &d)) return drv_fail(&d);
   if (interpret && !drv_ensure_lowered(e, ph, &d)) return drv_fail(&d);
+  /* += into a sparse output reads a copy of the output as it was (a copy,
+   * not the arrays themselves: a kernel writes the output's in place) */
+  int old = k->as->old_output;
+  tj_tensor *before = NULL;
+  if (old) {
+    tj_status cs = rt_tensor_copy(ops[0], &before);
+    if (cs != TJ_OK) return cs;
+    ops[old] = before;
+  }
   tj_tensor *tmp[NT_MAX_TENSORS] = {0};
   tj_storage *st[NT_MAX_TENSORS];
   tj_status status = TJ_OK;
@@ -393,6 +441,7 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
                 split_extent(e, ph, st) >= 4 * threads) ||
                (e->plan.reduce_rows && phase != TJ_ASSEMBLE &&
                 small_partials(e, st, threads, work)));
+  bool ran = status == TJ_OK;   /* the kernel writes the output from here */
   if (status == TJ_OK && rows) {
     status = run_rows(k, ph, st, threads, &d);
   } else if (status == TJ_OK) {
@@ -413,6 +462,10 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   }
   if (kept) pthread_mutex_unlock(&k->pattern_lock);
   for (int t = 0; t < NT_MAX_TENSORS; t++) tj_tensor_free(tmp[t]);
+  if (status == TJ_OK && ph != PHASE_COMPUTE) status = check_narrow_positions(ops[0]);
+  if (before && status == TJ_OK && ph == PHASE_ASSEMBLE) status = keep_values(k, ops[0], before);
+  if (before && ran && status != TJ_OK) restore_output(ops[0], before);   /* no data lost */
+  tj_tensor_free(before);
   return status;
 }
 

@@ -122,13 +122,6 @@ static bool check_output_format(const Assignment *as, Diag *d) {
   const TensorVar *t = as->tensors[0];
   const tj_format *f = &t->decl.format;
   bool seen_sparse = false;
-  bool narrow = (f->pos_width > 0 && f->pos_width < 32) || (f->crd_width > 0 && f->crd_width < 32);
-  if (narrow && lw_out_leaf(f) >= 0)
-    return diag_error(d, TJ_ERR_UNSUPPORTED,
-                      "output %s: posWidth %d / crdWidth %d: sparse outputs with 8- or "
-                      "16-bit indices are not supported yet (a kernel does not check that "
-                      "its positions fit); compute into a 32-bit output and convert it",
-                      t->name, f->pos_width, f->crd_width);
   for (int l = 0; l < f->order; l++) {
     if (!lw_output_level_ok(f, l))
       return diag_error(d, TJ_ERR_UNSUPPORTED,
@@ -137,14 +130,7 @@ static bool check_output_format(const Assignment *as, Diag *d) {
                         "compressed-nonunique level with singletons down to "
                         "the last level (COO: 'uq', 'uqq')",
                         t->name, l, f->levels[l]);
-    bool full = lv_at(f, l, LV_FULL);
-    if (full && seen_sparse && l < lw_out_leaf(f))
-      return diag_error(d, TJ_ERR_UNSUPPORTED,
-                        "output %s: a dense level between two compressed ones "
-                        "(level %d of '%s') is not supported for outputs yet; "
-                        "dense levels below the last compressed one are",
-                        t->name, l, f->levels);
-    seen_sparse |= !full;
+    seen_sparse |= !lv_at(f, l, LV_FULL);
   }
   if (seen_sparse && as->accumulate)
     return diag_error(d, TJ_ERR_UNSUPPORTED,

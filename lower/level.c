@@ -199,6 +199,13 @@ int lw_out_leaf(const tj_format *f) {
   return leaf;
 }
 
+int lw_out_next_appended(const tj_format *f, int l) {
+  for (int k = l + 1; k < f->order; k++)
+    if (lv_at(f, k, LV_HAS_POS)) return k;
+    else if (!lv_at(f, k, LV_FULL)) return -1;
+  return -1;
+}
+
 bool lw_out_dense_tail(const tj_format *f) {
   int leaf = lw_out_leaf(f);
   return leaf >= 0 && leaf < f->order - 1;

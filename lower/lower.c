@@ -351,6 +351,15 @@ static LirExpr *out_prefix_size(Lowerer *lw, int l) {
   return n;
 }
 
+/* How many positions output level l has when the output is built: a
+ * compressed level's count, times the extents of the dense levels below
+ * it down to l. */
+static LirExpr *out_positions(Lowerer *lw, int l) {
+  if (!lv_at(lw->acc[0].f, l, LV_FULL)) return lw_ref(lw, lw->out_p[l]);
+  LirExpr *n = l > 0 ? out_positions(lw, l - 1) : lw_i64(lw, 1);
+  return lir_bin(lw->a, LOP_MUL, n, lw_level_size(lw, 0, l));
+}
+
 static bool parents_dense(const tj_format *f, int l) {
   for (int k = 0; k < l; k++)
     if (!lv_at(f, k, LV_FULL)) return false;
@@ -535,7 +544,7 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
                               lw_store_index(lw, pos, nq, prev), NULL);
         lir_append(&s, lir_for(a, q, lw_i64(lw, 0), out_prefix_size(lw, l), fix));
       } else {
-        plen = lir_bin(a, LOP_ADD, lw_ref(lw, lw->out_p[l - 1]), lw_i64(lw, 1));
+        plen = lir_bin(a, LOP_ADD, out_positions(lw, l - 1), lw_i64(lw, 1));
       }
       lir_append(&s, lir_setfield(a, 0, LF_POS_LEN, l, plen));
       lir_append(&s, lir_setfield(a, 0, LF_CRD_LEN, l, lw_ref(lw, lw->out_p[l])));

@@ -843,6 +843,55 @@ static bool leaf_needs_hit(const Lowerer *lw, const LoopCtx *cx) {
   return lw->nest.ws_depth < 0 && !cx->in_temp && (by_reduction || by_mask);
 }
 
+/* The positions of the dense levels l+1 .. m-1 below a compressed output
+ * level l that the entry at out_p[l] would own: its block, of B of them
+ * (the product of their extents). The compressed level m keeps one segment
+ * per position, pos_m[first + 1 .. first + B] (first = out_p[l] * B). */
+static LirExpr *dense_block(Lowerer *lw, int l, int m, LirExpr **first) {
+  LirExpr *b = lw_i64(lw, 1);
+  for (int k = l + 1; k < m; k++) b = lir_bin(A(lw), LOP_MUL, b, lw_level_size(lw, 0, k));
+  *first = lir_bin(A(lw), LOP_MUL, lw_ref(lw, lw->out_p[l]), b);
+  return b;
+}
+
+/* Before the loops below compressed output level l over dense levels down
+ * to compressed level m: room for the block's segments, each empty at the
+ * current end of m (the dense level writes the ends of those it reaches):
+ *   reserve pos_m[first + B]; for (q = first + 1; q <= first + B; q++) pos_m[q] = start */
+static LirStmt *open_dense_block(Lowerer *lw, int l, int m, LirVar *start) {
+  Arena *a = A(lw);
+  LirExpr *first, *b = dense_block(lw, l, m, &first);
+  LirStmt *s = lw_ensure_pos_cap(lw, m, lir_bin(a, LOP_ADD, first, b));
+  if (!lw->emit_index) return s;
+  LirVar *q = lw_var(lw, "q", LT_I64);
+  LirStmt *set = lw_store_index(lw, lw->pos_ptr[0][m], lw_ref(lw, q), lw_ref(lw, start));
+  b = dense_block(lw, l, m, &first);
+  LirExpr *lo = lir_bin(a, LOP_ADD, first, lw_i64(lw, 1));
+  b = dense_block(lw, l, m, &first);
+  LirExpr *hi = lir_bin(a, LOP_ADD, lir_bin(a, LOP_ADD, first, b), lw_i64(lw, 1));
+  lir_append(&s, lir_for(a, q, lo, hi, set));
+  return s;
+}
+
+/* When the entry of l is appended: segments of the block that the loops
+ * skipped end where the one before them does (a running max):
+ *   for (q = first; q < first + B; q++) if (pos_m[q + 1] < pos_m[q]) pos_m[q + 1] = pos_m[q] */
+static LirStmt *close_dense_block(Lowerer *lw, int l, int m) {
+  Arena *a = A(lw);
+  LirExpr *first, *b = dense_block(lw, l, m, &first);
+  LirExpr *end = lir_bin(a, LOP_ADD, first, b);
+  dense_block(lw, l, m, &first);
+  LirVar *q = lw_var(lw, "q", LT_I64);
+  LirExpr *prev = lw_load_index(lw, lw->pos_ptr[0][m], lw_ref(lw, q));
+  LirExpr *cur = lw_load_index(lw, lw->pos_ptr[0][m],
+                               lir_bin(a, LOP_ADD, lw_ref(lw, q), lw_i64(lw, 1)));
+  LirStmt *fix = lw_store_index(lw, lw->pos_ptr[0][m],
+                                lir_bin(a, LOP_ADD, lw_ref(lw, q), lw_i64(lw, 1)),
+                                lw_load_index(lw, lw->pos_ptr[0][m], lw_ref(lw, q)));
+  /* a branch, not a max: the loop carries its dependence (never vectorized) */
+  return lir_for(a, q, first, end, lir_if(a, lir_bin(a, LOP_LT, cur, prev), fix, NULL));
+}
+
 static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *cv) {
   Arena *a = A(lw);
   AMask at = lw_sparse_at(lw, cx->alive, cx->depth);
@@ -889,11 +938,14 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
       lir_append(&s, lw_out_block_init(lw, lw_ref(lw, lw->out_p[l])));
     }
   }
-  bool next_compressed = l >= 0 && !run_inner && l < lw->out_last && lv_at(of, l + 1, LV_HAS_POS);
-  if (next_compressed) {
+  /* the next level below l that appends (l + 1, or past dense levels) */
+  int below = l >= 0 && !run_inner && l < lw->out_last ? lw_out_next_appended(of, l) : -1;
+  bool next_compressed = below == l + 1;
+  if (below >= 0) {
     start = lw_var(lw, "pOut_start", LT_I64);
-    lir_append(&s, lir_decl(a, start, lw_ref(lw, lw->out_p[l + 1])));
+    lir_append(&s, lir_decl(a, start, lw_ref(lw, lw->out_p[below])));
   }
+  if (compressed && below > l + 1) lir_append(&s, open_dense_block(lw, l, below, start));
   LirVar *hit = NULL, *saved_hit = lw->out_hit;
   if (leaf && leaf_needs_hit(lw, cx)) {
     hit = lw_var(lw, "hit", LT_BOOL);
@@ -916,14 +968,18 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
     LirExpr *p = lw_ref(lw, lw->out_p[l]);
     LirExpr *next = lir_bin(a, LOP_ADD, p, lw_i64(lw, 1));
     LirStmt *app = lw_ensure_out_cap(lw, l, p);
-    lir_append(&app, lw_ensure_pos_cap(lw, l + 1, lir_bin(a, LOP_ADD, p, lw_i64(lw, 2))));
+    if (next_compressed)
+      lir_append(&app, lw_ensure_pos_cap(lw, l + 1, lir_bin(a, LOP_ADD, p, lw_i64(lw, 2))));
     if (lw->emit_index) {
       lir_append(&app, lw_store_index(lw, lw->crd_ptr[0][l], p, lw_ref(lw, cv)));
-      lir_append(&app, lw_store_index(lw, lw->pos_ptr[0][l + 1], next,
-                                      lw_ref(lw, lw->out_p[l + 1])));
+      if (next_compressed)
+        lir_append(&app, lw_store_index(lw, lw->pos_ptr[0][l + 1], next,
+                                        lw_ref(lw, lw->out_p[l + 1])));
+      else
+        lir_append(&app, close_dense_block(lw, l, below));
     }
     lir_append(&app, lir_update(a, lw->out_p[l], LOP_ADD, lw_i64(lw, 1)));
-    LirExpr *grew = lir_bin(a, LOP_GT, lw_ref(lw, lw->out_p[l + 1]), lw_ref(lw, start));
+    LirExpr *grew = lir_bin(a, LOP_GT, lw_ref(lw, lw->out_p[below]), lw_ref(lw, start));
     lir_append(&s, lir_if(a, grew, app, NULL));
   } else if (next_compressed && lw->emit_index) {
     LirExpr *next = lir_bin(a, LOP_ADD, lw->pos[0], lw_i64(lw, 1));

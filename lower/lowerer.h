@@ -214,6 +214,9 @@ LirStmt *lw_slice_bounds(Lowerer *lw, int x, int l, LirVar *p, LirVar *end);
 int lw_out_leaf(const tj_format *f);
 /* Whether f has dense levels below its leaf. */
 bool lw_out_dense_tail(const tj_format *f);
+/* The first output level below l with positions (compressed), past dense
+ * levels; -1 when another kind of level or none comes first. */
+int lw_out_next_appended(const tj_format *f, int l);
 /* The values of one leaf position of the output: the product of the sizes
  * of the levels below lw->out_last, or NULL when there are none (1). */
 LirExpr *lw_out_block(Lowerer *lw);

@@ -187,6 +187,32 @@ static RtVal lookup(const tj_storage *s, int l, int64_t p, const int64_t *coord)
   return sum;
 }
 
+/* The first position below position p of level l that stores coord, or -1. */
+static int64_t locate(const tj_storage *s, int l, int64_t p, const int64_t *coord) {
+  if (l == s->order) return p < s->vals_len ? p : -1;
+  const tj_level_storage *lv = &s->levels[l];
+  int64_t c = coord[s->map[l].dim];
+  if (lv->kind == TJ_LVL_DENSE)
+    return c >= 0 && c < lv->size ? locate(s, l + 1, p * lv->size + c, coord) : -1;
+  if (lv->kind == TJ_LVL_SINGLETON)
+    return p < lv->crd_len && rt_idx(lv->crd, s->crd_width, p) == c
+               ? locate(s, l + 1, p, coord) : -1;
+  int64_t lo, hi;
+  if (!segment(s, lv, p, &lo, &hi)) return -1;
+  bool scan = lv->flags & TJ_LVL_NONORDERED;   /* a segment in any order */
+  for (int64_t q = scan ? lo : lower_bound(s, lv, lo, hi, c); q < hi; q++) {
+    bool hit = rt_idx(lv->crd, s->crd_width, q) == c;
+    if (!hit && !scan) break;
+    int64_t r = hit ? locate(s, l + 1, q, coord) : -1;
+    if (r >= 0) return r;
+  }
+  return -1;
+}
+
+int64_t rt_storage_locate(const tj_storage *s, const int64_t *coord) {
+  return s->vals && s->vals_len > 0 ? locate(s, 0, 0, coord) : -1;
+}
+
 RtVal rt_tensor_lookup(const tj_tensor *t, const int64_t *coord) {
   int64_t lc[TJ_MAX_ORDER];
   if (t->base) {

@@ -121,6 +121,8 @@ void tj_rt_free(void *p) { free(p); }
     NAME##_insertion(a, n);                                                   \
   }
 
+DEFINE_SORT(sort_u8, uint8_t)
+DEFINE_SORT(sort_u16, uint16_t)
 DEFINE_SORT(sort_i32, int32_t)
 DEFINE_SORT(sort_i64, int64_t)
 
@@ -168,13 +170,20 @@ static _Thread_local uint64_t bitmap[BITMAP_WORDS], summary[BITMAP_WORDS / 64];
     return true;                                                              \
   }
 
+DEFINE_BITMAP_SORT(bitmap_u16, uint16_t)
 DEFINE_BITMAP_SORT(bitmap_i32, int32_t)
 DEFINE_BITMAP_SORT(bitmap_i64, int64_t)
 
+/* Widths 1 and 2 are the unsigned coordinates of crdWidth 8 and 16 (a
+ * 16-bit span always fits the bitmap; 8-bit lists are short, or repeat). */
 void tj_rt_sort_crd(void *crd, int64_t n, int32_t w) {
   if (!crd || n < 2) return;
   int depth = 2 * (64 - __builtin_clzll((unsigned long long)n));
-  if (w == 4) {
+  if (w == 1) {
+    sort_u8(crd, n, depth);
+  } else if (w == 2) {
+    if (n <= 24 || !bitmap_u16(crd, n)) sort_u16(crd, n, depth);
+  } else if (w == 4) {
     if (n <= 24 || !bitmap_i32(crd, n)) sort_i32(crd, n, depth);
   } else if (n <= 24 || !bitmap_i64(crd, n)) {
     sort_i64(crd, n, depth);

@@ -294,6 +294,19 @@ tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n);
 typedef void (*RtEmitFn)(void *ctx, const int64_t *coord, int64_t p);
 void rt_storage_walk(const tj_storage *s, RtEmitFn emit, void *ctx);
 
+/* The value position of s where coord (by dim) is stored, or -1 when s
+ * stores no entry there (the first one when a nonunique level holds several;
+ * iterate.c). */
+int64_t rt_storage_locate(const tj_storage *s, const int64_t *coord);
+/* After the assembly of a `+=` into a sparse output (accumulate.c): sets
+ * each value of dst to old's at the same coordinates where old stores an
+ * entry, else to fill. dst's pattern must hold old's (both in one format);
+ * entries of old that dst does not store are counted in *lost. */
+tj_status rt_storage_carry(tj_storage *dst, const tj_storage *old, RtVal fill, int64_t *lost);
+/* A new tensor (owned by the caller) with src's format, dtype and arrays
+ * copied as they are (explicit zeros and fill too), by memcpy. */
+tj_status rt_tensor_copy(const tj_tensor *src, tj_tensor **out);
+
 /* A tensor of format fmt (src's order) holding 1 where src stores an entry
  * (explicit zeros too) and 0 elsewhere: a structural mask as values. */
 tj_status rt_tensor_pattern(const tj_tensor *src, const tj_format *fmt, tj_tensor **out);

@@ -584,6 +584,54 @@ static tj_tensor *fresh_output(const tj_tensor *like) {
   return t;
 }
 
+/* += into a sparse output that holds entries, each phase: a failed run
+ * gives the output back exactly as it was (the kernel had already written
+ * its arrays); a run that completes matches one made without failures. */
+START_TEST(accumulate_fails_cleanly) {
+  static const char *expr = "C(i,j) += A(i,j) * B(i,j)";
+  static const char *fmts[] = {"ds", "ss", "uq"};
+  tj_tensor *a = matrix("A", "ds", 60, 50, 400, 7, true);
+  tj_tensor *b = matrix("B", "ds", 60, 50, 300, 11, true);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int f = 0; f < 3; f++) {
+    tj_tensor *c = matrix("C", fmts[f], 60, 50, 200, 3, true), *want;
+    tj_kernel *k;
+    tj_options o = tj_options_default();
+    o.nthreads = 2;
+    OK(tj_compile(cx, expr, (tj_tensor *[]){c, a, b}, 3, NULL, &o, &k));
+    for (int ph = TJ_ASSEMBLE; ph <= TJ_EVALUATE; ph++) {
+      OK(tj_tensor_cast(c, TJ_F64, &want));   /* exact copies: stored zeros too */
+      if (ph == TJ_COMPUTE) OK(tj_kernel_run(k, TJ_ASSEMBLE, (tj_tensor *[]){want, a, b}, 3));
+      tj_tensor *start;
+      OK(tj_tensor_cast(want, TJ_F64, &start));
+      OK(tj_kernel_run(k, (tj_phase)ph, (tj_tensor *[]){want, a, b}, 3));
+      for (int64_t n = 1;; n++) {
+        tj_tensor *out;
+        OK(tj_tensor_cast(start, TJ_F64, &out));
+        Snap before = snap(out);
+        fi_arm(n);
+        tj_status st = tj_kernel_run(k, (tj_phase)ph, (tj_tensor *[]){out, a, b}, 3);
+        char what[96];
+        snprintf(what, sizeof what, "%s into %s, phase %d", expr, fmts[f], ph);
+        bool fired = fired_cleanly(st, what, n);
+        if (st != TJ_OK) same(out, &before, what, n);
+        else same_values(out, want, what, n);
+        snap_free(&before);
+        tj_tensor_free(out);
+        if (!fired) break;
+      }
+      tj_tensor_free(start);
+      tj_tensor_free(want);
+    }
+    tj_kernel_free(k);
+    tj_tensor_free(c);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(a), tj_tensor_free(b);
+}
+END_TEST
+
 /* Memory that stays exhausted from the n-th allocation on: compiling and
  * running fail with out of memory (no crash, no leak) until n is past
  * what they need. */
@@ -668,6 +716,7 @@ static Suite *failinj_suite(void) {
   tcase_add_test(jit, cache_on_a_full_disk);
   tcase_add_loop_test(jit, compile_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, run_fails_cleanly, 0, NKERNELS);
+  tcase_add_test(jit, accumulate_fails_cleanly);
   tcase_add_loop_test(jit, reference_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, exhausted_memory_fails_cleanly, 0, NKERNELS);
   tcase_add_test(jit, reference_refuses_what_cannot_densify);

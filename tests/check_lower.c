@@ -348,8 +348,6 @@ typedef struct Refusal {
 static const Refusal refusals[] = {
     {"A(i,j,k) = B(i,j,k) * c(k)", {"A/uqd/3,4,5", "B/sss/3,4,5", "c/d/5"},
      "output A: level 0 is 'u'"},
-    {"A(i,j,k) = B(i,j,k) * c(k)", {"A/sds/3,4,5", "B/sss/3,4,5", "c/d/5"},
-     "a dense level between two compressed ones"},
     {"A(i,j) += B(i,j) * C(i,j)", {"A/ds/5,6", "B/ds/5,6", "C/ds/5,6"},
      "'+=' into sparse output A is not supported"},
     {"y(i) = A(i,j) * x(j)", {"y/d/5", "A/u/5,6", "x/d/6"}, ""},

@@ -503,6 +503,30 @@ START_TEST(reserve_growth) {
   int32_t c32[] = {9, 2, 7};
   tj_rt_sort_crd(c32, 3, 4);
   ck_assert(c32[0] == 2 && c32[2] == 9);
+  /* 8- and 16-bit lists are unsigned and sorted in their own width (they
+   * were once read as 64-bit: past the list's end). 40 entries take the
+   * quicksort, 30 distinct 16-bit ones the bitmap. */
+  uint8_t c8[41];
+  uint16_t c16[31];
+  int lo8 = 255, sum8 = 0;
+  for (int k = 0; k < 40; k++) {
+    c8[k] = (uint8_t)(255 - (k * 37) % 256);
+    lo8 = c8[k] < lo8 ? c8[k] : lo8;
+    sum8 += c8[k];
+  }
+  c8[40] = 77;   /* past the list: untouched */
+  tj_rt_sort_crd(c8, 40, 1);
+  for (int k = 1; k < 40; k++) ck_assert_int_le(c8[k - 1], c8[k]);
+  for (int k = 0; k < 40; k++) sum8 -= c8[k];
+  ck_assert_int_eq(sum8, 0);
+  ck_assert_int_eq(c8[0], lo8);
+  ck_assert_int_eq(c8[39], 255);
+  ck_assert_int_eq(c8[40], 77);
+  for (int k = 0; k < 30; k++) c16[k] = (uint16_t)(65535 - k * 2000);
+  c16[30] = 7;
+  tj_rt_sort_crd(c16, 30, 2);
+  for (int k = 0; k < 30; k++) ck_assert_int_eq(c16[k], 65535 - (29 - k) * 2000);
+  ck_assert_int_eq(c16[30], 7);
   tj_tensor_free(t);
 }
 END_TEST

@@ -5,9 +5,11 @@
  * outgrow posWidth: errors, never a wrap-around) at the limits 255 / 256
  * and 65535 / 65536; kernels (SpMV, SpMM, sparse add, COO) over narrow
  * indices above 127 and 32767, where a sign-extending load would go wrong,
- * on both backends, against plain loops; narrow sparse outputs refused. */
+ * on both backends, against plain loops; sparse outputs of 8 and 16 bits
+ * (their positions checked after the run, SpGEMM's sort in their width). */
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -241,22 +243,141 @@ START_TEST(kernels_read_narrow_indices) {
 }
 END_TEST
 
-START_TEST(refuses_narrow_sparse_outputs) {
-  tj_format f = csr(8, 8), g = csr(32, 32);
-  int64_t dims[2] = {4, 4};
-  tj_tensor *o, *a;
-  OK(tj_tensor_new("O", TJ_F64, 2, dims, &f, &o));
-  OK(tj_tensor_new("A", TJ_F64, 2, dims, &g, &a));
+/* A 2 x n matrix in format f (widths pw / cw) holding row 0's columns
+ * 0 .. m-1, value c + 1 at column c. */
+static tj_tensor *row_matrix(const char *name, int pw, int cw, int64_t n, int64_t m) {
+  tj_format f = csr(pw, cw);
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, 2, (int64_t[]){2, n}, &f, &t));
+  for (int64_t c = 0; c < m; c++) OK(tj_tensor_insert(t, (int64_t[]){0, c}, (double)(c + 1)));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+/* Sparse outputs with 8- and 16-bit indices: 2^w - 1 entries fit (their
+ * positions, and coordinates above 127 / 32767, read back unsigned); 2^w
+ * entries fail the run with the count, the output emptied. */
+START_TEST(narrow_sparse_outputs) {
+  static const int widths[2] = {8, 16};
+  for (int k = 0; k < 2; k++) {
+    int w = widths[k];
+    int64_t top = ((int64_t)1 << w) - 1, n = top + 1;
+    for (int over = 0; over < 2; over++) {
+      tj_tensor *o = row_matrix("O", w, w, n, 0), *a = row_matrix("A", 32, 32, n, top + over);
+      tj_context *cx;
+      OK(tj_context_new(&cx));
+      tj_kernel *kn;
+      OK(tj_compile(cx, "O(i,j) = 2 * A(i,j)", (tj_tensor *[]){o, a}, 2, NULL, NULL, &kn));
+      tj_status st = tj_kernel_run(kn, TJ_EVALUATE, NULL, 0);
+      if (over) {
+        ck_assert_int_eq(st, TJ_ERR_FORMAT);
+        char want[128];
+        snprintf(want, sizeof want, "tensor O: level 1 has %lld positions, more than posWidth "
+                 "%d holds (at most %lld)", (long long)n, w, (long long)top);
+        ck_assert_msg(strstr(tj_last_error(), want), "%s", tj_last_error());
+        ck_assert_int_eq(tj_tensor_nnz(o), 0);
+      } else {
+        OK(st);
+        tj_arrays ar;
+        OK(tj_tensor_arrays(o, &ar));
+        int64_t p1 = w == 8 ? ((uint8_t *)ar.pos[1])[1] : ((uint16_t *)ar.pos[1])[1];
+        int64_t last = w == 8 ? ((uint8_t *)ar.crd[1])[top - 1] : ((uint16_t *)ar.crd[1])[top - 1];
+        ck_assert_int_eq(p1, top);
+        ck_assert_int_eq(last, top - 1);
+        double v;
+        OK(tj_tensor_get(o, (int64_t[]){0, top - 1}, &v));
+        ck_assert_double_eq(v, 2.0 * (double)top);
+        OK(tj_tensor_get(o, (int64_t[]){0, 200}, &v));
+        ck_assert_double_eq(v, 402);
+      }
+      tj_context_free(cx);
+      tj_tensor_free(o), tj_tensor_free(a);
+    }
+  }
+}
+END_TEST
+
+/* += into an 8-bit output that outgrows posWidth keeps what it held. */
+START_TEST(narrow_accumulate_keeps_old) {
+  tj_tensor *o = row_matrix("O", 8, 8, 256, 200), *a = row_matrix("A", 32, 32, 256, 0);
+  for (int64_t c = 0; c < 100; c++) OK(tj_tensor_insert(a, (int64_t[]){1, c}, 1));
   OK(tj_tensor_pack(a));
   tj_context *cx;
   OK(tj_context_new(&cx));
-  tj_kernel *k;
-  ck_assert_int_eq(tj_compile(cx, "O(i,j) = A(i,j)", (tj_tensor *[]){o, a}, 2, NULL, NULL, &k),
-                   TJ_ERR_UNSUPPORTED);
-  ck_assert_msg(strstr(tj_last_error(), "output O: posWidth 8 / crdWidth 8"), "%s",
-                tj_last_error());
+  tj_kernel *kn;
+  OK(tj_compile(cx, "O(i,j) += A(i,j)", (tj_tensor *[]){o, a}, 2, NULL, NULL, &kn));
+  ck_assert_int_eq(tj_kernel_run(kn, TJ_EVALUATE, NULL, 0), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "level 1 has 300 positions"), "%s", tj_last_error());
+  ck_assert_int_eq(tj_tensor_nnz(o), 200);
+  double v;
+  OK(tj_tensor_get(o, (int64_t[]){0, 199}, &v));
+  ck_assert_double_eq(v, 200);
   tj_context_free(cx);
   tj_tensor_free(o), tj_tensor_free(a);
+}
+END_TEST
+
+/* SpGEMM into 8- and 16-bit CSR (a workspace, sorted rows), columns above
+ * 127 / 32767 and at the extent's end, against plain loops. */
+START_TEST(narrow_spgemm) {
+  static const int widths[2] = {8, 16};
+  for (int k = 0; k < 2; k++) {
+    int w = widths[k];
+    int64_t n = (int64_t)1 << w;
+    tj_format f32 = csr(32, 32), fo = csr(w, w);
+    tj_tensor *a, *b, *o;
+    OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){3, 4}, &f32, &a));
+    OK(tj_tensor_new("B", TJ_F64, 2, (int64_t[]){4, n}, &f32, &b));
+    OK(tj_tensor_new("O", TJ_F64, 2, (int64_t[]){3, n}, &fo, &o));
+    int64_t cols[4][3] = {{n - 1, 5, n / 2 + 3}, {n / 2, n - 2, 0}, {7, n - 1, 130}, {1, 2, 3}};
+    double bd[4][3];
+    for (int r = 0; r < 4; r++)
+      for (int c = 0; c < 3; c++) {
+        bd[r][c] = r * 10 + c + 1;
+        OK(tj_tensor_insert(b, (int64_t[]){r, cols[r][c]}, bd[r][c]));
+      }
+    double ad[3][4] = {{1, 0, 2, 0}, {0, 3, 0, 0}, {1, 1, 1, 1}};
+    for (int r = 0; r < 3; r++)
+      for (int c = 0; c < 4; c++)
+        if (ad[r][c] != 0) OK(tj_tensor_insert(a, (int64_t[]){r, c}, ad[r][c]));
+    OK(tj_tensor_pack(a));
+    OK(tj_tensor_pack(b));
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *kn;
+    OK(tj_compile(cx, "O(i,j) = A(i,k) * B(k,j)", (tj_tensor *[]){o, a, b}, 3, NULL, NULL, &kn));
+    OK(tj_kernel_run(kn, TJ_EVALUATE, NULL, 0));
+    int64_t *co, nnz;
+    double *vo;
+    OK(tj_tensor_unpack(o, &co, &vo, &nnz));
+    int64_t expect_nnz = 0;
+    for (int r = 0; r < 3; r++) {
+      double row[12] = {0};   /* up to 4 x 3 columns a row */
+      int64_t rc[12];
+      int nr = 0;
+      for (int q = 0; q < 4; q++)
+        for (int c = 0; c < 3 && ad[r][q] != 0; c++) {
+          int s = 0;
+          while (s < nr && rc[s] != cols[q][c]) s++;
+          if (s == nr) rc[nr++] = cols[q][c];
+          row[s] += ad[r][q] * bd[q][c];
+        }
+      expect_nnz += nr;
+      for (int s = 0; s < nr; s++) {
+        double v;
+        OK(tj_tensor_get(o, (int64_t[]){r, rc[s]}, &v));
+        ck_assert_msg(v == row[s], "w %d: O(%d,%lld) = %g, want %g", w, r, (long long)rc[s], v,
+                      row[s]);
+      }
+    }
+    ck_assert_int_eq(nnz, expect_nnz);
+    for (int64_t e = 1; e < nnz; e++)   /* rows in order, columns ascending */
+      ck_assert(co[2 * (e - 1)] < co[2 * e] ||
+                (co[2 * (e - 1)] == co[2 * e] && co[2 * e - 1] < co[2 * e + 1]));
+    free(co), free(vo);
+    tj_context_free(cx);
+    tj_tensor_free(o), tj_tensor_free(a), tj_tensor_free(b);
+  }
 }
 END_TEST
 
@@ -269,7 +390,9 @@ int main(void) {
   tcase_add_test(tc, positions_at_the_limit);
   tcase_add_test(tc, wrap_checks_positions);
   tcase_add_loop_test(tc, kernels_read_narrow_indices, 0, (int)(sizeof cases / sizeof cases[0]));
-  tcase_add_test(tc, refuses_narrow_sparse_outputs);
+  tcase_add_test(tc, narrow_sparse_outputs);
+  tcase_add_test(tc, narrow_accumulate_keeps_old);
+  tcase_add_test(tc, narrow_spgemm);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

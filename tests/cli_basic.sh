@@ -37,6 +37,14 @@ expect spmm_powerlaw "$OK" 'C(i,j) = A(i,k) * B(k,j)' -f=A:ds -g=A:p:0.05 -g=B:d
   -d=A:64,64 -d=j:16 -check
 expect sparse_add_sparse_out "$OK" 'C(i,j) = A(i,j) + B(i,j)' -f=A:ds -f=B:ds -f=C:ds \
   -g=A:s:0.1 -g=B:s:0.1 -d=A:50,40 -check
+# += into sparse outputs: the old pattern joined with the rhs's (tests/check_outputs.c
+# pins the values by hand)
+for f in ds ss uq ds:1,0; do
+  expect "accumulate_sparse_out_$f" "$OK" 'A(i,j) += B(i,j) * c(j)' -f=A:$f -f=B:ds -g=A:s:0.1 \
+    -g=B:s:0.1 -g=c:d -d=A:50,40 -check
+done
+expect accumulate_sparse_notation '^A\(i,j\) = A_old\(i,j\) \+ B\(i,j\) \* c\(j\)$' \
+  'A(i,j) += B(i,j) * c(j)' -f=A:ds -f=B:ds -print-notation
 expect sparse_mul_sparse_out "$OK" 'C(i,j) = A(i,j) * B(i,j)' -f=A:ds -f=B:ds -f=C:ds \
   -g=A:s:0.3 -g=B:s:0.3 -d=A:20,30 -check
 expect vector_add_sparse "$OK" 'z(i) = x(i) + y(i)' -f=x:s -f=y:s -f=z:s -g=x:s:0.2 \

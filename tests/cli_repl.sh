@@ -160,6 +160,18 @@ repl_expect semiring_and_def 'A = zeros(2, 2, "ds")
 :def
 y = zeros(2)
 ' 0 '^semiring: min\.plus$' '^definitions: relu\(v\) = max\(v - 11\.5, 0\)$'
+# += into a CSR that holds entries: its pattern joined with B's, its values
+# added to (A(0,0) 1 + 2*3, A(1,1) 4 alone, A(0,1) 5 new), :check from the
+# output as it was before the run.
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 1\n2 2 4\n' >"$TMP/acc_a.mtx"
+printf '%%%%MatrixMarket matrix coordinate real general\n2 2 2\n1 1 3\n1 2 2.5\n' >"$TMP/acc_b.mtx"
+repl_expect accumulate_sparse "A = load(\"$TMP/acc_a.mtx\")
+B = load(\"$TMP/acc_b.mtx\")
+A(i,j) += 2 * B(i,j)
+print A
+:check
+:notation" 0 '^A: order 2, dims 2x2, format ds, f64, nnz 3' '^  \(0,0\) 7$' '^  \(0,1\) 5$' \
+  '^  \(1,1\) 4$' '^check: ok' '^A\(i,j\) = A_old\(i,j\) \+ 2 \* B\(i,j\)$'
 # A session holds as many tensors as memory allows (it once stopped at 64).
 MANY=$(for i in $(seq 0 199); do printf 't%d = random(3, "d")\n' "$i"; done)
 repl_expect many_tensors "$MANY

@@ -697,11 +697,20 @@ def test_order3():
              fmts={"B": bf, "C": "dd", "D": "dd", "A": "dd"}, check=True)
         case(f"scale3_{bf}", "A(i,j,k) = B(i,j,k) * 2", {"B": B}, 2 * B,
              fmts={"B": bf, "A": bf}, allowed=(B != 0))
+        # a dense level between compressed ones: TTM into sds (each stored
+        # row i a block of j, each (i, j) a compressed fiber of k)
+        M = rand_sparse(r, 3, 5, 0.4)
+        case(f"ttm_sds_{bf}", "A(i,j,k) = B(i,j,l) * M(k,l)", {"B": B, "M": M},
+             np.einsum("ijl,kl->ijk", B, M), fmts={"B": bf, "M": "ds", "A": "sds"},
+             allowed=np.einsum("ijl,kl->ijk", B != 0, M != 0) > 0)
+        case(f"add_sds_{bf}", "A(i,j,k) = B(i,j,k) + 2 * B(i,j,k)", {"B": B}, 3 * B,
+             fmts={"B": bf, "A": "sds"}, allowed=(B != 0))
 
 
 def test_accumulate():
-    """`+=` into a dense output read from a file (the CLI refuses += into a
-    sparse output)."""
+    """`+=` into a dense output read from a file, and into sparse outputs:
+    their stored entries may only be the union of the old output's and the
+    right-hand side's."""
     r = rng_for(11)
     A = rand_sparse(r, 13, 11, 0.3, empty_rows=(1,))
     x, y0 = rand_dense(r, 11), rand_dense(r, 13)
@@ -711,6 +720,15 @@ def test_accumulate():
     B, C0 = rand_dense(r, 11, 4), rand_sparse(r, 13, 4, 0.5)
     case("accumulate_spmm", "C(i,j) += A(i,k) * B(k,j)", {"A": A, "B": B, "C": C0},
          C0 + A @ B, fmts={"A": "ds", "B": "dd", "C": "dd"})
+    D, E0 = rand_sparse(r, 13, 11, 0.3), rand_sparse(r, 13, 11, 0.2, empty_rows=(4,))
+    for ef in ("ds", "ss", "uq", "ds:1,0", "do"):
+        case(f"accumulate_sparse_out_{ef}", "E(i,j) += A(i,j) * D(i,j) + 2 * D(i,j)",
+             {"A": A, "D": D, "E": E0}, E0 + A * D + 2 * D,
+             fmts={"A": "ds", "D": "ss", "E": ef}, allowed=(E0 != 0) | (D != 0))
+    T0 = rand_sparse(r, 13, 11, 0.1)
+    case("accumulate_sparse_scaled_vector", "T(i,j) += A(i,j) * x(j)",
+         {"A": A, "x": x, "T": T0}, T0 + A * x[None, :], fmts={"A": "ds", "x": "d", "T": "ss"},
+         allowed=(T0 != 0) | (A != 0))
 
 
 def test_dtypes():

@@ -40,6 +40,8 @@ struct Repl {
   tj_kernel *k;                      /* last kernel (owned by cx) */
   char *last_expr;
   XsScan last;                       /* the last kernel's tensors */
+  tj_tensor *before;                 /* its output before it ran, when it
+                                        accumulated (+=): what :check adds to */
   char schedule[512];
   tj_options opts;
   char semiring[32];
@@ -293,14 +295,20 @@ static bool do_expression(Repl *r, const char *expr) {
   if (!out) return false;
   ops[0] = out;
   tj_kernel *k;
+  tj_tensor *before = NULL;
   bool ok = tj_compile(r->cx, expr, ops, s.ntensors, r->schedule[0] ? r->schedule : NULL,
                        &r->opts, &k) == TJ_OK || tool_fail_lib("compile");
-  bool ran = ok && (tj_kernel_run(k, TJ_EVALUATE, NULL, 0) == TJ_OK || tool_fail_lib("evaluate"));
+  bool kept = ok && (!s.accumulate || tj_tensor_cast(out, tj_tensor_dtype(out), &before) == TJ_OK ||
+                     tool_fail_lib("copying the output"));
+  bool ran = kept && (tj_kernel_run(k, TJ_EVALUATE, NULL, 0) == TJ_OK || tool_fail_lib("evaluate"));
   if (!ran) {
     if (ok) tj_kernel_free(k);
     if (fresh) tj_tensor_free(out);
+    tj_tensor_free(before);
     return false;
   }
+  tj_tensor_free(r->before);
+  r->before = before;
   char *copy = strdup(expr);
   if (!copy || !put(r, out)) {
     free(copy);
@@ -368,7 +376,10 @@ static bool colon_command(Repl *r, const char *cmd, const char *rest) {
     kop_print_time(&ts, stdout);
   } else if (!strcmp(cmd, "check")) {
     if (!last_ops(r, ops)) return false;
-    tj_tensor *ref = kop_reference(r->last_expr, ops, r->last.ntensors, 0, &r->opts);
+    tj_tensor *start[TOOL_MAX_TENSORS];   /* += starts from the output before the run */
+    memcpy(start, ops, sizeof start);
+    if (r->before) start[0] = r->before;
+    tj_tensor *ref = kop_reference(r->last_expr, start, r->last.ntensors, 0, &r->opts);
     bool ok = ref && kop_compare(ops[0], ref, stdout);
     tj_tensor_free(ref);
     return ok;
@@ -539,6 +550,7 @@ void repl_free(Repl *r) {
   free(r->t);
   free(r->pend);
   free(r->last_expr);
+  tj_tensor_free(r->before);
   tj_context_free(r->cx);
   free(r);
 }

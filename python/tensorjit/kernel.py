@@ -139,6 +139,11 @@ class Kernel:
                 if tuple(out.shape) != shape:
                     raise TensorJitError(3, "tensorjit: out has shape %s, the result %s"
                                          % (tuple(out.shape), shape))
+                if self.accumulate:   # += starts from out's entries (a copy it may overwrite)
+                    t = as_tensor(out.copy(), self.output)
+                    if fmt and not _same_format(t, fmt):
+                        t = t.convert(fmt)
+                    return t, None
                 return Tensor.empty(self.output, shape, out.dtype, fmt or _KIND_FORMAT[kind]), \
                     None
             t = self._input(self.output, out)

@@ -697,8 +697,12 @@ def test_out_strided_and_sparse():
         np.testing.assert_allclose((c - a.multiply(a)).toarray(), 0, atol=1e-12)
     with pytest.raises(TensorJitError, match="out has shape \\(3, 8\\)"):
         mul(A=a, B=a, out=sp.csr_matrix((3, 8)))
-    with pytest.raises(TensorJitError, match="'\\+=' into sparse output C is not supported"):
-        tensorjit.compile("C(i,j) += A(i,j) * B(i,j)")(A=a, B=a, out=sp.csr_matrix((10, 8)))
+    acc = tensorjit.compile("C(i,j) += A(i,j) * B(i,j)")
+    c0 = sp.random(10, 8, density=0.2, format="csr", random_state=5)
+    c = c0.copy()
+    assert acc(A=a, B=a, out=c) is c   # += into a CSR: the union of the patterns
+    np.testing.assert_allclose(c.toarray(), (c0 + a.multiply(a)).toarray(), rtol=1e-12)
+    assert c.nnz == (abs(c0) + abs(a)).nnz
 
 
 def test_a_0d_array_is_a_scalar_changed_in_place():

@@ -1,0 +1,534 @@
+/* Sparse outputs of more shapes (issue 15): `+=` into a sparse output (its
+ * old pattern joined with the rhs's, old values added to), through every
+ * phase, in COO, CSR, CSC, nonordered CSR, DCSR and CSF outputs, under a
+ * semiring, from SpGEMM, on 1 and 2 threads and into wrapped arrays.
+ * Expected values are worked out by hand or by plain loops over the
+ * operands' dense values in this file, never by the reference alone. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorjit.h"
+#include "util/tensors.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+static tj_kernel *compile(tj_context *cx, const char *expr, tj_tensor **ops, int n,
+                          const tj_options *o) {
+  tj_kernel *k = NULL;
+  OK(tj_compile(cx, expr, ops, n, NULL, o, &k));
+  return k;
+}
+
+/* t's values (row-major, cells of them) and which cells it stores. */
+static void dense_of(const tj_tensor *t, double *v, unsigned char *stored, int64_t cells) {
+  memset(v, 0, (size_t)cells * sizeof *v);
+  memset(stored, 0, (size_t)cells);
+  int64_t *coords, nnz;
+  double *vals;
+  OK(tj_tensor_unpack(t, &coords, &vals, &nnz));
+  int order = tj_tensor_order(t);
+  for (int64_t e = 0; e < nnz; e++) {
+    int64_t lin = 0;
+    for (int m = 0; m < order; m++) lin = lin * tj_tensor_dim(t, m) + coords[e * order + m];
+    ck_assert_msg(!stored[lin], "cell %lld stored twice", (long long)lin);
+    v[lin] = vals[e];
+    stored[lin] = 1;
+  }
+  free(coords);
+  free(vals);
+}
+
+/* t stores exactly the cells where want_stored is 1, with values want. */
+static void expect(const tj_tensor *t, const double *want, const unsigned char *want_stored,
+                   int64_t cells, const char *what) {
+  double *v = malloc((size_t)cells * sizeof *v);
+  unsigned char *st = malloc((size_t)cells);
+  dense_of(t, v, st, cells);
+  for (int64_t c = 0; c < cells; c++) {
+    ck_assert_msg(st[c] == want_stored[c], "%s: cell %lld stored %d, want %d", what,
+                  (long long)c, st[c], want_stored[c]);
+    ck_assert_msg(fabs(v[c] - want[c]) <= 1e-12 * (1 + fabs(want[c])),
+                  "%s: cell %lld is %g, want %g", what, (long long)c, v[c], want[c]);
+  }
+  free(v);
+  free(st);
+}
+
+/* A (3 x 4) += B .* c:
+ *   A = [1 0 0 2]   B = [0 5 0 -.5]   c = [1 2 3 4]   B.*c = [0 10 0 -2]
+ *       [0 0 0 0]       [4 0 0  0 ]                          [4  0 0  0]
+ *       [0 3 0 0]       [0 0 0  0 ]                          [0  0 0  0]
+ * The result stores the union (A(0,3) + -2 = 0 stays stored). */
+static const double A34[12] = {1, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0};
+static const double B34[12] = {0, 5, 0, -.5, 4, 0, 0, 0, 0, 0, 0, 0};
+static const double C4[4] = {1, 2, 3, 4};
+static const unsigned char U34[12] = {1, 1, 0, 1, 1, 0, 0, 0, 0, 1, 0, 0};
+static const double ONCE[12] = {1, 10, 0, 0, 4, 0, 0, 0, 0, 3, 0, 0};
+static const double TWICE[12] = {1, 20, 0, -2, 8, 0, 0, 0, 0, 3, 0, 0};
+static const double KEPT[12] = {1, 0, 0, 2, 0, 0, 0, 0, 0, 3, 0, 0};
+
+static const char *out_formats[] = {"ds", "ss", "uq", "ds:1,0", "do", "ss:1,0"};
+#define N_OUT_FORMATS (int)(sizeof out_formats / sizeof *out_formats)
+
+static void matrix_case(const char *fmt, int threads, tj_phase first) {
+  int64_t d2[2] = {3, 4}, d1[1] = {4};
+  tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, d2, A34), tu_tensor("B", "ds", 2, d2, B34),
+                       tu_tensor("c", "d", 1, d1, C4)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, "A(i,j) += B(i,j) * c(j)", ops, 3, &o);
+  char what[64];
+  snprintf(what, sizeof what, "%s, %d threads", fmt, threads);
+  if (first == TJ_EVALUATE) {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect(ops[0], ONCE, U34, 12, what);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect(ops[0], TWICE, U34, 12, what);
+  } else {
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));   /* the union, old values kept */
+    expect(ops[0], KEPT, U34, 12, what);
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    expect(ops[0], ONCE, U34, 12, what);
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));   /* adds again on the same pattern */
+    expect(ops[0], TWICE, U34, 12, what);
+  }
+  ck_assert_int_eq(tj_tensor_nnz(ops[0]), 5);
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+
+START_TEST(matrix_by_hand_evaluate) {
+  matrix_case(out_formats[_i % N_OUT_FORMATS], 1 + _i / N_OUT_FORMATS, TJ_EVALUATE);
+}
+END_TEST
+
+START_TEST(matrix_by_hand_assemble_compute) {
+  matrix_case(out_formats[_i % N_OUT_FORMATS], 1 + _i / N_OUT_FORMATS, TJ_ASSEMBLE);
+}
+END_TEST
+
+/* CSR's arrays after one evaluate: the union's rows, in order. */
+START_TEST(csr_arrays) {
+  int64_t d2[2] = {3, 4}, d1[1] = {4};
+  tj_tensor *ops[3] = {tu_tensor("A", "ds", 2, d2, A34), tu_tensor("B", "ds", 2, d2, B34),
+                       tu_tensor("c", "d", 1, d1, C4)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) += B(i,j) * c(j)", ops, 3, NULL);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  tj_arrays ar;
+  OK(tj_tensor_arrays(ops[0], &ar));
+  int32_t pos[4] = {0, 3, 4, 5}, crd[5] = {0, 1, 3, 0, 1};
+  double vals[5] = {1, 10, 0, 4, 3};
+  ck_assert_int_eq(ar.pos_len[1], 4);
+  ck_assert_int_eq(ar.crd_len[1], 5);
+  for (int q = 0; q < 4; q++) ck_assert_int_eq(((int32_t *)ar.pos[1])[q], pos[q]);
+  for (int q = 0; q < 5; q++) ck_assert_int_eq(((int32_t *)ar.crd[1])[q], crd[q]);
+  for (int q = 0; q < 5; q++) ck_assert_double_eq(((double *)ar.vals)[q], vals[q]);
+  FILE *f = tmpfile();
+  OK(tj_kernel_print(k, TJ_STAGE_NOTATION, f));
+  rewind(f);
+  char line[128] = {0};
+  ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+  ck_assert_str_eq(line, "A(i,j) = A_old(i,j) + B(i,j) * c(j)\n");
+  fclose(f);
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* Under min.plus, += is min= and * is +: A = min(A, B + c) on the union;
+ * a new entry starts at min's identity (+inf), not 0, after ASSEMBLE.
+ *   A(0,0) 1 alone: 1;  A(0,3) = min(2, -.5 + 4) = 2;  (0,1) 5 + 2 = 7;
+ *   (1,0) 4 + 1 = 5;  A(2,1) 3 alone: 3. */
+START_TEST(min_plus) {
+  int64_t d2[2] = {3, 4}, d1[1] = {4};
+  tj_tensor *ops[3] = {tu_tensor("A", "ds", 2, d2, A34), tu_tensor("B", "ds", 2, d2, B34),
+                       tu_tensor("c", "d", 1, d1, C4)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.semiring = "min.plus";
+  tj_kernel *k = compile(cx, "A(i,j) += B(i,j) * c(j)", ops, 3, &o);
+  OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+  double kept[12] = {1, INFINITY, 0, 2, INFINITY, 0, 0, 0, 0, 3, 0, 0};
+  double v[12];
+  unsigned char st[12];
+  dense_of(ops[0], v, st, 12);
+  for (int c = 0; c < 12; c++) ck_assert_msg(v[c] == kept[c], "cell %d: %g", c, v[c]);
+  OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  double want[12] = {1, 7, 0, 2, 5, 0, 0, 0, 0, 3, 0, 0};
+  expect(ops[0], want, U34, 12, "min.plus");
+  OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));   /* min again: unchanged */
+  expect(ops[0], want, U34, 12, "min.plus twice");
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* SpGEMM into a CSR that holds entries (the sum over k nests inside the
+ * union's loop over j, so a row stores every j; the values are pinned, and
+ * that the union's cells are among the stored):
+ *   A = [1 0 0]   B = [1 2]   C = [0 1 0]   B*C = [6 1 0]
+ *       [0 0 5]       [0 0]       [3 0 0]         [0 0 0]
+ *   A + B*C = [7 1 0; 0 0 5]. */
+START_TEST(spgemm) {
+  int64_t da[2] = {2, 3}, db[2] = {2, 2}, dc[2] = {2, 3};
+  const double a[6] = {1, 0, 0, 0, 0, 5}, b[4] = {1, 2, 0, 0}, c[6] = {0, 1, 0, 3, 0, 0};
+  const char *fmts[] = {"ds", "ss", "do"};
+  for (int f = 0; f < 3; f++) {
+    tj_tensor *ops[3] = {tu_tensor("A", fmts[f], 2, da, a), tu_tensor("B", "ds", 2, db, b),
+                         tu_tensor("C", "ds", 2, dc, c)};
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = compile(cx, "A(i,j) += B(i,k) * C(k,j)", ops, 3, NULL);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    double want[6] = {7, 1, 0, 0, 0, 5}, v[6];
+    unsigned char stored[6] = {1, 1, 0, 0, 0, 1}, st[6];
+    dense_of(ops[0], v, st, 6);
+    for (int c = 0; c < 6; c++) {
+      ck_assert_msg(v[c] == want[c], "%s: cell %d is %g, want %g", fmts[f], c, v[c], want[c]);
+      ck_assert_msg(st[c] || !stored[c], "%s: cell %d not stored", fmts[f], c);
+    }
+    tj_context_free(cx);
+    for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+  }
+}
+END_TEST
+
+/* CSF and COO-3 outputs: A (2 x 2 x 3) += 2 * B.
+ *   A(0,0,0) = 1, A(1,1,2) = 4;  B(0,0,0) = 1, B(0,1,1) = 3, B(1,1,2) = -2
+ *   A + 2B: (0,0,0) 3, (0,1,1) 6, (1,1,2) 0 (stored). */
+START_TEST(order3) {
+  int64_t d3[3] = {2, 2, 3};
+  double a[12] = {0}, b[12] = {0};
+  a[0] = 1, a[11] = 4;
+  b[0] = 1, b[4] = 3, b[11] = -2;
+  const char *fmts[] = {"sss", "uqq", "dss", "ssd"};
+  for (int f = 0; f < 4; f++) {
+    tj_tensor *ops[2] = {tu_tensor("A", fmts[f], 3, d3, a), tu_tensor("B", "sss", 3, d3, b)};
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = compile(cx, "A(i,j,k) += 2 * B(i,j,k)", ops, 2, NULL);
+    double want[12] = {0}, kept[12] = {0};
+    unsigned char stored[12] = {0};
+    want[0] = 3, want[4] = 6, want[11] = 0;
+    kept[0] = 1, kept[11] = 4;
+    stored[0] = stored[4] = stored[11] = 1;
+    if (fmts[f][2] == 'd')   /* a dense last level stores whole fibers */
+      for (int c = 0; c < 12; c++) stored[c] = c < 3 || (c >= 3 && c < 6) || c >= 9;
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    expect(ops[0], kept, stored, 12, fmts[f]);
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    expect(ops[0], want, stored, 12, fmts[f]);
+    tj_context_free(cx);
+    for (int t = 0; t < 2; t++) tj_tensor_free(ops[t]);
+  }
+}
+END_TEST
+
+/* Pseudo-random values in [-1, 1), a fraction density of them nonzero. */
+static void fill_random(double *v, int64_t n, double density, unsigned *seed) {
+  for (int64_t k = 0; k < n; k++) {
+    *seed = *seed * 1103515245u + 12345u;
+    double u = (double)(*seed >> 8) / (double)(1u << 24);
+    *seed = *seed * 1103515245u + 12345u;
+    double w = (double)(*seed >> 8) / (double)(1u << 24) * 2 - 1;
+    v[k] = u < density ? w : 0;
+  }
+}
+
+/* A (60 x 70, CSR/DCSR/COO/CSC) += B .* c + D (B CSR, D DCSR), checked by
+ * plain loops over the operands' dense values, then by the reference. */
+START_TEST(random_against_loops) {
+  enum { R = 60, C = 70 };
+  const char *fmt = out_formats[_i % N_OUT_FORMATS];
+  int threads = 1 + _i / N_OUT_FORMATS;
+  unsigned seed = 7u + (unsigned)_i;
+  static double a[R * C], b[R * C], dd[R * C], c[C];
+  fill_random(a, R * C, 0.1, &seed);
+  fill_random(b, R * C, 0.1, &seed);
+  fill_random(dd, R * C, 0.05, &seed);
+  fill_random(c, C, 1, &seed);
+  int64_t d2[2] = {R, C}, d1[1] = {C};
+  tj_tensor *ops[4] = {tu_tensor("A", fmt, 2, d2, a), tu_tensor("B", "ds", 2, d2, b),
+                       tu_tensor("c", "d", 1, d1, c), tu_tensor("D", "ss", 2, d2, dd)};
+  tj_tensor *ref;
+  tj_format rf;
+  OK(tj_format_parse(fmt, &rf));
+  OK(tj_tensor_convert(ops[0], &rf, &ref));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  const char *expr = "A(i,j) += B(i,j) * c(j) + D(i,j)";
+  tj_kernel *k = compile(cx, expr, ops, 4, &o);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  static double want[R * C];
+  static unsigned char stored[R * C];
+  for (int i = 0; i < R; i++)
+    for (int j = 0; j < C; j++) {
+      int x = i * C + j;
+      stored[x] = a[x] != 0 || b[x] != 0 || dd[x] != 0;
+      want[x] = a[x] + b[x] * c[j] + dd[x];
+    }
+  char what[64];
+  snprintf(what, sizeof what, "%s, %d threads", fmt, threads);
+  expect(ops[0], want, stored, R * C, what);
+  tj_tensor *rops[4] = {ref, ops[1], ops[2], ops[3]};
+  OK(tj_reference(expr, rops, 4));
+  expect(ref, want, stored, R * C, "reference");
+  tj_tensor_free(ref);
+  tj_context_free(cx);
+  for (int t = 0; t < 4; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* A wrapped CSR output: the union outgrows its crd and vals, which move
+ * into arrays the tensor owns; the caller's old values are read first. */
+START_TEST(wrapped_output) {
+  int32_t pos[4] = {0, 2, 2, 3}, crd[3] = {0, 3, 1};
+  double vals[3] = {1, 2, 3};
+  int64_t dims[2] = {3, 4}, d1[1] = {4};
+  tj_format f;
+  OK(tj_format_parse("ds", &f));
+  tj_arrays ar = {0};
+  ar.order = 2;
+  ar.dims = dims;
+  ar.fmt = &f;
+  ar.pos[1] = pos;
+  ar.pos_len[1] = 4;
+  ar.crd[1] = crd;
+  ar.crd_len[1] = 3;
+  ar.vals = vals;
+  ar.vals_len = 3;
+  ar.dtype = TJ_F64;
+  tj_tensor *ops[3] = {NULL, tu_tensor("B", "ds", 2, dims, B34), tu_tensor("c", "d", 1, d1, C4)};
+  OK(tj_tensor_wrap("A", &ar, 0, &ops[0]));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) += B(i,j) * c(j)", ops, 3, NULL);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(ops[0], ONCE, U34, 12, "wrapped");
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* An operand already named A_old: the old contents take A_old_. */
+START_TEST(old_name_taken) {
+  int64_t d2[2] = {3, 4};
+  tj_tensor *ops[2] = {tu_tensor("A", "ds", 2, d2, A34), tu_tensor("A_old", "ds", 2, d2, B34)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) += A_old(i,j)", ops, 2, NULL);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double want[12];
+  unsigned char stored[12];
+  for (int c = 0; c < 12; c++) want[c] = A34[c] + B34[c], stored[c] = A34[c] || B34[c];
+  expect(ops[0], want, stored, 12, "A_old taken");
+  FILE *f = tmpfile();
+  OK(tj_kernel_print(k, TJ_STAGE_NOTATION, f));
+  rewind(f);
+  char line[128] = {0};
+  ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+  ck_assert_str_eq(line, "A(i,j) = A_old_(i,j) + A_old(i,j)\n");
+  fclose(f);
+  tj_context_free(cx);
+  for (int t = 0; t < 2; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* Runs on other tensors of the same names: the old contents are those of
+ * the output given to the run. */
+START_TEST(other_operands) {
+  int64_t d2[2] = {3, 4}, d1[1] = {4};
+  tj_tensor *ops[3] = {tu_tensor("A", "ds", 2, d2, NULL), tu_tensor("B", "ds", 2, d2, B34),
+                       tu_tensor("c", "d", 1, d1, C4)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) += B(i,j) * c(j)", ops, 3, NULL);
+  tj_tensor *other[3] = {tu_tensor("A", "ds", 2, d2, A34), ops[1], ops[2]};
+  OK(tj_kernel_run(k, TJ_EVALUATE, other, 3));
+  expect(other[0], ONCE, U34, 12, "other A");
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));   /* the bound, empty A: B .* c */
+  double bc[12];
+  unsigned char st[12];
+  for (int c = 0; c < 12; c++) bc[c] = B34[c] * C4[c % 4], st[c] = B34[c] != 0;
+  expect(ops[0], bc, st, 12, "empty A");
+  tj_tensor_free(other[0]);
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* sds: a dense level between two compressed ones. A = 2 * B, B (3 x 3 x 4)
+ * holding B(0,1,2) = 1, B(0,1,3) = 2, B(2,0,0) = 3, B(2,2,3) = 4 (row 1
+ * empty): level 0 stores rows {0, 2}; level 1 is a block of 3 positions
+ * per stored row; level 2 one segment per position:
+ *   crd0 {0, 2}   pos2 {0, 0,2,2, 3,3,4}   crd2 {2, 3, 0, 3}   vals {2, 4, 6, 8} */
+static const double B334[36] = {[6] = 1, [7] = 2, [24] = 3, [35] = 4};
+
+static void sds_case(int threads, tj_phase first) {
+  int64_t d3[3] = {3, 3, 4};
+  tj_tensor *ops[2] = {tu_tensor("A", "sds", 3, d3, NULL), tu_tensor("B", "sss", 3, d3, B334)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, "A(i,j,k) = 2 * B(i,j,k)", ops, 2, &o);
+  if (first == TJ_EVALUATE) {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  } else {
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  }
+  tj_arrays ar;
+  OK(tj_tensor_arrays(ops[0], &ar));
+  int32_t pos0[2] = {0, 2}, crd0[2] = {0, 2}, pos2[7] = {0, 0, 2, 2, 3, 3, 4}, crd2[4] = {2, 3, 0, 3};
+  double vals[4] = {2, 4, 6, 8};
+  ck_assert_int_eq(ar.pos_len[0], 2);
+  ck_assert_int_eq(ar.crd_len[0], 2);
+  ck_assert_int_eq(ar.pos_len[2], 7);
+  ck_assert_int_eq(ar.crd_len[2], 4);
+  ck_assert_int_eq(ar.vals_len, 4);
+  for (int q = 0; q < 2; q++) ck_assert_int_eq(((int32_t *)ar.pos[0])[q], pos0[q]);
+  for (int q = 0; q < 2; q++) ck_assert_int_eq(((int32_t *)ar.crd[0])[q], crd0[q]);
+  for (int q = 0; q < 7; q++) ck_assert_int_eq(((int32_t *)ar.pos[2])[q], pos2[q]);
+  for (int q = 0; q < 4; q++) ck_assert_int_eq(((int32_t *)ar.crd[2])[q], crd2[q]);
+  for (int q = 0; q < 4; q++) ck_assert_double_eq(((double *)ar.vals)[q], vals[q]);
+  tj_context_free(cx);
+  for (int t = 0; t < 2; t++) tj_tensor_free(ops[t]);
+}
+
+START_TEST(sds_arrays_evaluate) { sds_case(1 + _i, TJ_EVALUATE); }
+END_TEST
+
+START_TEST(sds_arrays_assemble_compute) { sds_case(1 + _i, TJ_ASSEMBLE); }
+END_TEST
+
+/* Kernels into sds outputs (one in mode order j, i, k) against plain loops over dense
+ * values: TTM (C dense, and C sparse: a workspace over k), a sparse add,
+ * B(i,k) * C(j,k) (j a dense loop), += into sds. Every nonzero of the
+ * result is stored, and nothing is stored where no operand reaches. */
+typedef struct SdsKernel {
+  const char *expr, *fa, *fb, *fc;   /* fc NULL: no C */
+  int kind;                          /* 0 ttm, 1 add, 2 outer, 3 += */
+} SdsKernel;
+static const SdsKernel sds_kernels[] = {
+    {"A(i,j,k) = B(i,j,l) * C(k,l)", "sds", "sss", "dd", 0},
+    {"A(i,j,k) = B(i,j,l) * C(l,k)", "sds", "sss", "ds", 4},
+    {"A(i,j,k) = B(i,j,k) + C(i,j,k)", "sds", "sss", "sds", 1},
+    {"A(i,j,k) = B(i,k) * C(j,k)", "sds", "ds", "dd", 2},
+    {"A(i,j,k) += B(i,j,k) + C(i,j,k)", "sds", "sss", "sss", 3},
+    {"A(i,j,k) = B(i,j,k) + C(i,j,k)", "sds:1,0,2", "sss", "sss", 1},
+};
+
+START_TEST(sds_against_loops) {
+  enum { I = 9, J = 5, K = 7, L = 6 };
+  const SdsKernel *sk = &sds_kernels[_i % 6];
+  int threads = 1 + _i / 6;
+  unsigned seed = 11u + (unsigned)_i;
+  static double a[I * J * K], b3[I * J * (K > L ? K : L)], b2[I * K], cc[I * J * K],
+      want[I * J * K];   /* b3: B of the TTMs (I x J x L) or of the unions (I x J x K) */
+  static unsigned char reach[I * J * K];
+  int64_t da[3] = {I, J, K};
+  fill_random(a, I * J * K, 0.1, &seed);
+  tj_tensor *ops[3] = {tu_tensor("A", sk->fa, 3, da, sk->kind == 3 ? a : NULL), NULL, NULL};
+  if (sk->kind == 0 || sk->kind == 4) {
+    int64_t db[3] = {I, J, L}, dc[2] = {sk->kind == 0 ? K : L, sk->kind == 0 ? L : K};
+    fill_random(b3, I * J * L, 0.15, &seed);
+    fill_random(cc, K * L, sk->kind == 0 ? 1 : 0.3, &seed);
+    ops[1] = tu_tensor("B", sk->fb, 3, db, b3);
+    ops[2] = tu_tensor("C", sk->fc, 2, dc, cc);
+    for (int i = 0; i < I; i++)
+      for (int j = 0; j < J; j++)
+        for (int k = 0; k < K; k++) {
+          double v = 0;
+          bool r = false;
+          for (int l = 0; l < L; l++) {
+            double c = sk->kind == 0 ? cc[k * L + l] : cc[l * K + k];
+            v += b3[(i * J + j) * L + l] * c;
+            r |= b3[(i * J + j) * L + l] != 0 && (sk->kind == 0 || c != 0);
+          }
+          want[(i * J + j) * K + k] = v, reach[(i * J + j) * K + k] = r;
+        }
+  } else if (sk->kind == 2) {
+    int64_t db[2] = {I, K}, dc[2] = {J, K};
+    fill_random(b2, I * K, 0.2, &seed);
+    fill_random(cc, J * K, 1, &seed);
+    ops[1] = tu_tensor("B", sk->fb, 2, db, b2);
+    ops[2] = tu_tensor("C", sk->fc, 2, dc, cc);
+    for (int i = 0; i < I; i++)
+      for (int j = 0; j < J; j++)
+        for (int k = 0; k < K; k++) {
+          int x = (i * J + j) * K + k;
+          want[x] = b2[i * K + k] * cc[j * K + k], reach[x] = b2[i * K + k] != 0;
+        }
+  } else {
+    fill_random(b3, I * J * K, 0.1, &seed);
+    fill_random(cc, I * J * K, 0.1, &seed);
+    ops[1] = tu_tensor("B", sk->fb, 3, da, b3);
+    ops[2] = tu_tensor("C", sk->fc, 3, da, cc);
+    for (int x = 0; x < I * J * K; x++) {
+      bool old = sk->kind == 3;
+      want[x] = (old ? a[x] : 0) + b3[x] + cc[x];
+      reach[x] = (old && a[x] != 0) || b3[x] != 0 || cc[x] != 0;
+    }
+  }
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, sk->expr, ops, 3, &o);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  static double v[I * J * K];
+  static unsigned char st[I * J * K];
+  dense_of(ops[0], v, st, I * J * K);
+  for (int x = 0; x < I * J * K; x++) {
+    ck_assert_msg(fabs(v[x] - want[x]) <= 1e-12 * (1 + fabs(want[x])),
+                  "%s on %d threads: cell %d is %g, want %g", sk->expr, threads, x, v[x], want[x]);
+    ck_assert_msg(st[x] || want[x] == 0, "%s: nonzero cell %d not stored", sk->expr, x);
+    ck_assert_msg(!st[x] || reach[x], "%s: cell %d stored, no operand reaches it", sk->expr, x);
+  }
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+static Suite *suite(void) {
+  Suite *s = suite_create("outputs");
+  TCase *tc = tcase_create("accumulate");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, matrix_by_hand_evaluate, 0, 2 * N_OUT_FORMATS);
+  tcase_add_loop_test(tc, matrix_by_hand_assemble_compute, 0, 2 * N_OUT_FORMATS);
+  tcase_add_test(tc, csr_arrays);
+  tcase_add_test(tc, min_plus);
+  tcase_add_test(tc, spgemm);
+  tcase_add_test(tc, order3);
+  tcase_add_loop_test(tc, random_against_loops, 0, 2 * N_OUT_FORMATS);
+  tcase_add_test(tc, wrapped_output);
+  tcase_add_test(tc, old_name_taken);
+  tcase_add_test(tc, other_operands);
+  suite_add_tcase(s, tc);
+  TCase *dense = tcase_create("dense_between");
+  tcase_set_timeout(dense, 600);
+  tcase_add_loop_test(dense, sds_arrays_evaluate, 0, 2);
+  tcase_add_loop_test(dense, sds_arrays_assemble_compute, 0, 2);
+  tcase_add_loop_test(dense, sds_against_loops, 0, 12);
+  suite_add_tcase(s, dense);
+  return s;
+}
+
+int main(void) {
+  SRunner *sr = srunner_create(suite());
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
