@@ -426,6 +426,7 @@ static bool drains_assembled(const Lowerer *lw) {
 
 /* Output position of a dense (located) output. */
 static LirExpr *out_index(Lowerer *lw) {
+  if (lw->plan->out_like) return lw_out_like_index(lw);
   return lw->plan->out_sparse ? lw->pos[0] : lw_out_linear(lw);
 }
 
@@ -468,7 +469,7 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     return reached;
   }
   LirVar *vals = lw->vals_ptr[0];
-  if (lw->plan->out_sparse && !lw_out_dense_tail(lw->acc[0].f)) {
+  if (lw_out_appended(lw) && !lw_out_dense_tail(lw->acc[0].f)) {
     lir_append(&reached, lir_store(a, lw_ref(lw, vals), out_index(lw), v));
     return reached;
   }
@@ -513,7 +514,7 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->temp_def = saved_def;
   lw->root_temp = NULL;
   if (!lw->emit_values) return lir_block(a, s);
-  if (lw->plan->out_sparse && !lw_out_dense_tail(lw->acc[0].f)) {
+  if (lw_out_appended(lw) && !lw_out_dense_tail(lw->acc[0].f)) {
     LirStmt *st = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), out_index(lw), lw_ref(lw, t));
     lir_append(&s, lw->out_hit ? lir_if(a, lw_ref(lw, lw->out_hit), st, NULL) : st);
   } else
@@ -832,7 +833,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   LirStmt *s = bind_levels(lw, cx, keep, cv);
 
   const tj_format *of = lw->acc[0].f;
-  int l = lw->target == T_OUT && lw->plan->out_sparse ? lw_level_at(lw, 0, cx->depth) : -1;
+  int l = lw->target == T_OUT && lw_out_appended(lw) ? lw_level_at(lw, 0, cx->depth) : -1;
   /* An output level is located (dense), appended (compressed; the leaf,
    * also a run's last singleton), or the inner part of a run, whose
    * coordinates its leaf appends. */
