@@ -281,14 +281,11 @@ static bool setup_accesses(Lowerer *lw) {
   bool in_temp = lw->first_red >= 0 && lw->par_depth >= lw->first_red;
   const char *race = nest->par_asked >= 0 ? nest->form[lw->par_depth]->race : NULL;
   if (race && strcmp(race, "atomics") == 0 && !atomics_ok(lw, reduction, in_temp)) return false;
-  /* a workspace (a scattered union into a dense output) is one per kernel:
-   * its rows run in order */
-  if (vws && nest->par_asked >= 0)
-    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s): the kernel's workspace %s "
-                      "is one per kernel, so the loops around it run on one thread",
-                      nest->order[nest->par_asked]->name, nest->vws_access->u.access.t->name);
+  /* a subexpression's workspace has one row per thread when the parallel
+   * loop runs around its where (lw_subexpr_alloc) */
   lw->par_ok = lw->opt->parallel && !lw_out_appended(lw) && nest->nloops > 0 &&
-               nest->ws_depth < 0 && !vws && (!reduction || lw->atomic);
+               nest->ws_depth < 0 && (!vws || lw->par_depth < nest->vws_depth) &&
+               (!reduction || lw->atomic);
   if (nest->par_asked >= 0 && pf && pf->fuse && reduction && !lw->atomic)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize: the fused loop %s sums over "
                       "%s into entries other iterations update too; parallelize(..., atomics)",

@@ -438,7 +438,8 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   if (lw->target == T_VWS || lw->target == T_VWS_RESET) { /* w[j] (+)= e, or w[j] = 0 */
     if (!lw->emit_values) return NULL;
     LirExpr *w = lw_ref(lw, lw->vals_ptr[lw->vws_t]);
-    LirExpr *j = lw_ref(lw, lw->coord[lw->nest.vws_var->id]);
+    LirExpr *j = lw_locate(lw, lw->vws_x, 0, lw->vws_slot ? lw_ref(lw, lw->vws_slot) : NULL,
+                           lw_ref(lw, lw->coord[lw->nest.vws_var->id]));
     if (lw->target == T_VWS_RESET) return lir_store(a, w, j, vconst(lw, lw_fill_value(lw)));
     LirExpr *v = gen_expr(lw, lw->root, alive);
     return lw->nest.vws_sums ? lir_store_update(a, w, j, (LirBinOp)lw_lir_op(lw, OP_ADD), v)
@@ -802,7 +803,8 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
     if (ac->located) {
       snprintf(base, sizeof base, "p%s", ac->e->u.access.t->name);
       LirVar *p = lw_var(lw, base, LT_I64);
-      lw->pos[x] = NULL;
+      /* the workspace's row: this thread's, when it has one per thread */
+      lw->pos[x] = x == lw->vws_x && lw->vws_slot ? lw_ref(lw, lw->vws_slot) : NULL;
       for (int k = 0; k < ac->f->order; k++) {
         const IndexVar *iv = ac->e->u.access.idx[ac->f->mode_order[k]];
         lw->pos[x] = lw_locate(lw, x, k, lw->pos[x], lw_ref(lw, lw->coord[iv->id]));

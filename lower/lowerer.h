@@ -132,6 +132,10 @@ typedef struct Lowerer {
   tj_format vws_fmt;
   bool vws_in;                             /* its producer or consumer is being emitted */
   bool vws_reset_on_read;                  /* the consumer resets each entry it reads */
+  LirVar *vws_slots;                       /* the parallel loop runs around the where:
+                                              the workspace has this many rows, one
+                                              per thread (NULL: one row) */
+  LirVar *vws_slot;                        /* inside the where: this thread's row */
   LirType vtype;                           /* value type of the expression */
   bool is_bool;                            /* bool dtype: vtype I8 0/1, + max, * min */
   bool root_reduces;                       /* the nest has root reductions */

@@ -60,6 +60,13 @@ static const Run runs[] = {
      "reorder(i, k, l, j) precompute(B(i,k,l) * D(l,j), {j}, w)"},
     {MTTKRP_INNER, "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", "sss", "d",
      "precompute(B(i,k,l) * C(k,j), {j}, w)"},
+    /* the loop around the where in parallel: one workspace row per thread */
+    {SPMV_SUM, "y(i) = (B(i,j) + C(i,j)) * x(j)", "ds", "s",
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, dynamic)"},
+    {ROW_SCALE, "A(i,j) = (B(i,j) + C(i,j)) * x(j)", "ds", "d",
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, static)"},
+    {MTTKRP_TACO, "A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "sss", "d",
+     "precompute(B(i,k,l) * D(l,j), {j}, w) parallelize(i, dynamic)"},
 };
 enum { NRUNS = sizeof runs / sizeof runs[0] };
 
@@ -203,8 +210,9 @@ START_TEST(subexpr_workspace_stages) {
   ck_assert_msg(strstr(s, "j (produces w): [B C] [B] [C]\nj (reads w): [x]\n"), "%s", s);
   free(s);
   s = stage_of(false, "precompute(B(i,j) + C(i,j), {j}, w)", TJ_STAGE_C);
-  /* the producer's union stores one select (lower/case_select.c) */
-  ck_assert_msg(strstr(s, "w_vals[j] = B1 == j && C1 == j ? B_val_1 + C_val_1 : B1 == j ? B_val : "
+  /* the producer's union stores one select (lower/case_select.c), into
+     this thread's row of w (the row loop is parallel) */
+  ck_assert_msg(strstr(s, "w_vals[w_row * w_dim0 + j] = B1 == j && C1 == j ? B_val_1 + C_val_1 : B1 == j ? B_val : "
                           "C_val;") &&
                     strstr(s, "the workspace's entries back to 0") &&
                     strstr(s, "tj_rt_free(w_vals)"),
@@ -213,6 +221,18 @@ START_TEST(subexpr_workspace_stages) {
   s = stage_of(true, "precompute(B(i,k,l) * D(l,j), {j}, w)", TJ_STAGE_C);
   ck_assert_msg(strstr(s, "its reads reset the workspace") && strstr(s, "w_vals[pw] = 0.0;") &&
                 !strstr(s, "back to 0"), "%.3000s", s);
+  free(s);
+  /* under the parallel row loop: a row of w per thread, each where on its
+     thread's (no access to w outside it) */
+  s = stage_of(true, "precompute(B(i,k,l) * D(l,j), {j}, w) parallelize(i, dynamic)",
+               TJ_STAGE_C);
+  ck_assert_msg(strstr(s, "w_rows = tj_rt_threads();") &&
+                    strstr(s, "tj_rt_alloc(w_dim0 * w_rows * 8") &&
+                    strstr(s, "w_row = tj_rt_thread_slot(w_rows);") &&
+                    strstr(s, "w_vals[w_row * w_dim0 + j] += B_val * D_val;") &&
+                    !strstr(s, "w_vals[j]") &&
+                    strstr(s, "parallel(dynamic)"),
+                "%.4000s", s);
   free(s);
 }
 END_TEST
@@ -226,8 +246,9 @@ static const Refusal refusals[] = {
      "walks every j (nothing else it reads is sparse there), so it would store every entry "
      "of a sparse output's row"},
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd",
-     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i)",
-     "parallelize(i): the kernel's workspace w is one per kernel"},
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(j, static)",
+     "the loop of j reads or writes the workspace w: its loops take no split, divide, pos, "
+     "bound, fuse or parallelize"},
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd",
      "precompute(B(i,j) + C(i,j), {j}, w) split(j, j0, j1, 4)",
      "the loop of j reads or writes the workspace w: its loops take no split"},
