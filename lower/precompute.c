@@ -65,15 +65,31 @@ static bool sums_pass(const Assignment *as, const Expr *const *path, int n, cons
   return true;
 }
 
+/* The refusal of a workspace in a right-hand side with a sum over a
+ * subexpression (the residual's b(i) - sum(j, (B(i,j) + C(i,j)) * x(j))),
+ * naming the sum and the way around it. */
+static bool refuse_sum(Diag *d, const char *arg, const Expr *sum, const char *ws) {
+  char text[200] = "";
+  FILE *f = fmemopen(text, sizeof text - 1, "w");
+  if (f) {
+    nt_print_expr(f, sum);
+    fclose(f);
+  }
+  return diag_error(d, TJ_ERR_UNSUPPORTED, "precompute(%s): the right-hand side sums over a "
+                    "subexpression, %s (a where() of its own, which the workspace would sit "
+                    "in); a vector workspace is lowered where every reduction is over the "
+                    "whole right-hand side: compute that sum in a statement of its own "
+                    "(t(...) = the sum, with precompute(..., %s)), then use t",
+                    arg, text, ws);
+}
+
 bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr *e,
                                   IndexVar *j, const char *name, const char *arg, Diag *d) {
-  const Expr *none[1];
+  const Expr *sum[1];
   if (p->ws_depth >= 0 || p->vws_depth >= 0)
     return refuse(d, arg, "the kernel has a workspace already; one is lowered%s", "");
-  if (nt_sums(as->rhs, none, 1) > 0)
-    return refuse(d, arg, "the right-hand side sums over a subexpression (a where() of its "
-                  "own); a vector workspace is lowered where every reduction is over the "
-                  "whole right-hand side%s", "");
+  if (nt_sums(as->rhs, sum, 1) > 0)
+    return refuse_sum(d, arg, sum[0], name);
   const Expr *anc[NT_MAX_HEIGHT];
   int n = path_to(as->rhs, e, anc, 0);
   if (n < 0) return TJ_BUG(d, "the precomputed node is not in the right-hand side");

@@ -253,7 +253,10 @@ static const Refusal refusals[] = {
      "precompute(B(i,j) + C(i,j), {j}, w) split(j, j0, j1, 4)",
      "the loop of j reads or writes the workspace w: its loops take no split"},
     {"A(i,j) = B(i,j) - (B(i,k) + B(i,k)) * C(k,j)", "dd", "precompute(B(i,k) + B(i,k), {k}, w)",
-     "the right-hand side sums over a subexpression"},
+     "the right-hand side sums over a subexpression, sum(k, (B(i,k) + B(i,k)) * C(k,j)) (a "
+     "where() of its own, which the workspace would sit in); a vector workspace is lowered "
+     "where every reduction is over the whole right-hand side: compute that sum in a "
+     "statement of its own"},
     {"A(i,j) = B(i,k) * C(k,j) * x(j)", "dd",
      "reorder(i, k, j) precompute(B(i,k) * C(k,j), {k}, w)",
      "the subexpression uses j, whose loop runs inside the loop of the workspace's index"},
