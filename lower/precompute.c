@@ -65,9 +65,9 @@ static bool sums_pass(const Assignment *as, const Expr *const *path, int n, cons
   return true;
 }
 
-/* The refusal of a workspace in a right-hand side with a sum over a
- * subexpression (the residual's b(i) - sum(j, (B(i,j) + C(i,j)) * x(j))),
- * naming the sum and the way around it. */
+/* The refusal of a workspace beside a sum over a subexpression that it is
+ * not inside of (or that is inside it), naming the sum and the way around
+ * it. */
 static bool refuse_sum(Diag *d, const char *arg, const Expr *sum, const char *ws) {
   char text[200] = "";
   FILE *f = fmemopen(text, sizeof text - 1, "w");
@@ -78,22 +78,30 @@ static bool refuse_sum(Diag *d, const char *arg, const Expr *sum, const char *ws
   return diag_error(d, TJ_ERR_UNSUPPORTED, "precompute(%s): the right-hand side sums over a "
                     "subexpression, %s (a where() of its own, which the workspace would sit "
                     "in); a vector workspace is lowered where every reduction is over the "
-                    "whole right-hand side: compute that sum in a statement of its own "
-                    "(t(...) = the sum, with precompute(..., %s)), then use t",
-                    arg, text, ws);
+                    "whole right-hand side or inside the sum over its index: compute that "
+                    "sum in a statement of its own (t(...) = the sum, with "
+                    "precompute(..., %s)), then use t", arg, text, ws);
 }
 
 bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr *e,
                                   IndexVar *j, const char *name, const char *arg, Diag *d) {
-  const Expr *sum[1];
+  const Expr *sum[NT_MAX_INDICES];
   if (p->ws_depth >= 0 || p->vws_depth >= 0)
     return refuse(d, arg, "the kernel has a workspace already; one is lowered%s", "");
-  if (nt_sums(as->rhs, sum, 1) > 0)
-    return refuse_sum(d, arg, sum[0], name);
   const Expr *anc[NT_MAX_HEIGHT];
   int n = path_to(as->rhs, e, anc, 0);
   if (n < 0) return TJ_BUG(d, "the precomputed node is not in the right-hand side");
+  /* A sum over a subexpression: the workspace is built inside its loop over
+   * j when e lies in that sum's body (the residual's b(i) - sum(j, (B(i,j) +
+   * C(i,j)) * x(j))), with no other sum on the way or inside e. */
+  int nsums = nt_sums(as->rhs, sum, NT_MAX_INDICES), on_path = 0;
+  const Expr *in_sum = NULL;
+  for (int k = 0; k < n; k++)
+    if (anc[k]->kind == EX_SUM) on_path++, in_sum = anc[k];
+  if (nsums > 0 && (on_path != 1 || in_sum->u.sum.iv != j || nt_sums(e, sum, 1) > 0))
+    return refuse_sum(d, arg, in_sum ? in_sum : sum[0], name);
   for (int k = 0; k < n; k++) {
+    if (anc[k]->kind == EX_SUM) continue;
     OpAlgebra al = nt_expr_algebra(anc[k], as->semiring);
     if (al != OA_INTERSECT && al != OA_UNION && al != OA_KEEP && al != OA_DENSE &&
         al != OA_NUMERATOR)
@@ -212,7 +220,8 @@ LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   lw->root = nest->vws_rhs;
   lw->scope_end = end;
   lw->target = target;
-  if (lw->plan->out_sparse && has_full_point(lw, consumer, dj))
+  /* (a consumer summing into a temp stores no output entry itself) */
+  if (lw->plan->out_sparse && target == T_OUT && has_full_point(lw, consumer, dj))
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "precompute: the loop over %s that reads "
                       "the workspace %s walks every %s (nothing else it reads is sparse "
                       "there), so it would store every entry of a sparse output's row; "

@@ -143,6 +143,18 @@ static const LoopCase cases[] = {
     {MTTKRP, "B:dss", "i=8 j=5 k=7 l=6", "precompute(B(i,k,l) * C(k,j), {j}, w)"},
     {"A(i,j) = (B(i,j) + C(i,j)) * D(i,j)", "A:ds B:ds C:ds D:ds", "i=23 j=19",
      "precompute(B(i,j) + C(i,j), {j}, w)"},   /* a sparse output: D's entries */
+    /* the workspace inside a sum's loop (the residual, GEMM plus a matrix,
+       two sums), and under the parallel row loop (a row per thread) */
+    {"y(i) = b(i) - (B(i,j) + C(i,j)) * x(j)", "B:ds C:ds", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},
+    {"y(i) = b(i) - (B(i,j) + C(i,j)) * x(j)", "B:ds C:ss x:s", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, dynamic)"},
+    {"A(i,j) = (B(i,k) + E(i,k)) * C(k,j) + D(i,j)", "", "i=9 j=8 k=7",
+     "precompute(B(i,k) + E(i,k), {k}, w)"},
+    {"y(i) = A(i,k) * z(k) - (B(i,j) + C(i,j)) * x(j)", "A:ds B:ds C:ss", "i=23 j=19 k=11",
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, static)"},
+    {"A(i,j) = B(i,j) - (E(i,k) + F(i,k)) * C(k,j)", "A:ds B:ds", "i=9 j=8 k=7",
+     "precompute(E(i,k) + F(i,k), {k}, w)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
