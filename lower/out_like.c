@@ -134,6 +134,8 @@ LirStmt *lw_out_like_prepare(Lowerer *lw) {
 /* The output's position: B's, at its last level. */
 LirExpr *lw_out_like_index(Lowerer *lw) {
   for (int x = 1; x < lw->nacc; x++)
-    if (lw->acc[x].t == lw->plan->out_like) return lw->pos[x];
-  return NULL;
+    if (lw->acc[x].t == lw->plan->out_like && lw->pos[x]) return lw->pos[x];
+  TJ_BUG(lw->d, "an output shaped like an operand written where that operand's position is "
+         "not bound");
+  return lw_i64(lw, 0);
 }
