@@ -358,13 +358,43 @@ static Expr *with_node(Arena *a, const Expr *x, const Expr *e, Expr *w) {
   return c;
 }
 
-Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, IndexVar *j, int depth,
-                           const char *name, Diag *d) {
+/* Whether c has a loop over j. */
+static bool has_loop(const Cin *c, const IndexVar *j) {
+  switch (c->kind) {
+  case CIN_FORALL: return c->u.forall.iv == j || has_loop(c->u.forall.body, j);
+  case CIN_WHERE: return has_loop(c->u.where.consumer, j) || has_loop(c->u.where.producer, j);
+  case CIN_ASSIGN: return false;
+  }
+  return false;
+}
+
+enum { AT_J = -2 };   /* the where at j's own loop (inside a sum's where) */
+
+static Cin *subexpr_where(Arena *a, const Cin *c, const Expr *e, IndexVar *j, int depth,
+                          const char *name, Diag *d) {
   const Cin *loops[NT_MAX_INDICES];
   int n, dj = -1;
   const Cin *assign = loop_chain(c, loops, &n);
   for (int k = 0; k < n; k++)
     if (loops[k]->u.forall.iv == j) dj = k;
+  if (depth == AT_J) depth = dj;
+  if (assign->kind == CIN_WHERE && !assign->u.where.subexpr && dj < 0 &&
+      (depth >= n || depth < 0)) {
+    /* inside a sum's where (the residual's forall(i, where(y(i) = b(i) - t_j,
+     * forall(j, t_j += ...)))): the workspace goes into the loops of the
+     * sum over j, at j's loop */
+    bool in_producer = has_loop(assign->u.where.producer, j);
+    const Cin *side = in_producer ? assign->u.where.producer : assign->u.where.consumer;
+    Cin *in = subexpr_where(a, side, e, j, AT_J, name, d);
+    Cin *out = in ? arena_alloc(a, sizeof *out) : NULL;
+    if (!out) return in ? diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL : NULL;
+    *out = *assign;
+    if (in_producer) out->u.where.producer = in;
+    else out->u.where.consumer = in;
+    for (int k = n - 1; k >= 0 && out; k--) out = forall_like(a, loops[k], out);
+    if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
+    return out;
+  }
   if (assign->kind != CIN_ASSIGN || depth < 0 || dj < depth)
     return diag_error(d, TJ_ERR_INTERNAL, "workspace of a subexpression over %s at loop %d: "
                       "the notation has another shape", j->name, depth), NULL;
@@ -383,6 +413,11 @@ Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, IndexVar *j, i
   for (int k = depth - 1; k >= 0 && out; k--) out = forall_like(a, loops[k], out);
   if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
   return out;
+}
+
+Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, IndexVar *j, int depth,
+                           const char *name, Diag *d) {
+  return subexpr_where(a, c, e, j, depth, name, d);
 }
 
 static void print_cin(FILE *out, const Cin *c);

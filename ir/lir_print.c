@@ -405,6 +405,14 @@ static void print_call(Printer *p, const LirStmt *s) {
     print_expr(p, s->u.call.a, P_ADD + 1);
     fprintf(p->out, ") * sizeof *%s);\n", ptr);
     break;
+  case LH_THREADS:
+    fprintf(p->out, "%s = tj_rt_threads();\n", ptr);
+    break;
+  case LH_THREAD_SLOT:
+    fprintf(p->out, "%s = tj_rt_thread_slot(", ptr);
+    print_expr(p, s->u.call.a, P_COND);
+    fputs(");\n", p->out);
+    break;
   case LH_GETT:
     fputs("if ((rc = tj_rt_gett(operands, (const int32_t[]){", p->out);
     for (int w = 0; w < LIR_GETT_WORDS; w++)

@@ -278,6 +278,11 @@ static bool check_call(Verifier *v, const LirStmt *s) {
   }
   if (!check_var(v, s->u.call.ptr)) return false;
   LirType pt = s->u.call.ptr->type;
+  if (h == LH_THREADS || h == LH_THREAD_SLOT) {
+    if (pt != LT_I64) return failf(v, "thread count or slot into '%s' of type %s",
+                                   s->u.call.ptr->name, tname(pt));
+    return h == LH_THREADS || expect_int(v, s->u.call.a, "thread slot count");
+  }
   if (!lir_type_is_ptr(pt))
     return failf(v, "helper pointer '%s' has type %s", s->u.call.ptr->name,
                  tname(pt));
@@ -335,7 +340,8 @@ static bool check_scope(Verifier *v, const LirStmt *s) {
 
 static void describe(Verifier *v, const LirStmt *s) {
   static const char *helper[] = {"tj_rt_reserve", "tj_rt_alloc", "tj_rt_free",
-                                 "tj_rt_sort_crd", "zero", "tj_rt_gett"};
+                                 "tj_rt_sort_crd", "zero", "tj_rt_gett",
+                                 "tj_rt_threads", "tj_rt_thread_slot"};
   const char *vn = NULL;
   switch (s->kind) {
   case LS_DECL: vn = s->u.decl.var ? s->u.decl.var->name : "?";
@@ -346,7 +352,7 @@ static void describe(Verifier *v, const LirStmt *s) {
     snprintf(v->where, sizeof v->where, "for loop over '%s'", vn); break;
   case LS_CALL:
     snprintf(v->where, sizeof v->where, "call of %s",
-             s->u.call.h <= LH_GETT ? helper[s->u.call.h] : "?");
+             s->u.call.h <= LH_THREAD_SLOT ? helper[s->u.call.h] : "?");
     break;
   default: {
     static const char *kind[] = {"", "", "store", "setfield", "",

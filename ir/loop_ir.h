@@ -94,8 +94,10 @@ typedef enum {
   LH_FREE,      /* tj_rt_free(ptr var) */
   LH_SORT_CRD,  /* tj_rt_sort_crd(ptr, n, width) */
   LH_ZERO,      /* memset(ptr + lo, 0, (hi - lo) elements) */
-  LH_GETT       /* tj_rt_gett(operands, plan, micro-kernel): a dense
+  LH_GETT,      /* tj_rt_gett(operands, plan, micro-kernel): a dense
                    contraction by GETT / TTGT / LoG; may fail */
+  LH_THREADS,   /* i64 var = tj_rt_threads(): slots of per-thread data */
+  LH_THREAD_SLOT /* i64 var = tj_rt_thread_slot(n): this thread's slot */
 } LirHelper;
 
 /* The words of a GETT plan (TJ_GP_WORDS of runtime/abi.h, which ir/ does

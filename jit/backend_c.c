@@ -32,9 +32,12 @@ static const char helpers_c[] =
     "static void (*tj_p_free)(void *);\n"
     "static void (*tj_p_sort_crd)(void *, int64_t, int32_t);\n"
     "static int32_t (*tj_p_gett)(tj_storage **, const int32_t *, tj_gett_ukernel);\n"
+    "static int (*tj_p_threads)(void);\n"
+    "static int64_t (*tj_p_thread_slot)(int64_t);\n"
     "#define tj_rt_reserve tj_p_reserve\n#define tj_rt_alloc tj_p_alloc\n"
     "#define tj_rt_free tj_p_free\n#define tj_rt_sort_crd tj_p_sort_crd\n"
-    "#define tj_rt_gett tj_p_gett\n\n";
+    "#define tj_rt_gett tj_p_gett\n#define tj_rt_threads tj_p_threads\n"
+    "#define tj_rt_thread_slot tj_p_thread_slot\n\n";
 
 static const char bind_c[] =
     "\nvoid " BIND_SYMBOL "(void *const *h) {\n"
@@ -43,6 +46,8 @@ static const char bind_c[] =
     "  tj_p_free = (void (*)(void *))h[2];\n"
     "  tj_p_sort_crd = (void (*)(void *, int64_t, int32_t))h[3];\n"
     "  tj_p_gett = (int32_t (*)(tj_storage **, const int32_t *, tj_gett_ukernel))h[4];\n"
+    "  tj_p_threads = (int (*)(void))h[5];\n"
+    "  tj_p_thread_slot = (int64_t (*)(int64_t))h[6];\n"
     "}\n";
 
 typedef struct CState {
@@ -183,7 +188,8 @@ static bool c_compile(void *state, const LirKernel *k, const BackendOptions *o,
                       bind ? k->name : BIND_SYMBOL);
   }
   void *const helpers[] = {(void *)tj_rt_reserve, (void *)tj_rt_alloc, (void *)tj_rt_free,
-                           (void *)tj_rt_sort_crd, (void *)tj_rt_gett};
+                           (void *)tj_rt_sort_crd, (void *)tj_rt_gett,
+                           (void *)tj_rt_threads, (void *)tj_rt_thread_slot};
   bind(helpers);
   *out = (BackendKernel){.fn = fn, .handle = so,
                          .times = {.ir_ms = t1 - t0, .codegen_ms = jit_now_ms() - t1,

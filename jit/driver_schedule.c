@@ -95,6 +95,11 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
   o->masked_tail = !(mt && *mt == '0');
   o->lattice_max = drv_lattice_max();
   o->extents = as;
+  /* A sparse output shaped like an operand is updated in place, like a
+   * dense one: one kernel, its row loop parallel, no row chunks. */
+  p->out_like = lower_plan_out_like(as, p, cin);
+  int planned_ws = p->ws_depth;   /* a reduction between its levels needs no row workspace */
+  if (p->out_like) p->rangeable = false, p->pos_rows = 0, p->ws_depth = -1;
   for (int k = 0; k < s->n; k++) {
     const SchedDirective *sd = &s->d[k];
     int part = 0;
@@ -110,7 +115,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
         continue;
       }
       if (v && p->nloops > 0 && p->order[0] != v) { /* an inner loop (lowering checks more) */
-        if (p->out_sparse || p->reduce_rows || nt_is_reduction_var(as, v))
+        if ((p->out_sparse && !p->out_like) || p->reduce_rows || nt_is_reduction_var(as, v))
           return diag_error(d, TJ_ERR_UNSUPPORTED,
                             "parallelize(%s): an inner loop runs in parallel only over an index "
                             "of a dense output whose outer loop is not a reduction (or, with "
@@ -121,7 +126,7 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
       if (!v || p->nloops == 0)
         return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): no loop to run in parallel",
                           sd->vars[0]);
-      bool dense_rows = !p->out_sparse && !nt_is_reduction_var(as, v);
+      bool dense_rows = (!p->out_sparse || p->out_like) && !nt_is_reduction_var(as, v);
       if (sd->arg && !p->reduce_rows)
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s, partials): %s", sd->vars[0],
@@ -155,5 +160,9 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
   }
   lower_plan_scatter_union(as, p, drv_scatter_min(), drv_split_sum_min());
   if (p->ws_depth == 0) p->pos_rows = 0;   /* one workspace around every row */
+  if (p->out_like && (p->ws_depth >= 0 || p->vws_depth >= 0)) {  /* the lowering refuses */
+    p->out_like = 0;
+    if (p->ws_depth < 0) p->ws_depth = planned_ws;
+  }
   return true;
 }

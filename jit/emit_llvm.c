@@ -743,6 +743,24 @@ static bool call_zero(Emitter *e, const LirStmt *s) {
   return true;
 }
 
+/* var = tj_rt_threads(), or var = tj_rt_thread_slot(n) */
+static bool call_thread(Emitter *e, const LirStmt *s) {
+  LLVMValueRef var = em_slot(e, s->u.call.ptr);
+  if (!var) return false;
+  LLVMValueRef r;
+  if (s->u.call.h == LH_THREADS) {
+    r = em_helper(e, "tj_rt_threads", e->i32, NULL, 0, NULL);
+    r = LLVMBuildSExt(e->b, r, e->i64, "");
+  } else {
+    LLVMValueRef n = emit_expr(e, s->u.call.a);
+    if (!n) return false;
+    n = LLVMBuildIntCast2(e->b, n, e->i64, 1, "");
+    r = em_helper(e, "tj_rt_thread_slot", e->i64, &e->i64, 1, &n);
+  }
+  LLVMBuildStore(e->b, r, var);
+  return true;
+}
+
 static bool emit_call(Emitter *e, const LirStmt *s) {
   switch (s->u.call.h) {
   case LH_RESERVE: return call_reserve(e, s);
@@ -751,6 +769,8 @@ static bool emit_call(Emitter *e, const LirStmt *s) {
   case LH_SORT_CRD: return call_sort(e, s);
   case LH_ZERO: return call_zero(e, s);
   case LH_GETT: return emit_gett_call(e, s);
+  case LH_THREADS:
+  case LH_THREAD_SLOT: return call_thread(e, s);
   }
   return em_bug(e, "unknown runtime helper");
 }

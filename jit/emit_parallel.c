@@ -84,7 +84,8 @@ static void walk(Capture *c, const LirStmt *s) {
     walk_expr(c, s->u.call.b);
     if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC || s->u.call.h == LH_GETT)
       c->may_fail = true;
-    if (s->u.call.h == LH_FREE) write_var(c, s->u.call.ptr);
+    if (s->u.call.h == LH_FREE || s->u.call.h == LH_THREADS || s->u.call.h == LH_THREAD_SLOT)
+      write_var(c, s->u.call.ptr);
     use_var(c, s->u.call.ptr);
     break;
   case LS_BLOCK: walk(c, s->u.block); break;

@@ -218,6 +218,8 @@ static bool define_helpers(JitEngine *e, Diag *d) {
       {"tj_rt_free", (void *)tj_rt_free},
       {"tj_rt_sort_crd", (void *)tj_rt_sort_crd},
       {"tj_rt_gett", (void *)tj_rt_gett},
+      {"tj_rt_threads", (void *)tj_rt_threads},
+      {"tj_rt_thread_slot", (void *)tj_rt_thread_slot},
       {"tj_rt_parallel_for", (void *)tj_rt_parallel_for},
       {"tj_rt_parallel_for_leaves", (void *)tj_rt_parallel_for_leaves},
       {"tj_rt_parallel_for_sched", (void *)tj_rt_parallel_for_sched}};

@@ -171,6 +171,7 @@ static bool plan_workspace(const Assignment *as, LowerPlan *p, Diag *d) {
   const tj_format *f = &p->fmt[0];
   p->ws_depth = -1;
   p->vws_depth = -1;
+  p->out_like = 0;
   p->out_sparse = lv_format_has_sparse(f);
   if (!p->out_sparse) return true;
   int first_red = p->nloops;

@@ -561,6 +561,10 @@ static Exit exec_call(Interp *in, const LirStmt *s) {
     return helper_rc(in, tj_rt_gett(in->ops, s->u.call.plan, NULL));
   case LH_ALLOC: return exec_alloc(in, s);
   case LH_FREE: return exec_free(in, s);
+  case LH_THREADS:      /* serial: one slot, this thread's */
+  case LH_THREAD_SLOT:
+    in->env[s->u.call.ptr->id].i = s->u.call.h == LH_THREADS ? 1 : 0;
+    return EX_OK;
   default: return exec_range(in, s);
   }
 }

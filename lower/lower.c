@@ -104,7 +104,7 @@ LirExpr *lw_out_linear(Lowerer *lw) {
   return p ? p : lw_i64(lw, 0);
 }
 
-static LirStmt *reserve(Lowerer *lw, int arr, int level, LirExpr *need) {
+LirStmt *lw_reserve(Lowerer *lw, int arr, int level, LirExpr *need) {
   LirStmt *s = lir_call(lw->a, LH_RESERVE);
   s->u.call.operand = 0;
   s->u.call.arr = arr;
@@ -113,7 +113,7 @@ static LirStmt *reserve(Lowerer *lw, int arr, int level, LirExpr *need) {
   return s;
 }
 
-static LirStmt *reload(Lowerer *lw, LirVar *ptr, LirField f, int level) {
+LirStmt *lw_reload(Lowerer *lw, LirVar *ptr, LirField f, int level) {
   return lir_assign(lw->a, ptr, lir_field(lw->a, lw->k, 0, f, level));
 }
 
@@ -125,9 +125,9 @@ static LirStmt *grow_if_full(Lowerer *lw, LirVar *cap, int arr, int l, LirExpr *
   LirExpr *twice = lir_bin(a, LOP_MUL, lw_ref(lw, cap), lw_i64(lw, 2));
   LirStmt *grow = lir_assign(a, cap, lir_bin(a, LOP_MAX, twice,
                                              lir_bin(a, LOP_ADD, index, lw_i64(lw, 1))));
-  lir_append(&grow, reserve(lw, arr, l, lw_ref(lw, cap)));
-  if (arr == TJ_ARR_CRD) lir_append(&grow, reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
-  else lir_append(&grow, reload(lw, lw->pos_ptr[0][l], LF_POS, l));
+  lir_append(&grow, lw_reserve(lw, arr, l, lw_ref(lw, cap)));
+  if (arr == TJ_ARR_CRD) lir_append(&grow, lw_reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
+  else lir_append(&grow, lw_reload(lw, lw->pos_ptr[0][l], LF_POS, l));
   lir_append(&grow, more);
   return lir_if(a, lir_bin(a, LOP_GE, index, lw_ref(lw, cap)), grow, NULL);
 }
@@ -137,12 +137,12 @@ LirStmt *lw_ensure_out_cap(Lowerer *lw, int l, LirExpr *index) {
   if (lw->phase == PHASE_COMPUTE) return NULL;
   LirStmt *more = NULL;
   for (int k = lw_out_run_start(lw->acc[0].f, l); k < l; k++) { /* the run's crd grow together */
-    lir_append(&more, reserve(lw, TJ_ARR_CRD, k, lw_ref(lw, lw->crd_cap[l])));
-    lir_append(&more, reload(lw, lw->crd_ptr[0][k], LF_CRD, k));
+    lir_append(&more, lw_reserve(lw, TJ_ARR_CRD, k, lw_ref(lw, lw->crd_cap[l])));
+    lir_append(&more, lw_reload(lw, lw->crd_ptr[0][k], LF_CRD, k));
   }
   if (l == lw->out_last && lw->emit_values) {
-    lir_append(&more, reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, lw_ref(lw, lw->crd_cap[l]))));
-    lir_append(&more, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+    lir_append(&more, lw_reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, lw_ref(lw, lw->crd_cap[l]))));
+    lir_append(&more, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
   }
   return grow_if_full(lw, lw->crd_cap[l], TJ_ARR_CRD, l, index, more);
 }
@@ -176,7 +176,7 @@ static void mark_valued_masks(Lowerer *lw, const Expr *e) {
  * otherwise. */
 static bool atomics_ok(Lowerer *lw, bool reduction, bool in_temp) {
   const char *v = lw->nest.order[lw->par_depth]->name;
-  const char *why = lw->plan->out_sparse ? "a sparse output's entries are appended, not updated"
+  const char *why = lw_out_appended(lw) ? "a sparse output's entries are appended, not updated"
                     : !reduction ? "its iterations write disjoint entries of the output: there "
                                    "is no race to guard"
                     : in_temp ? "it sums into a scalar temp below the output's last index; "
@@ -227,7 +227,7 @@ static bool setup_accesses(Lowerer *lw) {
   }
   /* A dense output indexed below a reduction loop (MTTKRP in the order
    * i,k,j,l) still sums the reductions below its last index in a temp. */
-  if (lw->first_red < 0 && !p->out_sparse && last_out + 1 < lw->scope_end)
+  if (lw->first_red < 0 && !lw_out_appended(lw) && last_out + 1 < lw->scope_end)
     lw->first_red = last_out + 1;
   /* ... but not one walked by a fused loop: each f updates the output */
   if (lw->first_red >= 0 && lw->first_red < nest->nloops && nest->form[lw->first_red]->fused)
@@ -272,22 +272,21 @@ static bool setup_accesses(Lowerer *lw) {
   const CinLoopForm *pf = nest->nloops > 0 ? nest->form[lw->par_depth] : NULL;
   if (pf && pf->fuse) reduction |= nt_is_reduction_var(lw->as, pf->fuse_inner);
   for (int k = 0; k < nest->nloops; k++)
-    if (nest->form[k]->fuse && p->out_sparse)
+    if (nest->form[k]->fuse && lw_out_appended(lw))
       return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "fuse(%s, %s, %s): the output is sparse "
-                        "(appended row by row); fused loops write a dense output",
+                        "(appended row by row); fused loops write a dense output, or a "
+                        "sparse one whose pattern is one operand's (a product of it and "
+                        "dense factors, in its format)",
                         nest->order[k]->name, nest->form[k]->fuse_inner->name,
                         nest->form[k]->fuse);
   bool in_temp = lw->first_red >= 0 && lw->par_depth >= lw->first_red;
   const char *race = nest->par_asked >= 0 ? nest->form[lw->par_depth]->race : NULL;
   if (race && strcmp(race, "atomics") == 0 && !atomics_ok(lw, reduction, in_temp)) return false;
-  /* a workspace (a scattered union into a dense output) is one per kernel:
-   * its rows run in order */
-  if (vws && nest->par_asked >= 0)
-    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s): the kernel's workspace %s "
-                      "is one per kernel, so the loops around it run on one thread",
-                      nest->order[nest->par_asked]->name, nest->vws_access->u.access.t->name);
-  lw->par_ok = lw->opt->parallel && !p->out_sparse && nest->nloops > 0 &&
-               nest->ws_depth < 0 && !vws && (!reduction || lw->atomic);
+  /* a subexpression's workspace has one row per thread when the parallel
+   * loop runs around its where (lw_subexpr_alloc) */
+  lw->par_ok = lw->opt->parallel && !lw_out_appended(lw) && nest->nloops > 0 &&
+               nest->ws_depth < 0 && (!vws || lw->par_depth < nest->vws_depth) &&
+               (!reduction || lw->atomic);
   if (nest->par_asked >= 0 && pf && pf->fuse && reduction && !lw->atomic)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize: the fused loop %s sums over "
                       "%s into entries other iterations update too; parallelize(..., atomics)",
@@ -443,8 +442,8 @@ static LirStmt *prepare_dense_output(Lowerer *lw) {
   Arena *a = lw->a;
   LirVar *n = lw_var(lw, "out_size", LT_I64);
   LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
-  lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
-  lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+  lir_append(&s, lw_reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
+  lir_append(&s, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
   if ((!lw->as->accumulate || lw->ranged) && lw->phase != PHASE_ASSEMBLE && !lw->zero_rows &&
       !lw->stores_all)
     lir_append(&s, zero_dense_output(lw, n));
@@ -472,8 +471,8 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
       lw->out_p[l] = lw->out_p[r];
       if (lw->phase == PHASE_COMPUTE) continue;
       lw->crd_cap[l] = lw->crd_cap[r];
-      lir_append(&s, reserve(lw, TJ_ARR_CRD, l, lw_ref(lw, lw->crd_cap[l])));
-      lir_append(&s, reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
+      lir_append(&s, lw_reserve(lw, TJ_ARR_CRD, l, lw_ref(lw, lw->crd_cap[l])));
+      lir_append(&s, lw_reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
     }
     if (!lv_at(f, l, LV_HAS_POS)) continue;
     snprintf(base, sizeof base, "pOut%d", l);
@@ -487,8 +486,8 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
     snprintf(base, sizeof base, "out%d_crd_cap", l);
     lw->crd_cap[l] = lw_var(lw, base, LT_I64);
     lir_append(&s, lir_decl(a, lw->crd_cap[l], lw_i64(lw, 1024)));
-    lir_append(&s, reserve(lw, TJ_ARR_CRD, l, lw_ref(lw, lw->crd_cap[l])));
-    lir_append(&s, reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
+    lir_append(&s, lw_reserve(lw, TJ_ARR_CRD, l, lw_ref(lw, lw->crd_cap[l])));
+    lir_append(&s, lw_reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
     LirExpr *plen;
     if (parents_dense(f, l)) {
       plen = lir_bin(a, LOP_ADD, out_prefix_size(lw, l), lw_i64(lw, 1));
@@ -498,8 +497,8 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
       lir_append(&s, lir_decl(a, lw->pos_cap[l], lw_i64(lw, 1024)));
       plen = lw_ref(lw, lw->pos_cap[l]);
     }
-    lir_append(&s, reserve(lw, TJ_ARR_POS, l, plen));
-    lir_append(&s, reload(lw, lw->pos_ptr[0][l], LF_POS, l));
+    lir_append(&s, lw_reserve(lw, TJ_ARR_POS, l, plen));
+    lir_append(&s, lw_reload(lw, lw->pos_ptr[0][l], LF_POS, l));
     LirStmt *z = lir_call(a, LH_ZERO);
     z->u.call.ptr = lw->pos_ptr[0][l];
     z->u.call.a = lw_i64(lw, 0);
@@ -511,8 +510,8 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
     LirExpr *need = lw->phase == PHASE_COMPUTE
                         ? lir_field(a, lw->k, 0, LF_CRD_LEN, last)
                         : lw_ref(lw, lw->crd_cap[last]);
-    lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, need)));
-    lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+    lir_append(&s, lw_reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, need)));
+    lir_append(&s, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
   }
   return s;
 }
@@ -552,8 +551,8 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
   }
   if (lw->phase == PHASE_ASSEMBLE) {
     LirExpr *n = lw_out_vals(lw, lw_ref(lw, lw->out_p[last]));
-    lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, n));
-    lir_append(&s, reload(lw, lw->vals_ptr[0], LF_VALS, 0));
+    lir_append(&s, lw_reserve(lw, TJ_ARR_VALS, 0, n));
+    lir_append(&s, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
     LirStmt *z = lir_call(a, LH_ZERO);
     z->u.call.ptr = lw->vals_ptr[0];
     z->u.call.a = lw_i64(lw, 0);
@@ -746,7 +745,9 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   LirStmt *body = conversion_notes(lw);
   lir_append(&body, declare_operands(lw));
   if (ranged) lir_append(&body, declare_range(lw));
-  if (plan->out_sparse) {
+  if (plan->out_like) {
+    lir_append(&body, lw_out_like_prepare(lw));
+  } else if (plan->out_sparse) {
     if (phase == PHASE_COMPUTE)
       lir_append(&body, lir_comment(a, "compute: the output's index arrays are assembled"));
     lir_append(&body, prepare_sparse_output(lw));
@@ -754,11 +755,11 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
     lir_append(&body, prepare_dense_output(lw));
   }
   if (lw->nest.ws_depth >= 0) lir_append(&body, allocate_workspace(lw));
-  bool dense_assemble = !plan->out_sparse && phase == PHASE_ASSEMBLE;
+  bool dense_assemble = (!plan->out_sparse || plan->out_like) && phase == PHASE_ASSEMBLE;
   if (lw->nest.vws_depth >= 0 && lw->emit_values) lir_append(&body, lw_subexpr_alloc(lw));
   lir_append(&body, bind_scalars(lw));
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
-  if (plan->out_sparse) lir_append(&body, finish_sparse_output(lw));
+  if (lw_out_appended(lw)) lir_append(&body, finish_sparse_output(lw));
   if (!diag_ok(d)) return NULL;
   if (pos_ranged && !lw->pos_walked)
     return TJ_BUG(d, "the outermost loop of a pos_rows kernel walks no operand's positions"),

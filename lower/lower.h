@@ -70,6 +70,13 @@ typedef struct LowerPlan {
                                           row): row-range compute kernels take
                                           ranges of that level's positions
                                           (lower_kernel_rows); 0 none */
+  int out_like;                        /* > 0: a sparse output whose pattern is
+                                          operand out_like's (a product of it
+                                          with dense factors, same indices and
+                                          format), under a schedule that repeats
+                                          or fuses loops: its index arrays are
+                                          copied from it and its values updated
+                                          at its positions (lower/out_like.c) */
   bool reduce_rows;                    /* dense output, outermost loop a dense
                                           reduction loop: row-range kernels
                                           into per-chunk partial outputs */
@@ -244,6 +251,12 @@ int lower_union_term_count(const Assignment *as, const Expr *e);
  * did either. */
 bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms,
                               int min_sum_terms);
+
+/* The operand whose pattern a sparse output takes under cin's schedule
+ * (LowerPlan.out_like, lower/out_like.c), or 0: taken where the schedule
+ * repeats loops between a split's halves or fuses loops, which an output
+ * appended in loop order cannot follow. */
+int lower_plan_out_like(const Assignment *as, const LowerPlan *p, const Cin *cin);
 
 /* Emits the kernel for one phase of the plan into arena memory: the loop
  * nest only; the loop-IR passes (LOWER_PASSES) run after it. */

@@ -439,6 +439,7 @@ static bool drains_assembled(const Lowerer *lw) {
 
 /* Output position of a dense (located) output. */
 static LirExpr *out_index(Lowerer *lw) {
+  if (lw->plan->out_like) return lw_out_like_index(lw);
   return lw->plan->out_sparse ? lw->pos[0] : lw_out_linear(lw);
 }
 
@@ -450,7 +451,8 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   if (lw->target == T_VWS || lw->target == T_VWS_RESET) { /* w[j] (+)= e, or w[j] = 0 */
     if (!lw->emit_values) return NULL;
     LirExpr *w = lw_ref(lw, lw->vals_ptr[lw->vws_t]);
-    LirExpr *j = lw_ref(lw, lw->coord[lw->nest.vws_var->id]);
+    LirExpr *j = lw_locate(lw, lw->vws_x, 0, lw->vws_slot ? lw_ref(lw, lw->vws_slot) : NULL,
+                           lw_ref(lw, lw->coord[lw->nest.vws_var->id]));
     if (lw->target == T_VWS_RESET) return lir_store(a, w, j, vconst(lw, lw_fill_value(lw)));
     LirExpr *v = gen_expr(lw, lw->root, alive);
     return lw->nest.vws_sums ? lir_store_update(a, w, j, (LirBinOp)lw_lir_op(lw, OP_ADD), v)
@@ -481,7 +483,7 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     return reached;
   }
   LirVar *vals = lw->vals_ptr[0];
-  if (lw->plan->out_sparse && !lw_out_dense_tail(lw->acc[0].f)) {
+  if (lw_out_appended(lw) && !lw_out_dense_tail(lw->acc[0].f)) {
     lir_append(&reached, lir_store(a, lw_ref(lw, vals), out_index(lw), v));
     return reached;
   }
@@ -526,7 +528,7 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->temp_def = saved_def;
   lw->root_temp = NULL;
   if (!lw->emit_values) return lir_block(a, s);
-  if (lw->plan->out_sparse && !lw_out_dense_tail(lw->acc[0].f)) {
+  if (lw_out_appended(lw) && !lw_out_dense_tail(lw->acc[0].f)) {
     LirStmt *st = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), out_index(lw), lw_ref(lw, t));
     lir_append(&s, lw->out_hit ? lir_if(a, lw_ref(lw, lw->out_hit), st, NULL) : st);
   } else
@@ -814,7 +816,8 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
     if (ac->located) {
       snprintf(base, sizeof base, "p%s", ac->e->u.access.t->name);
       LirVar *p = lw_var(lw, base, LT_I64);
-      lw->pos[x] = NULL;
+      /* the workspace's row: this thread's, when it has one per thread */
+      lw->pos[x] = x == lw->vws_x && lw->vws_slot ? lw_ref(lw, lw->vws_slot) : NULL;
       for (int k = 0; k < ac->f->order; k++) {
         const IndexVar *iv = ac->e->u.access.idx[ac->f->mode_order[k]];
         lw->pos[x] = lw_locate(lw, x, k, lw->pos[x], lw_ref(lw, lw->coord[iv->id]));
@@ -907,7 +910,7 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   LirStmt *s = bind_levels(lw, cx, keep, cv);
 
   const tj_format *of = lw->acc[0].f;
-  int l = lw->target == T_OUT && lw->plan->out_sparse ? lw_level_at(lw, 0, cx->depth) : -1;
+  int l = lw->target == T_OUT && lw_out_appended(lw) ? lw_level_at(lw, 0, cx->depth) : -1;
   /* An output level is located (dense), appended (compressed; the leaf,
    * also a run's last singleton), or the inner part of a run, whose
    * coordinates its leaf appends. */

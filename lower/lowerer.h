@@ -136,6 +136,10 @@ typedef struct Lowerer {
   tj_format vws_fmt;
   bool vws_in;                             /* its producer or consumer is being emitted */
   bool vws_reset_on_read;                  /* the consumer resets each entry it reads */
+  LirVar *vws_slots;                       /* the parallel loop runs around the where:
+                                              the workspace has this many rows, one
+                                              per thread (NULL: one row) */
+  LirVar *vws_slot;                        /* inside the where: this thread's row */
   LirType vtype;                           /* value type of the expression */
   bool is_bool;                            /* bool dtype: vtype I8 0/1, + max, * min */
   bool root_reduces;                       /* the nest has root reductions */
@@ -335,6 +339,17 @@ AMask lw_subexpr_consumer(const Lowerer *lw, AMask alive);
 /* The where() at depth: the producer's loops, the consumer's, the reset. */
 LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp);
 
+/* out_like.c: a sparse output shaped like an operand (LowerPlan.out_like) */
+/* Whether the output is sparse and appended in loop order (not shaped
+ * like an operand, whose values are then updated in place). */
+bool lw_out_appended(const Lowerer *lw);
+/* The prologue: the operand's index arrays copied into the output (when
+ * the phase writes them), the values sized like the operand's and set to
+ * the output's start. */
+LirStmt *lw_out_like_prepare(Lowerer *lw);
+/* The output's value position: the operand's position at its last level. */
+LirExpr *lw_out_like_index(Lowerer *lw);
+
 /* lower.c helpers used by lower_loops.c */
 /* The value of absent entries: the semiring's zero (0 by default). */
 double lw_fill_value(const Lowerer *lw);
@@ -359,6 +374,10 @@ LirExpr *lw_level_size(Lowerer *lw, int x, int level);
 LirExpr *lw_load_index(Lowerer *lw, LirVar *arr, LirExpr *idx);
 LirStmt *lw_store_index(Lowerer *lw, LirVar *arr, LirExpr *idx, LirExpr *v);
 LirStmt *lw_ensure_out_cap(Lowerer *lw, int level, LirExpr *index);
+/* tj_rt_reserve of the output's array arr (TJ_ARR_*) of level to need
+ * entries; then the pointer variable ptr reloaded from field f. */
+LirStmt *lw_reserve(Lowerer *lw, int arr, int level, LirExpr *need);
+LirStmt *lw_reload(Lowerer *lw, LirVar *ptr, LirField f, int level);
 LirStmt *lw_ensure_pos_cap(Lowerer *lw, int level, LirExpr *index);
 LirExpr *lw_out_linear(Lowerer *lw);
 

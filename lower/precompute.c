@@ -21,8 +21,10 @@
  * The read resets w when the consumer's loop over j visits every j (one
  * dense point); otherwise the producer's loops run again to set what they
  * wrote back to 0, so the workspace costs no pass over all of j for a
- * sparse row. The workspace is one per kernel: its loops run on one thread
- * (row chunks of the driver each have their own). A sparse output takes
+ * sparse row. Under a parallel loop the workspace has one row per thread
+ * (tj_rt_threads() rows, allocated zeroed once; each where takes its
+ * thread's, tj_rt_thread_slot, and leaves it zeroed); row chunks of the
+ * driver each allocate their own. A sparse output takes
  * the entries the consumer's loop visits, so that loop must walk a sparse
  * operand (not every j); the assembly runs the consumer alone.
  */
@@ -63,19 +65,43 @@ static bool sums_pass(const Assignment *as, const Expr *const *path, int n, cons
   return true;
 }
 
+/* The refusal of a workspace beside a sum over a subexpression that it is
+ * not inside of (or that is inside it), naming the sum and the way around
+ * it. */
+static bool refuse_sum(Diag *d, const char *arg, const Expr *sum, const char *ws) {
+  char text[200] = "";
+  FILE *f = fmemopen(text, sizeof text - 1, "w");
+  if (f) {
+    nt_print_expr(f, sum);
+    fclose(f);
+  }
+  return diag_error(d, TJ_ERR_UNSUPPORTED, "precompute(%s): the right-hand side sums over a "
+                    "subexpression, %s (a where() of its own, which the workspace would sit "
+                    "in); a vector workspace is lowered where every reduction is over the "
+                    "whole right-hand side or inside the sum over its index: compute that "
+                    "sum in a statement of its own (t(...) = the sum, with "
+                    "precompute(..., %s)), then use t", arg, text, ws);
+}
+
 bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr *e,
                                   IndexVar *j, const char *name, const char *arg, Diag *d) {
-  const Expr *none[1];
+  const Expr *sum[NT_MAX_INDICES];
   if (p->ws_depth >= 0 || p->vws_depth >= 0)
     return refuse(d, arg, "the kernel has a workspace already; one is lowered%s", "");
-  if (nt_sums(as->rhs, none, 1) > 0)
-    return refuse(d, arg, "the right-hand side sums over a subexpression (a where() of its "
-                  "own); a vector workspace is lowered where every reduction is over the "
-                  "whole right-hand side%s", "");
   const Expr *anc[NT_MAX_HEIGHT];
   int n = path_to(as->rhs, e, anc, 0);
   if (n < 0) return TJ_BUG(d, "the precomputed node is not in the right-hand side");
+  /* A sum over a subexpression: the workspace is built inside its loop over
+   * j when e lies in that sum's body (the residual's b(i) - sum(j, (B(i,j) +
+   * C(i,j)) * x(j))), with no other sum on the way or inside e. */
+  int nsums = nt_sums(as->rhs, sum, NT_MAX_INDICES), on_path = 0;
+  const Expr *in_sum = NULL;
+  for (int k = 0; k < n; k++)
+    if (anc[k]->kind == EX_SUM) on_path++, in_sum = anc[k];
+  if (nsums > 0 && (on_path != 1 || in_sum->u.sum.iv != j || nt_sums(e, sum, 1) > 0))
+    return refuse_sum(d, arg, in_sum ? in_sum : sum[0], name);
   for (int k = 0; k < n; k++) {
+    if (anc[k]->kind == EX_SUM) continue;
     OpAlgebra al = nt_expr_algebra(anc[k], as->semiring);
     if (al != OA_INTERSECT && al != OA_UNION && al != OA_KEEP && al != OA_DENSE &&
         al != OA_NUMERATOR)
@@ -115,18 +141,28 @@ LirStmt *lw_subexpr_alloc(Lowerer *lw) {
   LirVar *n = lw_var(lw, arena_printf(a, "%s_dim0", name), LT_I64);
   LirStmt *s = lir_decl(a, n, lw_extent_of(lw, lw->nest.vws_var));
   lw->dim[t][0] = n;
+  LirExpr *len = lw_ref(lw, n);
+  lw->vws_slots = NULL;
+  if (lw->par_ok && lw->par_depth < lw->nest.vws_depth) {   /* a row per thread */
+    lw->vws_slots = lw_var(lw, arena_printf(a, "%s_rows", name), LT_I64);
+    lir_append(&s, lir_decl(a, lw->vws_slots, lw_i64(lw, 1)));
+    LirStmt *c = lir_call(a, LH_THREADS);
+    c->u.call.ptr = lw->vws_slots;
+    lir_append(&s, c);
+    len = lir_bin(a, LOP_MUL, len, lw_ref(lw, lw->vws_slots));
+  }
   LirVar *w = lw->vals_ptr[t] = lw_var(lw, arena_printf(a, "%s_vals", name),
                                         lir_ptr_type(lw->vtype));
   lir_append(&s, lir_decl(a, w, NULL));
   LirStmt *al = lir_call(a, LH_ALLOC);   /* zeroed */
   al->u.call.ptr = w;
-  al->u.call.a = lir_bin(a, LOP_MUL, lw_ref(lw, n), lw_i64(lw, lir_type_bytes(lw->vtype)));
+  al->u.call.a = lir_bin(a, LOP_MUL, len, lw_i64(lw, lir_type_bytes(lw->vtype)));
   lir_append(&s, al);
   LirStmt *fr = lir_call(a, LH_FREE);
   fr->u.call.ptr = w;
   lir_append(&lw->k->cleanup, fr);
   if (lw_fill_value(lw) != 0)
-    lir_append(&s, lw_fill(lw, w, lw_i64(lw, 0), lw_ref(lw, n), lw_fill_value(lw)));
+    lir_append(&s, lw_fill(lw, w, lw_i64(lw, 0), len, lw_fill_value(lw)));
   return s;
 }
 
@@ -163,10 +199,19 @@ LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   const Expr *root = lw->root;
   int end = lw->scope_end, target = lw->target;
   lw->vws_in = true;
+  LirStmt *s = NULL;
+  if (lw->vws_slots) {   /* this thread's row */
+    const char *name = nest->vws_access->u.access.t->name;
+    lw->vws_slot = lw_var(lw, arena_printf(lw->a, "%s_row", name), LT_I64);
+    s = lir_decl(lw->a, lw->vws_slot, lw_i64(lw, 0));
+    LirStmt *c = lir_call(lw->a, LH_THREAD_SLOT);
+    c->u.call.ptr = lw->vws_slot;
+    c->u.call.a = lw_ref(lw, lw->vws_slots);
+    lir_append(&s, c);
+  }
   lw->root = nest->vws_node;
   lw->scope_end = dj + 1;
   lw->target = T_VWS;
-  LirStmt *s = NULL;
   if (lw->emit_values) {  /* the assembly reads no values */
     lir_append(&s, lir_comment(lw->a, arena_printf(lw->a, "the workspace %s: the producer",
                                                    nest->vws_access->u.access.t->name)));
@@ -175,7 +220,8 @@ LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   lw->root = nest->vws_rhs;
   lw->scope_end = end;
   lw->target = target;
-  if (lw->plan->out_sparse && has_full_point(lw, consumer, dj))
+  /* (a consumer summing into a temp stores no output entry itself) */
+  if (lw->plan->out_sparse && target == T_OUT && has_full_point(lw, consumer, dj))
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "precompute: the loop over %s that reads "
                       "the workspace %s walks every %s (nothing else it reads is sparse "
                       "there), so it would store every entry of a sparse output's row; "
@@ -198,5 +244,6 @@ LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   lw->scope_end = end;
   lw->target = target;
   lw->vws_in = false;
+  lw->vws_slot = NULL;
   return lir_block(lw->a, s);
 }

@@ -140,6 +140,12 @@ void tj_rt_parallel_for_sched(int64_t lo, int64_t hi, const void *pos, int32_t p
  * TJ_NUM_THREADS or the OpenMP default). */
 void tj_rt_set_threads(int n);
 int tj_rt_threads(void);
+/* The slot in [0, n) of the calling thread's per-thread data (a kernel's
+ * workspace rows): its number in the team of the parallel loop running it,
+ * which tj_rt_parallel_for sizes at most tj_rt_threads(); 0 outside one or
+ * past n (a body run on the calling thread alone, which then owns every
+ * slot). */
+int64_t tj_rt_thread_slot(int64_t n);
 /* Work (rows plus stored entries) below which a loop runs on one thread:
  * forking costs more than it saves there. TJ_PAR_MIN_WORK overrides. */
 int64_t tj_rt_par_min_work(void);

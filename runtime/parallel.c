@@ -24,6 +24,11 @@ int tj_rt_threads(void) {
   return n > 0 ? n : omp_get_max_threads();
 }
 
+int64_t tj_rt_thread_slot(int64_t n) {
+  int64_t t = omp_get_thread_num();
+  return t >= 0 && t < n ? t : 0;
+}
+
 /* Waking a sleeping worker costs 10-100 us on this 2-core VM (KMP_BLOCKTIME=0,
  * as the bench runs), and a row-plus-entry of SpMV about 0.3 ns. On a quiet
  * machine (tjbench --only spmv-csr, TJ_PAR_MIN_WORK swept) wiki-Vote's SpMV

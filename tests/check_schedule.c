@@ -324,6 +324,11 @@ static const Refusal refusals[] = {
     {"A(i,j) = B(i,j) + C(i,j)", "vectorize(q,4)", "dd", "unknown index 'q'"},
     {"A(i,j) = B(i,j) + C(i,j)", "split(j, j0, j1, 2) reorder(j0, i, j1)", "ds",
      "(j0 above i) and writes a sparse output, which is appended in loop order"},
+    /* B .* C of two sparse operands: the pattern is neither's, so the output
+       is appended, and fused loops are refused (so are repeated ones: B + C
+       above) */
+    {"A(i,j) = B(i,j) * C(i,j)", "reorder(i, j) fuse(i, j, f) pos(f, fp, B(i,j))", "ds",
+     "fused loops write a dense output, or a sparse one whose pattern is one operand's"},
     {"A(i,j) = B(i,j) + C(i,j)", "unroll(j,4)", "ds", "only for loops (a dense range, or one "
      "sparse level) unroll"},
     {"A(i,j) = B(i,j) + C(i,j)", "unroll(j,65)", "dd", "unroll factor 65 is not between 2 and 64"},

@@ -61,6 +61,25 @@ static const LoopCase cases[] = {
     /* a dense loop over blocks outside the row loop, and divide */
     {SPMV, "A:dd", "i=37 j=29", "split(j, j0, j1, 8) reorder(j0, i, j1)"},
     {SPMV, "A:dd", "i=37 j=29", "divide(i, i0, i1, 3) reorder(i0, j, i1)"},
+    /* TACO's SDDMM into a CSR output shaped like B: k between the halves of
+       j's positions, B's positions fused with the rows, DCSR, a dense tail */
+    {SDDMM, "A:ds B:ds", "i=19 j=17 k=6", "split(i, i0, i1, 4) pos(j, jpos, B(i,j)) "
+                                          "split(jpos, jpos0, jpos1, 2) "
+                                          "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0) "
+                                          "vectorize(jpos1, 4)"},
+    {SDDMM, "A:ds B:ds", "i=19 j=17 k=6", "split(i, i0, i1, 4) pos(j, jpos, B(i,j)) "
+                                          "split(jpos, jpos0, jpos1, 2) "
+                                          "reorder(i0, i1, jpos0, k, jpos1) "
+                                          "parallelize(i0, dynamic)"},
+    {SDDMM, "A:ds B:ds", "i=19 j=17 k=6", "reorder(i, j, k) fuse(i, j, f) pos(f, fp, B(i,j)) "
+                                          "split(fp, f0, f1, 4) parallelize(f0, static)"},
+    {SDDMM, "A:ss B:ss", "i=19 j=17 k=6", "pos(i, ip, B(i,j)) split(ip, i0, i1, 3) "
+                                          "pos(j, jpos, B(i,j)) split(jpos, jpos0, jpos1, 2) "
+                                          "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0)"},
+    {SDDMM, "A:sd B:sd", "i=19 j=17 k=6", "pos(i, ip, B(i,j)) split(ip, i0, i1, 3) "
+                                          "split(j, j0, j1, 4) reorder(i0, i1, j0, k, j1)"},
+    {"A(i,j) = -B(i,j) * 2 * C(i,j)", "A:ds B:ds", "i=19 j=17",
+     "reorder(i, j) fuse(i, j, f) pos(f, fp, B(i,j)) split(fp, f0, f1, 3) parallelize(f0)"},
     /* TACO's SDDMM, into a sparse and a dense output */
     {SDDMM, "A:ds B:ds", "i=19 j=17 k=6", "split(i, i0, i1, 4) pos(j, jp, B(i,j)) "
                                           "split(jp, j0, j1, 2) reorder(i0, i1, j0, j1, k) "
@@ -124,6 +143,18 @@ static const LoopCase cases[] = {
     {MTTKRP, "B:dss", "i=8 j=5 k=7 l=6", "precompute(B(i,k,l) * C(k,j), {j}, w)"},
     {"A(i,j) = (B(i,j) + C(i,j)) * D(i,j)", "A:ds B:ds C:ds D:ds", "i=23 j=19",
      "precompute(B(i,j) + C(i,j), {j}, w)"},   /* a sparse output: D's entries */
+    /* the workspace inside a sum's loop (the residual, GEMM plus a matrix,
+       two sums), and under the parallel row loop (a row per thread) */
+    {"y(i) = b(i) - (B(i,j) + C(i,j)) * x(j)", "B:ds C:ds", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w)"},
+    {"y(i) = b(i) - (B(i,j) + C(i,j)) * x(j)", "B:ds C:ss x:s", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, dynamic)"},
+    {"A(i,j) = (B(i,k) + E(i,k)) * C(k,j) + D(i,j)", "", "i=9 j=8 k=7",
+     "precompute(B(i,k) + E(i,k), {k}, w)"},
+    {"y(i) = A(i,k) * z(k) - (B(i,j) + C(i,j)) * x(j)", "A:ds B:ds C:ss", "i=23 j=19 k=11",
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, static)"},
+    {"A(i,j) = B(i,j) - (E(i,k) + F(i,k)) * C(k,j)", "A:ds B:ds", "i=9 j=8 k=7",
+     "precompute(E(i,k) + F(i,k), {k}, w)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
@@ -379,6 +410,67 @@ static double *values_of(int64_t n, unsigned seed, bool sparse) {
   return v;
 }
 
+/* TACO's SDDMM schedule into a CSR output, by hand, on 2 threads (its
+ * pattern is B's: an entry where C D is 0 stays, as an explicit 0):
+ *   B = [1 0 2 0; 0 0 0 0; 0 3 0 4; 5 6 7 8; 0 0 0 9]
+ *   C = [1 2; 3 4; 0 1; 2 0; 1 1], D = [1 0 2 1; 0 1 1 2]
+ *   C D = [1 2 4 5; 3 4 10 11; 0 1 1 2; 2 0 4 2; 1 1 3 3]
+ *   A = B .* (C D) = [1 0 8 0; 0 0 0 0; 0 3 0 8; 10 0 28 16; 0 0 0 27]
+ * with B's 9 entries (A(3,1) = 6 * 0 among them), through assemble and
+ * compute run apart and through evaluate, twice (the values are reset). */
+START_TEST(sddmm_into_csr_by_hand) {
+  static const double b[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  static const double c[10] = {1, 2, 3, 4, 0, 1, 2, 0, 1, 1}, d[8] = {1, 0, 2, 1, 0, 1, 1, 2};
+  static const double want[20] = {1, 0, 8, 0, 0, 0, 0, 0, 0, 3, 0, 8, 10, 0, 28, 16, 0, 0, 0, 27};
+  static const int64_t want_crd[9][2] = {{0, 0}, {0, 2}, {2, 1}, {2, 3}, {3, 0},
+                                         {3, 1}, {3, 2}, {3, 3}, {4, 3}};
+  static const char *scheds[] = {
+      "split(i, i0, i1, 16) pos(j, jpos, B(i,j)) split(jpos, jpos0, jpos1, 8) "
+      "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0, static) vectorize(jpos1, 8)",
+      "split(i, i0, i1, 2) pos(j, jpos, B(i,j)) split(jpos, jpos0, jpos1, 2) "
+      "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0, dynamic)",
+      "reorder(i, j, k) fuse(i, j, f) pos(f, fp, B(i,j)) split(fp, f0, f1, 2) "
+      "parallelize(f0, static)",
+  };
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  for (size_t r = 0; r < sizeof scheds / sizeof scheds[0]; r++)
+    for (int split = 0; split < 2; split++) {
+      tj_context *cx;
+      OK(tj_context_new(&cx));
+      tj_tensor *A = matrix("A", "ds", 5, 4, (double[20]){0}), *B = matrix("B", "ds", 5, 4, b);
+      tj_tensor *C = matrix("C", "dd", 5, 2, c), *D = matrix("D", "dd", 2, 4, d);
+      tj_kernel *k;
+      OK(tj_compile(cx, SDDMM, (tj_tensor *[]){A, B, C, D}, 4, scheds[r], &two, &k));
+      for (int rep = 0; rep < 2; rep++) {
+        if (split) {
+          OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+          OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+        } else {
+          OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+        }
+        int64_t *crd, nnz;
+        double *v;
+        OK(tj_tensor_unpack(A, &crd, &v, &nnz));
+        ck_assert_msg(nnz == 9, "[%s] %lld entries, want B's 9", scheds[r], (long long)nnz);
+        for (int q = 0; q < 9; q++) {
+          int64_t i = crd[2 * q], j = crd[2 * q + 1];
+          ck_assert_msg(i == want_crd[q][0] && j == want_crd[q][1] && v[q] == want[i * 4 + j],
+                        "[%s] entry %d: A(%lld,%lld) = %g, want A(%lld,%lld) = %g", scheds[r],
+                        q, (long long)i, (long long)j, v[q], (long long)want_crd[q][0],
+                        (long long)want_crd[q][1],
+                        want[want_crd[q][0] * 4 + want_crd[q][1]]);
+        }
+        free(crd);
+        free(v);
+      }
+      tj_tensor *all[] = {A, B, C, D};
+      for (int t = 0; t < 4; t++) tj_tensor_free(all[t]);
+      tj_context_free(cx);
+    }
+}
+END_TEST
+
 /* TACO's CPU schedules for its scheduling examples, as written there
  * (split 32 / 4 / chunk sizes scaled to these small operands), on 2
  * threads; values against plain loops over the dense arrays the operands
@@ -387,7 +479,7 @@ static double *values_of(int64_t n, unsigned seed, bool sparse) {
  *          and split(i,i0,i1,4) reorder(i0,i1,j) parallelize(i0)
  *   SpMM   split(i,i0,i1,4) pos(j,jpos,A(i,j)) split(jpos,jpos0,jpos1,4)
  *          reorder(i0,i1,jpos0,k,jpos1) parallelize(i0) vectorize(jpos1,4)
- *   SDDMM  the same over B's positions (a dense output)
+ *   SDDMM  the same over B's positions (a dense output, and a CSR one shaped like B)
  *   TTV    fuse(i,j,f) pos(f,fpos,B(i,j,k)) split(fpos,chunk,fpos2,4) parallelize(chunk)
  *   MTTKRP split(i,i1,i2,4) reorder(i1,i2,k,l,j) parallelize(i1) */
 START_TEST(taco_schedules_by_plain_loops) {
@@ -409,12 +501,16 @@ START_TEST(taco_schedules_by_plain_loops) {
                       "vectorize(jpos1, 4)"},
       {2, SDDMM, "ds", "split(i, i0, i1, 4) pos(j, jpos, B(i,j)) split(jpos, jpos0, jpos1, 4) "
                        "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0, static)"},
+      {5, SDDMM, "ds", "split(i, i0, i1, 4) pos(j, jpos, B(i,j)) split(jpos, jpos0, jpos1, 4) "
+                       "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0, static) "
+                       "vectorize(jpos1, 4)"},
       {3, TTV, "dss", "fuse(i, j, f) pos(f, fpos, B(i,j,k)) split(fpos, chunk, fpos2, 4) "
                       "parallelize(chunk, static)"},
       {4, MTTKRP, "dss", "split(i, i1, i2, 4) reorder(i1, i2, k, l, j) parallelize(i1, static)"},
   };
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-    int kind = runs[r].kind;
+    int kind = runs[r].kind, out_csr = kind == 5;   /* 5: SDDMM into CSR */
+    if (out_csr) kind = 2;
     tj_context *cx;
     OK(tj_context_new(&cx));
     tj_tensor *ops[4];
@@ -423,7 +519,8 @@ START_TEST(taco_schedules_by_plain_loops) {
     int64_t d3[3] = {I, J, K}, m3[3] = {I, K, L}, dLJ[2] = {L, J}, dJ = J, dK = K;
     double *zero = calloc(I * (J > K ? J : K), sizeof *zero);
     ops[0] = kind == 0 ? tensor_of("y", "d", 1, od, zero) : tensor_of(kind == 1 ? "C" : "A",
-                                                                       "dd", 2, od, zero);
+                                                                       out_csr ? "ds" : "dd",
+                                                                       2, od, zero);
     int nops = 3;
     switch (kind) {
     case 0: ops[1] = tensor_of("A", runs[r].fmt, 2, dAJ, A), ops[2] = tensor_of("x", "d", 1, &dJ, x); break;
@@ -459,6 +556,8 @@ START_TEST(taco_schedules_by_plain_loops) {
         ck_assert_msg(v == want[i * n1 + j], "[%s] (%lld,%lld) = %g, want %g", runs[r].sched,
                       (long long)i, (long long)j, v, want[i * n1 + j]);
       }
+    if (out_csr)   /* B's pattern: one entry per entry of B */
+      ck_assert_int_eq(tj_tensor_nnz(ops[0]), tj_tensor_nnz(ops[1]));
     for (int t = 0; t < nops; t++) tj_tensor_free(ops[t]);
     free(zero);
     tj_context_free(cx);
@@ -673,6 +772,7 @@ int main(void) {
   tcase_add_test(t, atomics_by_hand);
   tcase_add_test(t, atomics_cas_by_hand);
   tcase_add_test(t, taco_schedules_by_plain_loops);
+  tcase_add_test(t, sddmm_into_csr_by_hand);
   tcase_add_test(t, notation_shows_the_rewrites);
   tcase_add_test(t, vectorize_is_a_rewrite_of_the_loop);
   tcase_add_loop_test(t, refusals_with_messages, 0, NREFUSALS);

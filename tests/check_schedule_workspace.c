@@ -60,6 +60,13 @@ static const Run runs[] = {
      "reorder(i, k, l, j) precompute(B(i,k,l) * D(l,j), {j}, w)"},
     {MTTKRP_INNER, "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", "sss", "d",
      "precompute(B(i,k,l) * C(k,j), {j}, w)"},
+    /* the loop around the where in parallel: one workspace row per thread */
+    {SPMV_SUM, "y(i) = (B(i,j) + C(i,j)) * x(j)", "ds", "s",
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, dynamic)"},
+    {ROW_SCALE, "A(i,j) = (B(i,j) + C(i,j)) * x(j)", "ds", "d",
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, static)"},
+    {MTTKRP_TACO, "A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "sss", "d",
+     "precompute(B(i,k,l) * D(l,j), {j}, w) parallelize(i, dynamic)"},
 };
 enum { NRUNS = sizeof runs / sizeof runs[0] };
 
@@ -158,6 +165,51 @@ START_TEST(subexpr_workspace_by_hand) {
 }
 END_TEST
 
+/* TACO's residual with the workspace inside the sum's loop, by hand (B, C
+ * and x as above, b = (10, 20, 30)): y = b - (B + C) x = (10 - 15, 20 - 0,
+ * 30 - 29) = (-5, 20, 1); on 1 and 2 threads (a row of w each), both
+ * backends, run twice. */
+START_TEST(residual_workspace_by_hand) {
+  static const double b[9] = {1, 0, 2, 0, 0, 0, 0, 3, 0}, c[9] = {0, 4, 0, 0, 0, 0, 5, 0, 6};
+  static const double xv[3] = {1, 2, 3}, bv[3] = {10, 20, 30}, zero[3] = {0};
+  static const double want[3] = {-5, 20, 1};
+  for (int run = 0; run < 4; run++) {
+    int64_t d2[2] = {3, 3}, d1 = 3;
+    tj_tensor *ops[5] = {tu_tensor("y", "d", 1, &d1, zero), tu_tensor("b", "d", 1, &d1, bv),
+                         tu_tensor("B", "ds", 2, d2, b), tu_tensor("C", "ds", 2, d2, c),
+                         tu_tensor("x", "d", 1, &d1, xv)};
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_options o = tj_options_default();
+    o.nthreads = run % 2 + 1;
+    if (run >= 2) o.backend = TJ_BACKEND_C;
+    tj_kernel *k;
+    OK(tj_compile(cx, "y(i) = b(i) - (B(i,j) + C(i,j)) * x(j)", ops, 5,
+                  "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, dynamic)", &o, &k));
+    for (int rep = 0; rep < 2; rep++) {
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+      for (int64_t i = 0; i < 3; i++) {
+        double v;
+        OK(tj_tensor_get(ops[0], &i, &v));
+        ck_assert_msg(v == want[i], "[run %d] y(%lld) = %g, want %g", run, (long long)i, v,
+                      want[i]);
+      }
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    OK(tj_kernel_print(k, TJ_STAGE_CIN, f));
+    fclose(f);
+    ck_assert_str_eq(buf, "forall(i:parallel(dynamic), where(y(i) = b(i) - t_j, "
+                          "where(forall(j, t_j += w(j) * x(j)), "
+                          "forall(j, w(j) = B(i,j) + C(i,j)))))\n");
+    free(buf);
+    for (int t = 0; t < 5; t++) tj_tensor_free(ops[t]);
+    tj_context_free(cx);
+  }
+}
+END_TEST
+
 /* A stage of y(i) = (B + C) * x or TACO's MTTKRP under a schedule. */
 static char *stage_of(bool mttkrp, const char *sched, tj_stage st) {
   double *v = values_of(I * J * K, 0, 7, true);
@@ -203,8 +255,9 @@ START_TEST(subexpr_workspace_stages) {
   ck_assert_msg(strstr(s, "j (produces w): [B C] [B] [C]\nj (reads w): [x]\n"), "%s", s);
   free(s);
   s = stage_of(false, "precompute(B(i,j) + C(i,j), {j}, w)", TJ_STAGE_C);
-  /* the producer's union stores one select (lower/case_select.c) */
-  ck_assert_msg(strstr(s, "w_vals[j] = B1 == j && C1 == j ? B_val_1 + C_val_1 : B1 == j ? B_val : "
+  /* the producer's union stores one select (lower/case_select.c), into
+     this thread's row of w (the row loop is parallel) */
+  ck_assert_msg(strstr(s, "w_vals[w_row * w_dim0 + j] = B1 == j && C1 == j ? B_val_1 + C_val_1 : B1 == j ? B_val : "
                           "C_val;") &&
                     strstr(s, "the workspace's entries back to 0") &&
                     strstr(s, "tj_rt_free(w_vals)"),
@@ -213,6 +266,18 @@ START_TEST(subexpr_workspace_stages) {
   s = stage_of(true, "precompute(B(i,k,l) * D(l,j), {j}, w)", TJ_STAGE_C);
   ck_assert_msg(strstr(s, "its reads reset the workspace") && strstr(s, "w_vals[pw] = 0.0;") &&
                 !strstr(s, "back to 0"), "%.3000s", s);
+  free(s);
+  /* under the parallel row loop: a row of w per thread, each where on its
+     thread's (no access to w outside it) */
+  s = stage_of(true, "precompute(B(i,k,l) * D(l,j), {j}, w) parallelize(i, dynamic)",
+               TJ_STAGE_C);
+  ck_assert_msg(strstr(s, "w_rows = tj_rt_threads();") &&
+                    strstr(s, "tj_rt_alloc(w_dim0 * w_rows * 8") &&
+                    strstr(s, "w_row = tj_rt_thread_slot(w_rows);") &&
+                    strstr(s, "w_vals[w_row * w_dim0 + j] += B_val * D_val;") &&
+                    !strstr(s, "w_vals[j]") &&
+                    strstr(s, "parallel(dynamic)"),
+                "%.4000s", s);
   free(s);
 }
 END_TEST
@@ -226,13 +291,18 @@ static const Refusal refusals[] = {
      "walks every j (nothing else it reads is sparse there), so it would store every entry "
      "of a sparse output's row"},
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd",
-     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i)",
-     "parallelize(i): the kernel's workspace w is one per kernel"},
+     "precompute(B(i,j) + C(i,j), {j}, w) parallelize(j, static)",
+     "the loop of j reads or writes the workspace w: its loops take no split, divide, pos, "
+     "bound, fuse or parallelize"},
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd",
      "precompute(B(i,j) + C(i,j), {j}, w) split(j, j0, j1, 4)",
      "the loop of j reads or writes the workspace w: its loops take no split"},
-    {"A(i,j) = B(i,j) - (B(i,k) + B(i,k)) * C(k,j)", "dd", "precompute(B(i,k) + B(i,k), {k}, w)",
-     "the right-hand side sums over a subexpression"},
+    /* a workspace over an output index beside a sum (not inside it) */
+    {"A(i,j) = (B(i,j) + C(i,j)) * x(j) - B(i,k) * x(k)", "dd",
+     "precompute(B(i,j) + C(i,j), {j}, w)",
+     "the right-hand side sums over a subexpression, sum(k, B(i,k) * x(k)) (a where() of its "
+     "own, which the workspace would sit in); a vector workspace is lowered where every "
+     "reduction is over the whole right-hand side or inside the sum over its index"},
     {"A(i,j) = B(i,k) * C(k,j) * x(j)", "dd",
      "reorder(i, k, j) precompute(B(i,k) * C(k,j), {k}, w)",
      "the subexpression uses j, whose loop runs inside the loop of the workspace's index"},
@@ -270,6 +340,7 @@ int main(void) {
   tcase_set_timeout(t, 120);
   tcase_add_loop_test(t, subexpr_workspace_by_plain_loops, 0, 3 * NRUNS);
   tcase_add_test(t, subexpr_workspace_by_hand);
+  tcase_add_test(t, residual_workspace_by_hand);
   tcase_add_test(t, subexpr_workspace_stages);
   tcase_add_loop_test(t, subexpr_workspace_refusals, 0, NREFUSALS);
   suite_add_tcase(s, t);

@@ -139,6 +139,15 @@ expect precompute_cin '^forall\(i, where\(y\(i\) = acc \+ z\(i\), forall\(j, acc
 expect atomics_csc "$OK" "$SPMV" -f=A:ds:1,0 -g=A:s:0.3 -g=x:d -d=A:90,70 -nthreads=2 \
   -s='parallelize(j, atomics)' -check
 expect atomics_llvm 'atomicrmw fadd' "$SPMV" -f=A:ds:1,0 -d=A:90,70 -s='parallelize(j, atomics)' -print-llvm
+expect sddmm_taco_csr "$OK" 'A(i,j) = B(i,j) * C(i,k) * D(k,j)' -f=A:ds -f=B:ds -g=B:s:0.1 \
+  -g=C:d -g=D:d -d=B:90,70 -d=k:16 -nthreads=2 \
+  -s='split(i,i0,i1,16) pos(j,jpos,B(i,j)) split(jpos,jpos0,jpos1,8) reorder(i0,i1,jpos0,k,jpos1) parallelize(i0)' -check
+expect sddmm_taco_csr_shaped 'the output is shaped like B' 'A(i,j) = B(i,j) * C(i,k) * D(k,j)' \
+  -f=A:ds -f=B:ds -d=B:9,7 -d=k:4 \
+  -s='split(i,i0,i1,4) pos(j,jpos,B(i,j)) split(jpos,jpos0,jpos1,2) reorder(i0,i1,jpos0,k,jpos1)' -print-c
+expect residual_workspace "$OK" 'y(i) = b(i) - (B(i,j) + C(i,j)) * x(j)' -f=B:ds -f=C:ds \
+  -g=B:s:0.2 -g=C:s:0.2 -g=x:d -g=b:d -d=B:90,70 -nthreads=2 \
+  -s='precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, dynamic)' -check
 expect fuse_spmv "$OK" "$SPMV" -f=A:ds -g=A:p:0.1 -g=x:d -d=A:90,70 -nthreads=2 \
   -s='fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 16) parallelize(f0, static, atomics)' -check
 expect_fail fuse_in_sum_refused 'is summed over a subexpression, so its loop nests inside' \
