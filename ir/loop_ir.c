@@ -332,6 +332,30 @@ bool lir_unit_step(const LirStmt *loop) {
   return !st || (st->kind == LE_CONST && st->u.c.i == 1);
 }
 
+bool lir_expr_equal(const LirExpr *x, const LirExpr *y) {
+  if (x == y) return true;
+  if (!x || !y || x->kind != y->kind || x->type != y->type) return false;
+  switch (x->kind) {
+  case LE_CONST: return x->u.c.i == y->u.c.i && x->u.c.f == y->u.c.f;
+  case LE_VAR: return x->u.var == y->u.var;
+  case LE_FIELD:
+    return x->u.field.operand == y->u.field.operand && x->u.field.field == y->u.field.field &&
+           x->u.field.level == y->u.field.level;
+  case LE_LOAD:
+    return lir_expr_equal(x->u.load.ptr, y->u.load.ptr) &&
+           lir_expr_equal(x->u.load.idx, y->u.load.idx);
+  case LE_BIN:
+    return x->u.bin.op == y->u.bin.op && lir_expr_equal(x->u.bin.a, y->u.bin.a) &&
+           lir_expr_equal(x->u.bin.b, y->u.bin.b);
+  case LE_UN: return x->u.un.op == y->u.un.op && lir_expr_equal(x->u.un.a, y->u.un.a);
+  case LE_CAST: return lir_expr_equal(x->u.cast, y->u.cast);
+  case LE_SELECT:
+    return lir_expr_equal(x->u.sel.cond, y->u.sel.cond) && lir_expr_equal(x->u.sel.a, y->u.sel.a) &&
+           lir_expr_equal(x->u.sel.b, y->u.sel.b);
+  }
+  return false;
+}
+
 bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark) {
   if (!e) return false;
   switch (e->kind) {

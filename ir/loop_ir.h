@@ -247,6 +247,8 @@ void lir_append(LirStmt **head, LirStmt *s);
 
 /* A FOR whose step is 1 (a missing step means 1). */
 bool lir_unit_step(const LirStmt *loop);
+/* Are x and y the same expression, node by node (variables by identity)? */
+bool lir_expr_equal(const LirExpr *x, const LirExpr *y);
 /* Does e read a variable v with v->id < nmark and mark[v->id] set? */
 bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark);
 

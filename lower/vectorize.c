@@ -4,7 +4,9 @@
  * body is straight-line (DECL / ASSIGN / STORE), every store writes at a
  * unit-stride index (uniform + iv), and every variable declared outside the
  * loop that the body assigns is a reduction (v += e, *=, min, max, or a
- * fold by a user-defined operator, lir_fold) read nowhere else in the body. Loads may be uniform (broadcast), unit-stride
+ * fold by a user-defined operator, lir_fold) read nowhere else in the body,
+ * and no array it stores into is read or written at another index
+ * (no_carried_memory). Loads may be uniform (broadcast), unit-stride
  * (vector loads) or, when the plan allows gathers, anything else.
  * The loop becomes
  *   vend = lo + (hi - lo) / W * W;
@@ -137,6 +139,91 @@ static bool ensure_tables(Vec *v) {
   return v->cap > 0;
 }
 
+/* ---- memory carried across iterations ----
+ * Lanes run W iterations at once, so a store must not reach a later
+ * iteration's load or store: every access to an array the loop stores
+ * into is at the store's own index (y[p] = y[p] + e, never pos[q + 1] =
+ * max(pos[q + 1], pos[q])). Arrays are told apart by their pointer
+ * expression; distinct operands do not alias. */
+enum { MAX_STORES = 32 };
+typedef struct Stores {
+  const LirExpr *ptr[MAX_STORES], *idx[MAX_STORES];
+  int n;
+  bool overflow, carried;
+} Stores;
+
+static void collect_stores(const LirStmt *s, Stores *st) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_BLOCK) collect_stores(s->u.block, st);
+    if (s->kind == LS_FOR) collect_stores(s->u.loop.body, st);
+    if (s->kind != LS_STORE) continue;
+    if (st->n == MAX_STORES) {
+      st->overflow = true;
+      return;
+    }
+    st->ptr[st->n] = s->u.store.ptr, st->idx[st->n++] = s->u.store.idx;
+  }
+}
+
+/* Marks st->carried when ptr[idx] touches a stored array elsewhere. */
+static void check_access(Stores *st, const LirExpr *ptr, const LirExpr *idx) {
+  for (int i = 0; i < st->n; i++)
+    if (lir_expr_equal(st->ptr[i], ptr) && !lir_expr_equal(st->idx[i], idx)) st->carried = true;
+}
+
+static void check_loads(Stores *st, const LirExpr *e) {
+  if (!e) return;
+  switch (e->kind) {
+  case LE_LOAD:
+    check_access(st, e->u.load.ptr, e->u.load.idx);
+    check_loads(st, e->u.load.ptr);
+    check_loads(st, e->u.load.idx);
+    break;
+  case LE_BIN:
+    check_loads(st, e->u.bin.a);
+    check_loads(st, e->u.bin.b);
+    break;
+  case LE_UN: check_loads(st, e->u.un.a); break;
+  case LE_CAST: check_loads(st, e->u.cast); break;
+  case LE_SELECT:
+    check_loads(st, e->u.sel.cond);
+    check_loads(st, e->u.sel.a);
+    check_loads(st, e->u.sel.b);
+    break;
+  default: break;
+  }
+}
+
+static void check_stmts(Stores *st, const LirStmt *s) {
+  for (; s; s = s->next) switch (s->kind) {
+    case LS_BLOCK: check_stmts(st, s->u.block); break;
+    case LS_FOR:
+      check_loads(st, s->u.loop.lo);
+      check_loads(st, s->u.loop.hi);
+      check_stmts(st, s->u.loop.body);
+      break;
+    case LS_DECL: check_loads(st, s->u.decl.init); break;
+    case LS_ASSIGN: check_loads(st, s->u.assign.e); break;
+    case LS_STORE:
+      check_access(st, s->u.store.ptr, s->u.store.idx);
+      check_loads(st, s->u.store.ptr);
+      check_loads(st, s->u.store.idx);
+      check_loads(st, s->u.store.e);
+      break;
+    default: break;
+    }
+}
+
+/* No array the body stores into is read or written at another index. */
+static bool no_carried_memory(const LirStmt *body) {
+  Stores st = {.n = 0};
+  collect_stores(body, &st);
+  if (st.overflow) return false;
+  if (st.n == 0) return true;
+  check_stmts(&st, body);
+  return !st.carried;
+}
+
 static bool has_loop(const LirStmt *s);
 
 static bool vectorizable(Vec *v, const LirStmt *loop, bool allow_gather) {
@@ -150,7 +237,7 @@ static bool vectorizable(Vec *v, const LirStmt *loop, bool allow_gather) {
   if (!lir_unit_step(loop)) return false;
   const LirStmt *body = loop->u.loop.body;
   if (!legal_list(v, body) || (has_loop(body) && !legal_list(v, body)) ||
-      !reductions_unread(v, body))
+      !reductions_unread(v, body) || !no_carried_memory(body))
     return false;
   if (v->gathers && !allow_gather) return false;
   return v->unit_store || (v->reduction && v->unit_load);
