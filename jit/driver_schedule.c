@@ -89,6 +89,10 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
   /* Peeling of short gather reductions: on by default; TJ_PEEL=0 turns it off. */
   const char *pe = getenv("TJ_PEEL");
   o->peel = !(pe && *pe == '0');
+  /* Register promotion of fixed updates into dense outputs: on by
+   * default; TJ_PROMOTE=0 turns it off. */
+  const char *pr = getenv("TJ_PROMOTE");
+  o->promote = !(pr && *pr == '0') && !p->out_sparse;
   o->lattice_max = drv_lattice_max();
   o->extents = as;
   for (int k = 0; k < s->n; k++) {
