@@ -267,6 +267,52 @@ static void check_values(tj_tensor *t, const double *want, int64_t rows, int64_t
     }
 }
 
+/* The caller's BSR arrays of MLIR's example, wrapped without a copy: the
+ * same arrays come back, get and SpMV read them (y by hand), and a block
+ * column out of range is refused naming its level and position. */
+START_TEST(wraps_bsr_arrays) {
+  int32_t pos[3] = {0, 2, 3}, crd[3] = {0, 2, 1};
+  double vals[12] = {1, 2, 0, 3, 4, 0, 0, 5, 6, 7, 8, 0};
+  tj_format f;
+  OK(tj_format_parse(BSR2, &f));
+  int64_t dims[2] = {4, 6};
+  tj_arrays a = {.dtype = TJ_F64, .order = 2, .dims = dims, .fmt = &f, .vals = vals,
+                 .vals_len = 12};
+  a.pos[1] = pos, a.pos_len[1] = 3, a.crd[1] = crd, a.crd_len[1] = 3;
+  tj_tensor *t;
+  OK(tj_tensor_wrap("A", &a, 0, &t));
+  check_example_arrays(t);
+  tj_arrays back;
+  OK(tj_tensor_arrays(t, &back));
+  ck_assert_ptr_eq(back.vals, vals);
+  ck_assert_ptr_eq(back.crd[1], crd);
+  double v;
+  OK(tj_tensor_get(t, (int64_t[]){2, 3}, &v));
+  ck_assert_double_eq(v, 7);
+  /* y = A x with x = (1, 2, 3, 4, 5, 6): rows 1*1+2*2+4*5 = 25, 3*2+5*6 = 36,
+   * 6*3+7*4 = 46, 8*3 = 24. */
+  int64_t n = 6, m = 4;
+  double xv[6] = {1, 2, 3, 4, 5, 6}, want[4] = {25, 36, 46, 24};
+  tj_tensor *x = dense_tensor("x", 1, &n, xv), *y = dense_tensor("y", 1, &m, NULL);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, t, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  check_values(y, want, m, 1);
+  tj_context_free(cx);
+  tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(t);
+  ck_assert_double_eq(vals[9], 7);   /* the caller's arrays outlive the tensor */
+  crd[2] = 3;   /* 6 columns: block columns 0..2 */
+  ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "level 1"), "%s", tj_last_error());
+  crd[2] = 1;
+  a.vals_len = 11;
+  ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_SHAPE);
+  ck_assert_msg(strstr(tj_last_error(), "needs 12 values"), "%s", tj_last_error());
+}
+END_TEST
+
 /* y = A x over BSR A, against a plain loop over A's dense copy. */
 static void spmv_case(const char *spec, int64_t m, int64_t n, int br, int bc) {
   double *ad;
@@ -473,6 +519,7 @@ int main(void) {
   tcase_add_test(tc, reads_mtx_into_bsr);
   tcase_add_test(tc, spmv_bsr);
   tcase_add_test(tc, spmm_bsr);
+  tcase_add_test(tc, wraps_bsr_arrays);
   tcase_add_test(tc, spmm_bsr_is_register_blocked);
   tcase_add_test(tc, refuses_unsupported_kernels);
   suite_add_tcase(s, tc);
