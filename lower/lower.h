@@ -296,6 +296,10 @@ int lower_unroll_jam(Arena *a, LirKernel *k, int factor);
 #define LOWER_JAM_MAX 8
 LirStmt *lower_jam_copies(Arena *a, LirKernel *k, const LirStmt *loop, int trips,
                           LirVar *const *sums, LirVar *const *parts, int nsums);
+/* A copy of statement s (its next not followed) with a fresh variable for
+ * every DECL; loops keep their ivs. For what lower_jam_copies takes (no
+ * while, if or call); NULL otherwise. */
+LirStmt *lower_clone_stmt(Arena *a, LirKernel *k, LirStmt *s);
 
 /* Register promotion (lower/promote.c): a loop that adds into output
  * elements that stay put while it runs adds into accumulators declared

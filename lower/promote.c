@@ -494,6 +494,59 @@ static LirStmt *lanes_across(Promote *p, LirStmt *L, const Accs *A) {
   return outer;
 }
 
+/* ---- row groups: BSR 8x8 ----
+ *
+ * Under a vector loop, a candidate of more than PROMOTE_GROUP trips (8x8's
+ * rows) would keep 8 accumulators: 16 lanes each, four passes of the
+ * vector loop over each block row. L is copied once per group of
+ * PROMOTE_GROUP rows instead, each copy's candidate bounded to its group,
+ * and each copy promoted on its own: 4 accumulators of 32 lanes live at a
+ * time (lower/vectorize.c counts the most any one loop keeps), two passes
+ * over B's rows of a block, which read 4 cache lines of each row in a
+ * row, not 2. */
+
+#define PROMOTE_GROUP 4
+
+static LirStmt *first_candidate(Promote *p, LirStmt *s) {
+  for (; s; s = s->next) {
+    if (jam_candidate(p, s)) return s;
+    LirStmt *in = s->kind == LS_BLOCK ? first_candidate(p, s->u.block) : NULL;
+    if (in) return in;
+  }
+  return NULL;
+}
+
+static LirStmt *loop_of(LirStmt *s, const LirVar *iv) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_FOR && s->u.loop.iv == iv) return s;
+    LirStmt *in = s->kind == LS_BLOCK ? loop_of(s->u.block, iv) : NULL;
+    if (in) return in;
+  }
+  return NULL;
+}
+
+static bool split_groups(Promote *p, LirStmt **slot) {
+  LirStmt *L = *slot;
+  if (L->u.loop.at.vec_width || L->u.loop.at.parallel) return false;
+  if (!mark_inside(p, L) || !body_ok(p, L->u.loop.body)) return false;
+  LirStmt *q = first_candidate(p, L->u.loop.body);
+  if (!q) return false;
+  int64_t lo = q->u.loop.lo->u.c.i, trips = q->u.loop.hi->u.c.i - lo;
+  if (trips <= PROMOTE_GROUP || trips > LOWER_JAM_MAX || trips % PROMOTE_GROUP) return false;
+  LirStmt *copies = NULL;
+  for (int64_t g = 0; g < trips / PROMOTE_GROUP; g++) {
+    LirStmt *c = lower_clone_stmt(p->a, p->k, L), *cq = c ? loop_of(c->u.loop.body, q->u.loop.iv) : NULL;
+    if (!cq) return false;
+    cq->u.loop.lo = lir_const_int(p->a, q->u.loop.iv->type, lo + g * PROMOTE_GROUP);
+    cq->u.loop.hi = lir_const_int(p->a, q->u.loop.iv->type, lo + (g + 1) * PROMOTE_GROUP);
+    lir_append(&copies, c);
+  }
+  if (p->a->failed) return false;
+  lir_append(&copies, L->next);
+  *slot = copies;
+  return true;
+}
+
 /* Tries the rewrite on the loop at *slot; true when it made it. around_free:
  * a loop around it that is neither parallel nor vectorized (SpMM's k). */
 static bool promote_loop(Promote *p, LirStmt **slot, bool around_free) {
@@ -664,6 +717,7 @@ static int walk(Promote *p, LirStmt **slot, bool around_free) {
     LirStmt *s = *slot;
     switch (s->kind) {
     case LS_FOR:
+      if (around_free && split_groups(p, slot)) s = *slot;   /* the first group's copy */
       if (promote_loop(p, slot, around_free) || split_sums(p, slot)) {
         n++;
         while ((*slot)->kind == LS_DECL) slot = &(*slot)->next;   /* on past the loop */

@@ -325,6 +325,21 @@ LirStmt *lower_jam_copies(Arena *a, LirKernel *k, const LirStmt *loop, int trips
   return a->failed ? NULL : out;
 }
 
+LirStmt *lower_clone_stmt(Arena *a, LirKernel *k, LirStmt *s) {
+  Jam j = {.a = a, .k = k, .factor = 1, .ndep = k->nvars, .nren = k->nvars};
+  j.dep = arena_alloc(a, (size_t)j.ndep);
+  j.ren = arena_alloc(a, sizeof *j.ren * (size_t)j.nren);
+  if (!j.dep || !j.ren) return NULL;
+  char *decl = arena_alloc(a, (size_t)j.ndep);
+  bool changed = false;
+  if (!decl || !scan(&j, s->kind == LS_FOR ? s->u.loop.body : s, &changed)) return NULL;
+  LirStmt *next = s->next;
+  s->next = NULL;
+  LirStmt *c = jam_list(&j, s);
+  s->next = next;
+  return a->failed ? NULL : c;
+}
+
 int lower_unroll_jam(Arena *a, LirKernel *k, int factor) {
   if (factor < 2 || k->nvars == 0) return 0;
   Jam j = {.a = a, .k = k, .factor = factor, .ndep = k->nvars};

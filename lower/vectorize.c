@@ -280,15 +280,28 @@ static bool updated_in_loop(const LirStmt *s, const LirVar *v, int depth) {
 }
 
 /* Accumulators an outer vector loop's body keeps live across its nested
- * loops: variables declared at its top level (through blocks) that a
- * nested loop updates. Each is a vector of the loop's lanes. */
-static int accumulators(const LirStmt *s, const LirStmt *body) {
+ * loops: of the variables declared at its top level (through blocks), the
+ * most that one nested loop updates (promoted row groups run one after
+ * another). Each is a vector of the loop's lanes. */
+static int live_in(const LirStmt *s, const LirStmt *loop) {
+  const LirStmt *body = loop->kind == LS_FOR ? loop->u.loop.body : loop->u.whl.body;
   int n = 0;
   for (; s; s = s->next) {
-    if (s->kind == LS_BLOCK) n += accumulators(s->u.block, body);
-    if (s->kind == LS_DECL && updated_in_loop(body, s->u.decl.var, 0)) n++;
+    if (s->kind == LS_BLOCK) n += live_in(s->u.block, loop);
+    if (s->kind == LS_DECL && updated_in_loop(body, s->u.decl.var, 1)) n++;
   }
   return n;
+}
+
+static int accumulators(const LirStmt *s, const LirStmt *body) {
+  int most = 0;
+  for (; s; s = s->next) {
+    int n = s->kind == LS_BLOCK                          ? accumulators(s->u.block, body)
+            : s->kind == LS_FOR || s->kind == LS_WHILE ? live_in(body, s)
+                                                       : 0;
+    if (n > most) most = n;
+  }
+  return most;
 }
 
 typedef struct Pass {
