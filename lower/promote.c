@@ -12,7 +12,7 @@
  *   C[(ib*4 + 0)*N + k] += acc_0; ...
  * A loop of constant bounds (at most LOWER_JAM_MAX trips) between L and the
  * update whose induction variable is all that moves the update's index is
- * unrolled and jammed first (lower_jam_constant), so loads its copies share
+ * unrolled and jammed first (lower_jam_copies), so loads its copies share
  * are made once. An update qualifies when it is `+=` at L's top level
  * (through blocks), into an output's values pointer, at an index that
  * reads no variable L declares or assigns; L must read no output values,
@@ -23,6 +23,11 @@
  * count): the register-blocked micro-kernel of BSR SpMM. Keeps the meaning
  * up to reassociation of the sums (C's element gets the sum of its
  * updates, added once). TJ_PROMOTE=0 turns it off.
+ * Three variations, each with its own section below: with no loop around
+ * L to vectorize (SpMV) the block's column loop moves around L (lanes
+ * across the block row); under a vector loop 8 rows go as two groups of
+ * 4; and a scalar summed through a short constant loop (n_out_of_m) gets
+ * one partial sum per trip.
  */
 #include <string.h>
 

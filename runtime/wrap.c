@@ -69,11 +69,13 @@ static tj_status strided_order(const char *name, int order, const int64_t *dims,
  * strides give; widths 0 mean 32 (the caller's arrays have a width). */
 static tj_status wrap_format(const char *name, const tj_arrays *a, tj_format *f) {
   *f = a->fmt ? *a->fmt : tj_format_dense(a->order);
-  for (int l = 0; l < f->order && l < TJ_MAX_ORDER; l++)
-    if (rt_level_type(f->levels[l]) &&
-        rt_level_type(f->levels[l])->kind == TJ_LVL_LOOSE_COMPRESSED)
-      return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping loose_compressed levels "
-                          "is not supported yet; insert and pack, or convert", name);
+  for (int l = 0; l < f->order && l < TJ_MAX_ORDER; l++) {
+    const RtLevelType *lt = rt_level_type(f->levels[l]);
+    if (lt && (lt->kind == TJ_LVL_LOOSE_COMPRESSED || lt->kind == TJ_LVL_N_OUT_OF_M))
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping %s levels is not "
+                          "supported yet; insert and pack, or convert", name,
+                          lt->kind == TJ_LVL_N_OUT_OF_M ? "n_out_of_m" : "loose_compressed");
+  }
   if (a->strides) {
     if (a->fmt && !rt_format_all_dense(a->fmt))
       return rt_set_error(TJ_ERR_INVALID, "tensor %s: strides describe dense data, but "
