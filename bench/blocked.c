@@ -7,8 +7,9 @@
  * same expressions run over both:
  *   spmv    y(i) = A(i,j) * x(j)
  *   spmm64  C(i,k) = A(i,j) * B(j,k), 64 columns
- * on bcsstk13 and bcsstk33 (../shared/data) and a synthetic block-structured
- * matrix (32768 rows, 6 dense 8x8 blocks per block row), with b = 4 and 8.
+ * on bcsstk13 and bcsstk33 (../shared/data) and synthetic block-structured
+ * matrices (4096 and 32768 rows, 6 dense 8x8 blocks per block row), with
+ * b = 4 and 8.
  * Kernels over BSR need block-aligned extents, so every matrix is padded
  * with empty rows and columns to a multiple of b (for CSR too: the same
  * problem). With MKL (libmkl_rt, dlopen'ed) a third row times
@@ -342,7 +343,7 @@ int main(int argc, char **argv) {
   if (quick) reps = 3;
   if (reps < 1) reps = 1;
   if (reps > 64) reps = 64;
-  Mat mats[3];
+  Mat mats[4];
   int nm = 0;
   const char *files[] = {"bcsstk13", "bcsstk33"};
   for (int f = 0; f < 2; f++) {
@@ -352,6 +353,10 @@ int main(int argc, char **argv) {
     else printf("SKIP %s (%s)\n", files[f], tj_last_error());
   }
   run_24(quick ? 512 : 2048, reps);
+  /* Two sizes: 4096 rows, whose B (2 MB with 64 columns) and A stay in
+   * cache, and 32768 rows (B 16 MB, A 12 MB), where both BSR and CSR wait
+   * on memory (each reads the same B rows once per block row of 8). */
+  block_mat(&mats[nm++], quick ? 64 : 512, 6);
   block_mat(&mats[nm++], quick ? 512 : 4096, 6);
   for (int k = 0; k < nm; k++) {
     run(&mats[k], 4, reps);

@@ -444,9 +444,10 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   }
   /* Settings read from the environment that change the generated code. */
   const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
-  const char *mtail = getenv("TJ_MASKED_TAIL");
-  fprintf(f, "|pipe=%s|gather=%s|mtail=%s", pipe ? pipe : "", gather ? gather : "",
-          mtail ? mtail : "");
+  const char *mtail = getenv("TJ_MASKED_TAIL"), *promote = getenv("TJ_PROMOTE"),
+             *peel = getenv("TJ_PEEL");
+  fprintf(f, "|pipe=%s|gather=%s|mtail=%s|promote=%s|peel=%s", pipe ? pipe : "",
+          gather ? gather : "", mtail ? mtail : "", promote ? promote : "", peel ? peel : "");
   /* A dense contraction's method and blocking depend on its extents. */
   if (lower_gett_form(as)) {
     const char *blk = getenv("TJ_GETT_BLOCK");
@@ -486,7 +487,7 @@ static uint64_t hash_str(const char *s) {
  *   order        output indices first for vectorized contractions  lower/order.c
  *   options      target width, parallelism, schedule switches      driver_schedule.c
  *   lower        the loop IR of one kernel variant                  lower/lower*.c
- *   tile, vectorize, unroll-jam   (LOWER_PASSES)                    lower/
+ *   tile, promote, vectorize, unroll-jam, peel  (LOWER_PASSES)       lower/
  *   verify                                                           ir/lir_verify.c
  *   backend      LLVM IR, optimize, machine code, link              jit/engine.c
  *

@@ -93,6 +93,10 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
    * TJ_MASKED_TAIL=0 turns it off (the scalar remainder loop runs). */
   const char *mt = getenv("TJ_MASKED_TAIL");
   o->masked_tail = !(mt && *mt == '0');
+  /* Register promotion of fixed updates into dense outputs: on by
+   * default; TJ_PROMOTE=0 turns it off. */
+  const char *pr = getenv("TJ_PROMOTE");
+  o->promote = !(pr && *pr == '0') && !p->out_sparse;
   o->lattice_max = drv_lattice_max();
   o->extents = as;
   /* A sparse output shaped like an operand is updated in place, like a

@@ -76,7 +76,7 @@ tj_status tj_kernel_print_after(const tj_kernel *k, const char *pass, void *file
   if (!k || !pass || !file) return rt_set_error(TJ_ERR_INVALID, "tj_kernel_print_after: NULL argument");
   int n = drv_pass_count(pass);
   if (n < 0)
-    return rt_set_error(TJ_ERR_INVALID, "no pass '%s' (lower, tile, vectorize, unroll-jam, peel)", pass);
+    return rt_set_error(TJ_ERR_INVALID, "no pass '%s' (lower, tile, promote, vectorize, unroll-jam, peel)", pass);
   Arena a;
   arena_init(&a);
   Diag d;

@@ -825,6 +825,10 @@ static int run_tile(Arena *a, LirKernel *k, const LowerOptions *o) {
 }
 
 /* The vector type is the output's: every value of a kernel has it. */
+static int run_promote(Arena *a, LirKernel *k, const LowerOptions *o) {
+  return o->promote ? lower_promote(a, k) : 0;
+}
+
 static int run_vectorize(Arena *a, LirKernel *k, const LowerOptions *o) {
   if (o->vector_bits <= 0 && o->vec_width <= 0) return 0;
   return lower_vectorize(a, k, o, lir_dtype_type(k->operands[0].dtype));
@@ -839,10 +843,12 @@ static int run_peel(Arena *a, LirKernel *k, const LowerOptions *o) {
 }
 
 /* Cache blocking needs the scalar nest (and blocks only when rows will be
- * jammed); vectorization then widens the blocked loops; unroll-and-jam
+ * jammed); promotion puts fixed output updates in accumulators that
+ * vectorization then widens (with the blocked loops); unroll-and-jam
  * blocks rows around the vector loops; peeling takes the scalar loops
  * left (a vector tier's remainder among them). */
 const LowerPass LOWER_PASSES[] = {{"tile", run_tile},
+                                  {"promote", run_promote},
                                   {"vectorize", run_vectorize},
                                   {"unroll-jam", run_unroll_jam},
                                   {"peel", run_peel},

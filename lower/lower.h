@@ -93,6 +93,9 @@ typedef struct LowerOptions {
   bool masked_tail;                    /* a gather loop's remainder runs as one
                                           masked vector step in the JIT
                                           (LoopAttrs.masked_tail) */
+  bool promote;                        /* keep fixed output updates in
+                                          registers across a reduction loop
+                                          (lower/promote.c; dense outputs) */
   int vec_width;                       /* vectorize(j, w): w lanes (the loops of j
                                           carry LoopAttrs.vectorize); 0 none */
   int unroll_jam;                      /* rows per unroll-and-jam block, 0 off */
@@ -309,6 +312,32 @@ int lower_tile(Arena *a, LirKernel *k);
  * the inner loops (lower/unroll_jam.c). Requires a lowered kernel; keeps
  * its meaning exactly. Returns how many loops it rewrote. */
 int lower_unroll_jam(Arena *a, LirKernel *k, int factor);
+
+/* The full unroll-and-jam of a loop of `trips` iterations (2 to
+ * LOWER_JAM_MAX; the caller knows the count): its copies with iv = lo + r,
+ * jammed as above (one copy of each inner loop, whose bounds must not
+ * depend on iv; what does not depend on iv computed once). The loop must
+ * assign no variable declared outside it but the nsums `sums`, which copy
+ * r adds into parts[r * nsums + s] instead (split reductions); the caller
+ * answers for its stores (the copies' statements interleave) and for the
+ * sums being only added to. Returns the list that replaces the loop (in
+ * a), or NULL when it does not qualify. */
+#define LOWER_JAM_MAX 8
+LirStmt *lower_jam_copies(Arena *a, LirKernel *k, const LirStmt *loop, int trips,
+                          LirVar *const *sums, LirVar *const *parts, int nsums);
+/* A copy of statement s (its next not followed) with a fresh variable for
+ * every DECL; loops keep their ivs. For what lower_jam_copies takes (no
+ * while, if or call); NULL otherwise. */
+LirStmt *lower_clone_stmt(Arena *a, LirKernel *k, LirStmt *s);
+
+/* Register promotion (lower/promote.c): a loop that adds into output
+ * elements that stay put while it runs adds into accumulators declared
+ * before it, and the elements get them after it; a loop of at most
+ * LOWER_JAM_MAX constant trips that alone moves such an element is
+ * jammed first. For dense outputs (an update after a loop of no trips
+ * adds zero). Keeps the meaning up to reassociation of the sums. Returns
+ * how many loops it rewrote. */
+int lower_promote(Arena *a, LirKernel *k);
 
 /* Peeling of short gather reductions: a scalar loop `t += e` over a
  * sparse fiber whose body gathers (x[crd[p]]) computes its first four

@@ -269,6 +269,77 @@ static int walk(Jam *j, LirStmt *s) {
   return n;
 }
 
+/* Whether the list s assigns a variable it does not declare (a FOR's iv
+ * counts as declared by it); decl marks what it declares. */
+static bool assigns_outer(const LirStmt *s, char *decl) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case LS_DECL: decl[s->u.decl.var->id] = 1; break;
+    case LS_ASSIGN:
+      if (!decl[s->u.assign.var->id]) return true;
+      break;
+    case LS_BLOCK:
+      if (assigns_outer(s->u.block, decl)) return true;
+      break;
+    case LS_FOR:
+      decl[s->u.loop.iv->id] = 1;
+      if (assigns_outer(s->u.loop.body, decl)) return true;
+      break;
+    default: break;
+    }
+  }
+  return false;
+}
+
+LirStmt *lower_jam_copies(Arena *a, LirKernel *k, const LirStmt *loop, int trips,
+                          LirVar *const *sums, LirVar *const *parts, int nsums) {
+  if (loop->kind != LS_FOR || loop->u.loop.at.parallel || loop->u.loop.at.vec_width ||
+      !lir_unit_step(loop) || trips < 2 || trips > LOWER_JAM_MAX)
+    return NULL;
+  Jam j = {.a = a, .k = k, .factor = trips, .ndep = k->nvars};
+  j.dep = arena_alloc(a, (size_t)j.ndep);
+  char *decl = arena_alloc(a, (size_t)j.ndep);
+  if (!j.dep || !decl) return NULL;
+  for (int s = 0; s < nsums; s++) decl[sums[s]->id] = j.dep[sums[s]->id] = 1;
+  if (assigns_outer(loop->u.loop.body, decl)) return NULL;
+  j.dep[loop->u.loop.iv->id] = 1;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    if (!scan(&j, loop->u.loop.body, &changed)) return NULL;
+  }
+  if (!bounds_shared(&j, loop->u.loop.body)) return NULL;
+  const LirVar *iv = loop->u.loop.iv;
+  const LirExpr *lo = loop->u.loop.lo;
+  j.nren = k->nvars;
+  j.ren = arena_alloc(a, sizeof *j.ren * (size_t)j.nren * (size_t)j.factor);
+  if (!j.ren) return NULL;
+  for (int r = 0; r < j.factor; r++) {
+    j.ren[r * j.nren + iv->id] =
+        lo->kind == LE_CONST ? lir_const_int(a, iv->type, lo->u.c.i + r)
+        : r ? lir_bin(a, LOP_ADD, (LirExpr *)lo, lir_const_int(a, iv->type, r)) : (LirExpr *)lo;
+    for (int s = 0; s < nsums; s++)
+      j.ren[r * j.nren + sums[s]->id] = lir_ref(a, parts[r * nsums + s]);
+  }
+  LirStmt *out = jam_list(&j, loop->u.loop.body);
+  return a->failed ? NULL : out;
+}
+
+LirStmt *lower_clone_stmt(Arena *a, LirKernel *k, LirStmt *s) {
+  Jam j = {.a = a, .k = k, .factor = 1, .ndep = k->nvars, .nren = k->nvars};
+  j.dep = arena_alloc(a, (size_t)j.ndep);
+  j.ren = arena_alloc(a, sizeof *j.ren * (size_t)j.nren);
+  if (!j.dep || !j.ren) return NULL;
+  char *decl = arena_alloc(a, (size_t)j.ndep);
+  bool changed = false;
+  if (!decl || !scan(&j, s->kind == LS_FOR ? s->u.loop.body : s, &changed)) return NULL;
+  LirStmt *next = s->next;
+  s->next = NULL;
+  LirStmt *c = jam_list(&j, s);
+  s->next = next;
+  return a->failed ? NULL : c;
+}
+
 int lower_unroll_jam(Arena *a, LirKernel *k, int factor) {
   if (factor < 2 || k->nvars == 0) return 0;
   Jam j = {.a = a, .k = k, .factor = factor, .ndep = k->nvars};

@@ -365,6 +365,45 @@ static int sparse_depth(const LirStmt *s, Loaded *L) {
   return d;
 }
 
+/* Whether the list s updates v in a nested loop (depth > 0). */
+static bool updated_in_loop(const LirStmt *s, const LirVar *v, int depth) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_ASSIGN && depth > 0 && s->u.assign.var == v) return true;
+    if ((s->kind == LS_FOR && updated_in_loop(s->u.loop.body, v, depth + 1)) ||
+        (s->kind == LS_WHILE && updated_in_loop(s->u.whl.body, v, depth + 1)) ||
+        (s->kind == LS_IF && (updated_in_loop(s->u.cond.then, v, depth) ||
+                              updated_in_loop(s->u.cond.els, v, depth))) ||
+        (s->kind == LS_BLOCK && updated_in_loop(s->u.block, v, depth)))
+      return true;
+  }
+  return false;
+}
+
+/* Accumulators an outer vector loop's body keeps live across its nested
+ * loops: of the variables declared at its top level (through blocks), the
+ * most that one nested loop updates (promoted row groups run one after
+ * another). Each is a vector of the loop's lanes. */
+static int live_in(const LirStmt *s, const LirStmt *loop) {
+  const LirStmt *body = loop->kind == LS_FOR ? loop->u.loop.body : loop->u.whl.body;
+  int n = 0;
+  for (; s; s = s->next) {
+    if (s->kind == LS_BLOCK) n += live_in(s->u.block, loop);
+    if (s->kind == LS_DECL && updated_in_loop(body, s->u.decl.var, 1)) n++;
+  }
+  return n;
+}
+
+static int accumulators(const LirStmt *s, const LirStmt *body) {
+  int most = 0;
+  for (; s; s = s->next) {
+    int n = s->kind == LS_BLOCK                          ? accumulators(s->u.block, body)
+            : s->kind == LS_FOR || s->kind == LS_WHILE ? live_in(body, s)
+                                                       : 0;
+    if (n > most) most = n;
+  }
+  return most;
+}
+
 typedef struct Pass {
   Vec v;
   const LowerOptions *opt;
@@ -426,6 +465,25 @@ static bool short_trip(const LirStmt *head, const LirStmt *loop, int64_t limit) 
   return false;
 }
 
+/* Over a loop of constant bounds (a block's columns, lower/promote.c)
+ * the tiers wider than its trips are left out, and with none left the
+ * widest power of two that fits is the one tier (4 lanes of a 4x4 block
+ * on AVX-512). Returns the tiers kept. */
+static int fit_trips(const LirStmt *loop, int *tiers, int n) {
+  const LirExpr *lo = loop->u.loop.lo, *hi = loop->u.loop.hi;
+  if (lo->kind != LE_CONST || hi->kind != LE_CONST) return n;
+  int64_t trips = hi->u.c.i - lo->u.c.i;
+  int kept = 0;
+  for (int t = 0; t < n; t++)
+    if (tiers[t] <= trips) tiers[kept++] = tiers[t];
+  if (kept == 0 && trips >= 2) {
+    int w = 2;
+    while (2 * w <= trips) w *= 2;
+    tiers[kept++] = w;
+  }
+  return kept ? kept : n;
+}
+
 static void walk(Pass *p, LirStmt **slot) {
   LirStmt *head = *slot;
   for (; *slot; slot = &(*slot)->next) {
@@ -446,10 +504,17 @@ static void walk(Pass *p, LirStmt **slot) {
         } else if (p->outer_width > p->width) {
           /* not capped: without its (never entered) 32-lane tier, SpMM with
            * 16 columns ran 8-12% slower on cage11 (the same loops executed;
-           * LLVM allocated registers and laid out the row loop otherwise) */
-          tiers[n++] = p->outer_width;
+           * LLVM allocated registers and laid out the row loop otherwise).
+           * Several accumulators (a promoted block of rows, lower/promote.c)
+           * share half the registers (16 of AVX-512's 32, 8 of AVX2's 16):
+           * BSR 8x8 keeps 8 rows of 2 registers, 4x4 4 rows of 4. */
+          int regs = p->outer_width / p->width, budget = p->opt->vector_bits >= 512 ? 16 : 8;
+          int acc = accumulators(s->u.loop.body, s->u.loop.body);
+          while (acc * regs > budget && regs > 1) regs /= 2;
+          if (regs > 1) tiers[n++] = p->width * regs;
         }
         tiers[n++] = p->width;
+        n = fit_trips(s, tiers, n);
         slot = split_outer(&p->v, slot, tiers, n);
         p->count++;
         break;

@@ -11,6 +11,12 @@
  * out of bounds. Dense data may come with strides, accepted when they are
  * a permutation of a contiguous layout (that permutation is the mode
  * order): the kernel ABI has no strides, so anything else is refused.
+ * A blocked format (BSR) is wrapped as the tensor of its levels
+ * (runtime/blocked.c): the arrays are per level, as tj_tensor_arrays
+ * hands them out (BSR 4x4: pos and crd of level 1, the block columns,
+ * and 16 values per stored block), checked against the level extents
+ * ceil(m/4), ceil(n/4), 4, 4; values in a block's padding past an extent
+ * are never entries, and kernels read them only against zero padding.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -63,14 +69,13 @@ static tj_status strided_order(const char *name, int order, const int64_t *dims,
  * strides give; widths 0 mean 32 (the caller's arrays have a width). */
 static tj_status wrap_format(const char *name, const tj_arrays *a, tj_format *f) {
   *f = a->fmt ? *a->fmt : tj_format_dense(a->order);
-  if (rt_format_blocked(f))
-    return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping blocked (floordiv / mod) "
-                        "storage is not supported yet; insert and pack, or convert", name);
-  for (int l = 0; l < f->order && l < TJ_MAX_ORDER; l++)
-    if (rt_level_type(f->levels[l]) &&
-        rt_level_type(f->levels[l])->kind == TJ_LVL_LOOSE_COMPRESSED)
-      return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping loose_compressed levels "
-                          "is not supported yet; insert and pack, or convert", name);
+  for (int l = 0; l < f->order && l < TJ_MAX_ORDER; l++) {
+    const RtLevelType *lt = rt_level_type(f->levels[l]);
+    if (lt && (lt->kind == TJ_LVL_LOOSE_COMPRESSED || lt->kind == TJ_LVL_N_OUT_OF_M))
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping %s levels is not "
+                          "supported yet; insert and pack, or convert", name,
+                          lt->kind == TJ_LVL_N_OUT_OF_M ? "n_out_of_m" : "loose_compressed");
+  }
   if (a->strides) {
     if (a->fmt && !rt_format_all_dense(a->fmt))
       return rt_set_error(TJ_ERR_INVALID, "tensor %s: strides describe dense data, but "
@@ -333,7 +338,7 @@ tj_status tj_tensor_adopt(const char *name, const tj_arrays *a, unsigned flags,
   RtAdopted *ad = &(*out)->adopted;
   ad->free_fn = free_fn;
   ad->user = user;
-  for (int l = 0; l < a->order; l++) {
+  for (int l = 0; l < (*out)->st.order; l++) {   /* levels: more than dims when blocked */
     adopt_one(ad, a->pos[l]);
     adopt_one(ad, a->crd[l]);
   }

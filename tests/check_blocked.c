@@ -267,6 +267,52 @@ static void check_values(tj_tensor *t, const double *want, int64_t rows, int64_t
     }
 }
 
+/* The caller's BSR arrays of MLIR's example, wrapped without a copy: the
+ * same arrays come back, get and SpMV read them (y by hand), and a block
+ * column out of range is refused naming its level and position. */
+START_TEST(wraps_bsr_arrays) {
+  int32_t pos[3] = {0, 2, 3}, crd[3] = {0, 2, 1};
+  double vals[12] = {1, 2, 0, 3, 4, 0, 0, 5, 6, 7, 8, 0};
+  tj_format f;
+  OK(tj_format_parse(BSR2, &f));
+  int64_t dims[2] = {4, 6};
+  tj_arrays a = {.dtype = TJ_F64, .order = 2, .dims = dims, .fmt = &f, .vals = vals,
+                 .vals_len = 12};
+  a.pos[1] = pos, a.pos_len[1] = 3, a.crd[1] = crd, a.crd_len[1] = 3;
+  tj_tensor *t;
+  OK(tj_tensor_wrap("A", &a, 0, &t));
+  check_example_arrays(t);
+  tj_arrays back;
+  OK(tj_tensor_arrays(t, &back));
+  ck_assert_ptr_eq(back.vals, vals);
+  ck_assert_ptr_eq(back.crd[1], crd);
+  double v;
+  OK(tj_tensor_get(t, (int64_t[]){2, 3}, &v));
+  ck_assert_double_eq(v, 7);
+  /* y = A x with x = (1, 2, 3, 4, 5, 6): rows 1*1+2*2+4*5 = 25, 3*2+5*6 = 36,
+   * 6*3+7*4 = 46, 8*3 = 24. */
+  int64_t n = 6, m = 4;
+  double xv[6] = {1, 2, 3, 4, 5, 6}, want[4] = {25, 36, 46, 24};
+  tj_tensor *x = dense_tensor("x", 1, &n, xv), *y = dense_tensor("y", 1, &m, NULL);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, t, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  check_values(y, want, m, 1);
+  tj_context_free(cx);
+  tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(t);
+  ck_assert_double_eq(vals[9], 7);   /* the caller's arrays outlive the tensor */
+  crd[2] = 3;   /* 6 columns: block columns 0..2 */
+  ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "level 1"), "%s", tj_last_error());
+  crd[2] = 1;
+  a.vals_len = 11;
+  ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_SHAPE);
+  ck_assert_msg(strstr(tj_last_error(), "needs 12 values"), "%s", tj_last_error());
+}
+END_TEST
+
 /* y = A x over BSR A, against a plain loop over A's dense copy. */
 static void spmv_case(const char *spec, int64_t m, int64_t n, int br, int bc) {
   double *ad;
@@ -307,11 +353,12 @@ START_TEST(spmv_bsr) {
 }
 END_TEST
 
-/* C = A B over BSR A (B dense, 5 columns). */
-static void spmm_case(const char *spec, int64_t m, int64_t n, int b) {
+/* C = A B over BSR A (B dense, p columns: 45 runs the 32-lane tier of
+ * AVX-512's register-blocked kernel, the 8-lane one and the remainder). */
+static void spmm_case(const char *spec, int64_t m, int64_t n, int b, int64_t p) {
   double *ad;
   tj_tensor *a = blocked_matrix(spec, m, n, b, b, 5, &ad);
-  int64_t p = 5, bd[2] = {n, p}, cd[2] = {m, p};
+  int64_t bd[2] = {n, p}, cd[2] = {m, p};
   double *bv = malloc(sizeof *bv * (size_t)(n * p)), *want = calloc((size_t)(m * p), sizeof *want);
   for (int64_t e = 0; e < n * p; e++) bv[e] = (double)(e % 11) - 5;
   for (int64_t i = 0; i < m; i++)
@@ -335,9 +382,76 @@ static void spmm_case(const char *spec, int64_t m, int64_t n, int b) {
 }
 
 START_TEST(spmm_bsr) {
-  spmm_case("dsdd:0/4,1/4,0%4,1%4", 24, 32, 4);
-  spmm_case("dsdd:0/8,1/8,0%8,1%8", 32, 16, 8);
-  spmm_case("dsdd:0/4,1/4,0%4,1%4", 10, 14, 4);
+  spmm_case("dsdd:0/4,1/4,0%4,1%4", 24, 32, 4, 5);
+  spmm_case("dsdd:0/8,1/8,0%8,1%8", 32, 16, 8, 5);
+  spmm_case("dsdd:0/4,1/4,0%4,1%4", 10, 14, 4, 5);
+  spmm_case("dsdd:0/4,1/4,0%4,1%4", 24, 32, 4, 45);
+  spmm_case("dsdd:0/8,1/8,0%8,1%8", 32, 16, 8, 45);
+  spmm_case("dsdd:0/4,1/4,0%4,1%4", 18, 23, 4, 45);
+  spmm_case("dsdd:0/8,1/8,0%8,1%8", 21, 13, 8, 29);
+  spmm_case("dsdd:0/2,1/2,0%2,1%2", 9, 7, 2, 45);
+}
+END_TEST
+
+/* How often needle occurs in text. */
+static int count(const char *text, const char *needle) {
+  int n = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) n++;
+  return n;
+}
+
+/* The loop IR of C = A B over BSR A after pass `pass` (malloc'd). */
+static char *ir_after(const char *spec, int b, const char *pass) {
+  double *ad;
+  tj_tensor *a = blocked_matrix(spec, 16, 16, b, b, 5, &ad);
+  int64_t bd[2] = {16, 40}, cd[2] = {16, 40};
+  tj_tensor *bt = dense_tensor("B", 2, bd, NULL), *c = dense_tensor("C", 2, cd, NULL);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "C(i,k) = A(i,j) * B(j,k)", (tj_tensor *[]){c, a, bt}, 3, NULL, NULL, &k));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  OK(tj_kernel_print_after(k, pass, f));
+  fclose(f);
+  tj_context_free(cx);
+  tj_tensor_free(c), tj_tensor_free(bt), tj_tensor_free(a);
+  free(ad);
+  return text;
+}
+
+/* The register-blocked micro-kernel (lower/promote.c): over a block row,
+ * the b rows of C's k-panel are accumulators, added to C once after the
+ * row's blocks, and the block's rows are jammed (one copy of the j_i
+ * loop; B's vector loaded once for all rows). 8x8 runs as two groups of
+ * 4 rows, each its own walk of the block row. */
+START_TEST(spmm_bsr_is_register_blocked) {
+  for (int b = 4; b <= 8; b += 4) {
+    char spec[64];
+    snprintf(spec, sizeof spec, "dsdd:0/%d,1/%d,0%%%d,1%%%d", b, b, b, b);
+    char *lowered = ir_after(spec, b, "lower"), *text = ir_after(spec, b, "promote");
+    ck_assert_int_eq(count(lowered, "double acc_"), 0);
+    ck_assert_int_eq(count(lowered, "C_vals[(i_b * "), 1);   /* one update, in the i_i loop */
+    ck_assert_int_eq(count(text, "double acc_"), b);
+    ck_assert_int_eq(count(text, "] += acc_"), b);
+    int groups = b / 4;
+    ck_assert_int_eq(count(text, "for (int64_t i_i"), 0);      /* jammed */
+    ck_assert_int_eq(count(text, "for (int64_t pA1_1"), groups);
+    ck_assert_int_eq(count(text, "for (int64_t j_i"), groups);
+    ck_assert_int_eq(count(text, "= B_vals["), groups);         /* shared by a group's rows */
+    ck_assert_int_eq(count(text, "double t"), 0);               /* fused into acc */
+    /* The accumulators sit outside the loop over the row's blocks: the
+     * update of C comes after that loop's end. */
+    const char *row = strstr(text, "for (int64_t pA1_1"), *upd = strstr(text, "] += acc_");
+    ck_assert(row && upd && row < upd && strstr(text, "double acc_") < row);
+    free(lowered), free(text);
+    /* The vector loop over k has as many lanes as the accumulators leave
+     * registers for (16 of AVX-512's 32): 4 rows of 32 lanes. */
+    text = ir_after(spec, b, "vectorize");
+    if (__builtin_cpu_supports("avx512f")) ck_assert_msg(strstr(text, "vector(32)"), "%s", text);
+    free(text);
+  }
 }
 END_TEST
 
@@ -405,6 +519,8 @@ int main(void) {
   tcase_add_test(tc, reads_mtx_into_bsr);
   tcase_add_test(tc, spmv_bsr);
   tcase_add_test(tc, spmm_bsr);
+  tcase_add_test(tc, wraps_bsr_arrays);
+  tcase_add_test(tc, spmm_bsr_is_register_blocked);
   tcase_add_test(tc, refuses_unsupported_kernels);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

@@ -254,7 +254,7 @@ expect print_gett 'I_m = \{j\}  I_n = \{i\}  I_k = \{k\}' 'A(i,j) = B(i,k) * C(k
 expect gett_compute 'tj_rt_gett\(operands' 'A(i,j) = B(i,k) * C(k,j)' -d=B:40,300 -d=C:300,300 -print-compute
 expect gett_ttgt_check 'check: ok' 'A(i,j,l) = B(l,k,i) * C(k,j)' -d=B:7,13,11 -d=C:13,9 -g=B:d -g=C:d -s='method(ttgt)' -check
 expect_fail gett_method_unknown 'method(blas): unknown method' 'A(i,j) = B(i,k) * C(k,j)' -d=B:4,4 -d=C:4,4 -s='method(blas)' 
-expect_fail after_unknown "no pass 'inline' (lower, tile, vectorize, unroll-jam, peel)" "${G[@]}" -print-after=inline
+expect_fail after_unknown "no pass 'inline' (lower, tile, promote, vectorize, unroll-jam, peel)" "${G[@]}" -print-after=inline
 expect write_source '' "$SPMV" "${P[@]}" -write-source="$TMP/k.c"
 if grep -q 'int32_t evaluate(' "$TMP/k.c" 2>/dev/null; then pass write_source_file
 else fail write_source_file "k.c lacks 'int32_t evaluate('"; fi

@@ -1,0 +1,752 @@
+/* Register promotion of output updates across a reduction loop (a loop-IR
+ * pass, run before vectorization).
+ *
+ * A loop L whose body adds into output elements that do not move while L
+ * runs,
+ *   for (p = pos[r]; p < pos[r + 1]; p++)       // a block row of BSR
+ *     for (ii = 0; ii < 4; ii++)                // constant bounds
+ *       t = 0; for (jj ...) t += A[..ii..] * B[..]; C[(ib*4 + ii)*N + k] += t
+ * keeps them in accumulators instead:
+ *   acc_0 = 0; ... acc_3 = 0
+ *   for (p ...) { for (jj ...) { b = B[..]; acc_0 += A[..0..] * b; ... } }
+ *   C[(ib*4 + 0)*N + k] += acc_0; ...
+ * A loop of constant bounds (at most LOWER_JAM_MAX trips) between L and the
+ * update whose induction variable is all that moves the update's index is
+ * unrolled and jammed first (lower_jam_copies), so loads its copies share
+ * are made once. An update qualifies when it is `+=` at L's top level
+ * (through blocks), into an output's values pointer, at an index that
+ * reads no variable L declares or assigns; L must read no output values,
+ * store into them only by `+=`, and call no runtime helper (a reserve
+ * moves the arrays). A temp `t = 0` added only into one such update
+ * becomes the accumulator itself. The outer vector loop then holds the
+ * accumulators in registers (lower/vectorize.c sizes its lanes by their
+ * count): the register-blocked micro-kernel of BSR SpMM. Keeps the meaning
+ * up to reassociation of the sums (C's element gets the sum of its
+ * updates, added once). TJ_PROMOTE=0 turns it off.
+ * Three variations, each with its own section below: with no loop around
+ * L to vectorize (SpMV) the block's column loop moves around L (lanes
+ * across the block row); under a vector loop 8 rows go as two groups of
+ * 4; and a scalar summed through a short constant loop (n_out_of_m) gets
+ * one partial sum per trip.
+ */
+#include <string.h>
+
+#include "lower.h"
+
+typedef struct Promote {
+  Arena *a;
+  LirKernel *k;
+  char *outvals;   /* var id -> only ever an output's values pointer */
+  int nvars;       /* its entries (the kernel's count on entry) */
+  char *inside;    /* var id -> declared or assigned in the loop at hand */
+  int ninside;     /* its entries (jamming adds variables) */
+} Promote;
+
+static bool known(const Promote *p, const LirVar *v) { return v->id < p->nvars; }
+
+/* ---- which variables hold an output's values pointer ---- */
+
+static bool is_outvals_field(const Promote *p, const LirExpr *e) {
+  while (e && e->kind == LE_CAST) e = e->u.cast;
+  return e && e->kind == LE_FIELD && e->u.field.field == LF_VALS &&
+         p->k->operands[e->u.field.operand].is_output;
+}
+
+/* bad marks pointer variables also given something else. */
+static void find_outvals(Promote *p, const LirStmt *s, char *bad) {
+  for (; s; s = s->next) {
+    const LirVar *x = NULL;
+    const LirExpr *e = NULL;
+    switch (s->kind) {
+    case LS_DECL: x = s->u.decl.var, e = s->u.decl.init; break;
+    case LS_ASSIGN: x = s->u.assign.var, e = s->u.assign.e; break;
+    case LS_CALL: x = s->u.call.h == LH_ALLOC ? s->u.call.ptr : NULL; break;
+    case LS_FOR: find_outvals(p, s->u.loop.body, bad); break;
+    case LS_WHILE: find_outvals(p, s->u.whl.body, bad); break;
+    case LS_IF:
+      find_outvals(p, s->u.cond.then, bad);
+      find_outvals(p, s->u.cond.els, bad);
+      break;
+    case LS_BLOCK: find_outvals(p, s->u.block, bad); break;
+    default: break;
+    }
+    if (!x || !known(p, x) || !lir_type_is_ptr(x->type)) continue;
+    bool ok = s->kind == LS_ASSIGN ? s->u.assign.op < 0 && !s->u.assign.with : s->kind == LS_DECL;
+    if (ok && is_outvals_field(p, e)) p->outvals[x->id] = 1;
+    else bad[x->id] = 1;
+  }
+}
+
+/* ---- what a loop touches ---- */
+
+static void mark_list(Promote *p, const LirStmt *s) {
+  for (; s; s = s->next) {
+    const LirVar *x = s->kind == LS_DECL     ? s->u.decl.var
+                      : s->kind == LS_ASSIGN ? s->u.assign.var
+                      : s->kind == LS_FOR    ? s->u.loop.iv
+                      : s->kind == LS_CALL && s->u.call.h == LH_ALLOC ? s->u.call.ptr
+                                             : NULL;
+    if (x && x->id < p->ninside) p->inside[x->id] = 1;
+    switch (s->kind) {
+    case LS_FOR: mark_list(p, s->u.loop.body); break;
+    case LS_WHILE: mark_list(p, s->u.whl.body); break;
+    case LS_IF:
+      mark_list(p, s->u.cond.then);
+      mark_list(p, s->u.cond.els);
+      break;
+    case LS_BLOCK: mark_list(p, s->u.block); break;
+    default: break;
+    }
+  }
+}
+
+/* Marks what loop L declares or assigns (its iv among them). */
+static bool mark_inside(Promote *p, const LirStmt *L) {
+  if (p->ninside < p->k->nvars) {
+    p->ninside = p->k->nvars;
+    p->inside = arena_alloc(p->a, (size_t)p->ninside);
+    if (!p->inside) return p->ninside = 0, false;
+  }
+  memset(p->inside, 0, (size_t)p->ninside);
+  p->inside[L->u.loop.iv->id] = 1;
+  mark_list(p, L->u.loop.body);
+  return true;
+}
+
+/* A variable made after the marking (a jammed copy's) is inside. */
+static bool reads_inside(const Promote *p, const LirExpr *e) {
+  if (!e) return false;
+  switch (e->kind) {
+  case LE_VAR: return e->u.var->id >= p->ninside || p->inside[e->u.var->id];
+  case LE_LOAD: return reads_inside(p, e->u.load.ptr) || reads_inside(p, e->u.load.idx);
+  case LE_BIN: return reads_inside(p, e->u.bin.a) || reads_inside(p, e->u.bin.b);
+  case LE_UN: return reads_inside(p, e->u.un.a);
+  case LE_CAST: return reads_inside(p, e->u.cast);
+  case LE_SELECT:
+    return reads_inside(p, e->u.sel.cond) || reads_inside(p, e->u.sel.a) ||
+           reads_inside(p, e->u.sel.b);
+  default: return false;
+  }
+}
+
+static bool is_outvals(const Promote *p, const LirExpr *e) {
+  return e->kind == LE_VAR && known(p, e->u.var) && p->outvals[e->u.var->id];
+}
+
+/* Whether e loads through an output's values pointer. */
+static bool loads_outvals(const Promote *p, const LirExpr *e) {
+  if (!e) return false;
+  switch (e->kind) {
+  case LE_LOAD: return is_outvals(p, e->u.load.ptr) || loads_outvals(p, e->u.load.idx);
+  case LE_BIN: return loads_outvals(p, e->u.bin.a) || loads_outvals(p, e->u.bin.b);
+  case LE_UN: return loads_outvals(p, e->u.un.a);
+  case LE_CAST: return loads_outvals(p, e->u.cast);
+  case LE_SELECT:
+    return loads_outvals(p, e->u.sel.cond) || loads_outvals(p, e->u.sel.a) ||
+           loads_outvals(p, e->u.sel.b);
+  default: return false;
+  }
+}
+
+/* The body of a loop that may keep updates in registers: no runtime call,
+ * no read of output values, output values only added to (in any order:
+ * every element ends up with the sum of its updates), no atomics. */
+static bool body_ok(const Promote *p, const LirStmt *s) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case LS_CALL: return false;
+    case LS_DECL:
+      if (loads_outvals(p, s->u.decl.init)) return false;
+      break;
+    case LS_ASSIGN:
+      if (loads_outvals(p, s->u.assign.e)) return false;
+      break;
+    case LS_STORE:
+      if (loads_outvals(p, s->u.store.idx) || loads_outvals(p, s->u.store.e)) return false;
+      if (is_outvals(p, s->u.store.ptr) && (s->u.store.op != LOP_ADD || s->u.store.atomic))
+        return false;
+      break;
+    case LS_SETFIELD: return false;
+    case LS_FOR:
+      if (loads_outvals(p, s->u.loop.lo) || loads_outvals(p, s->u.loop.hi) ||
+          !body_ok(p, s->u.loop.body))
+        return false;
+      break;
+    case LS_WHILE:
+      if (loads_outvals(p, s->u.whl.cond) || !body_ok(p, s->u.whl.body)) return false;
+      break;
+    case LS_IF:
+      if (loads_outvals(p, s->u.cond.cond) || !body_ok(p, s->u.cond.then) ||
+          !body_ok(p, s->u.cond.els))
+        return false;
+      break;
+    case LS_BLOCK:
+      if (!body_ok(p, s->u.block)) return false;
+      break;
+    default: break;
+    }
+  }
+  return true;
+}
+
+/* An update `out[idx] += e` that stays put while the loop runs. */
+static bool fixed_update(const Promote *p, const LirStmt *s) {
+  return s->kind == LS_STORE && s->u.store.op == LOP_ADD && !s->u.store.atomic &&
+         is_outvals(p, s->u.store.ptr) && !reads_inside(p, s->u.store.ptr) &&
+         !reads_inside(p, s->u.store.idx);
+}
+
+static bool has_fixed_update(const Promote *p, const LirStmt *s) {
+  for (; s; s = s->next)
+    if (fixed_update(p, s) || (s->kind == LS_BLOCK && has_fixed_update(p, s->u.block)))
+      return true;
+  return false;
+}
+
+/* A loop of constant bounds whose updates stay put but for its own
+ * induction variable: jammed, its copies' updates do. */
+static bool jam_candidate(Promote *p, const LirStmt *q) {
+  if (q->kind != LS_FOR || q->u.loop.lo->kind != LE_CONST || q->u.loop.hi->kind != LE_CONST)
+    return false;
+  int iv = q->u.loop.iv->id;
+  p->inside[iv] = 0;
+  bool yes = has_fixed_update(p, q->u.loop.body);
+  p->inside[iv] = 1;
+  return yes;
+}
+
+static bool has_jam_candidate(Promote *p, const LirStmt *s) {
+  for (; s; s = s->next)
+    if (jam_candidate(p, s) || (s->kind == LS_BLOCK && has_jam_candidate(p, s->u.block)))
+      return true;
+  return false;
+}
+
+/* Jams the candidates at the top level of the list at *slot (through
+ * blocks); returns how many. */
+static int jam_top(Promote *p, LirStmt **slot) {
+  int n = 0;
+  for (; *slot; slot = &(*slot)->next) {
+    LirStmt *s = *slot;
+    if (s->kind == LS_BLOCK) n += jam_top(p, &s->u.block);
+    if (!jam_candidate(p, s)) continue;
+    int trips = (int)(s->u.loop.hi->u.c.i - s->u.loop.lo->u.c.i);
+    LirStmt *jam = trips > 1 && trips <= LOWER_JAM_MAX
+                       ? lower_jam_copies(p->a, p->k, s, trips, NULL, NULL, 0) : NULL;
+    if (!jam) continue;
+    LirStmt *b = lir_block(p->a, jam);
+    if (!b) return n;
+    b->next = s->next;
+    *slot = b;
+    n++;
+  }
+  return n;
+}
+
+/* ---- the accumulators ---- */
+
+static bool same_expr(const LirExpr *x, const LirExpr *y) {
+  if (x == y) return true;
+  if (x->kind != y->kind || x->type != y->type) return false;
+  switch (x->kind) {
+  case LE_CONST: return x->u.c.i == y->u.c.i && x->u.c.f == y->u.c.f;
+  case LE_VAR: return x->u.var == y->u.var;
+  case LE_FIELD:
+    return x->u.field.operand == y->u.field.operand && x->u.field.field == y->u.field.field &&
+           x->u.field.level == y->u.field.level;
+  case LE_LOAD: return same_expr(x->u.load.ptr, y->u.load.ptr) && same_expr(x->u.load.idx, y->u.load.idx);
+  case LE_BIN:
+    return x->u.bin.op == y->u.bin.op && same_expr(x->u.bin.a, y->u.bin.a) &&
+           same_expr(x->u.bin.b, y->u.bin.b);
+  case LE_UN: return x->u.un.op == y->u.un.op && same_expr(x->u.un.a, y->u.un.a);
+  case LE_CAST: return same_expr(x->u.cast, y->u.cast);
+  case LE_SELECT:
+    return same_expr(x->u.sel.cond, y->u.sel.cond) && same_expr(x->u.sel.a, y->u.sel.a) &&
+           same_expr(x->u.sel.b, y->u.sel.b);
+  }
+  return false;
+}
+
+#define PROMOTE_MAX 32
+
+typedef struct Acc {
+  const LirStmt *store;   /* the first update of this element */
+  LirVar *var;
+} Acc;
+
+typedef struct Accs {
+  Acc acc[PROMOTE_MAX];
+  int n;
+} Accs;
+
+/* Reads of variable v in e. */
+static int count_reads(const LirExpr *e, const LirVar *v) {
+  if (!e) return 0;
+  switch (e->kind) {
+  case LE_VAR: return e->u.var == v;
+  case LE_LOAD: return count_reads(e->u.load.ptr, v) + count_reads(e->u.load.idx, v);
+  case LE_BIN: return count_reads(e->u.bin.a, v) + count_reads(e->u.bin.b, v);
+  case LE_UN: return count_reads(e->u.un.a, v);
+  case LE_CAST: return count_reads(e->u.cast, v);
+  case LE_SELECT:
+    return count_reads(e->u.sel.cond, v) + count_reads(e->u.sel.a, v) + count_reads(e->u.sel.b, v);
+  default: return 0;
+  }
+}
+
+/* Reads of v in the list s, and whether every assignment to v is `v += e`. */
+static int uses(const LirStmt *s, const LirVar *v, bool *only_add) {
+  int n = 0;
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case LS_DECL: n += count_reads(s->u.decl.init, v); break;
+    case LS_ASSIGN:
+      n += count_reads(s->u.assign.e, v);
+      if (s->u.assign.var == v && (s->u.assign.op != LOP_ADD || s->u.assign.with))
+        *only_add = false;
+      break;
+    case LS_STORE:
+      n += count_reads(s->u.store.ptr, v) + count_reads(s->u.store.idx, v) +
+           count_reads(s->u.store.e, v);
+      break;
+    case LS_FOR:
+      n += count_reads(s->u.loop.lo, v) + count_reads(s->u.loop.hi, v) +
+           uses(s->u.loop.body, v, only_add);
+      break;
+    case LS_WHILE: n += count_reads(s->u.whl.cond, v) + uses(s->u.whl.body, v, only_add); break;
+    case LS_IF:
+      n += count_reads(s->u.cond.cond, v) + uses(s->u.cond.then, v, only_add) +
+           uses(s->u.cond.els, v, only_add);
+      break;
+    case LS_BLOCK: n += uses(s->u.block, v, only_add); break;
+    case LS_CALL: n += count_reads(s->u.call.a, v) + count_reads(s->u.call.b, v); break;
+    default: break;
+    }
+  }
+  return n;
+}
+
+/* Every `v += e` in s becomes `to += e`. */
+static void rename_updates(LirStmt *s, const LirVar *v, LirVar *to) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_ASSIGN && s->u.assign.var == v) s->u.assign.var = to;
+    if (s->kind == LS_FOR) rename_updates(s->u.loop.body, v, to);
+    if (s->kind == LS_WHILE) rename_updates(s->u.whl.body, v, to);
+    if (s->kind == LS_IF) rename_updates(s->u.cond.then, v, to), rename_updates(s->u.cond.els, v, to);
+    if (s->kind == LS_BLOCK) rename_updates(s->u.block, v, to);
+  }
+}
+
+static LirExpr *zero(Arena *a, LirType t) {
+  return lir_type_is_float(t) ? lir_const_fp(a, t, 0.0) : lir_const_int(a, t, 0);
+}
+
+/* The accumulator of update s (a new one for a new element). */
+static LirVar *acc_of(Promote *p, Accs *A, const LirStmt *s) {
+  for (int i = 0; i < A->n; i++) {
+    const LirStmt *f = A->acc[i].store;
+    if (same_expr(f->u.store.ptr, s->u.store.ptr) && same_expr(f->u.store.idx, s->u.store.idx))
+      return A->acc[i].var;
+  }
+  if (A->n == PROMOTE_MAX) return NULL;
+  LirVar *v = lir_var_numbered(p->a, p->k, "acc", s->u.store.e->type);
+  if (v) A->acc[A->n++] = (Acc){s, v};
+  return v;
+}
+
+/* Whether the DECL at d declares a temp `t = 0` that the rest of the list
+ * (from d on, through `end`) only adds to and reads once, in update u. */
+static bool fusable(const LirStmt *d, const LirStmt *u) {
+  if (d->kind != LS_DECL || u->u.store.e->kind != LE_VAR || u->u.store.e->u.var != d->u.decl.var)
+    return false;
+  const LirExpr *init = d->u.decl.init;
+  if (init && !(init->kind == LE_CONST && init->u.c.i == 0 && init->u.c.f == 0.0)) return false;
+  bool only_add = true;
+  return uses(d->next, d->u.decl.var, &only_add) == 1 && only_add;
+}
+
+/* Gives every fixed update at the top level of list s (through blocks) its
+ * accumulator; false past PROMOTE_MAX of them. */
+static bool collect(Promote *p, Accs *A, const LirStmt *s) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_BLOCK && !collect(p, A, s->u.block)) return false;
+    if (fixed_update(p, s) && !acc_of(p, A, s)) return false;
+  }
+  return true;
+}
+
+/* Replaces the fixed updates at the top level of the list at *slot
+ * (through blocks) by their accumulators' updates; head is the list's
+ * start, where a fused temp's DECL is looked for. */
+static bool replace_updates(Promote *p, Accs *A, LirStmt **slot) {
+  LirStmt **head = slot;
+  for (; *slot;) {
+    LirStmt *s = *slot;
+    if (s->kind == LS_BLOCK && !replace_updates(p, A, &s->u.block)) return false;
+    if (!fixed_update(p, s)) {
+      slot = &s->next;
+      continue;
+    }
+    LirVar *acc = acc_of(p, A, s);
+    LirStmt **d = head;
+    while (*d != s && !fusable(*d, s)) d = &(*d)->next;
+    if (*d != s) {   /* t = 0; ... t += e ...; out[i] += t  ->  ... acc += e ... */
+      const LirVar *t = (*d)->u.decl.var;
+      *d = (*d)->next;
+      rename_updates(*head, t, acc);
+      LirStmt **at = head;   /* unlink the update */
+      while (*at != s) at = &(*at)->next;
+      *at = s->next;
+      slot = at;
+      continue;
+    }
+    LirStmt *u = lir_update(p->a, acc, LOP_ADD, s->u.store.e);
+    if (!u) return false;
+    u->next = s->next;
+    *slot = u;
+    slot = &u->next;
+  }
+  return true;
+}
+
+/* ---- lanes across the loop: SpMV ----
+ *
+ * With no loop around L left to vectorize (SpMV: y's rows are all the
+ * output), the block's column loop J of constant bounds, the one loop of
+ * L's body, is moved around L:
+ *   acc_r = 0;  for (p ...) { decls; for (jj = 0; jj < 8; jj++) acc_r += e }
+ * becomes
+ *   acc_r = 0;  for (jj = 0; jj < 8; jj++) {
+ *                 a_r = 0; for (p ...) { decls; a_r += e }; acc_r += a_r }
+ * which the vectorizer takes as an outer loop: lanes over jj, a vector
+ * a_r per row across the whole block row (one multiply-add per row and
+ * block, the horizontal sum once per block row). Valid because L's body,
+ * promoted, only adds into accumulators: its iterations commute. */
+
+/* Finds in the list at *slot (through blocks) its one FOR, after DECLs
+ * and comments only, with constant bounds and nothing after it: *found
+ * (NULL: no FOR at all), *at its slot. False when the list is otherwise. */
+static bool only_loop(LirStmt **slot, LirStmt **found, LirStmt ***at) {
+  for (; *slot; slot = &(*slot)->next) {
+    LirStmt *t = *slot;
+    if (*found && t->kind != LS_COMMENT) return false;
+    if (t->kind == LS_DECL || t->kind == LS_COMMENT) continue;
+    if (t->kind == LS_BLOCK) {
+      if (!only_loop(&t->u.block, found, at)) return false;
+      continue;
+    }
+    if (t->kind != LS_FOR || t->u.loop.lo->kind != LE_CONST || t->u.loop.hi->kind != LE_CONST ||
+        !lir_unit_step(t) || t->u.loop.at.vec_width || t->u.loop.at.parallel)
+      return false;
+    *found = t;
+    *at = slot;
+  }
+  return true;
+}
+
+/* Whether list s stores, or assigns a variable declared outside it other
+ * than by `+=` into one of A's accumulators. */
+static bool only_sums(const LirStmt *s, const Accs *A, char *decl) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case LS_DECL: decl[s->u.decl.var->id] = 1; break;
+    case LS_ASSIGN: {
+      const LirVar *x = s->u.assign.var;
+      if (decl[x->id]) break;
+      bool acc = false;
+      for (int i = 0; i < A->n; i++) acc |= A->acc[i].var == x;
+      if (!acc || s->u.assign.op != LOP_ADD || s->u.assign.with) return false;
+      break;
+    }
+    case LS_FOR:
+      decl[s->u.loop.iv->id] = 1;
+      if (!only_sums(s->u.loop.body, A, decl)) return false;
+      break;
+    case LS_BLOCK:
+      if (!only_sums(s->u.block, A, decl)) return false;
+      break;
+    case LS_COMMENT: break;
+    default: return false;
+    }
+  }
+  return true;
+}
+
+/* L, promoted into A's accumulators, with its column loop moved around
+ * it; L itself when that does not apply. */
+static LirStmt *lanes_across(Promote *p, LirStmt *L, const Accs *A) {
+  Arena *a = p->a;
+  LirStmt **jslot = NULL, *J = NULL;
+  char *decl = arena_alloc(a, (size_t)p->k->nvars);
+  if (!only_loop(&L->u.loop.body, &J, &jslot) || !J || !decl ||
+      !only_sums(L->u.loop.body, A, decl))
+    return L;
+  LirStmt *inner = J->u.loop.body, *sums = NULL, *zeros = NULL;
+  for (int i = 0; i < A->n; i++) {
+    LirVar *acc = A->acc[i].var, *lane = lir_var_numbered(a, p->k, "lane", acc->type);
+    if (!lane) return L;
+    rename_updates(inner, acc, lane);
+    lir_append(&zeros, lir_decl(a, lane, zero(a, lane->type)));
+    lir_append(&sums, lir_update(a, acc, LOP_ADD, lir_ref(a, lane)));
+  }
+  *jslot = inner ? lir_block(a, inner) : NULL;   /* L's body keeps its decls */
+  LirStmt *outer = lir_for(a, J->u.loop.iv, J->u.loop.lo, J->u.loop.hi, zeros);
+  if (!outer || a->failed) return L;
+  L->next = NULL;
+  lir_append(&zeros, L);
+  lir_append(&zeros, sums);
+  outer->u.loop.body = zeros;
+  return outer;
+}
+
+/* ---- row groups: BSR 8x8 ----
+ *
+ * Under a vector loop, a candidate of more than PROMOTE_GROUP trips (8x8's
+ * rows) would keep 8 accumulators: 16 lanes each, four passes of the
+ * vector loop over each block row. L is copied once per group of
+ * PROMOTE_GROUP rows instead, each copy's candidate bounded to its group,
+ * and each copy promoted on its own: 4 accumulators of 32 lanes live at a
+ * time (lower/vectorize.c counts the most any one loop keeps), two passes
+ * over B's rows of a block, which read 4 cache lines of each row in a
+ * row, not 2. */
+
+#define PROMOTE_GROUP 4
+
+static LirStmt *first_candidate(Promote *p, LirStmt *s) {
+  for (; s; s = s->next) {
+    if (jam_candidate(p, s)) return s;
+    LirStmt *in = s->kind == LS_BLOCK ? first_candidate(p, s->u.block) : NULL;
+    if (in) return in;
+  }
+  return NULL;
+}
+
+static LirStmt *loop_of(LirStmt *s, const LirVar *iv) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_FOR && s->u.loop.iv == iv) return s;
+    LirStmt *in = s->kind == LS_BLOCK ? loop_of(s->u.block, iv) : NULL;
+    if (in) return in;
+  }
+  return NULL;
+}
+
+static bool split_groups(Promote *p, LirStmt **slot) {
+  LirStmt *L = *slot;
+  if (L->u.loop.at.vec_width || L->u.loop.at.parallel) return false;
+  if (!mark_inside(p, L) || !body_ok(p, L->u.loop.body)) return false;
+  LirStmt *q = first_candidate(p, L->u.loop.body);
+  if (!q) return false;
+  int64_t lo = q->u.loop.lo->u.c.i, trips = q->u.loop.hi->u.c.i - lo;
+  if (trips <= PROMOTE_GROUP || trips > LOWER_JAM_MAX || trips % PROMOTE_GROUP) return false;
+  LirStmt *copies = NULL;
+  for (int64_t g = 0; g < trips / PROMOTE_GROUP; g++) {
+    LirStmt *c = lower_clone_stmt(p->a, p->k, L), *cq = c ? loop_of(c->u.loop.body, q->u.loop.iv) : NULL;
+    if (!cq) return false;
+    cq->u.loop.lo = lir_const_int(p->a, q->u.loop.iv->type, lo + g * PROMOTE_GROUP);
+    cq->u.loop.hi = lir_const_int(p->a, q->u.loop.iv->type, lo + (g + 1) * PROMOTE_GROUP);
+    lir_append(&copies, c);
+  }
+  if (p->a->failed) return false;
+  lir_append(&copies, L->next);
+  *slot = copies;
+  return true;
+}
+
+/* Tries the rewrite on the loop at *slot; true when it made it. around_free:
+ * a loop around it that is neither parallel nor vectorized (SpMM's k). */
+static bool promote_loop(Promote *p, LirStmt **slot, bool around_free) {
+  LirStmt *L = *slot;
+  if (L->u.loop.at.vec_width || L->u.loop.at.parallel) return false;
+  if (!mark_inside(p, L) || !body_ok(p, L->u.loop.body)) return false;
+  if (!has_fixed_update(p, L->u.loop.body) && !has_jam_candidate(p, L->u.loop.body)) return false;
+  if (jam_top(p, &L->u.loop.body) && !mark_inside(p, L)) return false;
+  Accs A = {.n = 0};
+  if (!collect(p, &A, L->u.loop.body) || A.n == 0) return false;
+  if (!replace_updates(p, &A, &L->u.loop.body)) return false;
+  Arena *a = p->a;
+  LirStmt *before = NULL, *after = NULL;
+  for (int i = 0; i < A.n; i++) {
+    const LirStmt *u = A.acc[i].store;
+    LirVar *v = A.acc[i].var;
+    lir_append(&before, lir_decl(a, v, zero(a, v->type)));
+    lir_append(&after, lir_store_update(a, u->u.store.ptr, u->u.store.idx, LOP_ADD, lir_ref(a, v)));
+  }
+  if (a->failed) return false;
+  LirStmt *rest = L->next, *mid = around_free ? L : lanes_across(p, L, &A);
+  lir_append(&after, rest);
+  mid->next = after;
+  lir_append(&before, mid);
+  *slot = before;
+  return true;
+}
+
+/* ---- split sums: n_out_of_m ----
+ *
+ * A loop L whose body adds into a scalar t declared outside it through a
+ * short loop Q of constant trip count c (2:4's two stored entries per
+ * block: for (q = p; q < p + 2; q++) t += A[q] * B[..crd[q]..]) chains its
+ * c additions per iteration of L on t. Q is jammed with copy r adding into
+ * its own t_r (declared before L, zero), and t gets t_0 + .. + t_{c-1}
+ * after L: c independent chains (on SpMM's vector loop, c accumulators of
+ * its lanes). */
+
+#define SPLIT_MAX 4   /* partial sums, all told (registers: 4 x 4 on AVX-512) */
+
+/* Q's trip count when constant: constant bounds, or a hi declared in
+ * list head (before Q) as lo + c; 0 otherwise. */
+static int64_t trips_of(const LirStmt *head, const LirStmt *q) {
+  const LirExpr *lo = q->u.loop.lo, *hi = q->u.loop.hi;
+  if (lo->kind == LE_CONST && hi->kind == LE_CONST) return hi->u.c.i - lo->u.c.i;
+  if (lo->kind != LE_VAR || hi->kind != LE_VAR) return 0;
+  for (const LirStmt *s = head; s && s != q; s = s->next) {
+    if (s->kind != LS_DECL || s->u.decl.var != hi->u.var) continue;
+    const LirExpr *e = s->u.decl.init;
+    if (e && e->kind == LE_BIN && e->u.bin.op == LOP_ADD && e->u.bin.a->kind == LE_VAR &&
+        e->u.bin.a->u.var == lo->u.var && e->u.bin.b->kind == LE_CONST)
+      return e->u.bin.b->u.c.i;
+  }
+  return 0;
+}
+
+typedef struct Sums {
+  LirVar *var[SPLIT_MAX];
+  int n;
+} Sums;
+
+/* The variables list s assigns but does not declare, into S; false when
+ * one is assigned other than by `+=`, when there are more than
+ * SPLIT_MAX, or when s stores or calls. */
+static bool outer_sums(const LirStmt *s, char *decl, Sums *S) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case LS_DECL: decl[s->u.decl.var->id] = 1; break;
+    case LS_ASSIGN: {
+      LirVar *x = s->u.assign.var;
+      if (decl[x->id]) break;
+      if (s->u.assign.op != LOP_ADD || s->u.assign.with || lir_type_is_ptr(x->type)) return false;
+      int i = 0;
+      while (i < S->n && S->var[i] != x) i++;
+      if (i == S->n && S->n == SPLIT_MAX) return false;
+      if (i == S->n) S->var[S->n++] = x;
+      break;
+    }
+    case LS_FOR:
+      decl[s->u.loop.iv->id] = 1;
+      if (!outer_sums(s->u.loop.body, decl, S)) return false;
+      break;
+    case LS_BLOCK:
+      if (!outer_sums(s->u.block, decl, S)) return false;
+      break;
+    case LS_COMMENT: break;
+    default: return false;
+    }
+  }
+  return true;
+}
+
+static bool declared_in(const LirStmt *s, const LirVar *v) {
+  for (; s; s = s->next)
+    if ((s->kind == LS_DECL && s->u.decl.var == v) ||
+        (s->kind == LS_FOR && (s->u.loop.iv == v || declared_in(s->u.loop.body, v))) ||
+        (s->kind == LS_WHILE && declared_in(s->u.whl.body, v)) ||
+        (s->kind == LS_IF && (declared_in(s->u.cond.then, v) || declared_in(s->u.cond.els, v))) ||
+        (s->kind == LS_BLOCK && declared_in(s->u.block, v)))
+      return true;
+  return false;
+}
+
+/* Splits the sums of the first short loop at the top level of the list at
+ * *slot (through blocks; head: the list's start) in loop L; the new
+ * partial sums' DECLs go to *before and the final additions to *after. */
+static bool split_in(Promote *p, const LirStmt *L, LirStmt **slot, LirStmt **before,
+                     LirStmt **after) {
+  LirStmt *head = *slot;
+  for (; *slot; slot = &(*slot)->next) {
+    LirStmt *q = *slot;
+    if (q->kind == LS_BLOCK) {
+      if (split_in(p, L, &q->u.block, before, after)) return true;
+      continue;
+    }
+    if (q->kind != LS_FOR || q->u.loop.at.vec_width || q->u.loop.at.parallel) continue;
+    int64_t c = trips_of(head, q);
+    char *decl = arena_alloc(p->a, (size_t)p->k->nvars);
+    Sums S = {.n = 0};
+    if (c < 2 || !decl || !outer_sums(q->u.loop.body, decl, &S) || S.n == 0 || S.n * c > SPLIT_MAX)
+      continue;
+    bool only_add = true;
+    for (int i = 0; i < S.n; i++)   /* t is declared outside L and read nowhere in it */
+      if (declared_in(L->u.loop.body, S.var[i]) || uses(L->u.loop.body, S.var[i], &only_add))
+        return false;
+    if (!only_add) return false;
+    LirVar *parts[SPLIT_MAX * SPLIT_MAX];
+    for (int r = 0; r < c; r++)
+      for (int i = 0; i < S.n; i++) {
+        LirVar *t = S.var[i], *v = lir_var_numbered(p->a, p->k, t->name, t->type);
+        if (!v) return false;
+        parts[r * S.n + i] = v;
+        lir_append(before, lir_decl(p->a, v, zero(p->a, t->type)));
+      }
+    LirStmt *jam = lower_jam_copies(p->a, p->k, q, (int)c, S.var, parts, S.n);
+    if (!jam) return false;
+    for (int i = 0; i < S.n; i++) {
+      LirExpr *sum = lir_ref(p->a, parts[i]);
+      for (int r = 1; r < c; r++) sum = lir_bin(p->a, LOP_ADD, sum, lir_ref(p->a, parts[r * S.n + i]));
+      lir_append(after, lir_update(p->a, S.var[i], LOP_ADD, sum));
+    }
+    LirStmt *b = lir_block(p->a, jam);
+    if (!b || p->a->failed) return false;
+    b->next = q->next;
+    *slot = b;
+    return true;
+  }
+  return false;
+}
+
+/* The rewrite on the loop at *slot; true when it made it. */
+static bool split_sums(Promote *p, LirStmt **slot) {
+  LirStmt *L = *slot, *before = NULL, *after = NULL;
+  if (L->u.loop.at.vec_width || L->u.loop.at.parallel || !mark_inside(p, L)) return false;
+  if (!split_in(p, L, &L->u.loop.body, &before, &after)) return false;
+  lir_append(&after, L->next);
+  L->next = after;
+  lir_append(&before, L);
+  *slot = before;
+  return true;
+}
+
+/* Loops outermost first; a loop that was rewritten is not entered (its
+ * updates are now the accumulators'). */
+static int walk(Promote *p, LirStmt **slot, bool around_free) {
+  int n = 0;
+  for (; *slot; slot = &(*slot)->next) {
+    LirStmt *s = *slot;
+    switch (s->kind) {
+    case LS_FOR:
+      if (around_free && split_groups(p, slot)) s = *slot;   /* the first group's copy */
+      if (promote_loop(p, slot, around_free) || split_sums(p, slot)) {
+        n++;
+        while ((*slot)->kind == LS_DECL) slot = &(*slot)->next;   /* on past the loop */
+      } else {
+        bool free_loop = !s->u.loop.at.parallel && !s->u.loop.at.vec_width;
+        n += walk(p, &s->u.loop.body, around_free || free_loop);
+      }
+      break;
+    case LS_WHILE: n += walk(p, &s->u.whl.body, true); break;
+    case LS_IF: n += walk(p, &s->u.cond.then, around_free) + walk(p, &s->u.cond.els, around_free); break;
+    case LS_BLOCK: n += walk(p, &s->u.block, around_free); break;
+    default: break;
+    }
+  }
+  return n;
+}
+
+int lower_promote(Arena *a, LirKernel *k) {
+  if (k->nvars == 0) return 0;
+  Promote p = {.a = a, .k = k, .nvars = k->nvars};
+  p.outvals = arena_alloc(a, (size_t)p.nvars);
+  char *bad = arena_alloc(a, (size_t)p.nvars);
+  if (!p.outvals || !bad) return 0;
+  find_outvals(&p, k->body, bad);
+  for (int i = 0; i < p.nvars; i++) p.outvals[i] &= !bad[i];
+  return walk(&p, &k->body, false);
+}
