@@ -141,10 +141,13 @@ static bool ensure_tables(Vec *v) {
 
 /* ---- memory carried across iterations ----
  * Lanes run W iterations at once, so a store must not reach a later
- * iteration's load or store: every access to an array the loop stores
- * into is at the store's own index (y[p] = y[p] + e, never pos[q + 1] =
- * max(pos[q + 1], pos[q])). Arrays are told apart by their pointer
- * expression; distinct operands do not alias. */
+ * iteration's load or store. An access to an array the loop stores into
+ * at the store's index plus another constant is such a reach (pos[q + 1] =
+ * max(pos[q + 1], pos[q])); at the same index it is not (y[p] = y[p] + e).
+ * Indices with other bases (a row r * n + k beside row r' * n + k of a
+ * block) are taken as apart by at least the trip count, which a vector
+ * step needs to be W or more; arrays are told apart by their pointer
+ * expression, and distinct operands do not alias. */
 enum { MAX_STORES = 32 };
 typedef struct Stores {
   const LirExpr *ptr[MAX_STORES], *idx[MAX_STORES];
@@ -165,10 +168,30 @@ static void collect_stores(const LirStmt *s, Stores *st) {
   }
 }
 
-/* Marks st->carried when ptr[idx] touches a stored array elsewhere. */
+/* e as base + offset, the offset a constant added or subtracted last. */
+static const LirExpr *split_offset(const LirExpr *e, int64_t *off) {
+  *off = 0;
+  if (e->kind == LE_BIN && (e->u.bin.op == LOP_ADD || e->u.bin.op == LOP_SUB) &&
+      e->u.bin.b->kind == LE_CONST) {
+    *off = e->u.bin.op == LOP_ADD ? e->u.bin.b->u.c.i : -e->u.bin.b->u.c.i;
+    return e->u.bin.a;
+  }
+  if (e->kind == LE_BIN && e->u.bin.op == LOP_ADD && e->u.bin.a->kind == LE_CONST) {
+    *off = e->u.bin.a->u.c.i;
+    return e->u.bin.b;
+  }
+  return e;
+}
+
+/* Marks st->carried when ptr[idx] touches a stored array at the store's
+ * index plus another constant. */
 static void check_access(Stores *st, const LirExpr *ptr, const LirExpr *idx) {
+  int64_t oa, ob;
+  const LirExpr *b = split_offset(idx, &ob);
   for (int i = 0; i < st->n; i++)
-    if (lir_expr_equal(st->ptr[i], ptr) && !lir_expr_equal(st->idx[i], idx)) st->carried = true;
+    if (lir_expr_equal(st->ptr[i], ptr) && lir_expr_equal(split_offset(st->idx[i], &oa), b) &&
+        oa != ob)
+      st->carried = true;
 }
 
 static void check_loads(Stores *st, const LirExpr *e) {

@@ -5,7 +5,8 @@
  * into the target's level order. Zeros that are dense fill in the source
  * (it has a dense level) are dropped; explicit zeros of all-sparse sources
  * are kept. An all-dense tensor to another all-dense level order (a
- * transpose) moves its values directly (permute_dense). A dtype cast keeps
+ * transpose; not a view, whose values are its base's) moves its values
+ * directly (permute_dense). A dtype cast keeps
  * the index arrays and converts the values.
  */
 #include <stdlib.h>
@@ -91,7 +92,7 @@ tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
   tj_status st = tj_tensor_new(src->name, tj_tensor_dtype(src), src->order,
                                src->dims, &f, &t);
   if (st != TJ_OK) return st;
-  if (src->order > 0 && !src->blocked && !t->blocked && src->st.vals &&
+  if (src->order > 0 && !src->base && !src->blocked && !t->blocked && src->st.vals &&
       rt_format_all_dense(&src->fmt) && rt_format_all_dense(&t->fmt)) {
     st = permute_dense(src, t);
   } else {

@@ -24,7 +24,9 @@ static tj_format parse(const char *spec) {
   return f;
 }
 
-/* Matrix formats; "view" rows are a view of a larger CSR matrix. */
+/* Matrix formats; "view" rows are a view of a larger CSR matrix, "dview"
+ * of a larger dense one (its values are the base's, strided: a dense to
+ * dense conversion must not move them as a whole array). */
 static const char *const mat[] = {
     "dd", "ds", "ds:1,0", "ss", "ss:1,0", "uq", "us", "do", "ls", "sd", "sl:1,0",
     "dsdd:0/2,1/2,0%2,1%2", "dsdd:0/4,1/4,0%4,1%4", "sssd:0/2,1/3,0%2,1%3",
@@ -34,7 +36,7 @@ static const char *const mat[] = {
     "(i, j) -> (j : compressed, i : compressed), posWidth = 64, crdWidth = 64",
     ("(i, j) -> (i floordiv 2 : dense, j floordiv 4 : compressed, i mod 2 : dense, "
      "j mod 4 : dense), crdWidth = 16"),
-    "view"};
+    "view", "dview"};
 #define NMAT ((int)(sizeof mat / sizeof mat[0]))
 
 enum { R = 9, C = 10 };
@@ -55,13 +57,15 @@ static void fill(double d[R][C]) {
   }
 }
 
-/* A tensor of format spec holding d; a "view" row is the 9 x 10 window at
- * (2, 1) of a 12 x 12 CSR matrix that holds d there (and other entries
- * around it); *base is then the matrix it views. */
+/* A tensor of format spec holding d; a "view" ("dview") row is the 9 x 10
+ * window at (2, 1) of a 12 x 12 CSR (dense) matrix that holds d there (and
+ * other entries around it); *base is then the matrix it views. */
+static bool is_view(const char *spec) { return !strcmp(spec, "view") || !strcmp(spec, "dview"); }
+
 static tj_tensor *make(const char *spec, double d[R][C], tj_tensor **base) {
   *base = NULL;
-  if (!strcmp(spec, "view")) {
-    tj_format csr = parse("ds");
+  if (is_view(spec)) {
+    tj_format csr = parse(spec[0] == 'd' ? "dd" : "ds");
     OK(tj_tensor_new("B", TJ_F64, 2, (int64_t[]){12, 12}, &csr, base));
     for (int64_t i = 0; i < 12; i++)
       for (int64_t j = 0; j < 12; j++) {
@@ -112,7 +116,7 @@ static void same_values(const tj_tensor *t, double d[R][C], const char *what) {
 /* _i = from * NMAT + to */
 START_TEST(matrix_pairs) {
   const char *from = mat[_i / NMAT], *to = mat[_i % NMAT];
-  if (!strcmp(to, "view")) return;   /* a view is made, not converted to */
+  if (is_view(to)) return;   /* a view is made, not converted to */
   double d[R][C];
   fill(d);
   tj_tensor *base, *a = make(from, d, &base), *b, *back;
@@ -123,7 +127,7 @@ START_TEST(matrix_pairs) {
   OK(tj_tensor_convert(a, &f, &b));
   same_values(b, d, what);
   /* and back to the source's format (a view: to CSR) */
-  tj_format g = parse(strcmp(from, "view") ? from : "ds");
+  tj_format g = parse(!is_view(from) ? from : from[0] == 'd' ? "dd" : "ds");
   OK(tj_tensor_convert(b, &g, &back));
   snprintf(what, sizeof what, "%s -> %s -> back", from, to);
   same_values(back, d, what);
