@@ -323,6 +323,12 @@ bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
   if (as->ntensors > 0 && tj_tensor_is_view(out[0]))
     return diag_error(d, TJ_ERR_INVALID, "output %s is a view (a slice of another tensor); "
                       "a kernel writes into a tensor of its own", as->tensors[0]->name);
+  /* a view of the output would read arrays the run reallocates or zeroes */
+  for (int t = 1; t < as->ntensors; t++)
+    if (t != as->old_output && out[t]->base == out[0])
+      return diag_error(d, TJ_ERR_INVALID, "operand %s is a view of the output %s, which the "
+                        "run overwrites; convert the view into a tensor of its own first",
+                        as->tensors[t]->name, as->tensors[0]->name);
   return true;
 }
 

@@ -1192,6 +1192,12 @@ static LirStmt *fused_pos_loop(Lowerer *lw, LoopCtx *cx) {
                                                      f->fuse_inner->name,
                                                      f->pos_access->u.access.t->name), -1),
            NULL;
+  if (lv_format_sliced(fm)) {   /* rows and positions would be the base's */
+    diag_error(lw->d, TJ_ERR_UNSUPPORTED, "%s is a view (a slice); a fused loop walks its "
+               "base's positions, not the slice's: drop the fuse or convert the view",
+               f->pos_access->u.access.t->name);
+    return NULL;
+  }
   LirVar *nv = lw_var(lw, arena_printf(a, "%s_rows", cx->v->name), LT_I64);
   LirVar *bv = lw_var(lw, arena_printf(a, "%s_base", cx->v->name), LT_I64);
   LirStmt *s = lir_decl(a, nv, lw_level_size(lw, r.x, r.l));

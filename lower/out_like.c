@@ -81,7 +81,8 @@ int lower_plan_out_like(const Assignment *as, const LowerPlan *p, const Cin *cin
     const TensorVar *t = acc[x]->u.access.t;
     const tj_format *f = &p->fmt[t->id];
     if (!lv_format_has_sparse(f)) continue;        /* dense: located, any pattern */
-    if (like || !same_shape(as->lhs, &p->fmt[0], acc[x], f)) return 0;
+    /* a view's arrays are its base's, unsliced: not the output's pattern */
+    if (like || lv_format_sliced(f) || !same_shape(as->lhs, &p->fmt[0], acc[x], f)) return 0;
     like = t->id;
   }
   return like;

@@ -245,28 +245,6 @@ static int jam_top(Promote *p, LirStmt **slot) {
 
 /* ---- the accumulators ---- */
 
-static bool same_expr(const LirExpr *x, const LirExpr *y) {
-  if (x == y) return true;
-  if (x->kind != y->kind || x->type != y->type) return false;
-  switch (x->kind) {
-  case LE_CONST: return x->u.c.i == y->u.c.i && x->u.c.f == y->u.c.f;
-  case LE_VAR: return x->u.var == y->u.var;
-  case LE_FIELD:
-    return x->u.field.operand == y->u.field.operand && x->u.field.field == y->u.field.field &&
-           x->u.field.level == y->u.field.level;
-  case LE_LOAD: return same_expr(x->u.load.ptr, y->u.load.ptr) && same_expr(x->u.load.idx, y->u.load.idx);
-  case LE_BIN:
-    return x->u.bin.op == y->u.bin.op && same_expr(x->u.bin.a, y->u.bin.a) &&
-           same_expr(x->u.bin.b, y->u.bin.b);
-  case LE_UN: return x->u.un.op == y->u.un.op && same_expr(x->u.un.a, y->u.un.a);
-  case LE_CAST: return same_expr(x->u.cast, y->u.cast);
-  case LE_SELECT:
-    return same_expr(x->u.sel.cond, y->u.sel.cond) && same_expr(x->u.sel.a, y->u.sel.a) &&
-           same_expr(x->u.sel.b, y->u.sel.b);
-  }
-  return false;
-}
-
 #define PROMOTE_MAX 32
 
 typedef struct Acc {
@@ -345,7 +323,7 @@ static LirExpr *zero(Arena *a, LirType t) {
 static LirVar *acc_of(Promote *p, Accs *A, const LirStmt *s) {
   for (int i = 0; i < A->n; i++) {
     const LirStmt *f = A->acc[i].store;
-    if (same_expr(f->u.store.ptr, s->u.store.ptr) && same_expr(f->u.store.idx, s->u.store.idx))
+    if (lir_expr_equal(f->u.store.ptr, s->u.store.ptr) && lir_expr_equal(f->u.store.idx, s->u.store.idx))
       return A->acc[i].var;
   }
   if (A->n == PROMOTE_MAX) return NULL;

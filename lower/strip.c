@@ -195,7 +195,7 @@ LirStmt *lw_outer_half(Lowerer *lw, int depth, int jd, AMask alive, bool in_temp
   const char *why =
       lw_out_appended(lw) ? "writes a sparse output, which is appended in loop order (a "
                             "sparse output is updated in place only when its pattern is one "
-                            "operand's: a product of it and dense factors, in its format)"
+                            "operand's: a product of it and dense factors, in its format, not a view)"
       : jd >= lw->scope_end ? "is a sum's loop, nested inside its scope"
       : lw->nest.ws_depth > depth && lw->nest.ws_depth <= jd ? "would repeat a workspace"
                                                              : NULL;

@@ -14,14 +14,6 @@
 
 #include "tensor.h"
 
-/* A fresh array holding n entries of width w of src (NULL for none). */
-static bool dup_array(void **dst, const void *src, int64_t n, int64_t w) {
-  *dst = NULL;
-  if (!src || n <= 0) return true;
-  *dst = rt_array_new(n, (size_t)w, false);
-  if (*dst) memcpy(*dst, src, (size_t)(n * w));
-  return *dst != NULL;
-}
 
 tj_status rt_tensor_copy(const tj_tensor *src, tj_tensor **out) {
   *out = NULL;
@@ -31,15 +23,7 @@ tj_status rt_tensor_copy(const tj_tensor *src, tj_tensor **out) {
   if (st != TJ_OK) return st;
   const tj_storage *s = &src->st;
   tj_storage *d = &t->st;
-  bool ok = true;
-  for (int l = 0; l < s->order && ok; l++) {
-    const tj_level_storage *a = &s->levels[l];
-    tj_level_storage *b = &d->levels[l];
-    ok = dup_array(&b->pos, a->pos, a->pos_len, s->pos_width) &&
-         dup_array(&b->crd, a->crd, a->crd_len, s->crd_width);
-    b->pos_len = b->pos_cap = b->pos ? a->pos_len : 0;
-    b->crd_len = b->crd_cap = b->crd ? a->crd_len : 0;
-  }
+  bool ok = rt_copy_index_arrays(s, d);
   if (ok && s->vals) {
     /* a packed tensor keeps a vals array even when it holds no entry */
     d->vals = rt_array_new(s->vals_len > 0 ? s->vals_len : 1, (size_t)rt_dtype_size(s->dtype), false);

@@ -126,6 +126,19 @@ static bool copy_array(void **dst, const void *src, int64_t n, int w) {
   return *dst != NULL;
 }
 
+bool rt_copy_index_arrays(const tj_storage *s, tj_storage *d) {
+  bool ok = true;
+  for (int l = 0; l < s->order && ok; l++) {
+    const tj_level_storage *a = &s->levels[l];
+    tj_level_storage *b = &d->levels[l];
+    ok = copy_array(&b->pos, a->pos, a->pos_len, s->pos_width) &&
+         copy_array(&b->crd, a->crd, a->crd_len, s->crd_width);
+    b->pos_len = b->pos_cap = b->pos ? a->pos_len : 0;
+    b->crd_len = b->crd_cap = b->crd ? a->crd_len : 0;
+  }
+  return ok;
+}
+
 tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out) {
   if (!src || !out)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_cast: NULL argument");
@@ -145,15 +158,7 @@ tj_status tj_tensor_cast(const tj_tensor *src, tj_dtype dt, tj_tensor **out) {
   if (st != TJ_OK) return st;
   const tj_storage *s = &src->st;
   tj_storage *d = &t->st;
-  bool ok = true;
-  for (int l = 0; l < s->order && ok; l++) {
-    const tj_level_storage *a = &s->levels[l];
-    tj_level_storage *b = &d->levels[l];
-    ok = copy_array(&b->pos, a->pos, a->pos_len, s->pos_width) &&
-         copy_array(&b->crd, a->crd, a->crd_len, s->crd_width);
-    b->pos_len = b->pos_cap = b->pos ? a->pos_len : 0;
-    b->crd_len = b->crd_cap = b->crd ? a->crd_len : 0;
-  }
+  bool ok = rt_copy_index_arrays(s, d);
   if (ok && s->vals) {
     d->vals = rt_array_new(s->vals_len, (size_t)rt_dtype_size(dt), false);
     ok = d->vals != NULL;

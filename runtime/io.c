@@ -172,7 +172,7 @@ tj_status tj_tensor_read_as(const char *path, const char *name, const tj_format 
   /* A format with slices: the file's tensor, owned by a view of it. */
   tj_format f = *fmt;
   rt_format_unslice(&f);
-  tj_tensor *base;
+  tj_tensor *base = NULL;
   tj_status st = read_file(path, name, &f, dt, &base);
   if (st == TJ_OK) st = tj_tensor_view(base, NULL, fmt, out);
   if (st != TJ_OK) {

@@ -306,6 +306,10 @@ tj_status rt_storage_carry(tj_storage *dst, const tj_storage *old, RtVal fill, i
 /* A new tensor (owned by the caller) with src's format, dtype and arrays
  * copied as they are (explicit zeros and fill too), by memcpy. */
 tj_status rt_tensor_copy(const tj_tensor *src, tj_tensor **out);
+/* Fresh copies of s's positions and coordinates, level by level, into d
+ * (runtime/convert.c; shared by rt_tensor_copy and tj_tensor_cast); false
+ * when out of memory (the arrays made so far are d's). */
+bool rt_copy_index_arrays(const tj_storage *s, tj_storage *d);
 
 /* A tensor of format fmt (src's order) holding 1 where src stores an entry
  * (explicit zeros too) and 0 elsewhere: a structural mask as values. */

@@ -200,6 +200,16 @@ START_TEST(refusals) {
   ck_assert_int_ne(tj_compile(cx, "P(i,j) = V(i,j)", (tj_tensor *[]){vd, v}, 2, NULL, NULL, &k),
                    TJ_OK);
   ck_assert_msg(strstr(tj_last_error(), "output P is a view"), "%s", tj_last_error());
+  /* a view of the output as an input: the run would overwrite what it reads */
+  tj_tensor *o4, *q;
+  OK(tj_tensor_new("O", TJ_F64, 2, (int64_t[]){4, 4}, &dd, &o4));
+  OK(tj_tensor_pack(o4));
+  OK(tj_tensor_slice(o4, "Q", (int64_t[]){0, 0}, (int64_t[]){4, 4}, NULL, &q));
+  ck_assert_int_eq(tj_compile(cx, "O(i,j) = Q(i,j) * 2", (tj_tensor *[]){o4, q}, 2, NULL, NULL, &k),
+                   TJ_ERR_INVALID);
+  ck_assert_msg(strstr(tj_last_error(), "operand Q is a view of the output O"), "%s",
+                tj_last_error());
+  tj_tensor_free(q), tj_tensor_free(o4);
   tj_context_free(cx);
   tj_tensor_free(vd), tj_tensor_free(o), tj_tensor_free(x);
   tj_tensor_free(v), tj_tensor_free(a);

@@ -105,4 +105,11 @@ expect_fail check_needs_data "-check needs evaluation, but input A has no data" 
 expect_fail time_needs_data "-time needs evaluation, but input A has no data" \
   "$E" -d=A:4,5 -time
 
+# views under schedules that would walk the base's arrays, not the slice's
+expect_fail view_out_like "in its format, not a view" \
+  'A(i,j) = B(i,j) * C(i,k) * D(k,j)' -f=A:ds -f='B:ds[5:20:1,:]' -g=B:s:0.2 -g=C:d -g=D:d \
+  -d=B:30,70 -d=k:16 -s='split(i,i0,i1,4) pos(j,jpos,B(i,j)) split(jpos,jpos0,jpos1,8) reorder(i0,i1,jpos0,k,jpos1)'
+expect_fail view_fused_rows "B is a view (a slice); a fused loop walks its base's positions" \
+  'y(i) = B(i,j) * x(j)' -f='B:ds[5:10:2,:]' -g=B:s:0.3 -g=x:d -d=B:30,20 -s='fuse(i,j,f) pos(f,fp,B(i,j))'
+
 finish
