@@ -112,9 +112,14 @@ static double cpu_s(void) {
  * the machine's other users do not inflate, for one thread). One that
  * takes over 20 times the fastest in the warm-up (LoG on tiny slices) is
  * timed by its warm-up alone. */
+/* Microseconds to wait before each timed run: 2 threads, see main(). */
+enum { SETTLE_US = 30000 };
+static int g_settle_us;
+
 static void interleave_cpu(Impl *im, int n, double *med, double *cpu) {
   double warm[8], best = INFINITY;
   for (int i = 0; i < n; i++) {
+    if (g_settle_us) usleep(g_settle_us);
     double t0 = now_s();
     im[i].run(im[i].ctx);
     warm[i] = now_s() - t0;
@@ -126,6 +131,7 @@ static void interleave_cpu(Impl *im, int n, double *med, double *cpu) {
   for (int r = 0; r < g_reps; r++)
     for (int i = 0; i < n; i++) {
       if (warm[i] > 20 * best) continue;
+      if (g_settle_us) usleep(g_settle_us);
       double t0 = now_s(), c0 = cpu_s();
       im[i].run(im[i].ctx);
       im[i].t[r] = now_s() - t0;
@@ -208,6 +214,7 @@ typedef struct Blas {
 
 /* Both libraries on th threads. */
 static void blas_threads(int th) {
+  g_settle_us = th > 1 ? SETTLE_US : 0;
   openblas_set_num_threads(th);
 #ifdef TJ_HAVE_MKL
   if (mkl_rt_load()) mkl.MKL_Set_Num_Threads(th);
@@ -432,6 +439,16 @@ static void tccg(tj_context *cx, double target, const char *only) {
 }
 
 int main(int argc, char **argv) {
+  /* On two cores one implementation's idle threads, spinning after its
+   * run, slow the next one in the interleave (libomp's 200 ms blocktime
+   * halved OpenBLAS's 2-thread dgemm after a GETT run; GETT after OpenBLAS
+   * ran 10% slower than after GETT). Idle workers of libomp (ours and
+   * MKL's) and of OpenBLAS sleep after about 20 ms here, and 2-thread runs
+   * start 30 ms after the one before (SETTLE_US). Spinning for less (0)
+   * would cost our own barriers: GETT n = 1024 on 2 threads halved. Set
+   * before the re-exec; values given in the environment are kept. */
+  setenv("KMP_BLOCKTIME", "20", 0);
+  setenv("OPENBLAS_THREAD_TIMEOUT", "26", 0);
   const char *core = getenv("OPENBLAS_CORETYPE");
   if (!getenv("TJGETT_KEEP_CORETYPE") && (!core || strcmp(core, "SkylakeX") != 0)) {
     setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
