@@ -223,14 +223,20 @@ static void model(GettPlan *g, const Sizes *z, int vector_bits, int esz) {
 
 /* ---- the plan ---- */
 
+/* The entries of an index set: the product of its n indices' extents. */
+static double set_size(const Assignment *as, const int *ids, int n) {
+  double size = 1;
+  for (int q = 0; q < n; q++) size *= (double)as->indices[ids[q]]->extent;
+  return size;
+}
+
 /* The model's view of g's sets at the checked extents: their sizes, their
  * first indices', and whether packing and C's tiles read unit strides. */
 static Sizes sizes_of(const GettPlan *g, const Assignment *as, const Use *u, int sa, int sb,
                       const int64_t *sc, const int64_t *sta, const int64_t *stb) {
   Sizes z = {1, 1, 1, 0, 0, 0, false, false, false};
-  for (int q = 0; q < g->nm; q++) z.M *= (double)as->indices[g->m[q]]->extent;
-  for (int q = 0; q < g->nn; q++) z.N *= (double)as->indices[g->n[q]]->extent;
-  for (int q = 0; q < g->nk; q++) z.K *= (double)as->indices[g->k[q]]->extent;
+  z.M = set_size(as, g->m, g->nm), z.N = set_size(as, g->n, g->nn);
+  z.K = set_size(as, g->k, g->nk);
   z.M0 = (double)as->indices[g->m[0]]->extent;
   z.N0 = (double)as->indices[g->n[0]]->extent;
   z.K0 = (double)as->indices[g->k[0]]->extent;
@@ -288,11 +294,9 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
   sort_by(g->k, g->nk, key_k);
   bool f32 = as->lhs->dtype == TJ_F32;
   int esz = f32 ? 4 : 8;
-  double M = 1, N = 1;
-  for (int q = 0; q < g->nm; q++) M *= (double)as->indices[g->m[q]]->extent;
-  for (int q = 0; q < g->nn; q++) N *= (double)as->indices[g->n[q]]->extent;
-  micro_shape(vector_bits, f32, M, (double)as->indices[g->m[0]]->extent, N,
-              (double)as->indices[g->n[0]]->extent, &g->mr, &g->nr, &g->vl);
+  micro_shape(vector_bits, f32, set_size(as, g->m, g->nm), (double)as->indices[g->m[0]]->extent,
+              set_size(as, g->n, g->nn), (double)as->indices[g->n[0]]->extent, &g->mr, &g->nr,
+              &g->vl);
   blocking(g, esz, &g->mc, &g->kc, &g->nc);
   /* the model, at the extents the checker saw */
   int64_t sc[NT_MAX_ORDER], sta[NT_MAX_ORDER], stb[NT_MAX_ORDER];
