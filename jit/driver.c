@@ -479,12 +479,6 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   return buf;
 }
 
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
 /* ---- the compiler's passes, in order ----
  *
  *   front end    parse, check extents and dtypes, place the sums    ir/
@@ -775,7 +769,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   if (!key) goto fail;
   double t1 = jit_now_ms();
   k->times.parse_ms = t1 - t0;
-  uint64_t h = hash_str(key);
+  uint64_t h = rt_fnv1a(RT_FNV_BASIS, key, strlen(key));
   pthread_mutex_lock(&cx->lock);
   CacheEntry *e = cache_find(cx, key, h);
   if (e) {

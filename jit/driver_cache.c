@@ -52,12 +52,6 @@ typedef struct FileHeader {
   char symbol[128];
 } FileHeader;
 
-static uint64_t fnv(const void *p, size_t n, uint64_t h) {
-  const unsigned char *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-
 /* The full disk key of variant v of e (malloc'd). */
 static char *disk_key(const CacheEntry *e, int v) {
   const char *target = e->be->target(e->bstate);
@@ -71,7 +65,7 @@ static char *disk_key(const CacheEntry *e, int v) {
  * kernel, ".gett" for a timed GETT choice). */
 static void cache_name(const char *key, const char *suffix, char name[32]) {
   snprintf(name, 32, "tj-%016llx%s",
-           (unsigned long long)fnv(key, strlen(key), 1469598103934665603ull), suffix);
+           (unsigned long long)rt_fnv1a(RT_FNV_BASIS, key, strlen(key)), suffix);
 }
 
 static void warn(const char *dir, const char *name, const char *why) {
@@ -247,7 +241,7 @@ bool drv_disk_parse(FILE *f, const char *key, const char *dir, const char *name,
   else if (memcmp(stored, key, klen) != 0) warn(dir, name, "key does not match (hash collision)");
   else if (!(obj = malloc(h.obj_len)) || fread(obj, 1, h.obj_len, f) != h.obj_len)
     warn(dir, name, "truncated object code");
-  else if (fnv(obj, h.obj_len, 1469598103934665603ull) != h.checksum)
+  else if (rt_fnv1a(RT_FNV_BASIS, obj, h.obj_len) != h.checksum)
     warn(dir, name, "checksum mismatch");
   else if (memchr(h.symbol, 0, sizeof h.symbol) == NULL) warn(dir, name, "bad symbol");
   else ok = true;
@@ -269,7 +263,7 @@ bool drv_disk_serialize(FILE *f, const char *key, const void *obj, size_t len,
   h.version = FORMAT_VERSION;
   h.key_len = (uint32_t)strlen(key);
   h.obj_len = len;
-  h.checksum = fnv(obj, len, 1469598103934665603ull);
+  h.checksum = rt_fnv1a(RT_FNV_BASIS, obj, len);
   snprintf(h.symbol, sizeof h.symbol, "%s", symbol);
   return fwrite(&h, sizeof h, 1, f) == 1 && fwrite(key, 1, h.key_len, f) == h.key_len &&
          fwrite(obj, 1, len, f) == len;

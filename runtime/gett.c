@@ -440,12 +440,6 @@ enum { TUNED_SLOTS = 512 };
 static struct { uint64_t key; int method; } tuned[TUNED_SLOTS];
 static pthread_mutex_t tuned_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const unsigned char *c = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
-  return h;
-}
-
 static double seconds(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -454,10 +448,10 @@ static double seconds(void) {
 
 uint64_t rt_gett_tune_key(tj_storage *const *operands, const int32_t *plan) {
   const tj_storage *ops[3] = {operands[0], operands[plan[TJ_GP_A]], operands[plan[TJ_GP_B]]};
-  uint64_t key = fnv(1469598103934665603ull, plan, sizeof(int32_t) * TJ_GP_WORDS);
-  for (int t = 0; t < 3; t++) key = fnv(key, ops[t]->dims, sizeof(int64_t) * (size_t)ops[t]->order);
+  uint64_t key = rt_fnv1a(RT_FNV_BASIS, plan, sizeof(int32_t) * TJ_GP_WORDS);
+  for (int t = 0; t < 3; t++) key = rt_fnv1a(key, ops[t]->dims, sizeof(int64_t) * (size_t)ops[t]->order);
   int threads = tj_rt_threads();
-  return fnv(key, &threads, sizeof threads);
+  return rt_fnv1a(key, &threads, sizeof threads);
 }
 
 int rt_gett_tuned_get(uint64_t key) {

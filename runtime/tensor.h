@@ -176,6 +176,15 @@ static inline void rt_idx_set(void *a, int32_t w, int64_t i, int64_t v) {
 static inline int64_t rt_idx_max(int32_t w) {
   return w == 1 ? UINT8_MAX : w == 2 ? UINT16_MAX : w == 4 ? INT32_MAX : INT64_MAX;
 }
+/* FNV-1a over n bytes at p, continuing from h (start from RT_FNV_BASIS):
+ * the one hash of kernel-cache keys, disk-cache checksums and GETT's
+ * tuning table. */
+#define RT_FNV_BASIS 1469598103934665603ull
+static inline uint64_t rt_fnv1a(uint64_t h, const void *p, size_t n) {
+  const unsigned char *c = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
+  return h;
+}
 /* TJ_OK when n positions fit level l of tensor name at a position width of
  * w bytes; else a TJ_ERR_FORMAT naming them (pack, wrap). */
 tj_status rt_check_positions(const char *name, int l, int64_t n, int32_t w);
