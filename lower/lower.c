@@ -247,7 +247,9 @@ static bool setup_accesses(Lowerer *lw) {
     lw->vws_x = lw->nacc;
     lw->vws_t = lw->as->ntensors;
     lw->acc[lw->nacc++].e = nest->vws_access;
-    lw->vws_fmt = (tj_format){.order = 1, .levels = "d"};
+    int m = nest->vws_access->u.access.n;   /* dense, its modes in loop order */
+    lw->vws_fmt = (tj_format){.order = m};
+    for (int l = 0; l < m; l++) lw->vws_fmt.levels[l] = 'd', lw->vws_fmt.mode_order[l] = l;
   }
   for (int x = 0; x < lw->nacc; x++) {
     Access *ac = &lw->acc[x];
@@ -933,13 +935,16 @@ void lower_print_lattices(FILE *out, const LowerInput *in) {
     lw->root = as->rhs;
     for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
       if (sums[i]->u.sum.iv == v) lw->root = sums[i]->u.sum.a;
-    int dj = nest->vws_depth >= 0 ? lw->depth_of[nest->vws_var->id] : -1;
-    if (nest->vws_depth >= 0 && k >= nest->vws_depth && k <= dj) {  /* the producer's loops */
+    if (nest->vws_depth >= 0 && k >= nest->vws_depth && k < nest->vws_end) {  /* the producer's */
       lw->root = nest->vws_node;
       fprintf(out, "%s (produces %s):", v->name, nest->vws_access->u.access.t->name);
       print_lattice(out, lw, lw_accesses_in(lw, nest->vws_node, alive), k);
     }
-    if (nest->vws_depth >= 0 && k >= dj) {   /* the consumer's */
+    lw->vws_consumer = true;
+    bool reads = nest->vws_depth >= 0 && k >= lw->depth_of[nest->vws_first->id] &&
+                 !lw_subexpr_skips(lw, k);
+    lw->vws_consumer = false;
+    if (reads) {   /* the consumer's */
       lw->root = nest->vws_rhs;
       fprintf(out, "%s (reads %s):", v->name, nest->vws_access->u.access.t->name);
       print_lattice(out, lw, lw_subexpr_consumer(lw, alive), k);

@@ -451,8 +451,10 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   if (lw->target == T_VWS || lw->target == T_VWS_RESET) { /* w[j] (+)= e, or w[j] = 0 */
     if (!lw->emit_values) return NULL;
     LirExpr *w = lw_ref(lw, lw->vals_ptr[lw->vws_t]);
-    LirExpr *j = lw_locate(lw, lw->vws_x, 0, lw->vws_slot ? lw_ref(lw, lw->vws_slot) : NULL,
-                           lw_ref(lw, lw->coord[lw->nest.vws_var->id]));
+    const Expr *wa = lw->nest.vws_access;
+    LirExpr *j = lw->vws_slot ? lw_ref(lw, lw->vws_slot) : NULL;
+    for (int m = 0; m < wa->u.access.n; m++)   /* w's modes are its levels */
+      j = lw_locate(lw, lw->vws_x, m, j, lw_ref(lw, lw->coord[wa->u.access.idx[m]->id]));
     if (lw->target == T_VWS_RESET) return lir_store(a, w, j, vconst(lw, lw_fill_value(lw)));
     LirExpr *v = gen_expr(lw, lw->root, alive);
     return lw->nest.vws_sums ? lir_store_update(a, w, j, (LirBinOp)lw_lir_op(lw, OP_ADD), v)
@@ -1767,6 +1769,7 @@ static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
 
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   if (depth == lw->scope_end) return scope_body(lw, alive);
+  if (lw_subexpr_skips(lw, depth)) return lw_loops(lw, depth + 1, alive, in_temp);
   if (lw->target == T_OUT && !in_temp) {
     if (depth == lw->nest.ws_depth) return scatter_through_workspace(lw, depth, alive);
     if (depth == lw->first_red && lw->nest.ws_depth < 0)

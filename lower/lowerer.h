@@ -135,6 +135,7 @@ typedef struct Lowerer {
   int vws_x, vws_t;
   tj_format vws_fmt;
   bool vws_in;                             /* its producer or consumer is being emitted */
+  bool vws_consumer;                       /* its consumer is: lw_subexpr_skips */
   bool vws_reset_on_read;                  /* the consumer resets each entry it reads */
   LirVar *vws_slots;                       /* the parallel loop runs around the where:
                                               the workspace has this many rows, one
@@ -338,6 +339,9 @@ LirStmt *lw_subexpr_alloc(Lowerer *lw);
 AMask lw_subexpr_consumer(const Lowerer *lw, AMask alive);
 /* The where() at depth: the producer's loops, the consumer's, the reset. */
 LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp);
+/* Whether the consumer being emitted skips the loop at depth: one between
+ * the workspace's indices' loops that is the producer's alone. */
+bool lw_subexpr_skips(const Lowerer *lw, int depth);
 
 /* out_like.c: a sparse output shaped like an operand (LowerPlan.out_like) */
 /* Whether the output is sparse and appended in loop order (not shaped
