@@ -577,9 +577,21 @@ static void print_cin(FILE *out, const Cin *c) {
 /* The relations of c's loops (TACO's suchthat), in nesting order, printed
  * when out is not NULL; returns how many there are:
  *   , bound(i, ib, 64, max_exact), pos(j, jp, A(i,j)), split(jp, j0, j1, 8) */
-static int print_relations(FILE *out, const Cin *c) {
-  switch (c->kind) {
-  case CIN_FORALL: {
+static int print_relations(FILE *out, const Cin *c, const Expr *shared);
+
+/* Whether c's loop is over an index of the workspace access ws (NULL: no). */
+static bool over_ws_index(const Cin *c, const Expr *ws) {
+  for (int m = 0; ws && m < ws->u.access.n; m++)
+    if (ws->u.access.idx[m] == c->u.forall.iv) return true;
+  return false;
+}
+
+/* print_relations of one forall; a subexpression workspace's consumer
+ * loops over its indices (shared: w's access) are the producer's copies,
+ * printed there. */
+static int forall_relations(FILE *out, const Cin *c, const Expr *shared) {
+  if (over_ws_index(c, shared)) return print_relations(out, c->u.forall.body, shared);
+  {
     const CinLoopForm *f = &c->u.forall.form;
     const char *v = coord_name(c);
     int n = (f->bound_kind != BOUND_NONE) + (f->pos != NULL) + (f->split || f->divide) +
@@ -597,23 +609,36 @@ static int print_relations(FILE *out, const Cin *c) {
     if (out && (f->split || f->divide))
       fprintf(out, ", %s(%s, %s, %s, %d)", f->split ? "split" : "divide", loop_name(c),
               f->outer, f->inner, f->split ? f->split : f->divide);
-    return n + print_relations(out, c->u.forall.body);
+    return n + print_relations(out, c->u.forall.body, shared);
   }
-  case CIN_WHERE:
-    return print_relations(out, c->u.where.consumer) + print_relations(out, c->u.where.producer);
+}
+
+static int print_relations(FILE *out, const Cin *c, const Expr *shared) {
+  switch (c->kind) {
+  case CIN_FORALL: return forall_relations(out, c, shared);
+  case CIN_WHERE: {
+    const Expr *ws = shared;
+    if (c->u.where.subexpr) {   /* w's access: the producer's assignment's lhs */
+      const Cin *p = c->u.where.producer;
+      while (p->kind == CIN_FORALL) p = p->u.forall.body;
+      if (p->kind == CIN_ASSIGN) ws = p->u.assign.lhs;
+    }
+    return print_relations(out, c->u.where.consumer, ws) +
+           print_relations(out, c->u.where.producer, shared);
+  }
   case CIN_ASSIGN: return 0;
   }
   return 0;
 }
 
 void cin_print(FILE *out, const Cin *c) {
-  if (print_relations(NULL, c) == 0) {
+  if (print_relations(NULL, c, NULL) == 0) {
     print_cin(out, c);
     return;
   }
   fputs("suchthat(", out);
   print_cin(out, c);
-  print_relations(out, c);
+  print_relations(out, c, NULL);
   fputc(')', out);
 }
 

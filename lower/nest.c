@@ -30,7 +30,7 @@ static const Cin *chain_assign(const Cin *c) {
 }
 
 /* A subexpression's workspace: the producer's loops (down to j), then the
- * consumer's below its loop over j; the loops take no rewrites yet. */
+ * consumer's below its loop over j. */
 static bool walk_subexpr(const Cin *c, LoopNest *n, Diag *d) {
   const Cin *cons = c->u.where.consumer;
   const Cin *pa = chain_assign(c->u.where.producer), *ca = chain_assign(cons);
@@ -56,13 +56,25 @@ static bool walk_subexpr(const Cin *c, LoopNest *n, Diag *d) {
   if (!walk(c->u.where.producer, n, d)) return false;
   n->vws_end = n->nloops;
   if (!walk(cons->u.forall.body, n, d)) return false;
+  /* split, divide, bound, unroll and vectorize of a loop of the workspace's
+   * index apply to the producer's and the consumer's loop alike; pos only to
+   * the producer's own loops (the consumer walks other accesses) */
+  const Expr *wa = n->vws_access;
   for (int k = first; k < n->nloops; k++) {
     const CinLoopForm *f = n->form[k];
-    if (f->split || f->divide || f->pos || f->bound_kind || f->fuse || f->fused || n->par[k] ||
-        f->race || n->par_asked == k)
+    const char *ws = wa->u.access.t->name;
+    bool shared = false;
+    for (int m = 0; m < wa->u.access.n; m++) shared |= wa->u.access.idx[m] == n->order[k];
+    if (f->fuse || f->fused || n->par[k] || f->race || n->par_asked == k)
       return diag_error(d, TJ_ERR_UNSUPPORTED, "the loop of %s reads or writes the workspace "
-                        "%s: its loops take no split, divide, pos, bound, fuse or parallelize "
-                        "yet", n->order[k]->name, n->vws_access->u.access.t->name);
+                        "%s: its loops take no fuse or parallelize (a parallel loop around "
+                        "the where gives each thread a workspace of its own)",
+                        n->order[k]->name, ws);
+    if (f->pos && shared)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "pos(%s, %s, ...): %s is an index of the "
+                        "workspace %s, whose producer and consumer walk different accesses; "
+                        "pos takes the producer's own loops (of indices summed only inside "
+                        "the subexpression)", n->order[k]->name, f->pos, n->order[k]->name, ws);
   }
   return true;
 }

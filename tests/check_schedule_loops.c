@@ -168,6 +168,17 @@ static const LoopCase cases[] = {
      "precompute(B(i,k) * C(k,j), {j}, w) parallelize(i, dynamic)"},
     {"A(i,j) = (B(i,k) * C(k,j)) * D(i,j)", "B:ds D:ds", "i=9 j=8 k=7",
      "precompute(B(i,k) * C(k,j), {i, j}, w)"},
+    /* the loops of a workspace split, bound, pos-split (the producer's own),
+       unrolled and vectorized */
+    {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "B:dd C:dd", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w) split(j, j0, j1, 4) vectorize(j1, 4)"},
+    {"y(i) = (B(i,j) + C(i,j)) * x(j)", "B:dd C:dd", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w) divide(j, j0, j1, 3) unroll(j1, 2)"},
+    {"A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "B:sss", "i=8 j=5 k=7 l=6",
+     "precompute(B(i,k,l) * D(l,j), {j}, w) pos(l, lp, B(i,k,l)) split(lp, l0, l1, 2) "
+     "bound(j, jb, 5, max_exact)"},
+    {"A(i,j) = B(i,k) * C(k,j) + D(i,j)", "B:ds", "i=9 j=8 k=7",
+     "precompute(B(i,k) * C(k,j), {i, j}, w) split(i, i0, i1, 4) split(j, j0, j1, 2)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},

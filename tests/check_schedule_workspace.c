@@ -82,6 +82,20 @@ static const Run runs[] = {
      "precompute(B(i,k,l) * D(l,j), {i, k, j}, w)"},
     {GEMM_SCALE, "A(i,j) = (E(i,k) * C(k,j)) * B(i,j)", "ds", "d",
      "precompute(E(i,k) * C(k,j), {i, j}, w)"},
+    /* the workspace's loops split, bound, unrolled, vectorized (both sides'
+       copies), pos-split in the producer alone */
+    {ROW_SCALE, "A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd", "d",
+     "precompute(B(i,j) + C(i,j), {j}, w) split(j, j0, j1, 4) vectorize(j1, 4)"},
+    {ROW_SCALE, "A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd", "s",
+     "precompute(B(i,j) + C(i,j), {i, j}, w) divide(i, i0, i1, 3) unroll(j, 2)"},
+    {SPMV_SUM, "y(i) = (B(i,j) + C(i,j)) * x(j)", "dd", "d",
+     "precompute(B(i,j) + C(i,j), {j}, w) bound(j, jb, 19, max_exact) parallelize(i, dynamic)"},
+    {MTTKRP_TACO, "A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "sss", "d",
+     "precompute(B(i,k,l) * D(l,j), {j}, w) pos(l, lp, B(i,k,l)) split(lp, l0, l1, 2) "
+     "split(j, j0, j1, 8) parallelize(i, dynamic)"},
+    {GEMM_PLUS, "A(i,j) = E(i,k) * C(k,j) + B(i,j)", "dd", "d",
+     "precompute(E(i,k) * C(k,j), {i, j}, w) split(i, i0, i1, 4) split(j, j0, j1, 8) "
+     "vectorize(j1, 4)"},
     /* GEMM plus a matrix: the workspace takes the sum over k */
     {GEMM_PLUS, "A(i,j) = E(i,k) * C(k,j) + B(i,j)", "ds", "d",
      "precompute(E(i,k) * C(k,j), {i, j}, w)"},
@@ -266,17 +280,23 @@ START_TEST(matrix_workspace_by_hand) {
        "precompute(E(i,k) * C(k,j), {j}, w) parallelize(i, dynamic)",
        "forall(i:parallel(dynamic), where(forall(j, A(i,j) = w(j) + D(i,j)), "
        "forall(j, forall(k, w(j) += E(i,k) * C(k,j)))))\n", ones, plus},
+      /* the workspace's loops split and unrolled (both sides' copies) */
+      {"A(i,j) = E(i,k) * C(k,j) + D(i,j)",
+       "precompute(E(i,k) * C(k,j), {i, j}, w) split(j, j0, j1, 1) unroll(i, 2)",
+       "suchthat(where(forall(i:unroll(2), forall(j0, forall(j1, A(i,j) = w(i,j) + D(i,j)))), "
+       "forall(i:unroll(2), forall(j0, forall(j1, forall(k, w(i,j) += E(i,k) * C(k,j)))))), "
+       "split(j, j0, j1, 1))\n", ones, plus},
   };
-  for (int run = 0; run < 12; run++) {
-    int q = run % 3;
+  for (int run = 0; run < 16; run++) {
+    int q = run % 4;
     int64_t d2[2] = {2, 2};
     tj_tensor *ops[4] = {tu_tensor("A", "dd", 2, d2, zero), tu_tensor("E", "ds", 2, d2, e),
                          tu_tensor("C", "dd", 2, d2, c), tu_tensor("D", "dd", 2, d2, cases[q].d)};
     tj_context *cx;
     OK(tj_context_new(&cx));
     tj_options o = tj_options_default();
-    o.nthreads = run / 3 % 2 + 1;
-    if (run >= 6) o.backend = TJ_BACKEND_C;
+    o.nthreads = run / 4 % 2 + 1;
+    if (run >= 8) o.backend = TJ_BACKEND_C;
     tj_kernel *k;
     OK(tj_compile(cx, cases[q].expr, ops, 4, cases[q].sched, &o, &k));
     for (int rep = 0; rep < 2; rep++) {
@@ -400,11 +420,16 @@ static const Refusal refusals[] = {
      "of a sparse output's row"},
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd",
      "precompute(B(i,j) + C(i,j), {j}, w) parallelize(j, static)",
-     "the loop of j reads or writes the workspace w: its loops take no split, divide, pos, "
-     "bound, fuse or parallelize"},
+     "the loop of j reads or writes the workspace w: its loops take no fuse or parallelize"},
+    {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd", "precompute(B(i,j) + C(i,j), {j}, w) "
+     "fuse(i, j, f)", "the loop of j reads or writes the workspace w: its loops take no fuse"},
+    {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd", "precompute(B(i,j) + C(i,j), {j}, w) "
+     "pos(j, jp, B(i,j))", "pos(j, jp, ...): j is an index of the workspace w, whose producer "
+     "and consumer walk different accesses"},
+    /* a split the loop cannot take: the producer co-iterates B and C */
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd",
      "precompute(B(i,j) + C(i,j), {j}, w) split(j, j0, j1, 4)",
-     "the loop of j reads or writes the workspace w: its loops take no split"},
+     "split(j, j0, j1, 4): the loop over j co-iterates sparse operands"},
     /* a workspace over an output index beside a sum (not inside it) */
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j) - B(i,k) * x(k)", "dd",
      "precompute(B(i,j) + C(i,j), {j}, w)",
@@ -422,7 +447,7 @@ static const Refusal refusals[] = {
      "summed only inside the subexpression"},
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd",
      "precompute(B(i,j) + C(i,j), {i, j}, w) parallelize(i, static)",
-     "the loop of i reads or writes the workspace w: its loops take no split"},
+     "the loop of i reads or writes the workspace w: its loops take no fuse or parallelize"},
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j) - B(i,k) * x(k)", "dd",
      "precompute(B(i,j) + C(i,j), {i, j}, w)",
      "the right-hand side sums over a subexpression, sum(k, B(i,k) * x(k))"},
