@@ -120,6 +120,15 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
         p->reduce_rows = false;   /* one kernel, its updates atomic (lowering checks) */
         continue;
       }
+      if (v && sd->arg && strcmp(sd->arg, "partials") == 0 && p->nloops > 0 &&
+          p->order[0] != v) {   /* an inner loop: per-thread copies (lower/partials.c) */
+        if (p->out_sparse)
+          return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s, partials): per-thread "
+                            "partial outputs of an inner loop are dense copies of the "
+                            "output, which is sparse here", sd->vars[0]);
+        p->reduce_rows = false;   /* one kernel; lowering checks the rest */
+        continue;
+      }
       if (v && p->nloops > 0 && p->order[0] != v) { /* an inner loop (lowering checks more) */
         if ((p->out_sparse && !p->out_like) || p->reduce_rows || nt_is_reduction_var(as, v))
           return diag_error(d, TJ_ERR_UNSUPPORTED,

@@ -489,13 +489,18 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     lir_append(&reached, lir_store(a, lw_ref(lw, vals), out_index(lw), v));
     return reached;
   }
-  lir_append(&reached, update_output(lw, vals, out_index, v));
+  lir_append(&reached, lw->partials ? update_output(lw, lw->part_vals, lw_partials_index, v)
+                                     : update_output(lw, vals, out_index, v));
   return reached;
 }
 
 /* The statement of the scope; where an all-dense mask decides at run time
  * whether the expression exists (valued masks), guarded by that, so an
  * entry it keeps out is neither computed nor stored. */
+LirStmt *lw_update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowerer *), LirExpr *v) {
+  return update_output(lw, vals, out_at, v);
+}
+
 static LirStmt *innermost(Lowerer *lw, AMask alive) {
   LirStmt *s = innermost_unguarded(lw, alive);
   if (!lw->valued_masks || !s) return s;
@@ -533,6 +538,8 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   if (lw_out_appended(lw) && !lw_out_dense_tail(lw->acc[0].f)) {
     LirStmt *st = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), out_index(lw), lw_ref(lw, t));
     lir_append(&s, lw->out_hit ? lir_if(a, lw_ref(lw, lw->out_hit), st, NULL) : st);
+  } else if (lw->partials) {
+    lir_append(&s, update_output(lw, lw->part_vals, lw_partials_index, lw_ref(lw, t)));
   } else
     lir_append(&s, update_output(lw, lw->vals_ptr[0], out_index, lw_ref(lw, t)));
   return lir_block(a, s);
@@ -1768,6 +1775,7 @@ static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
 }
 
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
+  if (lw_partials_here(lw, depth)) return lw_partials_slot(lw, depth, alive, in_temp);
   if (depth == lw->scope_end) return scope_body(lw, alive);
   if (lw_subexpr_skips(lw, depth)) return lw_loops(lw, depth + 1, alive, in_temp);
   if (lw->target == T_OUT && !in_temp) {

@@ -319,6 +319,9 @@ static const Refusal refusals[] = {
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j), {i, j}, w)", "ds",
      "a workspace over more indices is lowered for a subexpression or a dense output"},
     {"A(i,j) = B(i,j) + C(i,j)", "precompute(B(i,j) + C(i,j))", "ds", "expected precompute("},
+    {"A(i,j) = B(i,k) * C(k,j)", "reorder(i,k,j) parallelize(k, partials)", "ds",
+     "parallelize(k, partials): per-thread partial outputs of an inner loop are dense copies "
+     "of the output, which is sparse here"},
     {"A(i,j) = B(i,k) * C(k,j)", "reorder(i,k,j) parallelize(k)", "dd",
      "an inner loop runs in parallel only over an index of a dense output"},
     {"A(i,j) = B(i,j) + C(i,j)", "vectorize(q,4)", "dd", "unknown index 'q'"},
