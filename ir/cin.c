@@ -257,7 +257,10 @@ static int loop_order(const Cin *c, IndexVar **order, int n, int max) {
   case CIN_WHERE:
     if (c->u.where.subexpr && c->u.where.consumer->kind == CIN_FORALL) {
       n = loop_order(c->u.where.producer, order, n, max);
-      return loop_order(c->u.where.consumer->u.forall.body, order, n, max);
+      const Cin *cons = c->u.where.consumer;   /* below its loops over w's indices */
+      for (int m = 1; m < c->u.where.ws->decl.order && cons->u.forall.body->kind == CIN_FORALL; m++)
+        cons = cons->u.forall.body;
+      return loop_order(cons->u.forall.body, order, n, max);
     }
     n = loop_order(c->u.where.consumer, order, n, max);
     return loop_order(c->u.where.producer, order, n, max);
@@ -299,17 +302,17 @@ Cin *cin_reorder(Arena *a, const Cin *c, IndexVar *const *order, int n, Diag *d)
   return out;
 }
 
-/* The access w(j) of a new workspace w named name, of dtype dt; NULL when
- * out of memory. */
-static Expr *workspace_access(Arena *a, const char *name, IndexVar *j, tj_dtype dt,
-                              TensorVar **w) {
+/* The access w(vars) of a new workspace w named name over nvars indices,
+ * of dtype dt; NULL when out of memory. */
+static Expr *workspace_access(Arena *a, const char *name, IndexVar *const *vars, int nvars,
+                              tj_dtype dt, TensorVar **w) {
   *w = arena_alloc(a, sizeof **w);
   if (!*w) return NULL;
   (*w)->id = -1;
   (*w)->name = name;
-  (*w)->decl.order = 1;
+  (*w)->decl.order = nvars;
   (*w)->decl.dtype = dt;
-  Expr *wj = nt_access(a, *w, 1, &j, 0);
+  Expr *wj = nt_access(a, *w, nvars, vars, 0);
   if (wj) wj->dtype = dt;
   return wj;
 }
@@ -330,7 +333,7 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *n
     return diag_error(d, TJ_ERR_INTERNAL, "workspace over %s at loop %d: the notation has "
                       "another shape", j->name, depth), NULL;
   TensorVar *w;
-  Expr *wj = workspace_access(a, name, j, (tj_dtype)0, &w);
+  Expr *wj = workspace_access(a, name, &j, 1, (tj_dtype)0, &w);
   Cin *producer = wj ? with_op(cin_assign(a, wj, assign->u.assign.rhs, true), assign) : NULL;
   for (int k = n - 1; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
   Cin *consumer = wj ? cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false)) : NULL;
@@ -370,13 +373,37 @@ static bool has_loop(const Cin *c, const IndexVar *j) {
 
 enum { AT_J = -2 };   /* the where at j's own loop (inside a sum's where) */
 
-static Cin *subexpr_where(Arena *a, const Cin *c, const Expr *e, IndexVar *j, int depth,
-                          const char *name, Diag *d) {
+/* Whether v is one of vars. */
+static bool in_set(IndexVar *const *vars, int nvars, const IndexVar *v) {
+  for (int q = 0; q < nvars; q++)
+    if (vars[q] == v) return true;
+  return false;
+}
+
+static Cin *subexpr_where(Arena *a, const Cin *c, const Expr *e, const Expr *sum,
+                          IndexVar *const *vars, int nvars, int depth, const char *name,
+                          Diag *d) {
   const Cin *loops[NT_MAX_INDICES];
-  int n, dj = -1;
+  int n, dj = -1, found = 0;
+  IndexVar *j = vars[nvars - 1];
   const Cin *assign = loop_chain(c, loops, &n);
   for (int k = 0; k < n; k++)
     if (loops[k]->u.forall.iv == j) dj = k;
+  /* the sum the producer takes: its where(lhs = ... t_k ..., forall(k, t_k
+   * += e)) ends the chain; the consumer reads w in t_k's place */
+  const Cin *sum_loop = NULL;
+  const Expr *replaced = e;
+  if (sum && assign->kind == CIN_WHERE && !assign->u.where.subexpr) {
+    sum_loop = assign->u.where.producer;
+    const Cin *t = sum_loop->kind == CIN_FORALL ? sum_loop->u.forall.body : NULL;
+    if (!t || sum_loop->u.forall.iv != sum->u.sum.iv || t->kind != CIN_ASSIGN ||
+        t->u.assign.rhs != e)
+      return diag_error(d, TJ_ERR_INTERNAL, "the sum over %s the workspace %s takes has "
+                        "another shape", sum->u.sum.iv->name, name), NULL;
+    replaced = t->u.assign.lhs;
+    assign = assign->u.where.consumer;
+  }
+  for (int k = 0; k <= dj; k++) found += in_set(vars, nvars, loops[k]->u.forall.iv);
   if (depth == AT_J) depth = dj;
   if (assign->kind == CIN_WHERE && !assign->u.where.subexpr && dj < 0 &&
       (depth >= n || depth < 0)) {
@@ -385,7 +412,10 @@ static Cin *subexpr_where(Arena *a, const Cin *c, const Expr *e, IndexVar *j, in
      * sum over j, at j's loop */
     bool in_producer = has_loop(assign->u.where.producer, j);
     const Cin *side = in_producer ? assign->u.where.producer : assign->u.where.consumer;
-    Cin *in = subexpr_where(a, side, e, j, AT_J, name, d);
+    Cin *in = nvars == 1 ? subexpr_where(a, side, e, sum, vars, 1, AT_J, name, d) : NULL;
+    if (nvars != 1)
+      return diag_error(d, TJ_ERR_INTERNAL, "a workspace over %d indices inside a sum's "
+                        "where", nvars), NULL;
     Cin *out = in ? arena_alloc(a, sizeof *out) : NULL;
     if (!out) return in ? diag_error(d, TJ_ERR_NOMEM, "out of memory"), NULL : NULL;
     *out = *assign;
@@ -395,19 +425,22 @@ static Cin *subexpr_where(Arena *a, const Cin *c, const Expr *e, IndexVar *j, in
     if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
     return out;
   }
-  if (assign->kind != CIN_ASSIGN || depth < 0 || dj < depth)
+  if (assign->kind != CIN_ASSIGN || depth < 0 || dj < depth || found != nvars)
     return diag_error(d, TJ_ERR_INTERNAL, "workspace of a subexpression over %s at loop %d: "
                       "the notation has another shape", j->name, depth), NULL;
   TensorVar *w;
-  Expr *wj = workspace_access(a, name, j, e->dtype, &w);
-  Expr *rhs = wj ? with_node(a, assign->u.assign.rhs, e, wj) : NULL;
-  Cin *producer = wj ? cin_assign(a, wj, (Expr *)e, dj > depth) : NULL;
+  Expr *wj = workspace_access(a, name, vars, nvars, e->dtype, &w);
+  Expr *rhs = wj ? with_node(a, assign->u.assign.rhs, replaced, wj) : NULL;
+  /* the producer sums when it has loops other than the workspace's */
+  Cin *producer = wj ? cin_assign(a, wj, (Expr *)e, dj - depth + 1 > nvars || sum_loop) : NULL;
+  if (producer && sum_loop) producer = forall_like(a, sum_loop, producer);
   for (int k = dj; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
   Cin *consumer =
       rhs ? with_op(cin_assign(a, assign->u.assign.lhs, rhs, assign->u.assign.accumulate), assign)
           : NULL;
   for (int k = n - 1; k > dj && consumer; k--) consumer = forall_like(a, loops[k], consumer);
-  if (consumer) consumer = forall_like(a, loops[dj], consumer);
+  for (int k = dj; k >= depth && consumer; k--)   /* the workspace's own loops */
+    if (in_set(vars, nvars, loops[k]->u.forall.iv)) consumer = forall_like(a, loops[k], consumer);
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
   if (out) out->u.where.subexpr = true;
   for (int k = depth - 1; k >= 0 && out; k--) out = forall_like(a, loops[k], out);
@@ -415,9 +448,11 @@ static Cin *subexpr_where(Arena *a, const Cin *c, const Expr *e, IndexVar *j, in
   return out;
 }
 
-Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, IndexVar *j, int depth,
-                           const char *name, Diag *d) {
-  return subexpr_where(a, c, e, j, depth, name, d);
+Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, const Expr *sum,
+                           IndexVar *const *vars, int nvars, int depth, const char *name,
+                           Diag *d) {
+  if (nvars < 1) return diag_error(d, TJ_ERR_INTERNAL, "a workspace over no index"), NULL;
+  return subexpr_where(a, c, e, sum, vars, nvars, depth, name, d);
 }
 
 static void print_cin(FILE *out, const Cin *c);
@@ -542,9 +577,21 @@ static void print_cin(FILE *out, const Cin *c) {
 /* The relations of c's loops (TACO's suchthat), in nesting order, printed
  * when out is not NULL; returns how many there are:
  *   , bound(i, ib, 64, max_exact), pos(j, jp, A(i,j)), split(jp, j0, j1, 8) */
-static int print_relations(FILE *out, const Cin *c) {
-  switch (c->kind) {
-  case CIN_FORALL: {
+static int print_relations(FILE *out, const Cin *c, const Expr *shared);
+
+/* Whether c's loop is over an index of the workspace access ws (NULL: no). */
+static bool over_ws_index(const Cin *c, const Expr *ws) {
+  for (int m = 0; ws && m < ws->u.access.n; m++)
+    if (ws->u.access.idx[m] == c->u.forall.iv) return true;
+  return false;
+}
+
+/* print_relations of one forall; a subexpression workspace's consumer
+ * loops over its indices (shared: w's access) are the producer's copies,
+ * printed there. */
+static int forall_relations(FILE *out, const Cin *c, const Expr *shared) {
+  if (over_ws_index(c, shared)) return print_relations(out, c->u.forall.body, shared);
+  {
     const CinLoopForm *f = &c->u.forall.form;
     const char *v = coord_name(c);
     int n = (f->bound_kind != BOUND_NONE) + (f->pos != NULL) + (f->split || f->divide) +
@@ -562,23 +609,36 @@ static int print_relations(FILE *out, const Cin *c) {
     if (out && (f->split || f->divide))
       fprintf(out, ", %s(%s, %s, %s, %d)", f->split ? "split" : "divide", loop_name(c),
               f->outer, f->inner, f->split ? f->split : f->divide);
-    return n + print_relations(out, c->u.forall.body);
+    return n + print_relations(out, c->u.forall.body, shared);
   }
-  case CIN_WHERE:
-    return print_relations(out, c->u.where.consumer) + print_relations(out, c->u.where.producer);
+}
+
+static int print_relations(FILE *out, const Cin *c, const Expr *shared) {
+  switch (c->kind) {
+  case CIN_FORALL: return forall_relations(out, c, shared);
+  case CIN_WHERE: {
+    const Expr *ws = shared;
+    if (c->u.where.subexpr) {   /* w's access: the producer's assignment's lhs */
+      const Cin *p = c->u.where.producer;
+      while (p->kind == CIN_FORALL) p = p->u.forall.body;
+      if (p->kind == CIN_ASSIGN) ws = p->u.assign.lhs;
+    }
+    return print_relations(out, c->u.where.consumer, ws) +
+           print_relations(out, c->u.where.producer, shared);
+  }
   case CIN_ASSIGN: return 0;
   }
   return 0;
 }
 
 void cin_print(FILE *out, const Cin *c) {
-  if (print_relations(NULL, c) == 0) {
+  if (print_relations(NULL, c, NULL) == 0) {
     print_cin(out, c);
     return;
   }
   fputs("suchthat(", out);
   print_cin(out, c);
-  print_relations(out, c);
+  print_relations(out, c, NULL);
   fputc(')', out);
 }
 

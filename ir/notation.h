@@ -427,15 +427,23 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *n
 /* Prints c; loops rewritten by split / divide / pos / bound print under
  * their new names, with the relations after the statement:
  *   suchthat(forall(i0, forall(i1, forall(j, ...))), split(i, i0, i1, 32)) */
-/* The where() of a workspace w over j of the subexpression e (a node of
- * the innermost assignment's rhs) in a nest of foralls around one
- * assignment: the loops from depth down to j's produce w(j) = e (+= when
- * loops lie between), the consumer forall(j, ...) with the loops below j
- * reads w(j) in e's place:
+/* The where() of a workspace w over vars (nvars indices, in loop order) of
+ * the subexpression e (a node of the innermost assignment's rhs) in a nest
+ * of foralls around one assignment: the loops from depth down to the last
+ * var's produce w(vars) = e (+= when other loops lie between), the
+ * consumer's foralls over vars with the loops below the last reads
+ * w(vars) in e's place:
  *   forall(i, where(forall(j, y(i) += w(j) * x(j)), forall(j, w(j) = B(i,j) + C(i,j))))
+ *   where(forall(i, forall(j, A(i,j) = w(i,j) * D(i,j))),
+ *         forall(i, forall(k, forall(j, w(i,j) += B(i,k) * C(k,j)))))
+ * With sum (the sum node whose body e is, or NULL) the producer also takes
+ * the sum's loop and the consumer reads w in the sum's place:
+ *   where(forall(i, forall(j, A(i,j) = w(i,j) + D(i,j))),
+ *         forall(i, forall(j, forall(k, w(i,j) += B(i,k) * C(k,j)))))
  * NULL with d set. */
-Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, IndexVar *j, int depth,
-                           const char *name, Diag *d);
+Cin *cin_subexpr_workspace(Arena *a, const Cin *c, const Expr *e, const Expr *sum,
+                           IndexVar *const *vars, int nvars, int depth, const char *name,
+                           Diag *d);
 void cin_print(FILE *out, const Cin *c);
 /* The index of the loop of c that name names (an index, a pos or bound
  * variable: *part 0; the outer / inner half of a split: 1 / 2), or NULL. */

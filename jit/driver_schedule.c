@@ -14,8 +14,8 @@
 /* precompute(<rhs>, {j}, <w>): the whole right-hand side into a dense
  * workspace over j, the sparse output's last index (the planner's row
  * workspace, Gustavson's SpGEMM); into a dense output, and of a
- * subexpression, a dense row the consumer reads in its place
- * (lower/precompute.c). Scalar workspaces (the index set {}) were applied
+ * subexpression, a dense row (or over {i, j, ...} a dense matrix or
+ * tensor) the consumer reads in its place (lower/precompute.c). Scalar workspaces (the index set {}) were applied
  * to the assignment already (nt_precompute_scalars). */
 static bool apply_precompute(const Assignment *as, LowerPlan *p, const SchedDirective *sd,
                              Arena *a, Diag *d) {
@@ -24,12 +24,14 @@ static bool apply_precompute(const Assignment *as, LowerPlan *p, const SchedDire
   if (pc.nvars == 0) return true;
   const tj_format *f = &p->fmt[0];
   IndexVar *last = p->out_sparse ? as->lhs->u.access.idx[f->mode_order[f->order - 1]] : NULL;
+  if (pc.node != as->rhs || !p->out_sparse)
+    return lower_plan_subexpr_workspace(as, p, pc.node, pc.vars, pc.nvars, pc.ws, sd->arg, d);
   if (pc.nvars > 1)
     return diag_error(d, TJ_ERR_UNSUPPORTED,
-                      "precompute(%s): a workspace is a vector over one index (a row); "
-                      "over {} it is a scalar", sd->arg);
-  if (pc.node != as->rhs || !p->out_sparse)
-    return lower_plan_subexpr_workspace(as, p, pc.node, pc.vars[0], pc.ws, sd->arg, d);
+                      "precompute(%s): the whole right-hand side of a sparse output goes "
+                      "through a row workspace over its last index (here: %s); a workspace "
+                      "over more indices is lowered for a subexpression or a dense output",
+                      sd->arg, last->name);
   IndexVar *v = pc.vars[0];
   if (v != last)
     return diag_error(d, TJ_ERR_UNSUPPORTED,
@@ -116,6 +118,15 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
                             "by segments; use a compressed or dense outer level (CSC)",
                             sd->vars[0]);
         p->reduce_rows = false;   /* one kernel, its updates atomic (lowering checks) */
+        continue;
+      }
+      if (v && sd->arg && strcmp(sd->arg, "partials") == 0 && p->nloops > 0 &&
+          p->order[0] != v) {   /* an inner loop: per-thread copies (lower/partials.c) */
+        if (p->out_sparse)
+          return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s, partials): per-thread "
+                            "partial outputs of an inner loop are dense copies of the "
+                            "output, which is sparse here", sd->vars[0]);
+        p->reduce_rows = false;   /* one kernel; lowering checks the rest */
         continue;
       }
       if (v && p->nloops > 0 && p->order[0] != v) { /* an inner loop (lowering checks more) */

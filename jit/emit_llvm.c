@@ -756,6 +756,16 @@ static bool call_thread(Emitter *e, const LirStmt *s) {
     if (!n) return false;
     n = LLVMBuildIntCast2(e->b, n, e->i64, 1, "");
     r = em_helper(e, "tj_rt_thread_slot", e->i64, &e->i64, 1, &n);
+    /* the same value all through one thread's body: no memory effects, so
+       LLVM hoists it out of the loops of a parallel body (a slot asked for
+       per iteration, as per-thread partials do, then costs one call) */
+    static const char *const attrs[] = {"memory", "willreturn", "speculatable"};
+    LLVMValueRef f = LLVMGetCalledValue(r);
+    for (int k = 0; k < 3; k++)
+      LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                              LLVMCreateEnumAttribute(
+                                  e->cx, LLVMGetEnumAttributeKindForName(attrs[k],
+                                                                         strlen(attrs[k])), 0));
   }
   LLVMBuildStore(e->b, r, var);
   return true;

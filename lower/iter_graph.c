@@ -171,6 +171,7 @@ static bool plan_workspace(const Assignment *as, LowerPlan *p, Diag *d) {
   const tj_format *f = &p->fmt[0];
   p->ws_depth = -1;
   p->vws_depth = -1;
+  p->vws_sum = NULL;
   p->out_like = 0;
   p->out_sparse = lv_format_has_sparse(f);
   if (!p->out_sparse) return true;
@@ -413,6 +414,7 @@ Cin *lower_plan_notation(Arena *a, const LowerPlan *p, const Cin *cin, Diag *d) 
   if (out && p->ws_depth >= 0) out = cin_workspace(a, out, p->ws_var, p->ws_depth,
                                                       p->ws_name ? p->ws_name : "w", d);
   if (out && p->vws_depth >= 0)
-    out = cin_subexpr_workspace(a, out, p->vws_node, p->vws_var, p->vws_depth, p->vws_name, d);
+    out = cin_subexpr_workspace(a, out, p->vws_node, p->vws_sum, p->vws_vars, p->vws_nvars,
+                                p->vws_depth, p->vws_name, d);
   return out;
 }

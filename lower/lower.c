@@ -247,7 +247,9 @@ static bool setup_accesses(Lowerer *lw) {
     lw->vws_x = lw->nacc;
     lw->vws_t = lw->as->ntensors;
     lw->acc[lw->nacc++].e = nest->vws_access;
-    lw->vws_fmt = (tj_format){.order = 1, .levels = "d"};
+    int m = nest->vws_access->u.access.n;   /* dense, its modes in loop order */
+    lw->vws_fmt = (tj_format){.order = m};
+    for (int l = 0; l < m; l++) lw->vws_fmt.levels[l] = 'd', lw->vws_fmt.mode_order[l] = l;
   }
   for (int x = 0; x < lw->nacc; x++) {
     Access *ac = &lw->acc[x];
@@ -282,16 +284,19 @@ static bool setup_accesses(Lowerer *lw) {
   bool in_temp = lw->first_red >= 0 && lw->par_depth >= lw->first_red;
   const char *race = nest->par_asked >= 0 ? nest->form[lw->par_depth]->race : NULL;
   if (race && strcmp(race, "atomics") == 0 && !atomics_ok(lw, reduction, in_temp)) return false;
+  if (race && strcmp(race, "partials") == 0 && lw->par_depth > 0 &&
+      !lw_partials_setup(lw, reduction, &in_temp))
+    return false;
   /* a subexpression's workspace has one row per thread when the parallel
    * loop runs around its where (lw_subexpr_alloc) */
   lw->par_ok = lw->opt->parallel && !lw_out_appended(lw) && nest->nloops > 0 &&
                nest->ws_depth < 0 && (!vws || lw->par_depth < nest->vws_depth) &&
-               (!reduction || lw->atomic);
+               (!reduction || lw->atomic || lw->partials);
   if (nest->par_asked >= 0 && pf && pf->fuse && reduction && !lw->atomic)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize: the fused loop %s sums over "
                       "%s into entries other iterations update too; parallelize(..., atomics)",
                       pf->fuse, pf->fuse_inner->name);
-  if (lw->par_depth > 0 && !lw->atomic && (reduction || in_temp))
+  if (lw->par_depth > 0 && !lw->atomic && !lw->partials && (reduction || in_temp))
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize(%s): the loop over %s sums into "
                       "a shared value (a reduction's temp); per-thread partials or atomics for "
                       "an inner loop are not lowered", nest->order[lw->par_depth]->name,
@@ -440,7 +445,7 @@ static LirStmt *zero_dense_output(Lowerer *lw, LirVar *n) {
 /* Dense output: size, zero (unless +=), set length. */
 static LirStmt *prepare_dense_output(Lowerer *lw) {
   Arena *a = lw->a;
-  LirVar *n = lw_var(lw, "out_size", LT_I64);
+  LirVar *n = lw->out_size = lw_var(lw, "out_size", LT_I64);
   LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
   lir_append(&s, lw_reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
   lir_append(&s, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
@@ -728,6 +733,7 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   lw->is_bool = as->lhs->dtype == TJ_BOOL;
   lw->k = lir_kernel(a, name);
   if (!lw->k) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  lw->ranged = ranged;
   if (!setup_accesses(lw)) return NULL;
   for (int t = 0; t < as->ntensors; t++) /* B1's coordinate B11 is not tensor B11 */
     lw_name(lw, as->tensors[t]->name);
@@ -741,7 +747,7 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
     return TJ_BUG(d, "row-range kernel of a plan that has none"), NULL;
   AMask alive = lw->nacc >= 64 ? ~(AMask)0 : (((AMask)1 << lw->nacc) - 1);
   lw->stores_all = stores_every_entry(lw, alive & ~(AMask)1);
-  lw->zero_rows = !lw->stores_all && rows_zeroed_in_loop(lw, alive & ~(AMask)1);
+  lw->zero_rows = !lw->stores_all && !lw->partials && rows_zeroed_in_loop(lw, alive & ~(AMask)1);
   LirStmt *body = conversion_notes(lw);
   lir_append(&body, declare_operands(lw));
   if (ranged) lir_append(&body, declare_range(lw));
@@ -757,8 +763,11 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   if (lw->nest.ws_depth >= 0) lir_append(&body, allocate_workspace(lw));
   bool dense_assemble = (!plan->out_sparse || plan->out_like) && phase == PHASE_ASSEMBLE;
   if (lw->nest.vws_depth >= 0 && lw->emit_values) lir_append(&body, lw_subexpr_alloc(lw));
+  bool partials = lw->partials && lw->emit_values && !dense_assemble;
+  if (partials) lir_append(&body, lw_partials_alloc(lw));
   lir_append(&body, bind_scalars(lw));
   if (!dense_assemble) lir_append(&body, lw_loops(lw, 0, alive & ~(AMask)1, false));
+  if (partials) lir_append(&body, lw_partials_combine(lw));
   if (lw_out_appended(lw)) lir_append(&body, finish_sparse_output(lw));
   if (!diag_ok(d)) return NULL;
   if (pos_ranged && !lw->pos_walked)
@@ -933,13 +942,16 @@ void lower_print_lattices(FILE *out, const LowerInput *in) {
     lw->root = as->rhs;
     for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
       if (sums[i]->u.sum.iv == v) lw->root = sums[i]->u.sum.a;
-    int dj = nest->vws_depth >= 0 ? lw->depth_of[nest->vws_var->id] : -1;
-    if (nest->vws_depth >= 0 && k >= nest->vws_depth && k <= dj) {  /* the producer's loops */
+    if (nest->vws_depth >= 0 && k >= nest->vws_depth && k < nest->vws_end) {  /* the producer's */
       lw->root = nest->vws_node;
       fprintf(out, "%s (produces %s):", v->name, nest->vws_access->u.access.t->name);
       print_lattice(out, lw, lw_accesses_in(lw, nest->vws_node, alive), k);
     }
-    if (nest->vws_depth >= 0 && k >= dj) {   /* the consumer's */
+    lw->vws_consumer = true;
+    bool reads = nest->vws_depth >= 0 && k >= lw->depth_of[nest->vws_first->id] &&
+                 !lw_subexpr_skips(lw, k);
+    lw->vws_consumer = false;
+    if (reads) {   /* the consumer's */
       lw->root = nest->vws_rhs;
       fprintf(out, "%s (reads %s):", v->name, nest->vws_access->u.access.t->name);
       print_lattice(out, lw, lw_subexpr_consumer(lw, alive), k);

@@ -52,8 +52,13 @@ typedef struct LowerPlan {
   int vws_depth;                       /* precompute(e, {j}, w) of a subexpression
                                           into a dense output: the depth of its
                                           where() (lower/precompute.c), -1 none */
-  IndexVar *vws_var;                   /* j */
+  IndexVar *vws_var;                   /* j: the innermost of its indices */
+  int vws_nvars;                       /* its index set {i, j, ...}: this many */
+  IndexVar *vws_vars[NT_MAX_INDICES];  /* in loop order (w's modes) */
   const Expr *vws_node;                /* e, a node of the rhs */
+  const Expr *vws_sum;                 /* the sum whose body e is, when its loop
+                                          moves into the producer (the consumer
+                                          reads w in its place), else NULL */
   const char *vws_name;                /* w */
   bool split_sum;                      /* the root sum's temp adds a union's terms
                                           one loop nest each (lower/union_terms.c) */
@@ -135,10 +140,14 @@ typedef struct LoopNest {
                                           above another loop: that loop's
                                           depth (above this one), else -1 */
   /* The where() of a subexpression's workspace (lower/precompute.c): the
-   * loops from vws_depth down to vws_var's are its producer's, vws_var's
-   * and those below it its consumer's. */
+   * loops from vws_depth down to vws_var's are its producer's; the
+   * consumer's are those of the workspace's indices (vws_first's down to
+   * vws_var's; others between them are the producer's alone) and those
+   * below vws_var's. */
   int vws_depth;                       /* -1: none */
-  IndexVar *vws_var;                   /* j */
+  IndexVar *vws_var;                   /* the workspace's innermost index */
+  IndexVar *vws_first;                 /* its outermost (vws_var for a row) */
+  int vws_end;                         /* one past the producer's last loop */
   const Expr *vws_node;                /* the producer's rhs: e, a node of the rhs */
   const Expr *vws_rhs;                 /* the consumer's: the rhs with w(j) for e */
   const Expr *vws_access;              /* that w(j) */
@@ -172,10 +181,14 @@ Cin *lower_plan_notation(Arena *a, const LowerPlan *p, const Cin *cin, Diag *d);
 /* precompute(e, {j}, name) of a subexpression e (or the whole rhs) into
  * a dense output: places its where() in p's order (at j's loop, or above
  * the loops of indices summed only inside e right above it, when a sum
- * may move into e) and sets p->vws_*; refused with a message (arg: the
+ * may move into e) and sets p->vws_*. Over {i, j, ...} (nvars > 1) the
+ * where sits at the outermost one's loop (or above, as for j); the loops
+ * between the indices' loops must be of indices summed only inside e
+ * (the producer's alone); refused with a message (arg: the
  * directive's text) where it is not lowered (lower/precompute.c). */
 bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr *e,
-                                  IndexVar *j, const char *name, const char *arg, Diag *d);
+                                  IndexVar *const *vars, int nvars, const char *name,
+                                  const char *arg, Diag *d);
 
 /* The default order of a contraction that will be vectorized, given the
  * plan of the user's schedule: adds reorder(output indices, reductions) to

@@ -451,8 +451,10 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   if (lw->target == T_VWS || lw->target == T_VWS_RESET) { /* w[j] (+)= e, or w[j] = 0 */
     if (!lw->emit_values) return NULL;
     LirExpr *w = lw_ref(lw, lw->vals_ptr[lw->vws_t]);
-    LirExpr *j = lw_locate(lw, lw->vws_x, 0, lw->vws_slot ? lw_ref(lw, lw->vws_slot) : NULL,
-                           lw_ref(lw, lw->coord[lw->nest.vws_var->id]));
+    const Expr *wa = lw->nest.vws_access;
+    LirExpr *j = lw->vws_slot ? lw_ref(lw, lw->vws_slot) : NULL;
+    for (int m = 0; m < wa->u.access.n; m++)   /* w's modes are its levels */
+      j = lw_locate(lw, lw->vws_x, m, j, lw_ref(lw, lw->coord[wa->u.access.idx[m]->id]));
     if (lw->target == T_VWS_RESET) return lir_store(a, w, j, vconst(lw, lw_fill_value(lw)));
     LirExpr *v = gen_expr(lw, lw->root, alive);
     return lw->nest.vws_sums ? lir_store_update(a, w, j, (LirBinOp)lw_lir_op(lw, OP_ADD), v)
@@ -487,13 +489,18 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     lir_append(&reached, lir_store(a, lw_ref(lw, vals), out_index(lw), v));
     return reached;
   }
-  lir_append(&reached, update_output(lw, vals, out_index, v));
+  lir_append(&reached, lw->partials ? update_output(lw, lw->part_vals, lw_partials_index, v)
+                                     : update_output(lw, vals, out_index, v));
   return reached;
 }
 
 /* The statement of the scope; where an all-dense mask decides at run time
  * whether the expression exists (valued masks), guarded by that, so an
  * entry it keeps out is neither computed nor stored. */
+LirStmt *lw_update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowerer *), LirExpr *v) {
+  return update_output(lw, vals, out_at, v);
+}
+
 static LirStmt *innermost(Lowerer *lw, AMask alive) {
   LirStmt *s = innermost_unguarded(lw, alive);
   if (!lw->valued_masks || !s) return s;
@@ -531,6 +538,8 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   if (lw_out_appended(lw) && !lw_out_dense_tail(lw->acc[0].f)) {
     LirStmt *st = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), out_index(lw), lw_ref(lw, t));
     lir_append(&s, lw->out_hit ? lir_if(a, lw_ref(lw, lw->out_hit), st, NULL) : st);
+  } else if (lw->partials) {
+    lir_append(&s, update_output(lw, lw->part_vals, lw_partials_index, lw_ref(lw, t)));
   } else
     lir_append(&s, update_output(lw, lw->vals_ptr[0], out_index, lw_ref(lw, t)));
   return lir_block(a, s);
@@ -1766,7 +1775,9 @@ static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
 }
 
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
+  if (lw_partials_here(lw, depth)) return lw_partials_slot(lw, depth, alive, in_temp);
   if (depth == lw->scope_end) return scope_body(lw, alive);
+  if (lw_subexpr_skips(lw, depth)) return lw_loops(lw, depth + 1, alive, in_temp);
   if (lw->target == T_OUT && !in_temp) {
     if (depth == lw->nest.ws_depth) return scatter_through_workspace(lw, depth, alive);
     if (depth == lw->first_red && lw->nest.ws_depth < 0)

@@ -73,6 +73,11 @@ typedef struct Lowerer {
   int depth_of[NT_MAX_INDICES];            /* loop depth per IndexId */
   int first_red;                           /* depth of first reduction var */
   bool par_ok;                             /* the loop at par_depth may be parallel */
+  bool partials;                           /* parallelize(k, partials) of an inner
+                                              reduction loop: per-thread copies of
+                                              the output (partials.c) */
+  LirVar *part_rows, *part_vals, *part_slot, *part_q;
+  LirVar *out_size;                        /* a dense output's entries */
   bool atomic;                             /* parallelize(k, atomics) of a root
                                               reduction loop: the output's
                                               updates are atomic */
@@ -135,6 +140,7 @@ typedef struct Lowerer {
   int vws_x, vws_t;
   tj_format vws_fmt;
   bool vws_in;                             /* its producer or consumer is being emitted */
+  bool vws_consumer;                       /* its consumer is: lw_subexpr_skips */
   bool vws_reset_on_read;                  /* the consumer resets each entry it reads */
   LirVar *vws_slots;                       /* the parallel loop runs around the where:
                                               the workspace has this many rows, one
@@ -338,6 +344,27 @@ LirStmt *lw_subexpr_alloc(Lowerer *lw);
 AMask lw_subexpr_consumer(const Lowerer *lw, AMask alive);
 /* The where() at depth: the producer's loops, the consumer's, the reset. */
 LirStmt *lw_subexpr_where(Lowerer *lw, int depth, AMask alive, bool in_temp);
+/* Whether the consumer being emitted skips the loop at depth: one between
+ * the workspace's indices' loops that is the producer's alone. */
+bool lw_subexpr_skips(const Lowerer *lw, int depth);
+
+/* partials.c: per-thread partial outputs of a parallel inner reduction loop */
+/* Checks parallelize(k, partials) of the loop at par_depth (reduction: k
+ * is a reduction index); sets lw->partials, and a temp the loop is in
+ * (*in_temp) becomes direct updates; false with lw->d set. */
+bool lw_partials_setup(Lowerer *lw, bool reduction, bool *in_temp);
+/* The prologue: part_rows copies of the output, at its start value. */
+LirStmt *lw_partials_alloc(Lowerer *lw);
+/* Whether lw_loops at depth (the parallel loop's body) declares the slot. */
+bool lw_partials_here(const Lowerer *lw, int depth);
+/* part_slot = this thread's copy; then the loops from depth. */
+LirStmt *lw_partials_slot(Lowerer *lw, int depth, AMask alive, bool in_temp);
+/* The output's position in this thread's copy. */
+LirExpr *lw_partials_index(Lowerer *lw);
+/* The epilogue: every copy folded into the output, in thread order. */
+LirStmt *lw_partials_combine(Lowerer *lw);
+/* vals[out_at] op= v by the output's update (lower_loops.c). */
+LirStmt *lw_update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowerer *), LirExpr *v);
 
 /* out_like.c: a sparse output shaped like an operand (LowerPlan.out_like) */
 /* Whether the output is sparse and appended in loop order (not shaped

@@ -11,6 +11,10 @@
  *   forall(i, where(forall(j, y(i) += w(j) * x(j)), forall(j, w(j) = B(i,j) + C(i,j))))
  *     -> loops i, j; a subexpression's workspace at depth 1 (its producer
  *        over j, then the consumer's loops below j)
+ *   where(forall(i, forall(j, A(i,j) = w(i,j) * D(i,j))),
+ *         forall(i, forall(k, forall(j, w(i,j) += B(i,k) * C(k,j)))))
+ *     -> loops i, k, j; a workspace over i, j at depth 0 (the consumer
+ *        skips k's loop)
  *
  * Shapes the lowering cannot emit yet (two workspaces) are refused with a
  * message.
@@ -26,7 +30,7 @@ static const Cin *chain_assign(const Cin *c) {
 }
 
 /* A subexpression's workspace: the producer's loops (down to j), then the
- * consumer's below its loop over j; the loops take no rewrites yet. */
+ * consumer's below its loop over j. */
 static bool walk_subexpr(const Cin *c, LoopNest *n, Diag *d) {
   const Cin *cons = c->u.where.consumer;
   const Cin *pa = chain_assign(c->u.where.producer), *ca = chain_assign(cons);
@@ -35,19 +39,42 @@ static bool walk_subexpr(const Cin *c, LoopNest *n, Diag *d) {
                       "lowering takes one workspace, read by a loop over its index");
   int first = n->nloops;
   n->vws_depth = first;
-  n->vws_var = cons->u.forall.iv;
+  n->vws_first = cons->u.forall.iv;
   n->vws_node = pa->u.assign.rhs;
   n->vws_sums = pa->u.assign.accumulate;
   n->vws_rhs = ca->u.assign.rhs;
   n->vws_access = pa->u.assign.lhs;
-  if (!walk(c->u.where.producer, n, d) || !walk(cons->u.forall.body, n, d)) return false;
+  /* the consumer's foralls over the workspace's indices; their loops are
+   * the producer's too */
+  for (int m = 1; m < n->vws_access->u.access.n; m++) {
+    cons = cons->u.forall.body;
+    if (cons->kind != CIN_FORALL)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "lowering takes one workspace, read by loops "
+                        "over its indices");
+  }
+  n->vws_var = cons->u.forall.iv;
+  if (!walk(c->u.where.producer, n, d)) return false;
+  n->vws_end = n->nloops;
+  if (!walk(cons->u.forall.body, n, d)) return false;
+  /* split, divide, bound, unroll and vectorize of a loop of the workspace's
+   * index apply to the producer's and the consumer's loop alike; pos only to
+   * the producer's own loops (the consumer walks other accesses) */
+  const Expr *wa = n->vws_access;
   for (int k = first; k < n->nloops; k++) {
     const CinLoopForm *f = n->form[k];
-    if (f->split || f->divide || f->pos || f->bound_kind || f->fuse || f->fused || n->par[k] ||
-        f->race)
+    const char *ws = wa->u.access.t->name;
+    bool shared = false;
+    for (int m = 0; m < wa->u.access.n; m++) shared |= wa->u.access.idx[m] == n->order[k];
+    if (f->fuse || f->fused || n->par[k] || f->race || n->par_asked == k)
       return diag_error(d, TJ_ERR_UNSUPPORTED, "the loop of %s reads or writes the workspace "
-                        "%s: its loops take no split, divide, pos, bound, fuse or parallelize "
-                        "yet", n->order[k]->name, n->vws_access->u.access.t->name);
+                        "%s: its loops take no fuse or parallelize (a parallel loop around "
+                        "the where gives each thread a workspace of its own)",
+                        n->order[k]->name, ws);
+    if (f->pos && shared)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "pos(%s, %s, ...): %s is an index of the "
+                        "workspace %s, whose producer and consumer walk different accesses; "
+                        "pos takes the producer's own loops (of indices summed only inside "
+                        "the subexpression)", n->order[k]->name, f->pos, n->order[k]->name, ws);
   }
   return true;
 }
@@ -87,6 +114,7 @@ bool lower_nest(const Cin *c, LoopNest *n, Diag *d) {
   n->ws_var = NULL;
   n->vws_depth = -1;
   n->vws_var = NULL;
+  n->vws_first = NULL;
   n->par_asked = -1;
   if (!walk(c, n, d)) return false;
   for (int k = 0; k < n->nloops; k++)

@@ -107,6 +107,13 @@ static const LoopCase cases[] = {
     /* an outermost reduction into a dense output: per-thread partials */
     {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "parallelize(i, partials)"},
     {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "split(i, i0, i1, 4) parallelize(i0, partials)"},
+    /* an inner reduction loop: per-thread copies of the output, folded after */
+    {SPMV, "A:ds", "i=37 j=29", "parallelize(j, partials)"},
+    {SPMV, "A:dd", "i=37 j=29", "split(j, j0, j1, 4) parallelize(j0, static, partials)"},
+    {SPMV, "A:ds", "i=37 j=29", "pos(j, jp, A(i,j)) split(jp, j0, j1, 2) "
+                                "parallelize(j0, dynamic, partials)"},
+    {"A(i,j) = B(i,k) * C(k,j)", "B:ds", "i=9 j=8 k=7", "reorder(i, k, j) parallelize(k, partials)"},
+    {MTTKRP, "B:dss", "i=8 j=5 k=7 l=6", "parallelize(k, partials)"},
     /* a reduction loop scattering into a shared dense output: atomic updates */
     {"y(j) = A(i,j) * x(i)", "A:ds", "i=37 j=29", "parallelize(i, atomics)"},
     {SPMV, "A:ds:1,0", "i=37 j=29", "parallelize(j, dynamic, atomics)"},
@@ -155,6 +162,30 @@ static const LoopCase cases[] = {
      "precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, static)"},
     {"A(i,j) = B(i,j) - (E(i,k) + F(i,k)) * C(k,j)", "A:ds B:ds", "i=9 j=8 k=7",
      "precompute(E(i,k) + F(i,k), {k}, w)"},
+    /* matrix (and order-3) workspaces, GEMM plus a matrix through one */
+    {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "B:ds C:ss", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {i, j}, w)"},
+    {"A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "B:sss", "i=8 j=5 k=7 l=6",
+     "precompute(B(i,k,l) * D(l,j), {k, j}, w) parallelize(i, dynamic)"},
+    {"A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "B:dss", "i=8 j=5 k=7 l=6",
+     "precompute(B(i,k,l) * D(l,j), {i, k, j}, w)"},
+    {"A(i,j) = B(i,k) * C(k,j) + D(i,j)", "B:ds", "i=9 j=8 k=7",
+     "precompute(B(i,k) * C(k,j), {i, j}, w)"},
+    {"A(i,j) = B(i,k) * C(k,j) + D(i,j)", "B:ds C:ds", "i=9 j=8 k=7",
+     "precompute(B(i,k) * C(k,j), {j}, w) parallelize(i, dynamic)"},
+    {"A(i,j) = (B(i,k) * C(k,j)) * D(i,j)", "B:ds D:ds", "i=9 j=8 k=7",
+     "precompute(B(i,k) * C(k,j), {i, j}, w)"},
+    /* the loops of a workspace split, bound, pos-split (the producer's own),
+       unrolled and vectorized */
+    {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "B:dd C:dd", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w) split(j, j0, j1, 4) vectorize(j1, 4)"},
+    {"y(i) = (B(i,j) + C(i,j)) * x(j)", "B:dd C:dd", "i=23 j=19",
+     "precompute(B(i,j) + C(i,j), {j}, w) divide(j, j0, j1, 3) unroll(j1, 2)"},
+    {"A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "B:sss", "i=8 j=5 k=7 l=6",
+     "precompute(B(i,k,l) * D(l,j), {j}, w) pos(l, lp, B(i,k,l)) split(lp, l0, l1, 2) "
+     "bound(j, jb, 5, max_exact)"},
+    {"A(i,j) = B(i,k) * C(k,j) + D(i,j)", "B:ds", "i=9 j=8 k=7",
+     "precompute(B(i,k) * C(k,j), {i, j}, w) split(i, i0, i1, 4) split(j, j0, j1, 2)"},
     /* dense GEMM, both output loops split */
     {"A(i,j) = B(i,k) * C(k,j)", "", "i=19 j=23 k=17",
      "split(i, i0, i1, 8) split(j, j0, j1, 4) reorder(i0, i1, j0, j1, k)"},
@@ -270,6 +301,48 @@ START_TEST(partials_by_hand) {
   tj_tensor_free(x);
   tj_tensor_free(y);
   tj_context_free(cx);
+}
+END_TEST
+
+/* Per-thread partials of an inner reduction loop, by hand: A (5 x 4) as
+ * above, x = (1, 2, 3, 4), the columns across 2 threads:
+ *   y = A x                 = (1+6, 0, 6+16, 5+12+21+32, 36) = (7, 0, 22, 70, 36)
+ *   y = max_j A(i,j) x(j)   = (6, 0, 16, 32, 36) (every entry of a dense A)
+ * on both backends, run twice (the copies start from the identity again). */
+START_TEST(inner_partials_by_hand) {
+  static const double a[20] = {1, 0, 2, 0, 0, 0, 0, 0, 0, 3, 0, 4, 5, 6, 7, 8, 0, 0, 0, 9};
+  static const double xv[4] = {1, 2, 3, 4};
+  static const double sum[5] = {7, 0, 22, 70, 36}, max[5] = {6, 0, 16, 32, 36};
+  static const struct { const char *expr, *fa, *sched; const double *want; } runs[] = {
+      {SPMV, "ds", "parallelize(j, partials)", sum},
+      {SPMV, "dd", "split(j, j0, j1, 2) parallelize(j0, static, partials)", sum},
+      {"y(i) = reduce(max, j, A(i,j) * x(j))", "dd", "parallelize(j, dynamic, partials)", max},
+  };
+  for (int r = 0; r < 6; r++) {
+    tj_options two = tj_options_default();
+    two.nthreads = 2;
+    if (r >= 3) two.backend = TJ_BACKEND_C;
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_tensor *A = matrix("A", runs[r % 3].fa, 5, 4, a), *x = vector("x", 4, xv);
+    tj_tensor *y = vector("y", 5, (double[5]){0});
+    tj_kernel *k;
+    OK(tj_compile(cx, runs[r % 3].expr, (tj_tensor *[]){y, A, x}, 3, runs[r % 3].sched, &two,
+                  &k));
+    for (int rep = 0; rep < 2; rep++) {
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+      for (int64_t i = 0; i < 5; i++) {
+        double v;
+        OK(tj_tensor_get(y, (int64_t[]){i}, &v));
+        ck_assert_msg(v == runs[r % 3].want[i], "[%s %s] y(%lld) = %g, want %g",
+                      runs[r % 3].expr, runs[r % 3].sched, (long long)i, v, runs[r % 3].want[i]);
+      }
+    }
+    tj_tensor_free(A);
+    tj_tensor_free(x);
+    tj_tensor_free(y);
+    tj_context_free(cx);
+  }
 }
 END_TEST
 
@@ -700,6 +773,8 @@ static const Refusal refusals[] = {
     {"x(j) = A(i,j) * y(i)", "uq", "parallelize(i, atomics)", "walks a nonunique (COO) level"},
     {SPMV, "ds", "parallelize(i, partials)", "writes disjoint rows of the output; there is "
      "nothing to combine"},
+    {"A(i,j) = y(i) * x(j)", "dd", "parallelize(j, partials)", "parallelize(j, partials): its "
+     "iterations write disjoint entries of the output: there is nothing to combine"},
     {SPMV, "ds", "parallelize(i, static, sharing)", "unknown race strategy 'sharing'"},
     {"A(i,j) = y(i) * x(j)", "dd", "parallelize(j, balanced)", "only the outermost loop's rows "
      "are weighed by nonzeros"},
@@ -769,6 +844,7 @@ int main(void) {
   tcase_add_loop_test(t, rewrites_against_the_reference, 0, NCASES);
   tcase_add_test(t, spmv_by_hand);
   tcase_add_test(t, partials_by_hand);
+  tcase_add_test(t, inner_partials_by_hand);
   tcase_add_test(t, atomics_by_hand);
   tcase_add_test(t, atomics_cas_by_hand);
   tcase_add_test(t, taco_schedules_by_plain_loops);

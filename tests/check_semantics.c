@@ -895,9 +895,34 @@ START_TEST(test_def_reduction_reorders) {
     expect_opts("y(j) = reduce(lse, i, A(i,j))", m, 2, &o, false, want_y, C, -1);
     free_all(m, 2);
   }
-  /* the root reduction, and its loop vectorized: a fold, in vector form */
+  /* an inner reduction loop split across 2 threads into per-thread
+     partial outputs (each at the identity, -inf), folded by lse: every
+     entry of a dense A, its zeros too */
   tj_context *cx;
   OK(tj_context_new(&cx));
+  {
+    double want_r[M];
+    for (int i = 0; i < M; i++) {
+      long double r = 0;
+      for (int j = 0; j < C; j++) r += expl(A[i * C + j]);
+      want_r[i] = (double)logl(r);
+    }
+    tj_options o = tj_options_default();
+    o.defs = defs;
+    o.nthreads = 2;
+    tj_tensor *m[] = {vector("z", "d", M, NULL), matrix("A", "dd", M, C, A)};
+    tj_kernel *k;
+    OK(tj_compile(cx, "z(i) = reduce(lse, j, A(i,j))", m, 2, "parallelize(j, partials)", &o, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < M; i++) {
+      double v;
+      OK(tj_tensor_get(m[0], &i, &v));
+      ck_assert_msg(fabs(v - want_r[i]) <= 1e-12 * fabs(want_r[i]) + 1e-12,
+                    "z(%lld) = %.17g, want %.17g", (long long)i, v, want_r[i]);
+    }
+    free_all(m, 2);
+  }
+  /* the root reduction, and its loop vectorized: a fold, in vector form */
   tj_options o = tj_options_default();
   o.defs = defs;
   tj_tensor *v[] = {tensor("s", "", 0, NULL, NULL), vector("x", "d", N, x)};

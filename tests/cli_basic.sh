@@ -148,6 +148,15 @@ expect sddmm_taco_csr_shaped 'the output is shaped like B' 'A(i,j) = B(i,j) * C(
 expect residual_workspace "$OK" 'y(i) = b(i) - (B(i,j) + C(i,j)) * x(j)' -f=B:ds -f=C:ds \
   -g=B:s:0.2 -g=C:s:0.2 -g=x:d -g=b:d -d=B:90,70 -nthreads=2 \
   -s='precompute(B(i,j) + C(i,j), {j}, w) parallelize(i, dynamic)' -check
+# a matrix workspace (GEMM plus a matrix: the producer takes the sum over k),
+# the workspace's loops split, and partials of an inner reduction loop
+expect gemm_plus_matrix_workspace "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -f=B:ds -g=B:s:0.3 \
+  -g=C:d -g=D:d -d=B:33,29 -d=C:29,31 -nthreads=2 \
+  -s='precompute(B(i,k) * C(k,j), {i, j}, w) split(j, j0, j1, 8) vectorize(j1, 4)' -check
+expect matrix_workspace_cin '^where\(forall\(i, forall\(j, A\(i,j\) = w\(i,j\) \+ D\(i,j\)\)\), forall\(i, forall\(j, forall\(k, w\(i,j\) \+= B\(i,k\) \* C\(k,j\)\)\)\)\)$' \
+  'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -d=B:9,7 -d=C:7,5 -s='precompute(B(i,k) * C(k,j), {i, j}, w)' -print-cin
+expect inner_partials "$OK" "$SPMV" -f=A:ds -g=A:s:0.3 -g=x:d -d=A:9,700 -nthreads=2 \
+  -s='parallelize(j, partials)' -check
 expect fuse_spmv "$OK" "$SPMV" -f=A:ds -g=A:p:0.1 -g=x:d -d=A:90,70 -nthreads=2 \
   -s='fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 16) parallelize(f0, static, atomics)' -check
 expect_fail fuse_in_sum_refused 'is summed over a subexpression, so its loop nests inside' \
