@@ -6,7 +6,7 @@
  * placements, slices) parses to the format written beside it, prints back
  * in MLIR's spelling, and the printed text parses to the same format; so
  * does the taco spelling. The encodings tensorjit cannot store (ELL's
- * symbols, dynamic slice values, level types with two properties) are
+ * symbols, dynamic slice values, loose_compressed(nonunique)) are
  * refused with a message naming what and where. */
 #include <check.h>
 #include <stdio.h>
@@ -47,6 +47,9 @@ static const Enc encs[] = {
      "(d0, d1, d2) -> (d0 : compressed(nonunique), d1 : singleton(nonunique), d2 : singleton)"},
     {"(i, j) -> (i : dense, j : compressed(nonordered))", "do",
      "(d0, d1) -> (d0 : dense, d1 : compressed(nonordered))"},
+    {"#COO = #sparse_tensor.encoding<{\n  map = (d0, d1) -> (d0 : compressed(nonunique, "
+     "nonordered), d1 : singleton(nonordered))\n}>", "wz",
+     "(d0, d1) -> (d0 : compressed(nonunique, nonordered), d1 : singleton(nonordered))"},
     {"(i, j) -> (i : dense, j : loose_compressed)", "dl",
      "(d0, d1) -> (d0 : dense, d1 : loose_compressed)"},
     {"#BSR = #sparse_tensor.encoding<{\n   map = ( i, j ) ->\n      ( i floordiv 2 : dense,\n"
@@ -143,9 +146,6 @@ START_TEST(refusals) {
   refused("#CSR_SLICE = #sparse_tensor.encoding<{\n  map = (d0 : #sparse_tensor<slice(1, ?, 1)>, "
           "d1 : #sparse_tensor<slice(?, 4, 2)>) -> (d0 : dense, d1 : compressed)\n}>",
           TJ_ERR_UNSUPPORTED, "a dynamic slice value '?' at column 78");
-  refused("#COO = #sparse_tensor.encoding<{\n  map = (d0, d1) -> (d0 : compressed(nonunique, "
-          "nonordered), d1 : singleton(nonordered))\n}>", TJ_ERR_UNSUPPORTED,
-          "unsupported level type at column 60");
   refused("(d0, d1, d2) -> (d0 : dense, d1 : loose_compressed(nonunique), d2 : singleton)",
           TJ_ERR_UNSUPPORTED, "unsupported level type at column 35");
   refused("(d0) -> (d0 : sparse)", TJ_ERR_PARSE, "unknown level type at column 15");
