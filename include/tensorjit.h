@@ -94,8 +94,9 @@ tj_status tj_dtype_parse(const char *name, tj_dtype *out);
 
 /* ---- formats ---------------------------------------------------------- */
 
-/* Parses "ds", "ds:1,0" or the MLIR spelling
- * "(i,j) -> (j : dense, i : compressed)" into *out. */
+/* Parses "ds", "ds:1,0", the MLIR spelling
+ * "(i,j) -> (j : dense, i : compressed)" or the old one
+ * (dimLevelType = [...], tj_format_print_mlir_legacy) into *out. */
 tj_status tj_format_parse(const char *spec, tj_format *out);
 /* The all-dense format of the given order, identity mode order. */
 tj_format tj_format_dense(int order);
@@ -104,6 +105,15 @@ void tj_format_print(const tj_format *f, char *buf, size_t n);
 /* Writes the MLIR spelling ("(d0, d1) -> (d0 : dense, d1 : compressed)",
  * "(d0, d1) -> (d0 floordiv 4 : dense, ...)") into buf. */
 void tj_format_print_mlir(const tj_format *f, char *buf, size_t n);
+/* Writes LLVM 15-16's spelling, which tj_format_parse also reads (as it
+ * reads LLVM 17's lvlTypes / dimToLvl / posWidth / crdWidth):
+ * "#sparse_tensor.encoding<{ dimLevelType = [ "dense", "compressed" ],
+ * dimOrdering = affine_map<(d0, d1) -> (d1, d0)>, pointerBitWidth = 8,
+ * indexBitWidth = 16 }>" (widths other than 32 only). Formats that
+ * spelling cannot say (blocked levels, n_out_of_m, loose_compressed,
+ * slices) are TJ_ERR_UNSUPPORTED, as is a buf too small (TJ_ERR_INVALID);
+ * buf then holds "". */
+tj_status tj_format_print_mlir_legacy(const tj_format *f, char *buf, size_t n);
 
 /* ---- tensors ---------------------------------------------------------- */
 

@@ -625,8 +625,9 @@ static tj_status parse_affine_map(const char *spec, const char **p, LegacyMap *m
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '-> (' at column %d", spec,
                         (int)(skip_ws(*p) - spec) + 1);
   while (!eat(p, ")")) {
+    bool sep = m->n == 0 || eat(p, ",");
     at = skip_ws(*p);
-    if (m->n == TJ_MAX_ORDER || (m->n && !eat(p, ",")) || !read_ident(p, w, sizeof w))
+    if (m->n == TJ_MAX_ORDER || !sep || !read_ident(p, w, sizeof w))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a dim at column %d", spec,
                           (int)(skip_ws(*p) - spec) + 1);
     int d = 0;
@@ -776,9 +777,7 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
   if (wrapped && !(eat(&p, "<") && eat(&p, "{")))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '<{' at column %d", spec,
                         (int)(skip_ws(p) - spec) + 1);
-  const char *field = p;
-  if (wrapped && read_ident(&field, word, sizeof word) &&
-      (!strcmp(word, "dimLevelType") || !strcmp(word, "lvlTypes"))) {
+  if (wrapped && (strstr(p, "dimLevelType") || strstr(p, "lvlTypes"))) {   /* LLVM 15-17 */
     tj_status st = parse_legacy(spec, &p, f);
     if (st == TJ_OK && !(eat(&p, "}") && eat(&p, ">")))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '}>' at column %d", spec,
@@ -982,4 +981,54 @@ void tj_format_print_mlir(const tj_format *f, char *buf, size_t n) {
     k += snprintf(buf + k, n - (size_t)k, ", posWidth = %d", f->pos_width);
   if (k >= 0 && (size_t)k < n && f->crd_width && f->crd_width != 32)
     snprintf(buf + k, n - (size_t)k, ", crdWidth = %d", f->crd_width);
+}
+
+tj_status tj_format_print_mlir_legacy(const tj_format *f, char *buf, size_t n) {
+  if (!f || !buf || n == 0)
+    return rt_set_error(TJ_ERR_INVALID, "tj_format_print_mlir_legacy: NULL argument");
+  buf[0] = 0;
+  char taco[256];
+  tj_format_print(f, taco, sizeof taco);
+  if (f->ndims || rt_format_sliced(f))
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": LLVM 15-16's encoding has no %s; "
+                        "tj_format_print_mlir spells it", taco,
+                        f->ndims ? "blocked (floordiv / mod) levels" : "dimSlices");
+  int k = snprintf(buf, n, "#sparse_tensor.encoding<{ dimLevelType = [ ");
+  for (int l = 0; l < f->order; l++) {
+    int t = 0;
+    while (t < NLEGACY && legacy_types[t].letter != f->levels[l]) t++;
+    if (t == NLEGACY || f->levels[l] == 'l') {
+      buf[0] = 0;
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": level %d (%s) has no LLVM 15-16 "
+                          "spelling; tj_format_print_mlir spells it", taco, l,
+                          rt_level_type(f->levels[l]) ? rt_level_type(f->levels[l])->word : "?");
+    }
+    if (k >= 0 && (size_t)k < n)
+      k += snprintf(buf + k, n - (size_t)k, "%s\"%s\"", l ? ", " : "", legacy_types[t].name);
+  }
+  if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, " ]");
+  bool identity = true;
+  for (int l = 0; l < f->order; l++) identity &= f->mode_order[l] == l;
+  for (int l = 0; !identity && l < f->order && k >= 0 && (size_t)k < n; l++) {
+    if (l == 0) {
+      k += snprintf(buf + k, n - (size_t)k, ", dimOrdering = affine_map<(");
+      for (int d = 0; d < f->order && k >= 0 && (size_t)k < n; d++)
+        k += snprintf(buf + k, n - (size_t)k, "%sd%d", d ? ", " : "", d);
+      if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, ") -> (");
+    }
+    if (k >= 0 && (size_t)k < n)
+      k += snprintf(buf + k, n - (size_t)k, "%sd%d%s", l ? ", " : "", f->mode_order[l],
+                    l + 1 == f->order ? ")>" : "");
+  }
+  if (k >= 0 && (size_t)k < n && f->pos_width && f->pos_width != 32)
+    k += snprintf(buf + k, n - (size_t)k, ", pointerBitWidth = %d", f->pos_width);
+  if (k >= 0 && (size_t)k < n && f->crd_width && f->crd_width != 32)
+    k += snprintf(buf + k, n - (size_t)k, ", indexBitWidth = %d", f->crd_width);
+  if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, " }>");
+  if (k < 0 || (size_t)k >= n) {
+    buf[0] = 0;
+    return rt_set_error(TJ_ERR_INVALID, "tj_format_print_mlir_legacy: %d bytes do not hold "
+                        "the spelling of \"%s\"", (int)n, taco);
+  }
+  return TJ_OK;
 }

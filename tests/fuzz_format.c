@@ -1,6 +1,7 @@
 /* libFuzzer target for format strings (runtime/format.c): taco letters
  * with a mode order ("ds:1,0") and the MLIR spelling
- * ("(i,j) -> (j : dense, i : compressed)"). A string either fails with a
+ * ("(i,j) -> (j : dense, i : compressed)", and LLVM 15-17's dimLevelType
+ * spelling). A string either fails with a
  * message or gives a format that prints (taco spelling) and re-parses to
  * the same format; a tensor of small dims in that format then takes a few
  * entries, packs, converts to CSR-like and back, and keeps its entries.
@@ -145,6 +146,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     must(same_format(&f, &g) && (g.pos_width ? g.pos_width : 32) == (f.pos_width ? f.pos_width : 32) &&
              (g.crd_width ? g.crd_width : 32) == (f.crd_width ? f.crd_width : 32),
          "the MLIR spelling parses differently", src);
+    if (tj_format_print_mlir_legacy(&f, mlir, sizeof mlir) == TJ_OK) {   /* LLVM 15-16's */
+      must(tj_format_parse(mlir, &g) == TJ_OK, "the old MLIR spelling does not parse", src);
+      must(same_format(&f, &g) && (g.pos_width ? g.pos_width : 32) == (f.pos_width ? f.pos_width : 32) &&
+               (g.crd_width ? g.crd_width : 32) == (f.crd_width ? f.crd_width : 32),
+           "the old MLIR spelling parses differently", src);
+    } else {
+      must(tj_last_error()[0] != 0 && mlir[0] == 0, "old spelling refused without a message", src);
+    }
     if (f.order <= 4 && is_sliced(&f)) use_view(&f, src);
     else if (f.order <= 4) use_format(&f, src);
   } else {
