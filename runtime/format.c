@@ -189,9 +189,11 @@ static tj_status check_slices(const tj_format *f) {
     if (d >= f->order)
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": a slice on dim %d, but the "
                           "format has %d dims", f->levels, d, f->order);
-    if (sl[0] < 0 || sl[1] < 0 || sl[2] < 1)
+    const int64_t dyn = TJ_SLICE_DYNAMIC;
+    if ((sl[0] < 0 && sl[0] != dyn) || (sl[1] < 0 && sl[1] != dyn) || (sl[2] < 1 && sl[2] != dyn))
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": dim %d's slice (%lld, %lld, "
-                          "%lld) needs offset >= 0, size >= 0 and stride >= 1", f->levels,
+                          "%lld) needs offset >= 0, size >= 0 and stride >= 1 (or "
+                          "TJ_SLICE_DYNAMIC, '?')", f->levels,
                           d, (long long)sl[0], (long long)sl[1], (long long)sl[2]);
   }
   return TJ_OK;
@@ -318,8 +320,15 @@ static bool read_i64(const char **p, int64_t *v) {
 
 static bool eat(const char **p, const char *tok);
 
-/* One MLIR slice triple "(0, 4, 1)" (after "slice" or in dimSlices) into
- * sl; a '?' (a dynamic value) is refused: a view gives its numbers. */
+/* A slice value at *p: a number, or '?' (TJ_SLICE_DYNAMIC: the view's
+ * own, tj_tensor_slice_set). */
+static bool read_slice_value(const char **p, int64_t *v) {
+  if (eat(p, "?")) return *v = TJ_SLICE_DYNAMIC, true;
+  return read_i64(p, v);
+}
+
+/* One MLIR slice triple "(0, 4, 1)" or "(?, ?, 1)" (after "slice" or in
+ * dimSlices) into sl. */
 static tj_status read_triple(const char *spec, const char **p, int64_t *sl) {
   const char *at = skip_ws(*p);
   if (!eat(p, "("))
@@ -330,12 +339,7 @@ static tj_status read_triple(const char *spec, const char **p, int64_t *sl) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ',' at column %d in a "
                           "slice", spec, (int)(skip_ws(*p) - spec) + 1);
     const char *v = skip_ws(*p);
-    if (*v == '?')
-      return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": a dynamic slice value "
-                          "'?' at column %d; tensorjit's slices are views with known "
-                          "offset, size and stride (tj_tensor_slice): give the number",
-                          spec, (int)(v - spec) + 1);
-    if (!read_i64(p, &sl[k]))
+    if (!read_slice_value(p, &sl[k]))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a number at column %d "
                           "in a slice", spec, (int)(v - spec) + 1);
   }
@@ -362,8 +366,8 @@ static tj_status parse_taco_slices(const char *spec, const char **p, tj_format *
     int64_t sl[3] = {0, 0, 1};
     if (eat(p, ":")) {
       sl[2] = 0;
-    } else if (!(read_i64(p, &sl[0]) && eat(p, ":") && read_i64(p, &sl[1]) &&
-                 (!eat(p, ":") || read_i64(p, &sl[2])))) {
+    } else if (!(read_slice_value(p, &sl[0]) && eat(p, ":") && read_slice_value(p, &sl[1]) &&
+                 (!eat(p, ":") || read_slice_value(p, &sl[2])))) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a slice "
                           "'offset:size:stride' or ':' at column %d", spec,
                           (int)(at - spec) + 1);
@@ -921,6 +925,12 @@ tj_status tj_format_parse(const char *spec, tj_format *out) {
   return TJ_OK;
 }
 
+/* A slice value as printed: the number, or '?' for TJ_SLICE_DYNAMIC. */
+static void slice_value(int64_t v, char out[24]) {
+  if (v == TJ_SLICE_DYNAMIC) snprintf(out, 24, "?");
+  else snprintf(out, 24, "%lld", (long long)v);
+}
+
 void tj_format_print(const tj_format *f, char *buf, size_t n) {
   if (!buf || n == 0) return;
   int k = 0;
@@ -942,9 +952,10 @@ void tj_format_print(const tj_format *f, char *buf, size_t n) {
   }
   for (int d = 0; rt_format_sliced(f) && d < f->order && k >= 0 && (size_t)k < n; d++) {
     const int64_t *sl = f->slice[d];
+    char v[3][24];
+    for (int c = 0; c < 3; c++) slice_value(sl[c], v[c]);
     const char *sep = d ? "," : "[";
-    k += sl[2] ? snprintf(buf + k, n - (size_t)k, "%s%lld:%lld:%lld", sep, (long long)sl[0],
-                          (long long)sl[1], (long long)sl[2])
+    k += sl[2] ? snprintf(buf + k, n - (size_t)k, "%s%s:%s:%s", sep, v[0], v[1], v[2])
                : snprintf(buf + k, n - (size_t)k, "%s:", sep);
   }
   if (rt_format_sliced(f) && k >= 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, "]");
@@ -956,9 +967,11 @@ void tj_format_print_mlir(const tj_format *f, char *buf, size_t n) {
   for (int d = 0; d < nd && k >= 0 && (size_t)k < n; d++) {
     k += snprintf(buf + k, n - (size_t)k, "%sd%d", d ? ", " : "", d);
     const int64_t *sl = f->slice[d];
+    char v[3][24];
+    for (int c = 0; c < 3; c++) slice_value(sl[c], v[c]);
     if (sl[2] && k >= 0 && (size_t)k < n)
-      k += snprintf(buf + k, n - (size_t)k, " : #sparse_tensor<slice(%lld, %lld, %lld)>",
-                    (long long)sl[0], (long long)sl[1], (long long)sl[2]);
+      k += snprintf(buf + k, n - (size_t)k, " : #sparse_tensor<slice(%s, %s, %s)>", v[0],
+                    v[1], v[2]);
   }
   if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, ") -> (");
   for (int l = 0; l < f->order && k >= 0 && (size_t)k < n; l++) {

@@ -6,7 +6,7 @@
  * placements, slices) parses to the format written beside it, prints back
  * in MLIR's spelling, and the printed text parses to the same format; so
  * does the taco spelling. The encodings tensorjit cannot store (ELL's
- * symbols, dynamic slice values, loose_compressed(nonunique)) are
+ * symbols, loose_compressed(nonunique)) are
  * refused with a message naming what and where. The old spelling (LLVM
  * 15-17: dimLevelType / lvlTypes, dimOrdering / dimToLvl, pointerBitWidth /
  * indexBitWidth) parses and prints back the same way. */
@@ -145,9 +145,6 @@ START_TEST(refusals) {
   refused("#ELL = #sparse_tensor.encoding<{\n  map = [s0](d0, d1) -> (d0 * (s0 * 4) : dense, "
           "d0 : dense, d1 : compressed)\n}>", TJ_ERR_UNSUPPORTED,
           "symbols at column 42 ('[s0]', as in ELL's");
-  refused("#CSR_SLICE = #sparse_tensor.encoding<{\n  map = (d0 : #sparse_tensor<slice(1, ?, 1)>, "
-          "d1 : #sparse_tensor<slice(?, 4, 2)>) -> (d0 : dense, d1 : compressed)\n}>",
-          TJ_ERR_UNSUPPORTED, "a dynamic slice value '?' at column 78");
   refused("(d0, d1, d2) -> (d0 : dense, d1 : loose_compressed(nonunique), d2 : singleton)",
           TJ_ERR_UNSUPPORTED, "unsupported level type at column 35");
   refused("(d0) -> (d0 : sparse)", TJ_ERR_PARSE, "unknown level type at column 15");
