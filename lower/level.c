@@ -119,6 +119,9 @@ LirExpr *lw_slice_valid(Lowerer *lw, int x, int l, LirExpr *p) {
   if (sl[2] == 1) return in;
   LirExpr *on = lir_bin(a, LOP_EQ, lir_bin(a, LOP_REM, rel, lw_slice_value(lw, x, l, 2)),
                         lw_i64(lw, 0));
+  /* an ordered compressed level's iterator starts and ends inside the
+   * slice (lw_slice_bounds): only the stride is left to check */
+  if (lv_at(lw->acc[x].f, l, LV_ORDERED | LV_HAS_POS)) return on;
   return lir_bin(a, LOP_AND, in, on);
 }
 
