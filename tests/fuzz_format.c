@@ -64,12 +64,22 @@ static void use_view(const tj_format *f, const char *src) {
     tj_tensor_free(t);
     return;
   }
+  /* dynamic ('?') values start as offset 0, stride 1, the rest of the dim */
+  int64_t vals[TJ_MAX_ORDER_PUBLIC][3];
+  for (int m = 0; m < order; m++) {
+    const int64_t *sl = f->slice[m];
+    bool dyn = sl[0] == TJ_SLICE_DYNAMIC || sl[1] == TJ_SLICE_DYNAMIC || sl[2] == TJ_SLICE_DYNAMIC;
+    int64_t o = sl[0] == TJ_SLICE_DYNAMIC ? 0 : sl[0], s = sl[2] == TJ_SLICE_DYNAMIC ? 1 : sl[2];
+    vals[m][0] = o, vals[m][2] = s;
+    vals[m][1] = sl[1] != TJ_SLICE_DYNAMIC ? sl[1] : o < dims[m] ? (dims[m] - o + s - 1) / s : 0;
+    if (!dyn) memcpy(vals[m], sl, sizeof vals[m]);
+  }
   int64_t inside = 0;
   for (int e = 0; e < n; e++) {
     bool in = true;
     int64_t vc[TJ_MAX_ORDER_PUBLIC];
     for (int m = 0; m < order; m++) {
-      const int64_t *sl = f->slice[m];
+      const int64_t *sl = vals[m];
       int64_t x = coord_of(e, m) - (sl[2] ? sl[0] : 0), st = sl[2] ? sl[2] : 1;
       in = in && x >= 0 && x % st == 0 && (!sl[2] || x / st < sl[1]);
       vc[m] = x / st;
