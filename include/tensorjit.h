@@ -76,9 +76,12 @@ typedef struct tj_format {
   int32_t lvl_n[TJ_MAX_ORDER_PUBLIC];      /* n of an n_out_of_m level, else 0 */
   /* MLIR's dimSlices, per dim: {offset, size, stride}; stride 0 = the dim
    * is not sliced. A format with slices describes a view (tj_tensor_slice):
-   * dim d's coordinate i is the base's offset + i * stride, 0 <= i < size. */
+   * dim d's coordinate i is the base's offset + i * stride, 0 <= i < size.
+   * TJ_SLICE_DYNAMIC (MLIR's '?') in any of the three: a value given per
+   * view (tj_tensor_slice_set) and read by kernels at run time. */
   int64_t slice[TJ_MAX_ORDER_PUBLIC][3];
 } tj_format;
+#define TJ_SLICE_DYNAMIC (-1)
 
 typedef struct tj_tensor tj_tensor;
 typedef struct tj_context tj_context;
@@ -94,8 +97,9 @@ tj_status tj_dtype_parse(const char *name, tj_dtype *out);
 
 /* ---- formats ---------------------------------------------------------- */
 
-/* Parses "ds", "ds:1,0" or the MLIR spelling
- * "(i,j) -> (j : dense, i : compressed)" into *out. */
+/* Parses "ds", "ds:1,0", the MLIR spelling
+ * "(i,j) -> (j : dense, i : compressed)" or the old one
+ * (dimLevelType = [...], tj_format_print_mlir_legacy) into *out. */
 tj_status tj_format_parse(const char *spec, tj_format *out);
 /* The all-dense format of the given order, identity mode order. */
 tj_format tj_format_dense(int order);
@@ -104,6 +108,15 @@ void tj_format_print(const tj_format *f, char *buf, size_t n);
 /* Writes the MLIR spelling ("(d0, d1) -> (d0 : dense, d1 : compressed)",
  * "(d0, d1) -> (d0 floordiv 4 : dense, ...)") into buf. */
 void tj_format_print_mlir(const tj_format *f, char *buf, size_t n);
+/* Writes LLVM 15-16's spelling, which tj_format_parse also reads (as it
+ * reads LLVM 17's lvlTypes / dimToLvl / posWidth / crdWidth):
+ * "#sparse_tensor.encoding<{ dimLevelType = [ "dense", "compressed" ],
+ * dimOrdering = affine_map<(d0, d1) -> (d1, d0)>, pointerBitWidth = 8,
+ * indexBitWidth = 16 }>" (widths other than 32 only). Formats that
+ * spelling cannot say (blocked levels, n_out_of_m, loose_compressed,
+ * slices) are TJ_ERR_UNSUPPORTED, as is a buf too small (TJ_ERR_INVALID);
+ * buf then holds "". */
+tj_status tj_format_print_mlir_legacy(const tj_format *f, char *buf, size_t n);
 
 /* ---- tensors ---------------------------------------------------------- */
 
@@ -144,9 +157,21 @@ tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
 tj_status tj_tensor_slice(const tj_tensor *base, const char *name, const int64_t *offset,
                           const int64_t *size, const int64_t *stride, tj_tensor **out);
 /* A view of base with the slices of fmt (a format equal to base's apart
- * from fmt->slice, e.g. parsed from "ds[1:3:1,:]"), as tj_tensor_slice. */
+ * from fmt->slice, e.g. parsed from "ds[1:3:1,:]"), as tj_tensor_slice.
+ * Slice values TJ_SLICE_DYNAMIC ('?': "ds[?:?:1,:]", MLIR
+ * "slice(?, ?, 1)") are the view's own, set by tj_tensor_slice_set; until
+ * then offset 0, stride 1 and the size reaching the extent. The view's
+ * format (tj_tensor_format) keeps the '?', so a kernel compiled on it
+ * reads the values at each run: one kernel serves every slice value. */
 tj_status tj_tensor_view(const tj_tensor *base, const char *name, const tj_format *fmt,
                          tj_tensor **out);
+/* Sets the slice values of view v made with dynamic ('?') values: per dim
+ * offset[d], size[d], stride[d] (stride NULL: 1). Entries its format fixes
+ * must be given as fixed, and an unsliced dim as (0, extent, 1); the slice
+ * must lie inside base's extent. v's dims become the sizes. On failure v
+ * is unchanged. */
+tj_status tj_tensor_slice_set(tj_tensor *v, const int64_t *offset, const int64_t *size,
+                              const int64_t *stride);
 /* Whether t is a view (tj_tensor_slice). */
 bool tj_tensor_is_view(const tj_tensor *t);
 /* A new tensor with src's contents and dtype dt, same format. */

@@ -11,8 +11,13 @@ static const LevelType level_types[] = {
   {'s', "compressed", LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's'},
   {'u', "compressed(nonunique)", LV_ORDERED | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u'},
   {'o', "compressed(nonordered)", LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's'},
+  /* unsorted COO's row level: runs of equal coordinates need order, so an
+   * operand with it is always converted (to 'u') */
+  {'w', "compressed(nonunique, nonordered)", LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u'},
   {'q', "singleton", LV_ORDERED | LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q'},
   {'c', "singleton(nonunique)", LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'c'},
+  /* coordinates in any order under a run of equal parents (unsorted COO) */
+  {'z', "singleton(nonordered)", LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q'},
   /* lo and hi per segment (pos[2p], pos[2p+1]): not compact, not appended */
   {'l', "loose_compressed", LV_ORDERED | LV_UNIQUE | LV_HAS_POS | LV_HAS_CRD, 'l'},
   /* n of every block of m (2:4): n coordinates per parent, no pos array */

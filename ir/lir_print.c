@@ -123,6 +123,9 @@ static void print_field(Printer *p, int op, LirField f, int level) {
   case LF_POS_LEN: fprintf(p->out, "%s->levels[%d].pos_len", o, level); break;
   case LF_CRD_LEN: fprintf(p->out, "%s->levels[%d].crd_len", o, level); break;
   case LF_VALS_LEN: fprintf(p->out, "%s->vals_len", o); break;
+  case LF_SLICE_OFF: case LF_SLICE_SIZE: case LF_SLICE_STRIDE:
+    fprintf(p->out, "%s->slice[%d][%d]", o, level, (int)(f - LF_SLICE_OFF));
+    break;
   }
 }
 

@@ -84,7 +84,10 @@ typedef enum {
   LF_VALS,      /* vals, pointer of the dtype */
   LF_POS_LEN,   /* levels[level].pos_len, I64 (settable) */
   LF_CRD_LEN,   /* levels[level].crd_len, I64 (settable) */
-  LF_VALS_LEN   /* vals_len, I64 (settable) */
+  LF_VALS_LEN,  /* vals_len, I64 (settable) */
+  LF_SLICE_OFF, /* slice[level][0]: a view's offset along dim `level`, I64 */
+  LF_SLICE_SIZE, /* slice[level][1]: its size, I64 */
+  LF_SLICE_STRIDE /* slice[level][2]: its stride, I64 */
 } LirField;
 
 /* Runtime helpers a CALL may invoke (all declared in runtime/abi.h). */

@@ -54,6 +54,7 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   case TJ_STAGE_CIN:
     cin_print(f, e->cin);
     fputc('\n', f);
+    lower_plan_print_conversions(f, k->as, &e->plan);
     return TJ_OK;
   case TJ_STAGE_LATTICE:
     {

@@ -144,6 +144,9 @@ static bool field_offset(Emitter *e, LirField f, int level, size_t *off) {
   case LF_CRD_LEN: *off = lv + offsetof(tj_level_storage, crd_len); break;
   case LF_VALS: *off = offsetof(tj_storage, vals); break;
   case LF_VALS_LEN: *off = offsetof(tj_storage, vals_len); break;
+  case LF_SLICE_OFF: case LF_SLICE_SIZE: case LF_SLICE_STRIDE:
+    *off = offsetof(tj_storage, slice) + 8 * (3 * (size_t)level + (size_t)(f - LF_SLICE_OFF));
+    break;
   default: return em_bug(e, "unknown operand field");
   }
   return true;

@@ -197,7 +197,8 @@ static VVal vbinop(VecLoop *v, LirBinOp op, LirType t, VVal a, VVal b,
   if (c != LIR_VARYING) return mk(em_binop(e, op, t, a.v, b.v), c);
   LLVMValueRef x = to_vec(v, a), y = to_vec(v, b);
   if (idiv && mask)
-    y = LLVMBuildSelect(e->b, mask, y, LLVMConstInt(LLVMTypeOf(y), 1, 0), "");
+    y = LLVMBuildSelect(e->b, mask, y,   /* a vector of 1s, not a scalar of the vector type */
+                        splat(v, LLVMConstInt(LLVMGetElementType(LLVMTypeOf(y)), 1, 0)), "");
   return mk(em_binop(e, op, t, x, y), LIR_VARYING);
 }
 

@@ -5,6 +5,7 @@
  * with both CSR) is not forced: that operand is converted to the mode order
  * the loops need, at run time, and the printed kernel says so.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "lowerer.h"
@@ -218,6 +219,65 @@ static void plan_mask_patterns(const Assignment *as, const AccessList *acc, cons
   }
 }
 
+/* Why level l (index v) of access k, stored without order, must be read
+ * in order, or NULL: its loop merges it with another sparse level (a union
+ * or intersection walks both lists in step), or appends v to an ordered
+ * output level (not through a workspace, which sorts), or it is walked by
+ * runs of equal coordinates (a nonunique level) that must be adjacent. */
+static const char *order_need(const AccessList *acc, int k, int l, const LowerPlan *p,
+                              const IndexVar **with) {
+  const Expr *e = acc->e[k];
+  const tj_format *f = &p->fmt[e->u.access.t->id];
+  const IndexVar *v = *with = level_var(e, f, l);
+  if (lw_level_segmented(f, l)) return "walked by runs of equal coordinates, which must be adjacent";
+  for (int k2 = acc->n - 1; k2 >= 0; k2--) {   /* operands first, then the output */
+    const Expr *e2 = acc->e[k2];
+    const tj_format *f2 = &p->fmt[e2->u.access.t->id];
+    for (int l2 = 0; k2 != k && l2 < f2->order; l2++) {
+      if (level_var(e2, f2, l2) != v || lv_at(f2, l2, LV_FULL)) continue;
+      if (k2 > 0) return "co-iterated with another sparse level";
+      if (lv_at(f2, l2, LV_ORDERED) && p->ws_var != v)
+        return "appended in order to an ordered output level";
+    }
+  }
+  return NULL;
+}
+
+/* An operand level stored without order is read in place where its loop
+ * walks it alone; where order is needed (order_need) the operand is
+ * converted to its ordered counterpart, and so is any operand converted
+ * for another reason (the copy is sorted anyway). */
+static void plan_order_conversions(const AccessList *acc, LowerPlan *p) {
+  for (int k = 1; k < acc->n; k++) {
+    const TensorVar *t = acc->e[k]->u.access.t;
+    tj_format *f = &p->fmt[t->id];
+    for (int l = 0; l < f->order && !p->convert[t->id]; l++) {
+      if (lv_at(f, l, LV_ORDERED)) continue;
+      const IndexVar *v = NULL;
+      const char *why = order_need(acc, k, l, p, &v);
+      if (!why) continue;
+      p->convert[t->id] = true;
+      p->order_why[t->id] = why;
+      p->order_level[t->id] = l;
+      p->order_var[t->id] = v;
+    }
+  }
+  for (int t = 1; t < NT_MAX_TENSORS; t++)
+    if (p->convert[t] && !p->pattern[t]) lv_make_ordered(&p->fmt[t]);
+}
+
+void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPlan *p) {
+  for (int t = 1; t < as->ntensors; t++) {
+    if (!p->convert[t] || p->pattern[t] || !p->order_why[t]) continue;
+    char from[96], to[96];
+    tj_format_print(&as->tensors[t]->decl.format, from, sizeof from);
+    tj_format_print(&p->fmt[t], to, sizeof to);
+    fprintf(out, "// %s is read through a copy in format %s (stored %s): its nonordered "
+            "level %d over %s is %s\n", as->tensors[t]->name, to, from, p->order_level[t],
+            p->order_var[t]->name, p->order_why[t]);
+  }
+}
+
 /* One planning attempt; out_first adds edges from every output index to
  * every reduction index first, so a sparse output can always be appended
  * in loop order (operands that disagree are converted instead). */
@@ -234,9 +294,6 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
   for (int v = 0; v < as->nindices; v++) want_pos[v] = NT_MAX_INDICES + v;
   for (int k = 0; k < nwant; k++) want_pos[want[k]->id] = k;
   for (int t = 0; t < as->ntensors; t++) p->fmt[t] = as->tensors[t]->decl.format;
-  /* Co-iteration merges ordered coordinates: an operand stored without
-   * order is converted to its ordered counterpart. */
-  for (int t = 1; t < as->ntensors; t++) p->convert[t] = lv_make_ordered(&p->fmt[t]);
   if (!check_output_format(as, d)) return false;
   for (int t = 1; t < as->ntensors; t++)
     if (!check_input_format(as->tensors[t], d)) return false;
@@ -299,6 +356,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
                           t->name);
   }
   if (!plan_workspace(as, p, d)) return false;
+  plan_order_conversions(&acc, p);
   plan_mask_patterns(as, &acc, loop_pos, p);
   return true;
 }

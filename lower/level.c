@@ -70,11 +70,18 @@ const int64_t *lw_slice(const Lowerer *lw, int x, int l) {
   return sl[2] ? sl : NULL;
 }
 
+LirExpr *lw_slice_value(Lowerer *lw, int x, int l, int c) {
+  const tj_format *f = lw->acc[x].f;
+  int d = f->mode_order[l];
+  int64_t v = f->slice[d][c];
+  return v == TJ_SLICE_DYNAMIC ? lw_ref(lw, lw->slice_val[lw->acc[x].t][d][c]) : lw_i64(lw, v);
+}
+
 bool lw_slice_filtered(const Lowerer *lw, int x, int l) {
   const tj_format *f = lw->acc[x].f;
   const int64_t *sl = lw_slice(lw, x, l);
-  return sl && !lv_at(f, l, LV_FULL) &&
-         (sl[2] > 1 || !lv_at(f, l, LV_ORDERED) || !lv_at(f, l, LV_HAS_POS));
+  return sl && !lv_at(f, l, LV_FULL) &&   /* a dynamic stride may be > 1 */
+         (sl[2] != 1 || !lv_at(f, l, LV_ORDERED) || !lv_at(f, l, LV_HAS_POS));
 }
 
 bool lw_access_sliced(const Lowerer *lw, int x) {
@@ -85,8 +92,8 @@ bool lw_access_sliced(const Lowerer *lw, int x) {
 
 LirExpr *lw_locate(Lowerer *lw, int x, int l, LirExpr *parent, LirExpr *c) {
   const int64_t *sl = lw_slice(lw, x, l);
-  if (sl && sl[2] != 1) c = lir_bin(lw->a, LOP_MUL, c, lw_i64(lw, sl[2]));
-  if (sl && sl[0]) c = lir_bin(lw->a, LOP_ADD, c, lw_i64(lw, sl[0]));
+  if (sl && sl[2] != 1) c = lir_bin(lw->a, LOP_MUL, c, lw_slice_value(lw, x, l, 2));
+  if (sl && sl[0]) c = lir_bin(lw->a, LOP_ADD, c, lw_slice_value(lw, x, l, 0));
   if (!parent) return c;
   return lir_bin(lw->a, LOP_ADD, lir_bin(lw->a, LOP_MUL, parent, lw_level_size(lw, x, l)), c);
 }
@@ -94,8 +101,8 @@ LirExpr *lw_locate(Lowerer *lw, int x, int l, LirExpr *parent, LirExpr *c) {
 LirExpr *lw_coord_at(Lowerer *lw, int x, int l, LirExpr *p) {
   LirExpr *c = lw_load_index(lw, lw->crd_ptr[lw->acc[x].t][l], p);
   const int64_t *sl = lw_slice(lw, x, l);
-  if (sl && sl[0]) c = lir_bin(lw->a, LOP_SUB, c, lw_i64(lw, sl[0]));
-  if (sl && sl[2] != 1) c = lir_bin(lw->a, LOP_DIV, c, lw_i64(lw, sl[2]));
+  if (sl && sl[0]) c = lir_bin(lw->a, LOP_SUB, c, lw_slice_value(lw, x, l, 0));
+  if (sl && sl[2] != 1) c = lir_bin(lw->a, LOP_DIV, c, lw_slice_value(lw, x, l, 2));
   return c;
 }
 
@@ -103,11 +110,18 @@ LirExpr *lw_slice_valid(Lowerer *lw, int x, int l, LirExpr *p) {
   Arena *a = lw->a;
   const int64_t *sl = lw_slice(lw, x, l);
   LirExpr *raw = lw_load_index(lw, lw->crd_ptr[lw->acc[x].t][l], p);
-  LirExpr *rel = lir_bin(a, LOP_SUB, raw, lw_i64(lw, sl[0]));
+  LirExpr *rel = lir_bin(a, LOP_SUB, raw, lw_slice_value(lw, x, l, 0));
+  LirExpr *span = sl[1] != TJ_SLICE_DYNAMIC && sl[2] != TJ_SLICE_DYNAMIC
+                      ? lw_i64(lw, sl[1] * sl[2])
+                      : lir_bin(a, LOP_MUL, lw_slice_value(lw, x, l, 1), lw_slice_value(lw, x, l, 2));
   LirExpr *in = lir_bin(a, LOP_AND, lir_bin(a, LOP_GE, rel, lw_i64(lw, 0)),
-                        lir_bin(a, LOP_LT, rel, lw_i64(lw, sl[1] * sl[2])));
+                        lir_bin(a, LOP_LT, rel, span));
   if (sl[2] == 1) return in;
-  LirExpr *on = lir_bin(a, LOP_EQ, lir_bin(a, LOP_REM, rel, lw_i64(lw, sl[2])), lw_i64(lw, 0));
+  LirExpr *on = lir_bin(a, LOP_EQ, lir_bin(a, LOP_REM, rel, lw_slice_value(lw, x, l, 2)),
+                        lw_i64(lw, 0));
+  /* an ordered compressed level's iterator starts and ends inside the
+   * slice (lw_slice_bounds): only the stride is left to check */
+  if (lv_at(lw->acc[x].f, l, LV_ORDERED | LV_HAS_POS)) return on;
   return lir_bin(a, LOP_AND, in, on);
 }
 
@@ -130,7 +144,7 @@ LirStmt *lw_slice_skip(Lowerer *lw, int x, int l, LirVar *p, LirVar *end) {
 /* Emits lo = the first position in [lo, hi) whose raw coordinate is >= c:
  *   b = hi; while (lo < b) { m = (lo + b) / 2; lt = crd[m] < c;
  *                            lo = lt ? m + 1 : lo; b = lt ? b : m; } */
-static LirStmt *lower_bound(Lowerer *lw, int x, int l, LirVar *lo, LirExpr *hi, int64_t c) {
+static LirStmt *lower_bound(Lowerer *lw, int x, int l, LirVar *lo, LirExpr *hi, LirExpr *c) {
   Arena *a = lw->a;
   LirVar *b = lw_var(lw, "sl_hi", LT_I64), *m = lw_var(lw, "sl_mid", LT_I64);
   LirVar *lt = lw_var(lw, "sl_lt", LT_BOOL);
@@ -138,7 +152,7 @@ static LirStmt *lower_bound(Lowerer *lw, int x, int l, LirVar *lo, LirExpr *hi, 
   LirStmt *body = lir_decl(a, m, lir_bin(a, LOP_DIV, lir_bin(a, LOP_ADD, lw_ref(lw, lo),
                                                           lw_ref(lw, b)), lw_i64(lw, 2)));
   LirExpr *raw = lw_load_index(lw, lw->crd_ptr[lw->acc[x].t][l], lw_ref(lw, m));
-  lir_append(&body, lir_decl(a, lt, lir_bin(a, LOP_LT, raw, lw_i64(lw, c))));
+  lir_append(&body, lir_decl(a, lt, lir_bin(a, LOP_LT, raw, c)));
   lir_append(&body, lir_assign(a, lo, lir_select(a, lw_ref(lw, lt),
                                                  lir_bin(a, LOP_ADD, lw_ref(lw, m), lw_i64(lw, 1)),
                                                  lw_ref(lw, lo))));
@@ -155,9 +169,20 @@ LirStmt *lw_slice_bounds(Lowerer *lw, int x, int l, LirVar *p, LirVar *end) {
   if (lv_at(f, l, LV_ORDERED | LV_HAS_POS)) {
     /* p = first coordinate >= o; end = first >= o + (n-1)*s + 1 (from p) */
     LirVar *e = lw_var(lw, "sl_end", LT_I64);
-    if (sl[0] > 0) s = lower_bound(lw, x, l, p, lw_ref(lw, end), sl[0]);   /* all are >= 0 */
+    if (sl[0])   /* all are >= 0 */
+      s = lower_bound(lw, x, l, p, lw_ref(lw, end), lw_slice_value(lw, x, l, 0));
     lir_append(&s, lir_decl(lw->a, e, lw_ref(lw, p)));
-    int64_t last = sl[1] ? sl[0] + (sl[1] - 1) * sl[2] + 1 : sl[0];
+    bool dyn = sl[0] == TJ_SLICE_DYNAMIC || sl[1] == TJ_SLICE_DYNAMIC || sl[2] == TJ_SLICE_DYNAMIC;
+    LirExpr *last;
+    if (!dyn) {
+      last = lw_i64(lw, sl[1] ? sl[0] + (sl[1] - 1) * sl[2] + 1 : sl[0]);
+    } else {   /* o + (n-1)*s + 1, which is <= o (an empty range) when n = 0 */
+      Arena *a = lw->a;
+      LirExpr *n1 = lir_bin(a, LOP_SUB, lw_slice_value(lw, x, l, 1), lw_i64(lw, 1));
+      last = lir_bin(a, LOP_ADD, lir_bin(a, LOP_ADD, lw_slice_value(lw, x, l, 0),
+                                         lir_bin(a, LOP_MUL, n1, lw_slice_value(lw, x, l, 2))),
+                     lw_i64(lw, 1));
+    }
     lir_append(&s, lower_bound(lw, x, l, e, lw_ref(lw, end), last));
     lir_append(&s, lir_assign(lw->a, end, lw_ref(lw, e)));
   }

@@ -362,6 +362,9 @@ static void eval_field(Interp *in, const LirExpr *e, Val *out) {
   case LF_POS_LEN: out->i = s->levels[l].pos_len; return;
   case LF_CRD_LEN: out->i = s->levels[l].crd_len; return;
   case LF_VALS_LEN: out->i = s->vals_len; return;
+  case LF_SLICE_OFF: case LF_SLICE_SIZE: case LF_SLICE_STRIDE:
+    out->i = s->slice[l][e->u.field.field - LF_SLICE_OFF];
+    return;
   case LF_POS: p.arr = TJ_ARR_POS; break;
   case LF_CRD: p.arr = TJ_ARR_CRD; break;
   case LF_VALS: p.arr = TJ_ARR_VALS; break;

@@ -323,6 +323,14 @@ static LirStmt *declare_operands(Lowerer *lw) {
       lw->dim[t][m] = lw_var(lw, base, LT_I64);
       lir_append(&s, lir_decl(a, lw->dim[t][m], lir_field(a, lw->k, t, LF_DIM, m)));
     }
+    static const LirField slice_field[3] = {LF_SLICE_OFF, LF_SLICE_SIZE, LF_SLICE_STRIDE};
+    for (int d = 0; f->ndims == 0 && d < f->order; d++)
+      for (int c = 0; c < 3; c++) {   /* dynamic slice values: read at each run */
+        if (f->slice[d][c] != TJ_SLICE_DYNAMIC) continue;
+        snprintf(base, sizeof base, "%s_sl%d_%s", tv->name, d, c == 0 ? "off" : c == 1 ? "size" : "stride");
+        lw->slice_val[t][d][c] = lw_var(lw, base, LT_I64);
+        lir_append(&s, lir_decl(a, lw->slice_val[t][d][c], lir_field(a, lw->k, t, slice_field[c], d)));
+      }
     for (int l = 0; l < f->order; l++) {
       if (f->ndims == 0 && f->slice[f->mode_order[l]][2] && lv_at(f, l, LV_FULL)) {
         snprintf(base, sizeof base, "%s%d_size", tv->name, l);

@@ -38,6 +38,11 @@ typedef struct LowerPlan {
   IndexVar *order[NT_MAX_INDICES];     /* loop order, outermost first */
   tj_format fmt[NT_MAX_TENSORS];       /* format each operand is read in */
   bool convert[NT_MAX_TENSORS];        /* fmt differs from the declared one */
+  const char *order_why[NT_MAX_TENSORS]; /* with convert: why a level stored
+                                          without order is read in order
+                                          (static text; NULL: another reason) */
+  int order_level[NT_MAX_TENSORS];     /* that level */
+  const IndexVar *order_var[NT_MAX_TENSORS]; /* its index (NULL: none) */
   bool pattern[NT_MAX_TENSORS];        /* with convert: a sparse mask read as a
                                           dense 0/1 pattern (1 where it stores
                                           an entry), a valued mask located in
@@ -171,6 +176,12 @@ typedef struct LowerInput {
  * converted. Refuses what cannot be lowered with a message. */
 bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                 bool strict, LowerPlan *plan, Diag *d);
+
+/* One comment line per operand the plan reads through an ordered copy of
+ * a level stored without order: its stored and read formats and why the
+ * loops need that level in order (what -print-cin shows under the
+ * notation; other conversions show in the kernel's comments). */
+void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPlan *plan);
 
 /* The notation rewritten to the plan (what is lowered): cin's loops in
  * the planner's order (the formats may have moved them), then the

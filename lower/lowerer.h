@@ -106,6 +106,9 @@ typedef struct Lowerer {
                                               sliced level (lw_slice_bounds) */
   LirVar *lvl_size[NT_MAX_TENSORS][NT_MAX_ORDER]; /* a sliced dense level's
                                               stored size (levels[l].size) */
+  LirVar *slice_val[NT_MAX_TENSORS][NT_MAX_ORDER][3]; /* a dynamic ('?') slice
+                                              value of a dim: offset, size,
+                                              stride, read from the operand */
   LazyRun lazy[LW_MAX_ACCESS];             /* a run whose end its child's
                                               loop finds (lower_loops.c) */
   LirVar *val[LW_MAX_ACCESS];              /* hoisted value */
@@ -208,6 +211,9 @@ LirExpr *lw_coord_at(Lowerer *lw, int x, int l, LirExpr *p);
  * positions outside the slice (stride > 1, or a singleton / unordered
  * level); whether some non-full level of x is sliced. */
 const int64_t *lw_slice(const Lowerer *lw, int x, int l);
+/* Value c (0 offset, 1 size, 2 stride) of the slice lw_slice gives: the
+ * constant, or the operand's run-time value where it is dynamic ('?'). */
+LirExpr *lw_slice_value(Lowerer *lw, int x, int l, int c);
 bool lw_slice_filtered(const Lowerer *lw, int x, int l);
 bool lw_access_sliced(const Lowerer *lw, int x);
 /* Whether position p of sliced level l lies in the slice. */

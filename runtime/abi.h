@@ -76,6 +76,10 @@ typedef struct tj_storage {
   void *vals;
   int64_t vals_len, vals_cap;         /* entries used / allocated */
   uint32_t foreign;   /* TJ_FOREIGN_* bits: arrays tensorjit did not allocate */
+  int64_t slice[TJ_MAX_ORDER][3];     /* a view's offset, size and stride per
+                                         dim (zeros: not sliced), read by
+                                         kernels compiled for dynamic ('?')
+                                         slice values */
 } tj_storage;
 
 /* Bits of tj_storage.foreign: an array the caller wrapped (tj_tensor_wrap).

@@ -4,12 +4,13 @@
  * optional mode order ("ds", "ds:1,0" = CSC), and MLIR's map syntax
  * "(i,j) -> (j : dense, i : compressed)". Letters: d dense, s compressed,
  * u compressed-nonunique, o compressed-nonordered (coordinates of a segment
- * in any order: what a kernel writes without sorting), q singleton, c
- * singleton-nonunique, l loose_compressed (lo and hi positions per
+ * in any order: what a kernel writes without sorting), w
+ * compressed(nonunique, nonordered), q singleton, c singleton-nonunique,
+ * z singleton(nonordered) (unsorted COO is "wz"), l loose_compressed (lo and hi positions per
  * segment: pos[2p] .. pos[2p+1]), n n_out_of_m (MLIR's structured[n, m]:
  * n coordinates stored in every block of m; the letter takes its n, "n2",
  * and stores `d mod m`, so 2:4 is "ddn2:0,1/4,1%4"). A singleton
- * needs a nonunique parent (u, q or c): COO is "uq", COO-3 "uqq", where a
+ * needs a nonunique parent (u, w, q, c or z): COO is "uq", COO-3 "uqq", where a
  * singleton above another singleton is implicitly nonunique.
  *
  * Blocked levels (MLIR's floordiv / mod): a level stores a dim, its block
@@ -42,8 +43,11 @@ static const RtLevelType level_types[] = {
   {'s', "compressed", "", TJ_LVL_COMPRESSED, 0},
   {'u', "compressed", "nonunique", TJ_LVL_COMPRESSED, TJ_LVL_NONUNIQUE},
   {'o', "compressed", "nonordered", TJ_LVL_COMPRESSED, TJ_LVL_NONORDERED},
+  {'w', "compressed", "nonunique, nonordered", TJ_LVL_COMPRESSED,
+   TJ_LVL_NONUNIQUE | TJ_LVL_NONORDERED},
   {'q', "singleton", "", TJ_LVL_SINGLETON, 0},
   {'c', "singleton", "nonunique", TJ_LVL_SINGLETON, TJ_LVL_NONUNIQUE},
+  {'z', "singleton", "nonordered", TJ_LVL_SINGLETON, TJ_LVL_NONORDERED},
   {'l', "loose_compressed", "", TJ_LVL_LOOSE_COMPRESSED, 0},
   {'n', "structured", "", TJ_LVL_N_OUT_OF_M, 0},   /* structured[n, m] */
 };
@@ -185,9 +189,11 @@ static tj_status check_slices(const tj_format *f) {
     if (d >= f->order)
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": a slice on dim %d, but the "
                           "format has %d dims", f->levels, d, f->order);
-    if (sl[0] < 0 || sl[1] < 0 || sl[2] < 1)
+    const int64_t dyn = TJ_SLICE_DYNAMIC;
+    if ((sl[0] < 0 && sl[0] != dyn) || (sl[1] < 0 && sl[1] != dyn) || (sl[2] < 1 && sl[2] != dyn))
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": dim %d's slice (%lld, %lld, "
-                          "%lld) needs offset >= 0, size >= 0 and stride >= 1", f->levels,
+                          "%lld) needs offset >= 0, size >= 0 and stride >= 1 (or "
+                          "TJ_SLICE_DYNAMIC, '?')", f->levels,
                           d, (long long)sl[0], (long long)sl[1], (long long)sl[2]);
   }
   return TJ_OK;
@@ -217,7 +223,7 @@ static tj_status check_levels(const tj_format *f) {
         (l == 0 || !(rt_level_type(f->levels[l - 1])->kind == TJ_LVL_SINGLETON ||
                      (rt_level_type(f->levels[l - 1])->flags & TJ_LVL_NONUNIQUE))))
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": singleton level %d "
-                          "needs a nonunique level (u, q or c) above it",
+                          "needs a nonunique level (u, w, q, c or z) above it",
                           f->levels, l);
   }
   tj_status st = TJ_OK;
@@ -314,8 +320,15 @@ static bool read_i64(const char **p, int64_t *v) {
 
 static bool eat(const char **p, const char *tok);
 
-/* One MLIR slice triple "(0, 4, 1)" (after "slice" or in dimSlices) into
- * sl; a '?' (a dynamic value) is refused: a view gives its numbers. */
+/* A slice value at *p: a number, or '?' (TJ_SLICE_DYNAMIC: the view's
+ * own, tj_tensor_slice_set). */
+static bool read_slice_value(const char **p, int64_t *v) {
+  if (eat(p, "?")) return *v = TJ_SLICE_DYNAMIC, true;
+  return read_i64(p, v);
+}
+
+/* One MLIR slice triple "(0, 4, 1)" or "(?, ?, 1)" (after "slice" or in
+ * dimSlices) into sl. */
 static tj_status read_triple(const char *spec, const char **p, int64_t *sl) {
   const char *at = skip_ws(*p);
   if (!eat(p, "("))
@@ -326,12 +339,7 @@ static tj_status read_triple(const char *spec, const char **p, int64_t *sl) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected ',' at column %d in a "
                           "slice", spec, (int)(skip_ws(*p) - spec) + 1);
     const char *v = skip_ws(*p);
-    if (*v == '?')
-      return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": a dynamic slice value "
-                          "'?' at column %d; tensorjit's slices are views with known "
-                          "offset, size and stride (tj_tensor_slice): give the number",
-                          spec, (int)(v - spec) + 1);
-    if (!read_i64(p, &sl[k]))
+    if (!read_slice_value(p, &sl[k]))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a number at column %d "
                           "in a slice", spec, (int)(v - spec) + 1);
   }
@@ -358,8 +366,8 @@ static tj_status parse_taco_slices(const char *spec, const char **p, tj_format *
     int64_t sl[3] = {0, 0, 1};
     if (eat(p, ":")) {
       sl[2] = 0;
-    } else if (!(read_i64(p, &sl[0]) && eat(p, ":") && read_i64(p, &sl[1]) &&
-                 (!eat(p, ":") || read_i64(p, &sl[2])))) {
+    } else if (!(read_slice_value(p, &sl[0]) && eat(p, ":") && read_slice_value(p, &sl[1]) &&
+                 (!eat(p, ":") || read_slice_value(p, &sl[2])))) {
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a slice "
                           "'offset:size:stride' or ':' at column %d", spec,
                           (int)(at - spec) + 1);
@@ -481,12 +489,26 @@ static bool structured(const char *word, const char **p, int32_t *n, int32_t *m)
          eat(p, close);
 }
 
-/* One MLIR level type: dense, compressed, compressed(nonunique),
- * compressed(nonordered), singleton, singleton(nonunique),
- * loose_compressed, structured[n, m]; returns the letter (n and m of
- * structured in *n, *m) or 0. */
+/* The flags a property word sets (0: not a property). */
+static uint32_t prop_flag(const char *w) {
+  return !strcmp(w, "nonunique") ? TJ_LVL_NONUNIQUE : !strcmp(w, "nonordered") ? TJ_LVL_NONORDERED : 0;
+}
+
+/* The flags of a row's property list ("nonunique, nonordered"). */
+static uint32_t row_flags(const RtLevelType *lt) {
+  uint32_t fl = 0;
+  char w[32];
+  for (const char *p = lt->prop; read_ident(&p, w, sizeof w); eat(&p, ",")) fl |= prop_flag(w);
+  return fl;
+}
+
+/* One MLIR level type: dense, compressed, singleton, loose_compressed
+ * with properties "(nonunique)", "(nonordered)" or both in either order
+ * (compressed(nonunique, nonordered), singleton(nonordered)), and
+ * structured[n, m]; returns the letter (n and m of structured in *n, *m)
+ * or 0. */
 static char level_letter(const char **p, int32_t *n, int32_t *m, bool *known_word) {
-  char word[32], prop[32] = "", more[32];
+  char word[32], prop[32];
   *known_word = false;
   if (!read_ident(p, word, sizeof word)) return 0;
   const char *save = *p;
@@ -494,14 +516,17 @@ static char level_letter(const char **p, int32_t *n, int32_t *m, bool *known_wor
   *p = save;
   for (int t = 0; t < NLEVEL_TYPES; t++)   /* structured is known only with its [n, m] */
     *known_word |= !strcmp(word, level_types[t].word) && level_types[t].kind != TJ_LVL_N_OUT_OF_M;
-  /* properties: "(nonunique)", "(nonunique, nonordered)"; two have no letter */
+  uint32_t flags = 0;
   if (eat(p, "(")) {
-    bool ok = read_ident(p, prop, sizeof prop), two = false;
-    while (ok && eat(p, ",")) ok = read_ident(p, more, sizeof more), two = true;
-    if (!ok || !eat(p, ")") || two) return 0;
+    do {
+      uint32_t fl = read_ident(p, prop, sizeof prop) ? prop_flag(prop) : 0;
+      if (!fl || (flags & fl)) return 0;   /* unknown or repeated */
+      flags |= fl;
+    } while (eat(p, ","));
+    if (!eat(p, ")")) return 0;
   }
   for (int t = 0; t < NLEVEL_TYPES; t++)
-    if (!strcmp(word, level_types[t].word) && !strcmp(prop, level_types[t].prop) &&
+    if (!strcmp(word, level_types[t].word) && row_flags(&level_types[t]) == flags &&
         level_types[t].kind != TJ_LVL_N_OUT_OF_M)   /* only with its [n, m] */
       return level_types[t].letter;
   return 0;
@@ -563,6 +588,181 @@ static tj_status parse_widths(const char *spec, const char **p, tj_format *f, in
   return TJ_OK;
 }
 
+/* LLVM 15-17's level type strings ("compressed-nu-no": nonunique,
+ * nonordered; "compressed-hi": loose) and their letters; 0: no letter. */
+static const struct { const char *name; char letter; } legacy_types[] = {
+  {"dense", 'd'}, {"compressed", 's'}, {"compressed-nu", 'u'}, {"compressed-no", 'o'},
+  {"compressed-nu-no", 'w'}, {"singleton", 'q'}, {"singleton-nu", 'c'},
+  {"singleton-no", 'z'}, {"singleton-nu-no", 0}, {"compressed-hi", 'l'},
+  {"compressed-hi-nu", 0}, {"compressed-hi-no", 0}, {"compressed-hi-nu-no", 0},
+};
+#define NLEGACY ((int)(sizeof legacy_types / sizeof legacy_types[0]))
+
+/* An affine map of the old spelling, "(i,j) -> (j, i floordiv 2, i mod 2)":
+ * per result a dim, an op (TJ_LVL_*) and a block size. */
+typedef struct LegacyMap {
+  int ndims, n;
+  int32_t dim[TJ_MAX_ORDER], op[TJ_MAX_ORDER], k[TJ_MAX_ORDER];
+} LegacyMap;
+
+/* "affine_map<(i,j) -> (j, i)>" after its field name and '='. */
+static tj_status parse_affine_map(const char *spec, const char **p, LegacyMap *m) {
+  char names[TJ_MAX_ORDER][32], w[32];
+  memset(m, 0, sizeof *m);
+  const char *at = skip_ws(*p);
+  if (!eat(p, "affine_map") || !eat(p, "<") || !eat(p, "("))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'affine_map<(' at column %d",
+                        spec, (int)(at - spec) + 1);
+  while (!eat(p, ")")) {
+    if (m->ndims == TJ_MAX_ORDER || (m->ndims && !eat(p, ",")) ||
+        !read_ident(p, names[m->ndims], sizeof names[0]))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a dim name at column %d",
+                          spec, (int)(skip_ws(*p) - spec) + 1);
+    m->ndims++;
+  }
+  at = skip_ws(*p);
+  if (eat(p, "["))
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": symbols at column %d (as in "
+                        "ELL's '[s0]') are not supported; a level stores a dim, 'dim "
+                        "floordiv k' or 'dim mod k'", spec, (int)(at - spec) + 1);
+  if (!eat(p, "->") || !eat(p, "("))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '-> (' at column %d", spec,
+                        (int)(skip_ws(*p) - spec) + 1);
+  while (!eat(p, ")")) {
+    bool sep = m->n == 0 || eat(p, ",");
+    at = skip_ws(*p);
+    if (m->n == TJ_MAX_ORDER || !sep || !read_ident(p, w, sizeof w))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a dim at column %d", spec,
+                          (int)(skip_ws(*p) - spec) + 1);
+    int d = 0;
+    while (d < m->ndims && strcmp(names[d], w) != 0) d++;
+    if (d == m->ndims)
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unknown dim '%s' at column %d",
+                          spec, w, (int)(at - spec) + 1);
+    m->dim[m->n] = d;
+    m->op[m->n] = eat(p, "floordiv") ? TJ_LVL_FLOORDIV : eat(p, "mod") ? TJ_LVL_MOD : TJ_LVL_DIM;
+    if (m->op[m->n] != TJ_LVL_DIM && !read_int(p, &m->k[m->n]))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a block size at column %d",
+                          spec, (int)(skip_ws(*p) - spec) + 1);
+    m->n++;
+  }
+  if (!eat(p, ">"))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '>' at column %d", spec,
+                        (int)(skip_ws(*p) - spec) + 1);
+  return TJ_OK;
+}
+
+/* '[ "dense", "compressed" ]' after its field name and '=': the letters. */
+static tj_status parse_legacy_types(const char *spec, const char **p, tj_format *f) {
+  if (!eat(p, "["))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '[' at column %d", spec,
+                        (int)(skip_ws(*p) - spec) + 1);
+  while (!eat(p, "]")) {
+    const char *at = skip_ws(*p);
+    char w[32];
+    size_t k = 0;
+    if (f->order == TJ_MAX_ORDER || (f->order && !eat(p, ",")) || !eat(p, "\""))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a quoted level type at "
+                          "column %d", spec, (int)(skip_ws(*p) - spec) + 1);
+    at = *p;
+    while (**p && **p != '"') {
+      if (k + 1 < sizeof w) w[k++] = **p;
+      (*p)++;
+    }
+    w[k] = 0;
+    if (!eat(p, "\""))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unterminated string at column %d",
+                          spec, (int)(at - spec));
+    int t = 0;
+    while (t < NLEGACY && strcmp(legacy_types[t].name, w) != 0) t++;
+    if (t == NLEGACY || !legacy_types[t].letter)
+      return rt_set_error(t == NLEGACY ? TJ_ERR_PARSE : TJ_ERR_UNSUPPORTED,
+                          "format \"%s\": %s level type \"%s\" at column %d (tensorjit stores "
+                          "dense, compressed, compressed-nu, compressed-no, compressed-nu-no, "
+                          "singleton, singleton-nu, singleton-no or compressed-hi)", spec,
+                          t == NLEGACY ? "unknown" : "unsupported", w, (int)(at - spec));
+    f->levels[f->order++] = legacy_types[t].letter;
+  }
+  return TJ_OK;
+}
+
+/* The levels of the old spelling from its maps: level l stores result
+ * l of dimOrdering / dimToLvl, over the dims of higherOrdering when that
+ * map is given (LLVM 16's blocked maps); identity when neither is. */
+static tj_status legacy_levels(const char *spec, const LegacyMap *order, const LegacyMap *higher,
+                               tj_format *f, int *nd) {
+  *nd = higher->n ? higher->ndims : order->n ? order->ndims : f->order;
+  for (int l = 0; l < f->order; l++) {
+    int d = l, op = TJ_LVL_DIM, k = 0;
+    if (order->n && l < order->n) d = order->dim[l], op = order->op[l], k = order->k[l];
+    if (higher->n && op == TJ_LVL_DIM && d < higher->n)
+      op = higher->op[d], k = higher->k[d], d = higher->dim[d];
+    f->mode_order[l] = d, f->lvl_op[l] = op, f->lvl_k[l] = k;
+  }
+  int nmap = order->n ? order->n : higher->n ? higher->n : f->order;
+  if (nmap != f->order || (higher->n && order->n && order->ndims != higher->n))
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": %d level types but the maps give %d "
+                        "levels", spec, f->order, nmap);
+  set_ndims(f);
+  if (f->ndims) f->ndims = *nd;
+  return TJ_OK;
+}
+
+/* LLVM 15-16's fields inside "#sparse_tensor.encoding<{ ... }>", any
+ * order: dimLevelType = [ "dense", "compressed" ], dimOrdering =
+ * affine_map<(i,j) -> (j,i)>, higherOrdering = affine_map<...>,
+ * pointerBitWidth = 64, indexBitWidth = 64; and LLVM 17's names of the
+ * same: lvlTypes, dimToLvl, posWidth, crdWidth, with dimSlices. */
+static tj_status parse_legacy(const char *spec, const char **p, tj_format *f) {
+  LegacyMap order = {0}, higher = {0};
+  const char *slices = NULL;
+  bool types = false;
+  do {
+    char key[32];
+    const char *at = skip_ws(*p);
+    bool named = read_ident(p, key, sizeof key);
+    const char *key_end = *p;
+    if (!named || !eat(p, "="))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected 'name = ' at column %d",
+                          spec, (int)(at - spec) + 1);
+    tj_status st = TJ_OK;
+    int32_t w;
+    if (!strcmp(key, "dimLevelType") || !strcmp(key, "lvlTypes"))
+      st = parse_legacy_types(spec, p, f), types = true;
+    else if (!strcmp(key, "dimOrdering") || !strcmp(key, "dimToLvl"))
+      st = parse_affine_map(spec, p, &order);
+    else if (!strcmp(key, "higherOrdering"))
+      st = parse_affine_map(spec, p, &higher);
+    else if (!strcmp(key, "dimSlices")) {   /* read once the dims are known */
+      slices = key_end;
+      while (**p && **p != ']') (*p)++;
+      if (**p) (*p)++;
+    } else if (!strcmp(key, "pointerBitWidth") || !strcmp(key, "posWidth") ||
+               !strcmp(key, "indexBitWidth") || !strcmp(key, "crdWidth")) {
+      if (!read_int(p, &w))
+        return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected a width at column %d",
+                            spec, (int)(skip_ws(*p) - spec) + 1);
+      *(key[0] == 'p' ? &f->pos_width : &f->crd_width) = w;
+    } else {
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unknown field '%s' at column %d "
+                          "(expected dimLevelType, dimOrdering, higherOrdering, "
+                          "pointerBitWidth, indexBitWidth or their LLVM 17 names lvlTypes, "
+                          "dimToLvl, posWidth, crdWidth, dimSlices)", spec, key,
+                          (int)(at - spec) + 1);
+    }
+    if (st != TJ_OK) return st;
+  } while (eat(p, ","));
+  if (!types)
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": no dimLevelType (lvlTypes)", spec);
+  int nd;
+  tj_status st = legacy_levels(spec, &order, &higher, f, &nd);
+  if (st == TJ_OK && slices) {
+    const char *q = slices;
+    st = parse_dim_slices(spec, &q, f, nd);
+  }
+  return st;
+}
+
 /* "(i,j) -> (j : dense, i : compressed)", optionally with ", posWidth =
  * 8, crdWidth = 16" and inside "#sparse_tensor.encoding<{ map = ... }>". */
 static tj_status parse_mlir(const char *spec, tj_format *f) {
@@ -581,6 +781,16 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
   if (wrapped && !(eat(&p, "<") && eat(&p, "{")))
     return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '<{' at column %d", spec,
                         (int)(skip_ws(p) - spec) + 1);
+  if (wrapped && (strstr(p, "dimLevelType") || strstr(p, "lvlTypes"))) {   /* LLVM 15-17 */
+    tj_status st = parse_legacy(spec, &p, f);
+    if (st == TJ_OK && !(eat(&p, "}") && eat(&p, ">")))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": expected '}>' at column %d", spec,
+                          (int)(skip_ws(p) - spec) + 1);
+    if (st == TJ_OK && *skip_ws(p))
+      return rt_set_error(TJ_ERR_PARSE, "format \"%s\": unexpected text at column %d", spec,
+                          (int)(skip_ws(p) - spec) + 1);
+    return st;
+  }
   if (eat(&p, "map")) eat(&p, "=");
   const char *at = skip_ws(p);
   if (eat(&p, "["))
@@ -665,8 +875,8 @@ static tj_status parse_mlir(const char *spec, tj_format *f) {
       return rt_set_error(known_word ? TJ_ERR_UNSUPPORTED : TJ_ERR_PARSE,
                           "format \"%s\": %s level type at column %d (tensorjit stores "
                           "dense, compressed, compressed(nonunique), compressed(nonordered), "
-                          "singleton, singleton(nonunique), loose_compressed or "
-                          "structured[n, m])", spec, known_word ? "unsupported" : "unknown",
+                          "compressed(nonunique, nonordered), singleton, singleton(nonunique), "
+                          "singleton(nonordered), loose_compressed or structured[n, m])", spec, known_word ? "unsupported" : "unknown",
                           (int)(at - spec) + 1);
     if (c == 'n' && (op != TJ_LVL_MOD || sm != f->lvl_k[nl]))
       return rt_set_error(TJ_ERR_PARSE, "format \"%s\": structured[%d, %d] at column %d "
@@ -702,7 +912,8 @@ tj_status tj_format_parse(const char *spec, tj_format *out) {
   tj_format f;
   memset(&f, 0, sizeof f);
   const char *s = skip_ws(spec);
-  tj_status st = strstr(s, "->") ? parse_mlir(s, &f) : parse_taco(s, &f);
+  bool mlir = strstr(s, "->") || strstr(s, "#sparse_tensor");
+  tj_status st = mlir ? parse_mlir(s, &f) : parse_taco(s, &f);
   if (st != TJ_OK) return st;
   st = check_levels(&f);
   if (st != TJ_OK) {
@@ -712,6 +923,12 @@ tj_status tj_format_parse(const char *spec, tj_format *out) {
   }
   *out = f;
   return TJ_OK;
+}
+
+/* A slice value as printed: the number, or '?' for TJ_SLICE_DYNAMIC. */
+static void slice_value(int64_t v, char out[24]) {
+  if (v == TJ_SLICE_DYNAMIC) snprintf(out, 24, "?");
+  else snprintf(out, 24, "%lld", (long long)v);
 }
 
 void tj_format_print(const tj_format *f, char *buf, size_t n) {
@@ -735,9 +952,10 @@ void tj_format_print(const tj_format *f, char *buf, size_t n) {
   }
   for (int d = 0; rt_format_sliced(f) && d < f->order && k >= 0 && (size_t)k < n; d++) {
     const int64_t *sl = f->slice[d];
+    char v[3][24];
+    for (int c = 0; c < 3; c++) slice_value(sl[c], v[c]);
     const char *sep = d ? "," : "[";
-    k += sl[2] ? snprintf(buf + k, n - (size_t)k, "%s%lld:%lld:%lld", sep, (long long)sl[0],
-                          (long long)sl[1], (long long)sl[2])
+    k += sl[2] ? snprintf(buf + k, n - (size_t)k, "%s%s:%s:%s", sep, v[0], v[1], v[2])
                : snprintf(buf + k, n - (size_t)k, "%s:", sep);
   }
   if (rt_format_sliced(f) && k >= 0 && (size_t)k < n) snprintf(buf + k, n - (size_t)k, "]");
@@ -749,9 +967,11 @@ void tj_format_print_mlir(const tj_format *f, char *buf, size_t n) {
   for (int d = 0; d < nd && k >= 0 && (size_t)k < n; d++) {
     k += snprintf(buf + k, n - (size_t)k, "%sd%d", d ? ", " : "", d);
     const int64_t *sl = f->slice[d];
+    char v[3][24];
+    for (int c = 0; c < 3; c++) slice_value(sl[c], v[c]);
     if (sl[2] && k >= 0 && (size_t)k < n)
-      k += snprintf(buf + k, n - (size_t)k, " : #sparse_tensor<slice(%lld, %lld, %lld)>",
-                    (long long)sl[0], (long long)sl[1], (long long)sl[2]);
+      k += snprintf(buf + k, n - (size_t)k, " : #sparse_tensor<slice(%s, %s, %s)>", v[0],
+                    v[1], v[2]);
   }
   if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, ") -> (");
   for (int l = 0; l < f->order && k >= 0 && (size_t)k < n; l++) {
@@ -774,4 +994,54 @@ void tj_format_print_mlir(const tj_format *f, char *buf, size_t n) {
     k += snprintf(buf + k, n - (size_t)k, ", posWidth = %d", f->pos_width);
   if (k >= 0 && (size_t)k < n && f->crd_width && f->crd_width != 32)
     snprintf(buf + k, n - (size_t)k, ", crdWidth = %d", f->crd_width);
+}
+
+tj_status tj_format_print_mlir_legacy(const tj_format *f, char *buf, size_t n) {
+  if (!f || !buf || n == 0)
+    return rt_set_error(TJ_ERR_INVALID, "tj_format_print_mlir_legacy: NULL argument");
+  buf[0] = 0;
+  char taco[256];
+  tj_format_print(f, taco, sizeof taco);
+  if (f->ndims || rt_format_sliced(f))
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": LLVM 15-16's encoding has no %s; "
+                        "tj_format_print_mlir spells it", taco,
+                        f->ndims ? "blocked (floordiv / mod) levels" : "dimSlices");
+  int k = snprintf(buf, n, "#sparse_tensor.encoding<{ dimLevelType = [ ");
+  for (int l = 0; l < f->order; l++) {
+    int t = 0;
+    while (t < NLEGACY && legacy_types[t].letter != f->levels[l]) t++;
+    if (t == NLEGACY || f->levels[l] == 'l') {
+      buf[0] = 0;
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": level %d (%s) has no LLVM 15-16 "
+                          "spelling; tj_format_print_mlir spells it", taco, l,
+                          rt_level_type(f->levels[l]) ? rt_level_type(f->levels[l])->word : "?");
+    }
+    if (k >= 0 && (size_t)k < n)
+      k += snprintf(buf + k, n - (size_t)k, "%s\"%s\"", l ? ", " : "", legacy_types[t].name);
+  }
+  if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, " ]");
+  bool identity = true;
+  for (int l = 0; l < f->order; l++) identity &= f->mode_order[l] == l;
+  for (int l = 0; !identity && l < f->order && k >= 0 && (size_t)k < n; l++) {
+    if (l == 0) {
+      k += snprintf(buf + k, n - (size_t)k, ", dimOrdering = affine_map<(");
+      for (int d = 0; d < f->order && k >= 0 && (size_t)k < n; d++)
+        k += snprintf(buf + k, n - (size_t)k, "%sd%d", d ? ", " : "", d);
+      if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, ") -> (");
+    }
+    if (k >= 0 && (size_t)k < n)
+      k += snprintf(buf + k, n - (size_t)k, "%sd%d%s", l ? ", " : "", f->mode_order[l],
+                    l + 1 == f->order ? ")>" : "");
+  }
+  if (k >= 0 && (size_t)k < n && f->pos_width && f->pos_width != 32)
+    k += snprintf(buf + k, n - (size_t)k, ", pointerBitWidth = %d", f->pos_width);
+  if (k >= 0 && (size_t)k < n && f->crd_width && f->crd_width != 32)
+    k += snprintf(buf + k, n - (size_t)k, ", indexBitWidth = %d", f->crd_width);
+  if (k >= 0 && (size_t)k < n) k += snprintf(buf + k, n - (size_t)k, " }>");
+  if (k < 0 || (size_t)k >= n) {
+    buf[0] = 0;
+    return rt_set_error(TJ_ERR_INVALID, "tj_format_print_mlir_legacy: %d bytes do not hold "
+                        "the spelling of \"%s\"", (int)n, taco);
+  }
+  return TJ_OK;
 }

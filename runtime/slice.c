@@ -24,6 +24,7 @@ void rt_view_sync(tj_tensor *v) {
   v->st = v->base->st;
   v->st.foreign = ~0u;   /* the base's arrays: never freed or grown here */
   for (int d = 0; d < v->order; d++) v->st.dims[d] = v->dims[d];
+  memcpy(v->st.slice, v->fmt.slice, sizeof v->st.slice);
 }
 
 bool rt_view_from_base(const tj_tensor *v, const int64_t *bc, int64_t *vc) {
@@ -98,12 +99,34 @@ static tj_status check_view(const tj_tensor *base, const tj_format *fmt) {
   return TJ_OK;
 }
 
-tj_status tj_tensor_view(const tj_tensor *base, const char *name, const tj_format *fmt,
+static bool dynamic_dim(const int64_t *sl) {
+  return sl[0] == TJ_SLICE_DYNAMIC || sl[1] == TJ_SLICE_DYNAMIC || sl[2] == TJ_SLICE_DYNAMIC;
+}
+
+/* fmt with each dynamic ('?') slice value replaced by its default: offset
+ * 0, stride 1, the size reaching base's extent. */
+static tj_format default_values(const tj_tensor *base, const tj_format *fmt) {
+  tj_format f = *fmt;
+  for (int d = 0; d < base->order && d < TJ_MAX_ORDER; d++) {
+    int64_t *sl = f.slice[d];
+    if (!dynamic_dim(sl)) continue;
+    if (sl[0] == TJ_SLICE_DYNAMIC) sl[0] = 0;
+    if (sl[2] == TJ_SLICE_DYNAMIC) sl[2] = 1;
+    if (sl[1] == TJ_SLICE_DYNAMIC)
+      sl[1] = sl[0] < base->dims[d] ? (base->dims[d] - sl[0] + sl[2] - 1) / sl[2] : 0;
+  }
+  return f;
+}
+
+tj_status tj_tensor_view(const tj_tensor *base, const char *name, const tj_format *dfmt,
                          tj_tensor **out) {
-  if (!base || !fmt || !out)
+  if (!base || !dfmt || !out)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_view: NULL argument");
   *out = NULL;
-  tj_status st = check_view(base, fmt);
+  tj_status st = base->order <= TJ_MAX_ORDER ? rt_format_check(dfmt, base->order) : TJ_OK;
+  if (st != TJ_OK) return st;
+  tj_format values = default_values(base, dfmt), *fmt = &values;
+  st = check_view(base, fmt);
   if (st != TJ_OK) return st;
   int64_t dims[TJ_MAX_ORDER];
   for (int d = 0; d < base->order; d++) dims[d] = fmt->slice[d][2] ? fmt->slice[d][1] : base->dims[d];
@@ -115,9 +138,13 @@ tj_status tj_tensor_view(const tj_tensor *base, const char *name, const tj_forma
   memcpy(v->fmt.slice, fmt->slice, sizeof v->fmt.slice);
   for (int d = 0; d < base->order; d++) {   /* a slice of the whole dim is none: no code */
     int64_t *sl = v->fmt.slice[d];
-    if (sl[0] == 0 && sl[1] == base->dims[d] && sl[2] == 1) sl[1] = sl[2] = 0;
+    if (!dynamic_dim(dfmt->slice[d]) && sl[0] == 0 && sl[1] == base->dims[d] && sl[2] == 1)
+      sl[1] = sl[2] = 0;
   }
+  /* the format kernels compile for: '?' where the values are the view's */
   memcpy(v->ufmt.slice, v->fmt.slice, sizeof v->ufmt.slice);
+  for (int d = 0; d < base->order; d++)
+    if (dynamic_dim(dfmt->slice[d])) memcpy(v->ufmt.slice[d], dfmt->slice[d], sizeof v->ufmt.slice[d]);
   v->base = base;
   rt_view_sync(v);
   *out = v;
@@ -137,4 +164,47 @@ tj_status tj_tensor_slice(const tj_tensor *base, const char *name, const int64_t
                           " (expected >= 1)", d, f.slice[d][2]);
   }
   return tj_tensor_view(base, name, &f, out);
+}
+
+tj_status tj_tensor_slice_set(tj_tensor *v, const int64_t *offset, const int64_t *size,
+                              const int64_t *stride) {
+  if (!v || !offset || !size)
+    return rt_set_error(TJ_ERR_INVALID, "tj_tensor_slice_set: NULL argument");
+  bool any = false;
+  for (int d = 0; v->base && d < v->order; d++) any |= dynamic_dim(v->ufmt.slice[d]);
+  if (!any)
+    return rt_set_error(TJ_ERR_INVALID, "tensor %s %s no dynamic ('?') slice values to set; "
+                        "make a view with '?' in its slices (\"ds[?:?:1,:]\")", v->name,
+                        v->base ? "has" : "is no view and has");
+  static const char *const what[3] = {"offset", "size", "stride"};
+  tj_format f = v->fmt;
+  for (int d = 0; d < v->order; d++) {
+    const int64_t *u = v->ufmt.slice[d];
+    int64_t given[3] = {offset[d], size[d], stride ? stride[d] : 1};
+    if (!u[2]) {
+      if (given[0] != 0 || given[1] != v->base->dims[d] || given[2] != 1)
+        return rt_set_error(TJ_ERR_INVALID, "tj_tensor_slice_set: view %s's dim %d is not "
+                            "sliced; give it (0, %" PRId64 ", 1), not (%" PRId64 ", %" PRId64
+                            ", %" PRId64 ")", v->name, d, v->base->dims[d], given[0],
+                            given[1], given[2]);
+      continue;
+    }
+    for (int c = 0; c < 3; c++)
+      if (u[c] != TJ_SLICE_DYNAMIC && u[c] != given[c])
+        return rt_set_error(TJ_ERR_INVALID, "tj_tensor_slice_set: view %s's dim %d has its "
+                            "%s fixed at %" PRId64 " by its format; got %" PRId64, v->name, d,
+                            what[c], u[c], given[c]);
+    if (given[0] < 0 || given[1] < 0 || given[2] < 1)
+      return rt_set_error(TJ_ERR_INVALID, "tj_tensor_slice_set: dim %d's slice (%" PRId64
+                          ", %" PRId64 ", %" PRId64 ") needs offset >= 0, size >= 0 and "
+                          "stride >= 1", d, given[0], given[1], given[2]);
+    memcpy(f.slice[d], given, sizeof given);
+  }
+  tj_status st = check_view(v->base, &f);
+  if (st != TJ_OK) return st;
+  for (int d = 0; d < v->order; d++)
+    if (f.slice[d][2]) v->dims[d] = f.slice[d][1];
+  memcpy(v->fmt.slice, f.slice, sizeof v->fmt.slice);
+  rt_view_sync(v);
+  return TJ_OK;
 }

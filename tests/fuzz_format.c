@@ -1,6 +1,7 @@
 /* libFuzzer target for format strings (runtime/format.c): taco letters
  * with a mode order ("ds:1,0") and the MLIR spelling
- * ("(i,j) -> (j : dense, i : compressed)"). A string either fails with a
+ * ("(i,j) -> (j : dense, i : compressed)", and LLVM 15-17's dimLevelType
+ * spelling). A string either fails with a
  * message or gives a format that prints (taco spelling) and re-parses to
  * the same format; a tensor of small dims in that format then takes a few
  * entries, packs, converts to CSR-like and back, and keeps its entries.
@@ -63,12 +64,22 @@ static void use_view(const tj_format *f, const char *src) {
     tj_tensor_free(t);
     return;
   }
+  /* dynamic ('?') values start as offset 0, stride 1, the rest of the dim */
+  int64_t vals[TJ_MAX_ORDER_PUBLIC][3];
+  for (int m = 0; m < order; m++) {
+    const int64_t *sl = f->slice[m];
+    bool dyn = sl[0] == TJ_SLICE_DYNAMIC || sl[1] == TJ_SLICE_DYNAMIC || sl[2] == TJ_SLICE_DYNAMIC;
+    int64_t o = sl[0] == TJ_SLICE_DYNAMIC ? 0 : sl[0], s = sl[2] == TJ_SLICE_DYNAMIC ? 1 : sl[2];
+    vals[m][0] = o, vals[m][2] = s;
+    vals[m][1] = sl[1] != TJ_SLICE_DYNAMIC ? sl[1] : o < dims[m] ? (dims[m] - o + s - 1) / s : 0;
+    if (!dyn) memcpy(vals[m], sl, sizeof vals[m]);
+  }
   int64_t inside = 0;
   for (int e = 0; e < n; e++) {
     bool in = true;
     int64_t vc[TJ_MAX_ORDER_PUBLIC];
     for (int m = 0; m < order; m++) {
-      const int64_t *sl = f->slice[m];
+      const int64_t *sl = vals[m];
       int64_t x = coord_of(e, m) - (sl[2] ? sl[0] : 0), st = sl[2] ? sl[2] : 1;
       in = in && x >= 0 && x % st == 0 && (!sl[2] || x / st < sl[1]);
       vc[m] = x / st;
@@ -145,6 +156,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     must(same_format(&f, &g) && (g.pos_width ? g.pos_width : 32) == (f.pos_width ? f.pos_width : 32) &&
              (g.crd_width ? g.crd_width : 32) == (f.crd_width ? f.crd_width : 32),
          "the MLIR spelling parses differently", src);
+    if (tj_format_print_mlir_legacy(&f, mlir, sizeof mlir) == TJ_OK) {   /* LLVM 15-16's */
+      must(tj_format_parse(mlir, &g) == TJ_OK, "the old MLIR spelling does not parse", src);
+      must(same_format(&f, &g) && (g.pos_width ? g.pos_width : 32) == (f.pos_width ? f.pos_width : 32) &&
+               (g.crd_width ? g.crd_width : 32) == (f.crd_width ? f.crd_width : 32),
+           "the old MLIR spelling parses differently", src);
+    } else {
+      must(tj_last_error()[0] != 0 && mlir[0] == 0, "old spelling refused without a message", src);
+    }
     if (f.order <= 4 && is_sliced(&f)) use_view(&f, src);
     else if (f.order <= 4) use_format(&f, src);
   } else {
