@@ -628,15 +628,27 @@ int drv_pass_count(const char *name) {
 
 LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *d) {
   static const char *names[] = {"assemble", "compute", "evaluate",
-                                "assemble_rows", "compute_rows", "evaluate_rows", "combine"};
-  LowerPhase ph = (LowerPhase)(v % 3);
+                                "assemble_rows", "compute_rows", "evaluate_rows", "combine",
+                                "assemble_plain", "compute_plain", "evaluate_plain"};
+  bool plain = v >= DRV_PLAIN(0);
+  LowerPhase ph = (LowerPhase)(plain ? v - DRV_PLAIN(0) : v % 3);
   LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
   a->failed = 0;   /* an arena's failure is reported once, by the call it failed */
   if (!arena_reserve(a, BUILD_RESERVE))
     return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  LowerPlan *pp = plain ? arena_alloc(a, sizeof *pp) : NULL;
+  if (pp) {   /* the plan with its vec_layout copies undone (they were all conversions) */
+    *pp = e->plan;
+    for (int t = 0; t < e->as->ntensors; t++)
+      if (pp->vec_layout[t]) {
+        pp->fmt[t] = e->as->tensors[t]->decl.format;
+        pp->convert[t] = pp->vec_layout[t] = false;
+      }
+    in.plan = pp;
+  }
   bool gett = e->gett.method != GETT_LOOPS && ph != PHASE_ASSEMBLE;
   LirKernel *k = v == DRV_COMBINE ? lower_kernel_combine(a, &in, names[v], d)
-                 : v >= 3   ? lower_kernel_rows(a, &in, ph, names[v], d)
+                 : v >= 3 && !plain ? lower_kernel_rows(a, &in, ph, names[v], d)
                  : gett ? lower_gett_kernel(a, &in, &e->gett, names[v], d)
                         : lower_kernel(a, &in, ph, names[v], d);
   for (int p = 0; k && p < npasses && LOWER_PASSES[p].name; p++) LOWER_PASSES[p].run(a, k, &e->opt);
