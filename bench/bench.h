@@ -72,6 +72,7 @@ typedef struct Settings {
   const char *only;           /* run only kernels whose name contains it */
   int cpu;                    /* --cpu: 1-thread rows timed by thread CPU time */
   int reps;                   /* --reps N: repetitions per row (0: 10, quick 5) */
+  int threads;                /* --threads N: only the N-thread tables (0: 1 and 2) */
   const char *src_dir;        /* for the C rendering's #include */
   const char *out_dir;
 } Settings;
@@ -107,8 +108,9 @@ extern const Peer P_HAND_SPMV_CSR, P_HAND_SPMV_CSC, P_HAND_SPMV_COO, P_HAND_SPMM
 extern const Peer P_BLAS_GEMM, P_GRB_MXV, P_GRB_SPMM, P_GRB_ADD, P_GRB_SPGEMM;
 extern const Peer P_TJ_C;
 /* tensorjit's variants of a case (peers_tj.c): into a `do` output, and
- * its assemble and compute phases alone; unranked. */
-extern const Peer P_TJ_UNSORTED, P_TJ_ASSEMBLE, P_TJ_COMPUTE;
+ * its assemble and compute phases alone; unranked. P_TJ_1T, the case's
+ * 1-thread kernel, joins every 2-thread table (run_case). */
+extern const Peer P_TJ_UNSORTED, P_TJ_ASSEMBLE, P_TJ_COMPUTE, P_TJ_1T;
 /* MKL (peers_mkl.c), loaded at run time when CMake found mkl_rt. */
 extern const Peer P_MKL_GEMM, P_MKL_MV, P_MKL_MM, P_MKL_ADD, P_MKL_SP2M, P_MKL_SP2M_SORTED;
 int mkl_available(void);

@@ -6,6 +6,10 @@
  *   tj-assemble   TJ_ASSEMBLE alone of the case's kernel
  *   tj-compute    TJ_COMPUTE alone: values into the structure the
  *                 setup's evaluating run assembled
+ *   tj-1thread    in the 2-thread tables only: the case's 1-thread
+ *                 kernel (its phase as the tensorjit row's), so the
+ *                 2-thread row's gain over one thread is a ratio of runs
+ *                 interleaved in the same rounds
  * Each compiles in a context of its own (1 thread, or 2 with
  * parallelize of the outer index, as the tensorjit row) on a fresh output
  * of the case's dims. The assemble row's result is checked after a
@@ -65,6 +69,10 @@ fail:
 static void *unsorted_setup(Case *c, int nth) { return tv_setup(c, nth, "do", TJ_EVALUATE); }
 static void *assemble_setup(Case *c, int nth) { return tv_setup(c, nth, NULL, TJ_ASSEMBLE); }
 static void *compute_setup(Case *c, int nth) { return tv_setup(c, nth, NULL, TJ_COMPUTE); }
+static void *one_thread_setup(Case *c, int nth) {
+  (void)nth;
+  return tv_setup(c, 1, NULL, c->okind == OUT_VALS ? TJ_COMPUTE : TJ_EVALUATE);
+}
 
 static void tv_out(void *p, Out *o) {
   TjV *v = p;
@@ -83,3 +91,5 @@ const Peer P_TJ_ASSEMBLE = {.name = "tj-assemble", .setup = assemble_setup, .run
                             .out = tv_out, .done = tv_done, .max_threads = 2, .unranked = 1};
 const Peer P_TJ_COMPUTE = {.name = "tj-compute", .setup = compute_setup, .run = tj_run,
                            .out = tv_out, .done = tv_done, .max_threads = 2, .unranked = 1};
+const Peer P_TJ_1T = {.name = "tj-1thread", .setup = one_thread_setup, .run = tj_run,
+                      .out = tv_out, .done = tv_done, .max_threads = 2, .unranked = 1};

@@ -288,12 +288,17 @@ static void run_case(tj_context *unused, Case *c) {
   tj_context *cx1 = NULL;
   c->kernel_1t = NULL;
   for (int nth = 1; nth <= 2; nth++) {
+    if (g_set.threads && nth != g_set.threads) continue;
     tj_context *cx;
     if (tj_context_new(&cx) != TJ_OK) { fprintf(stderr, "tjbench: %s\n", tj_last_error()); exit(2); }
-    Row rows[MAX_PEERS + 1];
-    Timed timed[MAX_PEERS + 1];
+    Row rows[MAX_PEERS + 3];
+    Timed timed[MAX_PEERS + 2];
     int ntimed = 0;
-    void *states[MAX_PEERS];
+    const Peer *peers[MAX_PEERS + 1];
+    int npeers = c->npeers;
+    memcpy(peers, c->peers, sizeof c->peers);
+    if (nth == 2) peers[npeers++] = &P_TJ_1T;   /* 2 threads against 1, interleaved */
+    void *states[MAX_PEERS + 1];
     memset(rows, 0, sizeof rows);
     memset(states, 0, sizeof states);
     Out ref;
@@ -323,9 +328,11 @@ static void run_case(tj_context *unused, Case *c) {
       g_tj_errors++;
     }
     int n = 1;
-    for (int p = 0; p < c->npeers; p++) {
-      const Peer *pe = c->peers[p];
+    int one_t = -1;   /* the tj-1thread row */
+    for (int p = 0; p < npeers; p++) {
+      const Peer *pe = peers[p];
       if (nth > pe->max_threads) continue;
+      if (pe == &P_TJ_1T) one_t = n;
       Row *r = &rows[n++];
       r->impl = pe->name;
       r->unranked = pe->unranked;
@@ -371,10 +378,14 @@ static void run_case(tj_context *unused, Case *c) {
       rows[0].timed = rows[0].ok = 0;
       g_tj_errors++;
     }
+    if (one_t > 0 && rows[0].timed && rows[one_t].timed)
+      snprintf(rows[one_t].note, sizeof rows[one_t].note,
+               "1 thread / 2 threads (tensorjit): %.2fx (mins %.2fx)", rows[one_t].med / rows[0].med,
+               rows[one_t].min / rows[0].min);
     if (g_extra[nth].impl) rows[n++] = g_extra[nth];
     emit_rows(c, nth, rows, n);
-    for (int p = 0; p < c->npeers; p++)
-      if (states[p]) c->peers[p]->done(states[p]);
+    for (int p = 0; p < npeers; p++)
+      if (states[p]) peers[p]->done(states[p]);
     if (nth == 1) cx1 = cx;
     else tj_context_free(cx);
   }
@@ -786,8 +797,8 @@ static Lat compile_latency(void) {
 /* ---- main ----------------------------------------------------------------- */
 
 static void usage(void) {
-  fprintf(stderr, "usage: tjbench [--quick] [--only KERNEL|ratios] [--cpu] [--reps N] [--out DIR] "
-          "[--data DIR]\n");
+  fprintf(stderr, "usage: tjbench [--quick] [--only KERNEL|ratios] [--cpu] [--reps N] [--threads 1|2] "
+          "[--out DIR] [--data DIR]\n");
   exit(2);
 }
 
@@ -841,6 +852,10 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--only") && i + 1 < argc) g_set.only = argv[++i];
     else if (!strcmp(argv[i], "--cpu")) g_set.cpu = 1;
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc) g_set.reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+      g_set.threads = atoi(argv[++i]);
+      if (g_set.threads < 1 || g_set.threads > 2) usage();
+    }
     else if (!strcmp(argv[i], "--out") && i + 1 < argc) g_set.out_dir = argv[++i];
     else if (!strcmp(argv[i], "--data") && i + 1 < argc) data = argv[++i];
     else if (!strcmp(argv[i], "--blas-child") && i + 2 < argc) {

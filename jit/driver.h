@@ -27,11 +27,14 @@ typedef struct DiskCache {
 } DiskCache;
 
 /* Kernel variants of an entry: a LowerPhase, DRV_ROWS(phase) for the
- * row-range kernel of that phase (parallel sparse outputs), or
- * DRV_COMBINE. */
-#define DRV_VARIANTS 7
+ * row-range kernel of that phase (parallel sparse outputs), DRV_COMBINE,
+ * or DRV_PLAIN(phase): the kernel of that phase reading every operand as
+ * declared, without the plan's vec_layout copies (run when a copy would
+ * be large next to the work: driver_run.c, layout_copy_pays). */
+#define DRV_VARIANTS 10
 #define DRV_ROWS(ph) ((ph) + 3)
 #define DRV_COMBINE 6   /* lower_kernel_combine: partials by a definition */
+#define DRV_PLAIN(ph) ((ph) + 7)
 
 /* One compiled kernel shape, shared by every tj_kernel with the same
  * canonical key (expression up to renaming, formats, dtypes, widths,

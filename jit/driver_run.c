@@ -383,6 +383,27 @@ static tj_status check_narrow_positions(tj_tensor *out) {
   return TJ_OK;
 }
 
+/* Whether the plan's vec_layout copies (TTM's C(k,l) read as C(l,k), made
+ * at every run) pay at these operands' sizes: while their elements are at
+ * most TJ_LAYOUT_COPY_RATIO (default 4) times the other inputs' stored
+ * entries. Contiguous lanes saved ~6 ns per entry of openflight_sym's TTM
+ * (K = 16) and the copy cost ~0.4 ns per element, so a copy 4x the entries
+ * still pays; a C far larger than the sparse operand (16 x 10^6 against
+ * 10^5 entries: 128 MB copied, and allocated, per run for a kernel of a
+ * millisecond) runs the plain variant instead, reading C in place. */
+static bool layout_copy_pays(const CacheEntry *e, tj_tensor **ops) {
+  int64_t copy = 0, work = 0;
+  for (int t = 1; t < e->as->ntensors; t++) {
+    int64_t n = rt_tensor_storage(ops[t])->vals_len;
+    if (e->plan.vec_layout[t]) copy += n;
+    else work += n;
+  }
+  if (!copy) return true;
+  const char *env = getenv("TJ_LAYOUT_COPY_RATIO");
+  double ratio = env && *env ? atof(env) : 4.0;
+  return (double)copy <= ratio * (double)work;
+}
+
 /* run() of a kernel whose operands are bound as they are. */
 static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
                            int n, bool interpret) {
@@ -398,8 +419,10 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   CacheEntry *e = k->entry;
   LowerPhase ph = phase == TJ_ASSEMBLE ? PHASE_ASSEMBLE
                   : phase == TJ_COMPUTE ? PHASE_COMPUTE : PHASE_EVALUATE;
-  if (!interpret && !drv_ensure_compiled(e, ph, &d)) return drv_fail(&d);
-  if (interpret && !drv_ensure_lowered(e, ph, &d)) return drv_fail(&d);
+  bool plain = !layout_copy_pays(e, ops);   /* the variant reading every operand as declared */
+  int var = plain ? DRV_PLAIN(ph) : (int)ph;
+  if (!interpret && !drv_ensure_compiled(e, var, &d)) return drv_fail(&d);
+  if (interpret && !drv_ensure_lowered(e, var, &d)) return drv_fail(&d);
   /* += into a sparse output reads a copy of the output as it was (a copy,
    * not the arrays themselves: a kernel writes the output's in place) */
   int old = k->as->old_output;
@@ -419,8 +442,9 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
     /* Converted operands, and inputs never packed (tj_tensor_new without
      * tj_tensor_pack: no arrays yet, read as empty), run on a packed copy;
      * a mask's pattern is the kernel's kept one when free. */
-    if (e->plan.convert[t] || (t > 0 && !rt_tensor_is_packed(ops[t]))) {
-      const tj_format *f = e->plan.convert[t] ? &e->plan.fmt[t] : tj_tensor_format(ops[t]);
+    bool conv = e->plan.convert[t] && !(plain && e->plan.vec_layout[t]);
+    if (conv || (t > 0 && !rt_tensor_is_packed(ops[t]))) {
+      const tj_format *f = conv ? &e->plan.fmt[t] : tj_tensor_format(ops[t]);
       tj_tensor *pat = NULL;
       bool rebuilt;
       status = !e->plan.pattern[t] ? tj_tensor_convert(ops[t], f, &tmp[t])
@@ -436,7 +460,7 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   /* Split rows across threads only with enough work to share (the runtime's
    * threshold for parallel loops); else the kernel runs on this thread. */
   int64_t work = status == TJ_OK ? input_work(st, e->as->ntensors) : 0;
-  bool rows = !interpret && threads > 1 && work >= tj_rt_par_min_work() &&
+  bool rows = !interpret && !plain && threads > 1 && work >= tj_rt_par_min_work() &&
               (((e->plan.rangeable || e->plan.pos_rows) &&
                 split_extent(e, ph, st) >= 4 * threads) ||
                (e->plan.reduce_rows && phase != TJ_ASSEMBLE &&
@@ -455,7 +479,7 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
     bool probe = tunes && rt_gett_tuned_get(gkey) < 0 &&
                  __atomic_exchange_n(&e->gett_probed, gkey, __ATOMIC_RELAXED) != gkey;
     bool timing = probe && !drv_disk_gett_load(e, gkey);
-    int32_t rc = interpret ? lir_interp(e->lir[ph], st, &d) : e->bk[ph].fn(st);
+    int32_t rc = interpret ? lir_interp(e->lir[var], st, &d) : e->bk[var].fn(st);
     if (!diag_ok(&d)) status = drv_fail(&d);
     else if (rc != 0) status = kernel_code(rc);
     if (timing && status == TJ_OK) drv_disk_gett_save(e, gkey);

@@ -166,7 +166,9 @@ bool lower_plan_vector_layout(const Assignment *as, LowerPlan *p, int lanes) {
     tj_format f = p->fmt[t->id];
     int m = mode_of(acc[x], v), uses = 0;
     for (int y = 0; y < n; y++) uses += acc[y]->u.access.t == t;
-    if (m < 0 || uses > 1 || has_sparse_level(t) || f.mode_order[f.order - 1] == m) continue;
+    if (m < 0 || uses > 1 || has_sparse_level(t) || p->convert[t->id] ||
+        f.mode_order[f.order - 1] == m)
+      continue;   /* (read as declared otherwise: the driver's plain variant undoes it) */
     int k = 0;   /* the same mode order with m moved last */
     for (int l = 0; l < f.order; l++)
       if (p->fmt[t->id].mode_order[l] != m) f.mode_order[k++] = p->fmt[t->id].mode_order[l];

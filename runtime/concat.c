@@ -113,6 +113,23 @@ static double combine_fp(RtCombine how, double a, double b) {
   }
 }
 
+/* o[q] = o[q] how p[q] for q < n, the operator outside the loop (a
+ * partial sum of a CSC SpMV on bcsstk33 took as long as the kernel
+ * through per-element typed accessors). */
+static void combine_f64(RtCombine how, double *restrict o, const double *restrict p, int64_t n) {
+  switch (how) {
+  case RT_COMBINE_ADD:
+    for (int64_t q = 0; q < n; q++) o[q] += p[q];
+    return;
+  case RT_COMBINE_MUL:
+    for (int64_t q = 0; q < n; q++) o[q] *= p[q];
+    return;
+  default:
+    for (int64_t q = 0; q < n; q++) o[q] = combine_fp(how, o[q], p[q]);
+    return;
+  }
+}
+
 tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int n,
                                   bool accumulate, RtCombine how) {
   int64_t size = 1;
@@ -126,11 +143,16 @@ tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int
       for (int c = first; c < n; c++) v = combine_int(how, out->dtype == TJ_U64, v, rt_storage_get(parts[c], q).i);
       rt_storage_put(out, q, (RtVal){.i = v});
     }
-  } else {
+  } else if (out->dtype == TJ_F64) {
+    double *o = out->vals;
+    if (!accumulate && size) memcpy(o, parts[0]->vals, (size_t)size * sizeof *o);
+    for (int c = first; c < n; c++) combine_f64(how, o, parts[c]->vals, size);
+  } else {   /* f32: each element combined in double, rounded once */
+    float *o = out->vals;
     for (int64_t q = 0; q < size; q++) {
-      double v = accumulate ? rt_storage_val(out, q) : rt_storage_val(parts[0], q);
-      for (int c = first; c < n; c++) v = combine_fp(how, v, rt_storage_val(parts[c], q));
-      rt_storage_set_val(out, q, v);
+      double v = accumulate ? o[q] : ((const float *)parts[0]->vals)[q];
+      for (int c = first; c < n; c++) v = combine_fp(how, v, ((const float *)parts[c]->vals)[q]);
+      o[q] = (float)v;
     }
   }
   out->vals_len = size;

@@ -484,6 +484,25 @@ START_TEST(test_two_shapes) {
 }
 END_TEST
 
+/* Fewer A blocks than threads (M = 30 under mc = 240): the two threads
+ * split N instead (runtime/gett.c, gett_core_n), here in two column
+ * blocks, one of them short, and two kc steps of K (the second adds to
+ * the first's C); checked against plain loops, f64 and f32, = and +=. */
+START_TEST(test_few_rows_split_columns) {
+  static const Con k = {"abcd-ea-ebcd", "C(d,c,b,a) = A(a,e) * B(d,c,b,e)", "dcba", "ae", "dcbe",
+                        {[0] = 30, [1] = 9, [2] = 9, [3] = 9, [4] = 300}, NULL};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = 2;
+  for (int acc = 0; acc < 2; acc++) {
+    check_one(cx, &k, TJ_F64, acc, "method(gett)", &o, false, false);
+    check_one(cx, &k, TJ_F32, acc, "method(gett)", &o, false, false);
+  }
+  tj_context_free(cx);
+}
+END_TEST
+
 /* What stays on the loop-IR path, and method() errors. */
 START_TEST(test_not_contractions) {
   tj_context *cx;
@@ -515,11 +534,27 @@ START_TEST(test_not_contractions) {
   }
   tj_kernel *k;
   /* loop directives ask for the loop nest; a forced method refuses them */
-  ck_assert(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3, "method(gett) parallelize(i)",
+  ck_assert(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3, "method(gett) unroll(k,4)",
                        NULL, &k) == TJ_ERR_INVALID);
   ck_assert_msg(strstr(tj_last_error(), "method(gett) replaces the loop nest and cannot be "
-                                        "combined with parallelize(i)"),
+                                        "combined with unroll(k"),
                 "%s", tj_last_error());
+  /* a plain parallelize of an output index asks for threads, which GETT
+   * has (alone, with a forced method, with the model); a strategy asks
+   * for the loop nest */
+  const char *par[3] = {"parallelize(i)", "method(gett) parallelize(j)", "parallelize(i) method(model)"};
+  for (int t = 0; t < 3; t++) {
+    char *txt = gett_text(cx, "C(i,j) = A(i,k) * B(k,j)", ops, par[t]);
+    ck_assert_msg(strstr(txt, "method: gett") || strstr(txt, "method: log") ||
+                  strstr(txt, "method: ttgt"), "%s: %s", par[t], txt);
+    free(txt);
+  }
+  char *strat = gett_text(cx, "C(i,j) = A(i,k) * B(k,j)", ops, "parallelize(i, static)");
+  ck_assert_msg(strstr(strat, "loop-IR kernel"), "%s", strat);
+  free(strat);
+  strat = gett_text(cx, "C(i,j) = A(i,k) * B(k,j)", ops, "parallelize(i, dynamic)");
+  ck_assert_msg(strstr(strat, "loop-IR kernel"), "%s", strat);
+  free(strat);
   char *txt = gett_text(cx, "C(i,j) = A(i,k) * B(k,j)", ops, "unroll(k,4)");
   ck_assert_msg(strstr(txt, "loop-IR kernel"), "%s", txt);
   free(txt);
@@ -548,6 +583,7 @@ static Suite *gett_suite(void) {
   tcase_add_test(tc, test_timed_methods);
   tcase_add_test(tc, test_lanes_along_a);
   tcase_add_test(tc, test_two_shapes);
+  tcase_add_test(tc, test_few_rows_split_columns);
   tcase_add_test(tc, test_not_contractions);
   tcase_add_test(tc, test_tccg_all_methods);
   tcase_add_test(tc, test_tccg_loops);

@@ -387,8 +387,8 @@ END_TEST
  * positions (pOut_base); C stored dd:1,0 is read as stored, in the same
  * loop order. R = 8, 19 and 37 take the 8-lane tier, twice plus
  * a remainder, and the 32-lane tier plus a remainder. Outputs sss, ssd
- * and ddd, C stored dd or already dd:1,0, 1 and 2 threads, both phases;
- * want by plain loops over the dense B. */
+ * and ddd, C stored dd or already dd:1,0, 1 and 2 threads, both phases,
+ * with and without the copy; want by plain loops over the dense B. */
 START_TEST(test_ttm_vector_layout_by_hand) {
   enum { I = 7, J = 5, L = 11, RMAX = 37 };
   static double B[I * J * L], C[RMAX * L], Ct[L * RMAX], want[I * J * RMAX];
@@ -430,10 +430,16 @@ START_TEST(test_ttm_vector_layout_by_hand) {
     for (int o = 0; o < 3; o++)
       for (int c = 0; c < 2; c++) {
         tj_tensor *m[] = {tensor("A", outs[o], 3, (int64_t[]){I, J, R}, NULL), Bt, Cs[c]};
-        for (int threads = 1; threads <= 2; threads++)
-          for (int phases = 0; phases < 2; phases++)
-            expect_run("A(i,j,k) = B(i,j,l) * C(k,l)", m, 3, NULL, threads, phases, want,
-                       I * J * R, o < 2 ? fibers * R : -1);
+        /* with the copy, and without (the plain variant, reading C as
+         * stored: TJ_LAYOUT_COPY_RATIO=0 deems every copy too large) */
+        for (int plain = 0; plain < 2; plain++) {
+          setenv("TJ_LAYOUT_COPY_RATIO", plain ? "0" : "1e9", 1);
+          for (int threads = 1; threads <= 2; threads++)
+            for (int phases = 0; phases < 2; phases++)
+              expect_run("A(i,j,k) = B(i,j,l) * C(k,l)", m, 3, NULL, threads, phases, want,
+                         I * J * R, o < 2 ? fibers * R : -1);
+        }
+        unsetenv("TJ_LAYOUT_COPY_RATIO");
         tj_context *cx;
         tj_kernel *k;
         tj_format f;
