@@ -736,8 +736,14 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     }
     tj_status st = tj_compile(cx, drv_blocked_expr(blk), views, n, drv_blocked_schedule(blk),
                               opts, out);
-    drv_blocked_finish(operands, views, n, NULL);   /* padded copies: runs make their own */
+    drv_blocked_finish(operands, views, n, NULL, false);   /* padded copies: runs make their own */
     free(views);
+    if (st != TJ_OK && st != TJ_ERR_NOMEM && drv_blocked_output(blk)) {
+      char why[512];   /* the rewritten kernel's reason, said of the blocked output */
+      snprintf(why, sizeof why, "%s", tj_last_error());
+      st = rt_set_error(st, "%s cannot be computed into blocked output %s (%s); compute a "
+                        "CSR or dense output and convert it", expr, drv_blocked_output(blk), why);
+    }
     if (st != TJ_OK) {
       drv_blocked_free(blk);
       return st;

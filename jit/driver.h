@@ -106,6 +106,9 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
 void drv_blocked_free(DrvBlocked *b);
 const char *drv_blocked_expr(const DrvBlocked *b);
 const char *drv_blocked_schedule(const DrvBlocked *b);
+/* The output's name when it is blocked (a kernel writes it through its
+ * levels), else NULL. */
+const char *drv_blocked_output(const DrvBlocked *b);
 /* The operands the kernel was compiled over (by position). */
 tj_tensor *const *drv_blocked_orig(const DrvBlocked *b, int *n);
 /* Room for the compile's views (NT_MAX_TENSORS, owned by b). */
@@ -115,9 +118,12 @@ tj_tensor *drv_blocked_compile_views(DrvBlocked *b);
  * mismatch (a dense extent not a multiple of its block, ...). */
 bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
                        tj_tensor **out, Diag *d);
-/* After a run: the output named out_name takes its view's values. */
+/* After a run (out_name: the output's name; NULL after a compile, which
+ * wrote nothing): a blocked output takes its level view's arrays, failed
+ * or not (the run left it as an unblocked output would be left); a dense
+ * output takes its split view's values when ok. Padded copies are freed. */
 void drv_blocked_finish(tj_tensor *const *ops, tj_tensor *const *views, int n,
-                        const char *out_name);
+                        const char *out_name, bool ok);
 
 struct tj_kernel {
   struct tj_kernel *next, *prev;

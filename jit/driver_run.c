@@ -331,7 +331,7 @@ static tj_status run_blocked(tj_kernel *k, tj_phase phase, tj_tensor *const *ope
   bool made = drv_blocked_views(k->blk, operands, n, store, views, &d);
   tj_status st = made ? run_bound(k, phase, views, n, interpret) : drv_fail(&d);
   if (made)   /* the output's values back (on success), padded copies freed */
-    drv_blocked_finish(operands, views, n, st == TJ_OK ? k->as->tensors[0]->name : NULL);
+    drv_blocked_finish(operands, views, n, k->as->tensors[0]->name, st == TJ_OK);
   free(store);
   return st;
 }
