@@ -736,7 +736,7 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     }
     tj_status st = tj_compile(cx, drv_blocked_expr(blk), views, n, drv_blocked_schedule(blk),
                               opts, out);
-    drv_blocked_finish(operands, views, n, NULL, false);   /* padded copies: runs make their own */
+    drv_blocked_finish(blk, operands, views, n, NULL, false);   /* padded copies: runs make their own */
     free(views);
     if (st != TJ_OK && st != TJ_ERR_NOMEM && drv_blocked_output(blk)) {
       char why[512];   /* the rewritten kernel's reason, said of the blocked output */

@@ -109,6 +109,9 @@ const char *drv_blocked_schedule(const DrvBlocked *b);
 /* The output's name when it is blocked (a kernel writes it through its
  * levels), else NULL. */
 const char *drv_blocked_output(const DrvBlocked *b);
+/* Whether the output is rebuilt whole at every run (n_out_of_m: every
+ * phase evaluates into its stand-in and repacks it). */
+bool drv_blocked_rebuilds(const DrvBlocked *b);
 /* The operands the kernel was compiled over (by position). */
 tj_tensor *const *drv_blocked_orig(const DrvBlocked *b, int *n);
 /* Room for the compile's views (NT_MAX_TENSORS, owned by b). */
@@ -121,9 +124,12 @@ bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_ten
 /* After a run (out_name: the output's name; NULL after a compile, which
  * wrote nothing): a blocked output takes its level view's arrays, failed
  * or not (the run left it as an unblocked output would be left); a dense
- * output takes its split view's values when ok. Padded copies are freed. */
-void drv_blocked_finish(tj_tensor *const *ops, tj_tensor *const *views, int n,
-                        const char *out_name, bool ok);
+ * output takes its split view's values when ok; an n_out_of_m output is
+ * repacked from its stand-in when ok (TJ_ERR_FORMAT, naming the block,
+ * when one does not fit; the output is then empty). Padded copies and
+ * stand-ins are freed. */
+tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
+                             tj_tensor *const *views, int n, const char *out_name, bool ok);
 
 struct tj_kernel {
   struct tj_kernel *next, *prev;

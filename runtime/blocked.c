@@ -269,3 +269,46 @@ void rt_tensor_view_finish(tj_tensor *t, tj_tensor *v, bool output) {
   }
   t->st.vals_len = v->st.vals_len;
 }
+
+bool rt_format_structured(const tj_format *f) {
+  return f->ndims && f->order > 0 && f->levels[f->order - 1] == 'n';
+}
+
+tj_status rt_tensor_structured_temp(const tj_tensor *t, bool with_contents, tj_tensor **out) {
+  tj_format f = t->fmt;
+  for (int l = 0; l < f.order; l++)
+    if (f.levels[l] == 'n') f.levels[l] = 's', f.lvl_n[l] = 0;
+  tj_tensor *w;
+  tj_status st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->st.order, t->st.dims, &f, &w);
+  if (st != TJ_OK) return st;
+  st = with_contents && rt_tensor_is_packed(t) ? rt_tensor_assign_levels(w, t) : tj_tensor_pack(w);
+  if (st != TJ_OK) {
+    tj_tensor_free(w);
+    return st;
+  }
+  *out = w;
+  return TJ_OK;
+}
+
+tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src) {
+  int64_t *c = NULL, n = 0, dc[TJ_MAX_ORDER];
+  RtVal *v = NULL;
+  rt_storage_clear(&dst->st);
+  free(dst->coo.coords), free(dst->coo.vals);
+  memset(&dst->coo, 0, sizeof dst->coo);
+  tj_status st = rt_tensor_level_entries_val(src, false, &c, &v, &n);
+  int nl = src->st.order;
+  for (int64_t e = 0; e < n && st == TJ_OK; e++) {
+    const int64_t *lc = c + e * nl;
+    if (!dst->blocked) st = rt_coo_push_val(dst, lc, v[e]);
+    else if (rt_block_to_dims(dst, lc, dc)) st = rt_coo_push_val(dst, dc, v[e]);
+  }
+  free(c), free(v);
+  if (st == TJ_OK) st = tj_tensor_pack(dst);
+  if (st != TJ_OK) {   /* dst empty, its buffer too */
+    free(dst->coo.coords), free(dst->coo.vals);
+    memset(&dst->coo, 0, sizeof dst->coo);
+    rt_storage_clear(&dst->st);
+  }
+  return st;
+}

@@ -243,6 +243,19 @@ void rt_tensor_view_levels_finish(tj_tensor *t, const tj_tensor *v);
  * past a dim's extent to zero (walking only the last block of each padded
  * dim). */
 void rt_tensor_zero_padding(tj_tensor *t);
+/* Whether blocked format f ends in an n_out_of_m level. */
+bool rt_format_structured(const tj_format *f);
+/* A kernel's stand-in for an n_out_of_m output t: a fresh tensor over t's
+ * levels (name, dtype, dims and levels of t->st) whose n_out_of_m level is
+ * compressed, empty or holding t's entries (with_contents, for +=).
+ * *out is the caller's (tj_tensor_free). */
+tj_status rt_tensor_structured_temp(const tj_tensor *t, bool with_contents, tj_tensor **out);
+/* dst's contents := src's stored entries, src's level coordinates being
+ * dst's level coordinates (one blocked, the other its levels as dims):
+ * repacked, so an n_out_of_m dst refuses a block that does not fit, naming
+ * it; entries in a blocked dst's padding are dropped. On failure dst is
+ * left empty. */
+tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src);
 /* v = dense tensor t with each dim m where split[m] > 0 seen as two dims
  * (ceil(dims[m] / split[m]), split[m]), next to each other and in t's
  * level order: the same values array, nothing copied, when every split dim
