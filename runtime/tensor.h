@@ -253,8 +253,9 @@ tj_status rt_tensor_structured_temp(const tj_tensor *t, bool with_contents, tj_t
 /* dst's contents := src's stored entries, src's level coordinates being
  * dst's level coordinates (one blocked, the other its levels as dims):
  * repacked, so an n_out_of_m dst refuses a block that does not fit, naming
- * it; entries in a blocked dst's padding are dropped. On failure dst is
- * left empty. */
+ * it; entries in a blocked dst's padding are dropped. Arrays of dst the
+ * caller wrapped are refilled in place when the new contents fit them.
+ * On failure dst is left empty. */
 tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src);
 /* v = dense tensor t with each dim m where split[m] > 0 seen as two dims
  * (ceil(dims[m] / split[m]), split[m]), next to each other and in t's

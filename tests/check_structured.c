@@ -6,7 +6,8 @@
  * (naming the block), kernels (SpMV, SpMM, blocks under a compressed level)
  * against plain loops over the same data at sizes that are and are not
  * multiples of m, n_out_of_m outputs (by hand, against plain loops, and
- * the run error when a block does not fit), and refused wrapping. */
+ * the run error when a block does not fit), and wrapping the caller's
+ * arrays (checked as pack checks). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,15 +390,101 @@ START_TEST(structured_outputs_match_plain_loops) {
 }
 END_TEST
 
-START_TEST(refuses_wrapping) {
+/* The 2 x 10 example's arrays wrapped without a copy: the same arrays come
+ * back, get reads them, SpMV over them gives y by hand, a kernel writing a
+ * wrapped 2:4 output leaves the caller's arrays alone; a block's
+ * coordinates out of range or not ascending, a wrong length and a pos
+ * array are refused, naming them. */
+START_TEST(wraps_structured_arrays) {
   tj_format f = parse("ddn2:0,1/4,1%4");
-  int32_t crd[12] = {0};
-  double vals[12] = {0};
+  int32_t crd[12] = {0, 2, 0, 3, 0, 1, 0, 1, 0, 1, 0, 1};
+  double vals[12] = {1, 2, 0, 3, 0, 4, 0, 0, 5, 6, 0, 0};
   tj_arrays ar = {.dtype = TJ_F64, .order = 2, .dims = dims2x10, .fmt = &f};
   ar.crd[2] = crd, ar.crd_len[2] = 12, ar.vals = vals, ar.vals_len = 12;
   tj_tensor *w;
-  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_UNSUPPORTED);
-  ck_assert_msg(strstr(tj_last_error(), "wrapping n_out_of_m levels"), "%s", tj_last_error());
+  OK(tj_tensor_wrap("W", &ar, 0, &w));
+  tj_arrays back;
+  OK(tj_tensor_arrays(w, &back));
+  ck_assert_ptr_eq(back.crd[2], crd);
+  ck_assert_ptr_eq(back.vals, vals);
+  double v;
+  OK(tj_tensor_get(w, (int64_t[]){0, 9}, &v));
+  ck_assert_double_eq(v, 4);
+  OK(tj_tensor_get(w, (int64_t[]){1, 5}, &v));
+  ck_assert_double_eq(v, 6);
+  /* y = W x, x = 1..10: 1*1 + 2*3 + 3*8 + 4*10 = 71, 5*5 + 6*6 = 61 */
+  int64_t ten = 10, two = 2;
+  tj_tensor *x, *y;
+  OK(tj_tensor_new("x", TJ_F64, 1, &ten, NULL, &x));
+  for (int64_t j = 0; j < 10; j++) OK(tj_tensor_insert(x, &j, (double)(j + 1)));
+  OK(tj_tensor_pack(x));
+  OK(tj_tensor_new("y", TJ_F64, 1, &two, NULL, &y));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = W(i,j) * x(j)", (tj_tensor *[]){y, w, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_tensor_get(y, (int64_t[]){0}, &v));
+  ck_assert_double_eq(v, 71);
+  OK(tj_tensor_get(y, (int64_t[]){1}, &v));
+  ck_assert_double_eq(v, 61);
+  /* A wrapped output is written in place (its arrays fit the result). */
+  int32_t ocrd[12] = {0};
+  double ovals[12] = {0};
+  for (int q = 0; q < 12; q++) ocrd[q] = q % 2;
+  tj_arrays oa = ar;
+  oa.crd[2] = ocrd, oa.vals = ovals;
+  tj_tensor *o;
+  OK(tj_tensor_wrap("O", &oa, 0, &o));
+  OK(tj_compile(cx, "O(i,j) = W(i,j) * 2", (tj_tensor *[]){o, w}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_tensor_get(o, (int64_t[]){0, 7}, &v));
+  ck_assert_double_eq(v, 6);
+  ck_assert_double_eq(ovals[3], 6);   /* written in place: the caller's arrays */
+  ck_assert_int_eq(ocrd[3], 3);
+  OK(tj_tensor_arrays(o, &back));
+  ck_assert_ptr_eq(back.vals, ovals);
+  ck_assert_ptr_eq(back.crd[2], ocrd);
+  tj_context_free(cx);
+  tj_tensor_free(o), tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(w);
+  ck_assert_double_eq(vals[5], 4);   /* the caller's arrays outlive the tensor */
+  /* dsn2: the blocks of a row compressed (row 0: blocks 0 and 1; row 1:
+   * block 1), pos and crd on level 1, crd only on level 2 */
+  tj_format g = parse("dsn2:0,1/4,1%4");
+  int32_t pos1[3] = {0, 2, 3}, crd1[3] = {0, 1, 1}, crd2[6] = {0, 2, 0, 3, 0, 1};
+  double v2[6] = {1, 2, 0, 3, 5, 6};
+  tj_arrays ga = {.dtype = TJ_F64, .order = 2, .dims = dims2x10, .fmt = &g, .vals = v2,
+                  .vals_len = 6};
+  ga.pos[1] = pos1, ga.pos_len[1] = 3, ga.crd[1] = crd1, ga.crd_len[1] = 3;
+  ga.crd[2] = crd2, ga.crd_len[2] = 6;
+  OK(tj_tensor_wrap("G", &ga, 0, &w));
+  OK(tj_tensor_get(w, (int64_t[]){1, 4}, &v));
+  ck_assert_double_eq(v, 5);
+  OK(tj_tensor_get(w, (int64_t[]){0, 7}, &v));
+  ck_assert_double_eq(v, 3);
+  tj_tensor_free(w);
+  /* refusals */
+  crd[3] = 4;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "level 2 (n_out_of_m): crd[3] = 4 is out of range 0..3"),
+                "%s", tj_last_error());
+  crd[3] = 0;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "crd[3] = 0 does not increase over crd[2] = 0 in the "
+                                        "block of parent position 1"), "%s", tj_last_error());
+  crd[3] = 3;
+  ar.crd_len[2] = 10;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_SHAPE);
+  ck_assert_msg(strstr(tj_last_error(), "needs a crd array of 12 entries (2 per parent "
+                                        "position), got 10"), "%s", tj_last_error());
+  ar.crd_len[2] = 12;
+  int32_t junk[7] = {0};
+  ar.pos[2] = junk, ar.pos_len[2] = 7;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_INVALID);
+  ck_assert_msg(strstr(tj_last_error(), "takes no pos array"), "%s", tj_last_error());
+  ar.pos[2] = NULL, ar.pos_len[2] = 0;
+  OK(tj_tensor_wrap("W", &ar, 0, &w));   /* mended: wraps again */
+  tj_tensor_free(w);
 }
 END_TEST
 
@@ -411,7 +498,7 @@ int main(void) {
   tcase_add_loop_test(tc, kernels_match_plain_loops, 0, (int)(sizeof cases / sizeof cases[0]));
   tcase_add_test(tc, structured_outputs_by_hand);
   tcase_add_test(tc, structured_outputs_match_plain_loops);
-  tcase_add_test(tc, refuses_wrapping);
+  tcase_add_test(tc, wraps_structured_arrays);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
