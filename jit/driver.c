@@ -228,6 +228,7 @@ tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out) {
 static void kernel_free(struct tj_kernel *k) {
   drv_kernel_release_chunks(k);
   drv_blocked_free(k->blk);
+  drv_accum_free(k->acc);
   pthread_mutex_destroy(&k->chunk_lock);
   for (int t = 0; t < NT_MAX_TENSORS; t++) rt_pattern_free(&k->patterns[t]);
   pthread_mutex_destroy(&k->pattern_lock);
@@ -235,16 +236,26 @@ static void kernel_free(struct tj_kernel *k) {
   free(k);
 }
 
-void tj_kernel_free(tj_kernel *k) {
-  if (!k) return;
+void drv_kernel_own(tj_kernel *k) {
   tj_context *cx = k->cx;
   pthread_mutex_lock(&cx->lock);
   if (k->prev) k->prev->next = k->next;
   else cx->kernels = k->next;
   if (k->next) k->next->prev = k->prev;
+  k->next = k->prev = NULL;
   pthread_mutex_unlock(&cx->lock);
-  entry_unref(cx, k->entry);
+}
+
+void drv_kernel_drop(tj_kernel *k) {
+  if (!k) return;
+  entry_unref(k->cx, k->entry);
   kernel_free(k);
+}
+
+void tj_kernel_free(tj_kernel *k) {
+  if (!k) return;
+  drv_kernel_own(k);
+  drv_kernel_drop(k);
 }
 
 void tj_context_free(tj_context *cx) {
@@ -751,6 +762,11 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     (*out)->blk = blk;
     return TJ_OK;
   }
+  /* A += with a sum below a sparse output: the sum on its own, else the
+   * union form below. */
+  if (drv_accum_wanted(expr, operands, n) &&
+      drv_accum_compile(cx, expr, operands, n, schedule, opts, out) == TJ_OK)
+    return TJ_OK;
   struct tj_kernel *k = calloc(1, sizeof *k);
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);

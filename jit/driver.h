@@ -131,9 +131,33 @@ bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_ten
 tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
                              tj_tensor *const *views, int n, const char *out_name, bool ok);
 
+/* `+=` into a sparse output from a sum below its indices (driver_accum.c):
+ * the sum into a temporary T of the output's format, then `A += T`. */
+typedef struct DrvAccum DrvAccum;
+/* Whether expr is such a `+=` (text-level: an index of the rhs the output
+ * lacks) into a sparse, unblocked output among ops. */
+bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n);
+/* Compiles it as T = rhs (schedule, opts) and A += T; *out is the latter,
+ * owning the former. An error when either does not compile (the caller
+ * then compiles the union form). */
+tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
+                            const char *schedule, const tj_options *opts, tj_kernel **out);
+/* A run: T (fresh each run) evaluated, then k in phase. */
+tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
+                        bool interpret);
+void drv_accum_free(DrvAccum *a);
+/* Runs k alone (its blocked views, not its DrvAccum; driver_run.c). */
+tj_status drv_run_one(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
+                      bool interpret);
+/* Takes sub out of its context's kernel list: its owner frees it with
+ * drv_kernel_drop (driver.c). */
+void drv_kernel_own(tj_kernel *sub);
+void drv_kernel_drop(tj_kernel *sub);
+
 struct tj_kernel {
   struct tj_kernel *next, *prev;
   DrvBlocked *blk;            /* blocked operands: runs go through views */
+  DrvAccum *acc;              /* a sum below a sparse +=: run through a temporary */
   tj_context *cx;
   CacheEntry *entry;
   Arena arena;                /* this binding's assignment */

@@ -344,6 +344,12 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
                      int n, bool interpret) {
   if (!k || phase < TJ_ASSEMBLE || phase > TJ_EVALUATE)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: bad kernel or phase");
+  if (k->acc) return drv_accum_run(k, phase, operands, n, interpret);
+  return drv_run_one(k, phase, operands, n, interpret);
+}
+
+tj_status drv_run_one(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
+                      bool interpret) {
   if (k->blk) return run_blocked(k, phase, operands, n, interpret);
   return run_bound(k, phase, operands, n, interpret);
 }
