@@ -874,6 +874,8 @@ tj_status tj_kernel_operand_format(const tj_kernel *k, const char *name, tj_form
     *converted = p->pattern[t] ? 2 : p->convert[t];
     return TJ_OK;
   }
+  if (k->acc)   /* an operand of the sum run through a temporary */
+    return tj_kernel_operand_format(drv_accum_sum(k->acc), name, fmt, converted);
   return rt_set_error(TJ_ERR_INVALID, "tj_kernel_operand_format: the kernel has no tensor %s",
                       name);
 }

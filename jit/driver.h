@@ -146,6 +146,8 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
 tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
                         bool interpret);
 void drv_accum_free(DrvAccum *a);
+/* The kernel of the temporary (T = rhs). */
+tj_kernel *drv_accum_sum(const DrvAccum *a);
 /* Runs k alone (its blocked views, not its DrvAccum; driver_run.c). */
 tj_status drv_run_one(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
                       bool interpret);

@@ -114,6 +114,8 @@ bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n) {
          sums_below(&p, ops, n);
 }
 
+tj_kernel *drv_accum_sum(const DrvAccum *a) { return a->sum; }
+
 void drv_accum_free(DrvAccum *a) {
   if (!a) return;
   drv_kernel_drop(a->sum);

@@ -234,6 +234,18 @@ START_TEST(spgemm_pattern_exact) {
   tj_kernel *k = compile(cx, "A(i,j) += B(i,k) * C(k,j)", ops, 3, NULL);
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   expect(ops[0], want, stored, M * N, "A += B*C");
+  /* Both kernels print, the temporary's first; B's format is reported. */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  OK(tj_kernel_print(k, TJ_STAGE_NOTATION, f));
+  fclose(f);
+  ck_assert_str_eq(text, "A_sum(i,j) = B(i,k) * C(k,j)\nA(i,j) = A_old(i,j) + A_sum(i,j)\n");
+  free(text);
+  tj_format fb;
+  int converted;
+  OK(tj_kernel_operand_format(k, "B", &fb, &converted));
+  ck_assert_str_eq(fb.levels, "ds");
   tj_context_free(cx);
   for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
 }
