@@ -228,6 +228,7 @@ tj_status tj_context_cache_stats(tj_context *cx, tj_cache_stats *out) {
 static void kernel_free(struct tj_kernel *k) {
   drv_kernel_release_chunks(k);
   drv_blocked_free(k->blk);
+  drv_accum_free(k->acc);
   pthread_mutex_destroy(&k->chunk_lock);
   for (int t = 0; t < NT_MAX_TENSORS; t++) rt_pattern_free(&k->patterns[t]);
   pthread_mutex_destroy(&k->pattern_lock);
@@ -235,16 +236,26 @@ static void kernel_free(struct tj_kernel *k) {
   free(k);
 }
 
-void tj_kernel_free(tj_kernel *k) {
-  if (!k) return;
+void drv_kernel_own(tj_kernel *k) {
   tj_context *cx = k->cx;
   pthread_mutex_lock(&cx->lock);
   if (k->prev) k->prev->next = k->next;
   else cx->kernels = k->next;
   if (k->next) k->next->prev = k->prev;
+  k->next = k->prev = NULL;
   pthread_mutex_unlock(&cx->lock);
-  entry_unref(cx, k->entry);
+}
+
+void drv_kernel_drop(tj_kernel *k) {
+  if (!k) return;
+  entry_unref(k->cx, k->entry);
   kernel_free(k);
+}
+
+void tj_kernel_free(tj_kernel *k) {
+  if (!k) return;
+  drv_kernel_own(k);
+  drv_kernel_drop(k);
 }
 
 void tj_context_free(tj_context *cx) {
@@ -763,8 +774,14 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     }
     tj_status st = tj_compile(cx, drv_blocked_expr(blk), views, n, drv_blocked_schedule(blk),
                               opts, out);
-    drv_blocked_finish(operands, views, n, NULL);   /* padded copies: runs make their own */
+    drv_blocked_finish(blk, operands, views, n, NULL, false);   /* padded copies: runs make their own */
     free(views);
+    if (st != TJ_OK && st != TJ_ERR_NOMEM && drv_blocked_output(blk)) {
+      char why[512];   /* the rewritten kernel's reason, said of the blocked output */
+      snprintf(why, sizeof why, "%s", tj_last_error());
+      st = rt_set_error(st, "%s cannot be computed into blocked output %s (%s); compute a "
+                        "CSR or dense output and convert it", expr, drv_blocked_output(blk), why);
+    }
     if (st != TJ_OK) {
       drv_blocked_free(blk);
       return st;
@@ -772,6 +789,11 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     (*out)->blk = blk;
     return TJ_OK;
   }
+  /* A += with a sum below a sparse output: the sum on its own, else the
+   * union form below. */
+  if (drv_accum_wanted(expr, operands, n) &&
+      drv_accum_compile(cx, expr, operands, n, schedule, opts, out) == TJ_OK)
+    return TJ_OK;
   struct tj_kernel *k = calloc(1, sizeof *k);
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);
@@ -879,6 +901,8 @@ tj_status tj_kernel_operand_format(const tj_kernel *k, const char *name, tj_form
     *converted = p->pattern[t] ? 2 : p->convert[t];
     return TJ_OK;
   }
+  if (k->acc)   /* an operand of the sum run through a temporary */
+    return tj_kernel_operand_format(drv_accum_sum(k->acc), name, fmt, converted);
   return rt_set_error(TJ_ERR_INVALID, "tj_kernel_operand_format: the kernel has no tensor %s",
                       name);
 }

@@ -109,6 +109,12 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
 void drv_blocked_free(DrvBlocked *b);
 const char *drv_blocked_expr(const DrvBlocked *b);
 const char *drv_blocked_schedule(const DrvBlocked *b);
+/* The output's name when it is blocked (a kernel writes it through its
+ * levels), else NULL. */
+const char *drv_blocked_output(const DrvBlocked *b);
+/* Whether the output is rebuilt whole at every run (n_out_of_m: every
+ * phase evaluates into its stand-in and repacks it). */
+bool drv_blocked_rebuilds(const DrvBlocked *b);
 /* The operands the kernel was compiled over (by position). */
 tj_tensor *const *drv_blocked_orig(const DrvBlocked *b, int *n);
 /* Room for the compile's views (NT_MAX_TENSORS, owned by b). */
@@ -118,13 +124,45 @@ tj_tensor *drv_blocked_compile_views(DrvBlocked *b);
  * mismatch (a dense extent not a multiple of its block, ...). */
 bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
                        tj_tensor **out, Diag *d);
-/* After a run: the output named out_name takes its view's values. */
-void drv_blocked_finish(tj_tensor *const *ops, tj_tensor *const *views, int n,
-                        const char *out_name);
+/* After a run (out_name: the output's name; NULL after a compile, which
+ * wrote nothing): a blocked output takes its level view's arrays, failed
+ * or not (the run left it as an unblocked output would be left); a dense
+ * output takes its split view's values when ok; an n_out_of_m output is
+ * repacked from its stand-in when ok (TJ_ERR_FORMAT, naming the block,
+ * when one does not fit; the output is then empty). Padded copies and
+ * stand-ins are freed. */
+tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
+                             tj_tensor *const *views, int n, const char *out_name, bool ok);
+
+/* `+=` into a sparse output from a sum below its indices (driver_accum.c):
+ * the sum into a temporary T of the output's format, then `A += T`. */
+typedef struct DrvAccum DrvAccum;
+/* Whether expr is such a `+=` (text-level: an index of the rhs the output
+ * lacks) into a sparse, unblocked output among ops. */
+bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n);
+/* Compiles it as T = rhs (schedule, opts) and A += T; *out is the latter,
+ * owning the former. An error when either does not compile (the caller
+ * then compiles the union form). */
+tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
+                            const char *schedule, const tj_options *opts, tj_kernel **out);
+/* A run: T (fresh each run) evaluated, then k in phase. */
+tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
+                        bool interpret);
+void drv_accum_free(DrvAccum *a);
+/* The kernel of the temporary (T = rhs). */
+tj_kernel *drv_accum_sum(const DrvAccum *a);
+/* Runs k alone (its blocked views, not its DrvAccum; driver_run.c). */
+tj_status drv_run_one(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
+                      bool interpret);
+/* Takes sub out of its context's kernel list: its owner frees it with
+ * drv_kernel_drop (driver.c). */
+void drv_kernel_own(tj_kernel *sub);
+void drv_kernel_drop(tj_kernel *sub);
 
 struct tj_kernel {
   struct tj_kernel *next, *prev;
   DrvBlocked *blk;            /* blocked operands: runs go through views */
+  DrvAccum *acc;              /* a sum below a sparse +=: run through a temporary */
   tj_context *cx;
   CacheEntry *entry;
   Arena arena;                /* this binding's assignment */

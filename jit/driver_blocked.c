@@ -13,8 +13,17 @@
  * stored blocks of the row, and dense loops over the block whose extents
  * are the constant block size (a bound(...) directive), which the
  * vectorizer takes. The compile and every run build the views (nothing is
- * copied); the output's values go back to the caller's tensor.
- * Refused with a message: a blocked output, a sparse operand indexed by a
+ * copied); the output's values go back to the caller's tensor. A blocked
+ * output is written as the tensor of its levels too (A(i_b,j_b,i_i,j_i) =
+ * B(...) + C(...): an ordinary dsdd output, whose stored blocks are the
+ * union the loops over block coordinates reach, each block whole), then
+ * takes the arrays its view holds and has its padding zeroed
+ * (rt_tensor_view_levels_finish); an expression the rewritten kernel
+ * cannot compute is refused naming the blocked output. An n_out_of_m
+ * output runs on a stand-in whose n level is compressed, repacked into the
+ * output after each run (pack fills the slots and fails the run, naming
+ * the block, when one holds more than n nonzeros).
+ * Refused with a message: a sparse operand indexed by a
  * blocked index, a blocked index outside an access (sum(j, ...)), two block
  * sizes for one index, extents that are not multiples of the block, and
  * schedules (their loop names would be the rewritten ones).
@@ -48,6 +57,11 @@ struct DrvBlocked {
   BlkOperand op[NT_MAX_TENSORS];
   char *expr;                  /* the rewritten expression (malloc'd) */
   char *schedule;              /* the bound(...) directives (malloc'd) */
+  const char *out_blocked;     /* the output's name when it is blocked (written
+                                  through its levels), else NULL */
+  bool out_structured;         /* it is n_out_of_m: written into a compressed
+                                  stand-in, repacked after each run */
+  bool out_accum;              /* `+=`: the stand-in starts with its contents */
   int norig;
   tj_tensor *orig[NT_MAX_TENSORS];   /* the compile's operands */
   tj_tensor views[NT_MAX_TENSORS];   /* the compile's views */
@@ -182,13 +196,9 @@ static bool find_blocked(BlkScan *s, tj_tensor *const *ops, Diag *d) {
     const BlkAccess *ac = &s->acc[a];
     tj_tensor *t = ops[ac->op];
     if (!t->blocked) continue;
-    if (a == 0)
-      return diag_error(d, TJ_ERR_UNSUPPORTED, "output %s has a blocked format (%s levels); "
-                        "blocked outputs are not supported yet: write a dense or CSR output "
-                        "and convert it", t->name, t->ufmt.levels);
     if (ac->n != t->order) return true;   /* the checker names the arity error */
     for (int l = 0; l < t->ufmt.order; l++) {
-      if (t->ufmt.lvl_op[l] == TJ_LVL_MOD && !lv_at(&t->ufmt, l, LV_FULL)) {
+      if (a > 0 && t->ufmt.lvl_op[l] == TJ_LVL_MOD && !lv_at(&t->ufmt, l, LV_FULL)) {
         BlkIndex *ix = index_of(s, ac->idx[t->ufmt.mode_order[l]]);
         if (ix) ix->sparse_inner = true;   /* its floordiv level comes first */
       }
@@ -394,6 +404,11 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
   b->n = n;
   for (int k = 0; k < n; k++)
     if (ops[k]) snprintf(b->op[k].name, BLK_NAME, "%s", tj_tensor_name(ops[k]));
+  if (s->nacc > 0 && ops[s->acc[0].op]->blocked) {
+    b->out_blocked = b->op[s->acc[0].op].name;
+    b->out_structured = rt_format_structured(&ops[s->acc[0].op]->ufmt);
+    b->out_accum = !strncmp(skip_ws(s->acc[0].close + 1), "+=", 2);
+  }
   b->expr = buf;
   b->schedule = sch;
   b->norig = n;
@@ -403,6 +418,8 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
 }
 
 const char *drv_blocked_expr(const DrvBlocked *b) { return b->expr; }
+const char *drv_blocked_output(const DrvBlocked *b) { return b->out_blocked; }
+bool drv_blocked_rebuilds(const DrvBlocked *b) { return b->out_structured; }
 const char *drv_blocked_schedule(const DrvBlocked *b) { return b->schedule; }
 tj_tensor *const *drv_blocked_orig(const DrvBlocked *b, int *n) {
   *n = b->norig;
@@ -413,12 +430,17 @@ tj_tensor *drv_blocked_compile_views(DrvBlocked *b) { return b->views; }
 static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tensor *store,
                       tj_tensor **out, Diag *d);
 
+/* Whether t is b's n_out_of_m output, which a kernel writes into a stand-in. */
+static bool is_structured_out(const DrvBlocked *b, const tj_tensor *t) {
+  return b->out_structured && t->blocked && !strcmp(tj_tensor_name(t), b->out_blocked);
+}
+
 bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
                        tj_tensor **out, Diag *d) {
   for (int k = 0; k < n; k++) out[k] = ops[k];
   for (int k = 0; k < n; k++) {
     if (!make_view(b, ops, k, store, out, d)) {
-      drv_blocked_finish(ops, out, k, NULL);   /* frees the padded copies made */
+      drv_blocked_finish(b, ops, out, k, NULL, false);   /* frees the copies made */
       return false;
     }
   }
@@ -442,6 +464,10 @@ static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tens
       if (!ops[k]->blocked)
         return diag_error(d, TJ_ERR_INVALID, "operand %s was compiled blocked but is not",
                           tj_tensor_name(ops[k]));
+      if (is_structured_out(b, ops[k])) {   /* its stand-in, freed by finish */
+        tj_status st = rt_tensor_structured_temp(ops[k], b->out_accum, &out[k]);
+        return st == TJ_OK || diag_error(d, st, "%s", tj_last_error());
+      }
       rt_tensor_view_levels(ops[k], &store[k]);
     } else {
       tj_status st = rt_tensor_view_split(ops[k], bo->split, &store[k]);
@@ -452,9 +478,20 @@ static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tens
   return true;
 }
 
-void drv_blocked_finish(tj_tensor *const *ops, tj_tensor *const *views, int n,
-                        const char *out_name) {
-  for (int k = 0; k < n; k++)
-    if (ops[k] && views[k] != ops[k] && !views[k]->blocked && !ops[k]->blocked)
-      rt_tensor_view_finish(ops[k], views[k], out_name && !strcmp(tj_tensor_name(ops[k]), out_name));
+tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
+                             tj_tensor *const *views, int n, const char *out_name, bool ok) {
+  tj_status st = TJ_OK;
+  for (int k = 0; k < n; k++) {
+    if (!ops[k] || views[k] == ops[k]) continue;
+    bool output = out_name && !strcmp(tj_tensor_name(ops[k]), out_name);
+    if (is_structured_out(b, ops[k])) {   /* repacked: a block that does not fit fails */
+      if (output && ok) st = rt_tensor_assign_levels(ops[k], views[k]);
+      tj_tensor_free(views[k]);
+    } else if (ops[k]->blocked && output) {
+      rt_tensor_view_levels_finish(ops[k], views[k]);
+    } else if (!ops[k]->blocked) {
+      rt_tensor_view_finish(ops[k], views[k], output && ok);
+    }
+  }
+  return st;
 }

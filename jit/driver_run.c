@@ -329,9 +329,13 @@ static tj_status run_blocked(tj_kernel *k, tj_phase phase, tj_tensor *const *ope
   tj_tensor *views[NT_MAX_TENSORS];
   if (!store) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   bool made = drv_blocked_views(k->blk, operands, n, store, views, &d);
+  if (drv_blocked_rebuilds(k->blk)) phase = TJ_EVALUATE;   /* n_out_of_m: built whole */
   tj_status st = made ? run_bound(k, phase, views, n, interpret) : drv_fail(&d);
-  if (made)   /* the output's values back (on success), padded copies freed */
-    drv_blocked_finish(operands, views, n, st == TJ_OK ? k->as->tensors[0]->name : NULL);
+  if (made) {   /* the output's values back (on success), padded copies freed */
+    tj_status fs = drv_blocked_finish(k->blk, operands, views, n, k->as->tensors[0]->name,
+                                      st == TJ_OK);
+    if (st == TJ_OK) st = fs;
+  }
   free(store);
   return st;
 }
@@ -340,6 +344,12 @@ static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
                      int n, bool interpret) {
   if (!k || phase < TJ_ASSEMBLE || phase > TJ_EVALUATE)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: bad kernel or phase");
+  if (k->acc) return drv_accum_run(k, phase, operands, n, interpret);
+  return drv_run_one(k, phase, operands, n, interpret);
+}
+
+tj_status drv_run_one(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
+                      bool interpret) {
   if (k->blk) return run_blocked(k, phase, operands, n, interpret);
   return run_bound(k, phase, operands, n, interpret);
 }

@@ -30,9 +30,18 @@ static tj_status print_lir(const tj_kernel *k, LowerPhase ph, FILE *f) {
   return TJ_OK;
 }
 
+static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f);
+static tj_status print_after_one(const tj_kernel *k, const char *pass, void *file);
+
+/* A kernel run through a temporary (driver_accum.c) prints the
+ * temporary's kernel first, then its own. */
 tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   if (!k || !file) return rt_set_error(TJ_ERR_INVALID, "tj_kernel_print: NULL argument");
-  FILE *f = file;
+  tj_status st = k->acc ? print_one(drv_accum_sum(k->acc), stage, file) : TJ_OK;
+  return st == TJ_OK ? print_one(k, stage, file) : st;
+}
+
+static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f) {
   CacheEntry *e = k->entry;
   switch (stage) {
   case TJ_STAGE_NOTATION:
@@ -75,6 +84,11 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
 
 tj_status tj_kernel_print_after(const tj_kernel *k, const char *pass, void *file) {
   if (!k || !pass || !file) return rt_set_error(TJ_ERR_INVALID, "tj_kernel_print_after: NULL argument");
+  tj_status st = k->acc ? print_after_one(drv_accum_sum(k->acc), pass, file) : TJ_OK;
+  return st == TJ_OK ? print_after_one(k, pass, file) : st;
+}
+
+static tj_status print_after_one(const tj_kernel *k, const char *pass, void *file) {
   int n = drv_pass_count(pass);
   if (n < 0)
     return rt_set_error(TJ_ERR_INVALID, "no pass '%s' (lower, tile, promote, vectorize, unroll-jam, peel)", pass);

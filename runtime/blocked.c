@@ -48,6 +48,111 @@ void rt_tensor_view_levels(const tj_tensor *t, tj_tensor *v) {
   v->st.foreign = ~0u;   /* the arrays stay t's */
 }
 
+/* One array slot of a level view's output storage back to t: a kernel that
+ * cleared or grew it left another array there (its own: the view's foreign
+ * bit went with the old one), which t takes, freeing what it had. */
+static void take_array(tj_storage *ts, const tj_storage *vs, void **tp, void *vp, uint32_t bit) {
+  if (*tp == vp) return;
+  if (!(ts->foreign & bit)) free(*tp);
+  *tp = vp;
+  ts->foreign = (ts->foreign & ~bit) | (vs->foreign & bit);
+}
+
+/* The walk that zeroes a blocked tensor's padding. */
+typedef struct PadWalk {
+  const tj_tensor *t;
+  RtVal zero;
+  int64_t base[TJ_MAX_ORDER];   /* per dim: its block's first coordinate */
+} PadWalk;
+
+static void zero_subtree(PadWalk *w, int l, int64_t p);
+static void pad_walk(PadWalk *w, int l, int64_t p, uint32_t unknown, uint32_t edge);
+
+/* The children of position p at level l: coordinates and positions. */
+#define FOR_CHILDREN(s, lv, l, p, c, q, BODY)                                   \
+  do {                                                                          \
+    if ((lv)->kind == TJ_LVL_DENSE) {                                           \
+      for (int64_t c = 0; c < (lv)->size; c++) {                                \
+        int64_t q = (p) * (lv)->size + c;                                       \
+        BODY                                                                    \
+      }                                                                         \
+    } else if ((lv)->kind == TJ_LVL_SINGLETON) {                                \
+      if ((lv)->crd && (p) < (lv)->crd_len) {                                   \
+        int64_t q = (p), c = rt_idx((lv)->crd, (s)->crd_width, q);              \
+        BODY                                                                    \
+      }                                                                         \
+    } else {                                                                    \
+      int64_t lo_, hi_;                                                         \
+      if (rt_level_segment((s), (lv), (p), &lo_, &hi_))                         \
+        for (int64_t q = lo_; q < hi_; q++) {                                   \
+          int64_t c = rt_idx((lv)->crd, (s)->crd_width, q);                     \
+          BODY                                                                  \
+        }                                                                       \
+    }                                                                           \
+  } while (0)
+
+static void zero_subtree(PadWalk *w, int l, int64_t p) {
+  const tj_storage *s = &w->t->st;
+  if (l == s->order) {
+    if (p < s->vals_len) rt_storage_put((tj_storage *)s, p, w->zero);
+    return;
+  }
+  const tj_level_storage *lv = &s->levels[l];
+  FOR_CHILDREN(s, lv, l, p, c, q, { (void)c; zero_subtree(w, l + 1, q); });
+}
+
+/* unknown: blocked dims with padding whose block level is still below;
+ * edge: dims whose block (above) is their last, padded one. A subtree
+ * with neither holds no padding and is skipped. */
+static void pad_walk(PadWalk *w, int l, int64_t p, uint32_t unknown, uint32_t edge) {
+  const tj_tensor *t = w->t;
+  const tj_storage *s = &t->st;
+  if (l == s->order || !(unknown | edge)) return;
+  const tj_level_storage *lv = &s->levels[l];
+  int m = t->ufmt.mode_order[l], op = t->ufmt.lvl_op[l];
+  int64_t k = t->ufmt.lvl_k[l], last = k ? (t->dims[m] - 1) / k : 0;
+  uint32_t bit = 1u << m;
+  FOR_CHILDREN(s, lv, l, p, c, q, {
+    if (op == TJ_LVL_FLOORDIV && (unknown & bit)) {
+      w->base[m] = c * k;
+      pad_walk(w, l + 1, q, unknown & ~bit, c == last ? edge | bit : edge);
+    } else if (op == TJ_LVL_MOD && (edge & bit)) {
+      if (w->base[m] + c >= t->dims[m]) zero_subtree(w, l + 1, q);
+      else pad_walk(w, l + 1, q, unknown, edge & ~bit);
+    } else {
+      pad_walk(w, l + 1, q, unknown, edge);
+    }
+  });
+}
+
+void rt_tensor_zero_padding(tj_tensor *t) {
+  if (!t->blocked || !t->st.vals) return;
+  uint32_t padded = 0;
+  for (int l = 0; l < t->ufmt.order; l++) {
+    int m = t->ufmt.mode_order[l];
+    if (t->ufmt.lvl_op[l] == TJ_LVL_FLOORDIV && t->dims[m] % t->ufmt.lvl_k[l])
+      padded |= 1u << m;
+  }
+  PadWalk w = {.t = t, .zero = rt_val_from_double(t->st.dtype, 0)};
+  if (padded) pad_walk(&w, 0, 0, padded, 0);
+}
+
+void rt_tensor_view_levels_finish(tj_tensor *t, const tj_tensor *v) {
+  tj_storage *ts = &t->st;
+  const tj_storage *vs = &v->st;
+  for (int l = 0; l < ts->order; l++) {
+    tj_level_storage *tl = &ts->levels[l];
+    const tj_level_storage *vl = &vs->levels[l];
+    take_array(ts, vs, &tl->pos, vl->pos, TJ_FOREIGN_POS(l));
+    take_array(ts, vs, &tl->crd, vl->crd, TJ_FOREIGN_CRD(l));
+    tl->pos_len = vl->pos_len, tl->pos_cap = vl->pos_cap;
+    tl->crd_len = vl->crd_len, tl->crd_cap = vl->crd_cap;
+  }
+  take_array(ts, vs, &ts->vals, vs->vals, TJ_FOREIGN_VALS);
+  ts->vals_len = vs->vals_len, ts->vals_cap = vs->vals_cap;
+  rt_tensor_zero_padding(t);   /* f(0) may be nonzero (B + 1): padding stays 0 */
+}
+
 /* Position in t's values of each coordinate (odometer over t's levels),
  * and the position of the same coordinate in view v (whose level order
  * splits t's levels in place): copies between them, in (to_view) or out. */
@@ -163,4 +268,77 @@ void rt_tensor_view_finish(tj_tensor *t, tj_tensor *v, bool output) {
     t->st.foreign &= ~(uint32_t)TJ_FOREIGN_VALS;
   }
   t->st.vals_len = v->st.vals_len;
+}
+
+bool rt_format_structured(const tj_format *f) {
+  return f->ndims && f->order > 0 && f->levels[f->order - 1] == 'n';
+}
+
+tj_status rt_tensor_structured_temp(const tj_tensor *t, bool with_contents, tj_tensor **out) {
+  tj_format f = t->fmt;
+  for (int l = 0; l < f.order; l++)
+    if (f.levels[l] == 'n') f.levels[l] = 's', f.lvl_n[l] = 0;
+  tj_tensor *w;
+  tj_status st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->st.order, t->st.dims, &f, &w);
+  if (st != TJ_OK) return st;
+  st = with_contents && rt_tensor_is_packed(t) ? rt_tensor_assign_levels(w, t) : tj_tensor_pack(w);
+  if (st != TJ_OK) {
+    tj_tensor_free(w);
+    return st;
+  }
+  *out = w;
+  return TJ_OK;
+}
+
+/* An array of the caller's (foreign in old) that the repacked array of s
+ * fits: the contents go back into it, so a wrapped output is written in
+ * place while it fits, as kernels write one. */
+static void back_in_place(tj_storage *s, const tj_storage *old, void **p, void *was,
+                          int64_t cap, int64_t len, int w, uint32_t bit) {
+  if (!(old->foreign & bit) || !was || !*p || len > cap) return;
+  memcpy(was, *p, (size_t)(len * w));
+  free(*p);
+  *p = was;
+  s->foreign |= bit;
+}
+
+static void keep_callers_arrays(tj_storage *s, const tj_storage *old) {
+  for (int l = 0; l < s->order; l++) {
+    tj_level_storage *lv = &s->levels[l];
+    const tj_level_storage *ol = &old->levels[l];
+    back_in_place(s, old, &lv->pos, ol->pos, ol->pos_cap, lv->pos_len, s->pos_width,
+                  TJ_FOREIGN_POS(l));
+    if (lv->pos == ol->pos) lv->pos_cap = ol->pos_cap;
+    back_in_place(s, old, &lv->crd, ol->crd, ol->crd_cap, lv->crd_len, s->crd_width,
+                  TJ_FOREIGN_CRD(l));
+    if (lv->crd == ol->crd) lv->crd_cap = ol->crd_cap;
+  }
+  back_in_place(s, old, &s->vals, old->vals, old->vals_cap, s->vals_len,
+                rt_dtype_size(s->dtype), TJ_FOREIGN_VALS);
+  if (s->vals == old->vals) s->vals_cap = old->vals_cap;
+}
+
+tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src) {
+  int64_t *c = NULL, n = 0, dc[TJ_MAX_ORDER];
+  RtVal *v = NULL;
+  tj_storage old = dst->st;   /* the caller's arrays, if wrapped, are refilled */
+  rt_storage_clear(&dst->st);
+  free(dst->coo.coords), free(dst->coo.vals);
+  memset(&dst->coo, 0, sizeof dst->coo);
+  tj_status st = rt_tensor_level_entries_val(src, false, &c, &v, &n);
+  int nl = src->st.order;
+  for (int64_t e = 0; e < n && st == TJ_OK; e++) {
+    const int64_t *lc = c + e * nl;
+    if (!dst->blocked) st = rt_coo_push_val(dst, lc, v[e]);
+    else if (rt_block_to_dims(dst, lc, dc)) st = rt_coo_push_val(dst, dc, v[e]);
+  }
+  free(c), free(v);
+  if (st == TJ_OK) st = tj_tensor_pack(dst);
+  if (st == TJ_OK && old.foreign) keep_callers_arrays(&dst->st, &old);
+  if (st != TJ_OK) {   /* dst empty, its buffer too */
+    free(dst->coo.coords), free(dst->coo.vals);
+    memset(&dst->coo, 0, sizeof dst->coo);
+    rt_storage_clear(&dst->st);
+  }
+  return st;
 }

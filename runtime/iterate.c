@@ -13,10 +13,8 @@
 
 typedef RtEmitFn EmitFn;
 
-/* The segment [*lo, *hi) of parent position p in a compressed,
- * loose_compressed or n_out_of_m level; false when p has none. */
-static bool segment(const tj_storage *s, const tj_level_storage *lv, int64_t p, int64_t *lo,
-                    int64_t *hi) {
+bool rt_level_segment(const tj_storage *s, const tj_level_storage *lv, int64_t p, int64_t *lo,
+                      int64_t *hi) {
   if (lv->kind == TJ_LVL_N_OUT_OF_M) {
     *lo = p * lv->n, *hi = *lo + lv->n;
     return lv->crd && *hi <= lv->crd_len;
@@ -42,7 +40,7 @@ static void walk(const tj_storage *s, int l, int64_t p, int64_t *coord,
       coord[m] = i, walk(s, l + 1, p * lv->size + i, coord, emit, ctx);
   } else if (lv->kind != TJ_LVL_SINGLETON) {
     int64_t lo, hi;
-    if (!segment(s, lv, p, &lo, &hi)) return;
+    if (!rt_level_segment(s, lv, p, &lo, &hi)) return;
     for (int64_t q = lo; q < hi; q++) {
       coord[m] = rt_idx(lv->crd, s->crd_width, q);
       walk(s, l + 1, q, coord, emit, ctx);
@@ -173,7 +171,7 @@ static RtVal lookup(const tj_storage *s, int l, int64_t p, const int64_t *coord)
     return p < lv->crd_len && rt_idx(lv->crd, s->crd_width, p) == c
                ? lookup(s, l + 1, p, coord) : zero;
   int64_t lo, hi;
-  if (!segment(s, lv, p, &lo, &hi)) return zero;
+  if (!rt_level_segment(s, lv, p, &lo, &hi)) return zero;
   RtVal sum = zero;
   if (lv->flags & TJ_LVL_NONORDERED) { /* a segment in any order: scan it */
     for (int64_t q = lo; q < hi; q++)
@@ -198,7 +196,7 @@ static int64_t locate(const tj_storage *s, int l, int64_t p, const int64_t *coor
     return p < lv->crd_len && rt_idx(lv->crd, s->crd_width, p) == c
                ? locate(s, l + 1, p, coord) : -1;
   int64_t lo, hi;
-  if (!segment(s, lv, p, &lo, &hi)) return -1;
+  if (!rt_level_segment(s, lv, p, &lo, &hi)) return -1;
   bool scan = lv->flags & TJ_LVL_NONORDERED;   /* a segment in any order */
   for (int64_t q = scan ? lo : lower_bound(s, lv, lo, hi, c); q < hi; q++) {
     bool hit = rt_idx(lv->crd, s->crd_width, q) == c;

@@ -234,6 +234,29 @@ bool rt_block_to_dims(const tj_tensor *t, const int64_t *lc, int64_t *coord);
 /* v (filled in, owns nothing: never tj_tensor_free it) = blocked tensor t
  * seen as the tensor of its levels (its storage's order, dims and format). */
 void rt_tensor_view_levels(const tj_tensor *t, tj_tensor *v);
+/* After a kernel wrote output t through its level view v: t's storage
+ * takes the arrays and lengths v's holds (those the kernel made in place
+ * of t's are t's own from here; t's replaced ones are freed unless
+ * foreign). Called after every run, failed or not, so nothing leaks. */
+void rt_tensor_view_levels_finish(tj_tensor *t, const tj_tensor *v);
+/* Sets every stored value of blocked tensor t that lies in the padding
+ * past a dim's extent to zero (walking only the last block of each padded
+ * dim). */
+void rt_tensor_zero_padding(tj_tensor *t);
+/* Whether blocked format f ends in an n_out_of_m level. */
+bool rt_format_structured(const tj_format *f);
+/* A kernel's stand-in for an n_out_of_m output t: a fresh tensor over t's
+ * levels (name, dtype, dims and levels of t->st) whose n_out_of_m level is
+ * compressed, empty or holding t's entries (with_contents, for +=).
+ * *out is the caller's (tj_tensor_free). */
+tj_status rt_tensor_structured_temp(const tj_tensor *t, bool with_contents, tj_tensor **out);
+/* dst's contents := src's stored entries, src's level coordinates being
+ * dst's level coordinates (one blocked, the other its levels as dims):
+ * repacked, so an n_out_of_m dst refuses a block that does not fit, naming
+ * it; entries in a blocked dst's padding are dropped. Arrays of dst the
+ * caller wrapped are refilled in place when the new contents fit them.
+ * On failure dst is left empty. */
+tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src);
 /* v = dense tensor t with each dim m where split[m] > 0 seen as two dims
  * (ceil(dims[m] / split[m]), split[m]), next to each other and in t's
  * level order: the same values array, nothing copied, when every split dim
@@ -298,6 +321,10 @@ void rt_storage_release(tj_storage *s);
  * by row-range kernels in row order) into out, replacing its contents. */
 tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n);
 
+/* The segment [*lo, *hi) of parent position p in level lv of s, which is
+ * compressed, loose_compressed or n_out_of_m; false when p has none. */
+bool rt_level_segment(const tj_storage *s, const tj_level_storage *lv, int64_t p, int64_t *lo,
+                      int64_t *hi);
 /* Calls emit(ctx, coord, p) for every stored position p of s (coord by
  * dim), in level order; nothing when s holds no values (iterate.c). */
 typedef void (*RtEmitFn)(void *ctx, const int64_t *coord, int64_t p);

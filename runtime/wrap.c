@@ -17,6 +17,9 @@
  * and 16 values per stored block), checked against the level extents
  * ceil(m/4), ceil(n/4), 4, 4; values in a block's padding past an extent
  * are never entries, and kernels read them only against zero padding.
+ * An n_out_of_m level takes a crd array only, n entries per parent
+ * position, each block's ascending and unique (2:4 over m x n: crd and
+ * vals of m * ceil(n/4) * 2 entries).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -25,7 +28,8 @@
 
 static const char *kind_name(const tj_level_storage *lv) {
   return lv->kind == TJ_LVL_DENSE ? "dense"
-         : lv->kind == TJ_LVL_COMPRESSED ? "compressed" : "singleton";
+         : lv->kind == TJ_LVL_COMPRESSED ? "compressed"
+         : lv->kind == TJ_LVL_N_OUT_OF_M ? "n_out_of_m" : "singleton";
 }
 
 /* The mode order of a contiguous layout with these element strides:
@@ -71,10 +75,9 @@ static tj_status wrap_format(const char *name, const tj_arrays *a, tj_format *f)
   *f = a->fmt ? *a->fmt : tj_format_dense(a->order);
   for (int l = 0; l < f->order && l < TJ_MAX_ORDER; l++) {
     const RtLevelType *lt = rt_level_type(f->levels[l]);
-    if (lt && (lt->kind == TJ_LVL_LOOSE_COMPRESSED || lt->kind == TJ_LVL_N_OUT_OF_M))
-      return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping %s levels is not "
-                          "supported yet; insert and pack, or convert", name,
-                          lt->kind == TJ_LVL_N_OUT_OF_M ? "n_out_of_m" : "loose_compressed");
+    if (lt && lt->kind == TJ_LVL_LOOSE_COMPRESSED)
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping loose_compressed levels "
+                          "is not supported yet; insert and pack, or convert", name);
   }
   if (a->strides) {
     if (a->fmt && !rt_format_all_dense(a->fmt))
@@ -124,6 +127,16 @@ static tj_status check_lengths(const tj_tensor *t, const tj_arrays *a) {
         return rt_set_error(TJ_ERR_SHAPE, "tensor %s: level %d (compressed): pos[%" PRId64
                             "] = %" PRId64 " but the crd array has %" PRId64 " entries",
                             t->name, l, P, last, a->crd_len[l]);
+    } else if (lv->kind == TJ_LVL_N_OUT_OF_M) {
+      if (a->pos[l])
+        return rt_set_error(TJ_ERR_INVALID, "tensor %s: level %d is n_out_of_m and takes no "
+                            "pos array (block p holds crd[p*%" PRId64 " .. p*%" PRId64 "+%"
+                            PRId64 "))", t->name, l, lv->n, lv->n, lv->n);
+      if (P > INT64_MAX / lv->n || a->crd_len[l] != P * lv->n)
+        return rt_set_error(TJ_ERR_SHAPE, "tensor %s: level %d (n_out_of_m %" PRId64 ":%"
+                            PRId64 ") needs a crd array of %" PRId64 " entries (%" PRId64
+                            " per parent position), got %" PRId64, t->name, l, lv->n,
+                            lv->size, P * lv->n, lv->n, a->crd_len[l]);
     } else if (a->crd_len[l] != P) {
       return rt_set_error(TJ_ERR_SHAPE, "tensor %s: level %d (singleton) needs a crd "
                           "array of %" PRId64 " entries (one per parent position), got %"
@@ -240,6 +253,26 @@ static tj_status check_singleton(const LevelCheck *c) {
   return TJ_OK;
 }
 
+/* Each block's n coordinates lie in 0..m-1 and increase strictly (as
+ * pack stores them: unique, ascending, the slots pack fills included). */
+static tj_status check_structured(const LevelCheck *c) {
+  const tj_storage *s = &c->t->st;
+  const tj_level_storage *lv = &s->levels[c->l];
+  for (int64_t q = 0; q < c->parents * lv->n; q++) {
+    int64_t v = rt_idx(lv->crd, s->crd_width, q);
+    tj_status st = crd_range(c, q, v);
+    if (st != TJ_OK) return st;
+    int64_t prev = q % lv->n ? rt_idx(lv->crd, s->crd_width, q - 1) : -1;
+    if (q % lv->n && prev >= v)
+      return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d (n_out_of_m): crd[%" PRId64
+                          "] = %" PRId64 " does not increase over crd[%" PRId64 "] = %"
+                          PRId64 " in the block of parent position %" PRId64 " (a block's "
+                          "coordinates are ascending and unique)", c->t->name, c->l, q, v,
+                          q - 1, prev, q / lv->n);
+  }
+  return TJ_OK;
+}
+
 static bool has_singleton_below(const tj_storage *s, int l) {
   for (int k = l + 1; k < s->order; k++)
     if (s->levels[k].kind == TJ_LVL_SINGLETON) return true;
@@ -267,7 +300,8 @@ static tj_status validate(const tj_tensor *t) {
         !(c.tie_out = calloc((size_t)(lv->crd_len ? lv->crd_len : 1), 1)))
       st = rt_set_error(TJ_ERR_NOMEM, "out of memory validating tensor %s", t->name);
     if (st == TJ_OK)
-      st = lv->kind == TJ_LVL_COMPRESSED ? check_compressed(&c) : check_singleton(&c);
+      st = lv->kind == TJ_LVL_COMPRESSED    ? check_compressed(&c)
+           : lv->kind == TJ_LVL_N_OUT_OF_M ? check_structured(&c) : check_singleton(&c);
     free(tie_in);
     tie_in = c.tie_out;
     P = lv->crd_len;

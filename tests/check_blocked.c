@@ -393,6 +393,196 @@ START_TEST(spmm_bsr) {
 }
 END_TEST
 
+/* The stored blocks of BSR tensor t (block row, block column), as the
+ * string "ib.jb ib.jb ...". */
+static void block_list(tj_tensor *t, char *out, size_t cap) {
+  tj_arrays a;
+  OK(tj_tensor_arrays(t, &a));
+  const int32_t *pos = a.pos[1], *crd = a.crd[1];
+  size_t len = 0;
+  out[0] = 0;
+  for (int64_t ib = 0; ib + 1 < a.pos_len[1]; ib++)
+    for (int32_t p = pos[ib]; p < pos[ib + 1]; p++)
+      len += (size_t)snprintf(out + len, cap - len, "%s%lld.%d", len ? " " : "", (long long)ib,
+                              crd[p]);
+}
+
+/* Runs expr (output first in ops) and, again, its reference into a fresh
+ * output of the same format; the kernel's output must equal want (m x n,
+ * by hand) entry by entry and hold exactly the blocks `blocks`, each
+ * block whole: the stored values past the extents (padding) are zero. */
+static void bsr_output_case(const char *expr, tj_tensor **ops, int nops, const double *want,
+                            const char *blocks) {
+  tj_tensor *a = ops[0];
+  int64_t m = tj_tensor_dim(a, 0), n = tj_tensor_dim(a, 1);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, ops, nops, NULL, NULL, &k));
+  for (int rep = 0; rep < 2; rep++) {   /* a rerun rebuilds, never adds */
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    check_values(a, want, m, n);
+    char got[4096];
+    block_list(a, got, sizeof got);
+    ck_assert_msg(!strcmp(got, blocks), "%s: blocks %s, want %s", expr, got, blocks);
+  }
+  tj_arrays ar;
+  OK(tj_tensor_arrays(a, &ar));
+  const tj_format *f = tj_tensor_format(a);
+  int br = f->lvl_k[0], bc = f->lvl_k[1];
+  ck_assert_int_eq(ar.vals_len, ar.crd_len[1] * br * bc);
+  const int32_t *pos = ar.pos[1], *crd = ar.crd[1];
+  const double *v = ar.vals;
+  for (int64_t ib = 0; ib + 1 < ar.pos_len[1]; ib++)
+    for (int32_t p = pos[ib]; p < pos[ib + 1]; p++)
+      for (int ii = 0; ii < br; ii++)
+        for (int jj = 0; jj < bc; jj++) {
+          int64_t i = ib * br + ii, j = (int64_t)crd[p] * bc + jj;
+          double want_v = i < m && j < n ? want[i * n + j] : 0;
+          ck_assert_msg(v[(p * br + ii) * bc + jj] == want_v, "%s: (%lld,%lld) stores %g",
+                        expr, (long long)i, (long long)j, v[(p * br + ii) * bc + jj]);
+        }
+  /* The reference interpreter agrees. */
+  tj_tensor *r;
+  int64_t dims[2] = {m, n};
+  OK(tj_tensor_new(tj_tensor_name(a), TJ_F64, 2, dims, f, &r));
+  tj_tensor *rops[8];
+  rops[0] = r;
+  for (int e = 1; e < nops; e++) rops[e] = ops[e];
+  OK(tj_reference(expr, rops, nops));
+  check_values(r, want, m, n);
+  tj_tensor_free(r);
+  tj_context_free(cx);
+}
+
+static tj_tensor *named(tj_tensor *t, const char *name) {
+  tj_tensor *c;
+  OK(tj_tensor_convert(t, tj_tensor_format(t), &c));
+  OK(tj_tensor_rename(c, name));
+  tj_tensor_free(t);
+  return c;
+}
+
+/* BSR outputs, pinned by hand on MLIR's 4 x 6 example (2x2 blocks 0.0,
+ * 0.2, 1.1) and a second matrix C with entries (0,2) = 10, (2,3) = 20,
+ * (3,5) = 30 (blocks 0.1, 1.1, 1.2):
+ *   A = B + C: the union, blocks 0.0 0.1 0.2 1.1 1.2, each whole;
+ *   A = B * s: B's blocks;  A = B .* C: both's, 1.1 (7 * 20 = 140);
+ *   A = B .* (x y^T) (sampled dense product): B's blocks. */
+START_TEST(bsr_outputs_by_hand) {
+  tj_format f;
+  OK(tj_format_parse(BSR2, &f));
+  int64_t dims[2] = {4, 6};
+  tj_tensor *b = example(&f), *c, *a;
+  b = named(b, "B");
+  OK(tj_tensor_new("C", TJ_F64, 2, dims, &f, &c));
+  OK(tj_tensor_insert(c, (int64_t[]){0, 2}, 10));
+  OK(tj_tensor_insert(c, (int64_t[]){2, 3}, 20));
+  OK(tj_tensor_insert(c, (int64_t[]){3, 5}, 30));
+  OK(tj_tensor_pack(c));
+  OK(tj_tensor_new("A", TJ_F64, 2, dims, &f, &a));
+  double bd[24] = {0}, sum[24], scaled[24], prod[24] = {0}, sampled[24];
+  for (int e = 0; e < 8; e++) bd[ex_coord[e][0] * 6 + ex_coord[e][1]] = ex_val[e];
+  memcpy(sum, bd, sizeof sum);
+  sum[2] += 10, sum[15] += 20, sum[23] += 30;
+  for (int e = 0; e < 24; e++) scaled[e] = bd[e] * 2.5;
+  prod[15] = 7 * 20;
+  double xv[4] = {1, -2, 3, 0.5}, yv[6] = {2, 1, -1, 4, 0.25, 3};
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 6; j++) sampled[i * 6 + j] = bd[i * 6 + j] * xv[i] * yv[j];
+  int64_t four = 4, six = 6;
+  double sv = 2.5;
+  tj_tensor *s;
+  OK(tj_tensor_new("s", TJ_F64, 0, NULL, NULL, &s));
+  OK(tj_tensor_insert(s, NULL, sv));
+  OK(tj_tensor_pack(s));
+  tj_tensor *x = dense_tensor("x", 1, &four, xv),
+            *y = dense_tensor("y", 1, &six, yv);
+  bsr_output_case("A(i,j) = B(i,j) + C(i,j)", (tj_tensor *[]){a, b, c}, 3, sum,
+                  "0.0 0.1 0.2 1.1 1.2");
+  bsr_output_case("A(i,j) = B(i,j) * s", (tj_tensor *[]){a, b, s}, 3, scaled, "0.0 0.2 1.1");
+  bsr_output_case("A(i,j) = B(i,j) * C(i,j)", (tj_tensor *[]){a, b, c}, 3, prod, "1.1");
+  bsr_output_case("A(i,j) = B(i,j) * x(i) * y(j)", (tj_tensor *[]){a, b, x, y}, 4, sampled,
+                  "0.0 0.2 1.1");
+  tj_tensor_free(a), tj_tensor_free(b), tj_tensor_free(c);
+  tj_tensor_free(s), tj_tensor_free(x), tj_tensor_free(y);
+}
+END_TEST
+
+/* BSR outputs at sizes that are and are not block multiples, against
+ * plain loops over dense copies: the union B + C, a scaled copy, the
+ * sampled product B .* (U V) (SDDMM, a sum over k inside each stored
+ * block), B + 1 (every block stored; its padding must stay 0) and
+ * A += B (A's blocks and B's). */
+static void bsr_output_sizes(const char *spec, int64_t m, int64_t n, int br, int bc) {
+  double *bd, *cd, *ad0;
+  tj_tensor *b = named(blocked_matrix(spec, m, n, br, bc, 3, &bd), "B");
+  tj_tensor *c = named(blocked_matrix(spec, m, n, br, bc, 4, &cd), "C");
+  int64_t mn = m * n, p = 3, ud[2] = {m, p}, vd[2] = {p, n};
+  double *want = malloc(sizeof *want * (size_t)mn), *uv = malloc(sizeof *uv * (size_t)(m * p)),
+         *vv = malloc(sizeof *vv * (size_t)(p * n));
+  for (int64_t e = 0; e < m * p; e++) uv[e] = (double)(e % 5) - 2;
+  for (int64_t e = 0; e < p * n; e++) vv[e] = (double)(e % 3) + 1;
+  tj_tensor *u = dense_tensor("U", 2, ud, uv), *v = dense_tensor("V", 2, vd, vv), *a;
+  tj_format f;
+  OK(tj_format_parse(spec, &f));
+  int64_t dims[2] = {m, n};
+  OK(tj_tensor_new("A", TJ_F64, 2, dims, &f, &a));
+  /* The stored blocks of the union, by the dense copies' block grids. */
+  char blocks[8192], bblocks[8192], all[8192];
+  size_t len = 0, blen = 0, alen = 0;
+  for (int64_t ib = 0; ib < (m + br - 1) / br; ib++)
+    for (int64_t jb = 0; jb < (n + bc - 1) / bc; jb++) {
+      bool inb = false, inc = false;
+      for (int64_t i = ib * br; i < (ib + 1) * br && i < m; i++)
+        for (int64_t j = jb * bc; j < (jb + 1) * bc && j < n; j++)
+          inb |= bd[i * n + j] != 0, inc |= cd[i * n + j] != 0;
+      char one[32];
+      snprintf(one, sizeof one, "%lld.%lld", (long long)ib, (long long)jb);
+      if (inb || inc) len += (size_t)snprintf(blocks + len, sizeof blocks - len, "%s%s", len ? " " : "", one);
+      if (inb) blen += (size_t)snprintf(bblocks + blen, sizeof bblocks - blen, "%s%s", blen ? " " : "", one);
+      alen += (size_t)snprintf(all + alen, sizeof all - alen, "%s%s", alen ? " " : "", one);
+    }
+  for (int64_t e = 0; e < mn; e++) want[e] = bd[e] + cd[e];
+  bsr_output_case("A(i,j) = B(i,j) + C(i,j)", (tj_tensor *[]){a, b, c}, 3, want, blocks);
+  for (int64_t e = 0; e < mn; e++) want[e] = -bd[e];
+  bsr_output_case("A(i,j) = -B(i,j)", (tj_tensor *[]){a, b}, 2, want, bblocks);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double t = 0;
+      for (int64_t k = 0; k < p; k++) t += uv[i * p + k] * vv[k * n + j];
+      want[i * n + j] = bd[i * n + j] * t;
+    }
+  bsr_output_case("A(i,j) = B(i,j) * U(i,k) * V(k,j)", (tj_tensor *[]){a, b, u, v}, 4, want,
+                  bblocks);
+  for (int64_t e = 0; e < mn; e++) want[e] = bd[e] + 1;
+  bsr_output_case("A(i,j) = B(i,j) + 1", (tj_tensor *[]){a, b}, 2, want, all);
+  /* A += B: A starts as C. */
+  tj_tensor_free(a);
+  a = named(blocked_matrix(spec, m, n, br, bc, 4, &ad0), "A");
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "A(i,j) += B(i,j)", (tj_tensor *[]){a, b}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t e = 0; e < mn; e++) want[e] = bd[e] + cd[e];
+  check_values(a, want, m, n);
+  char got[8192];
+  block_list(a, got, sizeof got);
+  ck_assert_str_eq(got, blocks);
+  tj_context_free(cx);
+  tj_tensor_free(a), tj_tensor_free(b), tj_tensor_free(c), tj_tensor_free(u), tj_tensor_free(v);
+  free(bd), free(cd), free(ad0), free(want), free(uv), free(vv);
+}
+
+START_TEST(bsr_outputs) {
+  bsr_output_sizes("dsdd:0/4,1/4,0%4,1%4", 16, 24, 4, 4);
+  bsr_output_sizes("dsdd:0/4,1/4,0%4,1%4", 18, 23, 4, 4);
+  bsr_output_sizes("dsdd:0/2,1/3,0%2,1%3", 7, 5, 2, 3);
+  bsr_output_sizes("dsdd:0/8,1/8,0%8,1%8", 21, 13, 8, 8);
+}
+END_TEST
+
 /* How often needle occurs in text. */
 static int count(const char *text, const char *needle) {
   int n = 0;
@@ -477,7 +667,12 @@ START_TEST(refuses_unsupported_kernels) {
   OK(tj_tensor_pack(xs));
   OK(tj_tensor_new("B", TJ_F64, 2, d2, tj_tensor_format(a), &b));
   OK(tj_tensor_pack(b));
-  compile_refused("B(i,j) = A(i,j)", (tj_tensor *[]){b, a}, 2, NULL, "blocked outputs are not");
+  /* A blocked output from a sparse operand indexed by a blocked index, and
+   * from a product the rewritten kernel cannot scatter into blocks. */
+  compile_refused("B(i,j) = A(i,j) * x(j)", (tj_tensor *[]){b, a, xs}, 3, NULL,
+                  "needs a dense tensor");
+  compile_refused("B(i,j) = A(i,k) * A(k,j)", (tj_tensor *[]){b, a}, 2, NULL,
+                  "cannot be computed into blocked output B");
   compile_refused("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, xs}, 3, NULL,
                   "needs a dense tensor");
   compile_refused("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, "parallelize(i)",
@@ -521,6 +716,8 @@ int main(void) {
   tcase_add_test(tc, spmm_bsr);
   tcase_add_test(tc, wraps_bsr_arrays);
   tcase_add_test(tc, spmm_bsr_is_register_blocked);
+  tcase_add_test(tc, bsr_outputs_by_hand);
+  tcase_add_test(tc, bsr_outputs);
   tcase_add_test(tc, refuses_unsupported_kernels);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

@@ -8,7 +8,8 @@
  * matrix and keeps every value, checked against the dense array it was
  * built from. A target that cannot hold the data (3 nonzeros in a 4-block
  * under 2:4, a coordinate past an 8-bit crdWidth) is refused with a
- * message naming it. */
+ * message naming it. Kernels writing blocked and 2:4 outputs agree with
+ * conversion. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,50 @@ START_TEST(matrix_pairs) {
 }
 END_TEST
 
+/* Blocked and n_out_of_m formats as kernel outputs: O(i,j) = A(i,j) from
+ * a dense A and from A in O's own format (an index has one block size per
+ * kernel) gives what tj_tensor_convert gives: every value of the matrix,
+ * and for BSR the same stored blocks (the arrays compared one by one). */
+static const char *const blocked_out[] = {
+    "dsdd:0/2,1/2,0%2,1%2", "dsdd:0/4,1/4,0%4,1%4", "sssd:0/2,1/3,0%2,1%3",
+    "ddn2:0,1/4,1%4", "dsn2:0,1/4,1%4",
+    ("(i, j) -> (i floordiv 2 : dense, j floordiv 4 : compressed, i mod 2 : dense, "
+     "j mod 4 : dense), crdWidth = 16")};
+#define NBOUT ((int)(sizeof blocked_out / sizeof blocked_out[0]))
+
+/* _i = target * 2 + (source is the target's format) */
+START_TEST(kernel_outputs) {
+  const char *to = blocked_out[_i / 2], *from = _i % 2 ? to : "dd";
+  double d[R][C];
+  fill(d);
+  tj_tensor *base, *a = make(from, d, &base), *o, *conv;
+  tj_format f = parse(to);
+  OK(tj_tensor_new("O", TJ_F64, 2, (int64_t[]){R, C}, &f, &o));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "O(i,j) = A(i,j)", (tj_tensor *[]){o, a}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  char what[512];
+  snprintf(what, sizeof what, "O(i,j) = A(i,j), %s -> %s", from, to);
+  same_values(o, d, what);
+  OK(tj_tensor_convert(a, &f, &conv));
+  if (_i % 2) {   /* from the same format: the very arrays convert builds */
+    tj_arrays x, y;
+    OK(tj_tensor_arrays(o, &x));
+    OK(tj_tensor_arrays(conv, &y));
+    ck_assert_int_eq(x.vals_len, y.vals_len);
+    ck_assert(!memcmp(x.vals, y.vals, sizeof(double) * (size_t)x.vals_len));
+    for (int l = 0; l < f.order; l++) {
+      ck_assert_int_eq(x.pos_len[l], y.pos_len[l]);
+      ck_assert_int_eq(x.crd_len[l], y.crd_len[l]);
+    }
+  }
+  tj_context_free(cx);
+  tj_tensor_free(conv), tj_tensor_free(o), tj_tensor_free(a), tj_tensor_free(base);
+}
+END_TEST
+
 /* Order 3: every pair of CSF variants, COO-3, dense and blocked. */
 static const char *const ord3[] = {"sss", "dss", "sss:2,0,1", "sds", "ssd:1,0,2", "uqq",
                                    "ddd", "dsd", "ddsd:0,1,2/2,2%2", "dsss:0,1/2,2,1%2"};
@@ -208,6 +253,7 @@ int main(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_loop_test(tc, matrix_pairs, 0, NMAT * NMAT);
   tcase_add_loop_test(tc, order3_pairs, 0, NORD3 * NORD3);
+  tcase_add_loop_test(tc, kernel_outputs, 0, NBOUT * 2);
   tcase_add_test(tc, refusals);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

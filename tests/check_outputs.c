@@ -171,16 +171,19 @@ START_TEST(min_plus) {
 }
 END_TEST
 
-/* SpGEMM into a CSR that holds entries (the sum over k nests inside the
- * union's loop over j, so a row stores every j; the values are pinned, and
- * that the union's cells are among the stored):
+/* SpGEMM into a CSR that holds entries: the sum runs on its own into a
+ * temporary, so A keeps exactly the union of its pattern and the
+ * product's (not every column of a row):
  *   A = [1 0 0]   B = [1 2]   C = [0 1 0]   B*C = [6 1 0]
  *       [0 0 5]       [0 0]       [3 0 0]         [0 0 0]
- *   A + B*C = [7 1 0; 0 0 5]. */
+ *   A + B*C = [7 1 0; 0 0 5], stored (0,0), (0,1), (1,2);
+ * ASSEMBLE then COMPUTE gives the same, and COMPUTE again adds B*C once
+ * more: [13 2 0; 0 0 5]. */
 START_TEST(spgemm) {
   int64_t da[2] = {2, 3}, db[2] = {2, 2}, dc[2] = {2, 3};
   const double a[6] = {1, 0, 0, 0, 0, 5}, b[4] = {1, 2, 0, 0}, c[6] = {0, 1, 0, 3, 0, 0};
   const char *fmts[] = {"ds", "ss", "do"};
+  unsigned char stored[6] = {1, 1, 0, 0, 0, 1};
   for (int f = 0; f < 3; f++) {
     tj_tensor *ops[3] = {tu_tensor("A", fmts[f], 2, da, a), tu_tensor("B", "ds", 2, db, b),
                          tu_tensor("C", "ds", 2, dc, c)};
@@ -188,16 +191,63 @@ START_TEST(spgemm) {
     OK(tj_context_new(&cx));
     tj_kernel *k = compile(cx, "A(i,j) += B(i,k) * C(k,j)", ops, 3, NULL);
     OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-    double want[6] = {7, 1, 0, 0, 0, 5}, v[6];
-    unsigned char stored[6] = {1, 1, 0, 0, 0, 1}, st[6];
-    dense_of(ops[0], v, st, 6);
-    for (int c = 0; c < 6; c++) {
-      ck_assert_msg(v[c] == want[c], "%s: cell %d is %g, want %g", fmts[f], c, v[c], want[c]);
-      ck_assert_msg(st[c] || !stored[c], "%s: cell %d not stored", fmts[f], c);
-    }
+    double want[6] = {7, 1, 0, 0, 0, 5}, again[6] = {13, 2, 0, 0, 0, 5};
+    expect(ops[0], want, stored, 6, fmts[f]);
+    tj_tensor_free(ops[0]);
+    ops[0] = tu_tensor("A", fmts[f], 2, da, a);
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, ops, 3));
+    expect(ops[0], a, stored, 6, fmts[f]);   /* the union, A's values kept */
+    OK(tj_kernel_run(k, TJ_COMPUTE, ops, 3));
+    expect(ops[0], want, stored, 6, fmts[f]);
+    OK(tj_kernel_run(k, TJ_COMPUTE, ops, 3));
+    expect(ops[0], again, stored, 6, fmts[f]);
     tj_context_free(cx);
     for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
   }
+}
+END_TEST
+
+/* The same at 40 x 30 (k 25) against plain loops: A stores its old cells
+ * and those (i,j) with B(i,k) and C(k,j) both stored for some k (a
+ * cancelling sum stays stored), and nothing else. */
+START_TEST(spgemm_pattern_exact) {
+  enum { M = 40, N = 30, K = 25 };
+  static double a[M * N], b[M * K], c[K * N], want[M * N];
+  static unsigned char stored[M * N];
+  unsigned s = 99;
+  for (int e = 0; e < M * N; e++) a[e] = (s = s * 1103515245u + 12345u) % 23 == 0 ? 1 + e % 5 : 0;
+  for (int e = 0; e < M * K; e++) b[e] = (s = s * 1103515245u + 12345u) % 17 == 0 ? 1 + e % 3 : 0;
+  for (int e = 0; e < K * N; e++) c[e] = (s = s * 1103515245u + 12345u) % 13 == 0 ? (e % 2 ? 2 : -2) : 0;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double v = a[i * N + j];
+      bool st = v != 0;
+      for (int k = 0; k < K; k++)
+        if (b[i * K + k] != 0 && c[k * N + j] != 0) v += b[i * K + k] * c[k * N + j], st = true;
+      want[i * N + j] = v, stored[i * N + j] = st;
+    }
+  int64_t da[2] = {M, N}, db[2] = {M, K}, dc[2] = {K, N};
+  tj_tensor *ops[3] = {tu_tensor("A", "ds", 2, da, a), tu_tensor("B", "ds", 2, db, b),
+                       tu_tensor("C", "ds", 2, dc, c)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) += B(i,k) * C(k,j)", ops, 3, NULL);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(ops[0], want, stored, M * N, "A += B*C");
+  /* Both kernels print, the temporary's first; B's format is reported. */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  OK(tj_kernel_print(k, TJ_STAGE_NOTATION, f));
+  fclose(f);
+  ck_assert_str_eq(text, "A_sum(i,j) = B(i,k) * C(k,j)\nA(i,j) = A_old(i,j) + A_sum(i,j)\n");
+  free(text);
+  tj_format fb;
+  int converted;
+  OK(tj_kernel_operand_format(k, "B", &fb, &converted));
+  ck_assert_str_eq(fb.levels, "ds");
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
 }
 END_TEST
 
@@ -510,6 +560,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, csr_arrays);
   tcase_add_test(tc, min_plus);
   tcase_add_test(tc, spgemm);
+  tcase_add_test(tc, spgemm_pattern_exact);
   tcase_add_test(tc, order3);
   tcase_add_loop_test(tc, random_against_loops, 0, 2 * N_OUT_FORMATS);
   tcase_add_test(tc, wrapped_output);

@@ -5,7 +5,9 @@
  * hand, get / unpack / convert, the refusal of a block that does not fit
  * (naming the block), kernels (SpMV, SpMM, blocks under a compressed level)
  * against plain loops over the same data at sizes that are and are not
- * multiples of m, and refused outputs and wrapping. */
+ * multiples of m, n_out_of_m outputs (by hand, against plain loops, and
+ * the run error when a block does not fit), and wrapping the caller's
+ * arrays (checked as pack checks). */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,24 +261,232 @@ START_TEST(kernels_match_plain_loops) {
 }
 END_TEST
 
-START_TEST(refuses_outputs_and_wrapping) {
-  tj_tensor *a = small("ds", "A"), *o = small("ddn2:0,1/4,1%4", "O");
+/* The crd and vals arrays of n_out_of_m tensor t against want (by hand). */
+static void check_nm_arrays(tj_tensor *t, const int32_t *crd, const double *vals, int64_t len) {
+  tj_arrays ar;
+  OK(tj_tensor_arrays(t, &ar));
+  ck_assert_int_eq(ar.crd_len[2], len);
+  ck_assert_int_eq(ar.vals_len, len);
+  for (int64_t k = 0; k < len; k++) {
+    ck_assert_msg(((int32_t *)ar.crd[2])[k] == crd[k], "crd[%lld] = %d, want %d", (long long)k,
+                  ((int32_t *)ar.crd[2])[k], crd[k]);
+    ck_assert_msg(((double *)ar.vals)[k] == vals[k], "vals[%lld] = %g, want %g", (long long)k,
+                  ((double *)ar.vals)[k], vals[k]);
+  }
+}
+
+/* n_out_of_m outputs, on the 2 x 10 example B (blocks 0..3, 4..7, 8..9 +
+ * padding), by hand:
+ *   O = B * 2: B's slots, values doubled (crd {0,2, 0,3, 0,1 | 0,1 x3});
+ *   O = B .* M (M dense, 1 at even columns, 3 at odd ones): B's slots,
+ *     values 1*1, 2*1 | 0, 3*3 | 0, 4*3 | 0, 0 | 5*1, 6*3 | 0, 0;
+ *   O += B (O = B before): 2B; ASSEMBLE then COMPUTE give O = B * 2 too;
+ *   O = B + C with C(0,1) = 7 puts 3 nonzeros in block (0, 0..3): the run
+ *     fails naming it and O is left empty, never a wrong 2:4 tensor. */
+START_TEST(structured_outputs_by_hand) {
+  tj_tensor *b = small("ddn2:0,1/4,1%4", "B"), *o = small("ddn2:0,1/4,1%4", "O");
+  int32_t crd[12] = {0, 2, 0, 3, 0, 1, 0, 1, 0, 1, 0, 1};
+  double twice[12] = {2, 4, 0, 6, 0, 8, 0, 0, 10, 12, 0, 0};
+  double masked[12] = {1, 2, 0, 9, 0, 12, 0, 0, 5, 18, 0, 0};
+  tj_format dn = parse("dd");
+  tj_tensor *mask;
+  OK(tj_tensor_new("M", TJ_F64, 2, dims2x10, &dn, &mask));
+  for (int64_t i = 0; i < 2; i++)
+    for (int64_t j = 0; j < 10; j++) OK(tj_tensor_insert(mask, (int64_t[]){i, j}, j % 2 ? 3 : 1));
+  OK(tj_tensor_pack(mask));
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_kernel *k;
-  ck_assert_int_ne(tj_compile(cx, "O(i,j) = A(i,j)", (tj_tensor *[]){o, a}, 2, NULL, NULL, &k),
-                   TJ_OK);
-  ck_assert_msg(strstr(tj_last_error(), "output O"), "%s", tj_last_error());
+  OK(tj_compile(cx, "O(i,j) += B(i,j)", (tj_tensor *[]){o, b}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  check_nm_arrays(o, crd, twice, 12);
+  OK(tj_compile(cx, "O(i,j) = B(i,j) * 2", (tj_tensor *[]){o, b}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+  OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  check_nm_arrays(o, crd, twice, 12);
+  OK(tj_compile(cx, "O(i,j) = B(i,j) * M(i,j)", (tj_tensor *[]){o, b, mask}, 3, NULL, NULL, &k));
+  for (int rep = 0; rep < 2; rep++) {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    check_nm_arrays(o, crd, masked, 12);
+  }
+  /* The reference interpreter agrees. */
+  tj_tensor *r = small("ddn2:0,1/4,1%4", "O");
+  OK(tj_reference("O(i,j) = B(i,j) * M(i,j)", (tj_tensor *[]){r, b, mask}, 3));
+  check_nm_arrays(r, crd, masked, 12);
+  tj_tensor_free(r);
+  tj_format nm = parse("ddn2:0,1/4,1%4");
+  tj_tensor *c;
+  OK(tj_tensor_new("C", TJ_F64, 2, dims2x10, &nm, &c));
+  OK(tj_tensor_insert(c, (int64_t[]){0, 1}, 7));
+  OK(tj_tensor_pack(c));
+  OK(tj_compile(cx, "O(i,j) = B(i,j) + C(i,j)", (tj_tensor *[]){o, b, c}, 3, NULL, NULL, &k));
+  ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, NULL, 0), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "tensor O: the block at (0, 0..3) holds 3 nonzeros; "
+                                        "n_out_of_m 2:4 stores at most 2 per block"),
+                "%s", tj_last_error());
+  ck_assert_int_eq(tj_tensor_nnz(o), 0);
+  /* C(0,1) = -1 would cancel nothing: with C(0,2) = -2 the block holds
+   * 1 at 0, 7 at 1 and 0 at 2, which fits (a zero is no nonzero). */
+  OK(tj_tensor_insert(c, (int64_t[]){0, 2}, -2));
+  OK(tj_tensor_pack(c));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double v;
+  OK(tj_tensor_get(o, (int64_t[]){0, 1}, &v));
+  ck_assert_double_eq(v, 7);
+  OK(tj_tensor_get(o, (int64_t[]){0, 2}, &v));
+  ck_assert_double_eq(v, 0);
   tj_context_free(cx);
+  tj_tensor_free(b), tj_tensor_free(o), tj_tensor_free(c), tj_tensor_free(mask);
+}
+END_TEST
+
+/* n_out_of_m outputs against plain loops at sizes that are and are not
+ * multiples of m: O = A * 3 and the sampled product O = A .* (U V). */
+START_TEST(structured_outputs_match_plain_loops) {
+  const char *specs[] = {"ddn2:0,1/4,1%4", "dsn2:0,1/4,1%4", "ddn1:0,1/2,1%2", "dsn3:0,1/8,1%8"};
+  int ns[] = {2, 2, 1, 3}, ms[] = {4, 4, 2, 8};
+  int64_t sizes[][2] = {{8, 16}, {7, 13}};
+  for (int sp = 0; sp < 4; sp++)
+    for (int sz = 0; sz < 2; sz++) {
+      int64_t R = sizes[sz][0], C = sizes[sz][1], P = 3;
+      double *d = malloc(sizeof *d * (size_t)(R * C));
+      tj_tensor *a = random_nm(specs[sp], R, C, ns[sp], ms[sp], (unsigned)(sp * 7 + sz), d);
+      tj_format f = parse(specs[sp]), dn = parse("dd");
+      tj_tensor *o, *u, *w;
+      OK(tj_tensor_new("O", TJ_F64, 2, (int64_t[]){R, C}, &f, &o));
+      OK(tj_tensor_new("U", TJ_F64, 2, (int64_t[]){R, P}, &dn, &u));
+      OK(tj_tensor_new("V", TJ_F64, 2, (int64_t[]){P, C}, &dn, &w));
+      for (int64_t i = 0; i < R; i++)
+        for (int64_t kk = 0; kk < P; kk++) OK(tj_tensor_insert(u, (int64_t[]){i, kk}, (double)((i + kk) % 4) - 1));
+      for (int64_t kk = 0; kk < P; kk++)
+        for (int64_t j = 0; j < C; j++) OK(tj_tensor_insert(w, (int64_t[]){kk, j}, (double)((2 * j + kk) % 5)));
+      OK(tj_tensor_pack(u));
+      OK(tj_tensor_pack(w));
+      tj_context *cx;
+      OK(tj_context_new(&cx));
+      tj_kernel *k;
+      for (int e = 0; e < 2; e++) {
+        const char *expr = e ? "O(i,j) = A(i,j) * U(i,k) * V(k,j)" : "O(i,j) = A(i,j) * 3";
+        OK(tj_compile(cx, expr, (tj_tensor *[]){o, a, u, w}, e ? 4 : 2, NULL, NULL, &k));
+        OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+        for (int64_t i = 0; i < R; i++)
+          for (int64_t j = 0; j < C; j++) {
+            double want = d[i * C + j], v;
+            if (e) {
+              double t = 0;
+              for (int64_t kk = 0; kk < P; kk++)
+                t += (double)((i + kk) % 4 - 1) * (double)((2 * j + kk) % 5);
+              want *= t;
+            } else {
+              want *= 3;
+            }
+            OK(tj_tensor_get(o, (int64_t[]){i, j}, &v));
+            ck_assert_msg(v == want, "%s %s: O(%lld,%lld) = %g, want %g", specs[sp], expr,
+                          (long long)i, (long long)j, v, want);
+          }
+      }
+      tj_context_free(cx);
+      free(d);
+      tj_tensor_free(a), tj_tensor_free(o), tj_tensor_free(u), tj_tensor_free(w);
+    }
+}
+END_TEST
+
+/* The 2 x 10 example's arrays wrapped without a copy: the same arrays come
+ * back, get reads them, SpMV over them gives y by hand, a kernel writing a
+ * wrapped 2:4 output leaves the caller's arrays alone; a block's
+ * coordinates out of range or not ascending, a wrong length and a pos
+ * array are refused, naming them. */
+START_TEST(wraps_structured_arrays) {
   tj_format f = parse("ddn2:0,1/4,1%4");
-  int32_t crd[12] = {0};
-  double vals[12] = {0};
+  int32_t crd[12] = {0, 2, 0, 3, 0, 1, 0, 1, 0, 1, 0, 1};
+  double vals[12] = {1, 2, 0, 3, 0, 4, 0, 0, 5, 6, 0, 0};
   tj_arrays ar = {.dtype = TJ_F64, .order = 2, .dims = dims2x10, .fmt = &f};
   ar.crd[2] = crd, ar.crd_len[2] = 12, ar.vals = vals, ar.vals_len = 12;
   tj_tensor *w;
-  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_UNSUPPORTED);
-  ck_assert_msg(strstr(tj_last_error(), "wrapping n_out_of_m levels"), "%s", tj_last_error());
-  tj_tensor_free(a), tj_tensor_free(o);
+  OK(tj_tensor_wrap("W", &ar, 0, &w));
+  tj_arrays back;
+  OK(tj_tensor_arrays(w, &back));
+  ck_assert_ptr_eq(back.crd[2], crd);
+  ck_assert_ptr_eq(back.vals, vals);
+  double v;
+  OK(tj_tensor_get(w, (int64_t[]){0, 9}, &v));
+  ck_assert_double_eq(v, 4);
+  OK(tj_tensor_get(w, (int64_t[]){1, 5}, &v));
+  ck_assert_double_eq(v, 6);
+  /* y = W x, x = 1..10: 1*1 + 2*3 + 3*8 + 4*10 = 71, 5*5 + 6*6 = 61 */
+  int64_t ten = 10, two = 2;
+  tj_tensor *x, *y;
+  OK(tj_tensor_new("x", TJ_F64, 1, &ten, NULL, &x));
+  for (int64_t j = 0; j < 10; j++) OK(tj_tensor_insert(x, &j, (double)(j + 1)));
+  OK(tj_tensor_pack(x));
+  OK(tj_tensor_new("y", TJ_F64, 1, &two, NULL, &y));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = W(i,j) * x(j)", (tj_tensor *[]){y, w, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_tensor_get(y, (int64_t[]){0}, &v));
+  ck_assert_double_eq(v, 71);
+  OK(tj_tensor_get(y, (int64_t[]){1}, &v));
+  ck_assert_double_eq(v, 61);
+  /* A wrapped output is written in place (its arrays fit the result). */
+  int32_t ocrd[12] = {0};
+  double ovals[12] = {0};
+  for (int q = 0; q < 12; q++) ocrd[q] = q % 2;
+  tj_arrays oa = ar;
+  oa.crd[2] = ocrd, oa.vals = ovals;
+  tj_tensor *o;
+  OK(tj_tensor_wrap("O", &oa, 0, &o));
+  OK(tj_compile(cx, "O(i,j) = W(i,j) * 2", (tj_tensor *[]){o, w}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_tensor_get(o, (int64_t[]){0, 7}, &v));
+  ck_assert_double_eq(v, 6);
+  ck_assert_double_eq(ovals[3], 6);   /* written in place: the caller's arrays */
+  ck_assert_int_eq(ocrd[3], 3);
+  OK(tj_tensor_arrays(o, &back));
+  ck_assert_ptr_eq(back.vals, ovals);
+  ck_assert_ptr_eq(back.crd[2], ocrd);
+  tj_context_free(cx);
+  tj_tensor_free(o), tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(w);
+  ck_assert_double_eq(vals[5], 4);   /* the caller's arrays outlive the tensor */
+  /* dsn2: the blocks of a row compressed (row 0: blocks 0 and 1; row 1:
+   * block 1), pos and crd on level 1, crd only on level 2 */
+  tj_format g = parse("dsn2:0,1/4,1%4");
+  int32_t pos1[3] = {0, 2, 3}, crd1[3] = {0, 1, 1}, crd2[6] = {0, 2, 0, 3, 0, 1};
+  double v2[6] = {1, 2, 0, 3, 5, 6};
+  tj_arrays ga = {.dtype = TJ_F64, .order = 2, .dims = dims2x10, .fmt = &g, .vals = v2,
+                  .vals_len = 6};
+  ga.pos[1] = pos1, ga.pos_len[1] = 3, ga.crd[1] = crd1, ga.crd_len[1] = 3;
+  ga.crd[2] = crd2, ga.crd_len[2] = 6;
+  OK(tj_tensor_wrap("G", &ga, 0, &w));
+  OK(tj_tensor_get(w, (int64_t[]){1, 4}, &v));
+  ck_assert_double_eq(v, 5);
+  OK(tj_tensor_get(w, (int64_t[]){0, 7}, &v));
+  ck_assert_double_eq(v, 3);
+  tj_tensor_free(w);
+  /* refusals */
+  crd[3] = 4;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "level 2 (n_out_of_m): crd[3] = 4 is out of range 0..3"),
+                "%s", tj_last_error());
+  crd[3] = 0;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "crd[3] = 0 does not increase over crd[2] = 0 in the "
+                                        "block of parent position 1"), "%s", tj_last_error());
+  crd[3] = 3;
+  ar.crd_len[2] = 10;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_SHAPE);
+  ck_assert_msg(strstr(tj_last_error(), "needs a crd array of 12 entries (2 per parent "
+                                        "position), got 10"), "%s", tj_last_error());
+  ar.crd_len[2] = 12;
+  int32_t junk[7] = {0};
+  ar.pos[2] = junk, ar.pos_len[2] = 7;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_INVALID);
+  ck_assert_msg(strstr(tj_last_error(), "takes no pos array"), "%s", tj_last_error());
+  ar.pos[2] = NULL, ar.pos_len[2] = 0;
+  OK(tj_tensor_wrap("W", &ar, 0, &w));   /* mended: wraps again */
+  tj_tensor_free(w);
 }
 END_TEST
 
@@ -288,7 +498,9 @@ int main(void) {
   tcase_add_test(tc, packs_reads_and_converts);
   tcase_add_test(tc, refuses_blocks_that_do_not_fit);
   tcase_add_loop_test(tc, kernels_match_plain_loops, 0, (int)(sizeof cases / sizeof cases[0]));
-  tcase_add_test(tc, refuses_outputs_and_wrapping);
+  tcase_add_test(tc, structured_outputs_by_hand);
+  tcase_add_test(tc, structured_outputs_match_plain_loops);
+  tcase_add_test(tc, wraps_structured_arrays);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

@@ -45,6 +45,11 @@ for f in ds ss uq ds:1,0; do
 done
 expect accumulate_sparse_notation '^A\(i,j\) = A_old\(i,j\) \+ B\(i,j\) \* c\(j\)$' \
   'A(i,j) += B(i,j) * c(j)' -f=A:ds -f=B:ds -print-notation
+BSR4=dsdd:0/4,1/4,0%4,1%4
+expect bsr_output_union "$OK" 'A(i,j) = B(i,j) + C(i,j)' -f=A:$BSR4 -f=B:$BSR4 -f=C:$BSR4 \
+  -d=A:10,13 -g=B:s:0.05 -g=C:s:0.05 -check
+expect structured_output "$OK" 'O(i,j) = B(i,j) * U(i,k) * V(k,j)' -f=O:ddn2:0,1/4,1%4 \
+  -f=B:ddn2:0,1/4,1%4 -d=O:6,10 -d=k:3 -g=B:s:0.5 -g=U:d -g=V:d -check
 expect sparse_mul_sparse_out "$OK" 'C(i,j) = A(i,j) * B(i,j)' -f=A:ds -f=B:ds -f=C:ds \
   -g=A:s:0.3 -g=B:s:0.3 -d=A:20,30 -check
 expect vector_add_sparse "$OK" 'z(i) = x(i) + y(i)' -f=x:s -f=y:s -f=z:s -g=x:s:0.2 \

@@ -105,6 +105,14 @@ expect_fail check_needs_data "-check needs evaluation, but input A has no data" 
 expect_fail time_needs_data "-time needs evaluation, but input A has no data" \
   "$E" -d=A:4,5 -time
 
+# a 2:4 output whose union does not fit: a run error naming the block
+expect_fail structured_output_overflow "n_out_of_m 2:4 stores at most 2 per block" \
+  'A(i,j) = B(i,j) + C(i,j)' -f=A:ddn2:0,1/4,1%4 -f=B:ddn2:0,1/4,1%4 -f=C:ddn2:0,1/4,1%4 \
+  -d=A:6,10 -g=B:s:0.5 -g=C:s:0.5 -o=A:"$TMP/a24.mtx"
+expect_fail bsr_output_spgemm "cannot be computed into blocked output A" \
+  'A(i,j) = B(i,k) * C(k,j)' -f=A:dsdd:0/4,1/4,0%4,1%4 -f=B:dsdd:0/4,1/4,0%4,1%4 \
+  -f=C:dsdd:0/4,1/4,0%4,1%4 -d=A:12,12 -d=k:12 -g=B:s:0.1 -g=C:s:0.1
+
 # views under schedules that would walk the base's arrays, not the slice's
 expect_fail view_out_like "in its format, not a view" \
   'A(i,j) = B(i,j) * C(i,k) * D(k,j)' -f=A:ds -f='B:ds[5:20:1,:]' -g=B:s:0.2 -g=C:d -g=D:d \

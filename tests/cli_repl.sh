@@ -151,6 +151,20 @@ list
 drop c
 list
 info a' 1 '^c: order 1, dims 4' '^b: order 1, dims 3' "error: no tensor named 'a'"
+# blocked tensors made by random, a BSR output (union, +=) and a 2:4 one
+repl_expect blocked_outputs 'A = random(9, 7, "dsdd:0/2,1/2,0%2,1%2", 0.2)
+B = random(9, 7, "dsdd:0/2,1/2,0%2,1%2", 0.2)
+format C "dsdd:0/2,1/2,0%2,1%2"
+C(i,j) = A(i,j) + B(i,j)
+:check
+C(i,j) += A(i,j) * 2
+:check
+W = random(4, 10, "ddn2:0,1/4,1%4", 0.5)
+format O "ddn2:0,1/4,1%4"
+O(i,j) = W(i,j) * 3
+:check' 0 '^A: order 2, dims 9x7, format dsdd:0/2,1/2,0%2,1%2' \
+  '^C: order 2, dims 9x7, format dsdd:0/2,1/2,0%2,1%2' '^O: order 2, dims 4x10, format ddn2' \
+  '^check: ok'
 repl_expect backend_bad ':backend gcc' 1 ':backend gcc: the backend must be llvm or c'
 # :semiring and :def set what the following compiles use and say so (their
 # values are pinned in check_semantics and semantics_numpy.py).

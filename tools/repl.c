@@ -222,8 +222,9 @@ static bool do_create(Repl *r, const char *name, bool random, Arg *args, int n) 
   Pending *p = pending(r, name, false);
   if (p && p->has_fmt) f = p->fmt;
   if (i < n && !parse_format_arg(args[i++].text, &f)) return false;
-  if (f.order != order)
-    return tool_fail("format has %d levels but %d dims were given", f.order, order);
+  if ((f.ndims ? f.ndims : f.order) != order)   /* a blocked format: its dims */
+    return tool_fail("format has %d %s but %d dims were given", f.ndims ? f.ndims : f.order,
+                     f.ndims ? "dims" : "levels", order);
   double density = 0;
   GenKind kind = GEN_DENSE;
   if (random && i < n) {

@@ -1,0 +1,196 @@
+/* `+=` into a sparse output from a sum below its indices (SpGEMM
+ * A(i,j) += B(i,k) * C(k,j)) as two kernels.
+ *
+ * The union form `A = A_old + sum_k(...)` nests the sum inside the loop
+ * over j (the sum is over a subexpression), so j runs over its whole
+ * extent and every column of a row is stored. Here the sum is computed on
+ * its own into a temporary T of A's format (the SpGEMM kernel: i, k, j
+ * through a workspace, so T holds exactly the product's pattern), and the
+ * kernel the caller gets is `A(i,j) += T(i,j)`, the union of A's pattern
+ * and T's (drv_front_end's += rewrite). A run evaluates T, then runs the
+ * union kernel in the phase asked for: ASSEMBLE keeps A's values on the
+ * union, COMPUTE adds T's, as for any += into a sparse output.
+ * Used only where it compiles: anything else keeps the union form.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/level.h"
+#include "driver.h"
+
+#define ACC_NAME 64
+
+struct DrvAccum {
+  tj_kernel *sum;   /* T = rhs, owned (not in the context's list) */
+  tj_tensor *t;     /* the compile's T, owned; each run makes its own, so
+                       concurrent runs of the kernel share nothing */
+  int norig;
+  tj_tensor *orig[NT_MAX_TENSORS];   /* the compile's operands */
+};
+
+static const char *ident(const char *p, char *buf) {
+  size_t k = 0;
+  while (isalnum((unsigned char)*p) || *p == '_') {
+    if (k + 1 < ACC_NAME) buf[k++] = *p;
+    p++;
+  }
+  buf[k] = 0;
+  return p;
+}
+
+static const char *skip_ws(const char *p) {
+  while (isspace((unsigned char)*p)) p++;
+  return p;
+}
+
+static tj_tensor *operand_named(tj_tensor *const *ops, int n, const char *name) {
+  for (int k = 0; k < n; k++)
+    if (ops[k] && !strcmp(tj_tensor_name(ops[k]), name)) return ops[k];
+  return NULL;
+}
+
+/* The `+=` assignment's parts: the output's name, its index list text
+ * `(i,j)` (from its '(' to its ')'), and the rhs; false when expr is no
+ * `name(idx) += rhs`. */
+typedef struct AccParts {
+  char out[ACC_NAME];
+  const char *idx, *idx_end, *rhs;
+  char names[8][ACC_NAME];   /* the output's indices */
+  int n;
+} AccParts;
+
+static bool parts(const char *expr, AccParts *p) {
+  const char *q = skip_ws(expr);
+  if (!(isalpha((unsigned char)*q) || *q == '_')) return false;
+  q = skip_ws(ident(q, p->out));
+  if (*q != '(') return false;
+  p->idx = q;
+  p->n = 0;
+  q = skip_ws(q + 1);
+  while (*q != ')') {
+    if (p->n == 8 || !(isalpha((unsigned char)*q) || *q == '_')) return false;
+    q = skip_ws(ident(q, p->names[p->n++]));
+    if (*q == ',') q = skip_ws(q + 1);
+    else if (*q != ')') return false;
+  }
+  p->idx_end = q + 1;
+  q = skip_ws(q + 1);
+  if (q[0] != '+' || q[1] != '=') return false;
+  p->rhs = q + 2;
+  return true;
+}
+
+/* Whether the rhs names an index the output lacks: an identifier that is
+ * no operand, no function (followed by '(') and no number. A false
+ * positive (a reduction's operator name) only costs the temporary. */
+static bool sums_below(const AccParts *p, tj_tensor *const *ops, int n) {
+  for (const char *q = p->rhs; *q;) {
+    if (isdigit((unsigned char)*q) || (*q == '.' && isdigit((unsigned char)q[1]))) {
+      while (isalnum((unsigned char)*q) || *q == '.' ||
+             ((*q == '+' || *q == '-') && (q[-1] == 'e' || q[-1] == 'E')))
+        q++;
+      continue;
+    }
+    if (!(isalpha((unsigned char)*q) || *q == '_')) {
+      q++;
+      continue;
+    }
+    char name[ACC_NAME];
+    q = ident(q, name);
+    if (*skip_ws(q) == '(' || operand_named(ops, n, name)) continue;
+    bool out = false;
+    for (int k = 0; k < p->n && !out; k++) out = !strcmp(p->names[k], name);
+    if (!out) return true;
+  }
+  return false;
+}
+
+bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n) {
+  AccParts p;
+  if (!parts(expr, &p)) return false;
+  tj_tensor *out = operand_named(ops, n, p.out);
+  return out && !out->blocked && !out->base && lv_format_has_sparse(tj_tensor_format(out)) &&
+         sums_below(&p, ops, n);
+}
+
+tj_kernel *drv_accum_sum(const DrvAccum *a) { return a->sum; }
+
+void drv_accum_free(DrvAccum *a) {
+  if (!a) return;
+  drv_kernel_drop(a->sum);
+  tj_tensor_free(a->t);
+  free(a);
+}
+
+/* "<prefix><name><middle><idx><suffix>" (malloc'd). */
+static char *join(const char *a, size_t na, const char *b, const char *c, size_t nc,
+                  const char *d) {
+  size_t len = na + strlen(b) + nc + strlen(d) + 1;
+  char *s = malloc(len);
+  if (s) snprintf(s, len, "%.*s%s%.*s%s", (int)na, a, b, (int)nc, c, d);
+  return s;
+}
+
+tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
+                            const char *schedule, const tj_options *opts, tj_kernel **out) {
+  AccParts p;
+  if (n >= NT_MAX_TENSORS || !parts(expr, &p))
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "not a += with a sum below the output");
+  tj_tensor *a = operand_named(ops, n, p.out);
+  char tname[ACC_NAME + 16];
+  snprintf(tname, sizeof tname, "%s_sum", p.out);
+  while (operand_named(ops, n, tname) && strlen(tname) + 1 < sizeof tname) strcat(tname, "_");
+  DrvAccum *acc = calloc(1, sizeof *acc);
+  tj_tensor **ops2 = calloc((size_t)n + 1, sizeof *ops2);
+  size_t nidx = (size_t)(p.idx_end - p.idx);
+  /* T(i,j) = rhs   and   A(i,j) += T(i,j) */
+  char *sum_expr = join(tname, strlen(tname), "", p.idx, nidx, "");
+  char *sum_full = sum_expr ? join(sum_expr, strlen(sum_expr), " = ", p.rhs, strlen(p.rhs), "")
+                            : NULL;
+  char *add_expr = sum_expr ? join(expr, (size_t)(p.idx_end - expr), " += ", sum_expr,
+                                   strlen(sum_expr), "") : NULL;
+  tj_status st = acc && ops2 && sum_full && add_expr ? TJ_OK
+                 : rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  if (st == TJ_OK)
+    st = tj_tensor_new(tname, tj_tensor_dtype(a), tj_tensor_order(a), a->dims,
+                       tj_tensor_format(a), &acc->t);
+  if (st == TJ_OK) {
+    memcpy(ops2, ops, (size_t)n * sizeof *ops2);
+    ops2[n] = acc->t;
+    st = tj_compile(cx, sum_full, ops2, n + 1, schedule, opts, &acc->sum);
+  }
+  if (st == TJ_OK) {
+    drv_kernel_own(acc->sum);
+    st = tj_compile(cx, add_expr, ops2, n + 1, NULL, opts, out);
+  }
+  free(sum_expr), free(sum_full), free(add_expr), free(ops2);
+  if (st != TJ_OK) {
+    drv_accum_free(acc);
+    return st;
+  }
+  acc->norig = n;
+  memcpy(acc->orig, ops, (size_t)n * sizeof *ops);
+  (*out)->acc = acc;
+  return TJ_OK;
+}
+
+tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
+                        bool interpret) {
+  DrvAccum *acc = k->acc;
+  if (!operands) operands = acc->orig, n = acc->norig;
+  if (n >= NT_MAX_TENSORS)
+    return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: more than %d operands",
+                        NT_MAX_TENSORS - 1);
+  const tj_tensor *t = acc->t;
+  tj_tensor *ops2[NT_MAX_TENSORS], *fresh;
+  tj_status st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->order, t->dims, &t->ufmt,
+                               &fresh);
+  if (st != TJ_OK) return st;
+  memcpy(ops2, operands, (size_t)n * sizeof *ops2);
+  ops2[n] = fresh;
+  st = drv_run_one(acc->sum, TJ_EVALUATE, ops2, n + 1, interpret);
+  if (st == TJ_OK) st = drv_run_one(k, phase, ops2, n + 1, interpret);
+  tj_tensor_free(fresh);
+  return st;
+}
