@@ -1014,6 +1014,66 @@ START_TEST(test_compiled_parallel) {
 }
 END_TEST
 
+/* Promotion's row groups (split_groups) copy a loop L once per group of 4
+ * rows of its 8-row candidate loop; the rest of L's body runs in every
+ * copy. Over y of 24 and x of 5 (r: a free loop around L):
+ *   for (r = 0; r < 1; r++) for (p = 0; p < n; p++) {     (n = 5, x's extent)
+ *     for (ii = 0; ii < 8; ii++) y[ii] += x[p];             the candidate
+ *     extra }
+ * with extra one of: nothing; y[8] += x[p] (an update outside the
+ * candidate); a second 8-row loop y[8 + jj] += 2 x[p]; the candidate's
+ * body also adding x[p] into a scalar t declared before L, which L reads
+ * (y[16 + p] += t, the running sum). By hand (x = 1..5): y[0..7] = 15;
+ * y[8] = 15, or y[8..15] = 30; y[16 + p] = 8 (1 + .. + (p + 1)) =
+ * 4 (p + 1)(p + 2). Promotion must keep each. */
+static LirKernel *build_row_groups(int extra) {
+  LirKernel *k = lir_kernel(A, "groups");
+  operand(k, "y", 1, TJ_F64, true);
+  operand(k, "x", 1, TJ_F64, false);
+  LirStmt *b = NULL, *lb = NULL, *qb = NULL, *q2b = NULL;
+  LirVar *yv = let(k, &b, "y_vals", LT_PTR_F64, lir_field(A, k, 0, LF_VALS, 0));
+  LirVar *xv = let(k, &b, "x_vals", LT_PTR_F64, lir_field(A, k, 1, LF_VALS, 0));
+  LirVar *n = let(k, &b, "n", LT_I64, lir_field(A, k, 1, LF_DIM, 0));
+  LirVar *r = lir_var(A, k, "r", LT_I64), *p = lir_var(A, k, "p", LT_I64);
+  LirVar *ii = lir_var(A, k, "ii", LT_I64), *jj = lir_var(A, k, "jj", LT_I64);
+  LirVar *sv = extra == 3 ? let(k, &b, "t", LT_F64, lir_const_fp(A, LT_F64, 0)) : NULL;
+  add(&qb, lir_store_update(A, ref(yv), ref(ii), LOP_ADD, ld(xv, ref(p))));
+  if (sv) add(&qb, lir_update(A, sv, LOP_ADD, ld(xv, ref(p))));
+  add(&lb, lir_for(A, ii, c64(0), c64(8), qb));
+  if (extra == 1) add(&lb, lir_store_update(A, ref(yv), c64(8), LOP_ADD, ld(xv, ref(p))));
+  if (extra == 2) {
+    add(&q2b, lir_store_update(A, ref(yv), bin(LOP_ADD, c64(8), ref(jj)), LOP_ADD,
+                               bin(LOP_MUL, lir_const_fp(A, LT_F64, 2), ld(xv, ref(p)))));
+    add(&lb, lir_for(A, jj, c64(0), c64(8), q2b));
+  }
+  if (sv) add(&lb, lir_store_update(A, ref(yv), bin(LOP_ADD, c64(16), ref(p)), LOP_ADD, ref(sv)));
+  add(&b, lir_for(A, r, c64(0), c64(1), lir_for(A, p, c64(0), ref(n), lb)));
+  k->body = b;
+  return k;
+}
+
+START_TEST(test_promote_row_groups) {
+  for (int extra = 0; extra < 4; extra++) {
+    LirKernel *k = build_row_groups(extra);
+    double xs[5] = {1, 2, 3, 4, 5}, want[24] = {0}, got[24] = {0};
+    tj_storage x = dense_vec(TJ_F64, xs, 5), y1 = dense_vec(TJ_F64, want, 24),
+               y2 = dense_vec(TJ_F64, got, 24);
+    Diag d;
+    ck_assert_int_eq(run(k, (tj_storage *[]){&y1, &x}, &d), 0);
+    for (int i = 0; i < 8; i++) ck_assert(want[i] == 15);   /* the interpreter, by hand */
+    ck_assert(want[8] == (extra == 1 ? 15 : extra == 2 ? 30 : 0));
+    for (int q = 0; q < 5; q++) ck_assert(want[16 + q] == (extra == 3 ? 4 * (q + 1) * (q + 2) : 0));
+    lower_promote(A, k);
+    diag_init(&d);
+    ck_assert_msg(lir_verify(k, &d), "extra %d: %s", extra, d.msg);
+    ck_assert_int_eq(run(k, (tj_storage *[]){&y2, &x}, &d), 0);
+    for (int i = 0; i < 24; i++)
+      ck_assert_msg(got[i] == want[i], "extra %d: y[%d] = %g after promotion, want %g", extra, i,
+                    got[i], want[i]);
+  }
+}
+END_TEST
+
 /* The vectorizer leaves a loop whose stores reach a later iteration's
  * loads (a running max over x[q], x[q + 1]) scalar, and still takes the
  * same loop reading and writing x[q] only. */
@@ -1033,6 +1093,7 @@ static Suite *loop_ir_suite(void) {
   tcase_add_checked_fixture(interp, setup, teardown);
   tcase_add_test(interp, test_dense_sum);
   tcase_add_test(interp, test_vectorize_carried_memory);
+  tcase_add_test(interp, test_promote_row_groups);
   tcase_add_test(interp, test_spmv_csr);
   tcase_add_test(interp, test_append_compressed);
   tcase_add_test(interp, test_merge_union);
