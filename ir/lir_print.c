@@ -578,47 +578,21 @@ static void uses_expr(Uses *u, const LirExpr *e) { lir_expr_walk(e, use_expr, u)
 static void uses_list(Uses *u, const LirStmt *s);
 
 static void uses_stmt(Uses *u, const LirStmt *s) {
-  switch (s->kind) {
-  case LS_DECL: uses_expr(u, s->u.decl.init); break;
-  case LS_ASSIGN:
-    u->vars[s->u.assign.var->id] = 1;
-    uses_expr(u, s->u.assign.e);
-    break;
-  case LS_STORE:
-    uses_expr(u, s->u.store.ptr);
-    uses_expr(u, s->u.store.idx);
-    uses_expr(u, s->u.store.e);
-    break;
-  case LS_SETFIELD:
-    if (s->u.setfield.operand >= 0 && s->u.setfield.operand < 32)
-      u->ops[s->u.setfield.operand] = true;
-    uses_expr(u, s->u.setfield.e);
-    break;
-  case LS_FOR:
-    uses_expr(u, s->u.loop.lo);
-    uses_expr(u, s->u.loop.hi);
-    uses_expr(u, s->u.loop.step);
-    uses_list(u, s->u.loop.body);
-    break;
-  case LS_WHILE: uses_expr(u, s->u.whl.cond); uses_list(u, s->u.whl.body); break;
-  case LS_IF:
-    uses_expr(u, s->u.cond.cond);
-    uses_list(u, s->u.cond.then);
-    uses_list(u, s->u.cond.els);
-    break;
-  case LS_CALL:
-    if (s->u.call.h == LH_RESERVE && s->u.call.operand >= 0 &&
-        s->u.call.operand < 32)
-      u->ops[s->u.call.operand] = true;
-    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC || s->u.call.h == LH_GETT)
-      u->can_fail = true;
+  LirExpr *x[4];
+  LirStmt *body[2];
+  int n = lir_stmt_exprs(s, x);
+  for (int i = 0; i < n; i++) uses_expr(u, x[i]);
+  int op = s->kind == LS_SETFIELD ? s->u.setfield.operand
+           : s->kind == LS_CALL && s->u.call.h == LH_RESERVE ? s->u.call.operand : -1;
+  if (op >= 0 && op < LIR_MAX_OPERANDS) u->ops[op] = true;
+  if (s->kind == LS_ASSIGN) u->vars[s->u.assign.var->id] = 1;
+  if (s->kind == LS_CALL) {
+    LirHelper h = s->u.call.h;
+    u->can_fail |= h == LH_RESERVE || h == LH_ALLOC || h == LH_GETT;
     if (s->u.call.ptr) u->vars[s->u.call.ptr->id] = 1;
-    uses_expr(u, s->u.call.a);
-    uses_expr(u, s->u.call.b);
-    break;
-  case LS_BLOCK: uses_list(u, s->u.block); break;
-  case LS_COMMENT: break;
   }
+  n = lir_stmt_bodies(s, body);
+  for (int i = 0; i < n; i++) uses_list(u, body[i]);
 }
 
 static void uses_list(Uses *u, const LirStmt *s) {

@@ -42,6 +42,30 @@ bool lir_expr_walk(const LirExpr *e, LirExprVisit fn, void *cx) {
   return false;
 }
 
+int lir_stmt_exprs(const LirStmt *s, LirExpr *x[4]) {
+  switch (s->kind) {
+  case LS_DECL: x[0] = s->u.decl.init; return 1;
+  case LS_ASSIGN: x[0] = s->u.assign.e, x[1] = s->u.assign.identity; return 2;
+  case LS_STORE: x[0] = s->u.store.ptr, x[1] = s->u.store.idx, x[2] = s->u.store.e; return 3;
+  case LS_SETFIELD: x[0] = s->u.setfield.e; return 1;
+  case LS_FOR: x[0] = s->u.loop.lo, x[1] = s->u.loop.hi, x[2] = s->u.loop.step; return 3;
+  case LS_WHILE: x[0] = s->u.whl.cond; return 1;
+  case LS_IF: x[0] = s->u.cond.cond; return 1;
+  case LS_CALL: x[0] = s->u.call.a, x[1] = s->u.call.b; return 2;
+  default: return 0;   /* BLOCK, COMMENT */
+  }
+}
+
+int lir_stmt_bodies(const LirStmt *s, LirStmt *body[2]) {
+  switch (s->kind) {
+  case LS_FOR: body[0] = s->u.loop.body; return 1;
+  case LS_WHILE: body[0] = s->u.whl.body; return 1;
+  case LS_IF: body[0] = s->u.cond.then, body[1] = s->u.cond.els; return 2;
+  case LS_BLOCK: body[0] = s->u.block; return 1;
+  default: return 0;
+  }
+}
+
 /* ---- questions about one expression ---- */
 
 typedef struct Marked {
@@ -109,48 +133,26 @@ static void write_var(Capture *w, const LirVar *v) {
 }
 
 static void capture_list(Capture *w, const LirStmt *s) {
-  for (; s; s = s->next) switch (s->kind) {
-  case LS_DECL:
-    lir_expr_walk(s->u.decl.init, capture_expr, w);
-    w->inner[s->u.decl.var->id] = 1;
-    break;
-  case LS_ASSIGN:
-    lir_expr_walk(s->u.assign.e, capture_expr, w);
-    write_var(w, s->u.assign.var);
-    break;
-  case LS_STORE:
-    lir_expr_walk(s->u.store.ptr, capture_expr, w);
-    lir_expr_walk(s->u.store.idx, capture_expr, w);
-    lir_expr_walk(s->u.store.e, capture_expr, w);
-    break;
-  case LS_SETFIELD: lir_expr_walk(s->u.setfield.e, capture_expr, w); break;
-  case LS_FOR:
-    lir_expr_walk(s->u.loop.lo, capture_expr, w);
-    lir_expr_walk(s->u.loop.hi, capture_expr, w);
-    lir_expr_walk(s->u.loop.step, capture_expr, w);
-    w->inner[s->u.loop.iv->id] = 1;
-    capture_list(w, s->u.loop.body);
-    break;
-  case LS_WHILE:
-    lir_expr_walk(s->u.whl.cond, capture_expr, w);
-    capture_list(w, s->u.whl.body);
-    break;
-  case LS_IF:
-    lir_expr_walk(s->u.cond.cond, capture_expr, w);
-    capture_list(w, s->u.cond.then);
-    capture_list(w, s->u.cond.els);
-    break;
-  case LS_CALL:
-    lir_expr_walk(s->u.call.a, capture_expr, w);
-    lir_expr_walk(s->u.call.b, capture_expr, w);
-    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC || s->u.call.h == LH_GETT)
-      w->c->may_fail = true;
-    if (s->u.call.h == LH_FREE || s->u.call.h == LH_THREADS || s->u.call.h == LH_THREAD_SLOT)
-      write_var(w, s->u.call.ptr);
-    use_var(w, s->u.call.ptr);
-    break;
-  case LS_BLOCK: capture_list(w, s->u.block); break;
-  case LS_COMMENT: break;
+  for (; s; s = s->next) {
+    LirExpr *x[4];
+    LirStmt *body[2];
+    int n = lir_stmt_exprs(s, x);
+    for (int i = 0; i < n; i++) lir_expr_walk(x[i], capture_expr, w);
+    switch (s->kind) {
+    case LS_DECL: w->inner[s->u.decl.var->id] = 1; break;
+    case LS_ASSIGN: write_var(w, s->u.assign.var); break;
+    case LS_FOR: w->inner[s->u.loop.iv->id] = 1; break;
+    case LS_CALL:
+      if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC || s->u.call.h == LH_GETT)
+        w->c->may_fail = true;
+      if (s->u.call.h == LH_FREE || s->u.call.h == LH_THREADS || s->u.call.h == LH_THREAD_SLOT)
+        write_var(w, s->u.call.ptr);
+      use_var(w, s->u.call.ptr);
+      break;
+    default: break;
+    }
+    n = lir_stmt_bodies(s, body);
+    for (int i = 0; i < n; i++) capture_list(w, body[i]);
   }
 }
 

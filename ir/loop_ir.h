@@ -263,6 +263,12 @@ typedef LirVisit (*LirExprVisit)(const LirExpr *e, void *cx);
 /* Calls fn on e (NULL: nothing) and, as it asks, on its operands, pre-order
  * and left to right; true when fn stopped the walk. */
 bool lir_expr_walk(const LirExpr *e, LirExprVisit fn, void *cx);
+/* The expressions statement s holds itself, in order (any may be NULL; a
+ * FOR's lo, hi and step, not its balance arrays); returns how many. */
+int lir_stmt_exprs(const LirStmt *s, LirExpr *x[4]);
+/* The statement lists nested in s (FOR, WHILE: the body; IF: then, els;
+ * BLOCK: its list; any may be NULL); returns how many. */
+int lir_stmt_bodies(const LirStmt *s, LirStmt *body[2]);
 /* Does e read a variable v with v->id < nmark and mark[v->id] set? */
 bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark);
 /* How many times e reads v. */
