@@ -494,6 +494,12 @@ static void print_call(Printer *p, const LirStmt *s) {
 
 static void print_decl(Printer *p, const LirStmt *s, bool top) {
   const LirVar *v = s->u.decl.var;
+  const LirStmt *n = s->next;
+  if (p->parallel && n && n->kind == LS_STORE && n->u.store.atomic && n->u.store.old == v) {
+    print_decl_head(p, v);   /* print_atomic loads it atomically: no racing plain read */
+    fputs(";\n", p->out);
+    return;
+  }
   if (top && p->hoisted[v->id]) {
     fprintf(p->out, "%s = ", v->name);   /* declared at the function's top */
   } else {
