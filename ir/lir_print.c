@@ -7,6 +7,18 @@
  * fail jump to `fail:`, where k->cleanup runs on every exit; the body's
  * top-level declarations that cleanup reads are hoisted to the function's
  * top (initialized to 0) so the jump never skips them.
+ *
+ * Readable (the stages -print-compute, -print-after) a parallel loop prints
+ * as its serial loop under a comment, and an atomic update as a plain one.
+ * With LIR_PRINT_PARALLEL (the C backend's source, -print-c) the C runs as
+ * the LLVM backend's code does: each parallel loop's body is outlined into
+ *   struct K_parN { captured values };
+ *   static void K_parN(void *ctx, int64_t lo, int64_t hi) { for (iv ...) body }
+ * printed above the kernel, which fills the struct and calls the runtime's
+ * tj_rt_parallel_for_sched (same strategy, balance arrays and thread
+ * count); a body that may fail or assigns an outer variable, a nested
+ * parallel loop and one in cleanup stay serial, as there. Atomic updates
+ * become __atomic_fetch_add (integer +) or a compare-and-swap loop.
  */
 #include "loop_ir.h"
 #include "notation.h"
@@ -21,6 +33,9 @@ typedef struct Printer {
   const LirKernel *k;
   char (*opname)[48];      /* C name of each operand local */
   unsigned char *hoisted;  /* by LirVar id: declared at the function's top */
+  bool parallel;           /* LIR_PRINT_PARALLEL */
+  bool serial;             /* inside an outlined body or cleanup: loops stay serial */
+  const struct ParList *pars;  /* the outlined loops (LIR_PRINT_PARALLEL) */
 } Printer;
 
 /* C precedence levels (higher binds tighter). */
@@ -297,6 +312,61 @@ static void print_assign(Printer *p, const LirStmt *s) {
   }
 }
 
+static void indent(Printer *p, int n);
+
+/* An atomic update as C11-era builtins:
+ *   __atomic_fetch_add(&ptr[idx], e, __ATOMIC_RELAXED);     integer +
+ *   { T *tj_p = &ptr[idx]; T tj_x = e, tj_old, tj_new;      the others
+ *     __atomic_load(tj_p, &tj_old, __ATOMIC_RELAXED);
+ *     do tj_new = tj_old op tj_x; while (!__atomic_compare_exchange(...)); }
+ * With the store's old variable (e reads it), old is the expected value and
+ * tj_new = e. Relaxed, as the LLVM backend's: the parallel loop's end is
+ * the only ordering point. */
+static void print_atomic(Printer *p, const LirStmt *s, int ind) {
+  int op = s->u.store.op;
+  LirType t = lir_elem_type(s->u.store.ptr->type);
+  LirExpr ld = {.kind = LE_LOAD, .type = t};
+  ld.u.load.ptr = s->u.store.ptr, ld.u.load.idx = s->u.store.idx;
+  if (op == LOP_ADD && lir_type_is_int(t) && !s->u.store.old) {
+    fputs("__atomic_fetch_add(&", p->out);
+    print_expr(p, &ld, P_UNARY);
+    fputs(", ", p->out);
+    print_expr(p, s->u.store.e, P_COND);
+    fputs(", __ATOMIC_RELAXED);\n", p->out);
+    return;
+  }
+  const char *tc = lir_type_c(t), *old = s->u.store.old ? s->u.store.old->name : "tj_old";
+  fprintf(p->out, "{ /* atomic */\n");
+  indent(p, ind + 1);
+  fprintf(p->out, "%s *tj_p = &", tc);
+  print_expr(p, &ld, P_UNARY);
+  fprintf(p->out, ";\n");
+  indent(p, ind + 1);
+  LirVar vx = {.id = -1, .name = "tj_x", .type = t}, vo = {.id = -1, .name = old, .type = t};
+  LirExpr x = {.kind = LE_VAR, .type = t}, o = {.kind = LE_VAR, .type = t};
+  x.u.var = &vx, o.u.var = &vo;
+  LirExpr b = {.kind = LE_BIN, .type = t};
+  b.u.bin.op = op, b.u.bin.a = &o, b.u.bin.b = &x;
+  if (s->u.store.old) {
+    fprintf(p->out, "%s tj_new;\n", tc);
+  } else {
+    fprintf(p->out, "%s tj_x = ", tc);
+    print_expr(p, s->u.store.e, P_COND);
+    fprintf(p->out, ", tj_old, tj_new;\n");
+  }
+  indent(p, ind + 1);
+  fprintf(p->out, "__atomic_load(tj_p, &%s, __ATOMIC_RELAXED);\n", old);
+  indent(p, ind + 1);
+  fputs("do tj_new = ", p->out);
+  print_expr(p, s->u.store.old ? s->u.store.e : &b, P_COND);
+  fprintf(p->out, ";\n");
+  indent(p, ind + 1);
+  fprintf(p->out, "while (!__atomic_compare_exchange(tj_p, &%s, &tj_new, true, __ATOMIC_RELAXED, "
+                  "__ATOMIC_RELAXED));\n", old);
+  indent(p, ind);
+  fputs("}\n", p->out);
+}
+
 static void print_store(Printer *p, const LirStmt *s) {
   int op = s->u.store.op;
   LirExpr ld = {.kind = LE_LOAD, .type = lir_elem_type(s->u.store.ptr->type)};
@@ -427,6 +497,12 @@ static void print_call(Printer *p, const LirStmt *s) {
 
 static void print_decl(Printer *p, const LirStmt *s, bool top) {
   const LirVar *v = s->u.decl.var;
+  const LirStmt *n = s->next;
+  if (p->parallel && n && n->kind == LS_STORE && n->u.store.atomic && n->u.store.old == v) {
+    print_decl_head(p, v);   /* print_atomic loads it atomically: no racing plain read */
+    fputs(";\n", p->out);
+    return;
+  }
   if (top && p->hoisted[v->id]) {
     fprintf(p->out, "%s = ", v->name);   /* declared at the function's top */
   } else {
@@ -438,7 +514,10 @@ static void print_decl(Printer *p, const LirStmt *s, bool top) {
   fputs(";\n", p->out);
 }
 
+static bool print_par_call(Printer *p, const LirStmt *s, int ind);
+
 static void print_stmt(Printer *p, const LirStmt *s, int ind, bool top) {
+  if (s->kind == LS_FOR && print_par_call(p, s, ind)) return;
   if (s->kind == LS_FOR) print_attrs(p, s->u.loop.at, ind);
   if (s->kind == LS_ASSIGN && s->u.assign.with) { /* a fold says so on the line above */
     indent(p, ind);
@@ -450,7 +529,10 @@ static void print_stmt(Printer *p, const LirStmt *s, int ind, bool top) {
   switch (s->kind) {
   case LS_DECL: print_decl(p, s, top); break;
   case LS_ASSIGN: print_assign(p, s); break;
-  case LS_STORE: print_store(p, s); break;
+  case LS_STORE:
+    if (p->parallel && s->u.store.atomic) print_atomic(p, s, ind);
+    else print_store(p, s);
+    break;
   case LS_SETFIELD:
     print_field(p, s->u.setfield.operand, s->u.setfield.field,
                 s->u.setfield.level);
@@ -492,71 +574,34 @@ typedef struct Uses {
   bool can_fail;         /* a RESERVE or ALLOC is present */
 } Uses;
 
-static void uses_expr(Uses *u, const LirExpr *e) {
-  if (!e) return;
-  switch (e->kind) {
-  case LE_CONST: break;
-  case LE_VAR: if (e->u.var) u->vars[e->u.var->id] = 1; break;
-  case LE_FIELD:
-    if (e->u.field.operand >= 0 && e->u.field.operand < LIR_MAX_OPERANDS)
-      u->ops[e->u.field.operand] = true;
-    break;
-  case LE_LOAD: uses_expr(u, e->u.load.ptr); uses_expr(u, e->u.load.idx); break;
-  case LE_BIN: uses_expr(u, e->u.bin.a); uses_expr(u, e->u.bin.b); break;
-  case LE_UN: uses_expr(u, e->u.un.a); break;
-  case LE_CAST: uses_expr(u, e->u.cast); break;
-  case LE_SELECT:
-    uses_expr(u, e->u.sel.cond);
-    uses_expr(u, e->u.sel.a);
-    uses_expr(u, e->u.sel.b);
-    break;
-  }
+static LirVisit use_expr(const LirExpr *e, void *cx) {
+  Uses *u = cx;
+  if (e->kind == LE_VAR && e->u.var) u->vars[e->u.var->id] = 1;
+  if (e->kind == LE_FIELD && e->u.field.operand >= 0 && e->u.field.operand < LIR_MAX_OPERANDS)
+    u->ops[e->u.field.operand] = true;
+  return LV_DESCEND;
 }
+
+static void uses_expr(Uses *u, const LirExpr *e) { lir_expr_walk(e, use_expr, u); }
 
 static void uses_list(Uses *u, const LirStmt *s);
 
 static void uses_stmt(Uses *u, const LirStmt *s) {
-  switch (s->kind) {
-  case LS_DECL: uses_expr(u, s->u.decl.init); break;
-  case LS_ASSIGN:
-    u->vars[s->u.assign.var->id] = 1;
-    uses_expr(u, s->u.assign.e);
-    break;
-  case LS_STORE:
-    uses_expr(u, s->u.store.ptr);
-    uses_expr(u, s->u.store.idx);
-    uses_expr(u, s->u.store.e);
-    break;
-  case LS_SETFIELD:
-    if (s->u.setfield.operand >= 0 && s->u.setfield.operand < 32)
-      u->ops[s->u.setfield.operand] = true;
-    uses_expr(u, s->u.setfield.e);
-    break;
-  case LS_FOR:
-    uses_expr(u, s->u.loop.lo);
-    uses_expr(u, s->u.loop.hi);
-    uses_expr(u, s->u.loop.step);
-    uses_list(u, s->u.loop.body);
-    break;
-  case LS_WHILE: uses_expr(u, s->u.whl.cond); uses_list(u, s->u.whl.body); break;
-  case LS_IF:
-    uses_expr(u, s->u.cond.cond);
-    uses_list(u, s->u.cond.then);
-    uses_list(u, s->u.cond.els);
-    break;
-  case LS_CALL:
-    if (s->u.call.h == LH_RESERVE && s->u.call.operand >= 0 &&
-        s->u.call.operand < 32)
-      u->ops[s->u.call.operand] = true;
-    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC || s->u.call.h == LH_GETT)
-      u->can_fail = true;
+  LirExpr *x[4];
+  LirStmt *body[2];
+  int n = lir_stmt_exprs(s, x);
+  for (int i = 0; i < n; i++) uses_expr(u, x[i]);
+  int op = s->kind == LS_SETFIELD ? s->u.setfield.operand
+           : s->kind == LS_CALL && s->u.call.h == LH_RESERVE ? s->u.call.operand : -1;
+  if (op >= 0 && op < LIR_MAX_OPERANDS) u->ops[op] = true;
+  if (s->kind == LS_ASSIGN) u->vars[s->u.assign.var->id] = 1;
+  if (s->kind == LS_CALL) {
+    LirHelper h = s->u.call.h;
+    u->can_fail |= h == LH_RESERVE || h == LH_ALLOC || h == LH_GETT;
     if (s->u.call.ptr) u->vars[s->u.call.ptr->id] = 1;
-    uses_expr(u, s->u.call.a);
-    uses_expr(u, s->u.call.b);
-    break;
-  case LS_BLOCK: uses_list(u, s->u.block); break;
-  case LS_COMMENT: break;
   }
+  n = lir_stmt_bodies(s, body);
+  for (int i = 0; i < n; i++) uses_list(u, body[i]);
 }
 
 static void uses_list(Uses *u, const LirStmt *s) {
@@ -582,6 +627,179 @@ static void name_operands(Printer *p) {
   }
 }
 
+/* ---- parallel loops, outlined (LIR_PRINT_PARALLEL) ---- */
+
+/* The outlined loops, in the order the kernel's body holds them. */
+typedef struct ParList {
+  const LirStmt **loop;
+  int n, cap;
+} ParList;
+
+static bool unit_step(const LirStmt *s) {   /* a vector loop prints as its scalar loop */
+  return lir_unit_step(s) || s->u.loop.at.vec_width > 0;
+}
+
+static const char *strategy_c(int strategy) {
+  static const char *names[] = {"TJ_PAR_DEFAULT", "TJ_PAR_STATIC", "TJ_PAR_BALANCED",
+                                "TJ_PAR_DYNAMIC"};
+  return strategy >= 0 && strategy < 4 ? names[strategy] : "TJ_PAR_DEFAULT";
+}
+
+/* struct K_parN { tj_storage **operands; [int64_t tj_lo, tj_step;] captured; };
+ * static void K_parN(void *tj_ctx, int64_t tj_lo, int64_t tj_hi) {
+ *   operand locals and captured values from the struct;
+ *   for (iv = tj_lo; iv < tj_hi; iv++) body      (or over trip numbers) } */
+static void print_outlined(Printer *p, const LirStmt *s, int n, const LirCapture *c) {
+  FILE *f = p->out;
+  const char *kn = p->k->name;
+  bool unit = unit_step(s);
+  fprintf(f, "struct %s_par%d {\n  tj_storage **operands;\n", kn, n);
+  if (!unit) fputs("  int64_t tj_lo, tj_step;\n", f);
+  for (int i = 0; i < c->n; i++) {
+    fputs("  ", f);
+    print_decl_head(p, c->vars[i]);
+    fputs(";\n", f);
+  }
+  fprintf(f, "};\n\nstatic void %s_par%d(void *tj_ctx, int64_t tj_lo, int64_t tj_hi) {\n",
+          kn, n);
+  unsigned char *vars = calloc((size_t)p->k->nvars + 1, 1);
+  Uses u = {.vars = vars};
+  bool all = !vars, any = all;   /* out of memory: every operand */
+  if (vars) uses_stmt(&u, s);
+  free(vars);
+  for (int i = 0; i < p->k->noperands && i < LIR_MAX_OPERANDS; i++) any |= u.ops[i];
+  if (any || c->n > 0 || !unit)
+    fprintf(f, "  const struct %s_par%d *tj_c = tj_ctx;\n", kn, n);
+  else
+    fputs("  (void)tj_ctx;\n", f);
+  if (any) fputs("  tj_storage **operands = tj_c->operands;\n", f);
+  for (int i = 0; i < p->k->noperands && i < LIR_MAX_OPERANDS; i++)
+    if (u.ops[i] || all) fprintf(f, "  tj_storage *%s = operands[%d];\n", p->opname[i], i);
+  for (int i = 0; i < c->n; i++) {
+    fputs("  ", f);
+    print_decl_head(p, c->vars[i]);
+    fprintf(f, " = tj_c->%s;\n", c->vars[i]->name);
+  }
+  const LirVar *iv = s->u.loop.iv;
+  const char *ivt = lir_type_c(iv->type);
+  if (unit) {
+    fprintf(f, "  for (%s %s = (%s)tj_lo; %s < tj_hi; %s++) {\n", ivt, iv->name, ivt, iv->name,
+            iv->name);
+  } else {
+    fprintf(f, "  for (int64_t tj_t = tj_lo; tj_t < tj_hi; tj_t++) {\n"
+               "    %s %s = (%s)(tj_c->tj_lo + tj_t * tj_c->tj_step);\n", ivt, iv->name, ivt);
+  }
+  print_list(p, s->u.loop.body, 2, false);
+  fputs("  }\n}\n\n", f);
+}
+
+/* Whether FOR s is outlined (filling c, to free, when it is). */
+static bool outlines(const Printer *p, const LirStmt *s, LirCapture *c) {
+  if (!p->parallel || p->serial || !s->u.loop.at.parallel || !lir_capture(p->k, s, c))
+    return false;
+  if (!c->writes_outer && !c->may_fail) return true;
+  lir_capture_free(c);
+  return false;
+}
+
+/* Prints the outlined bodies of the parallel loops in list s, noting them
+ * in pl (the calls find their number there). */
+static void print_outlined_list(Printer *p, ParList *pl, const LirStmt *s) {
+  for (; s; s = s->next) {
+    LirCapture c;
+    if (s->kind == LS_FOR && outlines(p, s, &c)) {
+      const LirStmt **grown = pl->n < pl->cap ? pl->loop
+                              : realloc(pl->loop, (size_t)(pl->cap = 2 * pl->cap + 4) * sizeof *grown);
+      if (grown) {
+        pl->loop = grown;
+        pl->loop[pl->n] = s;
+        p->serial = true;   /* nested parallel loops run inside it, serially */
+        print_outlined(p, s, pl->n++, &c);
+        p->serial = false;
+      }
+      lir_capture_free(&c);
+      continue;
+    }
+    switch (s->kind) {
+    case LS_FOR: print_outlined_list(p, pl, s->u.loop.body); break;
+    case LS_WHILE: print_outlined_list(p, pl, s->u.whl.body); break;
+    case LS_IF:
+      print_outlined_list(p, pl, s->u.cond.then);
+      print_outlined_list(p, pl, s->u.cond.els);
+      break;
+    case LS_BLOCK: print_outlined_list(p, pl, s->u.block); break;
+    default: break;
+    }
+  }
+}
+
+/* For an outlined loop s:
+ *   { struct K_parN tj_cN = {.operands = operands, .v = v, ...};
+ *     tj_rt_parallel_for_sched(lo, hi, balance, width, leaves, width,
+ *                              strategy, K_parN, &tj_cN); }
+ * over trip numbers [0, trips) with tj_lo and tj_step in the struct when
+ * the step is not 1. False (printing nothing) for any other loop. */
+static bool print_par_call(Printer *p, const LirStmt *s, int ind) {
+  const ParList *pl = p->pars;
+  int n = 0;
+  while (pl && n < pl->n && pl->loop[n] != s) n++;
+  LirCapture c;
+  if (!pl || n == pl->n || !outlines(p, s, &c)) return false;
+  FILE *f = p->out;
+  const char *kn = p->k->name;
+  const LoopAttrs *at = &s->u.loop.at;
+  bool unit = unit_step(s);
+  indent(p, ind);
+  fprintf(f, "/* parallel%s%s%s: the body is %s_par%d */\n", at->schedule ? "(" : "",
+          at->schedule ? cin_strategy_name(at->schedule) : "", at->schedule ? ")" : "", kn, n);
+  indent(p, ind);
+  fputs("{\n", f);
+  if (!unit) {
+    indent(p, ind + 1);
+    fputs("int64_t tj_lo = ", f);
+    print_expr(p, s->u.loop.lo, P_COND);
+    fputs(", tj_step = ", f);
+    print_expr(p, s->u.loop.step, P_COND);
+    fputs(", tj_hi = ", f);
+    print_expr(p, s->u.loop.hi, P_COND);
+    fputs(";\n", f);
+  }
+  indent(p, ind + 1);
+  fprintf(f, "struct %s_par%d tj_c%d = {.operands = operands", kn, n, n);
+  if (!unit) fputs(", .tj_lo = tj_lo, .tj_step = tj_step", f);
+  for (int i = 0; i < c.n; i++) {
+    fputs(",\n", f);
+    indent(p, ind + 3);
+    fprintf(f, ".%s = %s", c.vars[i]->name, c.vars[i]->name);
+  }
+  fputs("};\n", f);
+  indent(p, ind + 1);
+  fputs("tj_rt_parallel_for_sched(", f);
+  if (unit) {
+    print_expr(p, s->u.loop.lo, P_COND);
+    fputs(", ", f);
+    print_expr(p, s->u.loop.hi, P_COND);
+  } else {
+    fputs("0, tj_hi > tj_lo ? (tj_hi - tj_lo + tj_step - 1) / tj_step : 0", f);
+  }
+  const LirExpr *w[2] = {unit ? at->balance : NULL, unit && at->balance ? at->leaves : NULL};
+  for (int i = 0; i < 2; i++) {
+    if (!w[i]) {
+      fputs(", 0, 0", f);
+      continue;
+    }
+    fputs(", ", f);
+    print_expr(p, w[i], P_COND);
+    fputs(", (int32_t)sizeof *", f);
+    print_expr(p, w[i], P_UNARY);
+  }
+  fprintf(f, ", %s, %s_par%d, &tj_c%d);\n", strategy_c(at->schedule), kn, n, n);
+  indent(p, ind);
+  fputs("}\n", f);
+  lir_capture_free(&c);
+  return true;
+}
+
 static void print_prologue(Printer *p, const Uses *body, const Uses *clean) {
   const LirKernel *k = p->k;
   for (int i = 0; i < k->noperands && i < LIR_MAX_OPERANDS; i++)
@@ -597,30 +815,35 @@ static void print_prologue(Printer *p, const Uses *body, const Uses *clean) {
   }
 }
 
-void lir_print(FILE *out, const LirKernel *k, bool with_header) {
+void lir_print(FILE *out, const LirKernel *k, unsigned flags) {
   int n = k->nvars > 0 ? k->nvars : 1;
   char (*names)[48] = calloc(32, sizeof *names);
   unsigned char *hoisted = calloc((size_t)n, 1);
   unsigned char *bvars = calloc((size_t)n, 1), *cvars = calloc((size_t)n, 1);
+  ParList pl = {0};
   if (!names || !hoisted || !bvars || !cvars) {
     fputs("/* lir_print: out of memory */\n", out);
     goto done;
   }
-  Printer p = {out, k, names, hoisted};
+  Printer p = {out, k, names, hoisted, .parallel = flags & LIR_PRINT_PARALLEL};
   Uses body = {.vars = bvars}, clean = {.vars = cvars};
   uses_list(&body, k->body);
   uses_list(&clean, k->cleanup);
   name_operands(&p);
-  if (with_header)
+  if (flags & LIR_PRINT_HEADER)
     fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n"
           "#include <string.h>\n\n#include \"runtime/abi.h\"\n\n", out);
+  if (p.parallel) print_outlined_list(&p, &pl, k->body);
+  p.pars = &pl;
   fprintf(out, "int32_t %s(tj_storage **operands) {\n", k->name);
   print_prologue(&p, &body, &clean);
   print_list(&p, k->body, 1, true);
   if (body.can_fail || clean.can_fail) fputs("fail:\n", out);
+  p.serial = true;
   print_list(&p, k->cleanup, 1, false);
   fputs("  return rc;\n}\n", out);
 done:
+  free(pl.loop);
   free(names);
   free(hoisted);
   free(bvars);

@@ -198,19 +198,21 @@ static bool check_update(Verifier *v, int op, LirType t, const LirExpr *e) {
   return check_bin(v, &b);
 }
 
+typedef struct Only {
+  const LirVar *x, *y;
+} Only;
+
+static LirVisit other_read(const LirExpr *e, void *cx) {
+  const Only *o = cx;
+  bool ok = e->kind == LE_CONST || (e->kind == LE_VAR && (e->u.var == o->x || e->u.var == o->y)) ||
+            e->kind == LE_BIN || e->kind == LE_UN || e->kind == LE_CAST || e->kind == LE_SELECT;
+  return ok ? LV_DESCEND : LV_STOP;
+}
+
 /* Whether e reads only the variables x and y, and constants. */
 static bool reads_only(const LirExpr *e, const LirVar *x, const LirVar *y) {
-  switch (e->kind) {
-  case LE_CONST: return true;
-  case LE_VAR: return e->u.var == x || e->u.var == y;
-  case LE_BIN: return reads_only(e->u.bin.a, x, y) && reads_only(e->u.bin.b, x, y);
-  case LE_UN: return reads_only(e->u.un.a, x, y);
-  case LE_CAST: return reads_only(e->u.cast, x, y);
-  case LE_SELECT:
-    return reads_only(e->u.sel.cond, x, y) && reads_only(e->u.sel.a, x, y) &&
-           reads_only(e->u.sel.b, x, y);
-  default: return false;
-  }
+  Only o = {x, y};
+  return !lir_expr_walk(e, other_read, &o);
 }
 
 /* A fold (lir_fold): '=', its operand a variable of the same type, its

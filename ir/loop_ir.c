@@ -2,6 +2,7 @@
  * expression carries a correct type from birth. */
 #include "loop_ir.h"
 
+#include <math.h>
 #include <string.h>
 
 bool lir_type_is_ptr(LirType t) { return t >= LT_PTR_I8; }
@@ -332,47 +333,29 @@ bool lir_unit_step(const LirStmt *loop) {
   return !st || (st->kind == LE_CONST && st->u.c.i == 1);
 }
 
-bool lir_expr_equal(const LirExpr *x, const LirExpr *y) {
-  if (x == y) return true;
-  if (!x || !y || x->kind != y->kind || x->type != y->type) return false;
+/* The fields of x and y other than their operands agree. */
+static bool same_node(const LirExpr *x, const LirExpr *y) {
   switch (x->kind) {
-  case LE_CONST: return x->u.c.i == y->u.c.i && x->u.c.f == y->u.c.f;
+  case LE_CONST:
+    return x->u.c.i == y->u.c.i && (x->u.c.f == y->u.c.f || (isnan(x->u.c.f) && isnan(y->u.c.f)));
   case LE_VAR: return x->u.var == y->u.var;
   case LE_FIELD:
     return x->u.field.operand == y->u.field.operand && x->u.field.field == y->u.field.field &&
            x->u.field.level == y->u.field.level;
-  case LE_LOAD:
-    return lir_expr_equal(x->u.load.ptr, y->u.load.ptr) &&
-           lir_expr_equal(x->u.load.idx, y->u.load.idx);
-  case LE_BIN:
-    return x->u.bin.op == y->u.bin.op && lir_expr_equal(x->u.bin.a, y->u.bin.a) &&
-           lir_expr_equal(x->u.bin.b, y->u.bin.b);
-  case LE_UN: return x->u.un.op == y->u.un.op && lir_expr_equal(x->u.un.a, y->u.un.a);
-  case LE_CAST: return lir_expr_equal(x->u.cast, y->u.cast);
-  case LE_SELECT:
-    return lir_expr_equal(x->u.sel.cond, y->u.sel.cond) && lir_expr_equal(x->u.sel.a, y->u.sel.a) &&
-           lir_expr_equal(x->u.sel.b, y->u.sel.b);
+  case LE_BIN: return x->u.bin.op == y->u.bin.op;
+  case LE_UN: return x->u.un.op == y->u.un.op;
+  default: return true;   /* LOAD, CAST, SELECT: their operands say it all */
   }
-  return false;
 }
 
-bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark) {
-  if (!e) return false;
-  switch (e->kind) {
-  case LE_CONST:
-  case LE_FIELD: return false;
-  case LE_VAR: return e->u.var->id < nmark && mark[e->u.var->id];
-  case LE_LOAD:
-    return lir_reads_marked(e->u.load.ptr, mark, nmark) ||
-           lir_reads_marked(e->u.load.idx, mark, nmark);
-  case LE_BIN:
-    return lir_reads_marked(e->u.bin.a, mark, nmark) || lir_reads_marked(e->u.bin.b, mark, nmark);
-  case LE_UN: return lir_reads_marked(e->u.un.a, mark, nmark);
-  case LE_CAST: return lir_reads_marked(e->u.cast, mark, nmark);
-  case LE_SELECT:
-    return lir_reads_marked(e->u.sel.cond, mark, nmark) ||
-           lir_reads_marked(e->u.sel.a, mark, nmark) || lir_reads_marked(e->u.sel.b, mark, nmark);
-  }
+bool lir_expr_equal(const LirExpr *x, const LirExpr *y) {
+  if (x == y) return true;
+  if (!x || !y || x->kind != y->kind || x->type != y->type || !same_node(x, y)) return false;
+  LirExpr *xk[3], *yk[3];
+  int n = lir_expr_kids(x, xk);
+  lir_expr_kids(y, yk);
+  for (int i = 0; i < n; i++)
+    if (!lir_expr_equal(xk[i], yk[i])) return false;
   return true;
 }
 
@@ -404,26 +387,17 @@ const char *lir_un_name(LirUnOp op) {
 }
 
 LirExpr *lir_clone_renamed(Arena *a, LirExpr *const *ren, int nren, const LirExpr *e) {
-  switch (e->kind) {
-  case LE_CONST:
-  case LE_FIELD: return (LirExpr *)e;
-  case LE_VAR: {
+  if (e->kind == LE_VAR) {
     int id = e->u.var->id;
     LirExpr *to = id < nren ? ren[id] : NULL;
     return to ? to : (LirExpr *)e;
   }
-  case LE_LOAD:
-    return lir_load(a, lir_clone_renamed(a, ren, nren, e->u.load.ptr),
-                    lir_clone_renamed(a, ren, nren, e->u.load.idx));
-  case LE_BIN:
-    return lir_bin(a, e->u.bin.op, lir_clone_renamed(a, ren, nren, e->u.bin.a),
-                   lir_clone_renamed(a, ren, nren, e->u.bin.b));
-  case LE_UN: return lir_un(a, e->u.un.op, lir_clone_renamed(a, ren, nren, e->u.un.a));
-  case LE_CAST: return lir_cast(a, e->type, lir_clone_renamed(a, ren, nren, e->u.cast));
-  case LE_SELECT:
-    return lir_select(a, lir_clone_renamed(a, ren, nren, e->u.sel.cond),
-                      lir_clone_renamed(a, ren, nren, e->u.sel.a),
-                      lir_clone_renamed(a, ren, nren, e->u.sel.b));
-  }
-  return NULL;
+  if (e->kind == LE_CONST || e->kind == LE_FIELD) return (LirExpr *)e;   /* shared */
+  LirExpr *c = arena_alloc(a, sizeof *c), **slot[3];
+  if (!c) return NULL;
+  *c = *e;
+  int n = lir_expr_slots(c, slot);
+  for (int i = 0; i < n; i++)
+    if (!(*slot[i] = lir_clone_renamed(a, ren, nren, *slot[i]))) return NULL;
+  return c;
 }

@@ -250,18 +250,59 @@ void lir_append(LirStmt **head, LirStmt *s);
 
 /* A FOR whose step is 1 (a missing step means 1). */
 bool lir_unit_step(const LirStmt *loop);
-/* Are x and y the same expression, node by node (variables by identity)? */
+/* Are x and y the same expression, node by node (variables by identity,
+ * NaN constants equal to each other)? */
 bool lir_expr_equal(const LirExpr *x, const LirExpr *y);
+
+/* ---- walks (ir/lir_walk.c) ---- */
+/* The addresses of e's operand fields in order (LOAD: ptr, idx; SELECT:
+ * cond, a, b); returns how many (0 for CONST, VAR, FIELD). */
+int lir_expr_slots(LirExpr *e, LirExpr **slot[3]);
+/* e's operands, in the same order. */
+int lir_expr_kids(const LirExpr *e, LirExpr *kids[3]);
+/* What a visitor asks next: visit e's operands, skip them, or stop. */
+typedef enum { LV_DESCEND, LV_SKIP, LV_STOP } LirVisit;
+typedef LirVisit (*LirExprVisit)(const LirExpr *e, void *cx);
+/* Calls fn on e (NULL: nothing) and, as it asks, on its operands, pre-order
+ * and left to right; true when fn stopped the walk. */
+bool lir_expr_walk(const LirExpr *e, LirExprVisit fn, void *cx);
+/* The expressions statement s holds itself, in order (any may be NULL; a
+ * FOR's lo, hi and step, not its balance arrays); returns how many. */
+int lir_stmt_exprs(const LirStmt *s, LirExpr *x[4]);
+/* The statement lists nested in s (FOR, WHILE: the body; IF: then, els;
+ * BLOCK: its list; any may be NULL); returns how many. */
+int lir_stmt_bodies(const LirStmt *s, LirStmt *body[2]);
 /* Does e read a variable v with v->id < nmark and mark[v->id] set? */
 bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark);
+/* How many times e reads v. */
+int lir_count_reads(const LirExpr *e, const LirVar *v);
+/* Does e load from memory (at any depth)? */
+bool lir_has_load(const LirExpr *e);
+
+/* What a parallel loop's body (and step) takes from outside, for the
+ * backends that outline it into a function over a range of iterations. */
+typedef struct LirCapture {
+  const LirVar **vars;  /* read but not declared in the body, first use first */
+  int n;
+  bool writes_outer;    /* assigns a variable declared outside: run it serially */
+  bool may_fail;        /* makes a failing helper call: run it serially */
+} LirCapture;
+/* Fills c for the FOR loop; vars is malloc'd (lir_capture_free). False,
+ * with c empty, when out of memory. */
+bool lir_capture(const LirKernel *k, const LirStmt *loop, LirCapture *c);
+void lir_capture_free(LirCapture *c);
 
 /* Type of an operand field (pointer types from the operand's widths). */
 LirType lir_field_type(const LirKernel *k, int operand, LirField f);
 
 /* ---- printing, checking, running ---- */
-/* Writes the kernel as a C function against runtime/abi.h (with the
- * #include line when with_header). */
-void lir_print(FILE *out, const LirKernel *k, bool with_header);
+enum {
+  LIR_PRINT_HEADER = 1,    /* the #include lines first */
+  LIR_PRINT_PARALLEL = 2   /* parallel loops outlined and run by the runtime,
+                              atomic updates as atomics (else serial, readable) */
+};
+/* Writes the kernel as C against runtime/abi.h (flags: LIR_PRINT_*). */
+void lir_print(FILE *out, const LirKernel *k, unsigned flags);
 /* Checks types and variable scoping; false with d set on a violation. */
 bool lir_verify(const LirKernel *k, Diag *d);
 

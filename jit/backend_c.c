@@ -6,9 +6,11 @@
  * $CC defaults to `cc`. The kernel reaches the runtime helpers
  * (tj_rt_reserve, ...) through pointers the backend fills in after
  * dlopen, because the process need not export its symbols (no -rdynamic).
- * The rendering has no OpenMP: parallel loops print as serial loops with a
- * comment, and vector loops as their scalar loops, so no flags beyond these
- * are needed. Every failure (no compiler, a compile error with the
+ * The rendering is lir_print's LIR_PRINT_PARALLEL one: parallel loops are
+ * outlined and run by the runtime's tj_rt_parallel_for_sched (the LLVM
+ * backend's schedule and thread count), atomic updates use the compiler's
+ * __atomic builtins, and vector loops print as their scalar loops, so no
+ * flags beyond these (no -fopenmp) are needed. Every failure (no compiler, a compile error with the
  * compiler's first lines, dlopen) becomes a Diag; nothing exits.
  */
 #include <dlfcn.h>
@@ -34,10 +36,13 @@ static const char helpers_c[] =
     "static int32_t (*tj_p_gett)(tj_storage **, const int32_t *, tj_gett_ukernel);\n"
     "static int (*tj_p_threads)(void);\n"
     "static int64_t (*tj_p_thread_slot)(int64_t);\n"
+    "static void (*tj_p_parallel_for_sched)(int64_t, int64_t, const void *, int32_t,\n"
+    "                                       const void *, int32_t, int32_t, tj_par_body, void *);\n"
     "#define tj_rt_reserve tj_p_reserve\n#define tj_rt_alloc tj_p_alloc\n"
     "#define tj_rt_free tj_p_free\n#define tj_rt_sort_crd tj_p_sort_crd\n"
     "#define tj_rt_gett tj_p_gett\n#define tj_rt_threads tj_p_threads\n"
-    "#define tj_rt_thread_slot tj_p_thread_slot\n\n";
+    "#define tj_rt_thread_slot tj_p_thread_slot\n"
+    "#define tj_rt_parallel_for_sched tj_p_parallel_for_sched\n\n";
 
 static const char bind_c[] =
     "\nvoid " BIND_SYMBOL "(void *const *h) {\n"
@@ -48,6 +53,8 @@ static const char bind_c[] =
     "  tj_p_gett = (int32_t (*)(tj_storage **, const int32_t *, tj_gett_ukernel))h[4];\n"
     "  tj_p_threads = (int (*)(void))h[5];\n"
     "  tj_p_thread_slot = (int64_t (*)(int64_t))h[6];\n"
+    "  tj_p_parallel_for_sched = (void (*)(int64_t, int64_t, const void *, int32_t, const void *,\n"
+    "                                      int32_t, int32_t, tj_par_body, void *))h[7];\n"
     "}\n";
 
 typedef struct CState {
@@ -72,7 +79,7 @@ static void render(FILE *f, const LirKernel *k) {
   fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n"
         "#include <string.h>\n\n#include \"runtime/abi.h\"\n\n", f);
   fputs(helpers_c, f);
-  lir_print(f, k, false);
+  lir_print(f, k, LIR_PRINT_PARALLEL);
   fputs(bind_c, f);
 }
 
@@ -189,7 +196,8 @@ static bool c_compile(void *state, const LirKernel *k, const BackendOptions *o,
   }
   void *const helpers[] = {(void *)tj_rt_reserve, (void *)tj_rt_alloc, (void *)tj_rt_free,
                            (void *)tj_rt_sort_crd, (void *)tj_rt_gett,
-                           (void *)tj_rt_threads, (void *)tj_rt_thread_slot};
+                           (void *)tj_rt_threads, (void *)tj_rt_thread_slot,
+                           (void *)tj_rt_parallel_for_sched};
   bind(helpers);
   *out = (BackendKernel){.fn = fn, .handle = so,
                          .times = {.ir_ms = t1 - t0, .codegen_ms = jit_now_ms() - t1,

@@ -84,7 +84,7 @@ static bool llvm_print(void *state, const LirKernel *k, const BackendOptions *o,
                        BackendStage st, FILE *f, Diag *d) {
   LlvmState *s = state;
   if (st == BE_STAGE_SOURCE) {
-    lir_print(f, k, true);
+    lir_print(f, k, LIR_PRINT_HEADER | LIR_PRINT_PARALLEL);
     return true;
   }
   JitOptions jo = jit_options(o);

@@ -26,7 +26,7 @@ static tj_status print_lir(const tj_kernel *k, LowerPhase ph, FILE *f) {
   Diag d;
   diag_init(&d);
   if (!drv_ensure_lowered(e, ph, &d)) return drv_fail(&d);
-  lir_print(f, e->lir[ph], false);
+  lir_print(f, e->lir[ph], 0);
   return TJ_OK;
 }
 
@@ -99,7 +99,7 @@ static tj_status print_after_one(const tj_kernel *k, const char *pass, void *fil
   pthread_mutex_lock(&k->entry->lock);
   LirKernel *lk = drv_lower_variant(k->entry, &a, PHASE_EVALUATE, n, &d);
   pthread_mutex_unlock(&k->entry->lock);
-  if (lk) lir_print(file, lk, false);
+  if (lk) lir_print(file, lk, 0);
   arena_free(&a);
   return lk ? TJ_OK : drv_fail(&d);
 }

@@ -282,23 +282,14 @@ LLVMValueRef em_binop(Emitter *e, LirBinOp op, LirType t, LLVMValueRef a,
 
 /* True when evaluating x cannot trap (no loads, no integer division), so it
  * may run unconditionally instead of behind a branch. */
-bool em_is_speculatable(const LirExpr *x) {
-  if (!x) return true;
-  switch (x->kind) {
-  case LE_LOAD: return false;
-  case LE_BIN:
-    if ((x->u.bin.op == LOP_DIV || x->u.bin.op == LOP_REM) &&
-        !lir_type_is_float(x->u.bin.a->type))
-      return false;
-    return em_is_speculatable(x->u.bin.a) && em_is_speculatable(x->u.bin.b);
-  case LE_UN: return em_is_speculatable(x->u.un.a);
-  case LE_CAST: return em_is_speculatable(x->u.cast);
-  case LE_SELECT:
-    return em_is_speculatable(x->u.sel.cond) && em_is_speculatable(x->u.sel.a) &&
-           em_is_speculatable(x->u.sel.b);
-  default: return true;
-  }
+static LirVisit may_trap(const LirExpr *x, void *cx) {
+  (void)cx;
+  bool int_div = x->kind == LE_BIN && (x->u.bin.op == LOP_DIV || x->u.bin.op == LOP_REM) &&
+                 !lir_type_is_float(x->u.bin.a->type);
+  return x->kind == LE_LOAD || int_div ? LV_STOP : LV_DESCEND;
 }
+
+bool em_is_speculatable(const LirExpr *x) { return !lir_expr_walk(x, may_trap, NULL); }
 
 /* c ? a : b with a and b evaluated only on their own branch (C semantics;
  * also used for && and ||). */

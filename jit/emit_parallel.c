@@ -11,6 +11,8 @@
  * the runtime sees [0, trips) and the body maps t to ctx[1] + t * ctx[2].
  * A body that breaks the parallel contract (assigns an outer variable, may
  * fail) runs serially, which is always correct; so do nested parallel loops.
+ * What the body captures is lir_capture's (ir/lir_walk.c), which the C
+ * printer's outlining shares.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,80 +21,6 @@
 
 enum { CTX_OPERANDS, CTX_LO, CTX_STEP, CTX_VARS };
 
-/* One walk over the body in statement order (declarations precede uses). */
-typedef struct Capture {
-  unsigned char *inner;  /* by var id: declared in the body (or its iv) */
-  unsigned char *seen;   /* by var id: already in vars */
-  const LirVar **vars;   /* variables the body uses but does not declare */
-  int n;
-  bool writes_outer;     /* the body assigns a variable declared outside */
-  bool may_fail;         /* the body makes a failing helper call */
-} Capture;
-
-static void use_var(Capture *c, const LirVar *v) {
-  if (!v || c->inner[v->id] || c->seen[v->id]) return;
-  c->seen[v->id] = 1;
-  c->vars[c->n++] = v;
-}
-
-static void walk_expr(Capture *c, const LirExpr *x) {
-  if (!x) return;
-  switch (x->kind) {
-  case LE_VAR: use_var(c, x->u.var); break;
-  case LE_LOAD: walk_expr(c, x->u.load.ptr); walk_expr(c, x->u.load.idx); break;
-  case LE_BIN: walk_expr(c, x->u.bin.a); walk_expr(c, x->u.bin.b); break;
-  case LE_UN: walk_expr(c, x->u.un.a); break;
-  case LE_CAST: walk_expr(c, x->u.cast); break;
-  case LE_SELECT:
-    walk_expr(c, x->u.sel.cond);
-    walk_expr(c, x->u.sel.a);
-    walk_expr(c, x->u.sel.b);
-    break;
-  default: break;
-  }
-}
-
-static void write_var(Capture *c, const LirVar *v) {
-  if (v && !c->inner[v->id]) c->writes_outer = true;
-}
-
-static void walk(Capture *c, const LirStmt *s) {
-  for (; s; s = s->next) switch (s->kind) {
-  case LS_DECL: walk_expr(c, s->u.decl.init); c->inner[s->u.decl.var->id] = 1; break;
-  case LS_ASSIGN: walk_expr(c, s->u.assign.e); write_var(c, s->u.assign.var); break;
-  case LS_STORE:
-    walk_expr(c, s->u.store.ptr);
-    walk_expr(c, s->u.store.idx);
-    walk_expr(c, s->u.store.e);
-    break;
-  case LS_SETFIELD: walk_expr(c, s->u.setfield.e); break;
-  case LS_FOR:
-    walk_expr(c, s->u.loop.lo);
-    walk_expr(c, s->u.loop.hi);
-    walk_expr(c, s->u.loop.step);
-    c->inner[s->u.loop.iv->id] = 1;
-    walk(c, s->u.loop.body);
-    break;
-  case LS_WHILE: walk_expr(c, s->u.whl.cond); walk(c, s->u.whl.body); break;
-  case LS_IF:
-    walk_expr(c, s->u.cond.cond);
-    walk(c, s->u.cond.then);
-    walk(c, s->u.cond.els);
-    break;
-  case LS_CALL:
-    walk_expr(c, s->u.call.a);
-    walk_expr(c, s->u.call.b);
-    if (s->u.call.h == LH_RESERVE || s->u.call.h == LH_ALLOC || s->u.call.h == LH_GETT)
-      c->may_fail = true;
-    if (s->u.call.h == LH_FREE || s->u.call.h == LH_THREADS || s->u.call.h == LH_THREAD_SLOT)
-      write_var(c, s->u.call.ptr);
-    use_var(c, s->u.call.ptr);
-    break;
-  case LS_BLOCK: walk(c, s->u.block); break;
-  case LS_COMMENT: break;
-  }
-}
-
 static LLVMValueRef ctx_addr(Emitter *e, LLVMBuilderRef b, LLVMValueRef ctx, int q) {
   LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned)q, 0);
   return LLVMBuildInBoundsGEP2(b, e->i64, ctx, &idx, 1, "");
@@ -100,7 +28,7 @@ static LLVMValueRef ctx_addr(Emitter *e, LLVMBuilderRef b, LLVMValueRef ctx, int
 
 /* The outlined function's entry: operand pointers and captured variables
  * copied from ctx into this function's own slots. */
-static void load_ctx(Emitter *e, LLVMValueRef ctx, const Capture *c) {
+static void load_ctx(Emitter *e, LLVMValueRef ctx, const LirCapture *c) {
   e->operands = LLVMBuildLoad2(e->eb, e->ptr, ctx_addr(e, e->eb, ctx, CTX_OPERANDS), "operands");
   for (int i = 0; i < e->k->noperands; i++) {
     LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned)i, 0);
@@ -134,7 +62,7 @@ static void iv_range(Emitter *e, const LirStmt *s, LLVMValueRef ctx,
 
 /* Builds .par<N> with the emitter switched to it; restores the kernel's
  * function state afterwards. */
-static LLVMValueRef outline(Emitter *e, const LirStmt *s, const Capture *c) {
+static LLVMValueRef outline(Emitter *e, const LirStmt *s, const LirCapture *c) {
   char name[160];
   snprintf(name, sizeof name, "%s.par%d", e->t->symbol, e->npar++);
   LLVMTypeRef pt[] = {e->ptr, e->i64, e->i64};
@@ -173,7 +101,7 @@ static LLVMValueRef outline(Emitter *e, const LirStmt *s, const Capture *c) {
 }
 
 /* ctx[CTX_VARS + j] = captured variable j; ctx[0] = operands. */
-static LLVMValueRef fill_ctx(Emitter *e, const Capture *c) {
+static LLVMValueRef fill_ctx(Emitter *e, const LirCapture *c) {
   LLVMTypeRef at = LLVMArrayType(e->i64, (unsigned)(CTX_VARS + c->n));
   LLVMValueRef ctx = LLVMBuildAlloca(e->eb, at, "par.ctx");
   LLVMBuildStore(e->b, e->operands, ctx_addr(e, e->b, ctx, CTX_OPERANDS));
@@ -243,24 +171,16 @@ static bool call_runtime(Emitter *e, const LirStmt *s, LLVMValueRef fn,
 }
 
 bool emit_parallel_for(Emitter *e, const LirStmt *s) {
-  size_t n = (size_t)e->k->nvars + 1;
-  Capture c = {.inner = calloc(n, 1), .seen = calloc(n, 1),
-               .vars = calloc(n, sizeof *c.vars)};
-  bool ok = c.inner && c.seen && c.vars;
-  if (!ok) diag_error(e->d, TJ_ERR_NOMEM, "out of memory outlining a parallel loop");
-  if (ok) {
-    c.inner[s->u.loop.iv->id] = 1;
-    walk_expr(&c, s->u.loop.step);
-    walk(&c, s->u.loop.body);
-  }
+  LirCapture c;
+  if (!lir_capture(e->k, s, &c))
+    return diag_error(e->d, TJ_ERR_NOMEM, "out of memory outlining a parallel loop");
   LLVMValueRef ctx = NULL, fn = NULL, lo, hi;
-  if (ok && (c.writes_outer || c.may_fail || !e->cleanup || e->in_cleanup))
+  bool ok;
+  if (c.writes_outer || c.may_fail || !e->cleanup || e->in_cleanup)
     ok = em_scalar_for(e, s, emit_expr(e, s->u.loop.lo), NULL);
-  else if (ok)
+  else
     ok = (ctx = fill_ctx(e, &c)) && run_range(e, s, ctx, &lo, &hi) &&
          (fn = outline(e, s, &c)) && call_runtime(e, s, fn, ctx, lo, hi);
-  free(c.inner);
-  free(c.seen);
-  free(c.vars);
+  lir_capture_free(&c);
   return ok;
 }

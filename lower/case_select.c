@@ -19,46 +19,19 @@
  * condition is then the default and is dropped. */
 #include "lowerer.h"
 
-static bool expr_same(const LirExpr *x, const LirExpr *y) {
-  if (x == y) return true;
-  if (!x || !y || x->kind != y->kind || x->type != y->type) return false;
-  switch (x->kind) {
-  case LE_CONST: return x->u.c.i == y->u.c.i && (x->u.c.f == y->u.c.f ||
-                                                  (x->u.c.f != x->u.c.f && y->u.c.f != y->u.c.f));
-  case LE_VAR: return x->u.var == y->u.var;
-  case LE_FIELD: return x->u.field.operand == y->u.field.operand &&
-                        x->u.field.field == y->u.field.field && x->u.field.level == y->u.field.level;
-  case LE_LOAD: return expr_same(x->u.load.ptr, y->u.load.ptr) && expr_same(x->u.load.idx, y->u.load.idx);
-  case LE_BIN: return x->u.bin.op == y->u.bin.op && expr_same(x->u.bin.a, y->u.bin.a) &&
-                      expr_same(x->u.bin.b, y->u.bin.b);
-  case LE_UN: return x->u.un.op == y->u.un.op && expr_same(x->u.un.a, y->u.un.a);
-  case LE_CAST: return expr_same(x->u.cast, y->u.cast);
-  case LE_SELECT: return expr_same(x->u.sel.cond, y->u.sel.cond) && expr_same(x->u.sel.a, y->u.sel.a) &&
-                         expr_same(x->u.sel.b, y->u.sel.b);
-  }
-  return false;
-}
-
 /* Whether e may run where it did not before: no integer division (by a
  * zero an absent entry would give) and no float-to-integer conversion
  * (out of range for a value the chain never converted). */
-static bool speculable(const LirExpr *e) {
-  if (!e) return true;
-  switch (e->kind) {
-  case LE_CONST: case LE_VAR: case LE_FIELD: return true;
-  case LE_LOAD: return speculable(e->u.load.ptr) && speculable(e->u.load.idx);
-  case LE_BIN:
-    if ((e->u.bin.op == LOP_DIV || e->u.bin.op == LOP_REM) && !lir_type_is_float(e->type))
-      return false;
-    return speculable(e->u.bin.a) && speculable(e->u.bin.b);
-  case LE_UN: return speculable(e->u.un.a);
-  case LE_CAST:
-    if (lir_type_is_float(e->u.cast->type) && !lir_type_is_float(e->type)) return false;
-    return speculable(e->u.cast);
-  case LE_SELECT: return speculable(e->u.sel.cond) && speculable(e->u.sel.a) && speculable(e->u.sel.b);
-  }
-  return false;
+static LirVisit traps(const LirExpr *e, void *cx) {
+  (void)cx;
+  bool int_div = e->kind == LE_BIN && (e->u.bin.op == LOP_DIV || e->u.bin.op == LOP_REM) &&
+                 !lir_type_is_float(e->type);
+  bool to_int = e->kind == LE_CAST && lir_type_is_float(e->u.cast->type) &&
+                !lir_type_is_float(e->type);
+  return int_div || to_int ? LV_STOP : LV_DESCEND;
 }
+
+static bool speculable(const LirExpr *e) { return !lir_expr_walk(e, traps, NULL); }
 
 static bool stmts_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int nvals, int *at);
 
@@ -74,7 +47,7 @@ static bool stmt_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int n
     (*vals)[(*at)++] = y->u.assign.e;
     return true;
   case LS_STORE:
-    if (!expr_same(x->u.store.ptr, y->u.store.ptr) || !expr_same(x->u.store.idx, y->u.store.idx) ||
+    if (!lir_expr_equal(x->u.store.ptr, y->u.store.ptr) || !lir_expr_equal(x->u.store.idx, y->u.store.idx) ||
         x->u.store.op != y->u.store.op || x->u.store.atomic != y->u.store.atomic ||
         *at >= nvals || !speculable(y->u.store.e))
       return false;
@@ -82,16 +55,16 @@ static bool stmt_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int n
     return true;
   case LS_SETFIELD:
     return x->u.setfield.operand == y->u.setfield.operand && x->u.setfield.field == y->u.setfield.field &&
-           x->u.setfield.level == y->u.setfield.level && expr_same(x->u.setfield.e, y->u.setfield.e);
+           x->u.setfield.level == y->u.setfield.level && lir_expr_equal(x->u.setfield.e, y->u.setfield.e);
   case LS_IF:
-    return expr_same(x->u.cond.cond, y->u.cond.cond) &&
+    return lir_expr_equal(x->u.cond.cond, y->u.cond.cond) &&
            stmts_same(x->u.cond.then, y->u.cond.then, vals, nvals, at) &&
            stmts_same(x->u.cond.els, y->u.cond.els, vals, nvals, at);
   case LS_CALL:
     return x->u.call.h == y->u.call.h && x->u.call.operand == y->u.call.operand &&
            x->u.call.arr == y->u.call.arr && x->u.call.level == y->u.call.level &&
            x->u.call.ptr == y->u.call.ptr && x->u.call.plan == y->u.call.plan &&
-           expr_same(x->u.call.a, y->u.call.a) && expr_same(x->u.call.b, y->u.call.b);
+           lir_expr_equal(x->u.call.a, y->u.call.a) && lir_expr_equal(x->u.call.b, y->u.call.b);
   case LS_BLOCK: return stmts_same(x->u.block, y->u.block, vals, nvals, at);
   case LS_COMMENT: return true;
   default: return false; /* declarations (of fresh variables) and loops differ */
@@ -147,7 +120,7 @@ LirStmt *lw_cases_as_selects(Lowerer *lw, int n, LirExpr *const *conds, LirStmt 
   for (int v = 0; v < nv; v++) { /* c0 ? e0 : c1 ? e1 : ... : e(n-1) */
     LirExpr *e = val_store[n - 1][v];
     bool differs = false;
-    for (int k = 0; k + 1 < n; k++) differs |= !expr_same(val_store[k][v], e);
+    for (int k = 0; k + 1 < n; k++) differs |= !lir_expr_equal(val_store[k][v], e);
     if (differs && ndiffer++) return NULL; /* one value per case: each condition used once */
     for (int k = n - 2; k >= 0 && differs; k--) e = lir_select(a, conds[k], val_store[k][v], e);
     sel[v] = e;

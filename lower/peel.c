@@ -40,47 +40,29 @@ typedef struct Peel {
   LirExpr **ren;         /* [copy * nren + id]: a var's replacement, or NULL */
 } Peel;
 
-static bool reads_var(const LirExpr *e, const LirVar *v) {
-  if (!e) return false;
-  switch (e->kind) {
-  case LE_VAR: return e->u.var == v;
-  case LE_LOAD: return reads_var(e->u.load.ptr, v) || reads_var(e->u.load.idx, v);
-  case LE_BIN: return reads_var(e->u.bin.a, v) || reads_var(e->u.bin.b, v);
-  case LE_UN: return reads_var(e->u.un.a, v);
-  case LE_CAST: return reads_var(e->u.cast, v);
-  case LE_SELECT:
-    return reads_var(e->u.sel.cond, v) || reads_var(e->u.sel.a, v) || reads_var(e->u.sel.b, v);
-  default: return false;
-  }
-}
+typedef struct Loaded {
+  const char *loaded;
+  int n;
+} Loaded;
 
-/* Whether e loads from memory (at any depth). */
-static bool has_load(const LirExpr *e) {
-  if (!e) return false;
-  switch (e->kind) {
-  case LE_LOAD: return true;
-  case LE_BIN: return has_load(e->u.bin.a) || has_load(e->u.bin.b);
-  case LE_UN: return has_load(e->u.un.a);
-  case LE_CAST: return has_load(e->u.cast);
-  case LE_SELECT: return has_load(e->u.sel.cond) || has_load(e->u.sel.a) || has_load(e->u.sel.b);
-  default: return false;
-  }
+/* A load whose index loads, or reads a variable marked loaded; a select's
+ * condition is not looked at. */
+static LirVisit gather_at(const LirExpr *e, void *cx) {
+  const Loaded *l = cx;
+  if (e->kind == LE_LOAD)
+    return lir_has_load(e->u.load.idx) || lir_reads_marked(e->u.load.idx, l->loaded, l->n)
+               ? LV_STOP : LV_SKIP;
+  if (e->kind == LE_SELECT)
+    return lir_expr_walk(e->u.sel.a, gather_at, cx) || lir_expr_walk(e->u.sel.b, gather_at, cx)
+               ? LV_STOP : LV_SKIP;
+  return LV_DESCEND;
 }
 
 /* Whether e has a load whose index loads (a gather), given that the
  * variables marked in loaded[] hold loaded values. */
 static bool gathers(const LirExpr *e, const char *loaded, int n) {
-  if (!e) return false;
-  switch (e->kind) {
-  case LE_LOAD:
-    return has_load(e->u.load.idx) || lir_reads_marked(e->u.load.idx, loaded, n);
-  case LE_BIN: return gathers(e->u.bin.a, loaded, n) || gathers(e->u.bin.b, loaded, n);
-  case LE_UN: return gathers(e->u.un.a, loaded, n);
-  case LE_CAST: return gathers(e->u.cast, loaded, n);
-  case LE_SELECT:
-    return gathers(e->u.sel.a, loaded, n) || gathers(e->u.sel.b, loaded, n);
-  default: return false;
-  }
+  Loaded l = {loaded, n};
+  return lir_expr_walk(e, gather_at, &l);
 }
 
 /* Checks a loop body: declarations (marking in loaded[] those that read
@@ -95,12 +77,12 @@ static bool body_ok(Peel *p, const LirStmt *s, char *loaded, int *ngather) {
     case LS_DECL:
       if (!s->u.decl.init || s->u.decl.var->id >= p->nren) return false;
       *ngather += gathers(s->u.decl.init, loaded, p->nren);
-      if (has_load(s->u.decl.init) || lir_reads_marked(s->u.decl.init, loaded, p->nren))
+      if (lir_has_load(s->u.decl.init) || lir_reads_marked(s->u.decl.init, loaded, p->nren))
         loaded[s->u.decl.var->id] = 1;
       break;
     case LS_ASSIGN:
       if (p->upd || s->u.assign.op != LOP_ADD || s->u.assign.with ||
-          !lir_type_is_float(s->u.assign.var->type) || reads_var(s->u.assign.e, s->u.assign.var))
+          !lir_type_is_float(s->u.assign.var->type) || lir_count_reads(s->u.assign.e, s->u.assign.var))
         return false;
       p->upd = s;
       p->acc = s->u.assign.var;
@@ -124,8 +106,8 @@ static bool qualifies(Peel *p, const LirStmt *loop) {
   memset(loaded, 0, (size_t)p->nren + 1);
   int ngather = 0;
   return body_ok(p, loop->u.loop.body, loaded, &ngather) && p->upd && ngather > 0 &&
-         p->acc->id < p->nren && !reads_var(loop->u.loop.lo, p->acc) &&
-         !reads_var(loop->u.loop.hi, p->acc);
+         p->acc->id < p->nren && !lir_count_reads(loop->u.loop.lo, p->acc) &&
+         !lir_count_reads(loop->u.loop.hi, p->acc);
 }
 
 static LirExpr *clone(Peel *p, int r, const LirExpr *e) {

@@ -114,38 +114,27 @@ static bool mark_inside(Promote *p, const LirStmt *L) {
 }
 
 /* A variable made after the marking (a jammed copy's) is inside. */
+static LirVisit inside_var(const LirExpr *e, void *cx) {
+  const Promote *p = cx;
+  bool in = e->kind == LE_VAR && (e->u.var->id >= p->ninside || p->inside[e->u.var->id]);
+  return in ? LV_STOP : LV_DESCEND;
+}
+
 static bool reads_inside(const Promote *p, const LirExpr *e) {
-  if (!e) return false;
-  switch (e->kind) {
-  case LE_VAR: return e->u.var->id >= p->ninside || p->inside[e->u.var->id];
-  case LE_LOAD: return reads_inside(p, e->u.load.ptr) || reads_inside(p, e->u.load.idx);
-  case LE_BIN: return reads_inside(p, e->u.bin.a) || reads_inside(p, e->u.bin.b);
-  case LE_UN: return reads_inside(p, e->u.un.a);
-  case LE_CAST: return reads_inside(p, e->u.cast);
-  case LE_SELECT:
-    return reads_inside(p, e->u.sel.cond) || reads_inside(p, e->u.sel.a) ||
-           reads_inside(p, e->u.sel.b);
-  default: return false;
-  }
+  return lir_expr_walk(e, inside_var, (void *)p);
 }
 
 static bool is_outvals(const Promote *p, const LirExpr *e) {
   return e->kind == LE_VAR && known(p, e->u.var) && p->outvals[e->u.var->id];
 }
 
+static LirVisit outvals_load(const LirExpr *e, void *cx) {
+  return e->kind == LE_LOAD && is_outvals(cx, e->u.load.ptr) ? LV_STOP : LV_DESCEND;
+}
+
 /* Whether e loads through an output's values pointer. */
 static bool loads_outvals(const Promote *p, const LirExpr *e) {
-  if (!e) return false;
-  switch (e->kind) {
-  case LE_LOAD: return is_outvals(p, e->u.load.ptr) || loads_outvals(p, e->u.load.idx);
-  case LE_BIN: return loads_outvals(p, e->u.bin.a) || loads_outvals(p, e->u.bin.b);
-  case LE_UN: return loads_outvals(p, e->u.un.a);
-  case LE_CAST: return loads_outvals(p, e->u.cast);
-  case LE_SELECT:
-    return loads_outvals(p, e->u.sel.cond) || loads_outvals(p, e->u.sel.a) ||
-           loads_outvals(p, e->u.sel.b);
-  default: return false;
-  }
+  return lir_expr_walk(e, outvals_load, (void *)p);
 }
 
 /* The body of a loop that may keep updates in registers: no runtime call,
@@ -257,47 +246,32 @@ typedef struct Accs {
   int n;
 } Accs;
 
-/* Reads of variable v in e. */
-static int count_reads(const LirExpr *e, const LirVar *v) {
-  if (!e) return 0;
-  switch (e->kind) {
-  case LE_VAR: return e->u.var == v;
-  case LE_LOAD: return count_reads(e->u.load.ptr, v) + count_reads(e->u.load.idx, v);
-  case LE_BIN: return count_reads(e->u.bin.a, v) + count_reads(e->u.bin.b, v);
-  case LE_UN: return count_reads(e->u.un.a, v);
-  case LE_CAST: return count_reads(e->u.cast, v);
-  case LE_SELECT:
-    return count_reads(e->u.sel.cond, v) + count_reads(e->u.sel.a, v) + count_reads(e->u.sel.b, v);
-  default: return 0;
-  }
-}
-
 /* Reads of v in the list s, and whether every assignment to v is `v += e`. */
 static int uses(const LirStmt *s, const LirVar *v, bool *only_add) {
   int n = 0;
   for (; s; s = s->next) {
     switch (s->kind) {
-    case LS_DECL: n += count_reads(s->u.decl.init, v); break;
+    case LS_DECL: n += lir_count_reads(s->u.decl.init, v); break;
     case LS_ASSIGN:
-      n += count_reads(s->u.assign.e, v);
+      n += lir_count_reads(s->u.assign.e, v);
       if (s->u.assign.var == v && (s->u.assign.op != LOP_ADD || s->u.assign.with))
         *only_add = false;
       break;
     case LS_STORE:
-      n += count_reads(s->u.store.ptr, v) + count_reads(s->u.store.idx, v) +
-           count_reads(s->u.store.e, v);
+      n += lir_count_reads(s->u.store.ptr, v) + lir_count_reads(s->u.store.idx, v) +
+           lir_count_reads(s->u.store.e, v);
       break;
     case LS_FOR:
-      n += count_reads(s->u.loop.lo, v) + count_reads(s->u.loop.hi, v) +
+      n += lir_count_reads(s->u.loop.lo, v) + lir_count_reads(s->u.loop.hi, v) +
            uses(s->u.loop.body, v, only_add);
       break;
-    case LS_WHILE: n += count_reads(s->u.whl.cond, v) + uses(s->u.whl.body, v, only_add); break;
+    case LS_WHILE: n += lir_count_reads(s->u.whl.cond, v) + uses(s->u.whl.body, v, only_add); break;
     case LS_IF:
-      n += count_reads(s->u.cond.cond, v) + uses(s->u.cond.then, v, only_add) +
+      n += lir_count_reads(s->u.cond.cond, v) + uses(s->u.cond.then, v, only_add) +
            uses(s->u.cond.els, v, only_add);
       break;
     case LS_BLOCK: n += uses(s->u.block, v, only_add); break;
-    case LS_CALL: n += count_reads(s->u.call.a, v) + count_reads(s->u.call.b, v); break;
+    case LS_CALL: n += lir_count_reads(s->u.call.a, v) + lir_count_reads(s->u.call.b, v); break;
     default: break;
     }
   }
@@ -422,32 +396,43 @@ static bool only_loop(LirStmt **slot, LirStmt **found, LirStmt ***at) {
   return true;
 }
 
-/* Whether list s stores, or assigns a variable declared outside it other
- * than by `+=` into one of A's accumulators. */
-static bool only_sums(const LirStmt *s, const Accs *A, char *decl) {
+/* Calls fn on each assignment in list s to a variable declared outside
+ * it (decl: by var id, marks those declared inside, ivs among them, as
+ * the walk meets them) and on each store; false when s holds anything but
+ * declarations, assignments, stores, loops, blocks and comments, or when
+ * fn says no. */
+static bool outer_assigns(const LirStmt *s, char *decl, bool (*fn)(const LirStmt *, void *),
+                          void *cx) {
   for (; s; s = s->next) {
     switch (s->kind) {
     case LS_DECL: decl[s->u.decl.var->id] = 1; break;
-    case LS_ASSIGN: {
-      const LirVar *x = s->u.assign.var;
-      if (decl[x->id]) break;
-      bool acc = false;
-      for (int i = 0; i < A->n; i++) acc |= A->acc[i].var == x;
-      if (!acc || s->u.assign.op != LOP_ADD || s->u.assign.with) return false;
+    case LS_ASSIGN:
+      if (!decl[s->u.assign.var->id] && !fn(s, cx)) return false;
       break;
-    }
+    case LS_STORE:
+      if (!fn(s, cx)) return false;
+      break;
     case LS_FOR:
       decl[s->u.loop.iv->id] = 1;
-      if (!only_sums(s->u.loop.body, A, decl)) return false;
+      if (!outer_assigns(s->u.loop.body, decl, fn, cx)) return false;
       break;
     case LS_BLOCK:
-      if (!only_sums(s->u.block, A, decl)) return false;
+      if (!outer_assigns(s->u.block, decl, fn, cx)) return false;
       break;
     case LS_COMMENT: break;
     default: return false;
     }
   }
   return true;
+}
+
+/* `+=` into one of the accumulators (Accs); no store. */
+static bool acc_sum(const LirStmt *s, void *cx) {
+  const Accs *A = cx;
+  if (s->kind != LS_ASSIGN) return false;
+  bool acc = false;
+  for (int i = 0; i < A->n; i++) acc |= A->acc[i].var == s->u.assign.var;
+  return acc && s->u.assign.op == LOP_ADD && !s->u.assign.with;
 }
 
 /* L, promoted into A's accumulators, with its column loop moved around
@@ -457,7 +442,7 @@ static LirStmt *lanes_across(Promote *p, LirStmt *L, const Accs *A) {
   LirStmt **jslot = NULL, *J = NULL;
   char *decl = arena_alloc(a, (size_t)p->k->nvars);
   if (!only_loop(&L->u.loop.body, &J, &jslot) || !J || !decl ||
-      !only_sums(L->u.loop.body, A, decl))
+      !outer_assigns(L->u.loop.body, decl, acc_sum, (void *)A))
     return L;
   LirStmt *inner = J->u.loop.body, *sums = NULL, *zeros = NULL;
   for (int i = 0; i < A->n; i++) {
@@ -508,12 +493,41 @@ static LirStmt *loop_of(LirStmt *s, const LirVar *iv) {
   return NULL;
 }
 
+/* Whether list s holds nothing but q and declarations, comments and
+ * blocks of them (which each copy computes again to no effect). */
+static bool only_decls_but(const LirStmt *s, const LirStmt *q) {
+  for (; s; s = s->next)
+    if (s != q && s->kind != LS_DECL && s->kind != LS_COMMENT &&
+        !(s->kind == LS_BLOCK && only_decls_but(s->u.block, q)))
+      return false;
+  return true;
+}
+
+/* A store `+=` into output values (no atomics); no assignment to a
+ * variable declared outside the candidate. */
+static bool group_sum(const LirStmt *s, void *cx) {
+  return s->kind == LS_STORE && s->u.store.op == LOP_ADD && !s->u.store.atomic &&
+         is_outvals(cx, s->u.store.ptr);
+}
+
+/* The copies run L's iterations once per group, each over the group's rows
+ * of the candidate q only: legal when nothing else in L's body has an
+ * effect (else it would happen once per copy), and q's rows only add into
+ * output values (so running them group after group, not row after row
+ * within each iteration of L, gives each element the same sum) and keep
+ * their variables to themselves. */
+static bool groupable(Promote *p, const LirStmt *L, const LirStmt *q) {
+  char *decl = arena_alloc(p->a, (size_t)p->k->nvars);
+  return decl && only_decls_but(L->u.loop.body, q) &&
+         outer_assigns(q->u.loop.body, decl, group_sum, p);
+}
+
 static bool split_groups(Promote *p, LirStmt **slot) {
   LirStmt *L = *slot;
   if (L->u.loop.at.vec_width || L->u.loop.at.parallel) return false;
   if (!mark_inside(p, L) || !body_ok(p, L->u.loop.body)) return false;
   LirStmt *q = first_candidate(p, L->u.loop.body);
-  if (!q) return false;
+  if (!q || !groupable(p, L, q)) return false;
   int64_t lo = q->u.loop.lo->u.c.i, trips = q->u.loop.hi->u.c.i - lo;
   if (trips <= PROMOTE_GROUP || trips > LOWER_JAM_MAX || trips % PROMOTE_GROUP) return false;
   LirStmt *copies = NULL;
@@ -591,34 +605,17 @@ typedef struct Sums {
   int n;
 } Sums;
 
-/* The variables list s assigns but does not declare, into S; false when
- * one is assigned other than by `+=`, when there are more than
- * SPLIT_MAX, or when s stores or calls. */
-static bool outer_sums(const LirStmt *s, char *decl, Sums *S) {
-  for (; s; s = s->next) {
-    switch (s->kind) {
-    case LS_DECL: decl[s->u.decl.var->id] = 1; break;
-    case LS_ASSIGN: {
-      LirVar *x = s->u.assign.var;
-      if (decl[x->id]) break;
-      if (s->u.assign.op != LOP_ADD || s->u.assign.with || lir_type_is_ptr(x->type)) return false;
-      int i = 0;
-      while (i < S->n && S->var[i] != x) i++;
-      if (i == S->n && S->n == SPLIT_MAX) return false;
-      if (i == S->n) S->var[S->n++] = x;
-      break;
-    }
-    case LS_FOR:
-      decl[s->u.loop.iv->id] = 1;
-      if (!outer_sums(s->u.loop.body, decl, S)) return false;
-      break;
-    case LS_BLOCK:
-      if (!outer_sums(s->u.block, decl, S)) return false;
-      break;
-    case LS_COMMENT: break;
-    default: return false;
-    }
-  }
+/* `+=` into a scalar, noted in S (Sums); no store, and no more than
+ * SPLIT_MAX scalars. */
+static bool scalar_sum(const LirStmt *s, void *cx) {
+  Sums *S = cx;
+  if (s->kind != LS_ASSIGN) return false;
+  LirVar *x = s->u.assign.var;
+  if (s->u.assign.op != LOP_ADD || s->u.assign.with || lir_type_is_ptr(x->type)) return false;
+  int i = 0;
+  while (i < S->n && S->var[i] != x) i++;
+  if (i == S->n && S->n == SPLIT_MAX) return false;
+  if (i == S->n) S->var[S->n++] = x;
   return true;
 }
 
@@ -649,7 +646,7 @@ static bool split_in(Promote *p, const LirStmt *L, LirStmt **slot, LirStmt **bef
     int64_t c = trips_of(head, q);
     char *decl = arena_alloc(p->a, (size_t)p->k->nvars);
     Sums S = {.n = 0};
-    if (c < 2 || !decl || !outer_sums(q->u.loop.body, decl, &S) || S.n == 0 || S.n * c > SPLIT_MAX)
+    if (c < 2 || !decl || !outer_assigns(q->u.loop.body, decl, scalar_sum, &S) || S.n == 0 || S.n * c > SPLIT_MAX)
       continue;
     bool only_add = true;
     for (int i = 0; i < S.n; i++)   /* t is declared outside L and read nowhere in it */

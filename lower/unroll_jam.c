@@ -44,26 +44,16 @@ static bool expr_dep(const Jam *j, const LirExpr *e) {
   return lir_reads_marked(e, j->dep, j->ndep);
 }
 
-/* Notes loads that do not depend on iv (after dependence is settled). */
+/* Notes a load that does not depend on iv (after dependence is settled). */
+static LirVisit shared_load(const LirExpr *e, void *cx) {
+  Jam *j = cx;
+  if (e->kind != LE_LOAD || expr_dep(j, e)) return LV_DESCEND;
+  j->shared_load = true;
+  return LV_STOP;
+}
+
 static void find_shared_loads(Jam *j, const LirExpr *e) {
-  if (!e || j->shared_load) return;
-  switch (e->kind) {
-  case LE_LOAD:
-    if (!expr_dep(j, e)) j->shared_load = true;
-    find_shared_loads(j, e->u.load.idx);
-    break;
-  case LE_BIN:
-    find_shared_loads(j, e->u.bin.a);
-    find_shared_loads(j, e->u.bin.b);
-    break;
-  case LE_UN: find_shared_loads(j, e->u.un.a); break;
-  case LE_CAST: find_shared_loads(j, e->u.cast); break;
-  case LE_SELECT:
-    find_shared_loads(j, e->u.sel.a);
-    find_shared_loads(j, e->u.sel.b);
-    break;
-  default: break;
-  }
+  if (!j->shared_load) lir_expr_walk(e, shared_load, j);
 }
 
 /* One pass of dependence propagation over a body; returns whether the body

@@ -194,28 +194,12 @@ static void check_access(Stores *st, const LirExpr *ptr, const LirExpr *idx) {
       st->carried = true;
 }
 
-static void check_loads(Stores *st, const LirExpr *e) {
-  if (!e) return;
-  switch (e->kind) {
-  case LE_LOAD:
-    check_access(st, e->u.load.ptr, e->u.load.idx);
-    check_loads(st, e->u.load.ptr);
-    check_loads(st, e->u.load.idx);
-    break;
-  case LE_BIN:
-    check_loads(st, e->u.bin.a);
-    check_loads(st, e->u.bin.b);
-    break;
-  case LE_UN: check_loads(st, e->u.un.a); break;
-  case LE_CAST: check_loads(st, e->u.cast); break;
-  case LE_SELECT:
-    check_loads(st, e->u.sel.cond);
-    check_loads(st, e->u.sel.a);
-    check_loads(st, e->u.sel.b);
-    break;
-  default: break;
-  }
+static LirVisit check_load(const LirExpr *e, void *st) {
+  if (e->kind == LE_LOAD) check_access(st, e->u.load.ptr, e->u.load.idx);
+  return LV_DESCEND;
 }
+
+static void check_loads(Stores *st, const LirExpr *e) { lir_expr_walk(e, check_load, st); }
 
 static void check_stmts(Stores *st, const LirStmt *s) {
   for (; s; s = s->next) switch (s->kind) {

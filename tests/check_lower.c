@@ -68,7 +68,7 @@ static char *lowered(Case *c, LowerPhase ph) {
   char *buf = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
-  lir_print(f, k, false);
+  lir_print(f, k, 0);
   fclose(f);
   return buf;
 }
