@@ -43,12 +43,27 @@ void *rt_array_new(int64_t n, size_t w, bool zero) {
 bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w) {
   if (n < old || (uint64_t)n > (SIZE_MAX - RT_ALIGN) / w) return false;
   size_t ob = (size_t)old * w, nb = (size_t)(n ? n : 1) * w;
-  /* a fresh aligned array (realloc keeps no alignment), advised before the
-   * copy touches it; doubling callers copy each element O(1) times */
-  char *q = rt_array_new(n, w, false);
-  if (!q) return false;
-  if (*p && ob) memcpy(q, *p, ob);
-  free(*p);
+  char *q;
+  if (*p && ob >= RT_HUGE_BYTES) {
+    /* a mapped block moves by mremap, keeping its page offset (so its
+     * alignment) and the advice, without a copy */
+    q = realloc(*p, nb);
+    if (!q) return false;
+    if ((uintptr_t)q % RT_ALIGN) {
+      char *r = rt_array_new(n, w, false);
+      if (!r) return *p = q, false;
+      memcpy(r, q, ob);
+      free(q);
+      q = r;
+    }
+  } else {
+    /* a fresh aligned array (realloc keeps no alignment), advised before
+     * the copy touches it */
+    q = rt_array_new(n, w, false);
+    if (!q) return false;
+    if (*p && ob) memcpy(q, *p, ob);
+    free(*p);
+  }
   memset(q + ob, 0, nb - ob);
   *p = q;
   return true;

@@ -117,7 +117,8 @@ bool rt_dtype_is_int(int dt);
 void *rt_array_new(int64_t n, size_t w, bool zero);
 /* Grows array *p from old to n elements of w bytes, zeroing the new part
  * (tj_rt_reserve); keeps the alignment and huge-page advice of
- * rt_array_new (a fresh array and a copy, never realloc). */
+ * rt_array_new (a fresh array and a copy; realloc, whose mremap keeps
+ * the page offset, only from RT_HUGE_BYTES). */
 bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w);
 /* Whether t's storage has its arrays (it was packed, read or computed);
  * a tensor only created (tj_tensor_new) has none and reads as empty. */

@@ -490,6 +490,11 @@ START_TEST(reserve_growth) {
   ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, (int64_t)(RT_HUGE_BYTES / 8) + 5), TJ_KERNEL_OK);
   ck_assert_int_eq((uintptr_t)s->vals % 64, 0);
   ck_assert_double_eq(((double *)s->vals)[RT_HUGE_BYTES / 8 + 4], 0);
+  ((double *)s->vals)[7] = 2.5;   /* grown again from a mapped block: mremap */
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, 3 * (int64_t)s->vals_cap), TJ_KERNEL_OK);
+  ck_assert_int_eq((uintptr_t)s->vals % 64, 0);
+  ck_assert_double_eq(((double *)s->vals)[7], 2.5);
+  ck_assert_double_eq(((double *)s->vals)[s->vals_cap - 1], 0);
   rt_storage_clear(s);
   ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_CRD, 1, 100), TJ_KERNEL_OK);
   crd = s->levels[1].crd;
