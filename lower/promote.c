@@ -26,7 +26,8 @@
  * Three variations, each with its own section below: with no loop around
  * L to vectorize (SpMV) the block's column loop moves around L (lanes
  * across the block row); under a vector loop 8 rows go as two groups of
- * 4 (when the block row is short: chosen at run time); and a scalar
+ * 4, 4 rows as two of 2 (when the block row is short: chosen at run
+ * time); and a scalar
  * summed through a short constant loop (n_out_of_m) gets one partial sum
  * per trip.
  */
@@ -41,7 +42,7 @@ typedef struct Promote {
   int nvars;       /* its entries (the kernel's count on entry) */
   char *inside;    /* var id -> declared or assigned in the loop at hand */
   int ninside;     /* its entries (jamming adds variables) */
-  bool whole;      /* in the branch that keeps a loop's rows whole */
+  bool whole;      /* in a choice's branches: no more row groups */
 } Promote;
 
 static bool known(const Promote *p, const LirVar *v) { return v->id < p->nvars; }
@@ -479,18 +480,23 @@ static LirStmt *lanes_across(Promote *p, LirStmt *L, const Accs *A) {
   return outer;
 }
 
-/* ---- row groups: BSR 8x8 ----
+/* ---- row groups: BSR 8x8 and 4x4 ----
  *
- * Under a vector loop, a candidate of more than PROMOTE_GROUP trips (8x8's
- * rows) would keep 8 accumulators: 16 lanes each, four passes of the
- * vector loop over each block row. L is copied once per group of
- * PROMOTE_GROUP rows instead, each copy's candidate bounded to its group,
- * and each copy promoted on its own: 4 accumulators of 32 lanes live at a
- * time (lower/vectorize.c counts the most any one loop keeps), two passes
- * over B's rows of a block, which read 4 cache lines of each row in a
- * row, not 2. */
+ * Under a vector loop, a candidate of 8 trips (8x8's rows) would keep 8
+ * accumulators: 16 lanes each, four passes of the vector loop over each
+ * block row. L is copied once per group of 4 rows instead, each copy's
+ * candidate bounded to its group, and each copy promoted on its own: 4
+ * accumulators of 32 lanes live at a time (lower/vectorize.c counts the
+ * most any one loop keeps), two passes over B's rows of a block, which
+ * read 4 cache lines of each row in a row, not 2. A candidate of 4 trips
+ * (4x4) goes as two groups of 2 rows: 2 accumulators of 64 lanes, one
+ * pass over B's whole rows instead of two half rows (tjblocked,
+ * blocks8-32768 4x4: 0.98x -> 1.21x CSR; blocks8-4096 within noise). */
 
 #define PROMOTE_GROUP 4
+
+/* The rows of a group for a candidate of `trips` rows. */
+static int64_t group_of(int64_t trips) { return trips == 4 ? 2 : PROMOTE_GROUP; }
 
 static LirStmt *first_candidate(Promote *p, LirStmt *s) {
   for (; s; s = s->next) {
@@ -517,13 +523,14 @@ static bool split_groups(Promote *p, LirStmt **slot) {
   LirStmt *q = first_candidate(p, L->u.loop.body);
   if (!q) return false;
   int64_t lo = q->u.loop.lo->u.c.i, trips = q->u.loop.hi->u.c.i - lo;
-  if (trips <= PROMOTE_GROUP || trips > LOWER_JAM_MAX || trips % PROMOTE_GROUP) return false;
+  int64_t G = group_of(trips);
+  if (trips <= G || trips > LOWER_JAM_MAX || trips % G) return false;
   LirStmt *copies = NULL;
-  for (int64_t g = 0; g < trips / PROMOTE_GROUP; g++) {
+  for (int64_t g = 0; g < trips / G; g++) {
     LirStmt *c = lower_clone_stmt(p->a, p->k, L), *cq = c ? loop_of(c->u.loop.body, q->u.loop.iv) : NULL;
     if (!cq) return false;
-    cq->u.loop.lo = lir_const_int(p->a, q->u.loop.iv->type, lo + g * PROMOTE_GROUP);
-    cq->u.loop.hi = lir_const_int(p->a, q->u.loop.iv->type, lo + (g + 1) * PROMOTE_GROUP);
+    cq->u.loop.lo = lir_const_int(p->a, q->u.loop.iv->type, lo + g * G);
+    cq->u.loop.hi = lir_const_int(p->a, q->u.loop.iv->type, lo + (g + 1) * G);
     lir_append(&copies, c);
   }
   if (p->a->failed) return false;
@@ -538,15 +545,15 @@ static bool split_groups(Promote *p, LirStmt **slot) {
  * groups' passes (the blocks8 matrices: 6 blocks of 8 per block row); a
  * FEM matrix's block rows hold about 25 blocks of 8, whose 200 rows of B
  * the second group rereads from L2 (tjblocked, bcsstk33 8x8: 0.47x CSR
- * grouped, 0.60x whole; blocks8-4096 8x8 runs grouped). A loop K around
- * L whose body reads L's bounds from DECLs
- * that K does not move is copied, and the block row's length picks one:
+ * grouped, 0.60x whole; 4x4's 2-row groups lost 2-3x there). A loop K
+ * around L whose body reads L's bounds from DECLs that K does not move is
+ * copied, and the block row's length picks one:
  *   if ((hi - lo) * trips <= PROMOTE_GROUP_ROWS) K with L in groups
  *   else K with L whole
  * where trips is the grouped loop's (a block's rows: about as many rows
  * of B per block). */
 
-#define PROMOTE_GROUP_ROWS 64   /* rows of B: 16 kB per 32-lane pass (L1: 48 kB) */
+#define PROMOTE_GROUP_ROWS 64   /* rows of B: 16-32 kB a pass (L1: 48 kB) */
 
 /* The slot of the FOR over iv in the list at *slot (through blocks). */
 static LirStmt **slot_of(LirStmt **slot, const LirVar *iv) {
@@ -579,7 +586,8 @@ static LirStmt *groupable(Promote *p, LirStmt *s, int64_t *trips) {
     LirStmt *q = first_candidate(p, s->u.loop.body);
     if (!q) continue;
     *trips = q->u.loop.hi->u.c.i - q->u.loop.lo->u.c.i;
-    if (*trips > PROMOTE_GROUP && *trips <= LOWER_JAM_MAX && *trips % PROMOTE_GROUP == 0) return s;
+    int64_t G = group_of(*trips);
+    if (*trips > G && *trips <= LOWER_JAM_MAX && *trips % G == 0) return s;
   }
   return NULL;
 }
@@ -783,10 +791,9 @@ static int walk(Promote *p, LirStmt **slot, bool around_free) {
     case LS_FOR:
       if (!p->whole && !s->u.loop.at.parallel && !s->u.loop.at.vec_width &&
           groups_by_length(p, slot)) {
-        LirStmt *choice = *slot;
-        n += walk(p, &choice->u.cond.then, around_free);
+        LirStmt *choice = *slot;   /* its groups are made: neither branch regroups */
         p->whole = true;
-        n += walk(p, &choice->u.cond.els, around_free);
+        n += walk(p, &choice->u.cond.then, around_free) + walk(p, &choice->u.cond.els, around_free);
         p->whole = false;
         break;
       }
