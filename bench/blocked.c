@@ -23,7 +23,9 @@
  * every 4 along its rows, SpMM with 64 columns over the 2:4 storage against
  * the dense GEMM over the same values (dense / 2:4 above 1: 2:4 faster)
  * and against CSR of the same nonzeros.
- * Usage: tjblocked [--data DIR] [--reps N] [--quick]
+ * --only NAME runs only the matrices whose name contains NAME (the 2:4
+ * row is named "2:4").
+ * Usage: tjblocked [--data DIR] [--reps N] [--quick] [--only NAME]
  */
 #include <math.h>
 #include <stdbool.h>
@@ -335,10 +337,12 @@ int main(int argc, char **argv) {
   const char *data = TJ_BENCH_DATA;
   int reps = 15;
   bool quick = false;
+  const char *only = "";
   for (int a = 1; a < argc; a++) {
     if (!strcmp(argv[a], "--data") && a + 1 < argc) data = argv[++a];
     else if (!strcmp(argv[a], "--reps") && a + 1 < argc) reps = atoi(argv[++a]);
     else if (!strcmp(argv[a], "--quick")) quick = true;
+    else if (!strcmp(argv[a], "--only") && a + 1 < argc) only = argv[++a];
   }
   if (quick) reps = 3;
   if (reps < 1) reps = 1;
@@ -352,15 +356,17 @@ int main(int argc, char **argv) {
     if (read_mat(&mats[nm], path, files[f])) nm++;
     else printf("SKIP %s (%s)\n", files[f], tj_last_error());
   }
-  run_24(quick ? 512 : 2048, reps);
+  if (strstr("2:4", only)) run_24(quick ? 512 : 2048, reps);
   /* Two sizes: 4096 rows, whose B (2 MB with 64 columns) and A stay in
    * cache, and 32768 rows (B 16 MB, A 12 MB), where both BSR and CSR wait
    * on memory (each reads the same B rows once per block row of 8). */
   block_mat(&mats[nm++], quick ? 64 : 512, 6);
   block_mat(&mats[nm++], quick ? 512 : 4096, 6);
   for (int k = 0; k < nm; k++) {
-    run(&mats[k], 4, reps);
-    run(&mats[k], 8, reps);
+    if (strstr(mats[k].name, only)) {
+      run(&mats[k], 4, reps);
+      run(&mats[k], 8, reps);
+    }
     free(mats[k].coords);
     free(mats[k].vals);
   }

@@ -26,8 +26,10 @@
  * Three variations, each with its own section below: with no loop around
  * L to vectorize (SpMV) the block's column loop moves around L (lanes
  * across the block row); under a vector loop 8 rows go as two groups of
- * 4; and a scalar summed through a short constant loop (n_out_of_m) gets
- * one partial sum per trip.
+ * 4, 4 rows as two of 2 (when the block row is short: chosen at run
+ * time); and a scalar
+ * summed through a short constant loop (n_out_of_m) gets one partial sum
+ * per trip.
  */
 #include <string.h>
 
@@ -40,6 +42,7 @@ typedef struct Promote {
   int nvars;       /* its entries (the kernel's count on entry) */
   char *inside;    /* var id -> declared or assigned in the loop at hand */
   int ninside;     /* its entries (jamming adds variables) */
+  bool whole;      /* in a choice's branches: no more row groups */
 } Promote;
 
 static bool known(const Promote *p, const LirVar *v) { return v->id < p->nvars; }
@@ -462,18 +465,23 @@ static LirStmt *lanes_across(Promote *p, LirStmt *L, const Accs *A) {
   return outer;
 }
 
-/* ---- row groups: BSR 8x8 ----
+/* ---- row groups: BSR 8x8 and 4x4 ----
  *
- * Under a vector loop, a candidate of more than PROMOTE_GROUP trips (8x8's
- * rows) would keep 8 accumulators: 16 lanes each, four passes of the
- * vector loop over each block row. L is copied once per group of
- * PROMOTE_GROUP rows instead, each copy's candidate bounded to its group,
- * and each copy promoted on its own: 4 accumulators of 32 lanes live at a
- * time (lower/vectorize.c counts the most any one loop keeps), two passes
- * over B's rows of a block, which read 4 cache lines of each row in a
- * row, not 2. */
+ * Under a vector loop, a candidate of 8 trips (8x8's rows) would keep 8
+ * accumulators: 16 lanes each, four passes of the vector loop over each
+ * block row. L is copied once per group of 4 rows instead, each copy's
+ * candidate bounded to its group, and each copy promoted on its own: 4
+ * accumulators of 32 lanes live at a time (lower/vectorize.c counts the
+ * most any one loop keeps), two passes over B's rows of a block, which
+ * read 4 cache lines of each row in a row, not 2. A candidate of 4 trips
+ * (4x4) goes as two groups of 2 rows: 2 accumulators of 64 lanes, one
+ * pass over B's whole rows instead of two half rows (tjblocked,
+ * blocks8-32768 4x4: 0.98x -> 1.21x CSR; blocks8-4096 within noise). */
 
 #define PROMOTE_GROUP 4
+
+/* The rows of a group for a candidate of `trips` rows. */
+static int64_t group_of(int64_t trips) { return trips == 4 ? 2 : PROMOTE_GROUP; }
 
 static LirStmt *first_candidate(Promote *p, LirStmt *s) {
   for (; s; s = s->next) {
@@ -529,18 +537,99 @@ static bool split_groups(Promote *p, LirStmt **slot) {
   LirStmt *q = first_candidate(p, L->u.loop.body);
   if (!q || !groupable(p, L, q)) return false;
   int64_t lo = q->u.loop.lo->u.c.i, trips = q->u.loop.hi->u.c.i - lo;
-  if (trips <= PROMOTE_GROUP || trips > LOWER_JAM_MAX || trips % PROMOTE_GROUP) return false;
+  int64_t G = group_of(trips);
+  if (trips <= G || trips > LOWER_JAM_MAX || trips % G) return false;
   LirStmt *copies = NULL;
-  for (int64_t g = 0; g < trips / PROMOTE_GROUP; g++) {
+  for (int64_t g = 0; g < trips / G; g++) {
     LirStmt *c = lower_clone_stmt(p->a, p->k, L), *cq = c ? loop_of(c->u.loop.body, q->u.loop.iv) : NULL;
     if (!cq) return false;
-    cq->u.loop.lo = lir_const_int(p->a, q->u.loop.iv->type, lo + g * PROMOTE_GROUP);
-    cq->u.loop.hi = lir_const_int(p->a, q->u.loop.iv->type, lo + (g + 1) * PROMOTE_GROUP);
+    cq->u.loop.lo = lir_const_int(p->a, q->u.loop.iv->type, lo + g * G);
+    cq->u.loop.hi = lir_const_int(p->a, q->u.loop.iv->type, lo + (g + 1) * G);
     lir_append(&copies, c);
   }
   if (p->a->failed) return false;
   lir_append(&copies, L->next);
   *slot = copies;
+  return true;
+}
+
+/* ---- row groups chosen at run time ----
+ *
+ * Groups pay off while a block row's rows of B stay in L1 between the
+ * groups' passes (the blocks8 matrices: 6 blocks of 8 per block row); a
+ * FEM matrix's block rows hold about 25 blocks of 8, whose 200 rows of B
+ * the second group rereads from L2 (tjblocked, bcsstk33 8x8: 0.47x CSR
+ * grouped, 0.60x whole; 4x4's 2-row groups lost 2-3x there). A loop K
+ * around L whose body reads L's bounds from DECLs that K does not move is
+ * copied, and the block row's length picks one:
+ *   if ((hi - lo) * trips <= PROMOTE_GROUP_ROWS) K with L in groups
+ *   else K with L whole
+ * where trips is the grouped loop's (a block's rows: about as many rows
+ * of B per block). */
+
+#define PROMOTE_GROUP_ROWS 64   /* rows of B: 16-32 kB a pass (L1: 48 kB) */
+
+/* The slot of the FOR over iv in the list at *slot (through blocks). */
+static LirStmt **slot_of(LirStmt **slot, const LirVar *iv) {
+  for (; *slot; slot = &(*slot)->next) {
+    if ((*slot)->kind == LS_FOR && (*slot)->u.loop.iv == iv) return slot;
+    LirStmt **in = (*slot)->kind == LS_BLOCK ? slot_of(&(*slot)->u.block, iv) : NULL;
+    if (in) return in;
+  }
+  return NULL;
+}
+
+/* The init of the DECL of v in list s (through blocks), or NULL. */
+static const LirExpr *init_of(const LirStmt *s, const LirVar *v) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_DECL && s->u.decl.var == v) return s->u.decl.init;
+    const LirExpr *in = s->kind == LS_BLOCK ? init_of(s->u.block, v) : NULL;
+    if (in) return in;
+  }
+  return NULL;
+}
+
+/* The first FOR at the top level of list s (through blocks) that
+ * split_groups would take, its grouped loop's trips in *trips. */
+static LirStmt *group_loop(Promote *p, LirStmt *s, int64_t *trips) {
+  for (; s; s = s->next) {
+    LirStmt *in = s->kind == LS_BLOCK ? group_loop(p, s->u.block, trips) : NULL;
+    if (in) return in;
+    if (s->kind != LS_FOR || s->u.loop.at.vec_width || s->u.loop.at.parallel) continue;
+    if (!mark_inside(p, s) || !body_ok(p, s->u.loop.body)) continue;
+    LirStmt *q = first_candidate(p, s->u.loop.body);
+    if (!q || !groupable(p, s, q)) continue;
+    *trips = q->u.loop.hi->u.c.i - q->u.loop.lo->u.c.i;
+    int64_t G = group_of(*trips);
+    if (*trips > G && *trips <= LOWER_JAM_MAX && *trips % G == 0) return s;
+  }
+  return NULL;
+}
+
+/* The rewrite on the free loop K at *slot; true when it made it (*slot
+ * is then the IF, its else branch the K to keep whole). */
+static bool groups_by_length(Promote *p, LirStmt **slot) {
+  LirStmt *K = *slot;
+  int64_t trips = 0;
+  LirStmt *L = group_loop(p, K->u.loop.body, &trips);
+  if (!L || L->u.loop.lo->kind != LE_VAR || L->u.loop.hi->kind != LE_VAR) return false;
+  const LirExpr *lo = init_of(K->u.loop.body, L->u.loop.lo->u.var);
+  const LirExpr *hi = init_of(K->u.loop.body, L->u.loop.hi->u.var);
+  if (!lo || !hi || lo->type != hi->type || !mark_inside(p, K) || reads_inside(p, lo) ||
+      reads_inside(p, hi))
+    return false;
+  LirStmt *Kg = lower_clone_stmt(p->a, p->k, K);
+  LirStmt **Lg = Kg ? slot_of(&Kg->u.loop.body, L->u.loop.iv) : NULL;
+  if (!Lg || !split_groups(p, Lg)) return false;
+  Arena *a = p->a;
+  LirExpr *len = lir_bin(a, LOP_SUB, lir_clone_renamed(a, NULL, 0, hi), lir_clone_renamed(a, NULL, 0, lo));
+  LirExpr *cond = lir_bin(a, LOP_LE, lir_bin(a, LOP_MUL, len, lir_const_int(a, lo->type, trips)),
+                          lir_const_int(a, lo->type, PROMOTE_GROUP_ROWS));
+  LirStmt *choice = lir_if(a, cond, Kg, K);
+  if (!choice || a->failed) return false;
+  choice->next = K->next;
+  Kg->next = K->next = NULL;
+  *slot = choice;
   return true;
 }
 
@@ -697,7 +786,15 @@ static int walk(Promote *p, LirStmt **slot, bool around_free) {
     LirStmt *s = *slot;
     switch (s->kind) {
     case LS_FOR:
-      if (around_free && split_groups(p, slot)) s = *slot;   /* the first group's copy */
+      if (!p->whole && !s->u.loop.at.parallel && !s->u.loop.at.vec_width &&
+          groups_by_length(p, slot)) {
+        LirStmt *choice = *slot;   /* its groups are made: neither branch regroups */
+        p->whole = true;
+        n += walk(p, &choice->u.cond.then, around_free) + walk(p, &choice->u.cond.els, around_free);
+        p->whole = false;
+        break;
+      }
+      if (around_free && !p->whole && split_groups(p, slot)) s = *slot;   /* the first group's copy */
       if (promote_loop(p, slot, around_free) || split_sums(p, slot)) {
         n++;
         while ((*slot)->kind == LS_DECL) slot = &(*slot)->next;   /* on past the loop */

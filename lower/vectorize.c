@@ -514,9 +514,12 @@ static void walk(Pass *p, LirStmt **slot) {
            * LLVM allocated registers and laid out the row loop otherwise).
            * Several accumulators (a promoted block of rows, lower/promote.c)
            * share half the registers (16 of AVX-512's 32, 8 of AVX2's 16):
-           * BSR 8x8 keeps 8 rows of 2 registers, 4x4 4 rows of 4. */
+           * BSR 8x8 keeps 8 rows of 2 registers, 4x4 4 rows of 4; two
+           * (2:4's partial sums) widen to 8 registers each, one pass of
+           * 64 lanes over B's rows instead of two of 32. */
           int regs = p->outer_width / p->width, budget = p->opt->vector_bits >= 512 ? 16 : 8;
           int acc = accumulators(s->u.loop.body, s->u.loop.body);
+          if (acc >= 2) while (2 * acc * regs <= budget) regs *= 2;
           while (acc * regs > budget && regs > 1) regs /= 2;
           if (regs > 1) tiers[n++] = p->width * regs;
         }

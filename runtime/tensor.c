@@ -24,28 +24,45 @@ static void advise_huge(void *p, size_t bytes) {
   if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE); /* advice: failure is harmless */
 }
 
+/* Tensor arrays start on a cache line: malloc puts a large block 16 bytes
+ * past a page boundary, so every 64-byte vector load of a dense row (SpMM's
+ * B and C) would straddle two lines, and how a run fared would depend on
+ * where the allocator put each operand. */
+#define RT_ALIGN ((size_t)64)
+
 void *rt_array_new(int64_t n, size_t w, bool zero) {
-  if (n < 0 || (n > 0 && (uint64_t)n > SIZE_MAX / w)) return NULL;
+  if (n < 0 || (n > 0 && (uint64_t)n > (SIZE_MAX - RT_ALIGN) / w)) return NULL;
   size_t bytes = (size_t)(n ? n : 1) * w;
-  void *p = zero ? calloc(bytes, 1) : malloc(bytes);
-  if (p) advise_huge(p, bytes);
+  void *p = aligned_alloc(RT_ALIGN, (bytes + RT_ALIGN - 1) & ~(RT_ALIGN - 1));
+  if (!p) return NULL;
+  advise_huge(p, bytes);   /* before the first touch */
+  if (zero) memset(p, 0, bytes);
   return p;
 }
 
 bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w) {
-  if (n < old || (uint64_t)n > SIZE_MAX / w) return false;
+  if (n < old || (uint64_t)n > (SIZE_MAX - RT_ALIGN) / w) return false;
   size_t ob = (size_t)old * w, nb = (size_t)(n ? n : 1) * w;
   char *q;
-  if (nb >= RT_HUGE_BYTES && ob < RT_HUGE_BYTES) {
-    /* the first time past the threshold: a fresh array advised before the
-     * copy touches it (realloc would copy into unadvised pages) */
+  if (*p && ob >= RT_HUGE_BYTES) {
+    /* a mapped block moves by mremap, keeping its page offset (so its
+     * alignment) and the advice, without a copy */
+    q = realloc(*p, nb);
+    if (!q) return false;
+    if ((uintptr_t)q % RT_ALIGN) {
+      char *r = rt_array_new(n, w, false);
+      if (!r) return *p = q, false;
+      memcpy(r, q, ob);
+      free(q);
+      q = r;
+    }
+  } else {
+    /* a fresh aligned array (realloc keeps no alignment), advised before
+     * the copy touches it */
     q = rt_array_new(n, w, false);
     if (!q) return false;
     if (*p && ob) memcpy(q, *p, ob);
     free(*p);
-  } else {
-    q = realloc(*p, nb); /* large blocks move by mremap, keeping the advice */
-    if (!q) return false;
   }
   memset(q + ob, 0, nb - ob);
   *p = q;

@@ -108,7 +108,7 @@ int rt_dtype_size(tj_dtype dt);
 bool rt_dtype_valid(int dt);
 bool rt_dtype_is_int(int dt);
 /* A tensor array of n elements of w bytes (room for one when n is 0),
- * zeroed when zero. Arrays of RT_HUGE_BYTES and more are advised for
+ * zeroed when zero, starting on a 64-byte boundary. Arrays of RT_HUGE_BYTES and more are advised for
  * transparent huge pages before their first touch: a kernel reading rows
  * of a large dense operand at random (SpMM's B, SpMV's x) then misses the
  * TLB once per 2 MB instead of once per 4 kB. Freed with free(). NULL when
@@ -116,7 +116,9 @@ bool rt_dtype_is_int(int dt);
 #define RT_HUGE_BYTES ((size_t)4 << 20)
 void *rt_array_new(int64_t n, size_t w, bool zero);
 /* Grows array *p from old to n elements of w bytes, zeroing the new part
- * (tj_rt_reserve); keeps the huge-page advice of rt_array_new. */
+ * (tj_rt_reserve); keeps the alignment and huge-page advice of
+ * rt_array_new (a fresh array and a copy; realloc, whose mremap keeps
+ * the page offset, only from RT_HUGE_BYTES). */
 bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w);
 /* Whether t's storage has its arrays (it was packed, read or computed);
  * a tensor only created (tj_tensor_new) has none and reads as empty. */

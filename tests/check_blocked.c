@@ -615,7 +615,10 @@ static char *ir_after(const char *spec, int b, const char *pass) {
  * the b rows of C's k-panel are accumulators, added to C once after the
  * row's blocks, and the block's rows are jammed (one copy of the j_i
  * loop; B's vector loaded once for all rows). 8x8 runs as two groups of
- * 4 rows, each its own walk of the block row. */
+ * 4 rows, each its own walk of the block row, when the block row holds
+ * at most 8 blocks (64 rows of B, chosen at run time), else whole; 4x4
+ * as two groups of 2 rows up to 16 blocks. Both versions are in the
+ * kernel: 8x8 16 accumulators and 3 walks in all, 4x4 8 and 3. */
 START_TEST(spmm_bsr_is_register_blocked) {
   for (int b = 4; b <= 8; b += 4) {
     char spec[64];
@@ -623,13 +626,16 @@ START_TEST(spmm_bsr_is_register_blocked) {
     char *lowered = ir_after(spec, b, "lower"), *text = ir_after(spec, b, "promote");
     ck_assert_int_eq(count(lowered, "double acc_"), 0);
     ck_assert_int_eq(count(lowered, "C_vals[(i_b * "), 1);   /* one update, in the i_i loop */
-    ck_assert_int_eq(count(text, "double acc_"), b);
-    ck_assert_int_eq(count(text, "] += acc_"), b);
-    int groups = b / 4;
+    int accs = b == 4 ? 8 : 16, walks = 3;
+    ck_assert_int_eq(count(text, "double acc_"), accs);
+    ck_assert_int_eq(count(text, "] += acc_"), accs);
     ck_assert_int_eq(count(text, "for (int64_t i_i"), 0);      /* jammed */
-    ck_assert_int_eq(count(text, "for (int64_t pA1_1"), groups);
-    ck_assert_int_eq(count(text, "for (int64_t j_i"), groups);
-    ck_assert_int_eq(count(text, "= B_vals["), groups);         /* shared by a group's rows */
+    ck_assert_int_eq(count(text, "for (int64_t pA1_1"), walks);
+    ck_assert_int_eq(count(text, "for (int64_t j_i"), walks);
+    ck_assert_int_eq(count(text, "= B_vals["), walks);         /* shared by a group's rows */
+    char cond[96];
+    snprintf(cond, sizeof cond, "(int64_t)A1_pos[pA0 + 1] - (int64_t)A1_pos[pA0]) * %d <= 64)", b);
+    ck_assert_int_eq(count(text, cond), 1);
     ck_assert_int_eq(count(text, "double t"), 0);               /* fused into acc */
     /* The accumulators sit outside the loop over the row's blocks: the
      * update of C comes after that loop's end. */
@@ -637,11 +643,44 @@ START_TEST(spmm_bsr_is_register_blocked) {
     ck_assert(row && upd && row < upd && strstr(text, "double acc_") < row);
     free(lowered), free(text);
     /* The vector loop over k has as many lanes as the accumulators leave
-     * registers for (16 of AVX-512's 32): 4 rows of 32 lanes. */
+     * registers for (16 of AVX-512's 32): 2 rows of 64 lanes, 4 of 32, 8
+     * of 16. */
     text = ir_after(spec, b, "vectorize");
-    if (__builtin_cpu_supports("avx512f")) ck_assert_msg(strstr(text, "vector(32)"), "%s", text);
+    if (__builtin_cpu_supports("avx512f")) {
+      ck_assert_msg(strstr(text, "vector(32)"), "%s", text);
+      ck_assert_msg((b == 4) == (strstr(text, "vector(64)") != NULL), "%s", text);
+      ck_assert_msg((b == 8) == (strstr(text, "vector(16)") != NULL), "%s", text);
+    }
     free(text);
   }
+}
+END_TEST
+
+/* Block rows of at most 64 / b blocks run in groups of rows, longer ones
+ * whole (lower/promote.c): matrices with both, against a plain loop over
+ * their dense copies. */
+static void spmm_both_lengths(const char *spec, int64_t m, int64_t n, int b) {
+  double *ad;
+  tj_tensor *a = blocked_matrix(spec, m, n, b, b, 5, &ad);
+  tj_arrays arr;
+  OK(tj_tensor_arrays(a, &arr));
+  const int *pos = arr.pos[1];
+  int shorter = 0, longer = 0;
+  for (int64_t ib = 0; ib < m / b; ib++) {
+    if ((pos[ib + 1] - pos[ib]) * b <= 64) shorter++;
+    else longer++;
+  }
+  ck_assert_msg(shorter > 0 && longer > 0, "%s: %d short, %d long block rows", spec, shorter,
+                longer);
+  tj_tensor_free(a);
+  free(ad);
+  spmm_case(spec, m, n, b, 45);   /* the same matrix (seed 5) */
+  spmm_case(spec, m, n, b, 7);
+}
+
+START_TEST(spmm_bsr_groups_by_row_length) {
+  spmm_both_lengths("dsdd:0/8,1/8,0%8,1%8", 64, 160, 8);
+  spmm_both_lengths("dsdd:0/4,1/4,0%4,1%4", 32, 128, 4);
 }
 END_TEST
 
@@ -718,6 +757,7 @@ int main(void) {
   tcase_add_test(tc, spmm_bsr_is_register_blocked);
   tcase_add_test(tc, bsr_outputs_by_hand);
   tcase_add_test(tc, bsr_outputs);
+  tcase_add_test(tc, spmm_bsr_groups_by_row_length);
   tcase_add_test(tc, refuses_unsupported_kernels);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

@@ -482,6 +482,23 @@ START_TEST(reserve_growth) {
   crd = s->levels[1].crd;
   ck_assert_int_eq(crd[3], 42);
   for (int i = 16; i < 128; i++) ck_assert_int_eq(crd[i], 0);
+  /* Arrays start on a cache line, also grown and past the huge-page size
+   * (malloc would put those 16 bytes past a page). */
+  ck_assert_int_eq((uintptr_t)crd % 64, 0);
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, 3), TJ_KERNEL_OK);
+  ck_assert_int_eq((uintptr_t)s->vals % 64, 0);
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, (int64_t)(RT_HUGE_BYTES / 8) + 5), TJ_KERNEL_OK);
+  ck_assert_int_eq((uintptr_t)s->vals % 64, 0);
+  ck_assert_double_eq(((double *)s->vals)[RT_HUGE_BYTES / 8 + 4], 0);
+  ((double *)s->vals)[7] = 2.5;   /* grown again from a mapped block: mremap */
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, 3 * (int64_t)s->vals_cap), TJ_KERNEL_OK);
+  ck_assert_int_eq((uintptr_t)s->vals % 64, 0);
+  ck_assert_double_eq(((double *)s->vals)[7], 2.5);
+  ck_assert_double_eq(((double *)s->vals)[s->vals_cap - 1], 0);
+  rt_storage_clear(s);
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_CRD, 1, 100), TJ_KERNEL_OK);
+  crd = s->levels[1].crd;
+  crd[3] = 42;
   ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_CRD, 1, 20), TJ_KERNEL_OK);
   ck_assert_int_eq(s->levels[1].crd_cap, 128);
   ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, 17), TJ_KERNEL_OK);

@@ -11,6 +11,7 @@
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);
 void *__real_realloc(void *p, size_t n);
+void *__real_aligned_alloc(size_t align, size_t n);
 char *__real_strdup(const char *s);
 FILE *__real_open_memstream(char **buf, size_t *len);
 
@@ -57,6 +58,9 @@ static bool fail_now(void) {
 void *__wrap_malloc(size_t n) { return fail_now() ? NULL : __real_malloc(n); }
 void *__wrap_calloc(size_t n, size_t m) { return fail_now() ? NULL : __real_calloc(n, m); }
 void *__wrap_realloc(void *p, size_t n) { return fail_now() ? NULL : __real_realloc(p, n); }
+void *__wrap_aligned_alloc(size_t align, size_t n) {
+  return fail_now() ? NULL : __real_aligned_alloc(align, n);
+}
 char *__wrap_strdup(const char *s) { return fail_now() ? NULL : __real_strdup(s); }
 FILE *__wrap_open_memstream(char **buf, size_t *len) {
   return fail_now() ? NULL : __real_open_memstream(buf, len);

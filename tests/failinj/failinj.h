@@ -2,8 +2,9 @@
  *
  * A test binary that links failinj.c with FAILINJ_LINK_OPTIONS
  * (-Wl,--wrap=malloc,... see tests/CMakeLists.txt) routes every call to
- * malloc, calloc, realloc, strdup and open_memstream made by tensorjit's
- * objects (and by the test itself) through counting wrappers, so the
+ * malloc, calloc, realloc, aligned_alloc (tensor arrays), strdup and
+ * open_memstream made by tensorjit's objects (and by the test itself)
+ * through counting wrappers, so the
  * library needs no hook of its own and nothing of this exists outside
  * test binaries. Allocations made inside shared libraries (libc's own,
  * LLVM's C++ heap, libomp, zlib) are not counted: LLVM's would abort, not
