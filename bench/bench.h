@@ -108,7 +108,7 @@ extern const Peer P_BLAS_GEMM, P_GRB_MXV, P_GRB_SPMM, P_GRB_ADD, P_GRB_SPGEMM;
 extern const Peer P_TJ_C;
 /* tensorjit's variants of a case (peers_tj.c): into a `do` output, and
  * its assemble and compute phases alone; unranked. */
-extern const Peer P_TJ_UNSORTED, P_TJ_ASSEMBLE, P_TJ_COMPUTE;
+extern const Peer P_TJ_UNSORTED, P_TJ_ASSEMBLE, P_TJ_COMPUTE, P_TJ_LOOPS;
 /* MKL (peers_mkl.c), loaded at run time when CMake found mkl_rt. */
 extern const Peer P_MKL_GEMM, P_MKL_MV, P_MKL_MM, P_MKL_ADD, P_MKL_SP2M, P_MKL_SP2M_SORTED;
 int mkl_available(void);

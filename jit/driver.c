@@ -514,16 +514,53 @@ static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, 
  * or the schedule's method(...)); its operands are read as stored. The
  * user's first nuser directives other than method() ask for a loop nest:
  * then the model leaves it to the loops, and a forced method refuses them. */
+/* method(sell): whether as is y(i) (+)= A(i,j) * x(j) (either factor
+ * order) with A CSR (dense, compressed; any compressed variant) and x, y
+ * dense vectors, all f64 or all f32, plus.times; then e->sell_a / sell_x
+ * name A and x. */
+static bool plan_sell(CacheEntry *e, const Assignment *as) {
+  const Expr *r = as->rhs;
+  if (as->semiring || as->root_op != OP_ADD || nt_expr_op(r) != OP_MUL || as->old_output ||
+      as->ntensors != 3)
+    return false;
+  const Expr *f[2] = {r->u.op.a, r->u.op.b};
+  if (f[0]->kind != EX_ACCESS || f[1]->kind != EX_ACCESS) return false;
+  const Expr *a = f[0]->u.access.n == 2 ? f[0] : f[1], *x = a == f[0] ? f[1] : f[0];
+  const Expr *acc[3] = {as->lhs, a, x};
+  static const char *levels[3][2] = {{"d", NULL}, {"ds", "du"}, {"d", NULL}};
+  for (int k = 0; k < 3; k++) {
+    const TensorDecl *dc = &acc[k]->u.access.t->decl;
+    const char *lv = dc->format.levels;
+    bool ok = strcmp(lv, levels[k][0]) == 0 || (levels[k][1] && strcmp(lv, levels[k][1]) == 0) ||
+              (k == 1 && strcmp(lv, "do") == 0);
+    if (!ok || acc[k]->u.access.n != (k == 1 ? 2 : 1) || dc->dtype != as->lhs->dtype ||
+        (dc->dtype != TJ_F64 && dc->dtype != TJ_F32) || lv_format_sliced(&dc->format) ||
+        dc->format.ndims || dc->format.mode_order[0] != 0)
+      return false;
+  }
+  const IndexVar *i = as->lhs->u.access.idx[0], *j = x->u.access.idx[0];
+  if (i == j || a->u.access.idx[0] != i || a->u.access.idx[1] != j) return false;
+  e->sell_a = a->u.access.t->id;
+  e->sell_x = x->u.access.t->id;
+  return true;
+}
+
 static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule *s,
                              int nuser, Diag *d) {
   int forced = -2;
   const SchedDirective *loop = NULL;
   for (int k = 0; k < nuser; k++)
-    if (s->d[k].kind == SCHED_METHOD) {
+    if (s->d[k].kind == SCHED_METHOD && strcmp(s->d[k].arg, "sell") == 0) {
+      if (!plan_sell(e, as))
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "method(sell) needs y(i) = A(i,j) * x(j) "
+                          "(or +=) with A CSR and x, y dense vectors, all f64 or all f32");
+      lower_gett_plan(as, e->opt.vector_bits, GETT_LOOPS, &e->gett);   /* the loops: no GETT */
+      return true;
+    } else if (s->d[k].kind == SCHED_METHOD) {
       forced = lower_gett_method_of(s->d[k].arg);
       if (forced == -2)
         return diag_error(d, TJ_ERR_INVALID, "method(%s): unknown method (gett, ttgt, log, "
-                          "model or loops)", s->d[k].arg);
+                          "model, loops or sell)", s->d[k].arg);
     } else {
       loop = &s->d[k];
     }
