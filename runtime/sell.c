@@ -8,7 +8,8 @@
  * k of every row of a slice sits together, so one 8-lane gather of x and
  * one FMA serve 8 rows, with no per-row exit. Sigma: where padding would
  * add more than a tenth to the entries, rows are sorted by length (longest
- * first) within windows of RT_SELL_SIGMA rows, so that rows of like length
+ * first) within windows of RT_SELL_SIGMA rows (or 16x, or all rows, when
+ * the smaller window pads more than that), so that rows of like length
  * share slices; y is then written through the permutation.
  *
  *   slice s: rows perm[8s .. 8s+7], width w_s = max len; entry k of lane r
@@ -100,15 +101,42 @@ static int longer_first(const void *a, const void *b) {
   return la != lb ? (la < lb) - (la > lb) : (ra > rb) - (ra < rb);   /* stable: by row */
 }
 
-/* Rows sorted by length, longest first, within windows of RT_SELL_SIGMA. */
-static void sort_windows(int32_t *perm, const int32_t *rowlen, int64_t n) {
+/* perm: rows 0..n-1 (then -1s) sorted by length, longest first, within
+ * windows of sigma rows. */
+static void sort_windows(int32_t *perm, int64_t slots, const int32_t *rowlen, int64_t n,
+                         int64_t sigma) {
+  for (int64_t r = 0; r < slots; r++) perm[r] = r < n ? (int32_t)r : -1;
   pthread_mutex_lock(&sort_lock);
   sort_len = rowlen;
-  for (int64_t w = 0; w < n; w += RT_SELL_SIGMA) {
-    int64_t m = n - w < RT_SELL_SIGMA ? n - w : RT_SELL_SIGMA;
+  for (int64_t w = 0; w < n; w += sigma) {
+    int64_t m = n - w < sigma ? n - w : sigma;
     qsort(perm + w, (size_t)m, sizeof *perm, longer_first);
   }
   pthread_mutex_unlock(&sort_lock);
+}
+
+/* The row order of the copy: none (NULL: row order) when padding adds at
+ * most a tenth to the entries; else sorted within the smallest window
+ * (RT_SELL_SIGMA, 16 x that, all rows) that brings it there, or the one
+ * padding least. Small windows keep a slice's rows near each other (their
+ * x reads share cache lines). false: out of memory. */
+static bool choose_order(RtSell *s, const int32_t *rowlen, int64_t n) {
+  int64_t slots = s->nslices * C, best = padded_size(rowlen, NULL, n), enough = s->nnz + s->nnz / 10;
+  if (best <= enough) return true;
+  int32_t *perm = malloc((size_t)(slots ? slots : 1) * sizeof *perm);
+  if (!perm) return false;
+  int64_t best_sigma = 0;
+  for (int64_t sigma = RT_SELL_SIGMA; best > enough; sigma *= 16) {
+    if (sigma > n) sigma = n;
+    sort_windows(perm, slots, rowlen, n, sigma);
+    int64_t p = padded_size(rowlen, perm, n);
+    if (p < best) best = p, best_sigma = sigma;
+    if (sigma == n) break;
+  }
+  if (best_sigma) sort_windows(perm, slots, rowlen, n, best_sigma);
+  if (best_sigma) s->perm = perm;
+  else free(perm);
+  return true;
 }
 
 /* Lays out the entries of a (CSR, rt_sell_form) into s, whose rows,
@@ -153,17 +181,7 @@ static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
     rowlen[r] = (int32_t)l;
   }
   int64_t slots = s->nslices * C;
-  int64_t plain = padded_size(rowlen, NULL, n);
-  if (plain > s->nnz + s->nnz / 10) {   /* sigma: sort within windows */
-    s->perm = malloc((size_t)(slots ? slots : 1) * sizeof *s->perm);
-    if (!s->perm) goto nomem;
-    for (int64_t r = 0; r < slots; r++) s->perm[r] = r < n ? (int32_t)r : -1;
-    sort_windows(s->perm, rowlen, n);
-    if (padded_size(rowlen, s->perm, n) >= plain) {   /* no gain: keep row order */
-      free(s->perm);
-      s->perm = NULL;
-    }
-  }
+  if (!choose_order(s, rowlen, n)) goto nomem;
   s->off = malloc((size_t)(s->nslices + 1) * sizeof *s->off);
   s->len = calloc((size_t)(slots ? slots : 1), sizeof *s->len);
   if (!s->off || !s->len) goto nomem;
