@@ -66,7 +66,7 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
     if (e->sell_a)
       fprintf(f, "// method(sell): compute and evaluate run rt_sell_spmv over a SELL-%d copy of %s\n"
               "// (runtime/sell.c), made at the first run and kept until %s changes; these\n"
-              "// loops run where the copy cannot be made (a view of %s)\n",
+              "// loops run where the copy cannot be made (%s never packed, 2^31 rows or more)\n",
               RT_SELL_C, e->as->tensors[e->sell_a]->name, e->as->tensors[e->sell_a]->name,
               e->as->tensors[e->sell_a]->name);
     return print_lir(k, PHASE_COMPUTE, f);
