@@ -10,6 +10,9 @@
  *                 kernel (its phase as the tensorjit row's), so the
  *                 2-thread row's gain over one thread is a ratio of runs
  *                 interleaved in the same rounds
+ *   tj-loops      the case's kernel without its schedule's method(...)
+ *                 (SpMV CSR: the CSR loops, where the tensorjit row runs
+ *                 method(sell)); unranked
  * Each compiles in a context of its own (1 thread, or 2 with
  * parallelize of the outer index, as the tensorjit row) on a fresh output
  * of the case's dims. The assemble row's result is checked after a
@@ -34,7 +37,7 @@ static void tv_done(void *p) {
   free(v);
 }
 
-static void *tv_setup(Case *c, int nth, const char *fmt, tj_phase phase) {
+static void *tv_setup(Case *c, int nth, const char *fmt, tj_phase phase, bool plain) {
   const tj_tensor *o = c->ops[0];
   TjV *v = xcalloc(1, sizeof *v);
   tj_format f = o->fmt;
@@ -45,6 +48,7 @@ static void *tv_setup(Case *c, int nth, const char *fmt, tj_phase phase) {
     goto fail;
   v->copy = *c;
   v->copy.ops[0] = v->out;
+  if (plain) v->copy.sched = NULL;
   tj_options opts = tj_options_default();
   opts.nthreads = nth;
   Row r;
@@ -66,12 +70,13 @@ fail:
   tv_done(v);
   return NULL;
 }
-static void *unsorted_setup(Case *c, int nth) { return tv_setup(c, nth, "do", TJ_EVALUATE); }
-static void *assemble_setup(Case *c, int nth) { return tv_setup(c, nth, NULL, TJ_ASSEMBLE); }
-static void *compute_setup(Case *c, int nth) { return tv_setup(c, nth, NULL, TJ_COMPUTE); }
+static void *unsorted_setup(Case *c, int nth) { return tv_setup(c, nth, "do", TJ_EVALUATE, false); }
+static void *assemble_setup(Case *c, int nth) { return tv_setup(c, nth, NULL, TJ_ASSEMBLE, false); }
+static void *compute_setup(Case *c, int nth) { return tv_setup(c, nth, NULL, TJ_COMPUTE, false); }
+static void *loops_setup(Case *c, int nth) { return tv_setup(c, nth, NULL, TJ_EVALUATE, true); }
 static void *one_thread_setup(Case *c, int nth) {
   (void)nth;
-  return tv_setup(c, 1, NULL, c->okind == OUT_VALS ? TJ_COMPUTE : TJ_EVALUATE);
+  return tv_setup(c, 1, NULL, c->okind == OUT_VALS ? TJ_COMPUTE : TJ_EVALUATE, false);
 }
 
 static void tv_out(void *p, Out *o) {
@@ -93,3 +98,5 @@ const Peer P_TJ_COMPUTE = {.name = "tj-compute", .setup = compute_setup, .run = 
                            .out = tv_out, .done = tv_done, .max_threads = 2, .unranked = 1};
 const Peer P_TJ_1T = {.name = "tj-1thread", .setup = one_thread_setup, .run = tj_run,
                       .out = tv_out, .done = tv_done, .max_threads = 2, .unranked = 1};
+const Peer P_TJ_LOOPS = {.name = "tj-loops", .setup = loops_setup, .run = tj_run,
+                         .out = tv_out, .done = tv_done, .max_threads = 2, .unranked = 1};

@@ -431,8 +431,9 @@ static void run_matrix(tj_context *cx, const char *input, tj_tensor *A, int leve
   c->ops[0] = in_empty("y", TJ_F64, 1, &nr, NULL); c->ops[1] = A;
   c->ops[2] = in_dense("x", TJ_F64, 1, &nc, 11); c->nops = 3;
   c->flops = 2.0 * (double)nnz;
+  c->sched = "method(sell)";   /* a SELL-8 copy made once, as MKL's optimize does */
   case_peer(c, &P_HAND_SPMV_CSR); case_peer(c, &P_GRB_MXV); case_peer(c, &P_MKL_MV);
-  case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8); case_peer(c, &P_TJ_C);
+  case_peer(c, &P_MLIR); case_peer(c, &P_MLIR_VL8); case_peer(c, &P_TJ_C); case_peer(c, &P_TJ_LOOPS);
   run_case(cx, c);
   tj_tensor *x = c->ops[2], *y = c->ops[0];
   free(c);

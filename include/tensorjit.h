@@ -291,6 +291,14 @@ tj_status tj_tensor_adopt(const char *name, const tj_arrays *a, unsigned flags,
  * assembling it as its output, free). Values may be changed in place; a
  * compute kernel rerun then reads them. Works for outputs after a run. */
 tj_status tj_tensor_arrays(tj_tensor *t, tj_arrays *out);
+/* Tells the library that t's arrays or values were changed in place
+ * behind its back (through pointers kept from an earlier tj_tensor_arrays,
+ * or the caller's own arrays of a wrapped tensor). Only copies the library
+ * keeps of a tensor need it: the SELL copy of a schedule's method(sell)
+ * (MKL's mkl_sparse_update_values plays the same part); plain kernels read
+ * the arrays in place at every run. Calls that change t themselves (pack,
+ * tj_tensor_arrays, a kernel writing t) do it already. */
+tj_status tj_tensor_changed(tj_tensor *t);
 
 /* Reads .mtx / .tns (optionally .gz) into a new tensor in format fmt
  * (NULL: CSR for order 2, all-compressed otherwise). Errors say file:line.

@@ -884,7 +884,7 @@ static bool parse_directive(SchedParser *sp, SchedDirective *sd) {
   if (!punct(sp, '(', "'('")) return false;
   if (sd->kind == SCHED_PRECOMPUTE) return parse_raw_arg(sp, sd);
   if (sd->kind == SCHED_METHOD)
-    return (sd->arg = ident(sp, "a method (gett, ttgt, log or loops)")) && punct(sp, ')', "')'");
+    return (sd->arg = ident(sp, "a method (gett, ttgt, log, loops or sell)")) && punct(sp, ')', "')'");
   if (sd->kind >= SCHED_SPLIT) return parse_rewrite(sp, sd);
   return parse_vars(sp, sd);
 }

@@ -532,6 +532,40 @@ static bool parallel_only(const Assignment *as, const SchedDirective *sd) {
   return false;
 }
 
+/* method(sell): whether as is y(i) (+)= A(i,j) * x(j) (either factor
+ * order) with A CSR (dense, compressed; any compressed variant) and x, y
+ * dense vectors, all f64 or all f32, plus.times; then e->sell_a / sell_x
+ * name A and x. */
+static bool plan_sell(CacheEntry *e, const Assignment *as) {
+  const Expr *r = as->rhs;
+  if (as->semiring || as->root_op != OP_ADD || nt_expr_op(r) != OP_MUL || as->old_output ||
+      as->ntensors != 3)
+    return false;
+  const Expr *f[2] = {r->u.op.a, r->u.op.b};
+  if (f[0]->kind != EX_ACCESS || f[1]->kind != EX_ACCESS) return false;
+  const Expr *a = f[0]->u.access.n == 2 ? f[0] : f[1], *x = a == f[0] ? f[1] : f[0];
+  const Expr *acc[3] = {as->lhs, a, x};
+  for (int k = 0; k < 3; k++) {
+    const TensorDecl *dc = &acc[k]->u.access.t->decl;
+    const tj_format *fm = &dc->format;
+    /* y and x one dense level; A a dense level over a compressed one
+     * (positions and coordinates, any order or uniqueness: SELL sums
+     * every stored entry) */
+    bool ok = k == 1 ? acc[k]->u.access.n == 2 && lv_at(fm, 0, LV_FULL) &&
+                           lv_at(fm, 1, LV_COMPACT | LV_HAS_POS | LV_HAS_CRD) &&
+                           !lv_at(fm, 1, LV_FIXED_SEG) && fm->mode_order[1] == 1
+                     : acc[k]->u.access.n == 1 && lv_at(fm, 0, LV_FULL);
+    if (!ok || dc->dtype != as->lhs->dtype || (dc->dtype != TJ_F64 && dc->dtype != TJ_F32) ||
+        lv_format_sliced(fm) || fm->ndims || fm->mode_order[0] != 0)
+      return false;
+  }
+  const IndexVar *i = as->lhs->u.access.idx[0], *j = x->u.access.idx[0];
+  if (i == j || a->u.access.idx[0] != i || a->u.access.idx[1] != j) return false;
+  e->sell_a = a->u.access.t->id;
+  e->sell_x = x->u.access.t->id;
+  return true;
+}
+
 /* A pure dense contraction goes to GETT / TTGT / LoG (the model's choice,
  * or the schedule's method(...)); its operands are read as stored. The
  * user's first nuser directives other than method() and a plain
@@ -545,11 +579,17 @@ static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule
   for (int k = 0; k < nuser; k++)
     if (parallel_only(as, &s->d[k])) {
       continue;
+    } else if (s->d[k].kind == SCHED_METHOD && strcmp(s->d[k].arg, "sell") == 0) {
+      if (!plan_sell(e, as))
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "method(sell) needs y(i) = A(i,j) * x(j) "
+                          "(or +=) with A CSR and x, y dense vectors, all f64 or all f32");
+      lower_gett_plan(as, e->opt.vector_bits, GETT_LOOPS, &e->gett);   /* the loops: no GETT */
+      return true;
     } else if (s->d[k].kind == SCHED_METHOD) {
       forced = lower_gett_method_of(s->d[k].arg);
       if (forced == -2)
         return diag_error(d, TJ_ERR_INVALID, "method(%s): unknown method (gett, ttgt, log, "
-                          "model or loops)", s->d[k].arg);
+                          "model, loops or sell)", s->d[k].arg);
     } else {
       loop = &s->d[k];
     }

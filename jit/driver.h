@@ -59,6 +59,9 @@ typedef struct CacheEntry {
   LowerOptions opt;           /* code-generation switches */
   GettPlan gett;              /* a pure dense contraction's method (GETT_LOOPS: none) */
   uint64_t gett_probed;       /* the last GETT timing key looked up on disk (atomic) */
+  /* method(sell): y(i) (+)= A(i,j) * x(j) runs rt_sell_spmv over a SELL copy
+   * of A kept on A (runtime/sell.c); tensor ids, sell_a 0: off */
+  int sell_a, sell_x;
   LirKernel *lir[DRV_VARIANTS];          /* by variant, lowered on demand */
   BackendKernel bk[DRV_VARIANTS];
   bool compiled[DRV_VARIANTS];

@@ -414,6 +414,28 @@ static bool layout_copy_pays(const CacheEntry *e, tj_tensor **ops) {
   return (double)copy <= ratio * (double)work;
 }
 
+/* method(sell) runs over A's SELL copy when A is read in place (not a
+ * view, not a converted copy) and is a CSR matrix the copy takes; else
+ * the kernel's own loops run (the same result). */
+static bool sell_ready(const CacheEntry *e, tj_tensor **ops, tj_storage **st) {
+  return e->sell_a && !ops[e->sell_a]->base && st[e->sell_a] == rt_tensor_storage(ops[e->sell_a]) &&
+         rt_sell_form(st[e->sell_a]) && st[e->sell_x]->vals &&
+         st[e->sell_x]->vals_len >= st[e->sell_x]->dims[0];
+}
+
+/* y (+)= A x over A's SELL copy (built at the first such run, kept on A). */
+static tj_status run_sell(const CacheEntry *e, tj_tensor **ops, tj_storage **st) {
+  const RtSell *sell;
+  tj_status status = rt_sell_get(ops[e->sell_a], &sell);
+  if (status != TJ_OK) return status;
+  tj_storage *y = st[0];
+  if (tj_rt_reserve(y, TJ_ARR_VALS, 0, y->dims[0]))
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory for the values of %s", tj_tensor_name(ops[0]));
+  y->vals_len = y->dims[0];
+  rt_sell_spmv(sell, st[e->sell_x]->vals, y->vals, e->as->accumulate);
+  return TJ_OK;
+}
+
 /* run() of a kernel whose operands are bound as they are. */
 static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
                            int n, bool interpret) {
@@ -476,7 +498,10 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
                (e->plan.reduce_rows && phase != TJ_ASSEMBLE &&
                 small_partials(e, st, threads, work)));
   bool ran = status == TJ_OK;   /* the kernel writes the output from here */
-  if (status == TJ_OK && rows) {
+  bool sell = status == TJ_OK && !interpret && ph != PHASE_ASSEMBLE && sell_ready(e, ops, st);
+  if (sell) {
+    status = run_sell(e, ops, st);
+  } else if (status == TJ_OK && rows) {
     status = run_rows(k, ph, st, threads, &d);
   } else if (status == TJ_OK) {
     /* A GETT kernel that times its candidates at the first run takes a
@@ -495,6 +520,7 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
     if (timing && status == TJ_OK) drv_disk_gett_save(e, gkey);
   }
   if (kept) pthread_mutex_unlock(&k->pattern_lock);
+  if (ran) rt_tensor_touch(ops[0]);   /* its SELL copy, if any, is stale */
   for (int t = 0; t < NT_MAX_TENSORS; t++) tj_tensor_free(tmp[t]);
   if (status == TJ_OK && ph != PHASE_COMPUTE) status = check_narrow_positions(ops[0]);
   if (before && status == TJ_OK && ph == PHASE_ASSEMBLE) status = keep_values(k, ops[0], before);

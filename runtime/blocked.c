@@ -41,6 +41,7 @@ void rt_tensor_view_levels(const tj_tensor *t, tj_tensor *v) {
   *v = *t;
   memset(&v->coo, 0, sizeof v->coo);
   memset(&v->adopted, 0, sizeof v->adopted);
+  v->sell = NULL;   /* t's copy stays t's */
   v->blocked = false;
   v->order = t->fmt.order;
   memcpy(v->dims, t->st.dims, sizeof v->dims);
@@ -212,6 +213,7 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tens
   v->base = NULL, v->owns_base = false;   /* a slice: the copy below is its own */
   memset(&v->coo, 0, sizeof v->coo);
   memset(&v->adopted, 0, sizeof v->adopted);
+  v->sell = NULL;
   v->order = n;
   tj_format f = tj_format_dense(n);
   f.pos_width = t->fmt.pos_width, f.crd_width = t->fmt.crd_width;

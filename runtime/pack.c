@@ -466,6 +466,7 @@ static void coo_reset(RtCoo *c) {
 tj_status tj_tensor_pack(tj_tensor *t) {
   if (!t) return rt_set_error(TJ_ERR_INVALID, "tj_tensor_pack: NULL tensor");
   if (t->base) return rt_check_writable(t, "packed");
+  rt_tensor_touch(t);
   if (rt_format_all_dense(&t->fmt)) {
     tj_status st = pack_dense(t);
     if (st == TJ_OK) coo_reset(&t->coo);

@@ -213,6 +213,7 @@ tj_status tj_tensor_new(const char *name, tj_dtype dtype, int order,
 void tj_tensor_free(tj_tensor *t) {
   if (!t) return;
   if (t->owns_base) tj_tensor_free((tj_tensor *)t->base);
+  rt_tensor_touch(t);
   rt_storage_clear(&t->st);
   for (int i = 0; i < t->adopted.n; i++) t->adopted.free_fn(t->adopted.arrays[i], t->adopted.user);
   free(t->coo.coords);

@@ -69,6 +69,8 @@ struct tj_tensor {
   bool owns_base;              /* the view frees base (one read with slices) */
   RtCoo coo;
   RtAdopted adopted;
+  struct RtSell *sell;         /* a SELL copy for method(sell) (sell.c), or
+                                  NULL; dropped by rt_tensor_touch */
 };
 
 /* ---- errors (error.c) ---- */
@@ -370,6 +372,32 @@ typedef struct RtPattern {
 tj_status rt_pattern_refresh(RtPattern *p, const tj_tensor *src, const tj_format *fmt,
                              tj_tensor **out, bool *rebuilt);
 void rt_pattern_free(RtPattern *p);
+
+/* ---- SELL-C-sigma copies for SpMV (sell.c) ----
+ * A CSR matrix copied into slices of RT_SELL_C rows, each padded to its
+ * longest row and stored column-major; rows sorted by length within
+ * windows of RT_SELL_SIGMA when that cuts padding (see sell.c). */
+#define RT_SELL_C 8
+#define RT_SELL_SIGMA 256
+typedef struct RtSell RtSell;
+/* Whether a is a CSR matrix the SELL copy takes (f64/f32, identity mode
+ * order, dims < 2^31, packed). */
+bool rt_sell_form(const tj_storage *a);
+/* t's SELL copy, built now unless t holds one built from its current
+ * arrays (owned by t: valid until t changes or is freed). Thread-safe
+ * against other rt_sell_get calls. TJ_ERR_UNSUPPORTED when t is not
+ * rt_sell_form, TJ_ERR_NOMEM. */
+tj_status rt_sell_get(tj_tensor *t, const RtSell **out);
+/* y = A x (accumulate: y += A x) over A's SELL copy s; x and y dense of
+ * s's dtype, x of A's column count, y of its row count. Threads:
+ * tj_rt_threads(), balanced by padded entries. */
+void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate);
+/* Stored entries, entries after padding, and whether rows were sorted. */
+void rt_sell_stats(const RtSell *s, int64_t *nnz, int64_t *padded, bool *sorted);
+void rt_sell_free(RtSell *s);
+/* t changed (its arrays, or values in place): derived copies (the SELL
+ * copy) are dropped. Every library call that changes a tensor calls it. */
+void rt_tensor_touch(tj_tensor *t);
 
 /* GETT methods chosen by timing at a first run (gett.c): a process-wide
  * table keyed by rt_gett_tune_key (the plan's words, the dims of C, A and

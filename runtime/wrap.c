@@ -387,6 +387,7 @@ tj_status tj_tensor_arrays(tj_tensor *t, tj_arrays *out) {
                         "are %s's (tj_tensor_arrays of the base, or convert the view)",
                         t->name, t->base->name, t->base->name);
   memset(out, 0, sizeof *out);
+  rt_tensor_touch(t);   /* the caller may now write them */
   tj_storage *s = &t->st;
   out->dtype = (tj_dtype)s->dtype;
   out->order = t->order;   /* a blocked tensor: its dims, and its levels' arrays */
@@ -400,5 +401,11 @@ tj_status tj_tensor_arrays(tj_tensor *t, tj_arrays *out) {
   }
   out->vals = s->vals;
   out->vals_len = s->vals ? s->vals_len : 0;
+  return TJ_OK;
+}
+
+tj_status tj_tensor_changed(tj_tensor *t) {
+  if (!t) return rt_set_error(TJ_ERR_INVALID, "tj_tensor_changed: NULL tensor");
+  rt_tensor_touch(t);
   return TJ_OK;
 }

@@ -109,6 +109,7 @@ _decl("tj_tensor_free", None, _P)
 _decl("tj_tensor_wrap", _S, ctypes.c_char_p, ctypes.POINTER(Arrays), ctypes.c_uint,
       ctypes.POINTER(_P))
 _decl("tj_tensor_arrays", _S, _P, ctypes.POINTER(Arrays))
+_decl("tj_tensor_changed", _S, _P)
 _decl("tj_tensor_convert", _S, _P, ctypes.POINTER(Format), ctypes.POINTER(_P))
 _decl("tj_tensor_slice", _S, _P, ctypes.c_char_p, _I64P, _I64P, _I64P, ctypes.POINTER(_P))
 _decl("tj_tensor_is_view", ctypes.c_bool, _P)

@@ -260,6 +260,12 @@ class Tensor:
                 out["crd"][l] = _view(self, a.crd[l], a.crd_len[l], cw)
         return out
 
+    def changed(self):
+        """Says that values were written through arrays() views kept from
+        earlier: the copy a method(sell) kernel keeps of this tensor is
+        dropped (plain kernels read the arrays in place and need nothing)."""
+        check(lib.tj_tensor_changed(self._h))
+
     @property
     def is_view(self):
         return bool(lib.tj_tensor_is_view(self._h))

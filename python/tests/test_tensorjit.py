@@ -61,6 +61,26 @@ def test_inputs_are_zero_copy_and_read_in_place():
     assert not np.allclose(y1, y2)
 
 
+def test_sell_spmv_against_scipy_and_changed():
+    """method(sell): A copied once into SELL-8 slices; rows of uneven length
+    (some empty, one long), a row count not a multiple of 8, 2 threads. Values
+    written in place reach the copy after Tensor.changed()."""
+    rows = [RNG.choice(50, size=n, replace=False) for n in
+            [0, 3, 50, 1, 0, 7, 2, 2, 5] * 7 + [4, 0, 9]]
+    indptr = np.cumsum([0] + [len(r) for r in rows])
+    a = sp.csr_matrix((RNG.random(indptr[-1]), np.concatenate(rows).astype(np.int32),
+                       indptr), shape=(len(rows), 50))
+    a.sort_indices()
+    x = RNG.random(50)
+    for nthreads in (1, 2):
+        k = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": "ds"},
+                              schedule="method(sell)", nthreads=nthreads)
+        np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+        a.data *= -1.5
+        k._inputs["A"][2].changed()
+        np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+
+
 def test_new_objects_are_wrapped_again():
     k = tensorjit.compile("y(i) = A(i,j) * x(j)")
     a, b = sparse(20, 20, seed=4), sparse(20, 20, seed=5)

@@ -1,0 +1,354 @@
+/* SELL-C-sigma copies of CSR matrices, and the SpMV that runs over them
+ * (a schedule's method(sell), like MKL's mkl_sparse_optimize).
+ *
+ * A CSR SpMV loop leaves each row after its last entry: on short rows
+ * (cage11: 3-31 entries) that exit and the per-row reduction cost as much
+ * as the multiply-adds. SELL-C cuts the rows into slices of C = 8, pads
+ * each slice to its longest row and stores the slice column-major: entry
+ * k of every row of a slice sits together, so one 8-lane gather of x and
+ * one FMA serve 8 rows, with no per-row exit. Sigma: where padding would
+ * add more than a tenth to the entries, rows are sorted by length (longest
+ * first) within windows of RT_SELL_SIGMA rows (or 16x, or all rows, when
+ * the smaller window pads more than that), so that rows of like length
+ * share slices; y is then written through the permutation.
+ *
+ *   slice s: rows perm[8s .. 8s+7], width w_s = max len; entry k of lane r
+ *            at col/val[off[s] + 8k + r]; lanes past len[8s+r] are padding
+ *            (never read: the gather is masked, so x's inf/NaN stay out)
+ *
+ * The copy is the tensor's (tj_tensor.sell), built at the first run that
+ * asks for it and dropped by rt_tensor_touch whenever the library changes
+ * the tensor (pack, tj_tensor_arrays, a kernel writing it,
+ * tj_tensor_changed); a run also rebuilds it when the tensor's arrays or
+ * their lengths are not those it was built from.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+#include "tensor.h"
+
+#define C RT_SELL_C
+
+struct RtSell {
+  int32_t dtype;
+  int64_t rows, nslices, nnz, padded;
+  int64_t *off;     /* nslices + 1 entry offsets (multiples of C) */
+  int32_t *len;     /* nslices * C row lengths, 0 past the last row */
+  int32_t *perm;    /* slot -> row (nslices * C, -1 past the last row); NULL: identity */
+  int32_t *col;     /* padded entries' columns (padding: 0) */
+  void *val;        /* padded entries' values, dtype (padding: 0) */
+  /* what it was built from: a run compares them (O(1)) */
+  const void *src_pos, *src_crd, *src_vals;
+  int64_t src_pos_len, src_crd_len, src_vals_len;
+};
+
+void rt_sell_free(RtSell *s) {
+  if (!s) return;
+  free(s->off);
+  free(s->len);
+  free(s->perm);
+  free(s->col);
+  free(s->val);
+  free(s);
+}
+
+void rt_tensor_touch(tj_tensor *t) {
+  if (!t || !t->sell) return;
+  rt_sell_free(t->sell);
+  t->sell = NULL;
+}
+
+bool rt_sell_form(const tj_storage *a) {
+  return a->order == 2 && a->levels[0].kind == TJ_LVL_DENSE &&
+         a->levels[1].kind == TJ_LVL_COMPRESSED && a->map[0].dim == 0 && a->map[1].dim == 1 &&
+         (a->dtype == TJ_F64 || a->dtype == TJ_F32) && a->dims[0] <= INT32_MAX &&
+         a->dims[1] <= INT32_MAX && a->levels[1].pos && a->levels[1].pos_len == a->dims[0] + 1;
+}
+
+static bool built_from(const RtSell *s, const tj_storage *a) {
+  return s->src_pos == a->levels[1].pos && s->src_crd == a->levels[1].crd &&
+         s->src_vals == a->vals && s->src_pos_len == a->levels[1].pos_len &&
+         s->src_crd_len == a->levels[1].crd_len && s->src_vals_len == a->vals_len &&
+         s->dtype == a->dtype && s->rows == a->dims[0];
+}
+
+/* Entries after padding rows [0, n) in slices of C in the order of
+ * slot (NULL: identity). */
+static int64_t padded_size(const int32_t *rowlen, const int32_t *slot, int64_t n) {
+  int64_t total = 0;
+  for (int64_t s = 0; s * C < n; s++) {
+    int32_t w = 0;
+    for (int64_t r = s * C; r < n && r < (s + 1) * C; r++) {
+      int32_t l = rowlen[slot ? slot[r] : r];
+      if (l > w) w = l;
+    }
+    total += (int64_t)w * C;
+  }
+  return total;
+}
+
+static const int32_t *sort_len;   /* qsort's key, under sort_lock */
+static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int longer_first(const void *a, const void *b) {
+  int32_t ra = *(const int32_t *)a, rb = *(const int32_t *)b;
+  int32_t la = sort_len[ra], lb = sort_len[rb];
+  return la != lb ? (la < lb) - (la > lb) : (ra > rb) - (ra < rb);   /* stable: by row */
+}
+
+/* perm: rows 0..n-1 (then -1s) sorted by length, longest first, within
+ * windows of sigma rows. */
+static void sort_windows(int32_t *perm, int64_t slots, const int32_t *rowlen, int64_t n,
+                         int64_t sigma) {
+  for (int64_t r = 0; r < slots; r++) perm[r] = r < n ? (int32_t)r : -1;
+  pthread_mutex_lock(&sort_lock);
+  sort_len = rowlen;
+  for (int64_t w = 0; w < n; w += sigma) {
+    int64_t m = n - w < sigma ? n - w : sigma;
+    qsort(perm + w, (size_t)m, sizeof *perm, longer_first);
+  }
+  pthread_mutex_unlock(&sort_lock);
+}
+
+/* The row order of the copy: none (NULL: row order) when padding adds at
+ * most a tenth to the entries; else sorted within the smallest window
+ * (RT_SELL_SIGMA, 16 x that, all rows) that brings it there, or the one
+ * padding least. Small windows keep a slice's rows near each other (their
+ * x reads share cache lines). false: out of memory. */
+static bool choose_order(RtSell *s, const int32_t *rowlen, int64_t n) {
+  int64_t slots = s->nslices * C, best = padded_size(rowlen, NULL, n), enough = s->nnz + s->nnz / 10;
+  if (best <= enough) return true;
+  int32_t *perm = malloc((size_t)(slots ? slots : 1) * sizeof *perm);
+  if (!perm) return false;
+  int64_t best_sigma = 0;
+  for (int64_t sigma = RT_SELL_SIGMA; best > enough; sigma *= 16) {
+    if (sigma > n) sigma = n;
+    sort_windows(perm, slots, rowlen, n, sigma);
+    int64_t p = padded_size(rowlen, perm, n);
+    if (p < best) best = p, best_sigma = sigma;
+    if (sigma == n) break;
+  }
+  if (best_sigma) sort_windows(perm, slots, rowlen, n, best_sigma);
+  if (best_sigma) s->perm = perm;
+  else free(perm);
+  return true;
+}
+
+/* Lays out the entries of a (CSR, rt_sell_form) into s, whose rows,
+ * nslices, off, len and perm are set. */
+static void fill(RtSell *s, const tj_storage *a) {
+  const tj_level_storage *lv = &a->levels[1];
+  int vw = rt_dtype_size(a->dtype);
+  for (int64_t sl = 0; sl < s->nslices; sl++)
+    for (int r = 0; r < C; r++) {
+      int64_t slot = sl * C + r;
+      int64_t row = s->perm ? s->perm[slot] : slot;
+      if (row < 0 || row >= s->rows) continue;
+      int64_t p0 = rt_idx(lv->pos, a->pos_width, row);
+      for (int32_t k = 0; k < s->len[slot]; k++) {
+        int64_t at = s->off[sl] + (int64_t)k * C + r;
+        s->col[at] = (int32_t)rt_idx(lv->crd, a->crd_width, p0 + k);
+        memcpy((char *)s->val + at * vw, (const char *)a->vals + (p0 + k) * vw, (size_t)vw);
+      }
+    }
+}
+
+/* A SELL copy of a into *out; on failure *out is NULL and the error recorded. */
+static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
+  const tj_level_storage *lv = &a->levels[1];
+  int64_t n = a->dims[0];
+  *out = NULL;
+  RtSell *s = calloc(1, sizeof *s);
+  int32_t *rowlen = malloc((size_t)(n ? n : 1) * sizeof *rowlen);
+  if (!s || !rowlen) goto nomem;
+  s->dtype = a->dtype;
+  s->rows = n;
+  s->nslices = (n + C - 1) / C;
+  s->nnz = rt_idx(lv->pos, a->pos_width, n);
+  for (int64_t r = 0; r < n; r++) {
+    int64_t l = rt_idx(lv->pos, a->pos_width, r + 1) - rt_idx(lv->pos, a->pos_width, r);
+    if (l > INT32_MAX) {
+      free(rowlen);
+      rt_sell_free(s);
+      return rt_set_error(TJ_ERR_UNSUPPORTED, "method(sell): row %lld of %s has more than "
+                          "2^31 entries", (long long)r, name);
+    }
+    rowlen[r] = (int32_t)l;
+  }
+  int64_t slots = s->nslices * C;
+  if (!choose_order(s, rowlen, n)) goto nomem;
+  s->off = malloc((size_t)(s->nslices + 1) * sizeof *s->off);
+  s->len = calloc((size_t)(slots ? slots : 1), sizeof *s->len);
+  if (!s->off || !s->len) goto nomem;
+  s->off[0] = 0;
+  for (int64_t sl = 0; sl < s->nslices; sl++) {
+    int32_t w = 0;
+    for (int r = 0; r < C; r++) {
+      int64_t slot = sl * C + r;
+      int64_t row = s->perm ? s->perm[slot] : slot;
+      s->len[slot] = row >= 0 && row < n ? rowlen[row] : 0;
+      if (s->len[slot] > w) w = s->len[slot];
+    }
+    s->off[sl + 1] = s->off[sl] + (int64_t)w * C;
+  }
+  s->padded = s->off[s->nslices];
+  tj_status fits = rt_check_fits("a SELL copy", (double)s->padded * (4.0 + rt_dtype_size(a->dtype)));
+  if (fits != TJ_OK) {
+    free(rowlen);
+    rt_sell_free(s);
+    return fits;
+  }
+  s->col = calloc((size_t)(s->padded ? s->padded : 1), sizeof *s->col);
+  s->val = calloc((size_t)(s->padded ? s->padded : 1), (size_t)rt_dtype_size(a->dtype));
+  if (!s->col || !s->val) goto nomem;
+  fill(s, a);
+  s->src_pos = lv->pos, s->src_crd = lv->crd, s->src_vals = a->vals;
+  s->src_pos_len = lv->pos_len, s->src_crd_len = lv->crd_len, s->src_vals_len = a->vals_len;
+  free(rowlen);
+  *out = s;
+  return TJ_OK;
+nomem:
+  free(rowlen);
+  rt_sell_free(s);
+  return rt_set_error(TJ_ERR_NOMEM, "out of memory for the SELL copy of %s", name);
+}
+
+static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+
+tj_status rt_sell_get(tj_tensor *t, const RtSell **out) {
+  *out = NULL;
+  const tj_storage *a = &t->st;
+  if (!rt_sell_form(a))
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "method(sell): %s is not a CSR matrix of f64 or "
+                        "f32 with fewer than 2^31 rows and columns", t->name);
+  pthread_mutex_lock(&build_lock);   /* two runs over one tensor build one copy */
+  if (t->sell && !built_from(t->sell, a)) rt_tensor_touch(t);
+  tj_status st = t->sell ? TJ_OK : build(a, t->name, &t->sell);
+  *out = t->sell;
+  pthread_mutex_unlock(&build_lock);
+  return st;
+}
+
+void rt_sell_stats(const RtSell *s, int64_t *nnz, int64_t *padded, bool *sorted) {
+  *nnz = s->nnz;
+  *padded = s->padded;
+  *sorted = s->perm != NULL;
+}
+
+/* ---- the kernel ---- */
+
+typedef struct Job {
+  const RtSell *s;
+  const void *x;
+  void *y;
+  bool acc;
+} Job;
+
+/* Writes (or adds) slice sl's C sums to y. */
+#define STORE_SLICE(T, s, sl, sum, y, acc)                                  \
+  for (int r = 0; r < C; r++) {                                           \
+    int64_t slot = (sl) * C + r;                                          \
+    int64_t row = (s)->perm ? (s)->perm[slot] : slot;                     \
+    if (row < 0 || row >= (s)->rows) continue;                            \
+    ((T *)(y))[row] = (acc) ? ((T *)(y))[row] + (sum)[r] : (sum)[r];      \
+  }
+
+#define PORTABLE(T, name)                                                 \
+  static void name(const Job *j, int64_t lo, int64_t hi) {                 \
+    const RtSell *s = j->s;                                               \
+    const T *val = s->val, *x = j->x;                                     \
+    for (int64_t sl = lo; sl < hi; sl++) {                                \
+      T sum[C] = {0};                                                     \
+      const int32_t *len = s->len + sl * C;                               \
+      int64_t w = (s->off[sl + 1] - s->off[sl]) / C;                      \
+      for (int64_t k = 0; k < w; k++) {                                   \
+        int64_t at = s->off[sl] + k * C;                                  \
+        for (int r = 0; r < C; r++)                                       \
+          if (k < len[r]) sum[r] += val[at + r] * x[s->col[at + r]];      \
+      }                                                                   \
+      STORE_SLICE(T, s, sl, sum, j->y, j->acc)                            \
+    }                                                                     \
+  }
+PORTABLE(double, slices_f64)
+PORTABLE(float, slices_f32)
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+#define HAVE_AVX512 1
+/* slices_f64 in AVX-512: per step k one masked 8-lane gather of x (lanes
+ * past their row's length read nothing and give 0) and one FMA; two
+ * accumulators alternate so consecutive FMAs do not wait on each other. */
+__attribute__((target("avx512f,avx512vl"))) static void slices_f64_avx512(const Job *j, int64_t lo,
+                                                                 int64_t hi) {
+  const RtSell *s = j->s;
+  const double *val = s->val, *x = j->x;
+  double *y = j->y;
+  for (int64_t sl = lo; sl < hi; sl++) {
+    __m256i len = _mm256_loadu_si256((const __m256i *)(s->len + sl * C));
+    int64_t at = s->off[sl], end = s->off[sl + 1];
+    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+    __m256i k = _mm256_setzero_si256();
+    const __m256i one = _mm256_set1_epi32(1);
+    for (; at + 2 * C <= end; at += 2 * C) {
+      __mmask8 m0 = _mm256_cmplt_epi32_mask(k, len);
+      k = _mm256_add_epi32(k, one);
+      __mmask8 m1 = _mm256_cmplt_epi32_mask(k, len);
+      k = _mm256_add_epi32(k, one);
+      __m256i c0 = _mm256_loadu_si256((const __m256i *)(s->col + at));
+      __m256i c1 = _mm256_loadu_si256((const __m256i *)(s->col + at + C));
+      __m512d x0 = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m0, c0, x, 8);
+      __m512d x1 = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m1, c1, x, 8);
+      a0 = _mm512_fmadd_pd(_mm512_loadu_pd(val + at), x0, a0);
+      a1 = _mm512_fmadd_pd(_mm512_loadu_pd(val + at + C), x1, a1);
+    }
+    if (at < end) {
+      __mmask8 m0 = _mm256_cmplt_epi32_mask(k, len);
+      __m256i c0 = _mm256_loadu_si256((const __m256i *)(s->col + at));
+      __m512d x0 = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m0, c0, x, 8);
+      a0 = _mm512_fmadd_pd(_mm512_loadu_pd(val + at), x0, a0);
+    }
+    __m512d sum = _mm512_add_pd(a0, a1);
+    int64_t row0 = sl * C;
+    if (!s->perm && row0 + C <= s->rows) {
+      if (j->acc) sum = _mm512_add_pd(sum, _mm512_loadu_pd(y + row0));
+      _mm512_storeu_pd(y + row0, sum);
+    } else {
+      double lanes[C];
+      _mm512_storeu_pd(lanes, sum);
+      STORE_SLICE(double, s, sl, lanes, y, j->acc)
+    }
+  }
+}
+#endif
+
+static void run_slices(void *ctx, int64_t lo, int64_t hi) {
+  const Job *j = ctx;
+  if (j->s->dtype == TJ_F32) {
+    slices_f32(j, lo, hi);
+    return;
+  }
+#ifdef HAVE_AVX512
+  static int avx512 = -1;   /* decided once; a race writes the same value */
+  if (avx512 < 0)   /* TJ_SELL_PORTABLE=1: the portable loop (tests compare the two) */
+    avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+             !getenv("TJ_SELL_PORTABLE");
+  if (avx512) {
+    slices_f64_avx512(j, lo, hi);
+    return;
+  }
+#endif
+  slices_f64(j, lo, hi);
+}
+
+void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate) {
+  Job j = {s, x, y, accumulate};
+  if (s->nslices == 0) return;
+  if (tj_rt_threads() > 1 && s->padded + s->rows >= tj_rt_par_min_work())
+    tj_rt_parallel_for(0, s->nslices, s->off, 8, run_slices, &j);
+  else
+    run_slices(&j, 0, s->nslices);
+}

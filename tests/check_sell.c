@@ -1,0 +1,301 @@
+/* method(sell) (issue 18): y(i) (+)= A(i,j) * x(j) over a SELL-8 copy of
+ * a CSR matrix, kept on the tensor until it changes. Values are checked
+ * against a plain dense loop over the matrix written out in the test, and
+ * a few entries by hand; the copy's padding and row sorting through
+ * rt_sell_stats. Cases: a slice padded around one long row, empty rows,
+ * row counts not a multiple of 8, an infinite x entry only padding would
+ * touch, +=, f32, 64-bit indices, 2 threads, the copy rebuilt after pack,
+ * tj_tensor_arrays and tj_tensor_changed, and refusals with their
+ * messages. ctest runs it twice: AVX-512 (when the CPU has it) and the
+ * portable loop (TJ_SELL_PORTABLE=1). */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/tensor.h"
+#include "tensorjit.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+/* 19 x 12: rows 0-7 (slice 0) lengths 1,0,11,1,1,0,2,1 (row 2 holds
+ * columns 1-11: the slice pads to 11); rows 8-15 lengths 3 each; rows
+ * 16-18 (a short last slice) 0, 2, 1. Column 0 is empty everywhere. */
+#define NR 19
+#define NC 12
+static double dense[NR][NC];
+
+static void fill_dense(void) {
+  memset(dense, 0, sizeof dense);
+  dense[0][3] = 2;
+  for (int j = 1; j < NC; j++) dense[2][j] = j;
+  dense[3][11] = -1;
+  dense[4][5] = 0.5;
+  dense[6][1] = 3, dense[6][7] = 4;
+  dense[7][2] = 1;
+  for (int r = 8; r < 16; r++)
+    for (int k = 0; k < 3; k++) dense[r][1 + (r + 4 * k) % 11] = r + k;
+  dense[17][4] = 6, dense[17][9] = -2;
+  dense[18][10] = 7;
+}
+
+static tj_tensor *csr(tj_dtype dt, const char *fmt) {
+  tj_format f;
+  OK(tj_format_parse(fmt, &f));
+  tj_tensor *a;
+  OK(tj_tensor_new("A", dt, 2, (int64_t[]){NR, NC}, &f, &a));
+  for (int i = 0; i < NR; i++)
+    for (int j = 0; j < NC; j++)
+      if (dense[i][j] != 0) OK(tj_tensor_insert(a, (int64_t[]){i, j}, dense[i][j]));
+  OK(tj_tensor_pack(a));
+  return a;
+}
+
+static tj_tensor *vec(const char *name, tj_dtype dt, int64_t n, double base) {
+  tj_tensor *v;
+  OK(tj_tensor_new(name, dt, 1, &n, NULL, &v));
+  for (int64_t i = 0; i < n; i++) OK(tj_tensor_insert(v, &i, base + (double)i));
+  OK(tj_tensor_pack(v));
+  return v;
+}
+
+static tj_kernel *compile(tj_context *cx, const char *expr, tj_tensor *y, tj_tensor *a,
+                          tj_tensor *x, int nthreads) {
+  tj_options o = tj_options_default();
+  o.nthreads = nthreads;
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, (tj_tensor *[]){y, a, x}, 3, "method(sell)", &o, &k));
+  return k;
+}
+
+/* y against the dense loop over dense[][] with x(j) = xbase + j (y0: y's
+ * values before a +=, else NULL). */
+static void expect(tj_tensor *y, tj_tensor *x, const double *y0, double tol) {
+  for (int64_t i = 0; i < NR; i++) {
+    double want = y0 ? y0[i] : 0, got, xj;
+    for (int64_t j = 0; j < NC; j++) {
+      OK(tj_tensor_get(x, &j, &xj));
+      want += dense[i][j] * xj;
+    }
+    OK(tj_tensor_get(y, &i, &got));
+    ck_assert_msg(fabs(got - want) <= tol * (1 + fabs(want)), "y(%lld) = %g, want %g",
+                  (long long)i, got, want);
+  }
+}
+
+START_TEST(values_by_hand_and_padding) {
+  fill_dense();
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *a = csr(TJ_F64, "ds"), *x = vec("x", TJ_F64, NC, 1), *y = vec("y", TJ_F64, NR, 0);
+  tj_kernel *k = compile(cx, "y(i) = A(i,j) * x(j)", y, a, x, 1);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double v;
+  /* by hand: x(j) = 1 + j */
+  OK(tj_tensor_get(y, (int64_t[]){0}, &v));
+  ck_assert_double_eq(v, 2 * 4);                     /* A(0,3) x(3) */
+  OK(tj_tensor_get(y, (int64_t[]){1}, &v));
+  ck_assert_double_eq(v, 0);                         /* an empty row */
+  OK(tj_tensor_get(y, (int64_t[]){2}, &v));
+  ck_assert_double_eq(v, 11 * 12 * 23 / 6.0 + 66);   /* sum j (j + 1), j = 1..11 */
+  OK(tj_tensor_get(y, (int64_t[]){17}, &v));
+  ck_assert_double_eq(v, 6 * 5 - 2 * 10);
+  OK(tj_tensor_get(y, (int64_t[]){18}, &v));
+  ck_assert_double_eq(v, 7 * 11);
+  expect(y, x, NULL, 0);
+  /* the copy: in row order 3 slices of widths 11, 3 and 2 (128 padded
+   * entries for 44 stored: more than 10% padding), so rows are sorted by
+   * length: 11 and seven 3s, then 3, 2, 2 and five 1s, then three empty
+   * rows: widths 11, 3, 0 */
+  ck_assert_ptr_nonnull(a->sell);
+  int64_t nnz, padded;
+  bool sorted;
+  rt_sell_stats(a->sell, &nnz, &padded, &sorted);
+  ck_assert_int_eq(nnz, 44);
+  ck_assert(sorted);
+  ck_assert_int_eq(padded, (11 + 3) * 8);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+/* Column 0 is empty, so only padding lanes (column 0) could read x(0):
+ * an infinite x(0) must leave y finite. */
+START_TEST(padding_never_reads_x) {
+  fill_dense();
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *a = csr(TJ_F64, "ds"), *x = vec("x", TJ_F64, NC, 1), *y = vec("y", TJ_F64, NR, 0);
+  tj_arrays ar;
+  OK(tj_tensor_arrays(x, &ar));
+  ((double *)ar.vals)[0] = INFINITY;
+  tj_kernel *k = compile(cx, "y(i) = A(i,j) * x(j)", y, a, x, 1);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < NR; i++) {
+    double v;
+    OK(tj_tensor_get(y, &i, &v));
+    ck_assert_msg(isfinite(v), "y(%lld) = %g", (long long)i, v);
+  }
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+START_TEST(accumulates_and_f32_and_wide_indices) {
+  fill_dense();
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  /* += keeps y's values */
+  tj_tensor *a = csr(TJ_F64, "(i, j) -> (i : dense, j : compressed), posWidth = 64, crdWidth = 64");
+  tj_tensor *x = vec("x", TJ_F64, NC, -3), *y = vec("y", TJ_F64, NR, 100);
+  double y0[NR];
+  for (int i = 0; i < NR; i++) y0[i] = 100 + i;
+  tj_kernel *k = compile(cx, "y(i) += A(i,j) * x(j)", y, a, x, 1);
+  OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  expect(y, x, y0, 0);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  /* f32 */
+  a = csr(TJ_F32, "ds"), x = vec("x", TJ_F32, NC, 0.5), y = vec("y", TJ_F32, NR, 0);
+  k = compile(cx, "y(i) = x(j) * A(i,j)", y, a, x, 1);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(y, x, NULL, 1e-6);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+/* The copy follows the tensor: values written after tj_tensor_arrays,
+ * entries inserted and packed, values written through a kept pointer
+ * and announced by tj_tensor_changed. */
+START_TEST(copy_rebuilt_when_the_tensor_changes) {
+  fill_dense();
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *a = csr(TJ_F64, "ds"), *x = vec("x", TJ_F64, NC, 1), *y = vec("y", TJ_F64, NR, 0);
+  tj_kernel *k = compile(cx, "y(i) = A(i,j) * x(j)", y, a, x, 1);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(y, x, NULL, 0);
+  const RtSell *first = a->sell;
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  ck_assert_ptr_eq(a->sell, first);   /* unchanged: kept */
+  tj_arrays ar;
+  OK(tj_tensor_arrays(a, &ar));
+  ck_assert_ptr_null(a->sell);
+  double *vals = ar.vals;
+  vals[0] = 5;   /* A(0,3) */
+  dense[0][3] = 5;
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(y, x, NULL, 0);
+  vals[0] = 9;   /* through the kept pointer: announced */
+  dense[0][3] = 9;
+  OK(tj_tensor_changed(a));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(y, x, NULL, 0);
+  OK(tj_tensor_insert(a, (int64_t[]){1, 6}, 10));   /* row 1 was empty */
+  OK(tj_tensor_pack(a));
+  dense[1][6] = 10;
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(y, x, NULL, 0);
+  ck_assert_int_eq(tj_tensor_changed(NULL), TJ_ERR_INVALID);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+/* A larger matrix with power-law rows: sorted within windows (sigma),
+ * and on 2 threads (ctest sets TJ_PAR_MIN_WORK=0), against the CSR loops
+ * of the same expression without method(sell). */
+START_TEST(skewed_rows_sorted_and_two_threads) {
+  const int64_t n = 2003, m = 1500;
+  tj_format f;
+  OK(tj_format_parse("ds", &f));
+  tj_tensor *a;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){n, m}, &f, &a));
+  uint64_t s = 7;
+  for (int64_t i = 0; i < n; i++) {
+    int64_t len = i % 97 == 0 ? 400 : i % 5;   /* a long row now and then */
+    for (int64_t k = 0; k < len; k++) {
+      s = s * 6364136223846793005ull + 1442695040888963407ull;
+      OK(tj_tensor_insert(a, (int64_t[]){i, (int64_t)(s >> 33) % m}, (double)(s >> 40 & 1023) / 64));
+    }
+  }
+  OK(tj_tensor_pack(a));
+  tj_tensor *x, *y, *ref;
+  OK(tj_tensor_new("x", TJ_F64, 1, &m, NULL, &x));
+  for (int64_t j = 0; j < m; j++) OK(tj_tensor_insert(x, &j, (double)(j % 17) - 8));
+  OK(tj_tensor_pack(x));
+  OK(tj_tensor_new("y", TJ_F64, 1, &n, NULL, &y));
+  OK(tj_tensor_new("y", TJ_F64, 1, &n, NULL, &ref));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = 1;
+  tj_kernel *plain;
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){ref, a, x}, 3, NULL, &o, &plain));
+  OK(tj_kernel_run(plain, TJ_EVALUATE, NULL, 0));
+  for (int t = 1; t <= 2; t++) {
+    tj_kernel *k = compile(cx, "y(i) = A(i,j) * x(j)", y, a, x, t);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < n; i++) {
+      double got, want;
+      OK(tj_tensor_get(y, &i, &got));
+      OK(tj_tensor_get(ref, &i, &want));
+      ck_assert_msg(fabs(got - want) <= 1e-9 * (1 + fabs(want)), "%d threads: y(%lld) = %g, want %g",
+                    t, (long long)i, got, want);
+    }
+  }
+  int64_t nnz, padded;
+  bool sorted;
+  rt_sell_stats(a->sell, &nnz, &padded, &sorted);
+  ck_assert(sorted);
+  /* unsorted, each of the 21 long rows pads a slice of its own to 8 x 400
+   * (about 6 x nnz); sorted, each window's long rows share one slice */
+  ck_assert_int_lt(padded, 3 * nnz);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(ref);
+  tj_context_free(cx);
+}
+END_TEST
+
+static void refused(tj_context *cx, const char *expr, tj_tensor *const *ops, const char *sched,
+                    tj_status want, const char *msg) {
+  tj_kernel *k = NULL;
+  ck_assert_int_eq(tj_compile(cx, expr, ops, 3, sched, NULL, &k), want);
+  ck_assert_msg(strstr(tj_last_error(), msg), "message: %s", tj_last_error());
+}
+
+START_TEST(refusals_say_why) {
+  fill_dense();
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *a = csr(TJ_F64, "ds:1,0"), *x = vec("x", TJ_F64, NC, 1), *y = vec("y", TJ_F64, NR, 0);
+  const char *need = "method(sell) needs y(i) = A(i,j) * x(j) (or +=) with A CSR";
+  refused(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, "method(sell)",
+          TJ_ERR_UNSUPPORTED, need);   /* CSC */
+  tj_tensor_free(a);
+  a = csr(TJ_F64, "ds");
+  refused(cx, "y(i) = A(i,j) * x(j) * 2", (tj_tensor *[]){y, a, x}, "method(sell)",
+          TJ_ERR_UNSUPPORTED, need);
+  refused(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, "method(sel)", TJ_ERR_INVALID,
+          "method(sel): unknown method (gett, ttgt, log, model, loops or sell)");
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("sell");
+  TCase *tc = tcase_create("sell");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, values_by_hand_and_padding);
+  tcase_add_test(tc, padding_never_reads_x);
+  tcase_add_test(tc, accumulates_and_f32_and_wide_indices);
+  tcase_add_test(tc, copy_rebuilt_when_the_tensor_changes);
+  tcase_add_test(tc, skewed_rows_sorted_and_two_threads);
+  tcase_add_test(tc, refusals_say_why);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
