@@ -21,6 +21,7 @@
 bool lw_partials_setup(Lowerer *lw, bool reduction, bool *in_temp) {
   const LoopNest *nest = &lw->nest;
   const char *v = nest->order[lw->par_depth]->name;
+  const Expr *sum[1];
   const char *why = lw_out_appended(lw) || lw->plan->out_sparse || lw->plan->out_like
                         ? "per-thread partial outputs are dense copies of the output, which "
                           "is sparse here; use atomics, or parallelize an outer loop"
@@ -28,6 +29,10 @@ bool lw_partials_setup(Lowerer *lw, bool reduction, bool *in_temp) {
                                    "is nothing to combine"
                     : lw->out_op == OP_NONE && !lw->out_def
                         ? "the output is stored once, not updated"
+                    : nt_sums(lw->as->rhs, sum, 1) > 0
+                        ? "the right-hand side sums inside a subexpression, whose temp "
+                          "the output's update reads above the loop; per-thread partials "
+                          "are lowered for a sum of the whole right-hand side"
                     : nest->ws_depth >= 0 || nest->vws_depth >= 0
                         ? "the kernel has a workspace; per-thread partials are lowered "
                           "without one"

@@ -120,4 +120,7 @@ expect_fail view_out_like "in its format, not a view" \
 expect_fail view_fused_rows "B is a view (a slice); a fused loop walks its base's positions" \
   'y(i) = B(i,j) * x(j)' -f='B:ds[5:10:2,:]' -g=B:s:0.3 -g=x:d -d=B:30,20 -s='fuse(i,j,f) pos(f,fp,B(i,j))'
 
+expect_fail partials_under_sum_temp "partials): the right-hand side sums inside a subexpression" \
+  'y(i) += A(i,j) * x(j) + z(i)' -f=A:dd -d=A:9,70 -s='parallelize(j, partials)'
+
 finish
