@@ -178,3 +178,16 @@ void lir_capture_free(LirCapture *c) {
   c->vars = NULL;
   c->n = 0;
 }
+
+static LirVisit traps(const LirExpr *e, void *cx) {
+  (void)cx;
+  const LirExpr *by = e->kind == LE_BIN ? e->u.bin.b : NULL;
+  bool safe_by = by && by->kind == LE_CONST && by->u.c.i != 0 && by->u.c.i != -1;
+  bool int_div = e->kind == LE_BIN && (e->u.bin.op == LOP_DIV || e->u.bin.op == LOP_REM) &&
+                 !lir_type_is_float(e->type) && !safe_by;
+  bool to_int = e->kind == LE_CAST && lir_type_is_float(e->u.cast->type) &&
+                !lir_type_is_float(e->type);
+  return int_div || to_int ? LV_STOP : LV_DESCEND;
+}
+
+bool lir_expr_speculable(const LirExpr *e) { return !lir_expr_walk(e, traps, NULL); }

@@ -266,6 +266,11 @@ typedef LirVisit (*LirExprVisit)(const LirExpr *e, void *cx);
 /* Calls fn on e (NULL: nothing) and, as it asks, on its operands, pre-order
  * and left to right; true when fn stopped the walk. */
 bool lir_expr_walk(const LirExpr *e, LirExprVisit fn, void *cx);
+/* Whether e may run where it did not before: no integer division or
+ * remainder (by a zero an absent entry would give) and no float-to-integer
+ * conversion (out of range for a value never converted before); division
+ * by a constant other than 0 and -1 is safe. */
+bool lir_expr_speculable(const LirExpr *e);
 /* The expressions statement s holds itself, in order (any may be NULL; a
  * FOR's lo, hi and step, not its balance arrays); returns how many. */
 int lir_stmt_exprs(const LirStmt *s, LirExpr *x[4]);

@@ -19,19 +19,6 @@
  * condition is then the default and is dropped. */
 #include "lowerer.h"
 
-/* Whether e may run where it did not before: no integer division (by a
- * zero an absent entry would give) and no float-to-integer conversion
- * (out of range for a value the chain never converted). */
-static LirVisit traps(const LirExpr *e, void *cx) {
-  (void)cx;
-  bool int_div = e->kind == LE_BIN && (e->u.bin.op == LOP_DIV || e->u.bin.op == LOP_REM) &&
-                 !lir_type_is_float(e->type);
-  bool to_int = e->kind == LE_CAST && lir_type_is_float(e->u.cast->type) &&
-                !lir_type_is_float(e->type);
-  return int_div || to_int ? LV_STOP : LV_DESCEND;
-}
-
-static bool speculable(const LirExpr *e) { return !lir_expr_walk(e, traps, NULL); }
 
 static bool stmts_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int nvals, int *at);
 
@@ -42,14 +29,14 @@ static bool stmt_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int n
   switch (x->kind) {
   case LS_ASSIGN:
     if (x->u.assign.var != y->u.assign.var || x->u.assign.op != y->u.assign.op ||
-        x->u.assign.with || y->u.assign.with || *at >= nvals || !speculable(y->u.assign.e))
+        x->u.assign.with || y->u.assign.with || *at >= nvals || !lir_expr_speculable(y->u.assign.e))
       return false;
     (*vals)[(*at)++] = y->u.assign.e;
     return true;
   case LS_STORE:
     if (!lir_expr_equal(x->u.store.ptr, y->u.store.ptr) || !lir_expr_equal(x->u.store.idx, y->u.store.idx) ||
         x->u.store.op != y->u.store.op || x->u.store.atomic != y->u.store.atomic ||
-        *at >= nvals || !speculable(y->u.store.e))
+        *at >= nvals || !lir_expr_speculable(y->u.store.e))
       return false;
     (*vals)[(*at)++] = y->u.store.e;
     return true;
@@ -79,7 +66,7 @@ static bool stmts_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int 
 
 /* The statements after a case's leading declarations of values. */
 static LirStmt *after_decls(LirStmt *s) {
-  while (s && s->kind == LS_DECL && speculable(s->u.decl.init)) s = s->next;
+  while (s && s->kind == LS_DECL && lir_expr_speculable(s->u.decl.init)) s = s->next;
   return s;
 }
 

@@ -1180,14 +1180,19 @@ static LirStmt *row_search(Lowerer *lw, LirVar *p, void *ctx) {
  * blocks), or NULL. */
 static LirStmt *sole_sum(LirStmt *s, LirStmt *found) {
   for (; s; s = s->next) {
-    if (s->kind == LS_DECL || s->kind == LS_COMMENT) continue;
+    if (s->kind == LS_COMMENT) continue;
+    if (s->kind == LS_DECL) {   /* runs at off-stride positions too */
+      if (s->u.decl.init && !lir_expr_speculable(s->u.decl.init)) return NULL;
+      continue;
+    }
     if (s->kind == LS_BLOCK) {
       LirStmt *in = sole_sum(s->u.block, found);
       if (!in || (found && in != found)) return NULL;
       found = in;
       continue;
     }
-    if (s->kind != LS_ASSIGN || s->u.assign.op != LOP_ADD || s->u.assign.with || found)
+    if (s->kind != LS_ASSIGN || s->u.assign.op != LOP_ADD || s->u.assign.with || found ||
+        !lir_expr_speculable(s->u.assign.e))
       return NULL;
     found = s;
   }
@@ -1198,7 +1203,8 @@ static LirStmt *sole_sum(LirStmt *s, LirStmt *found) {
  * iterator stays inside the slice's range (an ordered compressed level
  * narrowed by lw_slice_bounds, so every position maps to a coordinate
  * 0..size-1 and the body's loads are in bounds) and the body only adds
- * into one value (SpMV's `t += A * x`), `t += valid ? e : 0` instead:
+ * into one value (SpMV's `t += A * x`) by expressions that cannot trap
+ * (lir_expr_speculable), `t += valid ? e : 0` instead:
  * off-stride positions are about half of a row's and a branch on their
  * parity mispredicts about half the time. */
 static LirStmt *guard_slice(Lowerer *lw, int x, int l, LirExpr *p, LirStmt *body) {

@@ -446,6 +446,55 @@ START_TEST(strided_rows_vectorized) {
 }
 END_TEST
 
+/* A strided view over a compressed level in an integer division: the
+ * branch-free `t += valid ? e : 0` would divide at off-stride positions
+ * too, so it must keep the branch. V = A(:, 0:4:2) of a 3x8 i32 A with
+ * A(0,1) = 5 (off-stride: 1/2 = 0 reads x(0) = 0), A(1,2) = 6, A(2,5) = 7
+ * (off-stride), A(2,6) = 8; x = (0, 3, 1, 2): y = (0, 6/x(1), 8/x(3)) = (0, 2, 4)
+ * by hand, and no division by x(0). */
+START_TEST(strided_division_keeps_its_branch) {
+  tj_format f = parse("ds");
+  int64_t dims[2] = {3, 8}, four = 4, three = 3;
+  tj_tensor *a, *v, *x, *y;
+  OK(tj_tensor_new("A", TJ_I32, 2, dims, &f, &a));
+  const int64_t at[4][2] = {{0, 1}, {1, 2}, {2, 5}, {2, 6}};
+  const double av[4] = {5, 6, 7, 8};
+  for (int e = 0; e < 4; e++) OK(tj_tensor_insert(a, at[e], av[e]));
+  OK(tj_tensor_pack(a));
+  OK(tj_tensor_slice(a, "V", (int64_t[]){0, 0}, (int64_t[]){3, 4}, (int64_t[]){1, 2}, &v));
+  OK(tj_tensor_new("x", TJ_I32, 1, &four, NULL, &x));
+  const double xv[4] = {0, 3, 1, 2};
+  for (int64_t j = 0; j < 4; j++) OK(tj_tensor_insert(x, &j, xv[j]));
+  OK(tj_tensor_pack(x));
+  OK(tj_tensor_new("y", TJ_I32, 1, &three, NULL, &y));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = V(i,j) / x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  OK(tj_kernel_print(k, TJ_STAGE_COMPUTE, out));
+  fclose(out);
+  /* the division sits under the stride's `if`, not in a select's arm */
+  const char *div = strstr(text, "V_val / x_val");
+  ck_assert_msg(div, "%s", text);
+  const char *line = div;
+  while (line > text && line[-1] != '\n') line--;
+  ck_assert_msg(!memchr(line, '?', (size_t)(div - line)), "division in a select:\n%s", text);
+  free(text);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  const double want[3] = {0, 2, 4};
+  for (int64_t i = 0; i < 3; i++) {
+    double got;
+    OK(tj_tensor_get(y, &i, &got));
+    ck_assert_msg(got == want[i], "y(%lld) = %g, want %g", (long long)i, got, want[i]);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(v), tj_tensor_free(a);
+}
+END_TEST
+
 /* One kernel over a view with dynamic ('?') slices, run for several slice
  * values set by tj_tensor_slice_set, in every base format; y = V x with
  * x(j) = j + 1, worked out by hand from base5x6:
@@ -588,6 +637,7 @@ int main(void) {
   tcase_add_test(tc, kernel_keeps_its_slice);
   tcase_add_test(tc, dynamic_slices);
   tcase_add_test(tc, strided_rows_vectorized);
+  tcase_add_test(tc, strided_division_keeps_its_branch);
   tcase_add_test(tc, dynamic_slice_refusals);
   tcase_add_test(tc, views_beside_blocked_operands);
   suite_add_tcase(s, tc);
