@@ -254,7 +254,12 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
   int n = e->as->ntensors;
   tj_storage *out = st[0];
   int64_t rows = split_extent(e, ph, st);
-  int nchunks = threads * 4;
+  /* parallelize(i, s): one chunk of equal rows per thread (static), 16
+   * chunks of equal rows per thread handed out as threads free up
+   * (dynamic), or 4 per thread of equal rows plus nonzeros (balanced, the
+   * default). */
+  ParStrategy how = e->plan.row_strategy;
+  int nchunks = threads * (how == PAR_STATIC ? 1 : how == PAR_DYNAMIC ? 16 : 4);
   if (nchunks > rows) nchunks = (int)rows;
   int64_t *bounds = calloc((size_t)nchunks + 1, sizeof *bounds);
   tj_storage *range = calloc((size_t)nchunks, sizeof *range);
@@ -269,6 +274,7 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
   int32_t w = st[e->plan.pos_rows]->pos_width;
   const void *weights = e->plan.pos_rows ? st[e->plan.pos_rows]->levels[1].pos   /* may be NULL */
                                          : row_weights(st, n, rows, &w);
+  if (how == PAR_STATIC || how == PAR_DYNAMIC) weights = NULL;
   rt_split_rows(0, rows, weights, w, nchunks, bounds);
   for (int c = 0; c < nchunks; c++) {
     range[c].order = 2;
@@ -281,7 +287,8 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
     goto done;
   }
   RowJob job = {e->bk[DRV_ROWS(ph)].fn, n, st, chunk, range, rc};
-  tj_rt_parallel_for(0, nchunks, NULL, 0, run_chunks, &job);
+  tj_rt_parallel_for_sched(0, nchunks, NULL, 0, NULL, 0,
+                           how == PAR_STATIC ? TJ_PAR_STATIC : TJ_PAR_DYNAMIC, run_chunks, &job);
   for (int c = 0; c < nchunks && status == TJ_OK; c++)
     if (rc[c]) status = kernel_code(rc[c]);
   if (status == TJ_OK && chunk) {

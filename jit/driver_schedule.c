@@ -154,11 +154,8 @@ bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, con
                           "parallelize(%s): the loop over %s writes a shared output (a "
                           "reduction, or a sparse output whose first level is not dense)",
                           sd->vars[0], sd->vars[0]);
-      if (sd->width && !dense_rows)
-        return diag_error(d, TJ_ERR_UNSUPPORTED,
-                          "parallelize(%s, %s): a sparse or reduced output is built in row "
-                          "chunks balanced by nonzeros; strategies choose how a dense "
-                          "output's rows split", sd->vars[0], cin_strategy_name(sd->width));
+      if (sd->width && !dense_rows) /* the chunks of a row-chunked build (driver_run.c) */
+        p->row_strategy = (ParStrategy)sd->width;
       if (walks_nonunique_outer(as, p))
         return diag_error(d, TJ_ERR_UNSUPPORTED,
                           "parallelize(%s): the outer loop walks a nonunique (COO) level; "

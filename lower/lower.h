@@ -90,6 +90,10 @@ typedef struct LowerPlan {
   bool reduce_rows;                    /* dense output, outermost loop a dense
                                           reduction loop: row-range kernels
                                           into per-chunk partial outputs */
+  ParStrategy row_strategy;            /* parallelize(i, s) of a row-chunked plan
+                                          (rangeable, pos_rows, reduce_rows): how
+                                          the driver cuts the chunks; PAR_DEFAULT
+                                          is PAR_BALANCED */
 } LowerPlan;
 
 /* Code-generation switches, set by the driver from the options, the

@@ -722,6 +722,88 @@ START_TEST(test_property) {
 }
 END_TEST
 
+/* parallelize(i, s) of a kernel built in row chunks (a sparse output; a
+ * reduction into per-chunk partials): static cuts one chunk of equal rows
+ * per thread, dynamic 16, balanced (the default) 4 of equal rows plus
+ * nonzeros; the kernel keeps its chunk outputs, so their count shows the
+ * cut. Values against plain loops: B is 600 x 40 CSR whose row r holds
+ * columns r % 7 + 7e, e = 0 .. r % 5 (skewed rows), each (r + 1). */
+START_TEST(test_row_chunk_strategies) {
+  enum { N = 600, M = 40 };
+  tj_format csr;
+  ck_assert_int_eq(tj_format_parse("ds", &csr), TJ_OK);
+  int64_t dims[2] = {N, M}, m = M, n = N;
+  tj_tensor *B, *c, *d, *y;
+  ck_assert_int_eq(tj_tensor_new("B", TJ_F64, 2, dims, &csr, &B), TJ_OK);
+  for (int64_t r = 0; r < N; r++)
+    for (int64_t e = 0; e <= r % 5; e++)
+      ck_assert_int_eq(tj_tensor_insert(B, (int64_t[]){r, r % 7 + 7 * e}, (double)(r + 1)), TJ_OK);
+  ck_assert_int_eq(tj_tensor_pack(B), TJ_OK);
+  tj_format vec = tj_format_dense(1);
+  ck_assert_int_eq(tj_tensor_new("c", TJ_F64, 1, &m, &vec, &c), TJ_OK);
+  for (int64_t j = 0; j < M; j++) ck_assert_int_eq(tj_tensor_insert(c, &j, (double)(j + 2)), TJ_OK);
+  ck_assert_int_eq(tj_tensor_pack(c), TJ_OK);
+  ck_assert_int_eq(tj_tensor_new("d", TJ_F64, 1, &n, &vec, &d), TJ_OK);
+  for (int64_t i = 0; i < N; i++) ck_assert_int_eq(tj_tensor_insert(d, &i, (double)(i % 3 + 1)), TJ_OK);
+  ck_assert_int_eq(tj_tensor_pack(d), TJ_OK);
+  ck_assert_int_eq(tj_tensor_new("y", TJ_F64, 1, &m, &vec, &y), TJ_OK);
+  setenv("TJ_PAR_MIN_WORK", "0", 1);
+  tj_context *cx;
+  ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
+  tj_options two = tj_options_default();
+  two.nthreads = 2;
+  static const struct { const char *sched; int chunks; } st[] = {
+      {"parallelize(i, static)", 2}, {"parallelize(i, dynamic)", 32},
+      {"parallelize(i, balanced)", 8}, {"parallelize(i)", 8}, {NULL, 8}};
+  for (int s = 0; s < 5; s++) {
+    const char *name = st[s].sched ? st[s].sched : "no schedule";
+    tj_tensor *A;
+    ck_assert_int_eq(tj_tensor_new("A", TJ_F64, 2, dims, &csr, &A), TJ_OK);
+    tj_kernel *k;
+    ck_assert_int_eq(tj_compile(cx, "A(i,j) = B(i,j) * c(j)", (tj_tensor *[]){A, B, c}, 3,
+                                st[s].sched, &two, &k), TJ_OK);
+    ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, NULL, 0), TJ_OK);
+    ck_assert_msg(k->nchunks == st[s].chunks, "%s: %d chunks, want %d", name, k->nchunks,
+                  st[s].chunks);
+    ck_assert_int_eq(tj_tensor_nnz(A), tj_tensor_nnz(B));
+    for (int64_t r = 0; r < N; r++)
+      for (int64_t e = 0; e <= r % 5; e++) {
+        int64_t at[2] = {r, r % 7 + 7 * e};
+        double got;
+        ck_assert_int_eq(tj_tensor_get(A, at, &got), TJ_OK);
+        ck_assert_msg(got == (double)(r + 1) * (double)(at[1] + 2), "%s: A(%lld,%lld) = %g",
+                      name, (long long)r, (long long)at[1], got);
+      }
+    tj_tensor_free(A);
+  }
+  /* y(j) = B(i,j) * d(i): the row loop sums into y, run as chunks of rows
+   * into per-chunk partial copies of y. */
+  double want[M] = {0};
+  for (int64_t r = 0; r < N; r++)
+    for (int64_t e = 0; e <= r % 5; e++) want[r % 7 + 7 * e] += (double)(r + 1) * (double)(r % 3 + 1);
+  static const struct { const char *sched; int chunks; } red[] = {
+      {"parallelize(i, static, partials)", 2}, {"parallelize(i, dynamic, partials)", 32},
+      {"parallelize(i, partials)", 8}};
+  for (int s = 0; s < 3; s++) {
+    tj_kernel *k;
+    ck_assert_int_eq(tj_compile(cx, "y(j) = B(i,j) * d(i)", (tj_tensor *[]){y, B, d}, 3,
+                                red[s].sched, &two, &k), TJ_OK);
+    ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, NULL, 0), TJ_OK);
+    ck_assert_msg(k->nchunks == red[s].chunks, "%s: %d chunks, want %d", red[s].sched,
+                  k->nchunks, red[s].chunks);
+    for (int64_t j = 0; j < M; j++) {
+      double got;
+      ck_assert_int_eq(tj_tensor_get(y, &j, &got), TJ_OK);
+      ck_assert_msg(got == want[j], "%s: y(%lld) = %g, want %g", red[s].sched, (long long)j, got,
+                    want[j]);
+    }
+  }
+  unsetenv("TJ_PAR_MIN_WORK");
+  tj_context_free(cx);
+  tj_tensor_free(B), tj_tensor_free(c), tj_tensor_free(d), tj_tensor_free(y);
+}
+END_TEST
+
 /* ---- suite ---- */
 
 static Suite *kernels_suite(void) {
@@ -749,6 +831,7 @@ static Suite *kernels_suite(void) {
   tc = tcase_create("cache");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_cache);
+  tcase_add_test(tc, test_row_chunk_strategies);
   suite_add_tcase(s, tc);
   tc = tcase_create("dense_blocking");
   tcase_set_timeout(tc, 300);

@@ -336,8 +336,6 @@ static const Refusal refusals[] = {
      "sparse level) unroll"},
     {"A(i,j) = B(i,j) + C(i,j)", "unroll(j,65)", "dd", "unroll factor 65 is not between 2 and 64"},
     {"A(i,j) = B(i,j) + C(i,j)", "unroll(q,2)", "dd", "unroll: unknown index 'q'"},
-    {"A(i,j) = B(i,j) + C(i,j)", "parallelize(i, static)", "ds",
-     "strategies choose how a dense output's rows split"},
     {"A(i,j) = B(i,j) + C(i,j)", "parallelize(i, greedy)", "dd", "unknown strategy 'greedy'"},
 };
 
