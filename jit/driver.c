@@ -508,6 +508,25 @@ static char *canonical_key(const Assignment *as, const char *schedule,
  * -print-after=<pass> the loop IR after any of lower..unroll-jam, and
  * -print-c, -print-llvm(-opt), -print-asm the last ones. */
 
+/* A sparse output is appended in its levels' order, so where the order
+ * is kept strictly for sums (not for the user's reorder), the outer loops,
+ * the output's indices in the notation, take the order of its levels:
+ * y(j,i) = ... sum_k ... into a CSC y runs i, j (it was refused as
+ * "visited out of order"). Unchanged unless want starts with exactly the
+ * output's indices. */
+static void outer_in_level_order(const Assignment *as, IndexVar **want, int nw) {
+  const tj_format *f = &as->tensors[0]->decl.format;
+  const Expr *lhs = as->lhs;
+  int n = lhs->u.access.n;
+  if (!lv_format_has_sparse(f) || f->ndims || f->order != n || n > nw) return;
+  for (int m = 0; m < n; m++) {
+    bool found = false;
+    for (int l = 0; l < n; l++) found |= want[l] == lhs->u.access.idx[m];
+    if (!found) return;
+  }
+  for (int l = 0; l < n; l++) want[l] = lhs->u.access.idx[f->mode_order[l]];
+}
+
 /* The plan for the loop order the concrete notation asks for: kept
  * strictly under an explicit reorder or fuse, or when sums nest their loops. */
 static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, LowerPlan *p,
@@ -515,10 +534,11 @@ static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, 
   IndexVar *want[NT_MAX_INDICES];
   int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
   const Expr *sums[1];
-  bool strict = nt_sums(as->rhs, sums, 1) > 0;
+  bool strict = nt_sums(as->rhs, sums, 1) > 0, users = false;
   for (int k = 0; k < s->n; k++)
-    strict |= s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_FUSE;
-  return lower_plan(as, want, nw, strict, p, d);
+    users |= s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_FUSE;
+  if (strict && !users) outer_in_level_order(as, want, nw);
+  return lower_plan(as, want, nw, strict || users, p, d);
 }
 
 /* A plain parallelize(v) of an output index: GETT, TTGT and LoG run their

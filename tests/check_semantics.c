@@ -112,6 +112,27 @@ START_TEST(test_residual_by_hand) {
 }
 END_TEST
 
+/* A sparse output whose indices the lhs lists against its levels' order,
+ * with a sum nested under them (the notation's order is kept for the sum):
+ * A(j,i) = B(i,k) * x(k) + C(i,j) into CSC-like A (levels i, j) and COO.
+ * By hand: B = [1 2; 3 4], x = (1, 10), t(i) = (21, 43); C(0,1) = 5, so
+ * A(0,0) = 21, A(0,1) = 43, A(1,0) = 21 + 5 = 26, A(1,1) = 43. It was
+ * refused ("its levels would be visited out of order"). */
+START_TEST(test_transposed_sparse_output_with_a_sum) {
+  static const char *const fmts[] = {"ds:1,0", "ss:1,0", "uq", "ds"};
+  for (int f = 0; f < 4; f++)
+    for (int threads = 1; threads <= 2; threads++) {
+      tj_tensor *ops[] = {matrix("A", fmts[f], 2, 2, NULL),
+                          matrix("B", "dd", 2, 2, (double[]){1, 2, 3, 4}),
+                          vector("x", "d", 2, (double[]){1, 10}),
+                          matrix("C", "ds", 2, 2, (double[]){0, 5, 0, 0})};
+      expect_run("A(j,i) = B(i,k) * x(k) + C(i,j)", ops, 4, NULL, threads, false,
+                 (double[]){21, 43, 26, 43}, 4, 4);
+      free_all(ops, 4);
+    }
+}
+END_TEST
+
 /* COO by hand: a 5x4 matrix inserted with duplicates (A(0,1) = 1 + 2,
  * A(4,2) = -1 + 3), empty rows 1 and 3, x = (1, 2, 3, 4). `uq` sums the
  * duplicates when packed and walks each row's run once (the column loop
@@ -1427,6 +1448,7 @@ static Suite *semantics_suite(void) {
   TCase *tc = tcase_create("sums");
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_residual_by_hand);
+  tcase_add_test(tc, test_transposed_sparse_output_with_a_sum);
   tcase_add_test(tc, test_pow_by_hand);
   tcase_add_test(tc, test_gallop_intersection_by_hand);
   tcase_add_test(tc, test_coo_by_hand);
