@@ -1219,25 +1219,31 @@ static LirStmt *guard_slice(Lowerer *lw, int x, int l, LirExpr *p, LirStmt *body
 static LirStmt *fused_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent);
 
 /* fuse(i, j, f) pos(f, fp, A(i,j)), at i's depth: the positions of A's
- * compressed level of j under every row of its dense level of i, one loop
- * over fp in [pos[base], pos[base + n]) (TACO's nonzero-balanced SpMV).
- * The row is found by a binary search at the start of each block of a
- * split, then advanced past the rows that end at or before fp; without a
- * split, by a search per position (each iteration stands alone, so the
- * loop may run in parallel). j is then A's crd[fp] (single_loop). */
-static LirStmt *fused_pos_loop(Lowerer *lw, LoopCtx *cx) {
+ * compressed level of j under every row of its level of i, one loop over
+ * fp in [pos[base], pos[base + n]) (TACO's nonzero-balanced SpMV). The
+ * row is found by a binary search at the start of each block of a split,
+ * then advanced past the rows that end at or before fp; without a split,
+ * by a search per position (each iteration stands alone, so the loop may
+ * run in parallel). The level of i is dense (rows base = parent * n ..
+ * + n, i the row) or compressed (DCSR, CSF: its positions [p, p_end) of
+ * the parent, i = crd[base + row], the iterator it at that position); j is
+ * then A's crd[fp] (single_loop). */
+static LirStmt *fused_pos_loop(Lowerer *lw, LoopCtx *cx, Iter *it) {
   Arena *a = A(lw);
   const CinLoopForm *f = lw->nest.form[cx->depth];
   int jd = cx->depth + 1;
   Rows r = {.x = lw_access_index(lw, f->pos_access)};
   r.l = r.x >= 0 ? lw_level_at(lw, r.x, cx->depth) : -1;
   const tj_format *fm = r.x >= 0 ? lw->acc[r.x].f : NULL;
-  if (r.l < 0 || lw_level_at(lw, r.x, jd) != r.l + 1 || !lv_at(fm, r.l, LV_FULL) ||
-      !lv_at(fm, r.l + 1, LV_HAS_POS) || level_segmented(lw, r.x, r.l + 1) ||
-      !(cx->alive >> r.x & 1))
+  bool rows_ok = r.l >= 0 && (it ? lw_is_sparse_level(lw, r.x, r.l) &&
+                                       lv_at(fm, r.l, LV_HAS_POS | LV_UNIQUE) &&
+                                       !level_segmented(lw, r.x, r.l) && !lw->live[r.x]
+                                 : lv_at(fm, r.l, LV_FULL));
+  if (!rows_ok || lw_level_at(lw, r.x, jd) != r.l + 1 || !lv_at(fm, r.l + 1, LV_HAS_POS) ||
+      level_segmented(lw, r.x, r.l + 1) || !(cx->alive >> r.x & 1))
     return lw_form_check(lw, cx->depth, arena_printf(a, "and the loop of %s are not a dense "
-                                                     "level of %s and the compressed level "
-                                                     "right below it",
+                                                     "or compressed level of %s and the "
+                                                     "compressed level right below it",
                                                      f->fuse_inner->name,
                                                      f->pos_access->u.access.t->name), -1),
            NULL;
@@ -1249,8 +1255,14 @@ static LirStmt *fused_pos_loop(Lowerer *lw, LoopCtx *cx) {
   }
   LirVar *nv = lw_var(lw, arena_printf(a, "%s_rows", cx->v->name), LT_I64);
   LirVar *bv = lw_var(lw, arena_printf(a, "%s_base", cx->v->name), LT_I64);
-  LirStmt *s = lir_decl(a, nv, lw_level_size(lw, r.x, r.l));
-  lir_append(&s, lir_decl(a, bv, lir_bin(a, LOP_MUL, parent_pos(lw, r.x), lw_ref(lw, nv))));
+  LirStmt *s;
+  if (it) {   /* the parent's positions of the compressed level of i */
+    s = lir_decl(a, nv, lir_bin(a, LOP_SUB, lw_ref(lw, it->end), lw_ref(lw, it->p)));
+    lir_append(&s, lir_decl(a, bv, lw_ref(lw, it->p)));
+  } else {
+    s = lir_decl(a, nv, lw_level_size(lw, r.x, r.l));
+    lir_append(&s, lir_decl(a, bv, lir_bin(a, LOP_MUL, parent_pos(lw, r.x), lw_ref(lw, nv))));
+  }
   r.n = lw_ref(lw, nv);
   r.base = lw_ref(lw, bv);
   r.row = lw_var(lw, arena_printf(a, "%s_row", cx->v->name), LT_I64);
@@ -1265,11 +1277,20 @@ static LirStmt *fused_pos_loop(Lowerer *lw, LoopCtx *cx) {
   } else {
     body = row_search(lw, fp, &r);
   }
-  lir_append(&body, lir_decl(a, iv, lw_ref(lw, r.row)));
+  LirVar *start = it ? it->p : NULL;
+  if (it) {   /* the compressed level's position and coordinate at the row */
+    it->p = lw_var(lw, start->name, LT_I64);
+    lir_append(&body, lir_decl(a, it->p, lir_bin(a, LOP_ADD, r.base, lw_ref(lw, r.row))));
+    lir_append(&body, read_coord(lw, r.x, r.l, it));
+    lir_append(&body, lir_decl(a, iv, lw_ref(lw, it->c)));
+  } else {
+    lir_append(&body, lir_decl(a, iv, lw_ref(lw, r.row)));
+  }
   lw->fuse_f[jd] = fp;
   lw->fuse_n[jd] = NULL;
   lir_append(&body, cases(lw, cx, 0, iv));
   lw->fuse_f[jd] = NULL;
+  if (it) it->p = start;
   LirExpr *lo = pos_at(lw, r.x, r.l + 1, r.base);
   LirExpr *hi = pos_at(lw, r.x, r.l + 1, lir_bin(a, LOP_ADD, r.base, r.n));
   LirStmt *outer, *inner;
@@ -1291,7 +1312,7 @@ static LirStmt *fused_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
                          "(per-thread partials)", -1), NULL;
   if (jd >= lw->scope_end || !lw->nest.form[jd]->fused)
     return TJ_BUG(lw->d, "a fused loop without its inner loop below it"), NULL;
-  if (f->pos) return fused_pos_loop(lw, cx);
+  if (f->pos) return fused_pos_loop(lw, cx, NULL);
   LirVar *n = lw_var(lw, arena_printf(a, "%s_n", f->fuse_inner->name), LT_I64);
   LirVar *fv = lw_var(lw, f->fuse, LT_I64), *iv = lw_var(lw, cx->v->name, LT_I64);
   LirStmt *s = lir_decl(a, n, lw_extent_of(lw, f->fuse_inner));
@@ -1389,6 +1410,8 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     lir_append(&body, cases(lw, cx, 0, cv));
     it->p = start;
     return lir_block(a, body);
+  } else if (lw->nest.form[cx->depth]->fuse) { /* fuse(i, j, f) pos(f, ...): compressed rows */
+    return fused_pos_loop(lw, cx, &cx->it[__builtin_ctzll(P->sparse)]);
   } else {
     int x = __builtin_ctzll(P->sparse);
     Iter *it = &cx->it[x];
@@ -1859,7 +1882,7 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
                       lw->nest.form[depth - 1]->fuse, cx.v->name,
                       pos_fused ? "co-iterates, or walks another access than pos names"
                                 : "walks a sparse level or co-iterates; fuse dense loops, or "
-                                  "a dense row loop and the compressed level below it by "
+                                  "a row loop and the compressed level below it by "
                                   "positions: pos(f, fp, A(i,j))"), NULL;
   if (is_single(lw, &L, depth)) {
     lir_append(&s, single_loop(lw, &cx, extent));

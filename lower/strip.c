@@ -47,9 +47,10 @@ bool lw_form_check(Lowerer *lw, int depth, const char *how, int sparse_x) {
   if (how)
     return refuse(lw, depth, arena_printf(lw->a, "%s; only a for loop (a dense range, or the "
                                           "positions of one sparse level) is rewritten", how));
-  if (f->fuse && sparse_x >= 0)
-    return refuse(lw, depth, "walks a sparse level; fuse dense loops, or the dense row loop "
+  if (f->fuse && sparse_x >= 0 && (!f->pos || f->pos_access != lw->acc[sparse_x].e))
+    return refuse(lw, depth, "walks a sparse level; fuse dense loops, or the row loop "
                   "and the compressed level below it by positions: pos(f, fp, A(i,j))");
+  if (f->fuse && sparse_x >= 0) return true;   /* fused_pos_loop checks the levels */
   if (sparse_x < 0) {
     if (f->pos && !f->fuse)
       return refuse(lw, depth, "walks a dense range; pos walks the positions of a sparse level");

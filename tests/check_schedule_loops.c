@@ -135,6 +135,13 @@ static const LoopCase cases[] = {
                                     "split(fp, f0, f1, 4) parallelize(f0, atomics)"},
     {TTV, "B:dss", "i=9 j=8 k=7", "fuse(i, j, f) pos(f, fp, B(i,j,k)) split(fp, f0, f1, 3) "
                                   "parallelize(f0, static)"},
+    /* fused positions under a compressed row level: DCSR SpMV, CSF TTV */
+    {SPMV, "A:ss", "i=37 j=29", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 4) "
+                                "parallelize(f0, atomics)"},
+    {TTV, "B:sss", "i=9 j=8 k=7", "fuse(i, j, f) pos(f, fp, B(i,j,k)) split(fp, f0, f1, 3) "
+                                  "parallelize(f0, static)"},
+    {"y(i) = B(i,j,k) * c(k)", "B:sss", "i=9 j=8 k=7",
+     "fuse(i, j, f) pos(f, fp, B(i,j,k)) divide(fp, f0, f1, 3) parallelize(f0, atomics)"},
     /* precompute of a subexpression over {j}: a dense row workspace, read
        where the subexpression was (reset on read, or by its producer's loops) */
     {"y(i) = (B(i,j) + C(i,j)) * x(j)", "B:ds C:ds", "i=23 j=19",
@@ -251,6 +258,13 @@ START_TEST(spmv_by_hand) {
              "parallelize(f0, static, atomics)"},
       {"ds", "fuse(i, j, f) pos(f, fp, A(i,j)) parallelize(fp, dynamic, atomics)"},
       {"dd", "fuse(i, j, f) split(f, f0, f1, 3) parallelize(f0, atomics)"},
+      /* DCSR: the rows are the compressed row level's positions (rows 0, 2,
+         3, 4; row 1 is not stored), i its coordinate there */
+      {"ss", "fuse(i, j, f) pos(f, fp, A(i,j))"},
+      {"ss", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 3) "
+             "parallelize(f0, static, atomics)"},
+      {"ss", "fuse(i, j, f) pos(f, fp, A(i,j)) divide(fp, f0, f1, 4) "
+             "parallelize(f0, dynamic, atomics)"},
   };
   tj_options two = tj_options_default();
   two.nthreads = 2;
@@ -731,8 +745,9 @@ static const Refusal refusals[] = {
     {SPMV, "ds", "split(i, i0, i1, 4) split(i1, a, b, 2)", "one split or divide per loop"},
     {SPMV, "ds", "split(i, i0, i1, 4) reorder(i1, i0, j)", "it must come after i0"},
     {SPMV, "ds", "fuse(i, j, f)", "fuse(i, j, f): the loop over j walks a sparse level or "
-     "co-iterates; fuse dense loops, or a dense row loop and the compressed level below it"},
-    {SPMV, "ss", "fuse(i, j, f) pos(f, fp, A(i,j))", "the loop over i walks a sparse level"},
+     "co-iterates; fuse dense loops, or a row loop and the compressed level below it"},
+    {SPMV, "uq", "fuse(i, j, f) pos(f, fp, A(i,j))", "the loop over i co-iterates sparse "
+     "operands (or walks duplicates)"},
     {SPMV, "ds", "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 8) parallelize(f0)",
      "the fused loop f sums over j into entries other iterations update too; "
      "parallelize(..., atomics)"},
