@@ -25,7 +25,8 @@
  * 0.98, 1.04, 0.94 for L = 8, 16, 24, 32, 48, 64, 96 with the copy as
  * warm as the CSR arrays; 1.17, 1.27, 1.13, 0.92, 0.78, 0.77, 0.79 with the
  * CSR arrays just read by another loop (the copy colder, as in tjbench's
- * rounds).
+ * rounds; a second run had 0.82 at L = 24 and 28 there: the cold case
+ * varies with what else the machine's L3 holds).
  *
  * The copy is the tensor's (tj_tensor.sell), built at the first run that
  * asks for it and dropped by rt_tensor_touch whenever the library changes
