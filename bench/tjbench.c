@@ -322,6 +322,10 @@ static void run_case(tj_context *unused, Case *c) {
         out_from_tensor(c, c->ops[0], &ref);
         have_ref = 1;
         rows[0].ok = 1;
+        if (c->sched && strstr(c->sched, "method(sell)"))   /* what the first run chose */
+          snprintf(rows[0].note + strlen(rows[0].note), sizeof rows[0].note - strlen(rows[0].note),
+                   c->ops[1]->sell ? " (SELL copy)" : " (CSR loops: rows average %d+ entries)",
+                   RT_SELL_MAX_MEAN);
         timed[ntimed++] = (Timed){tj_run, &tr, reps_for(warm), &rows[0]};
       }
     } else {

@@ -422,11 +422,12 @@ static bool layout_copy_pays(const CacheEntry *e, tj_tensor **ops) {
 }
 
 /* method(sell) runs over A's SELL copy when A is read in place (not a
- * view, not a converted copy) and is a CSR matrix the copy takes; else
- * the kernel's own loops run (the same result). */
+ * view, not a converted copy), is a CSR matrix the copy takes, and its
+ * rows are short enough for the copy to pay (rt_sell_pays); else the
+ * kernel's own loops run (the same result). */
 static bool sell_ready(const CacheEntry *e, tj_tensor **ops, tj_storage **st) {
   return e->sell_a && !ops[e->sell_a]->base && st[e->sell_a] == rt_tensor_storage(ops[e->sell_a]) &&
-         rt_sell_form(st[e->sell_a]) && st[e->sell_x]->vals &&
+         rt_sell_form(st[e->sell_a]) && rt_sell_pays(st[e->sell_a]) && st[e->sell_x]->vals &&
          st[e->sell_x]->vals_len >= st[e->sell_x]->dims[0];
 }
 

@@ -76,9 +76,10 @@ static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f) {
     if (e->sell_a)
       fprintf(f, "// method(sell): compute and evaluate run rt_sell_spmv over a SELL-%d copy of %s\n"
               "// (runtime/sell.c), made at the first run and kept until %s changes; these\n"
-              "// loops run where the copy cannot be made (%s never packed, 2^31 rows or more)\n",
+              "// loops run where the copy does not pay (rows of %d entries or more on\n"
+              "// average) or cannot be made (%s never packed, 2^31 rows or more)\n",
               RT_SELL_C, e->as->tensors[e->sell_a]->name, e->as->tensors[e->sell_a]->name,
-              e->as->tensors[e->sell_a]->name);
+              RT_SELL_MAX_MEAN, e->as->tensors[e->sell_a]->name);
     return print_lir(k, PHASE_COMPUTE, f);
   case TJ_STAGE_C: return print_backend(k, BE_STAGE_SOURCE, f);
   case TJ_STAGE_LLVM: return print_backend(k, BE_STAGE_LLVM, f);

@@ -16,6 +16,18 @@
  *            at col/val[off[s] + 8k + r]; lanes past len[8s+r] are padding
  *            (never read: the gather is masked, so x's inf/NaN stay out)
  *
+ * The copy pays on short rows only (rt_sell_pays): from about 32 entries
+ * a row (4 gathers) the CSR loop's exit and reduction are amortized, and
+ * the copy, sorted rows (x read from 256 rows' columns at once) and its
+ * padding cost more than they save. Timed against the CSR loops on
+ * 600k-entry banded matrices of rows of L +- L/4 (thread CPU, medians of
+ * 101 paired runs, real-time priority): CSR / SELL 1.56, 1.23, 1.25, 1.15,
+ * 0.98, 1.04, 0.94 for L = 8, 16, 24, 32, 48, 64, 96 with the copy as
+ * warm as the CSR arrays; 1.17, 1.27, 1.13, 0.92, 0.78, 0.77, 0.79 with the
+ * CSR arrays just read by another loop (the copy colder, as in tjbench's
+ * rounds; a second run had 0.82 at L = 24 and 28 there: the cold case
+ * varies with what else the machine's L3 holds).
+ *
  * The copy is the tensor's (tj_tensor.sell), built at the first run that
  * asks for it and dropped by rt_tensor_touch whenever the library changes
  * the tensor (pack, tj_tensor_arrays, a kernel writing it,
@@ -68,6 +80,13 @@ bool rt_sell_form(const tj_storage *a) {
          a->levels[1].kind == TJ_LVL_COMPRESSED && a->map[0].dim == 0 && a->map[1].dim == 1 &&
          (a->dtype == TJ_F64 || a->dtype == TJ_F32) && a->dims[0] <= INT32_MAX &&
          a->dims[1] <= INT32_MAX && a->levels[1].pos && a->levels[1].pos_len == a->dims[0] + 1;
+}
+
+bool rt_sell_pays(const tj_storage *a) {
+  int64_t rows = a->dims[0], nnz = rt_idx(a->levels[1].pos, a->pos_width, rows);
+  const char *env = getenv("TJ_SELL_MAX_MEAN");
+  double most = env && *env ? atof(env) : RT_SELL_MAX_MEAN;
+  return (double)nnz < most * (double)rows;
 }
 
 static bool built_from(const RtSell *s, const tj_storage *a) {

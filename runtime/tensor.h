@@ -379,10 +379,15 @@ void rt_pattern_free(RtPattern *p);
  * windows of RT_SELL_SIGMA when that cuts padding (see sell.c). */
 #define RT_SELL_C 8
 #define RT_SELL_SIGMA 256
+#define RT_SELL_MAX_MEAN 32
 typedef struct RtSell RtSell;
 /* Whether a is a CSR matrix the SELL copy takes (f64/f32, identity mode
  * order, dims < 2^31, packed). */
 bool rt_sell_form(const tj_storage *a);
+/* Whether a SELL copy of a (rt_sell_form) pays over the CSR loops: its
+ * rows average fewer than RT_SELL_MAX_MEAN entries (TJ_SELL_MAX_MEAN=<x>
+ * overrides; see sell.c). O(1). */
+bool rt_sell_pays(const tj_storage *a);
 /* t's SELL copy, built now unless t holds one built from its current
  * arrays (owned by t: valid until t changes or is freed). Thread-safe
  * against other rt_sell_get calls. TJ_ERR_UNSUPPORTED when t is not

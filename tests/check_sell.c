@@ -5,8 +5,9 @@
  * rt_sell_stats. Cases: a slice padded around one long row, empty rows,
  * row counts not a multiple of 8, an infinite x entry only padding would
  * touch, +=, f32, 64-bit indices, 2 threads, the copy rebuilt after pack,
- * tj_tensor_arrays and tj_tensor_changed, and refusals with their
- * messages. ctest runs it twice: AVX-512 (when the CPU has it) and the
+ * tj_tensor_arrays and tj_tensor_changed, the choice of the copy or the
+ * CSR loops by mean row length (both branches, and its boundary), and
+ * refusals with their messages. ctest runs it twice: AVX-512 (when the CPU has it) and the
  * portable loop (TJ_SELL_PORTABLE=1). */
 #include <check.h>
 #include <math.h>
@@ -256,6 +257,59 @@ START_TEST(skewed_rows_sorted_and_two_threads) {
 }
 END_TEST
 
+/* Rows of A: row i holds columns 0 .. len(i)-1, each of value i + 1, so
+ * with x(j) = 1 + j, y(i) = (i + 1) len (len + 1) / 2 by hand. The copy
+ * pays when the rows average fewer than 32 entries (RT_SELL_MAX_MEAN),
+ * else the CSR loops run and A keeps no copy. */
+static const struct {
+  int rows, base, step;   /* len(i) = base + i % step, and row 7 one less when step is 0 */
+  const char *max_mean;   /* TJ_SELL_MAX_MEAN, or NULL */
+  bool sell;
+} choices[] = {
+    {9, 32, 3, NULL, false},   /* 32, 33, 34, ...: mean 33 */
+    {9, 30, 3, NULL, true},    /* mean 31 */
+    {8, 32, 1, NULL, false},   /* all 32: mean exactly 32 */
+    {8, 32, 0, NULL, true},    /* row 7 holds 31: mean 31.875 */
+    {9, 32, 3, "64", true},    /* mean 33 under a raised bound */
+};
+
+static int64_t choice_len(int c, int64_t i) {
+  if (choices[c].step == 0) return choices[c].base - (i == 7);
+  return choices[c].base + i % choices[c].step;
+}
+
+START_TEST(copy_only_where_rows_are_short) {
+  if (choices[_i].max_mean) setenv("TJ_SELL_MAX_MEAN", choices[_i].max_mean, 1);
+  const int64_t n = choices[_i].rows, m = 40;
+  tj_format f;
+  OK(tj_format_parse("ds", &f));
+  tj_tensor *a;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){n, m}, &f, &a));
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < choice_len(_i, i); j++)
+      OK(tj_tensor_insert(a, (int64_t[]){i, j}, (double)(i + 1)));
+  OK(tj_tensor_pack(a));
+  tj_tensor *x = vec("x", TJ_F64, m, 1), *y = vec("y", TJ_F64, n, -1);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int t = 1; t <= 2; t++) {
+    tj_kernel *k = compile(cx, "y(i) = A(i,j) * x(j)", y, a, x, t);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    ck_assert_msg((a->sell != NULL) == choices[_i].sell, "case %d, %d threads: copy %s", _i, t,
+                  a->sell ? "made" : "not made");
+    for (int64_t i = 0; i < n; i++) {
+      double got, len = (double)choice_len(_i, i);
+      OK(tj_tensor_get(y, &i, &got));
+      ck_assert_msg(got == (double)(i + 1) * len * (len + 1) / 2, "case %d: y(%lld) = %g", _i,
+                    (long long)i, got);
+    }
+  }
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+  unsetenv("TJ_SELL_MAX_MEAN");   /* CK_FORK=no runs the next test here */
+}
+END_TEST
+
 static void refused(tj_context *cx, const char *expr, tj_tensor *const *ops, const char *sched,
                     tj_status want, const char *msg) {
   tj_kernel *k = NULL;
@@ -291,6 +345,8 @@ int main(void) {
   tcase_add_test(tc, accumulates_and_f32_and_wide_indices);
   tcase_add_test(tc, copy_rebuilt_when_the_tensor_changes);
   tcase_add_test(tc, skewed_rows_sorted_and_two_threads);
+  tcase_add_loop_test(tc, copy_only_where_rows_are_short, 0,
+                      (int)(sizeof choices / sizeof choices[0]));
   tcase_add_test(tc, refusals_say_why);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
