@@ -172,6 +172,65 @@ START_TEST(test_coo_by_hand) {
 }
 END_TEST
 
+static bool stage_has(const tj_kernel *k, tj_stage st, const char *pass, const char *text);
+
+/* COO SpMV over runs of every kind, by hand: a 7x20 `uq` matrix whose row
+ * 0 is a run of 1, row 2 a run of 19 (past two vectors of 8; A(2,5) = 1
+ * inserted again with 3, summed to 4 by pack), row 4 a run of exactly 8,
+ * row 5 the last run (3 entries, inserted out of order), rows 1, 3 and 6
+ * empty (6 after the last run). x(j) = j + 1. y = Ax walks each run once
+ * (the column loop finds the run's end: `while (go)`); y = Ax + b merges
+ * the rows with b's and scans for each run's end first (`more`), then
+ * sums the run in a for loop; both are pinned here. */
+START_TEST(test_coo_runs_by_hand) {
+  tj_format fmt;
+  OK(tj_format_parse("uq", &fmt));
+  tj_tensor *A;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){7, 20}, &fmt, &A));
+  OK(tj_tensor_insert(A, (int64_t[]){5, 19}, 2));
+  OK(tj_tensor_insert(A, (int64_t[]){0, 7}, 2));
+  for (int64_t j = 18; j >= 0; j--) OK(tj_tensor_insert(A, (int64_t[]){2, j}, 1));
+  OK(tj_tensor_insert(A, (int64_t[]){2, 5}, 3));
+  for (int64_t j = 10; j < 18; j++) OK(tj_tensor_insert(A, (int64_t[]){4, j}, -1));
+  OK(tj_tensor_insert(A, (int64_t[]){5, 0}, 0.5));
+  OK(tj_tensor_insert(A, (int64_t[]){5, 3}, 1));
+  OK(tj_tensor_pack(A));
+  ck_assert_int_eq(tj_tensor_nnz(A), 1 + 19 + 8 + 3);
+  double x[20], b[7] = {1, 2, 3, 4, 5, 6, 7};
+  for (int j = 0; j < 20; j++) x[j] = j + 1;
+  tj_tensor *ops[] = {vector("y", "d", 7, NULL), A, vector("x", "d", 20, x),
+                      vector("b", "d", 7, b)};
+  /* row 0: 2*8; row 2: (1 + ... + 19) + 3*6; row 4: -(11 + ... + 18);
+   * row 5: 0.5*1 + 1*4 + 2*20 */
+  const double ax[] = {16, 0, 208, 0, -116, 44.5, 0};
+  const double axb[] = {17, 2, 211, 4, -111, 50.5, 7};
+  const double inf = INFINITY;
+  /* min over stored j of A(i,j) + x(j): 2+8; 1+1; -1+11; min(1.5, 5, 22) */
+  const double mp[] = {10, inf, 2, inf, 10, 1.5, inf};
+  for (int threads = 1; threads <= 2; threads++)
+    for (int phases = 0; phases < 2; phases++) {
+      expect_run("y(i) = A(i,j) * x(j)", ops, 3, NULL, threads, phases, ax, 7, -1);
+      expect_run("y(i) = A(i,j) * x(j)", ops, 3, "min.plus", threads, phases, mp, 7, -1);
+      expect_run("y(i) = A(i,j) * x(j) + b(i)", ops, 4, NULL, threads, phases, axb, 7, -1);
+    }
+  /* += onto the last result, y = Ax + b: Ax + b + Ax */
+  double acc[7];
+  for (int i = 0; i < 7; i++) acc[i] = axb[i] + ax[i];
+  expect("y(i) += A(i,j) * x(j)", ops, 3, acc, 7);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", ops, 3, NULL, NULL, &k));
+  ck_assert(stage_has(k, TJ_STAGE_COMPUTE, NULL, "while (go)"));
+  ck_assert(!stage_has(k, TJ_STAGE_COMPUTE, NULL, "more ="));
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j) + b(i)", ops, 4, NULL, NULL, &k));
+  ck_assert(stage_has(k, TJ_STAGE_COMPUTE, NULL, "more ="));
+  ck_assert(!stage_has(k, TJ_STAGE_COMPUTE, NULL, "while (go)"));
+  tj_context_free(cx);
+  free_all(ops, 4);
+}
+END_TEST
+
 /* A union of three or more sparse terms into a dense output is scattered
  * term by term into a row workspace, drained into the row's entries (the
  * rest stay 0), by hand: B1 - B2 + 2 * B3 and a product of sums. */
@@ -1452,6 +1511,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_pow_by_hand);
   tcase_add_test(tc, test_gallop_intersection_by_hand);
   tcase_add_test(tc, test_coo_by_hand);
+  tcase_add_test(tc, test_coo_runs_by_hand);
   tcase_add_test(tc, test_scattered_union_dense_out_by_hand);
   tcase_add_test(tc, test_summed_union_by_hand);
   tcase_add_test(tc, test_wide_unions_by_loops);
