@@ -55,11 +55,11 @@ bool nt_op_is_reduction(OpKind op) {
 }
 
 static const NtSemiring semirings[] = {
-  {"plus.times", OP_ADD, OP_MUL}, {"min.plus", OP_MIN, OP_ADD},
-  {"max.plus", OP_MAX, OP_ADD},   {"min.times", OP_MIN, OP_MUL},
-  {"max.times", OP_MAX, OP_MUL},  {"min.max", OP_MIN, OP_MAX},
-  {"max.min", OP_MAX, OP_MIN},    {"plus.pair", OP_ADD, OP_PAIR},
-  {"plus.min", OP_ADD, OP_MIN},   {"or.and", OP_OR, OP_AND},
+  {"plus.times", OP_ADD, OP_MUL, true}, {"min.plus", OP_MIN, OP_ADD, true},
+  {"max.plus", OP_MAX, OP_ADD, true},   {"min.times", OP_MIN, OP_MUL, false},
+  {"max.times", OP_MAX, OP_MUL, false}, {"min.max", OP_MIN, OP_MAX, true},
+  {"max.min", OP_MAX, OP_MIN, true},    {"plus.pair", OP_ADD, OP_PAIR, false},
+  {"plus.min", OP_ADD, OP_MIN, false},  {"or.and", OP_OR, OP_AND, true},
 };
 enum { NSEMIRINGS = sizeof semirings / sizeof semirings[0] };
 

@@ -82,6 +82,11 @@ bool nt_op_is_reduction(OpKind op);
 typedef struct NtSemiring {
   const char *name;
   OpKind add, mul;
+  bool distributive;   /* mul distributes over add for all values (a + min(b, c) =
+                          min(a + b, a + c)), so a sum over one factor of a
+                          product may cover the whole product (ir/sums.c); not
+                          min.times / max.times (negative factors), plus.min,
+                          plus.pair */
 } NtSemiring;
 /* The semiring named s (NULL or "" is plus.times), or NULL if none is. */
 const NtSemiring *nt_semiring(const char *s);

@@ -27,10 +27,14 @@ static Expr **child_slot(Expr *e, int k) {
 
 /* Whether a sum over the child in `slot` of e may cover all of e instead:
  * e's operator is linear in that operand (multiplies it by a factor,
- * negates it or divides it; ir/ops.def). */
-static bool distributes(Expr *e, Expr *const *slot) {
+ * negates it or divides it; ir/ops.def), and under a semiring (whose mul
+ * `*` becomes) its mul distributes over its add: under plus.min,
+ * y(i) = A(i,j) * x(k) is min(sum_j A(i,j), sum_k x(k)), not
+ * sum_j,k min(A(i,j), x(k)). */
+static bool distributes(const Assignment *as, Expr *e, Expr *const *slot) {
   OpKind op = nt_expr_op(e);
   if (op == OP_NONE) return false;
+  if (op == OP_MUL && as->semiring && !as->semiring->distributive) return false;
   return nt_op(op)->laws & (slot == child_slot(e, 0) ? OL_LINEAR_X : OL_LINEAR_Y);
 }
 
@@ -127,7 +131,7 @@ bool nt_place_sums(Arena *a, Assignment *as, Diag *d) {
       path[depth + 1] = child_slot(*path[depth], holder);
     }
     /* ... then back up through the products it is a factor of. */
-    while (depth > 0 && distributes(*path[depth - 1], path[depth])) depth--;
+    while (depth > 0 && distributes(as, *path[depth - 1], path[depth])) depth--;
     Expr **slot = path[depth];
     if (slot == &as->rhs && as->root_op == OP_ADD && !as->root_def) continue; /* a root sum */
     Expr *s = nt_sum(a, v, *slot, true, (*slot)->col);

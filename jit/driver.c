@@ -415,6 +415,9 @@ Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
   }
   Assignment *as = nt_parse_with(a, expr, defs, d);
   if (!as) return NULL;
+  /* the sums are placed (nt_check) knowing whether the semiring's mul
+   * distributes over its add; nt_apply_semiring then rewrites + and * */
+  if (sr != nt_semiring(NULL)) as->semiring = sr;
   TensorDecl decls[NT_MAX_TENSORS];
   int nd = 0;
   for (int k = 0; k < n; k++) {

@@ -725,6 +725,36 @@ START_TEST(test_reductions_by_hand) {
 }
 END_TEST
 
+/* A sum over one factor of a product covers the whole product only where
+ * the semiring's mul distributes over its add. y(i) = A(i,j) * x(k) sums j
+ * over A and k over x; by hand with A(0,0) = -1, A(0,1) = 5, A(1,1) = 2
+ * (CSR) and x = (3, -4):
+ *   plus.min  min(sum_j A, sum_k x):  (min(4, -1), min(2, -1)) = (-1, -1)
+ *             (sum_j,k min(A, x) would be -1 - 4 + 3 - 4 = -6 and 2 - 4 = -2)
+ *   min.times min_j A * min_k x: (-1 * -4, 2 * -4) = (4, -8)
+ *             (min_j,k A x would be -20 and -8)
+ *   max.times max_j A * max_k x: (5 * 3, 2 * 3) = (15, 6)
+ *   plus.pair pair(sum_j A, sum_k x): (1, 1) (counting pairs: 4, 2)
+ *   min.plus  min_j A + min_k x: (-1 - 4, 2 - 4) = (-5, -2) (distributes:
+ *             one loop nest, the same values) */
+START_TEST(test_semiring_sums_by_distributivity) {
+  static const char *const fmts[] = {"ds", "ss", "uq", "dd"};
+  for (int f = 0; f < 4; f++) {
+    double A[] = {-1, 5, 0, 2};
+    tj_tensor *ops[] = {vector("y", "d", 2, NULL), matrix("A", fmts[f], 2, 2, A),
+                        vector("x", "d", 2, (double[]){3, -4})};
+    bool dense = f == 3;   /* A(1,0) = 0 is then an entry */
+    expect_all("y(i) = A(i,j) * x(k)", ops, 3, "plus.min",
+               (double[]){-1, dense ? -1 : -1}, 2, -1);
+    expect_all("y(i) = A(i,j) * x(k)", ops, 3, "min.times", (double[]){4, dense ? 0 : -8}, 2, -1);
+    expect_all("y(i) = A(i,j) * x(k)", ops, 3, "max.times", (double[]){15, 6}, 2, -1);
+    expect_all("y(i) = A(i,j) * x(k)", ops, 3, "plus.pair", (double[]){1, 1}, 2, -1);
+    expect_all("y(i) = A(i,j) * x(k)", ops, 3, "min.plus", (double[]){-5, dense ? -4 : -2}, 2, -1);
+    free_all(ops, 3);
+  }
+}
+END_TEST
+
 /* min.plus and max reductions on 300 x 200 with empty rows, against plain
  * loops, through the parallel row paths. */
 START_TEST(test_reductions_larger) {
@@ -1526,6 +1556,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_sum_errors);
   tcase_add_test(tc, test_builder_sum);
   tcase_add_test(tc, test_reductions_by_hand);
+  tcase_add_test(tc, test_semiring_sums_by_distributivity);
   tcase_add_test(tc, test_reductions_larger);
   tcase_add_test(tc, test_reduction_errors);
   tcase_add_test(tc, test_defs_by_hand);
