@@ -487,7 +487,7 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
       const tj_format *f = conv ? &e->plan.fmt[t] : tj_tensor_format(ops[t]);
       tj_tensor *pat = NULL;
       bool rebuilt;
-      status = !e->plan.pattern[t] ? tj_tensor_convert(ops[t], f, &tmp[t])
+      status = !e->plan.pattern[t] ? rt_tensor_convert_all(ops[t], f, &tmp[t])
                : kept ? rt_pattern_refresh(&k->patterns[t], ops[t], f, &pat, &rebuilt)
                       : rt_tensor_pattern(ops[t], f, &tmp[t]);
       if (status == TJ_OK) st[t] = rt_tensor_storage(pat ? pat : tmp[t]);

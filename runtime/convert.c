@@ -3,8 +3,10 @@
  * Format conversion goes through COO: the source's entries (in its level
  * order) become the insertion buffer of a fresh tensor, which pack sorts
  * into the target's level order. Zeros that are dense fill in the source
- * (it has a dense level) are dropped; explicit zeros of all-sparse sources
- * are kept. An all-dense tensor to another all-dense level order (a
+ * (it has a dense level) are dropped by tj_tensor_convert and kept by
+ * rt_tensor_convert_all (a kernel's operand read in another format: its
+ * stored entries, zeros included, are what min, max and semirings reduce
+ * over); explicit zeros of all-sparse sources are kept. An all-dense tensor to another all-dense level order (a
  * transpose; not a view, whose values are its base's) moves its values
  * directly (permute_dense). A dtype cast keeps
  * the index arrays and converts the values.
@@ -78,10 +80,22 @@ static tj_status permute_dense(const tj_tensor *src, tj_tensor *t) {
   return TJ_OK;
 }
 
+static tj_status convert(const tj_tensor *src, const tj_format *fmt, bool drop_fill,
+                         tj_tensor **out);
+
 tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
                             tj_tensor **out) {
   if (!src || !fmt || !out)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_convert: NULL argument");
+  return convert(src, fmt, true, out);
+}
+
+tj_status rt_tensor_convert_all(const tj_tensor *src, const tj_format *fmt, tj_tensor **out) {
+  return convert(src, fmt, false, out);
+}
+
+static tj_status convert(const tj_tensor *src, const tj_format *fmt, bool drop_fill,
+                         tj_tensor **out) {
   *out = NULL;
   tj_format f = *fmt;
   if (rt_format_dims(&f) != src->order)
@@ -96,7 +110,7 @@ tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
       rt_format_all_dense(&src->fmt) && rt_format_all_dense(&t->fmt)) {
     st = permute_dense(src, t);
   } else {
-    st = take_entries(t, src, true);
+    st = take_entries(t, src, drop_fill);
     if (st == TJ_OK) st = tj_tensor_pack(t);
   }
   if (st != TJ_OK) {

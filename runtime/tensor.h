@@ -350,6 +350,10 @@ tj_status rt_tensor_copy(const tj_tensor *src, tj_tensor **out);
  * (runtime/convert.c; shared by rt_tensor_copy and tj_tensor_cast); false
  * when out of memory (the arrays made so far are d's). */
 bool rt_copy_index_arrays(const tj_storage *s, tj_storage *d);
+/* tj_tensor_convert keeping every stored entry of src, dense fill included
+ * (a kernel's operand read in another format: a stored 0 is an entry that
+ * min, max and semirings see). */
+tj_status rt_tensor_convert_all(const tj_tensor *src, const tj_format *fmt, tj_tensor **out);
 
 /* A tensor of format fmt (src's order) holding 1 where src stores an entry
  * (explicit zeros too) and 0 elsewhere: a structural mask as values. */

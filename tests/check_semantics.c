@@ -755,6 +755,44 @@ START_TEST(test_semiring_sums_by_distributivity) {
 }
 END_TEST
 
+/* An operand the loops read in another format keeps every stored entry,
+ * the zeros of a dense level below a compressed one included: T is 4 x 3
+ * `sd` with rows 1 = (0, 0, 2) and 3 = (0, 2, 0) stored, so
+ * y(l) = reduce(min, j, T(j,l)) = (0, 0, 0) by hand, in T's order and in
+ * the order l, j that reads a converted copy (it dropped the stored zeros:
+ * (inf, 2, 2)); under min.plus, y(l) = T(j,l) * x(j) with x = (5, 1, 7, 3)
+ * is min over the stored rows: (min(1, 3), min(1, 5), min(3, 3)) = (1, 1, 3). */
+START_TEST(test_converted_operand_keeps_stored_zeros) {
+  static const char *const scheds[] = {NULL, "reorder(l, j)"};
+  for (int s = 0; s < 2; s++) {
+    tj_tensor *ops[] = {vector("y", "d", 3, NULL),
+                        matrix("T", "sd", 4, 3, (double[]){0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 2, 0}),
+                        vector("x", "d", 4, (double[]){5, 1, 7, 3})};
+    ck_assert_int_eq(tj_tensor_nnz(ops[1]), 6);
+    static const struct { const char *expr, *semiring; double want[3]; } cs[] = {
+        {"y(l) = reduce(min, j, T(j,l))", NULL, {0, 0, 0}},
+        {"y(l) = T(j,l) * x(j)", "min.plus", {1, 1, 3}}};
+    for (int c = 0; c < 2; c++) {
+      tj_context *cx;
+      OK(tj_context_new(&cx));
+      tj_options o = tj_options_default();
+      o.semiring = cs[c].semiring;
+      tj_kernel *k;
+      OK(tj_compile(cx, cs[c].expr, ops, 3, scheds[s], &o, &k));
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+      for (int64_t l = 0; l < 3; l++) {
+        double got;
+        OK(tj_tensor_get(ops[0], &l, &got));
+        ck_assert_msg(got == cs[c].want[l], "%s [%s]: y(%lld) = %g, want %g", cs[c].expr,
+                      scheds[s] ? scheds[s] : "", (long long)l, got, cs[c].want[l]);
+      }
+      tj_context_free(cx);
+    }
+    free_all(ops, 3);
+  }
+}
+END_TEST
+
 /* min.plus and max reductions on 300 x 200 with empty rows, against plain
  * loops, through the parallel row paths. */
 START_TEST(test_reductions_larger) {
@@ -1557,6 +1595,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_builder_sum);
   tcase_add_test(tc, test_reductions_by_hand);
   tcase_add_test(tc, test_semiring_sums_by_distributivity);
+  tcase_add_test(tc, test_converted_operand_keeps_stored_zeros);
   tcase_add_test(tc, test_reductions_larger);
   tcase_add_test(tc, test_reduction_errors);
   tcase_add_test(tc, test_defs_by_hand);
