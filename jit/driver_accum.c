@@ -132,6 +132,55 @@ static char *join(const char *a, size_t na, const char *b, const char *c, size_t
   return s;
 }
 
+/* The formats T is tried in, best first, without repeats: A's own (the
+ * union then reads T as stored); A's levels in dim order (CSC's T is CSR,
+ * which the union reads transposed); a dense level over compressed ones
+ * (CSR, `dss`); all compressed (DCSR, CSF: what the union of a COO or
+ * dense-tail A walks without a dense loop). Returns how many. */
+static int t_formats(const tj_format *a, tj_format out[4]) {
+  int n = 0, order = a->order;
+  char lv[3][TJ_MAX_ORDER_PUBLIC + 1] = {{0}};
+  memcpy(lv[0], a->levels, (size_t)order);
+  for (int l = 0; l < order; l++) lv[1][l] = l ? 's' : 'd', lv[2][l] = 's';
+  out[n++] = *a;
+  for (int c = 0; c < 3; c++) {
+    tj_format f = tj_format_dense(order);
+    memcpy(f.levels, lv[c], (size_t)order + 1);
+    f.pos_width = a->pos_width, f.crd_width = a->crd_width;
+    bool seen = !strpbrk(f.levels, "suoq");   /* all dense: no pattern to keep */
+    for (int k = 0; k < n && !seen; k++)
+      seen = !strcmp(out[k].levels, f.levels) &&
+             !memcmp(out[k].mode_order, f.mode_order, (size_t)order * sizeof *f.mode_order);
+    if (!seen) out[n++] = f;
+  }
+  return n;
+}
+
+/* The kernels through a T of format tf: T = rhs (sum_expr, the user's
+ * schedule) and A += T (add_expr), each refused unless its output
+ * pattern is exact (drv_compile's check). On success acc->t and acc->sum
+ * are set and *out is the union's kernel; on failure acc is as it was. */
+static tj_status compile_through(tj_context *cx, DrvAccum *acc, const tj_tensor *a,
+                                 const char *tname, const tj_format *tf, tj_tensor **ops2,
+                                 int n, const char *sum_expr, const char *add_expr,
+                                 const char *schedule, const tj_options *opts, tj_kernel **out) {
+  tj_status st = tj_tensor_new(tname, tj_tensor_dtype(a), tj_tensor_order(a), a->dims, tf,
+                               &acc->t);
+  if (st != TJ_OK) return st;
+  ops2[n] = acc->t;
+  st = drv_compile(cx, sum_expr, ops2, n + 1, schedule, opts, true, &acc->sum);
+  if (st == TJ_OK) {
+    drv_kernel_own(acc->sum);
+    st = drv_compile(cx, add_expr, ops2, n + 1, NULL, opts, true, out);
+  }
+  if (st != TJ_OK) {
+    drv_kernel_drop(acc->sum);
+    tj_tensor_free(acc->t);
+    acc->sum = NULL, acc->t = NULL;
+  }
+  return st;
+}
+
 tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
                             const char *schedule, const tj_options *opts, tj_kernel **out) {
   AccParts p;
@@ -152,17 +201,14 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
                                    strlen(sum_expr), "") : NULL;
   tj_status st = acc && ops2 && sum_full && add_expr ? TJ_OK
                  : rt_set_error(TJ_ERR_NOMEM, "out of memory");
-  if (st == TJ_OK)
-    st = tj_tensor_new(tname, tj_tensor_dtype(a), tj_tensor_order(a), a->dims,
-                       tj_tensor_format(a), &acc->t);
   if (st == TJ_OK) {
     memcpy(ops2, ops, (size_t)n * sizeof *ops2);
-    ops2[n] = acc->t;
-    st = tj_compile(cx, sum_full, ops2, n + 1, schedule, opts, &acc->sum);
-  }
-  if (st == TJ_OK) {
-    drv_kernel_own(acc->sum);
-    st = tj_compile(cx, add_expr, ops2, n + 1, NULL, opts, out);
+    tj_format tf[4];
+    int nf = t_formats(tj_tensor_format(a), tf);
+    st = TJ_ERR_UNSUPPORTED;
+    for (int c = 0; c < nf && st != TJ_OK && st != TJ_ERR_NOMEM; c++)
+      st = compile_through(cx, acc, a, tname, &tf[c], ops2, n, sum_full, add_expr, schedule,
+                           opts, out);
   }
   free(sum_expr), free(sum_full), free(add_expr), free(ops2);
   if (st != TJ_OK) {

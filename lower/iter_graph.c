@@ -465,6 +465,54 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   return check_sum_order(as, p, d);
 }
 
+/* Whether e may be present at every coordinate of the loop at `depth`
+ * (its merge lattice there has a full point): lw_lattice's rules over the
+ * plan's formats and order instead of a lowerer's accesses. */
+static bool rhs_full_at(const Assignment *as, const LowerPlan *p, const int *depth_of,
+                        const Expr *e, int depth) {
+  double zero = nt_semiring_zero(as->semiring);
+  switch (e->kind) {
+  case EX_ACCESS: {   /* walked here: its next unbound level is this loop's, and sparse */
+    const tj_format *f = &p->fmt[e->u.access.t->id];
+    int bound = 0;
+    for (int l = 0; l < f->order; l++)
+      if (depth_of[level_var(e, f, l)->id] < depth) bound++;
+    return bound >= f->order || depth_of[level_var(e, f, bound)->id] != depth ||
+           lv_at(f, bound, LV_FULL);
+  }
+  case EX_LITERAL: return e->u.lit.value != zero;
+  case EX_SUM: return nt_sum_identity(e) != zero || rhs_full_at(as, p, depth_of, e->u.sum.a, depth);
+  default: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  bool x = rhs_full_at(as, p, depth_of, k[0], depth);
+  bool y = n == 2 && rhs_full_at(as, p, depth_of, k[1], depth);
+  switch (nt_expr_algebra(e, as->semiring)) {
+  case OA_INTERSECT:
+  case OA_NUMERATOR: return x && y;
+  case OA_UNION: return x || y;
+  case OA_KEEP:
+  case OA_LEFT: return x;
+  case OA_RIGHT:
+  case OA_EXCEPT: return y;
+  case OA_DENSE: return true;
+  }
+  return true;
+}
+
+bool lower_plan_output_exact(const Assignment *as, const LowerPlan *p) {
+  const tj_format *f = &p->fmt[0];
+  int leaf = p->out_sparse ? lw_out_leaf(f) : -1;
+  if (leaf < 0) return true;
+  const IndexVar *v = level_var(as->lhs, f, leaf);
+  if (p->ws_depth >= 0 && p->ws_var == v) return true;
+  int depth_of[NT_MAX_INDICES];
+  for (int x = 0; x < NT_MAX_INDICES; x++) depth_of[x] = NT_MAX_INDICES;
+  for (int k = 0; k < p->nloops; k++) depth_of[p->order[k]->id] = k;
+  return !rhs_full_at(as, p, depth_of, as->rhs, depth_of[v->id]);
+}
+
 Cin *lower_plan_notation(Arena *a, const LowerPlan *p, const Cin *cin, Diag *d) {
   int outer = 0;
   for (const Cin *c = cin; c->kind == CIN_FORALL; c = c->u.forall.body) outer++;
