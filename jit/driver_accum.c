@@ -132,26 +132,57 @@ static char *join(const char *a, size_t na, const char *b, const char *c, size_t
   return s;
 }
 
+#define ACC_MAX_FORMATS (1 + 3 * 7)   /* A's own; 3 level lists x (A's order, 6 others) */
+
+/* Steps m (n modes) to the next permutation in lexicographic order; false
+ * after the last. */
+static bool next_order(int32_t *m, int n) {
+  int i = n - 2;
+  while (i >= 0 && m[i] >= m[i + 1]) i--;
+  if (i < 0) return false;
+  int j = n - 1;
+  while (m[j] <= m[i]) j--;
+  int32_t t = m[i];
+  m[i] = m[j], m[j] = t;
+  for (int a = i + 1, b = n - 1; a < b; a++, b--) t = m[a], m[a] = m[b], m[b] = t;
+  return true;
+}
+
+/* Adds f to out unless it is there or all dense (no pattern to keep). */
+static void add_format(tj_format *out, int *n, const tj_format *f) {
+  if (!strpbrk(f->levels, "suoq")) return;
+  for (int k = 0; k < *n; k++)
+    if (!strcmp(out[k].levels, f->levels) &&
+        !memcmp(out[k].mode_order, f->mode_order, (size_t)f->order * sizeof *f->mode_order))
+      return;
+  out[(*n)++] = *f;
+}
+
 /* The formats T is tried in, best first, without repeats: A's own (the
- * union then reads T as stored); A's levels in dim order (CSC's T is CSR,
- * which the union reads transposed); a dense level over compressed ones
- * (CSR, `dss`); all compressed (DCSR, CSF: what the union of a COO or
- * dense-tail A walks without a dense loop). Returns how many. */
-static int t_formats(const tj_format *a, tj_format out[4]) {
+ * union then reads T as stored); then, in A's mode order, in dim order
+ * and (up to 3 modes) in every other, three level lists: A's; compressed
+ * below A's first level (CSR or `dss` under a dense one, else DCSR or
+ * CSF, so that the union of a COO or dense-tail A walks no dense loop
+ * A's first level would store); all compressed. A CSC A's T over CSR
+ * operands is CSR, which the union reads transposed; a CSR A's over CSC
+ * operands is CSC. Returns how many. */
+static int t_formats(const tj_format *a, tj_format out[ACC_MAX_FORMATS]) {
   int n = 0, order = a->order;
   char lv[3][TJ_MAX_ORDER_PUBLIC + 1] = {{0}};
   memcpy(lv[0], a->levels, (size_t)order);
-  for (int l = 0; l < order; l++) lv[1][l] = l ? 's' : 'd', lv[2][l] = 's';
-  out[n++] = *a;
-  for (int c = 0; c < 3; c++) {
-    tj_format f = tj_format_dense(order);
-    memcpy(f.levels, lv[c], (size_t)order + 1);
-    f.pos_width = a->pos_width, f.crd_width = a->crd_width;
-    bool seen = !strpbrk(f.levels, "suoq");   /* all dense: no pattern to keep */
-    for (int k = 0; k < n && !seen; k++)
-      seen = !strcmp(out[k].levels, f.levels) &&
-             !memcmp(out[k].mode_order, f.mode_order, (size_t)order * sizeof *f.mode_order);
-    if (!seen) out[n++] = f;
+  for (int l = 0; l < order; l++)
+    lv[1][l] = l || !lv_at(a, 0, LV_FULL) ? 's' : 'd', lv[2][l] = 's';
+  add_format(out, &n, a);
+  tj_format f = tj_format_dense(order);
+  f.pos_width = a->pos_width, f.crd_width = a->crd_width;
+  memcpy(f.mode_order, a->mode_order, sizeof f.mode_order);
+  for (int m = -1; m < 6; m++) {   /* -1: A's mode order; then each in turn */
+    if (m == 0) for (int l = 0; l < order; l++) f.mode_order[l] = l;
+    else if (m > 0 && (order > 3 || !next_order(f.mode_order, order))) break;
+    for (int c = 0; c < 3; c++) {
+      memcpy(f.levels, lv[c], (size_t)order + 1);
+      add_format(out, &n, &f);
+    }
   }
   return n;
 }
@@ -203,7 +234,7 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
                  : rt_set_error(TJ_ERR_NOMEM, "out of memory");
   if (st == TJ_OK) {
     memcpy(ops2, ops, (size_t)n * sizeof *ops2);
-    tj_format tf[4];
+    tj_format tf[ACC_MAX_FORMATS];
     int nf = t_formats(tj_tensor_format(a), tf);
     st = TJ_ERR_UNSUPPORTED;
     for (int c = 0; c < nf && st != TJ_OK && st != TJ_ERR_NOMEM; c++)
