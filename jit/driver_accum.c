@@ -4,13 +4,19 @@
  * The union form `A = A_old + sum_k(...)` nests the sum inside the loop
  * over j (the sum is over a subexpression), so j runs over its whole
  * extent and every column of a row is stored. Here the sum is computed on
- * its own into a temporary T of A's format (the SpGEMM kernel: i, k, j
- * through a workspace, so T holds exactly the product's pattern), and the
- * kernel the caller gets is `A(i,j) += T(i,j)`, the union of A's pattern
- * and T's (drv_front_end's += rewrite). A run evaluates T, then runs the
- * union kernel in the phase asked for: ASSEMBLE keeps A's values on the
- * union, COMPUTE adds T's, as for any += into a sparse output.
- * Used only where it compiles: anything else keeps the union form.
+ * its own into a temporary T (the SpGEMM kernel: i, k, j through a
+ * workspace, so T holds exactly the product's pattern), and the kernel
+ * the caller gets is `A(i,j) += T(i,j)`, the union of A's pattern and T's
+ * (drv_front_end's += rewrite). T's format is the first of a list (A's
+ * own, then other level lists and mode orders: t_formats), each tried as
+ * scheduled and, unscheduled, with its loops in its level order (the
+ * operands converted to fit: level_reorder), for which both kernels pass
+ * lower_plan_output_exact: CSR and CSC SpGEMM into a T of A's format,
+ * a DCSR T for COO and dense-tail outputs (no workspace into their last
+ * level). A run evaluates T, then runs the union kernel in the phase asked
+ * for: ASSEMBLE keeps A's values on the union, COMPUTE adds T's, as for
+ * any += into a sparse output. Where no format passes, tj_compile keeps
+ * the union form.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -81,10 +87,12 @@ static bool parts(const char *expr, AccParts *p) {
   return true;
 }
 
-/* Whether the rhs names an index the output lacks: an identifier that is
- * no operand, no function (followed by '(') and no number. A false
- * positive (a reduction's operator name) only costs the temporary. */
-static bool sums_below(const AccParts *p, tj_tensor *const *ops, int n) {
+/* The names of the rhs's indices the output lacks, distinct, in order of
+ * appearance (at most 8): identifiers that are no operand, no function
+ * (followed by '(') and no number. A false positive (a reduction's
+ * operator name) only costs the temporary. Returns how many. */
+static int sum_names(const AccParts *p, tj_tensor *const *ops, int n, char names[8][ACC_NAME]) {
+  int count = 0;
   for (const char *q = p->rhs; *q;) {
     if (isdigit((unsigned char)*q) || (*q == '.' && isdigit((unsigned char)q[1]))) {
       while (isalnum((unsigned char)*q) || *q == '.' ||
@@ -99,11 +107,12 @@ static bool sums_below(const AccParts *p, tj_tensor *const *ops, int n) {
     char name[ACC_NAME];
     q = ident(q, name);
     if (*skip_ws(q) == '(' || operand_named(ops, n, name)) continue;
-    bool out = false;
-    for (int k = 0; k < p->n && !out; k++) out = !strcmp(p->names[k], name);
-    if (!out) return true;
+    bool seen = false;
+    for (int k = 0; k < p->n && !seen; k++) seen = !strcmp(p->names[k], name);
+    for (int k = 0; k < count && !seen; k++) seen = !strcmp(names[k], name);
+    if (!seen && count < 8) strcpy(names[count++], name);
   }
-  return false;
+  return count;
 }
 
 bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n) {
@@ -111,7 +120,7 @@ bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n) {
   if (!parts(expr, &p)) return false;
   tj_tensor *out = operand_named(ops, n, p.out);
   return out && !out->blocked && !out->base && lv_format_has_sparse(tj_tensor_format(out)) &&
-         sums_below(&p, ops, n);
+         sum_names(&p, ops, n, (char[8][ACC_NAME]){{0}}) > 0;
 }
 
 tj_kernel *drv_accum_sum(const DrvAccum *a) { return a->sum; }
@@ -163,9 +172,7 @@ static void add_format(tj_format *out, int *n, const tj_format *f) {
  * and (up to 3 modes) in every other, three level lists: A's; compressed
  * below A's first level (CSR or `dss` under a dense one, else DCSR or
  * CSF, so that the union of a COO or dense-tail A walks no dense loop
- * A's first level would store); all compressed. A CSC A's T over CSR
- * operands is CSR, which the union reads transposed; a CSR A's over CSC
- * operands is CSC. Returns how many. */
+ * A's first level would store); all compressed. Returns how many. */
 static int t_formats(const tj_format *a, tj_format out[ACC_MAX_FORMATS]) {
   int n = 0, order = a->order;
   char lv[3][TJ_MAX_ORDER_PUBLIC + 1] = {{0}};
@@ -185,6 +192,23 @@ static int t_formats(const tj_format *a, tj_format out[ACC_MAX_FORMATS]) {
     }
   }
   return n;
+}
+
+/* "reorder(<A's indices by level but the last>, <sums>, <the last>)" into
+ * buf: Gustavson's loops in A's level order, the operands converted to
+ * fit (CSC SpGEMM over CSR operands converts B and C, not the larger T).
+ * False when A's last level is full (a dense tail: no workspace). */
+static bool level_reorder(const AccParts *p, const tj_format *f, char sums[8][ACC_NAME],
+                          int nsum, char *buf, size_t len) {
+  if (f->order != p->n || lv_at(f, f->order - 1, LV_FULL)) return false;
+  size_t at = (size_t)snprintf(buf, len, "reorder(");
+  for (int l = 0; l + 1 < f->order && at < len; l++)
+    at += (size_t)snprintf(buf + at, len - at, "%s, ", p->names[f->mode_order[l]]);
+  for (int k = 0; k < nsum && at < len; k++)
+    at += (size_t)snprintf(buf + at, len - at, "%s, ", sums[k]);
+  if (at < len)
+    at += (size_t)snprintf(buf + at, len - at, "%s)", p->names[f->mode_order[f->order - 1]]);
+  return at < len;
 }
 
 /* The kernels through a T of format tf: T = rhs (sum_expr, the user's
@@ -236,10 +260,18 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
     memcpy(ops2, ops, (size_t)n * sizeof *ops2);
     tj_format tf[ACC_MAX_FORMATS];
     int nf = t_formats(tj_tensor_format(a), tf);
+    char sums[8][ACC_NAME], reorder[16 * ACC_NAME];
+    int nsum = sum_names(&p, ops, n, sums);
+    bool scheduled = schedule && *schedule;
+    /* each format as scheduled, then (unscheduled) in its level order */
     st = TJ_ERR_UNSUPPORTED;
-    for (int c = 0; c < nf && st != TJ_OK && st != TJ_ERR_NOMEM; c++)
-      st = compile_through(cx, acc, a, tname, &tf[c], ops2, n, sum_full, add_expr, schedule,
-                           opts, out);
+    for (int c = 0; c < 2 * nf && st != TJ_OK && st != TJ_ERR_NOMEM; c++) {
+      const tj_format *f = &tf[c / 2];
+      if (c % 2 && (scheduled || !level_reorder(&p, f, sums, nsum, reorder, sizeof reorder)))
+        continue;
+      st = compile_through(cx, acc, a, tname, f, ops2, n, sum_full, add_expr,
+                           c % 2 ? reorder : schedule, opts, out);
+    }
   }
   free(sum_expr), free(sum_full), free(add_expr), free(ops2);
   if (st != TJ_OK) {

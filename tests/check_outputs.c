@@ -222,14 +222,16 @@ START_TEST(spgemm) {
 }
 END_TEST
 
-/* The temporary's format: A's own where its kernel is exact (CSR, and CSC
- * over CSC operands: the columns' SpGEMM), else a CSR one that the union
- * reads transposed (CSC over CSR operands), or a DCSR one (COO, `sd`). */
+/* The temporary's format: A's own where its kernel is exact (CSR, CSC
+ * over CSC operands, and over operands converted to A's level order: CSC
+ * over CSR, CSR over CSC), else a DCSR one (COO, `sd`: no workspace into
+ * their last level) that the union reads as stored. */
 START_TEST(spgemm_temporary_format) {
   static const struct { const char *a, *ops, *t; int converted; } cases[] = {
       {"ds", "ds", "ds", 0},         {"ds:1,0", "ds:1,0", "ds:1,0", 0},
-      {"ds:1,0", "ds", "ds:1,0", 1}, {"uq", "ds", "ss", 0},
-      {"sd", "ds", "ss", 0},
+      {"ds:1,0", "ds", "ds:1,0", 0}, {"ds", "ds:1,0", "ds", 0},
+      {"uq", "ds", "ss", 0},         {"sd", "ds", "ss", 0},
+      {"uq:1,0", "ds", "ss:1,0", 0}, {"uq", "ds:1,0", "ss", 0},
   };
   int64_t d3[2] = {3, 3};
   const double z[9] = {0};
