@@ -812,6 +812,12 @@ static CacheEntry *new_entry(tj_context *cx, char *key, uint64_t h,
 tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operands,
                      int n, const char *schedule, const tj_options *opts,
                      tj_kernel **out) {
+  return drv_compile(cx, expr, operands, n, schedule, opts, false, out);
+}
+
+tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operands, int n,
+                      const char *schedule, const tj_options *opts, bool exact,
+                      tj_kernel **out) {
   if (!cx || !expr || !out || (n > 0 && !operands))
     return rt_set_error(TJ_ERR_INVALID, "tj_compile: NULL argument");
   double t0 = jit_now_ms(), c0 = jit_cpu_ms();
@@ -853,10 +859,11 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
     return TJ_OK;
   }
   /* A += with a sum below a sparse output: the sum on its own, else the
-   * union form below. */
-  if (drv_accum_wanted(expr, operands, n) &&
-      drv_accum_compile(cx, expr, operands, n, schedule, opts, out) == TJ_OK)
-    return TJ_OK;
+   * union form below (out of memory is no reason to store every column). */
+  if (drv_accum_wanted(expr, operands, n)) {
+    tj_status st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
+    if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+  }
   struct tj_kernel *k = calloc(1, sizeof *k);
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   arena_init(&k->arena);
@@ -914,6 +921,9 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   pthread_mutex_unlock(&e->lock);
   /* A failed plan or compile leaves the entry uncompiled (and retried by
    * the next compile with this key, unless evicted before). */
+  if (planned && exact && !lower_plan_output_exact(e->as, &e->plan))
+    planned = diag_error(&d, TJ_ERR_UNSUPPORTED, "%s: the output would store coordinates "
+                         "where the right-hand side is absent", expr);
   if (!planned || !drv_ensure_lowered(e, PHASE_EVALUATE, &d)) goto fail_entry;
   k->times.lower_ms = jit_now_ms() - t2;
   k->times.lower_cpu_ms = jit_cpu_ms() - c2;

@@ -154,6 +154,11 @@ tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands
 void drv_accum_free(DrvAccum *a);
 /* The kernel of the temporary (T = rhs). */
 tj_kernel *drv_accum_sum(const DrvAccum *a);
+/* tj_compile; with exact, refused (TJ_ERR_UNSUPPORTED) unless the
+ * output's pattern is exact (lower_plan_output_exact). */
+tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operands, int n,
+                      const char *schedule, const tj_options *opts, bool exact,
+                      tj_kernel **out);
 /* Runs k alone (its blocked views, not its DrvAccum; driver_run.c). */
 tj_status drv_run_one(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
                       bool interpret);

@@ -465,6 +465,72 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
   return check_sum_order(as, p, d);
 }
 
+/* What rhs_full_at reads: the plan, each index's loop depth, and the
+ * depth of the output's leaf. */
+typedef struct Presence {
+  const Assignment *as;
+  const LowerPlan *p;
+  int depth_of[NT_MAX_INDICES];
+  int leaf;
+} Presence;
+
+/* Whether access e's next level at the loop at `depth` is sparse (the
+ * loop walks it). */
+static bool walked_at(const Presence *pr, const Expr *e, int depth) {
+  const tj_format *f = &pr->p->fmt[e->u.access.t->id];
+  int bound = 0;
+  for (int l = 0; l < f->order; l++)
+    if (pr->depth_of[level_var(e, f, l)->id] < depth) bound++;
+  return bound < f->order && pr->depth_of[level_var(e, f, bound)->id] == depth &&
+         !lv_at(f, bound, LV_FULL);
+}
+
+/* Whether e may be present at every coordinate of the loop at `depth`
+ * once the leaf's coordinate is stored (lw_lattice's rules over the plan:
+ * its lattice there has a full point). Below the leaf, an access the
+ * leaf's loop walks counts as present (a stored coordinate has entries
+ * below it). */
+static bool rhs_full_at(const Presence *pr, const Expr *e, int depth) {
+  double zero = nt_semiring_zero(pr->as->semiring);
+  switch (e->kind) {
+  case EX_ACCESS:
+    return !walked_at(pr, e, depth) || (depth > pr->leaf && walked_at(pr, e, pr->leaf));
+  case EX_LITERAL: return e->u.lit.value != zero;
+  case EX_SUM: return nt_sum_identity(e) != zero || rhs_full_at(pr, e->u.sum.a, depth);
+  default: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  bool x = rhs_full_at(pr, k[0], depth), y = n == 2 && rhs_full_at(pr, k[1], depth);
+  switch (nt_expr_algebra(e, pr->as->semiring)) {
+  case OA_INTERSECT:
+  case OA_NUMERATOR: return x && y;
+  case OA_UNION: return x || y;
+  case OA_KEEP:
+  case OA_LEFT: return x;
+  case OA_RIGHT:
+  case OA_EXCEPT: return y;
+  case OA_DENSE: return true;
+  }
+  return true;
+}
+
+bool lower_plan_output_exact(const Assignment *as, const LowerPlan *p) {
+  const tj_format *f = &p->fmt[0];
+  int leaf = p->out_sparse ? lw_out_leaf(f) : -1;
+  if (leaf < 0) return true;
+  const IndexVar *v = level_var(as->lhs, f, leaf);
+  if (p->ws_depth >= 0 && p->ws_var == v) return true;
+  Presence pr = {as, p, {0}, 0};
+  for (int x = 0; x < NT_MAX_INDICES; x++) pr.depth_of[x] = NT_MAX_INDICES;
+  for (int k = 0; k < p->nloops; k++) pr.depth_of[p->order[k]->id] = k;
+  pr.leaf = pr.depth_of[v->id];
+  if (rhs_full_at(&pr, as->rhs, pr.leaf)) return false;   /* every coordinate stored */
+  for (int d = pr.leaf + 1; d < p->nloops; d++)   /* a stored one empty below */
+    if (!rhs_full_at(&pr, as->rhs, d)) return false;
+  return true;
+}
+
 Cin *lower_plan_notation(Arena *a, const LowerPlan *p, const Cin *cin, Diag *d) {
   int outer = 0;
   for (const Cin *c = cin; c->kind == CIN_FORALL; c = c->u.forall.body) outer++;

@@ -187,6 +187,17 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
  * notation; other conversions show in the kernel's comments). */
 void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPlan *plan);
 
+/* Whether a sparse output's kernel under plan p stores only coordinates
+ * where the rhs may be present: its leaf (the last level that is not
+ * full) is scattered through the workspace, or its loop walks a sparse
+ * level wherever the rhs exists (no full point in the lattice there) and
+ * every loop below it finds an entry under each stored coordinate (only
+ * the accesses walked at the leaf, or full points, decide there). False
+ * for SpGEMM into CSC or COO over CSR operands (j, i, k): the sum below i
+ * makes every i a candidate, so every column stores every row; and for
+ * B(i,j,l) * C(l,k) into `ssd`: a fiber of B over no entry of C. */
+bool lower_plan_output_exact(const Assignment *as, const LowerPlan *p);
+
 /* The notation rewritten to the plan (what is lowered): cin's loops in
  * the planner's order (the formats may have moved them), then the
  * workspace where() the plan chose (Gustavson's SpGEMM, or precompute);

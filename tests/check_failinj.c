@@ -590,12 +590,12 @@ static tj_tensor *fresh_output(const tj_tensor *like) {
 START_TEST(accumulate_fails_cleanly) {
   /* _i 1: SpGEMM, run as a sum into a temporary and a union (driver_accum.c) */
   const char *expr = _i ? "C(i,j) += A(i,k) * B(k,j)" : "C(i,j) += A(i,j) * B(i,j)";
-  static const char *fmts[] = {"ds", "ss", "uq"};
+  static const char *fmts[] = {"ds", "ss", "uq", "ds:1,0", "sd"};
   tj_tensor *a = matrix("A", "ds", 60, 50, 400, 7, true);
   tj_tensor *b = matrix("B", "ds", _i ? 50 : 60, 50, 300, 11, true);
   tj_context *cx;
   OK(tj_context_new(&cx));
-  for (int f = 0; f < (_i ? 2 : 3); f++) {
+  for (int f = 0; f < (_i ? 5 : 3); f++) {
     tj_tensor *c = matrix("C", fmts[f], 60, 50, 200, 3, true), *want;
     tj_kernel *k;
     tj_options o = tj_options_default();
@@ -616,8 +616,12 @@ START_TEST(accumulate_fails_cleanly) {
         char what[96];
         snprintf(what, sizeof what, "%s into %s, phase %d", expr, fmts[f], ph);
         bool fired = fired_cleanly(st, what, n);
-        if (st != TJ_OK) same(out, &before, what, n);
-        else same_values(out, want, what, n);
+        if (st != TJ_OK) {
+          same(out, &before, what, n);
+        } else {
+          same_values(out, want, what, n);
+          ck_assert_int_eq(tj_tensor_nnz(out), tj_tensor_nnz(want));   /* the same pattern */
+        }
         snap_free(&before);
         tj_tensor_free(out);
         if (!fired) break;
@@ -630,6 +634,51 @@ START_TEST(accumulate_fails_cleanly) {
   }
   tj_context_free(cx);
   tj_tensor_free(a), tj_tensor_free(b);
+}
+END_TEST
+
+/* Compiling SpGEMM += into CSC and COO outputs (a sum into a temporary
+ * whose format is tried in turn, then a union): a failed compile is out
+ * of memory, not a fall back to a kernel that stores every column; one
+ * that completes gives the pattern and values of one made without
+ * failures. */
+START_TEST(accumulate_compile_fails_cleanly) {
+  static const char *fmts[] = {"ds:1,0", "uq"};
+  const char *expr = "C(i,j) += A(i,k) * B(k,j)";
+  tj_tensor *a = matrix("A", "ds", 60, 50, 400, 7, true);
+  tj_tensor *b = matrix("B", "ds", 50, 50, 300, 11, true);
+  tj_tensor *c = matrix("C", fmts[_i], 60, 50, 200, 3, true), *want;
+  OK(tj_tensor_cast(c, TJ_F64, &want));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, (tj_tensor *[]){want, a, b}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  tj_context_free(cx);
+  ck_assert_int_lt(tj_tensor_nnz(want), 60 * 50 / 2);   /* not every column */
+  Snap sa = snap(a), sb = snap(b), sc = snap(c);
+  for (int64_t n = 1;; n++) {
+    OK(tj_context_new(&cx));
+    k = NULL;
+    fi_arm(n);
+    tj_status st = tj_compile(cx, expr, (tj_tensor *[]){c, a, b}, 3, NULL, NULL, &k);
+    bool fired = fired_cleanly(st, expr, n);
+    same(a, &sa, expr, n), same(b, &sb, expr, n), same(c, &sc, expr, n);
+    if (st != TJ_OK) {
+      ck_assert_ptr_null(k);
+      OK(tj_compile(cx, expr, (tj_tensor *[]){c, a, b}, 3, NULL, NULL, &k));
+    }
+    tj_tensor *out;
+    OK(tj_tensor_cast(c, TJ_F64, &out));
+    OK(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){out, a, b}, 3));
+    same_values(out, want, expr, n);
+    ck_assert_int_eq(tj_tensor_nnz(out), tj_tensor_nnz(want));
+    tj_tensor_free(out);
+    tj_context_free(cx);
+    if (!fired) break;
+  }
+  snap_free(&sa), snap_free(&sb), snap_free(&sc);
+  tj_tensor_free(a), tj_tensor_free(b), tj_tensor_free(c), tj_tensor_free(want);
 }
 END_TEST
 
@@ -718,6 +767,7 @@ static Suite *failinj_suite(void) {
   tcase_add_loop_test(jit, compile_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, run_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, accumulate_fails_cleanly, 0, 2);
+  tcase_add_loop_test(jit, accumulate_compile_fails_cleanly, 0, 2);
   tcase_add_loop_test(jit, reference_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, exhausted_memory_fails_cleanly, 0, NKERNELS);
   tcase_add_test(jit, reference_refuses_what_cannot_densify);

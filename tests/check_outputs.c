@@ -171,39 +171,124 @@ START_TEST(min_plus) {
 }
 END_TEST
 
-/* SpGEMM into a CSR that holds entries: the sum runs on its own into a
- * temporary, so A keeps exactly the union of its pattern and the
- * product's (not every column of a row):
- *   A = [1 0 0]   B = [1 2]   C = [0 1 0]   B*C = [6 1 0]
- *       [0 0 5]       [0 0]       [3 0 0]         [0 0 0]
- *   A + B*C = [7 1 0; 0 0 5], stored (0,0), (0,1), (1,2);
- * ASSEMBLE then COMPUTE gives the same, and COMPUTE again adds B*C once
- * more: [13 2 0; 0 0 5]. */
+/* SpGEMM into an output that holds entries, in every sparse format, over
+ * CSR and over CSC operands: the sum runs on its own into a temporary, so
+ * A keeps exactly the union of its pattern and the product's (not every
+ * column of a row, nor every row of a column):
+ *   A = [1 0 0]   B = [1 2 0]   C = [0 1 0]   B*C = [6 1 0]
+ *       [0 0 5]       [0 0 0]       [3 0 0]         [0 0 0]
+ *       [0 0 0]       [0 0 4]       [0 0 0]         [0 0 0]
+ *   A + B*C = [7 1 0; 0 0 5; 0 0 0], stored (0,0), (0,1), (1,2): row 2
+ * stores nothing though B(2,2) is stored (C's row 2 is empty). `sd`
+ * stores whole rows: rows 0 and 1. ASSEMBLE then COMPUTE gives the same,
+ * and COMPUTE again adds B*C once more: [13 2 0; 0 0 5; 0 0 0]. */
+static const char *spgemm_formats[] = {"ds", "ss", "do", "ds:1,0", "uq", "ss:1,0", "uq:1,0",
+                                       "sd"};
+#define N_SPGEMM_FORMATS (int)(sizeof spgemm_formats / sizeof *spgemm_formats)
+
 START_TEST(spgemm) {
-  int64_t da[2] = {2, 3}, db[2] = {2, 2}, dc[2] = {2, 3};
-  const double a[6] = {1, 0, 0, 0, 0, 5}, b[4] = {1, 2, 0, 0}, c[6] = {0, 1, 0, 3, 0, 0};
-  const char *fmts[] = {"ds", "ss", "do"};
-  unsigned char stored[6] = {1, 1, 0, 0, 0, 1};
-  for (int f = 0; f < 3; f++) {
-    tj_tensor *ops[3] = {tu_tensor("A", fmts[f], 2, da, a), tu_tensor("B", "ds", 2, db, b),
-                         tu_tensor("C", "ds", 2, dc, c)};
+  const char *fmt = spgemm_formats[_i / 2], *opf = _i % 2 ? "ds:1,0" : "ds";
+  int64_t d3[2] = {3, 3};
+  const double a[9] = {1, 0, 0, 0, 0, 5, 0, 0, 0}, b[9] = {1, 2, 0, 0, 0, 0, 0, 0, 4},
+               c[9] = {0, 1, 0, 3, 0, 0, 0, 0, 0};
+  const double want[9] = {7, 1, 0, 0, 0, 5, 0, 0, 0}, again[9] = {13, 2, 0, 0, 0, 5, 0, 0, 0};
+  unsigned char stored[9] = {1, 1, 0, 0, 0, 1, 0, 0, 0};
+  bool rows = !strcmp(fmt, "sd");
+  if (rows) memset(stored, 1, 6);
+  int nnz = rows ? 6 : 3;
+  char what[64];
+  snprintf(what, sizeof what, "A %s, B and C %s", fmt, opf);
+  tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, d3, a), tu_tensor("B", opf, 2, d3, b),
+                       tu_tensor("C", opf, 2, d3, c)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) += B(i,k) * C(k,j)", ops, 3, NULL);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(ops[0], want, stored, 9, what);
+  ck_assert_int_eq(tj_tensor_nnz(ops[0]), nnz);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));   /* adds again */
+  expect(ops[0], again, stored, 9, what);
+  tj_tensor_free(ops[0]);
+  ops[0] = tu_tensor("A", fmt, 2, d3, a);
+  OK(tj_kernel_run(k, TJ_ASSEMBLE, ops, 3));
+  expect(ops[0], a, stored, 9, what);   /* the union, A's values kept */
+  OK(tj_kernel_run(k, TJ_COMPUTE, ops, 3));
+  expect(ops[0], want, stored, 9, what);
+  OK(tj_kernel_run(k, TJ_COMPUTE, ops, 3));
+  expect(ops[0], again, stored, 9, what);
+  ck_assert_int_eq(tj_tensor_nnz(ops[0]), nnz);
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* The temporary's format: A's own where its kernel is exact (CSR, CSC
+ * over CSC operands, and over operands converted to A's level order: CSC
+ * over CSR, CSR over CSC), else a DCSR one (COO, `sd`: no workspace into
+ * their last level) that the union reads as stored. */
+START_TEST(spgemm_temporary_format) {
+  static const struct { const char *a, *ops, *t; int converted; } cases[] = {
+      {"ds", "ds", "ds", 0},         {"ds:1,0", "ds:1,0", "ds:1,0", 0},
+      {"ds:1,0", "ds", "ds:1,0", 0}, {"ds", "ds:1,0", "ds", 0},
+      {"uq", "ds", "ss", 0},         {"sd", "ds", "ss", 0},
+      {"uq:1,0", "ds", "ss:1,0", 0}, {"uq", "ds:1,0", "ss", 0},
+  };
+  int64_t d3[2] = {3, 3};
+  const double z[9] = {0};
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+    tj_tensor *ops[3] = {tu_tensor("A", cases[q].a, 2, d3, z),
+                         tu_tensor("B", cases[q].ops, 2, d3, z),
+                         tu_tensor("C", cases[q].ops, 2, d3, z)};
     tj_context *cx;
     OK(tj_context_new(&cx));
     tj_kernel *k = compile(cx, "A(i,j) += B(i,k) * C(k,j)", ops, 3, NULL);
-    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-    double want[6] = {7, 1, 0, 0, 0, 5}, again[6] = {13, 2, 0, 0, 0, 5};
-    expect(ops[0], want, stored, 6, fmts[f]);
-    tj_tensor_free(ops[0]);
-    ops[0] = tu_tensor("A", fmts[f], 2, da, a);
-    OK(tj_kernel_run(k, TJ_ASSEMBLE, ops, 3));
-    expect(ops[0], a, stored, 6, fmts[f]);   /* the union, A's values kept */
-    OK(tj_kernel_run(k, TJ_COMPUTE, ops, 3));
-    expect(ops[0], want, stored, 6, fmts[f]);
-    OK(tj_kernel_run(k, TJ_COMPUTE, ops, 3));
-    expect(ops[0], again, stored, 6, fmts[f]);
+    tj_format f;
+    int converted;
+    OK(tj_kernel_operand_format(k, "A_sum", &f, &converted));
+    char got[64];
+    tj_format_print(&f, got, sizeof got);
+    ck_assert_msg(!strcmp(got, cases[q].t) && converted == cases[q].converted,
+                  "A %s over %s: A_sum read as %s (converted %d), want %s (%d)", cases[q].a,
+                  cases[q].ops, got, converted, cases[q].t, cases[q].converted);
     tj_context_free(cx);
     for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
   }
+}
+END_TEST
+
+/* A contraction into 3-D outputs, A(i,j,k) += B(i,j,l) * C(l,k):
+ *   A(0,0,0) = 1, A(1,1,2) = 4
+ *   B(0,1,0) = 2, B(1,0,1) = 3, B(1,1,2) = 5;  C(0,1) = 1, C(2,2) = 2 (row 1 empty)
+ *   B*C: (0,1,1) = 2*1 = 2, (1,1,2) = 5*2 = 10; the fiber (1,0) is empty (B(1,0,1)
+ *   meets C's empty row 1).
+ *   A + B*C: (0,0,0) 1, (0,1,1) 2, (1,1,2) 14, nothing else stored; `ssd`
+ * stores the fibers (0,0), (0,1) and (1,1) whole, not (1,0). Again: (0,1,1)
+ * 4, (1,1,2) 24. */
+START_TEST(spgemm_order3) {
+  static const char *fmts[] = {"sss", "sds", "dss", "uqq", "ssd", "sss:2,0,1"};
+  const char *fmt = fmts[_i];
+  int64_t da[3] = {2, 2, 3}, db[3] = {2, 2, 3}, dc[2] = {3, 3};
+  double a[12] = {0}, b[12] = {0}, c[9] = {0}, want[12] = {0}, again[12] = {0};
+  unsigned char stored[12] = {0};
+  a[0] = 1, a[11] = 4;
+  b[1 * 3 + 0] = 2, b[2 * 3 + 1] = 3, b[3 * 3 + 2] = 5;
+  c[0 * 3 + 1] = 1, c[2 * 3 + 2] = 2;
+  want[0] = 1, want[4] = 2, want[11] = 14;
+  again[0] = 1, again[4] = 4, again[11] = 24;
+  bool fibers = !strcmp(fmt, "ssd");
+  for (int x = 0; x < 12; x++) stored[x] = fibers ? x / 3 != 2 : x == 0 || x == 4 || x == 11;
+  tj_tensor *ops[3] = {tu_tensor("A", fmt, 3, da, a), tu_tensor("B", "sss", 3, db, b),
+                       tu_tensor("C", "ds", 2, dc, c)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j,k) += B(i,j,l) * C(l,k)", ops, 3, NULL);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(ops[0], want, stored, 12, fmt);
+  ck_assert_int_eq(tj_tensor_nnz(ops[0]), fibers ? 9 : 3);
+  OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  expect(ops[0], again, stored, 12, fmt);
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
 }
 END_TEST
 
@@ -559,7 +644,9 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, matrix_by_hand_assemble_compute, 0, 2 * N_OUT_FORMATS);
   tcase_add_test(tc, csr_arrays);
   tcase_add_test(tc, min_plus);
-  tcase_add_test(tc, spgemm);
+  tcase_add_loop_test(tc, spgemm, 0, 2 * N_SPGEMM_FORMATS);
+  tcase_add_test(tc, spgemm_temporary_format);
+  tcase_add_loop_test(tc, spgemm_order3, 0, 6);
   tcase_add_test(tc, spgemm_pattern_exact);
   tcase_add_test(tc, order3);
   tcase_add_loop_test(tc, random_against_loops, 0, 2 * N_OUT_FORMATS);

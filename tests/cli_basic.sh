@@ -43,6 +43,30 @@ for f in ds ss uq ds:1,0; do
   expect "accumulate_sparse_out_$f" "$OK" 'A(i,j) += B(i,j) * c(j)' -f=A:$f -f=B:ds -g=A:s:0.1 \
     -g=B:s:0.1 -g=c:d -d=A:50,40 -check
 done
+# += SpGEMM into every sparse output format: the product runs into a temporary
+# whose kernel stores exactly its pattern (a CSR one for CSC and COO outputs),
+# so A stores the union and no other cell. By hand (tests/check_outputs.c too):
+#   A = [1 0 0; 0 0 5; 0 0 0], B = [1 2 0; 0 0 0; 0 0 4], C = [0 1 0; 3 0 0; 0 0 0]
+#   A + B*C = [7 1 0; 0 0 5; 0 0 0]: (1,1) 7, (1,2) 1, (2,3) 5 (1-based); row 3 empty
+#   though B(3,3) is stored; `sd` stores rows 1 and 2 whole. The summary
+#   lists every stored entry (0-based), stored zeros too.
+mtx() { printf '%%%%MatrixMarket matrix coordinate real general\n3 3 %s\n' "$1"; shift; printf '%s\n' "$@"; }
+mtx 2 '1 1 1' '2 3 5' >"$TMP/sa.mtx"
+mtx 3 '1 1 1' '1 2 2' '3 3 4' >"$TMP/sb.mtx"
+mtx 2 '1 2 1' '2 1 3' >"$TMP/sc.mtx"
+for f in ds ss uq ds:1,0 do sd ss:1,0 uq:1,0; do
+  expect "spgemm_accumulate_$f" "$OK" 'A(i,j) += B(i,k) * C(k,j)' -f=A:$f -f=B:ds -f=C:ds \
+    -g=A:s:0.02 -g=B:s:0.02 -g=C:s:0.02 -d=A:120,90 -d=k:100 -check
+  name="spgemm_accumulate_pattern_$f"
+  want=$'(0,0) 7\n(0,1) 1\n(1,2) 5' nnz=3
+  [ $f = sd ] && want=$'(0,0) 7\n(0,1) 1\n(0,2) 0\n(1,0) 0\n(1,1) 0\n(1,2) 5' nnz=6
+  if ! out=$("$T" 'A(i,j) += B(i,k) * C(k,j)' -f=A:$f -i=A:"$TMP/sa.mtx" -i=B:"$TMP/sb.mtx" \
+      -i=C:"$TMP/sc.mtx" 2>&1); then fail "$name" "exit status" "$out"
+  elif ! grep -qE "^A: f64 3x3 $f nnz=$nnz\$" <<<"$out"; then fail "$name" "not nnz=$nnz" "$out"
+  elif got=$(grep -E '^  \(' <<<"$out" | sed 's/^  //' | sort); [ "$got" != "$want" ]; then
+    fail "$name" "stored entries differ" "$got"
+  else pass "$name"; fi
+done
 expect accumulate_sparse_notation '^A\(i,j\) = A_old\(i,j\) \+ B\(i,j\) \* c\(j\)$' \
   'A(i,j) += B(i,j) * c(j)' -f=A:ds -f=B:ds -print-notation
 BSR4=dsdd:0/4,1/4,0%4,1%4
