@@ -33,6 +33,7 @@ struct DrvAccum {
                        concurrent runs of the kernel share nothing */
   int norig;
   tj_tensor *orig[NT_MAX_TENSORS];   /* the compile's operands */
+  char out[ACC_NAME];                /* the output's name: a run's T takes its dims */
 };
 
 static const char *ident(const char *p, char *buf) {
@@ -280,6 +281,7 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
   }
   acc->norig = n;
   memcpy(acc->orig, ops, (size_t)n * sizeof *ops);
+  snprintf(acc->out, sizeof acc->out, "%s", p.out);
   (*out)->acc = acc;
   return TJ_OK;
 }
@@ -291,9 +293,16 @@ tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands
   if (n >= NT_MAX_TENSORS)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: more than %d operands",
                         NT_MAX_TENSORS - 1);
-  const tj_tensor *t = acc->t;
+  const tj_tensor *t = acc->t, *a = operand_named(operands, n, acc->out);
+  if (!a)
+    return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: no operand named %s (the output)",
+                        acc->out);
+  if (tj_tensor_order(a) != t->order)
+    return rt_set_error(TJ_ERR_SHAPE, "tj_kernel_run: output %s has order %d, compiled for %d",
+                        acc->out, tj_tensor_order(a), t->order);
+  /* this run's T: the output's dims, which may differ from the compile's */
   tj_tensor *ops2[NT_MAX_TENSORS], *fresh;
-  tj_status st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->order, t->dims, &t->ufmt,
+  tj_status st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->order, a->dims, &t->ufmt,
                                &fresh);
   if (st != TJ_OK) return st;
   memcpy(ops2, operands, (size_t)n * sizeof *ops2);

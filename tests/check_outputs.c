@@ -502,6 +502,34 @@ START_TEST(other_operands) {
 }
 END_TEST
 
+/* SpGEMM += compiled at 6 x 7 runs on operands of other sizes (each run's
+ * temporary takes the run's output dims): A 9 x 11 holding A(0,10) = 5,
+ * B 9 x 8 with B(i, i % 8) = 1, C 8 x 11 with C(k, k) = 2, so by hand A
+ * becomes A(i, i % 8) = 2 for every i, and A(0,10) = 5 kept (10 cells). */
+START_TEST(spgemm_other_sizes) {
+  for (int f = 0; f < 3; f++) {
+    const char *fmt = (const char *[]){"ds", "ds:1,0", "uq"}[f];
+    int64_t a0[2] = {6, 7}, b0[2] = {6, 5}, c0[2] = {5, 7};
+    tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, a0, NULL), tu_tensor("B", "ds", 2, b0, NULL),
+                         tu_tensor("C", "ds", 2, c0, NULL)};
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = compile(cx, "A(i,j) += B(i,k) * C(k,j)", ops, 3, NULL);
+    double av[99] = {[10] = 5}, bv[72] = {0}, cv[88] = {0}, want[99] = {[10] = 5};
+    unsigned char st[99] = {[10] = 1};
+    for (int i = 0; i < 9; i++) bv[i * 8 + i % 8] = 1, want[i * 11 + i % 8] = 2, st[i * 11 + i % 8] = 1;
+    for (int kk = 0; kk < 8; kk++) cv[kk * 11 + kk] = 2;
+    int64_t a1[2] = {9, 11}, b1[2] = {9, 8}, c1[2] = {8, 11};
+    tj_tensor *other[3] = {tu_tensor("A", fmt, 2, a1, av), tu_tensor("B", "ds", 2, b1, bv),
+                           tu_tensor("C", "ds", 2, c1, cv)};
+    OK(tj_kernel_run(k, TJ_EVALUATE, other, 3));
+    expect(other[0], want, st, 99, fmt);
+    for (int t = 0; t < 3; t++) tj_tensor_free(other[t]), tj_tensor_free(ops[t]);
+    tj_context_free(cx);
+  }
+}
+END_TEST
+
 /* sds: a dense level between two compressed ones. A = 2 * B, B (3 x 3 x 4)
  * holding B(0,1,2) = 1, B(0,1,3) = 2, B(2,0,0) = 3, B(2,2,3) = 4 (row 1
  * empty): level 0 stores rows {0, 2}; level 1 is a block of 3 positions
@@ -646,6 +674,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, min_plus);
   tcase_add_loop_test(tc, spgemm, 0, 2 * N_SPGEMM_FORMATS);
   tcase_add_test(tc, spgemm_temporary_format);
+  tcase_add_test(tc, spgemm_other_sizes);
   tcase_add_loop_test(tc, spgemm_order3, 0, 6);
   tcase_add_test(tc, spgemm_pattern_exact);
   tcase_add_test(tc, order3);
