@@ -485,7 +485,7 @@ tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
     if (!ops[k] || views[k] == ops[k]) continue;
     bool output = out_name && !strcmp(tj_tensor_name(ops[k]), out_name);
     if (is_structured_out(b, ops[k])) {   /* repacked: a block that does not fit fails */
-      if (output && ok) st = rt_tensor_assign_levels(ops[k], views[k]);
+      if (output && ok) st = rt_tensor_assign_levels(ops[k], views[k], b->out_accum);
       tj_tensor_free(views[k]);
     } else if (ops[k]->blocked && output) {
       rt_tensor_view_levels_finish(ops[k], views[k]);

@@ -283,7 +283,7 @@ tj_status rt_tensor_structured_temp(const tj_tensor *t, bool with_contents, tj_t
   tj_tensor *w;
   tj_status st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->st.order, t->st.dims, &f, &w);
   if (st != TJ_OK) return st;
-  st = with_contents && rt_tensor_is_packed(t) ? rt_tensor_assign_levels(w, t) : tj_tensor_pack(w);
+  st = with_contents && rt_tensor_is_packed(t) ? rt_tensor_assign_levels(w, t, false) : tj_tensor_pack(w);
   if (st != TJ_OK) {
     tj_tensor_free(w);
     return st;
@@ -320,14 +320,17 @@ static void keep_callers_arrays(tj_storage *s, const tj_storage *old) {
   if (s->vals == old->vals) s->vals_cap = old->vals_cap;
 }
 
-tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src) {
+tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src, bool restore) {
   int64_t *c = NULL, n = 0, dc[TJ_MAX_ORDER];
   RtVal *v = NULL;
+  tj_tensor *before = NULL;   /* restore: a failed repack gives dst back as it was */
+  tj_status st = restore ? rt_tensor_copy(dst, &before) : TJ_OK;
+  if (st != TJ_OK) return st;
   tj_storage old = dst->st;   /* the caller's arrays, if wrapped, are refilled */
   rt_storage_clear(&dst->st);
   free(dst->coo.coords), free(dst->coo.vals);
   memset(&dst->coo, 0, sizeof dst->coo);
-  tj_status st = rt_tensor_level_entries_val(src, false, &c, &v, &n);
+  st = rt_tensor_level_entries_val(src, false, &c, &v, &n);
   int nl = src->st.order;
   for (int64_t e = 0; e < n && st == TJ_OK; e++) {
     const int64_t *lc = c + e * nl;
@@ -337,10 +340,16 @@ tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src) {
   free(c), free(v);
   if (st == TJ_OK) st = tj_tensor_pack(dst);
   if (st == TJ_OK && old.foreign) keep_callers_arrays(&dst->st, &old);
-  if (st != TJ_OK) {   /* dst empty, its buffer too */
+  if (st != TJ_OK) {   /* dst empty, or as it was under restore; its buffer empty */
     free(dst->coo.coords), free(dst->coo.vals);
     memset(&dst->coo, 0, sizeof dst->coo);
     rt_storage_clear(&dst->st);
+    if (before) {
+      dst->st = before->st;
+      rt_storage_detach(&before->st);
+      if (old.foreign) keep_callers_arrays(&dst->st, &old);
+    }
   }
+  tj_tensor_free(before);
   return st;
 }

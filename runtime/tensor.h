@@ -259,8 +259,9 @@ tj_status rt_tensor_structured_temp(const tj_tensor *t, bool with_contents, tj_t
  * repacked, so an n_out_of_m dst refuses a block that does not fit, naming
  * it; entries in a blocked dst's padding are dropped. Arrays of dst the
  * caller wrapped are refilled in place when the new contents fit them.
- * On failure dst is left empty. */
-tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src);
+ * On failure dst is left empty, or as it was with restore (a `+=` run's
+ * output: no data lost). */
+tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src, bool restore);
 /* v = dense tensor t with each dim m where split[m] > 0 seen as two dims
  * (ceil(dims[m] / split[m]), split[m]), next to each other and in t's
  * level order: the same values array, nothing copied, when every split dim

@@ -392,6 +392,42 @@ START_TEST(structured_outputs_match_plain_loops) {
 }
 END_TEST
 
+/* A failed run of += into a 2:4 output leaves the output as it was: A
+ * holds A(0,0) = 1, A(0,1) = 2, A(3,5) = 7; B(0,2) = 5 would put a third
+ * nonzero in A's block (0, 0..3), so the run fails naming the block, and
+ * A still reads 1, 2, 7 there (it was emptied). */
+START_TEST(failed_accumulate_keeps_the_output) {
+  tj_format f;
+  ck_assert_int_eq(tj_format_parse("ddn2:0,1/4,1%4", &f), TJ_OK);
+  int64_t d[2] = {4, 8};
+  tj_tensor *A, *B;
+  ck_assert_int_eq(tj_tensor_new("A", TJ_F64, 2, d, &f, &A), TJ_OK);
+  ck_assert_int_eq(tj_tensor_new("B", TJ_F64, 2, d, &f, &B), TJ_OK);
+  static const int64_t at[3][2] = {{0, 0}, {0, 1}, {3, 5}};
+  static const double av[3] = {1, 2, 7};
+  for (int e = 0; e < 3; e++) ck_assert_int_eq(tj_tensor_insert(A, at[e], av[e]), TJ_OK);
+  ck_assert_int_eq(tj_tensor_insert(B, (int64_t[]){0, 2}, 5), TJ_OK);
+  ck_assert_int_eq(tj_tensor_pack(A), TJ_OK);
+  ck_assert_int_eq(tj_tensor_pack(B), TJ_OK);
+  tj_context *cx;
+  ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
+  tj_kernel *k;
+  ck_assert_int_eq(tj_compile(cx, "A(i,j) += B(i,j)", (tj_tensor *[]){A, B}, 2, NULL, NULL, &k),
+                   TJ_OK);
+  ck_assert_int_ne(tj_kernel_run(k, TJ_EVALUATE, NULL, 0), TJ_OK);
+  ck_assert_msg(strstr(tj_last_error(), "nonzeros"), "%s", tj_last_error());
+  ck_assert_int_eq(tj_tensor_nnz(A) >= 3, 1);
+  for (int e = 0; e < 3; e++) {
+    double got;
+    ck_assert_int_eq(tj_tensor_get(A, at[e], &got), TJ_OK);
+    ck_assert_msg(got == av[e], "A(%lld,%lld) = %g after the failed run, want %g",
+                  (long long)at[e][0], (long long)at[e][1], got, av[e]);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(A), tj_tensor_free(B);
+}
+END_TEST
+
 /* The 2 x 10 example's arrays wrapped without a copy: the same arrays come
  * back, get reads them, SpMV over them gives y by hand, a kernel writing a
  * wrapped 2:4 output leaves the caller's arrays alone; a block's
@@ -501,6 +537,7 @@ int main(void) {
   tcase_add_test(tc, structured_outputs_by_hand);
   tcase_add_test(tc, structured_outputs_match_plain_loops);
   tcase_add_test(tc, wraps_structured_arrays);
+  tcase_add_test(tc, failed_accumulate_keeps_the_output);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
