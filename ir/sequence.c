@@ -125,8 +125,11 @@ bool nt_sequence_why_not(const Assignment *as, char *why, size_t len) {
   for (int k = 0; !no && k < n; k++) {
     const Expr *e = t[k].e;
     if (e->kind != EX_SUM) continue;
-    if (e->u.sum.op != OP_ADD || e->u.sum.def)
-      no = "a term reduces by another operator than + (the output's update is +)";
+    if (e->u.sum.op != OP_ADD || e->u.sum.def) {
+      snprintf(why, len, "the term reducing over %s reduces by %s, but the statements after "
+               "the first update the output by +", e->u.sum.iv->name, nt_sum_name(e));
+      return false;
+    }
     sums++;
   }
   if (!no && sums == 0) no = "no term sums over an index of its own";
