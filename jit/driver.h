@@ -116,8 +116,9 @@ struct tj_context {
 /* ---- sequence (driver_sequence.c) ---- */
 /* Whether as runs as a sequence of statements: sequence() forces it (or
  * says why not), nosequence() denies it, and by default it runs so when a
- * statement is a dense contraction GETT takes and the schedule asks for
- * nothing but parallelize and method. Returns the statements' count (their
+ * statement is a dense contraction GETT takes of at least 2e7 flops
+ * (smaller ones ran slower) and the schedule asks for nothing but
+ * parallelize and method. Returns the statements' count (their
  * assignments in parts), 0 for one statement, -1 with d set. */
 int drv_sequence_wanted(Arena *a, const Assignment *as, const Schedule *s, Assignment **parts,
                         Diag *d);

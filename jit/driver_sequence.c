@@ -34,6 +34,20 @@ static bool default_schedule(const Schedule *s) {
   return true;
 }
 
+/* The fewest flops of a dense contraction statement for which the default
+ * takes the sequence: GEMM plus a matrix at n = 128 (4e6 flops) ran 0.7x
+ * the one-nest form, at n = 256 (3.4e7) 1.1x, at 1024 3.5x (bench/README.md,
+ * sequence). The same bound as GETT's timing of candidates. */
+#define SEQ_MIN_FLOPS GETT_TUNE_MIN_FLOPS
+
+/* 2 x the product of as's extents (unknown extents count 1). */
+static double flops(const Assignment *as) {
+  double f = 2;
+  for (int v = 0; v < as->nindices; v++)
+    if (as->indices[v]->extent > 0) f *= (double)as->indices[v]->extent;
+  return f;
+}
+
 int drv_sequence_wanted(Arena *a, const Assignment *as, const Schedule *s, Assignment **parts,
                         Diag *d) {
   const SchedDirective *yes = NULL, *no = NULL;
@@ -50,7 +64,7 @@ int drv_sequence_wanted(Arena *a, const Assignment *as, const Schedule *s, Assig
   if (n == 0) return -1;
   if (yes) return n;
   for (int p = 0; p < n; p++)
-    if (lower_gett_form(parts[p])) return n;
+    if (lower_gett_form(parts[p]) && flops(parts[p]) >= SEQ_MIN_FLOPS) return n;
   return 0;
 }
 

@@ -49,7 +49,9 @@ typedef struct Way {
 } Way;
 
 static const Way ways[] = {
-    {NULL, TJ_BACKEND_LLVM, false, "sequence(forall(i, forall(j, A(i,j) = D(i,j))), "},
+    {"sequence()", TJ_BACKEND_LLVM, false, "sequence(forall(i, forall(j, A(i,j) = D(i,j))), "},
+    {NULL, TJ_BACKEND_LLVM, false,   /* the default: too small for the sequence */
+     "forall(i, forall(j, where(A(i,j) = t_k + D(i,j), "},
     {"sequence() method(loops)", TJ_BACKEND_LLVM, false, "sequence("},
     {"sequence() method(loops) parallelize(i)", TJ_BACKEND_LLVM, false,
      "sequence(forall(i:parallel, forall(j, A(i,j) = D(i,j))), forall(i:parallel, "},
@@ -58,7 +60,7 @@ static const Way ways[] = {
      "A(i,j) += B(i,k) * C(k,j)))))"},
     {"nosequence()", TJ_BACKEND_LLVM, false,
      "forall(i, forall(j, where(A(i,j) = t_k + D(i,j), "},
-    {NULL, TJ_BACKEND_C, false, "sequence("},
+    {"sequence()", TJ_BACKEND_C, false, "sequence("},
     {"sequence() method(loops)", TJ_BACKEND_C, false, "sequence("},
     {"sequence() method(loops)", TJ_BACKEND_LLVM, true, "sequence("},
 };
@@ -94,7 +96,39 @@ START_TEST(test_gemm_plus_matrix) {
 }
 END_TEST
 
-/* The default runs GETT for the second statement: -print-gett says so. */
+/* By default from 2e7 flops: A = B C + D with B, C all ones (K = 300) and
+ * D(i,j) = i is A(i,j) = 300 + i, its second statement by GETT. */
+START_TEST(test_default_large) {
+  enum { N = 300 };
+  double *ones = malloc(sizeof(double) * N * N), *rows = malloc(sizeof(double) * N * N);
+  for (int q = 0; q < N * N; q++) ones[q] = 1, rows[q] = q / N;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *B = tu_tensor("B", "dd", 2, (int64_t[]){N, N}, ones);
+  tj_tensor *C = tu_tensor("C", "dd", 2, (int64_t[]){N, N}, ones);
+  tj_tensor *D = tu_tensor("D", "dd", 2, (int64_t[]){N, N}, rows);
+  tj_tensor *A = tu_tensor("A", "dd", 2, (int64_t[]){N, N}, NULL);
+  tj_tensor *ops[] = {A, B, C, D};
+  tj_kernel *k;
+  OK(tj_compile(cx, "A(i,j) = B(i,k) * C(k,j) + D(i,j)", ops, 4, "parallelize(i)", NULL, &k));
+  char *g = stage(k, TJ_STAGE_GETT);
+  ck_assert_msg(strstr(g, "sequence: statement 2: A(i,j) += B(i,k) * C(k,j)\n"
+                          "dense contraction A(I_m, I_n) += "), "%s", g);
+  free(g);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < N; i += 7)
+    for (int64_t j = 0; j < N; j += 11) {
+      double v;
+      OK(tj_tensor_get(A, (int64_t[]){i, j}, &v));
+      ck_assert_msg(v == 300 + i, "A(%lld,%lld) = %g", (long long)i, (long long)j, v);
+    }
+  tj_tensor_free(A), tj_tensor_free(B), tj_tensor_free(C), tj_tensor_free(D);
+  tj_context_free(cx);
+  free(ones), free(rows);
+}
+END_TEST
+
+/* sequence() runs GETT for the second statement: -print-gett says so. */
 START_TEST(test_gett_statement) {
   tj_context *cx;
   OK(tj_context_new(&cx));
@@ -104,7 +138,7 @@ START_TEST(test_gett_statement) {
   tj_tensor *A = tu_tensor("A", "dd", 2, (int64_t[]){2, 2}, NULL);
   tj_tensor *ops[] = {A, B, C, D};
   tj_kernel *k;
-  OK(tj_compile(cx, "A(i,j) = B(i,k) * C(k,j) + D(i,j)", ops, 4, NULL, NULL, &k));
+  OK(tj_compile(cx, "A(i,j) = B(i,k) * C(k,j) + D(i,j)", ops, 4, "sequence()", NULL, &k));
   char *g = stage(k, TJ_STAGE_GETT);
   ck_assert_msg(strstr(g, "sequence: statement 1: A(i,j) = D(i,j)\nnot a pure dense"), "%s", g);
   ck_assert_msg(strstr(g, "sequence: statement 2: A(i,j) += B(i,k) * C(k,j)\n"
@@ -165,8 +199,8 @@ START_TEST(test_three_terms) {
   tj_tensor *A = tu_tensor("A", "dd", 2, (int64_t[]){2, 2}, (const double[]){1, 1, 1, 1});
   tj_tensor *ops[] = {A, B, C, D, E, F};
   tj_kernel *k;
-  OK(tj_compile(cx, "A(i,j) += B(i,k) * C(k,j) - E(i,l) * F(l,j) + D(i,j)", ops, 6, NULL,
-                NULL, &k));
+  OK(tj_compile(cx, "A(i,j) += B(i,k) * C(k,j) - E(i,l) * F(l,j) + D(i,j)", ops, 6,
+                "sequence()", NULL, &k));
   char *cin = stage(k, TJ_STAGE_CIN);
   ck_assert_msg(strstr(cin, "sequence(forall(i, forall(j, A(i,j) += D(i,j))), sequence(") &&
                 strstr(cin, "A(i,j) += -(E(i,l) * F(l,j))"), "%s", cin);
@@ -273,6 +307,7 @@ static Suite *suite(void) {
   TCase *tc = tcase_create("sequence");
   tcase_set_timeout(tc, 120);
   tcase_add_loop_test(tc, test_gemm_plus_matrix, 0, (int)(sizeof ways / sizeof *ways));
+  tcase_add_test(tc, test_default_large);
   tcase_add_test(tc, test_gett_statement);
   tcase_add_test(tc, test_residual_csr);
   tcase_add_test(tc, test_three_terms);
