@@ -116,7 +116,7 @@ struct tj_context {
 /* ---- sequence (driver_sequence.c) ---- */
 /* Whether as runs as a sequence of statements: sequence() forces it (or
  * says why not), nosequence() denies it, and by default it runs so when a
- * statement is a dense contraction GETT takes of at least 2e7 flops
+ * statement is a dense contraction GETT takes of at least 1e8 flops
  * (smaller ones ran slower) and the schedule asks for nothing but
  * parallelize and method. Returns the statements' count (their
  * assignments in parts), 0 for one statement, -1 with d set. */

@@ -35,10 +35,11 @@ static bool default_schedule(const Schedule *s) {
 }
 
 /* The fewest flops of a dense contraction statement for which the default
- * takes the sequence: GEMM plus a matrix at n = 128 (4e6 flops) ran 0.7x
- * the one-nest form, at n = 256 (3.4e7) 1.1x, at 1024 3.5x (bench/README.md,
- * sequence). The same bound as GETT's timing of candidates. */
-#define SEQ_MIN_FLOPS GETT_TUNE_MIN_FLOPS
+ * takes the sequence: GEMM plus a matrix, one thread, thread CPU, load 9
+ * on 2 cores, against the one-nest form: n = 128 (4e6 flops) 0.7-0.8x,
+ * 256 (3.4e7) 0.8-1.1x, 320 (6.6e7) and 384 (1.1e8) 1.0x, 448 1.2x, 512 1.1-1.2x,
+ * 1024 2.7-2.8x (bench/README.md, sequence). */
+#define SEQ_MIN_FLOPS 1e8
 
 /* 2 x the product of as's extents (unknown extents count 1). */
 static double flops(const Assignment *as) {

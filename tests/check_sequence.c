@@ -96,10 +96,10 @@ START_TEST(test_gemm_plus_matrix) {
 }
 END_TEST
 
-/* By default from 2e7 flops: A = B C + D with B, C all ones (K = 300) and
- * D(i,j) = i is A(i,j) = 300 + i, its second statement by GETT. */
+/* By default from 1e8 flops: A = B C + D with B, C all ones (K = 400) and
+ * D(i,j) = i is A(i,j) = 400 + i, its second statement by GETT. */
 START_TEST(test_default_large) {
-  enum { N = 300 };
+  enum { N = 400 };
   double *ones = malloc(sizeof(double) * N * N), *rows = malloc(sizeof(double) * N * N);
   for (int q = 0; q < N * N; q++) ones[q] = 1, rows[q] = q / N;
   tj_context *cx;
@@ -120,7 +120,7 @@ START_TEST(test_default_large) {
     for (int64_t j = 0; j < N; j += 11) {
       double v;
       OK(tj_tensor_get(A, (int64_t[]){i, j}, &v));
-      ck_assert_msg(v == 300 + i, "A(%lld,%lld) = %g", (long long)i, (long long)j, v);
+      ck_assert_msg(v == N + i, "A(%lld,%lld) = %g", (long long)i, (long long)j, v);
     }
   tj_tensor_free(A), tj_tensor_free(B), tj_tensor_free(C), tj_tensor_free(D);
   tj_context_free(cx);

@@ -138,10 +138,10 @@ expect mttkrp_one_nest '^forall\(i, forall\(j, forall\(k, forall\(l, A\(i,j\) \+
   'A(i,j) = B(i,k,l) * C(k,j) * D(l,j)' -f=B:sss -g=B:s:0.05 -g=C:d -g=D:d -d=B:9,8,7 -d=j:16 -print-cin
 expect gemm_plus_matrix "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d \
   -d=B:33,29 -d=C:29,31 -check
-# GEMM plus a matrix: by default (from 2e7 flops) A = D, then A += B C by GETT (one kernel); the
+# GEMM plus a matrix: by default (from 1e8 flops: n = 368) A = D, then A += B C by GETT (one kernel); the
 # same by loops, in parallel, on the C backend, as three statements, and denied
 expect gemm_plus_sequence_cin '^sequence\(forall\(i, forall\(j, A\(i,j\) = D\(i,j\)\)\), forall\(i, forall\(j, forall\(k, A\(i,j\) \+= B\(i,k\) \* C\(k,j\)\)\)\)\)$' \
-  'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d -d=B:300,300 -d=C:300,300 -print-cin
+  'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d -d=B:400,400 -d=C:400,400 -print-cin
 expect gemm_plus_sequence_gett '^  method: gett' 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d \
   -g=D:d -d=B:9,7 -d=C:7,5 -s='sequence()' -print-gett
 expect gemm_plus_small_one_nest '^forall\(i, forall\(j, where\(' 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' \
