@@ -662,23 +662,40 @@ static LirStmt *declare_range(Lowerer *lw) {
   return s;
 }
 
-/* Whether the kernel stores every entry of its dense vector output exactly
- * once, so nothing needs zeroing first: the output y(i) is walked by a
- * depth-0 loop over every i (every operand dense there: one lattice point,
- * no case left out) and stored once by `=` (no root reduction, +=, mask
- * guard or workspace), the reductions below it going through scope temps:
- * PageRank's y(i) = t + A(j,i) * w(j). */
+/* Whether loop depth d is a plain loop over every value of its index, in
+ * which every operand is dense (one lattice point, no case left out). */
+static bool full_loop_at(const Lowerer *lw, AMask alive, int d) {
+  if (!lw_single_loop_at(lw, alive, d)) return false;
+  for (int x = 1; x < lw->nacc; x++) {
+    int l = lw_level_at(lw, x, d);
+    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL)) return false;
+  }
+  return true;
+}
+
+/* Whether the kernel stores every entry of its dense output exactly once,
+ * so nothing needs zeroing first: the output is walked by loops over every
+ * value of its indices (the outermost ones; every operand dense there) and
+ * stored once by `=` (no root reduction, +=, mask guard or workspace), the
+ * reductions below them going through scope temps: PageRank's y(i) = t +
+ * A(j,i) * w(j), a sequence's first statement A(i,j) = D(i,j). A matrix's
+ * loops take no split, pos, bound or fuse. */
 static bool stores_every_entry(const Lowerer *lw, AMask alive) {
   const tj_format *of = lw->acc[0].f;
   if (lw->plan->out_sparse || lw->as->accumulate || lw->ranged || lw->root_reduces ||
       lw->phase == PHASE_ASSEMBLE || lw->valued_masks || lw->nest.ws_depth >= 0 ||
-      lw->nest.vws_depth >= 0 ||
-      lw->nest.nloops == 0 || of->order != 1 || lw->out_op != OP_NONE ||
-      lw->as->lhs->u.access.idx[0] != lw->nest.order[0] || !lw_single_loop_at(lw, alive, 0))
+      lw->nest.vws_depth >= 0 || of->order < 1 || lw->nest.nloops < of->order ||
+      lw->out_op != OP_NONE)
     return false;
-  for (int x = 1; x < lw->nacc; x++) {
-    int l = lw_level_at(lw, x, 0);
-    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL)) return false;
+  if (of->order == 1)
+    return lw->as->lhs->u.access.idx[0] == lw->nest.order[0] && full_loop_at(lw, alive, 0);
+  for (int d = 0; d < of->order; d++) {
+    const CinLoopForm *f = lw->nest.form[d];
+    if (!nt_uses_index(lw->as->lhs, lw->nest.order[d]) ||
+        (f && (f->split || f->divide || f->pos || f->bound_kind || f->fuse || f->fused ||
+               f->outer_at)) ||
+        !full_loop_at(lw, alive, d))
+      return false;
   }
   return true;
 }
