@@ -9,7 +9,7 @@
  * a single statement is (its loop order, schedule, GETT method), and the
  * entry takes the statements' conversions. By default an assignment runs
  * as a sequence only when a statement is a dense contraction GETT takes
- * (bench/README.md, sequence: GEMM plus a matrix); elsewhere one nest with
+ * (bench/README.md, sequences: GEMM plus a matrix); elsewhere one nest with
  * a temp per sum costs one pass over the output fewer.
  */
 #include <stdio.h>
@@ -38,7 +38,8 @@ static bool default_schedule(const Schedule *s) {
  * takes the sequence: GEMM plus a matrix, one thread, thread CPU, load 9
  * on 2 cores, against the one-nest form: n = 128 (4e6 flops) 0.7-0.8x,
  * 256 (3.4e7) 0.8-1.1x, 320 (6.6e7) and 384 (1.1e8) 1.0x, 448 1.2x, 512 1.1-1.2x,
- * 1024 2.7-2.8x (bench/README.md, sequence). */
+ * 1024 2.7-2.8x; at load 6, 512 0.95-1.0x, 1024 1.4-1.8x (bench/README.md,
+ * sequences). */
 #define SEQ_MIN_FLOPS 1e8
 
 /* 2 x the product of as's extents (unknown extents count 1). */
