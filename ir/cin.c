@@ -104,6 +104,8 @@ static bool apply(Loops *l, const Assignment *as, const Schedule *s, Diag *d) {
       break;
     case SCHED_PRECOMPUTE: break; /* lowering builds the where() */
     case SCHED_METHOD: break;     /* the driver's choice of kernel */
+    case SCHED_SEQUENCE:
+    case SCHED_NOSEQUENCE: break; /* the driver's: nt_sequence_split */
     }
   }
   return true;
@@ -264,6 +266,9 @@ static int loop_order(const Cin *c, IndexVar **order, int n, int max) {
     }
     n = loop_order(c->u.where.consumer, order, n, max);
     return loop_order(c->u.where.producer, order, n, max);
+  case CIN_SEQUENCE:   /* each statement is lowered on its own: its loops in turn */
+    n = loop_order(c->u.seq.first, order, n, max);
+    return loop_order(c->u.seq.second, order, n, max);
   case CIN_ASSIGN: break;
   }
   return n;
@@ -366,6 +371,7 @@ static bool has_loop(const Cin *c, const IndexVar *j) {
   switch (c->kind) {
   case CIN_FORALL: return c->u.forall.iv == j || has_loop(c->u.forall.body, j);
   case CIN_WHERE: return has_loop(c->u.where.consumer, j) || has_loop(c->u.where.producer, j);
+  case CIN_SEQUENCE: return has_loop(c->u.seq.first, j) || has_loop(c->u.seq.second, j);
   case CIN_ASSIGN: return false;
   }
   return false;
@@ -510,6 +516,7 @@ static const CinLoopForm *outer_half_above(const Cin *c, const Cin *below) {
     const CinLoopForm *f = outer_half_above(c, below->u.where.consumer);
     return f ? f : outer_half_above(c, below->u.where.producer);
   }
+  case CIN_SEQUENCE:
   case CIN_ASSIGN: return NULL;
   }
   return NULL;
@@ -562,6 +569,7 @@ static void print_cin(FILE *out, const Cin *c) {
   switch (c->kind) {
   case CIN_FORALL: print_forall(out, c); break;
   case CIN_WHERE: print_pair(out, "where", c->u.where.consumer, c->u.where.producer); break;
+  case CIN_SEQUENCE: print_pair(out, "sequence", c->u.seq.first, c->u.seq.second); break;
   case CIN_ASSIGN:
     nt_print_expr(out, c->u.assign.lhs);
     if (c->u.assign.accumulate && c->u.assign.op_name)  /* a definition: t = f(t, ...) */
@@ -626,6 +634,9 @@ static int print_relations(FILE *out, const Cin *c, const Expr *shared) {
     return print_relations(out, c->u.where.consumer, ws) +
            print_relations(out, c->u.where.producer, shared);
   }
+  case CIN_SEQUENCE:
+    return print_relations(out, c->u.seq.first, shared) +
+           print_relations(out, c->u.seq.second, shared);
   case CIN_ASSIGN: return 0;
   }
   return 0;
@@ -661,6 +672,10 @@ IndexVar *cin_loop_named(const Cin *c, const char *name, int *part) {
     IndexVar *v = cin_loop_named(c->u.where.consumer, name, part);
     return v ? v : cin_loop_named(c->u.where.producer, name, part);
   }
+  case CIN_SEQUENCE: {
+    IndexVar *v = cin_loop_named(c->u.seq.first, name, part);
+    return v ? v : cin_loop_named(c->u.seq.second, name, part);
+  }
   case CIN_ASSIGN: return NULL;
   }
   return NULL;
@@ -670,8 +685,9 @@ IndexVar *cin_loop_named(const Cin *c, const char *name, int *part) {
 
 /* Directive names, by SchedKind. */
 static const char *const SCHED_NAMES[] = {"reorder", "precompute", "parallelize", "vectorize",
-                                          "unroll",  "method",     "split",       "divide",
-                                          "pos",     "bound",      "fuse"};
+                                          "unroll",  "method",     "sequence",    "nosequence",
+                                          "split",   "divide",     "pos",         "bound",
+                                          "fuse"};
 enum { NSCHED = sizeof SCHED_NAMES / sizeof *SCHED_NAMES };
 
 typedef struct SchedParser {
@@ -883,6 +899,7 @@ static bool parse_directive(SchedParser *sp, SchedDirective *sd) {
   sd->kind = (SchedKind)k;
   if (!punct(sp, '(', "'('")) return false;
   if (sd->kind == SCHED_PRECOMPUTE) return parse_raw_arg(sp, sd);
+  if (sd->kind == SCHED_SEQUENCE || sd->kind == SCHED_NOSEQUENCE) return punct(sp, ')', "')'");
   if (sd->kind == SCHED_METHOD)
     return (sd->arg = ident(sp, "a method (gett, ttgt, log, loops or sell)")) && punct(sp, ')', "')'");
   if (sd->kind >= SCHED_SPLIT) return parse_rewrite(sp, sd);

@@ -272,12 +272,12 @@ int nt_dtype_bits(tj_dtype t);
 bool nt_dtype_is_unsigned(tj_dtype t);
 
 /* ---- concrete index notation ---- */
-/* No sequence node: TACO's sequence(s1, s2) runs two statements in turn, but
- * the notation of one assignment is a forall / where tree (sums and
- * workspaces are where()s) and no schedule rewrite makes a sequence, so it
- * would be a node nothing builds. Statements run in turn are separate
- * assignments (the REPL's lines, the API's kernels). */
-typedef enum { CIN_FORALL, CIN_WHERE, CIN_ASSIGN } CinKind;
+/* forall(i, S), where(consumer, producer), lhs (op)= rhs, and
+ * sequence(S1, S2): S1 defines the output, then S2 updates it (TACO's
+ * sequence; made by nt_sequence_split for a dense output whose rhs is a sum
+ * of terms with sums of their own, each statement lowered as its own loop
+ * nest in one kernel). */
+typedef enum { CIN_FORALL, CIN_WHERE, CIN_ASSIGN, CIN_SEQUENCE } CinKind;
 
 enum { CIN_PARALLEL = 1u << 0 };
 /* parallelize(i, strategy): how the loop's rows split among threads (the
@@ -337,6 +337,7 @@ struct Cin {
                                               else drains it into the output */
     struct { Expr *lhs, *rhs; bool accumulate; OpKind op; const char *op_name; } assign; /* lhs op= rhs
                                       when accumulate (op: the reduction's, + by default) */
+    struct { Cin *first, *second; } seq;  /* first, then second */
   } u;
 };
 
@@ -344,6 +345,8 @@ struct Cin {
 typedef enum {
   SCHED_REORDER, SCHED_PRECOMPUTE, SCHED_PARALLELIZE, SCHED_VECTORIZE, SCHED_UNROLL,
   SCHED_METHOD,  /* method(gett|ttgt|log|loops): how a dense contraction runs */
+  SCHED_SEQUENCE, SCHED_NOSEQUENCE,  /* sequence() / nosequence(): split a sum of
+                                        terms into statements run in turn, or not */
   SCHED_SPLIT, SCHED_DIVIDE, SCHED_POS, SCHED_BOUND,  /* loop rewrites: keep them last */
   SCHED_FUSE
 } SchedKind;
@@ -412,6 +415,21 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
 Cin *cin_forall(Arena *a, IndexVar *iv, Cin *body);
 Cin *cin_where(Arena *a, Cin *consumer, Cin *producer, TensorVar *ws);
 Cin *cin_assign(Arena *a, Expr *lhs, Expr *rhs, bool accumulate);
+Cin *cin_sequence(Arena *a, Cin *first, Cin *second);
+
+/* ---- sequence (ir/sequence.c) ---- */
+#define NT_SEQ_MAX 16
+/* Whether as splits into a sequence: a dense output, no semiring, a rhs
+ * that is a + / - of at least two terms, one of them a plain sum (+) of
+ * its own, no sum over the whole rhs, the output not read; false with
+ * the reason in why (a phrase) otherwise. */
+bool nt_sequence_why_not(const Assignment *as, char *why, size_t len);
+/* Splits as into the statements of its sequence (at most NT_SEQ_MAX, each
+ * over as's tensors and its own indices): first `lhs (+)= the terms without
+ * a sum of their own` (or the first summed term), then `lhs += term` for
+ * each summed term, its sums the statement's root reduction, negated when
+ * subtracted. Returns their count (>= 2), or 0 with d set ("sequence(): ..."). */
+int nt_sequence_split(Arena *a, const Assignment *as, Assignment **parts, Diag *d);
 /* Loop order of the forall nest (outermost first), n of them. */
 int cin_loop_order(const Cin *c, IndexVar **order, int max);
 /* Rewrites: c with its outer forall chain (the loops above the first

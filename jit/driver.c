@@ -469,7 +469,8 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   fprintf(f, "|pipe=%s|gather=%s|mtail=%s|promote=%s|peel=%s", pipe ? pipe : "",
           gather ? gather : "", mtail ? mtail : "", promote ? promote : "", peel ? peel : "");
   /* A dense contraction's method and blocking depend on its extents. */
-  if (lower_gett_form(as)) {
+  char why[160];   /* a sequence's statements may be dense contractions */
+  if (lower_gett_form(as) || nt_sequence_why_not(as, why, sizeof why)) {
     const char *blk = getenv("TJ_GETT_BLOCK");
     fprintf(f, "|gett=%s|ext", blk ? blk : "");
     for (int v = 0; v < as->nindices; v++) fprintf(f, ",%lld", (long long)as->indices[v]->extent);
@@ -602,6 +603,8 @@ static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule
   for (int k = 0; k < nuser; k++)
     if (parallel_only(as, &s->d[k])) {
       continue;
+    } else if (s->d[k].kind == SCHED_SEQUENCE || s->d[k].kind == SCHED_NOSEQUENCE) {
+      continue;
     } else if (s->d[k].kind == SCHED_METHOD && strcmp(s->d[k].arg, "sell") == 0) {
       if (!plan_sell(e, as))
         return diag_error(d, TJ_ERR_UNSUPPORTED, "method(sell) needs y(i) = A(i,j) * x(j) "
@@ -651,6 +654,24 @@ static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule
  * check every constructor's result). Freed when not taken. */
 #define BUILD_RESERVE ((size_t)1 << 20)
 
+/* Notation through options for one statement as (e's plan, options,
+ * contraction method and notation); s may gain the default order. */
+static bool plan_statement(CacheEntry *e, Assignment *as, Schedule *sched, Diag *d) {
+  Cin *cin = cin_from_assignment(&e->arena, as, sched, d);
+  if (!cin || !plan_loops(as, cin, sched, &e->plan, d)) return false;
+  int nuser = sched->n;   /* the user's directives, before the default order */
+  if (lower_order_contraction(as, &e->plan, !e->no_vectorize, sched)) {
+    cin = cin_from_assignment(&e->arena, as, sched, d);
+    if (!cin || !plan_loops(as, cin, sched, &e->plan, d)) return false;
+  }
+  if (!drv_apply_schedule(e, as, cin, sched, d) || !plan_contraction(e, as, sched, nuser, d))
+    return false;
+  lower_plan_vector_layout(as, &e->plan, e->no_vectorize ? 0 : e->opt.vector_bits / 64);
+  e->cin = lower_plan_notation(&e->arena, &e->plan, cin, d);
+  e->as = as;
+  return e->cin != NULL;
+}
+
 /* Front end through options, for a new cache entry (in its own arena). */
 static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
                        int n, const char *schedule, Diag *d) {
@@ -659,20 +680,12 @@ static bool plan_steps(CacheEntry *e, const char *expr, tj_tensor *const *ops,
   if (!as) return false;
   Schedule sched = {0};
   if (schedule && !nt_schedule_parse(schedule, &sched, &e->arena, d)) return false;
+  Assignment *parts[NT_SEQ_MAX];
+  int nparts = drv_sequence_wanted(&e->arena, as, &sched, parts, d);
+  if (nparts < 0) return false;
+  if (nparts > 0) return drv_plan_sequence(e, as, &sched, parts, nparts, plan_statement, d);
   if (!(as = nt_precompute_scalars(&e->arena, as, &sched, d))) return false;
-  Cin *cin = cin_from_assignment(&e->arena, as, &sched, d);
-  if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
-  int nuser = sched.n;   /* the user's directives, before the default order */
-  if (lower_order_contraction(as, &e->plan, !e->no_vectorize, &sched)) {
-    cin = cin_from_assignment(&e->arena, as, &sched, d);
-    if (!cin || !plan_loops(as, cin, &sched, &e->plan, d)) return false;
-  }
-  if (!drv_apply_schedule(e, as, cin, &sched, d) || !plan_contraction(e, as, &sched, nuser, d))
-    return false;
-  lower_plan_vector_layout(as, &e->plan, e->no_vectorize ? 0 : e->opt.vector_bits / 64);
-  e->cin = lower_plan_notation(&e->arena, &e->plan, cin, d);
-  e->as = as;
-  return e->cin != NULL;
+  return plan_statement(e, as, &sched, d);
 }
 
 /* plan_steps with the arena's reserve: any allocation failure is reported
@@ -721,7 +734,8 @@ LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *
     in.plan = pp;
   }
   bool gett = e->gett.method != GETT_LOOPS && ph != PHASE_ASSEMBLE;
-  LirKernel *k = v == DRV_COMBINE ? lower_kernel_combine(a, &in, names[v], d)
+  LirKernel *k = e->nseq ? drv_lower_sequence(e, a, v, names[v], d)
+                 : v == DRV_COMBINE ? lower_kernel_combine(a, &in, names[v], d)
                  : v >= 3 && !plain ? lower_kernel_rows(a, &in, ph, names[v], d)
                  : gett ? lower_gett_kernel(a, &in, &e->gett, names[v], d)
                         : lower_kernel(a, &in, ph, names[v], d);

@@ -45,6 +45,17 @@ typedef struct DiskCache {
  * freed) when the context holds more than its limit; one in use never is,
  * so a kernel that runs always has its code. refs, prev, next, bytes:
  * cx->lock. */
+/* One statement of a sequence (plan_sequence in driver.c), planned as an
+ * entry's single statement is: its assignment, notation, plan, options and
+ * dense contraction method. */
+typedef struct SeqStmt {
+  Assignment *as;
+  Cin *cin;
+  LowerPlan plan;
+  LowerOptions opt;
+  GettPlan gett;
+} SeqStmt;
+
 typedef struct CacheEntry {
   struct CacheEntry *next, *prev;
   long refs;
@@ -58,6 +69,9 @@ typedef struct CacheEntry {
   LowerPlan plan;             /* analysis: loop order, conversions, workspace */
   LowerOptions opt;           /* code-generation switches */
   GettPlan gett;              /* a pure dense contraction's method (GETT_LOOPS: none) */
+  int nseq;                   /* > 0: as runs as sequence(seq[0], seq[1], ...), each */
+  SeqStmt *seq;               /* statement its own loop nest in one kernel; e->cin
+                                 prints it, e->plan has their conversions */
   uint64_t gett_probed;       /* the last GETT timing key looked up on disk (atomic) */
   /* method(sell): y(i) (+)= A(i,j) * x(j) runs rt_sell_spmv over a SELL copy
    * of A kept on A (runtime/sell.c); tensor ids, sell_a 0: off */
@@ -98,6 +112,25 @@ struct tj_context {
   DiskCache *disk;            /* the current on-disk cache, NULL off */
   DiskCache *disks;           /* every one set on this context (owned) */
 };
+
+/* ---- sequence (driver_sequence.c) ---- */
+/* Whether as runs as a sequence of statements: sequence() forces it (or
+ * says why not), nosequence() denies it, and by default it runs so when a
+ * statement is a dense contraction GETT takes of at least 1e8 flops
+ * (smaller ones ran slower) and the schedule asks for nothing but
+ * parallelize and method. Returns the statements' count (their
+ * assignments in parts), 0 for one statement, -1 with d set. */
+int drv_sequence_wanted(Arena *a, const Assignment *as, const Schedule *s, Assignment **parts,
+                        Diag *d);
+/* Plans each statement with plan (the driver's plan_statement) under the
+ * schedule's directives that name its loops, and e as the sequence: e->seq,
+ * its notation printed as sequence(...), the statements' conversions in
+ * e->plan (refused where two statements read one operand in two formats). */
+typedef bool (*DrvPlanStmt)(CacheEntry *e, Assignment *as, Schedule *s, Diag *d);
+bool drv_plan_sequence(CacheEntry *e, Assignment *as, const Schedule *s, Assignment **parts,
+                       int n, DrvPlanStmt plan, Diag *d);
+/* Variant v of a sequence entry: lower_kernel_seq over its statements. */
+LirKernel *drv_lower_sequence(CacheEntry *e, Arena *a, int v, const char *name, Diag *d);
 
 /* Kernels over blocked operands (driver_blocked.c): the rewritten
  * expression and what each operand runs as. */

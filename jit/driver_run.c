@@ -53,6 +53,7 @@ static bool check_bounds(const Cin *c, const int64_t *ext, Diag *d) {
   }
   case CIN_WHERE:
     return check_bounds(c->u.where.consumer, ext, d) && check_bounds(c->u.where.producer, ext, d);
+  case CIN_SEQUENCE: return true;   /* its statements take no bound (plan_sequence) */
   case CIN_ASSIGN: return true;
   }
   return true;

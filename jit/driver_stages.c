@@ -66,10 +66,18 @@ static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f) {
     lower_plan_print_conversions(f, k->as, &e->plan);
     return TJ_OK;
   case TJ_STAGE_LATTICE:
-    {
-    LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
-    lower_print_lattices(f, &in);
-  }
+    for (int q = 0; q < e->nseq; q++) {   /* a sequence: each statement's */
+      SeqStmt *st = &e->seq[q];
+      LowerInput in = {st->as, st->cin, &st->plan, &st->opt};
+      fprintf(f, "sequence: statement %d: ", q + 1);
+      nt_print(f, st->as);
+      fputc('\n', f);
+      lower_print_lattices(f, &in);
+    }
+    if (!e->nseq) {
+      LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
+      lower_print_lattices(f, &in);
+    }
     return TJ_OK;
   case TJ_STAGE_ASSEMBLY: return print_lir(k, PHASE_ASSEMBLE, f);
   case TJ_STAGE_COMPUTE:
@@ -85,7 +93,15 @@ static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f) {
   case TJ_STAGE_LLVM: return print_backend(k, BE_STAGE_LLVM, f);
   case TJ_STAGE_LLVM_OPT: return print_backend(k, BE_STAGE_LLVM_OPT, f);
   case TJ_STAGE_ASM: return print_backend(k, BE_STAGE_ASM, f);
-  case TJ_STAGE_GETT: lower_gett_print(f, e->as, &e->gett); return TJ_OK;
+  case TJ_STAGE_GETT:
+    for (int q = 0; q < e->nseq; q++) {
+      fprintf(f, "sequence: statement %d: ", q + 1);
+      nt_print(f, e->seq[q].as);
+      fputc('\n', f);
+      lower_gett_print(f, e->seq[q].as, &e->seq[q].gett);
+    }
+    if (!e->nseq) lower_gett_print(f, e->as, &e->gett);
+    return TJ_OK;
   }
   return rt_set_error(TJ_ERR_INVALID, "unknown stage %d", (int)stage);
 }

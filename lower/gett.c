@@ -353,11 +353,7 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
   return true;
 }
 
-LirKernel *lower_gett_kernel(Arena *a, const LowerInput *in, const GettPlan *g,
-                             const char *name, Diag *d) {
-  /* the dense output's assembly: sized, its length set, not zeroed */
-  LirKernel *k = lower_kernel(a, in, PHASE_ASSEMBLE, name, d);
-  if (!k) return NULL;
+LirStmt *lower_gett_call(Arena *a, const GettPlan *g, Diag *d) {
   int32_t *words = arena_alloc(a, sizeof(int32_t) * LIR_GETT_WORDS);
   LirStmt *s = lir_call(a, LH_GETT);
   if (!words || !s) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
@@ -366,8 +362,18 @@ LirKernel *lower_gett_kernel(Arena *a, const LowerInput *in, const GettPlan *g,
   char note[96];
   snprintf(note, sizeof note, "dense contraction by %s (-print-gett)",
            lower_gett_method_name(g->method));
-  lir_append(&k->body, lir_comment(a, arena_strdup(a, note)));
-  lir_append(&k->body, s);
+  LirStmt *c = lir_comment(a, arena_strdup(a, note));
+  lir_append(&c, s);
+  return c;
+}
+
+LirKernel *lower_gett_kernel(Arena *a, const LowerInput *in, const GettPlan *g,
+                             const char *name, Diag *d) {
+  /* the dense output's assembly: sized, its length set, not zeroed */
+  LirKernel *k = lower_kernel(a, in, PHASE_ASSEMBLE, name, d);
+  LirStmt *call = k ? lower_gett_call(a, g, d) : NULL;
+  if (!call) return NULL;
+  lir_append(&k->body, call);
   return k;
 }
 

@@ -662,23 +662,40 @@ static LirStmt *declare_range(Lowerer *lw) {
   return s;
 }
 
-/* Whether the kernel stores every entry of its dense vector output exactly
- * once, so nothing needs zeroing first: the output y(i) is walked by a
- * depth-0 loop over every i (every operand dense there: one lattice point,
- * no case left out) and stored once by `=` (no root reduction, +=, mask
- * guard or workspace), the reductions below it going through scope temps:
- * PageRank's y(i) = t + A(j,i) * w(j). */
+/* Whether loop depth d is a plain loop over every value of its index, in
+ * which every operand is dense (one lattice point, no case left out). */
+static bool full_loop_at(const Lowerer *lw, AMask alive, int d) {
+  if (!lw_single_loop_at(lw, alive, d)) return false;
+  for (int x = 1; x < lw->nacc; x++) {
+    int l = lw_level_at(lw, x, d);
+    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL)) return false;
+  }
+  return true;
+}
+
+/* Whether the kernel stores every entry of its dense output exactly once,
+ * so nothing needs zeroing first: the output is walked by loops over every
+ * value of its indices (the outermost ones; every operand dense there) and
+ * stored once by `=` (no root reduction, +=, mask guard or workspace), the
+ * reductions below them going through scope temps: PageRank's y(i) = t +
+ * A(j,i) * w(j), a sequence's first statement A(i,j) = D(i,j). A matrix's
+ * loops take no split, pos, bound or fuse. */
 static bool stores_every_entry(const Lowerer *lw, AMask alive) {
   const tj_format *of = lw->acc[0].f;
   if (lw->plan->out_sparse || lw->as->accumulate || lw->ranged || lw->root_reduces ||
       lw->phase == PHASE_ASSEMBLE || lw->valued_masks || lw->nest.ws_depth >= 0 ||
-      lw->nest.vws_depth >= 0 ||
-      lw->nest.nloops == 0 || of->order != 1 || lw->out_op != OP_NONE ||
-      lw->as->lhs->u.access.idx[0] != lw->nest.order[0] || !lw_single_loop_at(lw, alive, 0))
+      lw->nest.vws_depth >= 0 || of->order < 1 || lw->nest.nloops < of->order ||
+      lw->out_op != OP_NONE)
     return false;
-  for (int x = 1; x < lw->nacc; x++) {
-    int l = lw_level_at(lw, x, 0);
-    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL)) return false;
+  if (of->order == 1)
+    return lw->as->lhs->u.access.idx[0] == lw->nest.order[0] && full_loop_at(lw, alive, 0);
+  for (int d = 0; d < of->order; d++) {
+    const CinLoopForm *f = lw->nest.form[d];
+    if (!nt_uses_index(lw->as->lhs, lw->nest.order[d]) ||
+        (f && (f->split || f->divide || f->pos || f->bound_kind || f->fuse || f->fused ||
+               f->outer_at)) ||
+        !full_loop_at(lw, alive, d))
+      return false;
   }
   return true;
 }
@@ -722,12 +739,19 @@ static bool read_nest(Lowerer *lw, const LowerInput *in, Diag *d) {
   return same || TJ_BUG(d, "the plan was made for another loop order than the notation's");
 }
 
-static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bool ranged,
-                            const char *name, Diag *d) {
+/* The kernel of one phase of in's statement; with prev, the statement
+ * follows prev's in prev's kernel (a sequence), its variables named apart
+ * from prev's. Returns the Lowerer (its kernel lw->k), or NULL with d set. */
+static Lowerer *lower_stmt(Arena *a, const LowerInput *in, LowerPhase phase, bool ranged,
+                           const char *name, const Lowerer *prev, Diag *d) {
   const Assignment *as = in->as;
   const LowerPlan *plan = in->plan;
   Lowerer *lw = arena_alloc(a, sizeof *lw);
   if (!lw) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
+  if (prev) {   /* the names prev handed out stay taken */
+    lw->names = prev->names, lw->name_uses = prev->name_uses;
+    lw->nnames = prev->nnames, lw->names_cap = prev->names_cap;
+  }
   lw->a = a;
   lw->d = d;
   lw->as = as;
@@ -739,7 +763,7 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   lw->emit_values = phase != PHASE_ASSEMBLE;
   lw->vtype = lir_dtype_type(as->lhs->dtype);
   lw->is_bool = as->lhs->dtype == TJ_BOOL;
-  lw->k = lir_kernel(a, name);
+  lw->k = prev ? prev->k : lir_kernel(a, name);
   if (!lw->k) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   lw->ranged = ranged;
   if (!setup_accesses(lw)) return NULL;
@@ -781,9 +805,16 @@ static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bo
   if (pos_ranged && !lw->pos_walked)
     return TJ_BUG(d, "the outermost loop of a pos_rows kernel walks no operand's positions"),
            NULL;
-  lw->k->body = body;
+  if (prev) lir_append(&lw->k->body, body);
+  else lw->k->body = body;
   if (a->failed) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
-  return lw->k;
+  return lw;
+}
+
+static LirKernel *lower_any(Arena *a, const LowerInput *in, LowerPhase phase, bool ranged,
+                            const char *name, Diag *d) {
+  Lowerer *lw = lower_stmt(a, in, phase, ranged, name, NULL, d);
+  return lw ? lw->k : NULL;
 }
 
 LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const char *name,
@@ -794,6 +825,30 @@ LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const 
 LirKernel *lower_kernel_rows(Arena *a, const LowerInput *in, LowerPhase phase,
                              const char *name, Diag *d) {
   return lower_any(a, in, phase, true, name, d);
+}
+
+/* Emits, for sequence(S1, S2, ...) into a dense output:
+ *   <S1's kernel: operands, the output sized (and zeroed unless +=), its nest>
+ *   <S2's operands again, the output (sized, not zeroed: +=), its nest>
+ *   ...
+ * A statement with a GETT plan is its assembly plus the tj_rt_gett call
+ * (beta 1 under +=). The assembly phase is S1's alone. */
+LirKernel *lower_kernel_seq(Arena *a, const LowerInput *parts, const GettPlan *const *gett,
+                            int n, LowerPhase phase, const char *name, Diag *d) {
+  const Lowerer *prev = NULL;
+  for (int p = 0; p < n && (p == 0 || phase != PHASE_ASSEMBLE); p++) {
+    bool by_gett = gett[p] && gett[p]->method != GETT_LOOPS && phase != PHASE_ASSEMBLE;
+    if (prev)
+      lir_append(&prev->k->body, lir_comment(a, arena_printf(a, "sequence: statement %d", p + 1)));
+    Lowerer *lw = lower_stmt(a, &parts[p], by_gett ? PHASE_ASSEMBLE : phase, false, name,
+                             prev, d);
+    if (!lw) return NULL;
+    LirStmt *call = by_gett ? lower_gett_call(a, gett[p], d) : NULL;
+    if (by_gett && !call) return NULL;
+    lir_append(&lw->k->body, call);
+    prev = lw;
+  }
+  return prev ? prev->k : NULL;
 }
 
 /* Emits, for the root reduction's definition f and a dense output:

@@ -272,6 +272,9 @@ bool lower_gett_plan(const Assignment *as, int vector_bits, int forced, GettPlan
  * dense output sized, then the tj_rt_gett call. */
 LirKernel *lower_gett_kernel(Arena *a, const LowerInput *in, const GettPlan *g,
                              const char *name, Diag *d);
+/* The tj_rt_gett call of a planned contraction (after a comment naming
+ * its method); NULL with d set when out of memory. */
+LirStmt *lower_gett_call(Arena *a, const GettPlan *g, Diag *d);
 /* The plan as text (-print-gett). */
 void lower_gett_print(FILE *f, const Assignment *as, const GettPlan *g);
 /* "gett", "ttgt", "log", else "loops"; and back (-2 for an unknown name). */
@@ -304,6 +307,12 @@ int lower_plan_out_like(const Assignment *as, const LowerPlan *p, const Cin *cin
  * nest only; the loop-IR passes (LOWER_PASSES) run after it. */
 LirKernel *lower_kernel(Arena *a, const LowerInput *in, LowerPhase phase, const char *name,
                         Diag *d);
+
+/* The kernel of one phase of sequence(S1, S2, ...) into a dense output:
+ * each statement's loop nest (or, where gett[p] has a method, its GETT
+ * call) in turn in one kernel, S2.. updating (+=) what S1 defined. */
+LirKernel *lower_kernel_seq(Arena *a, const LowerInput *parts, const GettPlan *const *gett,
+                            int n, LowerPhase phase, const char *name, Diag *d);
 
 /* The row-range variant of a rangeable (or reduce_rows) plan's kernel: an
  * extra last operand (the "range" descriptor, dims[0] = lo, dims[1] = hi)

@@ -103,6 +103,8 @@ static bool walk(const Cin *c, LoopNest *n, Diag *d) {
     }
     /* a sum's temp: the consumer's loops (nested sums), then the producer's */
     return walk(c->u.where.consumer, n, d) && walk(c->u.where.producer, n, d);
+  case CIN_SEQUENCE:   /* lower_kernel_seq lowers each statement on its own */
+    return TJ_BUG(d, "a sequence reached one statement's loop nest");
   case CIN_ASSIGN: return true;
   }
   return TJ_BUG(d, "unknown concrete notation node");

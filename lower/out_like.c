@@ -63,6 +63,7 @@ static bool repeats_loops(const Cin *c) {
     return repeats_loops(c->u.forall.body);
   case CIN_WHERE:
     return repeats_loops(c->u.where.consumer) || repeats_loops(c->u.where.producer);
+  case CIN_SEQUENCE: return repeats_loops(c->u.seq.first) || repeats_loops(c->u.seq.second);
   case CIN_ASSIGN: return false;
   }
   return false;

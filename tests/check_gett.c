@@ -515,7 +515,7 @@ START_TEST(test_not_contractions) {
   OK(tj_tensor_new("D", TJ_F64, 2, d, NULL, &D));
   tj_tensor *ops[4] = {C, A, B, D};
   static const char *const not_pure[] = {
-      "C(i,j) = A(i,k) * B(k,j) + D(i,j)", "C(i,j) = 2 * A(i,k) * B(k,j)",
+      "C(i,j) = A(i,k) * B(k,j) * D(i,j)", "C(i,j) = 2 * A(i,k) * B(k,j)",
       "C(i,j) = A(i,j) * B(i,j)", "C(i,j) = exp(A(i,k)) * B(k,j)"};
   for (int e = 0; e < 4; e++) {
     tj_kernel *k;

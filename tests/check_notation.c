@@ -585,6 +585,8 @@ END_TEST
 
 static const char *sched_bad[][2] = {
   {"foo(i)", "1:1: unknown schedule directive 'foo'"},
+  {"sequence(i)", "1:10: expected ')'"},
+  {"nosequence", "1:11: expected '('"},
   {"reorder(i,k) bar(j)", "1:14: unknown schedule directive 'bar'"},
   {"vectorize(j,12)", "1:13: vectorize width 12 is not a power of two "
                       "between 1 and 64"},
@@ -637,6 +639,13 @@ START_TEST(test_schedule_print) {
                         "precompute(B(i,k) * C(k,j), j, w)");
   free(buf);
   ck_assert(nt_schedule_parse("", &s, &a, &d) && s.n == 0);
+  ck_assert(nt_schedule_parse("sequence( ) nosequence()", &s, &a, &d) && s.n == 2);
+  ck_assert(s.d[0].kind == SCHED_SEQUENCE && s.d[1].kind == SCHED_NOSEQUENCE);
+  f = open_memstream(&buf, &n);
+  nt_schedule_print(f, &s);
+  fclose(f);
+  ck_assert_str_eq(buf, "sequence() nosequence()");
+  free(buf);
   arena_free(&a);
 }
 END_TEST

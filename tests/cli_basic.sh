@@ -143,6 +143,16 @@ for expr in 'y(i) = b(i) - A(i,j) * x(j)' 'y(i) = b(i) - sum(j, A(i,j) * x(j))';
   if [ "$(cat "$TMP/res.tns" 2>/dev/null)" = "$(printf '1 9\n2 18')" ]; then pass "residual: $expr"
   else fail "residual: $expr" "y is not (9, 18)" "$out$(cat "$TMP/res.tns" 2>/dev/null)"; fi
 done
+# sequence(): the residual as y = b, then y += -(A x), by hand and as printed
+for sched in 'sequence()' 'sequence() parallelize(i)'; do
+  rm -f "$TMP/res.tns"
+  out=$("$T" -f=A:ds -f=x:d -f=b:d -i=A:"$TMP/I.mtx" -i=x:"$TMP/x12.tns" -i=b:"$TMP/b1020.tns" \
+    -o=y:"$TMP/res.tns" -s="$sched" 'y(i) = b(i) - A(i,j) * x(j)' 2>&1)
+  if [ "$(cat "$TMP/res.tns" 2>/dev/null)" = "$(printf '1 9\n2 18')" ]; then pass "residual_sequence: $sched"
+  else fail "residual_sequence: $sched" "y is not (9, 18)" "$out$(cat "$TMP/res.tns" 2>/dev/null)"; fi
+done
+expect residual_sequence_cin '^sequence\(forall\(i, y\(i\) = b\(i\)\), forall\(i, forall\(j, y\(i\) \+= -\(A\(i,j\) \* x\(j\)\)\)\)\)$' \
+  'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -d=A:9,7 -s='sequence()' -print-cin
 expect residual_cin '^forall\(i, where\(y\(i\) = b\(i\) - t_j, forall\(j, t_j \+= A\(i,j\) \* x\(j\)\)\)\)$' \
   'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -d=A:9,7 -print-cin
 expect residual_notation '^y\(i\) = b\(i\) - sum\(j, A\(i,j\) \* x\(j\)\)$' \
@@ -152,6 +162,27 @@ expect mttkrp_one_nest '^forall\(i, forall\(j, forall\(k, forall\(l, A\(i,j\) \+
   'A(i,j) = B(i,k,l) * C(k,j) * D(l,j)' -f=B:sss -g=B:s:0.05 -g=C:d -g=D:d -d=B:9,8,7 -d=j:16 -print-cin
 expect gemm_plus_matrix "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d \
   -d=B:33,29 -d=C:29,31 -check
+# GEMM plus a matrix: by default (from 1e8 flops: n = 368) A = D, then A += B C by GETT (one kernel); the
+# same by loops, in parallel, on the C backend, as three statements, and denied
+expect gemm_plus_sequence_cin '^sequence\(forall\(i, forall\(j, A\(i,j\) = D\(i,j\)\)\), forall\(i, forall\(j, forall\(k, A\(i,j\) \+= B\(i,k\) \* C\(k,j\)\)\)\)\)$' \
+  'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d -d=B:400,400 -d=C:400,400 -print-cin
+expect gemm_plus_sequence_gett '^  method: gett' 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d \
+  -g=D:d -d=B:9,7 -d=C:7,5 -s='sequence()' -print-gett
+expect gemm_plus_small_one_nest '^forall\(i, forall\(j, where\(' 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' \
+  -g=B:d -g=C:d -g=D:d -d=B:9,7 -d=C:7,5 -print-cin
+for sched in '' 'sequence() method(loops)' 'sequence() method(loops) parallelize(i)' \
+             'sequence() reorder(i,k,j) vectorize(j,4)' 'nosequence()'; do
+  for be in llvm c; do
+    expect "gemm_plus_sequence[$sched][$be]" "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d \
+      -g=C:d -g=D:d -d=B:33,29 -d=C:29,31 -nthreads=2 -backend=$be -s="$sched" -check
+  done
+done
+expect gemm_plus_sequence_three "$OK" 'A(i,j) = B(i,k) * C(k,j) - E(i,l) * F(l,j) + D(i,j)' \
+  -g=B:d -g=C:d -g=D:d -f=E:ds -g=E:s:0.3 -g=F:d -d=B:33,29 -d=C:29,31 -d=l:11 -check
+expect gemm_plus_nosequence_cin '^forall\(i, forall\(j, where\(A\(i,j\) = t_k \+ D\(i,j\), forall\(k, t_k \+= B\(i,k\) \* C\(k,j\)\)\)\)\)$' \
+  'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d -d=B:9,7 -d=C:7,5 -s='nosequence()' -print-cin
+expect gemm_plus_sequence_i32 "$OK" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -t=A:i32 -t=B:i32 -t=C:i32 \
+  -t=D:i32 -g=B:d -g=C:d -g=D:d -d=B:17,13 -d=C:13,11 -s='sequence()' -check
 # the residual's values under schedule directives, from -s= (precompute of
 # the product into a named scalar; the sum's loop split by positions), and
 # atomics, fuse and loops between a split's halves

@@ -123,4 +123,15 @@ expect_fail view_fused_rows "B is a view (a slice); a fused loop walks its base'
 expect_fail partials_under_sum_temp "partials): the right-hand side sums inside a subexpression" \
   'y(i) += A(i,j) * x(j) + z(i)' -f=A:dd -d=A:9,70 -s='parallelize(j, partials)'
 
+# sequence(): refused with the reason
+expect_fail sequence_sparse_output "sequence(): the output is sparse" \
+  'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -f=A:ds -g=B:d -g=C:d -g=D:d -d=B:4,3 -d=C:3,5 -s='sequence()'
+expect_fail sequence_semiring "sequence(): under a semiring" 'A(i,j) = B(i,k) * C(k,j) + D(i,j)' \
+  -g=B:d -g=C:d -g=D:d -d=B:4,3 -d=C:3,5 -semiring=min.plus -s='sequence()'
+expect_fail sequence_min "sequence(): the term reducing over k reduces by min" \
+  'A(i,j) = reduce(min, k, B(i,k) * C(k,j)) + D(i,j)' -g=B:d -g=C:d -g=D:d -d=B:4,3 -d=C:3,5 \
+  -s='sequence()'
+expect_fail sequence_both "sequence() and nosequence() in one schedule" \
+  'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -g=B:d -g=C:d -g=D:d -d=B:4,3 -d=C:3,5 \
+  -s='sequence() nosequence()'
 finish

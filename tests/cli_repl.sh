@@ -122,6 +122,16 @@ y(i) = b(i) - A(i,j) * x(j)
 print y
 :cin"
 repl_expect residual "$RESIDUAL" 0 '^  \(0\) 9$' '^  \(1\) 18$' 'where\(y\(i\) = b\(i\) - t_j'
+# the same as a sequence (:schedule applies to the next kernel): y = b, then y += -(A x)
+RESIDUAL_SEQ="A = load(\"$TMP/I.mtx\", \"ds\")
+x = load(\"$TMP/x.tns\", \"d\")
+b = load(\"$TMP/b.tns\", \"d\")
+:schedule sequence()
+y(i) = b(i) - A(i,j) * x(j)
+print y
+:cin"
+repl_expect residual_sequence "$RESIDUAL_SEQ" 0 '^  \(0\) 9$' '^  \(1\) 18$' \
+  '^sequence\(forall\(i, y\(i\) = b\(i\)\), forall\(i, forall\(j, y\(i\) \+= -\(A\(i,j\) \* x\(j\)\)\)\)\)$'
 
 repl_expect help ':help' 0 '^  :time \[reps\]' 'load\('
 

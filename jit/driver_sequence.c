@@ -1,0 +1,218 @@
+/* sequence(S1, S2, ...): a dense output defined by one statement and
+ * updated by the next ones, each its own loop nest in one kernel.
+ *
+ *   A(i,j) = B(i,k) * C(k,j) + D(i,j)
+ *   sequence(forall(i, forall(j, A(i,j) = D(i,j))),
+ *            forall(i, forall(k, forall(j, A(i,j) += B(i,k) * C(k,j)))))
+ *
+ * ir/sequence.c splits the assignment; here each statement is planned as
+ * a single statement is (its loop order, schedule, GETT method), and the
+ * entry takes the statements' conversions. By default an assignment runs
+ * as a sequence only when a statement is a dense contraction GETT takes
+ * (bench/README.md, sequences: GEMM plus a matrix); elsewhere one nest with
+ * a temp per sum costs one pass over the output fewer.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+
+static bool has_index(const Assignment *as, const char *name) {
+  for (int v = 0; v < as->nindices; v++)
+    if (strcmp(as->indices[v]->name, name) == 0) return true;
+  return false;
+}
+
+/* Whether only directives a sequence leaves alone by default are in s. */
+static bool default_schedule(const Schedule *s) {
+  for (int k = 0; k < s->n; k++) {
+    SchedKind kd = s->d[k].kind;
+    if (kd == SCHED_METHOD && strcmp(s->d[k].arg, "sell") == 0) return false;
+    if (kd != SCHED_PARALLELIZE && kd != SCHED_METHOD) return false;
+  }
+  return true;
+}
+
+/* The fewest flops of a dense contraction statement for which the default
+ * takes the sequence: GEMM plus a matrix, one thread, thread CPU, load 9
+ * on 2 cores, against the one-nest form: n = 128 (4e6 flops) 0.7-0.8x,
+ * 256 (3.4e7) 0.8-1.1x, 320 (6.6e7) and 384 (1.1e8) 1.0x, 448 1.2x, 512 1.1-1.2x,
+ * 1024 2.7-2.8x; at load 6, 512 0.95-1.0x, 1024 1.4-1.8x (bench/README.md,
+ * sequences). */
+#define SEQ_MIN_FLOPS 1e8
+
+/* 2 x the product of as's extents (unknown extents count 1). */
+static double flops(const Assignment *as) {
+  double f = 2;
+  for (int v = 0; v < as->nindices; v++)
+    if (as->indices[v]->extent > 0) f *= (double)as->indices[v]->extent;
+  return f;
+}
+
+int drv_sequence_wanted(Arena *a, const Assignment *as, const Schedule *s, Assignment **parts,
+                        Diag *d) {
+  const SchedDirective *yes = NULL, *no = NULL;
+  for (int k = 0; k < s->n; k++) {
+    if (s->d[k].kind == SCHED_SEQUENCE) yes = &s->d[k];
+    if (s->d[k].kind == SCHED_NOSEQUENCE) no = &s->d[k];
+  }
+  if (yes && no)
+    return diag_error(d, TJ_ERR_INVALID, "sequence() and nosequence() in one schedule"), -1;
+  char why[160];
+  if (no || (!yes && (!default_schedule(s) || !nt_sequence_why_not(as, why, sizeof why))))
+    return 0;
+  int n = nt_sequence_split(a, as, parts, d);
+  if (n == 0) return -1;
+  if (yes) return n;
+  for (int p = 0; p < n; p++)
+    if (lower_gett_form(parts[p]) && flops(parts[p]) >= SEQ_MIN_FLOPS) return n;
+  return 0;
+}
+
+/* The directives of s for statement part: sequence() dropped, reorder
+ * restricted to the statement's indices, parallelize / vectorize / unroll
+ * where the statement has the loop, method where it is a dense
+ * contraction (loops and model everywhere); false with d set for the
+ * directives a sequence does not take. */
+static bool part_schedule(const Schedule *s, const Assignment *part, Schedule *out, Diag *d) {
+  *out = (Schedule){.src = s->src};
+  for (int k = 0; k < s->n; k++) {
+    SchedDirective sd = s->d[k];
+    switch (sd.kind) {
+    case SCHED_SEQUENCE:
+    case SCHED_NOSEQUENCE: continue;
+    case SCHED_REORDER: {
+      int m = 0;
+      for (int q = 0; q < sd.nvars; q++)
+        if (has_index(part, sd.vars[q])) sd.vars[m++] = sd.vars[q];
+      sd.nvars = m;
+      if (m < 2) continue;
+      break;
+    }
+    case SCHED_PARALLELIZE:
+    case SCHED_VECTORIZE:
+    case SCHED_UNROLL:
+      if (!has_index(part, sd.vars[0])) continue;
+      break;
+    case SCHED_METHOD:
+      if (strcmp(sd.arg, "sell") == 0)
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "sequence(): method(sell) runs one SpMV "
+                          "statement; use nosequence()");
+      if (strcmp(sd.arg, "loops") != 0 && strcmp(sd.arg, "model") != 0 && !lower_gett_form(part))
+        continue;
+      break;
+    default:
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "sequence(): %s is not applied to the "
+                        "statements of a sequence (reorder, parallelize, vectorize, unroll "
+                        "and method are); use nosequence()",
+                        sd.kind == SCHED_PRECOMPUTE ? "precompute" : "a loop rewrite (split, "
+                        "divide, pos, bound, fuse)");
+    }
+    out->d[out->n++] = sd;
+  }
+  return true;
+}
+
+/* Whether part reads tensor t. */
+static bool reads(const Expr *e, int t) {
+  if (e->kind == EX_ACCESS) return e->u.access.t->id == t;
+  Expr *k[2];
+  int n = nt_children(e, k);
+  for (int i = 0; i < n; i++)
+    if (reads(k[i], t)) return true;
+  return false;
+}
+
+/* e->plan: the first statement's, with every statement's conversions; no
+ * row chunks (the kernel runs whole, its nests' own loops in parallel). */
+static bool merge_plans(CacheEntry *e, const Assignment *as, Diag *d) {
+  LowerPlan *p = &e->plan;
+  *p = e->seq[0].plan;
+  for (int t = 1; t < as->ntensors; t++) {
+    const SeqStmt *by = NULL;
+    for (int q = 0; q < e->nseq; q++) {
+      const SeqStmt *st = &e->seq[q];
+      if (!reads(st->as->rhs, t)) continue;
+      if (!by) {
+        by = st;
+        continue;
+      }
+      if (st->plan.convert[t] != by->plan.convert[t] || st->plan.pattern[t] != by->plan.pattern[t] ||
+          memcmp(&st->plan.fmt[t], &by->plan.fmt[t], sizeof st->plan.fmt[t]) != 0)
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "sequence(): two statements read %s in "
+                          "different formats (one converts it); use nosequence()",
+                          as->tensors[t]->name);
+    }
+    if (!by) continue;
+    p->fmt[t] = by->plan.fmt[t];
+    p->convert[t] = by->plan.convert[t];
+    p->pattern[t] = by->plan.pattern[t];
+    p->vec_layout[t] = by->plan.vec_layout[t];
+    p->order_why[t] = by->plan.order_why[t];
+    p->order_level[t] = by->plan.order_level[t];
+    p->order_var[t] = by->plan.order_var[t];
+  }
+  p->rangeable = p->reduce_rows = false;
+  p->pos_rows = p->out_like = 0;
+  return true;
+}
+
+bool drv_plan_sequence(CacheEntry *e, Assignment *as, const Schedule *s, Assignment **parts,
+                       int n, DrvPlanStmt plan, Diag *d) {
+  e->seq = arena_alloc(&e->arena, sizeof *e->seq * (size_t)n);
+  CacheEntry *sub = malloc(sizeof *sub);   /* e's settings; its plan, options, method */
+  if (!e->seq || !sub) {
+    free(sub);
+    return diag_error(d, TJ_ERR_NOMEM, "out of memory while planning");
+  }
+  bool ok = true;
+  for (int q = 0; q < n && ok; q++) {
+    Schedule ps;
+    memcpy(sub, e, sizeof *sub);   /* its arena is e's: handed back below */
+    sub->nseq = 0;
+    ok = part_schedule(s, parts[q], &ps, d) && plan(sub, parts[q], &ps, d);
+    e->arena = sub->arena;
+    if (ok) e->seq[q] = (SeqStmt){sub->as, sub->cin, sub->plan, sub->opt, sub->gett};
+  }
+  free(sub);
+  if (!ok) return false;
+  e->nseq = n;
+  Cin *c = e->seq[n - 1].cin;
+  for (int q = n - 2; q >= 0 && c; q--) c = cin_sequence(&e->arena, e->seq[q].cin, c);
+  if (!c) return diag_error(d, TJ_ERR_NOMEM, "out of memory while planning");
+  e->as = as;
+  e->cin = c;
+  e->opt = e->seq[0].opt;
+  e->opt.extents = as;
+  e->opt.vec_width = 0;
+  for (int q = 0; q < n; q++)
+    if (e->seq[q].opt.vec_width) e->opt.vec_width = e->seq[q].opt.vec_width;
+  lower_gett_plan(as, e->opt.vector_bits, GETT_LOOPS, &e->gett);   /* the statements' own */
+  return merge_plans(e, as, d);
+}
+
+LirKernel *drv_lower_sequence(CacheEntry *e, Arena *a, int v, const char *name, Diag *d) {
+  bool plain = v >= DRV_PLAIN(0);
+  if (!plain && v >= 3)
+    return TJ_BUG(d, "a row-range or combine kernel of a sequence"), NULL;
+  LowerPhase ph = (LowerPhase)(plain ? v - DRV_PLAIN(0) : v);
+  LowerInput in[NT_SEQ_MAX];
+  const GettPlan *g[NT_SEQ_MAX];
+  for (int q = 0; q < e->nseq; q++) {
+    SeqStmt *st = &e->seq[q];
+    LowerPlan *pp = &st->plan;
+    if (plain) {   /* as drv_lower_variant: the vec_layout copies undone */
+      if (!(pp = arena_alloc(a, sizeof *pp))) return NULL;
+      *pp = st->plan;
+      for (int t = 0; t < st->as->ntensors; t++)
+        if (pp->vec_layout[t]) {
+          pp->fmt[t] = st->as->tensors[t]->decl.format;
+          pp->convert[t] = pp->vec_layout[t] = false;
+        }
+    }
+    in[q] = (LowerInput){st->as, st->cin, pp, &st->opt};
+    g[q] = &st->gett;
+  }
+  return lower_kernel_seq(a, in, g, e->nseq, ph, name, d);
+}
