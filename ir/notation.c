@@ -158,6 +158,15 @@ int nt_children(const Expr *e, Expr *kids[2]) {
   return 0;
 }
 
+bool nt_reads_tensor(const Expr *e, int id) {
+  if (e->kind == EX_ACCESS) return e->u.access.t->id == id;
+  Expr *k[2];
+  int n = nt_children(e, k);
+  for (int i = 0; i < n; i++)
+    if (nt_reads_tensor(k[i], id)) return true;
+  return false;
+}
+
 bool nt_uses_index(const Expr *e, const IndexVar *v) {
   if (e->kind == EX_ACCESS) {
     for (int i = 0; i < e->u.access.n; i++)

@@ -155,6 +155,8 @@ bool nt_uses_param(const Expr *e, int k);
 int nt_children(const Expr *e, Expr *kids[2]);
 /* True when v occurs in an access of e. */
 bool nt_uses_index(const Expr *e, const IndexVar *v);
+/* True when e accesses the tensor whose id is id. */
+bool nt_reads_tensor(const Expr *e, int id);
 
 /* Rewrites a parsed, unchecked `A(i,j) += rhs` as `A(i,j) = old(i,j) + rhs`,
  * old a new tensor named `name` (as->old_output) that the caller declares

@@ -38,14 +38,6 @@ static bool collect_terms(const Expr *e, bool neg, Term *t, int *n, int max) {
   return true;
 }
 
-static bool reads_tensor(const Expr *e, int id) {
-  if (e->kind == EX_ACCESS) return e->u.access.t->id == id;
-  Expr *k[2];
-  int n = nt_children(e, k);
-  for (int i = 0; i < n; i++)
-    if (reads_tensor(k[i], id)) return true;
-  return false;
-}
 
 /* Index renaming into one statement: the original IndexVar -> the
  * statement's (interned by name in first-use order). */
@@ -114,7 +106,7 @@ bool nt_sequence_why_not(const Assignment *as, char *why, size_t len) {
   if (as->semiring) no = "under a semiring the output's update is its add, not +";
   else if (lv_format_has_sparse(&out->format) || as->old_output)
     no = "the output is sparse (its pattern would be assembled twice)";
-  else if (reads_tensor(as->rhs, 0)) no = "the right-hand side reads the output";
+  else if (nt_reads_tensor(as->rhs, 0)) no = "the right-hand side reads the output";
   else if (!collect_terms(as->rhs, false, t, &n, NT_SEQ_MAX) || n < 2)
     no = n < 2 ? "the right-hand side is not a sum or difference of terms"
                : "the right-hand side has more terms than a sequence takes (16)";

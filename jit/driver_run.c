@@ -438,10 +438,13 @@ static tj_status run_sell(const CacheEntry *e, tj_tensor **ops, tj_storage **st)
   tj_status status = rt_sell_get(ops[e->sell_a], &sell);
   if (status != TJ_OK) return status;
   tj_storage *y = st[0];
-  if (tj_rt_reserve(y, TJ_ARR_VALS, 0, y->dims[0]))
+  if (tj_rt_reserve(y, TJ_ARR_VALS, 0, y->dims[0])) {
+    rt_sell_release(sell);
     return rt_set_error(TJ_ERR_NOMEM, "out of memory for the values of %s", tj_tensor_name(ops[0]));
+  }
   y->vals_len = y->dims[0];
   rt_sell_spmv(sell, st[e->sell_x]->vals, y->vals, e->as->accumulate);
+  rt_sell_release(sell);
   return TJ_OK;
 }
 

@@ -114,15 +114,6 @@ static bool part_schedule(const Schedule *s, const Assignment *part, Schedule *o
   return true;
 }
 
-/* Whether part reads tensor t. */
-static bool reads(const Expr *e, int t) {
-  if (e->kind == EX_ACCESS) return e->u.access.t->id == t;
-  Expr *k[2];
-  int n = nt_children(e, k);
-  for (int i = 0; i < n; i++)
-    if (reads(k[i], t)) return true;
-  return false;
-}
 
 /* e->plan: the first statement's, with every statement's conversions; no
  * row chunks (the kernel runs whole, its nests' own loops in parallel). */
@@ -133,7 +124,7 @@ static bool merge_plans(CacheEntry *e, const Assignment *as, Diag *d) {
     const SeqStmt *by = NULL;
     for (int q = 0; q < e->nseq; q++) {
       const SeqStmt *st = &e->seq[q];
-      if (!reads(st->as->rhs, t)) continue;
+      if (!nt_reads_tensor(st->as->rhs, t)) continue;
       if (!by) {
         by = st;
         continue;

@@ -47,6 +47,8 @@
 #define C RT_SELL_C
 
 struct RtSell {
+  int refs;         /* the tensor's reference, and one per run reading it
+                       (rt_sell_get / rt_sell_release), under build_lock */
   int32_t dtype;
   int64_t rows, nslices, nnz, padded;
   int64_t *off;     /* nslices + 1 entry offsets (multiples of C) */
@@ -69,10 +71,29 @@ void rt_sell_free(RtSell *s) {
   free(s);
 }
 
+static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Drops one reference to s (build_lock held); the last frees it. */
+static void unref(RtSell *s) {
+  if (s && --s->refs == 0) rt_sell_free(s);
+}
+
+/* The copy leaves the tensor at once; a run still reading it keeps it
+ * until rt_sell_release (tj_tensor_arrays in one thread while a kernel
+ * over the tensor runs in another freed the copy under the kernel). */
 void rt_tensor_touch(tj_tensor *t) {
-  if (!t || !t->sell) return;
-  rt_sell_free(t->sell);
+  if (!t) return;
+  pthread_mutex_lock(&build_lock);
+  RtSell *s = t->sell;
   t->sell = NULL;
+  unref(s);
+  pthread_mutex_unlock(&build_lock);
+}
+
+void rt_sell_release(const RtSell *s) {
+  pthread_mutex_lock(&build_lock);
+  unref((RtSell *)s);
+  pthread_mutex_unlock(&build_lock);
 }
 
 bool rt_sell_form(const tj_storage *a) {
@@ -237,7 +258,6 @@ nomem:
   return rt_set_error(TJ_ERR_NOMEM, "out of memory for the SELL copy of %s", name);
 }
 
-static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
 
 tj_status rt_sell_get(tj_tensor *t, const RtSell **out) {
   *out = NULL;
@@ -246,9 +266,13 @@ tj_status rt_sell_get(tj_tensor *t, const RtSell **out) {
     return rt_set_error(TJ_ERR_UNSUPPORTED, "method(sell): %s is not a CSR matrix of f64 or "
                         "f32 with fewer than 2^31 rows and columns", t->name);
   pthread_mutex_lock(&build_lock);   /* two runs over one tensor build one copy */
-  if (t->sell && !built_from(t->sell, a)) rt_tensor_touch(t);
+  if (t->sell && !built_from(t->sell, a)) {
+    unref(t->sell);
+    t->sell = NULL;
+  }
   tj_status st = t->sell ? TJ_OK : build(a, t->name, &t->sell);
-  *out = t->sell;
+  if (t->sell && !t->sell->refs) t->sell->refs = 1;   /* the tensor's */
+  if (st == TJ_OK) t->sell->refs++, *out = t->sell;    /* the caller's */
   pthread_mutex_unlock(&build_lock);
   return st;
 }

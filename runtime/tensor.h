@@ -394,10 +394,12 @@ bool rt_sell_form(const tj_storage *a);
  * overrides; see sell.c). O(1). */
 bool rt_sell_pays(const tj_storage *a);
 /* t's SELL copy, built now unless t holds one built from its current
- * arrays (owned by t: valid until t changes or is freed). Thread-safe
- * against other rt_sell_get calls. TJ_ERR_UNSUPPORTED when t is not
- * rt_sell_form, TJ_ERR_NOMEM. */
+ * arrays, with a reference the caller gives back by rt_sell_release (the
+ * copy stays valid until then, even if t changes or is freed meanwhile).
+ * Thread-safe against other rt_sell_get and rt_tensor_touch calls.
+ * TJ_ERR_UNSUPPORTED when t is not rt_sell_form, TJ_ERR_NOMEM. */
 tj_status rt_sell_get(tj_tensor *t, const RtSell **out);
+void rt_sell_release(const RtSell *s);
 /* y = A x (accumulate: y += A x) over A's SELL copy s; x and y dense of
  * s's dtype, x of A's column count, y of its row count. Threads:
  * tj_rt_threads(), balanced by padded entries. */

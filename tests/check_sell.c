@@ -11,6 +11,7 @@
  * portable loop (TJ_SELL_PORTABLE=1). */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -317,6 +318,47 @@ static void refused(tj_context *cx, const char *expr, tj_tensor *const *ops, con
   ck_assert_msg(strstr(tj_last_error(), msg), "message: %s", tj_last_error());
 }
 
+/* Another thread asking for A's arrays (tj_tensor_arrays drops the copy,
+ * as the caller may write through them) while kernels over A run: a run
+ * keeps the copy it reads until it is done (freed under the kernel before:
+ * a use after free ASan reports), and every run's y is right. */
+typedef struct Toucher {
+  tj_tensor *a;
+  volatile int stop;
+  int calls;
+} Toucher;
+
+static void *touch_loop(void *p) {
+  Toucher *t = p;
+  tj_arrays arr;
+  while (!t->stop) {
+    if (tj_tensor_arrays(t->a, &arr) != TJ_OK) break;
+    t->calls++;
+  }
+  return NULL;
+}
+
+START_TEST(copy_outlives_a_concurrent_change) {
+  fill_dense();
+  tj_tensor *a = csr(TJ_F64, "ds"), *x = vec("x", TJ_F64, NC, 1), *y = vec("y", TJ_F64, NR, 0);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "y(i) = A(i,j) * x(j)", y, a, x, 1);
+  Toucher t = {.a = a};
+  pthread_t th;
+  ck_assert_int_eq(pthread_create(&th, NULL, touch_loop, &t), 0);
+  for (int r = 0; r < 2000; r++) {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect(y, x, NULL, 1e-12);
+  }
+  t.stop = 1;
+  pthread_join(th, NULL);
+  ck_assert_int_gt(t.calls, 0);
+  tj_context_free(cx);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+}
+END_TEST
+
 START_TEST(refusals_say_why) {
   fill_dense();
   tj_context *cx;
@@ -348,6 +390,7 @@ int main(void) {
   tcase_add_loop_test(tc, copy_only_where_rows_are_short, 0,
                       (int)(sizeof choices / sizeof choices[0]));
   tcase_add_test(tc, refusals_say_why);
+  tcase_add_test(tc, copy_outlives_a_concurrent_change);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

@@ -90,6 +90,11 @@ class Kernel:
                       if w not in idx and w not in _FUNCTIONS}
         self.formats = dict(formats or {})
         self.schedule = schedule
+        # method(sell) keeps a copy of A on its tensor: an operand wrapped
+        # here (a numpy or scipy object) may have changed in place since
+        # the last call, so its copy is dropped before each run; a Tensor
+        # passed as is keeps it until the caller says T.changed()
+        self._sell = bool(schedule and re.search(r"method\s*\(\s*sell", schedule))
         self._opts = _options(options)
         self._kernels = {}    # operand signature -> tj_kernel *
         self._last = None
@@ -117,6 +122,8 @@ class Kernel:
         key = _key(x)
         hit = self._inputs.get(name)
         if hit is not None and key is not None and hit[0] is x and hit[1] == key:
+            if self._sell and hit[2] is not x:
+                hit[2].changed()
             return hit[2]
         t = as_tensor(x, name)
         fmt = self.formats.get(name)
@@ -372,6 +379,7 @@ class _Plan:
         self.free_refs = 0
         self.lock = threading.Lock()
         self.outs = {}            # _key(out) -> (out, Tensor, ctypes operands, kernel)
+        self.refresh = []         # wrapped inputs whose method(sell) copy each run drops
 
     @staticmethod
     def make(kernel, operands, tensors, k, result, arr, out):
@@ -390,6 +398,8 @@ class _Plan:
         old = kernel._plan
         plan = old if old is not None and old.keys == keys else \
             _Plan(kernel.output, keys, objects, [tensors[n] for n in sorted(tensors)])
+        plan.refresh = [tensors[n] for n, x in operands.items()
+                        if kernel._sell and tensors[n] is not x]
         if out is None:
             plan.fresh = (k, arr.shape, arr.dtype, kernel.accumulate)
         else:
@@ -407,6 +417,8 @@ class _Plan:
     def run(self, out):
         """Runs the kernel for operands matching self.keys; None when this
         output is not prepared (then the caller takes the long way)."""
+        for t in self.refresh:   # values changed in place are read (method(sell))
+            t.changed()
         if out is not None:
             e = self.outs.get(_key(out))
             if e is None:

@@ -76,9 +76,16 @@ def test_sell_spmv_against_scipy_and_changed():
         k = tensorjit.compile("y(i) = A(i,j) * x(j)", formats={"A": "ds"},
                               schedule="method(sell)", nthreads=nthreads)
         np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
-        a.data *= -1.5
-        k._inputs["A"][2].changed()
+        a.data *= -1.5   # in place: the next call sees it, as with any kernel
         np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+        a.data *= 2
+        np.testing.assert_allclose(k(A=a, x=x), a @ x, rtol=1e-12)
+        # a Tensor passed as is keeps its copy until the caller says changed()
+        t = tensorjit.tensor(a, "A")
+        np.testing.assert_allclose(k(A=t, x=x), a @ x, rtol=1e-12)
+        a.data *= 3
+        t.changed()
+        np.testing.assert_allclose(k(A=t, x=x), a @ x, rtol=1e-12)
 
 
 def test_new_objects_are_wrapped_again():
