@@ -874,8 +874,16 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
   }
   /* A += with a sum below a sparse output: the sum on its own, else the
    * union form below (out of memory is no reason to store every column). */
-  if (drv_accum_wanted(expr, operands, n)) {
+  if (drv_accum_wanted(expr, operands, n, true)) {
     tj_status st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
+    if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+  }
+  /* A `=` of the same kind whose own kernel would store coordinates where
+   * the rhs is absent: the same route, else (below) that kernel. */
+  if (!exact && drv_accum_wanted(expr, operands, n, false)) {
+    tj_status st = drv_compile(cx, expr, operands, n, schedule, opts, true, out);
+    if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+    st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }
   struct tj_kernel *k = calloc(1, sizeof *k);

@@ -173,9 +173,10 @@ tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
 /* `+=` into a sparse output from a sum below its indices (driver_accum.c):
  * the sum into a temporary T of the output's format, then `A += T`. */
 typedef struct DrvAccum DrvAccum;
-/* Whether expr is such a `+=` (text-level: an index of the rhs the output
- * lacks) into a sparse, unblocked output among ops. */
-bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n);
+/* Whether expr is such a `+=` (accumulate; else such a `=`; text-level:
+ * an index of the rhs the output lacks) into a sparse, unblocked output
+ * among ops. */
+bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accumulate);
 /* Compiles it as T = rhs (schedule, opts) and A += T; *out is the latter,
  * owning the former. An error when either does not compile (the caller
  * then compiles the union form). */

@@ -16,7 +16,10 @@
  * level). A run evaluates T, then runs the union kernel in the phase asked
  * for: ASSEMBLE keeps A's values on the union, COMPUTE adds T's, as for
  * any += into a sparse output. Where no format passes, tj_compile keeps
- * the union form.
+ * the union form. A plain `=` whose own kernel would store coordinates
+ * where the rhs is absent (SpGEMM into CSC, DCSC or COO over CSR
+ * operands: the inner-product order its levels ask for visits every
+ * (j, i)) takes the same route with `A(i,j) = T(i,j)`.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -62,6 +65,7 @@ static tj_tensor *operand_named(tj_tensor *const *ops, int n, const char *name) 
  * `name(idx) += rhs`. */
 typedef struct AccParts {
   char out[ACC_NAME];
+  bool accumulate;           /* `+=` (else `=`) */
   const char *idx, *idx_end, *rhs;
   char names[8][ACC_NAME];   /* the output's indices */
   int n;
@@ -83,8 +87,9 @@ static bool parts(const char *expr, AccParts *p) {
   }
   p->idx_end = q + 1;
   q = skip_ws(q + 1);
-  if (q[0] != '+' || q[1] != '=') return false;
-  p->rhs = q + 2;
+  p->accumulate = q[0] == '+' && q[1] == '=';
+  if (!p->accumulate && (q[0] != '=' || q[1] == '=')) return false;
+  p->rhs = q + (p->accumulate ? 2 : 1);
   return true;
 }
 
@@ -116,9 +121,9 @@ static int sum_names(const AccParts *p, tj_tensor *const *ops, int n, char names
   return count;
 }
 
-bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n) {
+bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accumulate) {
   AccParts p;
-  if (!parts(expr, &p)) return false;
+  if (!parts(expr, &p) || p.accumulate != accumulate) return false;
   tj_tensor *out = operand_named(ops, n, p.out);
   return out && !out->blocked && !out->base && lv_format_has_sparse(tj_tensor_format(out)) &&
          sum_names(&p, ops, n, (char[8][ACC_NAME]){{0}}) > 0;
@@ -241,7 +246,7 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
                             const char *schedule, const tj_options *opts, tj_kernel **out) {
   AccParts p;
   if (n >= NT_MAX_TENSORS || !parts(expr, &p))
-    return rt_set_error(TJ_ERR_UNSUPPORTED, "not a += with a sum below the output");
+    return rt_set_error(TJ_ERR_UNSUPPORTED, "not an assignment with a sum below the output");
   tj_tensor *a = operand_named(ops, n, p.out);
   char tname[ACC_NAME + 16];
   snprintf(tname, sizeof tname, "%s_sum", p.out);
@@ -249,11 +254,12 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
   DrvAccum *acc = calloc(1, sizeof *acc);
   tj_tensor **ops2 = calloc((size_t)n + 1, sizeof *ops2);
   size_t nidx = (size_t)(p.idx_end - p.idx);
-  /* T(i,j) = rhs   and   A(i,j) += T(i,j) */
+  /* T(i,j) = rhs   and   A(i,j) += T(i,j)   (or A(i,j) = T(i,j)) */
   char *sum_expr = join(tname, strlen(tname), "", p.idx, nidx, "");
   char *sum_full = sum_expr ? join(sum_expr, strlen(sum_expr), " = ", p.rhs, strlen(p.rhs), "")
                             : NULL;
-  char *add_expr = sum_expr ? join(expr, (size_t)(p.idx_end - expr), " += ", sum_expr,
+  char *add_expr = sum_expr ? join(expr, (size_t)(p.idx_end - expr),
+                                   p.accumulate ? " += " : " = ", sum_expr,
                                    strlen(sum_expr), "") : NULL;
   tj_status st = acc && ops2 && sum_full && add_expr ? TJ_OK
                  : rt_set_error(TJ_ERR_NOMEM, "out of memory");

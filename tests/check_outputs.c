@@ -222,6 +222,41 @@ START_TEST(spgemm) {
 }
 END_TEST
 
+/* SpGEMM `=` into every sparse format over CSR and CSC operands stores
+ * exactly the product's pattern: with B and C as above, B*C = [6 1 0; 0 0
+ * 0; 0 0 0], stored (0,0) and (0,1) only (`sd`: row 0 whole). CSC, DCSC
+ * and COO over CSR operands (and CSR-like ones over CSC) visited every
+ * (j, i) in the inner-product order their levels ask for and stored all
+ * 9 cells; they now go through an exact temporary. Twice, and ASSEMBLE
+ * then COMPUTE, give the same. */
+START_TEST(spgemm_assign_exact) {
+  const char *fmt = spgemm_formats[_i / 2], *opf = _i % 2 ? "ds:1,0" : "ds";
+  int64_t d3[2] = {3, 3};
+  const double b[9] = {1, 2, 0, 0, 0, 0, 0, 0, 4}, c[9] = {0, 1, 0, 3, 0, 0, 0, 0, 0};
+  const double want[9] = {6, 1, 0, 0, 0, 0, 0, 0, 0};
+  unsigned char stored[9] = {1, 1, 0, 0, 0, 0, 0, 0, 0};
+  bool rows = !strcmp(fmt, "sd");
+  if (rows) stored[2] = 1;
+  char what[64];
+  snprintf(what, sizeof what, "A = B*C: A %s, B and C %s", fmt, opf);
+  tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, d3, NULL), tu_tensor("B", opf, 2, d3, b),
+                       tu_tensor("C", opf, 2, d3, c)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, NULL);
+  for (int rep = 0; rep < 2; rep++) {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect(ops[0], want, stored, 9, what);
+    ck_assert_int_eq(tj_tensor_nnz(ops[0]), rows ? 3 : 2);
+  }
+  OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+  OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  expect(ops[0], want, stored, 9, what);
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
 /* The temporary's format: A's own where its kernel is exact (CSR, CSC
  * over CSC operands, and over operands converted to A's level order: CSC
  * over CSR, CSR over CSC), else a DCSR one (COO, `sd`: no workspace into
@@ -673,6 +708,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, csr_arrays);
   tcase_add_test(tc, min_plus);
   tcase_add_loop_test(tc, spgemm, 0, 2 * N_SPGEMM_FORMATS);
+  tcase_add_loop_test(tc, spgemm_assign_exact, 0, 2 * N_SPGEMM_FORMATS);
   tcase_add_test(tc, spgemm_temporary_format);
   tcase_add_test(tc, spgemm_other_sizes);
   tcase_add_loop_test(tc, spgemm_order3, 0, 6);
