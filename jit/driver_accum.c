@@ -125,8 +125,15 @@ bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accum
   AccParts p;
   if (!parts(expr, &p) || p.accumulate != accumulate) return false;
   tj_tensor *out = operand_named(ops, n, p.out);
-  return out && !out->blocked && !out->base && lv_format_has_sparse(tj_tensor_format(out)) &&
-         sum_names(&p, ops, n, (char[8][ACC_NAME]){{0}}) > 0;
+  if (!out || out->blocked || out->base || !lv_format_has_sparse(tj_tensor_format(out)))
+    return false;
+  /* `=`: only a matrix whose last level is sparse (SpGEMM into CSC, DCSC,
+   * COO). Elsewhere the exactness check is stricter than the lattice's
+   * pattern (a union's rows, a dense tail's whole rows, TTM's fibers are
+   * the semantics' own), and the route would store less than it. */
+  const tj_format *f = tj_tensor_format(out);
+  if (!accumulate && (f->order != 2 || lv_at(f, 1, LV_FULL))) return false;
+  return sum_names(&p, ops, n, (char[8][ACC_NAME]){{0}}) > 0;
 }
 
 tj_kernel *drv_accum_sum(const DrvAccum *a) { return a->sum; }
