@@ -12,6 +12,7 @@
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -324,14 +325,14 @@ static void refused(tj_context *cx, const char *expr, tj_tensor *const *ops, con
  * a use after free ASan reports), and every run's y is right. */
 typedef struct Toucher {
   tj_tensor *a;
-  volatile int stop;
-  int calls;
+  atomic_int stop;
+  int calls;   /* read after the join */
 } Toucher;
 
 static void *touch_loop(void *p) {
   Toucher *t = p;
   tj_arrays arr;
-  while (!t->stop) {
+  while (!atomic_load(&t->stop)) {
     if (tj_tensor_arrays(t->a, &arr) != TJ_OK) break;
     t->calls++;
   }
@@ -351,7 +352,7 @@ START_TEST(copy_outlives_a_concurrent_change) {
     OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
     expect(y, x, NULL, 1e-12);
   }
-  t.stop = 1;
+  atomic_store(&t.stop, 1);
   pthread_join(th, NULL);
   ck_assert_int_gt(t.calls, 0);
   tj_context_free(cx);
