@@ -172,7 +172,7 @@ static bool next_order(int32_t *m, int n) {
 
 /* Adds f to out unless it is there or all dense (no pattern to keep). */
 static void add_format(tj_format *out, int *n, const tj_format *f) {
-  if (!strpbrk(f->levels, "suoq")) return;
+  if (!lv_format_has_sparse(f)) return;
   for (int k = 0; k < *n; k++)
     if (!strcmp(out[k].levels, f->levels) &&
         !memcmp(out[k].mode_order, f->mode_order, (size_t)f->order * sizeof *f->mode_order))
