@@ -20,7 +20,7 @@
  * workspace over I = {j} of the whole right-hand side into the last level
  * of a sparse output is the planner's row workspace, and one over I = {j}
  * or {i, j, ...} of a subexpression (or into a dense output) a dense
- * row, matrix or tensor (jit/driver_schedule.c and lower/precompute.c
+ * row, matrix or tensor (lower/schedule.c and lower/precompute.c
  * apply them). Other forms are refused with what is lowered.
  */
 #include "notation.h"

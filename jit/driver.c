@@ -500,50 +500,20 @@ static char *canonical_key(const Assignment *as, const char *schedule,
  *   notation     concrete index notation, the schedule applied      ir/cin.c
  *   plan         loop order the formats allow, conversions, workspace  lower/iter_graph.c
  *   order        output indices first for vectorized contractions  lower/order.c
- *   options      target width, parallelism, schedule switches      driver_schedule.c
+ *   schedule     parallelize, fuse, precompute, vectorize checked   lower/schedule.c
+ *   options      target width, code-generation switches            driver_options.c
+ *   contraction  GETT / TTGT / LoG or the loops; the notation made
+ *                to the plan (lower_plan_notation: what is lowered)  lower/gett.c
  *   lower        the loop IR of one kernel variant                  lower/lower*.c
  *   tile, promote, vectorize, unroll-jam, peel  (LOWER_PASSES)       lower/
  *   verify                                                           ir/lir_verify.c
  *   backend      LLVM IR, optimize, machine code, link              jit/engine.c
  *
- * The first five run once per cache entry (plan_entry); the rest once per
+ * The steps through contraction run once per cache entry (plan_entry); the rest once per
  * kernel variant, on first use (lower_variant, drv_ensure_compiled).
  * -print-notation, -print-cin, -print-lattice show the first ones,
  * -print-after=<pass> the loop IR after any of lower..unroll-jam, and
  * -print-c, -print-llvm(-opt), -print-asm the last ones. */
-
-/* A sparse output is appended in its levels' order, so where the order
- * is kept strictly for sums (not for the user's reorder), the outer loops,
- * the output's indices in the notation, take the order of its levels:
- * y(j,i) = ... sum_k ... into a CSC y runs i, j (it was refused as
- * "visited out of order"). Unchanged unless want starts with exactly the
- * output's indices. */
-static void outer_in_level_order(const Assignment *as, IndexVar **want, int nw) {
-  const tj_format *f = &as->tensors[0]->decl.format;
-  const Expr *lhs = as->lhs;
-  int n = lhs->u.access.n;
-  if (!lv_format_has_sparse(f) || f->ndims || f->order != n || n > nw) return;
-  for (int m = 0; m < n; m++) {
-    bool found = false;
-    for (int l = 0; l < n; l++) found |= want[l] == lhs->u.access.idx[m];
-    if (!found) return;
-  }
-  for (int l = 0; l < n; l++) want[l] = lhs->u.access.idx[f->mode_order[l]];
-}
-
-/* The plan for the loop order the concrete notation asks for: kept
- * strictly under an explicit reorder or fuse, or when sums nest their loops. */
-static bool plan_loops(const Assignment *as, const Cin *cin, const Schedule *s, LowerPlan *p,
-                       Diag *d) {
-  IndexVar *want[NT_MAX_INDICES];
-  int nw = cin_loop_order(cin, want, NT_MAX_INDICES);
-  const Expr *sums[1];
-  bool strict = nt_sums(as->rhs, sums, 1) > 0, users = false;
-  for (int k = 0; k < s->n; k++)
-    users |= s->d[k].kind == SCHED_REORDER || s->d[k].kind == SCHED_FUSE;
-  if (strict && !users) outer_in_level_order(as, want, nw);
-  return lower_plan(as, want, nw, strict || users, p, d);
-}
 
 /* A plain parallelize(v) of an output index: GETT, TTGT and LoG run their
  * own loops on the kernel's threads, so it asks for parallelism, not for
@@ -657,15 +627,12 @@ static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule
 /* Notation through options for one statement as (e's plan, options,
  * contraction method and notation); s may gain the default order. */
 static bool plan_statement(CacheEntry *e, Assignment *as, Schedule *sched, Diag *d) {
-  Cin *cin = cin_from_assignment(&e->arena, as, sched, d);
-  if (!cin || !plan_loops(as, cin, sched, &e->plan, d)) return false;
   int nuser = sched->n;   /* the user's directives, before the default order */
-  if (lower_order_contraction(as, &e->plan, !e->no_vectorize, sched)) {
-    cin = cin_from_assignment(&e->arena, as, sched, d);
-    if (!cin || !plan_loops(as, cin, sched, &e->plan, d)) return false;
-  }
-  if (!drv_apply_schedule(e, as, cin, sched, d) || !plan_contraction(e, as, sched, nuser, d))
-    return false;
+  ScheduleSwitches sw = {!e->no_vectorize, drv_scatter_min(), drv_split_sum_min()};
+  Cin *cin = lower_plan_schedule(&e->arena, as, sched, &sw, &e->plan, &e->opt, d);
+  if (!cin) return false;
+  drv_set_options(e, as);
+  if (!plan_contraction(e, as, sched, nuser, d)) return false;
   lower_plan_vector_layout(as, &e->plan, e->no_vectorize ? 0 : e->opt.vector_bits / 64);
   e->cin = lower_plan_notation(&e->arena, &e->plan, cin, d);
   e->as = as;

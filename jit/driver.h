@@ -266,11 +266,9 @@ bool drv_disk_parse(FILE *f, const char *key, const char *dir, const char *name,
 bool drv_disk_serialize(FILE *f, const char *key, const void *obj, size_t len,
                         const char *symbol);
 
-/* Applies parallelize / vectorize / precompute and the target's vector
- * width to e's plan (driver_schedule.c); cin names the loops (split
- * halves, pos and bound variables). */
-bool drv_apply_schedule(CacheEntry *e, const Assignment *as, const Cin *cin, const Schedule *s,
-                        Diag *d);
+/* Sets e's code-generation switches (e->opt) from the backend's target
+ * and the environment, for e's plan (driver_options.c). */
+void drv_set_options(CacheEntry *e, const Assignment *as);
 /* LowerPlan.lattice_max from TJ_WIDE_UNION_THRESHOLD (a test and benchmark
  * switch between lattice and merged loops), 0 (the default) when unset. */
 int drv_lattice_max(void);

@@ -216,6 +216,26 @@ bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr
                                   IndexVar *const *vars, int nvars, const char *name,
                                   const char *arg, Diag *d);
 
+/* What the driver settles for a statement's plan apart from the notation
+ * (from the target and the environment). */
+typedef struct ScheduleSwitches {
+  bool vectorizing;    /* explicit vectorization is on: vectorize(j, w) is
+                          kept and a contraction takes its vector order */
+  int scatter_min;     /* lower_plan_scatter_union's thresholds (0: defaults) */
+  int split_sum_min;
+} ScheduleSwitches;
+
+/* The plan of one statement (lower/schedule.c): the notation of as under
+ * schedule s, the loop order the formats allow for it (a sparse output's
+ * outer loops in its level order where sums fix the order), the default
+ * contraction order (added to s as a reorder, the plan made again), then
+ * parallelize, fuse, precompute and vectorize (o->vec_width) checked
+ * against the plan, and a wide union's workspace. Returns the notation
+ * the directives named loops in (lower_plan_notation makes what is
+ * lowered), or NULL with a message in d. */
+Cin *lower_plan_schedule(Arena *a, const Assignment *as, Schedule *s,
+                         const ScheduleSwitches *sw, LowerPlan *p, LowerOptions *o, Diag *d);
+
 /* The default order of a contraction that will be vectorized, given the
  * plan of the user's schedule: adds reorder(output indices, reductions) to
  * s when the user gave no reorder or precompute, the order can be walked

@@ -1,5 +1,5 @@
 /* libFuzzer target for schedules (ir/ parse of the directives, and
- * jit/driver_schedule.c / the planner applying them): the first byte picks
+ * lower/schedule.c / the planner applying them): the first byte picks
  * one of a few small kernels, the rest is the schedule text given to
  * tj_compile. A schedule is either refused with a message or gives a
  * kernel whose result equals the reference interpreter's: scheduling never
