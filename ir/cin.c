@@ -13,6 +13,8 @@
 #include "cin_loops.h"
 
 #include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -582,10 +584,33 @@ static void print_cin(FILE *out, const Cin *c) {
   }
 }
 
-/* The relations of c's loops (TACO's suchthat), in nesting order, printed
- * when out is not NULL; returns how many there are:
+/* The relations printed so far (each once: the statements of a sequence
+ * repeat the loop rewrites they share); out NULL only counts them. */
+typedef struct Relations {
+  FILE *out;
+  int n;
+  size_t len;
+  char seen[2048];
+} Relations;
+
+/* Adds one relation ", split(i, i0, i1, 8)" unless it was added before. */
+static void relation(Relations *r, const char *fmt, ...) {
+  char one[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(one, sizeof one, fmt, ap);
+  va_end(ap);
+  r->seen[r->len] = '\0';
+  if (strstr(r->seen, one)) return;
+  size_t n = strlen(one);
+  if (r->len + n < sizeof r->seen) memcpy(r->seen + r->len, one, n), r->len += n;
+  r->n++;
+  if (r->out) fputs(one, r->out);
+}
+
+/* The relations of c's loops (TACO's suchthat), in nesting order:
  *   , bound(i, ib, 64, max_exact), pos(j, jp, A(i,j)), split(jp, j0, j1, 8) */
-static int print_relations(FILE *out, const Cin *c, const Expr *shared);
+static void print_relations(Relations *r, const Cin *c, const Expr *shared);
 
 /* Whether c's loop is over an index of the workspace access ws (NULL: no). */
 static bool over_ws_index(const Cin *c, const Expr *ws) {
@@ -597,33 +622,34 @@ static bool over_ws_index(const Cin *c, const Expr *ws) {
 /* print_relations of one forall; a subexpression workspace's consumer
  * loops over its indices (shared: w's access) are the producer's copies,
  * printed there. */
-static int forall_relations(FILE *out, const Cin *c, const Expr *shared) {
-  if (over_ws_index(c, shared)) return print_relations(out, c->u.forall.body, shared);
-  {
+static void forall_relations(Relations *r, const Cin *c, const Expr *shared) {
+  if (!over_ws_index(c, shared)) {
     const CinLoopForm *f = &c->u.forall.form;
     const char *v = coord_name(c);
-    int n = (f->bound_kind != BOUND_NONE) + (f->pos != NULL) + (f->split || f->divide) +
-            (f->fuse != NULL);
-    if (out && f->fuse)
-      fprintf(out, ", fuse(%s, %s, %s)", c->u.forall.iv->name, f->fuse_inner->name, f->fuse);
-    if (out && f->bound_kind)
-      fprintf(out, ", bound(%s, %s, %lld, %s)", v, f->bound_name, (long long)f->bound,
-              cin_bound_name(f->bound_kind));
-    if (out && f->pos) {
-      fprintf(out, ", pos(%s, %s, ", v, f->pos);
-      nt_print_expr(out, f->pos_access);
-      fputc(')', out);
+    if (f->fuse)
+      relation(r, ", fuse(%s, %s, %s)", c->u.forall.iv->name, f->fuse_inner->name, f->fuse);
+    if (f->bound_kind)
+      relation(r, ", bound(%s, %s, %lld, %s)", v, f->bound_name, (long long)f->bound,
+               cin_bound_name(f->bound_kind));
+    if (f->pos) {
+      char acc[128] = "";
+      FILE *m = fmemopen(acc, sizeof acc, "w");
+      if (m) {
+        nt_print_expr(m, f->pos_access);
+        fclose(m);
+      }
+      relation(r, ", pos(%s, %s, %s)", v, f->pos, acc);
     }
-    if (out && (f->split || f->divide))
-      fprintf(out, ", %s(%s, %s, %s, %d)", f->split ? "split" : "divide", loop_name(c),
-              f->outer, f->inner, f->split ? f->split : f->divide);
-    return n + print_relations(out, c->u.forall.body, shared);
+    if (f->split || f->divide)
+      relation(r, ", %s(%s, %s, %s, %d)", f->split ? "split" : "divide", loop_name(c),
+               f->outer, f->inner, f->split ? f->split : f->divide);
   }
+  print_relations(r, c->u.forall.body, shared);
 }
 
-static int print_relations(FILE *out, const Cin *c, const Expr *shared) {
+static void print_relations(Relations *r, const Cin *c, const Expr *shared) {
   switch (c->kind) {
-  case CIN_FORALL: return forall_relations(out, c, shared);
+  case CIN_FORALL: forall_relations(r, c, shared); return;
   case CIN_WHERE: {
     const Expr *ws = shared;
     if (c->u.where.subexpr) {   /* w's access: the producer's assignment's lhs */
@@ -631,25 +657,29 @@ static int print_relations(FILE *out, const Cin *c, const Expr *shared) {
       while (p->kind == CIN_FORALL) p = p->u.forall.body;
       if (p->kind == CIN_ASSIGN) ws = p->u.assign.lhs;
     }
-    return print_relations(out, c->u.where.consumer, ws) +
-           print_relations(out, c->u.where.producer, shared);
+    print_relations(r, c->u.where.consumer, ws);
+    print_relations(r, c->u.where.producer, shared);
+    return;
   }
   case CIN_SEQUENCE:
-    return print_relations(out, c->u.seq.first, shared) +
-           print_relations(out, c->u.seq.second, shared);
-  case CIN_ASSIGN: return 0;
+    print_relations(r, c->u.seq.first, shared);
+    print_relations(r, c->u.seq.second, shared);
+    return;
+  case CIN_ASSIGN: return;
   }
-  return 0;
 }
 
 void cin_print(FILE *out, const Cin *c) {
-  if (print_relations(NULL, c, NULL) == 0) {
+  Relations r = {0};
+  print_relations(&r, c, NULL);
+  if (r.n == 0) {
     print_cin(out, c);
     return;
   }
   fputs("suchthat(", out);
   print_cin(out, c);
-  print_relations(out, c, NULL);
+  r = (Relations){.out = out};
+  print_relations(&r, c, NULL);
   fputc(')', out);
 }
 

@@ -18,12 +18,6 @@
 
 #include "driver.h"
 
-static bool has_index(const Assignment *as, const char *name) {
-  for (int v = 0; v < as->nindices; v++)
-    if (strcmp(as->indices[v]->name, name) == 0) return true;
-  return false;
-}
-
 /* Whether only directives a sequence leaves alone by default are in s. */
 static bool default_schedule(const Schedule *s) {
   for (int k = 0; k < s->n; k++) {
@@ -70,13 +64,68 @@ int drv_sequence_wanted(Arena *a, const Assignment *as, const Schedule *s, Assig
   return 0;
 }
 
+/* The loop names of one statement: its indices, then the names the loop
+ * rewrites it takes make (split's halves, pos's position variable, ...). */
+typedef struct Names {
+  int n;
+  const char *name[NT_MAX_INDICES * 4];
+} Names;
+
+static bool named_in(const Names *nm, const char *v) {
+  for (int k = 0; k < nm->n; k++)
+    if (strcmp(nm->name[k], v) == 0) return true;
+  return false;
+}
+
+static void add_name(Names *nm, const char *v) {
+  if (nm->n < (int)(sizeof nm->name / sizeof nm->name[0])) nm->name[nm->n++] = v;
+}
+
+/* Whether part reads a tensor called name. */
+static bool reads_named(const Assignment *part, const char *name) {
+  for (int t = 1; t < part->ntensors; t++)
+    if (strcmp(part->tensors[t]->name, name) == 0 && nt_reads_tensor(part->rhs, t)) return true;
+  return false;
+}
+
+/* Whether the loop rewrite sd applies to a statement with the loops nm
+ * (every loop it names is one of them; pos: the statement reads the
+ * access's tensor), adding the names it makes. */
+static bool takes_rewrite(const SchedDirective *sd, const Assignment *part, Names *nm) {
+  switch (sd->kind) {
+  case SCHED_SPLIT:
+  case SCHED_DIVIDE:
+    if (!named_in(nm, sd->vars[0])) return false;
+    add_name(nm, sd->vars[1]);
+    add_name(nm, sd->vars[2]);
+    return true;
+  case SCHED_BOUND:
+    if (!named_in(nm, sd->vars[0])) return false;
+    add_name(nm, sd->vars[1]);
+    return true;
+  case SCHED_POS:
+    if (!named_in(nm, sd->vars[0]) || !reads_named(part, sd->vars[2])) return false;
+    add_name(nm, sd->vars[1]);
+    return true;
+  case SCHED_FUSE:
+    if (!named_in(nm, sd->vars[0]) || !named_in(nm, sd->vars[1])) return false;
+    add_name(nm, sd->vars[2]);
+    return true;
+  default: return false;
+  }
+}
+
 /* The directives of s for statement part: sequence() dropped, reorder
- * restricted to the statement's indices, parallelize / vectorize / unroll
- * where the statement has the loop, method where it is a dense
- * contraction (loops and model everywhere); false with d set for the
- * directives a sequence does not take. */
-static bool part_schedule(const Schedule *s, const Assignment *part, Schedule *out, Diag *d) {
+ * restricted to the statement's loops, parallelize / vectorize / unroll
+ * where the statement has the loop, a loop rewrite where it has the loops
+ * the rewrite names, precompute where its subexpression is in the
+ * statement, method where it is a dense contraction (loops and model
+ * everywhere); taken[k] set for each directive k the statement takes. */
+static bool part_schedule(Arena *a, const Schedule *s, const Assignment *part, Schedule *out,
+                          bool *taken, Diag *d) {
   *out = (Schedule){.src = s->src};
+  Names nm = {0};
+  for (int v = 0; v < part->nindices; v++) add_name(&nm, part->indices[v]->name);
   for (int k = 0; k < s->n; k++) {
     SchedDirective sd = s->d[k];
     switch (sd.kind) {
@@ -85,7 +134,7 @@ static bool part_schedule(const Schedule *s, const Assignment *part, Schedule *o
     case SCHED_REORDER: {
       int m = 0;
       for (int q = 0; q < sd.nvars; q++)
-        if (has_index(part, sd.vars[q])) sd.vars[m++] = sd.vars[q];
+        if (named_in(&nm, sd.vars[q])) sd.vars[m++] = sd.vars[q];
       sd.nvars = m;
       if (m < 2) continue;
       break;
@@ -93,8 +142,22 @@ static bool part_schedule(const Schedule *s, const Assignment *part, Schedule *o
     case SCHED_PARALLELIZE:
     case SCHED_VECTORIZE:
     case SCHED_UNROLL:
-      if (!has_index(part, sd.vars[0])) continue;
+      if (!named_in(&nm, sd.vars[0])) continue;
       break;
+    case SCHED_SPLIT:
+    case SCHED_DIVIDE:
+    case SCHED_POS:
+    case SCHED_BOUND:
+    case SCHED_FUSE:
+      if (!takes_rewrite(&sd, part, &nm)) continue;
+      break;
+    case SCHED_PRECOMPUTE: {
+      Precompute pc;
+      Diag none;
+      diag_init(&none);
+      if (!nt_precompute_parse(a, part, &sd, &pc, &none)) continue;
+      break;
+    }
     case SCHED_METHOD:
       if (strcmp(sd.arg, "sell") == 0)
         return diag_error(d, TJ_ERR_UNSUPPORTED, "sequence(): method(sell) runs one SpMV "
@@ -102,18 +165,33 @@ static bool part_schedule(const Schedule *s, const Assignment *part, Schedule *o
       if (strcmp(sd.arg, "loops") != 0 && strcmp(sd.arg, "model") != 0 && !lower_gett_form(part))
         continue;
       break;
-    default:
-      return diag_error(d, TJ_ERR_UNSUPPORTED, "sequence(): %s is not applied to the "
-                        "statements of a sequence (reorder, parallelize, vectorize, unroll "
-                        "and method are); use nosequence()",
-                        sd.kind == SCHED_PRECOMPUTE ? "precompute" : "a loop rewrite (split, "
-                        "divide, pos, bound, fuse)");
     }
+    taken[k] = true;
     out->d[out->n++] = sd;
   }
   return true;
 }
 
+/* A loop rewrite or precompute that no statement took names a loop or a
+ * subexpression the sequence does not have. */
+static bool all_taken(const Schedule *s, const bool *taken, Diag *d) {
+  for (int k = 0; k < s->n; k++) {
+    SchedKind kd = s->d[k].kind;
+    if (taken[k] || (kd != SCHED_PRECOMPUTE && kd < SCHED_SPLIT)) continue;
+    Schedule one = {.n = 1};
+    one.d[0] = s->d[k];
+    char what[160];
+    FILE *f = fmemopen(what, sizeof what, "w");
+    if (f) {
+      nt_schedule_print(f, &one);
+      fclose(f);
+    }
+    return diag_error(d, TJ_ERR_INVALID, "sequence(): no statement of the sequence has %s "
+                      "of %s", kd == SCHED_PRECOMPUTE ? "the subexpression" : "the loops",
+                      f ? what : "a directive");
+  }
+  return true;
+}
 
 /* e->plan: the first statement's, with every statement's conversions; no
  * row chunks (the kernel runs whole, its nests' own loops in parallel). */
@@ -157,17 +235,20 @@ bool drv_plan_sequence(CacheEntry *e, Assignment *as, const Schedule *s, Assignm
     free(sub);
     return diag_error(d, TJ_ERR_NOMEM, "out of memory while planning");
   }
-  bool ok = true;
+  bool ok = true, taken[sizeof s->d / sizeof s->d[0]] = {0};
   for (int q = 0; q < n && ok; q++) {
     Schedule ps;
     memcpy(sub, e, sizeof *sub);   /* its arena is e's: handed back below */
     sub->nseq = 0;
-    ok = part_schedule(s, parts[q], &ps, d) && plan(sub, parts[q], &ps, d);
+    Assignment *part = NULL;
+    ok = part_schedule(&sub->arena, s, parts[q], &ps, taken, d) &&
+         (part = nt_precompute_scalars(&sub->arena, parts[q], &ps, d)) &&
+         plan(sub, part, &ps, d);
     e->arena = sub->arena;
     if (ok) e->seq[q] = (SeqStmt){sub->as, sub->cin, sub->plan, sub->opt, sub->gett};
   }
   free(sub);
-  if (!ok) return false;
+  if (!ok || !all_taken(s, taken, d)) return false;
   e->nseq = n;
   Cin *c = e->seq[n - 1].cin;
   for (int q = n - 2; q >= 0 && c; q--) c = cin_sequence(&e->arena, e->seq[q].cin, c);

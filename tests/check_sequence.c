@@ -4,7 +4,9 @@
  * matrix, the residual b - A x over a CSR A, a three-term sum with a
  * difference, i32 and `+=` outputs; under the default rule, forced with
  * loops (serial, parallel), denied, on both backends and the loop-IR
- * interpreter. The notation -print-cin shows, and each refusal's message. */
+ * interpreter; loop rewrites and precompute given to the statements that
+ * have their loops or subexpression. The notation -print-cin shows, and
+ * each refusal's message. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,23 +48,49 @@ typedef struct Way {
   int backend;
   bool interpret;
   const char *cin;   /* the start of -print-cin */
+  const char *bfmt;  /* B's format: NULL dense */
 } Way;
 
 static const Way ways[] = {
-    {"sequence()", TJ_BACKEND_LLVM, false, "sequence(forall(i, forall(j, A(i,j) = D(i,j))), "},
+    {"sequence()", TJ_BACKEND_LLVM, false, "sequence(forall(i, forall(j, A(i,j) = D(i,j))), ",
+     NULL},
     {NULL, TJ_BACKEND_LLVM, false,   /* the default: too small for the sequence */
-     "forall(i, forall(j, where(A(i,j) = t_k + D(i,j), "},
-    {"sequence() method(loops)", TJ_BACKEND_LLVM, false, "sequence("},
+     "forall(i, forall(j, where(A(i,j) = t_k + D(i,j), ", NULL},
+    {"sequence() method(loops)", TJ_BACKEND_LLVM, false, "sequence(", NULL},
     {"sequence() method(loops) parallelize(i)", TJ_BACKEND_LLVM, false,
-     "sequence(forall(i:parallel, forall(j, A(i,j) = D(i,j))), forall(i:parallel, "},
+     "sequence(forall(i:parallel, forall(j, A(i,j) = D(i,j))), forall(i:parallel, ", NULL},
     {"sequence() method(loops) reorder(i,k,j)", TJ_BACKEND_LLVM, false,
      "sequence(forall(i, forall(j, A(i,j) = D(i,j))), forall(i, forall(k, forall(j, "
-     "A(i,j) += B(i,k) * C(k,j)))))"},
+     "A(i,j) += B(i,k) * C(k,j)))))", NULL},
     {"nosequence()", TJ_BACKEND_LLVM, false,
-     "forall(i, forall(j, where(A(i,j) = t_k + D(i,j), "},
-    {"sequence()", TJ_BACKEND_C, false, "sequence("},
-    {"sequence() method(loops)", TJ_BACKEND_C, false, "sequence("},
-    {"sequence() method(loops)", TJ_BACKEND_LLVM, true, "sequence("},
+     "forall(i, forall(j, where(A(i,j) = t_k + D(i,j), ", NULL},
+    {"sequence()", TJ_BACKEND_C, false, "sequence(", NULL},
+    {"sequence() method(loops)", TJ_BACKEND_C, false, "sequence(", NULL},
+    {"sequence() method(loops)", TJ_BACKEND_LLVM, true, "sequence(", NULL},
+    /* loop rewrites go to the statements that have the loops they name */
+    {"sequence() split(i,i0,i1,1) reorder(i0,k,i1,j)", TJ_BACKEND_LLVM, false,
+     "suchthat(sequence(forall(i0, forall(i1, forall(j, A(i,j) = D(i,j)))), forall(i0, "
+     "forall(k, forall(i1, forall(j, A(i,j) += B(i,k) * C(k,j)))))), split(i, i0, i1, 1))", NULL},
+    {"sequence() split(i,i0,i1,1) reorder(i0,k,i1,j)", TJ_BACKEND_C, false, "suchthat(", NULL},
+    {"sequence() split(i,i0,i1,1) reorder(i0,k,i1,j)", TJ_BACKEND_LLVM, true, "suchthat(", NULL},
+    {"sequence() fuse(i,j,f) divide(f,f0,f1,3) parallelize(f0)", TJ_BACKEND_LLVM, false,
+     "suchthat(sequence(forall(f0:parallel, forall(f1, A(i,j) = D(i,j))), forall(f0:parallel, "
+     "forall(f1, forall(k, A(i,j) += B(i,k) * C(k,j))))), fuse(i, j, f), divide(f, f0, f1, 3))",
+     NULL},
+    {"sequence() bound(k,kb,3,max_exact)", TJ_BACKEND_LLVM, false,
+     "suchthat(sequence(forall(i, forall(j, A(i,j) = D(i,j))), forall(i, forall(j, forall(kb, "
+     "A(i,j) += B(i,k) * C(k,j))))), bound(k, kb, 3, max_exact))", NULL},
+    {"sequence() pos(k,kp,B(i,k)) split(kp,k0,k1,2)", TJ_BACKEND_LLVM, false,
+     "suchthat(sequence(forall(i, forall(j, A(i,j) = D(i,j))), forall(i, forall(j, forall(k0, "
+     "forall(k1, A(i,j) += B(i,k) * C(k,j)))))), pos(k, kp, B(i,k)), split(kp, k0, k1, 2))",
+     "ds"},
+    /* precompute goes to the statement with its subexpression */
+    {"sequence() precompute(B(i,k) * C(k,j), {j}, w)", TJ_BACKEND_LLVM, false,
+     "sequence(forall(i, forall(j, A(i,j) = D(i,j))), forall(i, where(forall(j, A(i,j) += "
+     "w(j)), forall(k, forall(j, w(j) += B(i,k) * C(k,j))))))", NULL},
+    {"sequence() precompute(B(i,k) * C(k,j), {}, t)", TJ_BACKEND_LLVM, false,
+     "sequence(forall(i, forall(j, A(i,j) = D(i,j))), forall(i, forall(j, where(A(i,j) += t, "
+     "forall(k, t += B(i,k) * C(k,j))))))", NULL},
 };
 
 /* A = B C + D = [[14, 25], [40, 51]], every way. */
@@ -70,7 +98,7 @@ START_TEST(test_gemm_plus_matrix) {
   const Way *w = &ways[_i];
   tj_context *cx;
   OK(tj_context_new(&cx));
-  tj_tensor *B = tu_tensor("B", "dd", 2, (int64_t[]){2, 3}, Bv);
+  tj_tensor *B = tu_tensor("B", w->bfmt ? w->bfmt : "dd", 2, (int64_t[]){2, 3}, Bv);
   tj_tensor *C = tu_tensor("C", "dd", 2, (int64_t[]){3, 2}, Cv);
   tj_tensor *D = tu_tensor("D", "dd", 2, (int64_t[]){2, 2}, Dv);
   tj_tensor *A = tu_tensor("A", "dd", 2, (int64_t[]){2, 2}, NULL);
@@ -269,9 +297,12 @@ static const Refusal refusals[] = {
      "sequence(): the right-hand side is not a sum or difference of terms", TJ_ERR_UNSUPPORTED},
     {"A(i,j) = B(i,k) * C(k,j) + D(i,k) * C(k,j)", "sequence()", NULL, "dd",
      "sequence(): an index is summed over the whole right-hand side", TJ_ERR_UNSUPPORTED},
-    {"A(i,j) = B(i,k) * C(k,j) + D(i,j)", "sequence() split(i, i0, i1, 2)", NULL, "dd",
-     "sequence(): a loop rewrite (split, divide, pos, bound, fuse) is not applied to the "
-     "statements of a sequence", TJ_ERR_UNSUPPORTED},
+    {"A(i,j) = B(i,k) * C(k,j) + D(i,j)", "sequence() split(x, x0, x1, 2)", NULL, "dd",
+     "sequence(): no statement of the sequence has the loops of split(x,x0,x1,2)",
+     TJ_ERR_INVALID},
+    {"A(i,j) = B(i,k) * C(k,j) + D(i,j)", "sequence() precompute(B(i,k) * D(k,j), {j}, w)",
+     NULL, "dd", "sequence(): no statement of the sequence has the subexpression of "
+     "precompute(B(i,k) * D(k,j), {j}, w)", TJ_ERR_INVALID},
     {"A(i,j) = B(i,k) * C(k,j) + D(i,j)", "sequence() nosequence()", NULL, "dd",
      "sequence() and nosequence() in one schedule", TJ_ERR_INVALID},
 };
