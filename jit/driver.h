@@ -54,6 +54,7 @@ typedef struct SeqStmt {
   LowerPlan plan;
   LowerOptions opt;
   GettPlan gett;
+  uint64_t gett_probed;       /* as CacheEntry.gett_probed, for this statement */
 } SeqStmt;
 
 typedef struct CacheEntry {

@@ -226,6 +226,27 @@ static bool small_partials(const CacheEntry *e, tj_storage **st, int threads, in
   return size <= (1 << 16) && outer >= 4 * threads && size * 4 * threads * 4 <= work;
 }
 
+/* The GETT plans of e's kernel that time their candidates at the first
+ * run (e's own, or its statements'): for each, its timing key and whether
+ * this run times it (no choice in memory nor in the disk cache). Returns
+ * how many. The disk is asked once per plan and key: a run that does not
+ * time (a failed candidate, TJ_GETT_TUNE=0) leaves no choice, and would
+ * ask again. */
+static int disk_timed(CacheEntry *e, tj_storage **st, uint64_t *gkey, bool *timing) {
+  int n = 0;
+  for (int q = 0; q < (e->nseq ? e->nseq : 1); q++) {
+    const GettPlan *g = e->nseq ? &e->seq[q].gett : &e->gett;
+    uint64_t *probed = e->nseq ? &e->seq[q].gett_probed : &e->gett_probed;
+    if (g->method == GETT_LOOPS || !g->tune) continue;
+    gkey[n] = rt_gett_tune_key(st, g->words);
+    bool probe = rt_gett_tuned_get(gkey[n]) < 0 &&
+                 __atomic_exchange_n(probed, gkey[n], __ATOMIC_RELAXED) != gkey[n];
+    timing[n] = probe && !drv_disk_gett_load(e, gkey[n]);
+    n++;
+  }
+  return n;
+}
+
 /* The level-0 entries of a pos_rows plan's walked operand, when they are
  * the output's level-0 entries (the compute phase writes by them): as many,
  * from position 0. Else -1: the compute kernel runs on one thread. */
@@ -516,20 +537,17 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   } else if (status == TJ_OK && rows) {
     status = run_rows(k, ph, st, threads, &d);
   } else if (status == TJ_OK) {
-    /* A GETT kernel that times its candidates at the first run takes a
-     * choice kept in the disk cache, and keeps the one it makes there. */
-    bool tunes = !interpret && e->disk && ph != PHASE_ASSEMBLE &&
-                 e->gett.method != GETT_LOOPS && e->gett.tune;
-    uint64_t gkey = tunes ? rt_gett_tune_key(st, e->gett.words) : 0;
-    /* the disk once per entry and key: a run that does not time (a failed
-     * candidate, TJ_GETT_TUNE=0) leaves no choice, and would probe it again */
-    bool probe = tunes && rt_gett_tuned_get(gkey) < 0 &&
-                 __atomic_exchange_n(&e->gett_probed, gkey, __ATOMIC_RELAXED) != gkey;
-    bool timing = probe && !drv_disk_gett_load(e, gkey);
+    /* A GETT kernel (or statement of a sequence) that times its candidates
+     * at the first run takes a choice kept in the disk cache, and keeps the
+     * one it makes there. */
+    uint64_t gkey[NT_SEQ_MAX];
+    bool timing[NT_SEQ_MAX];
+    int ng = !interpret && e->disk && ph != PHASE_ASSEMBLE ? disk_timed(e, st, gkey, timing) : 0;
     int32_t rc = interpret ? lir_interp(e->lir[var], st, &d) : e->bk[var].fn(st);
     if (!diag_ok(&d)) status = drv_fail(&d);
     else if (rc != 0) status = kernel_code(rc);
-    if (timing && status == TJ_OK) drv_disk_gett_save(e, gkey);
+    for (int q = 0; q < ng; q++)
+      if (timing[q] && status == TJ_OK) drv_disk_gett_save(e, gkey[q]);
   }
   if (kept) pthread_mutex_unlock(&k->pattern_lock);
   if (ran) rt_tensor_touch(ops[0]);   /* its SELL copy, if any, is stale */

@@ -245,7 +245,7 @@ bool drv_plan_sequence(CacheEntry *e, Assignment *as, const Schedule *s, Assignm
          (part = nt_precompute_scalars(&sub->arena, parts[q], &ps, d)) &&
          plan(sub, part, &ps, d);
     e->arena = sub->arena;
-    if (ok) e->seq[q] = (SeqStmt){sub->as, sub->cin, sub->plan, sub->opt, sub->gett};
+    if (ok) e->seq[q] = (SeqStmt){sub->as, sub->cin, sub->plan, sub->opt, sub->gett, 0};
   }
   free(sub);
   if (!ok || !all_taken(s, taken, d)) return false;

@@ -279,7 +279,7 @@ TJ_PAR_MIN_WORK=0 expect ttv_narrow_positions_2threads "$OK" 'A(i,j) = B(i,j,k) 
 # ---- a GETT choice timed at the first run is kept in the disk cache ----
 # Each run is a new process: the second takes the method the first timed,
 # from its .gett file; a damaged file is refused and timed again; another
-# thread count is another choice.
+# thread count is another choice; so is a GETT statement of a sequence.
 GEMM=(-g=A:d -g=B:d -d=a:400 -d=c:300 -d=b:150 -check 'C(a,b) = A(a,c) * B(c,b)')
 export TJ_GETT_VERBOSE=1
 TJ_CACHE_DIR=$TMP/gett expect gett_disk_first 'GETT timed methods 0x[0-9a-f]+ \(.*\), chose [a-z]+$' "${GEMM[@]}"
@@ -295,6 +295,11 @@ out=$(TJ_CACHE_DIR=$TMP/gett "$T" "${GEMM[@]}" -nthreads=1 2>&1)
 if grep -q 'GETT timed methods' <<<"$out" && [ "$(ls "$TMP"/gett/*.gett | wc -l)" -eq 2 ]; then
   pass gett_disk_per_threads
 else fail gett_disk_per_threads "1 thread did not time its own choice" "$out"; fi
+# a GETT statement of a sequence keeps its choice the same way
+SEQ=(-g=B:d -g=C:d -g=D:d -d=A:400,300 -d=k:150 -s='sequence()' -check
+     'A(i,j) = B(i,k) * C(k,j) + D(i,j)')
+TJ_CACHE_DIR=$TMP/gseq expect gett_disk_sequence_first 'GETT timed methods 0x[0-9a-f]+ \(.*\), chose [a-z]+$' "${SEQ[@]}"
+TJ_CACHE_DIR=$TMP/gseq expect gett_disk_sequence_second 'GETT method [a-z]+ from the disk cache' "${SEQ[@]}"
 unset TJ_GETT_VERBOSE
 
 # ---- every stage prints something recognizable ----
