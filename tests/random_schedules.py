@@ -44,6 +44,7 @@ except ImportError as e:  # pragma: no cover
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
+sys.path.insert(0, HERE)
 os.environ.setdefault("TJ_PAR_MIN_WORK", "0")  # keep the parallel paths on small inputs
 
 EXTENTS = [1, 2, 3, 4, 5, 7, 8, 11, 13, 16]
@@ -70,7 +71,9 @@ CORPUS = [
     ("ttv", "A(i,j) = B(i,j,k) * c(k)", "ijk,k->ij", [("B(i,j,k) * c(k)", [[], ["j"]])]),
     ("ttm", "A(i,j,k) = B(i,j,l) * C(k,l)", "ijl,kl->ijk", [("B(i,j,l) * C(k,l)", [["k"], []])]),
     ("mttkrp", "A(i,j) = B(i,k,l) * C(k,j) * D(l,j)", "ikl,kj,lj->ij",
-     [("B(i,k,l) * D(l,j)", [["j"]]), ("B(i,k,l) * C(k,j)", [["j"]])]),
+     [("B(i,k,l) * C(k,j)", [["j"], ["k", "j"]])]),
+    ("mttkrp_taco", "A(i,j) = B(i,k,l) * D(l,j) * C(k,j)", "ikl,lj,kj->ij",
+     [("B(i,k,l) * D(l,j)", [["j"], ["k", "j"]])]),
     ("residual", "y(i) = b(i) - A(i,j) * x(j)", lambda a: a["b"] - a["A"] @ a["x"],
      [("A(i,j) * x(j)", [[]])]),
     ("gemm_plus", "A(i,j) = B(i,k) * C(k,j) + D(i,j)", lambda a: a["B"] @ a["C"] + a["D"],
@@ -84,7 +87,93 @@ CORPUS = [
     ("dot", "a = x(i) * y(i)", "i,i->", [("x(i) * y(i)", [[]])]),
     ("inner3", "a = B(i,j,k) * C(i,j,k)", "ijk,ijk->", []),
     ("gemm", "A(i,j) = B(i,k) * C(k,j)", "ik,kj->ij", []),
+    ("hadamard_acc", "A(i,j) += B(i,j) * C(i,j)", lambda a: a["B"] * a["C"],
+     [("B(i,j) * C(i,j)", [["j"]])]),
+    ("spgemm_acc", "A(i,j) += B(i,k) * C(k,j)", "ik,kj->ij", [("B(i,k) * C(k,j)", [["j"]])]),
+    ("ttv_acc", "A(i,j) += B(i,j,k) * c(k)", "ijk,k->ij", [("B(i,j,k) * c(k)", [[]])]),
 ]
+# Schedules TACO's papers and tensorjit's README write, by kernel: (directives
+# with {f} {g} factors, {w} a vector width, {s} a strategy; the loops they
+# leave, outer to inner; formats that make them apply). A case may start
+# from one and add random directives.
+RECIPES = {
+    "spmv": [("split(i, i0, i1, {f}) parallelize(i0, {s})", "i0 i1 j", {"A": "ds"}),
+             ("fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, {f}) "
+              "parallelize(f0, static, atomics)", "f0 f1", {"A": "ds"}),
+             ("fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, {f})", "f0 f1", {"A": "ss"}),
+             ("pos(j, jp, A(i,j)) split(jp, j0, j1, {f}) vectorize(j1, {w})", "i j0 j1", {"A": "ds"}),
+             ("reorder(j, i) parallelize(j, atomics)", "j i", {"A": "ds:1,0"}),
+             ("reorder(j, i) parallelize(j, partials)", "j i", {"A": "ds:1,0"}),
+             ("parallelize(j, partials)", "i j", {"A": "dd"}),
+             ("parallelize(j, atomics)", "i j", {"A": "ds"}),
+             ("bound(j, jb, {e}, max_exact) unroll(jb, 4)", "i jb", {"A": "dd"}),
+             ("method(sell) parallelize(i, {s})", "i j", {"A": "ds"})],
+    "spmv_t": [("parallelize(i, atomics)", "i j", {"A": "ds"}),
+               ("reorder(j, i) parallelize(j, {s})", "j i", {"A": "ds:1,0"})],
+    "spmv_acc": [("split(i, i0, i1, {f}) parallelize(i0, {s})", "i0 i1 j", {"A": "ds"}),
+                 ("reorder(j, i) parallelize(j, atomics)", "j i", {"A": "ds:1,0"})],
+    "spmm": [("split(i, i0, i1, {f}) pos(j, jp, A(i,j)) split(jp, j0, j1, {g}) "
+              "reorder(i0, i1, j0, k, j1)", "i0 i1 j0 k j1", {"A": "ds"}),
+             ("split(i, i0, i1, {f}) pos(j, jp, A(i,j)) split(jp, j0, j1, {g}) "
+              "reorder(i0, i1, j0, k, j1) parallelize(i0, {s})", "i0 i1 j0 k j1", {"A": "ds"}),
+             ("reorder(i, j, k) vectorize(k, {w})", "i j k", {"A": "ds"}),
+             ("split(k, k0, k1, {f}) reorder(i, k0, j, k1) vectorize(k1, {w})", "i k0 j k1",
+              {"A": "ds"}),
+             ("reorder(i, k, j) parallelize(j, partials)", "i k j", {"A": "ds"})],
+    "sddmm": [("split(i, i0, i1, {f}) pos(j, jpos, B(i,j)) split(jpos, jpos0, jpos1, {g}) "
+               "reorder(i0, i1, jpos0, k, jpos1) parallelize(i0, {s})", "i0 i1 jpos0 k jpos1",
+               {"B": "ds", "A": "ds"}),
+              ("split(i, i0, i1, {f}) pos(j, jpos, B(i,j)) split(jpos, jpos0, jpos1, {g}) "
+               "reorder(i0, i1, jpos0, k, jpos1)", "i0 i1 jpos0 k jpos1", {"B": "ds"}),
+              ("fuse(i, j, f) pos(f, fp, B(i,j)) split(fp, f0, f1, {f})", "f0 f1 k",
+               {"B": "ds", "A": "ds"})],
+    "gemm": [("split(i, i0, i1, {f}) split(j, j0, j1, {g}) reorder(i0, j0, k, i1, j1) "
+              "vectorize(j1, {w}) parallelize(i0, {s})", "i0 j0 k i1 j1", {}),
+             ("method({m})", "i j k", {}), ("method(loops) unroll(k, 4) parallelize(i, {s})", "i j k", {}),
+             ("fuse(i, j, f) split(f, f0, f1, {f}) parallelize(f0, {s})", "f0 f1 k", {})],
+    "gemm_plus": [("sequence() parallelize(i, {s})", "i j k", {}),
+                  ("sequence() method({m})", "i j k", {}),
+                  ("precompute(B(i,k) * C(k,j), {{i, j}}, w) split(i, i0, i1, {f})", "i0 i1 j k", {}),
+                  ("precompute(B(i,k) * C(k,j), {{j}}, w) parallelize(i, {s})", "i j k", {}),
+                  ("nosequence() split(j, j0, j1, {f}) vectorize(j1, {w})", "i j0 j1 k", {})],
+    "residual": [("sequence()", "i j", {}), ("sequence() parallelize(i, {s})", "i j", {}),
+                 ("precompute(A(i,j) * x(j), {{}}, t) parallelize(i, {s})", "i j", {"A": "ds"}),
+                 ("split(i, i0, i1, {f}) parallelize(i0, {s})", "i0 i1 j", {"A": "ds"}),
+                 ("pos(j, jp, A(i,j)) split(jp, j0, j1, {f})", "i j0 j1", {"A": "ds"})],
+    "mttkrp_taco": [("precompute(B(i,k,l) * D(l,j), {{j}}, w) parallelize(i, {s})", "i k l j",
+                     {"B": "sss"}),
+                    ("precompute(B(i,k,l) * D(l,j), {{j}}, w) pos(l, lp, B(i,k,l)) "
+                     "split(lp, l0, l1, {f}) split(j, j0, j1, {g})", "i k l0 l1 j0 j1", {"B": "sss"})],
+    "mttkrp": [("precompute(B(i,k,l) * C(k,j), {{j}}, w) parallelize(i, {s})", "i k l j",
+                {"B": "sss"}),
+               ("reorder(i, k, l, j) vectorize(j, {w})", "i k l j", {"B": "sss"}),
+               ("pos(l, lp, B(i,k,l)) split(lp, l0, l1, {f})", "i j k l0 l1", {"B": "sss"}),
+               ("fuse(i, k, f) pos(f, fp, B(i,k,l)) split(fp, f0, f1, {f})", "f0 f1 l j",
+                {"B": "sss"})],
+    "ttv": [("fuse(i, j, f) pos(f, fp, B(i,j,k)) split(fp, f0, f1, {f})", "f0 f1 k", {"B": "sss"}),
+            ("parallelize(i, {s})", "i j k", {"B": "sss"}),
+            ("pos(k, kp, B(i,j,k)) split(kp, k0, k1, {f}) vectorize(k1, {w})", "i j k0 k1",
+             {"B": "dss"})],
+    "ttm": [("reorder(i, j, k, l) vectorize(k, {w})", "i j k l", {"B": "sss"}),
+            ("split(k, k0, k1, {f}) parallelize(i, {s})", "i j k0 k1 l", {"B": "sss"})],
+    "dot": [("split(i, i0, i1, {f}) parallelize(i0, partials)", "i0 i1", {}),
+            ("parallelize(i, atomics)", "i", {}),
+            ("pos(i, ip, x(i)) split(ip, i0, i1, {f}) parallelize(i0, static, partials)", "i0 i1",
+             {"x": "s"}),
+            ("bound(i, ib, {e}, max_constraint) vectorize(ib, {w})", "ib", {})],
+    "inner3": [("fuse(i, j, f) pos(f, fp, B(i,j,k)) split(fp, f0, f1, {f})", "f0 f1 k",
+                {"B": "sss"})],
+    "add": [("split(i, i0, i1, {f}) parallelize(i0, {s})", "i0 i1 j", {}),
+            ("fuse(i, j, f) split(f, f0, f1, {f}) parallelize(f0, {s})", "f0 f1", {"B": "dd", "C": "dd"})],
+    "hadamard_plus": [("fuse(i, j, f) split(f, f0, f1, {f}) vectorize(f1, {w})", "f0 f1", {})],
+    "spgemm": [("precompute(B(i,k) * C(k,j), {{j}}, w) parallelize(i, {s})", "i k j",
+                {"B": "ds", "C": "ds", "A": "ds"}),
+               ("reorder(i, k, j) split(i, i0, i1, {f}) parallelize(i0, {s})", "i0 i1 k j",
+                {"B": "ds", "C": "ds"})],
+    "sum_times": [("precompute(B(i,j) + C(i,j), {{j}}, w) split(j, j0, j1, {f}) vectorize(j1, {w})",
+                   "i j0 j1", {}),
+                  ("precompute(B(i,j) + C(i,j), {{j}}, w) parallelize(i, {s})", "i j", {})],
+}
 STRATEGIES = ["", "static", "dynamic", "balanced", "partials", "atomics", "static, atomics",
               "dynamic, partials", "balanced, atomics"]
 METHODS = ["loops", "gett", "ttgt", "log", "model", "sell"]
@@ -236,15 +325,80 @@ def make_case(seed):
         arrays[n] = v.astype(npdt)
     init = rs.randint(-3, 4, size=[ext[x] for x in outs]).astype(npdt) if acc else None
     sched = Sched(rng, indices, ops, formats, subexprs, ext)
-    for _ in range(rng.choice([0, 1, 1, 2, 2, 3, 3, 4, 5])):
+    steps = rng.choice([0, 1, 1, 2, 2, 3, 3, 4, 5])
+    if name in RECIPES and rng.random() < 0.45:
+        text, loops, force = rng.choice(RECIPES[name])
+        for n, f in force.items():
+            if rng.random() < 0.8:
+                formats[n] = f
+        text = text.format(f=rng.choice([1, 2, 3, 4, 5, 8, 16]), g=rng.choice([1, 2, 3, 4, 8]),
+                           w=rng.choice([2, 4, 8]), s=rng.choice(STRATEGIES[:4]) or "static",
+                           m=rng.choice(METHODS[:5]),
+                           e=rng.choice([ext.get("j", 1), ext.get("i", 1)]))
+        sched.parts.append(text)
+        sched.loops = loops.split()
+        sched.plain &= set(sched.loops)
+        sched.splittable &= set(sched.loops)
+        steps = rng.choice([0, 0, 1, 1, 2])
+    for _ in range(steps):
         sched.step()
     threads = rng.choice([1, 2])
+    # a semiring now and then (its own stream: the other draws stay as they were)
+    semiring = None
+    r2 = random.Random(seed * 7919 + 1)
+    if (isinstance(oracle, str) and dtype != "i64" and not acc and BSR not in formats.values()
+            and r2.random() < 0.2):
+        # the oracle takes one sum over the whole product: with more than two
+        # factors that is the scope only where mul distributes over add
+        semiring = r2.choice(sorted(SEMIRINGS) if len(ops) <= 2 else
+                             ["min.plus", "max.plus", "min.max", "max.min"])
+        formats.pop(out, None)
+    backend = "c" if r2.random() < 0.04 else "llvm"
     return dict(seed=seed, name=name, expr=expr, oracle=oracle, out=out, outs=outs, ops=ops,
                 ext=ext, dtype=dtype, formats=formats, arrays=arrays, init=init,
-                schedule=" ".join(sched.parts), threads=threads, density=density)
+                schedule=" ".join(sched.parts), threads=threads, density=density,
+                semiring=semiring, backend=backend)
+
+
+SEMIRINGS = {"min.plus": ("min", "plus"), "max.plus": ("max", "plus"),
+             "min.times": ("min", "times"), "max.times": ("max", "times"),
+             "plus.min": ("plus", "min"), "min.max": ("min", "max"), "max.min": ("max", "min")}
+ADD = {"min": (np.minimum, np.inf), "max": (np.maximum, -np.inf), "plus": (np.add, 0.0)}
+MUL = {"plus": np.add, "times": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def semiring_expected(c):
+    """A product einsum under c's semiring: mul where every factor is stored,
+    add over what exists, the add's identity where nothing does."""
+    from random_numpy import stored
+    add, mul = SEMIRINGS[c["semiring"]]
+    ins, out = c["oracle"].split("->")
+    every = list(dict.fromkeys(ins.replace(",", "")))
+    shape = [c["ext"][x] for x in every]
+    val, ex = None, np.ones(shape, dtype=bool)
+    for (n, _), sub in zip(c["ops"], ins.split(",")):
+        v = c["arrays"][n].astype(np.float64)
+        e = stored(v != 0, c["formats"][n])
+        kept = "".join(x for x in every if x in sub)
+        look = [c["ext"][x] if x in sub else 1 for x in every]
+        v = np.broadcast_to(np.einsum(f"{sub}->{kept}", v).reshape(look), shape)
+        e = np.broadcast_to(np.einsum(f"{sub}->{kept}", e).reshape(look), shape)
+        val = v if val is None else np.where(ex & e, MUL[mul](val, v), 0.0)
+        ex = ex & e
+    f, ident = ADD[add]
+    v = np.where(ex, val, ident)
+    axes = tuple(k for k, x in enumerate(every) if x not in out)
+    if axes:
+        v, ex = f.reduce(v, axis=axes), np.any(ex, axis=axes)
+    left = [x for x in every if x in out]
+    perm = [left.index(x) for x in out]
+    v, ex = np.transpose(v, perm), np.transpose(ex, perm)
+    return np.where(ex, v, ident).astype(np.float64)
 
 
 def expected(c):
+    if c["semiring"]:
+        return semiring_expected(c)
     a = {n: v.astype(np.float64) for n, v in c["arrays"].items()}
     o = c["oracle"]
     want = np.einsum(o, *[a[n] for n, _ in c["ops"]]) if isinstance(o, str) else o(a)
@@ -256,7 +410,9 @@ def expected(c):
 def describe(c):
     fm = " ".join(f"-f={n}:{f}" for n, f in c["formats"].items())
     ex = " ".join(f"-d={x}:{e}" for x, e in c["ext"].items())
-    return (f"seed {c['seed']} [{c['name']}] '{c['expr']}' {fm} {ex} -t={c['dtype']} "
+    sr = f" -semiring={c['semiring']}" if c["semiring"] else ""
+    sr += " -backend=c" if c["backend"] == "c" else ""
+    return (f"seed {c['seed']} [{c['name']}] '{c['expr']}' {fm} {ex} -t={c['dtype']}{sr} "
             f"density {c['density']} -nthreads={c['threads']} -s='{c['schedule']}'")
 
 
@@ -282,12 +438,13 @@ def run_case(seed, verbose=False):
     shape = [c["ext"][x] for x in c["outs"]]
     try:
         k = tj.compile(c["expr"], formats=c["formats"], schedule=c["schedule"] or None,
-                       nthreads=c["threads"])
+                       nthreads=c["threads"], backend=c["backend"], **({"semiring": c["semiring"]} if c["semiring"] else {}))
         results = []
         for _ in range(2):
             kw = dict(operands)
-            if c["init"] is not None:
-                kw["out"] = c["init"].copy()
+            if c["init"] is not None:   # += starts from init, dense or in the output's format
+                f = c["formats"].get(c["out"])
+                kw["out"] = tj.tensor(c["init"].copy(), c["out"], format=f) if f else c["init"].copy()
             results.append(densify(k(**kw), shape))
         cin = k.cin()
     except tj.TensorJitError as ex:
@@ -306,7 +463,7 @@ def run_case(seed, verbose=False):
         return "wrong", f"{where}: max |got - want| = {diff}"
     if not np.array_equal(results[0], results[1]):
         return "wrong", f"{where}: second run differs by {np.max(np.abs(results[0] - results[1]))}"
-    return "ok", ""
+    return "ok", where
 
 
 def worker(seeds):
@@ -321,9 +478,11 @@ def run_all(seeds, timeout=120):
     """Runs the seeds in worker processes; restarts past a crash or a hang."""
     results, todo = {}, list(seeds)
     while todo:
-        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker",
-                              ",".join(map(str, todo))],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        p = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        p.stdin.write(",".join(map(str, todo)))
+        p.stdin.close()
         current, last = None, time.time()
         while True:
             ready, _, _ = select.select([p.stdout], [], [], 5)
@@ -338,6 +497,8 @@ def run_all(seeds, timeout=120):
                     s, status, detail = json.loads(line[4:])
                     results[s] = (status, detail)
                     current = None
+                    if status == "wrong":
+                        print("FAIL " + detail, flush=True)
             elif time.time() - last > timeout:
                 p.kill()
                 break
@@ -347,6 +508,7 @@ def run_all(seeds, timeout=120):
         if current is not None and current not in results:
             what = "hung" if p.returncode == -9 else f"crashed (status {p.returncode})"
             results[current] = ("wrong", f"{describe(make_case(current))}: {what}: {err[-2000:]}")
+            print("FAIL " + results[current][1], flush=True)
             done.append(current)
         elif p.returncode != 0 and len(done) < len(todo):
             print(f"worker failed outside a case (status {p.returncode}): {err[-2000:]}")
@@ -358,8 +520,8 @@ def run_all(seeds, timeout=120):
 
 
 def main():
-    if len(sys.argv) > 2 and sys.argv[1] == "--worker":
-        worker([int(s) for s in sys.argv[2].split(",")])
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":   # seeds on stdin
+        worker([int(s) for s in sys.stdin.read().split(",")])
         return 0
     if len(sys.argv) > 2 and sys.argv[1] == "--one":
         print(run_case(int(sys.argv[2]), verbose=True))
@@ -371,9 +533,7 @@ def main():
     for s in sorted(results):
         status, detail = results[s]
         tally[status] += 1
-        if status == "wrong":
-            print("FAIL " + detail, flush=True)
-        elif os.environ.get("TJ_SFUZZ_VERBOSE"):
+        if status != "wrong" and os.environ.get("TJ_SFUZZ_VERBOSE"):
             print(status + " " + detail)
     print(f"random_schedules: {len(results)} cases (seeds {first}..{first + count - 1}), "
           f"{tally['ok']} ok, {tally['refused']} refused, {tally['wrong']} wrong")
