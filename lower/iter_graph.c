@@ -278,6 +278,16 @@ void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPl
   }
 }
 
+/* Whether f stores zero fill: a dense level below a sparse one stores a
+ * whole block of entries (zeros included) under each stored position, so
+ * its pattern is not one a transposed copy in the same letters keeps (sd
+ * stores whole rows; sd:1,0 whole columns). */
+static bool stores_zero_fill(const tj_format *f) {
+  for (int l = 1; l < f->order; l++)
+    if (lv_at(f, l, LV_FULL) && !lv_at(f, l - 1, LV_FULL)) return true;
+  return false;
+}
+
 /* One planning attempt; out_first adds edges from every output index to
  * every reduction index first, so a sparse output can always be appended
  * in loop order (operands that disagree are converted instead). */
@@ -333,6 +343,14 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
     if (!rejected[k]) continue;
     const TensorVar *t = acc.e[k]->u.access.t;
     tj_format f = p->fmt[t->id];
+    /* a dense level below a sparse one stores whole blocks, zeros
+       included: transposed in the same letters the copy would store other
+       blocks (sd: whole rows; sd:1,0: whole columns), and where entries
+       matter (a semiring's zero, min reductions) that changes the answer.
+       A copy with every level compressed stores exactly the same entries
+       (conversion keeps stored zeros). */
+    if (stores_zero_fill(&f))
+      for (int l = 0; l < f.order; l++) f.levels[l] = 's';
     mode_order_for(acc.e[k], loop_pos, &f);
     if (transposed[t->id] &&
         memcmp(f.mode_order, p->fmt[t->id].mode_order, sizeof f.mode_order))

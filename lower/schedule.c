@@ -77,6 +77,16 @@ static bool apply_precompute(const Assignment *as, LowerPlan *p, const SchedDire
                       "over more indices is lowered for a subexpression or a dense output",
                       sd->arg, last->name);
   IndexVar *v = pc.vars[0];
+  /* the drain appends one segment per row to a compressed last level; a
+   * dense tail (sd, ssd) is stored whole and a singleton (COO) repeats its
+   * parent's coordinate per entry: neither is a segment to append */
+  if (v == last && !lv_at(f, f->order - 1, LV_HAS_POS))
+    return diag_error(d, TJ_ERR_UNSUPPORTED,
+                      "precompute(%s): the row workspace is drained into a segment of the "
+                      "output's last level, and %s's last level (over %s) is %s; precompute "
+                      "into a compressed last level (CSR ds, DCSR ss)",
+                      sd->arg, as->lhs->u.access.t->name, last->name,
+                      lv_of(f, f->order - 1)->name);
   if (v != last)
     return diag_error(d, TJ_ERR_UNSUPPORTED,
                       "precompute(%s): a workspace is built over the last index of a sparse "

@@ -455,6 +455,13 @@ static const Refusal refusals[] = {
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "ds", "precompute((B(i,j) + C(i,j)) * x(j), {i, j}, w)",
      "the whole right-hand side of a sparse output goes through a row workspace over its last "
      "index (here: j)"},
+    /* the row workspace drains into a segment of a compressed last level:
+       a dense tail (sd) or a COO singleton gave wrong values (random_schedules
+       seed 1787: A(i,j) = B(i,j) + C(i,j) into sd kept 2 of 5 rows) */
+    {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "sd", "precompute((B(i,j) + C(i,j)) * x(j), {j}, w)",
+     "A's last level (over j) is dense; precompute into a compressed last level"},
+    {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "uq", "precompute((B(i,j) + C(i,j)) * x(j), {j}, w)",
+     "A's last level (over j) is singleton; precompute into a compressed last level"},
     {"A(i,j) = (B(i,j) + C(i,j)) * x(j)", "dd",
      "precompute(B(i,j) + C(i,j), {j}, w) precompute((B(i,j) + C(i,j)) * x(j), {j}, v)",
      "the kernel has a workspace already"},

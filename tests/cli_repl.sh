@@ -240,4 +240,17 @@ repl_expect schedule_precompute_fuse "$SCHED" 0 \
   '^suchthat\(forall\(f0:parallel\(static, atomics\), forall\(f1, y\(i\) \+= A\(i,j\) \* x\(j\)\)\), fuse\(i, j, f\), pos\(f, fp, A\(i,j\)\), split\(fp, f0, f1, 16\)\)$' \
   '^check: ok'
 
+# :check against an infinite reference value: y(i) = A(i,j) * x(j) under
+# min.plus over a 3x3 A with all but 2 of 9 entries, then A emptied: the
+# reference gives +inf in every row (nothing reached), the stale y holds
+# finite sums. It said "check: ok (max abs error inf)" (the tolerance
+# 1e-9 * (1 + |want|) is infinite there), hiding wrong min.plus answers
+# (random_schedules seed 511).
+repl_expect check_infinite_reference ':semiring min.plus
+A = random(3, 3, "ds", 0.9)
+x = random(3)
+y(i) = A(i,j) * x(j)
+A = zeros(3, 3, "ds")
+:check' 1 'error: check failed: y\([0-9]\) is [0-9.e+-]+ but the reference gives inf'
+
 finish

@@ -104,7 +104,8 @@ int nk_operands(const NkInputs *in, const NkOutputs *out, const NkSpec *s, tj_te
 }
 
 static bool close_to(double got, double want, double tol) {
-  return fabs(got - want) <= tol * (1 + fabs(want));
+  if (got == want) return true;   /* infinities too */
+  return !isinf(want) && fabs(got - want) <= tol * (1 + fabs(want));
 }
 
 bool nk_check(const NkInputs *in, const NkOutputs *out, const NkSpec *s, char *why, size_t n) {
