@@ -100,9 +100,27 @@ typedef struct RowJob {
   int n;                       /* tensor operands */
   tj_storage **st;
   tj_storage **outs;           /* per chunk outputs, or NULL (compute) */
-  tj_storage *range;           /* per chunk range descriptors */
+  tj_storage *range;           /* per chunk range descriptors, or NULL */
+  int seg;                     /* > 0: operand seg read through views[c] */
+  tj_storage *views;
+  bool fill;                   /* chunk outputs but the first start as identity */
+  RtVal identity;
   int32_t *rc;
 } RowJob;
+
+/* A partial output of n values, each the root reduction's identity: what
+ * a kernel under += does not write before it adds to it. */
+static int32_t fill_partial(tj_storage *s, RtVal identity) {
+  int64_t n = 1;
+  for (int m = 0; m < s->order; m++) n *= s->dims[m];
+  if (tj_rt_reserve(s, TJ_ARR_VALS, 0, n ? n : 1)) return TJ_KERNEL_NOMEM;
+  if (s->dtype == TJ_F64)
+    for (int64_t q = 0; q < n; q++) ((double *)s->vals)[q] = identity.f;
+  else
+    for (int64_t q = 0; q < n; q++) rt_storage_put(s, q, identity);
+  s->vals_len = n;
+  return 0;
+}
 
 static void run_chunks(void *ctx, int64_t lo, int64_t hi) {
   RowJob *job = ctx;
@@ -110,8 +128,10 @@ static void run_chunks(void *ctx, int64_t lo, int64_t hi) {
     tj_storage *ops[NT_MAX_TENSORS + 1];
     memcpy(ops, job->st, (size_t)job->n * sizeof *ops);
     if (job->outs) ops[0] = job->outs[c];
-    ops[job->n] = &job->range[c];
-    job->rc[c] = job->fn(ops);
+    if (job->range) ops[job->n] = &job->range[c];
+    if (job->seg) ops[job->seg] = &job->views[c];
+    job->rc[c] = job->fill && c > 0 ? fill_partial(ops[0], job->identity) : 0;
+    if (!job->rc[c]) job->rc[c] = job->fn(ops);
   }
 }
 
@@ -244,7 +264,8 @@ static int64_t partial_ratio(void) {
  *   thread by default, balanced when a thread is slow to come): partials
  *   per chunk made CSC and COO SpMV on u50k (50 k rows, 800 k entries)
  *   2-4x slower on two threads, hence the bound on the size;
- * - a larger one takes one chunk per thread (the output itself the first
+ * - a larger one, or any of a seg_rows plan (each chunk runs the whole
+ *   kernel), takes one chunk per thread (the output itself the first
  *   thread's under =), its values combined by every thread over a slice,
  *   when the work pays for them (PARTIAL_RATIO). */
 static int partial_chunks(const CacheEntry *e, tj_storage **st, int threads, int64_t work) {
@@ -252,7 +273,8 @@ static int partial_chunks(const CacheEntry *e, tj_storage **st, int threads, int
   for (int m = 0; m < st[0]->order; m++) size *= st[0]->dims[m];
   int64_t outer = extent_in(e->as->rhs, e->plan.order[0], st);
   ParStrategy how = e->plan.row_strategy;
-  if (size <= (1 << 16) && outer >= 4 * threads && size * 4 * threads * 4 <= work)
+  if (!e->plan.seg_rows && size <= (1 << 16) && outer >= 4 * threads &&
+      size * 4 * threads * 4 <= work)
     return threads * (how == PAR_STATIC ? 1 : how == PAR_DYNAMIC ? 16 : 4);
   bool pays = size * partial_ratio() * threads <= work && work >= 16 * tj_rt_par_min_work();
   return outer >= threads && pays ? threads : 0;
@@ -297,8 +319,7 @@ static void combine_slice(void *ctx, int64_t lo, int64_t hi) {
 }
 
 static tj_status combine_partials(CacheEntry *e, tj_storage *out, tj_storage **parts, int n,
-                                  Diag *d) {
-  bool acc = e->as->accumulate;
+                                  bool acc, Diag *d) {
   if (e->as->root_def) {
     if (!drv_ensure_compiled(e, DRV_COMBINE, d)) return drv_fail(d);
     return rt_storage_fold_partials(out, parts, n, acc, e->bk[DRV_COMBINE].fn);
@@ -357,14 +378,15 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchu
     status = rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
     goto done;
   }
-  RowJob job = {e->bk[DRV_ROWS(ph)].fn, n, st, joined ? outs : NULL, range, rc};
+  RowJob job = {e->bk[DRV_ROWS(ph)].fn, n, st, joined ? outs : NULL, range, 0, NULL,
+                false, {0}, rc};
   tj_rt_parallel_for_sched(0, nchunks, NULL, 0, NULL, 0,
                            how == PAR_STATIC ? TJ_PAR_STATIC : TJ_PAR_DYNAMIC, run_chunks, &job);
   for (int c = 0; c < nchunks && status == TJ_OK; c++)
     if (rc[c]) status = kernel_code(rc[c]);
   if (status == TJ_OK && joined)
     status = e->plan.rangeable ? rt_storage_concat(out, outs, nchunks)
-                               : combine_partials(e, out, outs, nchunks, d);
+                               : combine_partials(e, out, outs, nchunks, e->as->accumulate, d);
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;
 done:
   give_back_chunks(k, chunk, nfresh, cached);
@@ -372,6 +394,59 @@ done:
   free(range);
   free(bounds);
   free(rc);
+  return status;
+}
+
+/* A seg_rows plan's run: operand x's level-0 positions cut into nchunks
+ * ranges of equal length, each read by the whole kernel through a copy of
+ * x's storage whose level-0 pos is {lo, hi} (the same crd and vals
+ * arrays), into a partial output of its own, combined in chunk order. The
+ * first chunk's is the output itself (under +=, the kernel adds to it; the
+ * others then start from the identity, which the kernel does not write). */
+static tj_status run_segments(tj_kernel *k, tj_storage **st, int nchunks, Diag *d) {
+  CacheEntry *e = k->entry;
+  if (!drv_ensure_compiled(e, PHASE_EVALUATE, d)) return drv_fail(d);
+  int x = e->plan.seg_rows, n = e->as->ntensors;
+  tj_storage *out = st[0];
+  const tj_storage *a = st[x];
+  int32_t w = a->pos_width;
+  int64_t first = rt_idx(a->levels[0].pos, w, 0), end = rt_idx(a->levels[0].pos, w, 1);
+  if (nchunks > end - first) nchunks = end > first ? (int)(end - first) : 1;
+  int own = 1, nfresh = nchunks - own;
+  tj_storage *views = calloc((size_t)nchunks, sizeof *views);
+  int64_t *pos = calloc(2 * (size_t)nchunks, sizeof *pos);   /* room for any width */
+  tj_storage **outs = calloc((size_t)nchunks, sizeof *outs);
+  int32_t *rc = calloc((size_t)nchunks, sizeof *rc);
+  bool cached = false;
+  tj_storage *chunk = nfresh > 0 ? take_chunks(k, out, nfresh, &cached) : NULL;
+  tj_status status = TJ_OK;
+  if (!views || !pos || !outs || !rc || (nfresh > 0 && !chunk)) {
+    status = rt_set_error(TJ_ERR_NOMEM, "out of memory splitting positions");
+    goto done;
+  }
+  for (int c = 0; c < nchunks; c++) {
+    outs[c] = c < own ? out : &chunk[c - own];
+    views[c] = *a;
+    views[c].levels[0].pos = &pos[2 * c];
+    views[c].levels[0].pos_len = 2;
+    rt_idx_set(&pos[2 * c], w, 0, first + (end - first) * c / nchunks);
+    rt_idx_set(&pos[2 * c], w, 1, first + (end - first) * (c + 1) / nchunks);
+  }
+  ParStrategy how = e->plan.row_strategy;
+  RtVal identity = rt_val_from_double(out->dtype, nt_root_identity(e->as));
+  RowJob job = {e->bk[PHASE_EVALUATE].fn, n, st, outs, NULL, x, views,
+                e->as->accumulate, identity, rc};
+  tj_rt_parallel_for_sched(0, nchunks, NULL, 0, NULL, 0,
+                           how == PAR_STATIC ? TJ_PAR_STATIC : TJ_PAR_DYNAMIC, run_chunks, &job);
+  for (int c = 0; c < nchunks && status == TJ_OK; c++)
+    if (rc[c]) status = kernel_code(rc[c]);
+  if (status == TJ_OK) status = combine_partials(e, out, outs, nchunks, false, d);
+done:
+  give_back_chunks(k, chunk, nfresh, cached);
+  free(rc);
+  free(outs);
+  free(pos);
+  free(views);
   return status;
 }
 
@@ -571,7 +646,8 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   bool shared = !interpret && !plain && threads > 1 && work >= tj_rt_par_min_work();
   ParStrategy how = e->plan.row_strategy;
   int nchunks = !shared ? 0
-                : e->plan.reduce_rows ? (phase != TJ_ASSEMBLE ? partial_chunks(e, st, threads, work) : 0)
+                : e->plan.reduce_rows || e->plan.seg_rows
+                    ? (phase != TJ_ASSEMBLE ? partial_chunks(e, st, threads, work) : 0)
                 : !e->plan.rangeable && !e->plan.pos_rows ? 0
                 : split_extent(e, ph, st) < 4 * threads ? 0
                 : threads * (how == PAR_STATIC ? 1 : how == PAR_DYNAMIC ? 16 : 4);
@@ -579,6 +655,8 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   bool sell = status == TJ_OK && !interpret && ph != PHASE_ASSEMBLE && sell_ready(e, ops, st);
   if (sell) {
     status = run_sell(e, ops, st);
+  } else if (status == TJ_OK && nchunks && e->plan.seg_rows) {
+    status = run_segments(k, st, nchunks, &d);
   } else if (status == TJ_OK && nchunks) {
     status = run_rows(k, ph, st, nchunks, &d);
   } else if (status == TJ_OK) {
