@@ -614,7 +614,7 @@ static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule
     e->plan.fmt[t] = as->tensors[t]->decl.format;
   }
   e->plan.rangeable = e->plan.reduce_rows = false;
-  e->plan.pos_rows = 0;
+  e->plan.pos_rows = e->plan.seg_rows = 0;
   return true;
 }
 

@@ -92,24 +92,46 @@ static tj_status kernel_code(int32_t rc);
  * kernel into a chunk-local output (assemble/evaluate) or straight into
  * the assembled output's values (compute); the chunks are then
  * concatenated (rt_storage_concat). Each chunk allocates its own
- * workspace, so SpGEMM's dense workspace is per thread. */
+ * workspace, so SpGEMM's dense workspace is per thread. A reduction's
+ * chunks write partial outputs instead, the first of them (under =) the
+ * output itself, combined in chunk order. */
 typedef struct RowJob {
   tj_kernel_fn fn;
   int n;                       /* tensor operands */
   tj_storage **st;
-  tj_storage *chunk;           /* per chunk outputs, or NULL (compute) */
-  tj_storage *range;           /* per chunk range descriptors */
+  tj_storage **outs;           /* per chunk outputs, or NULL (compute) */
+  tj_storage *range;           /* per chunk range descriptors, or NULL */
+  int seg;                     /* > 0: operand seg read through views[c] */
+  tj_storage *views;
+  bool fill;                   /* chunk outputs but the first start as identity */
+  RtVal identity;
   int32_t *rc;
 } RowJob;
+
+/* A partial output of n values, each the root reduction's identity: what
+ * a kernel under += does not write before it adds to it. */
+static int32_t fill_partial(tj_storage *s, RtVal identity) {
+  int64_t n = 1;
+  for (int m = 0; m < s->order; m++) n *= s->dims[m];
+  if (tj_rt_reserve(s, TJ_ARR_VALS, 0, n ? n : 1)) return TJ_KERNEL_NOMEM;
+  if (s->dtype == TJ_F64)
+    for (int64_t q = 0; q < n; q++) ((double *)s->vals)[q] = identity.f;
+  else
+    for (int64_t q = 0; q < n; q++) rt_storage_put(s, q, identity);
+  s->vals_len = n;
+  return 0;
+}
 
 static void run_chunks(void *ctx, int64_t lo, int64_t hi) {
   RowJob *job = ctx;
   for (int64_t c = lo; c < hi; c++) {
     tj_storage *ops[NT_MAX_TENSORS + 1];
     memcpy(ops, job->st, (size_t)job->n * sizeof *ops);
-    if (job->chunk) ops[0] = &job->chunk[c];
-    ops[job->n] = &job->range[c];
-    job->rc[c] = job->fn(ops);
+    if (job->outs) ops[0] = job->outs[c];
+    if (job->range) ops[job->n] = &job->range[c];
+    if (job->seg) ops[job->seg] = &job->views[c];
+    job->rc[c] = job->fill && c > 0 ? fill_partial(ops[0], job->identity) : 0;
+    if (!job->rc[c]) job->rc[c] = job->fn(ops);
   }
 }
 
@@ -215,15 +237,47 @@ static int64_t input_work(tj_storage **st, int n) {
   return w;
 }
 
-/* A parallel reduction keeps one partial output per chunk (4 a thread),
- * zeroed and summed: worth it when the outer loop is long and the
- * partials are small next to the work. CSC and COO SpMV on u50k (50 k
- * rows, 800 k entries) ran 2-4x slower on two threads through partials. */
-static bool small_partials(const CacheEntry *e, tj_storage **st, int threads, int64_t work) {
+/* A reduction into a larger output runs on threads, one partial output
+ * each, while PARTIAL_RATIO times its size per thread is at most its work
+ * (rows plus stored entries) and the work is at least 16 times the
+ * runtime's threshold for parallel loops (2^20 by default). Two threads
+ * cost about 0.13 ms more (two forks) plus 3 ns per output value (a
+ * partial zeroed, the partials combined): CSC SpMV on random n x n
+ * matrices with d entries per column, 1 thread / 2 threads forced, at
+ * real-time priority (load 9.5): n = 200 k, d = 2, 4, 6, 8, 16: 0.75x,
+ * 1.15x, 1.21x, 1.39x, 1.36x; n = 100 k, d = 8 / 16: 0.91x / 1.36x;
+ * n = 50 k, d = 4 / 8 / 16: 0.60x / 0.91x / 1.14x; n = 30 k, d = 16:
+ * 0.93x; n = 10 k, d = 8: 0.46x. TJ_PARTIAL_RATIO overrides. */
+enum { PARTIAL_RATIO = 4 };
+
+static int64_t partial_ratio(void) {
+  const char *env = getenv("TJ_PARTIAL_RATIO");
+  long long n = env && *env ? atoll(env) : -1;
+  return n >= 0 ? (int64_t)n : PARTIAL_RATIO;
+}
+
+/* How many partial outputs a parallel reduction (reduce_rows) writes, one
+ * per chunk of the outer loop, or 0: the kernel runs on one thread. Each
+ * partial is zeroed by its chunk's kernel and combined value by value:
+ * - a small output (at most 2^16 values, 16 per thread times its size
+ *   within the work) takes the chunks parallelize(i, s) asks for (4 a
+ *   thread by default, balanced when a thread is slow to come): partials
+ *   per chunk made CSC and COO SpMV on u50k (50 k rows, 800 k entries)
+ *   2-4x slower on two threads, hence the bound on the size;
+ * - a larger one, or any of a seg_rows plan (each chunk runs the whole
+ *   kernel), takes one chunk per thread (the output itself the first
+ *   thread's under =), its values combined by every thread over a slice,
+ *   when the work pays for them (PARTIAL_RATIO). */
+static int partial_chunks(const CacheEntry *e, tj_storage **st, int threads, int64_t work) {
   int64_t size = 1;
   for (int m = 0; m < st[0]->order; m++) size *= st[0]->dims[m];
   int64_t outer = extent_in(e->as->rhs, e->plan.order[0], st);
-  return size <= (1 << 16) && outer >= 4 * threads && size * 4 * threads * 4 <= work;
+  ParStrategy how = e->plan.row_strategy;
+  if (!e->plan.seg_rows && size <= (1 << 16) && outer >= 4 * threads &&
+      size * 4 * threads * 4 <= work)
+    return threads * (how == PAR_STATIC ? 1 : how == PAR_DYNAMIC ? 16 : 4);
+  bool pays = size * partial_ratio() * threads <= work && work >= 16 * tj_rt_par_min_work();
+  return outer >= threads && pays ? threads : 0;
 }
 
 /* The GETT plans of e's kernel that time their candidates at the first
@@ -269,30 +323,70 @@ static int64_t split_extent(const CacheEntry *e, LowerPhase ph, tj_storage **st)
   return e->plan.pos_rows && ph == PHASE_COMPUTE ? shared_rows(e, st) : -1;
 }
 
-static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int threads, Diag *d) {
+/* Combines a reduction's partial outputs into out (values reserved), in
+ * chunk order: by slices of the values on every thread when they are at
+ * least twice the runtime's threshold (2^17: a fork costs 10-100 us, and
+ * one for bcsstk33's 8.7 k values by 8 partials made CSC SpMV's 2-thread
+ * run 0.78-1.01x its 1-thread one), by a definition's combine kernel on
+ * this thread. */
+typedef struct CombineJob {
+  tj_storage *out;
+  tj_storage **parts;
+  int n;
+  bool accumulate;
+  RtCombine how;
+} CombineJob;
+
+static void combine_slice(void *ctx, int64_t lo, int64_t hi) {
+  CombineJob *job = ctx;
+  rt_storage_combine_range(job->out, job->parts, job->n, job->accumulate, job->how, lo, hi);
+}
+
+static tj_status combine_partials(CacheEntry *e, tj_storage *out, tj_storage **parts, int n,
+                                  bool acc, Diag *d) {
+  if (e->as->root_def) {
+    if (!drv_ensure_compiled(e, DRV_COMBINE, d)) return drv_fail(d);
+    return rt_storage_fold_partials(out, parts, n, acc, e->bk[DRV_COMBINE].fn);
+  }
+  int64_t size = 1;
+  for (int m = 0; m < out->order; m++) size *= out->dims[m];
+  if (size < 2 * tj_rt_par_min_work())
+    return rt_storage_sum_partials(out, parts, n, acc, combine_of(e->as->root_op));
+  if (tj_rt_reserve(out, TJ_ARR_VALS, 0, size))
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
+  CombineJob job = {out, parts, n, acc, combine_of(e->as->root_op)};
+  tj_rt_parallel_for_sched(0, size, NULL, 0, NULL, 0, TJ_PAR_STATIC, combine_slice, &job);
+  out->vals_len = size;
+  return TJ_OK;
+}
+
+/* Runs the row variant of phase ph in nchunks chunks of the split extent
+ * on the given threads, then joins the chunks' outputs into st[0]. */
+static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchunks, Diag *d) {
   CacheEntry *e = k->entry;
   if (!e->plan.rangeable && !e->plan.pos_rows) ph = PHASE_EVALUATE; /* dense partials: one kernel */
   if (!drv_ensure_compiled(e, DRV_ROWS(ph), d)) return drv_fail(d);
   int n = e->as->ntensors;
   tj_storage *out = st[0];
   int64_t rows = split_extent(e, ph, st);
-  /* parallelize(i, s): one chunk of equal rows per thread (static), 16
-   * chunks of equal rows per thread handed out as threads free up
-   * (dynamic), or 4 per thread of equal rows plus nonzeros (balanced, the
-   * default). */
   ParStrategy how = e->plan.row_strategy;
-  int nchunks = threads * (how == PAR_STATIC ? 1 : how == PAR_DYNAMIC ? 16 : 4);
   if (nchunks > rows) nchunks = (int)rows;
+  /* a reduction's first chunk writes the output itself unless it adds to it */
+  int own = e->plan.reduce_rows && !e->as->accumulate ? 1 : 0;
   int64_t *bounds = calloc((size_t)nchunks + 1, sizeof *bounds);
   tj_storage *range = calloc((size_t)nchunks, sizeof *range);
+  tj_storage **outs = calloc((size_t)nchunks, sizeof *outs);
   bool cached = false;
-  tj_storage *chunk = ph == PHASE_COMPUTE ? NULL : take_chunks(k, out, nchunks, &cached);
+  int nfresh = nchunks - own;   /* chunk outputs apart from out */
+  bool joined = ph != PHASE_COMPUTE;   /* chunk outputs, joined after */
+  tj_storage *chunk = joined && nfresh ? take_chunks(k, out, nfresh, &cached) : NULL;
   int32_t *rc = calloc((size_t)nchunks, sizeof *rc);
   tj_status status = TJ_OK;
-  if (!bounds || !range || !rc || (ph != PHASE_COMPUTE && !chunk)) {
+  if (!bounds || !range || !rc || !outs || (joined && nfresh && !chunk)) {
     status = rt_set_error(TJ_ERR_NOMEM, "out of memory splitting rows");
     goto done;
   }
+  for (int c = 0; joined && c < nchunks; c++) outs[c] = c < own ? out : &chunk[c - own];
   int32_t w = st[e->plan.pos_rows]->pos_width;
   const void *weights = e->plan.pos_rows ? st[e->plan.pos_rows]->levels[1].pos   /* may be NULL */
                                          : row_weights(st, n, rows, &w);
@@ -308,31 +402,75 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int thre
     status = rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
     goto done;
   }
-  RowJob job = {e->bk[DRV_ROWS(ph)].fn, n, st, chunk, range, rc};
+  RowJob job = {e->bk[DRV_ROWS(ph)].fn, n, st, joined ? outs : NULL, range, 0, NULL,
+                false, {0}, rc};
   tj_rt_parallel_for_sched(0, nchunks, NULL, 0, NULL, 0,
                            how == PAR_STATIC ? TJ_PAR_STATIC : TJ_PAR_DYNAMIC, run_chunks, &job);
   for (int c = 0; c < nchunks && status == TJ_OK; c++)
     if (rc[c]) status = kernel_code(rc[c]);
-  if (status == TJ_OK && chunk) {
-    tj_storage **ptrs = malloc((size_t)nchunks * sizeof *ptrs);
-    if (!ptrs) status = rt_set_error(TJ_ERR_NOMEM, "out of memory");
-    for (int c = 0; ptrs && c < nchunks; c++) ptrs[c] = &chunk[c];
-    if (ptrs && e->as->root_def && !drv_ensure_compiled(e, DRV_COMBINE, d))
-      status = drv_fail(d);
-    else if (ptrs)
-      status = e->plan.rangeable ? rt_storage_concat(out, ptrs, nchunks)
-               : e->as->root_def ? rt_storage_fold_partials(out, ptrs, nchunks, e->as->accumulate,
-                                                            e->bk[DRV_COMBINE].fn)
-                                 : rt_storage_sum_partials(out, ptrs, nchunks, e->as->accumulate,
-                                                           combine_of(e->as->root_op));
-    free(ptrs);
-  }
+  if (status == TJ_OK && joined)
+    status = e->plan.rangeable ? rt_storage_concat(out, outs, nchunks)
+                               : combine_partials(e, out, outs, nchunks, e->as->accumulate, d);
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;
 done:
-  give_back_chunks(k, chunk, nchunks, cached);
+  give_back_chunks(k, chunk, nfresh, cached);
+  free(outs);
   free(range);
   free(bounds);
   free(rc);
+  return status;
+}
+
+/* A seg_rows plan's run: operand x's level-0 positions cut into nchunks
+ * ranges of equal length, each read by the whole kernel through a copy of
+ * x's storage whose level-0 pos is {lo, hi} (the same crd and vals
+ * arrays), into a partial output of its own, combined in chunk order. The
+ * first chunk's is the output itself (under +=, the kernel adds to it; the
+ * others then start from the identity, which the kernel does not write). */
+static tj_status run_segments(tj_kernel *k, tj_storage **st, int nchunks, Diag *d) {
+  CacheEntry *e = k->entry;
+  if (!drv_ensure_compiled(e, PHASE_EVALUATE, d)) return drv_fail(d);
+  int x = e->plan.seg_rows, n = e->as->ntensors;
+  tj_storage *out = st[0];
+  const tj_storage *a = st[x];
+  int32_t w = a->pos_width;
+  int64_t first = rt_idx(a->levels[0].pos, w, 0), end = rt_idx(a->levels[0].pos, w, 1);
+  if (nchunks > end - first) nchunks = end > first ? (int)(end - first) : 1;
+  int own = 1, nfresh = nchunks - own;
+  tj_storage *views = calloc((size_t)nchunks, sizeof *views);
+  int64_t *pos = calloc(2 * (size_t)nchunks, sizeof *pos);   /* room for any width */
+  tj_storage **outs = calloc((size_t)nchunks, sizeof *outs);
+  int32_t *rc = calloc((size_t)nchunks, sizeof *rc);
+  bool cached = false;
+  tj_storage *chunk = nfresh > 0 ? take_chunks(k, out, nfresh, &cached) : NULL;
+  tj_status status = TJ_OK;
+  if (!views || !pos || !outs || !rc || (nfresh > 0 && !chunk)) {
+    status = rt_set_error(TJ_ERR_NOMEM, "out of memory splitting positions");
+    goto done;
+  }
+  for (int c = 0; c < nchunks; c++) {
+    outs[c] = c < own ? out : &chunk[c - own];
+    views[c] = *a;
+    views[c].levels[0].pos = &pos[2 * c];
+    views[c].levels[0].pos_len = 2;
+    rt_idx_set(&pos[2 * c], w, 0, first + (end - first) * c / nchunks);
+    rt_idx_set(&pos[2 * c], w, 1, first + (end - first) * (c + 1) / nchunks);
+  }
+  ParStrategy how = e->plan.row_strategy;
+  RtVal identity = rt_val_from_double(out->dtype, nt_root_identity(e->as));
+  RowJob job = {e->bk[PHASE_EVALUATE].fn, n, st, outs, NULL, x, views,
+                e->as->accumulate, identity, rc};
+  tj_rt_parallel_for_sched(0, nchunks, NULL, 0, NULL, 0,
+                           how == PAR_STATIC ? TJ_PAR_STATIC : TJ_PAR_DYNAMIC, run_chunks, &job);
+  for (int c = 0; c < nchunks && status == TJ_OK; c++)
+    if (rc[c]) status = kernel_code(rc[c]);
+  if (status == TJ_OK) status = combine_partials(e, out, outs, nchunks, false, d);
+done:
+  give_back_chunks(k, chunk, nfresh, cached);
+  free(rc);
+  free(outs);
+  free(pos);
+  free(views);
   return status;
 }
 
@@ -525,17 +663,26 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   /* Split rows across threads only with enough work to share (the runtime's
    * threshold for parallel loops); else the kernel runs on this thread. */
   int64_t work = status == TJ_OK ? input_work(st, e->as->ntensors) : 0;
-  bool rows = !interpret && !plain && threads > 1 && work >= tj_rt_par_min_work() &&
-              (((e->plan.rangeable || e->plan.pos_rows) &&
-                split_extent(e, ph, st) >= 4 * threads) ||
-               (e->plan.reduce_rows && phase != TJ_ASSEMBLE &&
-                small_partials(e, st, threads, work)));
+  /* parallelize(i, s) cuts a sparse output's rows into one chunk of equal
+   * rows per thread (static), 16 of equal rows per thread handed out as
+   * threads free up (dynamic), or 4 per thread of equal rows plus nonzeros
+   * (balanced, the default); a reduction's chunks, partial_chunks. */
+  bool shared = !interpret && !plain && threads > 1 && work >= tj_rt_par_min_work();
+  ParStrategy how = e->plan.row_strategy;
+  int nchunks = !shared ? 0
+                : e->plan.reduce_rows || e->plan.seg_rows
+                    ? (phase != TJ_ASSEMBLE ? partial_chunks(e, st, threads, work) : 0)
+                : !e->plan.rangeable && !e->plan.pos_rows ? 0
+                : split_extent(e, ph, st) < 4 * threads ? 0
+                : threads * (how == PAR_STATIC ? 1 : how == PAR_DYNAMIC ? 16 : 4);
   bool ran = status == TJ_OK;   /* the kernel writes the output from here */
   bool sell = status == TJ_OK && !interpret && ph != PHASE_ASSEMBLE && sell_ready(e, ops, st);
   if (sell) {
     status = run_sell(e, ops, st);
-  } else if (status == TJ_OK && rows) {
-    status = run_rows(k, ph, st, threads, &d);
+  } else if (status == TJ_OK && nchunks && e->plan.seg_rows) {
+    status = run_segments(k, st, nchunks, &d);
+  } else if (status == TJ_OK && nchunks) {
+    status = run_rows(k, ph, st, nchunks, &d);
   } else if (status == TJ_OK) {
     /* A GETT kernel (or statement of a sequence) that times its candidates
      * at the first run takes a choice kept in the disk cache, and keeps the

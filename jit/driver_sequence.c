@@ -223,7 +223,7 @@ static bool merge_plans(CacheEntry *e, const Assignment *as, Diag *d) {
     p->order_var[t] = by->plan.order_var[t];
   }
   p->rangeable = p->reduce_rows = false;
-  p->pos_rows = p->out_like = 0;
+  p->pos_rows = p->out_like = p->seg_rows = 0;
   return true;
 }
 

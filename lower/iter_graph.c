@@ -442,6 +442,43 @@ static int pos_rows_operand(const Assignment *as, const AccessList *acc, const L
   return walker;
 }
 
+/* Whether e, under the assignment's semiring, is a product of accesses
+ * and literals (its mul, which intersects; negated or not). */
+static bool is_semiring_product(const Assignment *as, const Expr *e) {
+  if (!as->semiring) return is_product(e);
+  if (e->kind == EX_ACCESS || e->kind == EX_LITERAL) return true;
+  OpKind op = nt_expr_op(e);
+  return op == as->semiring->mul && is_semiring_product(as, e->u.op.a) &&
+         is_semiring_product(as, e->u.op.b);
+}
+
+/* LowerPlan.seg_rows: the operand whose level 0 (with positions, sparse)
+ * alone the outermost loop walks, every other access dense wherever it
+ * reads that index, into a dense output reduced over the rest at the
+ * root, by a product: any split of the operand's level-0 positions splits
+ * the reduction's terms, whose partial outputs combine by the root
+ * operator. COO SpMV's y(i) = A(i,j) * x(j), A uq. 0 when there is none. */
+static int seg_rows_operand(const Assignment *as, const AccessList *acc, const LowerPlan *p) {
+  const Expr *sums[1];
+  bool reduces = false;
+  for (int v = 0; v < as->nindices; v++) reduces |= nt_is_reduction_var(as, as->indices[v]);
+  if (p->out_sparse || p->nloops == 0 || !reduces || nt_sums(as->rhs, sums, 1) > 0 ||
+      !(as->root_def || nt_op_is_reduction(as->root_op)) || p->ws_depth == 0 ||
+      p->vws_depth >= 0 || !is_semiring_product(as, as->rhs))
+    return 0;
+  int walker = 0;
+  for (int k = 1; k < acc->n; k++) {
+    const TensorVar *t = acc->e[k]->u.access.t;
+    const tj_format *f = &p->fmt[t->id];
+    for (int l = 0; l < f->order; l++) {
+      if (level_var(acc->e[k], f, l) != p->order[0] || lv_at(f, l, LV_FULL)) continue;
+      if (l > 0 || walker || !lv_at(f, 0, LV_HAS_POS) || lv_format_sliced(f)) return 0;
+      walker = t->id;
+    }
+  }
+  return walker;
+}
+
 bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                 bool strict, LowerPlan *p, Diag *d) {
   Diag first;
@@ -480,6 +517,7 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
     if (p->convert[t] || p->pattern[t]) lv_format_unslice(&p->fmt[t]);
   p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]) &&
                    (as->root_def || nt_op_is_reduction(as->root_op));
+  p->seg_rows = dense_outer ? 0 : seg_rows_operand(as, &acc, p);
   return check_sum_order(as, p, d);
 }
 

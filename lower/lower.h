@@ -80,6 +80,13 @@ typedef struct LowerPlan {
                                           row): row-range compute kernels take
                                           ranges of that level's positions
                                           (lower_kernel_rows); 0 none */
+  int seg_rows;                        /* > 0: a dense output that a root reduction
+                                          (no inner sum) of a product fills, whose
+                                          outermost loop walks operand seg_rows's
+                                          level 0 alone, by positions (COO's rows,
+                                          DCSR's): the driver runs the kernel on
+                                          chunks of those positions, each into a
+                                          partial output; 0 none */
   int out_like;                        /* > 0: a sparse output whose pattern is
                                           operand out_like's (a product of it
                                           with dense factors, same indices and

@@ -125,6 +125,7 @@ static bool apply_parallelize(const Assignment *as, const Cin *cin, const SchedD
                         "by segments; use a compressed or dense outer level (CSC)",
                         sd->vars[0]);
     p->reduce_rows = false;   /* one kernel, its updates atomic (lowering checks) */
+    p->seg_rows = 0;
     return true;
   }
   if (v && sd->arg && strcmp(sd->arg, "partials") == 0 && p->nloops > 0 && p->order[0] != v) {
@@ -133,6 +134,7 @@ static bool apply_parallelize(const Assignment *as, const Cin *cin, const SchedD
                         "partial outputs of an inner loop are dense copies of the "
                         "output, which is sparse here", sd->vars[0]);
     p->reduce_rows = false;   /* one kernel; lowering checks the rest */
+    p->seg_rows = 0;
     return true;
   }
   if (v && p->nloops > 0 && p->order[0] != v) { /* an inner loop (lowering checks more) */
@@ -185,7 +187,7 @@ static bool apply_directives(Arena *a, const Assignment *as, const Cin *cin, con
       if (!apply_parallelize(as, cin, sd, p, d)) return false;
     } else if (sd->kind == SCHED_FUSE) {
       p->reduce_rows = false;   /* the fused loop is no row loop to chunk */
-      p->pos_rows = 0;
+      p->pos_rows = p->seg_rows = 0;
     } else if (sd->kind == SCHED_PRECOMPUTE) {
       if (!apply_precompute(as, p, sd, a, d)) return false;
     } else if (sd->kind == SCHED_VECTORIZE) {
@@ -193,7 +195,8 @@ static bool apply_directives(Arena *a, const Assignment *as, const Cin *cin, con
     }
   }
   lower_plan_scatter_union(as, p, sw->scatter_min, sw->split_sum_min);
-  if (p->ws_depth == 0) p->pos_rows = 0;   /* one workspace around every row */
+  if (p->ws_depth == 0) p->pos_rows = p->seg_rows = 0;   /* one workspace around every row */
+  if (p->vws_depth >= 0 || p->out_like) p->seg_rows = 0;
   if (p->out_like && (p->ws_depth >= 0 || p->vws_depth >= 0)) {  /* the lowering refuses */
     p->out_like = 0;
     if (p->ws_depth < 0) p->ws_depth = planned_ws;

@@ -130,31 +130,38 @@ static void combine_f64(RtCombine how, double *restrict o, const double *restric
   }
 }
 
+void rt_storage_combine_range(tj_storage *out, tj_storage *const *parts, int n,
+                              bool accumulate, RtCombine how, int64_t lo, int64_t hi) {
+  int first = accumulate ? 0 : 1;
+  bool own = !accumulate && parts[0]->vals == out->vals;   /* out holds the first */
+  if (rt_dtype_is_int(out->dtype)) {  /* exact integers (stored wrapped; bool: nonzero) */
+    for (int64_t q = lo; q < hi; q++) {
+      int64_t v = (accumulate ? rt_storage_get(out, q) : rt_storage_get(parts[0], q)).i;
+      for (int c = first; c < n; c++) v = combine_int(how, out->dtype == TJ_U64, v, rt_storage_get(parts[c], q).i);
+      rt_storage_put(out, q, (RtVal){.i = v});
+    }
+  } else if (out->dtype == TJ_F64) {
+    double *o = (double *)out->vals + lo;
+    if (!accumulate && !own && hi > lo)
+      memcpy(o, (const double *)parts[0]->vals + lo, (size_t)(hi - lo) * sizeof *o);
+    for (int c = first; c < n; c++) combine_f64(how, o, (const double *)parts[c]->vals + lo, hi - lo);
+  } else {   /* f32: each element combined in double, rounded once */
+    float *o = out->vals;
+    for (int64_t q = lo; q < hi; q++) {
+      double v = accumulate ? o[q] : ((const float *)parts[0]->vals)[q];
+      for (int c = first; c < n; c++) v = combine_fp(how, v, ((const float *)parts[c]->vals)[q]);
+      o[q] = (float)v;
+    }
+  }
+}
+
 tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int n,
                                   bool accumulate, RtCombine how) {
   int64_t size = 1;
   for (int m = 0; m < out->order; m++) size *= out->dims[m];
   if (tj_rt_reserve(out, TJ_ARR_VALS, 0, size ? size : 1))
     return rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
-  int first = accumulate ? 0 : 1;
-  if (rt_dtype_is_int(out->dtype)) {  /* exact integers (stored wrapped; bool: nonzero) */
-    for (int64_t q = 0; q < size; q++) {
-      int64_t v = (accumulate ? rt_storage_get(out, q) : rt_storage_get(parts[0], q)).i;
-      for (int c = first; c < n; c++) v = combine_int(how, out->dtype == TJ_U64, v, rt_storage_get(parts[c], q).i);
-      rt_storage_put(out, q, (RtVal){.i = v});
-    }
-  } else if (out->dtype == TJ_F64) {
-    double *o = out->vals;
-    if (!accumulate && size) memcpy(o, parts[0]->vals, (size_t)size * sizeof *o);
-    for (int c = first; c < n; c++) combine_f64(how, o, parts[c]->vals, size);
-  } else {   /* f32: each element combined in double, rounded once */
-    float *o = out->vals;
-    for (int64_t q = 0; q < size; q++) {
-      double v = accumulate ? o[q] : ((const float *)parts[0]->vals)[q];
-      for (int c = first; c < n; c++) v = combine_fp(how, v, ((const float *)parts[c]->vals)[q]);
-      o[q] = (float)v;
-    }
-  }
+  rt_storage_combine_range(out, parts, n, accumulate, how, 0, size);
   out->vals_len = size;
   return TJ_OK;
 }
@@ -166,7 +173,7 @@ tj_status rt_storage_fold_partials(tj_storage *out, tj_storage *const *parts, in
   if (tj_rt_reserve(out, TJ_ARR_VALS, 0, size ? size : 1))
     return rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
   int first = accumulate ? 0 : 1;
-  if (!accumulate && size)
+  if (!accumulate && size && parts[0]->vals != out->vals)
     memcpy(out->vals, parts[0]->vals, (size_t)size * (size_t)rt_dtype_size(out->dtype));
   for (int c = first; c < n; c++) {
     tj_storage *ops[2] = {out, parts[c]};

@@ -426,11 +426,18 @@ typedef enum {
 } RtCombine;
 /* Combines n >= 1 dense partial outputs (all dense levels, same shape as
  * out) into out in chunk order, starting from out's values when
- * accumulate, else from the first partial. */
+ * accumulate, else from the first partial (which may be out itself: its
+ * values are then left where they are). */
 tj_status rt_storage_sum_partials(tj_storage *out, tj_storage *const *parts, int n,
                                   bool accumulate, RtCombine how);
+/* The same over the values [lo, hi) of the flattened output alone, whose
+ * values the caller has reserved: disjoint ranges may run on different
+ * threads, each value combined in chunk order as above. */
+void rt_storage_combine_range(tj_storage *out, tj_storage *const *parts, int n,
+                              bool accumulate, RtCombine how, int64_t lo, int64_t hi);
 /* The same, combining by a kernel (a definition's combine kernel, run as
- * fn({out, part}) to fold one partial into out in place). */
+ * fn({out, part}) to fold one partial into out in place); the first
+ * partial may be out itself. */
 tj_status rt_storage_fold_partials(tj_storage *out, tj_storage *const *parts, int n,
                                    bool accumulate, int32_t (*fn)(tj_storage **));
 
