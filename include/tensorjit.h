@@ -427,7 +427,7 @@ typedef enum {
 tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file);
 /* Writes the evaluate kernel's loop IR (as C) right after one pass of the
  * pipeline: "lower" (the loop nest as lowered), then "tile", "vectorize",
- * "unroll-jam", "peel" (the loop-IR passes, in that order). */
+ * "unroll-jam", "peel", "prefetch" (the loop-IR passes, in that order). */
 tj_status tj_kernel_print_after(const tj_kernel *k, const char *pass, void *file);
 
 /* Where tj_compile spent its time, by stage (a cache hit: parse and setup). */

@@ -383,6 +383,16 @@ static void print_store(Printer *p, const LirStmt *s) {
 
 }
 
+/* __builtin_prefetch(&ptr[idx]): GCC's and clang's hint, which reads
+ * nothing (the address may lie past the array). */
+static void print_prefetch(Printer *p, const LirStmt *s) {
+  LirExpr ld = {.kind = LE_LOAD, .type = lir_elem_type(s->u.prefetch.ptr->type)};
+  ld.u.load.ptr = s->u.prefetch.ptr, ld.u.load.idx = s->u.prefetch.idx;
+  fputs("__builtin_prefetch(&", p->out);
+  print_expr(p, &ld, P_POSTFIX);
+  fputs(");\n", p->out);
+}
+
 static void print_attrs(Printer *p, LoopAttrs at, int ind) {
   bool asked = at.vectorize && !at.vec_width;
   if (!at.parallel && !at.vec_width && !at.unroll && !at.remainder && !asked) return;
@@ -559,6 +569,7 @@ static void print_stmt(Printer *p, const LirStmt *s, int ind, bool top) {
     fputc('\n', p->out);
     break;
   case LS_COMMENT: fprintf(p->out, "/* %s */\n", s->u.comment); break;
+  case LS_PREFETCH: print_prefetch(p, s); break;
   }
 }
 

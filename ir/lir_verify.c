@@ -358,7 +358,7 @@ static void describe(Verifier *v, const LirStmt *s) {
     break;
   default: {
     static const char *kind[] = {"", "", "store", "setfield", "",
-                                 "while loop", "if", "", "block", "comment"};
+                                 "while loop", "if", "", "block", "comment", "prefetch"};
     snprintf(v->where, sizeof v->where, "%s", kind[s->kind]);
   }
   }
@@ -402,6 +402,12 @@ static bool check_stmt(Verifier *v, const LirStmt *s) {
            check_scope(v, s->u.cond.then) && check_scope(v, s->u.cond.els);
   case LS_CALL: return check_call(v, s);
   case LS_BLOCK: return check_scope(v, s->u.block);
+  case LS_PREFETCH:
+    if (!check_expr(v, s->u.prefetch.ptr)) return false;
+    if (!lir_type_is_ptr(s->u.prefetch.ptr->type))
+      return failf(v, "prefetch through %s, which is not a pointer",
+                   tname(s->u.prefetch.ptr->type));
+    return expect_int(v, s->u.prefetch.idx, "prefetch index");
   case LS_COMMENT:
     if (s->u.comment && strstr(s->u.comment, "*/"))
       return fail(v, "comment text containing '*/'");

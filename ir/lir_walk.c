@@ -52,6 +52,7 @@ int lir_stmt_exprs(const LirStmt *s, LirExpr *x[4]) {
   case LS_WHILE: x[0] = s->u.whl.cond; return 1;
   case LS_IF: x[0] = s->u.cond.cond; return 1;
   case LS_CALL: x[0] = s->u.call.a, x[1] = s->u.call.b; return 2;
+  case LS_PREFETCH: x[0] = s->u.prefetch.ptr, x[1] = s->u.prefetch.idx; return 2;
   default: return 0;   /* BLOCK, COMMENT */
   }
 }

@@ -322,6 +322,12 @@ LirStmt *lir_comment(Arena *a, const char *text) {
   return s;
 }
 
+LirStmt *lir_prefetch(Arena *a, LirExpr *ptr, LirExpr *idx) {
+  LirStmt *s = stmt_new(a, LS_PREFETCH);
+  if (s) s->u.prefetch.ptr = ptr, s->u.prefetch.idx = idx;
+  return s;
+}
+
 void lir_append(LirStmt **head, LirStmt *s) {
   if (!s) return;
   while (*head) head = &(*head)->next;

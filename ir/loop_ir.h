@@ -183,6 +183,9 @@ struct LirStmt {
                 GETT: plan = LIR_GETT_WORDS words (TJ_GP_*). */
     LirStmt *block;                                                /* LS_BLOCK */
     const char *comment;                                           /* LS_COMMENT */
+    struct { LirExpr *ptr, *idx; } prefetch;                       /* LS_PREFETCH: no
+                                      effect on the meaning; idx may lie past
+                                      the array (nothing is read) */
   } u;
 };
 
@@ -244,6 +247,7 @@ LirStmt *lir_if(Arena *a, LirExpr *cond, LirStmt *then, LirStmt *els);
 LirStmt *lir_call(Arena *a, LirHelper h);
 LirStmt *lir_block(Arena *a, LirStmt *body);
 LirStmt *lir_comment(Arena *a, const char *text);
+LirStmt *lir_prefetch(Arena *a, LirExpr *ptr, LirExpr *idx);
 
 /* Appends the list s to the end of the list at *head. */
 void lir_append(LirStmt **head, LirStmt *s);

@@ -466,8 +466,9 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
   const char *mtail = getenv("TJ_MASKED_TAIL"), *promote = getenv("TJ_PROMOTE"),
              *peel = getenv("TJ_PEEL");
-  fprintf(f, "|pipe=%s|gather=%s|mtail=%s|promote=%s|peel=%s", pipe ? pipe : "",
-          gather ? gather : "", mtail ? mtail : "", promote ? promote : "", peel ? peel : "");
+  fprintf(f, "|pipe=%s|gather=%s|mtail=%s|promote=%s|peel=%s|pf=%d", pipe ? pipe : "",
+          gather ? gather : "", mtail ? mtail : "", promote ? promote : "", peel ? peel : "",
+          drv_prefetch_ahead());
   /* A dense contraction's method and blocking depend on its extents. */
   char why[160];   /* a sequence's statements may be dense contractions */
   if (lower_gett_form(as) || nt_sequence_why_not(as, why, sizeof why)) {
@@ -505,7 +506,7 @@ static char *canonical_key(const Assignment *as, const char *schedule,
  *   contraction  GETT / TTGT / LoG or the loops; the notation made
  *                to the plan (lower_plan_notation: what is lowered)  lower/gett.c
  *   lower        the loop IR of one kernel variant                  lower/lower*.c
- *   tile, promote, vectorize, unroll-jam, peel  (LOWER_PASSES)       lower/
+ *   tile, promote, vectorize, unroll-jam, peel, prefetch (LOWER_PASSES) lower/
  *   verify                                                           ir/lir_verify.c
  *   backend      LLVM IR, optimize, machine code, link              jit/engine.c
  *

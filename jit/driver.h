@@ -273,6 +273,9 @@ void drv_set_options(CacheEntry *e, const Assignment *as);
 /* LowerPlan.lattice_max from TJ_WIDE_UNION_THRESHOLD (a test and benchmark
  * switch between lattice and merged loops), 0 (the default) when unset. */
 int drv_lattice_max(void);
+/* LowerOptions.prefetch: LOWER_PREFETCH_AHEAD, or TJ_PREFETCH (0 off, else
+ * positions ahead, up to 256). In the cache key. */
+int drv_prefetch_ahead(void);
 /* The fewest additive terms a union scatters through a workspace with
  * (lower_plan_scatter_union), from TJ_SCATTER_UNION_MIN (a test and
  * benchmark switch; a large value turns the path off), else 0: the

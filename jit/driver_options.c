@@ -14,6 +14,13 @@ int drv_lattice_max(void) {
   return v > 0 && v < 1 << 20 ? (int)v : 0;
 }
 
+int drv_prefetch_ahead(void) {
+  const char *s = getenv("TJ_PREFETCH");
+  if (!s || !*s) return LOWER_PREFETCH_AHEAD;
+  long v = strtol(s, NULL, 10);
+  return v > 0 && v <= 256 ? (int)v : 0;
+}
+
 int drv_scatter_min(void) {
   const char *s = getenv("TJ_SCATTER_UNION_MIN");
   long v = s ? strtol(s, NULL, 10) : 0;
@@ -40,6 +47,7 @@ void drv_set_options(CacheEntry *e, const Assignment *as) {
   /* Peeling of short gather reductions: on by default; TJ_PEEL=0 turns it off. */
   const char *pe = getenv("TJ_PEEL");
   o->peel = !(pe && *pe == '0');
+  o->prefetch = drv_prefetch_ahead();
   /* A gather loop's remainder as one masked step: on by default;
    * TJ_MASKED_TAIL=0 turns it off (the scalar remainder loop runs). */
   const char *mt = getenv("TJ_MASKED_TAIL");

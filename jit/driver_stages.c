@@ -115,7 +115,7 @@ tj_status tj_kernel_print_after(const tj_kernel *k, const char *pass, void *file
 static tj_status print_after_one(const tj_kernel *k, const char *pass, void *file) {
   int n = drv_pass_count(pass);
   if (n < 0)
-    return rt_set_error(TJ_ERR_INVALID, "no pass '%s' (lower, tile, promote, vectorize, unroll-jam, peel)", pass);
+    return rt_set_error(TJ_ERR_INVALID, "no pass '%s' (lower, tile, promote, vectorize, unroll-jam, peel, prefetch)", pass);
   Arena a;
   arena_init(&a);
   Diag d;

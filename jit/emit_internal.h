@@ -57,6 +57,9 @@ LLVMValueRef em_convert(Emitter *e, LLVMValueRef v, LirType from, LirType to);
 /* True when evaluating x cannot trap (no loads, no integer division). */
 bool em_is_speculatable(const LirExpr *x);
 int em_elem_bytes(LirType ptr);
+/* llvm.prefetch (read, keep in all levels, data) of ptr[idx], elements of
+ * type elem; the address is not inbounds: it may lie past the array. */
+void em_prefetch(Emitter *e, LLVMValueRef ptr, LirType elem, LLVMValueRef idx);
 /* A call of the runtime helper `name` (declared on first use). */
 LLVMValueRef em_helper(Emitter *e, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
                        unsigned n, LLVMValueRef *args);

@@ -779,6 +779,23 @@ static bool emit_call(Emitter *e, const LirStmt *s) {
   return em_bug(e, "unknown runtime helper");
 }
 
+void em_prefetch(Emitter *e, LLVMValueRef ptr, LirType elem, LLVMValueRef idx) {
+  LLVMValueRef addr = LLVMBuildGEP2(e->b, em_mem_type(e, elem), ptr, &idx, 1, "");
+  LLVMValueRef args[] = {addr, LLVMConstInt(e->i32, 0, 0), LLVMConstInt(e->i32, 3, 0),
+                         LLVMConstInt(e->i32, 1, 0)};
+  em_intrinsic(e, "llvm.prefetch", e->ptr, args, 4);
+}
+
+static bool emit_prefetch(Emitter *e, const LirStmt *s) {
+  const LirExpr *p = s->u.prefetch.ptr, *i = s->u.prefetch.idx;
+  if (!lir_type_is_ptr(p->type) || !lir_type_is_int(i->type))
+    return em_bug(e, "prefetch needs a pointer and an integer index");
+  LLVMValueRef pv = emit_expr(e, p), iv = emit_expr(e, i);
+  if (!pv || !iv) return false;
+  em_prefetch(e, pv, lir_elem_type(p->type), iv);
+  return true;
+}
+
 static bool emit_decl(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.decl.var;
   LLVMValueRef a = em_slot(e, v);
@@ -804,6 +821,7 @@ static bool emit_stmt(Emitter *e, const LirStmt *s) {
   case LS_CALL: return emit_call(e, s);
   case LS_BLOCK: return emit_stmts(e, s->u.block);
   case LS_COMMENT: return true;
+  case LS_PREFETCH: return emit_prefetch(e, s);
   }
   return em_bug(e, "unknown loop IR statement kind");
 }

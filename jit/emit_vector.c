@@ -374,6 +374,31 @@ static bool vstore(VecLoop *v, const LirStmt *s) {
   return true;
 }
 
+/* A prefetch of W lanes: of the one line at a uniform index; at a
+ * unit-stride one, of every line the lanes span (64-byte lines: a 32-lane
+ * f64 row segment is 4 of them); at indices that differ per lane, none
+ * (a hint may be dropped). */
+static bool vprefetch(VecLoop *v, const LirStmt *s) {
+  Emitter *e = v->e;
+  const LirExpr *p = s->u.prefetch.ptr;
+  if (classify(v, p) != LIR_UNIFORM) return true;
+  LirClass c = classify(v, s->u.prefetch.idx);
+  if (c != LIR_UNIFORM && c != LIR_UNIT) return true;
+  VVal i = vexpr(v, s->u.prefetch.idx, NULL);
+  LLVMValueRef pv = emit_expr(e, p);
+  if (!i.v || !pv) return false;
+  LirType t = lir_elem_type(p->type);
+  int bytes = em_elem_bytes(p->type), per_line = bytes < 64 ? 64 / bytes : 1;
+  int lines = c == LIR_UNIT ? ((int)v->w * bytes + 63) / 64 : 1;
+  LLVMTypeRef it = LLVMTypeOf(i.v);
+  for (int l = 0; l < lines; l++) {
+    LLVMValueRef at = l ? LLVMBuildAdd(e->b, i.v, LLVMConstInt(it, (unsigned long long)(l * per_line), 0), "")
+                        : i.v;
+    em_prefetch(e, pv, t, at);
+  }
+  return true;
+}
+
 static bool vstmts(VecLoop *v, const LirStmt *s);
 
 static bool vstmts_cb(void *v, const LirStmt *s) { return vstmts(v, s); }
@@ -403,6 +428,7 @@ static bool vstmts(VecLoop *v, const LirStmt *s) {
     case LS_BLOCK: ok = vstmts(v, s->u.block); break;
     case LS_FOR: ok = vnested(v, s); break;
     case LS_COMMENT: break;
+    case LS_PREFETCH: ok = vprefetch(v, s); break;
     default: return fail(v, "the body holds a statement other than decl/assign/store/for");
     }
     if (!ok || !diag_ok(v->e->d)) return false;

@@ -594,6 +594,7 @@ static Exit exec_stmt(Interp *in, const LirStmt *s) {
   case LS_CALL: return exec_call(in, s);
   case LS_BLOCK: return exec_list(in, s->u.block);
   case LS_COMMENT: return EX_OK;
+  case LS_PREFETCH: return EX_OK;   /* a hint: reads nothing */
   }
   fault(in, "unknown statement kind");
   return EX_FAULT;

@@ -914,16 +914,22 @@ static int run_peel(Arena *a, LirKernel *k, const LowerOptions *o) {
   return o->peel ? lower_peel(a, k) : 0;
 }
 
+static int run_prefetch(Arena *a, LirKernel *k, const LowerOptions *o) {
+  return o->prefetch > 0 ? lower_prefetch(a, k, o->prefetch) : 0;
+}
+
 /* Cache blocking needs the scalar nest (and blocks only when rows will be
  * jammed); promotion puts fixed output updates in accumulators that
  * vectorization then widens (with the blocked loops); unroll-and-jam
  * blocks rows around the vector loops; peeling takes the scalar loops
- * left (a vector tier's remainder among them). */
+ * left (a vector tier's remainder among them); prefetching adds hints to
+ * the loops the others left in place. */
 const LowerPass LOWER_PASSES[] = {{"tile", run_tile},
                                   {"promote", run_promote},
                                   {"vectorize", run_vectorize},
                                   {"unroll-jam", run_unroll_jam},
                                   {"peel", run_peel},
+                                  {"prefetch", run_prefetch},
                                   {NULL, NULL}};
 
 /* A union scattered (or summed) term by term: each term's lattice, as its

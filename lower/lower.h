@@ -111,6 +111,9 @@ typedef struct LowerOptions {
   bool vector_gather;                  /* also vectorize loops that gather */
   bool peel;                           /* peel short gather reductions
                                           (lower/peel.c) */
+  int prefetch;                        /* positions ahead that rows at sparse
+                                          coordinates are prefetched
+                                          (lower/prefetch.c), 0 off */
   bool masked_tail;                    /* a gather loop's remainder runs as one
                                           masked vector step in the JIT
                                           (LoopAttrs.masked_tail) */
@@ -420,6 +423,16 @@ int lower_promote(Arena *a, LirKernel *k);
  * (lower/peel.c). Keeps the meaning up to reassociation of the sum.
  * Returns how many loops it rewrote. */
 int lower_peel(Arena *a, LirKernel *k);
+
+/* Software prefetch (lower/prefetch.c): a scalar loop over positions p
+ * inside a vector loop over j, whose body loads B[f(crd[p], j)] (a row
+ * segment at a sparse coordinate), first prefetches the lines of
+ * B[f(crd[q], j)], q = min(p + ahead, crd_len - 1), in a copy of the vector
+ * loop that runs when B holds at least LOWER_PREFETCH_MIN_BYTES. Keeps the
+ * meaning. Returns how many loops it rewrote. */
+#define LOWER_PREFETCH_AHEAD 8
+#define LOWER_PREFETCH_MIN_BYTES ((int64_t)16 << 20)
+int lower_prefetch(Arena *a, LirKernel *k, int ahead);
 
 /* Prints the merge lattice of every loop of the plan (-print-lattice). */
 void lower_print_lattices(FILE *out, const LowerInput *in);

@@ -864,6 +864,59 @@ static void *compile(Tmp *t, const LirKernel *k, tj_kernel_fn *fn) {
   return compile_flags(t, k, fn, 0);
 }
 
+/* SpMV with a prefetch of x a row past the array in its inner loop: a
+ * hint, so the interpreter reads nothing there, the compiled C (GCC's and
+ * clang's __builtin_prefetch) runs it, and both give SpMV's values; the
+ * verifier wants a pointer and an integer index. */
+static LirKernel *build_spmv_prefetch(void) {
+  LirKernel *k = build_spmv();
+  LirStmt *s = k->body;
+  while (s->kind != LS_FOR) s = s->next;
+  LirStmt *inner = s->u.loop.body;
+  while (inner->kind != LS_FOR) inner = inner->next;
+  LirVar *xv = k->body->next->next->next->u.decl.var;   /* x_vals */
+  LirStmt *pf = lir_prefetch(A, ref(xv), bin(LOP_ADD, ref(inner->u.loop.iv), c64(1000)));
+  pf->next = inner->u.loop.body;
+  inner->u.loop.body = pf;
+  return k;
+}
+
+START_TEST(test_prefetch) {
+  LirKernel *k = build_spmv_prefetch();
+  Diag d;
+  diag_init(&d);
+  ck_assert_msg(lir_verify(k, &d), "%s", d.msg);
+  char *c = print_kernel(k, false);
+  ck_assert_msg(strstr(c, "__builtin_prefetch(&x_vals[p + 1000]);"), "%s", c);
+  free(c);
+  double y[3] = {-1, -1, -1};
+  tj_storage ys = dense_vec(TJ_F64, y, 3), as = csr(), xs = dense_vec(TJ_F64, spmv_x, 4);
+  ck_assert_int_eq(run(k, (tj_storage *[]){&ys, &as, &xs}, &d), 0);
+  ck_assert_double_eq(y[0], 201);
+  ck_assert_double_eq(y[2], 3 + 40 + 5000);
+  if (have_cc()) {
+    Tmp t;
+    tmp_init(&t);
+    tj_kernel_fn fn;
+    double yc[3] = {0};
+    tj_storage y2 = dense_vec(TJ_F64, yc, 3);
+    void *so = compile(&t, k, &fn);
+    ck_assert_int_eq(fn((tj_storage *[]){&y2, &as, &xs}), 0);
+    ck_assert_mem_eq(y, yc, sizeof y);
+    dlclose(so);
+    tmp_done(&t);
+  }
+  LirKernel *bad = lir_kernel(A, "bad");
+  operand(bad, "x", 1, TJ_F64, false);
+  LirVar *s = lir_var(A, bad, "s", LT_F64);
+  add(&bad->body, lir_decl(A, s, NULL));
+  add(&bad->body, lir_prefetch(A, ref(s), c64(0)));
+  diag_init(&d);
+  ck_assert(!lir_verify(bad, &d));
+  ck_assert_str_eq(d.msg, "loop IR: prefetch through f64, which is not a pointer in prefetch");
+}
+END_TEST
+
 START_TEST(test_compiled_matches_interp) {
   if (!have_cc()) {
     fprintf(stderr, "check_loop_ir: SKIP compiled-C test: no cc found\n");
@@ -1123,6 +1176,7 @@ static Suite *loop_ir_suite(void) {
   tcase_set_timeout(cc, 120);
   tcase_add_test(cc, test_compiled_matches_interp);
   tcase_add_test(cc, test_compiled_parallel);
+  tcase_add_test(cc, test_prefetch);
   suite_add_tcase(s, cc);
   return s;
 }

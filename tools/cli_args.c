@@ -67,7 +67,7 @@ void cli_usage(FILE *out) {
       "  -print-gett                   a dense contraction's GETT/TTGT/LoG plan; the\n"
       "                                schedule's method(gett|ttgt|log|loops) forces one\n"
       "  -print-after=<pass>           loop IR after lower, tile, promote, vectorize,\n"
-      "                                unroll-jam or peel\n"
+      "                                unroll-jam, peel or prefetch\n"
       "  -write-source=<file>          write the C rendering of the kernel\n"
       "  -repl  --help  --version\n",
       out);

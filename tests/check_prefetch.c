@@ -1,0 +1,205 @@
+/* Software prefetch of rows at sparse coordinates (lower/prefetch.c): the
+ * pass fires on SpMM's loop over a row's entries inside the vector loop
+ * over j, in a copy taken when B holds 16 MB or more; TJ_PREFETCH turns it
+ * off or sets the distance, and keys the cache; kernels with it (the JIT
+ * and the C backend, B big and small) give the values of a hand loop.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorjit.h"
+#include "util/golden.h"
+
+#define OK(x) ck_assert_msg((x) == TJ_OK, "%s", tj_last_error())
+
+enum { COLS = 64, ROWS = 300, PER_ROW = 16 };
+
+typedef struct Spmm {
+  int64_t n;                    /* B's rows (A's columns) */
+  int32_t pos[ROWS + 1], *crd;
+  double *av, *b, *c, *want;
+  tj_tensor *ops[3];            /* C, A, B over the arrays above */
+} Spmm;
+
+static uint64_t rnd(uint64_t *s) {
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return *s >> 17;
+}
+
+static int cmp_i32(const void *x, const void *y) {
+  int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* A: ROWS x n CSR with PER_ROW distinct columns a row (the last row's
+ * columns near n, so prefetches clamp at the array's end); B: n x COLS;
+ * want = A B by a plain loop. */
+static void spmm_new(Spmm *m, int64_t n) {
+  uint64_t s = 7;
+  m->n = n;
+  m->crd = malloc(sizeof *m->crd * ROWS * PER_ROW);
+  m->av = malloc(sizeof *m->av * ROWS * PER_ROW);
+  m->b = malloc(sizeof *m->b * (size_t)(n * COLS));
+  m->c = calloc(ROWS * COLS, sizeof *m->c);
+  m->want = calloc(ROWS * COLS, sizeof *m->want);
+  ck_assert(m->crd && m->av && m->b && m->c && m->want);
+  for (int64_t q = 0; q < n * COLS; q++) m->b[q] = (double)(rnd(&s) % 2001) / 1000 - 1;
+  int32_t nnz = 0;
+  m->pos[0] = 0;
+  for (int i = 0; i < ROWS; i++) {
+    int32_t *row = m->crd + nnz;
+    int k = 0;
+    while (k < PER_ROW) {
+      int32_t c = (int32_t)(i == ROWS - 1 ? n - 1 - (int64_t)(rnd(&s) % 40) : (int64_t)(rnd(&s) % (uint64_t)n));
+      bool seen = false;
+      for (int q = 0; q < k; q++) seen |= row[q] == c;
+      if (!seen) row[k++] = c;
+    }
+    qsort(row, PER_ROW, sizeof *row, cmp_i32);
+    for (int q = 0; q < PER_ROW; q++) m->av[nnz + q] = (double)(rnd(&s) % 1001) / 500 - 1;
+    nnz += PER_ROW;
+    m->pos[i + 1] = nnz;
+  }
+  for (int i = 0; i < ROWS; i++)
+    for (int32_t p = m->pos[i]; p < m->pos[i + 1]; p++)
+      for (int j = 0; j < COLS; j++)
+        m->want[i * COLS + j] += m->av[p] * m->b[(int64_t)m->crd[p] * COLS + j];
+  static const int64_t dc[2] = {ROWS, COLS};
+  int64_t da[2] = {ROWS, n}, db[2] = {n, COLS};
+  tj_format csr;
+  OK(tj_format_parse("ds", &csr));
+  tj_arrays a = {.dtype = TJ_F64, .order = 2, .dims = da, .fmt = &csr};
+  a.pos[1] = m->pos, a.pos_len[1] = ROWS + 1;
+  a.crd[1] = m->crd, a.crd_len[1] = nnz;
+  a.vals = m->av, a.vals_len = nnz;
+  tj_arrays b = {.dtype = TJ_F64, .order = 2, .dims = db, .vals = m->b, .vals_len = n * COLS};
+  tj_arrays c = {.dtype = TJ_F64, .order = 2, .dims = dc, .vals = m->c, .vals_len = ROWS * COLS};
+  OK(tj_tensor_wrap("C", &c, 0, &m->ops[0]));
+  OK(tj_tensor_wrap("A", &a, 0, &m->ops[1]));
+  OK(tj_tensor_wrap("B", &b, 0, &m->ops[2]));
+}
+
+static void spmm_free(Spmm *m) {
+  for (int t = 0; t < 3; t++) tj_tensor_free(m->ops[t]);
+  free(m->crd), free(m->av), free(m->b), free(m->c), free(m->want);
+}
+
+static tj_kernel *compile(tj_context *cx, Spmm *m, int backend) {
+  tj_options o = tj_options_default();
+  o.backend = backend;
+  tj_kernel *k;
+  OK(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", m->ops, 3, NULL, &o, &k));
+  return k;
+}
+
+/* The evaluate kernel's loop IR after pass `pass` (malloc'd). */
+static char *after(tj_kernel *k, const char *pass) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  OK(tj_kernel_print_after(k, pass, f));
+  fclose(f);
+  return text;
+}
+
+static void check_values(tj_kernel *k, Spmm *m, const char *what) {
+  memset(m->c, 0xff, sizeof *m->c * ROWS * COLS);   /* NaNs: every value written */
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int q = 0; q < ROWS * COLS; q++)
+    ck_assert_msg(fabs(m->c[q] - m->want[q]) <= 1e-12 * (1 + fabs(m->want[q])),
+                  "%s: C[%d][%d] = %.17g, want %.17g", what, q / COLS, q % COLS, m->c[q],
+                  m->want[q]);
+}
+
+/* B of 32768 x 64 doubles is 16 MB: the prefetching copy of each vector
+ * loop runs (the 32- and 8-lane tiers; the scalar remainder has none). */
+START_TEST(spmm_prefetches_rows_of_a_big_b) {
+  unsetenv("TJ_PREFETCH");
+  Spmm m;
+  spmm_new(&m, 32768);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, &m, TJ_BACKEND_LLVM);
+  char *before = after(k, "peel"), *text = after(k, "prefetch");
+  ck_assert_int_eq(count(before, "__builtin_prefetch"), 0);
+  ck_assert_msg(count(text, "if (B->vals_len >= 2097152) {") == 2, "%s", text);
+  ck_assert_msg(count(text, "__builtin_prefetch(&B_vals[pf_pB_") == 2, "%s", text);
+  ck_assert_msg(count(text, "pA1_1 + 8 < A->levels[1].crd_len - 1") == 2, "%s", text);
+  free(before), free(text);
+  check_values(k, &m, "prefetch 8");
+  /* TJ_PREFETCH is in the cache key: 0 compiles a kernel without it, 3
+   * one with the distance 3. */
+  setenv("TJ_PREFETCH", "0", 1);
+  tj_kernel *off = compile(cx, &m, TJ_BACKEND_LLVM);
+  text = after(off, "prefetch");
+  ck_assert_int_eq(count(text, "__builtin_prefetch"), 0);
+  free(text);
+  check_values(off, &m, "prefetch 0");
+  setenv("TJ_PREFETCH", "3", 1);
+  tj_kernel *three = compile(cx, &m, TJ_BACKEND_LLVM);
+  text = after(three, "prefetch");
+  ck_assert_msg(count(text, "pA1_1 + 3 < A->levels[1].crd_len - 1") == 2, "%s", text);
+  free(text);
+  check_values(three, &m, "prefetch 3");
+  unsetenv("TJ_PREFETCH");
+  tj_context_free(cx);
+  spmm_free(&m);
+}
+END_TEST
+
+/* A small B takes the loops without prefetches; the C backend compiles
+ * the hint (__builtin_prefetch) and gives the same values. */
+START_TEST(spmm_small_b_and_c_backend) {
+  unsetenv("TJ_PREFETCH");
+  for (int big = 0; big < 2; big++) {
+    Spmm m;
+    spmm_new(&m, big ? 32768 : 500);
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    check_values(compile(cx, &m, TJ_BACKEND_LLVM), &m, big ? "jit, big B" : "jit, small B");
+    if (system("cc --version >/dev/null 2>&1") == 0)
+      check_values(compile(cx, &m, TJ_BACKEND_C), &m, big ? "cc, big B" : "cc, small B");
+    tj_context_free(cx);
+    spmm_free(&m);
+  }
+}
+END_TEST
+
+/* SpMV has no loop inside a vector loop that reads rows: nothing fires. */
+START_TEST(spmv_is_left_alone) {
+  Spmm m;
+  spmm_new(&m, 32768);
+  int64_t dx = m.n, dy = ROWS;
+  tj_tensor *x, *y;
+  OK(tj_tensor_new("x", TJ_F64, 1, &dx, NULL, &x));
+  OK(tj_tensor_new("y", TJ_F64, 1, &dy, NULL, &y));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, m.ops[1], x}, 3, NULL, NULL, &k));
+  char *text = after(k, "prefetch");
+  ck_assert_int_eq(count(text, "__builtin_prefetch"), 0);
+  free(text);
+  tj_context_free(cx);
+  tj_tensor_free(x), tj_tensor_free(y);
+  spmm_free(&m);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("prefetch");
+  TCase *tc = tcase_create("spmm");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, spmm_prefetches_rows_of_a_big_b);
+  tcase_add_test(tc, spmm_small_b_and_c_backend);
+  tcase_add_test(tc, spmv_is_left_alone);
+  suite_add_tcase(s, tc);
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
