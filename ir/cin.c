@@ -593,19 +593,28 @@ typedef struct Relations {
   char seen[2048];
 } Relations;
 
-/* Adds one relation ", split(i, i0, i1, 8)" unless it was added before. */
+/* Adds one relation ", split(i, i0, i1, 8)" unless it was added before
+ * (past the record's room, a repeated one prints again). */
 static void relation(Relations *r, const char *fmt, ...) {
-  char one[256];
-  va_list ap;
+  va_list ap, aq;
   va_start(ap, fmt);
-  vsnprintf(one, sizeof one, fmt, ap);
+  va_copy(aq, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
   va_end(ap);
+  char *one = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (one) vsnprintf(one, (size_t)n + 1, fmt, aq);
+  va_end(aq);
+  if (!one) return;   /* out of memory: the relation is left out */
   r->seen[r->len] = '\0';
-  if (strstr(r->seen, one)) return;
-  size_t n = strlen(one);
-  if (r->len + n < sizeof r->seen) memcpy(r->seen + r->len, one, n), r->len += n;
-  r->n++;
-  if (r->out) fputs(one, r->out);
+  if (!strstr(r->seen, one)) {
+    if (r->len + (size_t)n < sizeof r->seen) {
+      memcpy(r->seen + r->len, one, (size_t)n);
+      r->len += (size_t)n;
+    }
+    r->n++;
+    if (r->out) fputs(one, r->out);
+  }
+  free(one);
 }
 
 /* The relations of c's loops (TACO's suchthat), in nesting order:
@@ -632,13 +641,15 @@ static void forall_relations(Relations *r, const Cin *c, const Expr *shared) {
       relation(r, ", bound(%s, %s, %lld, %s)", v, f->bound_name, (long long)f->bound,
                cin_bound_name(f->bound_kind));
     if (f->pos) {
-      char acc[128] = "";
-      FILE *m = fmemopen(acc, sizeof acc, "w");
+      char *acc = NULL;
+      size_t len = 0;
+      FILE *m = open_memstream(&acc, &len);
       if (m) {
         nt_print_expr(m, f->pos_access);
         fclose(m);
       }
-      relation(r, ", pos(%s, %s, %s)", v, f->pos, acc);
+      relation(r, ", pos(%s, %s, %s)", v, f->pos, acc ? acc : "?");
+      free(acc);
     }
     if (f->split || f->divide)
       relation(r, ", %s(%s, %s, %s, %d)", f->split ? "split" : "divide", loop_name(c),

@@ -103,7 +103,8 @@ typedef struct RowJob {
   tj_storage *range;           /* per chunk range descriptors, or NULL */
   int seg;                     /* > 0: operand seg read through views[c] */
   tj_storage *views;
-  bool fill;                   /* chunk outputs but the first start as identity */
+  bool fill;                   /* chunk outputs other than the run's output
+                                  start as the identity */
   RtVal identity;
   int32_t *rc;
 } RowJob;
@@ -130,7 +131,7 @@ static void run_chunks(void *ctx, int64_t lo, int64_t hi) {
     if (job->outs) ops[0] = job->outs[c];
     if (job->range) ops[job->n] = &job->range[c];
     if (job->seg) ops[job->seg] = &job->views[c];
-    job->rc[c] = job->fill && c > 0 ? fill_partial(ops[0], job->identity) : 0;
+    job->rc[c] = job->fill && ops[0] != job->st[0] ? fill_partial(ops[0], job->identity) : 0;
     if (!job->rc[c]) job->rc[c] = job->fn(ops);
   }
 }
@@ -424,9 +425,10 @@ done:
 /* A seg_rows plan's run: operand x's level-0 positions cut into nchunks
  * ranges of equal length, each read by the whole kernel through a copy of
  * x's storage whose level-0 pos is {lo, hi} (the same crd and vals
- * arrays), into a partial output of its own, combined in chunk order. The
- * first chunk's is the output itself (under +=, the kernel adds to it; the
- * others then start from the identity, which the kernel does not write). */
+ * arrays), into a partial output of its own, combined in chunk order.
+ * Under = the first chunk's is the output itself; under += every chunk
+ * adds into a partial that starts as the identity (the kernel does not
+ * write it first), so a run that fails leaves the output as it was. */
 static tj_status run_segments(tj_kernel *k, tj_storage **st, int nchunks, Diag *d) {
   CacheEntry *e = k->entry;
   if (!drv_ensure_compiled(e, PHASE_EVALUATE, d)) return drv_fail(d);
@@ -436,7 +438,7 @@ static tj_status run_segments(tj_kernel *k, tj_storage **st, int nchunks, Diag *
   int32_t w = a->pos_width;
   int64_t first = rt_idx(a->levels[0].pos, w, 0), end = rt_idx(a->levels[0].pos, w, 1);
   if (nchunks > end - first) nchunks = end > first ? (int)(end - first) : 1;
-  int own = 1, nfresh = nchunks - own;
+  int own = e->as->accumulate ? 0 : 1, nfresh = nchunks - own;
   tj_storage *views = calloc((size_t)nchunks, sizeof *views);
   int64_t *pos = calloc(2 * (size_t)nchunks, sizeof *pos);   /* room for any width */
   tj_storage **outs = calloc((size_t)nchunks, sizeof *outs);
@@ -464,7 +466,8 @@ static tj_status run_segments(tj_kernel *k, tj_storage **st, int nchunks, Diag *
                            how == PAR_STATIC ? TJ_PAR_STATIC : TJ_PAR_DYNAMIC, run_chunks, &job);
   for (int c = 0; c < nchunks && status == TJ_OK; c++)
     if (rc[c]) status = kernel_code(rc[c]);
-  if (status == TJ_OK) status = combine_partials(e, out, outs, nchunks, false, d);
+  if (status == TJ_OK)
+    status = combine_partials(e, out, outs, nchunks, e->as->accumulate, d);
 done:
   give_back_chunks(k, chunk, nfresh, cached);
   free(rc);

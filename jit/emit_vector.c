@@ -385,8 +385,11 @@ static bool vprefetch(VecLoop *v, const LirStmt *s) {
   LirClass c = classify(v, s->u.prefetch.idx);
   if (c != LIR_UNIFORM && c != LIR_UNIT) return true;
   VVal i = vexpr(v, s->u.prefetch.idx, NULL);
+  if (!i.v) return false;
+  if (i.c != LIR_UNIFORM && i.c != LIR_UNIT) return true;   /* a vector of indices: none */
+  c = i.c;
   LLVMValueRef pv = emit_expr(e, p);
-  if (!i.v || !pv) return false;
+  if (!pv) return false;
   LirType t = lir_elem_type(p->type);
   int bytes = em_elem_bytes(p->type), per_line = bytes < 64 ? 64 / bytes : 1;
   int lines = c == LIR_UNIT ? ((int)v->w * bytes + 63) / 64 : 1;

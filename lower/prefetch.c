@@ -167,6 +167,7 @@ typedef struct Targets {
   Slice sl;
   LirExpr **ren;
   LirStmt *out;
+  const LirExpr *len;   /* the coordinate array's length q is clamped to */
   int n;
   bool failed;
 } Targets;
@@ -185,6 +186,10 @@ static LirVisit target(const LirExpr *e, void *cx) {
     return LV_DESCEND;
   LirExpr *big = is_big(t->p, ptr);
   if (!big) return LV_DESCEND;   /* no size to ask: not prefetched */
+  /* one look-ahead position serves the loop: a row read through another
+   * coordinate array (another length) is left alone */
+  if (t->len && !lir_expr_equal(t->len, t->sl.len)) return LV_DESCEND;
+  t->len = t->sl.len;
   if (!emit(t->p, t->ds, t->iv, &t->sl, t->ren, ptr, idx, &t->out)) t->failed = true;
   Pf *p = t->p;
   p->guard = p->guard ? lir_bin(p->a, LOP_OR, p->guard, big) : big;

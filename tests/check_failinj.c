@@ -704,6 +704,52 @@ START_TEST(exhausted_memory_fails_cleanly) {
 }
 END_TEST
 
+/* A reduction into a dense output on two threads through partial outputs
+ * (CSC by column chunks, COO and DCSR by chunks of level-0 positions):
+ * under += a failed run leaves y as it was; a run that completes matches
+ * one made without failures. */
+START_TEST(partials_fail_cleanly) {
+  static const char *fmts[] = {"ds:1,0", "uq", "ss"};
+  setenv("TJ_PAR_MIN_WORK", "0", 1);   /* partials on this small input */
+  tj_tensor *a = matrix("A", fmts[_i], 3000, 3000, 36000, 5, true);
+  tj_tensor *x = vector("x", 3000, true);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = 2;
+  for (int acc = 0; acc < 2; acc++) {
+    const char *expr = acc ? "y(i) += A(i,j) * x(j)" : "y(i) = A(i,j) * x(j)";
+    tj_tensor *want = vector("y", 3000, true);
+    tj_kernel *k;
+    OK(tj_compile(cx, expr, (tj_tensor *[]){want, a, x}, 3, NULL, &o, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    tj_kernel_free(k);
+    char what[96];
+    snprintf(what, sizeof what, "%s, A %s, 2 threads", expr, fmts[_i]);
+    for (int64_t n = 1;; n++) {
+      tj_tensor *y = vector("y", 3000, true);
+      /* a new handle (the code cached): its chunk outputs are allocated
+       * while the chunks run */
+      OK(tj_compile(cx, expr, (tj_tensor *[]){y, a, x}, 3, NULL, &o, &k));
+      Snap before = snap(y);
+      fi_arm(n);
+      tj_status st = tj_kernel_run(k, TJ_EVALUATE, NULL, 0);
+      bool fired = fired_cleanly(st, what, n);
+      if (st == TJ_OK) same_values(y, want, what, n);
+      else if (acc) same(y, &before, what, n);
+      snap_free(&before);
+      tj_kernel_free(k);
+      tj_tensor_free(y);
+      if (!fired) break;
+    }
+    tj_tensor_free(want);
+  }
+  unsetenv("TJ_PAR_MIN_WORK");
+  tj_context_free(cx);
+  tj_tensor_free(a), tj_tensor_free(x);
+}
+END_TEST
+
 /* Running into a fresh output each time (assembling a sparse output and
  * growing its arrays, parallel row chunks): the inputs as they were, and
  * the output either as it was (empty) or complete; then computing values
@@ -767,6 +813,7 @@ static Suite *failinj_suite(void) {
   tcase_add_loop_test(jit, compile_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, run_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, accumulate_fails_cleanly, 0, 2);
+  tcase_add_loop_test(jit, partials_fail_cleanly, 0, 3);
   tcase_add_loop_test(jit, accumulate_compile_fails_cleanly, 0, 2);
   tcase_add_loop_test(jit, reference_fails_cleanly, 0, NKERNELS);
   tcase_add_loop_test(jit, exhausted_memory_fails_cleanly, 0, NKERNELS);
