@@ -641,13 +641,7 @@ static void forall_relations(Relations *r, const Cin *c, const Expr *shared) {
       relation(r, ", bound(%s, %s, %lld, %s)", v, f->bound_name, (long long)f->bound,
                cin_bound_name(f->bound_kind));
     if (f->pos) {
-      char *acc = NULL;
-      size_t len = 0;
-      FILE *m = open_memstream(&acc, &len);
-      if (m) {
-        nt_print_expr(m, f->pos_access);
-        fclose(m);
-      }
+      char *acc = nt_expr_text(f->pos_access);
       relation(r, ", pos(%s, %s, %s)", v, f->pos, acc ? acc : "?");
       free(acc);
     }
@@ -978,4 +972,19 @@ void nt_schedule_print(FILE *out, const Schedule *s) {
     if (sd->kind == SCHED_PARALLELIZE && sd->arg) fprintf(out, ",%s", sd->arg);
     fputc(')', out);
   }
+}
+
+char *nt_directive_text(const SchedDirective *sd) {
+  Schedule one = {.n = 1};
+  one.d[0] = *sd;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  nt_schedule_print(f, &one);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
 }

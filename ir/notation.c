@@ -358,6 +358,19 @@ static void print_prec(FILE *out, const Expr *e, int ctx) {
 
 void nt_print_expr(FILE *out, const Expr *e) { print_prec(out, e, 0); }
 
+char *nt_expr_text(const Expr *e) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  nt_print_expr(f, e);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
 void nt_print_defs(FILE *out, const NtDefs *defs) {
   for (int k = 0; defs && k < defs->n; k++) {
     const NtDef *d = &defs->d[k];

@@ -259,6 +259,9 @@ bool nt_apply_semiring(Arena *a, Assignment *as, const NtSemiring *sr, Diag *d);
  * output yields the same AST. */
 void nt_print(FILE *out, const Assignment *as);
 void nt_print_expr(FILE *out, const Expr *e);
+/* e as nt_print_expr prints it, in malloc'd memory the caller frees (NULL
+ * when out of memory): for messages that quote a subexpression. */
+char *nt_expr_text(const Expr *e);
 /* Structural equality by names (tensors, indices), literal values, kinds;
  * columns and dtypes are ignored. */
 bool nt_expr_equal(const Expr *x, const Expr *y);
@@ -407,6 +410,9 @@ Assignment *nt_precompute_scalars(Arena *a, const Assignment *as, const Schedule
 /* Parses schedule text; unknown directives are errors with a column. */
 bool nt_schedule_parse(const char *src, Schedule *out, Arena *a, Diag *d);
 void nt_schedule_print(FILE *out, const Schedule *s);
+/* One directive as nt_schedule_print prints it, in malloc'd memory the
+ * caller frees (NULL when out of memory). */
+char *nt_directive_text(const SchedDirective *sd);
 
 /* The default concrete notation: forall over the lhs indices in order, then
  * the reduction indices in first-use order, around the assignment; then

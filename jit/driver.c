@@ -591,16 +591,12 @@ static bool plan_contraction(CacheEntry *e, const Assignment *as, const Schedule
       loop = &s->d[k];
     }
   if (loop && forced >= 0) {
-    char what[64];
-    FILE *f = fmemopen(what, sizeof what, "w");
-    if (f) {
-      Schedule one = {.n = 1};
-      one.d[0] = *loop;
-      nt_schedule_print(f, &one);
-      fclose(f);
-    }
-    return diag_error(d, TJ_ERR_INVALID, "method(%s) replaces the loop nest and cannot be "
-                      "combined with %s", lower_gett_method_name(forced), f ? what : "loop directives");
+    char *what = nt_directive_text(loop);
+    bool ok = diag_error(d, TJ_ERR_INVALID, "method(%s) replaces the loop nest and cannot be "
+                         "combined with %s", lower_gett_method_name(forced),
+                         what ? what : "loop directives");
+    free(what);
+    return ok;
   }
   if (loop) forced = GETT_LOOPS;
   if (!lower_gett_plan(as, e->opt.vector_bits, forced, &e->gett)) {

@@ -178,17 +178,12 @@ static bool all_taken(const Schedule *s, const bool *taken, Diag *d) {
   for (int k = 0; k < s->n; k++) {
     SchedKind kd = s->d[k].kind;
     if (taken[k] || (kd != SCHED_PRECOMPUTE && kd < SCHED_SPLIT)) continue;
-    Schedule one = {.n = 1};
-    one.d[0] = s->d[k];
-    char what[160];
-    FILE *f = fmemopen(what, sizeof what, "w");
-    if (f) {
-      nt_schedule_print(f, &one);
-      fclose(f);
-    }
-    return diag_error(d, TJ_ERR_INVALID, "sequence(): no statement of the sequence has %s "
-                      "of %s", kd == SCHED_PRECOMPUTE ? "the subexpression" : "the loops",
-                      f ? what : "a directive");
+    char *what = nt_directive_text(&s->d[k]);
+    bool ok = diag_error(d, TJ_ERR_INVALID, "sequence(): no statement of the sequence has %s "
+                         "of %s", kd == SCHED_PRECOMPUTE ? "the subexpression" : "the loops",
+                         what ? what : "a directive");
+    free(what);
+    return ok;
   }
   return true;
 }

@@ -39,6 +39,7 @@
  * the entries the consumer's loop visits, so that loop must walk a sparse
  * operand (not every j); the assembly runs the consumer alone.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lowerer.h"
@@ -80,18 +81,15 @@ static bool sums_pass(const Assignment *as, const Expr *const *path, int n, cons
  * not inside of (or that is inside it), naming the sum and the way around
  * it. */
 static bool refuse_sum(Diag *d, const char *arg, const Expr *sum, const char *ws) {
-  char text[200] = "";
-  FILE *f = fmemopen(text, sizeof text - 1, "w");
-  if (f) {
-    nt_print_expr(f, sum);
-    fclose(f);
-  }
-  return diag_error(d, TJ_ERR_UNSUPPORTED, "precompute(%s): the right-hand side sums over a "
-                    "subexpression, %s (a where() of its own, which the workspace would sit "
-                    "in); a vector workspace is lowered where every reduction is over the "
-                    "whole right-hand side or inside the sum over its index: compute that "
-                    "sum in a statement of its own (t(...) = the sum, with "
-                    "precompute(..., %s)), then use t", arg, text, ws);
+  char *text = nt_expr_text(sum);
+  bool ok = diag_error(d, TJ_ERR_UNSUPPORTED, "precompute(%s): the right-hand side sums over "
+                       "a subexpression, %s (a where() of its own, which the workspace would "
+                       "sit in); a vector workspace is lowered where every reduction is over "
+                       "the whole right-hand side or inside the sum over its index: compute "
+                       "that sum in a statement of its own (t(...) = the sum, with "
+                       "precompute(..., %s)), then use t", arg, text ? text : "a sum", ws);
+  free(text);
+  return ok;
 }
 
 /* The plan's depth of v, or p->nloops. */

@@ -539,6 +539,14 @@ START_TEST(test_not_contractions) {
   ck_assert_msg(strstr(tj_last_error(), "method(gett) replaces the loop nest and cannot be "
                                         "combined with unroll(k"),
                 "%s", tj_last_error());
+  /* the directive quoted whole, however long (a fixed buffer cut it at 63) */
+  ck_assert(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", ops, 3,
+                       "method(gett) split(k, k_outer_blocks_of_the_whole_contraction, "
+                       "k_inner_lanes_of_the_whole_contraction, 8)",
+                       NULL, &k) == TJ_ERR_INVALID);
+  ck_assert_msg(strstr(tj_last_error(), "combined with split(k,k_outer_blocks_of_the_whole_"
+                                        "contraction,k_inner_lanes_of_the_whole_contraction,8)"),
+                "%s", tj_last_error());
   /* a plain parallelize of an output index asks for threads, which GETT
    * has (alone, with a forced method, with the model); a strategy asks
    * for the loop nest */
