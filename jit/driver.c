@@ -464,10 +464,9 @@ static char *canonical_key(const Assignment *as, const char *schedule,
   }
   /* Settings read from the environment that change the generated code. */
   const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
-  const char *mtail = getenv("TJ_MASKED_TAIL"), *promote = getenv("TJ_PROMOTE"),
-             *peel = getenv("TJ_PEEL");
-  fprintf(f, "|pipe=%s|gather=%s|mtail=%s|promote=%s|peel=%s|pf=%d", pipe ? pipe : "",
-          gather ? gather : "", mtail ? mtail : "", promote ? promote : "", peel ? peel : "",
+  const char *mtail = getenv("TJ_MASKED_TAIL"), *promote = getenv("TJ_PROMOTE");
+  fprintf(f, "|pipe=%s|gather=%s|mtail=%s|promote=%s|peel=%d|pf=%d", pipe ? pipe : "",
+          gather ? gather : "", mtail ? mtail : "", promote ? promote : "", drv_peel_width(),
           drv_prefetch_ahead());
   /* A dense contraction's method and blocking depend on its extents. */
   char why[160];   /* a sequence's statements may be dense contractions */

@@ -276,6 +276,9 @@ int drv_lattice_max(void);
 /* LowerOptions.prefetch: LOWER_PREFETCH_AHEAD, or TJ_PREFETCH (0 off, else
  * positions ahead, up to 256). In the cache key. */
 int drv_prefetch_ahead(void);
+/* LowerOptions.peel: LOWER_PEEL_WIDTH, or TJ_PEEL (0 or 1 off, else the
+ * widest fiber peeled, up to LOWER_PEEL_MAX). In the cache key. */
+int drv_peel_width(void);
 /* The fewest additive terms a union scatters through a workspace with
  * (lower_plan_scatter_union), from TJ_SCATTER_UNION_MIN (a test and
  * benchmark switch; a large value turns the path off), else 0: the

@@ -21,6 +21,13 @@ int drv_prefetch_ahead(void) {
   return v > 0 && v <= 256 ? (int)v : 0;
 }
 
+int drv_peel_width(void) {
+  const char *s = getenv("TJ_PEEL");
+  if (!s || !*s) return LOWER_PEEL_WIDTH;
+  long v = strtol(s, NULL, 10);
+  return v > 1 && v <= LOWER_PEEL_MAX ? (int)v : 0;
+}
+
 int drv_scatter_min(void) {
   const char *s = getenv("TJ_SCATTER_UNION_MIN");
   long v = s ? strtol(s, NULL, 10) : 0;
@@ -44,9 +51,7 @@ void drv_set_options(CacheEntry *e, const Assignment *as) {
    * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
   const char *g = getenv("TJ_VECTOR_GATHER");
   o->vector_gather = !(g && *g == '0');
-  /* Peeling of short gather reductions: on by default; TJ_PEEL=0 turns it off. */
-  const char *pe = getenv("TJ_PEEL");
-  o->peel = !(pe && *pe == '0');
+  o->peel = drv_peel_width();
   o->prefetch = drv_prefetch_ahead();
   /* A gather loop's remainder as one masked step: on by default;
    * TJ_MASKED_TAIL=0 turns it off (the scalar remainder loop runs). */

@@ -911,7 +911,7 @@ static int run_unroll_jam(Arena *a, LirKernel *k, const LowerOptions *o) {
 }
 
 static int run_peel(Arena *a, LirKernel *k, const LowerOptions *o) {
-  return o->peel ? lower_peel(a, k) : 0;
+  return o->peel > 1 ? lower_peel(a, k, o->peel) : 0;
 }
 
 static int run_prefetch(Arena *a, LirKernel *k, const LowerOptions *o) {

@@ -109,8 +109,9 @@ typedef struct LowerOptions {
   bool parallel;                       /* mark the outermost safe loop parallel */
   int vector_bits;                     /* explicit vectorization width in bits, 0 off */
   bool vector_gather;                  /* also vectorize loops that gather */
-  bool peel;                           /* peel short gather reductions
-                                          (lower/peel.c) */
+  int peel;                            /* fibers of up to this many entries
+                                          computed branch-free (lower/peel.c),
+                                          0 off */
   int prefetch;                        /* positions ahead that rows at sparse
                                           coordinates are prefetched
                                           (lower/prefetch.c), 0 off */
@@ -418,11 +419,13 @@ LirStmt *lower_clone_stmt(Arena *a, LirKernel *k, LirStmt *s);
 int lower_promote(Arena *a, LirKernel *k);
 
 /* Peeling of short gather reductions: a scalar loop `t += e` over a
- * sparse fiber whose body gathers (x[crd[p]]) computes its first four
- * terms branch-free at clamped positions, then loops over the rest
- * (lower/peel.c). Keeps the meaning up to reassociation of the sum.
- * Returns how many loops it rewrote. */
-int lower_peel(Arena *a, LirKernel *k);
+ * sparse fiber whose body gathers (x[crd[p]]) computes a fiber of 1 to
+ * width (2..LOWER_PEEL_MAX) entries branch-free at clamped positions and
+ * loops over longer ones (lower/peel.c). Keeps the meaning up to
+ * reassociation of the sum. Returns how many loops it rewrote. */
+int lower_peel(Arena *a, LirKernel *k, int width);
+#define LOWER_PEEL_WIDTH 3
+#define LOWER_PEEL_MAX 8
 
 /* Software prefetch (lower/prefetch.c): a scalar loop over positions p
  * inside a vector loop over j, whose body loads B[f(crd[p], j)] (a row

@@ -6,33 +6,38 @@
  * loaded: x[crd[p]], the loop over a fiber of a sparse operand); it must
  * sit at least two loops deep (a leaf fiber of a CSF tensor, not a
  * matrix's row) and walk another fiber in every iteration of the loop
- * around it. With F = 4, n = hi - lo and q_r = min(lo + r, hi - 1):
+ * around it. With the width F (LOWER_PEEL_WIDTH = 3), n = hi - lo and
+ * q_r = min(lo + r, hi - 1):
  *
  *   if (n > 0 && n <= F) {
- *     <body at q_0> ... <body at q_3>, each computing its e_r
- *     t += (e_0 + (n > 1 ? e_1 : 0)) + ((n > 2 ? e_2 : 0) + (n > 3 ? e_3 : 0))
+ *     <body at q_0> ... <body at q_F-1>, each computing its e_r
+ *     t += e_0 + ((n > 1 ? e_1 : 0) + (n > 2 ? e_2 : 0))      (F = 3)
  *   } else for (p = lo; p < hi; p++) body
  *
  * A short fiber then takes no loop exit, whose branch mispredicts about
  * once a fiber when lengths are irregular (openflight_sym's leaf fibers:
- * 2.4 entries on average, 60% of one): TTV over it ran in 0.20 ms against
- * 0.38 as a plain loop (clang -O3, thread CPU time). Matrix rows are left
- * alone: where their lengths are regular the predictor learns the exits,
- * and the peeled form, which loads four entries, lost (luxembourg_osm's
- * 2-entry rows 0.20 against 0.14 ms; wiki-Vote 0.11 against 0.09). The
- * clamped positions keep every load inside the fiber, and the selects drop
- * the copies past its end (a NaN or infinity read there never reaches t).
- * The sum is reassociated, as the vectorizer's lanes are.
+ * 2.4 entries on average, 60% of one, 89% of at most 3): TTV over it ran
+ * in 0.20 ms against 0.38 as a plain loop (clang -O3, thread CPU time).
+ * Each peeled copy costs about 12 instructions a fiber whatever its
+ * length: as plain C in one process (load 15, thread CPU, medians of 41),
+ * F = 2, 3, 4 ran openflight_sym in 0.35, 0.35, 0.38 ms and rand3-1000
+ * (1.6 entries a fiber, 97% of at most 3) in 2.22, 2.35, 2.75 ms; F = 3
+ * keeps rand3-1000's 3-entry fibers (10%) out of the loop. Matrix rows
+ * are left alone: where their lengths are regular the predictor learns
+ * the exits, and the peeled form lost (luxembourg_osm's 2-entry rows 0.20
+ * against 0.14 ms; wiki-Vote 0.11 against 0.09). The clamped positions
+ * keep every load inside the fiber, and the selects drop the copies past
+ * its end (a NaN or infinity read there never reaches t). The sum is
+ * reassociated, as the vectorizer's lanes are.
  */
 #include <string.h>
 
 #include "lower.h"
 
-enum { PEEL = 4 };
-
 typedef struct Peel {
   Arena *a;
   LirKernel *k;
+  int width;             /* F */
   LirVar *iv;
   LirVar *acc;           /* t */
   const LirStmt *upd;    /* t += e */
@@ -139,19 +144,26 @@ static LirStmt *copy_body(Peel *p, int r, const LirStmt *s, LirVar **val) {
   return out;
 }
 
+/* The balanced sum of term[lo..hi): (t0 + t1) + (t2 + t3), t0 + (t1 + t2). */
+static LirExpr *sum_terms(Arena *a, LirExpr **term, int lo, int hi) {
+  if (hi - lo == 1) return term[lo];
+  int mid = lo + (hi - lo) / 2;
+  return lir_bin(a, LOP_ADD, sum_terms(a, term, lo, mid), sum_terms(a, term, mid, hi));
+}
+
 /* The block that replaces loop (described at the top of the file), or
  * NULL. */
 static LirStmt *rewrite(Peel *p, const LirStmt *loop) {
   Arena *a = p->a;
   LirType it = p->iv->type, vt = p->acc->type;
   LirExpr *lo = loop->u.loop.lo, *hi = loop->u.loop.hi;
-  p->ren = arena_alloc(a, sizeof *p->ren * (size_t)p->nren * PEEL);
+  p->ren = arena_alloc(a, sizeof *p->ren * (size_t)p->nren * (size_t)p->width);
   LirVar *n = fresh(p, "peel_n", it), *last = fresh(p, "peel_last", it);
   if (!p->ren || !n || !last) return NULL;
-  memset(p->ren, 0, sizeof *p->ren * (size_t)p->nren * PEEL);
+  memset(p->ren, 0, sizeof *p->ren * (size_t)p->nren * (size_t)p->width);
   LirStmt *then = lir_decl(a, last, lir_bin(a, LOP_SUB, hi, lir_const_int(a, it, 1)));
-  LirExpr *term[PEEL];
-  for (int r = 0; r < PEEL; r++) {
+  LirExpr *term[LOWER_PEEL_MAX];
+  for (int r = 0; r < p->width; r++) {
     LirVar *q = fresh(p, p->iv->name, it), *val = NULL;
     if (!q) return NULL;
     LirExpr *at = lir_bin(a, LOP_ADD, lo, lir_const_int(a, it, r));
@@ -162,13 +174,11 @@ static LirStmt *rewrite(Peel *p, const LirStmt *loop) {
     LirExpr *more = lir_bin(a, LOP_GT, lir_ref(a, n), lir_const_int(a, it, r));
     term[r] = r ? lir_select(a, more, lir_ref(a, val), lir_const_fp(a, vt, 0)) : lir_ref(a, val);
   }
-  LirExpr *sum = lir_bin(a, LOP_ADD, lir_bin(a, LOP_ADD, term[0], term[1]),
-                         lir_bin(a, LOP_ADD, term[2], term[3]));
-  lir_append(&then, lir_update(a, p->acc, LOP_ADD, sum));
+  lir_append(&then, lir_update(a, p->acc, LOP_ADD, sum_terms(a, term, 0, p->width)));
   LirStmt *copy = lir_for(a, p->iv, lo, hi, loop->u.loop.body);   /* longer (or no) fibers */
   if (!copy) return NULL;
   copy->u.loop.at = loop->u.loop.at;
-  LirExpr *zero = lir_const_int(a, it, 0), *most = lir_const_int(a, it, PEEL);
+  LirExpr *zero = lir_const_int(a, it, 0), *most = lir_const_int(a, it, p->width);
   LirExpr *is_short = lir_bin(a, LOP_AND, lir_bin(a, LOP_GT, lir_ref(a, n), zero),
                               lir_bin(a, LOP_LE, lir_ref(a, n), most));
   LirStmt *s = lir_decl(a, n, lir_bin(a, LOP_SUB, hi, lo));
@@ -282,9 +292,9 @@ static LirStmt *peel_list(Peel *p, LirStmt *s, const LirStmt *around, int depth,
   return c;
 }
 
-int lower_peel(Arena *a, LirKernel *k) {
-  if (k->nvars == 0) return 0;
-  Peel p = {.a = a, .k = k};
+int lower_peel(Arena *a, LirKernel *k, int width) {
+  if (k->nvars == 0 || width < 2 || width > LOWER_PEEL_MAX) return 0;
+  Peel p = {.a = a, .k = k, .width = width};
   int n = 0;
   k->body = peel_list(&p, k->body, NULL, 0, &n);
   return n;

@@ -14,6 +14,7 @@
  */
 #include <check.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -807,6 +808,77 @@ END_TEST
 
 /* ---- suite ---- */
 
+/* TTV over leaf fibers of 0 to 20 entries (every branch of the peel pass)
+ * under each TJ_PEEL: the width shows in the loop IR after the peel pass
+ * (TJ_PEEL is in the cache key: each setting compiles its own kernel),
+ * 0 peels nothing, and the values are a hand loop's. */
+START_TEST(test_peel_widths) {
+  enum { I = 3, J = 7, K = 24 };
+  tj_format sss, ss, vec = tj_format_dense(1);
+  ck_assert_int_eq(tj_format_parse("sss", &sss), TJ_OK);
+  ck_assert_int_eq(tj_format_parse("ss", &ss), TJ_OK);
+  int64_t dB[3] = {I, J, K}, dA[2] = {I, J}, nk = K;
+  tj_tensor *B, *c;
+  ck_assert_int_eq(tj_tensor_new("B", TJ_F64, 3, dB, &sss, &B), TJ_OK);
+  ck_assert_int_eq(tj_tensor_new("c", TJ_F64, 1, &nk, &vec, &c), TJ_OK);
+  double cv[K], want[I][J] = {{0}};
+  for (int64_t k = 0; k < K; k++) {
+    cv[k] = 0.5 + (double)k;
+    ck_assert_int_eq(tj_tensor_insert(c, &k, cv[k]), TJ_OK);
+  }
+  for (int64_t i = 0; i < I; i++)
+    for (int64_t j = 0; j < J; j++)
+      for (int64_t q = 0; q < (i * J + j) % 21; q++) {   /* 5 is prime to K: distinct k */
+        int64_t at[3] = {i, j, (q * 5 + j) % K};
+        double v = 1.0 + (double)((i + j + q) % 7);
+        ck_assert_int_eq(tj_tensor_insert(B, at, v), TJ_OK);
+        want[i][j] += v * cv[at[2]];
+      }
+  ck_assert_int_eq(tj_tensor_pack(B), TJ_OK);
+  ck_assert_int_eq(tj_tensor_pack(c), TJ_OK);
+  tj_context *cx;
+  ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
+  tj_options one = tj_options_default();
+  one.nthreads = 1;
+  static const struct { const char *env, *has; } w[] = {
+      {NULL, " <= 3) {"}, {"2", " <= 2) {"}, {"4", " <= 4) {"}, {"8", " <= 8) {"}, {"0", NULL}};
+  for (int s = 0; s < 5; s++) {
+    if (w[s].env) setenv("TJ_PEEL", w[s].env, 1);
+    else unsetenv("TJ_PEEL");
+    tj_tensor *A;
+    ck_assert_int_eq(tj_tensor_new("A", TJ_F64, 2, dA, &ss, &A), TJ_OK);
+    tj_tensor *ops[3] = {A, B, c};
+    tj_kernel *k;
+    ck_assert_msg(tj_compile(cx, "A(i,j) = B(i,j,k) * c(k)", ops, 3, NULL, &one, &k) == TJ_OK,
+                  "%s", tj_last_error());
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    ck_assert_int_eq(tj_kernel_print_after(k, "peel", f), TJ_OK);
+    fclose(f);
+    const char *env = w[s].env ? w[s].env : "unset";
+    if (w[s].has) ck_assert_msg(strstr(text, w[s].has), "TJ_PEEL=%s: no '%s' in\n%s", env, w[s].has, text);
+    else ck_assert_msg(!strstr(text, "peel_n"), "TJ_PEEL=%s: peeled\n%s", env, text);
+    free(text);
+    ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, NULL, 0), TJ_OK);
+    for (int64_t i = 0; i < I; i++)
+      for (int64_t j = 0; j < J; j++) {
+        double got;
+        ck_assert_int_eq(tj_tensor_get(A, (int64_t[]){i, j}, &got), TJ_OK);
+        ck_assert_msg(fabs(got - want[i][j]) <= 1e-12 * (1 + fabs(want[i][j])),
+                      "TJ_PEEL=%s: A(%lld,%lld) = %.17g, want %.17g", env, (long long)i,
+                      (long long)j, got, want[i][j]);
+      }
+    tj_kernel_free(k);
+    tj_tensor_free(A);
+  }
+  unsetenv("TJ_PEEL");
+  tj_context_free(cx);
+  tj_tensor_free(B);
+  tj_tensor_free(c);
+}
+END_TEST
+
 static Suite *kernels_suite(void) {
   Suite *s = suite_create("kernels");
   for (int f = 0; f < NFAM; f++) fam_start[f + 1] = fam_start[f] + ncombos(&FAMILIES[f]);
@@ -833,6 +905,7 @@ static Suite *kernels_suite(void) {
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, test_cache);
   tcase_add_test(tc, test_row_chunk_strategies);
+  tcase_add_test(tc, test_peel_widths);
   suite_add_tcase(s, tc);
   tc = tcase_create("dense_blocking");
   tcase_set_timeout(tc, 300);

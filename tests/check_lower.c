@@ -272,35 +272,45 @@ START_TEST(dense_gemm_register_blocked) {
 }
 END_TEST
 
-/* TTV's loop over a fiber B(i,j,:) of up to four entries computes them at
- * clamped positions, branch-free, and loops over longer ones; TTM walks
- * the same fiber once per k (a learnt trip count), and SpMV's rows are a
- * matrix's: both are left alone. */
+/* TTV's loop over a fiber B(i,j,:) of up to three entries (the default
+ * width; four when asked) computes them at clamped positions,
+ * branch-free, and loops over longer ones; TTM walks the same fiber once
+ * per k (a learnt trip count), and SpMV's rows are a matrix's: both are
+ * left alone. */
 START_TEST(short_fibers_peeled) {
   Case c;
   const char *v[] = {"A/ss/4,5", "B/sss/4,5,6", "c/d/6"};
   plan(&c, "A(i,j) = B(i,j,k) * c(k)", v, 3, true);
-  c.opt.peel = true;
+  c.opt.peel = LOWER_PEEL_WIDTH;
   char *t = lowered(&c, PHASE_EVALUATE);
   HAS(t, " > 0 && peel_n_");
-  HAS(t, " <= 4) {");
-  HAS(t, " + 3 < peel_last_");
-  HAS(t, " > 3 ? peel_");
+  HAS(t, " <= 3) {");
+  HAS(t, " + 2 < peel_last_");
+  HAS(t, " > 2 ? peel_");
+  ck_assert_ptr_null(strstr(t, " + 3 < peel_last_"));
   HAS(t, "} else {");
   HAS(t, "for (int64_t pB2_1 = pB2; pB2_1 < pB2_end; pB2_1++)");
+  ck_assert_int_eq(count(t, "c_vals["), 4);   /* three peeled terms and the loop's */
+  free(t);
+  arena_free(&c.a);
+  plan(&c, "A(i,j) = B(i,j,k) * c(k)", v, 3, true);
+  c.opt.peel = 4;
+  t = lowered(&c, PHASE_EVALUATE);
+  HAS(t, " <= 4) {");
+  HAS(t, " > 3 ? peel_");
   ck_assert_int_eq(count(t, "c_vals["), 5);   /* four peeled terms and the loop's */
   free(t);
   arena_free(&c.a);
   const char *m[] = {"A/sss/4,5,3", "B/sss/4,5,6", "C/dd/3,6"};
   plan(&c, "A(i,j,k) = B(i,j,l) * C(k,l)", m, 3, true);
-  c.opt.peel = true;
+  c.opt.peel = LOWER_PEEL_WIDTH;
   t = lowered(&c, PHASE_EVALUATE);
   ck_assert_int_eq(count(t, "peel"), 0);
   free(t);
   arena_free(&c.a);
   const char *r[] = {"y/d/5", "A/ds/5,6", "x/d/6"};
   plan(&c, "y(i) = A(i,j) * x(j)", r, 3, true);
-  c.opt.peel = true;
+  c.opt.peel = LOWER_PEEL_WIDTH;
   t = lowered(&c, PHASE_EVALUATE);
   ck_assert_int_eq(count(t, "peel"), 0);
   free(t);
