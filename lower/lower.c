@@ -577,7 +577,9 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
   return s;
 }
 
-/* Workspace arrays over the scattered index (values, marks, touched list). */
+/* Workspace arrays over the scattered index (values, marks, touched list;
+ * values alone where the compute phase drains along the assembled
+ * coordinates). */
 static LirStmt *allocate_workspace(Lowerer *lw) {
   Arena *a = lw->a;
   IndexVar *j = lw->nest.ws_var;
@@ -591,7 +593,8 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
       {&lw->ws_mark, "ws_mark", LT_PTR_BOOL, 1},
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
-  for (int w = 0; w < 3; w++) {
+  int nws = lw_ws_drains_assembled(lw) ? 1 : 3;
+  for (int w = 0; w < nws; w++) {
     *ws[w].v = lw_var(lw, ws[w].name, ws[w].t);
     lir_append(&s, lir_decl(a, *ws[w].v, NULL));
     LirStmt *al = lir_call(a, LH_ALLOC);

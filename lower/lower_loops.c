@@ -430,7 +430,7 @@ static LirExpr *gen_expr(Lowerer *lw, const Expr *e, AMask alive) {
 
 /* Whether the compute phase drains the workspace along the assembled
  * coordinates (drain_assembled) instead of its list. */
-static bool drains_assembled(const Lowerer *lw) {
+bool lw_ws_drains_assembled(const Lowerer *lw) {
   if (lw->phase != PHASE_COMPUTE || !lw->plan->out_sparse) return false;
   for (int l = 0; l < lw->out_last; l++) /* the row's segment is pos[row] */
     if (!lv_at(lw->acc[0].f, l, LV_FULL)) return false;
@@ -464,7 +464,7 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     LirExpr *j = lw_ref(lw, lw->coord[lw->nest.ws_var->id]);
     LirStmt *s = NULL;
     if (lw->emit_values) s = update_output(lw, lw->ws_vals, ws_index, gen_expr(lw, lw->root, alive));
-    if (drains_assembled(lw)) return s; /* drained along the assembled crd */
+    if (lw_ws_drains_assembled(lw)) return s; /* drained along the assembled crd */
     /* Without a branch: whether j is new is a coin toss on SpGEMM's rows
      * (cage11 x cage11: ~200 products onto ~100 columns a row), so
      *   list[n] = j; n += !mark[j]; mark[j] = 1;
@@ -652,8 +652,12 @@ static LirStmt *drain_located(Lowerer *lw) {
 }
 
 /* Emits the producer into the workspace, then appends its coordinates in
- * order (the compute phase gathers along the assembled ones instead):  <producer: ws[j] += ...; first touch records j in list>
- *         sort(list, n); for (q < n) { j = list[q]; append (j, ws[j]); reset } */
+ * order (the compute phase gathers along the assembled ones instead):
+ *   <producer: ws[j] += ...; first touch records j in list>
+ *   sort(list, n); <room for n entries>
+ *   for (q < n) { j = list[q]; append (j, ws[j]); reset }
+ * The room for the whole row is made once before the loop, so the loop has
+ * no call in it (a check per entry spilled j around the reserve calls). */
 static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   Arena *a = A(lw);
   int l = lw->out_last;
@@ -666,7 +670,7 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
     lir_append(&s, drain_located(lw));
     return lir_block(a, s);
   }
-  if (drains_assembled(lw)) {
+  if (lw_ws_drains_assembled(lw)) {
     lir_append(&s, drain_assembled(lw, l));
     return lir_block(a, s);
   }
@@ -679,8 +683,10 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   LirVar *q = lw_var(lw, "q", LT_I64);
   LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
   LirVar *p = lw->out_p[l];
+  LirExpr *last = lir_bin(a, LOP_SUB, lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n)),
+                          lw_i64(lw, 1));
+  lir_append(&s, lw_ensure_out_cap(lw, l, last));   /* n = 0: p - 1 < cap, no call */
   LirStmt *body = lir_decl(a, j, lir_load(a, lw_ref(lw, lw->ws_list), lw_ref(lw, q)));
-  lir_append(&body, lw_ensure_out_cap(lw, l, lw_ref(lw, p)));
   if (lw->emit_index)
     lir_append(&body, lw_store_index(lw, lw->crd_ptr[0][l], lw_ref(lw, p), lw_ref(lw, j)));
   if (lw->emit_values) lir_append(&body, move_ws_value(lw, j, lw_ref(lw, p), NULL));

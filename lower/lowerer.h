@@ -287,6 +287,9 @@ LirVar *lw_sum_temp(const Lowerer *lw, const Expr *e);
  * into a dense output, and at least two additive terms (a semiring's add
  * adds them). */
 bool lw_scatters_terms(const Lowerer *lw, int depth);
+/* Whether the compute phase drains the row workspace along the output's
+ * assembled coordinates (no touched list, no marks). */
+bool lw_ws_drains_assembled(const Lowerer *lw);
 /* The additive terms of lw->root into out (LW_MAX_ACCESS entries):
  * their number, 0 when it has fewer than two, -1 with lw->d set. */
 int lw_union_terms(Lowerer *lw, Expr **out);

@@ -158,8 +158,8 @@ static _Thread_local uint64_t bitmap[BITMAP_WORDS], summary[BITMAP_WORDS / 64];
       bitmap[b / 64] |= m;                                                    \
       summary[b / 4096] |= (uint64_t)1 << (b / 64 % 64);                      \
     }                                                                         \
-    int64_t k = 0;                                                            \
-    for (int s = 0; s < BITMAP_WORDS / 64; s++)                               \
+    int64_t k = 0, s_end = (int64_t)(((uint64_t)hi - (uint64_t)lo) / 4096);   \
+    for (int64_t s = 0; s <= s_end; s++) /* the span's summary words */       \
       for (uint64_t sw = summary[s]; sw; sw &= sw - 1) {                      \
         int64_t wd = s * 64 + __builtin_ctzll(sw);                            \
         for (uint64_t x = bitmap[wd]; x; x &= x - 1)                          \

@@ -565,6 +565,61 @@ START_TEST(spgemm_other_sizes) {
 }
 END_TEST
 
+/* A = B * C into CSR and nonordered CSR with rows of ~2,000 entries, past
+ * the output's first capacity (1024) inside the first row: the room for a
+ * row's entries is made once before they are appended. Checked by a
+ * dense triple loop (values and the structural pattern), each stored row
+ * ascending in CSR; on 1 and 2 threads, evaluate and assemble + compute. */
+START_TEST(spgemm_long_rows) {
+  enum { R = 5, K = 40, N = 3000 };
+  const char *fmt = _i % 2 ? "do" : "ds";
+  int threads = 1 + _i / 2 % 2;
+  bool split = _i / 4;
+  unsigned seed = 11u + (unsigned)_i;
+  static double b[R * K], c[K * N], want[R * N];
+  static unsigned char stored[R * N];
+  fill_random(b, R * K, 0.3, &seed);
+  fill_random(c, K * N, 0.1, &seed);
+  memset(want, 0, sizeof want);
+  memset(stored, 0, sizeof stored);
+  for (int i = 0; i < R; i++)
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < N; j++)
+        if (b[i * K + k] != 0 && c[k * N + j] != 0) {
+          want[i * N + j] += b[i * K + k] * c[k * N + j];
+          stored[i * N + j] = 1;
+        }
+  int64_t da[2] = {R, N}, db[2] = {R, K}, dc[2] = {K, N};
+  tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, da, NULL), tu_tensor("B", "ds", 2, db, b),
+                       tu_tensor("C", "ds", 2, dc, c)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, &o);
+  for (int rep = 0; rep < 2; rep++) {   /* the second run reuses the grown arrays */
+    if (split) {
+      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    } else {
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    }
+    char what[64];
+    snprintf(what, sizeof what, "%s, %d threads, %s", fmt, threads, split ? "split" : "evaluate");
+    expect(ops[0], want, stored, R * N, what);
+    tj_arrays ar;
+    OK(tj_tensor_arrays(ops[0], &ar));
+    const int32_t *pos = ar.pos[1], *crd = ar.crd[1];
+    ck_assert_int_gt(pos[1], 1024);
+    for (int i = 0; !strcmp(fmt, "ds") && i < R; i++)
+      for (int32_t q = pos[i] + 1; q < pos[i + 1]; q++)
+        ck_assert_msg(crd[q - 1] < crd[q], "%s: row %d not ascending at %d", what, i, q);
+  }
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
 /* sds: a dense level between two compressed ones. A = 2 * B, B (3 x 3 x 4)
  * holding B(0,1,2) = 1, B(0,1,3) = 2, B(2,0,0) = 3, B(2,2,3) = 4 (row 1
  * empty): level 0 stores rows {0, 2}; level 1 is a block of 3 positions
@@ -711,6 +766,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, spgemm_assign_exact, 0, 2 * N_SPGEMM_FORMATS);
   tcase_add_test(tc, spgemm_temporary_format);
   tcase_add_test(tc, spgemm_other_sizes);
+  tcase_add_loop_test(tc, spgemm_long_rows, 0, 8);
   tcase_add_loop_test(tc, spgemm_order3, 0, 6);
   tcase_add_test(tc, spgemm_pattern_exact);
   tcase_add_test(tc, order3);
