@@ -1,12 +1,16 @@
-/* Lowering: checked index notation + formats -> loop IR kernels.
+/* Lowering: checked index notation + formats -> concrete notation ->
+ * loop IR kernels.
  *
  * lower_plan picks the loop order from the iteration graph (each tensor
  * with a sparse level must be traversed in its level order; all-dense
  * tensors are located and impose nothing), decides which operands must be
  * converted to another mode order because they would be traversed against
  * their storage order, and whether a sparse output needs a workspace
- * (a reduction loop between its levels: Gustavson's SpGEMM).
- * lower_kernel then emits one of the three kernels for that plan.
+ * (a reduction loop between its levels: Gustavson's SpGEMM); planning
+ * reads the Assignment, and lower_plan_notation writes the plan into the
+ * concrete notation. lower_kernel then emits one of the three kernels for
+ * that plan from the notation alone (its loops and its statement:
+ * lower_nest) and the operand table.
  */
 #ifndef TJ_LOWER_LOWER_H
 #define TJ_LOWER_LOWER_H
