@@ -96,10 +96,10 @@ static bool fold(Arena *a, const Cin *c, Stmt *s, Diag *d) {
     return TJ_BUG(d, "a sum's temp produced by no loop");
   if (!c->u.where.subexpr && !temp)   /* drained into the output: the producer's update */
     s->op = p.op, s->def = p.def;
-  /* what the consumer reads ws in place of: the producer's rhs, or its sum */
-  const Expr *in_place = !sum_iv ? p.rhs
-                         : temp  ? sum_node(a, sum_iv, p.rhs, p.op, p.def, ws->name)
-                                 : sum_node(a, sum_iv, p.rhs, OP_ADD, NULL, NULL);
+  /* what the consumer reads ws in place of: the producer's rhs, or its
+   * reduction over sum_iv (by the producer's update) */
+  const Expr *in_place =
+      sum_iv ? sum_node(a, sum_iv, p.rhs, p.op, p.def, temp ? ws->name : NULL) : p.rhs;
   s->rhs = in_place ? replace_access(a, s->rhs, ws, in_place) : NULL;
   if (!s->rhs) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering");
   return true;
