@@ -206,6 +206,7 @@ typedef struct LowerOperands {
   int ntensors;
   TensorVar *const *tensors;
 } LowerOperands;
+/* The operand table of as (pointing into it). */
 static inline LowerOperands lower_operands(const Assignment *as) {
   return (LowerOperands){as->ntensors, as->tensors};
 }
