@@ -197,20 +197,27 @@ static Expr *with_temps(Arena *a, const Expr *e, Temps *tt) {
   return c;
 }
 
-/* The statement of one summation scope (TACO's where): lhs (+)= rhs with
- * rhs's sums read from temps, each temp produced beside it:
+/* The statement of one summation scope (TACO's where): stmt, an
+ * assignment whose rhs may hold sums, with those sums read from temps,
+ * each temp produced beside it by a statement of its own (the sum's
+ * operator, stmt's semiring):
  *   where(y(i) = b(i) - t_j, forall(j, t_j += A(i,j) * x(j))) */
-static Cin *scope_stmt(Arena *a, const Loops *l, Expr *lhs, const Expr *rhs, bool acc,
-                       OpKind op, const char *op_name) {
+static Cin *scope_stmt(Arena *a, const Loops *l, Cin *stmt) {
   Temps tt = {0};
-  Expr *r = with_temps(a, rhs, &tt);
-  Cin *c = r ? cin_assign(a, lhs, r, acc) : NULL;
-  if (c) c->u.assign.op = op, c->u.assign.op_name = op_name;
+  Expr *r = stmt ? with_temps(a, stmt->u.assign.rhs, &tt) : NULL;
+  if (!r) return NULL;
+  stmt->u.assign.rhs = r;
+  Cin *c = stmt;
   for (int k = 0; k < tt.n && c; k++) {
     const Expr *sum = tt.sum[k];
-    Cin *body = scope_stmt(a, l, tt.t[k], sum->u.sum.a, true, sum->u.sum.op,
-                           sum->u.sum.def ? sum->u.sum.def->name : NULL);
-    Cin *producer = scheduled_forall(a, l, sum->u.sum.iv, body);
+    Cin *body = cin_assign(a, tt.t[k], sum->u.sum.a, true);
+    if (body) {
+      body->u.assign.op = sum->u.sum.op;
+      body->u.assign.def = sum->u.sum.def;
+      body->u.assign.op_name = sum->u.sum.def ? sum->u.sum.def->name : NULL;
+      body->u.assign.semiring = stmt->u.assign.semiring;
+    }
+    Cin *producer = scheduled_forall(a, l, sum->u.sum.iv, scope_stmt(a, l, body));
     c = producer ? cin_where(a, c, producer, tt.t[k]->u.access.t) : NULL;
   }
   return c;
@@ -233,8 +240,15 @@ Cin *cin_from_assignment(Arena *a, const Assignment *as, const Schedule *s,
                         "subexpression, so its loop nests inside that sum's where(), not "
                         "directly inside the loop of %s", l.iv[k]->name, l.iv[k + 1]->name,
                         l.form[k].fuse, l.iv[k + 1]->name, l.iv[k]->name), NULL;
-  Cin *c = scope_stmt(a, &l, as->lhs, as->rhs, as->accumulate || nroot > nlhs, as->root_op,
-                      as->root_def ? as->root_def->name : NULL);
+  Cin *c = cin_assign(a, as->lhs, as->rhs, as->accumulate || nroot > nlhs);
+  if (c) {
+    c->u.assign.op = as->root_op;
+    c->u.assign.def = as->root_def;
+    c->u.assign.op_name = as->root_def ? as->root_def->name : NULL;
+    c->u.assign.semiring = as->semiring;
+    c->u.assign.keeps_old = as->accumulate;
+  }
+  c = scope_stmt(a, &l, c);
   /* A sum's loop nests inside its scope: a reorder cannot move it out. */
   for (int k = 0; k < l.n - nroot; k++)
     if (l.iv[nroot + k] != sums[k]->u.sum.iv)
@@ -324,9 +338,14 @@ static Expr *workspace_access(Arena *a, const char *name, IndexVar *const *vars,
   return wj;
 }
 
-/* x (an assignment, or NULL) with from's reduction operator. */
+/* x (an assignment, or NULL) with from's reduction operator and semiring
+ * (and, when x writes from's lhs, whether it keeps the output's contents). */
 static Cin *with_op(Cin *x, const Cin *from) {
-  if (x) x->u.assign.op = from->u.assign.op, x->u.assign.op_name = from->u.assign.op_name;
+  if (!x) return NULL;
+  x->u.assign.op = from->u.assign.op, x->u.assign.op_name = from->u.assign.op_name;
+  x->u.assign.def = from->u.assign.def;
+  x->u.assign.semiring = from->u.assign.semiring;
+  x->u.assign.keeps_old = x->u.assign.lhs == from->u.assign.lhs && from->u.assign.keeps_old;
   return x;
 }
 
@@ -343,7 +362,8 @@ Cin *cin_workspace(Arena *a, const Cin *c, IndexVar *j, int depth, const char *n
   Expr *wj = workspace_access(a, name, &j, 1, (tj_dtype)0, &w);
   Cin *producer = wj ? with_op(cin_assign(a, wj, assign->u.assign.rhs, true), assign) : NULL;
   for (int k = n - 1; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
-  Cin *consumer = wj ? cin_forall(a, j, cin_assign(a, assign->u.assign.lhs, wj, false)) : NULL;
+  Cin *drain = wj ? with_op(cin_assign(a, assign->u.assign.lhs, wj, false), assign) : NULL;
+  Cin *consumer = drain ? cin_forall(a, j, drain) : NULL;
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
   for (int k = depth - 1; k >= 0 && out; k--) out = forall_like(a, loops[k], out);
   if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
@@ -441,6 +461,7 @@ static Cin *subexpr_where(Arena *a, const Cin *c, const Expr *e, const Expr *sum
   Expr *rhs = wj ? with_node(a, assign->u.assign.rhs, replaced, wj) : NULL;
   /* the producer sums when it has loops other than the workspace's */
   Cin *producer = wj ? cin_assign(a, wj, (Expr *)e, dj - depth + 1 > nvars || sum_loop) : NULL;
+  if (producer) producer->u.assign.semiring = assign->u.assign.semiring;
   if (producer && sum_loop) producer = forall_like(a, sum_loop, producer);
   for (int k = dj; k >= depth && producer; k--) producer = forall_like(a, loops[k], producer);
   Cin *consumer =
@@ -450,7 +471,7 @@ static Cin *subexpr_where(Arena *a, const Cin *c, const Expr *e, const Expr *sum
   for (int k = dj; k >= depth && consumer; k--)   /* the workspace's own loops */
     if (in_set(vars, nvars, loops[k]->u.forall.iv)) consumer = forall_like(a, loops[k], consumer);
   Cin *out = producer && consumer ? cin_where(a, consumer, producer, w) : NULL;
-  if (out) out->u.where.subexpr = true;
+  if (out) out->u.where.subexpr = true, out->u.where.summed = sum ? sum->u.sum.iv : NULL;
   for (int k = depth - 1; k >= 0 && out; k--) out = forall_like(a, loops[k], out);
   if (!out) diag_error(d, TJ_ERR_NOMEM, "out of memory");
   return out;

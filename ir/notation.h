@@ -337,11 +337,25 @@ struct Cin {
     struct { IndexVar *iv; Cin *body; unsigned flags; int vec_width, unroll, par;
              CinLoopForm form; } forall;
     struct { Cin *consumer, *producer; TensorVar *ws;
-             bool subexpr; } where;        /* the consumer reads ws in place of
-                                              a subexpression (cin_subexpr_workspace),
-                                              else drains it into the output */
-    struct { Expr *lhs, *rhs; bool accumulate; OpKind op; const char *op_name; } assign; /* lhs op= rhs
-                                      when accumulate (op: the reduction's, + by default) */
+             bool subexpr; IndexVar *summed; } where;
+                                           /* the consumer reads ws in place of
+                                              a subexpression (cin_subexpr_workspace;
+                                              with summed, in place of the sum over
+                                              summed of it: the producer's loop of
+                                              summed is that sum's), else drains it
+                                              into the output; an order-0 ws (not
+                                              subexpr) is a sum's temp, produced by
+                                              a forall over the summed index */
+    struct { Expr *lhs, *rhs; bool accumulate; OpKind op; const char *op_name;
+             const struct NtDef *def; const NtSemiring *semiring; bool keeps_old; } assign;
+                                           /* lhs op= rhs when accumulate (op: the
+                                              reduction's, + by default; or the
+                                              definition def's, named op_name, op
+                                              OP_NONE); the statement's semiring
+                                              (NULL: plus.times) reads + and *;
+                                              keeps_old: the output starts from its
+                                              contents (the statement's `+=`), not
+                                              from the reduction's identity */
     struct { Cin *first, *second; } seq;  /* first, then second */
   } u;
 };

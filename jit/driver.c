@@ -682,7 +682,7 @@ LirKernel *drv_lower_variant(CacheEntry *e, Arena *a, int v, int npasses, Diag *
                                 "assemble_plain", "compute_plain", "evaluate_plain"};
   bool plain = v >= DRV_PLAIN(0);
   LowerPhase ph = (LowerPhase)(plain ? v - DRV_PLAIN(0) : v % 3);
-  LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
+  LowerInput in = {e->cin, lower_operands(e->as), &e->plan, &e->opt};
   a->failed = 0;   /* an arena's failure is reported once, by the call it failed */
   if (!arena_reserve(a, BUILD_RESERVE))
     return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;

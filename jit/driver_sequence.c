@@ -278,7 +278,7 @@ LirKernel *drv_lower_sequence(CacheEntry *e, Arena *a, int v, const char *name, 
           pp->convert[t] = pp->vec_layout[t] = false;
         }
     }
-    in[q] = (LowerInput){st->as, st->cin, pp, &st->opt};
+    in[q] = (LowerInput){st->cin, lower_operands(st->as), pp, &st->opt};
     g[q] = &st->gett;
   }
   return lower_kernel_seq(a, in, g, e->nseq, ph, name, d);

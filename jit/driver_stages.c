@@ -68,14 +68,14 @@ static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f) {
   case TJ_STAGE_LATTICE:
     for (int q = 0; q < e->nseq; q++) {   /* a sequence: each statement's */
       SeqStmt *st = &e->seq[q];
-      LowerInput in = {st->as, st->cin, &st->plan, &st->opt};
+      LowerInput in = {st->cin, lower_operands(st->as), &st->plan, &st->opt};
       fprintf(f, "sequence: statement %d: ", q + 1);
       nt_print(f, st->as);
       fputc('\n', f);
       lower_print_lattices(f, &in);
     }
     if (!e->nseq) {
-      LowerInput in = {e->as, e->cin, &e->plan, &e->opt};
+      LowerInput in = {e->cin, lower_operands(e->as), &e->plan, &e->opt};
       lower_print_lattices(f, &in);
     }
     return TJ_OK;

@@ -62,17 +62,17 @@ static bool certainly_present(const Expr *access, const void *ctx) {
 }
 
 bool lw_reduces_to_zero(const Lowerer *lw, const Expr *sum) {
-  return nt_sum_identity(sum) == nt_semiring_zero(lw->as->semiring);
+  return nt_sum_identity(sum) == nt_semiring_zero(lw->nest.semiring);
 }
 
 bool lw_expr_zero(const Lowerer *lw, const Expr *e, AMask alive) {
   Alive a = {lw, alive, -1};
-  return nt_expr_zero(e, lw->as->semiring, &(NtPresence){not_alive, NULL}, &a);
+  return nt_expr_zero(e, lw->nest.semiring, &(NtPresence){not_alive, NULL}, &a);
 }
 
 bool lw_expr_excluded(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
   Alive a = {lw, alive, depth};
-  return nt_expr_zero(e, lw->as->semiring, &(NtPresence){not_alive, certainly_present}, &a);
+  return nt_expr_zero(e, lw->nest.semiring, &(NtPresence){not_alive, certainly_present}, &a);
 }
 
 static void add_point(Lattice *L, AMask m, bool full) {
@@ -121,7 +121,7 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
     return;
   }
   case EX_LITERAL:
-    if (e->u.lit.value != nt_semiring_zero(lw->as->semiring)) *out = FULL;
+    if (e->u.lit.value != nt_semiring_zero(lw->nest.semiring)) *out = FULL;
     return;
   case EX_SUM: /* sum_j e is 0 where e is; min_j over nothing is +inf */
     build(lw, e->u.sum.a, alive, depth, out);
@@ -133,7 +133,7 @@ static void build(const Lowerer *lw, const Expr *e, AMask alive, int depth,
   int n = nt_children(e, k);
   build(lw, k[0], alive, depth, &x);
   if (n == 2) build(lw, k[1], alive, depth, &y);
-  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->nest.semiring)) {
   case OA_LEFT: /* x's points, each also co-iterating y's (which case applies) */
     *out = x;
     for (int p = 0; p < x.n; p++)
@@ -218,7 +218,7 @@ static Bound bound(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
     if (!(alive >> ax & 1)) return zero;
     return lw_sparse_at(lw, (AMask)1 << ax, depth) ? (Bound){1, false} : full;
   }
-  case EX_LITERAL: return e->u.lit.value != nt_semiring_zero(lw->as->semiring) ? full : zero;
+  case EX_LITERAL: return e->u.lit.value != nt_semiring_zero(lw->nest.semiring) ? full : zero;
   case EX_SUM: {
     Bound b = bound(lw, e->u.sum.a, alive, depth);
     return lw_reduces_to_zero(lw, e) ? b : bound_disj(b, full);
@@ -228,7 +228,7 @@ static Bound bound(const Lowerer *lw, const Expr *e, AMask alive, int depth) {
   Expr *k[2];
   int n = nt_children(e, k);
   Bound x = bound(lw, k[0], alive, depth), y = n == 2 ? bound(lw, k[1], alive, depth) : zero;
-  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->nest.semiring)) {
   case OA_LEFT: {
     Bound c = bound_conj(x, y);
     return (Bound){sat(c.n + x.n), x.full};

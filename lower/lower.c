@@ -200,25 +200,25 @@ static bool setup_accesses(Lowerer *lw) {
    * the reduction loops below the output's last index. */
   /* The root scope owns the loops over the output's indices and the root
    * reductions; the loops of sum nodes follow (lower_plan checks that). */
-  lw->root = lw->as->rhs;
+  lw->root = nest->rhs;
   lw->scope_end = nest->nloops;
   for (int k = 0; k < nest->nloops; k++)
-    if (nt_is_reduction_var(lw->as, nest->order[k]) &&
-        !nt_is_root_reduction(lw->as, nest->order[k])) {
+    if (lower_nest_reduces(nest, nest->order[k]) &&
+        !lower_nest_root_reduces(nest, nest->order[k])) {
       lw->scope_end = k;
       break;
     }
   lw->first_red = nest->nloops;
   bool reduces = false;
   for (int k = nest->nloops - 1; k >= 0; k--)
-    if (nt_is_root_reduction(lw->as, nest->order[k])) lw->first_red = k, reduces = true;
+    if (lower_nest_root_reduces(nest, nest->order[k])) lw->first_red = k, reduces = true;
   /* Root reductions (and +=) update the output with the root operator from
    * its identity; a plain assignment stores each entry once over the zero. */
   lw->root_reduces = reduces;
-  lw->out_op = reduces || lw->as->accumulate ? lw->as->root_op : OP_NONE;
-  lw->out_def = reduces ? lw->as->root_def : NULL;
-  lw->out_init = reduces ? nt_root_identity(lw->as) : lw_fill_value(lw);
-  const Expr *lhs = lw->as->lhs;
+  lw->out_op = reduces || nest->keeps_old ? nest->op : OP_NONE;
+  lw->out_def = reduces ? nest->def : NULL;
+  lw->out_init = reduces ? lower_nest_identity(nest) : lw_fill_value(lw);
+  const Expr *lhs = nest->lhs;
   int last_out = -1;
   for (int m = 0; m < lhs->u.access.n; m++) {
     int dd = lw->depth_of[lhs->u.access.idx[m]->id];
@@ -235,17 +235,17 @@ static bool setup_accesses(Lowerer *lw) {
   const Expr *rhs[LW_MAX_ACCESS];
   int nrhs = 0;
   bool vws = nest->vws_depth >= 0;
-  if (!lw_collect_accesses(lw->as->rhs, rhs, &nrhs, LW_MAX_ACCESS - 1 - vws))
+  if (!lw_collect_accesses(nest->rhs, rhs, &nrhs, LW_MAX_ACCESS - 1 - vws))
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "more than %d accesses with a workspace",
                       LW_MAX_ACCESS - 2);
-  lw->acc[lw->nacc++].e = lw->as->lhs;
+  lw->acc[lw->nacc++].e = nest->lhs;
   for (int x = 0; x < nrhs; x++) lw->acc[lw->nacc++].e = rhs[x];
-  if (vws && lw->as->ntensors >= NT_MAX_TENSORS)
+  if (vws && lw->ops.ntensors >= NT_MAX_TENSORS)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "%d operands and a workspace are more than a "
-                      "kernel takes", lw->as->ntensors);
+                      "kernel takes", lw->ops.ntensors);
   if (vws) { /* the workspace: a dense row in the slot after the operands */
     lw->vws_x = lw->nacc;
-    lw->vws_t = lw->as->ntensors;
+    lw->vws_t = lw->ops.ntensors;
     lw->acc[lw->nacc++].e = nest->vws_access;
     int m = nest->vws_access->u.access.n;   /* dense, its modes in loop order */
     lw->vws_fmt = (tj_format){.order = m};
@@ -264,15 +264,15 @@ static bool setup_accesses(Lowerer *lw) {
     }
   }
   lw->out_last = p->out_sparse ? lw_out_leaf(lw->acc[0].f) : lw->acc[0].f->order - 1;
-  mark_valued_masks(lw, lw->as->rhs);
+  mark_valued_masks(lw, nest->rhs);
   /* The outermost loop may run in parallel when it walks an output index
    * of a dense output: iterations then write disjoint output elements. So
    * may an inner loop that parallelize names (the loops above it then run
    * serially), when it is not inside the root reduction's temp. */
   lw->par_depth = nest->par_asked > 0 ? nest->par_asked : 0;
-  bool reduction = nest->nloops > 0 && nt_is_reduction_var(lw->as, nest->order[lw->par_depth]);
+  bool reduction = nest->nloops > 0 && lower_nest_reduces(nest, nest->order[lw->par_depth]);
   const CinLoopForm *pf = nest->nloops > 0 ? nest->form[lw->par_depth] : NULL;
-  if (pf && pf->fuse) reduction |= nt_is_reduction_var(lw->as, pf->fuse_inner);
+  if (pf && pf->fuse) reduction |= lower_nest_reduces(nest, pf->fuse_inner);
   for (int k = 0; k < nest->nloops; k++)
     if (nest->form[k]->fuse && lw_out_appended(lw))
       return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "fuse(%s, %s, %s): the output is sparse "
@@ -308,8 +308,8 @@ static LirStmt *declare_operands(Lowerer *lw) {
   Arena *a = lw->a;
   LirStmt *s = NULL;
   char base[64];
-  for (int t = 0; t < lw->as->ntensors; t++) {
-    const TensorVar *tv = lw->as->tensors[t];
+  for (int t = 0; t < lw->ops.ntensors; t++) {
+    const TensorVar *tv = lw->ops.tensors[t];
     const tj_format *f = &lw->plan->fmt[t];
     LirOperand *op = &lw->k->operands[t];
     op->name = tv->name;
@@ -352,7 +352,7 @@ static LirStmt *declare_operands(Lowerer *lw) {
     lw->vals_ptr[t] = lw_var(lw, base, lir_field_type(lw->k, t, LF_VALS));
     lir_append(&s, lir_decl(a, lw->vals_ptr[t], lir_field(a, lw->k, t, LF_VALS, 0)));
   }
-  lw->k->noperands = lw->as->ntensors;
+  lw->k->noperands = lw->ops.ntensors;
   return s;
 }
 
@@ -378,7 +378,7 @@ static bool parents_dense(const tj_format *f, int l) {
   return true;
 }
 
-double lw_fill_value(const Lowerer *lw) { return nt_semiring_zero(lw->as->semiring); }
+double lw_fill_value(const Lowerer *lw) { return nt_semiring_zero(lw->nest.semiring); }
 
 tj_dtype lw_access_dtype(const Lowerer *lw, int x) {
   return lw->acc[x].e->u.access.t->decl.dtype;
@@ -388,11 +388,11 @@ tj_dtype lw_access_dtype(const Lowerer *lw, int x) {
  * other operand that) has its own values: a bool mask's 0/1. */
 LirType lw_access_type(const Lowerer *lw, int x) {
   tj_dtype dt = lw_access_dtype(lw, x);
-  return dt == lw->as->lhs->dtype ? lw->vtype : lir_dtype_type(dt);
+  return dt == lw->nest.lhs->dtype ? lw->vtype : lir_dtype_type(dt);
 }
 
 double lw_access_zero(const Lowerer *lw, int x) {
-  if (lw_access_dtype(lw, x) != lw->as->lhs->dtype || lw->plan->pattern[lw->acc[x].t]) return 0;
+  if (lw_access_dtype(lw, x) != lw->nest.lhs->dtype || lw->plan->pattern[lw->acc[x].t]) return 0;
   return lw_fill_value(lw);
 }
 
@@ -457,7 +457,7 @@ static LirStmt *prepare_dense_output(Lowerer *lw) {
   LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
   lir_append(&s, lw_reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
   lir_append(&s, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
-  if ((!lw->as->accumulate || lw->ranged) && lw->phase != PHASE_ASSEMBLE && !lw->zero_rows &&
+  if ((!lw->nest.keeps_old || lw->ranged) && lw->phase != PHASE_ASSEMBLE && !lw->zero_rows &&
       !lw->stores_all)
     lir_append(&s, zero_dense_output(lw, n));
   lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, n)));
@@ -583,7 +583,7 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
 static LirStmt *allocate_workspace(Lowerer *lw) {
   Arena *a = lw->a;
   IndexVar *j = lw->nest.ws_var;
-  const Expr *lhs = lw->as->lhs;
+  const Expr *lhs = lw->nest.lhs;
   int mode = 0;
   while (lhs->u.access.idx[mode] != j) mode++;
   LirExpr *n = lw_ref(lw, lw->dim[0][mode]);
@@ -630,10 +630,10 @@ static LirStmt *bind_scalars(Lowerer *lw) {
 
 static LirStmt *conversion_notes(Lowerer *lw) {
   LirStmt *s = NULL;
-  for (int t = 1; t < lw->as->ntensors; t++) {
+  for (int t = 1; t < lw->ops.ntensors; t++) {
     if (!lw->plan->convert[t]) continue;
     char from[640], to[640];
-    tj_format_print(&lw->as->tensors[t]->decl.format, from, sizeof from);
+    tj_format_print(&lw->ops.tensors[t]->decl.format, from, sizeof from);
     tj_format_print(&lw->plan->fmt[t], to, sizeof to);
     const char *why = lw->plan->pattern[t]
         ? "as a 0/1 pattern: a mask located per coordinate, not walked again in every "
@@ -643,7 +643,7 @@ static LirStmt *conversion_notes(Lowerer *lw) {
           "at each run)"
         : "its levels would be traversed against their storage order";
     lir_append(&s, lir_comment(lw->a, arena_printf(lw->a, "operand %s is converted from %s to %s%s%s",
-        lw->as->tensors[t]->name, from, to, lw->plan->pattern[t] ? " " : ": ", why)));
+        lw->ops.tensors[t]->name, from, to, lw->plan->pattern[t] ? " " : ": ", why)));
   }
   return s;
 }
@@ -651,7 +651,7 @@ static LirStmt *conversion_notes(Lowerer *lw) {
 /* The range descriptor operand of a row-range kernel (after the tensors). */
 static LirStmt *declare_range(Lowerer *lw) {
   Arena *a = lw->a;
-  int r = lw->as->ntensors;
+  int r = lw->ops.ntensors;
   LirOperand *op = &lw->k->operands[r];
   op->name = "range";
   op->order = 2;
@@ -685,16 +685,16 @@ static bool full_loop_at(const Lowerer *lw, AMask alive, int d) {
  * loops take no split, pos, bound or fuse. */
 static bool stores_every_entry(const Lowerer *lw, AMask alive) {
   const tj_format *of = lw->acc[0].f;
-  if (lw->plan->out_sparse || lw->as->accumulate || lw->ranged || lw->root_reduces ||
+  if (lw->plan->out_sparse || lw->nest.keeps_old || lw->ranged || lw->root_reduces ||
       lw->phase == PHASE_ASSEMBLE || lw->valued_masks || lw->nest.ws_depth >= 0 ||
       lw->nest.vws_depth >= 0 || of->order < 1 || lw->nest.nloops < of->order ||
       lw->out_op != OP_NONE)
     return false;
   if (of->order == 1)
-    return lw->as->lhs->u.access.idx[0] == lw->nest.order[0] && full_loop_at(lw, alive, 0);
+    return lw->nest.lhs->u.access.idx[0] == lw->nest.order[0] && full_loop_at(lw, alive, 0);
   for (int d = 0; d < of->order; d++) {
     const CinLoopForm *f = lw->nest.form[d];
-    if (!nt_uses_index(lw->as->lhs, lw->nest.order[d]) ||
+    if (!nt_uses_index(lw->nest.lhs, lw->nest.order[d]) ||
         (f && (f->split || f->divide || f->pos || f->bound_kind || f->fuse || f->fused ||
                f->outer_at)) ||
         !full_loop_at(lw, alive, d))
@@ -713,10 +713,10 @@ static bool stores_every_entry(const Lowerer *lw, AMask alive) {
 static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
   const LowerPlan *p = lw->plan;
   const tj_format *of = lw->acc[0].f;
-  if (p->out_sparse || lw->as->accumulate || lw->ranged || lw->phase == PHASE_ASSEMBLE ||
+  if (p->out_sparse || lw->nest.keeps_old || lw->ranged || lw->phase == PHASE_ASSEMBLE ||
       lw->nest.nloops == 0 || of->order == 0 || lw->nest.ws_depth >= 0 ||
       lw->nest.vws_depth >= 0 ||
-      lw->as->lhs->u.access.idx[of->mode_order[0]] != lw->nest.order[0] ||
+      lw->nest.lhs->u.access.idx[of->mode_order[0]] != lw->nest.order[0] ||
       lw->first_red == 0 || !lw_single_loop_at(lw, alive, 0))
     return false;
   for (int x = 1; x < lw->nacc; x++)   /* rows found by a slice's raw coordinates: no */
@@ -735,7 +735,7 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
 /* The loop nest of in's notation, which must be the order in's plan was
  * made for (its conversions follow that order). */
 static bool read_nest(Lowerer *lw, const LowerInput *in, Diag *d) {
-  if (!lower_nest(in->cin, &lw->nest, d)) return false;
+  if (!lower_nest(lw->a, in->cin, &lw->nest, d)) return false;
   const LowerPlan *p = in->plan;
   bool same = lw->nest.nloops == p->nloops;
   for (int k = 0; same && k < p->nloops; k++) same = lw->nest.order[k] == p->order[k];
@@ -747,7 +747,7 @@ static bool read_nest(Lowerer *lw, const LowerInput *in, Diag *d) {
  * from prev's. Returns the Lowerer (its kernel lw->k), or NULL with d set. */
 static Lowerer *lower_stmt(Arena *a, const LowerInput *in, LowerPhase phase, bool ranged,
                            const char *name, const Lowerer *prev, Diag *d) {
-  const Assignment *as = in->as;
+  const LowerOperands *ops = &in->ops;
   const LowerPlan *plan = in->plan;
   Lowerer *lw = arena_alloc(a, sizeof *lw);
   if (!lw) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
@@ -757,25 +757,25 @@ static Lowerer *lower_stmt(Arena *a, const LowerInput *in, LowerPhase phase, boo
   }
   lw->a = a;
   lw->d = d;
-  lw->as = as;
+  lw->ops = *ops;
   lw->plan = plan;
   lw->opt = in->opt;
   if (!read_nest(lw, in, d)) return NULL;
   lw->phase = phase;
   lw->emit_index = phase != PHASE_COMPUTE;
   lw->emit_values = phase != PHASE_ASSEMBLE;
-  lw->vtype = lir_dtype_type(as->lhs->dtype);
-  lw->is_bool = as->lhs->dtype == TJ_BOOL;
+  lw->vtype = lir_dtype_type(lw->nest.lhs->dtype);
+  lw->is_bool = lw->nest.lhs->dtype == TJ_BOOL;
   lw->k = prev ? prev->k : lir_kernel(a, name);
   if (!lw->k) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
   lw->ranged = ranged;
   if (!setup_accesses(lw)) return NULL;
-  for (int t = 0; t < as->ntensors; t++) /* B1's coordinate B11 is not tensor B11 */
-    lw_name(lw, as->tensors[t]->name);
+  for (int t = 0; t < ops->ntensors; t++) /* B1's coordinate B11 is not tensor B11 */
+    lw_name(lw, ops->tensors[t]->name);
   lw->ranged = ranged;
-  if (as->ntensors + ranged > LIR_MAX_OPERANDS)
+  if (ops->ntensors + ranged > LIR_MAX_OPERANDS)
     return diag_error(d, TJ_ERR_UNSUPPORTED, "%d operands and a row range are more than "
-                      "a kernel takes (LIR_MAX_OPERANDS = %d)", as->ntensors,
+                      "a kernel takes (LIR_MAX_OPERANDS = %d)", ops->ntensors,
                       LIR_MAX_OPERANDS), NULL;
   bool pos_ranged = ranged && plan->pos_rows && !plan->rangeable && !plan->reduce_rows;
   if (ranged && !plan->rangeable && !plan->reduce_rows && !(pos_ranged && phase == PHASE_COMPUTE))
@@ -858,21 +858,22 @@ LirKernel *lower_kernel_seq(Arena *a, const LowerInput *parts, const GettPlan *c
  *   for (q = 0; q < size; q++) out_vals[q] = f(out_vals[q], part_vals[q]);
  * operand 0 the output, operand 1 one partial output of the same shape. */
 LirKernel *lower_kernel_combine(Arena *a, const LowerInput *in, const char *name, Diag *d) {
-  const Assignment *as = in->as;
-  if (!as->root_def || in->plan->out_sparse)
-    return TJ_BUG(d, "a combine kernel without a defined root reduction"), NULL;
   Lowerer *lw = arena_alloc(a, sizeof *lw);
   if (!lw || !(lw->k = lir_kernel(a, name)))
     return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering"), NULL;
-  lw->a = a, lw->d = d, lw->as = as, lw->plan = in->plan, lw->opt = in->opt;
-  lw->vtype = lir_dtype_type(as->lhs->dtype);
-  lw->is_bool = as->lhs->dtype == TJ_BOOL;
+  lw->a = a, lw->d = d, lw->ops = in->ops, lw->plan = in->plan, lw->opt = in->opt;
+  if (!read_nest(lw, in, d)) return NULL;
+  const LoopNest *st = &lw->nest;
+  if (!st->def || in->plan->out_sparse)
+    return TJ_BUG(d, "a combine kernel without a defined root reduction"), NULL;
+  lw->vtype = lir_dtype_type(st->lhs->dtype);
+  lw->is_bool = st->lhs->dtype == TJ_BOOL;
   LirKernel *k = lw->k;
   for (int t = 0; t < 2; t++) {
     LirOperand *op = &k->operands[t];
-    op->name = t == 0 ? as->tensors[0]->name : "part";
+    op->name = t == 0 ? in->ops.tensors[0]->name : "part";
     op->order = in->plan->fmt[0].order;
-    op->dtype = as->lhs->dtype;
+    op->dtype = st->lhs->dtype;
     op->pos_width = op->crd_width = 8;
     op->is_output = t == 0;
   }
@@ -885,7 +886,7 @@ LirKernel *lower_kernel_combine(Arena *a, const LowerInput *in, const char *name
     lir_append(&body, lir_update(a, n, LOP_MUL, lir_field(a, k, 0, LF_DIM, m)));
   lir_append(&body, lir_decl(a, vo, lir_field(a, k, 0, LF_VALS, 0)));
   lir_append(&body, lir_decl(a, vp, lir_field(a, k, 1, LF_VALS, 0)));
-  LirExpr *r = lw_def_apply(lw, as->root_def, lir_load(a, lw_ref(lw, vo), lw_ref(lw, q)),
+  LirExpr *r = lw_def_apply(lw, st->def, lir_load(a, lw_ref(lw, vo), lw_ref(lw, q)),
                             lir_load(a, lw_ref(lw, vp), lw_ref(lw, q)));
   if (!r) return NULL;
   lir_append(&body, lir_for(a, q, lw_i64(lw, 0), lw_ref(lw, n),
@@ -987,14 +988,13 @@ static void print_lattice(FILE *out, Lowerer *lw, AMask alive, int k) {
 }
 
 void lower_print_lattices(FILE *out, const LowerInput *in) {
-  const Assignment *as = in->as;
   const LowerPlan *plan = in->plan;
   Arena a;
   arena_init(&a);
   Lowerer *lw = arena_alloc(&a, sizeof *lw);
   if (!lw) return;
   lw->a = &a;
-  lw->as = as;
+  lw->ops = in->ops;
   lw->plan = plan;
   lw->opt = in->opt;
   Diag d;
@@ -1007,11 +1007,11 @@ void lower_print_lattices(FILE *out, const LowerInput *in) {
   }
   AMask alive = (lw->nacc >= 64 ? ~(AMask)0 : ((AMask)1 << lw->nacc) - 1) & ~(AMask)1;
   const Expr *sums[NT_MAX_INDICES];
-  int ns = nt_sums(as->rhs, sums, NT_MAX_INDICES);
+  int ns = nt_sums(lw->nest.rhs, sums, NT_MAX_INDICES);
   const LoopNest *nest = &lw->nest;
   for (int k = 0; k < nest->nloops; k++) {
     IndexVar *v = nest->order[k];
-    lw->root = as->rhs;
+    lw->root = nest->rhs;
     for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
       if (sums[i]->u.sum.iv == v) lw->root = sums[i]->u.sum.a;
     if (nest->vws_depth >= 0 && k >= nest->vws_depth && k < nest->vws_end) {  /* the producer's */

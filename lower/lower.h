@@ -1,12 +1,16 @@
-/* Lowering: checked index notation + formats -> loop IR kernels.
+/* Lowering: checked index notation + formats -> concrete notation ->
+ * loop IR kernels.
  *
  * lower_plan picks the loop order from the iteration graph (each tensor
  * with a sparse level must be traversed in its level order; all-dense
  * tensors are located and impose nothing), decides which operands must be
  * converted to another mode order because they would be traversed against
  * their storage order, and whether a sparse output needs a workspace
- * (a reduction loop between its levels: Gustavson's SpGEMM).
- * lower_kernel then emits one of the three kernels for that plan.
+ * (a reduction loop between its levels: Gustavson's SpGEMM); planning
+ * reads the Assignment, and lower_plan_notation writes the plan into the
+ * concrete notation. lower_kernel then emits one of the three kernels for
+ * that plan from the notation alone (its loops and its statement:
+ * lower_nest) and the operand table.
  */
 #ifndef TJ_LOWER_LOWER_H
 #define TJ_LOWER_LOWER_H
@@ -144,9 +148,23 @@ typedef struct LowerOptions {
 int lower_tier_cap(int64_t extent);
 
 /* The loop nest a concrete notation asks for (lower/nest.c): loops in
- * nesting order (outer foralls, then the producers of where()s), and the
- * workspace where's depth and index (-1 / NULL without one). */
+ * nesting order (outer foralls, then the producers of where()s), the
+ * workspace where's depth and index (-1 / NULL without one), and the
+ * statement its assignments compute together. */
 typedef struct LoopNest {
+  /* The statement, read from the notation's assignments alone: the
+   * output's (the outermost consumer's) lhs, its rhs with each where()
+   * folded back in (a sum's temp read as an EX_SUM node over the temp's
+   * loop and statement, a workspace as what its producer computes), in
+   * the normal form of Assignment (root reductions bound by no node) that
+   * the emitter's scopes walk; its reduction operator (op, or def), the
+   * semiring + and * are read in, and whether it keeps the output's
+   * contents (`+=`). */
+  const Expr *lhs, *rhs;
+  OpKind op;
+  const NtDef *def;
+  const NtSemiring *semiring;
+  bool keeps_old;
   int nloops;
   IndexVar *order[NT_MAX_INDICES];
   int ws_depth;
@@ -173,14 +191,35 @@ typedef struct LoopNest {
   const Expr *vws_access;              /* that w(j) */
   bool vws_sums;                       /* the producer sums over its outer loops */
 } LoopNest;
-bool lower_nest(const Cin *c, LoopNest *n, Diag *d);
+/* The nest and statement of c; folded expression nodes go into a. */
+bool lower_nest(Arena *a, const Cin *c, LoopNest *n, Diag *d);
+/* Whether v is summed in n's statement (not an index of its lhs), and
+ * over the whole rhs (bound by no sum node: a root reduction). */
+bool lower_nest_reduces(const LoopNest *n, const IndexVar *v);
+bool lower_nest_root_reduces(const LoopNest *n, const IndexVar *v);
+/* The identity of the statement's reduction operator (or definition). */
+double lower_nest_identity(const LoopNest *n);
 
-/* What one lowering reads: the checked assignment (its expressions and sum
- * nodes), the concrete notation (the loops, their order, the where()s),
- * the plan made for that order (formats, conversions) and the options. */
+/* The kernel's operands by TensorId (0 the output): the symbol table the
+ * notation's accesses point into, as the checker bound it (names,
+ * declared formats, dtypes); the kernel's signature lists them in order. */
+typedef struct LowerOperands {
+  int ntensors;
+  TensorVar *const *tensors;
+} LowerOperands;
+/* The operand table of as (pointing into it). */
+static inline LowerOperands lower_operands(const Assignment *as) {
+  return (LowerOperands){as->ntensors, as->tensors};
+}
+
+/* What one lowering reads: the concrete notation (the statement in its
+ * assignments, the loops, their order, the where()s: lower_nest), the
+ * operands its accesses name, the plan made for that order (formats,
+ * conversions) and the options. The index notation the notation was made
+ * from is not read: a notation edited by hand lowers as edited. */
 typedef struct LowerInput {
-  const Assignment *as;
   const Cin *cin;
+  LowerOperands ops;
   const LowerPlan *plan;
   const LowerOptions *opt;
 } LowerInput;

@@ -296,7 +296,7 @@ static LirExpr *present(Lowerer *lw, const Expr *e, AMask alive) {
   }
   Expr *k[2];
   int n = nt_children(e, k);
-  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->nest.semiring)) {
   case OA_LEFT: return present(lw, k[0], alive);
   case OA_RIGHT: return present(lw, k[1], alive);
   case OA_INTERSECT:
@@ -332,7 +332,7 @@ static LirExpr *mask_present(Lowerer *lw, const Expr *m, AMask alive) {
 static bool zero_safe(const Lowerer *lw, OpKind op) {
   const NtOp *o = nt_op(op);
   double z = lw_fill_value(lw);
-  switch (nt_op_algebra(op, lw->as->semiring)) {
+  switch (nt_op_algebra(op, lw->nest.semiring)) {
   case OA_INTERSECT: return o->annihilator == z && !(o->laws & OL_PATTERN);
   case OA_UNION: return o->identity != z || !(o->laws & OL_BOOL);
   default: return true;
@@ -396,7 +396,7 @@ static LirExpr *gen_op(Lowerer *lw, const Expr *e, AMask alive) {
     if (!is_bool_const(px, 1) || !is_bool_const(py, 1)) {
       LirExpr *x = gen_expr(lw, k[0], alive), *y = gen_expr(lw, k[1], alive);
       LirExpr *xy = apply_op(lw, kind, gen_expr(lw, k[0], alive), gen_expr(lw, k[1], alive));
-      LirExpr *one = nt_op_algebra(kind, lw->as->semiring) == OA_UNION
+      LirExpr *one = nt_op_algebra(kind, lw->nest.semiring) == OA_UNION
                          ? lir_select(a, px, x, y) /* the present one, else the zero */
                          : vconst(lw, lw_fill_value(lw));
       return lir_select(a, both(lw, present(lw, k[0], alive), present(lw, k[1], alive)), xy, one);
@@ -516,9 +516,9 @@ static LirStmt *add_terms(Lowerer *lw, int depth, AMask alive);
 static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   if (!lw->emit_values && !lw->out_hit) return NULL;
   Arena *a = A(lw);
-  OpKind op = lw->as->root_op;
+  OpKind op = lw->nest.op;
   LirVar *t = lw_var(lw, "t", lw->vtype);
-  LirStmt *s = lw->emit_values ? lir_decl(a, t, vconst(lw, nt_root_identity(lw->as))) : NULL;
+  LirStmt *s = lw->emit_values ? lir_decl(a, t, vconst(lw, lower_nest_identity(&lw->nest))) : NULL;
   lw->root_temp = t;
   LirVar *saved = lw->temp;
   OpKind saved_op = lw->temp_op;
@@ -526,7 +526,7 @@ static LirStmt *reduce_into_temp(Lowerer *lw, int depth, AMask alive) {
   lw->target = T_TEMP;
   lw->temp = t;
   lw->temp_op = op;
-  lw->temp_def = lw->as->root_def;
+  lw->temp_def = lw->nest.def;
   lir_append(&s, lw->plan->split_sum ? add_terms(lw, depth, alive)
                                      : lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
@@ -644,7 +644,7 @@ static LirStmt *drain_located(Lowerer *lw) {
     LirVar **coord = &lw->coord[lw->nest.ws_var->id], *saved = *coord;
     *coord = j;
     LirExpr *at = lw_out_linear(lw);   /* the entry at the row's other coordinates and j */
-    LirExpr *again = lw->as->accumulate ? lw_out_linear(lw) : NULL;
+    LirExpr *again = lw->nest.keeps_old ? lw_out_linear(lw) : NULL;
     *coord = saved;
     lir_append(&body, move_ws_value(lw, j, at, again));
   }
@@ -856,7 +856,7 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
 static bool leaf_needs_hit(const Lowerer *lw, const LoopCtx *cx) {
   bool by_reduction = lw->root_reduces &&
                       (cx->depth + 1 == lw->first_red || lw_out_dense_tail(lw->acc[0].f)) &&
-                      (nt_root_identity(lw->as) != 0 || lw->as->semiring);
+                      (lower_nest_identity(&lw->nest) != 0 || lw->nest.semiring);
   bool by_mask = lw->valued_masks && !lw->root_reduces; /* decided at run time */
   return lw->nest.ws_depth < 0 && !cx->in_temp && (by_reduction || by_mask);
 }
@@ -1732,7 +1732,7 @@ static LirExpr *may_be_nonzero(Lowerer *lw, const LoopCtx *cx, const Expr *e,
   }
   Expr *k[2];
   nt_children(e, k);
-  switch (nt_expr_algebra(e, lw->as->semiring)) {
+  switch (nt_expr_algebra(e, lw->nest.semiring)) {
   case OA_LEFT: return may_be_nonzero(lw, cx, k[0], hit);
   case OA_RIGHT: return may_be_nonzero(lw, cx, k[1], hit);
   case OA_NUMERATOR:

@@ -61,7 +61,7 @@ typedef struct LazyRun {
 typedef struct Lowerer {
   Arena *a;
   Diag *d;
-  const Assignment *as;
+  LowerOperands ops;                       /* the operands (the statement is nest's) */
   const LowerPlan *plan;
   const LowerOptions *opt;
   LoopNest nest;                           /* from the concrete notation */

@@ -18,8 +18,92 @@
  *
  * Shapes the lowering cannot emit yet (two workspaces) are refused with a
  * message.
+ *
+ * The statement is folded from the assignments the same way: a where()
+ * of a sum's temp puts the sum back in its consumer's rhs (an EX_SUM over
+ * the temp's loop, of its producer's rhs and operator), a workspace where
+ * puts back what its producer computes; so the emitter lowers exactly
+ * what the notation says:
+ *   forall(i, where(y(i) = b(i) - t_j, forall(j, t_j += A(i,j) * x(j))))
+ *     -> y(i) = b(i) - sum(j, A(i,j) * x(j))
  */
 #include "lowerer.h"
+
+/* The statement of a part of the notation (lower_nest's fold). */
+typedef struct Stmt {
+  const Expr *lhs, *rhs;
+  OpKind op;
+  const NtDef *def;
+  const NtSemiring *semiring;
+  bool keeps_old;
+} Stmt;
+
+/* e with each access of t replaced by with; nodes above none are shared
+ * (the emitter finds accesses by node); NULL when out of memory. */
+static const Expr *replace_access(Arena *a, const Expr *e, const TensorVar *t, const Expr *with) {
+  if (e->kind == EX_ACCESS) return e->u.access.t == t ? with : e;
+  Expr *k[2];
+  int n = nt_children(e, k);
+  if (n == 0) return e;
+  const Expr *ck[2] = {replace_access(a, k[0], t, with),
+                       n > 1 ? replace_access(a, k[1], t, with) : NULL};
+  if (!ck[0] || (n > 1 && !ck[1])) return NULL;
+  if (ck[0] == k[0] && (n < 2 || ck[1] == k[1])) return e;
+  Expr *c = arena_alloc(a, sizeof *c);
+  if (!c) return NULL;
+  *c = *e;
+  if (e->kind == EX_SUM) c->u.sum.a = (Expr *)ck[0];
+  else c->u.op.a = (Expr *)ck[0], c->u.op.b = (Expr *)ck[1];
+  return c;
+}
+
+/* The index of c's first loop (a where's: its consumer's), or NULL. */
+static IndexVar *first_loop(const Cin *c) {
+  switch (c->kind) {
+  case CIN_FORALL: return c->u.forall.iv;
+  case CIN_WHERE: return first_loop(c->u.where.consumer);
+  default: return NULL;
+  }
+}
+
+/* sum(iv, body) by op (or def): the node a sum's temp stands for. */
+static Expr *sum_node(Arena *a, IndexVar *iv, const Expr *body, OpKind op, const NtDef *def,
+                      const char *temp) {
+  Expr *s = nt_reduce(a, op, iv, (Expr *)body, false, 0);
+  if (!s) return NULL;
+  s->u.sum.def = def;
+  s->u.sum.temp = temp;
+  s->dtype = body->dtype;
+  return s;
+}
+
+static bool fold(Arena *a, const Cin *c, Stmt *s, Diag *d) {
+  switch (c->kind) {
+  case CIN_ASSIGN:
+    *s = (Stmt){c->u.assign.lhs, c->u.assign.rhs, c->u.assign.op, c->u.assign.def,
+                c->u.assign.semiring, c->u.assign.keeps_old};
+    return true;
+  case CIN_FORALL: return fold(a, c->u.forall.body, s, d);
+  case CIN_SEQUENCE: return TJ_BUG(d, "a sequence reached one statement's loop nest");
+  case CIN_WHERE: break;
+  }
+  Stmt p;
+  if (!fold(a, c->u.where.consumer, s, d) || !fold(a, c->u.where.producer, &p, d)) return false;
+  const TensorVar *ws = c->u.where.ws;
+  IndexVar *sum_iv = c->u.where.summed;
+  bool temp = !c->u.where.subexpr && ws->decl.order == 0;
+  if (temp && !(sum_iv = first_loop(c->u.where.producer)))
+    return TJ_BUG(d, "a sum's temp produced by no loop");
+  if (!c->u.where.subexpr && !temp)   /* drained into the output: the producer's update */
+    s->op = p.op, s->def = p.def;
+  /* what the consumer reads ws in place of: the producer's rhs, or its
+   * reduction over sum_iv (by the producer's update) */
+  const Expr *in_place =
+      sum_iv ? sum_node(a, sum_iv, p.rhs, p.op, p.def, temp ? ws->name : NULL) : p.rhs;
+  s->rhs = in_place ? replace_access(a, s->rhs, ws, in_place) : NULL;
+  if (!s->rhs) return diag_error(d, TJ_ERR_NOMEM, "out of memory while lowering");
+  return true;
+}
 
 static bool walk(const Cin *c, LoopNest *n, Diag *d);
 
@@ -110,7 +194,28 @@ static bool walk(const Cin *c, LoopNest *n, Diag *d) {
   return TJ_BUG(d, "unknown concrete notation node");
 }
 
-bool lower_nest(const Cin *c, LoopNest *n, Diag *d) {
+bool lower_nest_reduces(const LoopNest *n, const IndexVar *v) {
+  return !nt_uses_index(n->lhs, v) && nt_uses_index(n->rhs, v);
+}
+
+bool lower_nest_root_reduces(const LoopNest *n, const IndexVar *v) {
+  if (!lower_nest_reduces(n, v)) return false;
+  const Expr *sums[NT_MAX_INDICES];
+  int ns = nt_sums(n->rhs, sums, NT_MAX_INDICES);
+  for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
+    if (sums[i]->u.sum.iv == v) return false;
+  return true;
+}
+
+double lower_nest_identity(const LoopNest *n) {
+  return n->def ? n->def->identity : nt_op(n->op)->identity;
+}
+
+bool lower_nest(Arena *a, const Cin *c, LoopNest *n, Diag *d) {
+  Stmt s;
+  if (!fold(a, c, &s, d)) return false;
+  n->lhs = s.lhs, n->rhs = s.rhs, n->op = s.op, n->def = s.def;
+  n->semiring = s.semiring, n->keeps_old = s.keeps_old;
   n->nloops = 0;
   n->ws_depth = -1;
   n->ws_var = NULL;

@@ -105,8 +105,8 @@ LirStmt *lw_out_like_prepare(Lowerer *lw) {
   const tj_format *f = lw->acc[0].f;
   LirStmt *s = lir_comment(a, arena_printf(a, "the output is shaped like %s: its index arrays "
                                            "are %s's, its values at %s's positions",
-                                           lw->as->tensors[t]->name, lw->as->tensors[t]->name,
-                                           lw->as->tensors[t]->name));
+                                           lw->ops.tensors[t]->name, lw->ops.tensors[t]->name,
+                                           lw->ops.tensors[t]->name));
   for (int l = 0; l < f->order && lw->emit_index; l++) {
     static const struct { int arr; LirField ptr, len; } arrays[] = {
         {TJ_ARR_POS, LF_POS, LF_POS_LEN}, {TJ_ARR_CRD, LF_CRD, LF_CRD_LEN}};

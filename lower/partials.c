@@ -29,7 +29,7 @@ bool lw_partials_setup(Lowerer *lw, bool reduction, bool *in_temp) {
                                    "is nothing to combine"
                     : lw->out_op == OP_NONE && !lw->out_def
                         ? "the output is stored once, not updated"
-                    : nt_sums(lw->as->rhs, sum, 1) > 0
+                    : nt_sums(lw->nest.rhs, sum, 1) > 0
                         ? "the right-hand side sums inside a subexpression, whose temp "
                           "the output's update reads above the loop; per-thread partials "
                           "are lowered for a sum of the whole right-hand side"

@@ -61,9 +61,9 @@ static bool distributes(OpKind add, OpKind mul) {
          (add == OP_OR && mul == OP_AND);
 }
 
-static TermOps term_ops(const Assignment *as) {
-  TermOps o = as->semiring ? (TermOps){as->semiring->add, as->semiring->mul}
-                           : (TermOps){OP_ADD, OP_MUL};
+/* Those of semiring sr (NULL: plus.times). */
+static TermOps term_ops(const NtSemiring *sr) {
+  TermOps o = sr ? (TermOps){sr->add, sr->mul} : (TermOps){OP_ADD, OP_MUL};
   if (!distributes(o.add, o.mul)) o.mul = OP_NONE;
   return o;
 }
@@ -71,8 +71,8 @@ static TermOps term_ops(const Assignment *as) {
 /* Whether terms may be added one by one onto the add's identity: add(0, x)
  * is x for +, min and max, but or(0, 0.5) is 1 where the merged loop keeps
  * a lone 0.5 (or.and over f64 values). */
-static bool adds_onto_identity(const Assignment *as) {
-  OpKind add = term_ops(as).add;
+static bool adds_onto_identity(const NtSemiring *sr) {
+  OpKind add = term_ops(sr).add;
   return add == OP_ADD || add == OP_MIN || add == OP_MAX;
 }
 
@@ -92,10 +92,15 @@ static int64_t count_terms(const Expr *e, TermOps o) {
   return op == o.add ? x + y : sat_mul(x, y);
 }
 
-int lower_union_term_count(const Assignment *as, const Expr *e) {
+/* lower_union_term_count under semiring sr. */
+static int term_count(const NtSemiring *sr, const Expr *e) {
   if (!splittable(e)) return 0;
-  int64_t n = count_terms(e, term_ops(as));
+  int64_t n = count_terms(e, term_ops(sr));
   return n > LW_MAX_ACCESS ? 0 : (int)n;
+}
+
+int lower_union_term_count(const Assignment *as, const Expr *e) {
+  return term_count(as->semiring, e);
 }
 
 /* A node op(x, y) of like's column and dtype; NULL when out of memory. */
@@ -135,29 +140,31 @@ static bool split(Arena *a, const Expr *e, TermOps o, bool neg, Expr **out, int 
 }
 
 int lw_union_terms(Lowerer *lw, Expr **out) {
-  int n = lower_union_term_count(lw->as, lw->root);
+  int n = term_count(lw->nest.semiring, lw->root);
   if (n < 2) return 0;
   int got = 0;
-  if (!split(lw->a, lw->root, term_ops(lw->as), false, out, &got) || got != n)
+  if (!split(lw->a, lw->root, term_ops(lw->nest.semiring), false, out, &got) || got != n)
     return diag_error(lw->d, TJ_ERR_NOMEM, "out of memory while lowering"), -1;
   return n;
 }
 
-OpKind lw_term_add(const Lowerer *lw) { return term_ops(lw->as).add; }
+OpKind lw_term_add(const Lowerer *lw) { return term_ops(lw->nest.semiring).add; }
 
 bool lw_scatters_terms(const Lowerer *lw, int depth) {
   return depth == lw->nest.ws_depth && lw->nest.order[depth] == lw->nest.ws_var &&
          depth + 1 == lw->nest.nloops && lw->scope_end == lw->nest.nloops &&
          !lw->root_reduces && !lw->valued_masks &&
-         (!lw->as->accumulate || !lw->plan->out_sparse) &&
-         lower_union_term_count(lw->as, lw->as->rhs) >= 2;
+         (!lw->nest.keeps_old || !lw->plan->out_sparse) &&
+         term_count(lw->nest.semiring, lw->nest.rhs) >= 2;
 }
 
 /* Whether a root sum over a union may add the union's terms into its temp
  * one loop nest each: sum_j (B1 + ... + Bk) = sum_j B1 + ... + sum_j Bk
  * (plus only: no semiring, no user-defined reduction, no sum node below). */
 static bool plan_split_sum(const Assignment *as, const LowerPlan *p, int min_terms) {
-  if (as->root_def || as->root_op != term_ops(as).add || !adds_onto_identity(as)) return false;
+  if (as->root_def || as->root_op != term_ops(as->semiring).add ||
+      !adds_onto_identity(as->semiring))
+    return false;
   bool sums = false;
   for (int k = 0; k < p->nloops; k++) sums |= nt_is_root_reduction(as, p->order[k]);
   int n = lower_union_term_count(as, as->rhs);
@@ -181,7 +188,7 @@ bool lower_plan_scatter_union(const Assignment *as, LowerPlan *p, int min_terms,
    * workspace drains into located entries) */
   bool dense_out = !p->out_sparse && f->order > 0 && !lv_format_has_sparse(f);
   if (p->ws_depth >= 0 || p->vws_depth >= 0 || (!p->out_sparse && !dense_out) ||
-      !adds_onto_identity(as) ||
+      !adds_onto_identity(as->semiring) ||
       (as->accumulate && (!dense_out || as->semiring || as->lhs->dtype == TJ_BOOL)) ||
       p->nloops == 0 || f->order == 0 ||
       (p->out_sparse && !lv_at(f, f->order - 1, LV_HAS_POS)))

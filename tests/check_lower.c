@@ -60,7 +60,7 @@ static bool plan(Case *c, const char *expr, const char *const *specs, int n,
 
 /* The printed evaluate kernel (malloc'd). */
 static char *lowered(Case *c, LowerPhase ph) {
-  LowerInput in = {c->as, c->cin, &c->plan, &c->opt};
+  LowerInput in = {c->cin, lower_operands(c->as), &c->plan, &c->opt};
   LirKernel *k = lower_kernel(&c->a, &in, ph, "evaluate", &c->d);
   ck_assert_msg(k != NULL, "%s", c->d.msg);
   for (const LowerPass *p = LOWER_PASSES; p->name; p++) p->run(&c->a, k, &c->opt);
@@ -113,7 +113,7 @@ START_TEST(sparse_add_three_whiles) {
   free(t);
   arena_free(&d.a);
   FILE *f = tmpfile();
-  LowerInput in = {c.as, c.cin, &c.plan, &c.opt};
+  LowerInput in = {c.cin, lower_operands(c.as), &c.plan, &c.opt};
   lower_print_lattices(f, &in);
   rewind(f);
   char line[256], all[1024] = "";
@@ -229,7 +229,7 @@ START_TEST(nest_from_notation) {
   const char *s[] = {"A/ds/5,6", "B/ds/5,4", "C/ds/4,6"};
   plan(&c, "A(i,j) = B(i,k) * C(k,j)", s, 3, true);
   LoopNest n;
-  ck_assert_msg(lower_nest(c.cin, &n, &c.d), "%s", c.d.msg);
+  ck_assert_msg(lower_nest(&c.a, c.cin, &n, &c.d), "%s", c.d.msg);
   ck_assert_int_eq(n.nloops, 3);
   ck_assert_int_eq(n.ws_depth, 1);
   ck_assert_str_eq(n.ws_var->name, "j");
@@ -237,7 +237,7 @@ START_TEST(nest_from_notation) {
   arena_free(&c.a);
   const char *r[] = {"y/-/5", "b/-/5", "A/ds/5,6", "x/-/6"};
   plan(&c, "y(i) = b(i) - A(i,j) * x(j)", r, 4, true);
-  ck_assert(lower_nest(c.cin, &n, &c.d));
+  ck_assert(lower_nest(&c.a, c.cin, &n, &c.d));
   ck_assert_int_eq(n.nloops, 2);
   ck_assert_int_eq(n.ws_depth, -1);
   ck_assert_str_eq(n.order[1]->name, "j");
