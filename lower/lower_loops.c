@@ -1316,7 +1316,12 @@ static LirStmt *fused_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   if (lw->ranged && cx->depth == 0)
     return lw_form_check(lw, cx->depth, "is the row loop of a kernel built in row chunks "
                          "(per-thread partials)", -1), NULL;
-  if (jd >= lw->scope_end || !lw->nest.form[jd]->fused)
+  if (jd >= lw->scope_end)   /* a sum's temp (a where()) between the two loops */
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "fuse(%s, %s, %s): a sum's temp (a where()) "
+                      "lies between the loop over %s and the loop over %s; fuse two loops of one "
+                      "statement", cx->v->name, f->fuse_inner->name, f->fuse, cx->v->name,
+                      f->fuse_inner->name), NULL;
+  if (!lw->nest.form[jd]->fused)
     return TJ_BUG(lw->d, "a fused loop without its inner loop below it"), NULL;
   if (f->pos) return fused_pos_loop(lw, cx, NULL);
   LirVar *n = lw_var(lw, arena_printf(a, "%s_n", f->fuse_inner->name), LT_I64);

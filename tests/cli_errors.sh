@@ -117,6 +117,8 @@ expect_fail bsr_output_spgemm "cannot be computed into blocked output A" \
 expect_fail view_out_like "in its format, not a view" \
   'A(i,j) = B(i,j) * C(i,k) * D(k,j)' -f=A:ds -f='B:ds[5:20:1,:]' -g=B:s:0.2 -g=C:d -g=D:d \
   -d=B:30,70 -d=k:16 -s='split(i,i0,i1,4) pos(j,jpos,B(i,j)) split(jpos,jpos0,jpos1,8) reorder(i0,i1,jpos0,k,jpos1)'
+expect_fail fuse_across_sum "fuse(j, k, f): a sum's temp (a where()) lies between the loop over j and the loop over k" \
+  'y(i) = z(i) - sum(j, reduce(max, k, A(i,j,k) * x(k)))' -f=A:ddd -d=A:5,6,7 -g=A:d -g=x:d -g=z:d -s='fuse(j, k, f)'
 expect_fail view_fused_rows "B is a view (a slice); a fused loop walks its base's positions" \
   'y(i) = B(i,j) * x(j)' -f='B:ds[5:10:2,:]' -g=B:s:0.3 -g=x:d -d=B:30,20 -s='fuse(i,j,f) pos(f,fp,B(i,j))'
 
