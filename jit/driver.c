@@ -815,7 +815,8 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
                           "fill of stored blocks and of padding would read as entries; "
                           "convert the blocked operand to CSR", o.semiring);
     blk = drv_blocked_plan(expr, operands, n, schedule, &d);
-    tj_tensor **views = blk ? calloc((size_t)n, sizeof *views) : NULL;
+    int nk = blk ? n + drv_blocked_masks(blk) : 0;   /* n and the views' masks */
+    tj_tensor **views = blk ? calloc((size_t)nk, sizeof *views) : NULL;
     if (blk && !views) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
     if (!views || !drv_blocked_views(blk, operands, n, drv_blocked_compile_views(blk),
                                      views, &d)) {
@@ -823,7 +824,7 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
       drv_blocked_free(blk);
       return drv_fail(&d);
     }
-    tj_status st = tj_compile(cx, drv_blocked_expr(blk), views, n, drv_blocked_schedule(blk),
+    tj_status st = tj_compile(cx, drv_blocked_expr(blk), views, nk, drv_blocked_schedule(blk),
                               opts, out);
     drv_blocked_finish(blk, operands, views, n, NULL, false);   /* padded copies: runs make their own */
     free(views);
