@@ -23,6 +23,18 @@
  * output runs on a stand-in whose n level is compressed, repacked into the
  * output after each run (pack fills the slots and fails the run, naming
  * the block, when one holds more than n nonzeros).
+ * A view of a blocked tensor (a slice of BSR) runs on its base's level view
+ * with each floordiv level narrowed to the blocks the slice touches
+ * (rt_tensor_view_levels_sliced); every operand of a blocked index sees it
+ * in one frame (RtBlockFrame: view coordinate i at lead + i * stride over
+ * those blocks), dense operands put in it by their split, and where the
+ * frame has positions that are not the view's (a cut edge block, a
+ * stride) the access is wrapped in bool masks added as operands:
+ *   y(i) = V(i,j) * x(j), V = A[1:6:1, 2:5:2], A BSR 2x2
+ *   ->  y(i_b,i_i) = mask(V_m0(i_b,i_i), mask(V_m1(j_b,j_i), V(i_b,j_b,i_i,j_i)))
+ *                    * x(j_b,j_i)
+ * A view whose frame disagrees with another operand's, or with '?' slice
+ * values, runs on a converted copy made at every run (make_copy).
  * Refused with a message: a sparse operand indexed by a
  * blocked index, a blocked index outside an access (sum(j, ...)), two block
  * sizes for one index, extents that are not multiples of the block, and
