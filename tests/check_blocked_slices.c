@@ -9,6 +9,7 @@
  * dynamic ('?') slices run through a converted copy, one kernel for every
  * value; the refusals name the culprit. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -289,6 +290,34 @@ START_TEST(dynamic_slices_through_a_copy) {
 }
 END_TEST
 
+/* The kernel reads only the entries inside the slice: an inf and a NaN in
+ * the cut edge blocks, outside the view, never reach y. */
+START_TEST(entries_outside_the_slice_stay_out) {
+  double d[6 * 6];
+  for (int e = 0; e < 36; e++) d[e] = 1 + e % 5;
+  d[0] = INFINITY, d[1] = NAN, d[5 * 6 + 5] = -INFINITY;   /* (0,0), (0,1), (5,5) */
+  tj_tensor *a = matrix("A", "dsdd:0/2,1/2,0%2,1%2", 6, 6, d), *v, *y;
+  OK(tj_tensor_slice(a, "V", (int64_t[]){1, 1}, (int64_t[]){4, 4}, NULL, &v));
+  int64_t four = 4;
+  tj_tensor *x = dense("x", 1, &four, xval);
+  OK(tj_tensor_new("y", TJ_F64, 1, &four, NULL, &y));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
+  ck_assert(notation_has(k, "mask(V_m0"));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < 4; i++) {
+    double want = 0, got;
+    for (int64_t j = 0; j < 4; j++) want += d[(1 + i) * 6 + 1 + j] * xval(j, 0);
+    OK(tj_tensor_get(y, &i, &got));
+    ck_assert_msg(got == want, "y(%lld) = %g, want %g", (long long)i, got, want);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(v), tj_tensor_free(a);
+}
+END_TEST
+
 START_TEST(refusals) {
   double d[6 * 6] = {0};
   for (int e = 0; e < 36; e += 5) d[e] = 1 + e % 3;
@@ -332,6 +361,7 @@ int main(void) {
   tcase_add_test(tc, parses_and_prints);
   tcase_add_test(tc, view_entries_by_hand);
   tcase_add_loop_test(tc, kernels_over_blocked_views, 0, (int)(sizeof bcases / sizeof bcases[0]));
+  tcase_add_test(tc, entries_outside_the_slice_stay_out);
   tcase_add_test(tc, dynamic_slices_through_a_copy);
   tcase_add_test(tc, refusals);
   suite_add_tcase(s, tc);
