@@ -848,10 +848,20 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }
   /* A `=` of the same kind whose own kernel would store coordinates where
-   * the rhs is absent: the same route, else (below) that kernel. */
+   * the rhs is absent: unscheduled, the loops in the output's level order
+   * (exact where a workspace takes its last level: SpGEMM into CSC over
+   * CSR, the operands converted), else the same route, else (below) that
+   * kernel. Each try is its own cache entry, so a second compile plans
+   * none again. */
   if (!exact && drv_accum_wanted(expr, operands, n, false)) {
     tj_status st = drv_compile(cx, expr, operands, n, schedule, opts, true, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+    char level_order[1024];
+    if (!(schedule && *schedule) &&
+        drv_accum_level_schedule(expr, operands, n, level_order, sizeof level_order)) {
+      st = drv_compile(cx, expr, operands, n, level_order, opts, true, out);
+      if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+    }
     st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }

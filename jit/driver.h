@@ -182,6 +182,12 @@ typedef struct DrvAccum DrvAccum;
  * an index of the rhs the output lacks) into a sparse, unblocked output
  * among ops. */
 bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accumulate);
+/* The schedule `reorder(<A's indices by level but the last>, <sums>,
+ * <A's last>)` of expr (`A(...) = rhs` or `+=`) into buf: Gustavson's
+ * loops in the output's level order; false when A's last level is full,
+ * there is no sum, or buf is too short. */
+bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n, char *buf,
+                              size_t len);
 /* Compiles it as T = rhs (schedule, opts) and A += T; *out is the latter,
  * owning the former. An error when either does not compile (the caller
  * then compiles the union form). */
