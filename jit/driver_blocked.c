@@ -536,7 +536,8 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
       b->op[k].copy = b->op[k].view && dynamic_slices(ops[k]);
     }
   ok = ok && scan(expr, ops, n, s, d) && find_blocked(s, ops, d);
-  if (ok && s->nacc > 0 && b->op[s->acc[0].op].view)
+  bool out_access = ok && s->nacc > 0 && s->acc[0].start == skip_ws(expr);   /* not `s = ...` */
+  if (out_access && b->op[s->acc[0].op].view)
     ok = diag_error(d, TJ_ERR_UNSUPPORTED, "output %s is a view (a slice of blocked tensor "
                     "%s); views are read-only: compute into a tensor of its own",
                     b->op[s->acc[0].op].name, tj_tensor_name(ops[s->acc[0].op]->base));
@@ -568,7 +569,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
     return NULL;
   }
   b->n = n;
-  if (s->nacc > 0 && ops[s->acc[0].op]->blocked) {
+  if (out_access && ops[s->acc[0].op]->blocked) {
     b->out_blocked = b->op[s->acc[0].op].name;
     b->out_structured = rt_format_structured(&ops[s->acc[0].op]->ufmt);
     b->out_accum = !strncmp(skip_ws(s->acc[0].close + 1), "+=", 2);

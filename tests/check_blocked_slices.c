@@ -313,6 +313,24 @@ START_TEST(entries_outside_the_slice_stay_out) {
     OK(tj_tensor_get(y, &i, &got));
     ck_assert_msg(got == want, "y(%lld) = %g, want %g", (long long)i, got, want);
   }
+  /* sums with no dense operand to hide an entry: a row sum and a total */
+  tj_tensor *sc;
+  OK(tj_tensor_new("s", TJ_F64, 0, NULL, NULL, &sc));
+  OK(tj_compile(cx, "y(i) = V(i,j)", (tj_tensor *[]){y, v}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "s = V(i,j)", (tj_tensor *[]){sc, v}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double total = 0, got;
+  for (int64_t i = 0; i < 4; i++) {
+    double want = 0;
+    for (int64_t j = 0; j < 4; j++) want += d[(1 + i) * 6 + 1 + j];
+    total += want;
+    OK(tj_tensor_get(y, &i, &got));
+    ck_assert_msg(got == want, "row sum y(%lld) = %g, want %g", (long long)i, got, want);
+  }
+  OK(tj_tensor_get(sc, NULL, &got));
+  ck_assert_msg(got == total, "s = %g, want %g", got, total);
+  tj_tensor_free(sc);
   tj_context_free(cx);
   tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(v), tj_tensor_free(a);
 }
