@@ -363,6 +363,8 @@ static bool rewrite_access(const BlkScan *s, const BlkAccess *ac, tj_tensor *t, 
     return ok && puts_(buf, len, cap, ")");
   }
   int32_t split[TJ_MAX_ORDER] = {0};
+  int64_t frame[TJ_MAX_ORDER][2] = {{0}};
+  bool framed = false;
   for (int m = 0; m < ac->n && ok; m++) {
     BlkIndex *ix = index_of((BlkScan *)s, ac->idx[m]);
     ok = puts_(buf, len, cap, m ? "," : "");
@@ -371,8 +373,8 @@ static bool rewrite_access(const BlkScan *s, const BlkAccess *ac, tj_tensor *t, 
                         "%lld in %s (mode %d)", ix->name, (long long)ix->ext,
                         b->op[ix->ext_op].name, ix->ext_mode, (long long)t->dims[m], t->name, m);
     if (ix && ix->fr_op >= 0 && (ix->fr.lead || ix->fr.stride != 1)) {
-      bo->framed = true;
-      bo->frame[m][0] = ix->fr.lead, bo->frame[m][1] = ix->fr.stride;
+      framed = true;
+      frame[m][0] = ix->fr.lead, frame[m][1] = ix->fr.stride;
     }
     if (ix) {
       split[m] = ix->k;
@@ -387,7 +389,16 @@ static bool rewrite_access(const BlkScan *s, const BlkAccess *ac, tj_tensor *t, 
   if (bo->split_any && memcmp(bo->split, split, sizeof split))
     return diag_error(d, TJ_ERR_UNSUPPORTED, "%s is accessed with different blocked "
                       "indices in one expression", t->name);
-  if (any) bo->split_any = true, memcpy(bo->split, split, sizeof split);
+  /* one copy of t serves every access: each must see its dims in one frame */
+  if (bo->split_any && (bo->framed != framed || memcmp(bo->frame, frame, sizeof frame)))
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "%s is accessed through blocked indices that "
+                      "the views cut at different offsets or strides within a block; one "
+                      "blocked copy of %s serves every access, so give those views the same cut",
+                      t->name, t->name);
+  if (any) {
+    bo->split_any = true, memcpy(bo->split, split, sizeof split);
+    bo->framed = framed, memcpy(bo->frame, frame, sizeof frame);
+  }
   return ok && puts_(buf, len, cap, ")");
 }
 

@@ -358,6 +358,20 @@ START_TEST(refusals) {
                    TJ_ERR_SHAPE);
   ck_assert_msg(strstr(tj_last_error(), "index j has extent 6 in V (mode 1) but 5 in x (mode 0)"),
                 "%s", tj_last_error());
+  /* one dense operand read through two indices the view cuts differently
+   * (i from row 1, inside a block; j from column 2, on a block's edge):
+   * one blocked copy of x cannot serve both (it read x(i) in j's frame) */
+  tj_tensor *q, *x4;
+  OK(tj_tensor_slice(a, "Q", (int64_t[]){1, 2}, (int64_t[]){4, 4}, NULL, &q));
+  OK(tj_tensor_new("x", TJ_F64, 1, (int64_t[]){4}, NULL, &x4));
+  OK(tj_tensor_pack(x4));
+  ck_assert_int_eq(tj_compile(cx, "y(i) = Q(i,j) * x(j) * x(i)", (tj_tensor *[]){y, q, x4}, 3,
+                              NULL, NULL, &k),
+                   TJ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(tj_last_error(), "x is accessed through blocked indices that the views "
+                                        "cut at different offsets or strides within a block"),
+                "%s", tj_last_error());
+  tj_tensor_free(x4), tj_tensor_free(q);
   /* a view of a view */
   tj_tensor *vv;
   ck_assert_int_eq(tj_tensor_slice(v, "VV", (int64_t[]){0, 0}, (int64_t[]){1, 1}, NULL, &vv),
