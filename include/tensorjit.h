@@ -152,8 +152,9 @@ tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
  * it in place: dense levels by offset/stride arithmetic, compressed levels
  * by the part of each segment inside the slice (binary search when stride
  * is 1, filtered otherwise); converting, unpacking or printing a view
- * gives the slice's entries. Refused for blocked bases (BSR, 2:4) and
- * views of views. *out is owned by the caller (tj_tensor_free). */
+ * gives the slice's entries. A view of a blocked tensor (BSR, 2:4) is read
+ * through its base's blocks (README, "Slices"). Refused for views of
+ * views. *out is owned by the caller (tj_tensor_free). */
 tj_status tj_tensor_slice(const tj_tensor *base, const char *name, const int64_t *offset,
                           const int64_t *size, const int64_t *stride, tj_tensor **out);
 /* A view of base with the slices of fmt (a format equal to base's apart

@@ -810,7 +810,8 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
                           "fill of stored blocks and of padding would read as entries; "
                           "convert the blocked operand to CSR", o.semiring);
     blk = drv_blocked_plan(expr, operands, n, schedule, &d);
-    tj_tensor **views = blk ? calloc((size_t)n, sizeof *views) : NULL;
+    int nk = blk ? n + drv_blocked_masks(blk) : 0;   /* n and the views' masks */
+    tj_tensor **views = blk ? calloc((size_t)nk, sizeof *views) : NULL;
     if (blk && !views) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
     if (!views || !drv_blocked_views(blk, operands, n, drv_blocked_compile_views(blk),
                                      views, &d)) {
@@ -818,7 +819,7 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
       drv_blocked_free(blk);
       return drv_fail(&d);
     }
-    tj_status st = tj_compile(cx, drv_blocked_expr(blk), views, n, drv_blocked_schedule(blk),
+    tj_status st = tj_compile(cx, drv_blocked_expr(blk), views, nk, drv_blocked_schedule(blk),
                               opts, out);
     drv_blocked_finish(blk, operands, views, n, NULL, false);   /* padded copies: runs make their own */
     free(views);
@@ -842,10 +843,20 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }
   /* A `=` of the same kind whose own kernel would store coordinates where
-   * the rhs is absent: the same route, else (below) that kernel. */
+   * the rhs is absent: unscheduled, the loops in the output's level order
+   * (exact where a workspace takes its last level: SpGEMM into CSC over
+   * CSR, the operands converted), else the same route, else (below) that
+   * kernel. Each try is its own cache entry, so a second compile plans
+   * none again. */
   if (!exact && drv_accum_wanted(expr, operands, n, false)) {
     tj_status st = drv_compile(cx, expr, operands, n, schedule, opts, true, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+    char level_order[1024];
+    if (!(schedule && *schedule) &&
+        drv_accum_level_schedule(expr, operands, n, level_order, sizeof level_order)) {
+      st = drv_compile(cx, expr, operands, n, level_order, opts, true, out);
+      if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+    }
     st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }

@@ -154,11 +154,15 @@ const char *drv_blocked_output(const DrvBlocked *b);
 bool drv_blocked_rebuilds(const DrvBlocked *b);
 /* The operands the kernel was compiled over (by position). */
 tj_tensor *const *drv_blocked_orig(const DrvBlocked *b, int *n);
+/* How many masks of views of blocked tensors read in place the kernel
+ * takes after the n operands given (drv_blocked_views puts them there). */
+int drv_blocked_masks(const DrvBlocked *b);
 /* Room for the compile's views (NT_MAX_TENSORS, owned by b). */
 tj_tensor *drv_blocked_compile_views(DrvBlocked *b);
 /* out[k] = what ops[k] runs as: itself, or a view in store[k] (the tensor
- * of its levels, or a dense tensor reshaped). False with d set on a
- * mismatch (a dense extent not a multiple of its block, ...). */
+ * of its levels, or a dense tensor reshaped), or a converted copy of a view
+ * of a blocked tensor; out[n ..] the masks (drv_blocked_masks more). False with d set on a mismatch (a dense extent not a multiple
+ * of its block, ...). */
 bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
                        tj_tensor **out, Diag *d);
 /* After a run (out_name: the output's name; NULL after a compile, which
@@ -178,6 +182,12 @@ typedef struct DrvAccum DrvAccum;
  * an index of the rhs the output lacks) into a sparse, unblocked output
  * among ops. */
 bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accumulate);
+/* The schedule `reorder(<A's indices by level but the last>, <sums>,
+ * <A's last>)` of expr (`A(...) = rhs` or `+=`) into buf: Gustavson's
+ * loops in the output's level order; false when A's last level is full,
+ * there is no sum, or buf is too short. */
+bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n, char *buf,
+                              size_t len);
 /* Compiles it as T = rhs (schedule, opts) and A += T; *out is the latter,
  * owning the former. An error when either does not compile (the caller
  * then compiles the union form). */

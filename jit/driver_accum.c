@@ -19,7 +19,11 @@
  * the union form. A plain `=` whose own kernel would store coordinates
  * where the rhs is absent (SpGEMM into CSC, DCSC or COO over CSR
  * operands: the inner-product order its levels ask for visits every
- * (j, i)) takes the same route with `A(i,j) = T(i,j)`.
+ * (j, i)) is first compiled in the output's level order
+ * (drv_accum_level_schedule: Gustavson's loops straight into A, the
+ * operands converted to fit: CSC and DCSC over CSR), and takes the same
+ * route with `A(i,j) = T(i,j)` only where that is not exact either (COO:
+ * no workspace into its singleton level).
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -222,6 +226,16 @@ static bool level_reorder(const AccParts *p, const tj_format *f, char sums[8][AC
   if (at < len)
     at += (size_t)snprintf(buf + at, len - at, "%s)", p->names[f->mode_order[f->order - 1]]);
   return at < len;
+}
+
+bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n, char *buf,
+                              size_t len) {
+  AccParts p;
+  if (!parts(expr, &p)) return false;
+  tj_tensor *a = operand_named(ops, n, p.out);
+  char sums[8][ACC_NAME];
+  int nsum = a ? sum_names(&p, ops, n, sums) : 0;
+  return nsum > 0 && level_reorder(&p, tj_tensor_format(a), sums, nsum, buf, len);
 }
 
 /* The kernels through a T of format tf: T = rhs (sum_expr, the user's

@@ -23,6 +23,18 @@
  * output runs on a stand-in whose n level is compressed, repacked into the
  * output after each run (pack fills the slots and fails the run, naming
  * the block, when one holds more than n nonzeros).
+ * A view of a blocked tensor (a slice of BSR) runs on its base's level view
+ * with each floordiv level narrowed to the blocks the slice touches
+ * (rt_tensor_view_levels_sliced); every operand of a blocked index sees it
+ * in one frame (RtBlockFrame: view coordinate i at lead + i * stride over
+ * those blocks), dense operands put in it by their split, and where the
+ * frame has positions that are not the view's (a cut edge block, a
+ * stride) the access is wrapped in bool masks added as operands:
+ *   y(i) = V(i,j) * x(j), V = A[1:6:1, 2:5:2], A BSR 2x2
+ *   ->  y(i_b,i_i) = mask(V_m0(i_b,i_i), mask(V_m1(j_b,j_i), V(i_b,j_b,i_i,j_i)))
+ *                    * x(j_b,j_i)
+ * A view whose frame disagrees with another operand's, or with '?' slice
+ * values, runs on a converted copy made at every run (make_copy).
  * Refused with a message: a sparse operand indexed by a
  * blocked index, a blocked index outside an access (sum(j, ...)), two block
  * sizes for one index, extents that are not multiples of the block, and
@@ -48,15 +60,30 @@
 typedef struct BlkOperand {
   char name[BLK_NAME];
   bool levels;                 /* blocked: the tensor of its levels */
+  bool view;                   /* a view of a blocked tensor: read in place
+                                  through its base's levels, narrowed */
+  bool copy;                   /* a view of a blocked tensor read through a
+                                  converted copy (blocked, its own frame) */
   bool split_any;              /* dense: reshaped by split */
+  bool framed;                 /* the split puts a dim in a view's frame */
   int32_t split[TJ_MAX_ORDER]; /* block size per dim (0: kept) */
+  int64_t frame[TJ_MAX_ORDER][2]; /* per split dim {lead, stride} (stride 0: none) */
 } BlkOperand;
+
+/* A mask operand the kernel reads a masked view's dim through
+ * (rt_block_frame_mask), made at every run from the view's frame. */
+typedef struct BlkMask {
+  char name[BLK_NAME];
+  int op, dim;                 /* the view (operand index) and its dim */
+} BlkMask;
 
 struct DrvBlocked {
   int n;
   BlkOperand op[NT_MAX_TENSORS];
   char *expr;                  /* the rewritten expression (malloc'd) */
   char *schedule;              /* the bound(...) directives (malloc'd) */
+  int nmask;
+  BlkMask mask[NT_MAX_TENSORS];      /* operands n .. n + nmask - 1 of the kernel */
   const char *out_blocked;     /* the output's name when it is blocked (written
                                   through its levels), else NULL */
   bool out_structured;         /* it is n_out_of_m: written into a compressed
@@ -70,6 +97,7 @@ struct DrvBlocked {
 /* One access `T(i, j, ...)` found in the expression text. */
 typedef struct BlkAccess {
   int op;                      /* index into the operand list */
+  const char *start;           /* its tensor's name */
   const char *open, *close;    /* its '(' and ')' */
   int n;
   char idx[TJ_MAX_ORDER][BLK_NAME];
@@ -78,6 +106,10 @@ typedef struct BlkAccess {
 typedef struct BlkIndex {
   char name[BLK_NAME], outer[BLK_NAME + 8], inner[BLK_NAME + 8];
   int32_t k;
+  int64_t ext;         /* its extent (the first blocked operand's) */
+  int ext_op, ext_mode;
+  RtBlockFrame fr;     /* the frame blocked operands see it in (frames) */
+  int fr_op;           /* the operand whose frame it is; -1 before one */
   bool sparse_inner;   /* a mod level of it is sparse (n_out_of_m): its loop
                           walks that level's positions, no bound(...) */
 } BlkIndex;
@@ -154,6 +186,7 @@ static bool scan(const char *expr, tj_tensor *const *ops, int n, BlkScan *s, Dia
       if (s->nacc == BLK_MAX_ACC)
         return diag_error(d, TJ_ERR_UNSUPPORTED, "more than %d accesses", BLK_MAX_ACC);
       ac.op = op;
+      ac.start = p;
       s->acc[s->nacc++] = ac;
       p = end;
       continue;
@@ -203,8 +236,14 @@ static bool find_blocked(BlkScan *s, tj_tensor *const *ops, Diag *d) {
         if (ix) ix->sparse_inner = true;   /* its floordiv level comes first */
       }
       if (t->ufmt.lvl_op[l] != TJ_LVL_FLOORDIV) continue;
-      const char *name = ac->idx[t->ufmt.mode_order[l]];
+      int m = t->ufmt.mode_order[l];
+      const char *name = ac->idx[m];
       BlkIndex *ix = index_of(s, name);
+      if (ix && ix->ext != t->dims[m])
+        return diag_error(d, TJ_ERR_SHAPE, "index %s has extent %lld in %s (mode %d) but "
+                          "%lld in %s (mode %d)", name, (long long)ix->ext,
+                          tj_tensor_name(ops[ix->ext_op]), ix->ext_mode, (long long)t->dims[m],
+                          t->name, m);
       if (ix && ix->k != t->ufmt.lvl_k[l])
         return diag_error(d, TJ_ERR_UNSUPPORTED, "index %s is blocked by %d in one operand "
                           "and by %d in %s; one block size per index", name, ix->k,
@@ -213,6 +252,7 @@ static bool find_blocked(BlkScan *s, tj_tensor *const *ops, Diag *d) {
         ix = &s->ix[s->nix++];
         snprintf(ix->name, sizeof ix->name, "%s", name);
         ix->k = t->ufmt.lvl_k[l];
+        ix->ext = t->dims[m], ix->ext_op = ac->op, ix->ext_mode = m;
       }
     }
   }
@@ -224,6 +264,60 @@ static bool find_blocked(BlkScan *s, tj_tensor *const *ops, Diag *d) {
                           "sum implicitly", s->ix[i].name, s->ix[i].name, s->ix[i].k);
     fresh(s, s->ix[i].name, "_b", s->ix[i].outer);
     fresh(s, s->ix[i].name, "_i", s->ix[i].inner);
+  }
+  return true;
+}
+
+/* The frame blocked operand t (its role bo) sees its dim m in: a view's
+ * (rt_block_frame), or a converted copy's own blocks from 0. */
+static bool operand_frame(const tj_tensor *t, const BlkOperand *bo, int m, RtBlockFrame *fr) {
+  if (!rt_block_frame(t, m, fr)) return false;
+  if (bo->copy) {
+    int64_t n = t->dims[m], k = fr->k;
+    *fr = (RtBlockFrame){.k = k, .nb = (n + k - 1) / k, .stride = 1, .size = n};
+  }
+  return true;
+}
+
+static bool same_frame(const RtBlockFrame *a, const RtBlockFrame *b) {
+  return a->lead == b->lead && a->stride == b->stride && a->nb == b->nb;
+}
+
+/* Whether operand op is a view read in place whose frame fr does not start
+ * at a block's start with stride 1 (a converted copy of it would). */
+static bool shifted_view(const DrvBlocked *b, int op, const RtBlockFrame *fr) {
+  return b->op[op].view && !b->op[op].copy && (fr->lead || fr->stride != 1);
+}
+
+/* Every blocked index is seen in one frame by all blocked operands (the
+ * other operands are put in it by their split): where two differ (a view
+ * starting inside a block beside an unsliced BSR operand, two views at
+ * different offsets within their blocks), the shifted view is read
+ * through a converted copy, until they agree. */
+static bool resolve_frames(BlkScan *s, tj_tensor *const *ops, DrvBlocked *b, Diag *d) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 0; i < s->nix; i++) s->ix[i].fr_op = -1;
+    for (int a = 0; a < s->nacc && !changed; a++) {
+      const BlkAccess *ac = &s->acc[a];
+      tj_tensor *t = ops[ac->op];
+      if (!t->blocked || ac->n != t->order) continue;
+      for (int m = 0; m < ac->n && !changed; m++) {
+        BlkIndex *ix = index_of(s, ac->idx[m]);
+        RtBlockFrame fr;
+        if (!ix || !operand_frame(t, &b->op[ac->op], m, &fr)) continue;
+        if (ix->fr_op < 0) {
+          ix->fr = fr, ix->fr_op = ac->op;
+          continue;
+        }
+        if (same_frame(&ix->fr, &fr)) continue;
+        int pick = shifted_view(b, ac->op, &fr) ? ac->op
+                   : shifted_view(b, ix->fr_op, &ix->fr) ? ix->fr_op : -1;
+        if (pick < 0)   /* unshifted frames differ only with the extents, checked before */
+          return TJ_BUG(d, "two frames for a blocked index and no shifted view");
+        b->op[pick].copy = changed = true;
+      }
+    }
   }
   return true;
 }
@@ -269,9 +363,19 @@ static bool rewrite_access(const BlkScan *s, const BlkAccess *ac, tj_tensor *t, 
     return ok && puts_(buf, len, cap, ")");
   }
   int32_t split[TJ_MAX_ORDER] = {0};
+  int64_t frame[TJ_MAX_ORDER][2] = {{0}};
+  bool framed = false;
   for (int m = 0; m < ac->n && ok; m++) {
     BlkIndex *ix = index_of((BlkScan *)s, ac->idx[m]);
     ok = puts_(buf, len, cap, m ? "," : "");
+    if (ix && ix->ext != t->dims[m])
+      return diag_error(d, TJ_ERR_SHAPE, "index %s has extent %lld in %s (mode %d) but "
+                        "%lld in %s (mode %d)", ix->name, (long long)ix->ext,
+                        b->op[ix->ext_op].name, ix->ext_mode, (long long)t->dims[m], t->name, m);
+    if (ix && ix->fr_op >= 0 && (ix->fr.lead || ix->fr.stride != 1)) {
+      framed = true;
+      frame[m][0] = ix->fr.lead, frame[m][1] = ix->fr.stride;
+    }
     if (ix) {
       split[m] = ix->k;
       ok = ok && puts_(buf, len, cap, ix->outer) && puts_(buf, len, cap, ",") &&
@@ -285,7 +389,16 @@ static bool rewrite_access(const BlkScan *s, const BlkAccess *ac, tj_tensor *t, 
   if (bo->split_any && memcmp(bo->split, split, sizeof split))
     return diag_error(d, TJ_ERR_UNSUPPORTED, "%s is accessed with different blocked "
                       "indices in one expression", t->name);
-  if (any) bo->split_any = true, memcpy(bo->split, split, sizeof split);
+  /* one copy of t serves every access: each must see its dims in one frame */
+  if (bo->split_any && (bo->framed != framed || memcmp(bo->frame, frame, sizeof frame)))
+    return diag_error(d, TJ_ERR_UNSUPPORTED, "%s is accessed through blocked indices that "
+                      "the views cut at different offsets or strides within a block; one "
+                      "blocked copy of %s serves every access, so give those views the same cut",
+                      t->name, t->name);
+  if (any) {
+    bo->split_any = true, memcpy(bo->split, split, sizeof split);
+    bo->framed = framed, memcpy(bo->frame, frame, sizeof frame);
+  }
   return ok && puts_(buf, len, cap, ")");
 }
 
@@ -293,6 +406,54 @@ static bool in_access(const BlkAccess *ac, const char *name) {
   for (int m = 0; m < ac->n; m++)
     if (!strcmp(ac->idx[m], name)) return true;
   return false;
+}
+
+static bool dynamic_slices(const tj_tensor *t) {
+  for (int m = 0; m < t->order; m++)
+    for (int c = 0; c < 3; c++)
+      if (t->ufmt.slice[m][c] == TJ_SLICE_DYNAMIC) return true;
+  return false;
+}
+
+static bool operand_name_used(const BlkScan *s, tj_tensor *const *ops, const DrvBlocked *b,
+                              const char *name) {
+  for (int a = 0; a < s->nacc; a++)
+    if (!strcmp(tj_tensor_name(ops[s->acc[a].op]), name)) return true;
+  for (int i = 0; i < b->nmask; i++)
+    if (!strcmp(b->mask[i].name, name)) return true;
+  return used_name(s, name);
+}
+
+/* Before the access ac of a view read in place: `mask(M(d_b, d_i), ` for
+ * each of its dims whose frame is masked (an edge block partly outside
+ * the slice, a stride), M a bool operand of the frame's points that are
+ * the view's; *closing counts the parentheses to close after the access.
+ * A masked-out position is no entry, so sums and unions skip it. */
+static bool open_masks(const BlkScan *s, const BlkAccess *ac, tj_tensor *const *ops,
+                       DrvBlocked *b, int *closing, char **buf, size_t *len, size_t *cap,
+                       Diag *d) {
+  tj_tensor *t = ops[ac->op];
+  if (!b->op[ac->op].view || b->op[ac->op].copy || ac->n != t->order) return true;
+  for (int m = 0; m < ac->n; m++) {
+    RtBlockFrame fr;
+    const BlkIndex *ix = index_of((BlkScan *)s, ac->idx[m]);
+    if (!ix || !rt_block_frame(t, m, &fr) || !fr.masked) continue;
+    if (b->n + b->nmask >= NT_MAX_TENSORS)
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "more than %d operands with the masks of "
+                        "view %s", NT_MAX_TENSORS, t->name);
+    BlkMask *mk = &b->mask[b->nmask];
+    char name[BLK_NAME];
+    snprintf(name, sizeof name, "%s_m%d", t->name, m);
+    while (operand_name_used(s, ops, b, name) && strlen(name) + 1 < sizeof name) strcat(name, "_");
+    snprintf(mk->name, sizeof mk->name, "%s", name);
+    mk->op = ac->op, mk->dim = m;
+    b->nmask++;
+    char text[3 * BLK_NAME + 32];
+    snprintf(text, sizeof text, "mask(%s(%s,%s), ", mk->name, ix->outer, ix->inner);
+    if (!puts_(buf, len, cap, text)) return false;
+    (*closing)++;
+  }
+  return true;
 }
 
 /* With one blocked operand, the loops follow its levels, and the indices
@@ -378,12 +539,29 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
   size_t len = 0, cap = 0, slen = 0, scap = 0;
   bool ok = s && b;
   if (!ok) diag_error(d, TJ_ERR_NOMEM, "out of memory");
+  if (b) b->n = n;
+  for (int k = 0; ok && k < n; k++)
+    if (ops[k]) {
+      snprintf(b->op[k].name, BLK_NAME, "%s", tj_tensor_name(ops[k]));
+      b->op[k].view = ops[k]->blocked && ops[k]->base;
+      b->op[k].copy = b->op[k].view && dynamic_slices(ops[k]);
+    }
   ok = ok && scan(expr, ops, n, s, d) && find_blocked(s, ops, d);
+  bool out_access = ok && s->nacc > 0 && s->acc[0].start == skip_ws(expr);   /* not `s = ...` */
+  if (out_access && b->op[s->acc[0].op].view)
+    ok = diag_error(d, TJ_ERR_UNSUPPORTED, "output %s is a view (a slice of blocked tensor "
+                    "%s); views are read-only: compute into a tensor of its own",
+                    b->op[s->acc[0].op].name, tj_tensor_name(ops[s->acc[0].op]->base));
+  ok = ok && resolve_frames(s, ops, b, d);
   const char *p = expr;
   for (int a = 0; ok && a < s->nacc; a++) {
     const BlkAccess *ac = &s->acc[a];
-    ok = put(&buf, &len, &cap, p, (size_t)(ac->open - p)) &&
+    int closing = 0;
+    ok = put(&buf, &len, &cap, p, (size_t)(ac->start - p)) &&
+         open_masks(s, ac, ops, b, &closing, &buf, &len, &cap, d) &&
+         put(&buf, &len, &cap, ac->start, (size_t)(ac->open - ac->start)) &&
          rewrite_access(s, ac, ops[ac->op], b, &buf, &len, &cap, d);
+    while (ok && closing-- > 0) ok = puts_(&buf, &len, &cap, ")");
     p = ac->close + 1;
   }
   ok = ok && puts_(&buf, &len, &cap, p);
@@ -402,9 +580,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
     return NULL;
   }
   b->n = n;
-  for (int k = 0; k < n; k++)
-    if (ops[k]) snprintf(b->op[k].name, BLK_NAME, "%s", tj_tensor_name(ops[k]));
-  if (s->nacc > 0 && ops[s->acc[0].op]->blocked) {
+  if (out_access && ops[s->acc[0].op]->blocked) {
     b->out_blocked = b->op[s->acc[0].op].name;
     b->out_structured = rt_format_structured(&ops[s->acc[0].op]->ufmt);
     b->out_accum = !strncmp(skip_ws(s->acc[0].close + 1), "+=", 2);
@@ -429,21 +605,67 @@ tj_tensor *drv_blocked_compile_views(DrvBlocked *b) { return b->views; }
 
 static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tensor *store,
                       tj_tensor **out, Diag *d);
+static tj_status finish_views(const DrvBlocked *b, tj_tensor *const *ops,
+                              tj_tensor *const *views, int n, int nmasks,
+                              const char *out_name, bool ok);
 
 /* Whether t is b's n_out_of_m output, which a kernel writes into a stand-in. */
 static bool is_structured_out(const DrvBlocked *b, const tj_tensor *t) {
   return b->out_structured && t->blocked && !strcmp(tj_tensor_name(t), b->out_blocked);
 }
 
+int drv_blocked_masks(const DrvBlocked *b) { return b->nmask; }
+
+/* The role of operand t (by name: a run may bind operands in any order). */
+static const BlkOperand *role_of(const DrvBlocked *b, const tj_tensor *t) {
+  for (int j = 0; t && j < b->n; j++)
+    if (!strcmp(b->op[j].name, tj_tensor_name(t))) return &b->op[j];
+  return NULL;
+}
+
+/* out[n + i] = mask i, from its view's frame at this run. */
+static bool make_mask(const DrvBlocked *b, tj_tensor *const *ops, int n, int i,
+                      tj_tensor **out, Diag *d) {
+  const BlkMask *mk = &b->mask[i];
+  RtBlockFrame fr;
+  const tj_tensor *t = NULL;
+  for (int k = 0; k < n; k++)
+    if (ops[k] && !strcmp(tj_tensor_name(ops[k]), b->op[mk->op].name)) t = ops[k];
+  if (!t || !t->base || !rt_block_frame(t, mk->dim, &fr))
+    return diag_error(d, TJ_ERR_INVALID, "operand %s was compiled as a view of a blocked "
+                      "tensor but is not", b->op[mk->op].name);
+  tj_status st = rt_block_frame_mask(mk->name, &fr, &out[n + i]);
+  return st == TJ_OK || diag_error(d, st, "%s", tj_last_error());
+}
+
 bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
                        tj_tensor **out, Diag *d) {
-  for (int k = 0; k < n; k++) out[k] = ops[k];
+  for (int k = 0; k < n + b->nmask; k++) out[k] = k < n ? ops[k] : NULL;
   for (int k = 0; k < n; k++) {
     if (!make_view(b, ops, k, store, out, d)) {
-      drv_blocked_finish(b, ops, out, k, NULL, false);   /* frees the copies made */
+      finish_views(b, ops, out, k, 0, NULL, false);   /* frees the copies made */
       return false;
     }
   }
+  for (int i = 0; i < b->nmask; i++)
+    if (!make_mask(b, ops, n, i, out, d)) {
+      finish_views(b, ops, out, n, i, NULL, false);
+      return false;
+    }
+  return true;
+}
+
+/* out[k] = a converted copy of view ops[k] (blocked, the view's extents,
+ * its own blocks from 0) seen as the tensor of its levels; freed by
+ * drv_blocked_finish. */
+static bool make_copy(tj_tensor *const *ops, int k, tj_tensor **out, Diag *d) {
+  tj_format f = ops[k]->ufmt;
+  rt_format_unslice(&f);
+  tj_tensor *c;
+  tj_status st = tj_tensor_convert(ops[k], &f, &c);
+  if (st != TJ_OK) return diag_error(d, st, "%s", tj_last_error());
+  rt_tensor_become_levels(c);
+  out[k] = c;
   return true;
 }
 
@@ -451,9 +673,7 @@ static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tens
                       tj_tensor **out, Diag *d) {
   {
     if (!ops[k]) return true;
-    const BlkOperand *bo = NULL;
-    for (int j = 0; j < b->n; j++)
-      if (!strcmp(b->op[j].name, tj_tensor_name(ops[k]))) bo = &b->op[j];
+    const BlkOperand *bo = role_of(b, ops[k]);
     if (!bo || (!bo->levels && !bo->split_any)) {
       if (ops[k]->blocked)
         return diag_error(d, TJ_ERR_INVALID, "operand %s is blocked but was compiled "
@@ -464,13 +684,23 @@ static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tens
       if (!ops[k]->blocked)
         return diag_error(d, TJ_ERR_INVALID, "operand %s was compiled blocked but is not",
                           tj_tensor_name(ops[k]));
+      if (bo->view != (ops[k]->base != NULL))
+        return diag_error(d, TJ_ERR_INVALID, "operand %s was compiled %s a view of a "
+                          "blocked tensor", tj_tensor_name(ops[k]), bo->view ? "as" : "as no");
+      if (bo->copy) return make_copy(ops, k, out, d);
+      if (bo->view) {
+        rt_tensor_view_levels_sliced(ops[k], &store[k]);
+        out[k] = &store[k];
+        return true;
+      }
       if (is_structured_out(b, ops[k])) {   /* its stand-in, freed by finish */
         tj_status st = rt_tensor_structured_temp(ops[k], b->out_accum, &out[k]);
         return st == TJ_OK || diag_error(d, st, "%s", tj_last_error());
       }
       rt_tensor_view_levels(ops[k], &store[k]);
     } else {
-      tj_status st = rt_tensor_view_split(ops[k], bo->split, &store[k]);
+      tj_status st = rt_tensor_view_split(ops[k], bo->split, bo->framed ? bo->frame : NULL,
+                                          &store[k]);
       if (st != TJ_OK) return diag_error(d, st, "%s", tj_last_error());
     }
     out[k] = &store[k];
@@ -480,11 +710,22 @@ static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tens
 
 tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
                              tj_tensor *const *views, int n, const char *out_name, bool ok) {
+  return finish_views(b, ops, views, n, b->nmask, out_name, ok);
+}
+
+/* drv_blocked_finish with the first nmasks masks made. */
+static tj_status finish_views(const DrvBlocked *b, tj_tensor *const *ops,
+                              tj_tensor *const *views, int n, int nmasks,
+                              const char *out_name, bool ok) {
   tj_status st = TJ_OK;
+  for (int i = 0; i < nmasks; i++) tj_tensor_free(views[n + i]);
   for (int k = 0; k < n; k++) {
     if (!ops[k] || views[k] == ops[k]) continue;
     bool output = out_name && !strcmp(tj_tensor_name(ops[k]), out_name);
-    if (is_structured_out(b, ops[k])) {   /* repacked: a block that does not fit fails */
+    if (ops[k]->base && ops[k]->blocked) {   /* a view: its converted copy goes */
+      const BlkOperand *bo = role_of(b, ops[k]);
+      if (bo && bo->copy) tj_tensor_free(views[k]);
+    } else if (is_structured_out(b, ops[k])) {   /* repacked: a block that does not fit fails */
       if (output && ok) st = rt_tensor_assign_levels(ops[k], views[k], b->out_accum);
       tj_tensor_free(views[k]);
     } else if (ops[k]->blocked && output) {

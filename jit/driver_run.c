@@ -493,14 +493,15 @@ static tj_status run_blocked(tj_kernel *k, tj_phase phase, tj_tensor *const *ope
   Diag d;
   diag_init(&d);
   if (!operands) operands = drv_blocked_orig(k->blk, &n);
-  if (n > NT_MAX_TENSORS)
+  if (n + drv_blocked_masks(k->blk) > NT_MAX_TENSORS)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: more than %d operands", NT_MAX_TENSORS);
   tj_tensor *store = calloc(NT_MAX_TENSORS, sizeof *store);
   tj_tensor *views[NT_MAX_TENSORS];
   if (!store) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   bool made = drv_blocked_views(k->blk, operands, n, store, views, &d);
   if (drv_blocked_rebuilds(k->blk)) phase = TJ_EVALUATE;   /* n_out_of_m: built whole */
-  tj_status st = made ? run_bound(k, phase, views, n, interpret) : drv_fail(&d);
+  tj_status st = made ? run_bound(k, phase, views, n + drv_blocked_masks(k->blk), interpret)
+                      : drv_fail(&d);
   if (made) {   /* the output's values back (on success), padded copies freed */
     tj_status fs = drv_blocked_finish(k->blk, operands, views, n, k->as->tensors[0]->name,
                                       st == TJ_OK);

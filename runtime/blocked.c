@@ -157,6 +157,15 @@ void rt_tensor_view_levels_finish(tj_tensor *t, const tj_tensor *v) {
 /* Position in t's values of each coordinate (odometer over t's levels),
  * and the position of the same coordinate in view v (whose level order
  * splits t's levels in place): copies between them, in (to_view) or out. */
+/* The blocks of dim m of t in its split view: ceil(dims / k), or over the
+ * frame lead + c * stride. */
+static int64_t split_blocks(const tj_tensor *t, const int32_t *split,
+                            const int64_t (*frame)[2], int m) {
+  int64_t k = split[m], n = t->dims[m];
+  if (frame && frame[m][1] > 0) return n ? (frame[m][0] + (n - 1) * frame[m][1]) / k + 1 : 0;
+  return (n + k - 1) / k;
+}
+
 static void copy_padded(const tj_tensor *t, const int32_t *split, tj_tensor *v, bool to_view) {
   int nl = t->fmt.order, sz = rt_dtype_size(t->st.dtype);
   int64_t c[TJ_MAX_ORDER] = {0}, total = 1;
@@ -166,8 +175,9 @@ static void copy_padded(const tj_tensor *t, const int32_t *split, tj_tensor *v, 
     for (int l = 0; l < nl; l++) {
       int m = t->fmt.mode_order[l];
       if (split[m] > 0) {
-        q = q * ((t->dims[m] + split[m] - 1) / split[m]) + c[l] / split[m];
-        q = q * split[m] + c[l] % split[m];
+        int64_t j = v->frame[m][1] > 0 ? v->frame[m][0] + c[l] * v->frame[m][1] : c[l];
+        q = q * split_blocks(t, split, v->frame, m) + j / split[m];
+        q = q * split[m] + j % split[m];
       } else {
         q = q * t->dims[m] + c[l];
       }
@@ -185,7 +195,8 @@ static void copy_padded(const tj_tensor *t, const int32_t *split, tj_tensor *v, 
   }
 }
 
-tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tensor *v) {
+tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split,
+                               const int64_t (*frame)[2], tj_tensor *v) {
   if (t->blocked || !rt_format_all_dense(&t->fmt))
     return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: an index of a blocked operand "
                         "splits one of its dims, which needs a dense tensor; convert %s to "
@@ -193,8 +204,10 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tens
   int64_t total = 1, padded_total = 1;
   bool padded = false;
   for (int m = 0; m < t->order; m++) {
-    int64_t k = split[m] > 0 ? split[m] : 1, nb = (t->dims[m] + k - 1) / k;
+    int64_t k = split[m] > 0 ? split[m] : 1;
+    int64_t nb = split[m] > 0 ? split_blocks(t, split, frame, m) : t->dims[m];
     padded |= nb * k != t->dims[m] || t->base;   /* a slice: copied, in the split's order */
+    padded |= split[m] > 0 && frame && frame[m][1] > 0 && (frame[m][0] || frame[m][1] != 1);
     total *= t->dims[m];
     padded_total *= nb * k;
   }
@@ -223,9 +236,11 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tens
     f.mode_order[l++] = first[m];
     if (split[m] > 0) f.mode_order[l++] = first[m] + 1;
   }
+  memset(v->frame, 0, sizeof v->frame);
   for (int m = 0; m < t->order; m++) {
+    if (split[m] > 0 && frame && frame[m][1] > 0) memcpy(v->frame[m], frame[m], sizeof frame[m]);
     if (split[m] > 0) {
-      v->dims[first[m]] = (t->dims[m] + split[m] - 1) / split[m];
+      v->dims[first[m]] = split_blocks(t, split, frame, m);
       v->dims[first[m] + 1] = split[m];
     } else {
       v->dims[first[m]] = t->dims[m];
@@ -352,4 +367,71 @@ tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src, bool res
   }
   tj_tensor_free(before);
   return st;
+}
+
+/* The level of t storing dim m floordiv k, or -1. */
+static int floordiv_level(const tj_format *f, int m) {
+  for (int l = 0; l < f->order; l++)
+    if (f->lvl_op[l] == TJ_LVL_FLOORDIV && f->mode_order[l] == m) return l;
+  return -1;
+}
+
+bool rt_block_frame(const tj_tensor *t, int m, RtBlockFrame *fr) {
+  const tj_tensor *b = t->base ? t->base : t;
+  int l = floordiv_level(&b->ufmt, m);
+  if (l < 0) return false;
+  int64_t k = b->ufmt.lvl_k[l], ext = b->dims[m];
+  const int64_t *sl = t->base ? t->fmt.slice[m] : NULL;
+  int64_t o = sl && sl[2] ? sl[0] : 0, n = sl && sl[2] ? sl[1] : ext, st = sl && sl[2] ? sl[2] : 1;
+  *fr = (RtBlockFrame){.k = k, .first = o / k, .lead = o % k, .stride = st, .size = n};
+  fr->nb = n ? (fr->lead + (n - 1) * st) / k + 1 : 0;
+  fr->masked = n && !(fr->lead == 0 && st == 1 && (n % k == 0 || o + n == ext));
+  return true;
+}
+
+void rt_tensor_view_levels_sliced(const tj_tensor *t, tj_tensor *v) {
+  const tj_tensor *b = t->base;
+  rt_tensor_view_levels(b, v);
+  v->name = t->name;   /* borrowed, as the arrays are */
+  tj_format *f = &v->ufmt;
+  for (int l = 0; l < f->order; l++) {
+    int m = b->ufmt.mode_order[l];
+    const int64_t *sl = t->fmt.slice[m];
+    RtBlockFrame fr;
+    if (!sl[2] || b->ufmt.lvl_op[l] == TJ_LVL_MOD) continue;
+    if (b->ufmt.lvl_op[l] == TJ_LVL_DIM) {
+      memcpy(f->slice[l], sl, sizeof f->slice[l]);
+      v->dims[l] = sl[1];
+    } else if (rt_block_frame(t, m, &fr) && (fr.first || fr.nb != v->dims[l])) {
+      f->slice[l][0] = fr.first, f->slice[l][1] = fr.nb, f->slice[l][2] = 1;
+      v->dims[l] = fr.nb;
+    }
+  }
+  v->fmt = *f;
+  memcpy(v->st.dims, v->dims, sizeof v->st.dims);
+  memcpy(v->st.slice, f->slice, sizeof v->st.slice);
+}
+
+tj_status rt_block_frame_mask(const char *name, const RtBlockFrame *fr, tj_tensor **out) {
+  tj_format f = tj_format_dense(2);
+  tj_tensor *m = NULL;
+  tj_status st = tj_tensor_new(name, TJ_BOOL, 2, (int64_t[]){fr->nb, fr->k}, &f, &m);
+  for (int64_t i = 0; st == TJ_OK && i < fr->size; i++) {
+    int64_t j = fr->lead + i * fr->stride;
+    st = tj_tensor_insert(m, (int64_t[]){j / fr->k, j % fr->k}, 1);
+  }
+  if (st == TJ_OK) st = tj_tensor_pack(m);
+  if (st != TJ_OK) {
+    tj_tensor_free(m);
+    return st;
+  }
+  *out = m;
+  return TJ_OK;
+}
+
+void rt_tensor_become_levels(tj_tensor *t) {
+  t->blocked = false;
+  t->order = t->fmt.order;
+  memcpy(t->dims, t->st.dims, sizeof t->dims);
+  t->ufmt = t->fmt;
 }

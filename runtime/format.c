@@ -173,22 +173,20 @@ bool rt_format_sliced(const tj_format *f) {
 void rt_format_unslice(tj_format *f) { memset(f->slice, 0, sizeof f->slice); }
 
 /* Slices: offset >= 0, size >= 0 and stride >= 1 on dims of the format
- * (stride 0 with offset and size 0: not sliced), none on a blocked format.
- * Extents are checked against a base by tj_tensor_slice. */
+ * (stride 0 with offset and size 0: not sliced); a blocked format's slices
+ * are on its dims (ndims), not its levels. Extents are checked against a
+ * base by tj_tensor_slice. */
 static tj_status check_slices(const tj_format *f) {
   bool any = false;
   for (int d = 0; d < TJ_MAX_ORDER; d++) any |= f->slice[d][0] || f->slice[d][1] || f->slice[d][2];
   if (!any) return TJ_OK;
-  if (f->ndims)
-    return rt_set_error(TJ_ERR_UNSUPPORTED, "format \"%s\": slices (dimSlices) of a "
-                        "blocked format are not supported: slice the tensor, then convert "
-                        "the view to the blocked format", f->levels);
+  int nd = f->ndims ? f->ndims : f->order;
   for (int d = 0; d < TJ_MAX_ORDER; d++) {
     const int64_t *sl = f->slice[d];
     if (!sl[0] && !sl[1] && !sl[2]) continue;
-    if (d >= f->order)
+    if (d >= nd)
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": a slice on dim %d, but the "
-                          "format has %d dims", f->levels, d, f->order);
+                          "format has %d dims", f->levels, d, nd);
     const int64_t dyn = TJ_SLICE_DYNAMIC;
     if ((sl[0] < 0 && sl[0] != dyn) || (sl[1] < 0 && sl[1] != dyn) || (sl[2] < 1 && sl[2] != dyn))
       return rt_set_error(TJ_ERR_FORMAT, "format \"%s\": dim %d's slice (%lld, %lld, "
@@ -950,7 +948,8 @@ void tj_format_print(const tj_format *f, char *buf, size_t n) {
       k += snprintf(buf + k, n - (size_t)k, "%c%d",
                     f->lvl_op[l] == TJ_LVL_FLOORDIV ? '/' : '%', f->lvl_k[l]);
   }
-  for (int d = 0; rt_format_sliced(f) && d < f->order && k >= 0 && (size_t)k < n; d++) {
+  int nd = rt_format_dims(f);
+  for (int d = 0; rt_format_sliced(f) && d < nd && k >= 0 && (size_t)k < n; d++) {
     const int64_t *sl = f->slice[d];
     char v[3][24];
     for (int c = 0; c < 3; c++) slice_value(sl[c], v[c]);

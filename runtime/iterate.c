@@ -120,6 +120,7 @@ static void entries_to_dims(const tj_tensor *t, int64_t *coords, RtVal *vals, in
 
 tj_status rt_tensor_entries_val(const tj_tensor *t, bool drop_fill,
                                 int64_t **coords, RtVal **vals, int64_t *n) {
+  if (t->base) return rt_view_entries(t, drop_fill, coords, vals, n);   /* in dims already */
   tj_status st = rt_tensor_level_entries_val(t, drop_fill, coords, vals, n);
   if (st == TJ_OK && t->blocked) entries_to_dims(t, *coords, *vals, n);
   return st;

@@ -10,7 +10,9 @@
  * format's slices). The runtime reads a view through its base: entries
  * are the base's inside the slice, mapped to view coordinates (the map is
  * increasing, so the base's level order is kept); lookup maps the point
- * the other way.
+ * the other way. A view of a blocked tensor (BSR) is read the same way;
+ * kernels read it through the level view jit/driver_blocked.c builds
+ * (rt_tensor_view_levels_sliced).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -23,6 +25,10 @@ void rt_view_sync(tj_tensor *v) {
   if (!v->base) return;
   v->st = v->base->st;
   v->st.foreign = ~0u;   /* the base's arrays: never freed or grown here */
+  if (v->blocked) {   /* the base's levels; kernels read their level view (driver_blocked.c) */
+    memset(v->st.slice, 0, sizeof v->st.slice);
+    return;
+  }
   for (int d = 0; d < v->order; d++) v->st.dims[d] = v->dims[d];
   memcpy(v->st.slice, v->fmt.slice, sizeof v->st.slice);
 }
@@ -69,10 +75,6 @@ static tj_status check_view(const tj_tensor *base, const tj_format *fmt) {
   if (base->base)
     return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s is a view already; slice its base "
                         "(a view of a view is not supported)", base->name);
-  if (base->blocked)
-    return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s is blocked (floordiv / mod levels); "
-                        "slices of blocked tensors are not supported: convert it first",
-                        base->name);
   tj_format a = *fmt, b = base->ufmt;
   rt_format_unslice(&a), rt_format_unslice(&b);
   a.pos_width = b.pos_width, a.crd_width = b.crd_width;   /* 0 = the base's */
@@ -177,7 +179,8 @@ tj_status tj_tensor_slice_set(tj_tensor *v, const int64_t *offset, const int64_t
                         "make a view with '?' in its slices (\"ds[?:?:1,:]\")", v->name,
                         v->base ? "has" : "is no view and has");
   static const char *const what[3] = {"offset", "size", "stride"};
-  tj_format f = v->fmt;
+  tj_format f = v->ufmt;   /* the dims' format (a blocked view's fmt is its levels') */
+  memcpy(f.slice, v->fmt.slice, sizeof f.slice);
   for (int d = 0; d < v->order; d++) {
     const int64_t *u = v->ufmt.slice[d];
     int64_t given[3] = {offset[d], size[d], stride ? stride[d] : 1};

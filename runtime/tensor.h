@@ -63,6 +63,8 @@ struct tj_tensor {
   tj_format ufmt;              /* the format as given (widths resolved) */
   bool padded;                 /* a view (rt_tensor_view_split) over a padded copy */
   int32_t split[TJ_MAX_ORDER]; /* its split */
+  int64_t frame[TJ_MAX_ORDER][2]; /* per split dim {lead, stride} of a framed
+                                     split (rt_tensor_view_split); stride 0: none */
   const tj_tensor *base;       /* a view (tj_tensor_slice): its base, borrowed;
                                   st is a copy of base's, refreshed by
                                   rt_view_sync (slice.c) */
@@ -243,6 +245,34 @@ void rt_tensor_view_levels(const tj_tensor *t, tj_tensor *v);
  * of t's are t's own from here; t's replaced ones are freed unless
  * foreign). Called after every run, failed or not, so nothing leaks. */
 void rt_tensor_view_levels_finish(tj_tensor *t, const tj_tensor *v);
+/* How a kernel sees blocked dim m of a blocked tensor or of a view of one
+ * (rt_block_frame): the blocks first .. first + nb - 1 of the (base's)
+ * dim, of k coordinates each, and a view coordinate i at the frame's
+ * coordinate lead + i * stride (frame coordinate J = b * k + inner, b
+ * counted from first). masked: some coordinate of the frame's blocks is
+ * none of the view's (an edge block only partly inside the slice, a
+ * stride over the blocks), so a kernel must skip those positions. */
+typedef struct RtBlockFrame {
+  int64_t k, first, nb, lead, stride, size;
+  bool masked;
+} RtBlockFrame;
+/* The frame of dim m of blocked t (a view of a blocked base or not);
+ * false when m is not blocked. The slice values must be fixed (not '?'). */
+bool rt_block_frame(const tj_tensor *t, int m, RtBlockFrame *fr);
+/* v (filled in, owns nothing) = view t of a blocked tensor seen as the
+ * tensor of its base's levels, each level of a sliced dim narrowed: a
+ * floordiv level to the frame's blocks (a level slice (first, nb, 1)), a
+ * level storing a dim whole to the dim's slice; mod levels whole. Fixed
+ * slice values only. */
+void rt_tensor_view_levels_sliced(const tj_tensor *t, tj_tensor *v);
+/* *out (the caller's) = a dense bool tensor named name of dims (nb, k),
+ * 1 at the frame's coordinates that are the view's (lead + i * stride,
+ * 0 <= i < size), 0 elsewhere: the mask a kernel reads a masked frame
+ * through. */
+tj_status rt_block_frame_mask(const char *name, const RtBlockFrame *fr, tj_tensor **out);
+/* Turns blocked tensor t (owning its arrays) into the tensor of its levels
+ * in place, as rt_tensor_view_levels sees it, keeping its arrays. */
+void rt_tensor_become_levels(tj_tensor *t);
 /* Sets every stored value of blocked tensor t that lies in the padding
  * past a dim's extent to zero (walking only the last block of each padded
  * dim). */
@@ -266,9 +296,14 @@ tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src, bool res
  * (ceil(dims[m] / split[m]), split[m]), next to each other and in t's
  * level order: the same values array, nothing copied, when every split dim
  * is a multiple of its block; else a zero-padded copy the view owns (freed
- * by rt_tensor_view_finish). A tensor with no values yet gets them (zeroed)
- * first. Refused unless t is dense. */
-tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split, tj_tensor *v);
+ * by rt_tensor_view_finish). frame (NULL: none) puts a dim in a blocked
+ * view's frame (RtBlockFrame): where frame[m][1] > 0, t's coordinate c is
+ * the view's lead + c * stride (frame[m] = {lead, stride}), over
+ * (lead + (dims[m]-1) * stride) / split[m] + 1 blocks, in a zero-filled
+ * copy. A tensor with no values yet gets them (zeroed) first. Refused
+ * unless t is dense. */
+tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split,
+                               const int64_t (*frame)[2], tj_tensor *v);
 /* After a kernel ran on view v of t (v from rt_tensor_view_split): when t
  * is the output it takes the values v holds (copied back from a padded
  * copy, or the array a kernel that had to grow them made) and their

@@ -291,6 +291,61 @@ START_TEST(spgemm_temporary_format) {
 }
 END_TEST
 
+/* SpGEMM `=` whose planner's order is not exact (CSC and DCSC over CSR
+ * operands, CSR and DCSR over CSC ones) compiles one direct kernel in the
+ * output's level order, Gustavson's through a workspace with the operands
+ * converted to fit, not a temporary and a copy; COO, whose singleton
+ * level takes no workspace, still goes through one. 40 x 30 times 30 x 35
+ * against plain loops, storing exactly the product's pattern. */
+START_TEST(spgemm_assign_direct_level_order) {
+  static const struct { const char *a, *ops; bool direct; } cases[] = {
+      {"ds:1,0", "ds", true}, {"ss:1,0", "ds", true}, {"ds", "ds:1,0", true},
+      {"ss", "ds:1,0", true}, {"uq", "ds", false},    {"uq:1,0", "ds:1,0", false},
+  };
+  const int64_t I = 40, K = 30, J = 35;
+  double *b = calloc((size_t)(I * K), sizeof *b), *c = calloc((size_t)(K * J), sizeof *c);
+  srand(17);
+  for (int64_t e = 0; e < I * K; e++) b[e] = rand() % 10 == 0 ? 1 + rand() % 5 : 0;
+  for (int64_t e = 0; e < K * J; e++) c[e] = rand() % 10 == 0 ? 1 + rand() % 5 : 0;
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+    tj_tensor *ops[3] = {tu_tensor("A", cases[q].a, 2, (int64_t[]){I, J}, NULL),
+                         tu_tensor("B", cases[q].ops, 2, (int64_t[]){I, K}, b),
+                         tu_tensor("C", cases[q].ops, 2, (int64_t[]){K, J}, c)};
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, NULL);
+    tj_format f;
+    int converted;
+    bool temp = tj_kernel_operand_format(k, "A_sum", &f, &converted) == TJ_OK;
+    ck_assert_msg(temp != cases[q].direct, "A %s over %s: %s", cases[q].a, cases[q].ops,
+                  temp ? "through a temporary" : "direct");
+    if (cases[q].direct) {   /* B read in A's level order: converted */
+      OK(tj_kernel_operand_format(k, "B", &f, &converted));
+      ck_assert_int_eq(converted, 1);
+    }
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    int64_t stored = 0;
+    for (int64_t i = 0; i < I; i++)
+      for (int64_t j = 0; j < J; j++) {
+        double want = 0, got;
+        bool any = false;
+        for (int64_t kk = 0; kk < K; kk++) {
+          want += b[i * K + kk] * c[kk * J + j];
+          any |= b[i * K + kk] != 0 && c[kk * J + j] != 0;
+        }
+        stored += any;
+        OK(tj_tensor_get(ops[0], (int64_t[]){i, j}, &got));
+        ck_assert_msg(got == want, "A %s over %s: A(%lld,%lld) = %g, want %g", cases[q].a,
+                      cases[q].ops, (long long)i, (long long)j, got, want);
+      }
+    ck_assert_int_eq(tj_tensor_nnz(ops[0]), stored);
+    tj_context_free(cx);
+    for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+  }
+  free(b), free(c);
+}
+END_TEST
+
 /* A contraction into 3-D outputs, A(i,j,k) += B(i,j,l) * C(l,k):
  *   A(0,0,0) = 1, A(1,1,2) = 4
  *   B(0,1,0) = 2, B(1,0,1) = 3, B(1,1,2) = 5;  C(0,1) = 1, C(2,2) = 2 (row 1 empty)
@@ -765,6 +820,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, spgemm, 0, 2 * N_SPGEMM_FORMATS);
   tcase_add_loop_test(tc, spgemm_assign_exact, 0, 2 * N_SPGEMM_FORMATS);
   tcase_add_test(tc, spgemm_temporary_format);
+  tcase_add_test(tc, spgemm_assign_direct_level_order);
   tcase_add_test(tc, spgemm_other_sizes);
   tcase_add_loop_test(tc, spgemm_long_rows, 0, 8);
   tcase_add_loop_test(tc, spgemm_order3, 0, 6);

@@ -1,0 +1,405 @@
+/* Slices of blocked tensors (issue 15): a view of a BSR tensor is an
+ * operand read through its base's blocks. The spellings parse and print
+ * back; a view's entries are worked out by hand; SpMV, SpMM, `+=` SpMV
+ * and sparse adds (into a dense and into a BSR output) over views with
+ * blocks of 2, 3 and 4, extents that are and are not block multiples,
+ * offsets at and off block boundaries and strides 1 and > 1 are checked
+ * against plain loops over the dense matrix the base was built from; a
+ * masked view shows its masks in the kernel's notation (read in place);
+ * dynamic ('?') slices run through a converted copy, one kernel for every
+ * value; the refusals name the culprit. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorjit.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+static tj_format parse(const char *spec) {
+  tj_format f;
+  OK(tj_format_parse(spec, &f));
+  return f;
+}
+
+static char *bsr_spec(int b, char *buf, size_t n) {
+  snprintf(buf, n, "dsdd:0/%d,1/%d,0%%%d,1%%%d", b, b, b, b);
+  return buf;
+}
+
+static tj_tensor *matrix(const char *name, const char *spec, int64_t rows, int64_t cols,
+                         const double *d) {
+  tj_format f = parse(spec);
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, 2, (int64_t[]){rows, cols}, &f, &t));
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j = 0; j < cols; j++)
+      if (d[i * cols + j] != 0) OK(tj_tensor_insert(t, (int64_t[]){i, j}, d[i * cols + j]));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+START_TEST(parses_and_prints) {
+  const char *mlir = "(d0 : #sparse_tensor<slice(1, 5, 1)>, d1 : #sparse_tensor<slice(2, 3, 2)>) "
+                     "-> (d0 floordiv 4 : dense, d1 floordiv 4 : compressed, d0 mod 4 : dense, "
+                     "d1 mod 4 : dense)";
+  const char *spellings[] = {
+      "dsdd:0/4,1/4,0%4,1%4[1:5:1,2:3:2]", mlir,
+      "#sparse_tensor.encoding<{ map = (i, j) -> (i floordiv 4 : dense, j floordiv 4 : "
+      "compressed, i mod 4 : dense, j mod 4 : dense), dimSlices = [(1, 5, 1), (2, 3, 2)] }>"};
+  char buf[512];
+  for (int k = 0; k < 3; k++) {
+    tj_format f = parse(spellings[k]);
+    ck_assert_int_eq(f.ndims, 2);
+    ck_assert_int_eq(f.slice[0][0], 1);
+    ck_assert_int_eq(f.slice[0][1], 5);
+    ck_assert_int_eq(f.slice[1][2], 2);
+    tj_format_print(&f, buf, sizeof buf);
+    ck_assert_str_eq(buf, "dsdd:0/4,1/4,0%4,1%4[1:5:1,2:3:2]");
+    tj_format_print_mlir(&f, buf, sizeof buf);
+    ck_assert_str_eq(buf, mlir);
+    tj_format g = parse(buf);   /* the printed spelling reads back the same */
+    ck_assert(!memcmp(&f, &g, sizeof f));
+  }
+  tj_format f = parse("dsdd:0/2,1/2,0%2,1%2[:,?:?:1]");
+  ck_assert_int_eq(f.slice[0][2], 0);
+  ck_assert_int_eq(f.slice[1][0], TJ_SLICE_DYNAMIC);
+  tj_format_print_mlir(&f, buf, sizeof buf);
+  ck_assert_str_eq(buf, "(d0, d1 : #sparse_tensor<slice(?, ?, 1)>) -> (d0 floordiv 2 : dense, "
+                        "d1 floordiv 2 : compressed, d0 mod 2 : dense, d1 mod 2 : dense)");
+  ck_assert_int_eq(tj_format_print_mlir_legacy(&f, buf, sizeof buf), TJ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(tj_last_error(), "no blocked (floordiv / mod) levels"), "%s",
+                tj_last_error());
+  ck_assert_int_ne(tj_format_parse("dsdd:0/2,1/2,0%2,1%2[0:2:1,:,:]", &f), TJ_OK);
+  ck_assert_msg(strstr(tj_last_error(), "more slices than the 2 dims"), "%s", tj_last_error());
+}
+END_TEST
+
+/* The 5 x 6 base in 2 x 2 blocks; the view rows 1..3, columns 1, 3, 5. */
+START_TEST(view_entries_by_hand) {
+  const double d[5][6] = {{1, 0, 2, 0, 0, 3}, {0, 4, 0, 0, 5, 0}, {0, 0, 0, 0, 0, 0},
+                          {6, 0, 7, 8, 0, 0}, {0, 0, 0, 0, 0, 9}};
+  tj_tensor *a = matrix("A", "dsdd:0/2,1/2,0%2,1%2", 5, 6, &d[0][0]), *v;
+  OK(tj_tensor_slice(a, "V", (int64_t[]){1, 1}, (int64_t[]){3, 3}, (int64_t[]){1, 2}, &v));
+  ck_assert(tj_tensor_is_view(v));
+  const double want[3][3] = {{4, 0, 0}, {0, 0, 0}, {0, 8, 0}};
+  for (int64_t i = 0; i < 3; i++)
+    for (int64_t j = 0; j < 3; j++) {
+      double x;
+      OK(tj_tensor_get(v, (int64_t[]){i, j}, &x));
+      ck_assert_msg(x == want[i][j], "V(%lld,%lld) = %g", (long long)i, (long long)j, x);
+    }
+  int64_t *coords, n;
+  double *vals;
+  OK(tj_tensor_unpack(v, &coords, &vals, &n));   /* the blocks' zero fill is listed too */
+  int nz = 0;
+  for (int64_t e = 0; e < n; e++) {
+    ck_assert(coords[2 * e] < 3 && coords[2 * e + 1] < 3);
+    ck_assert_double_eq(vals[e], want[coords[2 * e]][coords[2 * e + 1]]);
+    nz += vals[e] != 0;
+  }
+  ck_assert_int_eq(nz, 2);
+  free(coords), free(vals);
+  tj_format csr = parse("ds");
+  tj_tensor *c;
+  OK(tj_tensor_convert(v, &csr, &c));
+  ck_assert_int_eq(tj_tensor_nnz(c), 2);
+  tj_tensor_free(c);
+  tj_tensor_free(v), tj_tensor_free(a);
+}
+END_TEST
+
+/* ---- kernels over views against plain loops ---- */
+
+typedef struct Slice {
+  int64_t off, size, stride;
+} Slice;
+
+typedef struct BCase {
+  int b;                  /* block size */
+  int64_t rows, cols;     /* the base */
+  Slice r, c;             /* the view */
+  bool masked;            /* read in place through masks (else no mask) */
+} BCase;
+
+static const BCase bcases[] = {
+    {2, 11, 13, {2, 4, 1}, {2, 6, 1}, false},    /* at block boundaries, block multiples */
+    {2, 12, 14, {1, 5, 1}, {3, 7, 1}, true},     /* off boundaries, partial edge blocks */
+    {2, 11, 13, {0, 6, 2}, {1, 6, 2}, true},     /* stride 2 */
+    {3, 11, 13, {0, 7, 1}, {3, 8, 1}, true},     /* at a boundary, partial last block */
+    {3, 12, 15, {1, 4, 2}, {0, 5, 3}, true},     /* strides 2 and 3 */
+    {3, 11, 13, {6, 5, 1}, {9, 4, 1}, false},    /* up to the extent: the rest is padding */
+    {4, 16, 16, {4, 8, 1}, {4, 12, 1}, false},   /* whole blocks */
+    {4, 13, 18, {3, 8, 1}, {5, 9, 1}, true},     /* off boundaries */
+    {4, 13, 18, {1, 4, 3}, {2, 5, 3}, true},     /* stride 3 */
+    {4, 13, 18, {12, 1, 1}, {17, 1, 1}, true},   /* one entry, in the padded block */
+};
+
+static double at(const double *d, int64_t cols, Slice r, Slice c, int64_t i, int64_t j) {
+  return d[(r.off + i * r.stride) * cols + c.off + j * c.stride];
+}
+
+static double *random_dense(int64_t rows, int64_t cols, unsigned seed, int density) {
+  double *d = calloc((size_t)(rows * cols), sizeof *d);
+  srand(seed);
+  for (int64_t e = 0; e < rows * cols; e++)
+    if (rand() % 100 < density) d[e] = 1 + rand() % 9;
+  return d;
+}
+
+static tj_tensor *dense(const char *name, int order, const int64_t *dims, double (*f)(int64_t, int64_t)) {
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, order, dims, NULL, &t));
+  for (int64_t i = 0; i < dims[0]; i++)
+    for (int64_t j = 0; j < (order > 1 ? dims[1] : 1); j++)
+      OK(tj_tensor_insert(t, (int64_t[]){i, j}, f(i, j)));
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+static double xval(int64_t j, int64_t k) { return (double)((j * 5 + 3 * k) % 7) - 3; }
+static double yval(int64_t i, int64_t k) { return (double)(i % 4) + 0.5 + (double)k; }
+
+/* Whether kernel k's notation holds `what`. */
+static bool notation_has(tj_kernel *k, const char *what) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  OK(tj_kernel_print(k, TJ_STAGE_NOTATION, f));
+  fclose(f);
+  bool has = strstr(text, what) != NULL;
+  free(text);
+  return has;
+}
+
+static void expect(double got, double want, const char *what, const BCase *bc, int64_t i,
+                   int64_t j) {
+  ck_assert_msg(got == want, "b=%d %s at (%lld,%lld): %g, want %g", bc->b, what, (long long)i,
+                (long long)j, got, want);
+}
+
+/* y = V * x, y2 += V * x, Y = V * B, D = V + V2 (dense output), O = V + W
+ * (BSR output, W a BSR tensor of the view's extents). */
+START_TEST(kernels_over_blocked_views) {
+  const BCase *bc = &bcases[_i];
+  const int64_t R = bc->rows, C = bc->cols, K = 5;
+  Slice r = bc->r, c = bc->c;
+  char spec[64];
+  bsr_spec(bc->b, spec, sizeof spec);
+  double *d = random_dense(R, C, 31u + (unsigned)_i, 35);
+  double *d2 = random_dense(R, C, 77u + (unsigned)_i, 30);
+  double *dw = random_dense(r.size, c.size, 5u + (unsigned)_i, 30);
+  tj_tensor *a = matrix("A", spec, R, C, d), *a2 = matrix("A2", spec, R, C, d2);
+  tj_tensor *w = matrix("W", spec, r.size, c.size, dw), *v, *v2;
+  OK(tj_tensor_slice(a, "V", (int64_t[]){r.off, c.off}, (int64_t[]){r.size, c.size},
+                     (int64_t[]){r.stride, c.stride}, &v));
+  OK(tj_tensor_slice(a2, "V2", (int64_t[]){r.off, c.off}, (int64_t[]){r.size, c.size},
+                     (int64_t[]){r.stride, c.stride}, &v2));
+  tj_tensor *x = dense("x", 1, &c.size, xval), *b = dense("B", 2, (int64_t[]){c.size, K}, xval);
+  tj_tensor *y, *y2 = dense("y2", 1, &r.size, yval), *yy, *dd, *o;
+  OK(tj_tensor_new("y", TJ_F64, 1, &r.size, NULL, &y));
+  OK(tj_tensor_new("Y", TJ_F64, 2, (int64_t[]){r.size, K}, NULL, &yy));
+  OK(tj_tensor_new("D", TJ_F64, 2, (int64_t[]){r.size, c.size}, NULL, &dd));
+  tj_format bsr = parse(spec);
+  OK(tj_tensor_new("O", TJ_F64, 2, (int64_t[]){r.size, c.size}, &bsr, &o));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
+  ck_assert_msg(notation_has(k, "mask(V_m") == bc->masked, "b=%d: masks %s", bc->b,
+                bc->masked ? "missing" : "where none are needed");
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "y2(i) += V(i,j) * x(j)", (tj_tensor *[]){y2, v, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < r.size; i++) {
+    double want = 0, got;
+    for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j) * xval(j, 0);
+    OK(tj_tensor_get(y, &i, &got));
+    expect(got, want, "SpMV", bc, i, 0);
+    OK(tj_tensor_get(y2, &i, &got));
+    expect(got, yval(i, 0) + want, "SpMV +=", bc, i, 0);
+  }
+  OK(tj_compile(cx, "Y(i,k) = V(i,j) * B(j,k)", (tj_tensor *[]){yy, v, b}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < r.size; i++)
+    for (int64_t kk = 0; kk < K; kk++) {
+      double want = 0, got;
+      for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j) * xval(j, kk);
+      OK(tj_tensor_get(yy, (int64_t[]){i, kk}, &got));
+      expect(got, want, "SpMM", bc, i, kk);
+    }
+  OK(tj_compile(cx, "D(i,j) = V(i,j) + V2(i,j)", (tj_tensor *[]){dd, v, v2}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "O(i,j) = V(i,j) + W(i,j)", (tj_tensor *[]){o, v, w}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < r.size; i++)
+    for (int64_t j = 0; j < c.size; j++) {
+      double got;
+      OK(tj_tensor_get(dd, (int64_t[]){i, j}, &got));
+      expect(got, at(d, C, r, c, i, j) + at(d2, C, r, c, i, j), "V + V2", bc, i, j);
+      OK(tj_tensor_get(o, (int64_t[]){i, j}, &got));
+      expect(got, at(d, C, r, c, i, j) + dw[i * c.size + j], "V + W (BSR)", bc, i, j);
+    }
+  /* the output holds only the view's coordinates: none past its extents */
+  int64_t *coords, n;
+  double *vals;
+  OK(tj_tensor_unpack(o, &coords, &vals, &n));
+  for (int64_t e = 0; e < n; e++)
+    ck_assert(coords[2 * e] < r.size && coords[2 * e + 1] < c.size);
+  free(coords), free(vals);
+  tj_context_free(cx);
+  tj_tensor *all[] = {y, y2, yy, dd, o, x, b, v, v2, w, a, a2};
+  for (int t = 0; t < 12; t++) tj_tensor_free(all[t]);
+  free(d), free(d2), free(dw);
+}
+END_TEST
+
+/* A view with '?' slice values runs through a converted copy of the
+ * slice made at each run: one kernel serves every value. */
+START_TEST(dynamic_slices_through_a_copy) {
+  const int64_t R = 13, C = 18;
+  double *d = random_dense(R, C, 9u, 40);
+  tj_tensor *a = matrix("A", "dsdd:0/4,1/4,0%4,1%4", R, C, d), *v;
+  tj_format f = parse("dsdd:0/4,1/4,0%4,1%4[?:?:?,?:?:1]");
+  OK(tj_tensor_view(a, "V", &f, &v));
+  const Slice rs[] = {{1, 6, 2}, {4, 9, 1}, {0, 13, 1}}, cs[] = {{3, 7, 1}, {0, 18, 1}, {5, 11, 1}};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = NULL;
+  for (int s = 0; s < 3; s++) {
+    Slice r = rs[s], c = cs[s];
+    OK(tj_tensor_slice_set(v, (int64_t[]){r.off, c.off}, (int64_t[]){r.size, c.size},
+                           (int64_t[]){r.stride, 1}));
+    tj_tensor *x = dense("x", 1, &c.size, xval), *y;
+    OK(tj_tensor_new("y", TJ_F64, 1, &r.size, NULL, &y));
+    if (!k) OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y, v, x}, 3));
+    for (int64_t i = 0; i < r.size; i++) {
+      double want = 0, got;
+      for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j) * xval(j, 0);
+      OK(tj_tensor_get(y, &i, &got));
+      ck_assert_msg(got == want, "slice %d: y(%lld) = %g, want %g", s, (long long)i, got, want);
+    }
+    tj_tensor_free(x), tj_tensor_free(y);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(v), tj_tensor_free(a);
+  free(d);
+}
+END_TEST
+
+/* The kernel reads only the entries inside the slice: an inf and a NaN in
+ * the cut edge blocks, outside the view, never reach y. */
+START_TEST(entries_outside_the_slice_stay_out) {
+  double d[6 * 6];
+  for (int e = 0; e < 36; e++) d[e] = 1 + e % 5;
+  d[0] = INFINITY, d[1] = NAN, d[5 * 6 + 5] = -INFINITY;   /* (0,0), (0,1), (5,5) */
+  tj_tensor *a = matrix("A", "dsdd:0/2,1/2,0%2,1%2", 6, 6, d), *v, *y;
+  OK(tj_tensor_slice(a, "V", (int64_t[]){1, 1}, (int64_t[]){4, 4}, NULL, &v));
+  int64_t four = 4;
+  tj_tensor *x = dense("x", 1, &four, xval);
+  OK(tj_tensor_new("y", TJ_F64, 1, &four, NULL, &y));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
+  ck_assert(notation_has(k, "mask(V_m0"));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < 4; i++) {
+    double want = 0, got;
+    for (int64_t j = 0; j < 4; j++) want += d[(1 + i) * 6 + 1 + j] * xval(j, 0);
+    OK(tj_tensor_get(y, &i, &got));
+    ck_assert_msg(got == want, "y(%lld) = %g, want %g", (long long)i, got, want);
+  }
+  /* sums with no dense operand to hide an entry: a row sum and a total */
+  tj_tensor *sc;
+  OK(tj_tensor_new("s", TJ_F64, 0, NULL, NULL, &sc));
+  OK(tj_compile(cx, "y(i) = V(i,j)", (tj_tensor *[]){y, v}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "s = V(i,j)", (tj_tensor *[]){sc, v}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double total = 0, got;
+  for (int64_t i = 0; i < 4; i++) {
+    double want = 0;
+    for (int64_t j = 0; j < 4; j++) want += d[(1 + i) * 6 + 1 + j];
+    total += want;
+    OK(tj_tensor_get(y, &i, &got));
+    ck_assert_msg(got == want, "row sum y(%lld) = %g, want %g", (long long)i, got, want);
+  }
+  OK(tj_tensor_get(sc, NULL, &got));
+  ck_assert_msg(got == total, "s = %g, want %g", got, total);
+  tj_tensor_free(sc);
+  tj_context_free(cx);
+  tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(v), tj_tensor_free(a);
+}
+END_TEST
+
+START_TEST(refusals) {
+  double d[6 * 6] = {0};
+  for (int e = 0; e < 36; e += 5) d[e] = 1 + e % 3;
+  tj_tensor *a = matrix("A", "dsdd:0/2,1/2,0%2,1%2", 6, 6, d), *v, *x, *y;
+  OK(tj_tensor_slice(a, "V", (int64_t[]){1, 0}, (int64_t[]){4, 6}, NULL, &v));
+  tj_tensor *w = matrix("W", "dsdd:0/2,1/2,0%2,1%2", 4, 6, d);
+  OK(tj_tensor_new("x", TJ_F64, 1, (int64_t[]){5}, NULL, &x));
+  OK(tj_tensor_pack(x));
+  OK(tj_tensor_new("y", TJ_F64, 1, (int64_t[]){4}, NULL, &y));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  /* a view as output */
+  ck_assert_int_eq(tj_compile(cx, "V(i,j) = W(i,j) * 2", (tj_tensor *[]){v, w}, 2, NULL, NULL, &k),
+                   TJ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(tj_last_error(), "output V is a view (a slice of blocked tensor A)"),
+                "%s", tj_last_error());
+  /* extents that disagree: named in the user's indices */
+  ck_assert_int_eq(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k),
+                   TJ_ERR_SHAPE);
+  ck_assert_msg(strstr(tj_last_error(), "index j has extent 6 in V (mode 1) but 5 in x (mode 0)"),
+                "%s", tj_last_error());
+  /* one dense operand read through two indices the view cuts differently
+   * (i from row 1, inside a block; j from column 2, on a block's edge):
+   * one blocked copy of x cannot serve both (it read x(i) in j's frame) */
+  tj_tensor *q, *x4;
+  OK(tj_tensor_slice(a, "Q", (int64_t[]){1, 2}, (int64_t[]){4, 4}, NULL, &q));
+  OK(tj_tensor_new("x", TJ_F64, 1, (int64_t[]){4}, NULL, &x4));
+  OK(tj_tensor_pack(x4));
+  ck_assert_int_eq(tj_compile(cx, "y(i) = Q(i,j) * x(j) * x(i)", (tj_tensor *[]){y, q, x4}, 3,
+                              NULL, NULL, &k),
+                   TJ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(tj_last_error(), "x is accessed through blocked indices that the views "
+                                        "cut at different offsets or strides within a block"),
+                "%s", tj_last_error());
+  tj_tensor_free(x4), tj_tensor_free(q);
+  /* a view of a view */
+  tj_tensor *vv;
+  ck_assert_int_eq(tj_tensor_slice(v, "VV", (int64_t[]){0, 0}, (int64_t[]){1, 1}, NULL, &vv),
+                   TJ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(tj_last_error(), "is a view already"), "%s", tj_last_error());
+  /* past the extent */
+  ck_assert_int_eq(tj_tensor_slice(a, "P", (int64_t[]){5, 0}, (int64_t[]){2, 6}, NULL, &vv),
+                   TJ_ERR_SHAPE);
+  ck_assert_msg(strstr(tj_last_error(), "reaches past its extent 6"), "%s", tj_last_error());
+  tj_context_free(cx);
+  tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(w), tj_tensor_free(v), tj_tensor_free(a);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("blocked_slices");
+  TCase *tc = tcase_create("blocked_slices");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, parses_and_prints);
+  tcase_add_test(tc, view_entries_by_hand);
+  tcase_add_loop_test(tc, kernels_over_blocked_views, 0, (int)(sizeof bcases / sizeof bcases[0]));
+  tcase_add_test(tc, entries_outside_the_slice_stay_out);
+  tcase_add_test(tc, dynamic_slices_through_a_copy);
+  tcase_add_test(tc, refusals);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}
