@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "tensorjit.h"
+#include "util/tensors.h"
 
 #define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
 
@@ -31,14 +32,7 @@ static char *bsr_spec(int b, char *buf, size_t n) {
 
 static tj_tensor *matrix(const char *name, const char *spec, int64_t rows, int64_t cols,
                          const double *d) {
-  tj_format f = parse(spec);
-  tj_tensor *t;
-  OK(tj_tensor_new(name, TJ_F64, 2, (int64_t[]){rows, cols}, &f, &t));
-  for (int64_t i = 0; i < rows; i++)
-    for (int64_t j = 0; j < cols; j++)
-      if (d[i * cols + j] != 0) OK(tj_tensor_insert(t, (int64_t[]){i, j}, d[i * cols + j]));
-  OK(tj_tensor_pack(t));
-  return t;
+  return tu_tensor(name, spec, 2, (int64_t[]){rows, cols}, d);
 }
 
 START_TEST(parses_and_prints) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tensorjit.h"
+#include "util/tensors.h"
 
 #define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
 
@@ -97,14 +98,7 @@ static const double base5x6[5][6] = {{1, 0, 2, 0, 0, 3}, {0, 4, 0, 0, 5, 0}, {0,
 
 static tj_tensor *matrix(const char *name, const char *spec, int64_t rows, int64_t cols,
                          const double *d) {
-  tj_format f = parse(spec);
-  tj_tensor *t;
-  OK(tj_tensor_new(name, TJ_F64, 2, (int64_t[]){rows, cols}, &f, &t));
-  for (int64_t i = 0; i < rows; i++)
-    for (int64_t j = 0; j < cols; j++)
-      if (d[i * cols + j] != 0) OK(tj_tensor_insert(t, (int64_t[]){i, j}, d[i * cols + j]));
-  OK(tj_tensor_pack(t));
-  return t;
+  return tu_tensor(name, spec, 2, (int64_t[]){rows, cols}, d);
 }
 
 START_TEST(view_entries_by_hand) {
