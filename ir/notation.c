@@ -180,8 +180,12 @@ bool nt_uses_index(const Expr *e, const IndexVar *v) {
   return false;
 }
 
+bool nt_reduces(const Expr *lhs, const Expr *rhs, const IndexVar *v) {
+  return !nt_uses_index(lhs, v) && nt_uses_index(rhs, v);
+}
+
 bool nt_is_reduction_var(const Assignment *as, const IndexVar *v) {
-  return !nt_uses_index(as->lhs, v) && nt_uses_index(as->rhs, v);
+  return nt_reduces(as->lhs, as->rhs, v);
 }
 
 int nt_sums(const Expr *e, const Expr **out, int max) {
@@ -197,13 +201,17 @@ int nt_sums(const Expr *e, const Expr **out, int max) {
   return n;
 }
 
-bool nt_is_root_reduction(const Assignment *as, const IndexVar *v) {
-  if (!nt_is_reduction_var(as, v)) return false;
+bool nt_root_reduces(const Expr *lhs, const Expr *rhs, const IndexVar *v) {
+  if (!nt_reduces(lhs, rhs, v)) return false;
   const Expr *sums[NT_MAX_INDICES];
-  int n = nt_sums(as->rhs, sums, NT_MAX_INDICES);
+  int n = nt_sums(rhs, sums, NT_MAX_INDICES);
   for (int i = 0; i < n && i < NT_MAX_INDICES; i++)
     if (sums[i]->u.sum.iv == v) return false;
   return true;
+}
+
+bool nt_is_root_reduction(const Assignment *as, const IndexVar *v) {
+  return nt_root_reduces(as->lhs, as->rhs, v);
 }
 
 /* The dtypes as the notation sees them: name, integer width (0: a
@@ -304,12 +312,16 @@ static void print_reduce(FILE *out, OpKind op, const NtDef *def, const IndexVar 
   else fprintf(out, NT_REDUCE_NAME "(%s, %s, ", nt_op(op)->spelling, iv->name);
 }
 
+double nt_reduction_identity(OpKind op, const NtDef *def) {
+  return def ? def->identity : nt_op(op)->identity;
+}
+
 double nt_root_identity(const Assignment *as) {
-  return as->root_def ? as->root_def->identity : nt_op(as->root_op)->identity;
+  return nt_reduction_identity(as->root_op, as->root_def);
 }
 
 double nt_sum_identity(const Expr *e) {
-  return e->u.sum.def ? e->u.sum.def->identity : nt_op(e->u.sum.op)->identity;
+  return nt_reduction_identity(e->u.sum.op, e->u.sum.def);
 }
 
 const char *nt_sum_name(const Expr *e) {

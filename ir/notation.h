@@ -115,6 +115,8 @@ typedef struct Assignment {
 } Assignment;
 /* The identity of the root reduction's operator (or definition). */
 double nt_root_identity(const Assignment *as);
+/* The identity of reduction operator op, or of definition def if set. */
+double nt_reduction_identity(OpKind op, const struct NtDef *def);
 
 /* ---- building ---- */
 /* Constructors; they return NULL only when the arena is out of memory. */
@@ -243,6 +245,10 @@ bool nt_check(Arena *a, Assignment *as, const TensorDecl *decls, int ndecls,
 bool nt_is_reduction_var(const Assignment *as, const IndexVar *v);
 /* Reduction variables summed over the whole rhs (bound by no EX_SUM). */
 bool nt_is_root_reduction(const Assignment *as, const IndexVar *v);
+/* The same two questions of a statement lhs = rhs (an Assignment's, or
+ * the one lowering folds from the concrete notation). */
+bool nt_reduces(const Expr *lhs, const Expr *rhs, const IndexVar *v);
+bool nt_root_reduces(const Expr *lhs, const Expr *rhs, const IndexVar *v);
 /* The EX_SUM nodes of e in preorder (outer sums first), at most max;
  * returns how many there are. */
 int nt_sums(const Expr *e, const Expr **out, int max);

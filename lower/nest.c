@@ -195,21 +195,14 @@ static bool walk(const Cin *c, LoopNest *n, Diag *d) {
 }
 
 bool lower_nest_reduces(const LoopNest *n, const IndexVar *v) {
-  return !nt_uses_index(n->lhs, v) && nt_uses_index(n->rhs, v);
+  return nt_reduces(n->lhs, n->rhs, v);
 }
 
 bool lower_nest_root_reduces(const LoopNest *n, const IndexVar *v) {
-  if (!lower_nest_reduces(n, v)) return false;
-  const Expr *sums[NT_MAX_INDICES];
-  int ns = nt_sums(n->rhs, sums, NT_MAX_INDICES);
-  for (int i = 0; i < ns && i < NT_MAX_INDICES; i++)
-    if (sums[i]->u.sum.iv == v) return false;
-  return true;
+  return nt_root_reduces(n->lhs, n->rhs, v);
 }
 
-double lower_nest_identity(const LoopNest *n) {
-  return n->def ? n->def->identity : nt_op(n->op)->identity;
-}
+double lower_nest_identity(const LoopNest *n) { return nt_reduction_identity(n->op, n->def); }
 
 bool lower_nest(Arena *a, const Cin *c, LoopNest *n, Diag *d) {
   Stmt s;
