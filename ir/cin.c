@@ -695,18 +695,38 @@ static void print_relations(Relations *r, const Cin *c, const Expr *shared) {
   }
 }
 
+/* The assignment that first writes the statement's output: a where's
+ * consumer (its producer writes a workspace), a sequence's first statement. */
+static const Cin *first_output_write(const Cin *c) {
+  switch (c->kind) {
+  case CIN_FORALL: return first_output_write(c->u.forall.body);
+  case CIN_WHERE: return first_output_write(c->u.where.consumer);
+  case CIN_SEQUENCE: return first_output_write(c->u.seq.first);
+  case CIN_ASSIGN: return c;
+  }
+  return c;
+}
+
+/* keep(y, S) around a statement whose output keeps its contents (the
+ * user's `+=`): without it, an output a reduction writes starts from the
+ * reduction's identity, so `y(i) = A(i,j) * x(j)` and `y(i) += ...` would
+ * print alike. */
 void cin_print(FILE *out, const Cin *c) {
+  const Cin *w = first_output_write(c);
+  bool keep = w->u.assign.keeps_old && w->u.assign.lhs->kind == EX_ACCESS;
+  if (keep) fprintf(out, "keep(%s, ", w->u.assign.lhs->u.access.t->name);
   Relations r = {0};
   print_relations(&r, c, NULL);
   if (r.n == 0) {
     print_cin(out, c);
-    return;
+  } else {
+    fputs("suchthat(", out);
+    print_cin(out, c);
+    r = (Relations){.out = out};
+    print_relations(&r, c, NULL);
+    fputc(')', out);
   }
-  fputs("suchthat(", out);
-  print_cin(out, c);
-  r = (Relations){.out = out};
-  print_relations(&r, c, NULL);
-  fputc(')', out);
+  if (keep) fputc(')', out);
 }
 
 IndexVar *cin_loop_named(const Cin *c, const char *name, int *part) {

@@ -155,6 +155,13 @@ expect residual_sequence_cin '^sequence\(forall\(i, y\(i\) = b\(i\)\), forall\(i
   'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -d=A:9,7 -s='sequence()' -print-cin
 expect residual_cin '^forall\(i, where\(y\(i\) = b\(i\) - t_j, forall\(j, t_j \+= A\(i,j\) \* x\(j\)\)\)\)$' \
   'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -d=A:9,7 -print-cin
+# `+=` keeps y's contents: keep() tells it from `=`, whose y starts at 0
+expect residual_keep_cin '^keep\(y, forall\(i, where\(y\(i\) \+= b\(i\) - t_j, forall\(j, t_j \+= A\(i,j\) \* x\(j\)\)\)\)\)$' \
+  'y(i) += b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -g=y:d -d=A:9,7 -print-cin
+expect spmv_keep_cin '^keep\(y, forall\(i, forall\(j, y\(i\) \+= A\(i,j\) \* x\(j\)\)\)\)$' \
+  'y(i) += A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=x:d -g=y:d -d=A:9,7 -print-cin
+expect spmv_assign_cin '^forall\(i, forall\(j, y\(i\) \+= A\(i,j\) \* x\(j\)\)\)$' \
+  'y(i) = A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=x:d -d=A:9,7 -print-cin
 expect residual_notation '^y\(i\) = b\(i\) - sum\(j, A\(i,j\) \* x\(j\)\)$' \
   'y(i) = b(i) - A(i,j) * x(j)' -f=A:ds -g=A:s:0.2 -g=b:d -g=x:d -d=A:9,7 -print-notation
 # a product distributes over its sums: MTTKRP stays one nest, B walked as stored
