@@ -463,11 +463,10 @@ static char *canonical_key(const Assignment *as, const char *schedule,
             dc->format.crd_width);
   }
   /* Settings read from the environment that change the generated code. */
-  const char *pipe = getenv("TJ_LLVM_PIPELINE"), *gather = getenv("TJ_VECTOR_GATHER");
-  const char *mtail = getenv("TJ_MASKED_TAIL"), *promote = getenv("TJ_PROMOTE");
-  fprintf(f, "|pipe=%s|gather=%s|mtail=%s|promote=%s|peel=%d|pf=%d", pipe ? pipe : "",
-          gather ? gather : "", mtail ? mtail : "", promote ? promote : "", drv_peel_width(),
-          drv_prefetch_ahead());
+  const char *pipe = getenv("TJ_LLVM_PIPELINE");
+  fprintf(f, "|pipe=%s|gather=%d|mtail=%d|promote=%d|peel=%d|pf=%d", pipe ? pipe : "",
+          drv_env_on("TJ_VECTOR_GATHER"), drv_env_on("TJ_MASKED_TAIL"),
+          drv_env_on("TJ_PROMOTE"), drv_peel_width(), drv_prefetch_ahead());
   /* A dense contraction's method and blocking depend on its extents. */
   char why[160];   /* a sequence's statements may be dense contractions */
   if (lower_gett_form(as) || nt_sequence_why_not(as, why, sizeof why)) {

@@ -280,6 +280,9 @@ bool drv_disk_serialize(FILE *f, const char *key, const void *obj, size_t len,
 /* Sets e's code-generation switches (e->opt) from the backend's target
  * and the environment, for e's plan (driver_options.c). */
 void drv_set_options(CacheEntry *e, const Assignment *as);
+/* Whether the on-by-default switch `name` (TJ_VECTOR_GATHER, TJ_MASKED_TAIL,
+ * TJ_PROMOTE) is on: unless its value starts with '0'. In the cache key. */
+bool drv_env_on(const char *name);
 /* LowerPlan.lattice_max from TJ_WIDE_UNION_THRESHOLD (a test and benchmark
  * switch between lattice and merged loops), 0 (the default) when unset. */
 int drv_lattice_max(void);

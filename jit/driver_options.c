@@ -8,31 +8,27 @@
 
 #include "driver.h"
 
-int drv_lattice_max(void) {
-  const char *s = getenv("TJ_WIDE_UNION_THRESHOLD");
-  long v = s ? strtol(s, NULL, 10) : 0;
-  return v > 0 && v < 1 << 20 ? (int)v : 0;
-}
-
-int drv_prefetch_ahead(void) {
-  const char *s = getenv("TJ_PREFETCH");
-  if (!s || !*s) return LOWER_PREFETCH_AHEAD;
+/* The environment variable `name` as a number: `unset` when it is unset or
+ * empty, the number when it lies in [lo, hi], else 0 (the switch's off). */
+static int env_number(const char *name, int unset, long lo, long hi) {
+  const char *s = getenv(name);
+  if (!s || !*s) return unset;
   long v = strtol(s, NULL, 10);
-  return v > 0 && v <= 256 ? (int)v : 0;
+  return v >= lo && v <= hi ? (int)v : 0;
 }
 
-int drv_peel_width(void) {
-  const char *s = getenv("TJ_PEEL");
-  if (!s || !*s) return LOWER_PEEL_WIDTH;
-  long v = strtol(s, NULL, 10);
-  return v > 1 && v <= LOWER_PEEL_MAX ? (int)v : 0;
+bool drv_env_on(const char *name) {
+  const char *s = getenv(name);
+  return !(s && *s == '0');
 }
 
-int drv_scatter_min(void) {
-  const char *s = getenv("TJ_SCATTER_UNION_MIN");
-  long v = s ? strtol(s, NULL, 10) : 0;
-  return v > 0 && v < 1 << 20 ? (int)v : 0;
-}
+int drv_lattice_max(void) { return env_number("TJ_WIDE_UNION_THRESHOLD", 0, 1, (1 << 20) - 1); }
+
+int drv_prefetch_ahead(void) { return env_number("TJ_PREFETCH", LOWER_PREFETCH_AHEAD, 1, 256); }
+
+int drv_peel_width(void) { return env_number("TJ_PEEL", LOWER_PEEL_WIDTH, 2, LOWER_PEEL_MAX); }
+
+int drv_scatter_min(void) { return env_number("TJ_SCATTER_UNION_MIN", 0, 1, (1 << 20) - 1); }
 
 int drv_split_sum_min(void) {
   int v = drv_scatter_min();
@@ -49,18 +45,15 @@ void drv_set_options(CacheEntry *e, const Assignment *as) {
   o->unroll_jam = e->no_unroll_jam ? 0 : 4;
   /* Gathers: on by default (measured wins on long rows, guarded for short
    * ones in the pass); TJ_VECTOR_GATHER=0 turns them off. */
-  const char *g = getenv("TJ_VECTOR_GATHER");
-  o->vector_gather = !(g && *g == '0');
+  o->vector_gather = drv_env_on("TJ_VECTOR_GATHER");
   o->peel = drv_peel_width();
   o->prefetch = drv_prefetch_ahead();
   /* A gather loop's remainder as one masked step: on by default;
    * TJ_MASKED_TAIL=0 turns it off (the scalar remainder loop runs). */
-  const char *mt = getenv("TJ_MASKED_TAIL");
-  o->masked_tail = !(mt && *mt == '0');
+  o->masked_tail = drv_env_on("TJ_MASKED_TAIL");
   /* Register promotion of fixed updates into dense outputs: on by
    * default; TJ_PROMOTE=0 turns it off. */
-  const char *pr = getenv("TJ_PROMOTE");
-  o->promote = !(pr && *pr == '0') && !e->plan.out_sparse;
+  o->promote = drv_env_on("TJ_PROMOTE") && !e->plan.out_sparse;
   o->lattice_max = drv_lattice_max();
   o->extents = as;
 }
