@@ -7,21 +7,28 @@
 #include "level.h"
 
 static const LevelType level_types[] = {
-  {'d', "dense", LV_FULL | LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_LOCATE | LV_INSERT, 'd'},
-  {'s', "compressed", LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's'},
-  {'u', "compressed(nonunique)", LV_ORDERED | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u'},
-  {'o', "compressed(nonordered)", LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's'},
+  {'d', "dense", LV_FULL | LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_LOCATE | LV_INSERT, 'd', 'd'},
+  {'s', "compressed",
+    LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's', 's'},
+  {'u', "compressed(nonunique)",
+    LV_ORDERED | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u', 'u'},
+  {'o', "compressed(nonordered)",
+    LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's', 'o'},
   /* unsorted COO's row level: runs of equal coordinates need order, so an
    * operand with it is always converted (to 'u') */
-  {'w', "compressed(nonunique, nonordered)", LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u'},
-  {'q', "singleton", LV_ORDERED | LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q'},
-  {'c', "singleton(nonunique)", LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'c'},
+  {'w', "compressed(nonunique, nonordered)",
+    LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u', 'w'},
+  {'q', "singleton",
+    LV_ORDERED | LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q', 'q'},
+  {'c', "singleton(nonunique)",
+    LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'c', 'c'},
   /* coordinates in any order under a run of equal parents (unsorted COO) */
-  {'z', "singleton(nonordered)", LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q'},
+  {'z', "singleton(nonordered)",
+    LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q', 'z'},
   /* lo and hi per segment (pos[2p], pos[2p+1]): not compact, not appended */
-  {'l', "loose_compressed", LV_ORDERED | LV_UNIQUE | LV_HAS_POS | LV_HAS_CRD, 'l'},
+  {'l', "loose_compressed", LV_ORDERED | LV_UNIQUE | LV_HAS_POS | LV_HAS_CRD, 'l', 's'},
   /* n of every block of m (2:4): n coordinates per parent, no pos array */
-  {'n', "n_out_of_m", LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_FIXED_SEG | LV_HAS_CRD, 'n'},
+  {'n', "n_out_of_m", LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_FIXED_SEG | LV_HAS_CRD, 'n', 'n'},
 };
 
 const LevelType *lv_of(const tj_format *f, int l) {
@@ -29,6 +36,16 @@ const LevelType *lv_of(const tj_format *f, int l) {
   for (int i = 0; i < n; i++)
     if (level_types[i].letter == f->levels[l]) return &level_types[i];
   return &level_types[0]; /* unreachable for a format the parser accepted */
+}
+
+bool lv_output_standin(const tj_format *f, tj_format *out) {
+  *out = *f;
+  bool changed = false;
+  for (int l = 0; l < f->order; l++) {
+    out->levels[l] = lv_of(f, l)->written;
+    changed |= out->levels[l] != f->levels[l];
+  }
+  return changed;
 }
 
 bool lv_has(const LevelType *lt, unsigned props) { return (lt->props & props) == props; }

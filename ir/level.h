@@ -36,11 +36,17 @@ typedef struct LevelType {
   unsigned props;    /* LV_* */
   char ordered;      /* the letter of the same level with LV_ORDERED: what an
                         operand stored without order is converted to */
+  char written;      /* the letter a kernel writes for it in an output (itself,
+                        or a stand-in converted into it after each run) */
 } LevelType;
 
 /* The type of level l of f (f->levels[l] must be a letter the format
  * parser accepts). The result is static. */
 const LevelType *lv_of(const tj_format *f, int l);
+/* The format a kernel writes for output format f into *out: each level's
+ * `written` letter. Whether that differs from f (the output then runs on a
+ * stand-in of format *out, converted into f after each run). */
+bool lv_output_standin(const tj_format *f, tj_format *out);
 /* Whether lt has every property in props. */
 bool lv_has(const LevelType *lt, unsigned props);
 /* Whether level l of f has every property in props. */

@@ -229,6 +229,7 @@ static void kernel_free(struct tj_kernel *k) {
   drv_kernel_release_chunks(k);
   drv_blocked_free(k->blk);
   drv_accum_free(k->acc);
+  drv_standin_free(k->standin);
   pthread_mutex_destroy(&k->chunk_lock);
   for (int t = 0; t < NT_MAX_TENSORS; t++) rt_pattern_free(&k->patterns[t]);
   pthread_mutex_destroy(&k->pattern_lock);
@@ -802,6 +803,8 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
     return rt_set_error(TJ_ERR_INVALID, "optimization level %d is not in 0..3", o.opt_level);
   Diag d;
   diag_init(&d);
+  if (drv_standin_wanted(expr, operands, n))   /* an output no kernel writes */
+    return drv_standin_compile(cx, expr, operands, n, schedule, opts, out);
   DrvBlocked *blk = NULL;   /* blocked operands: compiled over their views */
   if (drv_blocked_any(operands, n)) {
     if (o.semiring && strcmp(o.semiring, "plus.times") != 0)

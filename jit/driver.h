@@ -207,6 +207,23 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
 /* Runs k alone (its blocked views, not its DrvAccum; driver_run.c). */
 tj_status drv_run_one(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
                       bool interpret);
+/* A run of a kernel past its stand-in (driver_run.c's dispatch). */
+typedef tj_status (*DrvRunFn)(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
+                              int n, bool interpret);
+/* An output with levels no kernel writes (loose_compressed), compiled over
+ * a stand-in in the levels written in their place and repacked into the
+ * output after each run (driver_standin.c). */
+typedef struct DrvStandin DrvStandin;
+/* Whether expr's output among ops is such an output (not blocked, no view). */
+bool drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n);
+/* tj_compile over the stand-in; *out owns it. */
+tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
+                              const char *schedule, const tj_options *opts, tj_kernel **out);
+/* A run (any phase evaluates): a fresh stand-in (the output's contents
+ * under +=) run by `run`, then repacked into the output. */
+tj_status drv_standin_run(tj_kernel *k, tj_tensor *const *operands, int n, bool interpret,
+                          DrvRunFn run);
+void drv_standin_free(DrvStandin *s);
 /* Takes sub out of its context's kernel list: its owner frees it with
  * drv_kernel_drop (driver.c). */
 void drv_kernel_own(tj_kernel *sub);
@@ -216,6 +233,7 @@ struct tj_kernel {
   struct tj_kernel *next, *prev;
   DrvBlocked *blk;            /* blocked operands: runs go through views */
   DrvAccum *acc;              /* a sum below a sparse +=: run through a temporary */
+  DrvStandin *standin;        /* an output no kernel writes: run on a stand-in */
   tj_context *cx;
   CacheEntry *entry;
   Arena arena;                /* this binding's assignment */

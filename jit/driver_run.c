@@ -511,12 +511,18 @@ static tj_status run_blocked(tj_kernel *k, tj_phase phase, tj_tensor *const *ope
   return st;
 }
 
+static tj_status run_past_standin(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
+                                  int n, bool interpret) {
+  if (k->acc) return drv_accum_run(k, phase, operands, n, interpret);
+  return drv_run_one(k, phase, operands, n, interpret);
+}
+
 static tj_status run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands,
                      int n, bool interpret) {
   if (!k || phase < TJ_ASSEMBLE || phase > TJ_EVALUATE)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: bad kernel or phase");
-  if (k->acc) return drv_accum_run(k, phase, operands, n, interpret);
-  return drv_run_one(k, phase, operands, n, interpret);
+  if (k->standin) return drv_standin_run(k, operands, n, interpret, run_past_standin);
+  return run_past_standin(k, phase, operands, n, interpret);
 }
 
 tj_status drv_run_one(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
