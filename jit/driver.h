@@ -197,8 +197,8 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
 tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
                         bool interpret);
 void drv_accum_free(DrvAccum *a);
-/* The kernel of the temporary (T = rhs). */
-tj_kernel *drv_accum_sum(const DrvAccum *a);
+/* The kernel of temporary m (T<m> = a term of the rhs), NULL past the last. */
+tj_kernel *drv_accum_sum(const DrvAccum *a, int m);
 /* tj_compile; with exact, refused (TJ_ERR_UNSUPPORTED) unless the
  * output's pattern is exact (lower_plan_output_exact). */
 tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operands, int n,
