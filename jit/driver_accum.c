@@ -24,6 +24,13 @@
  * operands converted to fit: CSC and DCSC over CSR), and takes the same
  * route with `A(i,j) = T(i,j)` only where that is not exact either (COO:
  * no workspace into its singleton level).
+ *
+ * A rhs of several additive terms takes one temporary per term with a sum
+ * (T<m> = term m) and the kernel the caller gets is the rest over them:
+ * `A(i,j) = B(i,k) * C(k,j) + D(i,j)` is `A_sum(i,j) = B(i,k) * C(k,j)`
+ * then `A(i,j) = A_sum(i,j) + D(i,j)`, the union of the product's pattern
+ * and D's (in one kernel the sum sits inside the loop over j, which then
+ * walks every column of a row).
  */
 #include <ctype.h>
 #include <stdlib.h>
