@@ -159,15 +159,33 @@ typedef struct Term {
 
 #define ACC_MAX_SPLIT 16
 
+/* The end of the parenthesized group opening at q (the ')' matching it),
+ * NULL if unmatched. */
+static const char *group_end(const char *q) {
+  for (int depth = 0; *q; q++) {
+    depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+    if (!depth) return q;
+  }
+  return NULL;
+}
+
 /* The rhs's additive terms, as the parser reads them (`expr := term (('+'
  * | '-') term)*`): split at each + or - outside parentheses that follows an
  * operand (a name, a number, a ')'), so a leading sign stays with its
- * term. Returns how many, 0 past ACC_MAX_SPLIT. */
+ * term; a rhs wrapped in parentheses as a whole is split inside them.
+ * Returns how many, 0 past ACC_MAX_SPLIT. */
 static int split_terms(const char *rhs, Term out[ACC_MAX_SPLIT]) {
+  const char *end = rhs + strlen(rhs), *b = skip_ws(rhs);
+  while (*b == '(') {
+    const char *close = group_end(b);
+    if (!close || *skip_ws(close + 1)) break;
+    end = close;
+    b = skip_ws(b + 1);
+  }
   int n = 0, depth = 0;
   bool operand = false;   /* the last token ends an operand */
-  out[0] = (Term){rhs, NULL, 0};
-  for (const char *q = rhs; *q;) {
+  out[0] = (Term){b, NULL, 0};
+  for (const char *q = b; q < end;) {
     if (starts_number(q) || isalpha((unsigned char)*q) || *q == '_') {
       char name[ACC_NAME];
       q = starts_number(q) ? skip_number(q) : ident(q, name);
@@ -183,16 +201,33 @@ static int split_terms(const char *rhs, Term out[ACC_MAX_SPLIT]) {
     if (!isspace((unsigned char)*q)) operand = *q == ')';
     q++;
   }
-  out[n].e = rhs + strlen(rhs);
+  out[n].e = end;
   return n + 1;
+}
+
+/* Whether [b, e) holds a reduce(...): its identity (-inf for max) is no
+ * absent entry's value, so a temporary that stores no entry where it
+ * reduces nothing would read differently beside other terms. */
+static bool has_reduce(const char *b, const char *e) {
+  for (const char *q = b; q < e;) {
+    if (!(isalpha((unsigned char)*q) || *q == '_')) {
+      q = starts_number(q) ? skip_number(q) : q + 1;
+      continue;
+    }
+    char name[ACC_NAME];
+    q = ident(q, name);
+    if (!strcmp(name, "reduce") && *skip_ws(q) == '(') return true;
+  }
+  return false;
 }
 
 /* The terms that go through temporaries: those with an index the output
  * lacks (each one's own sum, so its kernel can take Gustavson's loops and
  * store the term's pattern; the rest of the rhs reads the temporaries as
  * operands). The whole rhs is one term when it has more than
- * ACC_MAX_SPLIT, or more than ACC_MAX_TERMS with a sum, or, under a
- * semiring, a difference (its terms add through the semiring's add only).
+ * ACC_MAX_SPLIT, or more than ACC_MAX_TERMS with a sum, or a term with a
+ * sum and a reduce(), or, under a semiring, a difference (its terms add
+ * through the semiring's add only).
  * Returns how many (0: no sum). */
 static int summed_terms(const AccParts *p, tj_tensor *const *ops, int n,
                         const char *semiring, Term out[ACC_MAX_TERMS]) {
@@ -202,7 +237,7 @@ static int summed_terms(const AccParts *p, tj_tensor *const *ops, int n,
   for (int k = 0; k < nt && !whole; k++) {
     whole = t[k].sign == '-' && semiring && strcmp(semiring, "plus.times") != 0;
     if (sum_names_in(p, t[k].b, t[k].e, ops, n, (char[8][ACC_NAME]){{0}}) == 0) continue;
-    if (count == ACC_MAX_TERMS) whole = true;
+    if (count == ACC_MAX_TERMS || (nt > 1 && has_reduce(t[k].b, t[k].e))) whole = true;
     else out[count++] = t[k];
   }
   if (!whole) return count;

@@ -864,6 +864,7 @@ static const PlusTerm plus_terms[] = {
     {"A(i,j) = B(i,k) * C(k,j)", 0, 1, 0, 0},
     {"A(i,j) = B(i,k) * C(k,j) + D(i,j) + E(i,l) * C(l,j)", 0, 1, 1, 1},
     {"A(i,j) = 2 * (B(i,k) * C(k,j)) - E(i,k) * C(k,j) + D(i,j)", 0, 2, 1, -1},
+    {"A(i,j) = (B(i,k) * C(k,j) - (D(i,j)))", 0, 1, -1, 0},
     {"A(i,j) += B(i,k) * C(k,j)", 1, 1, 0, 0},
     {"A(i,j) += B(i,k) * C(k,j) + D(i,j)", 1, 1, 1, 0},
     {"A(i,j) += D(i,j) - E(i,l) * C(l,j)", 1, 0, 1, -1},
@@ -961,6 +962,15 @@ START_TEST(contraction_plus_term_kernels) {
     free(text);
     tj_context_free(cx);
   }
+  /* a reduce() beside a term keeps the rhs whole: where it reduces
+   * nothing it is its identity (-inf), which an absent temporary is not */
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) = reduce(max, k, B(i,k) * C(k,j)) - D(i,j)", ops, 5, NULL);
+  tj_format f;
+  int converted;
+  ck_assert_int_ne(tj_kernel_operand_format(k, "A_sum", &f, &converted), TJ_OK);
+  tj_context_free(cx);
   for (int t = 0; t < 5; t++) tj_tensor_free(ops[t]);
 }
 END_TEST
