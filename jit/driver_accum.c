@@ -439,7 +439,9 @@ static tj_status compile_through(Route *r, DrvAccum *acc, const tj_format *tf,
  * out of memory. */
 static bool route_texts(Route *r, tj_tensor *const *ops, const char *expr, const Term *ts) {
   const AccParts *p = r->p;
-  size_t nidx = (size_t)(p->idx_end - p->idx), len = strlen(expr) + 1;
+  /* the rest is at most expr, 2 spaces around its operator and each
+   * temporary's access in a term's place */
+  size_t nidx = (size_t)(p->idx_end - p->idx), len = strlen(expr) + 3;
   for (int m = 0; m < r->nsum; m++) {
     snprintf(r->tname[m], sizeof r->tname[m], m ? "%s_sum%d" : "%s_sum", p->out, m);
     while (operand_named(ops, r->n, r->tname[m]) && strlen(r->tname[m]) + 1 < sizeof r->tname[m])

@@ -867,7 +867,7 @@ static const PlusTerm plus_terms[] = {
     {"A(i,j) = (B(i,k) * C(k,j) - (D(i,j)))", 0, 1, -1, 0},
     {"A(i,j) += B(i,k) * C(k,j)", 1, 1, 0, 0},
     {"A(i,j) += B(i,k) * C(k,j) + D(i,j)", 1, 1, 1, 0},
-    {"A(i,j) += D(i,j) - E(i,l) * C(l,j)", 1, 0, 1, -1},
+    {"A(i,j)+=D(i,j)-E(i,l)*C(l,j)", 1, 0, 1, -1},
 };
 #define N_PLUS_TERMS (int)(sizeof plus_terms / sizeof *plus_terms)
 
