@@ -972,8 +972,9 @@ tj_status tj_kernel_operand_format(const tj_kernel *k, const char *name, tj_form
     *converted = p->pattern[t] ? 2 : p->convert[t];
     return TJ_OK;
   }
-  if (k->acc)   /* an operand of the sum run through a temporary */
-    return tj_kernel_operand_format(drv_accum_sum(k->acc), name, fmt, converted);
+  for (int m = 0; k->acc && drv_accum_sum(k->acc, m); m++)   /* an operand of a temporary's sum */
+    if (tj_kernel_operand_format(drv_accum_sum(k->acc, m), name, fmt, converted) == TJ_OK)
+      return TJ_OK;
   return rt_set_error(TJ_ERR_INVALID, "tj_kernel_operand_format: the kernel has no tensor %s",
                       name);
 }

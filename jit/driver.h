@@ -175,8 +175,9 @@ bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_ten
 tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
                              tj_tensor *const *views, int n, const char *out_name, bool ok);
 
-/* `+=` into a sparse output from a sum below its indices (driver_accum.c):
- * the sum into a temporary T of the output's format, then `A += T`. */
+/* `+=` (or `=`) into a sparse output from a sum below its indices
+ * (driver_accum.c): each additive term with a sum into a temporary T<m>,
+ * then `A += <the rhs over the T<m>>`. */
 typedef struct DrvAccum DrvAccum;
 /* Whether expr is such a `+=` (accumulate; else such a `=`; text-level:
  * an index of the rhs the output lacks) into a sparse, unblocked output
@@ -188,17 +189,17 @@ bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accum
  * there is no sum, or buf is too short. */
 bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n, char *buf,
                               size_t len);
-/* Compiles it as T = rhs (schedule, opts) and A += T; *out is the latter,
- * owning the former. An error when either does not compile (the caller
+/* Compiles it as T<m> = term m (schedule, opts) and A += the rhs over
+ * them; *out is the latter, owning the former. An error when either does not compile (the caller
  * then compiles the union form). */
 tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
                             const char *schedule, const tj_options *opts, tj_kernel **out);
-/* A run: T (fresh each run) evaluated, then k in phase. */
+/* A run: each T<m> (fresh each run) evaluated, then k in phase. */
 tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
                         bool interpret);
 void drv_accum_free(DrvAccum *a);
-/* The kernel of the temporary (T = rhs). */
-tj_kernel *drv_accum_sum(const DrvAccum *a);
+/* The kernel of temporary m (T<m> = a term of the rhs), NULL past the last. */
+tj_kernel *drv_accum_sum(const DrvAccum *a, int m);
 /* tj_compile; with exact, refused (TJ_ERR_UNSUPPORTED) unless the
  * output's pattern is exact (lower_plan_output_exact). */
 tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operands, int n,

@@ -24,6 +24,13 @@
  * operands converted to fit: CSC and DCSC over CSR), and takes the same
  * route with `A(i,j) = T(i,j)` only where that is not exact either (COO:
  * no workspace into its singleton level).
+ *
+ * A rhs of several additive terms takes one temporary per term with a sum
+ * (T<m> = term m) and the kernel the caller gets is the rest over them:
+ * `A(i,j) = B(i,k) * C(k,j) + D(i,j)` is `A_sum(i,j) = B(i,k) * C(k,j)`
+ * then `A(i,j) = A_sum(i,j) + D(i,j)`, the union of the product's pattern
+ * and D's (in one kernel the sum sits inside the loop over j, which then
+ * walks every column of a row).
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -33,14 +40,16 @@
 #include "driver.h"
 
 #define ACC_NAME 64
+#define ACC_MAX_TERMS 4   /* temporaries: additive terms of the rhs with a sum */
 
 struct DrvAccum {
-  tj_kernel *sum;   /* T = rhs, owned (not in the context's list) */
-  tj_tensor *t;     /* the compile's T, owned; each run makes its own, so
-                       concurrent runs of the kernel share nothing */
+  int nsum;
+  tj_kernel *sum[ACC_MAX_TERMS];   /* T<m> = term m, owned (not in the context's list) */
+  tj_tensor *t[ACC_MAX_TERMS];     /* the compile's T<m>, owned; each run makes its
+                                      own, so concurrent runs of the kernel share nothing */
   int norig;
   tj_tensor *orig[NT_MAX_TENSORS];   /* the compile's operands */
-  char out[ACC_NAME];                /* the output's name: a run's T takes its dims */
+  char out[ACC_NAME];                /* the output's name: a run's T<m> take its dims */
 };
 
 static const char *ident(const char *p, char *buf) {
@@ -97,17 +106,29 @@ static bool parts(const char *expr, AccParts *p) {
   return true;
 }
 
-/* The names of the rhs's indices the output lacks, distinct, in order of
+/* Skips the number at q (digits, '.', an exponent's sign). */
+static const char *skip_number(const char *q) {
+  const char *start = q;
+  while (isalnum((unsigned char)*q) || *q == '.' ||
+         ((*q == '+' || *q == '-') && q > start && (q[-1] == 'e' || q[-1] == 'E')))
+    q++;
+  return q;
+}
+
+static bool starts_number(const char *q) {
+  return isdigit((unsigned char)*q) || (*q == '.' && isdigit((unsigned char)q[1]));
+}
+
+/* The names in [b, e) of indices the output lacks, distinct, in order of
  * appearance (at most 8): identifiers that are no operand, no function
  * (followed by '(') and no number. A false positive (a reduction's
  * operator name) only costs the temporary. Returns how many. */
-static int sum_names(const AccParts *p, tj_tensor *const *ops, int n, char names[8][ACC_NAME]) {
+static int sum_names_in(const AccParts *p, const char *b, const char *e, tj_tensor *const *ops,
+                        int n, char names[8][ACC_NAME]) {
   int count = 0;
-  for (const char *q = p->rhs; *q;) {
-    if (isdigit((unsigned char)*q) || (*q == '.' && isdigit((unsigned char)q[1]))) {
-      while (isalnum((unsigned char)*q) || *q == '.' ||
-             ((*q == '+' || *q == '-') && (q[-1] == 'e' || q[-1] == 'E')))
-        q++;
+  for (const char *q = b; q < e && *q;) {
+    if (starts_number(q)) {
+      q = skip_number(q);
       continue;
     }
     if (!(isalpha((unsigned char)*q) || *q == '_')) {
@@ -125,27 +146,148 @@ static int sum_names(const AccParts *p, tj_tensor *const *ops, int n, char names
   return count;
 }
 
+static int sum_names(const AccParts *p, tj_tensor *const *ops, int n, char names[8][ACC_NAME]) {
+  return sum_names_in(p, p->rhs, p->rhs + strlen(p->rhs), ops, n, names);
+}
+
+/* One additive term of the rhs: its text [b, e) and the sign before it
+ * ('+', '-', or 0 for the first). */
+typedef struct Term {
+  const char *b, *e;
+  char sign;
+} Term;
+
+#define ACC_MAX_SPLIT 16
+
+/* The end of the parenthesized group opening at q (the ')' matching it),
+ * NULL if unmatched. */
+static const char *group_end(const char *q) {
+  for (int depth = 0; *q; q++) {
+    depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+    if (!depth) return q;
+  }
+  return NULL;
+}
+
+/* The rhs's additive terms, as the parser reads them (`expr := term (('+'
+ * | '-') term)*`): split at each + or - outside parentheses that follows an
+ * operand (a name, a number, a ')'), so a leading sign stays with its
+ * term; a rhs wrapped in parentheses as a whole is split inside them.
+ * Returns how many, 0 past ACC_MAX_SPLIT. */
+static int split_terms(const char *rhs, Term out[ACC_MAX_SPLIT]) {
+  const char *end = rhs + strlen(rhs), *b = skip_ws(rhs);
+  while (*b == '(') {
+    const char *close = group_end(b);
+    if (!close || *skip_ws(close + 1)) break;
+    end = close;
+    b = skip_ws(b + 1);
+  }
+  int n = 0, depth = 0;
+  bool operand = false;   /* the last token ends an operand */
+  out[0] = (Term){b, NULL, 0};
+  for (const char *q = b; q < end;) {
+    if (starts_number(q) || isalpha((unsigned char)*q) || *q == '_') {
+      char name[ACC_NAME];
+      q = starts_number(q) ? skip_number(q) : ident(q, name);
+      operand = true;
+      continue;
+    }
+    if ((*q == '+' || *q == '-') && depth == 0 && operand) {
+      if (n + 1 == ACC_MAX_SPLIT) return 0;
+      out[n].e = q;
+      out[++n] = (Term){q + 1, NULL, *q};
+    }
+    depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
+    if (!isspace((unsigned char)*q)) operand = *q == ')';
+    q++;
+  }
+  out[n].e = end;
+  return n + 1;
+}
+
+/* Whether [b, e) holds a reduce(...): its identity (-inf for max) is no
+ * absent entry's value, so a temporary that stores no entry where it
+ * reduces nothing would read differently beside other terms. */
+static bool has_reduce(const char *b, const char *e) {
+  for (const char *q = b; q < e;) {
+    if (!(isalpha((unsigned char)*q) || *q == '_')) {
+      q = starts_number(q) ? skip_number(q) : q + 1;
+      continue;
+    }
+    char name[ACC_NAME];
+    q = ident(q, name);
+    if (!strcmp(name, "reduce") && *skip_ws(q) == '(') return true;
+  }
+  return false;
+}
+
+/* The terms that go through temporaries: those with an index the output
+ * lacks (each one's own sum, so its kernel can take Gustavson's loops and
+ * store the term's pattern; the rest of the rhs reads the temporaries as
+ * operands). The whole rhs is one term when it has more than
+ * ACC_MAX_SPLIT, or more than ACC_MAX_TERMS with a sum, or a term with a
+ * sum and a reduce(), or, under a semiring, a difference (its terms add
+ * through the semiring's add only).
+ * Returns how many (0: no sum). */
+static int summed_terms(const AccParts *p, tj_tensor *const *ops, int n,
+                        const char *semiring, Term out[ACC_MAX_TERMS]) {
+  Term t[ACC_MAX_SPLIT];
+  int nt = split_terms(p->rhs, t), count = 0;
+  bool whole = nt == 0;
+  for (int k = 0; k < nt && !whole; k++) {
+    whole = t[k].sign == '-' && semiring && strcmp(semiring, "plus.times") != 0;
+    if (sum_names_in(p, t[k].b, t[k].e, ops, n, (char[8][ACC_NAME]){{0}}) == 0) continue;
+    if (count == ACC_MAX_TERMS || (nt > 1 && has_reduce(t[k].b, t[k].e))) whole = true;
+    else out[count++] = t[k];
+  }
+  if (!whole) return count;
+  out[0] = (Term){p->rhs, p->rhs + strlen(p->rhs), 0};
+  return sum_names(p, ops, n, (char[8][ACC_NAME]){{0}}) > 0;
+}
+
+/* Whether the rhs has a term without a sum beside one with (B(i,k) *
+ * C(k,j) + D(i,j)). */
+static bool sum_beside_term(const AccParts *p, tj_tensor *const *ops, int n) {
+  Term t[ACC_MAX_SPLIT], s[ACC_MAX_TERMS];
+  int nt = split_terms(p->rhs, t), ns = summed_terms(p, ops, n, NULL, s);
+  return ns > 0 && ns < nt;
+}
+
 bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accumulate) {
   AccParts p;
   if (!parts(expr, &p) || p.accumulate != accumulate) return false;
   tj_tensor *out = operand_named(ops, n, p.out);
   if (!out || out->blocked || out->base || !lv_format_has_sparse(tj_tensor_format(out)))
     return false;
-  /* `=`: only a matrix whose last level is sparse (SpGEMM into CSC, DCSC,
-   * COO). Elsewhere the exactness check is stricter than the lattice's
-   * pattern (a union's rows, a dense tail's whole rows, TTM's fibers are
-   * the semantics' own), and the route would store less than it. */
+  /* `=`: only an output whose last level is sparse, a matrix (SpGEMM into
+   * CSC, DCSC, COO) or, beside a term without a sum, any order from 2 (a
+   * contraction plus a tensor, whose own kernel walks the term's loops
+   * over their whole extent). Elsewhere the exactness check is stricter
+   * than the lattice's pattern (a dense tail's whole rows, TTM's fibers
+   * are the semantics' own), and the route would store less than it. */
   const tj_format *f = tj_tensor_format(out);
-  if (!accumulate && (f->order != 2 || lv_at(f, 1, LV_FULL))) return false;
+  if (!accumulate && (f->order < 2 || lv_at(f, f->order - 1, LV_FULL) ||
+                      (f->order != 2 && !sum_beside_term(&p, ops, n))))
+    return false;
   return sum_names(&p, ops, n, (char[8][ACC_NAME]){{0}}) > 0;
 }
 
-tj_kernel *drv_accum_sum(const DrvAccum *a) { return a->sum; }
+tj_kernel *drv_accum_sum(const DrvAccum *a, int m) {
+  return m >= 0 && m < a->nsum ? a->sum[m] : NULL;
+}
+
+/* Drops the temporaries' kernels and tensors. */
+static void drop_sums(DrvAccum *a) {
+  for (int m = 0; m < ACC_MAX_TERMS; m++) {
+    drv_kernel_drop(a->sum[m]);
+    tj_tensor_free(a->t[m]);
+    a->sum[m] = NULL, a->t[m] = NULL;
+  }
+}
 
 void drv_accum_free(DrvAccum *a) {
   if (!a) return;
-  drv_kernel_drop(a->sum);
-  tj_tensor_free(a->t);
+  drop_sums(a);
   free(a);
 }
 
@@ -238,70 +380,121 @@ bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n, ch
   return nsum > 0 && level_reorder(&p, tj_tensor_format(a), sums, nsum, buf, len);
 }
 
-/* The kernels through a T of format tf: T = rhs (sum_expr, the user's
- * schedule) and A += T (add_expr), each refused unless its output
- * pattern is exact (drv_compile's check). On success acc->t and acc->sum
- * are set and *out is the union's kernel; on failure acc is as it was. */
-static tj_status compile_through(tj_context *cx, DrvAccum *acc, const tj_tensor *a,
-                                 const char *tname, const tj_format *tf, tj_tensor **ops2,
-                                 int n, const char *sum_expr, const char *add_expr,
-                                 const char *schedule, const tj_options *opts, tj_kernel **out) {
-  tj_status st = tj_tensor_new(tname, tj_tensor_dtype(a), tj_tensor_order(a), a->dims, tf,
-                               &acc->t);
-  if (st != TJ_OK) return st;
-  ops2[n] = acc->t;
-  st = drv_compile(cx, sum_expr, ops2, n + 1, schedule, opts, true, &acc->sum);
-  if (st == TJ_OK) {
-    drv_kernel_own(acc->sum);
-    st = drv_compile(cx, add_expr, ops2, n + 1, NULL, opts, true, out);
+/* One compile of the route: the temporaries' names, their kernels' text
+ * and sums, and the rest of the rhs over them. */
+typedef struct Route {
+  tj_context *cx;
+  const tj_options *opts;
+  const char *schedule;        /* the user's, for the temporaries' kernels */
+  const AccParts *p;
+  const tj_tensor *a;          /* the output */
+  tj_tensor **ops2;            /* the operands, then the temporaries */
+  int n, nsum;
+  char tname[ACC_MAX_TERMS][ACC_NAME + 16];
+  char *sum_expr[ACC_MAX_TERMS];           /* "T<m>(i,j) = <term m>" */
+  char sums[ACC_MAX_TERMS][8][ACC_NAME];   /* term m's sum indices */
+  int nsums[ACC_MAX_TERMS];
+  char *add_expr;              /* "A(i,j) = <rhs, term m as T<m>(i,j)>" (or +=) */
+} Route;
+
+/* T<m>'s kernel in format tf (T<m> already among r->ops2): as scheduled
+ * and, unscheduled, with its loops in its level order, the first whose
+ * output pattern is exact (drv_compile's check). */
+static tj_status compile_sum(Route *r, DrvAccum *acc, int m, const tj_format *tf) {
+  char reorder[16 * ACC_NAME];
+  tj_status st = TJ_ERR_UNSUPPORTED;
+  bool scheduled = r->schedule && *r->schedule;
+  for (int c = 0; c < 2 && st != TJ_OK && st != TJ_ERR_NOMEM; c++) {
+    if (c && (scheduled || !level_reorder(r->p, tf, r->sums[m], r->nsums[m], reorder,
+                                          sizeof reorder)))
+      continue;
+    st = drv_compile(r->cx, r->sum_expr[m], r->ops2, r->n + r->nsum, c ? reorder : r->schedule,
+                     r->opts, true, &acc->sum[m]);
   }
-  if (st != TJ_OK) {
-    drv_kernel_drop(acc->sum);
-    tj_tensor_free(acc->t);
-    acc->sum = NULL, acc->t = NULL;
-  }
+  if (st == TJ_OK) drv_kernel_own(acc->sum[m]);
   return st;
+}
+
+/* The kernels through temporaries of format tf: T<m> = term m and A = the
+ * rhs over them (or +=), each refused unless its output pattern is exact.
+ * On success acc->t and acc->sum are set and *out is the last kernel; on
+ * failure acc holds none. */
+static tj_status compile_through(Route *r, DrvAccum *acc, const tj_format *tf,
+                                 tj_kernel **out) {
+  const tj_tensor *a = r->a;
+  tj_status st = TJ_OK;
+  for (int m = 0; m < r->nsum && st == TJ_OK; m++) {
+    st = tj_tensor_new(r->tname[m], tj_tensor_dtype(a), tj_tensor_order(a), a->dims, tf,
+                       &acc->t[m]);
+    r->ops2[r->n + m] = acc->t[m];
+  }
+  for (int m = 0; m < r->nsum && st == TJ_OK; m++) st = compile_sum(r, acc, m, tf);
+  if (st == TJ_OK)
+    st = drv_compile(r->cx, r->add_expr, r->ops2, r->n + r->nsum, NULL, r->opts, true, out);
+  if (st != TJ_OK) drop_sums(acc);
+  return st;
+}
+
+/* Fills r's names and texts for the terms ts (nsum of them); false when
+ * out of memory. */
+static bool route_texts(Route *r, tj_tensor *const *ops, const char *expr, const Term *ts) {
+  const AccParts *p = r->p;
+  /* the rest is at most expr, 2 spaces around its operator and each
+   * temporary's access in a term's place */
+  size_t nidx = (size_t)(p->idx_end - p->idx), len = strlen(expr) + 3;
+  for (int m = 0; m < r->nsum; m++) {
+    snprintf(r->tname[m], sizeof r->tname[m], m ? "%s_sum%d" : "%s_sum", p->out, m);
+    while (operand_named(ops, r->n, r->tname[m]) && strlen(r->tname[m]) + 1 < sizeof r->tname[m])
+      strcat(r->tname[m], "_");
+    r->sum_expr[m] = join(r->tname[m], strlen(r->tname[m]), "", p->idx, nidx, " = ");
+    char *full = r->sum_expr[m] ? join(r->sum_expr[m], strlen(r->sum_expr[m]), "", ts[m].b,
+                                       (size_t)(ts[m].e - ts[m].b), "")
+                                : NULL;
+    free(r->sum_expr[m]);
+    r->sum_expr[m] = full;
+    if (!full) return false;
+    r->nsums[m] = sum_names_in(p, ts[m].b, ts[m].e, ops, r->n, r->sums[m]);
+    len += strlen(r->tname[m]) + nidx + 2;
+  }
+  /* the lhs and its operator, then the rhs with each term's text replaced */
+  char *s = r->add_expr = malloc(len);
+  if (!s) return false;
+  size_t at = (size_t)snprintf(s, len, "%.*s %s ", (int)(p->idx_end - expr), expr,
+                               p->accumulate ? "+=" : "=");
+  const char *q = p->rhs;
+  for (int m = 0; m < r->nsum; m++) {
+    at += (size_t)snprintf(s + at, len - at, "%.*s %s%.*s ", (int)(ts[m].b - q), q,
+                           r->tname[m], (int)nidx, p->idx);
+    q = ts[m].e;
+  }
+  snprintf(s + at, len - at, "%s", q);
+  return true;
 }
 
 tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
                             const char *schedule, const tj_options *opts, tj_kernel **out) {
   AccParts p;
-  if (n >= NT_MAX_TENSORS || !parts(expr, &p))
+  Term ts[ACC_MAX_TERMS];
+  Route r = {.cx = cx, .opts = opts, .schedule = schedule, .p = &p, .n = n};
+  if (parts(expr, &p))
+    r.nsum = summed_terms(&p, ops, n, opts ? opts->semiring : NULL, ts);
+  if (r.nsum == 0 || n + r.nsum > NT_MAX_TENSORS)
     return rt_set_error(TJ_ERR_UNSUPPORTED, "not an assignment with a sum below the output");
-  tj_tensor *a = operand_named(ops, n, p.out);
-  char tname[ACC_NAME + 16];
-  snprintf(tname, sizeof tname, "%s_sum", p.out);
-  while (operand_named(ops, n, tname) && strlen(tname) + 1 < sizeof tname) strcat(tname, "_");
+  r.a = operand_named(ops, n, p.out);
   DrvAccum *acc = calloc(1, sizeof *acc);
-  tj_tensor **ops2 = calloc((size_t)n + 1, sizeof *ops2);
-  size_t nidx = (size_t)(p.idx_end - p.idx);
-  /* T(i,j) = rhs   and   A(i,j) += T(i,j)   (or A(i,j) = T(i,j)) */
-  char *sum_expr = join(tname, strlen(tname), "", p.idx, nidx, "");
-  char *sum_full = sum_expr ? join(sum_expr, strlen(sum_expr), " = ", p.rhs, strlen(p.rhs), "")
-                            : NULL;
-  char *add_expr = sum_expr ? join(expr, (size_t)(p.idx_end - expr),
-                                   p.accumulate ? " += " : " = ", sum_expr,
-                                   strlen(sum_expr), "") : NULL;
-  tj_status st = acc && ops2 && sum_full && add_expr ? TJ_OK
-                 : rt_set_error(TJ_ERR_NOMEM, "out of memory");
-  if (st == TJ_OK) {
-    memcpy(ops2, ops, (size_t)n * sizeof *ops2);
+  r.ops2 = calloc((size_t)(n + r.nsum), sizeof *r.ops2);
+  tj_status st = acc && r.ops2 && route_texts(&r, ops, expr, ts)
+                     ? TJ_ERR_UNSUPPORTED : rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  if (st == TJ_ERR_UNSUPPORTED) {
+    memcpy(r.ops2, ops, (size_t)n * sizeof *r.ops2);
     tj_format tf[ACC_MAX_FORMATS];
-    int nf = t_formats(tj_tensor_format(a), tf);
-    char sums[8][ACC_NAME], reorder[16 * ACC_NAME];
-    int nsum = sum_names(&p, ops, n, sums);
-    bool scheduled = schedule && *schedule;
-    /* each format as scheduled, then (unscheduled) in its level order */
-    st = TJ_ERR_UNSUPPORTED;
-    for (int c = 0; c < 2 * nf && st != TJ_OK && st != TJ_ERR_NOMEM; c++) {
-      const tj_format *f = &tf[c / 2];
-      if (c % 2 && (scheduled || !level_reorder(&p, f, sums, nsum, reorder, sizeof reorder)))
-        continue;
-      st = compile_through(cx, acc, a, tname, f, ops2, n, sum_full, add_expr,
-                           c % 2 ? reorder : schedule, opts, out);
-    }
+    int nf = t_formats(tj_tensor_format(r.a), tf);
+    acc->nsum = r.nsum;
+    for (int c = 0; c < nf && st != TJ_OK && st != TJ_ERR_NOMEM; c++)
+      st = compile_through(&r, acc, &tf[c], out);
   }
-  free(sum_expr), free(sum_full), free(add_expr), free(ops2);
+  for (int m = 0; m < r.nsum; m++) free(r.sum_expr[m]);
+  free(r.add_expr), free(r.ops2);
   if (st != TJ_OK) {
     drv_accum_free(acc);
     return st;
@@ -317,25 +510,30 @@ tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands
                         bool interpret) {
   DrvAccum *acc = k->acc;
   if (!operands) operands = acc->orig, n = acc->norig;
-  if (n >= NT_MAX_TENSORS)
+  if (n + acc->nsum > NT_MAX_TENSORS)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: more than %d operands",
-                        NT_MAX_TENSORS - 1);
-  const tj_tensor *t = acc->t, *a = operand_named(operands, n, acc->out);
+                        NT_MAX_TENSORS - acc->nsum);
+  const tj_tensor *a = operand_named(operands, n, acc->out);
   if (!a)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: no operand named %s (the output)",
                         acc->out);
-  if (tj_tensor_order(a) != t->order)
+  if (tj_tensor_order(a) != acc->t[0]->order)
     return rt_set_error(TJ_ERR_SHAPE, "tj_kernel_run: output %s has order %d, compiled for %d",
-                        acc->out, tj_tensor_order(a), t->order);
-  /* this run's T: the output's dims, which may differ from the compile's */
-  tj_tensor *ops2[NT_MAX_TENSORS], *fresh;
-  tj_status st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->order, a->dims, &t->ufmt,
-                               &fresh);
-  if (st != TJ_OK) return st;
+                        acc->out, tj_tensor_order(a), acc->t[0]->order);
+  /* this run's temporaries: the output's dims, which may differ from the compile's */
+  tj_tensor *ops2[NT_MAX_TENSORS];
   memcpy(ops2, operands, (size_t)n * sizeof *ops2);
-  ops2[n] = fresh;
-  st = drv_run_one(acc->sum, TJ_EVALUATE, ops2, n + 1, interpret);
-  if (st == TJ_OK) st = drv_run_one(k, phase, ops2, n + 1, interpret);
-  tj_tensor_free(fresh);
+  int made = 0;
+  tj_status st = TJ_OK;
+  while (made < acc->nsum && st == TJ_OK) {
+    const tj_tensor *t = acc->t[made];
+    st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->order, a->dims, &t->ufmt,
+                       &ops2[n + made]);
+    made += st == TJ_OK;
+  }
+  for (int m = 0; m < acc->nsum && st == TJ_OK; m++)
+    st = drv_run_one(acc->sum[m], TJ_EVALUATE, ops2, n + acc->nsum, interpret);
+  if (st == TJ_OK) st = drv_run_one(k, phase, ops2, n + acc->nsum, interpret);
+  for (int m = 0; m < made; m++) tj_tensor_free(ops2[n + m]);
   return st;
 }

@@ -33,11 +33,13 @@ static tj_status print_lir(const tj_kernel *k, LowerPhase ph, FILE *f) {
 static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f);
 static tj_status print_after_one(const tj_kernel *k, const char *pass, void *file);
 
-/* A kernel run through a temporary (driver_accum.c) prints the
- * temporary's kernel first, then its own. */
+/* A kernel run through temporaries (driver_accum.c) prints the
+ * temporaries' kernels first, then its own. */
 tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   if (!k || !file) return rt_set_error(TJ_ERR_INVALID, "tj_kernel_print: NULL argument");
-  tj_status st = k->acc ? print_one(drv_accum_sum(k->acc), stage, file) : TJ_OK;
+  tj_status st = TJ_OK;
+  for (int m = 0; k->acc && drv_accum_sum(k->acc, m) && st == TJ_OK; m++)
+    st = print_one(drv_accum_sum(k->acc, m), stage, file);
   return st == TJ_OK ? print_one(k, stage, file) : st;
 }
 
@@ -108,7 +110,9 @@ static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f) {
 
 tj_status tj_kernel_print_after(const tj_kernel *k, const char *pass, void *file) {
   if (!k || !pass || !file) return rt_set_error(TJ_ERR_INVALID, "tj_kernel_print_after: NULL argument");
-  tj_status st = k->acc ? print_after_one(drv_accum_sum(k->acc), pass, file) : TJ_OK;
+  tj_status st = TJ_OK;
+  for (int m = 0; k->acc && drv_accum_sum(k->acc, m) && st == TJ_OK; m++)
+    st = print_after_one(drv_accum_sum(k->acc, m), pass, file);
   return st == TJ_OK ? print_after_one(k, pass, file) : st;
 }
 

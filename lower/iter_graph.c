@@ -523,11 +523,17 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
 
 /* What rhs_full_at reads: the plan, each index's loop depth, and the
  * depth of the output's leaf. */
+#define LEAF_CASES_MAX 12   /* accesses walked at the leaf whose cases are tried */
+
 typedef struct Presence {
   const Assignment *as;
   const LowerPlan *p;
   int depth_of[NT_MAX_INDICES];
   int leaf;
+  const Expr *walked[LEAF_CASES_MAX];   /* the accesses the leaf's loop walks */
+  int nwalked;
+  unsigned present;   /* by_case: which of them the leaf's case stores */
+  bool by_case;       /* at the leaf too, only those in present are */
 } Presence;
 
 /* Whether access e's next level at the loop at `depth` is sparse (the
@@ -550,7 +556,9 @@ static bool rhs_full_at(const Presence *pr, const Expr *e, int depth) {
   double zero = nt_semiring_zero(pr->as->semiring);
   switch (e->kind) {
   case EX_ACCESS:
-    return !walked_at(pr, e, depth) || (depth > pr->leaf && walked_at(pr, e, pr->leaf));
+    for (int a = 0; a < pr->nwalked; a++)
+      if (pr->walked[a] == e && (depth > pr->leaf || pr->by_case)) return pr->present >> a & 1;
+    return !walked_at(pr, e, depth);
   case EX_LITERAL: return e->u.lit.value != zero;
   case EX_SUM: return nt_sum_identity(e) != zero || rhs_full_at(pr, e->u.sum.a, depth);
   default: break;
@@ -571,19 +579,44 @@ static bool rhs_full_at(const Presence *pr, const Expr *e, int depth) {
   return true;
 }
 
+/* Collects into pr->walked the accesses of e the leaf's loop walks; false
+ * past LEAF_CASES_MAX of them. */
+static bool walked_at_leaf(Presence *pr, const Expr *e) {
+  if (e->kind == EX_ACCESS) {
+    if (!walked_at(pr, e, pr->leaf)) return true;
+    if (pr->nwalked == LEAF_CASES_MAX) return false;
+    pr->walked[pr->nwalked++] = e;
+    return true;
+  }
+  if (e->kind == EX_LITERAL) return true;
+  if (e->kind == EX_SUM) return walked_at_leaf(pr, e->u.sum.a);
+  Expr *k[2];
+  int n = nt_children(e, k);
+  for (int c = 0; c < n; c++)
+    if (!walked_at_leaf(pr, k[c])) return false;
+  return true;
+}
+
 bool lower_plan_output_exact(const Assignment *as, const LowerPlan *p) {
   const tj_format *f = &p->fmt[0];
   int leaf = p->out_sparse ? lw_out_leaf(f) : -1;
   if (leaf < 0) return true;
   const IndexVar *v = level_var(as->lhs, f, leaf);
   if (p->ws_depth >= 0 && p->ws_var == v) return true;
-  Presence pr = {as, p, {0}, 0};
+  Presence pr = {.as = as, .p = p};
   for (int x = 0; x < NT_MAX_INDICES; x++) pr.depth_of[x] = NT_MAX_INDICES;
   for (int k = 0; k < p->nloops; k++) pr.depth_of[p->order[k]->id] = k;
   pr.leaf = pr.depth_of[v->id];
   if (rhs_full_at(&pr, as->rhs, pr.leaf)) return false;   /* every coordinate stored */
-  for (int d = pr.leaf + 1; d < p->nloops; d++)   /* a stored one empty below */
-    if (!rhs_full_at(&pr, as->rhs, d)) return false;
+  if (!walked_at_leaf(&pr, as->rhs)) return false;
+  /* each case of the leaf's lattice (which walked accesses store the
+   * coordinate) that stores it must find an entry in every loop below */
+  pr.by_case = true;
+  for (pr.present = 0; pr.present < 1u << pr.nwalked; pr.present++) {
+    if (!rhs_full_at(&pr, as->rhs, pr.leaf)) continue;
+    for (int d = pr.leaf + 1; d < p->nloops; d++)
+      if (!rhs_full_at(&pr, as->rhs, d)) return false;
+  }
   return true;
 }
 

@@ -242,10 +242,13 @@ void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPl
  * full) is scattered through the workspace, or its loop walks a sparse
  * level wherever the rhs exists (no full point in the lattice there) and
  * every loop below it finds an entry under each stored coordinate (only
- * the accesses walked at the leaf, or full points, decide there). False
- * for SpGEMM into CSC or COO over CSR operands (j, i, k): the sum below i
- * makes every i a candidate, so every column stores every row; and for
- * B(i,j,l) * C(l,k) into `ssd`: a fiber of B over no entry of C. */
+ * the accesses walked at the leaf, or full points, decide there), in each
+ * case of the leaf's lattice that stores one (which of the accesses walked
+ * there are present). False for SpGEMM into CSC or COO over CSR operands
+ * (j, i, k): the sum below i makes every i a candidate, so every column
+ * stores every row; for B(i,j,l) * C(l,k) into `ssd`: a fiber of B over
+ * no entry of C; and for B(i,j,k) * C(k,l) + D(i,j,l) with j innermost
+ * but k: where B's fiber stores j and D does not, the sum may find none. */
 bool lower_plan_output_exact(const Assignment *as, const LowerPlan *p);
 
 /* The notation rewritten to the plan (what is lowered): cin's loops in

@@ -809,6 +809,219 @@ START_TEST(sds_against_loops) {
 }
 END_TEST
 
+/* A contraction beside other terms (issue 15): A(i,j) = B(i,k) * C(k,j)
+ * + D(i,j) and its shapes. The kernel's own loops ran j over its whole
+ * extent under the sum and stored every (i,j), in every format (CSR too:
+ * .mtx output hid it by dropping zeros); each term with a sum now goes
+ * through its own temporary. A cell is stored where some k has B(i,k) and
+ * C(k,j) both stored (a product that cancels to 0 stays stored, as for
+ * SpGEMM alone) or where D (or E*F, or A's old pattern under +=) stores
+ * one, and nowhere else: checked cell by cell against plain loops. */
+enum { PT_I = 30, PT_K = 20, PT_J = 25 };
+static double pt_a[PT_I * PT_J], pt_b[PT_I * PT_K], pt_c[PT_K * PT_J], pt_d[PT_I * PT_J],
+    pt_e[PT_I * PT_K];
+
+/* Integer values, so sums are exact: C's +-2 make some products cancel,
+ * and a few D entries are set to cancel B*C (stored, 0). */
+static void plus_term_operands(void) {
+  unsigned s = 5;
+  for (int e = 0; e < PT_I * PT_K; e++)
+    pt_b[e] = (s = s * 1103515245u + 12345u) >> 8 & 7 ? 0 : 1 + (s >> 16) % 3;
+  for (int e = 0; e < PT_I * PT_K; e++)
+    pt_e[e] = (s = s * 1103515245u + 12345u) >> 8 & 7 ? 0 : 1 + (s >> 16) % 2;
+  for (int e = 0; e < PT_K * PT_J; e++)
+    pt_c[e] = (s = s * 1103515245u + 12345u) >> 8 & 7 ? 0 : (s >> 16) & 1 ? 2 : -2;
+  for (int e = 0; e < PT_I * PT_J; e++)
+    pt_d[e] = ((s = s * 1103515245u + 12345u) >> 8) % 11 ? 0 : 1 + (s >> 16) % 4;
+  for (int e = 0; e < PT_I * PT_J; e++)
+    pt_a[e] = ((s = s * 1103515245u + 12345u) >> 8) % 13 ? 0 : 1 + (s >> 16) % 5;
+  for (int i = 0; i < PT_I; i += 3)   /* D(i, j) = -(B*C)(i, j) at a stored product */
+    for (int j = 0; j < PT_J; j++) {
+      double v = 0;
+      bool any = false;
+      for (int k = 0; k < PT_K; k++)
+        if (pt_b[i * PT_K + k] != 0 && pt_c[k * PT_J + j] != 0)
+          v += pt_b[i * PT_K + k] * pt_c[k * PT_J + j], any = true;
+      if (any && v != 0) {
+        pt_d[i * PT_J + j] = -v;
+        break;
+      }
+    }
+}
+
+/* One expression: want = old * A + bc * B*C + d * D + ef * E*C. */
+typedef struct PlusTerm {
+  const char *expr;
+  int old, bc, d, ef;
+} PlusTerm;
+
+static const PlusTerm plus_terms[] = {
+    {"A(i,j) = B(i,k) * C(k,j) + D(i,j)", 0, 1, 1, 0},
+    {"A(i,j) = B(i,k) * C(k,j) - D(i,j)", 0, 1, -1, 0},
+    {"A(i,j) = D(i,j) + B(i,k) * C(k,j)", 0, 1, 1, 0},
+    {"A(i,j) = D(i,j) - B(i,k) * C(k,j)", 0, -1, 1, 0},
+    {"A(i,j) = -B(i,k) * C(k,j) + D(i,j)", 0, -1, 1, 0},
+    {"A(i,j) = B(i,k) * C(k,j)", 0, 1, 0, 0},
+    {"A(i,j) = B(i,k) * C(k,j) + D(i,j) + E(i,l) * C(l,j)", 0, 1, 1, 1},
+    {"A(i,j) = 2 * (B(i,k) * C(k,j)) - E(i,k) * C(k,j) + D(i,j)", 0, 2, 1, -1},
+    {"A(i,j) = (B(i,k) * C(k,j) - (D(i,j)))", 0, 1, -1, 0},
+    {"A(i,j) += B(i,k) * C(k,j)", 1, 1, 0, 0},
+    {"A(i,j) += B(i,k) * C(k,j) + D(i,j)", 1, 1, 1, 0},
+    {"A(i,j)+=D(i,j)-E(i,l)*C(l,j)", 1, 0, 1, -1},
+};
+#define N_PLUS_TERMS (int)(sizeof plus_terms / sizeof *plus_terms)
+
+static const char *plus_term_formats[] = {"ds", "ss", "ss:1,0", "ds:1,0", "uq", "do"};
+#define N_PLUS_TERM_FORMATS (int)(sizeof plus_term_formats / sizeof *plus_term_formats)
+
+/* want and stored for pt (the old A's values included under +=). */
+static void plus_term_expected(const PlusTerm *pt, double *want, unsigned char *stored) {
+  for (int i = 0; i < PT_I; i++)
+    for (int j = 0; j < PT_J; j++) {
+      int x = i * PT_J + j;
+      double v = pt->old * pt_a[x] + pt->d * pt_d[x];
+      bool st = (pt->old && pt_a[x] != 0) || (pt->d && pt_d[x] != 0);
+      for (int k = 0; k < PT_K; k++) {
+        double c = pt_c[k * PT_J + j];
+        if (pt->bc && pt_b[i * PT_K + k] != 0 && c != 0)
+          v += pt->bc * pt_b[i * PT_K + k] * c, st = true;
+        if (pt->ef && pt_e[i * PT_K + k] != 0 && c != 0)
+          v += pt->ef * pt_e[i * PT_K + k] * c, st = true;
+      }
+      want[x] = v, stored[x] = st;
+    }
+}
+
+START_TEST(contraction_plus_term) {
+  const char *fmt = plus_term_formats[_i % N_PLUS_TERM_FORMATS];
+  const char *opf = _i / N_PLUS_TERM_FORMATS / 2 ? "ds:1,0" : "ds";
+  int threads = 1 + _i / N_PLUS_TERM_FORMATS % 2;
+  plus_term_operands();
+  static double want[PT_I * PT_J];
+  static unsigned char stored[PT_I * PT_J];
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  for (int e = 0; e < N_PLUS_TERMS; e++) {
+    const PlusTerm *pt = &plus_terms[e];
+    int64_t dij[2] = {PT_I, PT_J}, dik[2] = {PT_I, PT_K}, dkj[2] = {PT_K, PT_J};
+    tj_tensor *ops[5] = {tu_tensor("A", fmt, 2, dij, pt->old ? pt_a : NULL),
+                         tu_tensor("B", opf, 2, dik, pt_b), tu_tensor("C", opf, 2, dkj, pt_c),
+                         tu_tensor("D", opf, 2, dij, pt_d), tu_tensor("E", opf, 2, dik, pt_e)};
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = NULL;
+    ck_assert_msg(tj_compile(cx, pt->expr, ops, 5, NULL, &o, &k) == TJ_OK, "%s into %s: %s",
+                  pt->expr, fmt, tj_last_error());
+    char what[160];
+    snprintf(what, sizeof what, "%s: A %s over %s, %d threads", pt->expr, fmt, opf, threads);
+    plus_term_expected(pt, want, stored);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect(ops[0], want, stored, PT_I * PT_J, what);
+    if (!pt->old) {   /* again, and by phases: the same */
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+      expect(ops[0], want, stored, PT_I * PT_J, what);
+      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+      expect(ops[0], want, stored, PT_I * PT_J, what);
+    }
+    int64_t nnz = 0;
+    for (int x = 0; x < PT_I * PT_J; x++) nnz += stored[x];
+    ck_assert_msg(tj_tensor_nnz(ops[0]) == nnz, "%s: %lld stored, want %lld", what,
+                  (long long)tj_tensor_nnz(ops[0]), (long long)nnz);
+    tj_context_free(cx);
+    for (int t = 0; t < 5; t++) tj_tensor_free(ops[t]);
+  }
+}
+END_TEST
+
+/* The kernels the route compiles: one temporary per term with a sum, the
+ * rest of the rhs over them (the notation prints them in turn). */
+START_TEST(contraction_plus_term_kernels) {
+  plus_term_operands();
+  int64_t dij[2] = {PT_I, PT_J}, dik[2] = {PT_I, PT_K}, dkj[2] = {PT_K, PT_J};
+  tj_tensor *ops[5] = {tu_tensor("A", "ss", 2, dij, NULL), tu_tensor("B", "ds", 2, dik, pt_b),
+                       tu_tensor("C", "ds", 2, dkj, pt_c), tu_tensor("D", "ds", 2, dij, pt_d),
+                       tu_tensor("E", "ds", 2, dik, pt_e)};
+  static const char *cases[][2] = {
+      {"A(i,j) = D(i,j) - B(i,k) * C(k,j)",
+       "A_sum(i,j) = B(i,k) * C(k,j)\nA(i,j) = D(i,j) - A_sum(i,j)\n"},
+      {"A(i,j) = B(i,k) * C(k,j) + D(i,j) + E(i,l) * C(l,j)",
+       "A_sum(i,j) = B(i,k) * C(k,j)\nA_sum1(i,j) = E(i,l) * C(l,j)\n"
+       "A(i,j) = A_sum(i,j) + D(i,j) + A_sum1(i,j)\n"},
+  };
+  for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = compile(cx, cases[q][0], ops, 5, NULL);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    OK(tj_kernel_print(k, TJ_STAGE_NOTATION, f));
+    fclose(f);
+    ck_assert_str_eq(text, cases[q][1]);
+    free(text);
+    tj_context_free(cx);
+  }
+  /* a reduce() beside a term keeps the rhs whole: where it reduces
+   * nothing it is its identity (-inf), which an absent temporary is not */
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "A(i,j) = reduce(max, k, B(i,k) * C(k,j)) - D(i,j)", ops, 5, NULL);
+  tj_format f;
+  int converted;
+  ck_assert_int_ne(tj_kernel_operand_format(k, "A_sum", &f, &converted), TJ_OK);
+  tj_context_free(cx);
+  for (int t = 0; t < 5; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* Order 3: A(i,j,l) = B(i,j,k) * C(k,l) + D(i,j,l) into CSF, `dss` and COO-3,
+ * C sparse (the product's pattern) or dense (every l of a fiber of B that
+ * stores something: a dense C is stored everywhere), on 1 and 2 threads. */
+START_TEST(contraction_plus_term_order3) {
+  static const char *fmts[] = {"sss", "dss", "uqq", "sss:2,0,1"};
+  const char *fmt = fmts[_i % 4], *cf = _i / 4 % 2 ? "dd" : "ds";
+  int threads = 1 + _i / 8;
+  enum { I = 6, J = 7, K = 5, L = 8 };
+  static double b[I * J * K], c[K * L], d[I * J * L], want[I * J * L];
+  static unsigned char stored[I * J * L];
+  unsigned s = 11;
+  for (int e = 0; e < I * J * K; e++) b[e] = (s = s * 1103515245u + 12345u) >> 8 & 7 ? 0 : 1 + e % 3;
+  for (int e = 0; e < K * L; e++) c[e] = (s = s * 1103515245u + 12345u) >> 8 & 3 ? 0 : (e & 1 ? 2 : -2);
+  for (int e = 0; e < I * J * L; e++) d[e] = (s = s * 1103515245u + 12345u) >> 8 & 15 ? 0 : 1 + e % 4;
+  bool dense_c = cf[1] == 'd';
+  for (int x = 0; x < I * J * L; x++) {
+    int i = x / (J * L), j = x / L % J, l = x % L;
+    double v = d[x];
+    bool st = d[x] != 0;
+    for (int k = 0; k < K; k++)
+      if (b[(i * J + j) * K + k] != 0 && (dense_c || c[k * L + l] != 0))
+        v += b[(i * J + j) * K + k] * c[k * L + l], st = true;
+    want[x] = v, stored[x] = st;
+  }
+  tj_tensor *ops[4] = {tu_tensor("A", fmt, 3, (int64_t[]){I, J, L}, NULL),
+                       tu_tensor("B", "sss", 3, (int64_t[]){I, J, K}, b),
+                       tu_tensor("C", cf, 2, (int64_t[]){K, L}, c),
+                       tu_tensor("D", "sss", 3, (int64_t[]){I, J, L}, d)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, "A(i,j,l) = B(i,j,k) * C(k,l) + D(i,j,l)", ops, 4, &o);
+  char what[64];
+  snprintf(what, sizeof what, "A %s, C %s, %d threads", fmt, cf, threads);
+  for (int rep = 0; rep < 2; rep++) {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect(ops[0], want, stored, I * J * L, what);
+  }
+  int64_t nnz = 0;
+  for (int x = 0; x < I * J * L; x++) nnz += stored[x];
+  ck_assert_int_eq(tj_tensor_nnz(ops[0]), nnz);
+  tj_context_free(cx);
+  for (int t = 0; t < 4; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("outputs");
   TCase *tc = tcase_create("accumulate");
@@ -831,6 +1044,12 @@ static Suite *suite(void) {
   tcase_add_test(tc, old_name_taken);
   tcase_add_test(tc, other_operands);
   suite_add_tcase(s, tc);
+  TCase *plus = tcase_create("contraction_plus_term");
+  tcase_set_timeout(plus, 600);
+  tcase_add_loop_test(plus, contraction_plus_term, 0, 4 * N_PLUS_TERM_FORMATS);
+  tcase_add_test(plus, contraction_plus_term_kernels);
+  tcase_add_loop_test(plus, contraction_plus_term_order3, 0, 16);
+  suite_add_tcase(s, plus);
   TCase *dense = tcase_create("dense_between");
   tcase_set_timeout(dense, 600);
   tcase_add_loop_test(dense, sds_arrays_evaluate, 0, 2);
