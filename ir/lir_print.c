@@ -456,6 +456,10 @@ static const char *arr_const(int arr) {
   return arr == 0 ? "TJ_ARR_POS" : arr == 1 ? "TJ_ARR_CRD" : "TJ_ARR_VALS";
 }
 
+static bool is_zero_const(const LirExpr *e) {
+  return e->kind == LE_CONST && lir_type_is_int(e->type) && e->u.c.i == 0;
+}
+
 static void print_call(Printer *p, const LirStmt *s) {
   const char *ptr = s->u.call.ptr ? s->u.call.ptr->name : "0";
   switch (s->u.call.h) {
@@ -474,9 +478,18 @@ static void print_call(Printer *p, const LirStmt *s) {
   case LH_FREE:
     fprintf(p->out, "tj_rt_free(%s);\n", ptr);
     break;
-  case LH_SORT_CRD:
-    fprintf(p->out, "tj_rt_sort_crd(%s, ", ptr);
-    print_expr(p, s->u.call.a, P_COND);
+  case LH_SORT_CRD: /* tj_rt_sort_crd(ptr + lo, hi - lo, ...); lo 0: (ptr, hi, ...) */
+    fprintf(p->out, "tj_rt_sort_crd(%s", ptr);
+    if (!is_zero_const(s->u.call.a)) {
+      fputs(" + ", p->out);
+      print_expr(p, s->u.call.a, P_ADD + 1);
+    }
+    fputs(", ", p->out);
+    print_expr(p, s->u.call.b, is_zero_const(s->u.call.a) ? P_COND : P_ADD);
+    if (!is_zero_const(s->u.call.a)) {
+      fputs(" - ", p->out);
+      print_expr(p, s->u.call.a, P_ADD + 1);
+    }
     fprintf(p->out, ", sizeof *%s);\n", ptr);
     break;
   case LH_ZERO:

@@ -292,9 +292,10 @@ static bool check_call(Verifier *v, const LirStmt *s) {
   case LH_ALLOC: return expect_int(v, s->u.call.a, "allocation size");
   case LH_FREE: return true;
   case LH_SORT_CRD:
-    if (pt != LT_PTR_I32 && pt != LT_PTR_I64)
+    if (!lir_type_is_int(lir_elem_type(pt)))
       return fail(v, "sort of a non-integer array");
-    return expect_int(v, s->u.call.a, "sort length");
+    return expect_int(v, s->u.call.a, "sort range start") &&
+           expect_int(v, s->u.call.b, "sort range end");
   case LH_ZERO:
     return expect_int(v, s->u.call.a, "zero range start") &&
            expect_int(v, s->u.call.b, "zero range end");

@@ -95,7 +95,7 @@ typedef enum {
   LH_RESERVE,   /* tj_rt_reserve(operand, arr, level, need): may fail */
   LH_ALLOC,     /* ptr var = tj_rt_alloc(bytes): may fail */
   LH_FREE,      /* tj_rt_free(ptr var) */
-  LH_SORT_CRD,  /* tj_rt_sort_crd(ptr, n, width) */
+  LH_SORT_CRD,  /* tj_rt_sort_crd(ptr + lo, hi - lo, width) */
   LH_ZERO,      /* memset(ptr + lo, 0, (hi - lo) elements) */
   LH_GETT,      /* tj_rt_gett(operands, plan, micro-kernel): a dense
                    contraction by GETT / TTGT / LoG; may fail */
@@ -179,7 +179,7 @@ struct LirStmt {
              LirExpr *a, *b; LirVar *ptr; const int32_t *plan; } call;
              /* RESERVE: operand, arr, level, a = need.
                 ALLOC: ptr = result, a = bytes. FREE: ptr.
-                SORT_CRD: ptr, a = n.  ZERO: ptr, a = lo, b = hi.
+                SORT_CRD and ZERO: ptr, a = lo, b = hi.
                 GETT: plan = LIR_GETT_WORDS words (TJ_GP_*). */
     LirStmt *block;                                                /* LS_BLOCK */
     const char *comment;                                           /* LS_COMMENT */

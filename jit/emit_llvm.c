@@ -706,13 +706,18 @@ int em_elem_bytes(LirType ptr) { return lir_type_bytes(lir_elem_type(ptr)); }
 
 static bool call_sort(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.call.ptr;
-  if (!v || (v->type != LT_PTR_I32 && v->type != LT_PTR_I64))
+  if (!v || !lir_type_is_ptr(v->type) || !lir_type_is_int(lir_elem_type(v->type)))
     return em_bug(e, "SORT_CRD needs an integer pointer variable");
-  LLVMValueRef var = em_slot(e, v), n = emit_expr(e, s->u.call.a);
-  if (!var || !n) return false;
+  LLVMValueRef var = em_slot(e, v);
+  LLVMValueRef lo = emit_expr(e, s->u.call.a), hi = emit_expr(e, s->u.call.b);
+  if (!var || !lo || !hi) return false;
+  lo = LLVMBuildIntCast2(e->b, lo, e->i64, 1, "");
+  hi = LLVMBuildIntCast2(e->b, hi, e->i64, 1, "");
+  LLVMTypeRef et = em_mem_type(e, lir_elem_type(v->type));
   LLVMTypeRef pt[] = {e->ptr, e->i64, e->i32};
-  LLVMValueRef args[] = {LLVMBuildLoad2(e->b, e->ptr, var, ""),
-                         LLVMBuildIntCast2(e->b, n, e->i64, 1, ""),
+  LLVMValueRef args[] = {LLVMBuildInBoundsGEP2(e->b, et, LLVMBuildLoad2(e->b, e->ptr, var, ""),
+                                               &lo, 1, ""),
+                         LLVMBuildSub(e->b, hi, lo, ""),
                          LLVMConstInt(e->i32, (unsigned)em_elem_bytes(v->type), 0)};
   em_helper(e, "tj_rt_sort_crd", e->vd, pt, 3, args);
   return true;

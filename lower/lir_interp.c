@@ -519,16 +519,15 @@ static Exit exec_free(Interp *in, const LirStmt *s) {
   return EX_OK;
 }
 
-/* memset(ptr + lo, 0, (hi - lo) * size) and sort_crd(ptr, n, size). */
+/* memset(ptr + lo, 0, (hi - lo) * size) and sort_crd(ptr + lo, hi - lo, size). */
 static Exit exec_range(Interp *in, const LirStmt *s) {
   Val p = in->env[s->u.call.ptr->id], lo, hi = {0};
   LirType t = lir_elem_type(s->u.call.ptr->type);
   int64_t n = 0;
   bool is_zero = s->u.call.h == LH_ZERO;
   if (!eval(in, s->u.call.a, &lo)) return EX_FAULT;
-  if (is_zero && !eval(in, s->u.call.b, &hi)) return EX_FAULT;
-  if (!is_zero) hi = lo, lo.i = 0;
-  if (is_zero ? lo.i == hi.i : hi.i < 2) return EX_OK;  /* C does nothing */
+  if (!eval(in, s->u.call.b, &hi)) return EX_FAULT;
+  if (is_zero ? lo.i == hi.i : hi.i - lo.i < 2) return EX_OK;  /* C does nothing */
   if (!ptr_extent(in, p.p, t, &n)) return EX_FAULT;
   if (lo.i < 0 || lo.i > hi.i || hi.i > n) {
     char name[96];
@@ -542,7 +541,7 @@ static Exit exec_range(Interp *in, const LirStmt *s) {
     memset(p.p.base + lo.i * elem_size(t), 0,
            (size_t)(hi.i - lo.i) * (size_t)elem_size(t));
   else
-    tj_rt_sort_crd(p.p.base, hi.i, elem_size(t));
+    tj_rt_sort_crd(p.p.base + lo.i * elem_size(t), hi.i - lo.i, elem_size(t));
   return EX_OK;
 }
 

@@ -577,23 +577,27 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
   return s;
 }
 
-/* Workspace arrays over the scattered index (values, marks, touched list;
- * values alone where the compute phase drains along the assembled
- * coordinates). */
-static LirStmt *allocate_workspace(Lowerer *lw) {
-  Arena *a = lw->a;
+LirExpr *lw_ws_extent(Lowerer *lw) {
   IndexVar *j = lw->nest.ws_var;
   const Expr *lhs = lw->nest.lhs;
   int mode = 0;
   while (lhs->u.access.idx[mode] != j) mode++;
-  LirExpr *n = lw_ref(lw, lw->dim[0][mode]);
+  return lw_ref(lw, lw->dim[0][mode]);
+}
+
+/* Workspace arrays over the scattered index (values, marks, touched list;
+ * no list where it is kept in the output's crd; values alone where the
+ * compute phase drains along the assembled coordinates). */
+static LirStmt *allocate_workspace(Lowerer *lw) {
+  Arena *a = lw->a;
+  LirExpr *n = lw_ws_extent(lw);
   struct { LirVar **v; const char *name; LirType t; int bytes; } ws[] = {
       {&lw->ws_vals, "ws_vals", lir_ptr_type(lw->vtype),
        lir_type_bytes(lw->vtype)},
       {&lw->ws_mark, "ws_mark", LT_PTR_BOOL, 1},
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
-  int nws = lw_ws_drains_assembled(lw) ? 1 : 3;
+  int nws = lw_ws_drains_assembled(lw) ? 1 : lw_ws_list_in_crd(lw) ? 2 : 3;
   for (int w = 0; w < nws; w++) {
     *ws[w].v = lw_var(lw, ws[w].name, ws[w].t);
     lir_append(&s, lir_decl(a, *ws[w].v, NULL));

@@ -437,6 +437,10 @@ bool lw_ws_drains_assembled(const Lowerer *lw) {
   return true;
 }
 
+bool lw_ws_list_in_crd(const Lowerer *lw) {
+  return lw->plan->out_sparse && lw->emit_index;
+}
+
 /* Output position of a dense (located) output. */
 static LirExpr *out_index(Lowerer *lw) {
   if (lw->plan->out_like) return lw_out_like_index(lw);
@@ -469,8 +473,16 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
      * (cage11 x cage11: ~200 products onto ~100 columns a row), so
      *   list[n] = j; n += !mark[j]; mark[j] = 1;
      * (list has one spare slot) beats if (!mark[j]) { ... }. */
+    /* the list is the output's crd from the row's end on (room for the
+     * extent and the spare slot made before the row) */
     LirExpr *unmarked = lir_un(a, LUN_NOT, lir_load(a, lw_ref(lw, lw->ws_mark), j));
-    lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
+    if (lw_ws_list_in_crd(lw)) {
+      LirVar *p = lw->out_p[lw->out_last];
+      LirExpr *at = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+      lir_append(&s, lw_store_index(lw, lw->crd_ptr[0][lw->out_last], at, j));
+    } else {
+      lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), j));
+    }
     lir_append(&s, lir_update(a, lw->ws_n, LOP_ADD, lir_cast(a, LT_I64, unmarked)));
     lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1)));
     return s;
@@ -651,19 +663,65 @@ static LirStmt *drain_located(Lowerer *lw) {
   return over_touched(lw, q, j, body);
 }
 
+/* The sort of the touched coordinates ptr[lo..lo + n) (an ordered level;
+ * a nonordered one takes them as they are). */
+static LirStmt *sort_touched(Lowerer *lw, LirVar *ptr, LirExpr *lo) {
+  if (!lv_at(lw->acc[0].f, lw->out_last, LV_ORDERED)) return NULL;
+  Arena *a = A(lw);
+  LirStmt *sort = lir_call(a, LH_SORT_CRD);
+  sort->u.call.ptr = ptr;
+  sort->u.call.a = lo;
+  sort->u.call.b = lir_bin(a, LOP_ADD, lo, lw_ref(lw, lw->ws_n));
+  return sort;
+}
+
+/* The drain where the touched list is the output's crd from p on: the row's
+ * coordinates are already in place (sorted there), so only the values move:
+ *   sort(crd + p, n); for (q = p; q < p + n; q++) { j = crd[q]; vals[q] = ws[j];
+ *   reset; mark[j] = 0 } p += n; n = 0  */
+static LirStmt *drain_in_crd(Lowerer *lw) {
+  Arena *a = A(lw);
+  int l = lw->out_last;
+  LirVar *p = lw->out_p[l], *crd = lw->crd_ptr[0][l];
+  LirVar *q = lw_var(lw, "q", LT_I64);
+  LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
+  LirStmt *s = sort_touched(lw, crd, lw_ref(lw, p));
+  LirStmt *body = lir_decl(a, j, lw_load_index(lw, crd, lw_ref(lw, q)));
+  if (lw->emit_values) lir_append(&body, move_ws_value(lw, j, lw_ref(lw, q), NULL));
+  lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
+                              lir_const_int(a, LT_BOOL, 0)));
+  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+  lir_append(&s, lir_for(a, q, lw_ref(lw, p), end, body));
+  lir_append(&s, lir_update(a, p, LOP_ADD, lw_ref(lw, lw->ws_n)));
+  lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
+  return s;
+}
+
 /* Emits the producer into the workspace, then appends its coordinates in
- * order (the compute phase gathers along the assembled ones instead):
- *   <producer: ws[j] += ...; first touch records j in list>
- *   sort(list, n); <room for n entries>
+ * order (the compute phase gathers along the assembled ones instead).
+ * Where this phase writes the output's coordinates, the touched list is
+ * the crd itself from the row's end p on, so nothing is copied and the
+ * sort runs on the crd's width; the room for a whole row (the extent and
+ * the spare slot of the branchless append) is made before the producer:
+ *   <room for crd[p + extent]>
+ *   <producer: ws[j] += ...; first touch records j in crd[p + n]>
+ *   sort(crd + p, n); for (q = p; q < p + n; q++) { vals[q] = ws[crd[q]]; reset }
+ * Otherwise (the compute phase of a level under sparse parents) the list
+ * is a workspace array of its own:
+ *   <producer>; sort(list, n); <room for n entries>
  *   for (q < n) { j = list[q]; append (j, ws[j]); reset }
- * The room for the whole row is made once before the loop, so the loop has
- * no call in it (a check per entry spilled j around the reserve calls). */
+ * Either way the loops have no call in them (a check per entry spilled j
+ * around the reserve calls). */
 static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   Arena *a = A(lw);
   int l = lw->out_last;
+  LirVar *p = lw->out_p[l];
+  LirStmt *s = NULL;
+  if (lw_ws_list_in_crd(lw))
+    s = lw_ensure_out_cap(lw, l, lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ws_extent(lw)));
   lw->target = T_WS;
-  LirStmt *s = lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
-                                            : lw_loops(lw, depth, alive, true);
+  lir_append(&s, lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
+                                              : lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   if (!diag_ok(lw->d)) return NULL;
   if (!lw->plan->out_sparse) {
@@ -674,15 +732,13 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
     lir_append(&s, drain_assembled(lw, l));
     return lir_block(a, s);
   }
-  if (lv_at(lw->acc[0].f, l, LV_ORDERED)) { /* a nonordered level takes the list as it is */
-    LirStmt *sort = lir_call(a, LH_SORT_CRD);
-    sort->u.call.ptr = lw->ws_list;
-    sort->u.call.a = lw_ref(lw, lw->ws_n);
-    lir_append(&s, sort);
+  if (lw_ws_list_in_crd(lw)) {
+    lir_append(&s, drain_in_crd(lw));
+    return lir_block(a, s);
   }
+  lir_append(&s, sort_touched(lw, lw->ws_list, lw_i64(lw, 0)));
   LirVar *q = lw_var(lw, "q", LT_I64);
   LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
-  LirVar *p = lw->out_p[l];
   LirExpr *last = lir_bin(a, LOP_SUB, lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n)),
                           lw_i64(lw, 1));
   lir_append(&s, lw_ensure_out_cap(lw, l, last));   /* n = 0: p - 1 < cap, no call */

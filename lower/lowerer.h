@@ -290,6 +290,12 @@ bool lw_scatters_terms(const Lowerer *lw, int depth);
 /* Whether the compute phase drains the row workspace along the output's
  * assembled coordinates (no touched list, no marks). */
 bool lw_ws_drains_assembled(const Lowerer *lw);
+/* Whether the row workspace's touched list is kept in the output's crd at
+ * the row's end (a sparse output whose coordinates this phase writes): no
+ * list of its own, sorted in place. */
+bool lw_ws_list_in_crd(const Lowerer *lw);
+/* The workspace's extent: the output dim its index runs over. */
+LirExpr *lw_ws_extent(Lowerer *lw);
 /* The additive terms of lw->root into out (LW_MAX_ACCESS entries):
  * their number, 0 when it has fewer than two, -1 with lw->d set. */
 int lw_union_terms(Lowerer *lw, Expr **out);

@@ -26,6 +26,24 @@
  * (walk). Invalidates nothing: the new statements are declarations and a
  * hint, in copies of the loops (vector tiers share their bodies).
  * TJ_PREFETCH=0 turns it off, TJ_PREFETCH=<n> sets D.
+ *
+ * Second, segments reached through a coordinate (SpGEMM's rows of C at
+ * k = B's crd[p]): a scalar unit-step `for` over p outside vector loops
+ * whose straight-line body declares x = crd[p] and lo = pos[g(x)] (an
+ * input's pos array, g loading nothing else) and then runs an inner loop
+ * from lo over positions q that loads input arrays at q (the segment's crd
+ * and values), with E = D / 2 (at least 1):
+ *
+ *   for (p = lo; p < hi; p++) {
+ *     q = min(p + E, crd_len - 1); x' = crd[q]; ... lo' = pos[g(x')];
+ *     __builtin_prefetch(&crd2[lo']); __builtin_prefetch(&vals2[lo']);
+ *     <body>
+ *   }
+ *
+ * A row of C is a short segment at a random address (cage11: 14 entries,
+ * two lines each of crd and values), so its first lines are the misses;
+ * pos itself is small and read E rows early. No size guard: the hints cost
+ * a few instructions a segment, not an entry.
  */
 #include <string.h>
 
@@ -133,19 +151,19 @@ static bool slice(Pf *p, const Decls *ds, const LirVar *iv, const LirExpr *idx, 
   return sl->coord != NULL;
 }
 
-/* Emits, into *out, q = min(p + D, len - 1), the slice's declarations
- * renamed (ren: by var id) and the prefetch of ptr[idx]. */
-static bool emit(Pf *p, const Decls *ds, const LirVar *iv, const Slice *sl, LirExpr **ren,
-                 const LirExpr *ptr, const LirExpr *idx, LirStmt **out) {
+/* Emits, into *out, q = min(p + ahead, len - 1) and the slice's
+ * declarations renamed (ren: by var id), those not emitted yet. */
+static bool emit_slice(Pf *p, const Decls *ds, const LirVar *iv, const Slice *sl, LirExpr **ren,
+                       int ahead, LirStmt **out) {
   Arena *a = p->a;
   if (!ren[iv->id]) {
     LirVar *q = lir_var_numbered(a, p->k, "pf_q", iv->type);
     if (!q) return false;
     LirExpr *len = sl->len->type == iv->type ? sl->len : lir_cast(a, iv->type, sl->len);
-    LirExpr *ahead = lir_bin(a, LOP_ADD, lir_ref(a, (LirVar *)iv),
-                             lir_const_int(a, iv->type, p->ahead));
+    LirExpr *at = lir_bin(a, LOP_ADD, lir_ref(a, (LirVar *)iv),
+                          lir_const_int(a, iv->type, ahead));
     LirExpr *last = lir_bin(a, LOP_SUB, len, lir_const_int(a, iv->type, 1));
-    lir_append(out, lir_decl(a, q, lir_bin(a, LOP_MIN, ahead, last)));
+    lir_append(out, lir_decl(a, q, lir_bin(a, LOP_MIN, at, last)));
     ren[iv->id] = lir_ref(a, q);
   }
   for (int i = 0; i < ds->n; i++) {
@@ -156,8 +174,15 @@ static bool emit(Pf *p, const Decls *ds, const LirVar *iv, const Slice *sl, LirE
     lir_append(out, lir_decl(a, y, lir_clone_renamed(a, ren, p->nvars, ds->d[i]->u.decl.init)));
     ren[x->id] = lir_ref(a, y);
   }
-  lir_append(out, lir_prefetch(a, (LirExpr *)ptr, lir_clone_renamed(a, ren, p->nvars, idx)));
   return !a->failed;
+}
+
+/* emit_slice, then the prefetch of ptr[idx]. */
+static bool emit(Pf *p, const Decls *ds, const LirVar *iv, const Slice *sl, LirExpr **ren,
+                 const LirExpr *ptr, const LirExpr *idx, LirStmt **out) {
+  if (!emit_slice(p, ds, iv, sl, ren, p->ahead, out)) return false;
+  lir_append(out, lir_prefetch(p->a, (LirExpr *)ptr, lir_clone_renamed(p->a, ren, p->nvars, idx)));
+  return !p->a->failed;
 }
 
 typedef struct Targets {
@@ -316,6 +341,110 @@ static LirStmt *cow_list(Pf *p, LirStmt *s, const LirVar *viv, int *n) {
   return c;
 }
 
+/* ---- segments reached through a coordinate ---- */
+
+/* The field (kind kind, of an input) ptr was declared from, or false. */
+static bool input_field(Pf *p, const LirExpr *ptr, LirField kind) {
+  if (ptr->kind != LE_VAR) return false;
+  const LirStmt *d = find_decl(p->k->body, ptr->u.var);
+  const LirExpr *f = d ? d->u.decl.init : NULL;
+  if (f && f->kind == LE_CAST) f = f->u.cast;
+  if (!f || f->kind != LE_FIELD || f->u.field.field != kind) return false;
+  int op = f->u.field.operand;
+  return op >= 0 && op < p->k->noperands && !p->k->operands[op].is_output;
+}
+
+/* The first `for` in the straight-line statements s (blocks entered). */
+static const LirStmt *first_loop(const LirStmt *s) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_FOR) return s;
+    if (s->kind == LS_BLOCK) {
+      const LirStmt *l = first_loop(s->u.block);
+      if (l) return l;
+    }
+  }
+  return NULL;
+}
+
+typedef struct SegLoads {
+  Pf *p;
+  const LirVar *iv;
+  const LirExpr *ptr[4];
+  int n;
+} SegLoads;
+
+/* ptr[iv], ptr an input's crd or values: a line of the segment. */
+static LirVisit seg_load(const LirExpr *e, void *cx) {
+  SegLoads *sl = cx;
+  if (e->kind != LE_LOAD) return LV_DESCEND;
+  const LirExpr *ptr = e->u.load.ptr, *idx = e->u.load.idx;
+  if (idx->kind != LE_VAR || idx->u.var != sl->iv || ptr->kind != LE_VAR) return LV_DESCEND;
+  if (!input_field(sl->p, ptr, LF_CRD) && !input_field(sl->p, ptr, LF_VALS)) return LV_DESCEND;
+  for (int i = 0; i < sl->n; i++)
+    if (sl->ptr[i]->u.var == ptr->u.var) return LV_SKIP;
+  if (sl->n < 4) sl->ptr[sl->n++] = ptr;
+  return LV_SKIP;
+}
+
+static void seg_loads_in(SegLoads *sl, const LirStmt *s) {
+  for (; s; s = s->next) {
+    if (s->kind == LS_BLOCK) {
+      seg_loads_in(sl, s->u.block);
+      continue;
+    }
+    LirExpr *x[4];
+    int n = s->kind == LS_DECL || s->kind == LS_ASSIGN || s->kind == LS_STORE
+                ? lir_stmt_exprs(s, x) : 0;
+    for (int i = 0; i < n; i++) lir_expr_walk(x[i], seg_load, sl);
+  }
+}
+
+/* A copy of the scalar loop with its inner segment's first lines
+ * prefetched E iterations ahead (the second pattern above), or NULL. */
+static LirStmt *seg_rewrite(Pf *p, const LirStmt *loop) {
+  const LirStmt *inner = first_loop(loop->u.loop.body);
+  if (!inner || !lir_unit_step(inner) || inner->u.loop.lo->kind != LE_VAR) return NULL;
+  Arena *a = p->a;
+  char *declared = arena_alloc(a, (size_t)p->nvars);
+  Decls *ds = arena_alloc(a, sizeof *ds);
+  Slice sl = {.need = arena_alloc(a, (size_t)p->nvars), .nvars = p->nvars};
+  LirExpr **ren = arena_alloc(a, sizeof *ren * (size_t)p->nvars);
+  LirStmt *c = arena_alloc(a, sizeof *c);
+  if (!declared || !ds || !sl.need || !ren || !c) return NULL;
+  memset(declared, 0, (size_t)p->nvars);
+  memset(ren, 0, sizeof *ren * (size_t)p->nvars);
+  ds->n = 0, ds->nvars = p->nvars, ds->assigns_decl = false;
+  collect(loop->u.loop.body, ds, declared);
+  if (ds->assigns_decl || ds->n >= 64) return NULL;
+  const LirStmt *lo = NULL;   /* lo = pos[g], declared in the body */
+  for (int i = 0; i < ds->n; i++)
+    if (ds->d[i]->u.decl.var == inner->u.loop.lo->u.var) lo = ds->d[i];
+  const LirExpr *ld = lo ? lo->u.decl.init : NULL;
+  if (ld && ld->kind == LE_CAST) ld = ld->u.cast;
+  if (!ld || ld->kind != LE_LOAD || !input_field(p, ld->u.load.ptr, LF_POS) ||
+      lir_has_load(ld->u.load.idx) || !slice(p, ds, loop->u.loop.iv, ld->u.load.idx, &sl))
+    return NULL;
+  SegLoads segs = {.p = p, .iv = inner->u.loop.iv};
+  seg_loads_in(&segs, inner->u.loop.body);
+  if (segs.n == 0) return NULL;
+  LirStmt *out = NULL;
+  int ahead = p->ahead / 2 > 0 ? p->ahead / 2 : 1;
+  if (!emit_slice(p, ds, loop->u.loop.iv, &sl, ren, ahead, &out)) return NULL;
+  const LirVar *lv = lo->u.decl.var;
+  LirVar *y = lir_var_numbered(a, p->k, arena_printf(a, "pf_%s", lv->name), lv->type);
+  if (!y) return NULL;
+  lir_append(&out, lir_decl(a, y, lir_clone_renamed(a, ren, p->nvars, lo->u.decl.init)));
+  for (int i = 0; i < segs.n; i++)
+    lir_append(&out, lir_prefetch(a, (LirExpr *)segs.ptr[i], lir_ref(a, y)));
+  LirStmt *b = lir_block(a, out);
+  if (!b || a->failed) return NULL;
+  b->next = loop->u.loop.body;
+  *c = *loop;
+  c->next = NULL;
+  c->u.loop.body = b;
+  return c;
+}
+
 /* Outside vector loops: each vector loop with loops to prefetch in becomes
  *   if (<a prefetched array is big>) <the loop with prefetches> else <the loop>
  * (a small array stays in cache, where the hints only cost: bcsstk33's
@@ -328,6 +457,12 @@ static int walk(Pf *p, LirStmt **slot) {
     switch (s->kind) {
     case LS_FOR: {
       if (s->u.loop.at.vec_width <= 0) {
+        LirStmt *c = lir_unit_step(s) ? seg_rewrite(p, s) : NULL;
+        if (c) {   /* a copy: bodies may be shared */
+          c->next = s->next;
+          *slot = s = c;
+          n++;
+        }
         n += walk(p, &s->u.loop.body);
         break;
       }

@@ -487,7 +487,7 @@ static LirKernel *build_sort_zero(bool bad_range) {
   int32_t init[] = {3, 1, 2, 0};
   for (int i = 0; i < 4; i++)
     add(&b, lir_store(A, ref(w), c64(i), lir_const_int(A, LT_I32, init[i])));
-  so->u.call.ptr = w, so->u.call.a = c64(4);
+  so->u.call.ptr = w, so->u.call.a = c64(0), so->u.call.b = c64(4);
   add(&b, so);
   ze->u.call.ptr = w, ze->u.call.a = c64(1), ze->u.call.b = c64(bad_range ? 5 : 3);
   add(&b, ze);

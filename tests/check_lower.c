@@ -151,10 +151,13 @@ START_TEST(spgemm_workspace) {
   char *t = lowered(&c, PHASE_EVALUATE);
   HAS(t, "tj_rt_alloc(");
   HAS(t, "ws_vals[j] += ");
-  HAS(t, "ws_list[ws_n] = j;");
+  /* the touched list is A's crd from the row's end on, room made first */
+  HAS(t, "if (pOut1 + A_dim1 >= out1_crd_cap)");
+  HAS(t, "A1_crd[pOut1 + ws_n] = (int32_t)j;");
   HAS(t, "ws_n += (int64_t)!ws_mark[j];");
-  HAS(t, "(A_dim1 + 1) * 8");
-  HAS(t, "tj_rt_sort_crd(ws_list, ws_n");
+  ck_assert_int_eq(count(t, "ws_list"), 0);
+  HAS(t, "tj_rt_sort_crd(A1_crd + pOut1, pOut1 + ws_n - pOut1, sizeof *A1_crd)");
+  HAS(t, "A_vals[q] = ws_vals[j_1];");
   HAS(t, "tj_rt_free(ws_vals)");
   free(t);
   arena_free(&c.a);

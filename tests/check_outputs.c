@@ -675,6 +675,90 @@ START_TEST(spgemm_long_rows) {
 }
 END_TEST
 
+/* A = B * C where the touched list of a row is the output's crd from the
+ * row's end on (room for the extent made before each row, sorted in place
+ * on the crd's width): rows of 0 entries (B's row empty, or only through
+ * an empty row of C), of 1, of a few, and full rows (all N columns: the
+ * branchless append's spare slot lands at p + N); the output's arrays grow
+ * at rows in the middle of the matrix (N of 2,000 or 250 columns past the
+ * first capacity of 1024). CSR, nonordered CSR, DCSR, CSR with crdWidth 16
+ * and 8; 1 and 2 threads; evaluate and assemble + compute, twice each.
+ * Checked by a dense triple loop (values and pattern), CSR rows ascending. */
+START_TEST(spgemm_row_shapes) {
+  enum { R = 24, K = 30 };
+  static const char *fmts[] = {
+      "ds", "do", "ss", "(i, j) -> (i : dense, j : compressed), crdWidth = 16",
+      "(i, j) -> (i : dense, j : compressed), crdWidth = 8"};
+  int f = _i / 4, threads = 1 + _i % 2;
+  bool split = _i / 2 % 2, ordered = f != 1;
+  const int N = f == 4 ? 250 : 2000;
+  static double b[R * K], c[K * 2000], want[R * 2000];
+  static unsigned char stored[R * 2000];
+  unsigned seed = 5u + (unsigned)_i;
+  memset(b, 0, sizeof b);
+  memset(c, 0, sizeof c);
+  for (int k = 0; k < 5; k++) c[k * N + (7 * k + 3) % N] = 1 + k;   /* one entry a row */
+  fill_random(c + 6 * N, (int64_t)(K - 7) * N, 0.3, &seed);         /* row 5 empty */
+  for (int j = 0; j < N; j++) c[(K - 1) * N + j] = 0.5 + j % 3;      /* a full row */
+  for (int i = 0; i < R; i++) {
+    if (i % 4 == 0 && i > 0) b[i * K + 5] = 2;                      /* only C's empty row */
+    if (i % 4 == 1) b[i * K + i % 5] = 1.5;                        /* one entry */
+    if (i % 4 == 2) fill_random(b + i * K + 6, K - 7, 0.9, &seed); /* full: */
+    if (i % 4 == 2) b[i * K + K - 1] = 1;                          /* C's full row */
+    if (i % 4 == 3) fill_random(b + i * K + 6, K - 6, 0.05, &seed);
+  }
+  b[3 * K + 6] = 1;   /* row 3 reaches at least a row of C: a few entries */
+  memset(want, 0, sizeof want);
+  memset(stored, 0, sizeof stored);
+  for (int i = 0; i < R; i++)
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < N; j++)
+        if (b[i * K + k] != 0 && c[k * N + j] != 0) {
+          want[i * N + j] += b[i * K + k] * c[k * N + j];
+          stored[i * N + j] = 1;
+        }
+  int full = 0;
+  for (int i = 0; i < R; i++) {
+    int n = 0;
+    for (int j = 0; j < N; j++) n += stored[i * N + j];
+    full += n == N;
+  }
+  ck_assert_int_gt(full, 0);   /* the spare slot is exercised */
+  int64_t da[2] = {R, N}, db[2] = {R, K}, dc[2] = {K, N};
+  tj_tensor *ops[3] = {tu_tensor("A", fmts[f], 2, da, NULL), tu_tensor("B", "ds", 2, db, b),
+                       tu_tensor("C", "ds", 2, dc, c)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, &o);
+  for (int rep = 0; rep < 2; rep++) {
+    if (split) {
+      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    } else {
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    }
+    char what[128];
+    snprintf(what, sizeof what, "%s, %d threads, %s", fmts[f], threads, split ? "split" : "evaluate");
+    expect(ops[0], want, stored, (int64_t)R * N, what);
+    if (!ordered) continue;
+    int64_t *coords, nnz;
+    double *vals;
+    OK(tj_tensor_unpack(ops[0], &coords, &vals, &nnz));
+    for (int64_t q = 1; q < nnz; q++)   /* unpack walks the levels in storage order */
+      ck_assert_msg(coords[2 * (q - 1)] < coords[2 * q] ||
+                        (coords[2 * (q - 1)] == coords[2 * q] &&
+                         coords[2 * (q - 1) + 1] < coords[2 * q + 1]),
+                    "%s: entry %lld out of order", what, (long long)q);
+    free(coords);
+    free(vals);
+  }
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
 /* sds: a dense level between two compressed ones. A = 2 * B, B (3 x 3 x 4)
  * holding B(0,1,2) = 1, B(0,1,3) = 2, B(2,0,0) = 3, B(2,2,3) = 4 (row 1
  * empty): level 0 stores rows {0, 2}; level 1 is a block of 3 positions
@@ -1036,6 +1120,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, spgemm_assign_direct_level_order);
   tcase_add_test(tc, spgemm_other_sizes);
   tcase_add_loop_test(tc, spgemm_long_rows, 0, 8);
+  tcase_add_loop_test(tc, spgemm_row_shapes, 0, 20);
   tcase_add_loop_test(tc, spgemm_order3, 0, 6);
   tcase_add_test(tc, spgemm_pattern_exact);
   tcase_add_test(tc, order3);
