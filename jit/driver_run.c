@@ -281,6 +281,24 @@ static int partial_chunks(const CacheEntry *e, tj_storage **st, int threads, int
   return outer >= threads && pays ? threads : 0;
 }
 
+/* How many sparse partial outputs a parallelize(j, partials) into a sparse
+ * output writes: one per thread, in evaluate and compute (assembly runs on
+ * one thread), 0 when the outer loop has fewer iterations than threads. */
+static int sparse_partial_chunks(const CacheEntry *e, LowerPhase ph, tj_storage **st,
+                                 int threads) {
+  int64_t outer = extent_in(e->as->rhs, e->plan.order[0], st);
+  return ph != PHASE_ASSEMBLE && outer >= threads ? threads : 0;
+}
+
+/* Sparse partials merged into out: rebuilt (evaluate) or, in compute, its
+ * assembled pattern kept and its values taken from the merge. */
+static tj_status merge_partials(const CacheEntry *e, LowerPhase ph, tj_storage *out,
+                                tj_storage **parts, int n) {
+  RtCombine how = combine_of(e->as->root_op);
+  return ph == PHASE_COMPUTE ? rt_storage_merge_values(out, parts, n, how)
+                             : rt_storage_merge(out, parts, n, how);
+}
+
 /* The GETT plans of e's kernel that time their candidates at the first
  * run (e's own, or its statements'): for each, its timing key and whether
  * this run times it (no choice in memory nor in the disk cache). Returns
@@ -365,7 +383,8 @@ static tj_status combine_partials(CacheEntry *e, tj_storage *out, tj_storage **p
  * on the given threads, then joins the chunks' outputs into st[0]. */
 static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchunks, Diag *d) {
   CacheEntry *e = k->entry;
-  if (!e->plan.rangeable && !e->plan.pos_rows) ph = PHASE_EVALUATE; /* dense partials: one kernel */
+  LowerPhase asked = ph;
+  if (!e->plan.rangeable && !e->plan.pos_rows) ph = PHASE_EVALUATE; /* partials: one kernel */
   if (!drv_ensure_compiled(e, DRV_ROWS(ph), d)) return drv_fail(d);
   int n = e->as->ntensors;
   tj_storage *out = st[0];
@@ -373,7 +392,7 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchu
   ParStrategy how = e->plan.row_strategy;
   if (nchunks > rows) nchunks = (int)rows;
   /* a reduction's first chunk writes the output itself unless it adds to it */
-  int own = e->plan.reduce_rows && !e->as->accumulate ? 1 : 0;
+  int own = e->plan.reduce_rows && !e->as->accumulate && !e->plan.out_sparse ? 1 : 0;
   int64_t *bounds = calloc((size_t)nchunks + 1, sizeof *bounds);
   tj_storage *range = calloc((size_t)nchunks, sizeof *range);
   tj_storage **outs = calloc((size_t)nchunks, sizeof *outs);
@@ -410,8 +429,9 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchu
   for (int c = 0; c < nchunks && status == TJ_OK; c++)
     if (rc[c]) status = kernel_code(rc[c]);
   if (status == TJ_OK && joined)
-    status = e->plan.rangeable ? rt_storage_concat(out, outs, nchunks)
-                               : combine_partials(e, out, outs, nchunks, e->as->accumulate, d);
+    status = e->plan.rangeable  ? rt_storage_concat(out, outs, nchunks)
+             : e->plan.out_sparse ? merge_partials(e, asked, out, outs, nchunks)
+                                  : combine_partials(e, out, outs, nchunks, e->as->accumulate, d);
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;
 done:
   give_back_chunks(k, chunk, nfresh, cached);
@@ -674,6 +694,7 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   bool shared = !interpret && !plain && threads > 1 && work >= tj_rt_par_min_work();
   ParStrategy how = e->plan.row_strategy;
   int nchunks = !shared ? 0
+                : e->plan.reduce_rows && e->plan.out_sparse ? sparse_partial_chunks(e, ph, st, threads)
                 : e->plan.reduce_rows || e->plan.seg_rows
                     ? (phase != TJ_ASSEMBLE ? partial_chunks(e, st, threads, work) : 0)
                 : !e->plan.rangeable && !e->plan.pos_rows ? 0

@@ -938,8 +938,8 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   if (located) {
     LirVar *p = lw_var(lw, "pOut", LT_I64);
     LirExpr *c = lw_ref(lw, cv);
-    if (lw->ranged && l == 0 && lw->phase != PHASE_COMPUTE)  /* chunk-local row */
-      c = lir_bin(a, LOP_SUB, c, lw_ref(lw, lw->range_lo));
+    bool chunk_row = lw->ranged && lw->plan->rangeable && l == 0 && lw->phase != PHASE_COMPUTE;
+    if (chunk_row) c = lir_bin(a, LOP_SUB, c, lw_ref(lw, lw->range_lo));   /* chunk-local row */
     lir_append(&s, lir_decl(a, p, lw_locate(lw, 0, l, parent_pos(lw, 0), c)));
     lw->pos[0] = lw_ref(lw, p);
   } else if (at_base) {   /* room was made before the loop */

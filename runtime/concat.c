@@ -182,3 +182,165 @@ tj_status rt_storage_fold_partials(tj_storage *out, tj_storage *const *parts, in
   out->vals_len = size;
   return TJ_OK;
 }
+
+/* ---- merging sparse partial outputs (rt_storage_merge) ----
+ * Level by level from the root, the parts' positions under one output
+ * position walked together: a dense level's coordinates all, a compressed
+ * level's by a k-way merge of the parts' segments (the least coordinate
+ * next, taken from every part that stores it). A part that lacks the
+ * parent is absent below it (position -1). At the leaves the present
+ * parts' values are combined in chunk order. */
+typedef struct Merge {
+  tj_storage *out;
+  tj_storage *const *parts;
+  int n;
+  RtCombine how;
+  int64_t *at;         /* at[l * n + c]: part c's position at level l - 1, or -1 */
+  int64_t *cur, *end;  /* cur/end[l * n + c]: part c's segment at level l */
+} Merge;
+
+static void merge_values(const Merge *m, const int64_t *at, int64_t q) {
+  tj_storage *o = m->out;
+  bool is_int = rt_dtype_is_int(o->dtype), any = false;
+  RtVal v = {0};
+  for (int c = 0; c < m->n; c++) {
+    if (at[c] < 0) continue;
+    RtVal x = rt_storage_get(m->parts[c], at[c]);
+    if (!any) v = x;
+    else if (is_int) v.i = combine_int(m->how, o->dtype == TJ_U64, v.i, x.i);
+    else v.f = combine_fp(m->how, v.f, x.f);
+    any = true;
+  }
+  rt_storage_put(o, q, v);
+}
+
+/* Level l of the output under its position q at level l - 1, the parts'
+ * positions there at (m->at's row l). */
+static void merge_level(const Merge *m, int l, int64_t q) {
+  const int64_t *at = m->at + (int64_t)l * m->n;
+  if (l == m->out->order) {
+    merge_values(m, at, q);
+    return;
+  }
+  int64_t *next = m->at + (int64_t)(l + 1) * m->n;
+  tj_level_storage *o = &m->out->levels[l];
+  if (o->kind == TJ_LVL_DENSE) {
+    for (int64_t x = 0; x < o->size; x++) {
+      for (int c = 0; c < m->n; c++) next[c] = at[c] < 0 ? -1 : at[c] * o->size + x;
+      merge_level(m, l + 1, q * o->size + x);
+    }
+    return;
+  }
+  int32_t pw = m->out->pos_width, cw = m->out->crd_width;
+  int64_t *cur = m->cur + (int64_t)l * m->n, *end = m->end + (int64_t)l * m->n;
+  for (int c = 0; c < m->n; c++) {
+    const tj_level_storage *s = &m->parts[c]->levels[l];
+    cur[c] = at[c] < 0 ? 0 : rt_idx(s->pos, pw, at[c]);
+    end[c] = at[c] < 0 ? 0 : rt_idx(s->pos, pw, at[c] + 1);
+  }
+  for (;;) {
+    int64_t least = -1;
+    for (int c = 0; c < m->n; c++) {
+      if (cur[c] >= end[c]) continue;
+      int64_t x = rt_idx(m->parts[c]->levels[l].crd, cw, cur[c]);
+      if (least < 0 || x < least) least = x;
+    }
+    if (least < 0) break;
+    for (int c = 0; c < m->n; c++) {
+      bool here = cur[c] < end[c] && rt_idx(m->parts[c]->levels[l].crd, cw, cur[c]) == least;
+      next[c] = here ? cur[c]++ : -1;
+    }
+    int64_t k = o->crd_len++;
+    rt_idx_set(o->crd, cw, k, least);
+    merge_level(m, l + 1, k);
+  }
+  rt_idx_set(o->pos, pw, q + 1, o->crd_len);
+}
+
+/* Positions of level l in s: a dense level's, its parent's times its size. */
+static int64_t level_entries(const tj_storage *s, int l) {
+  if (l < 0) return 1;
+  const tj_level_storage *lv = &s->levels[l];
+  return lv->kind == TJ_LVL_DENSE ? level_entries(s, l - 1) * lv->size : lv->crd_len;
+}
+
+/* Room in out for the merge: at each level at most the parts' entries
+ * together (and at most the parent's bound times the level's size). */
+static tj_status merge_reserve(tj_storage *out, tj_storage *const *parts, int n) {
+  int64_t bound = 1;
+  for (int l = 0; l < out->order; l++) {
+    tj_level_storage *o = &out->levels[l];
+    int64_t parents = bound, sum = 0;
+    bound = parents * o->size;
+    if (o->kind == TJ_LVL_DENSE) continue;
+    for (int c = 0; c < n; c++) sum += level_entries(parts[c], l);
+    if (sum < bound) bound = sum;
+    if (tj_rt_reserve(out, TJ_ARR_POS, l, parents + 1) ||
+        tj_rt_reserve(out, TJ_ARR_CRD, l, bound ? bound : 1))
+      return rt_set_error(TJ_ERR_NOMEM, "out of memory merging %lld entries", (long long)bound);
+    rt_idx_set(o->pos, out->pos_width, 0, 0);
+    o->pos_len = parents + 1;
+    o->crd_len = 0;
+  }
+  if (tj_rt_reserve(out, TJ_ARR_VALS, 0, bound ? bound : 1))
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory merging %lld values", (long long)bound);
+  out->vals_len = bound;   /* set to the merged count after */
+  return TJ_OK;
+}
+
+tj_status rt_storage_merge(tj_storage *out, tj_storage *const *parts, int n, RtCombine how) {
+  for (int l = 0; l < out->order; l++)
+    if (out->levels[l].kind != TJ_LVL_DENSE && (out->levels[l].kind != TJ_LVL_COMPRESSED ||
+                                                out->levels[l].flags))
+      return rt_set_error(TJ_ERR_INTERNAL, "merge: level %d is neither dense nor compressed", l);
+  tj_status st = merge_reserve(out, parts, n);
+  size_t rows = (size_t)(out->order + 1) * (size_t)n;
+  Merge m = {out, parts, n, how, calloc(rows, sizeof(int64_t)), calloc(rows, sizeof(int64_t)),
+             calloc(rows, sizeof(int64_t))};
+  if (st == TJ_OK && (!m.at || !m.cur || !m.end))
+    st = rt_set_error(TJ_ERR_NOMEM, "out of memory merging partial outputs");
+  if (st == TJ_OK) {
+    merge_level(&m, 0, 0);   /* every part has the root: at row 0 is zeros */
+    out->vals_len = level_entries(out, out->order - 1);
+    for (int l = 0; l < out->order; l++)   /* a compressed level's parents, now known */
+      if (out->levels[l].kind != TJ_LVL_DENSE) out->levels[l].pos_len = level_entries(out, l - 1) + 1;
+  }
+  free(m.at);
+  free(m.cur);
+  free(m.end);
+  return st;
+}
+
+/* Whether a and b (one format) store the same pattern: every compressed
+ * level's positions and coordinates byte for byte. */
+static bool same_pattern(const tj_storage *a, const tj_storage *b) {
+  for (int l = 0; l < a->order; l++) {
+    const tj_level_storage *x = &a->levels[l], *y = &b->levels[l];
+    if (x->kind == TJ_LVL_DENSE) continue;
+    if (x->pos_len != y->pos_len || x->crd_len != y->crd_len ||
+        (x->pos_len && memcmp(x->pos, y->pos, (size_t)(x->pos_len * a->pos_width))) ||
+        (x->crd_len && memcmp(x->crd, y->crd, (size_t)(x->crd_len * a->crd_width))))
+      return false;
+  }
+  return true;
+}
+
+tj_status rt_storage_merge_values(tj_storage *out, tj_storage *const *parts, int n,
+                                  RtCombine how) {
+  tj_storage m;
+  rt_storage_empty_like(out, &m);
+  tj_status st = rt_storage_merge(&m, parts, n, how);
+  if (st == TJ_OK && !same_pattern(out, &m))
+    st = rt_set_error(TJ_ERR_INVALID, "compute: the partial outputs' pattern is not the one "
+                      "the output was assembled for (did an operand's pattern change since "
+                      "the assembly?)");
+  if (st == TJ_OK && tj_rt_reserve(out, TJ_ARR_VALS, 0, m.vals_len ? m.vals_len : 1))
+    st = rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
+  if (st == TJ_OK) {
+    if (m.vals_len)
+      memcpy(out->vals, m.vals, (size_t)m.vals_len * (size_t)rt_dtype_size((tj_dtype)out->dtype));
+    out->vals_len = m.vals_len;
+  }
+  rt_storage_release(&m);
+  return st;
+}
