@@ -283,11 +283,17 @@ static int partial_chunks(const CacheEntry *e, tj_storage **st, int threads, int
 
 /* How many sparse partial outputs a parallelize(j, partials) into a sparse
  * output writes: one per thread, in evaluate and compute (assembly runs on
- * one thread), 0 when the outer loop has fewer iterations than threads. */
+ * one thread); 0 when the outer loop has fewer iterations than threads, or
+ * for a vector when PARTIAL_RATIO times its extent per thread exceeds the
+ * work (each chunk's workspace and the merge are as long as the extent:
+ * y(i) = A(j,i) * x(j) into a sparse y of 200 k, A with 2 entries a row,
+ * ran 1.8-2.8 ms on one thread and 10-16 ms on two, load 8.5). */
 static int sparse_partial_chunks(const CacheEntry *e, LowerPhase ph, tj_storage **st,
-                                 int threads) {
+                                 int threads, int64_t work) {
   int64_t outer = extent_in(e->as->rhs, e->plan.order[0], st);
-  return ph != PHASE_ASSEMBLE && outer >= threads ? threads : 0;
+  int64_t size = st[0]->order == 1 ? st[0]->dims[0] : 0;
+  bool pays = size * partial_ratio() * threads <= work;
+  return ph != PHASE_ASSEMBLE && outer >= threads && pays ? threads : 0;
 }
 
 /* Sparse partials merged into out: rebuilt (evaluate) or, in compute, its
@@ -694,7 +700,8 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   bool shared = !interpret && !plain && threads > 1 && work >= tj_rt_par_min_work();
   ParStrategy how = e->plan.row_strategy;
   int nchunks = !shared ? 0
-                : e->plan.reduce_rows && e->plan.out_sparse ? sparse_partial_chunks(e, ph, st, threads)
+                : e->plan.reduce_rows && e->plan.out_sparse
+                    ? sparse_partial_chunks(e, ph, st, threads, work)
                 : e->plan.reduce_rows || e->plan.seg_rows
                     ? (phase != TJ_ASSEMBLE ? partial_chunks(e, st, threads, work) : 0)
                 : !e->plan.rangeable && !e->plan.pos_rows ? 0

@@ -580,13 +580,16 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
 /* Workspace arrays over the scattered index (values, marks, touched list;
  * values alone where the compute phase drains along the assembled
  * coordinates). */
-static LirStmt *allocate_workspace(Lowerer *lw) {
-  Arena *a = lw->a;
-  IndexVar *j = lw->nest.ws_var;
+LirExpr *lw_ws_extent(Lowerer *lw) {
   const Expr *lhs = lw->nest.lhs;
   int mode = 0;
-  while (lhs->u.access.idx[mode] != j) mode++;
-  LirExpr *n = lw_ref(lw, lw->dim[0][mode]);
+  while (lhs->u.access.idx[mode] != lw->nest.ws_var) mode++;
+  return lw_ref(lw, lw->dim[0][mode]);
+}
+
+static LirStmt *allocate_workspace(Lowerer *lw) {
+  Arena *a = lw->a;
+  LirExpr *n = lw_ws_extent(lw);
   struct { LirVar **v; const char *name; LirType t; int bytes; } ws[] = {
       {&lw->ws_vals, "ws_vals", lir_ptr_type(lw->vtype),
        lir_type_bytes(lw->vtype)},

@@ -651,6 +651,28 @@ static LirStmt *drain_located(Lowerer *lw) {
   return over_touched(lw, q, j, body);
 }
 
+/* The touched list in ascending order: sorted, or, when it holds at least
+ * 1/16 of the extent, rebuilt from the marks in one pass (sorting a sparse
+ * vector output's 200 k touched coordinates took 23-31 ms, the pass over
+ * its marks 0.14 ms):
+ *   if (n * 16 >= extent) { n = 0; for (j < extent) { list[n] = j; n += mark[j]; } }
+ *   else sort(list, n) */
+static LirStmt *order_touched(Lowerer *lw) {
+  Arena *a = A(lw);
+  LirStmt *sort = lir_call(a, LH_SORT_CRD);
+  sort->u.call.ptr = lw->ws_list;
+  sort->u.call.a = lw_ref(lw, lw->ws_n);
+  LirVar *j = lw_var(lw, "j_marked", LT_I64);
+  LirStmt *body = lir_store(a, lw_ref(lw, lw->ws_list), lw_ref(lw, lw->ws_n), lw_ref(lw, j));
+  LirExpr *marked = lir_load(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j));
+  lir_append(&body, lir_update(a, lw->ws_n, LOP_ADD, lir_cast(a, LT_I64, marked)));
+  LirStmt *scan = lir_assign(a, lw->ws_n, lw_i64(lw, 0));
+  lir_append(&scan, lir_for(a, j, lw_i64(lw, 0), lw_ws_extent(lw), body));
+  LirExpr *dense = lir_bin(a, LOP_GE, lir_bin(a, LOP_MUL, lw_ref(lw, lw->ws_n), lw_i64(lw, 16)),
+                           lw_ws_extent(lw));
+  return lir_if(a, dense, scan, sort);
+}
+
 /* Emits the producer into the workspace, then appends its coordinates in
  * order (the compute phase gathers along the assembled ones instead):
  *   <producer: ws[j] += ...; first touch records j in list>
@@ -674,12 +696,8 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
     lir_append(&s, drain_assembled(lw, l));
     return lir_block(a, s);
   }
-  if (lv_at(lw->acc[0].f, l, LV_ORDERED)) { /* a nonordered level takes the list as it is */
-    LirStmt *sort = lir_call(a, LH_SORT_CRD);
-    sort->u.call.ptr = lw->ws_list;
-    sort->u.call.a = lw_ref(lw, lw->ws_n);
-    lir_append(&s, sort);
-  }
+  if (lv_at(lw->acc[0].f, l, LV_ORDERED))   /* a nonordered level takes the list as it is */
+    lir_append(&s, order_touched(lw));
   LirVar *q = lw_var(lw, "q", LT_I64);
   LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
   LirVar *p = lw->out_p[l];

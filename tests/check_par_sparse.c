@@ -14,7 +14,7 @@
  * outputs the kernel keeps (one per thread: none is the output itself).
  * The refusals that remain are checked by message.
  *
- * A is N x N with D entries per row j at columns (7j + 131e + e^2) % N,
+ * A is N x N with D (12) entries per row j at columns (7j + 131e + e^2) % N,
  * e < D, none in columns c % 10 == 3 (y has no entry there), valued
  * (c + j) % 5 + 1 (times 0.1 for f64); x(j) = j % 7 + 1.
  */
@@ -25,7 +25,7 @@
 
 #include "jit/driver.h"
 
-enum { N = 3000, D = 8, M = 40 };
+enum { N = 3000, D = 12, M = 40 };
 
 typedef enum { RED_PLUS, RED_MAX, RED_MINPLUS } Red;
 
@@ -56,10 +56,10 @@ static tj_tensor *tensor(const char *name, tj_dtype dt, const char *fmt, int ord
   return t;
 }
 
-static tj_tensor *matrix_a(tj_dtype dt, const char *fmt) {
+static tj_tensor *matrix_a(tj_dtype dt, const char *fmt, int d) {
   tj_tensor *A = tensor("A", dt, fmt, 2, (int64_t[]){N, N});
   for (int64_t j = 0; j < N; j++)
-    for (int64_t e = 0; e < D; e++) {
+    for (int64_t e = 0; e < d; e++) {
       int64_t c = col_of(j, e);
       if (c % 10 != 3)
         ck_assert_int_eq(tj_tensor_insert(A, (int64_t[]){j, c}, value_of(dt, c, j)), TJ_OK);
@@ -144,7 +144,7 @@ START_TEST(vector_by_hand) {
   setenv("TJ_PAR_MIN_WORK", "0", 1);
   tj_context *cx;
   ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
-  tj_tensor *A = matrix_a(c->dt, "ds");
+  tj_tensor *A = matrix_a(c->dt, "ds", D);
   double *want = malloc(N * sizeof *want), *got = malloc(N * sizeof *got);
   double *again = malloc(N * sizeof *again);
   bool *stored = malloc(N * sizeof *stored), *has = malloc(N * sizeof *has);
@@ -168,6 +168,28 @@ START_TEST(vector_by_hand) {
     ck_assert_msg(!stored[i] || again[i] == got[i], "case %d: two runs differ at %lld", _i,
                   (long long)i);
   free(want), free(got), free(again), free(stored), free(has);
+  tj_tensor_free(A);
+  tj_context_free(cx);
+}
+END_TEST
+
+/* A vector's partials cost its extent per thread (a workspace, the merge):
+ * with 2 entries a row, 4 x 2 x N is more than the work, and the kernel
+ * runs on one thread, with the same values. */
+START_TEST(small_work_stays_serial) {
+  setenv("TJ_PAR_MIN_WORK", "0", 1);
+  tj_context *cx;
+  ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
+  tj_tensor *A = matrix_a(TJ_F64, "ds", 2);
+  double *got = malloc(N * sizeof *got);
+  bool *has = malloc(N * sizeof *has);
+  ck_assert_int_eq(run_on(cx, &CASES[0], A, got, has, 2, false), 0);
+  for (int64_t j = 0; j < N; j++)   /* y(i) = sum over the two rows j reaching i */
+    for (int64_t e = 0; e < 2; e++) {
+      int64_t i = col_of(j, e);
+      if (i % 10 != 3) ck_assert(has[i]);
+    }
+  free(got), free(has);
   tj_tensor_free(A);
   tj_context_free(cx);
 }
@@ -252,7 +274,7 @@ START_TEST(refusals) {
   for (int r = 0; r < NREFUSALS; r++) {
     tj_context *cx;   /* a context each: a refused plan is no cached kernel */
     ck_assert_int_eq(tj_context_new(&cx), TJ_OK);
-    tj_tensor *A = matrix_a(TJ_F64, REFUSALS[r].fa), *x = vector_x(TJ_F64);
+    tj_tensor *A = matrix_a(TJ_F64, REFUSALS[r].fa, D), *x = vector_x(TJ_F64);
     tj_tensor *y = tensor("y", TJ_F64, REFUSALS[r].fy, (int)strlen(REFUSALS[r].fy),
                           (int64_t[]){N, N});
     tj_options o = tj_options_default();
@@ -273,6 +295,7 @@ static Suite *par_sparse_suite(void) {
   TCase *tc = tcase_create("sparse partials");
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, vector_by_hand, 0, NCASES);
+  tcase_add_test(tc, small_work_stays_serial);
   tcase_add_test(tc, dcsr_rows_by_hand);
   tcase_add_test(tc, refusals);
   suite_add_tcase(s, tc);
