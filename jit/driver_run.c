@@ -282,27 +282,21 @@ static int partial_chunks(const CacheEntry *e, tj_storage **st, int threads, int
 }
 
 /* How many sparse partial outputs a parallelize(j, partials) into a sparse
- * output writes: one per thread, in evaluate and compute (assembly runs on
- * one thread); 0 when the outer loop has fewer iterations than threads, or
- * for a vector when PARTIAL_RATIO times its extent per thread exceeds the
- * work (each chunk's workspace and the merge are as long as the extent:
- * y(i) = A(j,i) * x(j) into a sparse y of 200 k, A with 2 entries a row,
- * ran 1.8-2.8 ms on one thread and 10-16 ms on two, load 8.5). */
+ * output writes: one per thread, in evaluate alone (assembly keeps the
+ * pattern in one piece; compute would assemble every chunk's again, and
+ * ran 1.5-1.9x slower on two threads than the serial compute that gathers
+ * along the assembled pattern: y(i) = A(j,i) * x(j), 200 k, 16 and 32 a
+ * row, load 14-16); 0 when the outer loop has fewer iterations than
+ * threads, or for a vector when PARTIAL_RATIO times its extent per thread
+ * exceeds the work (each chunk's workspace and the merge are as long as
+ * the extent: 2 entries a row ran 1.8-2.8 ms on one thread and 10-16 ms
+ * on two, load 8.5). */
 static int sparse_partial_chunks(const CacheEntry *e, LowerPhase ph, tj_storage **st,
                                  int threads, int64_t work) {
   int64_t outer = extent_in(e->as->rhs, e->plan.order[0], st);
   int64_t size = st[0]->order == 1 ? st[0]->dims[0] : 0;
   bool pays = size * partial_ratio() * threads <= work;
-  return ph != PHASE_ASSEMBLE && outer >= threads && pays ? threads : 0;
-}
-
-/* Sparse partials merged into out: rebuilt (evaluate) or, in compute, its
- * assembled pattern kept and its values taken from the merge. */
-static tj_status merge_partials(const CacheEntry *e, LowerPhase ph, tj_storage *out,
-                                tj_storage **parts, int n) {
-  RtCombine how = combine_of(e->as->root_op);
-  return ph == PHASE_COMPUTE ? rt_storage_merge_values(out, parts, n, how)
-                             : rt_storage_merge(out, parts, n, how);
+  return ph == PHASE_EVALUATE && outer >= threads && pays ? threads : 0;
 }
 
 /* The GETT plans of e's kernel that time their candidates at the first
@@ -389,7 +383,6 @@ static tj_status combine_partials(CacheEntry *e, tj_storage *out, tj_storage **p
  * on the given threads, then joins the chunks' outputs into st[0]. */
 static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchunks, Diag *d) {
   CacheEntry *e = k->entry;
-  LowerPhase asked = ph;
   if (!e->plan.rangeable && !e->plan.pos_rows) ph = PHASE_EVALUATE; /* partials: one kernel */
   if (!drv_ensure_compiled(e, DRV_ROWS(ph), d)) return drv_fail(d);
   int n = e->as->ntensors;
@@ -436,7 +429,7 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchu
     if (rc[c]) status = kernel_code(rc[c]);
   if (status == TJ_OK && joined)
     status = e->plan.rangeable  ? rt_storage_concat(out, outs, nchunks)
-             : e->plan.out_sparse ? merge_partials(e, asked, out, outs, nchunks)
+             : e->plan.out_sparse ? rt_storage_merge(out, outs, nchunks, combine_of(e->as->root_op))
                                   : combine_partials(e, out, outs, nchunks, e->as->accumulate, d);
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;
 done:

@@ -389,44 +389,11 @@ tj_status rt_storage_merge(tj_storage *out, tj_storage *const *parts, int n, RtC
     merge_level(&m, 0, 0);   /* every part has the root: at row 0 is zeros */
     out->vals_len = level_entries(out, out->order - 1);
     for (int l = 0; l < out->order; l++)   /* a compressed level's parents, now known */
-      if (out->levels[l].kind != TJ_LVL_DENSE) out->levels[l].pos_len = level_entries(out, l - 1) + 1;
+      if (out->levels[l].kind != TJ_LVL_DENSE)
+        out->levels[l].pos_len = level_entries(out, l - 1) + 1;
   }
   free(m.at);
   free(m.cur);
   free(m.end);
-  return st;
-}
-
-/* Whether a and b (one format) store the same pattern: every compressed
- * level's positions and coordinates byte for byte. */
-static bool same_pattern(const tj_storage *a, const tj_storage *b) {
-  for (int l = 0; l < a->order; l++) {
-    const tj_level_storage *x = &a->levels[l], *y = &b->levels[l];
-    if (x->kind == TJ_LVL_DENSE) continue;
-    if (x->pos_len != y->pos_len || x->crd_len != y->crd_len ||
-        (x->pos_len && memcmp(x->pos, y->pos, (size_t)(x->pos_len * a->pos_width))) ||
-        (x->crd_len && memcmp(x->crd, y->crd, (size_t)(x->crd_len * a->crd_width))))
-      return false;
-  }
-  return true;
-}
-
-tj_status rt_storage_merge_values(tj_storage *out, tj_storage *const *parts, int n,
-                                  RtCombine how) {
-  tj_storage m;
-  rt_storage_empty_like(out, &m);
-  tj_status st = rt_storage_merge(&m, parts, n, how);
-  if (st == TJ_OK && !same_pattern(out, &m))
-    st = rt_set_error(TJ_ERR_INVALID, "compute: the partial outputs' pattern is not the one "
-                      "the output was assembled for (did an operand's pattern change since "
-                      "the assembly?)");
-  if (st == TJ_OK && tj_rt_reserve(out, TJ_ARR_VALS, 0, m.vals_len ? m.vals_len : 1))
-    st = rt_set_error(TJ_ERR_NOMEM, "out of memory for the output's values");
-  if (st == TJ_OK) {
-    if (m.vals_len)
-      memcpy(out->vals, m.vals, (size_t)m.vals_len * (size_t)rt_dtype_size((tj_dtype)out->dtype));
-    out->vals_len = m.vals_len;
-  }
-  rt_storage_release(&m);
   return st;
 }

@@ -481,11 +481,6 @@ tj_status rt_storage_fold_partials(tj_storage *out, tj_storage *const *parts, in
  * pattern the union of theirs, each value the present parts' combined in
  * chunk order (concat.c). */
 tj_status rt_storage_merge(tj_storage *out, tj_storage *const *parts, int n, RtCombine how);
-/* The same for a compute phase: out keeps the pattern it was assembled
- * with and takes the merged values, which must lie on it (else an error,
- * out unchanged). */
-tj_status rt_storage_merge_values(tj_storage *out, tj_storage *const *parts, int n,
-                                  RtCombine how);
 
 /* ---- file I/O (mtx.c, tns.c) ---- */
 
