@@ -281,6 +281,24 @@ static int partial_chunks(const CacheEntry *e, tj_storage **st, int threads, int
   return outer >= threads && pays ? threads : 0;
 }
 
+/* How many sparse partial outputs a parallelize(j, partials) into a sparse
+ * output writes: one per thread, in evaluate alone (assembly keeps the
+ * pattern in one piece; compute would assemble every chunk's again, and
+ * ran 1.5-1.9x slower on two threads than the serial compute that gathers
+ * along the assembled pattern: y(i) = A(j,i) * x(j), 200 k, 16 and 32 a
+ * row, load 14-16); 0 when the outer loop has fewer iterations than
+ * threads, or for a vector when PARTIAL_RATIO times its extent per thread
+ * exceeds the work (each chunk's workspace and the merge are as long as
+ * the extent: 2 entries a row ran 1.8-2.8 ms on one thread and 10-16 ms
+ * on two, load 8.5). */
+static int sparse_partial_chunks(const CacheEntry *e, LowerPhase ph, tj_storage **st,
+                                 int threads, int64_t work) {
+  int64_t outer = extent_in(e->as->rhs, e->plan.order[0], st);
+  int64_t size = st[0]->order == 1 ? st[0]->dims[0] : 0;
+  bool pays = size * partial_ratio() * threads <= work;
+  return ph == PHASE_EVALUATE && outer >= threads && pays ? threads : 0;
+}
+
 /* The GETT plans of e's kernel that time their candidates at the first
  * run (e's own, or its statements'): for each, its timing key and whether
  * this run times it (no choice in memory nor in the disk cache). Returns
@@ -365,7 +383,7 @@ static tj_status combine_partials(CacheEntry *e, tj_storage *out, tj_storage **p
  * on the given threads, then joins the chunks' outputs into st[0]. */
 static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchunks, Diag *d) {
   CacheEntry *e = k->entry;
-  if (!e->plan.rangeable && !e->plan.pos_rows) ph = PHASE_EVALUATE; /* dense partials: one kernel */
+  if (!e->plan.rangeable && !e->plan.pos_rows) ph = PHASE_EVALUATE; /* partials: one kernel */
   if (!drv_ensure_compiled(e, DRV_ROWS(ph), d)) return drv_fail(d);
   int n = e->as->ntensors;
   tj_storage *out = st[0];
@@ -373,7 +391,7 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchu
   ParStrategy how = e->plan.row_strategy;
   if (nchunks > rows) nchunks = (int)rows;
   /* a reduction's first chunk writes the output itself unless it adds to it */
-  int own = e->plan.reduce_rows && !e->as->accumulate ? 1 : 0;
+  int own = e->plan.reduce_rows && !e->as->accumulate && !e->plan.out_sparse ? 1 : 0;
   int64_t *bounds = calloc((size_t)nchunks + 1, sizeof *bounds);
   tj_storage *range = calloc((size_t)nchunks, sizeof *range);
   tj_storage **outs = calloc((size_t)nchunks, sizeof *outs);
@@ -410,8 +428,9 @@ static tj_status run_rows(tj_kernel *k, LowerPhase ph, tj_storage **st, int nchu
   for (int c = 0; c < nchunks && status == TJ_OK; c++)
     if (rc[c]) status = kernel_code(rc[c]);
   if (status == TJ_OK && joined)
-    status = e->plan.rangeable ? rt_storage_concat(out, outs, nchunks)
-                               : combine_partials(e, out, outs, nchunks, e->as->accumulate, d);
+    status = e->plan.rangeable  ? rt_storage_concat(out, outs, nchunks)
+             : e->plan.out_sparse ? rt_storage_merge(out, outs, nchunks, combine_of(e->as->root_op))
+                                  : combine_partials(e, out, outs, nchunks, e->as->accumulate, d);
   if (status == TJ_OK && ph == PHASE_COMPUTE) out->vals_len = out->levels[last].crd_len;
 done:
   give_back_chunks(k, chunk, nfresh, cached);
@@ -680,6 +699,8 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   bool shared = !interpret && !plain && threads > 1 && work >= tj_rt_par_min_work();
   ParStrategy how = e->plan.row_strategy;
   int nchunks = !shared ? 0
+                : e->plan.reduce_rows && e->plan.out_sparse
+                    ? sparse_partial_chunks(e, ph, st, threads, work)
                 : e->plan.reduce_rows || e->plan.seg_rows
                     ? (phase != TJ_ASSEMBLE ? partial_chunks(e, st, threads, work) : 0)
                 : !e->plan.rangeable && !e->plan.pos_rows ? 0

@@ -515,6 +515,7 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
    * slice, a tensor of its own: no slices in its format. */
   for (int t = 0; t < as->ntensors; t++)
     if (p->convert[t] || p->pattern[t]) lv_format_unslice(&p->fmt[t]);
+  p->outer_dense = dense_outer;
   p->reduce_rows = dense_outer && !p->out_sparse && nt_is_root_reduction(as, p->order[0]) &&
                    (as->root_def || nt_op_is_reduction(as->root_op));
   p->seg_rows = dense_outer ? 0 : seg_rows_operand(as, &acc, p);

@@ -100,7 +100,12 @@ typedef struct LowerPlan {
                                           at its positions (lower/out_like.c) */
   bool reduce_rows;                    /* dense output, outermost loop a dense
                                           reduction loop: row-range kernels
-                                          into per-chunk partial outputs */
+                                          into per-chunk partial outputs; with
+                                          out_sparse (parallelize(j, partials)
+                                          alone sets it), sparse partials the
+                                          driver merges (rt_storage_merge) */
+  bool outer_dense;                    /* every operand the outermost loop walks
+                                          is dense there: row ranges can bound it */
   ParStrategy row_strategy;            /* parallelize(i, s) of a row-chunked plan
                                           (rangeable, pos_rows, reduce_rows): how
                                           the driver cuts the chunks; PAR_DEFAULT

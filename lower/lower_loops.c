@@ -663,16 +663,31 @@ static LirStmt *drain_located(Lowerer *lw) {
   return over_touched(lw, q, j, body);
 }
 
-/* The sort of the touched coordinates ptr[lo..lo + n) (an ordered level;
- * a nonordered one takes them as they are). */
-static LirStmt *sort_touched(Lowerer *lw, LirVar *ptr, LirExpr *lo) {
+/* The touched coordinates ptr[at .. at + n) in ascending order (at NULL:
+ * 0) for an ordered level (a nonordered one takes them as they come):
+ * sorted, or, when they are at least 1/16 of the extent, rebuilt from the
+ * marks in one pass (sorting a sparse vector output's 200 k touched
+ * coordinates took 23-31 ms, the pass over its marks 0.14 ms):
+ *   if (n * 16 >= extent) { n = 0; for (j < extent) { ptr[at + n] = j; n += mark[j]; } }
+ *   else sort(ptr + at, n) */
+static LirStmt *sort_touched(Lowerer *lw, LirVar *ptr, LirVar *at) {
   if (!lv_at(lw->acc[0].f, lw->out_last, LV_ORDERED)) return NULL;
   Arena *a = A(lw);
   LirStmt *sort = lir_call(a, LH_SORT_CRD);
   sort->u.call.ptr = ptr;
-  sort->u.call.a = lo;
-  sort->u.call.b = lir_bin(a, LOP_ADD, lo, lw_ref(lw, lw->ws_n));
-  return sort;
+  sort->u.call.a = at ? lw_ref(lw, at) : lw_i64(lw, 0);
+  sort->u.call.b = lir_bin(a, LOP_ADD, at ? lw_ref(lw, at) : lw_i64(lw, 0), lw_ref(lw, lw->ws_n));
+  LirVar *j = lw_var(lw, "j_marked", LT_I64);
+  LirExpr *slot = at ? lir_bin(a, LOP_ADD, lw_ref(lw, at), lw_ref(lw, lw->ws_n))
+                     : lw_ref(lw, lw->ws_n);
+  LirStmt *body = lw_store_index(lw, ptr, slot, lw_ref(lw, j));
+  LirExpr *marked = lir_load(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j));
+  lir_append(&body, lir_update(a, lw->ws_n, LOP_ADD, lir_cast(a, LT_I64, marked)));
+  LirStmt *scan = lir_assign(a, lw->ws_n, lw_i64(lw, 0));
+  lir_append(&scan, lir_for(a, j, lw_i64(lw, 0), lw_ws_extent(lw), body));
+  LirExpr *dense = lir_bin(a, LOP_GE, lir_bin(a, LOP_MUL, lw_ref(lw, lw->ws_n), lw_i64(lw, 16)),
+                           lw_ws_extent(lw));
+  return lir_if(a, dense, scan, sort);
 }
 
 /* The drain where the touched list is the output's crd from p on: the row's
@@ -685,7 +700,7 @@ static LirStmt *drain_in_crd(Lowerer *lw) {
   LirVar *p = lw->out_p[l], *crd = lw->crd_ptr[0][l];
   LirVar *q = lw_var(lw, "q", LT_I64);
   LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
-  LirStmt *s = sort_touched(lw, crd, lw_ref(lw, p));
+  LirStmt *s = sort_touched(lw, crd, p);
   LirStmt *body = lir_decl(a, j, lw_load_index(lw, crd, lw_ref(lw, q)));
   if (lw->emit_values) lir_append(&body, move_ws_value(lw, j, lw_ref(lw, q), NULL));
   lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
@@ -736,7 +751,7 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
     lir_append(&s, drain_in_crd(lw));
     return lir_block(a, s);
   }
-  lir_append(&s, sort_touched(lw, lw->ws_list, lw_i64(lw, 0)));
+  lir_append(&s, sort_touched(lw, lw->ws_list, NULL));
   LirVar *q = lw_var(lw, "q", LT_I64);
   LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
   LirExpr *last = lir_bin(a, LOP_SUB, lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n)),
@@ -994,8 +1009,8 @@ static LirStmt *case_body(Lowerer *lw, LoopCtx *cx, const LatPoint *q, LirVar *c
   if (located) {
     LirVar *p = lw_var(lw, "pOut", LT_I64);
     LirExpr *c = lw_ref(lw, cv);
-    if (lw->ranged && l == 0 && lw->phase != PHASE_COMPUTE)  /* chunk-local row */
-      c = lir_bin(a, LOP_SUB, c, lw_ref(lw, lw->range_lo));
+    bool chunk_row = lw->ranged && lw->plan->rangeable && l == 0 && lw->phase != PHASE_COMPUTE;
+    if (chunk_row) c = lir_bin(a, LOP_SUB, c, lw_ref(lw, lw->range_lo));   /* chunk-local row */
     lir_append(&s, lir_decl(a, p, lw_locate(lw, 0, l, parent_pos(lw, 0), c)));
     lw->pos[0] = lw_ref(lw, p);
   } else if (at_base) {   /* room was made before the loop */

@@ -422,5 +422,7 @@ LirStmt *lw_reserve(Lowerer *lw, int arr, int level, LirExpr *need);
 LirStmt *lw_reload(Lowerer *lw, LirVar *ptr, LirField f, int level);
 LirStmt *lw_ensure_pos_cap(Lowerer *lw, int level, LirExpr *index);
 LirExpr *lw_out_linear(Lowerer *lw);
+/* The extent of the row workspace: the output's dim over its index (lower.c). */
+LirExpr *lw_ws_extent(Lowerer *lw);
 
 #endif

@@ -111,6 +111,48 @@ static bool walks_nonunique_outer(const Assignment *as, const LowerPlan *p) {
   return false;
 }
 
+/* parallelize(v, partials) of the outermost loop v into a sparse output:
+ * each chunk of v's range runs the whole kernel into a sparse partial of
+ * the output's format, and the driver merges the partials (rt_storage_merge:
+ * the union of their patterns, values combined by the root operator). A
+ * reduction over v (y(i) = A(j,i) * x(j) over j) overlaps the partials; a
+ * loop over rows of a first level that is not dense (DCSR's) makes them
+ * disjoint, and the merge concatenates. */
+static bool apply_sparse_partials(const Assignment *as, const SchedDirective *sd, LowerPlan *p,
+                                  Diag *d) {
+  const tj_format *f = &p->fmt[0];
+  const char *v = sd->vars[0], *out = as->lhs->u.access.t->name;
+  bool reduces = nt_is_reduction_var(as, p->order[0]);
+  const char *why = !p->outer_dense
+                        ? "the loop walks a sparse level; partial sparse outputs bound a "
+                          "dense outer loop to each thread's range"
+                    : as->accumulate || as->old_output
+                        ? "partial sparse outputs are merged under =, not += (each would "
+                          "add the output's old values)"
+                    : reduces && !nt_is_root_reduction(as, p->order[0])
+                        ? "the loop's sum lies inside a subexpression; partials are combined "
+                          "for a reduction at the root of the right-hand side"
+                    : reduces && as->root_def
+                        ? "a definition's reduction combines dense partial outputs only"
+                    : reduces && !nt_op_is_reduction(as->root_op)
+                        ? "the root operator is no reduction operator to combine partials by"
+                    : !reduces && p->rangeable
+                        ? "the loop writes disjoint rows of the output, whose row chunks "
+                          "are concatenated already; use parallelize(i)"
+                    : f->ndims ? "partial sparse outputs are merged for unblocked formats"
+                               : NULL;
+  if (why) return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s, partials): %s", v, why);
+  for (int l = 0; l < f->order; l++)
+    if (f->levels[l] != 'd' && f->levels[l] != 's')
+      return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s, partials): partial sparse "
+                        "outputs are merged level by level for dense and compressed levels; "
+                        "%s's level %d is %s", v, out, l, lv_of(f, l)->name);
+  p->reduce_rows = true;   /* the driver's row-range kernels into partials */
+  p->rangeable = false;
+  p->pos_rows = p->seg_rows = 0;
+  return true;
+}
+
 /* parallelize(v[, strategy | partials | atomics]) against plan p: which
  * run-time form takes it (row chunks, partials, atomics, an inner
  * parallel loop), or a message saying why none does. */
@@ -150,12 +192,15 @@ static bool apply_parallelize(const Assignment *as, const Cin *cin, const SchedD
     return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s): no loop to run in parallel",
                       sd->vars[0]);
   bool dense_rows = (!p->out_sparse || p->out_like) && !nt_is_reduction_var(as, v);
+  if (sd->arg && strcmp(sd->arg, "partials") == 0 && p->out_sparse && !p->out_like)
+    return apply_sparse_partials(as, sd, p, d);
   if (sd->arg && !p->reduce_rows)
     return diag_error(d, TJ_ERR_UNSUPPORTED, "parallelize(%s, partials): %s", sd->vars[0],
                       dense_rows ? "the loop writes disjoint rows of the output; there "
                                    "is nothing to combine"
-                                 : "partials are lowered for an outermost reduction loop "
-                                   "into a dense output");
+                                 : "partials are lowered for a dense outermost loop "
+                                   "reducing at the root into a dense output (or, into a "
+                                   "sparse one, merged)");
   if (!dense_rows && !p->rangeable && !p->reduce_rows && !p->pos_rows)
     return diag_error(d, TJ_ERR_UNSUPPORTED,
                       "parallelize(%s): the loop over %s writes a shared output (a "

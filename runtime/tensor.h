@@ -476,6 +476,12 @@ void rt_storage_combine_range(tj_storage *out, tj_storage *const *parts, int n,
 tj_status rt_storage_fold_partials(tj_storage *out, tj_storage *const *parts, int n,
                                    bool accumulate, int32_t (*fn)(tj_storage **));
 
+/* Merges n >= 1 sparse partial outputs (out's format, every level dense or
+ * compressed, ordered and unique) into out, replacing its contents: its
+ * pattern the union of theirs, each value the present parts' combined in
+ * chunk order (concat.c). */
+tj_status rt_storage_merge(tj_storage *out, tj_storage *const *parts, int n, RtCombine how);
+
 /* ---- file I/O (mtx.c, tns.c) ---- */
 
 typedef struct RtReader RtReader;

@@ -214,6 +214,59 @@ START_TEST(test_residual_csr) {
 }
 END_TEST
 
+/* The loop-IR statements of a sequence run their row loops on the threads
+ * (each outermost i loop parallel, tj_rt_parallel_for, as one nest's):
+ * A = B C + D with B CSR (loops, not GETT) and with dense B under
+ * method(loops), at 1 and 2 threads, against plain loops; integer values,
+ * so every order of summing is exact. */
+START_TEST(test_two_threads_by_hand) {
+  enum { M = 97, K = 40, N = 23 };
+  static const char *const bfmt[] = {"ds", "dd"};
+  static const char *const sched[] = {"sequence()", "sequence() method(loops)"};
+  double *b = calloc(M * K, sizeof *b), *c = malloc(K * N * sizeof *c);
+  double *d = malloc(M * N * sizeof *d), *want = malloc(M * N * sizeof *want);
+  for (int i = 0; i < M; i++)
+    for (int k = 0; k < K; k++) b[i * K + k] = (i * 7 + k * 3) % 5 == 0 ? (i + k) % 9 + 1 : 0;
+  for (int q = 0; q < K * N; q++) c[q] = q % 11 - 5;
+  for (int q = 0; q < M * N; q++) d[q] = q % 13;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      want[i * N + j] = d[i * N + j];
+      for (int k = 0; k < K; k++) want[i * N + j] += b[i * K + k] * c[k * N + j];
+    }
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int w = 0; w < 2; w++)
+    for (int threads = 1; threads <= 2; threads++) {
+      tj_tensor *B = tu_tensor("B", bfmt[w], 2, (int64_t[]){M, K}, b);
+      tj_tensor *C = tu_tensor("C", "dd", 2, (int64_t[]){K, N}, c);
+      tj_tensor *D = tu_tensor("D", "dd", 2, (int64_t[]){M, N}, d);
+      tj_tensor *A = tu_tensor("A", "dd", 2, (int64_t[]){M, N}, NULL);
+      tj_options o = tj_options_default();
+      o.nthreads = threads;
+      tj_kernel *k;
+      OK(tj_compile(cx, "A(i,j) = B(i,k) * C(k,j) + D(i,j)", (tj_tensor *[]){A, B, C, D}, 4,
+                    sched[w], &o, &k));
+      char *lir = stage(k, TJ_STAGE_COMPUTE), *at = lir;
+      int loops = 0;
+      while ((at = strstr(at, "parallel (#pragma omp parallel for)"))) loops++, at++;
+      ck_assert_msg(loops == 2, "%s: %d parallel loops:\n%s", sched[w], loops, lir);
+      free(lir);
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+      for (int q = 0; q < M * N; q++) {
+        double v;
+        OK(tj_tensor_get(A, (int64_t[]){q / N, q % N}, &v));
+        ck_assert_msg(v == want[q], "%s, %d threads: A(%d,%d) = %g, want %g", sched[w],
+                      threads, q / N, q % N, v, want[q]);
+      }
+      tj_kernel_free(k);
+      tj_tensor_free(A), tj_tensor_free(B), tj_tensor_free(C), tj_tensor_free(D);
+    }
+  tj_context_free(cx);
+  free(b), free(c), free(d), free(want);
+}
+END_TEST
+
 /* A = B C - E F + D = [[11, 21], [34, 43]]: three statements (D, then two
  * updates, the second negated); and A += ... onto A = ones: [[12, 22], [35, 44]]. */
 START_TEST(test_three_terms) {
@@ -341,6 +394,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, test_default_large);
   tcase_add_test(tc, test_gett_statement);
   tcase_add_test(tc, test_residual_csr);
+  tcase_add_test(tc, test_two_threads_by_hand);
   tcase_add_test(tc, test_three_terms);
   tcase_add_test(tc, test_int32);
   tcase_add_loop_test(tc, test_refusals, 0, (int)(sizeof refusals / sizeof *refusals));

@@ -125,6 +125,14 @@ expect_fail view_fused_rows "B is a view (a slice); a fused loop walks its base'
 expect_fail partials_under_sum_temp "partials): the right-hand side sums inside a subexpression" \
   'y(i) += A(i,j) * x(j) + z(i)' -f=A:dd -d=A:9,70 -s='parallelize(j, partials)'
 
+# partials into a sparse output (merged by rt_storage_merge): what still cannot be
+expect_fail partials_sparse_outer "parallelize(j, partials): the loop walks a sparse level; partial sparse outputs bound a dense outer loop" \
+  'y(i) = A(j,i) * x(j)' -f=A:ss -f=y:s -g=A:s:0.2 -g=x:d -d=A:20,30 -s='parallelize(j, partials)'
+expect_fail partials_sparse_level "merged level by level for dense and compressed levels; y's level 0 is compressed(nonordered)" \
+  'y(i) = A(j,i) * x(j)' -f=A:ds -f=y:o -g=A:s:0.2 -g=x:d -d=A:20,30 -s='parallelize(j, partials)'
+expect_fail partials_sparse_rows "whose row chunks are concatenated already; use parallelize(i)" \
+  'C(i,j) = A(i,j) * 2' -f=A:ds -f=C:ds -g=A:s:0.2 -d=A:20,30 -s='parallelize(i, partials)'
+
 # sequence(): refused with the reason
 expect_fail sequence_sparse_output "sequence(): the output is sparse" \
   'A(i,j) = B(i,k) * C(k,j) + D(i,j)' -f=A:ds -g=B:d -g=C:d -g=D:d -d=B:4,3 -d=C:3,5 -s='sequence()'
