@@ -226,7 +226,8 @@ static bool has_reduce(const char *b, const char *e) {
  * store the term's pattern; the rest of the rhs reads the temporaries as
  * operands). The whole rhs is one term when it has more than
  * ACC_MAX_SPLIT, or more than ACC_MAX_TERMS with a sum, or a term with a
- * sum and a reduce(), or, under a semiring, a difference (its terms add
+ * sum and a reduce(), or an index summed in two terms (one sum over
+ * both, ir/sums.c), or, under a semiring, a difference (its terms add
  * through the semiring's add only).
  * Returns how many (0: no sum). */
 static int summed_terms(const AccParts *p, tj_tensor *const *ops, int n,
@@ -234,9 +235,21 @@ static int summed_terms(const AccParts *p, tj_tensor *const *ops, int n,
   Term t[ACC_MAX_SPLIT];
   int nt = split_terms(p->rhs, t), count = 0;
   bool whole = nt == 0;
+  char seen[8][ACC_NAME];   /* the sum indices of the terms before */
+  int nseen = 0;
   for (int k = 0; k < nt && !whole; k++) {
     whole = t[k].sign == '-' && semiring && strcmp(semiring, "plus.times") != 0;
-    if (sum_names_in(p, t[k].b, t[k].e, ops, n, (char[8][ACC_NAME]){{0}}) == 0) continue;
+    char names[8][ACC_NAME];
+    int nn = sum_names_in(p, t[k].b, t[k].e, ops, n, names);
+    if (nn == 0) continue;
+    /* An index summed in two terms is one sum over the smallest
+     * subexpression holding both (ir/sums.c), which holds every term
+     * between them too (B*C + D + E*C adds D once per k): no split. */
+    for (int a = 0; a < nn && !whole; a++)
+      for (int b = 0; b < nseen && !whole; b++) whole = !strcmp(names[a], seen[b]);
+    for (int a = 0; a < nn; a++)   /* past 8, unchecked: no split */
+      if (nseen == 8) whole = true;
+      else strcpy(seen[nseen++], names[a]);
     if (count == ACC_MAX_TERMS || (nt > 1 && has_reduce(t[k].b, t[k].e))) whole = true;
     else out[count++] = t[k];
   }

@@ -947,7 +947,7 @@ static const PlusTerm plus_terms[] = {
     {"A(i,j) = -B(i,k) * C(k,j) + D(i,j)", 0, -1, 1, 0},
     {"A(i,j) = B(i,k) * C(k,j)", 0, 1, 0, 0},
     {"A(i,j) = B(i,k) * C(k,j) + D(i,j) + E(i,l) * C(l,j)", 0, 1, 1, 1},
-    {"A(i,j) = 2 * (B(i,k) * C(k,j)) - E(i,k) * C(k,j) + D(i,j)", 0, 2, 1, -1},
+    {"A(i,j) = 2 * (B(i,k) * C(k,j)) - E(i,l) * C(l,j) + D(i,j)", 0, 2, 1, -1},
     {"A(i,j) = (B(i,k) * C(k,j) - (D(i,j)))", 0, 1, -1, 0},
     {"A(i,j) += B(i,k) * C(k,j)", 1, 1, 0, 0},
     {"A(i,j) += B(i,k) * C(k,j) + D(i,j)", 1, 1, 1, 0},
@@ -1012,6 +1012,38 @@ START_TEST(contraction_plus_term) {
     for (int x = 0; x < PT_I * PT_J; x++) nnz += stored[x];
     ck_assert_msg(tj_tensor_nnz(ops[0]) == nnz, "%s: %lld stored, want %lld", what,
                   (long long)tj_tensor_nnz(ops[0]), (long long)nnz);
+    tj_context_free(cx);
+    for (int t = 0; t < 5; t++) tj_tensor_free(ops[t]);
+  }
+}
+END_TEST
+
+/* An index summed in two terms is one sum over the smallest subexpression
+ * holding both uses (the einsum rule, ir/sums.c): in B(i,k) * C(k,j) +
+ * D(i,j) + E(i,k) * C(k,j) that is the whole rhs, so D is added once per
+ * k: A = B*C + K * D + E*C. The term split must not give each term its
+ * own sum (it gave B*C + D + E*C); values against plain loops. */
+START_TEST(shared_sum_index_spans_terms) {
+  plus_term_operands();
+  int64_t dij[2] = {PT_I, PT_J}, dik[2] = {PT_I, PT_K}, dkj[2] = {PT_K, PT_J};
+  static const char *fmts[] = {"ss", "ds", "uq"};
+  for (int f = 0; f < 3; f++) {
+    tj_tensor *ops[5] = {tu_tensor("A", fmts[f], 2, dij, NULL),
+                         tu_tensor("B", "ds", 2, dik, pt_b), tu_tensor("C", "ds", 2, dkj, pt_c),
+                         tu_tensor("D", "ds", 2, dij, pt_d), tu_tensor("E", "ds", 2, dik, pt_e)};
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j) + D(i,j) + E(i,k) * C(k,j)", ops, 5,
+                           NULL);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int i = 0; i < PT_I; i++)
+      for (int j = 0; j < PT_J; j++) {
+        double want = PT_K * pt_d[i * PT_J + j], got;
+        for (int kk = 0; kk < PT_K; kk++)
+          want += (pt_b[i * PT_K + kk] + pt_e[i * PT_K + kk]) * pt_c[kk * PT_J + j];
+        OK(tj_tensor_get(ops[0], (int64_t[]){i, j}, &got));
+        ck_assert_msg(got == want, "A %s (%d,%d) = %g, want %g", fmts[f], i, j, got, want);
+      }
     tj_context_free(cx);
     for (int t = 0; t < 5; t++) tj_tensor_free(ops[t]);
   }
@@ -1133,6 +1165,7 @@ static Suite *suite(void) {
   tcase_set_timeout(plus, 600);
   tcase_add_loop_test(plus, contraction_plus_term, 0, 4 * N_PLUS_TERM_FORMATS);
   tcase_add_test(plus, contraction_plus_term_kernels);
+  tcase_add_test(plus, shared_sum_index_spans_terms);
   tcase_add_loop_test(plus, contraction_plus_term_order3, 0, 16);
   suite_add_tcase(s, plus);
   TCase *dense = tcase_create("dense_between");
