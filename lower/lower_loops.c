@@ -1373,6 +1373,22 @@ static LirStmt *dense_leaf_loop(Lowerer *lw, LoopCtx *cx, LirStmt *loop, LirExpr
   return s;
 }
 
+static LirStmt *window_body(Lowerer *lw, void *cx, LirVar *iv) { return cases(lw, cx, 0, iv); }
+
+/* The dense loop over an index read through a block window (a cut view
+ * of BSR): over the view's coordinates of the block only (lw_window_loop),
+ * the body lowered once per loop form. */
+static LirStmt *window_loop(Lowerer *lw, LoopCtx *cx, const LwWindow *win) {
+  if (!win->block)
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s runs outside the loop over "
+                      "its blocks, which its block window needs", cx->v->name), NULL;
+  LirStmt *full, *edge;
+  LirStmt *s = lw_window_loop(lw, win, cx->v->name, window_body, cx, &full, &edge);
+  loop_attrs(lw, cx, edge, edge);
+  if (full) loop_attrs(lw, cx, full, full);
+  return s;
+}
+
 static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[0];
@@ -1380,6 +1396,14 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   bool zeroing = lw->zero_rows && cx->depth == 0 && lw->target == T_OUT && !cx->in_temp;
   if (!lw_form_check(lw, cx->depth, NULL, P->sparse ? __builtin_ctzll(P->sparse) : -1))
     return NULL;
+  LwWindow win;
+  if (P->sparse == 0 && lw_index_window(lw, cx->v, &win)) {
+    if ((lw->ranged && cx->depth == 0) || zeroing || lw->fuse_f[cx->depth] ||
+        lw->nest.form[cx->depth]->fuse)
+      return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s, read through a block "
+                        "window, is a row range or fused; convert the view", cx->v->name), NULL;
+    return window_loop(lw, cx, &win);
+  }
   if (P->sparse == 0 && lw->fuse_f[cx->depth]) { /* the inner loop of a fuse: j = f % n */
     LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
     LirStmt *s = lir_decl(a, iv, lir_bin(a, LOP_REM, lw_ref(lw, lw->fuse_f[cx->depth]),
@@ -1868,6 +1892,10 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     return refuse_unroll(lw, &cx, "merges sparse operands in a while loop");
   if (wide && !lw_form_check(lw, depth, "merges sparse operands in a while loop", -1))
     return NULL;
+  LwWindow win0;
+  if (wide && lw_index_window(lw, cx.v, &win0))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s, read through a block "
+                      "window, merges sparse operands; convert the view", cx.v->name), NULL;
   if (wide) return wide_loop(lw, &cx);
   Lattice L;
   lw_lattice(lw, alive, depth, &L);
@@ -1876,6 +1904,12 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   cx.L = &L;
   Arena *a = A(lw);
   int lazy = lazy_child(lw, &cx, &L);
+  LwWindow win;
+  if (lw_index_window(lw, cx.v, &win) && (lazy >= 0 || !is_single(lw, &L, depth) ||
+                                          L.p[0].sparse != 0))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s, read through a block "
+                      "window, co-iterates or walks a sparse level; convert the view",
+                      cx.v->name), NULL;
   if (lazy >= 0) return lir_block(a, lazy_run_loop(lw, &cx, lazy));
   LirStmt *s = NULL;
   AMask all = 0;

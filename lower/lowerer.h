@@ -221,6 +221,23 @@ LirExpr *lw_slice_valid(Lowerer *lw, int x, int l, LirExpr *p);
 /* Moves p to the first position in [p, end) inside the slice (NULL when
  * the level needs no filter). */
 LirStmt *lw_slice_skip(Lowerer *lw, int x, int l, LirVar *p, LirVar *end);
+/* The block window the loop over index v reads through (tj_window: the
+ * first access storing v at a window level) and its block's coordinate
+ * variable; false when v has none. */
+typedef struct LwWindow {
+  const tj_window *w;
+  LirVar *block;
+} LwWindow;
+bool lw_index_window(const Lowerer *lw, const IndexVar *v, LwWindow *out);
+/* Emits the loop over a window's index (named name), in block b over
+ * lo(b) .. hi(b) by the stride; with stride 1, a block whose window is
+ * whole runs a loop of constant bounds 0 .. k instead (`if (lo == 0 &&
+ * hi == k) full else edge`), so only the edge blocks take variable
+ * bounds. body(lw, ctx, iv) makes each loop's body; *full (NULL when no
+ * block can be whole) and *edge are the loops. */
+typedef LirStmt *(*LwLoopBody)(Lowerer *lw, void *ctx, LirVar *iv);
+LirStmt *lw_window_loop(Lowerer *lw, const LwWindow *win, const char *name, LwLoopBody body,
+                        void *ctx, LirStmt **full, LirStmt **edge);
 /* Narrows [p, end) of a sliced sparse level to its slice, then skips to
  * the first valid position (NULL when the level is not sliced). */
 LirStmt *lw_slice_bounds(Lowerer *lw, int x, int l, LirVar *p, LirVar *end);

@@ -389,7 +389,27 @@ bool rt_block_frame(const tj_tensor *t, int m, RtBlockFrame *fr) {
   return true;
 }
 
-void rt_tensor_view_levels_sliced(const tj_tensor *t, tj_tensor *v) {
+/* The level of t storing dim m mod k, or -1. */
+static int mod_level(const tj_format *f, int m) {
+  for (int l = 0; l < f->order; l++)
+    if (f->lvl_op[l] == TJ_LVL_MOD && f->mode_order[l] == m) return l;
+  return -1;
+}
+
+bool rt_block_windowed(const tj_tensor *t, int m) {
+  const tj_tensor *b = t->base ? t->base : t;
+  int lb = floordiv_level(&b->ufmt, m), li = mod_level(&b->ufmt, m);
+  return lb >= 0 && li >= 0 && b->ufmt.levels[li] == 'd';
+}
+
+/* Gives mod level li of level view v the window of frame fr, its blocks
+ * at level lb. */
+static void set_window(tj_format *f, int lb, int li, const RtBlockFrame *fr) {
+  f->win[li] = (tj_window){.block = lb + 1, .k = (int32_t)fr->k, .lead = fr->lead,
+                           .size = fr->size, .stride = fr->stride};
+}
+
+void rt_tensor_view_levels_sliced(const tj_tensor *t, uint32_t windowed, tj_tensor *v) {
   const tj_tensor *b = t->base;
   rt_tensor_view_levels(b, v);
   v->name = t->name;   /* borrowed, as the arrays are */
@@ -406,6 +426,9 @@ void rt_tensor_view_levels_sliced(const tj_tensor *t, tj_tensor *v) {
       f->slice[l][0] = fr.first, f->slice[l][1] = fr.nb, f->slice[l][2] = 1;
       v->dims[l] = fr.nb;
     }
+    if (b->ufmt.lvl_op[l] == TJ_LVL_FLOORDIV && (windowed >> m & 1) && fr.masked &&
+        rt_block_windowed(t, m))
+      set_window(f, l, mod_level(&b->ufmt, m), &fr);
   }
   v->fmt = *f;
   memcpy(v->st.dims, v->dims, sizeof v->st.dims);
