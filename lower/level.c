@@ -354,3 +354,21 @@ LirStmt *lw_window_loop(Lowerer *lw, const LwWindow *win, const char *name, LwLo
   lir_append(&s, lir_if(a, whole, *full, *edge));
   return lir_block(a, s);
 }
+
+bool lw_window_edges(const Lowerer *lw, const IndexVar *b, LwEdges *out) {
+  for (int x = 0; x < lw->nacc; x++) {
+    const tj_format *f = lw->acc[x].f;
+    if (!lw->acc[x].e || lw->acc[x].e->kind != EX_ACCESS) continue;
+    for (int l = 0; l < f->order; l++) {
+      const tj_window *w = &f->win[l];
+      IndexVar *const *idx = lw->acc[x].e->u.access.idx;
+      if (!w->block || w->stride != 1 || idx[f->mode_order[w->block - 1]] != b) continue;
+      int64_t end = w->lead + w->size, nb = (end - 1) / w->k + 1;   /* size > 0: cut */
+      *out = (LwEdges){.inner = idx[f->mode_order[l]], .nb = nb,
+                       .first = w->lead > 0 || (nb == 1 && end < w->k),
+                       .last = nb > 1 && end % w->k != 0};
+      return true;
+    }
+  }
+  return false;
+}

@@ -1389,6 +1389,73 @@ static LirStmt *window_loop(Lowerer *lw, LoopCtx *cx, const LwWindow *win) {
   return s;
 }
 
+/* The loop over positions [lo, hi) of access x's level at cx's depth, its
+ * body lowered afresh. */
+static LirStmt *position_loop(Lowerer *lw, LoopCtx *cx, int x, LirExpr *lo, LirExpr *hi) {
+  Arena *a = A(lw);
+  Iter *it = &cx->it[x];
+  LirVar *start = it->p;
+  it->p = lw_var(lw, start->name, LT_I64);
+  int lx = lw_level_at(lw, x, cx->depth);
+  LirStmt *body = read_coord(lw, x, lx, it), *outer, *inner;
+  LirVar *cv = lw_var(lw, cx->v->name, LT_I64);
+  lir_append(&body, lir_decl(a, cv, lw_ref(lw, it->c)));
+  lir_append(&body, cases(lw, cx, 0, cv));
+  if (lw_slice_filtered(lw, x, lx)) body = guard_slice(lw, x, lx, lw_ref(lw, it->p), body);
+  LirStmt *loop = lw_strip_loop(lw, cx->depth, it->p, lo, hi, body, &outer, &inner);
+  it->p = start;
+  loop_attrs(lw, cx, outer, inner);
+  return loop;
+}
+
+/* Whether cx's index is the block index of a stride-1 block window whose
+ * first or last block is cut: its loop peels them (peeled_block_loop). */
+static bool window_edges(const Lowerer *lw, const LoopCtx *cx) {
+  LwEdges e;
+  return lw_window_edges(lw, cx->v, &e) && (e.first || e.last);
+}
+
+/* Emits, for a loop over the stored blocks [p, end) of a dim whose block
+ * window cuts its first (coordinate 0) or last (nb - 1) block:
+ *   mid = p; if (p < end && crd(p) == 0) mid = p + 1;
+ *   mid_end = end; if (mid < end && crd(end - 1) == nb - 1) mid_end = end - 1;
+ *   for (q in p .. mid)        body, its in-block loop windowed (if the first is cut)
+ *   for (q in mid .. mid_end)  body, its in-block loop over the whole block
+ *   for (q in mid_end .. end)  body, windowed (if the last is cut)
+ * so the blocks between keep constant loops (and their register blocking:
+ * lower/promote.c). */
+static LirStmt *peeled_block_loop(Lowerer *lw, LoopCtx *cx, int x) {
+  Arena *a = A(lw);
+  LwEdges e;
+  lw_window_edges(lw, cx->v, &e);
+  Iter *it = &cx->it[x];
+  int lx = lw_level_at(lw, x, cx->depth);
+  LirVar *mid = lw_var(lw, arena_printf(a, "%s_mid", it->p->name), LT_I64);
+  LirVar *mid_end = lw_var(lw, arena_printf(a, "%s_mid_end", it->p->name), LT_I64);
+  LirStmt *s = lir_decl(a, mid, lw_ref(lw, it->p));
+  if (e.first) {
+    LirExpr *c0 = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, lx, lw_ref(lw, it->p)), lw_i64(lw, 0));
+    LirStmt *step = lir_if(a, c0, lir_assign(a, mid, lir_bin(a, LOP_ADD, lw_ref(lw, it->p),
+                                                             lw_i64(lw, 1))), NULL);
+    lir_append(&s, lir_if(a, lir_bin(a, LOP_LT, lw_ref(lw, it->p), lw_ref(lw, it->end)), step,
+                          NULL));
+  }
+  lir_append(&s, lir_decl(a, mid_end, lw_ref(lw, it->end)));
+  if (e.last) {
+    LirExpr *lastp = lir_bin(a, LOP_SUB, lw_ref(lw, it->end), lw_i64(lw, 1));
+    LirExpr *cl = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, lx, lastp), lw_i64(lw, e.nb - 1));
+    LirStmt *step = lir_if(a, cl, lir_assign(a, mid_end, lastp), NULL);
+    lir_append(&s, lir_if(a, lir_bin(a, LOP_LT, lw_ref(lw, mid), lw_ref(lw, it->end)), step,
+                          NULL));
+  }
+  if (e.first) lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, it->p), lw_ref(lw, mid)));
+  lw->win_whole[e.inner->id] = true;
+  lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, mid), lw_ref(lw, mid_end)));
+  lw->win_whole[e.inner->id] = false;
+  if (e.last) lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, mid_end), lw_ref(lw, it->end)));
+  return lir_block(a, s);
+}
+
 static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[0];
@@ -1397,7 +1464,7 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   if (!lw_form_check(lw, cx->depth, NULL, P->sparse ? __builtin_ctzll(P->sparse) : -1))
     return NULL;
   LwWindow win;
-  if (P->sparse == 0 && lw_index_window(lw, cx->v, &win)) {
+  if (P->sparse == 0 && !lw->win_whole[cx->v->id] && lw_index_window(lw, cx->v, &win)) {
     if ((lw->ranged && cx->depth == 0) || zeroing || lw->fuse_f[cx->depth] ||
         lw->nest.form[cx->depth]->fuse)
       return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s, read through a block "
@@ -1447,6 +1514,8 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     return lir_block(a, body);
   } else if (lw->nest.form[cx->depth]->fuse) { /* fuse(i, j, f) pos(f, ...): compressed rows */
     return fused_pos_loop(lw, cx, &cx->it[__builtin_ctzll(P->sparse)]);
+  } else if (!zeroing && !lw->ranged && window_edges(lw, cx)) {
+    return peeled_block_loop(lw, cx, __builtin_ctzll(P->sparse));
   } else {
     int x = __builtin_ctzll(P->sparse);
     Iter *it = &cx->it[x];

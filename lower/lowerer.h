@@ -117,6 +117,9 @@ typedef struct Lowerer {
                                               and its value are guarded by it);
                                               NULL: statically alive */
   LirVar *coord[NT_MAX_INDICES];           /* coordinate var per IndexId */
+  bool win_whole[NT_MAX_INDICES];          /* per IndexId: the loop over it is in a
+                                              block its window holds whole (the
+                                              middle of a peeled block loop) */
   /* operand arrays and dims (entry-block pointer variables) */
   LirVar *vals_ptr[NT_MAX_TENSORS];
   LirVar *pos_ptr[NT_MAX_TENSORS][NT_MAX_ORDER];
@@ -236,6 +239,15 @@ bool lw_index_window(const Lowerer *lw, const IndexVar *v, LwWindow *out);
  * bounds. body(lw, ctx, iv) makes each loop's body; *full (NULL when no
  * block can be whole) and *edge are the loops. */
 typedef LirStmt *(*LwLoopBody)(Lowerer *lw, void *ctx, LirVar *iv);
+/* For block index b of a stride-1 block window: its in-block index, the
+ * frame's block count and whether its first / last block is cut (the
+ * window holds only part of it); false when b is no window's block. */
+typedef struct LwEdges {
+  const IndexVar *inner;
+  int64_t nb;
+  bool first, last;
+} LwEdges;
+bool lw_window_edges(const Lowerer *lw, const IndexVar *b, LwEdges *out);
 LirStmt *lw_window_loop(Lowerer *lw, const LwWindow *win, const char *name, LwLoopBody body,
                         void *ctx, LirStmt **full, LirStmt **edge);
 /* Narrows [p, end) of a sliced sparse level to its slice, then skips to
