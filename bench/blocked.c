@@ -26,7 +26,8 @@
  * The views rows (issue 15) time SpMV and SpMM over views of one BSR 4x4
  * tensor (20000 rows in dense 8x8 blocks, 960,000 entries): one cut inside
  * its edge blocks on both dims, read through block windows, against an
- * aligned one of about the same size and a stride-2 one, interleaved.
+ * aligned one of about the same size, a stride-2 one and the whole tensor
+ * (no view), interleaved.
  * --only NAME runs only the matrices whose name contains NAME (the 2:4
  * row is named "2:4", the views rows "views").
  * Usage: tjblocked [--data DIR] [--reps N] [--quick] [--only NAME]
@@ -356,19 +357,24 @@ static void run_views(const Mat *m, int reps) {
   struct {
     const char *what;
     int64_t off[2], size[2], stride[2];
-  } vs[3] = {{"aligned", {0, 0}, {n - 4, n - 4}, {1, 1}},
+  } vs[4] = {{"aligned", {0, 0}, {n - 4, n - 4}, {1, 1}},
              {"cut", {1, 3}, {n - 10, n - 5}, {1, 1}},
-             {"stride2", {1, 3}, {n / 2 - 2, n / 2 - 2}, {2, 2}}};
+             {"stride2", {1, 3}, {n / 2 - 2, n / 2 - 2}, {2, 2}},
+             {"whole", {0, 0}, {n, n}, {1, 1}}};   /* A itself, no view */
   tj_context *cx;
   TJ(tj_context_new(&cx));
-  tj_kernel *k[3][2];
-  tj_tensor *own[3][5];
+  tj_kernel *k[4][2];
+  tj_tensor *own[4][5];
   double *want = malloc(sizeof *want * (size_t)n * NCOLS), *in = malloc(sizeof *in * (size_t)n * NCOLS);
   uint64_t s = 11;
   for (int64_t e = 0; e < n * NCOLS; e++) in[e] = rng_val(&s);
-  for (int v = 0; v < 3; v++) {
-    tj_tensor *V, *x, *B, *y, *C;
-    TJ(tj_tensor_slice(A, "V", vs[v].off, vs[v].size, vs[v].stride, &V));
+  for (int v = 0; v < 4; v++) {
+    tj_tensor *V = NULL, *x, *B, *y, *C;
+    if (v < 3) TJ(tj_tensor_slice(A, "V", vs[v].off, vs[v].size, vs[v].stride, &V));
+    if (v == 3) {   /* no view */
+      TJ(tj_tensor_convert(A, &bsr, &V));
+      TJ(tj_tensor_rename(V, "V"));
+    }
     int64_t R = vs[v].size[0], K = vs[v].size[1];
     x = dense("x", 1, &K, in);
     B = dense("B", 2, (int64_t[]){K, NCOLS}, in);
@@ -403,22 +409,22 @@ static void run_views(const Mat *m, int reps) {
     own[v][0] = V, own[v][1] = x, own[v][2] = B, own[v][3] = y, own[v][4] = C;
   }
   for (int r = 0; r < 2; r++) {
-    double t[3][64];
+    double t[4][64];
     for (int q = 0; q < reps; q++)
-      for (int v = 0; v < 3; v++) {
+      for (int v = 0; v < 4; v++) {
         double t0 = cpu_ms();
         TJ(tj_kernel_run(k[v][r], TJ_EVALUATE, NULL, 0));
         t[v][q] = cpu_ms() - t0;
       }
-    double med[3];
-    for (int v = 0; v < 3; v++) med[v] = bench_median(t[v], reps);
-    printf("%-7s views of %-14s b=4  aligned %8.3f  cut %8.3f  stride2 %8.3f ms  "
-           "cut/aligned %5.2fx\n", r ? "spmm64" : "spmv", m->name, med[0], med[1], med[2],
-           med[1] / med[0]);
+    double med[4];
+    for (int v = 0; v < 4; v++) med[v] = bench_median(t[v], reps);
+    printf("%-7s views of %-14s b=4  whole %8.3f  aligned %8.3f  cut %8.3f  stride2 %8.3f ms  "
+           "cut/aligned %5.2fx\n", r ? "spmm64" : "spmv", m->name, med[3], med[0], med[1],
+           med[2], med[1] / med[0]);
     fflush(stdout);
   }
   tj_context_free(cx);
-  for (int v = 0; v < 3; v++)
+  for (int v = 0; v < 4; v++)
     for (int q = 0; q < 5; q++) tj_tensor_free(own[v][q]);
   tj_tensor_free(A);
   free(want), free(in);
