@@ -224,6 +224,9 @@ START_TEST(kernels_over_blocked_views) {
   ck_assert_msg(stage_has(k, TJ_STAGE_COMPUTE, "j_i_lo") == cut(bc->b, C, c),
                 "b=%d: column window %s", bc->b, cut(bc->b, C, c) ? "missing" : "not needed");
   ck_assert(!stage_has(k, TJ_STAGE_COMPUTE, "i_i_lo"));
+  /* by stride 1, the row's loop over blocks peels the cut edge blocks */
+  ck_assert_msg(stage_has(k, TJ_STAGE_COMPUTE, "pV1_mid_end") == (cut(bc->b, C, c) && c.stride == 1),
+                "b=%d: peeled loop", bc->b);
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   OK(tj_compile(cx, "y2(i) += V(i,j) * x(j)", (tj_tensor *[]){y2, v, x}, 3, NULL, NULL, &k));
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
