@@ -343,7 +343,7 @@ LirStmt *lw_window_loop(Lowerer *lw, const LwWindow *win, const char *name, LwLo
   *edge = lir_for(a, iv, lw_ref(lw, lo), lw_ref(lw, hi), body(lw, ctx, iv));
   if (w->stride != 1) (*edge)->u.loop.step = lw_i64(lw, w->stride);
   *full = NULL;
-  if (w->stride != 1 || w->size < w->k) {   /* no block is whole */
+  if (w->stride != 1 || w->size < w->k || win->edge) {   /* no block is whole */
     lir_append(&s, *edge);
     return lir_block(a, s);
   }

@@ -77,6 +77,12 @@ static LirStmt *init_iter(Lowerer *lw, int x, int l, Iter *it) {
   it->p = lw_var(lw, base, LT_I64);
   snprintf(base, sizeof base, "p%s%d_end", tn, l);
   it->end = lw_var(lw, base, LT_I64);
+  const LwHoist *h = &lw->hoist[x];   /* narrowed above, under this parent (hoist_narrowing) */
+  if (h->p && h->level == l && h->parent == lw->pos[x] && !lw->live[x]) {
+    LirStmt *s = lir_decl(A(lw), it->p, lw_ref(lw, lw->hoist[x].p));
+    lir_append(&s, lir_decl(A(lw), it->end, lw_ref(lw, lw->hoist[x].end)));
+    return s;
+  }
   LirExpr *lo, *hi;
   lw->slice_bounded = true;   /* a slice narrows [p, end) below */
   lw_pos_bounds(lw, x, l, parent_pos(lw, x), &lo, &hi);
@@ -807,6 +813,65 @@ static LirVar *hoist_value(Lowerer *lw, int x, LirStmt **s) {
   return v;
 }
 
+/* Emits the positions between the cut edge blocks of [p, end) (level l of
+ * x, window edges e):
+ *   mid = p; if (p < end && crd(p) == 0) mid = p + 1;
+ *   mid_end = end; if (mid < end && crd(end - 1) == nb - 1) mid_end = end - 1; */
+static LirStmt *edge_bounds(Lowerer *lw, int x, int l, const LwEdges *e, LirVar *p,
+                            LirVar *end, LirVar **mid, LirVar **mid_end) {
+  Arena *a = A(lw);
+  *mid = lw_var(lw, arena_printf(a, "%s_mid", p->name), LT_I64);
+  *mid_end = lw_var(lw, arena_printf(a, "%s_mid_end", p->name), LT_I64);
+  LirStmt *s = lir_decl(a, *mid, lw_ref(lw, p));
+  if (e->first) {
+    LirExpr *c0 = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, l, lw_ref(lw, p)), lw_i64(lw, 0));
+    LirStmt *step = lir_if(a, c0, lir_assign(a, *mid, lir_bin(a, LOP_ADD, lw_ref(lw, p),
+                                                              lw_i64(lw, 1))), NULL);
+    lir_append(&s, lir_if(a, lir_bin(a, LOP_LT, lw_ref(lw, p), lw_ref(lw, end)), step, NULL));
+  }
+  lir_append(&s, lir_decl(a, *mid_end, lw_ref(lw, end)));
+  if (e->last) {
+    LirExpr *lastp = lir_bin(a, LOP_SUB, lw_ref(lw, end), lw_i64(lw, 1));
+    LirExpr *cl = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, l, lastp), lw_i64(lw, e->nb - 1));
+    LirStmt *step = lir_if(a, cl, lir_assign(a, *mid_end, lastp), NULL);
+    lir_append(&s, lir_if(a, lir_bin(a, LOP_LT, lw_ref(lw, *mid), lw_ref(lw, end)), step, NULL));
+  }
+  return s;
+}
+
+/* When level l + 1 of access x is a sliced ordered compressed level whose
+ * loop runs below another (SpMM over a view of BSR: i_b, k, j_b), its
+ * segment under the position just bound is narrowed here, once, into
+ * lw->hoist[x] (init_iter takes it): the binary searches would otherwise
+ * run at every iteration of the loop between and keep it from
+ * vectorizing. Clears lw->hoist[x] otherwise. */
+static LirStmt *hoist_narrowing(Lowerer *lw, LoopCtx *cx, int x, int l) {
+  const Access *ac = &lw->acc[x];
+  const tj_format *f = ac->f;
+  lw->hoist[x].p = NULL;
+  if (l + 1 >= f->order || lw->live[x] || !lw_slice(lw, x, l + 1) ||
+      !lv_at(f, l + 1, LV_ORDERED | LV_HAS_POS) || lw_slice_filtered(lw, x, l + 1))
+    return NULL;
+  const IndexVar *v = ac->e->u.access.idx[f->mode_order[l + 1]];
+  if (lw->depth_of[v->id] <= cx->depth + 1) return NULL;
+  const char *tn = ac->e->u.access.t->name;
+  LirVar *p = lw_var(lw, arena_printf(A(lw), "p%s%d_h", tn, l + 1), LT_I64);
+  LirVar *end = lw_var(lw, arena_printf(A(lw), "p%s%d_h_end", tn, l + 1), LT_I64);
+  LirExpr *lo, *hi;
+  lw->slice_bounded = true;
+  lw_pos_bounds(lw, x, l + 1, parent_pos(lw, x), &lo, &hi);
+  lw->slice_bounded = false;
+  LirStmt *s = lir_decl(A(lw), p, lo);
+  lir_append(&s, lir_decl(A(lw), end, hi));
+  lir_append(&s, lw_slice_bounds(lw, x, l + 1, p, end));
+  lw->hoist[x] = (LwHoist){.level = l + 1, .p = p, .end = end, .parent = lw->pos[x]};
+  LwEdges e;
+  if (lw_window_edges(lw, v, &e) && (e.first || e.last))
+    lir_append(&s, edge_bounds(lw, x, l + 1, &e, p, end, &lw->hoist[x].mid,
+                               &lw->hoist[x].mid_end));
+  return s;
+}
+
 /* Binds every access with a level at this loop (position, value). */
 static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
   Arena *a = A(lw);
@@ -826,6 +891,7 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lir_append(&s, lir_decl(a, p, lw_locate(lw, x, l, parent_pos(lw, x), lw_ref(lw, cv))));
       lw->pos[x] = lw_ref(lw, p);
     }
+    if (l >= 0) lir_append(&s, hoist_narrowing(lw, cx, x, l));
     bool done = ac->located ? ac->last_depth == cx->depth : l == ac->f->order - 1;
     if (!done) continue;
     if (ac->located) {
@@ -1383,7 +1449,9 @@ static LirStmt *window_loop(Lowerer *lw, LoopCtx *cx, const LwWindow *win) {
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s runs outside the loop over "
                       "its blocks, which its block window needs", cx->v->name), NULL;
   LirStmt *full, *edge;
-  LirStmt *s = lw_window_loop(lw, win, cx->v->name, window_body, cx, &full, &edge);
+  LwWindow w = *win;
+  w.edge = lw->win_edge[cx->v->id];   /* a peeled edge block: never whole */
+  LirStmt *s = lw_window_loop(lw, &w, cx->v->name, window_body, cx, &full, &edge);
   loop_attrs(lw, cx, edge, edge);
   if (full) loop_attrs(lw, cx, full, full);
   return s;
@@ -1430,29 +1498,21 @@ static LirStmt *peeled_block_loop(Lowerer *lw, LoopCtx *cx, int x) {
   lw_window_edges(lw, cx->v, &e);
   Iter *it = &cx->it[x];
   int lx = lw_level_at(lw, x, cx->depth);
-  LirVar *mid = lw_var(lw, arena_printf(a, "%s_mid", it->p->name), LT_I64);
-  LirVar *mid_end = lw_var(lw, arena_printf(a, "%s_mid_end", it->p->name), LT_I64);
-  LirStmt *s = lir_decl(a, mid, lw_ref(lw, it->p));
-  if (e.first) {
-    LirExpr *c0 = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, lx, lw_ref(lw, it->p)), lw_i64(lw, 0));
-    LirStmt *step = lir_if(a, c0, lir_assign(a, mid, lir_bin(a, LOP_ADD, lw_ref(lw, it->p),
-                                                             lw_i64(lw, 1))), NULL);
-    lir_append(&s, lir_if(a, lir_bin(a, LOP_LT, lw_ref(lw, it->p), lw_ref(lw, it->end)), step,
-                          NULL));
+  LirVar *mid, *mid_end;
+  LirStmt *s = NULL;
+  const LwHoist *h = &lw->hoist[x];
+  if (h->p && h->level == lx && h->parent == lw->pos[x] && h->mid) {   /* made above */
+    mid = h->mid, mid_end = h->mid_end;
+  } else {
+    s = edge_bounds(lw, x, lx, &e, it->p, it->end, &mid, &mid_end);
   }
-  lir_append(&s, lir_decl(a, mid_end, lw_ref(lw, it->end)));
-  if (e.last) {
-    LirExpr *lastp = lir_bin(a, LOP_SUB, lw_ref(lw, it->end), lw_i64(lw, 1));
-    LirExpr *cl = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, lx, lastp), lw_i64(lw, e.nb - 1));
-    LirStmt *step = lir_if(a, cl, lir_assign(a, mid_end, lastp), NULL);
-    lir_append(&s, lir_if(a, lir_bin(a, LOP_LT, lw_ref(lw, mid), lw_ref(lw, it->end)), step,
-                          NULL));
-  }
+  lw->win_edge[e.inner->id] = true;
   if (e.first) lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, it->p), lw_ref(lw, mid)));
+  if (e.last) lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, mid_end), lw_ref(lw, it->end)));
+  lw->win_edge[e.inner->id] = false;
   lw->win_whole[e.inner->id] = true;
   lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, mid), lw_ref(lw, mid_end)));
   lw->win_whole[e.inner->id] = false;
-  if (e.last) lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, mid_end), lw_ref(lw, it->end)));
   return lir_block(a, s);
 }
 

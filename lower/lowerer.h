@@ -117,6 +117,15 @@ typedef struct Lowerer {
                                               and its value are guarded by it);
                                               NULL: statically alive */
   LirVar *coord[NT_MAX_INDICES];           /* coordinate var per IndexId */
+  struct LwHoist {
+    int level;
+    LirVar *p, *end;                       /* p NULL: none */
+    const LirExpr *parent;                 /* the parent position it was made under */
+    LirVar *mid, *mid_end;                 /* its whole blocks (edge_bounds) or NULL */
+  } hoist[LW_MAX_ACCESS];                  /* per access: a sliced compressed level's
+                                              segment narrowed where its parent
+                                              was bound (lower_loops.c) */
+  bool win_edge[NT_MAX_INDICES];           /* per IndexId: in a peeled edge block */
   bool win_whole[NT_MAX_INDICES];          /* per IndexId: the loop over it is in a
                                               block its window holds whole (the
                                               middle of a peeled block loop) */
@@ -227,9 +236,11 @@ LirStmt *lw_slice_skip(Lowerer *lw, int x, int l, LirVar *p, LirVar *end);
 /* The block window the loop over index v reads through (tj_window: the
  * first access storing v at a window level) and its block's coordinate
  * variable; false when v has none. */
+typedef struct LwHoist LwHoist;
 typedef struct LwWindow {
   const tj_window *w;
   LirVar *block;
+  bool edge;           /* in a cut edge block: no whole-block version */
 } LwWindow;
 bool lw_index_window(const Lowerer *lw, const IndexVar *v, LwWindow *out);
 /* Emits the loop over a window's index (named name), in block b over
