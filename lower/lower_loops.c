@@ -849,11 +849,14 @@ static LirStmt *hoist_narrowing(Lowerer *lw, LoopCtx *cx, int x, int l) {
   const Access *ac = &lw->acc[x];
   const tj_format *f = ac->f;
   lw->hoist[x].p = NULL;
-  if (l + 1 >= f->order || lw->live[x] || !lw_slice(lw, x, l + 1) ||
-      !lv_at(f, l + 1, LV_ORDERED | LV_HAS_POS) || lw_slice_filtered(lw, x, l + 1))
+  if (l + 1 >= f->order || lw->live[x] || !lv_at(f, l + 1, LV_ORDERED | LV_HAS_POS) ||
+      lw_slice_filtered(lw, x, l + 1))
     return NULL;
   const IndexVar *v = ac->e->u.access.idx[f->mode_order[l + 1]];
-  if (lw->depth_of[v->id] <= cx->depth + 1) return NULL;
+  LwEdges e;
+  bool edges = lw_window_edges(lw, v, &e) && (e.first || e.last);
+  if ((!lw_slice(lw, x, l + 1) && !edges) || lw->depth_of[v->id] <= cx->depth + 1)
+    return NULL;
   const char *tn = ac->e->u.access.t->name;
   LirVar *p = lw_var(lw, arena_printf(A(lw), "p%s%d_h", tn, l + 1), LT_I64);
   LirVar *end = lw_var(lw, arena_printf(A(lw), "p%s%d_h_end", tn, l + 1), LT_I64);
@@ -865,8 +868,7 @@ static LirStmt *hoist_narrowing(Lowerer *lw, LoopCtx *cx, int x, int l) {
   lir_append(&s, lir_decl(A(lw), end, hi));
   lir_append(&s, lw_slice_bounds(lw, x, l + 1, p, end));
   lw->hoist[x] = (LwHoist){.level = l + 1, .p = p, .end = end, .parent = lw->pos[x]};
-  LwEdges e;
-  if (lw_window_edges(lw, v, &e) && (e.first || e.last))
+  if (edges)
     lir_append(&s, edge_bounds(lw, x, l + 1, &e, p, end, &lw->hoist[x].mid,
                                &lw->hoist[x].mid_end));
   return s;
@@ -1574,7 +1576,9 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     return lir_block(a, body);
   } else if (lw->nest.form[cx->depth]->fuse) { /* fuse(i, j, f) pos(f, ...): compressed rows */
     return fused_pos_loop(lw, cx, &cx->it[__builtin_ctzll(P->sparse)]);
-  } else if (!zeroing && !lw->ranged && window_edges(lw, cx)) {
+  } else if (!zeroing && !lw->ranged && window_edges(lw, cx) &&
+             lv_at(lw->acc[__builtin_ctzll(P->sparse)].f,
+                   lw_level_at(lw, __builtin_ctzll(P->sparse), cx->depth), LV_ORDERED)) {
     return peeled_block_loop(lw, cx, __builtin_ctzll(P->sparse));
   } else {
     int x = __builtin_ctzll(P->sparse);
