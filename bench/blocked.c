@@ -23,8 +23,13 @@
  * every 4 along its rows, SpMM with 64 columns over the 2:4 storage against
  * the dense GEMM over the same values (dense / 2:4 above 1: 2:4 faster)
  * and against CSR of the same nonzeros.
+ * The views rows (issue 15) time SpMV and SpMM over views of one BSR 4x4
+ * tensor (20000 rows in dense 8x8 blocks, 960,000 entries): one cut inside
+ * its edge blocks on both dims, read through block windows, against an
+ * aligned one of about the same size, a stride-2 one and the whole tensor
+ * (no view), interleaved.
  * --only NAME runs only the matrices whose name contains NAME (the 2:4
- * row is named "2:4").
+ * row is named "2:4", the views rows "views").
  * Usage: tjblocked [--data DIR] [--reps N] [--quick] [--only NAME]
  */
 #include <math.h>
@@ -333,6 +338,98 @@ static void run_24(int64_t n, int reps) {
   free(bv);
 }
 
+/* y(i) = V(i,j) * x(j) and C(i,k) = V(i,j) * B(j,k) over views of one BSR
+ * tensor A (b = 4) of matrix m, all in one process, interleaved: a view
+ * that starts inside a block and ends inside one on each dim (its edge
+ * blocks cut: read through block windows) against an aligned view of
+ * about the same size (every block whole) and a stride-2 view; results
+ * checked against plain loops over m's entries. */
+static void run_views(const Mat *m, int reps) {
+  const int b = 4;
+  int64_t n = (m->n + b - 1) / b * b;
+  tj_format bsr;
+  TJ(tj_format_parse("dsdd:0/4,1/4,0%4,1%4", &bsr));
+  tj_tensor *A;
+  TJ(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){n, n}, &bsr, &A));
+  for (int64_t e = 0; e < m->nnz; e++)
+    TJ(tj_tensor_insert(A, (int64_t[]){m->coords[2 * e], m->coords[2 * e + 1]}, m->vals[e]));
+  TJ(tj_tensor_pack(A));
+  struct {
+    const char *what;
+    int64_t off[2], size[2], stride[2];
+  } vs[4] = {{"aligned", {0, 0}, {n - 4, n - 4}, {1, 1}},
+             {"cut", {1, 3}, {n - 10, n - 5}, {1, 1}},
+             {"stride2", {1, 3}, {n / 2 - 2, n / 2 - 2}, {2, 2}},
+             {"whole", {0, 0}, {n, n}, {1, 1}}};   /* A itself, no view */
+  tj_context *cx;
+  TJ(tj_context_new(&cx));
+  tj_kernel *k[4][2];
+  tj_tensor *own[4][5];
+  double *want = malloc(sizeof *want * (size_t)n * NCOLS), *in = malloc(sizeof *in * (size_t)n * NCOLS);
+  uint64_t s = 11;
+  for (int64_t e = 0; e < n * NCOLS; e++) in[e] = rng_val(&s);
+  for (int v = 0; v < 4; v++) {
+    tj_tensor *V = NULL, *x, *B, *y, *C;
+    if (v < 3) TJ(tj_tensor_slice(A, "V", vs[v].off, vs[v].size, vs[v].stride, &V));
+    if (v == 3) {   /* no view */
+      TJ(tj_tensor_convert(A, &bsr, &V));
+      TJ(tj_tensor_rename(V, "V"));
+    }
+    int64_t R = vs[v].size[0], K = vs[v].size[1];
+    x = dense("x", 1, &K, in);
+    B = dense("B", 2, (int64_t[]){K, NCOLS}, in);
+    y = make("y", "d", 1, &R);
+    C = make("C", "dd", 2, (int64_t[]){R, NCOLS});
+    k[v][0] = compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, V, x}, 3);
+    k[v][1] = compile(cx, "C(i,k) = V(i,j) * B(j,k)", (tj_tensor *[]){C, V, B}, 3);
+    TJ(tj_kernel_run(k[v][0], TJ_EVALUATE, NULL, 0));
+    TJ(tj_kernel_run(k[v][1], TJ_EVALUATE, NULL, 0));
+    memset(want, 0, sizeof *want * (size_t)R * NCOLS);
+    for (int64_t e = 0; e < m->nnz; e++) {   /* entries inside the view, by hand */
+      int64_t i = m->coords[2 * e] - vs[v].off[0], j = m->coords[2 * e + 1] - vs[v].off[1];
+      if (i < 0 || j < 0 || i % vs[v].stride[0] || j % vs[v].stride[1]) continue;
+      i /= vs[v].stride[0], j /= vs[v].stride[1];
+      if (i >= R || j >= K) continue;
+      for (int c = 0; c < NCOLS; c++) want[i * NCOLS + c] += m->vals[e] * in[j * NCOLS + c];
+    }
+    double err = compare(want, values(C), R * NCOLS);
+    for (int64_t e = 0; e < R; e++) want[e] = 0;
+    for (int64_t e = 0; e < m->nnz; e++) {   /* x(j) is in[j] */
+      int64_t i = m->coords[2 * e] - vs[v].off[0], j = m->coords[2 * e + 1] - vs[v].off[1];
+      if (i >= 0 && j >= 0 && !(i % vs[v].stride[0]) && !(j % vs[v].stride[1]) &&
+          i / vs[v].stride[0] < R && j / vs[v].stride[1] < K)
+        want[i / vs[v].stride[0]] += m->vals[e] * in[j / vs[v].stride[1]];
+    }
+    double err_v = compare(want, values(y), R);
+    if (err_v > err) err = err_v;
+    if (err > 1e-9) {
+      fprintf(stderr, "tjblocked: %s view: SpMV or SpMM differs from plain loops by %g\n", vs[v].what, err);
+      exit(1);
+    }
+    own[v][0] = V, own[v][1] = x, own[v][2] = B, own[v][3] = y, own[v][4] = C;
+  }
+  for (int r = 0; r < 2; r++) {
+    double t[4][64];
+    for (int q = 0; q < reps; q++)
+      for (int v = 0; v < 4; v++) {
+        double t0 = cpu_ms();
+        TJ(tj_kernel_run(k[v][r], TJ_EVALUATE, NULL, 0));
+        t[v][q] = cpu_ms() - t0;
+      }
+    double med[4];
+    for (int v = 0; v < 4; v++) med[v] = bench_median(t[v], reps);
+    printf("%-7s views of %-14s b=4  whole %8.3f  aligned %8.3f  cut %8.3f  stride2 %8.3f ms  "
+           "cut/aligned %5.2fx\n", r ? "spmm64" : "spmv", m->name, med[3], med[0], med[1],
+           med[2], med[1] / med[0]);
+    fflush(stdout);
+  }
+  tj_context_free(cx);
+  for (int v = 0; v < 4; v++)
+    for (int q = 0; q < 5; q++) tj_tensor_free(own[v][q]);
+  tj_tensor_free(A);
+  free(want), free(in);
+}
+
 int main(int argc, char **argv) {
   const char *data = TJ_BENCH_DATA;
   int reps = 15;
@@ -357,6 +454,12 @@ int main(int argc, char **argv) {
     else printf("SKIP %s (%s)\n", files[f], tj_last_error());
   }
   if (strstr("2:4", only)) run_24(quick ? 512 : 2048, reps);
+  if (strstr("views", only)) {   /* 20000 rows, 960,000 entries */
+    Mat vm;
+    block_mat(&vm, quick ? 256 : 2500, 6);
+    run_views(&vm, reps);
+    free(vm.coords), free(vm.vals);
+  }
   /* Two sizes: 4096 rows, whose B (2 MB with 64 columns) and A stay in
    * cache, and 32768 rows (B 16 MB, A 12 MB), where both BSR and CSR wait
    * on memory (each reads the same B rows once per block row of 8). */

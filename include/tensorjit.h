@@ -80,7 +80,20 @@ typedef struct tj_format {
    * TJ_SLICE_DYNAMIC (MLIR's '?') in any of the three: a value given per
    * view (tj_tensor_slice_set) and read by kernels at run time. */
   int64_t slice[TJ_MAX_ORDER_PUBLIC][3];
+  /* Internal: set only in the level view a kernel reads a cut view of a
+   * blocked tensor through (rt_tensor_view_levels_sliced), 0 elsewhere.
+   * win[l] is the block window of (full) mod level l, see tj_window. */
+  struct tj_window {
+    int32_t block;          /* the level of the dim's blocks + 1; 0: no window */
+    int32_t k;              /* the block size */
+    int64_t lead, size, stride;  /* the dim's frame (RtBlockFrame) */
+  } win[TJ_MAX_ORDER_PUBLIC];
 } tj_format;
+/* A block window: inside block b of level `block` (counted from the
+ * frame's first block), level l reads only the coordinates
+ * lead + i * stride - b * k (0 <= i < size) that fall in 0 .. k-1; the
+ * others are outside the view (a cut edge block, a stride). */
+typedef struct tj_window tj_window;
 #define TJ_SLICE_DYNAMIC (-1)
 
 typedef struct tj_tensor tj_tensor;

@@ -54,11 +54,14 @@ bool lv_at(const tj_format *f, int l, unsigned props) { return lv_has(lv_of(f, l
 
 bool lv_format_sliced(const tj_format *f) {
   for (int d = 0; d < TJ_MAX_ORDER_PUBLIC; d++)
-    if (f->slice[d][2]) return true;
+    if (f->slice[d][2] || f->win[d].block) return true;
   return false;
 }
 
-void lv_format_unslice(tj_format *f) { memset(f->slice, 0, sizeof f->slice); }
+void lv_format_unslice(tj_format *f) {
+  memset(f->slice, 0, sizeof f->slice);
+  memset(f->win, 0, sizeof f->win);
+}
 
 bool lv_make_ordered(tj_format *f) {
   bool changed = false;

@@ -54,8 +54,8 @@ bool lv_at(const tj_format *f, int l, unsigned props);
 /* f with every level that is not ordered replaced by its ordered
  * counterpart (LevelType.ordered); true if one was. */
 bool lv_make_ordered(tj_format *f);
-/* Whether f has dimSlices (a view's format), and f without them (the
- * format of a converted copy). */
+/* Whether f has dimSlices or block windows (a view's format), and f
+ * without them (the format of a converted copy). */
 bool lv_format_sliced(const tj_format *f);
 void lv_format_unslice(tj_format *f);
 /* Whether some level of f is not full (a sparse tensor). */

@@ -462,6 +462,12 @@ static char *canonical_key(const Assignment *as, const char *schedule,
     tj_format_print(&dc->format, fb, sizeof fb);
     fprintf(f, "|T%d:%s:%d:%d:%d", t, fb, dc->dtype, dc->format.pos_width,
             dc->format.crd_width);
+    for (int l = 0; l < dc->format.order; l++) {   /* block windows are compiled in */
+      const tj_window *w = &dc->format.win[l];
+      if (w->block)
+        fprintf(f, ":w%d=%d,%d,%lld,%lld,%lld", l, w->block, w->k, (long long)w->lead,
+                (long long)w->size, (long long)w->stride);
+    }
   }
   /* Settings read from the environment that change the generated code. */
   const char *pipe = getenv("TJ_LLVM_PIPELINE");

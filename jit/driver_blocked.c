@@ -66,6 +66,7 @@ typedef struct BlkOperand {
                                   converted copy (blocked, its own frame) */
   bool split_any;              /* dense: reshaped by split */
   bool framed;                 /* the split puts a dim in a view's frame */
+  uint32_t windowed;           /* a view's dims read through block windows */
   int32_t split[TJ_MAX_ORDER]; /* block size per dim (0: kept) */
   int64_t frame[TJ_MAX_ORDER][2]; /* per split dim {lead, stride} (stride 0: none) */
 } BlkOperand;
@@ -424,20 +425,36 @@ static bool operand_name_used(const BlkScan *s, tj_tensor *const *ops, const Drv
   return used_name(s, name);
 }
 
-/* Before the access ac of a view read in place: `mask(M(d_b, d_i), ` for
- * each of its dims whose frame is masked (an edge block partly outside
- * the slice, a stride), M a bool operand of the frame's points that are
- * the view's; *closing counts the parentheses to close after the access.
- * A masked-out position is no entry, so sums and unions skip it. */
+static bool in_access(const BlkAccess *ac, const char *name);
+
+/* Before the access ac of a view read in place, for each of its dims
+ * whose frame is masked (an edge block partly outside the slice, a
+ * stride), one of:
+ *  - nothing, when the dim's index is the output's (out: the expression
+ *    assigns an access): the output is a split dense tensor, whose frame
+ *    positions outside the view are dropped, or blocked, whose padding is
+ *    zeroed after the run, so what lands there is never read;
+ *  - a block window (its dim in the operand's `windowed`): the loop over
+ *    the dim's mod level runs only over the view's coordinates of each
+ *    block (tj_window, lower/level.c), where the mod level is dense;
+ *  - else `mask(M(d_b, d_i), `, M a bool operand of the frame's points
+ *    that are the view's (*closing counts the parentheses to close after
+ *    the access): a masked-out position is no entry, so sums and unions
+ *    skip it. */
 static bool open_masks(const BlkScan *s, const BlkAccess *ac, tj_tensor *const *ops,
-                       DrvBlocked *b, int *closing, char **buf, size_t *len, size_t *cap,
-                       Diag *d) {
+                       bool out, DrvBlocked *b, int *closing, char **buf, size_t *len,
+                       size_t *cap, Diag *d) {
   tj_tensor *t = ops[ac->op];
   if (!b->op[ac->op].view || b->op[ac->op].copy || ac->n != t->order) return true;
   for (int m = 0; m < ac->n; m++) {
     RtBlockFrame fr;
     const BlkIndex *ix = index_of((BlkScan *)s, ac->idx[m]);
     if (!ix || !rt_block_frame(t, m, &fr) || !fr.masked) continue;
+    if (out && in_access(&s->acc[0], ac->idx[m])) continue;
+    if (rt_block_windowed(t, m)) {
+      b->op[ac->op].windowed |= 1u << m;
+      continue;
+    }
     if (b->n + b->nmask >= NT_MAX_TENSORS)
       return diag_error(d, TJ_ERR_UNSUPPORTED, "more than %d operands with the masks of "
                         "view %s", NT_MAX_TENSORS, t->name);
@@ -558,7 +575,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
     const BlkAccess *ac = &s->acc[a];
     int closing = 0;
     ok = put(&buf, &len, &cap, p, (size_t)(ac->start - p)) &&
-         open_masks(s, ac, ops, b, &closing, &buf, &len, &cap, d) &&
+         open_masks(s, ac, ops, out_access, b, &closing, &buf, &len, &cap, d) &&
          put(&buf, &len, &cap, ac->start, (size_t)(ac->open - ac->start)) &&
          rewrite_access(s, ac, ops[ac->op], b, &buf, &len, &cap, d);
     while (ok && closing-- > 0) ok = puts_(&buf, &len, &cap, ")");
@@ -689,7 +706,7 @@ static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tens
                           "blocked tensor", tj_tensor_name(ops[k]), bo->view ? "as" : "as no");
       if (bo->copy) return make_copy(ops, k, out, d);
       if (bo->view) {
-        rt_tensor_view_levels_sliced(ops[k], &store[k]);
+        rt_tensor_view_levels_sliced(ops[k], bo->windowed, &store[k]);
         out[k] = &store[k];
         return true;
       }

@@ -73,8 +73,8 @@ static bool check_operands(const tj_kernel *k, tj_tensor **ops, Diag *d) {
         strcmp(f->levels, dc->format.levels) != 0 ||
         memcmp(f->mode_order, dc->format.mode_order, sizeof f->mode_order) != 0 ||
         f->pos_width != dc->format.pos_width || f->crd_width != dc->format.crd_width ||
-        memcmp(f->slice, dc->format.slice, sizeof f->slice) != 0)   /* a view's slices are
-                                                                        compiled in */
+        memcmp(f->slice, dc->format.slice, sizeof f->slice) != 0 ||   /* a view's slices */
+        memcmp(f->win, dc->format.win, sizeof f->win) != 0)   /* and windows are compiled in */
       return diag_error(d, TJ_ERR_FORMAT,
                         "operand %s does not have the order, format and dtype "
                         "the kernel was compiled for",

@@ -31,6 +31,12 @@
  *              iterator is also filtered: positions whose coordinate is
  *              outside the slice or off its stride are skipped
  *              (lw_slice_skip in merges, lw_slice_valid around a for's body).
+ *
+ * Block windows (tj_window, a cut view of BSR read in place) change the
+ * loop over the index a dense mod level stores: in block b of the frame
+ * it runs over the view's coordinates of that block only, lo(b) .. hi(b)
+ * by the stride, the full block except at the two edges of the block
+ * range (lw_window_loop); nothing outside the view is read.
  */
 #include "lowerer.h"
 
@@ -282,4 +288,87 @@ void lw_pos_bounds(Lowerer *lw, int x, int l, LirExpr *pp, LirExpr **lo, LirExpr
     *lo = pp;
     *hi = lir_bin(lw->a, LOP_ADD, pp, lw_i64(lw, 1));
   }
+}
+
+bool lw_index_window(const Lowerer *lw, const IndexVar *v, LwWindow *out) {
+  for (int x = 0; x < lw->nacc; x++) {
+    const tj_format *f = lw->acc[x].f;
+    if (!lw->acc[x].e || lw->acc[x].e->kind != EX_ACCESS) continue;
+    for (int l = 0; l < f->order; l++) {
+      const tj_window *w = &f->win[l];
+      if (!w->block || lw->acc[x].e->u.access.idx[f->mode_order[l]] != v) continue;
+      const IndexVar *b = lw->acc[x].e->u.access.idx[f->mode_order[w->block - 1]];
+      bool above = lw->depth_of[b->id] < lw->depth_of[v->id];
+      *out = (LwWindow){.w = w, .block = above ? lw->coord[b->id] : NULL};
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Emits, for block coordinate b, stride s and t = lead - b * k:
+ *   lo = s == 1 ? max(t, 0) : t >= 0 ? t : (t % s ? t % s + s : 0);
+ *   hi = min(k, t + (size - 1) * s + 1);
+ * the first coordinate of the block on the view's stride, and the end. */
+static LirStmt *window_bounds(Lowerer *lw, const LwWindow *win, LirVar *lo, LirVar *hi) {
+  Arena *a = lw->a;
+  const tj_window *w = win->w;
+  LirVar *t = lw_var(lw, arena_printf(a, "%s_t", lo->name), LT_I64);
+  LirExpr *bk = lir_bin(a, LOP_MUL, lw_ref(lw, win->block), lw_i64(lw, w->k));
+  LirStmt *s = lir_decl(a, t, lir_bin(a, LOP_SUB, lw_i64(lw, w->lead), bk));
+  LirExpr *first;
+  if (w->stride == 1) {
+    first = lir_bin(a, LOP_MAX, lw_ref(lw, t), lw_i64(lw, 0));
+  } else {
+    LirExpr *r = lir_bin(a, LOP_REM, lw_ref(lw, t), lw_i64(lw, w->stride));
+    LirExpr *up = lir_select(a, lir_bin(a, LOP_NE, r, lw_i64(lw, 0)),
+                             lir_bin(a, LOP_ADD, r, lw_i64(lw, w->stride)), lw_i64(lw, 0));
+    first = lir_select(a, lir_bin(a, LOP_GE, lw_ref(lw, t), lw_i64(lw, 0)), lw_ref(lw, t), up);
+  }
+  lir_append(&s, lir_decl(a, lo, first));
+  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, t),
+                         lw_i64(lw, (w->size - 1) * w->stride + 1));
+  lir_append(&s, lir_decl(a, hi, lir_bin(a, LOP_MIN, lw_i64(lw, w->k), end)));
+  return s;
+}
+
+LirStmt *lw_window_loop(Lowerer *lw, const LwWindow *win, const char *name, LwLoopBody body,
+                        void *ctx, LirStmt **full, LirStmt **edge) {
+  Arena *a = lw->a;
+  const tj_window *w = win->w;
+  LirVar *lo = lw_var(lw, arena_printf(a, "%s_lo", name), LT_I64);
+  LirVar *hi = lw_var(lw, arena_printf(a, "%s_hi", name), LT_I64);
+  LirStmt *s = window_bounds(lw, win, lo, hi);
+  LirVar *iv = lw_var(lw, name, LT_I64);
+  *edge = lir_for(a, iv, lw_ref(lw, lo), lw_ref(lw, hi), body(lw, ctx, iv));
+  if (w->stride != 1) (*edge)->u.loop.step = lw_i64(lw, w->stride);
+  *full = NULL;
+  if (w->stride != 1 || w->size < w->k || win->edge) {   /* no block is whole */
+    lir_append(&s, *edge);
+    return lir_block(a, s);
+  }
+  LirVar *fv = lw_var(lw, name, LT_I64);
+  *full = lir_for(a, fv, lw_i64(lw, 0), lw_i64(lw, w->k), body(lw, ctx, fv));
+  LirExpr *whole = lir_bin(a, LOP_AND, lir_bin(a, LOP_EQ, lw_ref(lw, lo), lw_i64(lw, 0)),
+                           lir_bin(a, LOP_EQ, lw_ref(lw, hi), lw_i64(lw, w->k)));
+  lir_append(&s, lir_if(a, whole, *full, *edge));
+  return lir_block(a, s);
+}
+
+bool lw_window_edges(const Lowerer *lw, const IndexVar *b, LwEdges *out) {
+  for (int x = 0; x < lw->nacc; x++) {
+    const tj_format *f = lw->acc[x].f;
+    if (!lw->acc[x].e || lw->acc[x].e->kind != EX_ACCESS) continue;
+    for (int l = 0; l < f->order; l++) {
+      const tj_window *w = &f->win[l];
+      IndexVar *const *idx = lw->acc[x].e->u.access.idx;
+      if (!w->block || w->stride != 1 || idx[f->mode_order[w->block - 1]] != b) continue;
+      int64_t end = w->lead + w->size, nb = (end - 1) / w->k + 1;   /* size > 0: cut */
+      *out = (LwEdges){.inner = idx[f->mode_order[l]], .nb = nb,
+                       .first = w->lead > 0 || (nb == 1 && end < w->k),
+                       .last = nb > 1 && end % w->k != 0};
+      return true;
+    }
+  }
+  return false;
 }

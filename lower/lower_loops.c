@@ -77,6 +77,12 @@ static LirStmt *init_iter(Lowerer *lw, int x, int l, Iter *it) {
   it->p = lw_var(lw, base, LT_I64);
   snprintf(base, sizeof base, "p%s%d_end", tn, l);
   it->end = lw_var(lw, base, LT_I64);
+  const LwHoist *h = &lw->hoist[x];   /* narrowed above, under this parent (hoist_narrowing) */
+  if (h->p && h->level == l && h->parent == lw->pos[x] && !lw->live[x]) {
+    LirStmt *s = lir_decl(A(lw), it->p, lw_ref(lw, lw->hoist[x].p));
+    lir_append(&s, lir_decl(A(lw), it->end, lw_ref(lw, lw->hoist[x].end)));
+    return s;
+  }
   LirExpr *lo, *hi;
   lw->slice_bounded = true;   /* a slice narrows [p, end) below */
   lw_pos_bounds(lw, x, l, parent_pos(lw, x), &lo, &hi);
@@ -878,6 +884,67 @@ static LirVar *hoist_value(Lowerer *lw, int x, LirStmt **s) {
   return v;
 }
 
+/* Emits the positions between the cut edge blocks of [p, end) (level l of
+ * x, window edges e):
+ *   mid = p; if (p < end && crd(p) == 0) mid = p + 1;
+ *   mid_end = end; if (mid < end && crd(end - 1) == nb - 1) mid_end = end - 1; */
+static LirStmt *edge_bounds(Lowerer *lw, int x, int l, const LwEdges *e, LirVar *p,
+                            LirVar *end, LirVar **mid, LirVar **mid_end) {
+  Arena *a = A(lw);
+  *mid = lw_var(lw, arena_printf(a, "%s_mid", p->name), LT_I64);
+  *mid_end = lw_var(lw, arena_printf(a, "%s_mid_end", p->name), LT_I64);
+  LirStmt *s = lir_decl(a, *mid, lw_ref(lw, p));
+  if (e->first) {
+    LirExpr *c0 = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, l, lw_ref(lw, p)), lw_i64(lw, 0));
+    LirStmt *step = lir_if(a, c0, lir_assign(a, *mid, lir_bin(a, LOP_ADD, lw_ref(lw, p),
+                                                              lw_i64(lw, 1))), NULL);
+    lir_append(&s, lir_if(a, lir_bin(a, LOP_LT, lw_ref(lw, p), lw_ref(lw, end)), step, NULL));
+  }
+  lir_append(&s, lir_decl(a, *mid_end, lw_ref(lw, end)));
+  if (e->last) {
+    LirExpr *lastp = lir_bin(a, LOP_SUB, lw_ref(lw, end), lw_i64(lw, 1));
+    LirExpr *cl = lir_bin(a, LOP_EQ, lw_coord_at(lw, x, l, lastp), lw_i64(lw, e->nb - 1));
+    LirStmt *step = lir_if(a, cl, lir_assign(a, *mid_end, lastp), NULL);
+    lir_append(&s, lir_if(a, lir_bin(a, LOP_LT, lw_ref(lw, *mid), lw_ref(lw, end)), step, NULL));
+  }
+  return s;
+}
+
+/* When level l + 1 of access x is a sliced ordered compressed level whose
+ * loop runs below another (SpMM over a view of BSR: i_b, k, j_b), its
+ * segment under the position just bound is narrowed here, once, into
+ * lw->hoist[x] (init_iter takes it): the binary searches would otherwise
+ * run at every iteration of the loop between and keep it from
+ * vectorizing. Clears lw->hoist[x] otherwise. */
+static LirStmt *hoist_narrowing(Lowerer *lw, LoopCtx *cx, int x, int l) {
+  const Access *ac = &lw->acc[x];
+  const tj_format *f = ac->f;
+  lw->hoist[x].p = NULL;
+  if (l + 1 >= f->order || lw->live[x] || !lv_at(f, l + 1, LV_ORDERED | LV_HAS_POS) ||
+      lw_slice_filtered(lw, x, l + 1))
+    return NULL;
+  const IndexVar *v = ac->e->u.access.idx[f->mode_order[l + 1]];
+  LwEdges e;
+  bool edges = lw_window_edges(lw, v, &e) && (e.first || e.last);
+  if ((!lw_slice(lw, x, l + 1) && !edges) || lw->depth_of[v->id] <= cx->depth + 1)
+    return NULL;
+  const char *tn = ac->e->u.access.t->name;
+  LirVar *p = lw_var(lw, arena_printf(A(lw), "p%s%d_h", tn, l + 1), LT_I64);
+  LirVar *end = lw_var(lw, arena_printf(A(lw), "p%s%d_h_end", tn, l + 1), LT_I64);
+  LirExpr *lo, *hi;
+  lw->slice_bounded = true;
+  lw_pos_bounds(lw, x, l + 1, parent_pos(lw, x), &lo, &hi);
+  lw->slice_bounded = false;
+  LirStmt *s = lir_decl(A(lw), p, lo);
+  lir_append(&s, lir_decl(A(lw), end, hi));
+  lir_append(&s, lw_slice_bounds(lw, x, l + 1, p, end));
+  lw->hoist[x] = (LwHoist){.level = l + 1, .p = p, .end = end, .parent = lw->pos[x]};
+  if (edges)
+    lir_append(&s, edge_bounds(lw, x, l + 1, &e, p, end, &lw->hoist[x].mid,
+                               &lw->hoist[x].mid_end));
+  return s;
+}
+
 /* Binds every access with a level at this loop (position, value). */
 static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
   Arena *a = A(lw);
@@ -897,6 +964,7 @@ static LirStmt *bind_levels(Lowerer *lw, LoopCtx *cx, AMask keep, LirVar *cv) {
       lir_append(&s, lir_decl(a, p, lw_locate(lw, x, l, parent_pos(lw, x), lw_ref(lw, cv))));
       lw->pos[x] = lw_ref(lw, p);
     }
+    if (l >= 0) lir_append(&s, hoist_narrowing(lw, cx, x, l));
     bool done = ac->located ? ac->last_depth == cx->depth : l == ac->f->order - 1;
     if (!done) continue;
     if (ac->located) {
@@ -1444,6 +1512,83 @@ static LirStmt *dense_leaf_loop(Lowerer *lw, LoopCtx *cx, LirStmt *loop, LirExpr
   return s;
 }
 
+static LirStmt *window_body(Lowerer *lw, void *cx, LirVar *iv) { return cases(lw, cx, 0, iv); }
+
+/* The dense loop over an index read through a block window (a cut view
+ * of BSR): over the view's coordinates of the block only (lw_window_loop),
+ * the body lowered once per loop form. */
+static LirStmt *window_loop(Lowerer *lw, LoopCtx *cx, const LwWindow *win) {
+  if (!win->block)
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s runs outside the loop over "
+                      "its blocks, which its block window needs", cx->v->name), NULL;
+  LirStmt *full, *edge;
+  LwWindow w = *win;
+  w.edge = lw->win_edge[cx->v->id];   /* a peeled edge block: never whole */
+  LirStmt *s = lw_window_loop(lw, &w, cx->v->name, window_body, cx, &full, &edge);
+  loop_attrs(lw, cx, edge, edge);
+  if (full) loop_attrs(lw, cx, full, full);
+  return s;
+}
+
+/* The loop over positions [lo, hi) of access x's level at cx's depth, its
+ * body lowered afresh. */
+static LirStmt *position_loop(Lowerer *lw, LoopCtx *cx, int x, LirExpr *lo, LirExpr *hi) {
+  Arena *a = A(lw);
+  Iter *it = &cx->it[x];
+  LirVar *start = it->p;
+  it->p = lw_var(lw, start->name, LT_I64);
+  int lx = lw_level_at(lw, x, cx->depth);
+  LirStmt *body = read_coord(lw, x, lx, it), *outer, *inner;
+  LirVar *cv = lw_var(lw, cx->v->name, LT_I64);
+  lir_append(&body, lir_decl(a, cv, lw_ref(lw, it->c)));
+  lir_append(&body, cases(lw, cx, 0, cv));
+  if (lw_slice_filtered(lw, x, lx)) body = guard_slice(lw, x, lx, lw_ref(lw, it->p), body);
+  LirStmt *loop = lw_strip_loop(lw, cx->depth, it->p, lo, hi, body, &outer, &inner);
+  it->p = start;
+  loop_attrs(lw, cx, outer, inner);
+  return loop;
+}
+
+/* Whether cx's index is the block index of a stride-1 block window whose
+ * first or last block is cut: its loop peels them (peeled_block_loop). */
+static bool window_edges(const Lowerer *lw, const LoopCtx *cx) {
+  LwEdges e;
+  return lw_window_edges(lw, cx->v, &e) && (e.first || e.last);
+}
+
+/* Emits, for a loop over the stored blocks [p, end) of a dim whose block
+ * window cuts its first (coordinate 0) or last (nb - 1) block:
+ *   mid = p; if (p < end && crd(p) == 0) mid = p + 1;
+ *   mid_end = end; if (mid < end && crd(end - 1) == nb - 1) mid_end = end - 1;
+ *   for (q in p .. mid)        body, its in-block loop windowed (if the first is cut)
+ *   for (q in mid .. mid_end)  body, its in-block loop over the whole block
+ *   for (q in mid_end .. end)  body, windowed (if the last is cut)
+ * so the blocks between keep constant loops (and their register blocking:
+ * lower/promote.c). */
+static LirStmt *peeled_block_loop(Lowerer *lw, LoopCtx *cx, int x) {
+  Arena *a = A(lw);
+  LwEdges e;
+  lw_window_edges(lw, cx->v, &e);
+  Iter *it = &cx->it[x];
+  int lx = lw_level_at(lw, x, cx->depth);
+  LirVar *mid, *mid_end;
+  LirStmt *s = NULL;
+  const LwHoist *h = &lw->hoist[x];
+  if (h->p && h->level == lx && h->parent == lw->pos[x] && h->mid) {   /* made above */
+    mid = h->mid, mid_end = h->mid_end;
+  } else {
+    s = edge_bounds(lw, x, lx, &e, it->p, it->end, &mid, &mid_end);
+  }
+  lw->win_edge[e.inner->id] = true;
+  if (e.first) lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, it->p), lw_ref(lw, mid)));
+  if (e.last) lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, mid_end), lw_ref(lw, it->end)));
+  lw->win_edge[e.inner->id] = false;
+  lw->win_whole[e.inner->id] = true;
+  lir_append(&s, position_loop(lw, cx, x, lw_ref(lw, mid), lw_ref(lw, mid_end)));
+  lw->win_whole[e.inner->id] = false;
+  return lir_block(a, s);
+}
+
 static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[0];
@@ -1451,6 +1596,14 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   bool zeroing = lw->zero_rows && cx->depth == 0 && lw->target == T_OUT && !cx->in_temp;
   if (!lw_form_check(lw, cx->depth, NULL, P->sparse ? __builtin_ctzll(P->sparse) : -1))
     return NULL;
+  LwWindow win;
+  if (P->sparse == 0 && !lw->win_whole[cx->v->id] && lw_index_window(lw, cx->v, &win)) {
+    if ((lw->ranged && cx->depth == 0) || zeroing || lw->fuse_f[cx->depth] ||
+        lw->nest.form[cx->depth]->fuse)
+      return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s, read through a block "
+                        "window, is a row range or fused; convert the view", cx->v->name), NULL;
+    return window_loop(lw, cx, &win);
+  }
   if (P->sparse == 0 && lw->fuse_f[cx->depth]) { /* the inner loop of a fuse: j = f % n */
     LirVar *iv = lw_var(lw, cx->v->name, LT_I64);
     LirStmt *s = lir_decl(a, iv, lir_bin(a, LOP_REM, lw_ref(lw, lw->fuse_f[cx->depth]),
@@ -1494,6 +1647,10 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     return lir_block(a, body);
   } else if (lw->nest.form[cx->depth]->fuse) { /* fuse(i, j, f) pos(f, ...): compressed rows */
     return fused_pos_loop(lw, cx, &cx->it[__builtin_ctzll(P->sparse)]);
+  } else if (!zeroing && !lw->ranged && window_edges(lw, cx) &&
+             lv_at(lw->acc[__builtin_ctzll(P->sparse)].f,
+                   lw_level_at(lw, __builtin_ctzll(P->sparse), cx->depth), LV_ORDERED)) {
+    return peeled_block_loop(lw, cx, __builtin_ctzll(P->sparse));
   } else {
     int x = __builtin_ctzll(P->sparse);
     Iter *it = &cx->it[x];
@@ -1939,6 +2096,10 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     return refuse_unroll(lw, &cx, "merges sparse operands in a while loop");
   if (wide && !lw_form_check(lw, depth, "merges sparse operands in a while loop", -1))
     return NULL;
+  LwWindow win0;
+  if (wide && lw_index_window(lw, cx.v, &win0))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s, read through a block "
+                      "window, merges sparse operands; convert the view", cx.v->name), NULL;
   if (wide) return wide_loop(lw, &cx);
   Lattice L;
   lw_lattice(lw, alive, depth, &L);
@@ -1947,6 +2108,12 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   cx.L = &L;
   Arena *a = A(lw);
   int lazy = lazy_child(lw, &cx, &L);
+  LwWindow win;
+  if (lw_index_window(lw, cx.v, &win) && (lazy >= 0 || !is_single(lw, &L, depth) ||
+                                          L.p[0].sparse != 0))
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s, read through a block "
+                      "window, co-iterates or walks a sparse level; convert the view",
+                      cx.v->name), NULL;
   if (lazy >= 0) return lir_block(a, lazy_run_loop(lw, &cx, lazy));
   LirStmt *s = NULL;
   AMask all = 0;

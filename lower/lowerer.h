@@ -117,6 +117,18 @@ typedef struct Lowerer {
                                               and its value are guarded by it);
                                               NULL: statically alive */
   LirVar *coord[NT_MAX_INDICES];           /* coordinate var per IndexId */
+  struct LwHoist {
+    int level;
+    LirVar *p, *end;                       /* p NULL: none */
+    const LirExpr *parent;                 /* the parent position it was made under */
+    LirVar *mid, *mid_end;                 /* its whole blocks (edge_bounds) or NULL */
+  } hoist[LW_MAX_ACCESS];                  /* per access: a sliced compressed level's
+                                              segment narrowed where its parent
+                                              was bound (lower_loops.c) */
+  bool win_edge[NT_MAX_INDICES];           /* per IndexId: in a peeled edge block */
+  bool win_whole[NT_MAX_INDICES];          /* per IndexId: the loop over it is in a
+                                              block its window holds whole (the
+                                              middle of a peeled block loop) */
   /* operand arrays and dims (entry-block pointer variables) */
   LirVar *vals_ptr[NT_MAX_TENSORS];
   LirVar *pos_ptr[NT_MAX_TENSORS][NT_MAX_ORDER];
@@ -221,6 +233,34 @@ LirExpr *lw_slice_valid(Lowerer *lw, int x, int l, LirExpr *p);
 /* Moves p to the first position in [p, end) inside the slice (NULL when
  * the level needs no filter). */
 LirStmt *lw_slice_skip(Lowerer *lw, int x, int l, LirVar *p, LirVar *end);
+/* The block window the loop over index v reads through (tj_window: the
+ * first access storing v at a window level) and its block's coordinate
+ * variable; false when v has none. */
+typedef struct LwHoist LwHoist;
+typedef struct LwWindow {
+  const tj_window *w;
+  LirVar *block;
+  bool edge;           /* in a cut edge block: no whole-block version */
+} LwWindow;
+bool lw_index_window(const Lowerer *lw, const IndexVar *v, LwWindow *out);
+/* Emits the loop over a window's index (named name), in block b over
+ * lo(b) .. hi(b) by the stride; with stride 1, a block whose window is
+ * whole runs a loop of constant bounds 0 .. k instead (`if (lo == 0 &&
+ * hi == k) full else edge`), so only the edge blocks take variable
+ * bounds. body(lw, ctx, iv) makes each loop's body; *full (NULL when no
+ * block can be whole) and *edge are the loops. */
+typedef LirStmt *(*LwLoopBody)(Lowerer *lw, void *ctx, LirVar *iv);
+/* For block index b of a stride-1 block window: its in-block index, the
+ * frame's block count and whether its first / last block is cut (the
+ * window holds only part of it); false when b is no window's block. */
+typedef struct LwEdges {
+  const IndexVar *inner;
+  int64_t nb;
+  bool first, last;
+} LwEdges;
+bool lw_window_edges(const Lowerer *lw, const IndexVar *b, LwEdges *out);
+LirStmt *lw_window_loop(Lowerer *lw, const LwWindow *win, const char *name, LwLoopBody body,
+                        void *ctx, LirStmt **full, LirStmt **edge);
 /* Narrows [p, end) of a sliced sparse level to its slice, then skips to
  * the first valid position (NULL when the level is not sliced). */
 LirStmt *lw_slice_bounds(Lowerer *lw, int x, int l, LirVar *p, LirVar *end);

@@ -166,11 +166,19 @@ static int64_t split_blocks(const tj_tensor *t, const int32_t *split,
   return (n + k - 1) / k;
 }
 
+/* Copies between t's values and its split view v's (to_view: into v),
+ * coordinate by coordinate, or a run of the last level at a time when
+ * its coordinates stay consecutive in v (not framed, or by stride 1): one
+ * memcpy per row, so a framed SpMM operand costs a copy of its values per
+ * run and not a walk of their coordinates. */
 static void copy_padded(const tj_tensor *t, const int32_t *split, tj_tensor *v, bool to_view) {
   int nl = t->fmt.order, sz = rt_dtype_size(t->st.dtype);
   int64_t c[TJ_MAX_ORDER] = {0}, total = 1;
   for (int l = 0; l < nl; l++) total *= t->dims[t->fmt.mode_order[l]];
-  for (int64_t p = 0; p < total; p++) {
+  int last = nl ? t->fmt.mode_order[nl - 1] : 0;
+  int64_t run = 1;
+  if (nl && !t->base && (split[last] <= 0 || v->frame[last][1] <= 1)) run = t->dims[last];
+  for (int64_t p = 0; p < total; p += run) {
     int64_t q = 0;
     for (int l = 0; l < nl; l++) {
       int m = t->fmt.mode_order[l];
@@ -188,9 +196,10 @@ static void copy_padded(const tj_tensor *t, const int32_t *split, tj_tensor *v, 
       rt_storage_put(&v->st, q, rt_tensor_lookup(t, coord));
     } else {
       char *tv = (char *)t->st.vals + p * sz, *vv = (char *)v->st.vals + q * sz;
-      if (to_view) memcpy(vv, tv, (size_t)sz);
-      else memcpy(tv, vv, (size_t)sz);
+      if (to_view) memcpy(vv, tv, (size_t)(sz * run));
+      else memcpy(tv, vv, (size_t)(sz * run));
     }
+    if (run > 1 && nl) c[nl - 1] = t->dims[last] - 1;   /* the run's last coordinate */
     for (int l = nl - 1; l >= 0 && ++c[l] == t->dims[t->fmt.mode_order[l]]; l--) c[l] = 0;
   }
 }
@@ -389,7 +398,27 @@ bool rt_block_frame(const tj_tensor *t, int m, RtBlockFrame *fr) {
   return true;
 }
 
-void rt_tensor_view_levels_sliced(const tj_tensor *t, tj_tensor *v) {
+/* The level of t storing dim m mod k, or -1. */
+static int mod_level(const tj_format *f, int m) {
+  for (int l = 0; l < f->order; l++)
+    if (f->lvl_op[l] == TJ_LVL_MOD && f->mode_order[l] == m) return l;
+  return -1;
+}
+
+bool rt_block_windowed(const tj_tensor *t, int m) {
+  const tj_tensor *b = t->base ? t->base : t;
+  int lb = floordiv_level(&b->ufmt, m), li = mod_level(&b->ufmt, m);
+  return lb >= 0 && li >= 0 && b->ufmt.levels[li] == 'd';
+}
+
+/* Gives mod level li of level view v the window of frame fr, its blocks
+ * at level lb. */
+static void set_window(tj_format *f, int lb, int li, const RtBlockFrame *fr) {
+  f->win[li] = (tj_window){.block = lb + 1, .k = (int32_t)fr->k, .lead = fr->lead,
+                           .size = fr->size, .stride = fr->stride};
+}
+
+void rt_tensor_view_levels_sliced(const tj_tensor *t, uint32_t windowed, tj_tensor *v) {
   const tj_tensor *b = t->base;
   rt_tensor_view_levels(b, v);
   v->name = t->name;   /* borrowed, as the arrays are */
@@ -406,6 +435,9 @@ void rt_tensor_view_levels_sliced(const tj_tensor *t, tj_tensor *v) {
       f->slice[l][0] = fr.first, f->slice[l][1] = fr.nb, f->slice[l][2] = 1;
       v->dims[l] = fr.nb;
     }
+    if (b->ufmt.lvl_op[l] == TJ_LVL_FLOORDIV && (windowed >> m & 1) && fr.masked &&
+        rt_block_windowed(t, m))
+      set_window(f, l, mod_level(&b->ufmt, m), &fr);
   }
   v->fmt = *f;
   memcpy(v->st.dims, v->dims, sizeof v->st.dims);

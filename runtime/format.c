@@ -170,7 +170,10 @@ bool rt_format_sliced(const tj_format *f) {
   return false;
 }
 
-void rt_format_unslice(tj_format *f) { memset(f->slice, 0, sizeof f->slice); }
+void rt_format_unslice(tj_format *f) {
+  memset(f->slice, 0, sizeof f->slice);
+  memset(f->win, 0, sizeof f->win);
+}
 
 /* Slices: offset >= 0, size >= 0 and stride >= 1 on dims of the format
  * (stride 0 with offset and size 0: not sliced); a blocked format's slices

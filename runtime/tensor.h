@@ -259,12 +259,18 @@ typedef struct RtBlockFrame {
 /* The frame of dim m of blocked t (a view of a blocked base or not);
  * false when m is not blocked. The slice values must be fixed (not '?'). */
 bool rt_block_frame(const tj_tensor *t, int m, RtBlockFrame *fr);
+/* Whether blocked dim m of t (a blocked tensor or a view of one) can be
+ * read through a block window: its mod level is dense. */
+bool rt_block_windowed(const tj_tensor *t, int m);
 /* v (filled in, owns nothing) = view t of a blocked tensor seen as the
  * tensor of its base's levels, each level of a sliced dim narrowed: a
  * floordiv level to the frame's blocks (a level slice (first, nb, 1)), a
- * level storing a dim whole to the dim's slice; mod levels whole. Fixed
- * slice values only. */
-void rt_tensor_view_levels_sliced(const tj_tensor *t, tj_tensor *v);
+ * level storing a dim whole to the dim's slice; mod levels whole, except
+ * that for each dim m in the bit set `windowed` whose frame is masked and
+ * rt_block_windowed, the mod level gets the frame's block window
+ * (tj_format.win), so a kernel's loop over it runs only over the view's
+ * coordinates of each block. Fixed slice values only. */
+void rt_tensor_view_levels_sliced(const tj_tensor *t, uint32_t windowed, tj_tensor *v);
 /* *out (the caller's) = a dense bool tensor named name of dims (nb, k),
  * 1 at the frame's coordinates that are the view's (lead + i * stride,
  * 0 <= i < size), 0 elsewhere: the mask a kernel reads a masked frame

@@ -4,8 +4,10 @@
  * and sparse adds (into a dense and into a BSR output) over views with
  * blocks of 2, 3 and 4, extents that are and are not block multiples,
  * offsets at and off block boundaries and strides 1 and > 1 are checked
- * against plain loops over the dense matrix the base was built from; a
- * masked view shows its masks in the kernel's notation (read in place);
+ * against plain loops over the dense matrix the base was built from, with
+ * transposed SpMV and a total (windows over the summed rows) and views
+ * inside one block, of one block and striding past blocks; a view that
+ * cuts its blocks is read in place through block windows (no masks);
  * dynamic ('?') slices run through a converted copy, one kernel for every
  * value; the refusals name the culprit. */
 #include <check.h>
@@ -115,21 +117,31 @@ typedef struct BCase {
   int b;                  /* block size */
   int64_t rows, cols;     /* the base */
   Slice r, c;             /* the view */
-  bool masked;            /* read in place through masks (else no mask) */
 } BCase;
 
 static const BCase bcases[] = {
-    {2, 11, 13, {2, 4, 1}, {2, 6, 1}, false},    /* at block boundaries, block multiples */
-    {2, 12, 14, {1, 5, 1}, {3, 7, 1}, true},     /* off boundaries, partial edge blocks */
-    {2, 11, 13, {0, 6, 2}, {1, 6, 2}, true},     /* stride 2 */
-    {3, 11, 13, {0, 7, 1}, {3, 8, 1}, true},     /* at a boundary, partial last block */
-    {3, 12, 15, {1, 4, 2}, {0, 5, 3}, true},     /* strides 2 and 3 */
-    {3, 11, 13, {6, 5, 1}, {9, 4, 1}, false},    /* up to the extent: the rest is padding */
-    {4, 16, 16, {4, 8, 1}, {4, 12, 1}, false},   /* whole blocks */
-    {4, 13, 18, {3, 8, 1}, {5, 9, 1}, true},     /* off boundaries */
-    {4, 13, 18, {1, 4, 3}, {2, 5, 3}, true},     /* stride 3 */
-    {4, 13, 18, {12, 1, 1}, {17, 1, 1}, true},   /* one entry, in the padded block */
+    {2, 11, 13, {2, 4, 1}, {2, 6, 1}},    /* at block boundaries, block multiples */
+    {2, 12, 14, {1, 5, 1}, {3, 7, 1}},    /* off boundaries, partial edge blocks */
+    {2, 11, 13, {0, 6, 2}, {1, 6, 2}},    /* stride 2 */
+    {3, 11, 13, {0, 7, 1}, {3, 8, 1}},    /* at a boundary, partial last block */
+    {3, 12, 15, {1, 4, 2}, {0, 5, 3}},    /* strides 2 and 3 */
+    {3, 11, 13, {6, 5, 1}, {9, 4, 1}},    /* up to the extent: the rest is padding */
+    {4, 16, 16, {4, 8, 1}, {4, 12, 1}},   /* whole blocks */
+    {4, 13, 18, {3, 8, 1}, {5, 9, 1}},    /* off boundaries */
+    {4, 13, 18, {1, 4, 3}, {2, 5, 3}},    /* stride 3 */
+    {4, 13, 18, {12, 1, 1}, {17, 1, 1}},  /* one entry, in the padded block */
+    {4, 13, 18, {5, 2, 1}, {6, 1, 1}},    /* inside one block, cut on both sides */
+    {4, 16, 16, {4, 4, 1}, {8, 4, 1}},    /* exactly one block */
+    {4, 13, 18, {2, 6, 1}, {1, 6, 1}},    /* two blocks, both cut */
+    {3, 13, 18, {1, 3, 5}, {2, 3, 7}},    /* strides past the block: blocks skipped */
+    {2, 11, 13, {1, 4, 3}, {0, 4, 4}},    /* strides 3 and 4 over blocks of 2 */
 };
+
+/* Whether dim [off, off + size) by stride of a dim of extent ext cuts its
+ * blocks of b (rt_block_frame's `masked`): read through a block window. */
+static bool cut(int b, int64_t ext, Slice s) {
+  return s.size && !(s.off % b == 0 && s.stride == 1 && (s.size % b == 0 || s.off + s.size == ext));
+}
 
 static double at(const double *d, int64_t cols, Slice r, Slice c, int64_t i, int64_t j) {
   return d[(r.off + i * r.stride) * cols + c.off + j * c.stride];
@@ -156,16 +168,20 @@ static tj_tensor *dense(const char *name, int order, const int64_t *dims, double
 static double xval(int64_t j, int64_t k) { return (double)((j * 5 + 3 * k) % 7) - 3; }
 static double yval(int64_t i, int64_t k) { return (double)(i % 4) + 0.5 + (double)k; }
 
-/* Whether kernel k's notation holds `what`. */
-static bool notation_has(tj_kernel *k, const char *what) {
+/* Whether kernel k's stage (notation, compute loops) holds `what`. */
+static bool stage_has(tj_kernel *k, tj_stage stage, const char *what) {
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
-  OK(tj_kernel_print(k, TJ_STAGE_NOTATION, f));
+  OK(tj_kernel_print(k, stage, f));
   fclose(f);
   bool has = strstr(text, what) != NULL;
   free(text);
   return has;
+}
+
+static bool notation_has(tj_kernel *k, const char *what) {
+  return stage_has(k, TJ_STAGE_NOTATION, what);
 }
 
 static void expect(double got, double want, const char *what, const BCase *bc, int64_t i,
@@ -202,8 +218,15 @@ START_TEST(kernels_over_blocked_views) {
   OK(tj_context_new(&cx));
   tj_kernel *k;
   OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
-  ck_assert_msg(notation_has(k, "mask(V_m") == bc->masked, "b=%d: masks %s", bc->b,
-                bc->masked ? "missing" : "where none are needed");
+  /* no masks: a cut column range is read through block windows (the loop
+   * over j_i runs from j_i_lo); rows are the output's, read whole */
+  ck_assert_msg(!notation_has(k, "mask("), "b=%d: masks", bc->b);
+  ck_assert_msg(stage_has(k, TJ_STAGE_COMPUTE, "j_i_lo") == cut(bc->b, C, c),
+                "b=%d: column window %s", bc->b, cut(bc->b, C, c) ? "missing" : "not needed");
+  ck_assert(!stage_has(k, TJ_STAGE_COMPUTE, "i_i_lo"));
+  /* by stride 1, the row's loop over blocks peels the cut edge blocks */
+  ck_assert_msg(stage_has(k, TJ_STAGE_COMPUTE, "pV1_mid_end") == (cut(bc->b, C, c) && c.stride == 1),
+                "b=%d: peeled loop", bc->b);
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   OK(tj_compile(cx, "y2(i) += V(i,j) * x(j)", (tj_tensor *[]){y2, v, x}, 3, NULL, NULL, &k));
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
@@ -224,6 +247,26 @@ START_TEST(kernels_over_blocked_views) {
       OK(tj_tensor_get(yy, (int64_t[]){i, kk}, &got));
       expect(got, want, "SpMM", bc, i, kk);
     }
+  /* z = V^T * u: the rows are summed, read through windows over i_i */
+  tj_tensor *u = dense("u", 1, &r.size, yval), *z, *sc;
+  OK(tj_tensor_new("z", TJ_F64, 1, &c.size, NULL, &z));
+  OK(tj_tensor_new("s", TJ_F64, 0, NULL, NULL, &sc));
+  OK(tj_compile(cx, "z(j) = V(i,j) * u(i)", (tj_tensor *[]){z, v, u}, 3, NULL, NULL, &k));
+  ck_assert(stage_has(k, TJ_STAGE_COMPUTE, "i_i_lo") == cut(bc->b, R, r));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "s = V(i,j) * x(j)", (tj_tensor *[]){sc, v, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double total = 0, got;
+  for (int64_t j = 0; j < c.size; j++) {
+    double want = 0;
+    for (int64_t i = 0; i < r.size; i++) want += at(d, C, r, c, i, j) * yval(i, 0);
+    for (int64_t i = 0; i < r.size; i++) total += at(d, C, r, c, i, j) * xval(j, 0);
+    OK(tj_tensor_get(z, &j, &got));
+    expect(got, want, "V^T u", bc, 0, j);
+  }
+  OK(tj_tensor_get(sc, NULL, &got));
+  expect(got, total, "sum V x", bc, 0, 0);
+  tj_tensor_free(u), tj_tensor_free(z), tj_tensor_free(sc);
   OK(tj_compile(cx, "D(i,j) = V(i,j) + V2(i,j)", (tj_tensor *[]){dd, v, v2}, 3, NULL, NULL, &k));
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   OK(tj_compile(cx, "O(i,j) = V(i,j) + W(i,j)", (tj_tensor *[]){o, v, w}, 3, NULL, NULL, &k));
@@ -299,7 +342,7 @@ START_TEST(entries_outside_the_slice_stay_out) {
   OK(tj_context_new(&cx));
   tj_kernel *k;
   OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
-  ck_assert(notation_has(k, "mask(V_m0"));
+  ck_assert(!notation_has(k, "mask(") && stage_has(k, TJ_STAGE_COMPUTE, "j_i_lo"));
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   for (int64_t i = 0; i < 4; i++) {
     double want = 0, got;
