@@ -22,6 +22,15 @@ ASSEMBLE, COMPUTE, EVALUATE = 0, 1, 2
 WRAP_TRUSTED = 1
 
 
+class Window(ctypes.Structure):
+    """tj_window: internal to the level view of a cut blocked view."""
+    _fields_ = [("block", ctypes.c_int32),
+                ("k", ctypes.c_int32),
+                ("lead", ctypes.c_int64),
+                ("size", ctypes.c_int64),
+                ("stride", ctypes.c_int64)]
+
+
 class Format(ctypes.Structure):
     _fields_ = [("order", ctypes.c_int32),
                 ("levels", ctypes.c_char * (MAX_ORDER + 1)),
@@ -32,7 +41,8 @@ class Format(ctypes.Structure):
                 ("lvl_op", ctypes.c_int32 * MAX_ORDER),
                 ("lvl_k", ctypes.c_int32 * MAX_ORDER),
                 ("lvl_n", ctypes.c_int32 * MAX_ORDER),
-                ("slice", (ctypes.c_int64 * 3) * MAX_ORDER)]
+                ("slice", (ctypes.c_int64 * 3) * MAX_ORDER),
+                ("win", Window * MAX_ORDER)]
 
 
 class Arrays(ctypes.Structure):

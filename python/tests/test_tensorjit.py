@@ -815,3 +815,16 @@ def test_view_keeps_base_alive_and_refuses_writes():
         v.arrays()
     with pytest.raises(ValueError, match="step must be >= 1"):
         v[::-1, :]
+
+
+def test_format_struct_matches_the_library():
+    """tj_format_parse writes a whole tj_format: a Format shorter than the C
+    struct would be overrun (the guard bytes after it must stay as set)."""
+    import ctypes
+    from tensorjit import _lib
+    size = ctypes.sizeof(_lib.Format)
+    buf = (ctypes.c_ubyte * (size + 512))(*([0xAA] * (size + 512)))
+    fmt = ctypes.cast(buf, ctypes.POINTER(_lib.Format))
+    assert _lib.lib.tj_format_parse(b"dsdd:0/4,1/4,0%4,1%4[1:5:1,2:6:1]", fmt) == 0
+    assert all(b == 0xAA for b in buf[size:])
+    assert fmt.contents.levels == b"dsdd"
