@@ -704,21 +704,29 @@ static bool call_free(Emitter *e, const LirStmt *s) {
 
 int em_elem_bytes(LirType ptr) { return lir_type_bytes(lir_elem_type(ptr)); }
 
-static bool call_sort(Emitter *e, const LirStmt *s) {
+/* The range ptr[a .. b) of call s: *base = &ptr[a], *count = b - a
+ * (i64); false when an operand failed to emit. */
+static bool call_range(Emitter *e, const LirStmt *s, LLVMValueRef *base, LLVMValueRef *count) {
   const LirVar *v = s->u.call.ptr;
-  if (!v || !lir_type_is_ptr(v->type) || !lir_type_is_int(lir_elem_type(v->type)))
-    return em_bug(e, "SORT_CRD needs an integer pointer variable");
   LLVMValueRef var = em_slot(e, v);
   LLVMValueRef lo = emit_expr(e, s->u.call.a), hi = emit_expr(e, s->u.call.b);
   if (!var || !lo || !hi) return false;
   lo = LLVMBuildIntCast2(e->b, lo, e->i64, 1, "");
   hi = LLVMBuildIntCast2(e->b, hi, e->i64, 1, "");
   LLVMTypeRef et = em_mem_type(e, lir_elem_type(v->type));
+  *base = LLVMBuildInBoundsGEP2(e->b, et, LLVMBuildLoad2(e->b, e->ptr, var, ""), &lo, 1, "");
+  *count = LLVMBuildSub(e->b, hi, lo, "");
+  return true;
+}
+
+static bool call_sort(Emitter *e, const LirStmt *s) {
+  const LirVar *v = s->u.call.ptr;
+  if (!v || !lir_type_is_ptr(v->type) || !lir_type_is_int(lir_elem_type(v->type)))
+    return em_bug(e, "SORT_CRD needs an integer pointer variable");
+  LLVMValueRef base, count;
+  if (!call_range(e, s, &base, &count)) return false;
   LLVMTypeRef pt[] = {e->ptr, e->i64, e->i32};
-  LLVMValueRef args[] = {LLVMBuildInBoundsGEP2(e->b, et, LLVMBuildLoad2(e->b, e->ptr, var, ""),
-                                               &lo, 1, ""),
-                         LLVMBuildSub(e->b, hi, lo, ""),
-                         LLVMConstInt(e->i32, (unsigned)em_elem_bytes(v->type), 0)};
+  LLVMValueRef args[] = {base, count, LLVMConstInt(e->i32, (unsigned)em_elem_bytes(v->type), 0)};
   em_helper(e, "tj_rt_sort_crd", e->vd, pt, 3, args);
   return true;
 }
@@ -727,15 +735,9 @@ static bool call_sort(Emitter *e, const LirStmt *s) {
 static bool call_zero(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.call.ptr;
   if (!v || !lir_type_is_ptr(v->type)) return em_bug(e, "ZERO needs a pointer");
-  LLVMValueRef var = em_slot(e, v);
-  LLVMValueRef lo = emit_expr(e, s->u.call.a), hi = emit_expr(e, s->u.call.b);
-  if (!var || !lo || !hi) return false;
-  lo = LLVMBuildIntCast2(e->b, lo, e->i64, 1, "");
-  hi = LLVMBuildIntCast2(e->b, hi, e->i64, 1, "");
-  LLVMTypeRef et = em_mem_type(e, lir_elem_type(v->type));
-  LLVMValueRef base = LLVMBuildInBoundsGEP2(
-      e->b, et, LLVMBuildLoad2(e->b, e->ptr, var, ""), &lo, 1, "");
-  LLVMValueRef len = LLVMBuildMul(e->b, LLVMBuildSub(e->b, hi, lo, ""),
+  LLVMValueRef base, count;
+  if (!call_range(e, s, &base, &count)) return false;
+  LLVMValueRef len = LLVMBuildMul(e->b, count,
                                   LLVMConstInt(e->i64, (unsigned)em_elem_bytes(v->type), 0), "");
   LLVMBuildMemSet(e->b, base, LLVMConstInt(e->i8, 0, 0), len,
                   (unsigned)em_elem_bytes(v->type));

@@ -214,6 +214,18 @@ static void merge_values(const Merge *m, const int64_t *at, int64_t q) {
   rt_storage_put(o, q, v);
 }
 
+/* The least coordinate of level l at the parts' current positions cur
+ * (each below its end), or -1 when every part is done. */
+static int64_t least_crd(const Merge *m, int l, const int64_t *cur, const int64_t *end) {
+  int64_t least = -1;
+  for (int c = 0; c < m->n; c++) {
+    if (cur[c] >= end[c]) continue;
+    int64_t x = rt_idx(m->parts[c]->levels[l].crd, m->out->crd_width, cur[c]);
+    if (least < 0 || x < least) least = x;
+  }
+  return least;
+}
+
 /* The last level when compressed, in f64: the k-way merge with the values
  * combined in place (no call per entry: the general walk's took 23 ns an
  * entry of a 173 k-entry vector, most of a 2-thread run). */
@@ -222,12 +234,7 @@ static void merge_leaf_f64(const Merge *m, int l, int64_t *cur, const int64_t *e
   int32_t cw = m->out->crd_width;
   double *ov = m->out->vals;
   for (;;) {
-    int64_t least = -1;
-    for (int c = 0; c < m->n; c++) {
-      if (cur[c] >= end[c]) continue;
-      int64_t x = rt_idx(m->parts[c]->levels[l].crd, cw, cur[c]);
-      if (least < 0 || x < least) least = x;
-    }
+    int64_t least = least_crd(m, l, cur, end);
     if (least < 0) return;
     bool any = false;
     double v = 0;
@@ -272,12 +279,7 @@ static void merge_level(const Merge *m, int l, int64_t q) {
     return;
   }
   for (;;) {
-    int64_t least = -1;
-    for (int c = 0; c < m->n; c++) {
-      if (cur[c] >= end[c]) continue;
-      int64_t x = rt_idx(m->parts[c]->levels[l].crd, cw, cur[c]);
-      if (least < 0 || x < least) least = x;
-    }
+    int64_t least = least_crd(m, l, cur, end);
     if (least < 0) break;
     for (int c = 0; c < m->n; c++) {
       bool here = cur[c] < end[c] && rt_idx(m->parts[c]->levels[l].crd, cw, cur[c]) == least;
