@@ -357,6 +357,9 @@ static tj_status read_triple(const char *spec, const char **p, int64_t *sl) {
  * one entry per dim (':' the whole dim, a missing stride 1). */
 static tj_status parse_taco_slices(const char *spec, const char **p, tj_format *f) {
   int d = 0, nd = f->ndims ? f->ndims : f->order;
+  if (nd > f->order || nd > TJ_MAX_ORDER_PUBLIC)   /* a map naming a dim past them */
+    return rt_set_error(TJ_ERR_PARSE, "format \"%s\": %d dims for %d levels", spec, nd,
+                        f->order);
   const char *open = *p;
   (*p)++;
   for (;;) {
