@@ -976,6 +976,17 @@ static void plus_term_expected(const PlusTerm *pt, double *want, unsigned char *
     }
 }
 
+/* The five operands of the plus_terms: A of format afmt (holding pt_a
+ * when old), B, C, D, E in format opf, from plus_term_operands. */
+static void plus_term_tensors(tj_tensor *ops[5], const char *afmt, const char *opf, bool old) {
+  int64_t dij[2] = {PT_I, PT_J}, dik[2] = {PT_I, PT_K}, dkj[2] = {PT_K, PT_J};
+  ops[0] = tu_tensor("A", afmt, 2, dij, old ? pt_a : NULL);
+  ops[1] = tu_tensor("B", opf, 2, dik, pt_b);
+  ops[2] = tu_tensor("C", opf, 2, dkj, pt_c);
+  ops[3] = tu_tensor("D", opf, 2, dij, pt_d);
+  ops[4] = tu_tensor("E", opf, 2, dik, pt_e);
+}
+
 START_TEST(contraction_plus_term) {
   const char *fmt = plus_term_formats[_i % N_PLUS_TERM_FORMATS];
   const char *opf = _i / N_PLUS_TERM_FORMATS / 2 ? "ds:1,0" : "ds";
@@ -987,10 +998,8 @@ START_TEST(contraction_plus_term) {
   o.nthreads = threads;
   for (int e = 0; e < N_PLUS_TERMS; e++) {
     const PlusTerm *pt = &plus_terms[e];
-    int64_t dij[2] = {PT_I, PT_J}, dik[2] = {PT_I, PT_K}, dkj[2] = {PT_K, PT_J};
-    tj_tensor *ops[5] = {tu_tensor("A", fmt, 2, dij, pt->old ? pt_a : NULL),
-                         tu_tensor("B", opf, 2, dik, pt_b), tu_tensor("C", opf, 2, dkj, pt_c),
-                         tu_tensor("D", opf, 2, dij, pt_d), tu_tensor("E", opf, 2, dik, pt_e)};
+    tj_tensor *ops[5];
+    plus_term_tensors(ops, fmt, opf, pt->old);
     tj_context *cx;
     OK(tj_context_new(&cx));
     tj_kernel *k = NULL;
@@ -1025,12 +1034,10 @@ END_TEST
  * own sum (it gave B*C + D + E*C); values against plain loops. */
 START_TEST(shared_sum_index_spans_terms) {
   plus_term_operands();
-  int64_t dij[2] = {PT_I, PT_J}, dik[2] = {PT_I, PT_K}, dkj[2] = {PT_K, PT_J};
   static const char *fmts[] = {"ss", "ds", "uq"};
   for (int f = 0; f < 3; f++) {
-    tj_tensor *ops[5] = {tu_tensor("A", fmts[f], 2, dij, NULL),
-                         tu_tensor("B", "ds", 2, dik, pt_b), tu_tensor("C", "ds", 2, dkj, pt_c),
-                         tu_tensor("D", "ds", 2, dij, pt_d), tu_tensor("E", "ds", 2, dik, pt_e)};
+    tj_tensor *ops[5];
+    plus_term_tensors(ops, fmts[f], "ds", false);
     tj_context *cx;
     OK(tj_context_new(&cx));
     tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j) + D(i,j) + E(i,k) * C(k,j)", ops, 5,
@@ -1054,10 +1061,8 @@ END_TEST
  * rest of the rhs over them (the notation prints them in turn). */
 START_TEST(contraction_plus_term_kernels) {
   plus_term_operands();
-  int64_t dij[2] = {PT_I, PT_J}, dik[2] = {PT_I, PT_K}, dkj[2] = {PT_K, PT_J};
-  tj_tensor *ops[5] = {tu_tensor("A", "ss", 2, dij, NULL), tu_tensor("B", "ds", 2, dik, pt_b),
-                       tu_tensor("C", "ds", 2, dkj, pt_c), tu_tensor("D", "ds", 2, dij, pt_d),
-                       tu_tensor("E", "ds", 2, dik, pt_e)};
+  tj_tensor *ops[5];
+  plus_term_tensors(ops, "ss", "ds", false);
   static const char *cases[][2] = {
       {"A(i,j) = D(i,j) - B(i,k) * C(k,j)",
        "A_sum(i,j) = B(i,k) * C(k,j)\nA(i,j) = D(i,j) - A_sum(i,j)\n"},
