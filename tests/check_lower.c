@@ -9,6 +9,7 @@
 #include "ir/notation.h"
 #include "lower/lower.h"
 #include "lower/lowerer.h"
+#include "util/decls.h"
 #include "util/golden.h"
 
 typedef struct Case {
@@ -20,34 +21,12 @@ typedef struct Case {
   Cin *cin;                  /* the notation rewritten to the plan */
 } Case;
 
-/* "name:levels[:modeorder]:d1,d2" declarations. */
-static void decl(TensorDecl *dc, const char *spec) {
-  char name[16], fmt[32], dims[64];
-  ck_assert_int_eq(sscanf(spec, "%15[^/]/%31[^/]/%63s", name, fmt, dims), 3);
-  memset(dc, 0, sizeof *dc);
-  dc->name = strdup(name);
-  char *save = NULL;
-  for (char *p = strtok_r(dims, ",", &save); p; p = strtok_r(NULL, ",", &save))
-    dc->dims[dc->order++] = atoll(p);
-  if (strcmp(fmt, "-") == 0) {
-    dc->format = tj_format_dense(dc->order);
-  } else {
-    ck_assert_msg(tj_format_parse(fmt, &dc->format) == TJ_OK, "%s", tj_last_error());
-  }
-  dc->dtype = TJ_F64;
-}
-
 static bool plan(Case *c, const char *expr, const char *const *specs, int n,
                  bool want_ok) {
   arena_init(&c->a);
   diag_init(&c->d);
   memset(&c->opt, 0, sizeof c->opt);
-  TensorDecl decls[8];
-  for (int k = 0; k < n; k++) decl(&decls[k], specs[k]);
-  c->as = nt_parse(&c->a, expr, &c->d);
-  ck_assert_msg(c->as != NULL, "%s", c->d.msg);
-  ck_assert_msg(nt_check(&c->a, c->as, decls, n, NULL, 0, &c->d), "%s", c->d.msg);
-  for (int k = 0; k < n; k++) free((char *)decls[k].name);
+  c->as = checked_assignment(&c->a, &c->d, expr, specs, n);
   Cin *cin = cin_from_assignment(&c->a, c->as, NULL, &c->d);
   ck_assert_ptr_nonnull(cin);
   IndexVar *want[NT_MAX_INDICES];

@@ -13,6 +13,7 @@
 #include "ir/notation.h"
 #include "lower/lir_interp.h"
 #include "lower/lower.h"
+#include "util/decls.h"
 
 typedef struct Case {
   Arena a;
@@ -22,30 +23,6 @@ typedef struct Case {
   LowerOptions opt;
   Cin *cin;   /* what is lowered */
 } Case;
-
-/* f64 declarations "name/levels/d1,d2" (levels "-": dense). */
-static void decl(TensorDecl *dc, const char *spec) {
-  char name[16], fmt[32], dims[64];
-  ck_assert_int_eq(sscanf(spec, "%15[^/]/%31[^/]/%63s", name, fmt, dims), 3);
-  memset(dc, 0, sizeof *dc);
-  dc->name = strdup(name);
-  char *save = NULL;
-  for (char *p = strtok_r(dims, ",", &save); p; p = strtok_r(NULL, ",", &save))
-    dc->dims[dc->order++] = atoll(p);
-  if (strcmp(fmt, "-") == 0) dc->format = tj_format_dense(dc->order);
-  else ck_assert_msg(tj_format_parse(fmt, &dc->format) == TJ_OK, "%s", tj_last_error());
-  dc->dtype = TJ_F64;
-}
-
-static Assignment *checked(Case *c, const char *expr, const char *const *specs, int n) {
-  TensorDecl decls[8];
-  for (int k = 0; k < n; k++) decl(&decls[k], specs[k]);
-  Assignment *as = nt_parse(&c->a, expr, &c->d);
-  ck_assert_msg(as != NULL, "%s", c->d.msg);
-  ck_assert_msg(nt_check(&c->a, as, decls, n, NULL, 0, &c->d), "%s", c->d.msg);
-  for (int k = 0; k < n; k++) free((char *)decls[k].name);
-  return as;
-}
 
 /* as planned under the schedule text sched (may be NULL) as the driver
  * does: the notation, the plan and options, and the notation rewritten to
@@ -66,7 +43,7 @@ static void plan_case(Case *c, const char *expr, const char *const *specs, int n
                       const char *sched) {
   arena_init(&c->a);
   diag_init(&c->d);
-  c->as = checked(c, expr, specs, n);
+  c->as = checked_assignment(&c->a, &c->d, expr, specs, n);
   c->cin = plan_stmt(c, c->as, sched, &c->plan, &c->opt);
 }
 
@@ -211,7 +188,8 @@ START_TEST(sequence_poisoned) {
   Case c;
   arena_init(&c.a);
   diag_init(&c.d);
-  Assignment *as = checked(&c, "A(i,j) = B(i,k) * C(k,j) + D(i,j)", gemm_specs, 4);
+  Assignment *as =
+      checked_assignment(&c.a, &c.d, "A(i,j) = B(i,k) * C(k,j) + D(i,j)", gemm_specs, 4);
   Assignment *parts[NT_SEQ_MAX];
   int n = nt_sequence_split(&c.a, as, parts, &c.d);
   ck_assert_msg(n == 2, "%s", c.d.msg);
