@@ -14,7 +14,9 @@
  *
  *   slice s: rows perm[8s .. 8s+7], width w_s = max len; entry k of lane r
  *            at col/val[off[s] + 8k + r]; lanes past len[8s+r] are padding
- *            (never read: the gather is masked, so x's inf/NaN stay out)
+ *            (column 0, value 0; their x never reaches a sum: the portable
+ *            loop skips them, the AVX-512 one masks its FMA, so x's
+ *            inf/NaN stay out)
  *
  * The copy pays on short rows only (rt_sell_pays): from about 32 entries
  * a row (4 gathers) the CSR loop's exit and reduction are amortized, and
@@ -322,38 +324,48 @@ PORTABLE(float, slices_f32)
 
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
 #define HAVE_AVX512 1
-/* slices_f64 in AVX-512: per step k one masked 8-lane gather of x (lanes
- * past their row's length read nothing and give 0) and one FMA; two
- * accumulators alternate so consecutive FMAs do not wait on each other. */
+/* How far ahead (entries) the AVX-512 loop prefetches the copy's values
+ * and columns: the copy is read once a run, often from DRAM while the CSR
+ * arrays sit in cache, and the hardware prefetcher alone leaves the loop
+ * waiting on it (cage11, copy evicted: -10 to -18% time with 128-1024). */
+#define PREFETCH 512
+
+/* One step of the AVX-512 loop: the 8 lanes' x gathered unmasked (padding
+ * lanes read column 0 or their row's column, both inside x) and summed by
+ * an FMA masked to the lanes still in their rows, so a padding lane's x
+ * (inf, NaN) never reaches a sum. On AMD Zen 4 a masked gather is the
+ * slower: -14 to -17% time on cage11 for the masked FMA. */
+#define STEP(acc, m, at)                                                                \
+  acc = _mm512_mask3_fmadd_pd(                                                          \
+      _mm512_loadu_pd(val + (at)),                                                      \
+      _mm512_i32gather_pd(_mm256_loadu_si256((const __m256i *)(s->col + (at))), x, 8), acc, m)
+
+/* slices_f64 in AVX-512: per step k one 8-lane gather of x and one FMA
+ * masked to the lanes with k < their row's length; two accumulators
+ * alternate so consecutive FMAs do not wait on each other. */
 __attribute__((target("avx512f,avx512vl"))) static void slices_f64_avx512(const Job *j, int64_t lo,
                                                                  int64_t hi) {
   const RtSell *s = j->s;
   const double *val = s->val, *x = j->x;
   double *y = j->y;
+  const __m256i one = _mm256_set1_epi32(1);
   for (int64_t sl = lo; sl < hi; sl++) {
     __m256i len = _mm256_loadu_si256((const __m256i *)(s->len + sl * C));
     int64_t at = s->off[sl], end = s->off[sl + 1];
     __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
     __m256i k = _mm256_setzero_si256();
-    const __m256i one = _mm256_set1_epi32(1);
     for (; at + 2 * C <= end; at += 2 * C) {
+      _mm_prefetch((const char *)(val + at + PREFETCH), _MM_HINT_T0);
+      _mm_prefetch((const char *)(val + at + PREFETCH + C), _MM_HINT_T0);
+      _mm_prefetch((const char *)(s->col + at + PREFETCH), _MM_HINT_T0);
       __mmask8 m0 = _mm256_cmplt_epi32_mask(k, len);
       k = _mm256_add_epi32(k, one);
       __mmask8 m1 = _mm256_cmplt_epi32_mask(k, len);
       k = _mm256_add_epi32(k, one);
-      __m256i c0 = _mm256_loadu_si256((const __m256i *)(s->col + at));
-      __m256i c1 = _mm256_loadu_si256((const __m256i *)(s->col + at + C));
-      __m512d x0 = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m0, c0, x, 8);
-      __m512d x1 = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m1, c1, x, 8);
-      a0 = _mm512_fmadd_pd(_mm512_loadu_pd(val + at), x0, a0);
-      a1 = _mm512_fmadd_pd(_mm512_loadu_pd(val + at + C), x1, a1);
+      STEP(a0, m0, at);
+      STEP(a1, m1, at + C);
     }
-    if (at < end) {
-      __mmask8 m0 = _mm256_cmplt_epi32_mask(k, len);
-      __m256i c0 = _mm256_loadu_si256((const __m256i *)(s->col + at));
-      __m512d x0 = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m0, c0, x, 8);
-      a0 = _mm512_fmadd_pd(_mm512_loadu_pd(val + at), x0, a0);
-    }
+    if (at < end) STEP(a0, _mm256_cmplt_epi32_mask(k, len), at);
     __m512d sum = _mm512_add_pd(a0, a1);
     int64_t row0 = sl * C;
     if (!s->perm && row0 + C <= s->rows) {
@@ -366,6 +378,7 @@ __attribute__((target("avx512f,avx512vl"))) static void slices_f64_avx512(const 
     }
   }
 }
+#undef STEP
 #endif
 
 static void run_slices(void *ctx, int64_t lo, int64_t hi) {
