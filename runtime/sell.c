@@ -52,7 +52,7 @@ struct RtSell {
   int refs;         /* the tensor's reference, and one per run reading it
                        (rt_sell_get / rt_sell_release), under build_lock */
   int32_t dtype;
-  int64_t rows, nslices, nnz, padded;
+  int64_t rows, cols, nslices, nnz, padded;
   int64_t *off;     /* nslices + 1 entry offsets (multiples of C) */
   int32_t *len;     /* nslices * C row lengths, 0 past the last row */
   int32_t *perm;    /* slot -> row (nslices * C, -1 past the last row); NULL: identity */
@@ -248,6 +248,7 @@ static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
   if (!s || !rowlen) goto nomem;
   s->dtype = a->dtype;
   s->rows = n;
+  s->cols = a->dims[1];
   s->nslices = (n + C - 1) / C;
   s->nnz = rt_idx(lv->pos, a->pos_width, n);
   for (int64_t r = 0; r < n; r++) {
@@ -336,6 +337,7 @@ typedef struct Job {
   const void *x;
   void *y;
   bool acc;
+  int64_t ahead;   /* entries the AVX-512 loop prefetches ahead (0: none, see PREFETCH) */
 } Job;
 
 /* Writes (or adds) slice sl's C sums to y. */
@@ -374,8 +376,13 @@ PORTABLE(float, slices_f32)
 /* How far ahead (entries) the AVX-512 loop prefetches the copy's values
  * and columns: the copy is read once a run, often from DRAM while the CSR
  * arrays sit in cache, and the hardware prefetcher alone leaves the loop
- * waiting on it (cage11, copy evicted: -10 to -18% time with 128-1024). */
+ * waiting on it (cage11, copy evicted: -10 to -18% time with 128-1024;
+ * u200k: -15%). Not where x passes PREFETCH_MAX_X bytes: there the gathers'
+ * misses on x bound the loop and the prefetches compete with them (u1M,
+ * x of 8 MB: +7 to +9%); the loop then prefetches the line it is about to
+ * read (ahead 0), which costs next to nothing. */
 #define PREFETCH 512
+#define PREFETCH_MAX_X (4 << 20)
 
 /* The 8 columns of step at as 32-bit lanes: wide, or narrow (16-bit
  * offsets, the gather then reading from x + the slice's base). */
@@ -409,9 +416,9 @@ PORTABLE(float, slices_f32)
       __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();                        \
       __m256i k = _mm256_setzero_si256();                                                \
       for (; at + 2 * C <= end; at += 2 * C) {                                           \
-        _mm_prefetch((const char *)(val + at + PREFETCH), _MM_HINT_T0);                  \
-        _mm_prefetch((const char *)(val + at + PREFETCH + C), _MM_HINT_T0);              \
-        _mm_prefetch((const char *)(s->cols + at + PREFETCH), _MM_HINT_T0);              \
+        _mm_prefetch((const char *)(val + at + j->ahead), _MM_HINT_T0);                  \
+        _mm_prefetch((const char *)(val + at + j->ahead + C), _MM_HINT_T0);              \
+        _mm_prefetch((const char *)(s->cols + at + j->ahead), _MM_HINT_T0);              \
         __mmask8 m0 = _mm256_cmplt_epi32_mask(k, len);                                   \
         k = _mm256_add_epi32(k, one);                                                    \
         __mmask8 m1 = _mm256_cmplt_epi32_mask(k, len);                                   \
@@ -458,7 +465,10 @@ static void run_slices(void *ctx, int64_t lo, int64_t hi) {
 }
 
 void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate) {
-  Job j = {s, x, y, accumulate};
+  Job j = {s, x, y, accumulate, 0};
+#ifdef HAVE_AVX512
+  j.ahead = s->cols * (int64_t)sizeof(double) <= PREFETCH_MAX_X ? PREFETCH : 0;
+#endif
   if (s->nslices == 0) return;
   if (tj_rt_threads() > 1 && s->padded + s->rows >= tj_rt_par_min_work())
     tj_rt_parallel_for(0, s->nslices, s->off, 8, run_slices, &j);
