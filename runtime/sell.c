@@ -30,6 +30,16 @@
  * rounds; a second run had 0.82 at L = 24 and 28 there: the cold case
  * varies with what else the machine's L3 holds).
  *
+ * Where the copy stands in a cache matters more than its layout: cage11
+ * (39k rows, 3-31 entries, 4.7% padding, rows kept in order) with the
+ * kernel before the narrow columns, prefetch and masked FMA ran 1.13-1.3x
+ * the CSR loops' speed with both warm, 0.98x with both evicted, and 0.6x
+ * with the copy evicted and the CSR arrays in L3 (the state tjbench's
+ * rounds leave it in: every other row there reads the CSR arrays). Those
+ * three cut the copy's bytes and its waits on DRAM: in one process, paired
+ * thread-CPU medians, SELL over the CSR loops went from 1.13 to 1.27
+ * (warm) and 0.98 to 1.21 (both evicted).
+ *
  * The copy is the tensor's (tj_tensor.sell), built at the first run that
  * asks for it and dropped by rt_tensor_touch whenever the library changes
  * the tensor (pack, tj_tensor_arrays, a kernel writing it,
