@@ -14,7 +14,9 @@
  *
  *   slice s: rows perm[8s .. 8s+7], width w_s = max len; entry k of lane r
  *            at col/val[off[s] + 8k + r]; lanes past len[8s+r] are padding
- *            (never read: the gather is masked, so x's inf/NaN stay out)
+ *            (column 0, value 0; their x never reaches a sum: the portable
+ *            loop skips them, the AVX-512 one masks its FMA, so x's
+ *            inf/NaN stay out)
  *
  * The copy pays on short rows only (rt_sell_pays): from about 32 entries
  * a row (4 gathers) the CSR loop's exit and reduction are amortized, and
@@ -27,6 +29,16 @@
  * CSR arrays just read by another loop (the copy colder, as in tjbench's
  * rounds; a second run had 0.82 at L = 24 and 28 there: the cold case
  * varies with what else the machine's L3 holds).
+ *
+ * Where the copy stands in a cache matters more than its layout: cage11
+ * (39k rows, 3-31 entries, 4.7% padding, rows kept in order) with the
+ * kernel before the narrow columns, prefetch and masked FMA ran 1.13-1.3x
+ * the CSR loops' speed with both warm, 0.98x with both evicted, and 0.6x
+ * with the copy evicted and the CSR arrays in L3 (the state tjbench's
+ * rounds leave it in: every other row there reads the CSR arrays). Those
+ * three cut the copy's bytes and its waits on DRAM: in one process, paired
+ * thread-CPU medians, SELL over the CSR loops went from 1.13 to 1.27
+ * (warm) and 0.98 to 1.21 (both evicted).
  *
  * The copy is the tensor's (tj_tensor.sell), built at the first run that
  * asks for it and dropped by rt_tensor_touch whenever the library changes
@@ -50,11 +62,13 @@ struct RtSell {
   int refs;         /* the tensor's reference, and one per run reading it
                        (rt_sell_get / rt_sell_release), under build_lock */
   int32_t dtype;
-  int64_t rows, nslices, nnz, padded;
+  int64_t rows, cols, nslices, nnz, padded;
   int64_t *off;     /* nslices + 1 entry offsets (multiples of C) */
   int32_t *len;     /* nslices * C row lengths, 0 past the last row */
   int32_t *perm;    /* slot -> row (nslices * C, -1 past the last row); NULL: identity */
-  int32_t *col;     /* padded entries' columns (padding: 0) */
+  int32_t *col;     /* padded entries' columns (padding: 0); NULL when narrow */
+  uint16_t *col16;  /* narrow: each column less its slice's base (padding: 0) */
+  int32_t *base;    /* narrow: nslices first columns (the slice's least) */
   void *val;        /* padded entries' values, dtype (padding: 0) */
   /* what it was built from: a run compares them (O(1)) */
   const void *src_pos, *src_crd, *src_vals;
@@ -67,6 +81,8 @@ void rt_sell_free(RtSell *s) {
   free(s->len);
   free(s->perm);
   free(s->col);
+  free(s->col16);
+  free(s->base);
   free(s->val);
   free(s);
 }
@@ -179,8 +195,40 @@ static bool choose_order(RtSell *s, const int32_t *rowlen, int64_t n) {
   return true;
 }
 
+/* Narrow columns: when every slice's columns lie within 65536 of its
+ * least, the copy keeps 16-bit offsets from that least (base) instead of
+ * 32-bit columns: 10 bytes an f64 entry instead of 12, and the copy is
+ * read once a run, often from DRAM (cage11, copy evicted: -3 to -6% time;
+ * any matrix of at most 65536 columns qualifies). Sets *narrow and, when
+ * it is, s->base (each slice's least column); false: out of memory. */
+static bool choose_narrow(RtSell *s, const tj_storage *a, bool *narrow) {
+  const tj_level_storage *lv = &a->levels[1];
+  *narrow = false;
+  s->base = malloc((size_t)(s->nslices ? s->nslices : 1) * sizeof *s->base);
+  if (!s->base) return false;
+  bool fits = true;
+  for (int64_t sl = 0; sl < s->nslices && fits; sl++) {
+    int64_t lo = INT64_MAX, hi = -1;
+    for (int r = 0; r < C; r++) {
+      int64_t slot = sl * C + r, row = s->perm ? s->perm[slot] : slot;
+      if (row < 0 || row >= s->rows) continue;
+      int64_t p0 = rt_idx(lv->pos, a->pos_width, row), p1 = rt_idx(lv->pos, a->pos_width, row + 1);
+      for (int64_t q = p0; q < p1; q++) {
+        int64_t c = rt_idx(lv->crd, a->crd_width, q);
+        if (c < lo) lo = c;
+        if (c > hi) hi = c;
+      }
+    }
+    s->base[sl] = hi < 0 ? 0 : (int32_t)lo;
+    if (hi >= 0 && hi - lo > UINT16_MAX) fits = false;
+  }
+  *narrow = fits;
+  if (!fits) free(s->base), s->base = NULL;
+  return true;
+}
+
 /* Lays out the entries of a (CSR, rt_sell_form) into s, whose rows,
- * nslices, off, len and perm are set. */
+ * nslices, off, len, perm and (narrow) base are set. */
 static void fill(RtSell *s, const tj_storage *a) {
   const tj_level_storage *lv = &a->levels[1];
   int vw = rt_dtype_size(a->dtype);
@@ -192,7 +240,9 @@ static void fill(RtSell *s, const tj_storage *a) {
       int64_t p0 = rt_idx(lv->pos, a->pos_width, row);
       for (int32_t k = 0; k < s->len[slot]; k++) {
         int64_t at = s->off[sl] + (int64_t)k * C + r;
-        s->col[at] = (int32_t)rt_idx(lv->crd, a->crd_width, p0 + k);
+        int64_t c = rt_idx(lv->crd, a->crd_width, p0 + k);
+        if (s->col16) s->col16[at] = (uint16_t)(c - s->base[sl]);
+        else s->col[at] = (int32_t)c;
         memcpy((char *)s->val + at * vw, (const char *)a->vals + (p0 + k) * vw, (size_t)vw);
       }
     }
@@ -208,6 +258,7 @@ static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
   if (!s || !rowlen) goto nomem;
   s->dtype = a->dtype;
   s->rows = n;
+  s->cols = a->dims[1];
   s->nslices = (n + C - 1) / C;
   s->nnz = rt_idx(lv->pos, a->pos_width, n);
   for (int64_t r = 0; r < n; r++) {
@@ -237,15 +288,19 @@ static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
     s->off[sl + 1] = s->off[sl] + (int64_t)w * C;
   }
   s->padded = s->off[s->nslices];
-  tj_status fits = rt_check_fits("a SELL copy", (double)s->padded * (4.0 + rt_dtype_size(a->dtype)));
+  bool narrow;
+  if (!choose_narrow(s, a, &narrow)) goto nomem;
+  tj_status fits = rt_check_fits("a SELL copy", (double)s->padded * ((narrow ? 2.0 : 4.0) +
+                                                                     rt_dtype_size(a->dtype)));
   if (fits != TJ_OK) {
     free(rowlen);
     rt_sell_free(s);
     return fits;
   }
-  s->col = calloc((size_t)(s->padded ? s->padded : 1), sizeof *s->col);
+  if (narrow) s->col16 = calloc((size_t)(s->padded ? s->padded : 1), sizeof *s->col16);
+  else s->col = calloc((size_t)(s->padded ? s->padded : 1), sizeof *s->col);
   s->val = calloc((size_t)(s->padded ? s->padded : 1), (size_t)rt_dtype_size(a->dtype));
-  if (!s->col || !s->val) goto nomem;
+  if (!(s->col || s->col16) || !s->val) goto nomem;
   fill(s, a);
   s->src_pos = lv->pos, s->src_crd = lv->crd, s->src_vals = a->vals;
   s->src_pos_len = lv->pos_len, s->src_crd_len = lv->crd_len, s->src_vals_len = a->vals_len;
@@ -283,6 +338,8 @@ void rt_sell_stats(const RtSell *s, int64_t *nnz, int64_t *padded, bool *sorted)
   *sorted = s->perm != NULL;
 }
 
+bool rt_sell_narrow(const RtSell *s) { return s->col16 != NULL; }
+
 /* ---- the kernel ---- */
 
 typedef struct Job {
@@ -290,6 +347,7 @@ typedef struct Job {
   const void *x;
   void *y;
   bool acc;
+  int64_t ahead;   /* entries the AVX-512 loop prefetches ahead (0: none, see PREFETCH) */
 } Job;
 
 /* Writes (or adds) slice sl's C sums to y. */
@@ -300,6 +358,9 @@ typedef struct Job {
     if (row < 0 || row >= (s)->rows) continue;                            \
     ((T *)(y))[row] = (acc) ? ((T *)(y))[row] + (sum)[r] : (sum)[r];      \
   }
+
+/* The column of padded entry at of slice sl. */
+#define COLUMN(s, sl, at) ((s)->col16 ? (s)->base[sl] + (int64_t)(s)->col16[at] : (s)->col[at])
 
 #define PORTABLE(T, name)                                                 \
   static void name(const Job *j, int64_t lo, int64_t hi) {                 \
@@ -312,7 +373,7 @@ typedef struct Job {
       for (int64_t k = 0; k < w; k++) {                                   \
         int64_t at = s->off[sl] + k * C;                                  \
         for (int r = 0; r < C; r++)                                       \
-          if (k < len[r]) sum[r] += val[at + r] * x[s->col[at + r]];      \
+          if (k < len[r]) sum[r] += val[at + r] * x[COLUMN(s, sl, at + r)]; \
       }                                                                   \
       STORE_SLICE(T, s, sl, sum, j->y, j->acc)                            \
     }                                                                     \
@@ -322,50 +383,75 @@ PORTABLE(float, slices_f32)
 
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
 #define HAVE_AVX512 1
-/* slices_f64 in AVX-512: per step k one masked 8-lane gather of x (lanes
- * past their row's length read nothing and give 0) and one FMA; two
- * accumulators alternate so consecutive FMAs do not wait on each other. */
-__attribute__((target("avx512f,avx512vl"))) static void slices_f64_avx512(const Job *j, int64_t lo,
-                                                                 int64_t hi) {
-  const RtSell *s = j->s;
-  const double *val = s->val, *x = j->x;
-  double *y = j->y;
-  for (int64_t sl = lo; sl < hi; sl++) {
-    __m256i len = _mm256_loadu_si256((const __m256i *)(s->len + sl * C));
-    int64_t at = s->off[sl], end = s->off[sl + 1];
-    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
-    __m256i k = _mm256_setzero_si256();
-    const __m256i one = _mm256_set1_epi32(1);
-    for (; at + 2 * C <= end; at += 2 * C) {
-      __mmask8 m0 = _mm256_cmplt_epi32_mask(k, len);
-      k = _mm256_add_epi32(k, one);
-      __mmask8 m1 = _mm256_cmplt_epi32_mask(k, len);
-      k = _mm256_add_epi32(k, one);
-      __m256i c0 = _mm256_loadu_si256((const __m256i *)(s->col + at));
-      __m256i c1 = _mm256_loadu_si256((const __m256i *)(s->col + at + C));
-      __m512d x0 = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m0, c0, x, 8);
-      __m512d x1 = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m1, c1, x, 8);
-      a0 = _mm512_fmadd_pd(_mm512_loadu_pd(val + at), x0, a0);
-      a1 = _mm512_fmadd_pd(_mm512_loadu_pd(val + at + C), x1, a1);
-    }
-    if (at < end) {
-      __mmask8 m0 = _mm256_cmplt_epi32_mask(k, len);
-      __m256i c0 = _mm256_loadu_si256((const __m256i *)(s->col + at));
-      __m512d x0 = _mm512_mask_i32gather_pd(_mm512_setzero_pd(), m0, c0, x, 8);
-      a0 = _mm512_fmadd_pd(_mm512_loadu_pd(val + at), x0, a0);
-    }
-    __m512d sum = _mm512_add_pd(a0, a1);
-    int64_t row0 = sl * C;
-    if (!s->perm && row0 + C <= s->rows) {
-      if (j->acc) sum = _mm512_add_pd(sum, _mm512_loadu_pd(y + row0));
-      _mm512_storeu_pd(y + row0, sum);
-    } else {
-      double lanes[C];
-      _mm512_storeu_pd(lanes, sum);
-      STORE_SLICE(double, s, sl, lanes, y, j->acc)
-    }
+/* How far ahead (entries) the AVX-512 loop prefetches the copy's values
+ * and columns: the copy is read once a run, often from DRAM while the CSR
+ * arrays sit in cache, and the hardware prefetcher alone leaves the loop
+ * waiting on it (cage11, copy evicted: -10 to -18% time with 128-1024;
+ * u200k: -15%). Not where x passes PREFETCH_MAX_X bytes: there the gathers'
+ * misses on x bound the loop and the prefetches compete with them (u1M,
+ * x of 8 MB: +7 to +9%); the loop then prefetches the line it is about to
+ * read (ahead 0), which costs next to nothing. */
+#define PREFETCH 512
+#define PREFETCH_MAX_X (4 << 20)
+
+/* The 8 columns of step at as 32-bit lanes: wide, or narrow (16-bit
+ * offsets, the gather then reading from x + the slice's base). */
+#define WIDE_COLS(at) _mm256_loadu_si256((const __m256i *)(s->col + (at)))
+#define NARROW_COLS(at) _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(s->col16 + (at))))
+
+/* One step of the AVX-512 loop: the 8 lanes' x gathered unmasked (padding
+ * lanes read column 0 or the slice's base, both inside x) and summed by
+ * an FMA masked to the lanes still in their rows, so a padding lane's x
+ * (inf, NaN) never reaches a sum. On AMD Zen 4 a masked gather is the
+ * slower: -14 to -17% time on cage11 for the masked FMA. */
+#define STEP(acc, m, at, COLS, xs)                                                     \
+  acc = _mm512_mask3_fmadd_pd(_mm512_loadu_pd(val + (at)), _mm512_i32gather_pd(COLS(at), xs, 8), \
+                              acc, m)
+
+/* slices_f64 in AVX-512 over the wide (col) or narrow (col16, xs = x +
+ * base[sl]) copy: per step k one 8-lane gather of x and one FMA masked to
+ * the lanes with k < their row's length; two accumulators alternate so
+ * consecutive FMAs do not wait on each other. */
+#define AVX512_SLICES(name, cols, COLS, XS)                                              \
+  __attribute__((target("avx512f,avx512vl"))) static void name(const Job *j, int64_t lo,  \
+                                                               int64_t hi) {              \
+    const RtSell *s = j->s;                                                              \
+    const double *val = s->val, *x = j->x;                                               \
+    double *y = j->y;                                                                    \
+    const __m256i one = _mm256_set1_epi32(1);                                            \
+    for (int64_t sl = lo; sl < hi; sl++) {                                               \
+      __m256i len = _mm256_loadu_si256((const __m256i *)(s->len + sl * C));              \
+      const double *xs = XS;                                                             \
+      int64_t at = s->off[sl], end = s->off[sl + 1];                                     \
+      __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();                        \
+      __m256i k = _mm256_setzero_si256();                                                \
+      for (; at + 2 * C <= end; at += 2 * C) {                                           \
+        _mm_prefetch((const char *)(val + at + j->ahead), _MM_HINT_T0);                  \
+        _mm_prefetch((const char *)(val + at + j->ahead + C), _MM_HINT_T0);              \
+        _mm_prefetch((const char *)(s->cols + at + j->ahead), _MM_HINT_T0);              \
+        __mmask8 m0 = _mm256_cmplt_epi32_mask(k, len);                                   \
+        k = _mm256_add_epi32(k, one);                                                    \
+        __mmask8 m1 = _mm256_cmplt_epi32_mask(k, len);                                   \
+        k = _mm256_add_epi32(k, one);                                                    \
+        STEP(a0, m0, at, COLS, xs);                                                      \
+        STEP(a1, m1, at + C, COLS, xs);                                                  \
+      }                                                                                  \
+      if (at < end) STEP(a0, _mm256_cmplt_epi32_mask(k, len), at, COLS, xs);             \
+      __m512d sum = _mm512_add_pd(a0, a1);                                               \
+      int64_t row0 = sl * C;                                                             \
+      if (!s->perm && row0 + C <= s->rows) {                                             \
+        if (j->acc) sum = _mm512_add_pd(sum, _mm512_loadu_pd(y + row0));                 \
+        _mm512_storeu_pd(y + row0, sum);                                                 \
+      } else {                                                                           \
+        double lanes[C];                                                                 \
+        _mm512_storeu_pd(lanes, sum);                                                    \
+        STORE_SLICE(double, s, sl, lanes, y, j->acc)                                     \
+      }                                                                                  \
+    }                                                                                    \
   }
-}
+AVX512_SLICES(slices_f64_avx512, col, WIDE_COLS, x)
+AVX512_SLICES(slices_f64_avx512_narrow, col16, NARROW_COLS, x + s->base[sl])
+#undef STEP
 #endif
 
 static void run_slices(void *ctx, int64_t lo, int64_t hi) {
@@ -380,7 +466,8 @@ static void run_slices(void *ctx, int64_t lo, int64_t hi) {
     avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
              !getenv("TJ_SELL_PORTABLE");
   if (avx512) {
-    slices_f64_avx512(j, lo, hi);
+    if (j->s->col16) slices_f64_avx512_narrow(j, lo, hi);
+    else slices_f64_avx512(j, lo, hi);
     return;
   }
 #endif
@@ -388,7 +475,10 @@ static void run_slices(void *ctx, int64_t lo, int64_t hi) {
 }
 
 void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate) {
-  Job j = {s, x, y, accumulate};
+  Job j = {s, x, y, accumulate, 0};
+#ifdef HAVE_AVX512
+  j.ahead = s->cols * (int64_t)sizeof(double) <= PREFETCH_MAX_X ? PREFETCH : 0;
+#endif
   if (s->nslices == 0) return;
   if (tj_rt_threads() > 1 && s->padded + s->rows >= tj_rt_par_min_work())
     tj_rt_parallel_for(0, s->nslices, s->off, 8, run_slices, &j);

@@ -447,6 +447,9 @@ void rt_sell_release(const RtSell *s);
 void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate);
 /* Stored entries, entries after padding, and whether rows were sorted. */
 void rt_sell_stats(const RtSell *s, int64_t *nnz, int64_t *padded, bool *sorted);
+/* Whether s keeps 16-bit column offsets from each slice's least column
+ * (every slice's columns span at most 65536; see sell.c). */
+bool rt_sell_narrow(const RtSell *s);
 void rt_sell_free(RtSell *s);
 /* t changed (its arrays, or values in place): derived copies (the SELL
  * copy) are dropped. Every library call that changes a tensor calls it. */

@@ -6,7 +6,9 @@
  * row counts not a multiple of 8, an infinite x entry only padding would
  * touch, +=, f32, 64-bit indices, 2 threads, the copy rebuilt after pack,
  * tj_tensor_arrays and tj_tensor_changed, the choice of the copy or the
- * CSR loops by mean row length (both branches, and its boundary), and
+ * CSR loops by mean row length (both branches, and its boundary), 16-bit
+ * column offsets where every slice's columns span less than 2^16 (and
+ * 32-bit columns one past that), and
  * refusals with their messages. ctest runs it twice: AVX-512 (when the CPU has it) and the
  * portable loop (TJ_SELL_PORTABLE=1). */
 #include <check.h>
@@ -259,6 +261,69 @@ START_TEST(skewed_rows_sorted_and_two_threads) {
 }
 END_TEST
 
+/* Narrow columns (16-bit offsets from each slice's least column) when
+ * every slice's columns span at most 65535; else 32-bit. 24 x 200000, two
+ * entries a row but row 3's one (one padding entry: rows stay in order):
+ * slice 0 at columns 70000 + 10i (+5), slice 1 between 100000 and
+ * 100000 + span (row 8), slice 2 at i, i + 1. x(70000) = inf, a column of
+ * row 0 only: row 3's padding lane reads it (the slice's base) and must
+ * leave y(3) finite. y against a plain loop over the same entries. */
+static void narrow_case(int64_t span, bool narrow) {
+  enum { N = 24 };
+  const int64_t m = 200000;
+  int64_t col[N][2];
+  for (int64_t i = 0; i < N; i++) {
+    int64_t c0 = i < 8 ? 70000 + 10 * i : i < 16 ? 100000 + i : i;
+    int64_t c1 = i < 8 ? c0 + 5 : i == 8 ? 100000 + span : i < 16 ? 100000 + 1000 * i : i + 1;
+    if (i == 8) c0 = 100000;
+    col[i][0] = c0, col[i][1] = c1;
+  }
+  tj_format f;
+  OK(tj_format_parse("ds", &f));
+  tj_tensor *a, *x;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){N, m}, &f, &a));
+  for (int64_t i = 0; i < N; i++)
+    for (int e = 0; e < (i == 3 ? 1 : 2); e++)
+      OK(tj_tensor_insert(a, (int64_t[]){i, col[i][e]}, (double)(i + 1) * (e ? -1 : 2)));
+  OK(tj_tensor_pack(a));
+  OK(tj_tensor_new("x", TJ_F64, 1, &m, NULL, &x));
+  OK(tj_tensor_pack(x));
+  tj_arrays ar;
+  OK(tj_tensor_arrays(x, &ar));
+  double *xv = ar.vals;
+  for (int64_t j = 0; j < m; j++) xv[j] = 1 + j % 13;
+  xv[70000] = INFINITY;
+  tj_tensor *y = vec("y", TJ_F64, N, 0);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = compile(cx, "y(i) = A(i,j) * x(j)", y, a, x, 1);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  ck_assert_ptr_nonnull(a->sell);
+  ck_assert_msg(rt_sell_narrow(a->sell) == narrow, "span %lld: narrow %d", (long long)span,
+                rt_sell_narrow(a->sell));
+  int64_t nnz, padded;
+  bool sorted;
+  rt_sell_stats(a->sell, &nnz, &padded, &sorted);
+  ck_assert(!sorted);
+  ck_assert_int_eq(padded, 2 * N);
+  for (int64_t i = 0; i < N; i++) {
+    double want = 0, got;
+    for (int e = 0; e < (i == 3 ? 1 : 2); e++) want += (double)(i + 1) * (e ? -1 : 2) * xv[col[i][e]];
+    OK(tj_tensor_get(y, &i, &got));
+    if (i == 0) ck_assert_msg(isinf(got), "y(0) = %g, want inf", got);
+    else ck_assert_msg(got == want, "span %lld: y(%lld) = %g, want %g", (long long)span,
+                       (long long)i, got, want);
+  }
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+}
+
+START_TEST(narrow_columns_where_slices_span_less_than_2_16) {
+  narrow_case(65535, true);
+  narrow_case(65536, false);
+}
+END_TEST
+
 /* Rows of A: row i holds columns 0 .. len(i)-1, each of value i + 1, so
  * with x(j) = 1 + j, y(i) = (i + 1) len (len + 1) / 2 by hand. The copy
  * pays when the rows average fewer than 32 entries (RT_SELL_MAX_MEAN),
@@ -388,6 +453,7 @@ int main(void) {
   tcase_add_test(tc, accumulates_and_f32_and_wide_indices);
   tcase_add_test(tc, copy_rebuilt_when_the_tensor_changes);
   tcase_add_test(tc, skewed_rows_sorted_and_two_threads);
+  tcase_add_test(tc, narrow_columns_where_slices_span_less_than_2_16);
   tcase_add_loop_test(tc, copy_only_where_rows_are_short, 0,
                       (int)(sizeof choices / sizeof choices[0]));
   tcase_add_test(tc, refusals_say_why);
