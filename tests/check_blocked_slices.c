@@ -293,6 +293,96 @@ START_TEST(kernels_over_blocked_views) {
 }
 END_TEST
 
+/* A dense tensor over the caller's array buf + guard, NaN around it: a
+ * kernel reading past either end of the tensor's values gets NaN. */
+static tj_tensor *guarded(const char *name, int order, const int64_t *dims,
+                          const int64_t *strides, double **buf, int64_t guard,
+                          double (*f)(int64_t, int64_t)) {
+  int64_t n = dims[0] * (order > 1 ? dims[1] : 1);
+  *buf = malloc(sizeof **buf * (size_t)(n + 2 * guard));
+  for (int64_t e = 0; e < n + 2 * guard; e++) (*buf)[e] = NAN;
+  for (int64_t i = 0; i < dims[0]; i++)
+    for (int64_t j = 0; j < (order > 1 ? dims[1] : 1); j++)
+      (*buf)[guard + (strides ? i * strides[0] + j * strides[1] : i * (order > 1 ? dims[1] : 1) + j)] = f(i, j);
+  tj_arrays a = {.dtype = TJ_F64, .order = order, .dims = dims, .strides = strides,
+                 .vals = *buf + guard, .vals_len = n};
+  tj_tensor *t;
+  OK(tj_tensor_wrap(name, &a, 0, &t));
+  return t;
+}
+
+static double stale(int64_t i, int64_t k) { return 99 + (double)(i + k); }
+
+/* The dense inputs of SpMV, SpMM and V^T u over a view read in place (the
+ * view's offset folded into their array's address: the loops over their
+ * blocked index run through block windows) read nothing outside their
+ * arrays: each is the caller's array between NaN guards, so one read
+ * past an end would make the result NaN. SpMM's B also column-major
+ * (its framed dim not the first level: read through a padded copy). The
+ * outputs start at 99 and up: `=` overwrites them (SpMM also run as ASSEMBLE
+ * then COMPUTE), `+=` adds to them. */
+START_TEST(dense_inputs_read_in_place) {
+  const BCase *bc = &bcases[_i];
+  const int64_t R = bc->rows, C = bc->cols, K = 5, G = 64;
+  Slice r = bc->r, c = bc->c;
+  char spec[64];
+  bsr_spec(bc->b, spec, sizeof spec);
+  double *d = random_dense(R, C, 41u + (unsigned)_i, 40);
+  tj_tensor *a = matrix("A", spec, R, C, d), *v;
+  OK(tj_tensor_slice(a, "V", (int64_t[]){r.off, c.off}, (int64_t[]){r.size, c.size},
+                     (int64_t[]){r.stride, c.stride}, &v));
+  double *xb, *bb, *cb, *ub;
+  tj_tensor *x = guarded("x", 1, &c.size, NULL, &xb, G, xval);
+  tj_tensor *b = guarded("B", 2, (int64_t[]){c.size, K}, NULL, &bb, G, xval);
+  tj_tensor *bc_ = guarded("B", 2, (int64_t[]){c.size, K}, (int64_t[]){1, c.size}, &cb, G, xval);
+  tj_tensor *u = guarded("u", 1, &r.size, NULL, &ub, G, yval);
+  tj_tensor *y = dense("y", 1, &r.size, stale), *y2 = dense("y2", 1, &r.size, yval);
+  tj_tensor *z = dense("z", 1, &c.size, stale), *yy = NULL;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "y2(i) += V(i,j) * x(j)", (tj_tensor *[]){y2, v, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "z(j) = V(i,j) * u(i)", (tj_tensor *[]){z, v, u}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < r.size; i++) {
+    double want = 0, got;
+    for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j) * xval(j, 0);
+    OK(tj_tensor_get(y, &i, &got));
+    expect(got, want, "SpMV, x in place", bc, i, 0);
+    OK(tj_tensor_get(y2, &i, &got));
+    expect(got, yval(i, 0) + want, "SpMV +=, x in place", bc, i, 0);
+  }
+  for (int64_t j = 0; j < c.size; j++) {
+    double want = 0, got;
+    for (int64_t i = 0; i < r.size; i++) want += at(d, C, r, c, i, j) * yval(i, 0);
+    OK(tj_tensor_get(z, &j, &got));
+    expect(got, want, "V^T u, u in place", bc, 0, j);
+  }
+  for (int layout = 0; layout < 2; layout++) {
+    tj_tensor_free(yy);
+    yy = dense("Y", 2, (int64_t[]){r.size, K}, stale);
+    OK(tj_compile(cx, "Y(i,k) = V(i,j) * B(j,k)", (tj_tensor *[]){yy, v, layout ? bc_ : b}, 3,
+                  NULL, NULL, &k));
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    for (int64_t i = 0; i < r.size; i++)
+      for (int64_t kk = 0; kk < K; kk++) {
+        double want = 0, got;
+        for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j) * xval(j, kk);
+        OK(tj_tensor_get(yy, (int64_t[]){i, kk}, &got));
+        expect(got, want, layout ? "SpMM, B column-major" : "SpMM, B in place", bc, i, kk);
+      }
+  }
+  tj_context_free(cx);
+  tj_tensor *all[] = {y, y2, yy, z, x, b, bc_, u, v, a};
+  for (int t = 0; t < 10; t++) tj_tensor_free(all[t]);
+  free(d), free(xb), free(bb), free(cb), free(ub);
+}
+END_TEST
+
 /* A view with '?' slice values runs through a converted copy of the
  * slice made at each run: one kernel serves every value. */
 START_TEST(dynamic_slices_through_a_copy) {
@@ -430,6 +520,7 @@ int main(void) {
   tcase_add_test(tc, parses_and_prints);
   tcase_add_test(tc, view_entries_by_hand);
   tcase_add_loop_test(tc, kernels_over_blocked_views, 0, (int)(sizeof bcases / sizeof bcases[0]));
+  tcase_add_loop_test(tc, dense_inputs_read_in_place, 0, (int)(sizeof bcases / sizeof bcases[0]));
   tcase_add_test(tc, entries_outside_the_slice_stay_out);
   tcase_add_test(tc, dynamic_slices_through_a_copy);
   tcase_add_test(tc, refusals);
