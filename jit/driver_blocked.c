@@ -236,15 +236,15 @@ static void fresh(const BlkScan *s, const char *base, const char *suffix, char *
 }
 
 /* The blocked indices: the index of every floordiv / mod level of a
- * blocked operand, with its block size. */
-static bool find_blocked(BlkScan *s, tj_tensor *const *ops, Diag *d) {
+ * blocked operand, with its block size (out: acc[0] is the output's). */
+static bool find_blocked(BlkScan *s, tj_tensor *const *ops, bool out, Diag *d) {
   for (int a = 0; a < s->nacc; a++) {
     const BlkAccess *ac = &s->acc[a];
     tj_tensor *t = ops[ac->op];
     if (!t->blocked) continue;
     if (ac->n != t->order) return true;   /* the checker names the arity error */
     for (int l = 0; l < t->ufmt.order; l++) {
-      if (a > 0 && t->ufmt.lvl_op[l] == TJ_LVL_MOD && !lv_at(&t->ufmt, l, LV_FULL)) {
+      if ((a > 0 || !out) && t->ufmt.lvl_op[l] == TJ_LVL_MOD && !lv_at(&t->ufmt, l, LV_FULL)) {
         BlkIndex *ix = index_of(s, ac->idx[t->ufmt.mode_order[l]]);
         if (ix) ix->sparse_inner = true;   /* its floordiv level comes first */
       }
@@ -439,6 +439,25 @@ static bool operand_name_used(const BlkScan *s, tj_tensor *const *ops, const Drv
 
 static bool in_access(const BlkAccess *ac, const char *name);
 
+/* Whether blocked dim m of view t is stored by a sparse (n_out_of_m) mod
+ * level, whose window filters the level's positions. */
+static bool sparse_mod(const tj_tensor *t, int m) {
+  const tj_format *f = &t->base->ufmt;
+  for (int l = 0; l < f->order; l++)
+    if (f->lvl_op[l] == TJ_LVL_MOD && f->mode_order[l] == m) return f->levels[l] == 'n';
+  return false;
+}
+
+/* Whether ac is the only access of a blocked operand indexed by its m-th
+ * index: a window over a sparse level walks it alone (another would be
+ * co-iterated with it, which windows do not do: those get masks). */
+static bool alone(const BlkScan *s, tj_tensor *const *ops, const BlkAccess *ac, int m) {
+  for (int a = 0; a < s->nacc; a++)
+    if (&s->acc[a] != ac && ops[s->acc[a].op]->blocked && in_access(&s->acc[a], ac->idx[m]))
+      return false;
+  return true;
+}
+
 /* Before the access ac of a view read in place, for each of its dims
  * whose frame is masked (an edge block partly outside the slice, a
  * stride), one of:
@@ -448,7 +467,9 @@ static bool in_access(const BlkAccess *ac, const char *name);
  *    zeroed after the run, so what lands there is never read;
  *  - a block window (its dim in the operand's `windowed`): the loop over
  *    the dim's mod level runs only over the view's coordinates of each
- *    block (tj_window, lower/level.c), where the mod level is dense;
+ *    block (tj_window, lower/level.c), where the mod level is dense, or
+ *    walks the block's positions skipping the others, where it is
+ *    n_out_of_m and no other blocked access has the index;
  *  - else `mask(M(d_b, d_i), `, M a bool operand of the frame's points
  *    that are the view's (*closing counts the parentheses to close after
  *    the access): a masked-out position is no entry, so sums and unions
@@ -463,7 +484,7 @@ static bool open_masks(const BlkScan *s, const BlkAccess *ac, tj_tensor *const *
     const BlkIndex *ix = index_of((BlkScan *)s, ac->idx[m]);
     if (!ix || !rt_block_frame(t, m, &fr) || !fr.masked) continue;
     if (out && in_access(&s->acc[0], ac->idx[m])) continue;
-    if (rt_block_windowed(t, m)) {
+    if (rt_block_windowed(t, m) && (!sparse_mod(t, m) || alone(s, ops, ac, m))) {
       b->op[ac->op].windowed |= 1u << m;
       continue;
     }
@@ -600,8 +621,9 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
       b->op[k].view = ops[k]->blocked && ops[k]->base;
       b->op[k].copy = b->op[k].view && dynamic_slices(ops[k]);
     }
-  ok = ok && scan(expr, ops, n, s, d) && find_blocked(s, ops, d);
+  ok = ok && scan(expr, ops, n, s, d);
   bool out_access = ok && s->nacc > 0 && s->acc[0].start == skip_ws(expr);   /* not `s = ...` */
+  ok = ok && find_blocked(s, ops, out_access, d);
   if (out_access && b->op[s->acc[0].op].view)
     ok = diag_error(d, TJ_ERR_UNSUPPORTED, "output %s is a view (a slice of blocked tensor "
                     "%s); views are read-only: compute into a tensor of its own",

@@ -434,7 +434,7 @@ static int mod_level(const tj_format *f, int m) {
 bool rt_block_windowed(const tj_tensor *t, int m) {
   const tj_tensor *b = t->base ? t->base : t;
   int lb = floordiv_level(&b->ufmt, m), li = mod_level(&b->ufmt, m);
-  return lb >= 0 && li >= 0 && b->ufmt.levels[li] == 'd';
+  return lb >= 0 && li >= 0 && (b->ufmt.levels[li] == 'd' || b->ufmt.levels[li] == 'n');
 }
 
 /* Gives mod level li of level view v the window of frame fr, its blocks

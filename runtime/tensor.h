@@ -260,7 +260,7 @@ typedef struct RtBlockFrame {
  * false when m is not blocked. The slice values must be fixed (not '?'). */
 bool rt_block_frame(const tj_tensor *t, int m, RtBlockFrame *fr);
 /* Whether blocked dim m of t (a blocked tensor or a view of one) can be
- * read through a block window: its mod level is dense. */
+ * read through a block window: its mod level is dense or n_out_of_m. */
 bool rt_block_windowed(const tj_tensor *t, int m);
 /* v (filled in, owns nothing) = view t of a blocked tensor seen as the
  * tensor of its base's levels, each level of a sliced dim narrowed: a
