@@ -822,7 +822,7 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
     tj_tensor **views = blk ? calloc((size_t)nk, sizeof *views) : NULL;
     if (blk && !views) diag_error(&d, TJ_ERR_NOMEM, "out of memory");
     if (!views || !drv_blocked_views(blk, operands, n, drv_blocked_compile_views(blk),
-                                     views, &d)) {
+                                     true, views, &d)) {
       free(views);
       drv_blocked_free(blk);
       return drv_fail(&d);

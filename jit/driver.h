@@ -161,10 +161,14 @@ int drv_blocked_masks(const DrvBlocked *b);
 tj_tensor *drv_blocked_compile_views(DrvBlocked *b);
 /* out[k] = what ops[k] runs as: itself, or a view in store[k] (the tensor
  * of its levels, or a dense tensor reshaped), or a converted copy of a view
- * of a blocked tensor; out[n ..] the masks (drv_blocked_masks more). False with d set on a mismatch (a dense extent not a multiple
- * of its block, ...). */
+ * of a blocked tensor; out[n ..] the masks (drv_blocked_masks more).
+ * A framed dense input whose blocked indices block windows keep to the
+ * view is read in place; overwrite (the run computes an `=` output, or
+ * nothing runs) leaves a dense output's padded copy zeroed, not copied
+ * in. False with d set on a mismatch (a dense extent not a multiple of
+ * its block, ...). */
 bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
-                       tj_tensor **out, Diag *d);
+                       bool overwrite, tj_tensor **out, Diag *d);
 /* After a run (out_name: the output's name; NULL after a compile, which
  * wrote nothing): a blocked output takes its level view's arrays, failed
  * or not (the run left it as an unblocked output would be left); a dense

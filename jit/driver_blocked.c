@@ -29,10 +29,16 @@
  * in one frame (RtBlockFrame: view coordinate i at lead + i * stride over
  * those blocks), dense operands put in it by their split, and where the
  * frame has positions that are not the view's (a cut edge block, a
- * stride) the access is wrapped in bool masks added as operands:
+ * stride) the loop over a dense mod level runs through a block window
+ * (open_masks) or else the access is wrapped in bool masks added as
+ * operands:
  *   y(i) = V(i,j) * x(j), V = A[1:6:1, 2:5:2], A BSR 2x2
  *   ->  y(i_b,i_i) = mask(V_m0(i_b,i_i), mask(V_m1(j_b,j_i), V(i_b,j_b,i_i,j_i)))
  *                    * x(j_b,j_i)
+ * A dense input whose framed indices all run through windows is read in
+ * place, its array shifted by the frame's lead (mark_in_place); other
+ * framed dense operands are zero-filled copies (an `=` output's not
+ * copied in).
  * A view whose frame disagrees with another operand's, or with '?' slice
  * values, runs on a converted copy made at every run (make_copy).
  * Refused with a message: a sparse operand indexed by a
@@ -66,6 +72,9 @@ typedef struct BlkOperand {
                                   converted copy (blocked, its own frame) */
   bool split_any;              /* dense: reshaped by split */
   bool framed;                 /* the split puts a dim in a view's frame */
+  bool in_place;               /* framed, an input whose framed dims block
+                                  windows keep to the view: read in place
+                                  (RT_SPLIT_IN_PLACE) */
   uint32_t windowed;           /* a view's dims read through block windows */
   int32_t split[TJ_MAX_ORDER]; /* block size per dim (0: kept) */
   int64_t frame[TJ_MAX_ORDER][2]; /* per split dim {lead, stride} (stride 0: none) */
@@ -90,6 +99,9 @@ struct DrvBlocked {
   bool out_structured;         /* it is n_out_of_m: written into a compressed
                                   stand-in, repacked after each run */
   bool out_accum;              /* `+=`: the stand-in starts with its contents */
+  int out_op;                  /* the output's operand index; -1: none (`s = ...`) */
+  bool out_keeps;              /* `+=`: a dense output's padded copy starts
+                                  with its values (`=` overwrites it whole) */
   int norig;
   tj_tensor *orig[NT_MAX_TENSORS];   /* the compile's operands */
   tj_tensor views[NT_MAX_TENSORS];   /* the compile's views */
@@ -224,15 +236,15 @@ static void fresh(const BlkScan *s, const char *base, const char *suffix, char *
 }
 
 /* The blocked indices: the index of every floordiv / mod level of a
- * blocked operand, with its block size. */
-static bool find_blocked(BlkScan *s, tj_tensor *const *ops, Diag *d) {
+ * blocked operand, with its block size (out: acc[0] is the output's). */
+static bool find_blocked(BlkScan *s, tj_tensor *const *ops, bool out, Diag *d) {
   for (int a = 0; a < s->nacc; a++) {
     const BlkAccess *ac = &s->acc[a];
     tj_tensor *t = ops[ac->op];
     if (!t->blocked) continue;
     if (ac->n != t->order) return true;   /* the checker names the arity error */
     for (int l = 0; l < t->ufmt.order; l++) {
-      if (a > 0 && t->ufmt.lvl_op[l] == TJ_LVL_MOD && !lv_at(&t->ufmt, l, LV_FULL)) {
+      if ((a > 0 || !out) && t->ufmt.lvl_op[l] == TJ_LVL_MOD && !lv_at(&t->ufmt, l, LV_FULL)) {
         BlkIndex *ix = index_of(s, ac->idx[t->ufmt.mode_order[l]]);
         if (ix) ix->sparse_inner = true;   /* its floordiv level comes first */
       }
@@ -427,6 +439,25 @@ static bool operand_name_used(const BlkScan *s, tj_tensor *const *ops, const Drv
 
 static bool in_access(const BlkAccess *ac, const char *name);
 
+/* Whether blocked dim m of view t is stored by a sparse (n_out_of_m) mod
+ * level, whose window filters the level's positions. */
+static bool sparse_mod(const tj_tensor *t, int m) {
+  const tj_format *f = &t->base->ufmt;
+  for (int l = 0; l < f->order; l++)
+    if (f->lvl_op[l] == TJ_LVL_MOD && f->mode_order[l] == m) return f->levels[l] == 'n';
+  return false;
+}
+
+/* Whether ac is the only access of a blocked operand indexed by its m-th
+ * index: a window over a sparse level walks it alone (another would be
+ * co-iterated with it, which windows do not do: those get masks). */
+static bool alone(const BlkScan *s, tj_tensor *const *ops, const BlkAccess *ac, int m) {
+  for (int a = 0; a < s->nacc; a++)
+    if (&s->acc[a] != ac && ops[s->acc[a].op]->blocked && in_access(&s->acc[a], ac->idx[m]))
+      return false;
+  return true;
+}
+
 /* Before the access ac of a view read in place, for each of its dims
  * whose frame is masked (an edge block partly outside the slice, a
  * stride), one of:
@@ -436,7 +467,9 @@ static bool in_access(const BlkAccess *ac, const char *name);
  *    zeroed after the run, so what lands there is never read;
  *  - a block window (its dim in the operand's `windowed`): the loop over
  *    the dim's mod level runs only over the view's coordinates of each
- *    block (tj_window, lower/level.c), where the mod level is dense;
+ *    block (tj_window, lower/level.c), where the mod level is dense, or
+ *    walks the block's positions skipping the others, where it is
+ *    n_out_of_m and no other blocked access has the index;
  *  - else `mask(M(d_b, d_i), `, M a bool operand of the frame's points
  *    that are the view's (*closing counts the parentheses to close after
  *    the access): a masked-out position is no entry, so sums and unions
@@ -451,7 +484,7 @@ static bool open_masks(const BlkScan *s, const BlkAccess *ac, tj_tensor *const *
     const BlkIndex *ix = index_of((BlkScan *)s, ac->idx[m]);
     if (!ix || !rt_block_frame(t, m, &fr) || !fr.masked) continue;
     if (out && in_access(&s->acc[0], ac->idx[m])) continue;
-    if (rt_block_windowed(t, m)) {
+    if (rt_block_windowed(t, m) && (!sparse_mod(t, m) || alone(s, ops, ac, m))) {
       b->op[ac->op].windowed |= 1u << m;
       continue;
     }
@@ -471,6 +504,31 @@ static bool open_masks(const BlkScan *s, const BlkAccess *ac, tj_tensor *const *
     (*closing)++;
   }
   return true;
+}
+
+/* Whether some view's access reads index name through block windows. */
+static bool windowed_index(const BlkScan *s, const DrvBlocked *b, const char *name) {
+  for (int a = 0; a < s->nacc; a++)
+    for (int m = 0; m < s->acc[a].n; m++)
+      if ((b->op[s->acc[a].op].windowed >> m & 1) && !strcmp(s->acc[a].idx[m], name))
+        return true;
+  return false;
+}
+
+/* Marks the framed dense inputs read in place: every framed dim's index
+ * is read through block windows (the loops over it visit only the view's
+ * positions, so nothing before or past the input's array is read). An
+ * operand that is also the output (out: its index) is written at every
+ * frame position: never in place. */
+static void mark_in_place(const BlkScan *s, int out, DrvBlocked *b) {
+  for (int k = 0; k < b->n; k++) b->op[k].in_place = !b->op[k].levels && b->op[k].framed;
+  if (out >= 0) b->op[out].in_place = false;
+  for (int a = 0; a < s->nacc; a++) {
+    const BlkAccess *ac = &s->acc[a];
+    BlkOperand *bo = &b->op[ac->op];
+    for (int m = 0; m < ac->n && bo->in_place; m++)
+      if (bo->frame[m][1] > 0) bo->in_place = windowed_index(s, b, ac->idx[m]);
+  }
 }
 
 /* With one blocked operand, the loops follow its levels, and the indices
@@ -563,8 +621,9 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
       b->op[k].view = ops[k]->blocked && ops[k]->base;
       b->op[k].copy = b->op[k].view && dynamic_slices(ops[k]);
     }
-  ok = ok && scan(expr, ops, n, s, d) && find_blocked(s, ops, d);
+  ok = ok && scan(expr, ops, n, s, d);
   bool out_access = ok && s->nacc > 0 && s->acc[0].start == skip_ws(expr);   /* not `s = ...` */
+  ok = ok && find_blocked(s, ops, out_access, d);
   if (out_access && b->op[s->acc[0].op].view)
     ok = diag_error(d, TJ_ERR_UNSUPPORTED, "output %s is a view (a slice of blocked tensor "
                     "%s); views are read-only: compute into a tensor of its own",
@@ -582,6 +641,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
     p = ac->close + 1;
   }
   ok = ok && puts_(&buf, &len, &cap, p);
+  if (ok) mark_in_place(s, out_access ? s->acc[0].op : -1, b);
   ok = ok && loop_order(s, ops, &sch, &slen, &scap);
   for (int i = 0; ok && i < s->nix; i++) {   /* the block loops run k times */
     if (s->ix[i].sparse_inner) continue;
@@ -597,6 +657,8 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
     return NULL;
   }
   b->n = n;
+  b->out_op = out_access ? s->acc[0].op : -1;
+  b->out_keeps = out_access && !strncmp(skip_ws(s->acc[0].close + 1), "+=", 2);
   if (out_access && ops[s->acc[0].op]->blocked) {
     b->out_blocked = b->op[s->acc[0].op].name;
     b->out_structured = rt_format_structured(&ops[s->acc[0].op]->ufmt);
@@ -621,7 +683,7 @@ tj_tensor *const *drv_blocked_orig(const DrvBlocked *b, int *n) {
 tj_tensor *drv_blocked_compile_views(DrvBlocked *b) { return b->views; }
 
 static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tensor *store,
-                      tj_tensor **out, Diag *d);
+                      bool overwrite, tj_tensor **out, Diag *d);
 static tj_status finish_views(const DrvBlocked *b, tj_tensor *const *ops,
                               tj_tensor *const *views, int n, int nmasks,
                               const char *out_name, bool ok);
@@ -656,10 +718,10 @@ static bool make_mask(const DrvBlocked *b, tj_tensor *const *ops, int n, int i,
 }
 
 bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_tensor *store,
-                       tj_tensor **out, Diag *d) {
+                       bool overwrite, tj_tensor **out, Diag *d) {
   for (int k = 0; k < n + b->nmask; k++) out[k] = k < n ? ops[k] : NULL;
   for (int k = 0; k < n; k++) {
-    if (!make_view(b, ops, k, store, out, d)) {
+    if (!make_view(b, ops, k, store, overwrite, out, d)) {
       finish_views(b, ops, out, k, 0, NULL, false);   /* frees the copies made */
       return false;
     }
@@ -687,7 +749,7 @@ static bool make_copy(tj_tensor *const *ops, int k, tj_tensor **out, Diag *d) {
 }
 
 static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tensor *store,
-                      tj_tensor **out, Diag *d) {
+                      bool overwrite, tj_tensor **out, Diag *d) {
   {
     if (!ops[k]) return true;
     const BlkOperand *bo = role_of(b, ops[k]);
@@ -716,8 +778,11 @@ static bool make_view(const DrvBlocked *b, tj_tensor *const *ops, int k, tj_tens
       }
       rt_tensor_view_levels(ops[k], &store[k]);
     } else {
+      bool output = b->out_op >= 0 && bo == &b->op[b->out_op];
+      unsigned how = (bo->in_place ? RT_SPLIT_IN_PLACE : 0) |
+                     (overwrite && output && !b->out_keeps ? RT_SPLIT_NO_COPY_IN : 0);
       tj_status st = rt_tensor_view_split(ops[k], bo->split, bo->framed ? bo->frame : NULL,
-                                          &store[k]);
+                                          how, &store[k]);
       if (st != TJ_OK) return diag_error(d, st, "%s", tj_last_error());
     }
     out[k] = &store[k];

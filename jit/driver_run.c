@@ -517,8 +517,8 @@ static tj_status run_blocked(tj_kernel *k, tj_phase phase, tj_tensor *const *ope
   tj_tensor *store = calloc(NT_MAX_TENSORS, sizeof *store);
   tj_tensor *views[NT_MAX_TENSORS];
   if (!store) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
-  bool made = drv_blocked_views(k->blk, operands, n, store, views, &d);
   if (drv_blocked_rebuilds(k->blk)) phase = TJ_EVALUATE;   /* n_out_of_m: built whole */
+  bool made = drv_blocked_views(k->blk, operands, n, store, phase != TJ_ASSEMBLE, views, &d);
   tj_status st = made ? run_bound(k, phase, views, n + drv_blocked_masks(k->blk), interpret)
                       : drv_fail(&d);
   if (made) {   /* the output's values back (on success), padded copies freed */

@@ -36,7 +36,10 @@
  * loop over the index a dense mod level stores: in block b of the frame
  * it runs over the view's coordinates of that block only, lo(b) .. hi(b)
  * by the stride, the full block except at the two edges of the block
- * range (lw_window_loop); nothing outside the view is read.
+ * range (lw_window_loop); nothing outside the view is read. Over a sparse
+ * (n_out_of_m) mod level the loop walks the block's stored positions and
+ * skips the coordinates outside the window (lw_window_valid): nothing
+ * outside the view is read through them either.
  */
 #include "lowerer.h"
 
@@ -353,6 +356,20 @@ LirStmt *lw_window_loop(Lowerer *lw, const LwWindow *win, const char *name, LwLo
                            lir_bin(a, LOP_EQ, lw_ref(lw, hi), lw_i64(lw, w->k)));
   lir_append(&s, lir_if(a, whole, *full, *edge));
   return lir_block(a, s);
+}
+
+LirExpr *lw_window_valid(Lowerer *lw, const LwWindow *win, const char *name, LirExpr *c,
+                         LirStmt **s) {
+  Arena *a = lw->a;
+  LirVar *lo = lw_var(lw, arena_printf(a, "%s_lo", name), LT_I64);
+  LirVar *hi = lw_var(lw, arena_printf(a, "%s_hi", name), LT_I64);
+  lir_append(s, window_bounds(lw, win, lo, hi));
+  LirExpr *in = lir_bin(a, LOP_AND, lir_bin(a, LOP_GE, c, lw_ref(lw, lo)),
+                        lir_bin(a, LOP_LT, c, lw_ref(lw, hi)));
+  if (win->w->stride == 1) return in;
+  LirExpr *off = lir_bin(a, LOP_REM, lir_bin(a, LOP_SUB, c, lw_ref(lw, lo)),
+                         lw_i64(lw, win->w->stride));
+  return lir_bin(a, LOP_AND, in, lir_bin(a, LOP_EQ, off, lw_i64(lw, 0)));
 }
 
 bool lw_window_edges(const Lowerer *lw, const IndexVar *b, LwEdges *out) {

@@ -1589,6 +1589,24 @@ static LirStmt *peeled_block_loop(Lowerer *lw, LoopCtx *cx, int x) {
   return lir_block(a, s);
 }
 
+/* The loop at cx walking level lx of access x, a sparse mod level with a
+ * block window (a cut view of n_out_of_m), runs cases on the window's
+ * coordinates only; others run cases on all. */
+static LirStmt *walk_cases(Lowerer *lw, LoopCtx *cx, int x, int lx, LirVar *cv) {
+  const tj_window *w = &lw->acc[x].f->win[lx];
+  if (!w->block) return cases(lw, cx, 0, cv);
+  LwWindow win;
+  if (!lw_index_window(lw, cx->v, &win) || win.w != w || !win.block)
+    return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s runs outside the loop "
+                      "over its blocks, which its block window needs", cx->v->name), NULL;
+  LirStmt *s = NULL;
+  LirExpr *in = lw_window_valid(lw, &win, cx->v->name, lw_ref(lw, cv), &s);
+  LirStmt *body = cases(lw, cx, 0, cv);
+  if (!body && !diag_ok(lw->d)) return NULL;
+  lir_append(&s, lir_if(A(lw), in, body, NULL));
+  return s;
+}
+
 static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
   Arena *a = A(lw);
   const LatPoint *P = &cx->L->p[0];
@@ -1666,7 +1684,9 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     if (zeroing)
       lir_append(&body, zero_rows_after(lw, crd, it->p, start,
                                         lir_bin(a, LOP_ADD, lw_ref(lw, cv), lw_i64(lw, 1))));
-    lir_append(&body, cases(lw, cx, 0, cv));
+    LirStmt *walk = walk_cases(lw, cx, x, lx, cv);   /* outside a window: nothing */
+    if (!walk && !diag_ok(lw->d)) return NULL;
+    lir_append(&body, walk);
     if (lw_slice_filtered(lw, x, lx))   /* positions outside the slice do nothing */
       body = guard_slice(lw, x, lx, lw_ref(lw, it->p), body);
     /* a pos_rows compute chunk: the range's positions of the walked operand */
@@ -1935,6 +1955,13 @@ static bool is_single(const Lowerer *lw, const Lattice *L, int depth) {
   return !level_segmented(lw, x, lw_level_at(lw, x, depth));
 }
 
+/* Whether single point L walks, at depth, the sparse mod level a block
+ * window is on (a cut view of n_out_of_m: single_loop filters it). */
+static bool walks_window(const Lowerer *lw, const Lattice *L, int depth) {
+  int x = __builtin_ctzll(L->p[0].sparse);
+  return lw->acc[x].f->win[lw_level_at(lw, x, depth)].block != 0;
+}
+
 bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth) {
   if (lw_wide_at(lw, alive, depth)) return false;
   Lattice L;
@@ -2110,7 +2137,7 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   int lazy = lazy_child(lw, &cx, &L);
   LwWindow win;
   if (lw_index_window(lw, cx.v, &win) && (lazy >= 0 || !is_single(lw, &L, depth) ||
-                                          L.p[0].sparse != 0))
+                                          (L.p[0].sparse != 0 && !walks_window(lw, &L, depth))))
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "the loop over %s, read through a block "
                       "window, co-iterates or walks a sparse level; convert the view",
                       cx.v->name), NULL;

@@ -261,6 +261,12 @@ typedef struct LwEdges {
 bool lw_window_edges(const Lowerer *lw, const IndexVar *b, LwEdges *out);
 LirStmt *lw_window_loop(Lowerer *lw, const LwWindow *win, const char *name, LwLoopBody body,
                         void *ctx, LirStmt **full, LirStmt **edge);
+/* For a window over a sparse (n_out_of_m) mod level, whose loop walks the
+ * level's positions: appends to *s the window's bounds in its block and
+ * returns whether coordinate c is the view's (lo <= c < hi, on the
+ * stride from lo), named after name. */
+LirExpr *lw_window_valid(Lowerer *lw, const LwWindow *win, const char *name, LirExpr *c,
+                         LirStmt **s);
 /* Narrows [p, end) of a sliced sparse level to its slice, then skips to
  * the first valid position (NULL when the level is not sliced). */
 LirStmt *lw_slice_bounds(Lowerer *lw, int x, int l, LirVar *p, LirVar *end);

@@ -204,8 +204,28 @@ static void copy_padded(const tj_tensor *t, const int32_t *split, tj_tensor *v, 
   }
 }
 
+/* Element offset of t's coordinate 0 from frame position 0 when t can be
+ * read in place through frame (RT_SPLIT_IN_PLACE): the first level's dim
+ * framed by stride 1, no other dim framed or padded; -1 when it cannot. */
+static int64_t in_place_shift(const tj_tensor *t, const int32_t *split,
+                              const int64_t (*frame)[2]) {
+  if (t->base || !t->st.vals || !frame || !t->fmt.order) return -1;
+  int outer = t->fmt.mode_order[0];
+  int64_t row = 1;
+  for (int m = 0; m < t->order; m++) {
+    bool framed = split[m] > 0 && frame[m][1] > 0 && (frame[m][0] || frame[m][1] != 1);
+    if (m == outer) {
+      if (split[m] <= 0 || (framed && frame[m][1] != 1)) return -1;
+      continue;
+    }
+    if (framed || (split[m] > 0 && t->dims[m] % split[m])) return -1;
+    row *= t->dims[m];
+  }
+  return frame[outer][1] > 0 ? frame[outer][0] * row : 0;
+}
+
 tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split,
-                               const int64_t (*frame)[2], tj_tensor *v) {
+                               const int64_t (*frame)[2], unsigned how, tj_tensor *v) {
   if (t->blocked || !rt_format_all_dense(&t->fmt))
     return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: an index of a blocked operand "
                         "splits one of its dims, which needs a dense tensor; convert %s to "
@@ -264,6 +284,12 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split,
     v->st.levels[k] = (tj_level_storage){.kind = TJ_LVL_DENSE, .size = v->dims[d]};
   }
   v->st.foreign = TJ_FOREIGN_VALS;
+  int64_t shift = padded && (how & RT_SPLIT_IN_PLACE) ? in_place_shift(t, split, frame) : -1;
+  if (shift >= 0) {   /* t's array, shifted: the kernel reads only the view's positions */
+    v->st.vals = (void *)((uintptr_t)t->st.vals - (uintptr_t)shift * (uintptr_t)rt_dtype_size(t->st.dtype));
+    v->st.vals_len = v->st.vals_cap = padded_total;
+    padded = false;
+  }
   v->padded = padded;
   if (padded) {   /* a zero-padded copy, the view's own */
     tj_status st = rt_check_fits("a padded copy for a blocked kernel",
@@ -274,7 +300,7 @@ tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split,
     v->st.vals_len = v->st.vals_cap = padded_total;
     v->st.foreign = 0;
     memcpy(v->split, split, sizeof v->split);
-    copy_padded(t, split, v, true);
+    if (!(how & RT_SPLIT_NO_COPY_IN)) copy_padded(t, split, v, true);
   }
   return TJ_OK;
 }
@@ -408,7 +434,7 @@ static int mod_level(const tj_format *f, int m) {
 bool rt_block_windowed(const tj_tensor *t, int m) {
   const tj_tensor *b = t->base ? t->base : t;
   int lb = floordiv_level(&b->ufmt, m), li = mod_level(&b->ufmt, m);
-  return lb >= 0 && li >= 0 && b->ufmt.levels[li] == 'd';
+  return lb >= 0 && li >= 0 && (b->ufmt.levels[li] == 'd' || b->ufmt.levels[li] == 'n');
 }
 
 /* Gives mod level li of level view v the window of frame fr, its blocks

@@ -260,7 +260,7 @@ typedef struct RtBlockFrame {
  * false when m is not blocked. The slice values must be fixed (not '?'). */
 bool rt_block_frame(const tj_tensor *t, int m, RtBlockFrame *fr);
 /* Whether blocked dim m of t (a blocked tensor or a view of one) can be
- * read through a block window: its mod level is dense. */
+ * read through a block window: its mod level is dense or n_out_of_m. */
 bool rt_block_windowed(const tj_tensor *t, int m);
 /* v (filled in, owns nothing) = view t of a blocked tensor seen as the
  * tensor of its base's levels, each level of a sliced dim narrowed: a
@@ -307,9 +307,20 @@ tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src, bool res
  * the view's lead + c * stride (frame[m] = {lead, stride}), over
  * (lead + (dims[m]-1) * stride) / split[m] + 1 blocks, in a zero-filled
  * copy. A tensor with no values yet gets them (zeroed) first. Refused
- * unless t is dense. */
+ * unless t is dense. how (RtSplitHow bits) spares the copy where the
+ * kernel allows: RT_SPLIT_IN_PLACE, for an input whose framed dims the
+ * kernel reads only at the view's positions (block windows), reads t's
+ * own array through a shifted pointer (frame position p of the first
+ * level's dim is t's coordinate p - lead) when that is the only framed
+ * dim, by stride 1, and every other dim is a whole number of blocks or
+ * not split; RT_SPLIT_NO_COPY_IN, for an output the kernel overwrites
+ * whole (`=`), leaves a padded copy zeroed instead of copying t in. */
+typedef enum RtSplitHow {
+  RT_SPLIT_IN_PLACE = 1u << 0,
+  RT_SPLIT_NO_COPY_IN = 1u << 1
+} RtSplitHow;
 tj_status rt_tensor_view_split(const tj_tensor *t, const int32_t *split,
-                               const int64_t (*frame)[2], tj_tensor *v);
+                               const int64_t (*frame)[2], unsigned how, tj_tensor *v);
 /* After a kernel ran on view v of t (v from rt_tensor_view_split): when t
  * is the output it takes the values v holds (copied back from a padded
  * copy, or the array a kernel that had to grow them made) and their

@@ -293,6 +293,202 @@ START_TEST(kernels_over_blocked_views) {
 }
 END_TEST
 
+/* A dense tensor over the caller's array buf + guard, NaN around it: a
+ * kernel reading past either end of the tensor's values gets NaN. */
+static tj_tensor *guarded(const char *name, int order, const int64_t *dims,
+                          const int64_t *strides, double **buf, int64_t guard,
+                          double (*f)(int64_t, int64_t)) {
+  int64_t n = dims[0] * (order > 1 ? dims[1] : 1);
+  *buf = malloc(sizeof **buf * (size_t)(n + 2 * guard));
+  for (int64_t e = 0; e < n + 2 * guard; e++) (*buf)[e] = NAN;
+  for (int64_t i = 0; i < dims[0]; i++)
+    for (int64_t j = 0; j < (order > 1 ? dims[1] : 1); j++)
+      (*buf)[guard + (strides ? i * strides[0] + j * strides[1] : i * (order > 1 ? dims[1] : 1) + j)] = f(i, j);
+  tj_arrays a = {.dtype = TJ_F64, .order = order, .dims = dims, .strides = strides,
+                 .vals = *buf + guard, .vals_len = n};
+  tj_tensor *t;
+  OK(tj_tensor_wrap(name, &a, 0, &t));
+  return t;
+}
+
+static double stale(int64_t i, int64_t k) { return 99 + (double)(i + k); }
+
+/* The dense inputs of SpMV, SpMM and V^T u over a view read in place (the
+ * view's offset folded into their array's address: the loops over their
+ * blocked index run through block windows) read nothing outside their
+ * arrays: each is the caller's array between NaN guards, so one read
+ * past an end would make the result NaN. SpMM's B also column-major
+ * (its framed dim not the first level: read through a padded copy). The
+ * outputs start at 99 and up: `=` overwrites them (SpMM also run as ASSEMBLE
+ * then COMPUTE), `+=` adds to them. */
+START_TEST(dense_inputs_read_in_place) {
+  const BCase *bc = &bcases[_i];
+  const int64_t R = bc->rows, C = bc->cols, K = 5, G = 64;
+  Slice r = bc->r, c = bc->c;
+  char spec[64];
+  bsr_spec(bc->b, spec, sizeof spec);
+  double *d = random_dense(R, C, 41u + (unsigned)_i, 40);
+  tj_tensor *a = matrix("A", spec, R, C, d), *v;
+  OK(tj_tensor_slice(a, "V", (int64_t[]){r.off, c.off}, (int64_t[]){r.size, c.size},
+                     (int64_t[]){r.stride, c.stride}, &v));
+  double *xb, *bb, *cb, *ub;
+  tj_tensor *x = guarded("x", 1, &c.size, NULL, &xb, G, xval);
+  tj_tensor *b = guarded("B", 2, (int64_t[]){c.size, K}, NULL, &bb, G, xval);
+  tj_tensor *bc_ = guarded("B", 2, (int64_t[]){c.size, K}, (int64_t[]){1, c.size}, &cb, G, xval);
+  tj_tensor *u = guarded("u", 1, &r.size, NULL, &ub, G, yval);
+  tj_tensor *y = dense("y", 1, &r.size, stale), *y2 = dense("y2", 1, &r.size, yval);
+  tj_tensor *z = dense("z", 1, &c.size, stale), *yy = NULL;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "y2(i) += V(i,j) * x(j)", (tj_tensor *[]){y2, v, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "z(j) = V(i,j) * u(i)", (tj_tensor *[]){z, v, u}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  for (int64_t i = 0; i < r.size; i++) {
+    double want = 0, got;
+    for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j) * xval(j, 0);
+    OK(tj_tensor_get(y, &i, &got));
+    expect(got, want, "SpMV, x in place", bc, i, 0);
+    OK(tj_tensor_get(y2, &i, &got));
+    expect(got, yval(i, 0) + want, "SpMV +=, x in place", bc, i, 0);
+  }
+  for (int64_t j = 0; j < c.size; j++) {
+    double want = 0, got;
+    for (int64_t i = 0; i < r.size; i++) want += at(d, C, r, c, i, j) * yval(i, 0);
+    OK(tj_tensor_get(z, &j, &got));
+    expect(got, want, "V^T u, u in place", bc, 0, j);
+  }
+  for (int layout = 0; layout < 2; layout++) {
+    tj_tensor_free(yy);
+    yy = dense("Y", 2, (int64_t[]){r.size, K}, stale);
+    OK(tj_compile(cx, "Y(i,k) = V(i,j) * B(j,k)", (tj_tensor *[]){yy, v, layout ? bc_ : b}, 3,
+                  NULL, NULL, &k));
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    for (int64_t i = 0; i < r.size; i++)
+      for (int64_t kk = 0; kk < K; kk++) {
+        double want = 0, got;
+        for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j) * xval(j, kk);
+        OK(tj_tensor_get(yy, (int64_t[]){i, kk}, &got));
+        expect(got, want, layout ? "SpMM, B column-major" : "SpMM, B in place", bc, i, kk);
+      }
+  }
+  tj_context_free(cx);
+  tj_tensor *all[] = {y, y2, yy, z, x, b, bc_, u, v, a};
+  for (int t = 0; t < 10; t++) tj_tensor_free(all[t]);
+  free(d), free(xb), free(bb), free(cb), free(ub);
+}
+END_TEST
+
+/* ---- views of n_out_of_m (2:4) tensors ---- */
+
+typedef struct NCase {
+  int64_t rows, cols;     /* the base, 2:4 along its rows */
+  Slice r, c;             /* the view */
+} NCase;
+
+static const NCase ncases[] = {
+    {6, 16, {1, 4, 1}, {5, 2, 1}},     /* inside one block, cut on both sides */
+    {7, 18, {2, 5, 1}, {3, 9, 1}},     /* cut edge blocks; 18: a padded last block */
+    {7, 18, {0, 4, 2}, {1, 6, 3}},     /* strides 2 and 3 */
+    {6, 16, {0, 6, 1}, {4, 8, 1}},     /* whole blocks */
+    {7, 18, {1, 6, 1}, {2, 16, 1}},    /* up to the extent */
+    {7, 21, {1, 3, 1}, {2, 4, 5}},     /* a stride past the block: blocks skipped */
+};
+
+/* rows x cols with at most 2 nonzeros in each 4 along a row. */
+static double *random_24(int64_t rows, int64_t cols, unsigned seed) {
+  double *d = calloc((size_t)(rows * cols), sizeof *d);
+  srand(seed);
+  for (int64_t i = 0; i < rows; i++)
+    for (int64_t j0 = 0; j0 < cols; j0 += 4)
+      for (int e = 0; e < 2; e++) {
+        int64_t j = j0 + rand() % 4;
+        if (j < cols && rand() % 4) d[i * cols + j] = 1 + rand() % 9;
+      }
+  return d;
+}
+
+/* A cut view of 2:4 reads its cut dim through a block window over the n
+ * level's positions (no mask): SpMV, `+=` SpMV, SpMM, row sums and a
+ * total, with
+ * x and B the caller's arrays between NaN guards (read in place), and a
+ * sum of two views (co-iterated: masks), against plain loops. */
+START_TEST(structured_views_through_windows) {
+  const NCase *nc = &ncases[_i];
+  const BCase bc = {4, nc->rows, nc->cols, nc->r, nc->c};
+  const int64_t R = nc->rows, C = nc->cols, K = 3, G = 16;
+  Slice r = nc->r, c = nc->c;
+  double *d = random_24(R, C, 3u + (unsigned)_i), *d2 = random_24(R, C, 99u + (unsigned)_i);
+  tj_tensor *a = matrix("A", "ddn2:0,1/4,1%4", R, C, d), *a2 = matrix("A2", "ddn2:0,1/4,1%4", R, C, d2);
+  tj_tensor *v, *v2;
+  OK(tj_tensor_slice(a, "V", (int64_t[]){r.off, c.off}, (int64_t[]){r.size, c.size},
+                     (int64_t[]){r.stride, c.stride}, &v));
+  OK(tj_tensor_slice(a2, "V2", (int64_t[]){r.off, c.off}, (int64_t[]){r.size, c.size},
+                     (int64_t[]){r.stride, c.stride}, &v2));
+  double *xb, *bb;
+  tj_tensor *x = guarded("x", 1, &c.size, NULL, &xb, G, xval);
+  tj_tensor *b = guarded("B", 2, (int64_t[]){c.size, K}, NULL, &bb, G, xval);
+  tj_tensor *y = dense("y", 1, &r.size, stale), *y2 = dense("y2", 1, &r.size, yval);
+  tj_tensor *yy = dense("Y", 2, (int64_t[]){r.size, K}, stale), *sc, *dd;
+  OK(tj_tensor_new("s", TJ_F64, 0, NULL, NULL, &sc));
+  OK(tj_tensor_new("D", TJ_F64, 2, (int64_t[]){r.size, c.size}, NULL, &dd));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
+  ck_assert_msg(!notation_has(k, "mask("), "case %d: masks", _i);
+  ck_assert_msg(stage_has(k, TJ_STAGE_COMPUTE, "j_i_lo") == cut(4, C, c),
+                "case %d: column window %s", _i, cut(4, C, c) ? "missing" : "not needed");
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "y2(i) += V(i,j) * x(j)", (tj_tensor *[]){y2, v, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "Y(i,k) = V(i,j) * B(j,k)", (tj_tensor *[]){yy, v, b}, 3, NULL, NULL, &k));
+  ck_assert(!notation_has(k, "mask("));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "s = V(i,j) * x(j)", (tj_tensor *[]){sc, v, x}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  OK(tj_compile(cx, "D(i,j) = V(i,j) + V2(i,j)", (tj_tensor *[]){dd, v, v2}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  tj_tensor *rs = dense("w", 1, &r.size, stale);   /* row sums: no dense factor hides an entry */
+  OK(tj_compile(cx, "w(i) = V(i,j)", (tj_tensor *[]){rs, v}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double total = 0, got;
+  for (int64_t i = 0; i < r.size; i++) {
+    double want = 0;
+    for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j);
+    OK(tj_tensor_get(rs, &i, &got));
+    expect(got, want, "2:4 row sums", &bc, i, 0);
+    want = 0;
+    for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j) * xval(j, 0);
+    total += want;
+    OK(tj_tensor_get(y, &i, &got));
+    expect(got, want, "2:4 SpMV", &bc, i, 0);
+    OK(tj_tensor_get(y2, &i, &got));
+    expect(got, yval(i, 0) + want, "2:4 SpMV +=", &bc, i, 0);
+    for (int64_t kk = 0; kk < K; kk++) {
+      want = 0;
+      for (int64_t j = 0; j < c.size; j++) want += at(d, C, r, c, i, j) * xval(j, kk);
+      OK(tj_tensor_get(yy, (int64_t[]){i, kk}, &got));
+      expect(got, want, "2:4 SpMM", &bc, i, kk);
+    }
+    for (int64_t j = 0; j < c.size; j++) {
+      OK(tj_tensor_get(dd, (int64_t[]){i, j}, &got));
+      expect(got, at(d, C, r, c, i, j) + at(d2, C, r, c, i, j), "2:4 V + V2", &bc, i, j);
+    }
+  }
+  OK(tj_tensor_get(sc, NULL, &got));
+  expect(got, total, "2:4 sum V x", &bc, 0, 0);
+  tj_context_free(cx);
+  tj_tensor *all[] = {y, y2, yy, sc, dd, rs, x, b, v, v2, a, a2};
+  for (int t = 0; t < 12; t++) tj_tensor_free(all[t]);
+  free(d), free(d2), free(xb), free(bb);
+}
+END_TEST
+
 /* A view with '?' slice values runs through a converted copy of the
  * slice made at each run: one kernel serves every value. */
 START_TEST(dynamic_slices_through_a_copy) {
@@ -430,6 +626,8 @@ int main(void) {
   tcase_add_test(tc, parses_and_prints);
   tcase_add_test(tc, view_entries_by_hand);
   tcase_add_loop_test(tc, kernels_over_blocked_views, 0, (int)(sizeof bcases / sizeof bcases[0]));
+  tcase_add_loop_test(tc, dense_inputs_read_in_place, 0, (int)(sizeof bcases / sizeof bcases[0]));
+  tcase_add_loop_test(tc, structured_views_through_windows, 0, (int)(sizeof ncases / sizeof ncases[0]));
   tcase_add_test(tc, entries_outside_the_slice_stay_out);
   tcase_add_test(tc, dynamic_slices_through_a_copy);
   tcase_add_test(tc, refusals);
