@@ -6,6 +6,7 @@
  * operands' dense values in this file, never by the reference alone. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1296,6 +1297,111 @@ START_TEST(contraction_order3_exact) {
 }
 END_TEST
 
+/* A += B * C through its temporary T, which a run keeps (its arrays) for
+ * the next (issue 15): runs over other operands of the same dims, with a
+ * product of another pattern (smaller, then larger), store exactly A's old
+ * pattern joined with that product's, nothing of the last run's T; twice
+ * in a row, by phases, on 1 and 2 threads, CSR and DCSR; plain loops. */
+enum { KT_M = 24, KT_K = 18, KT_N = 21 };
+
+/* want = a + times * b c, stored where a or some b(i,k) c(k,j) pair is. */
+static void spgemm_expected(const double *a, const double *b, const double *c, int times,
+                            double *want, unsigned char *stored) {
+  for (int i = 0; i < KT_M; i++)
+    for (int j = 0; j < KT_N; j++) {
+      double v = a[i * KT_N + j];
+      bool st = v != 0;
+      for (int k = 0; k < KT_K; k++)
+        if (b[i * KT_K + k] != 0 && c[k * KT_N + j] != 0)
+          v += times * b[i * KT_K + k] * c[k * KT_N + j], st = true;
+      want[i * KT_N + j] = v, stored[i * KT_N + j] = st;
+    }
+}
+
+START_TEST(spgemm_kept_temporary) {
+  const char *fmt = _i % 2 ? "ss" : "ds";
+  tj_options o = tj_options_default();
+  o.nthreads = 1 + _i / 2;
+  static double a[KT_M * KT_N], b[3][KT_M * KT_K], c[3][KT_K * KT_N], want[KT_M * KT_N];
+  static unsigned char stored[KT_M * KT_N];
+  unsigned s = 41;
+  int_sparse(a, KT_M * KT_N, &s, 9);
+  static const int sparsity[3] = {4, 12, 3};   /* products of differing patterns */
+  for (int r = 0; r < 3; r++) {
+    int_sparse(b[r], KT_M * KT_K, &s, sparsity[r]);
+    int_sparse(c[r], KT_K * KT_N, &s, sparsity[r]);
+  }
+  int64_t da[2] = {KT_M, KT_N}, db[2] = {KT_M, KT_K}, dc[2] = {KT_K, KT_N};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = NULL;
+  for (int r = 0; r < 3; r++) {
+    tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, da, a), tu_tensor("B", "ds", 2, db, b[r]),
+                         tu_tensor("C", "ds", 2, dc, c[r])};
+    if (!k) k = compile(cx, "A(i,j) += B(i,k) * C(k,j)", ops, 3, &o);
+    char what[64];
+    snprintf(what, sizeof what, "A %s, operands %d, %d threads", fmt, r, o.nthreads);
+    OK(tj_kernel_run(k, TJ_EVALUATE, ops, 3));
+    spgemm_expected(a, b[r], c[r], 1, want, stored);
+    expect(ops[0], want, stored, KT_M * KT_N, what);
+    OK(tj_kernel_run(k, TJ_EVALUATE, ops, 3));
+    spgemm_expected(a, b[r], c[r], 2, want, stored);
+    expect(ops[0], want, stored, KT_M * KT_N, what);
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, ops, 3));   /* the union, values kept */
+    expect(ops[0], want, stored, KT_M * KT_N, what);
+    OK(tj_kernel_run(k, TJ_COMPUTE, ops, 3));
+    spgemm_expected(a, b[r], c[r], 3, want, stored);
+    expect(ops[0], want, stored, KT_M * KT_N, what);
+    for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+  }
+  tj_context_free(cx);
+}
+END_TEST
+
+/* Two threads running the kernel at once, each on its own operands: one
+ * takes the kept T, the other makes its own; neither sees the other's. */
+typedef struct KtRun {
+  tj_kernel *k;
+  tj_tensor *ops[3];
+  int failures;
+} KtRun;
+
+static void *kt_thread(void *p) {
+  KtRun *r = p;
+  for (int q = 0; q < 20; q++) r->failures += tj_kernel_run(r->k, TJ_EVALUATE, r->ops, 3) != TJ_OK;
+  return NULL;
+}
+
+START_TEST(spgemm_kept_temporary_concurrent) {
+  static double a[KT_M * KT_N] = {0}, b[2][KT_M * KT_K], c[2][KT_K * KT_N], want[KT_M * KT_N];
+  static unsigned char stored[KT_M * KT_N];
+  unsigned s = 43;
+  for (int r = 0; r < 2; r++) {
+    int_sparse(b[r], KT_M * KT_K, &s, 3 + 6 * r);
+    int_sparse(c[r], KT_K * KT_N, &s, 3 + 6 * r);
+  }
+  int64_t da[2] = {KT_M, KT_N}, db[2] = {KT_M, KT_K}, dc[2] = {KT_K, KT_N};
+  KtRun run[2];
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int r = 0; r < 2; r++) {
+    run[r] = (KtRun){.ops = {tu_tensor("A", "ds", 2, da, NULL), tu_tensor("B", "ds", 2, db, b[r]),
+                             tu_tensor("C", "ds", 2, dc, c[r])}};
+    run[r].k = r ? run[0].k : compile(cx, "A(i,j) += B(i,k) * C(k,j)", run[r].ops, 3, NULL);
+  }
+  pthread_t th[2];
+  for (int r = 0; r < 2; r++) pthread_create(&th[r], NULL, kt_thread, &run[r]);
+  for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < 2; r++) {
+    ck_assert_int_eq(run[r].failures, 0);
+    spgemm_expected(a, b[r], c[r], 20, want, stored);
+    expect(run[r].ops[0], want, stored, KT_M * KT_N, r ? "second thread" : "first thread");
+    for (int t = 0; t < 3; t++) tj_tensor_free(run[r].ops[t]);
+  }
+  tj_context_free(cx);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("outputs");
   TCase *tc = tcase_create("accumulate");
@@ -1337,6 +1443,8 @@ static Suite *suite(void) {
   tcase_add_loop_test(exact, wide_union_products_exact, 0, 16);
   tcase_add_loop_test(exact, seven_sparse_summed_exact, 0, 24);
   tcase_add_loop_test(exact, contraction_order3_exact, 0, 2 * N_ORDER3_FORMATS);
+  tcase_add_loop_test(exact, spgemm_kept_temporary, 0, 4);
+  tcase_add_test(exact, spgemm_kept_temporary_concurrent);
   suite_add_tcase(s, exact);
   return s;
 }
