@@ -798,6 +798,28 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   return drv_compile(cx, expr, operands, n, schedule, opts, false, out);
 }
 
+/* Whether expr's output (the operand its lhs names) is of order 3 or more
+ * and stored in a level order other than its dims' or with a singleton
+ * level (COO): the planner's own order for a contraction into it may store
+ * coordinates the rhs lacks. (In dim order with a workspace level last, a
+ * failed exactness check is its own strictness: TTM over a dense C stores
+ * whole fibers, the product's pattern, whichever loops run.) */
+static bool output_reordered(const char *expr, tj_tensor *const *ops, int n) {
+  const char *q = expr + strspn(expr, " \t"), *open = strchr(q, '(');
+  size_t len = open ? (size_t)(open - q) : 0;
+  while (len && (q[len - 1] == ' ' || q[len - 1] == '\t')) len--;
+  for (int t = 0; t < n && len; t++) {
+    const char *name = ops[t] ? tj_tensor_name(ops[t]) : NULL;
+    if (!name || strlen(name) != len || strncmp(name, q, len) != 0) continue;
+    const tj_format *f = tj_tensor_format(ops[t]);
+    bool other = false;
+    for (int l = 0; l < f->order; l++)
+      other |= f->mode_order[l] != l || lv_at(f, l, LV_BRANCHLESS);
+    return f->order >= 3 && other;
+  }
+  return false;
+}
+
 tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operands, int n,
                       const char *schedule, const tj_options *opts, bool exact,
                       tj_kernel **out) {
@@ -867,6 +889,22 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
     }
     st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+  } else if (!exact && !(schedule && *schedule) && output_reordered(expr, operands, n)) {
+    /* Any other sum below a sparse last level of an output of order 3
+     * and up in another level order or COO (A(i,j,l) = B(i,j,k) * C(k,l)
+     * into sss:2,0,1 runs l, i, j, k and stores every (l, i, j) B's
+     * fibers reach): its own kernel where exact, else Gustavson's loops
+     * in the output's level order where exact, else through A_sum (COO)
+     * where exact, else (below) its own kernel. */
+    char level_order[1024];
+    if (drv_accum_level_schedule(expr, operands, n, level_order, sizeof level_order)) {
+      tj_status st = drv_compile(cx, expr, operands, n, NULL, opts, true, out);
+      if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+      st = drv_compile(cx, expr, operands, n, level_order, opts, true, out);
+      if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+      st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
+      if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+    }
   }
   struct tj_kernel *k = calloc(1, sizeof *k);
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");

@@ -13,8 +13,9 @@
  * operands converted to fit: level_reorder), for which both kernels pass
  * lower_plan_output_exact: CSR and CSC SpGEMM into a T of A's format,
  * a DCSR T for COO and dense-tail outputs (no workspace into their last
- * level). A run evaluates T, then runs the union kernel in the phase asked
- * for: ASSEMBLE keeps A's values on the union, COMPUTE adds T's, as for
+ * level). A run evaluates T (the compile's, its arrays kept from the last
+ * run, unless a concurrent run holds it), then runs the union kernel in the
+ * phase asked for: ASSEMBLE keeps A's values on the union, COMPUTE adds T's, as for
  * any += into a sparse output. Where no format passes, tj_compile keeps
  * the union form. A plain `=` whose own kernel would store coordinates
  * where the rhs is absent (SpGEMM into CSC, DCSC or COO over CSR
@@ -45,8 +46,10 @@
 struct DrvAccum {
   int nsum;
   tj_kernel *sum[ACC_MAX_TERMS];   /* T<m> = term m, owned (not in the context's list) */
-  tj_tensor *t[ACC_MAX_TERMS];     /* the compile's T<m>, owned; each run makes its
-                                      own, so concurrent runs of the kernel share nothing */
+  tj_tensor *t[ACC_MAX_TERMS];     /* the compile's T<m>, owned: a run holding t_lock
+                                      evaluates into them (their arrays kept between
+                                      runs), any other run into its own */
+  pthread_mutex_t t_lock;
   int norig;
   tj_tensor *orig[NT_MAX_TENSORS];   /* the compile's operands */
   char out[ACC_NAME];                /* the output's name: a run's T<m> take its dims */
@@ -301,6 +304,7 @@ static void drop_sums(DrvAccum *a) {
 void drv_accum_free(DrvAccum *a) {
   if (!a) return;
   drop_sums(a);
+  pthread_mutex_destroy(&a->t_lock);
   free(a);
 }
 
@@ -495,6 +499,7 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
     return rt_set_error(TJ_ERR_UNSUPPORTED, "not an assignment with a sum below the output");
   r.a = operand_named(ops, n, p.out);
   DrvAccum *acc = calloc(1, sizeof *acc);
+  if (acc) pthread_mutex_init(&acc->t_lock, NULL);
   r.ops2 = calloc((size_t)(n + r.nsum), sizeof *r.ops2);
   tj_status st = acc && r.ops2 && route_texts(&r, ops, expr, ts)
                      ? TJ_ERR_UNSUPPORTED : rt_set_error(TJ_ERR_NOMEM, "out of memory");
@@ -533,20 +538,27 @@ tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands
   if (tj_tensor_order(a) != acc->t[0]->order)
     return rt_set_error(TJ_ERR_SHAPE, "tj_kernel_run: output %s has order %d, compiled for %d",
                         acc->out, tj_tensor_order(a), acc->t[0]->order);
-  /* this run's temporaries: the output's dims, which may differ from the compile's */
+  /* this run's temporaries: the compile's, whose arrays the last run grew
+   * (a fresh T grows by doubling, each step copied and its pages zeroed:
+   * half the run of cage11 += cage11 * cage11), unless another run holds
+   * them or the output's dims differ from the compile's; else new ones */
   tj_tensor *ops2[NT_MAX_TENSORS];
   memcpy(ops2, operands, (size_t)n * sizeof *ops2);
+  bool own = !memcmp(a->dims, acc->t[0]->dims, (size_t)a->order * sizeof *a->dims) &&
+             pthread_mutex_trylock(&acc->t_lock) == 0;
   int made = 0;
   tj_status st = TJ_OK;
   while (made < acc->nsum && st == TJ_OK) {
     const tj_tensor *t = acc->t[made];
-    st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->order, a->dims, &t->ufmt,
-                       &ops2[n + made]);
+    if (own) ops2[n + made] = acc->t[made];
+    else st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->order, a->dims, &t->ufmt,
+                            &ops2[n + made]);
     made += st == TJ_OK;
   }
   for (int m = 0; m < acc->nsum && st == TJ_OK; m++)
     st = drv_run_one(acc->sum[m], TJ_EVALUATE, ops2, n + acc->nsum, interpret);
   if (st == TJ_OK) st = drv_run_one(k, phase, ops2, n + acc->nsum, interpret);
-  for (int m = 0; m < made; m++) tj_tensor_free(ops2[n + m]);
+  if (own) pthread_mutex_unlock(&acc->t_lock);
+  else for (int m = 0; m < made; m++) tj_tensor_free(ops2[n + m]);
   return st;
 }

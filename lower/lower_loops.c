@@ -512,16 +512,29 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   return reached;
 }
 
-/* The statement of the scope; where an all-dense mask decides at run time
- * whether the expression exists (valued masks), guarded by that, so an
- * entry it keeps out is neither computed nor stored. */
+/* vals[out_at] op= v by the output's update (lowerer.h). */
 LirStmt *lw_update_output(Lowerer *lw, LirVar *vals, LirExpr *(*out_at)(Lowerer *), LirExpr *v) {
   return update_output(lw, vals, out_at, v);
 }
 
+/* Whether an access of alive may have missed a merged loop above. */
+static bool live_above(const Lowerer *lw, AMask alive) {
+  for (int x = 1; x < lw->nacc; x++)
+    if ((alive >> x & 1) && lw->live[x]) return true;
+  return false;
+}
+
+/* The statement of the scope; where an all-dense mask decides at run time
+ * whether the expression exists (valued masks), or, into a workspace or a
+ * temp, an access may have missed a merged loop above (B(i,k) * C(k,j) +
+ * ... + P(i,k) * F(k,j) at a k only B hit, j only F: P * F is absent),
+ * guarded by that, so an entry it keeps out is neither computed nor
+ * stored (nor touched). */
 static LirStmt *innermost(Lowerer *lw, AMask alive) {
   LirStmt *s = innermost_unguarded(lw, alive);
-  if (!lw->valued_masks || !s) return s;
+  bool guard = lw->valued_masks ||
+               ((lw->target == T_WS || lw->target == T_TEMP) && live_above(lw, alive));
+  if (!guard || !s) return s;
   LirExpr *c = present(lw, lw->root, alive);
   return is_bool_const(c, 1) ? s : lir_if(A(lw), c, s, NULL);
 }
@@ -1972,14 +1985,19 @@ bool lw_single_loop_at(const Lowerer *lw, AMask alive, int depth) {
 /* ---- the merged co-iteration of a wide lattice ---- */
 
 /* Whether e may be nonzero, as a condition on the merged iterators: the
- * iterator x is present when hit[x] (hit NULL: while p_x < p_x_end). The
- * lattice's algebra (lw_expr_zero) with the iterators left open. */
+ * iterator x is present when hit[x] (hit NULL: while p_x < p_x_end), an
+ * access that may have missed a merged loop above when it hit there
+ * (lw->live; else B(i,k) * C(k,j) + E(i,k) * F(k,j) + ... would store
+ * B's row's zeros times F's row). The lattice's algebra (lw_expr_zero)
+ * with the iterators left open. */
 static LirExpr *may_be_nonzero(Lowerer *lw, const LoopCtx *cx, const Expr *e,
                                LirVar *const *hit) {
   AMask at = lw_sparse_at(lw, cx->alive, cx->depth);
   switch (e->kind) {
   case EX_ACCESS: {
     int x = lw_access_index(lw, e);
+    if (!(at >> x & 1) && (cx->alive >> x & 1) && lw->live[x])
+      return lw_ref(lw, lw->live[x]);   /* whether it hit a merged loop above */
     if (!(at >> x & 1)) return lir_const_int(A(lw), LT_BOOL, cx->alive >> x & 1);
     if (hit) return lw_ref(lw, hit[x]);
     return lir_bin(A(lw), LOP_LT, lw_ref(lw, cx->it[x].p), lw_ref(lw, cx->it[x].end));

@@ -6,6 +6,7 @@
  * operands' dense values in this file, never by the reference alone. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1143,6 +1144,264 @@ START_TEST(contraction_plus_term_order3) {
 }
 END_TEST
 
+/* Wide unions of products sharing the summed k (issue 15): four
+ * products, each of its own pair, and three over one C beside a fourth.
+ * The k loop merges B, E, G, P (15 lattice points, past
+ * TJ_WIDE_UNION_THRESHOLD's 8) and j its own operands, into the row
+ * workspace; where only B hit at k and only F at j, the sum read E as 0
+ * and stored B * 0 + E * F = 0 (fails on main). A cell
+ * is stored where some term has both its factors stored, with the terms'
+ * sum (small integers, cancelling ones stay stored); plain loops. */
+enum { WU_I = 18, WU_K = 16, WU_J = 20, WU_TERMS = 4 };
+static const char *wide_exprs[] = {
+    "A(i,j) = B(i,k) * C(k,j) + E(i,k) * F(k,j) + G(i,k) * H(k,j) + P(i,k) * Q(k,j)",
+    "A(i,j) = (B(i,k) + E(i,k) + G(i,k)) * C(k,j) + P(i,k) * F(k,j)",
+};
+static const char *wide_formats[] = {"ds", "ss", "ds:1,0", "ss:1,0"};
+
+static void int_sparse(double *v, int n, unsigned *s, int sparsity) {
+  for (int e = 0; e < n; e++) {
+    *s = *s * 1103515245u + 12345u;
+    v[e] = (*s >> 8) % (unsigned)sparsity ? 0 : (*s >> 20) % 2 ? 1 + (*s >> 22) % 3 : -1.0;
+  }
+}
+
+START_TEST(wide_union_products_exact) {
+  const char *expr = wide_exprs[_i % 2], *fmt = wide_formats[_i / 2 % 4];
+  int threads = 1 + _i / 8;
+  static double l[WU_TERMS][WU_I * WU_K], r[WU_TERMS][WU_K * WU_J], want[WU_I * WU_J];
+  static unsigned char stored[WU_I * WU_J];
+  unsigned s = 31;
+  for (int t = 0; t < WU_TERMS; t++) int_sparse(l[t], WU_I * WU_K, &s, 6);
+  for (int t = 0; t < WU_TERMS; t++) int_sparse(r[t], WU_K * WU_J, &s, 5);
+  bool one_c = _i % 2;   /* the second form: terms 0..2 over r[0], term 3 over r[1] */
+  for (int i = 0; i < WU_I; i++)
+    for (int j = 0; j < WU_J; j++) {
+      double v = 0;
+      bool st = false;
+      for (int t = 0; t < WU_TERMS; t++) {
+        const double *rt = one_c ? r[t < 3 ? 0 : 1] : r[t];
+        for (int k = 0; k < WU_K; k++)
+          if (l[t][i * WU_K + k] != 0 && rt[k * WU_J + j] != 0)
+            v += l[t][i * WU_K + k] * rt[k * WU_J + j], st = true;
+      }
+      want[i * WU_J + j] = v, stored[i * WU_J + j] = st;
+    }
+  int64_t dij[2] = {WU_I, WU_J}, dik[2] = {WU_I, WU_K}, dkj[2] = {WU_K, WU_J};
+  tj_tensor *ops[9] = {tu_tensor("A", fmt, 2, dij, NULL)};
+  static const char *ln = "BEGP", *rn = "CFHQ";
+  int n = 1;
+  for (int t = 0; t < WU_TERMS; t++) ops[n++] = tu_tensor((char[2]){ln[t], 0}, "ds", 2, dik, l[t]);
+  for (int t = 0; t < (one_c ? 2 : WU_TERMS); t++)
+    ops[n++] = tu_tensor((char[2]){one_c ? "CF"[t] : rn[t], 0}, "ds", 2, dkj, r[t]);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, expr, ops, n, &o);
+  char what[160];
+  snprintf(what, sizeof what, "%s into %s, %d threads", expr, fmt, threads);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(ops[0], want, stored, WU_I * WU_J, what);
+  OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+  OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  expect(ops[0], want, stored, WU_I * WU_J, what);
+  tj_context_free(cx);
+  for (int t = 0; t < n; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* Seven sparse operands summed into CSR, DCSR, CSC and DCSC, through the
+ * workspace (the default from 4 terms), the lattice's merged loop
+ * (TJ_SCATTER_UNION_MIN past 7) and a small lattice threshold: exactly
+ * the union, a cancelling sum stays stored; plain loops. */
+START_TEST(seven_sparse_summed_exact) {
+  enum { R = 25, C = 30, N = 7 };
+  const char *fmt = wide_formats[_i % 4];
+  int threads = 1 + _i / 4 % 2, route = _i / 8;
+  static double v[N][R * C], want[R * C];
+  static unsigned char stored[R * C];
+  unsigned s = 77;
+  for (int t = 0; t < N; t++) int_sparse(v[t], R * C, &s, 9);
+  for (int x = 0; x < R * C; x++) {
+    want[x] = 0, stored[x] = 0;
+    for (int t = 0; t < N; t++) want[x] += v[t][x], stored[x] |= v[t][x] != 0;
+  }
+  int64_t d2[2] = {R, C};
+  tj_tensor *ops[N + 1] = {tu_tensor("A", fmt, 2, d2, NULL)};
+  for (int t = 0; t < N; t++)
+    ops[t + 1] = tu_tensor((char[2]){"BCDEFGH"[t], 0}, t % 2 ? "ss" : "ds", 2, d2, v[t]);
+  if (route == 1) setenv("TJ_SCATTER_UNION_MIN", "100", 1);
+  if (route == 2) setenv("TJ_SCATTER_UNION_MIN", "100", 1), setenv("TJ_WIDE_UNION_THRESHOLD", "2", 1);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, "A(i,j) = B(i,j) + C(i,j) + D(i,j) + E(i,j) + F(i,j) + G(i,j) + H(i,j)",
+                         ops, N + 1, &o);
+  unsetenv("TJ_SCATTER_UNION_MIN"), unsetenv("TJ_WIDE_UNION_THRESHOLD");
+  char what[64];
+  snprintf(what, sizeof what, "7 summed into %s, %d threads, route %d", fmt, threads, route);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(ops[0], want, stored, R * C, what);
+  tj_context_free(cx);
+  for (int t = 0; t <= N; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* A(i,j,l) = B(i,j,k) * C(k,l) into outputs of every level order (and
+ * COO-3): the planner's own order for sss:2,0,1 is l, i, j, k, which
+ * stored every (l, i, j) one of B's fibers reaches (zeros where C has no
+ * (k, l)); now Gustavson's loops in the output's level order (COO: a
+ * temporary). Exactly the structural product, on 1 and 2 threads, both
+ * phases; plain loops. */
+static const char *order3_formats[] = {"sss", "dss", "sss:1,0,2", "sss:2,0,1", "sss:2,1,0",
+                                       "dss:2,0,1", "sds:2,0,1", "uqq:2,0,1"};
+#define N_ORDER3_FORMATS (int)(sizeof order3_formats / sizeof *order3_formats)
+
+START_TEST(contraction_order3_exact) {
+  enum { I = 6, J = 7, K = 5, L = 8 };
+  const char *fmt = order3_formats[_i % N_ORDER3_FORMATS];
+  int threads = 1 + _i / N_ORDER3_FORMATS;
+  static double b[I * J * K], c[K * L], want[I * J * L];
+  static unsigned char stored[I * J * L];
+  unsigned s = 13;
+  int_sparse(b, I * J * K, &s, 5);
+  int_sparse(c, K * L, &s, 4);
+  for (int x = 0; x < I * J * L; x++) {
+    int i = x / (J * L), j = x / L % J, l = x % L;
+    double v = 0;
+    bool st = false;
+    for (int k = 0; k < K; k++)
+      if (b[(i * J + j) * K + k] != 0 && c[k * L + l] != 0)
+        v += b[(i * J + j) * K + k] * c[k * L + l], st = true;
+    want[x] = v, stored[x] = st;
+  }
+  tj_tensor *ops[3] = {tu_tensor("A", fmt, 3, (int64_t[]){I, J, L}, NULL),
+                       tu_tensor("B", "sss", 3, (int64_t[]){I, J, K}, b),
+                       tu_tensor("C", "ds", 2, (int64_t[]){K, L}, c)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, "A(i,j,l) = B(i,j,k) * C(k,l)", ops, 3, &o);
+  char what[64];
+  snprintf(what, sizeof what, "A %s, %d threads", fmt, threads);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(ops[0], want, stored, I * J * L, what);
+  OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+  OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  expect(ops[0], want, stored, I * J * L, what);
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
+/* A += B * C through its temporary T, which a run keeps (its arrays) for
+ * the next (issue 15): runs over other operands of the same dims, with a
+ * product of another pattern (smaller, then larger), store exactly A's old
+ * pattern joined with that product's, nothing of the last run's T; twice
+ * in a row, by phases, on 1 and 2 threads, CSR and DCSR; plain loops. */
+enum { KT_M = 24, KT_K = 18, KT_N = 21 };
+
+/* want = a + times * b c, stored where a or some b(i,k) c(k,j) pair is. */
+static void spgemm_expected(const double *a, const double *b, const double *c, int times,
+                            double *want, unsigned char *stored) {
+  for (int i = 0; i < KT_M; i++)
+    for (int j = 0; j < KT_N; j++) {
+      double v = a[i * KT_N + j];
+      bool st = v != 0;
+      for (int k = 0; k < KT_K; k++)
+        if (b[i * KT_K + k] != 0 && c[k * KT_N + j] != 0)
+          v += times * b[i * KT_K + k] * c[k * KT_N + j], st = true;
+      want[i * KT_N + j] = v, stored[i * KT_N + j] = st;
+    }
+}
+
+START_TEST(spgemm_kept_temporary) {
+  const char *fmt = _i % 2 ? "ss" : "ds";
+  tj_options o = tj_options_default();
+  o.nthreads = 1 + _i / 2;
+  static double a[KT_M * KT_N], b[3][KT_M * KT_K], c[3][KT_K * KT_N], want[KT_M * KT_N];
+  static unsigned char stored[KT_M * KT_N];
+  unsigned s = 41;
+  int_sparse(a, KT_M * KT_N, &s, 9);
+  static const int sparsity[3] = {4, 12, 3};   /* products of differing patterns */
+  for (int r = 0; r < 3; r++) {
+    int_sparse(b[r], KT_M * KT_K, &s, sparsity[r]);
+    int_sparse(c[r], KT_K * KT_N, &s, sparsity[r]);
+  }
+  int64_t da[2] = {KT_M, KT_N}, db[2] = {KT_M, KT_K}, dc[2] = {KT_K, KT_N};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = NULL;
+  for (int r = 0; r < 3; r++) {
+    tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, da, a), tu_tensor("B", "ds", 2, db, b[r]),
+                         tu_tensor("C", "ds", 2, dc, c[r])};
+    if (!k) k = compile(cx, "A(i,j) += B(i,k) * C(k,j)", ops, 3, &o);
+    char what[64];
+    snprintf(what, sizeof what, "A %s, operands %d, %d threads", fmt, r, o.nthreads);
+    OK(tj_kernel_run(k, TJ_EVALUATE, ops, 3));
+    spgemm_expected(a, b[r], c[r], 1, want, stored);
+    expect(ops[0], want, stored, KT_M * KT_N, what);
+    OK(tj_kernel_run(k, TJ_EVALUATE, ops, 3));
+    spgemm_expected(a, b[r], c[r], 2, want, stored);
+    expect(ops[0], want, stored, KT_M * KT_N, what);
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, ops, 3));   /* the union, values kept */
+    expect(ops[0], want, stored, KT_M * KT_N, what);
+    OK(tj_kernel_run(k, TJ_COMPUTE, ops, 3));
+    spgemm_expected(a, b[r], c[r], 3, want, stored);
+    expect(ops[0], want, stored, KT_M * KT_N, what);
+    for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+  }
+  tj_context_free(cx);
+}
+END_TEST
+
+/* Two threads running the kernel at once, each on its own operands: one
+ * takes the kept T, the other makes its own; neither sees the other's. */
+typedef struct KtRun {
+  tj_kernel *k;
+  tj_tensor *ops[3];
+  int failures;
+} KtRun;
+
+static void *kt_thread(void *p) {
+  KtRun *r = p;
+  for (int q = 0; q < 20; q++) r->failures += tj_kernel_run(r->k, TJ_EVALUATE, r->ops, 3) != TJ_OK;
+  return NULL;
+}
+
+START_TEST(spgemm_kept_temporary_concurrent) {
+  static double a[KT_M * KT_N] = {0}, b[2][KT_M * KT_K], c[2][KT_K * KT_N], want[KT_M * KT_N];
+  static unsigned char stored[KT_M * KT_N];
+  unsigned s = 43;
+  for (int r = 0; r < 2; r++) {
+    int_sparse(b[r], KT_M * KT_K, &s, 3 + 6 * r);
+    int_sparse(c[r], KT_K * KT_N, &s, 3 + 6 * r);
+  }
+  int64_t da[2] = {KT_M, KT_N}, db[2] = {KT_M, KT_K}, dc[2] = {KT_K, KT_N};
+  KtRun run[2];
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int r = 0; r < 2; r++) {
+    run[r] = (KtRun){.ops = {tu_tensor("A", "ds", 2, da, NULL), tu_tensor("B", "ds", 2, db, b[r]),
+                             tu_tensor("C", "ds", 2, dc, c[r])}};
+    run[r].k = r ? run[0].k : compile(cx, "A(i,j) += B(i,k) * C(k,j)", run[r].ops, 3, NULL);
+  }
+  pthread_t th[2];
+  for (int r = 0; r < 2; r++) pthread_create(&th[r], NULL, kt_thread, &run[r]);
+  for (int r = 0; r < 2; r++) pthread_join(th[r], NULL);
+  for (int r = 0; r < 2; r++) {
+    ck_assert_int_eq(run[r].failures, 0);
+    spgemm_expected(a, b[r], c[r], 20, want, stored);
+    expect(run[r].ops[0], want, stored, KT_M * KT_N, r ? "second thread" : "first thread");
+    for (int t = 0; t < 3; t++) tj_tensor_free(run[r].ops[t]);
+  }
+  tj_context_free(cx);
+}
+END_TEST
+
 static Suite *suite(void) {
   Suite *s = suite_create("outputs");
   TCase *tc = tcase_create("accumulate");
@@ -1179,6 +1438,14 @@ static Suite *suite(void) {
   tcase_add_loop_test(dense, sds_arrays_assemble_compute, 0, 2);
   tcase_add_loop_test(dense, sds_against_loops, 0, 12);
   suite_add_tcase(s, dense);
+  TCase *exact = tcase_create("exact_patterns");
+  tcase_set_timeout(exact, 600);
+  tcase_add_loop_test(exact, wide_union_products_exact, 0, 16);
+  tcase_add_loop_test(exact, seven_sparse_summed_exact, 0, 24);
+  tcase_add_loop_test(exact, contraction_order3_exact, 0, 2 * N_ORDER3_FORMATS);
+  tcase_add_loop_test(exact, spgemm_kept_temporary, 0, 4);
+  tcase_add_test(exact, spgemm_kept_temporary_concurrent);
+  suite_add_tcase(s, exact);
   return s;
 }
 
