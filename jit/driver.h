@@ -182,13 +182,14 @@ typedef struct DrvAccum DrvAccum;
 /* Whether expr is such a `+=` (accumulate; else such a `=`; text-level:
  * an index of the rhs the output lacks) into a sparse, unblocked output
  * among ops. */
-bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accumulate);
+bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
+                      bool accumulate);
 /* The schedule `reorder(<A's indices by level but the last>, <sums>,
  * <A's last>)` of expr (`A(...) = rhs` or `+=`) into buf: Gustavson's
  * loops in the output's level order; false when A's last level is full,
  * there is no sum, or buf is too short. */
-bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n, char *buf,
-                              size_t len);
+bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n,
+                              const tj_options *o, char *buf, size_t len);
 /* Compiles it as T<m> = term m (schedule, opts) and A += the rhs over
  * them; *out is the latter, owning the former. An error when either does not compile (the caller
  * then compiles the union form). */
@@ -216,7 +217,7 @@ typedef tj_status (*DrvRunFn)(tj_kernel *k, tj_phase phase, tj_tensor *const *op
  * output after each run (driver_standin.c). */
 typedef struct DrvStandin DrvStandin;
 /* Whether expr's output among ops is such an output (not blocked, no view). */
-bool drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n);
+bool drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o);
 /* tj_compile over the stand-in; *out owns it. */
 tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
                               const char *schedule, const tj_options *opts, tj_kernel **out);
@@ -342,6 +343,12 @@ tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase,
  * them), in arena a; NULL with d set on an error. */
 Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops, int n,
                           const tj_options *o, Diag *d);
+/* The assignment as written (`+=` kept, + and * not yet the semiring's),
+ * checked against the operands, its sums placed (ir/sums.c): what the
+ * routes that rewrite an expression read (driver_accum.c,
+ * driver_standin.c). NULL with d set on an error. */
+Assignment *drv_notation(Arena *a, const char *expr, tj_tensor *const *ops, int n,
+                         const tj_options *o, Diag *d);
 /* Binds the expression's tensors to operands by name (by TensorId). */
 bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
               tj_tensor **out, Diag *d);
