@@ -822,8 +822,10 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
     return rt_set_error(TJ_ERR_INVALID, "optimization level %d is not in 0..3", o.opt_level);
   Diag d;
   diag_init(&d);
-  if (drv_standin_wanted(expr, operands, n, opts))   /* an output no kernel writes */
-    return drv_standin_compile(cx, expr, operands, n, schedule, opts, out);
+  bool standin;   /* an output no kernel writes */
+  tj_status ss = drv_standin_wanted(expr, operands, n, opts, &standin);
+  if (ss != TJ_OK) return ss;
+  if (standin) return drv_standin_compile(cx, expr, operands, n, schedule, opts, out);
   DrvBlocked *blk = NULL;   /* blocked operands: compiled over their views */
   if (drv_blocked_any(operands, n)) {
     if (o.semiring && strcmp(o.semiring, "plus.times") != 0)
@@ -859,7 +861,10 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
   }
   /* A += with a sum below a sparse output: the sum on its own, else the
    * union form below (out of memory is no reason to store every column). */
-  if (drv_accum_wanted(expr, operands, n, opts, true)) {
+  bool wanted;
+  tj_status ws = drv_accum_wanted(expr, operands, n, opts, true, &wanted);
+  if (ws != TJ_OK) return ws;
+  if (wanted) {
     tj_status st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }
@@ -869,7 +874,9 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
    * CSR, the operands converted), else the same route, else (below) that
    * kernel. Each try is its own cache entry, so a second compile plans
    * none again. */
-  if (!exact && drv_accum_wanted(expr, operands, n, opts, false)) {
+  if (!exact && (ws = drv_accum_wanted(expr, operands, n, opts, false, &wanted)) != TJ_OK)
+    return ws;
+  if (!exact && wanted) {
     tj_status st = drv_compile(cx, expr, operands, n, schedule, opts, true, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
     char level_order[1024];

@@ -179,11 +179,12 @@ tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
  * (driver_accum.c): each additive term with a sum into a temporary T<m>,
  * then `A += <the rhs over the T<m>>`. */
 typedef struct DrvAccum DrvAccum;
-/* Whether expr is such a `+=` (accumulate; else such a `=`; text-level:
- * an index of the rhs the output lacks) into a sparse, unblocked output
- * among ops. */
-bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
-                      bool accumulate);
+/* Whether expr is such a `+=` (accumulate; else such a `=`), read from
+ * its checked tree: an index of the rhs the output lacks, a sparse,
+ * unblocked output among ops; into *wanted. TJ_ERR_NOMEM when reading it
+ * ran out of memory (then no route may be taken for the union form). */
+tj_status drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
+                           bool accumulate, bool *wanted);
 /* The schedule `reorder(<A's indices by level but the last>, <sums>,
  * <A's last>)` of expr (`A(...) = rhs` or `+=`) into buf: Gustavson's
  * loops in the output's level order; false when A's last level is full,
@@ -216,8 +217,10 @@ typedef tj_status (*DrvRunFn)(tj_kernel *k, tj_phase phase, tj_tensor *const *op
  * a stand-in in the levels written in their place and repacked into the
  * output after each run (driver_standin.c). */
 typedef struct DrvStandin DrvStandin;
-/* Whether expr's output among ops is such an output (not blocked, no view). */
-bool drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o);
+/* Whether expr's output among ops is such an output (not blocked, no
+ * view), into *wanted; TJ_ERR_NOMEM when reading expr ran out of memory. */
+tj_status drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n,
+                             const tj_options *o, bool *wanted);
 /* tj_compile over the stand-in; *out owns it. */
 tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
                               const char *schedule, const tj_options *opts, tj_kernel **out);

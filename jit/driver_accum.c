@@ -80,6 +80,7 @@ static tj_tensor *operand_named(tj_tensor *const *ops, int n, const char *name) 
  * lies between), or when no node qualifies. */
 typedef struct Split {
   Arena arena;
+  bool nomem;                       /* reading it ran out of memory */
   Assignment *as;
   tj_tensor *out;
   bool whole;                       /* T = the whole rhs */
@@ -159,7 +160,8 @@ static bool split_init(Split *s, const char *expr, tj_tensor *const *ops, int n,
   Diag d;
   diag_init(&d);
   s->as = drv_notation(&s->arena, expr, ops, n, o, &d);
-  if (!s->as) return false;
+  s->nomem = d.status == TJ_ERR_NOMEM || s->arena.failed;
+  if (!s->as || s->nomem) return false;
   s->out = operand_named(ops, n, s->as->tensors[0]->name);
   if (!s->out || !has_sum(s->as)) return s->out != NULL;
   for (int v = 0; v < s->as->nindices; v++)
@@ -189,10 +191,14 @@ static bool sum_beside_term(const Split *s) {
   return !s->whole && !(s->nsum == 1 && s->term[0] == s->as->rhs);
 }
 
-bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
-                      bool accumulate) {
+tj_status drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
+                           bool accumulate, bool *wanted) {
   Split s;
   bool ok = split_init(&s, expr, ops, n, o) && s.nsum > 0 && s.as->accumulate == accumulate;
+  if (s.nomem) {
+    split_free(&s);
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  }
   const tj_tensor *out = ok ? s.out : NULL;
   ok = out && !out->blocked && !out->base && lv_format_has_sparse(tj_tensor_format(out));
   /* `=`: only an output whose last level is sparse, a matrix (SpGEMM into
@@ -206,7 +212,8 @@ bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_o
     ok = f->order >= 2 && !lv_at(f, f->order - 1, LV_FULL) &&
          (f->order == 2 || sum_beside_term(&s));
   split_free(&s);
-  return ok;
+  *wanted = ok;
+  return TJ_OK;
 }
 
 tj_kernel *drv_accum_sum(const DrvAccum *a, int m) {
@@ -446,7 +453,9 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
   Route r = {.cx = cx, .opts = opts, .schedule = schedule, .s = &s, .n = n};
   if (split_init(&s, expr, ops, n, opts)) r.nsum = s.nsum;
   if (r.nsum == 0 || n + r.nsum > NT_MAX_TENSORS) {
+    bool nomem = s.nomem;
     split_free(&s);
+    if (nomem) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
     return rt_set_error(TJ_ERR_UNSUPPORTED, "not an assignment with a sum below the output");
   }
   r.a = s.out;

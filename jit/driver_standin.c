@@ -42,8 +42,9 @@ static tj_tensor *named(tj_tensor *const *ops, int n, const char *name) {
  * messages); an expression that does not check is not taken (the usual
  * route says why). */
 static bool wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
-                   tj_format *fmt, char *name, size_t cap, bool *accumulate) {
+                   tj_format *fmt, char *name, size_t cap, bool *accumulate, bool *nomem) {
   bool any = false;   /* no such operand: no parse */
+  *nomem = false;
   for (int k = 0; k < n && !any; k++)
     any = ops[k] && lv_output_standin(tj_tensor_format(ops[k]), fmt);
   if (!any) return false;
@@ -52,6 +53,7 @@ static bool wanted(const char *expr, tj_tensor *const *ops, int n, const tj_opti
   Diag d;
   diag_init(&d);
   const Assignment *as = drv_notation(&arena, expr, ops, n, o, &d);
+  *nomem = d.status == TJ_ERR_NOMEM || arena.failed;
   if (as) snprintf(name, cap, "%s", as->tensors[0]->name);
   if (as) *accumulate = as->accumulate;
   arena_free(&arena);
@@ -60,11 +62,13 @@ static bool wanted(const char *expr, tj_tensor *const *ops, int n, const tj_opti
   return lv_output_standin(tj_tensor_format(a), fmt);
 }
 
-bool drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o) {
+tj_status drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n,
+                             const tj_options *o, bool *want) {
   tj_format f;
   char name[64];
-  bool accumulate;
-  return wanted(expr, ops, n, o, &f, name, sizeof name, &accumulate);
+  bool accumulate, nomem;
+  *want = wanted(expr, ops, n, o, &f, name, sizeof name, &accumulate, &nomem);
+  return nomem ? rt_set_error(TJ_ERR_NOMEM, "out of memory") : TJ_OK;
 }
 
 void drv_standin_free(DrvStandin *s) {
@@ -83,7 +87,12 @@ tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const
     free(s), free(ops2);
     return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   }
-  wanted(expr, ops, n, opts, &s->fmt, s->out, sizeof s->out, &s->accumulate);
+  bool nomem;
+  if (!wanted(expr, ops, n, opts, &s->fmt, s->out, sizeof s->out, &s->accumulate, &nomem)) {
+    free(s), free(ops2);
+    return rt_set_error(nomem ? TJ_ERR_NOMEM : TJ_ERR_INVALID, nomem ? "out of memory"
+                        : "tj_compile: %s has no output a stand-in is made for", expr);
+  }
   const tj_tensor *a = named(ops, n, s->out);
   tj_status st = tj_tensor_new(s->out, tj_tensor_dtype(a), tj_tensor_order(a), a->dims, &s->fmt,
                                &s->t);
