@@ -399,8 +399,11 @@ static bool accumulate_sparse(Arena *a, Assignment *as, TensorDecl *decls, int *
   return nt_accumulate_as_union(a, as, name, d);
 }
 
-Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
-                             int n, const tj_options *o, Diag *d) {
+/* drv_front_end; with lower, a `+=` into a sparse output rewritten as a
+ * union and the semiring applied, else the assignment as written, checked
+ * (its sums placed for the semiring) but its + and * not rewritten. */
+static Assignment *front_end(Arena *a, const char *expr, tj_tensor *const *ops, int n,
+                             const tj_options *o, bool lower, Diag *d) {
   const char *semiring = o ? o->semiring : NULL;
   const NtSemiring *sr = nt_semiring(semiring);
   if (!sr) {
@@ -428,10 +431,20 @@ Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
                         NT_MAX_TENSORS), NULL;
     decl_of(ops[k], &decls[nd++]);
   }
-  if (!accumulate_sparse(a, as, decls, &nd, d) || !nt_check(a, as, decls, nd, NULL, 0, d) ||
-      !nt_apply_semiring(a, as, sr, d))
+  if ((lower && !accumulate_sparse(a, as, decls, &nd, d)) ||
+      !nt_check(a, as, decls, nd, NULL, 0, d) || (lower && !nt_apply_semiring(a, as, sr, d)))
     return NULL;
   return as;
+}
+
+Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
+                             int n, const tj_options *o, Diag *d) {
+  return front_end(a, expr, ops, n, o, true, d);
+}
+
+Assignment *drv_notation(Arena *a, const char *expr, tj_tensor *const *ops, int n,
+                         const tj_options *o, Diag *d) {
+  return front_end(a, expr, ops, n, o, false, d);
 }
 
 /* The canonical key: renamed expression, formats, schedule, options. */
@@ -831,8 +844,10 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
     return rt_set_error(TJ_ERR_INVALID, "optimization level %d is not in 0..3", o.opt_level);
   Diag d;
   diag_init(&d);
-  if (drv_standin_wanted(expr, operands, n))   /* an output no kernel writes */
-    return drv_standin_compile(cx, expr, operands, n, schedule, opts, out);
+  bool standin;   /* an output no kernel writes */
+  tj_status ss = drv_standin_wanted(expr, operands, n, opts, &standin);
+  if (ss != TJ_OK) return ss;
+  if (standin) return drv_standin_compile(cx, expr, operands, n, schedule, opts, out);
   DrvBlocked *blk = NULL;   /* blocked operands: compiled over their views */
   if (drv_blocked_any(operands, n)) {
     if (o.semiring && strcmp(o.semiring, "plus.times") != 0)
@@ -868,7 +883,10 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
   }
   /* A += with a sum below a sparse output: the sum on its own, else the
    * union form below (out of memory is no reason to store every column). */
-  if (drv_accum_wanted(expr, operands, n, true)) {
+  bool wanted;
+  tj_status ws = drv_accum_wanted(expr, operands, n, opts, true, &wanted);
+  if (ws != TJ_OK) return ws;
+  if (wanted) {
     tj_status st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }
@@ -878,12 +896,14 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
    * CSR, the operands converted), else the same route, else (below) that
    * kernel. Each try is its own cache entry, so a second compile plans
    * none again. */
-  if (!exact && drv_accum_wanted(expr, operands, n, false)) {
+  if (!exact && (ws = drv_accum_wanted(expr, operands, n, opts, false, &wanted)) != TJ_OK)
+    return ws;
+  if (!exact && wanted) {
     tj_status st = drv_compile(cx, expr, operands, n, schedule, opts, true, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
     char level_order[1024];
     if (!(schedule && *schedule) &&
-        drv_accum_level_schedule(expr, operands, n, level_order, sizeof level_order)) {
+        drv_accum_level_schedule(expr, operands, n, opts, level_order, sizeof level_order)) {
       st = drv_compile(cx, expr, operands, n, level_order, opts, true, out);
       if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
     }

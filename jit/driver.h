@@ -183,16 +183,18 @@ tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
  * (driver_accum.c): each additive term with a sum into a temporary T<m>,
  * then `A += <the rhs over the T<m>>`. */
 typedef struct DrvAccum DrvAccum;
-/* Whether expr is such a `+=` (accumulate; else such a `=`; text-level:
- * an index of the rhs the output lacks) into a sparse, unblocked output
- * among ops. */
-bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accumulate);
+/* Whether expr is such a `+=` (accumulate; else such a `=`), read from
+ * its checked tree: an index of the rhs the output lacks, a sparse,
+ * unblocked output among ops; into *wanted. TJ_ERR_NOMEM when reading it
+ * ran out of memory (then no route may be taken for the union form). */
+tj_status drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
+                           bool accumulate, bool *wanted);
 /* The schedule `reorder(<A's indices by level but the last>, <sums>,
  * <A's last>)` of expr (`A(...) = rhs` or `+=`) into buf: Gustavson's
  * loops in the output's level order; false when A's last level is full,
  * there is no sum, or buf is too short. */
-bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n, char *buf,
-                              size_t len);
+bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n,
+                              const tj_options *o, char *buf, size_t len);
 /* Compiles it as T<m> = term m (schedule, opts) and A += the rhs over
  * them; *out is the latter, owning the former. An error when either does not compile (the caller
  * then compiles the union form). */
@@ -219,8 +221,10 @@ typedef tj_status (*DrvRunFn)(tj_kernel *k, tj_phase phase, tj_tensor *const *op
  * a stand-in in the levels written in their place and repacked into the
  * output after each run (driver_standin.c). */
 typedef struct DrvStandin DrvStandin;
-/* Whether expr's output among ops is such an output (not blocked, no view). */
-bool drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n);
+/* Whether expr's output among ops is such an output (not blocked, no
+ * view), into *wanted; TJ_ERR_NOMEM when reading expr ran out of memory. */
+tj_status drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n,
+                             const tj_options *o, bool *wanted);
 /* tj_compile over the stand-in; *out owns it. */
 tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
                               const char *schedule, const tj_options *opts, tj_kernel **out);
@@ -346,6 +350,12 @@ tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase,
  * them), in arena a; NULL with d set on an error. */
 Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops, int n,
                           const tj_options *o, Diag *d);
+/* The assignment as written (`+=` kept, + and * not yet the semiring's),
+ * checked against the operands, its sums placed (ir/sums.c): what the
+ * routes that rewrite an expression read (driver_accum.c,
+ * driver_standin.c). NULL with d set on an error. */
+Assignment *drv_notation(Arena *a, const char *expr, tj_tensor *const *ops, int n,
+                         const tj_options *o, Diag *d);
 /* Binds the expression's tensors to operands by name (by TensorId). */
 bool drv_bind(const Assignment *as, tj_tensor *const *ops, int n,
               tj_tensor **out, Diag *d);

@@ -26,14 +26,22 @@
  * route with `A(i,j) = T(i,j)` only where that is not exact either (COO:
  * no workspace into its singleton level).
  *
- * A rhs of several additive terms takes one temporary per term with a sum
- * (T<m> = term m) and the kernel the caller gets is the rest over them:
- * `A(i,j) = B(i,k) * C(k,j) + D(i,j)` is `A_sum(i,j) = B(i,k) * C(k,j)`
- * then `A(i,j) = A_sum(i,j) + D(i,j)`, the union of the product's pattern
- * and D's (in one kernel the sum sits inside the loop over j, which then
- * walks every column of a row).
+ * The split reads the checked tree (drv_notation: the sums placed by
+ * ir/sums.c, `+=` and the semiring's + and * as written): each reduction
+ * node over the output's indices whose absence reaches the rhs's value
+ * (through +, -, a factor, a unary minus, a numerator, max(x, 0): no
+ * exp(), no denominator) becomes a temporary T<m> (an exact Gustavson
+ * kernel), and the kernel the caller gets is the rhs over them:
+ * `A(i,j) = 2 * (B(i,k) * C(k,j) + D(i,j))` is `A_sum(i,j) = sum(k,
+ * B(i,k) * C(k,j))` then `A(i,j) = 2 * (A_sum(i,j) + D(i,j))`, the union
+ * of the product's pattern and D's (in one kernel the sum sits inside the
+ * loop over j, which then walks every column of a row). A sum over the
+ * whole rhs (a root reduction; an index used in two terms is one sum over
+ * both and the terms between, ir/sums.c) is one temporary of all of it.
+ * Only reductions that reduce nothing to an absent entry split (a sum; not
+ * max, whose -inf a sparse T would read as 0).
  */
-#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,237 +63,160 @@ struct DrvAccum {
   char out[ACC_NAME];                /* the output's name: a run's T<m> take its dims */
 };
 
-static const char *ident(const char *p, char *buf) {
-  size_t k = 0;
-  while (isalnum((unsigned char)*p) || *p == '_') {
-    if (k + 1 < ACC_NAME) buf[k++] = *p;
-    p++;
-  }
-  buf[k] = 0;
-  return p;
-}
-
-static const char *skip_ws(const char *p) {
-  while (isspace((unsigned char)*p)) p++;
-  return p;
-}
-
+/* The operand named name, or NULL. */
 static tj_tensor *operand_named(tj_tensor *const *ops, int n, const char *name) {
   for (int k = 0; k < n; k++)
     if (ops[k] && !strcmp(tj_tensor_name(ops[k]), name)) return ops[k];
   return NULL;
 }
 
-/* The `+=` assignment's parts: the output's name, its index list text
- * `(i,j)` (from its '(' to its ')'), and the rhs; false when expr is no
- * `name(idx) += rhs`. */
-typedef struct AccParts {
-  char out[ACC_NAME];
-  bool accumulate;           /* `+=` (else `=`) */
-  const char *idx, *idx_end, *rhs;
-  char names[8][ACC_NAME];   /* the output's indices */
-  int n;
-} AccParts;
 
-static bool parts(const char *expr, AccParts *p) {
-  const char *q = skip_ws(expr);
-  if (!(isalpha((unsigned char)*q) || *q == '_')) return false;
-  q = skip_ws(ident(q, p->out));
-  if (*q != '(') return false;
-  p->idx = q;
-  p->n = 0;
-  q = skip_ws(q + 1);
-  while (*q != ')') {
-    if (p->n == 8 || !(isalpha((unsigned char)*q) || *q == '_')) return false;
-    q = skip_ws(ident(q, p->names[p->n++]));
-    if (*q == ',') q = skip_ws(q + 1);
-    else if (*q != ')') return false;
-  }
-  p->idx_end = q + 1;
-  q = skip_ws(q + 1);
-  p->accumulate = q[0] == '+' && q[1] == '=';
-  if (!p->accumulate && (q[0] != '=' || q[1] == '=')) return false;
-  p->rhs = q + (p->accumulate ? 2 : 1);
-  return true;
-}
+/* ---- the split, on the checked tree (drv_notation: sums placed) ---- */
 
-/* Skips the number at q (digits, '.', an exponent's sign). */
-static const char *skip_number(const char *q) {
-  const char *start = q;
-  while (isalnum((unsigned char)*q) || *q == '.' ||
-         ((*q == '+' || *q == '-') && q > start && (q[-1] == 'e' || q[-1] == 'E')))
-    q++;
-  return q;
-}
+/* One assignment read for the route: its tree as written (`+=` kept, the
+ * semiring not applied), the output, and the nodes that become
+ * temporaries, each an exact sum: a reduction node (EX_SUM) over the
+ * output's indices reached from the root through operators that keep its
+ * absence (a scalar factor, a unary minus, a sum, max(x, 0), ...). Or the
+ * whole rhs, when a sum covers it (a root reduction: `B(i,k) * C(k,j)`,
+ * or an index used in two terms, which ir/sums.c sums over both and what
+ * lies between), or when no node qualifies. */
+typedef struct Split {
+  Arena arena;
+  bool nomem;                       /* reading it ran out of memory */
+  Assignment *as;
+  tj_tensor *out;
+  bool whole;                       /* T = the whole rhs */
+  int nsum;                         /* temporaries: 0 when the rhs has no sum */
+  const Expr *term[ACC_MAX_TERMS];  /* !whole: T<m> = term[m] */
+} Split;
 
-static bool starts_number(const char *q) {
-  return isdigit((unsigned char)*q) || (*q == '.' && isdigit((unsigned char)q[1]));
-}
-
-/* The names in [b, e) of indices the output lacks, distinct, in order of
- * appearance (at most 8): identifiers that are no operand, no function
- * (followed by '(') and no number. A false positive (a reduction's
- * operator name) only costs the temporary. Returns how many. */
-static int sum_names_in(const AccParts *p, const char *b, const char *e, tj_tensor *const *ops,
-                        int n, char names[8][ACC_NAME]) {
-  int count = 0;
-  for (const char *q = b; q < e && *q;) {
-    if (starts_number(q)) {
-      q = skip_number(q);
-      continue;
-    }
-    if (!(isalpha((unsigned char)*q) || *q == '_')) {
-      q++;
-      continue;
-    }
-    char name[ACC_NAME];
-    q = ident(q, name);
-    if (*skip_ws(q) == '(' || operand_named(ops, n, name)) continue;
-    bool seen = false;
-    for (int k = 0; k < p->n && !seen; k++) seen = !strcmp(p->names[k], name);
-    for (int k = 0; k < count && !seen; k++) seen = !strcmp(names[k], name);
-    if (!seen && count < 8) strcpy(names[count++], name);
-  }
-  return count;
-}
-
-static int sum_names(const AccParts *p, tj_tensor *const *ops, int n, char names[8][ACC_NAME]) {
-  return sum_names_in(p, p->rhs, p->rhs + strlen(p->rhs), ops, n, names);
-}
-
-/* One additive term of the rhs: its text [b, e) and the sign before it
- * ('+', '-', or 0 for the first). */
-typedef struct Term {
-  const char *b, *e;
-  char sign;
-} Term;
-
-#define ACC_MAX_SPLIT 16
-
-/* The end of the parenthesized group opening at q (the ')' matching it),
- * NULL if unmatched. */
-static const char *group_end(const char *q) {
-  for (int depth = 0; *q; q++) {
-    depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
-    if (!depth) return q;
-  }
-  return NULL;
-}
-
-/* The rhs's additive terms, as the parser reads them (`expr := term (('+'
- * | '-') term)*`): split at each + or - outside parentheses that follows an
- * operand (a name, a number, a ')'), so a leading sign stays with its
- * term; a rhs wrapped in parentheses as a whole is split inside them.
- * Returns how many, 0 past ACC_MAX_SPLIT. */
-static int split_terms(const char *rhs, Term out[ACC_MAX_SPLIT]) {
-  const char *end = rhs + strlen(rhs), *b = skip_ws(rhs);
-  while (*b == '(') {
-    const char *close = group_end(b);
-    if (!close || *skip_ws(close + 1)) break;
-    end = close;
-    b = skip_ws(b + 1);
-  }
-  int n = 0, depth = 0;
-  bool operand = false;   /* the last token ends an operand */
-  out[0] = (Term){b, NULL, 0};
-  for (const char *q = b; q < end;) {
-    if (starts_number(q) || isalpha((unsigned char)*q) || *q == '_') {
-      char name[ACC_NAME];
-      q = starts_number(q) ? skip_number(q) : ident(q, name);
-      operand = true;
-      continue;
-    }
-    if ((*q == '+' || *q == '-') && depth == 0 && operand) {
-      if (n + 1 == ACC_MAX_SPLIT) return 0;
-      out[n].e = q;
-      out[++n] = (Term){q + 1, NULL, *q};
-    }
-    depth += *q == '(' ? 1 : *q == ')' ? -1 : 0;
-    if (!isspace((unsigned char)*q)) operand = *q == ')';
-    q++;
-  }
-  out[n].e = end;
-  return n + 1;
-}
-
-/* Whether [b, e) holds a reduce(...): its identity (-inf for max) is no
- * absent entry's value, so a temporary that stores no entry where it
- * reduces nothing would read differently beside other terms. */
-static bool has_reduce(const char *b, const char *e) {
-  for (const char *q = b; q < e;) {
-    if (!(isalpha((unsigned char)*q) || *q == '_')) {
-      q = starts_number(q) ? skip_number(q) : q + 1;
-      continue;
-    }
-    char name[ACC_NAME];
-    q = ident(q, name);
-    if (!strcmp(name, "reduce") && *skip_ws(q) == '(') return true;
+/* Whether a sum in operand c of e reaches e's value as it is, zero where
+ * it is absent: e's algebra (under the semiring) keeps c's zeros, so a
+ * temporary absent where the sum reduces nothing reads the same and the
+ * lattice over it stays exact (not exp(), log(), a denominator). */
+static bool keeps_absence(const Assignment *as, const Expr *e, const Expr *c) {
+  switch (nt_expr_algebra(e, as->semiring)) {
+  case OA_INTERSECT: case OA_UNION: case OA_KEEP: return true;
+  case OA_NUMERATOR: case OA_LEFT: return c == e->u.op.a;
+  case OA_RIGHT: case OA_EXCEPT: return c == e->u.op.b;
+  case OA_DENSE: return false;
   }
   return false;
 }
 
-/* The terms that go through temporaries: those with an index the output
- * lacks (each one's own sum, so its kernel can take Gustavson's loops and
- * store the term's pattern; the rest of the rhs reads the temporaries as
- * operands). The whole rhs is one term when it has more than
- * ACC_MAX_SPLIT, or more than ACC_MAX_TERMS with a sum, or a term with a
- * sum and a reduce(), or an index summed in two terms (one sum over
- * both, ir/sums.c), or, under a semiring, a difference (its terms add
- * through the semiring's add only).
- * Returns how many (0: no sum). */
-static int summed_terms(const AccParts *p, tj_tensor *const *ops, int n,
-                        const char *semiring, Term out[ACC_MAX_TERMS]) {
-  Term t[ACC_MAX_SPLIT];
-  int nt = split_terms(p->rhs, t), count = 0;
-  bool whole = nt == 0;
-  char seen[8][ACC_NAME];   /* the sum indices of the terms before */
-  int nseen = 0;
-  for (int k = 0; k < nt && !whole; k++) {
-    whole = t[k].sign == '-' && semiring && strcmp(semiring, "plus.times") != 0;
-    char names[8][ACC_NAME];
-    int nn = sum_names_in(p, t[k].b, t[k].e, ops, n, names);
-    if (nn == 0) continue;
-    /* An index summed in two terms is one sum over the smallest
-     * subexpression holding both (ir/sums.c), which holds every term
-     * between them too (B*C + D + E*C adds D once per k): no split. */
-    for (int a = 0; a < nn && !whole; a++)
-      for (int b = 0; b < nseen && !whole; b++) whole = !strcmp(names[a], seen[b]);
-    for (int a = 0; a < nn; a++)   /* past 8, unchecked: no split */
-      if (nseen == 8) whole = true;
-      else strcpy(seen[nseen++], names[a]);
-    if (count == ACC_MAX_TERMS || (nt > 1 && has_reduce(t[k].b, t[k].e))) whole = true;
-    else out[count++] = t[k];
-  }
-  if (!whole) return count;
-  out[0] = (Term){p->rhs, p->rhs + strlen(p->rhs), 0};
-  return sum_names(p, ops, n, (char[8][ACC_NAME]){{0}}) > 0;
+/* Whether e uses v outside every reduction over v. */
+static bool free_in(const Expr *e, const IndexVar *v) {
+  if (e->kind == EX_SUM && e->u.sum.iv == v) return false;
+  if (e->kind == EX_ACCESS) return nt_uses_index(e, v);
+  Expr *k[2];
+  int n = nt_children(e, k);
+  for (int c = 0; c < n; c++)
+    if (free_in(k[c], v)) return true;
+  return false;
 }
 
-/* Whether the rhs has a term without a sum beside one with (B(i,k) *
- * C(k,j) + D(i,j)). */
-static bool sum_beside_term(const AccParts *p, tj_tensor *const *ops, int n) {
-  Term t[ACC_MAX_SPLIT], s[ACC_MAX_TERMS];
-  int nt = split_terms(p->rhs, t), ns = summed_terms(p, ops, n, NULL, s);
-  return ns > 0 && ns < nt;
-}
-
-bool drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, bool accumulate) {
-  AccParts p;
-  if (!parts(expr, &p) || p.accumulate != accumulate) return false;
-  tj_tensor *out = operand_named(ops, n, p.out);
-  if (!out || out->blocked || out->base || !lv_format_has_sparse(tj_tensor_format(out)))
+/* Whether reduction node e can be a temporary: it is over exactly the
+ * output's indices (T<m> has A's shape), and what it reduces nothing to
+ * is absent (a sum, or under plus.times an identity of 0; max over
+ * nothing is -inf, which a sparse T would read as 0). */
+static bool exact_sum(const Assignment *as, const Expr *e) {
+  if (!(e->u.sum.op == OP_ADD && !e->u.sum.def) &&
+      (as->semiring || nt_sum_identity(e) != 0))
     return false;
+  for (int v = 0; v < as->nindices; v++)
+    if (!nt_uses_index(as->lhs, as->indices[v]) && free_in(e, as->indices[v])) return false;
+  for (int m = 0; m < as->lhs->u.access.n; m++)
+    if (!nt_uses_index(e, as->lhs->u.access.idx[m])) return false;
+  return true;
+}
+
+/* Collects the exact sums of e (a node whose absence reaches the rhs's
+ * value) into s; false past ACC_MAX_TERMS. */
+static bool collect_sums(Split *s, const Expr *e) {
+  if (e->kind == EX_SUM && exact_sum(s->as, e)) {
+    if (s->nsum == ACC_MAX_TERMS) return false;
+    s->term[s->nsum++] = e;
+    return true;
+  }
+  if (e->kind != EX_OP) return true;
+  Expr *k[2];
+  int n = nt_children(e, k);
+  for (int c = 0; c < n; c++)
+    if (keeps_absence(s->as, e, k[c]) && !collect_sums(s, k[c])) return false;
+  return true;
+}
+
+/* Whether the rhs has an index the output lacks. */
+static bool has_sum(const Assignment *as) {
+  for (int v = 0; v < as->nindices; v++)
+    if (nt_is_reduction_var(as, as->indices[v])) return true;
+  return false;
+}
+
+/* Reads expr into s (split_free releases it): false when it does not
+ * check (the usual route then says why) or its output is no operand. */
+static bool split_init(Split *s, const char *expr, tj_tensor *const *ops, int n,
+                       const tj_options *o) {
+  *s = (Split){0};
+  arena_init(&s->arena);
+  Diag d;
+  diag_init(&d);
+  s->as = drv_notation(&s->arena, expr, ops, n, o, &d);
+  s->nomem = d.status == TJ_ERR_NOMEM || s->arena.failed;
+  if (!s->as || s->nomem) return false;
+  s->out = operand_named(ops, n, s->as->tensors[0]->name);
+  if (!s->out || !has_sum(s->as)) return s->out != NULL;
+  for (int v = 0; v < s->as->nindices; v++)
+    s->whole |= nt_is_root_reduction(s->as, s->as->indices[v]);
+  if (!s->whole && (!collect_sums(s, s->as->rhs) || s->nsum == 0)) s->whole = true;
+  if (s->whole) s->nsum = 1;
+  return true;
+}
+
+static void split_free(Split *s) { arena_free(&s->arena); }
+
+/* The indices term m reduces over (the rhs's when whole), in first-use
+ * order; returns how many. */
+static int term_sums(const Split *s, int m, const IndexVar **out) {
+  int n = 0;
+  for (int v = 0; v < s->as->nindices; v++) {
+    const IndexVar *iv = s->as->indices[v];
+    if (nt_is_reduction_var(s->as, iv) && (s->whole || nt_uses_index(s->term[m], iv)))
+      out[n++] = iv;
+  }
+  return n;
+}
+
+/* Whether s's rhs is more than one temporary (a term without a sum
+ * beside those with, a factor, a function). */
+static bool sum_beside_term(const Split *s) {
+  return !s->whole && !(s->nsum == 1 && s->term[0] == s->as->rhs);
+}
+
+tj_status drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
+                           bool accumulate, bool *wanted) {
+  Split s;
+  bool ok = split_init(&s, expr, ops, n, o) && s.nsum > 0 && s.as->accumulate == accumulate;
+  if (s.nomem) {
+    split_free(&s);
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  }
+  const tj_tensor *out = ok ? s.out : NULL;
+  ok = out && !out->blocked && !out->base && lv_format_has_sparse(tj_tensor_format(out));
   /* `=`: only an output whose last level is sparse, a matrix (SpGEMM into
    * CSC, DCSC, COO) or, beside a term without a sum, any order from 2 (a
    * contraction plus a tensor, whose own kernel walks the term's loops
    * over their whole extent). Elsewhere the exactness check is stricter
    * than the lattice's pattern (a dense tail's whole rows, TTM's fibers
    * are the semantics' own), and the route would store less than it. */
-  const tj_format *f = tj_tensor_format(out);
-  if (!accumulate && (f->order < 2 || lv_at(f, f->order - 1, LV_FULL) ||
-                      (f->order != 2 && !sum_beside_term(&p, ops, n))))
-    return false;
-  return sum_names(&p, ops, n, (char[8][ACC_NAME]){{0}}) > 0;
+  const tj_format *f = ok ? tj_tensor_format(out) : NULL;
+  if (ok && !accumulate)
+    ok = f->order >= 2 && !lv_at(f, f->order - 1, LV_FULL) &&
+         (f->order == 2 || sum_beside_term(&s));
+  split_free(&s);
+  *wanted = ok;
+  return TJ_OK;
 }
 
 tj_kernel *drv_accum_sum(const DrvAccum *a, int m) {
@@ -309,14 +240,6 @@ void drv_accum_free(DrvAccum *a) {
 }
 
 /* "<prefix><name><middle><idx><suffix>" (malloc'd). */
-static char *join(const char *a, size_t na, const char *b, const char *c, size_t nc,
-                  const char *d) {
-  size_t len = na + strlen(b) + nc + strlen(d) + 1;
-  char *s = malloc(len);
-  if (s) snprintf(s, len, "%.*s%s%.*s%s", (int)na, a, b, (int)nc, c, d);
-  return s;
-}
-
 #define ACC_MAX_FORMATS (1 + 3 * 7)   /* A's own; 3 level lists x (A's order, 6 others) */
 
 /* Steps m (n modes) to the next permutation in lexicographic order; false
@@ -370,31 +293,37 @@ static int t_formats(const tj_format *a, tj_format out[ACC_MAX_FORMATS]) {
   return n;
 }
 
+
 /* "reorder(<A's indices by level but the last>, <sums>, <the last>)" into
  * buf: Gustavson's loops in A's level order, the operands converted to
  * fit (CSC SpGEMM over CSR operands converts B and C, not the larger T).
  * False when A's last level is full (a dense tail: no workspace). */
-static bool level_reorder(const AccParts *p, const tj_format *f, char sums[8][ACC_NAME],
+static bool level_reorder(const Split *s, const tj_format *f, const IndexVar *const *sums,
                           int nsum, char *buf, size_t len) {
-  if (f->order != p->n || lv_at(f, f->order - 1, LV_FULL)) return false;
+  const Expr *lhs = s->as->lhs;
+  if (f->order != lhs->u.access.n || lv_at(f, f->order - 1, LV_FULL)) return false;
   size_t at = (size_t)snprintf(buf, len, "reorder(");
   for (int l = 0; l + 1 < f->order && at < len; l++)
-    at += (size_t)snprintf(buf + at, len - at, "%s, ", p->names[f->mode_order[l]]);
+    at += (size_t)snprintf(buf + at, len - at, "%s, ", lhs->u.access.idx[f->mode_order[l]]->name);
   for (int k = 0; k < nsum && at < len; k++)
-    at += (size_t)snprintf(buf + at, len - at, "%s, ", sums[k]);
+    at += (size_t)snprintf(buf + at, len - at, "%s, ", sums[k]->name);
   if (at < len)
-    at += (size_t)snprintf(buf + at, len - at, "%s)", p->names[f->mode_order[f->order - 1]]);
+    at += (size_t)snprintf(buf + at, len - at, "%s)",
+                           lhs->u.access.idx[f->mode_order[f->order - 1]]->name);
   return at < len;
 }
 
-bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n, char *buf,
-                              size_t len) {
-  AccParts p;
-  if (!parts(expr, &p)) return false;
-  tj_tensor *a = operand_named(ops, n, p.out);
-  char sums[8][ACC_NAME];
-  int nsum = a ? sum_names(&p, ops, n, sums) : 0;
-  return nsum > 0 && level_reorder(&p, tj_tensor_format(a), sums, nsum, buf, len);
+bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n,
+                              const tj_options *o, char *buf, size_t len) {
+  Split s;
+  bool ok = split_init(&s, expr, ops, n, o) && s.nsum > 0;
+  const IndexVar *sums[NT_MAX_INDICES];
+  int nsum = 0;
+  for (int v = 0; ok && v < s.as->nindices; v++)
+    if (nt_is_reduction_var(s.as, s.as->indices[v])) sums[nsum++] = s.as->indices[v];
+  ok = ok && level_reorder(&s, tj_tensor_format(s.out), sums, nsum, buf, len);
+  split_free(&s);
+  return ok;
 }
 
 /* One compile of the route: the temporaries' names, their kernels' text
@@ -403,13 +332,13 @@ typedef struct Route {
   tj_context *cx;
   const tj_options *opts;
   const char *schedule;        /* the user's, for the temporaries' kernels */
-  const AccParts *p;
+  Split *s;
   const tj_tensor *a;          /* the output */
   tj_tensor **ops2;            /* the operands, then the temporaries */
   int n, nsum;
-  char tname[ACC_MAX_TERMS][ACC_NAME + 16];
+  TensorVar *t[ACC_MAX_TERMS];             /* T<m>, named */
   char *sum_expr[ACC_MAX_TERMS];           /* "T<m>(i,j) = <term m>" */
-  char sums[ACC_MAX_TERMS][8][ACC_NAME];   /* term m's sum indices */
+  const IndexVar *sums[ACC_MAX_TERMS][NT_MAX_INDICES];   /* term m's sum indices */
   int nsums[ACC_MAX_TERMS];
   char *add_expr;              /* "A(i,j) = <rhs, term m as T<m>(i,j)>" (or +=) */
 } Route;
@@ -422,7 +351,7 @@ static tj_status compile_sum(Route *r, DrvAccum *acc, int m, const tj_format *tf
   tj_status st = TJ_ERR_UNSUPPORTED;
   bool scheduled = r->schedule && *r->schedule;
   for (int c = 0; c < 2 && st != TJ_OK && st != TJ_ERR_NOMEM; c++) {
-    if (c && (scheduled || !level_reorder(r->p, tf, r->sums[m], r->nsums[m], reorder,
+    if (c && (scheduled || !level_reorder(r->s, tf, r->sums[m], r->nsums[m], reorder,
                                           sizeof reorder)))
       continue;
     st = drv_compile(r->cx, r->sum_expr[m], r->ops2, r->n + r->nsum, c ? reorder : r->schedule,
@@ -441,7 +370,7 @@ static tj_status compile_through(Route *r, DrvAccum *acc, const tj_format *tf,
   const tj_tensor *a = r->a;
   tj_status st = TJ_OK;
   for (int m = 0; m < r->nsum && st == TJ_OK; m++) {
-    st = tj_tensor_new(r->tname[m], tj_tensor_dtype(a), tj_tensor_order(a), a->dims, tf,
+    st = tj_tensor_new(r->t[m]->name, tj_tensor_dtype(a), tj_tensor_order(a), a->dims, tf,
                        &acc->t[m]);
     r->ops2[r->n + m] = acc->t[m];
   }
@@ -452,56 +381,92 @@ static tj_status compile_through(Route *r, DrvAccum *acc, const tj_format *tf,
   return st;
 }
 
-/* Fills r's names and texts for the terms ts (nsum of them); false when
- * out of memory. */
-static bool route_texts(Route *r, tj_tensor *const *ops, const char *expr, const Term *ts) {
-  const AccParts *p = r->p;
-  /* the rest is at most expr, 2 spaces around its operator and each
-   * temporary's access in a term's place */
-  size_t nidx = (size_t)(p->idx_end - p->idx), len = strlen(expr) + 3;
-  for (int m = 0; m < r->nsum; m++) {
-    snprintf(r->tname[m], sizeof r->tname[m], m ? "%s_sum%d" : "%s_sum", p->out, m);
-    while (operand_named(ops, r->n, r->tname[m]) && strlen(r->tname[m]) + 1 < sizeof r->tname[m])
-      strcat(r->tname[m], "_");
-    r->sum_expr[m] = join(r->tname[m], strlen(r->tname[m]), "", p->idx, nidx, " = ");
-    char *full = r->sum_expr[m] ? join(r->sum_expr[m], strlen(r->sum_expr[m]), "", ts[m].b,
-                                       (size_t)(ts[m].e - ts[m].b), "")
-                                : NULL;
-    free(r->sum_expr[m]);
-    r->sum_expr[m] = full;
-    if (!full) return false;
-    r->nsums[m] = sum_names_in(p, ts[m].b, ts[m].e, ops, r->n, r->sums[m]);
-    len += strlen(r->tname[m]) + nidx + 2;
+
+/* The text of `lhs op rhs` (malloc'd; NULL when out of memory). */
+static char *statement_text(const Expr *lhs, const char *op, const Expr *rhs) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  nt_print_expr(f, lhs);
+  fprintf(f, " %s ", op);
+  nt_print_expr(f, rhs);
+  if (fclose(f) != 0) {
+    free(buf);
+    return NULL;
   }
-  /* the lhs and its operator, then the rhs with each term's text replaced */
-  char *s = r->add_expr = malloc(len);
-  if (!s) return false;
-  size_t at = (size_t)snprintf(s, len, "%.*s %s ", (int)(p->idx_end - expr), expr,
-                               p->accumulate ? "+=" : "=");
-  const char *q = p->rhs;
+  return buf;
+}
+
+/* nt_map_expr's replacement: T<m>(A's indices) for term m. */
+static Expr *as_temporary(Arena *a, const Expr *e, const void *ctx) {
+  const Route *r = ctx;
+  const Expr *lhs = r->s->as->lhs;
+  for (int m = 0; m < r->nsum; m++)
+    if (e == r->s->term[m])
+      return nt_access(a, r->t[m], lhs->u.access.n, lhs->u.access.idx, 0);
+  return NULL;
+}
+
+/* Fills r's names and texts: T<m> = term m (the whole rhs, its root
+ * reductions written out, when s is whole) and A = the rhs over the
+ * T<m> (or +=); false when out of memory. */
+static bool route_texts(Route *r, tj_tensor *const *ops) {
+  Split *s = r->s;
+  Assignment *as = s->as;
+  const Expr *lhs = as->lhs;
+  Expr *tacc[ACC_MAX_TERMS];
   for (int m = 0; m < r->nsum; m++) {
-    at += (size_t)snprintf(s + at, len - at, "%.*s %s%.*s ", (int)(ts[m].b - q), q,
-                           r->tname[m], (int)nidx, p->idx);
-    q = ts[m].e;
+    char name[ACC_NAME + 16];
+    snprintf(name, sizeof name, m ? "%s_sum%d" : "%s_sum", as->tensors[0]->name, m);
+    while (operand_named(ops, r->n, name) && strlen(name) + 1 < sizeof name) strcat(name, "_");
+    TensorVar *t = r->t[m] = arena_alloc(&s->arena, sizeof *t);
+    char *copy = arena_alloc(&s->arena, strlen(name) + 1);
+    tacc[m] = t && copy ? nt_access(&s->arena, t, lhs->u.access.n, lhs->u.access.idx, 0) : NULL;
+    if (!tacc[m]) return false;
+    *t = (TensorVar){.id = -1, .name = strcpy(copy, name)};
+    r->nsums[m] = term_sums(s, m, r->sums[m]);
   }
-  snprintf(s + at, len - at, "%s", q);
-  return true;
+  if (s->whole) {   /* nt_print writes the root reductions out */
+    const char *aname = as->tensors[0]->name;
+    bool acc = as->accumulate;
+    as->tensors[0]->name = r->t[0]->name, as->accumulate = false;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (f) nt_print(f, as);
+    if (f && fclose(f) != 0) free(buf), buf = NULL;
+    as->tensors[0]->name = aname, as->accumulate = acc;
+    r->sum_expr[0] = buf;
+    r->add_expr = statement_text(lhs, acc ? "+=" : "=", tacc[0]);
+    return r->sum_expr[0] && r->add_expr;
+  }
+  for (int m = 0; m < r->nsum; m++) {
+    const Expr *body = s->term[m];   /* the sums around it are T<m>'s root reductions */
+    while (body->kind == EX_SUM && body->u.sum.op == OP_ADD && !body->u.sum.def)
+      body = body->u.sum.a;
+    if (!(r->sum_expr[m] = statement_text(tacc[m], "=", body))) return false;
+  }
+  Expr *rest = nt_map_expr(&s->arena, as->rhs, as_temporary, r);
+  return rest && (r->add_expr = statement_text(lhs, as->accumulate ? "+=" : "=", rest));
 }
 
 tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
                             const char *schedule, const tj_options *opts, tj_kernel **out) {
-  AccParts p;
-  Term ts[ACC_MAX_TERMS];
-  Route r = {.cx = cx, .opts = opts, .schedule = schedule, .p = &p, .n = n};
-  if (parts(expr, &p))
-    r.nsum = summed_terms(&p, ops, n, opts ? opts->semiring : NULL, ts);
-  if (r.nsum == 0 || n + r.nsum > NT_MAX_TENSORS)
+  Split s;
+  Route r = {.cx = cx, .opts = opts, .schedule = schedule, .s = &s, .n = n};
+  if (split_init(&s, expr, ops, n, opts)) r.nsum = s.nsum;
+  if (r.nsum == 0 || n + r.nsum > NT_MAX_TENSORS) {
+    bool nomem = s.nomem;
+    split_free(&s);
+    if (nomem) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
     return rt_set_error(TJ_ERR_UNSUPPORTED, "not an assignment with a sum below the output");
-  r.a = operand_named(ops, n, p.out);
+  }
+  r.a = s.out;
   DrvAccum *acc = calloc(1, sizeof *acc);
   if (acc) pthread_mutex_init(&acc->t_lock, NULL);
   r.ops2 = calloc((size_t)(n + r.nsum), sizeof *r.ops2);
-  tj_status st = acc && r.ops2 && route_texts(&r, ops, expr, ts)
+  tj_status st = acc && r.ops2 && route_texts(&r, ops)
                      ? TJ_ERR_UNSUPPORTED : rt_set_error(TJ_ERR_NOMEM, "out of memory");
   if (st == TJ_ERR_UNSUPPORTED) {
     memcpy(r.ops2, ops, (size_t)n * sizeof *r.ops2);
@@ -513,15 +478,16 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
   }
   for (int m = 0; m < r.nsum; m++) free(r.sum_expr[m]);
   free(r.add_expr), free(r.ops2);
-  if (st != TJ_OK) {
+  if (st == TJ_OK) {
+    acc->norig = n;
+    memcpy(acc->orig, ops, (size_t)n * sizeof *ops);
+    snprintf(acc->out, sizeof acc->out, "%s", s.as->tensors[0]->name);
+    (*out)->acc = acc;
+  } else {
     drv_accum_free(acc);
-    return st;
   }
-  acc->norig = n;
-  memcpy(acc->orig, ops, (size_t)n * sizeof *ops);
-  snprintf(acc->out, sizeof acc->out, "%s", p.out);
-  (*out)->acc = acc;
-  return TJ_OK;
+  split_free(&s);
+  return st;
 }
 
 tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,

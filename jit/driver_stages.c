@@ -43,7 +43,40 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   return st == TJ_OK ? print_one(k, stage, file) : st;
 }
 
+/* Swaps the names of e's tensors and indices with k's (the same by id,
+ * the cache key being the renamed expression): a cache entry shared by
+ * two kernels of one structure (two temporaries' T = B*C and T1 = E*F)
+ * then prints each kernel's own names. Twice restores them. */
+static void swap_names(CacheEntry *e, const tj_kernel *k) {
+  Assignment *x = e->as, *y = k->as;
+  for (int t = 0; t < x->ntensors && t < y->ntensors; t++) {
+    const char *n = x->tensors[t]->name;
+    x->tensors[t]->name = y->tensors[t]->name, y->tensors[t]->name = n;
+  }
+  for (int v = 0; v < x->nindices && v < y->nindices; v++) {
+    const char *n = x->indices[v]->name;
+    x->indices[v]->name = y->indices[v]->name, y->indices[v]->name = n;
+  }
+}
+
+static tj_status print_named(const tj_kernel *k, tj_stage stage, FILE *f);
+
+/* print_named under k's names (the context's lock keeps another
+ * kernel's print of the same entry from seeing them half swapped). */
 static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f) {
+  CacheEntry *e = k->entry;
+  bool swap = (stage == TJ_STAGE_CIN || stage == TJ_STAGE_LATTICE) && e->as && k->as &&
+              e->as != k->as;
+  if (!swap) return print_named(k, stage, f);
+  pthread_mutex_lock(&k->cx->lock);
+  swap_names(e, k);
+  tj_status st = print_named(k, stage, f);
+  swap_names(e, k);
+  pthread_mutex_unlock(&k->cx->lock);
+  return st;
+}
+
+static tj_status print_named(const tj_kernel *k, tj_stage stage, FILE *f) {
   CacheEntry *e = k->entry;
   switch (stage) {
   case TJ_STAGE_NOTATION:

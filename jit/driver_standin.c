@@ -13,7 +13,6 @@
  * `+=`. The schedule, the plan and the kernel are the stand-in's, so the
  * output costs one repack a run over a CSR-like output.
  */
-#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,15 +28,6 @@ struct DrvStandin {
   char out[64];                      /* the output's name */
 };
 
-/* The name of expr's output (its first identifier) into buf; false if none. */
-static bool output_name(const char *expr, char *buf, size_t cap) {
-  while (isspace((unsigned char)*expr)) expr++;
-  size_t k = 0;
-  while ((isalnum((unsigned char)*expr) || *expr == '_') && k + 1 < cap) buf[k++] = *expr++;
-  buf[k] = 0;
-  return k > 0;
-}
-
 /* The operand named name, or NULL. */
 static tj_tensor *named(tj_tensor *const *ops, int n, const char *name) {
   for (int k = 0; k < n; k++)
@@ -46,32 +36,45 @@ static tj_tensor *named(tj_tensor *const *ops, int n, const char *name) {
 }
 
 /* Whether expr's output among ops has a level no kernel writes: its
- * stand-in's format then goes to *fmt. Blocked outputs and views keep
- * their own routes (and messages). */
-static bool wanted(const char *expr, tj_tensor *const *ops, int n, tj_format *fmt,
-                   char *name, size_t cap) {
-  if (!output_name(expr, name, cap)) return false;
-  const tj_tensor *a = named(ops, n, name);
+ * stand-in's format then goes to *fmt, the output's name to name and
+ * whether expr is a `+=` to *accumulate (read from its checked tree,
+ * drv_notation). Blocked outputs and views keep their own routes (and
+ * messages); an expression that does not check is not taken (the usual
+ * route says why). */
+static bool wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
+                   tj_format *fmt, char *name, size_t cap, bool *accumulate, bool *nomem) {
+  bool any = false;   /* no such operand: no parse */
+  *nomem = false;
+  for (int k = 0; k < n && !any; k++)
+    any = ops[k] && lv_output_standin(tj_tensor_format(ops[k]), fmt);
+  if (!any) return false;
+  Arena arena;
+  arena_init(&arena);
+  Diag d;
+  diag_init(&d);
+  const Assignment *as = drv_notation(&arena, expr, ops, n, o, &d);
+  *nomem = d.status == TJ_ERR_NOMEM || arena.failed;
+  if (as) snprintf(name, cap, "%s", as->tensors[0]->name);
+  if (as) *accumulate = as->accumulate;
+  arena_free(&arena);
+  const tj_tensor *a = as ? named(ops, n, name) : NULL;
   if (!a || a->blocked || a->base) return false;
   return lv_output_standin(tj_tensor_format(a), fmt);
 }
 
-bool drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n) {
+tj_status drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n,
+                             const tj_options *o, bool *want) {
   tj_format f;
   char name[64];
-  return wanted(expr, ops, n, &f, name, sizeof name);
+  bool accumulate, nomem;
+  *want = wanted(expr, ops, n, o, &f, name, sizeof name, &accumulate, &nomem);
+  return nomem ? rt_set_error(TJ_ERR_NOMEM, "out of memory") : TJ_OK;
 }
 
 void drv_standin_free(DrvStandin *s) {
   if (!s) return;
   tj_tensor_free(s->t);
   free(s);
-}
-
-/* Whether expr is a `+=` (its first '=' follows a '+'). */
-static bool accumulates(const char *expr) {
-  const char *eq = strchr(expr, '=');
-  return eq && eq > expr && eq[-1] == '+';
 }
 
 tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
@@ -84,7 +87,12 @@ tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const
     free(s), free(ops2);
     return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   }
-  wanted(expr, ops, n, &s->fmt, s->out, sizeof s->out);
+  bool nomem;
+  if (!wanted(expr, ops, n, opts, &s->fmt, s->out, sizeof s->out, &s->accumulate, &nomem)) {
+    free(s), free(ops2);
+    return rt_set_error(nomem ? TJ_ERR_NOMEM : TJ_ERR_INVALID, nomem ? "out of memory"
+                        : "tj_compile: %s has no output a stand-in is made for", expr);
+  }
   const tj_tensor *a = named(ops, n, s->out);
   tj_status st = tj_tensor_new(s->out, tj_tensor_dtype(a), tj_tensor_order(a), a->dims, &s->fmt,
                                &s->t);
@@ -97,7 +105,6 @@ tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const
     drv_standin_free(s);
     return st;
   }
-  s->accumulate = accumulates(expr);
   s->norig = n;
   memcpy(s->orig, ops, (size_t)n * sizeof *ops);
   (*out)->standin = s;

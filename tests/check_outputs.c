@@ -1058,6 +1058,86 @@ START_TEST(shared_sum_index_spans_terms) {
 }
 END_TEST
 
+/* The shapes the split reaches through the tree (ir/sums.c's placed sums
+ * under a factor, a minus, a function that keeps 0, an intersection) and
+ * the sum over two terms, each cell's value and stored flag from plain
+ * loops: K(i,j) holds pt_a. */
+typedef enum { SH_SCALED, SH_NEG, SH_SCALED_RIGHT, SH_MAX, SH_EXPLICIT, SH_TIMES_K,
+               SH_SHARED, N_SHAPES } Shape;
+static const char *shape_exprs[N_SHAPES] = {
+    "A(i,j) = 2 * (B(i,k) * C(k,j) + D(i,j))",
+    "A(i,j) = -(B(i,k) * C(k,j) + D(i,j))",
+    "A(i,j) = (B(i,k) * C(k,j) + D(i,j)) * 2",
+    "A(i,j) = max(B(i,k) * C(k,j), 0) + D(i,j)",
+    "A(i,j) = sum(k, B(i,k) * C(k,j)) + D(i,j)",
+    "A(i,j) = (B(i,k) * C(k,j) + D(i,j)) * K(i,j)",
+    "A(i,j) = B(i,k) * C(k,j) + K(i,j) * D(i,j) + E(i,k) * C(k,j)",
+};
+
+static void shape_expected(Shape sh, double *want, unsigned char *stored) {
+  for (int i = 0; i < PT_I; i++)
+    for (int j = 0; j < PT_J; j++) {
+      int x = i * PT_J + j;
+      double bc = 0, ec = 0, d = pt_d[x], kk = pt_a[x];
+      bool has_bc = false, has_ec = false;
+      for (int k = 0; k < PT_K; k++) {
+        double b = pt_b[i * PT_K + k], e = pt_e[i * PT_K + k], c = pt_c[k * PT_J + j];
+        if (b != 0 && c != 0) bc += b * c, has_bc = true;
+        if (e != 0 && c != 0) ec += e * c, has_ec = true;
+      }
+      bool u = has_bc || d != 0;   /* B*C's pattern and D's */
+      switch (sh) {
+      case SH_SCALED: case SH_SCALED_RIGHT: want[x] = 2 * (bc + d), stored[x] = u; break;
+      case SH_NEG: want[x] = -(bc + d), stored[x] = u; break;
+      case SH_MAX: want[x] = (has_bc ? fmax(bc, 0) : 0) + d, stored[x] = u; break;
+      case SH_EXPLICIT: want[x] = bc + d, stored[x] = u; break;
+      case SH_TIMES_K: want[x] = (bc + d) * kk, stored[x] = u && kk != 0; break;
+      case SH_SHARED:   /* one sum over k of all three: K*D added PT_K times */
+        want[x] = bc + PT_K * kk * d + ec, stored[x] = has_bc || has_ec || (kk != 0 && d != 0);
+        break;
+      default: break;
+      }
+    }
+}
+
+/* Each shape into each sparse output format at 1 and 2 threads: values
+ * and the exact pattern (these stored every cell of a row into DCSR,
+ * DCSC and COO before the split read the tree). */
+START_TEST(split_shapes_exact) {
+  const char *fmt = plus_term_formats[_i % N_PLUS_TERM_FORMATS];
+  int threads = 1 + _i / N_PLUS_TERM_FORMATS;
+  plus_term_operands();
+  static double want[PT_I * PT_J];
+  static unsigned char stored[PT_I * PT_J];
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  for (int sh = 0; sh < N_SHAPES; sh++) {
+    tj_tensor *ops[6];
+    plus_term_tensors(ops, fmt, "ds", false);
+    ops[5] = tu_tensor("K", "ds", 2, (int64_t[]){PT_I, PT_J}, pt_a);
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = NULL;
+    ck_assert_msg(tj_compile(cx, shape_exprs[sh], ops, 6, NULL, &o, &k) == TJ_OK,
+                  "%s into %s: %s", shape_exprs[sh], fmt, tj_last_error());
+    char what[160];
+    snprintf(what, sizeof what, "%s: A %s, %d threads", shape_exprs[sh], fmt, threads);
+    shape_expected((Shape)sh, want, stored);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect(ops[0], want, stored, PT_I * PT_J, what);
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    expect(ops[0], want, stored, PT_I * PT_J, what);
+    int64_t nnz = 0;
+    for (int x = 0; x < PT_I * PT_J; x++) nnz += stored[x];
+    ck_assert_msg(tj_tensor_nnz(ops[0]) == nnz, "%s: %lld stored, want %lld", what,
+                  (long long)tj_tensor_nnz(ops[0]), (long long)nnz);
+    tj_context_free(cx);
+    for (int t = 0; t < 6; t++) tj_tensor_free(ops[t]);
+  }
+}
+END_TEST
+
 /* The kernels the route compiles: one temporary per term with a sum, the
  * rest of the rhs over them (the notation prints them in turn). */
 START_TEST(contraction_plus_term_kernels) {
@@ -1070,6 +1150,10 @@ START_TEST(contraction_plus_term_kernels) {
       {"A(i,j) = B(i,k) * C(k,j) + D(i,j) + E(i,l) * C(l,j)",
        "A_sum(i,j) = B(i,k) * C(k,j)\nA_sum1(i,j) = E(i,l) * C(l,j)\n"
        "A(i,j) = A_sum(i,j) + D(i,j) + A_sum1(i,j)\n"},
+      {"A(i,j) = 2 * (B(i,k) * C(k,j) + D(i,j))",
+       "A_sum(i,j) = B(i,k) * C(k,j)\nA(i,j) = 2 * (A_sum(i,j) + D(i,j))\n"},
+      {"A(i,j) = max(B(i,k) * C(k,j), 0) + D(i,j)",
+       "A_sum(i,j) = B(i,k) * C(k,j)\nA(i,j) = max(A_sum(i,j), 0) + D(i,j)\n"},
   };
   for (size_t q = 0; q < sizeof cases / sizeof *cases; q++) {
     tj_context *cx;
@@ -1084,6 +1168,20 @@ START_TEST(contraction_plus_term_kernels) {
     free(text);
     tj_context_free(cx);
   }
+  /* two temporaries of one structure share a cache entry; each prints
+   * its own loops (the first's names were printed for both) */
+  tj_context *pc;
+  OK(tj_context_new(&pc));
+  tj_kernel *two = compile(pc, "A(i,j) = B(i,k) * C(k,j) + E(i,l) * C(l,j)", ops, 5, NULL);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *pf = open_memstream(&text, &len);
+  OK(tj_kernel_print(two, TJ_STAGE_CIN, pf));
+  fclose(pf);
+  ck_assert_msg(strstr(text, "A_sum1(i,j) = w(j)") && strstr(text, "E(i,l) * C(l,j)") &&
+                strstr(text, "B(i,k) * C(k,j)"), "%s", text);
+  free(text);
+  tj_context_free(pc);
   /* a reduce() beside a term keeps the rhs whole: where it reduces
    * nothing it is its identity (-inf), which an absent temporary is not */
   tj_context *cx;
@@ -1430,6 +1528,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(plus, contraction_plus_term, 0, 4 * N_PLUS_TERM_FORMATS);
   tcase_add_test(plus, contraction_plus_term_kernels);
   tcase_add_test(plus, shared_sum_index_spans_terms);
+  tcase_add_loop_test(plus, split_shapes_exact, 0, 2 * N_PLUS_TERM_FORMATS);
   tcase_add_loop_test(plus, contraction_plus_term_order3, 0, 16);
   suite_add_tcase(s, plus);
   TCase *dense = tcase_create("dense_between");
