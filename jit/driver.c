@@ -917,7 +917,7 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
      * in the output's level order where exact, else through A_sum (COO)
      * where exact, else (below) its own kernel. */
     char level_order[1024];
-    if (drv_accum_level_schedule(expr, operands, n, level_order, sizeof level_order)) {
+    if (drv_accum_level_schedule(expr, operands, n, opts, level_order, sizeof level_order)) {
       tj_status st = drv_compile(cx, expr, operands, n, NULL, opts, true, out);
       if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
       st = drv_compile(cx, expr, operands, n, level_order, opts, true, out);

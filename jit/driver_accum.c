@@ -443,7 +443,8 @@ static bool route_texts(Route *r, tj_tensor *const *ops) {
   }
   for (int m = 0; m < r->nsum; m++) {
     const Expr *body = s->term[m];   /* the sums around it are T<m>'s root reductions */
-    while (body->kind == EX_SUM && body->u.sum.op == OP_ADD && !body->u.sum.def)
+    while (body->kind == EX_SUM && body->u.sum.implicit && body->u.sum.op == OP_ADD &&
+           !body->u.sum.def)
       body = body->u.sum.a;
     if (!(r->sum_expr[m] = statement_text(tacc[m], "=", body))) return false;
   }

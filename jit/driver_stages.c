@@ -43,35 +43,48 @@ tj_status tj_kernel_print(const tj_kernel *k, tj_stage stage, void *file) {
   return st == TJ_OK ? print_one(k, stage, file) : st;
 }
 
-/* Swaps the names of e's tensors and indices with k's (the same by id,
- * the cache key being the renamed expression): a cache entry shared by
- * two kernels of one structure (two temporaries' T = B*C and T1 = E*F)
- * then prints each kernel's own names. Twice restores them. */
-static void swap_names(CacheEntry *e, const tj_kernel *k) {
-  Assignment *x = e->as, *y = k->as;
-  for (int t = 0; t < x->ntensors && t < y->ntensors; t++) {
-    const char *n = x->tensors[t]->name;
-    x->tensors[t]->name = y->tensors[t]->name, y->tensors[t]->name = n;
+/* The names of e's tensors and indices set to k's (the same by id, the
+ * cache key being the renamed expression), the old ones kept in saved; a
+ * cache entry shared by two kernels of one structure (two temporaries'
+ * T = B*C and T1 = E*F) then prints each kernel's own names. k's own
+ * tree is never written: a run binds its operands by k->as's names while
+ * another thread prints (a swap of both trees failed those runs). With
+ * from NULL, restores saved. */
+typedef struct SavedNames {
+  int nt, nv;
+  const char *t[NT_MAX_TENSORS], *v[NT_MAX_INDICES];
+} SavedNames;
+
+static void set_names(CacheEntry *e, const Assignment *from, SavedNames *saved) {
+  Assignment *x = e->as;
+  if (from) {
+    saved->nt = x->ntensors < from->ntensors ? x->ntensors : from->ntensors;
+    saved->nv = x->nindices < from->nindices ? x->nindices : from->nindices;
   }
-  for (int v = 0; v < x->nindices && v < y->nindices; v++) {
-    const char *n = x->indices[v]->name;
-    x->indices[v]->name = y->indices[v]->name, y->indices[v]->name = n;
+  for (int t = 0; t < saved->nt; t++) {
+    if (from) saved->t[t] = x->tensors[t]->name;
+    x->tensors[t]->name = from ? from->tensors[t]->name : saved->t[t];
+  }
+  for (int v = 0; v < saved->nv; v++) {
+    if (from) saved->v[v] = x->indices[v]->name;
+    x->indices[v]->name = from ? from->indices[v]->name : saved->v[v];
   }
 }
 
 static tj_status print_named(const tj_kernel *k, tj_stage stage, FILE *f);
 
 /* print_named under k's names (the context's lock keeps another
- * kernel's print of the same entry from seeing them half swapped). */
+ * kernel's print of the same entry from seeing them half set). */
 static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f) {
   CacheEntry *e = k->entry;
-  bool swap = (stage == TJ_STAGE_CIN || stage == TJ_STAGE_LATTICE) && e->as && k->as &&
+  bool rename = (stage == TJ_STAGE_CIN || stage == TJ_STAGE_LATTICE) && e->as && k->as &&
               e->as != k->as;
-  if (!swap) return print_named(k, stage, f);
+  if (!rename) return print_named(k, stage, f);
   pthread_mutex_lock(&k->cx->lock);
-  swap_names(e, k);
+  SavedNames saved;
+  set_names(e, k->as, &saved);
   tj_status st = print_named(k, stage, f);
-  swap_names(e, k);
+  set_names(e, NULL, &saved);
   pthread_mutex_unlock(&k->cx->lock);
   return st;
 }
