@@ -81,7 +81,7 @@ static tj_status print_one(const tj_kernel *k, tj_stage stage, FILE *f) {
               e->as != k->as;
   if (!rename) return print_named(k, stage, f);
   pthread_mutex_lock(&k->cx->lock);
-  SavedNames saved;
+  SavedNames saved = {0};
   set_names(e, k->as, &saved);
   tj_status st = print_named(k, stage, f);
   set_names(e, NULL, &saved);
