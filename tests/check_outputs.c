@@ -988,6 +988,33 @@ static void plus_term_tensors(tj_tensor *ops[5], const char *afmt, const char *o
   ops[4] = tu_tensor("E", opf, 2, dik, pt_e);
 }
 
+/* expr compiled over ops[0..n) in a fresh context and run: evaluate (with
+ * again, when twice, a second evaluate), then assemble + compute; after
+ * each, every cell of A = ops[0] against want/stored and A's nnz. */
+static void run_plus_term(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
+                          const double *want, const unsigned char *stored, bool phases,
+                          const char *what) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = NULL;
+  ck_assert_msg(tj_compile(cx, expr, (tj_tensor **)ops, n, NULL, o, &k) == TJ_OK, "%s: %s",
+                what, tj_last_error());
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  expect(ops[0], want, stored, PT_I * PT_J, what);
+  if (phases) {   /* again, and by phases: the same */
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect(ops[0], want, stored, PT_I * PT_J, what);
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    expect(ops[0], want, stored, PT_I * PT_J, what);
+  }
+  int64_t nnz = 0;
+  for (int x = 0; x < PT_I * PT_J; x++) nnz += stored[x];
+  ck_assert_msg(tj_tensor_nnz(ops[0]) == nnz, "%s: %lld stored, want %lld", what,
+                (long long)tj_tensor_nnz(ops[0]), (long long)nnz);
+  tj_context_free(cx);
+}
+
 START_TEST(contraction_plus_term) {
   const char *fmt = plus_term_formats[_i % N_PLUS_TERM_FORMATS];
   const char *opf = _i / N_PLUS_TERM_FORMATS / 2 ? "ds:1,0" : "ds";
@@ -1001,28 +1028,10 @@ START_TEST(contraction_plus_term) {
     const PlusTerm *pt = &plus_terms[e];
     tj_tensor *ops[5];
     plus_term_tensors(ops, fmt, opf, pt->old);
-    tj_context *cx;
-    OK(tj_context_new(&cx));
-    tj_kernel *k = NULL;
-    ck_assert_msg(tj_compile(cx, pt->expr, ops, 5, NULL, &o, &k) == TJ_OK, "%s into %s: %s",
-                  pt->expr, fmt, tj_last_error());
     char what[160];
     snprintf(what, sizeof what, "%s: A %s over %s, %d threads", pt->expr, fmt, opf, threads);
     plus_term_expected(pt, want, stored);
-    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-    expect(ops[0], want, stored, PT_I * PT_J, what);
-    if (!pt->old) {   /* again, and by phases: the same */
-      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-      expect(ops[0], want, stored, PT_I * PT_J, what);
-      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-      expect(ops[0], want, stored, PT_I * PT_J, what);
-    }
-    int64_t nnz = 0;
-    for (int x = 0; x < PT_I * PT_J; x++) nnz += stored[x];
-    ck_assert_msg(tj_tensor_nnz(ops[0]) == nnz, "%s: %lld stored, want %lld", what,
-                  (long long)tj_tensor_nnz(ops[0]), (long long)nnz);
-    tj_context_free(cx);
+    run_plus_term(pt->expr, ops, 5, &o, want, stored, !pt->old, what);
     for (int t = 0; t < 5; t++) tj_tensor_free(ops[t]);
   }
 }
@@ -1119,24 +1128,10 @@ START_TEST(split_shapes_exact) {
     tj_tensor *ops[6];
     plus_term_tensors(ops, fmt, "ds", false);
     ops[5] = tu_tensor("K", "ds", 2, (int64_t[]){PT_I, PT_J}, pt_a);
-    tj_context *cx;
-    OK(tj_context_new(&cx));
-    tj_kernel *k = NULL;
-    ck_assert_msg(tj_compile(cx, shape_exprs[sh], ops, 6, NULL, &o, &k) == TJ_OK,
-                  "%s into %s: %s", shape_exprs[sh], fmt, tj_last_error());
     char what[160];
     snprintf(what, sizeof what, "%s: A %s, %d threads", shape_exprs[sh], fmt, threads);
     shape_expected((Shape)sh, want, stored);
-    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-    expect(ops[0], want, stored, PT_I * PT_J, what);
-    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-    expect(ops[0], want, stored, PT_I * PT_J, what);
-    int64_t nnz = 0;
-    for (int x = 0; x < PT_I * PT_J; x++) nnz += stored[x];
-    ck_assert_msg(tj_tensor_nnz(ops[0]) == nnz, "%s: %lld stored, want %lld", what,
-                  (long long)tj_tensor_nnz(ops[0]), (long long)nnz);
-    tj_context_free(cx);
+    run_plus_term(shape_exprs[sh], ops, 6, &o, want, stored, true, what);
     for (int t = 0; t < 6; t++) tj_tensor_free(ops[t]);
   }
 }
