@@ -260,6 +260,11 @@ bool nt_place_sums(Arena *a, Assignment *as, Diag *d);
  * (the default plus.times changes nothing); refuses `-` and `/`, which a
  * semiring has no inverse for. */
 bool nt_apply_semiring(Arena *a, Assignment *as, const NtSemiring *sr, Diag *d);
+/* Whether the kernels compute as's rhs (its semiring applied) exactly:
+ * false, with d set, for a product over a sum under a semiring whose zero
+ * does not annihilate its mul (the sum's temporary exists where no term
+ * does; the reference interpreter tracks that, the kernels do not). */
+bool nt_semiring_kernel_exact(const Assignment *as, Diag *d);
 
 /* Prints "A(i,j) = B(i,k) * C(k,j)" with minimal parentheses; parsing the
  * output yields the same AST. */

@@ -7,6 +7,7 @@
  * `+=` updates the output with add. Subtraction, negation and division
  * have no meaning in a semiring and are refused.
  */
+#include "level.h"
 #include "notation.h"
 
 static bool refuse(const Assignment *as, const Expr *e, const NtSemiring *sr, Diag *d) {
@@ -44,6 +45,52 @@ static Expr *rewrite(Arena *a, const Assignment *as, Expr *e, const NtSemiring *
   return r;
 }
 
+/* Whether e may have no entry at a point (a sparse operand, a mask;
+ * sr's add unites and mul intersects): a sum over a body that always
+ * exists has a term wherever its extent is not empty. */
+static bool may_be_absent(const Expr *e, const NtSemiring *sr) {
+  switch (e->kind) {
+  case EX_LITERAL: return false;
+  case EX_ACCESS: return lv_format_has_sparse(&e->u.access.t->decl.format);
+  case EX_SUM: return may_be_absent(e->u.sum.a, sr);
+  case EX_OP: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  bool x = may_be_absent(k[0], sr), y = n == 2 && may_be_absent(k[1], sr);
+  switch (nt_expr_algebra(e, sr)) {
+  case OA_UNION: return n == 2 ? x && y : x;
+  case OA_INTERSECT: return x || y;
+  case OA_NUMERATOR: case OA_KEEP: case OA_LEFT: return x;
+  case OA_RIGHT: return y;
+  case OA_DENSE: return false;
+  case OA_EXCEPT: return true;
+  }
+  return true;
+}
+
+/* The first sum below a mul of sr in e (under: e is below one) whose body
+ * may be absent, else NULL. A sum's result is a temporary that exists even where no term
+ * does (it holds add's identity), so a product over it intersects with
+ * an entry that is absent: under a semiring whose zero does not
+ * annihilate its mul (plus.min: min(0, -3) is -3; max.times: -inf times a
+ * negative is +inf; plus.pair: pair(0, x) is 1) that is a wrong value.
+ * Distributive semirings never leave a sum below a product (ir/sums.c
+ * widens it to the product). */
+static const Expr *sum_below_mul(const Expr *e, const NtSemiring *sr, bool under) {
+  if (e->kind == EX_SUM)
+    return under && may_be_absent(e->u.sum.a, sr) ? e : sum_below_mul(e->u.sum.a, sr, false);
+  if (e->kind != EX_OP) return NULL;
+  Expr *k[2];
+  int n = nt_children(e, k);
+  bool below = under || nt_expr_op(e) == sr->mul;
+  for (int i = 0; i < n; i++) {
+    const Expr *s = sum_below_mul(k[i], sr, below);
+    if (s) return s;
+  }
+  return NULL;
+}
+
 bool nt_apply_semiring(Arena *a, Assignment *as, const NtSemiring *sr, Diag *d) {
   if (!sr || sr == nt_semiring(NULL)) return true;
   Expr *rhs = rewrite(a, as, as->rhs, sr, d);
@@ -52,4 +99,18 @@ bool nt_apply_semiring(Arena *a, Assignment *as, const NtSemiring *sr, Diag *d) 
   if (as->root_op == OP_ADD) as->root_op = sr->add; /* and += means add= */
   as->semiring = sr;
   return true;
+}
+
+bool nt_semiring_kernel_exact(const Assignment *as, Diag *d) {
+  const NtSemiring *sr = as->semiring;
+  const Expr *s = sr && !sr->distributive ? sum_below_mul(as->rhs, sr, false) : NULL;
+  if (!s) return true;
+  const char *why = "a product over a sum (over %s) is not supported under the semiring %s: "
+                    "where the sum has no term its result would count as present (%s's "
+                    "zero does not annihilate its mul); compute the sum into a tensor of "
+                    "its own first";
+  if (as->src && s->col > 0)
+    return diag_error_at(d, TJ_ERR_UNSUPPORTED, as->src, s->col, why, s->u.sum.iv->name,
+                         sr->name, sr->name);
+  return diag_error(d, TJ_ERR_UNSUPPORTED, why, s->u.sum.iv->name, sr->name, sr->name);
 }

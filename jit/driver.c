@@ -935,6 +935,7 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
     diag_error(&d, TJ_ERR_NOMEM, "out of memory");
   } else {
     k->as = drv_front_end(&k->arena, expr, operands, n, &o, &d);
+    if (k->as && !nt_semiring_kernel_exact(k->as, &d)) k->as = NULL;
     if (k->arena.failed) {
       k->as = NULL;
       if (diag_ok(&d)) diag_error(&d, TJ_ERR_NOMEM, "out of memory while parsing");
