@@ -833,6 +833,34 @@ static bool output_reordered(const char *expr, tj_tensor *const *ops, int n) {
   return false;
 }
 
+/* The routes of a `=` whose own kernel may store coordinates the rhs
+ * lacks, in turn: its own kernel where exact, else (unscheduled)
+ * Gustavson's loops in the output's level order where exact, else through
+ * the temporaries (drv_accum_compile) where exact. With level_only, none
+ * is tried unless the output's level order has loops. Each try is its own
+ * cache entry. */
+static tj_status exact_routes(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
+                              const char *schedule, const tj_options *opts, bool level_only,
+                              tj_kernel **out) {
+  char level_order[1024];
+  bool unscheduled = !(schedule && *schedule);
+  int level = -1;   /* whether level_order holds the loops; -1: not asked yet */
+  if (level_only &&
+      !(level = unscheduled && drv_accum_level_schedule(expr, ops, n, opts, level_order,
+                                                        sizeof level_order)))
+    return TJ_ERR_UNSUPPORTED;
+  tj_status st = drv_compile(cx, expr, ops, n, schedule, opts, true, out);
+  if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+  if (level < 0)
+    level = unscheduled &&
+            drv_accum_level_schedule(expr, ops, n, opts, level_order, sizeof level_order);
+  if (level) {
+    st = drv_compile(cx, expr, ops, n, level_order, opts, true, out);
+    if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
+  }
+  return drv_accum_compile(cx, expr, ops, n, schedule, opts, out);
+}
+
 tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operands, int n,
                       const char *schedule, const tj_options *opts, bool exact,
                       tj_kernel **out) {
@@ -899,32 +927,15 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
   if (!exact && (ws = drv_accum_wanted(expr, operands, n, opts, false, &wanted)) != TJ_OK)
     return ws;
   if (!exact && wanted) {
-    tj_status st = drv_compile(cx, expr, operands, n, schedule, opts, true, out);
-    if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
-    char level_order[1024];
-    if (!(schedule && *schedule) &&
-        drv_accum_level_schedule(expr, operands, n, opts, level_order, sizeof level_order)) {
-      st = drv_compile(cx, expr, operands, n, level_order, opts, true, out);
-      if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
-    }
-    st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
+    tj_status st = exact_routes(cx, expr, operands, n, schedule, opts, false, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   } else if (!exact && !(schedule && *schedule) && output_reordered(expr, operands, n)) {
     /* Any other sum below a sparse last level of an output of order 3
      * and up in another level order or COO (A(i,j,l) = B(i,j,k) * C(k,l)
      * into sss:2,0,1 runs l, i, j, k and stores every (l, i, j) B's
-     * fibers reach): its own kernel where exact, else Gustavson's loops
-     * in the output's level order where exact, else through A_sum (COO)
-     * where exact, else (below) its own kernel. */
-    char level_order[1024];
-    if (drv_accum_level_schedule(expr, operands, n, opts, level_order, sizeof level_order)) {
-      tj_status st = drv_compile(cx, expr, operands, n, NULL, opts, true, out);
-      if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
-      st = drv_compile(cx, expr, operands, n, level_order, opts, true, out);
-      if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
-      st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
-      if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
-    }
+     * fibers reach): the same routes where its level order has loops. */
+    tj_status st = exact_routes(cx, expr, operands, n, schedule, opts, true, out);
+    if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }
   struct tj_kernel *k = calloc(1, sizeof *k);
   if (!k) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
