@@ -442,6 +442,12 @@ Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops,
   return front_end(a, expr, ops, n, o, true, d);
 }
 
+tj_tensor *drv_operand_named(tj_tensor *const *ops, int n, const char *name) {
+  for (int k = 0; k < n; k++)
+    if (ops[k] && !strcmp(tj_tensor_name(ops[k]), name)) return ops[k];
+  return NULL;
+}
+
 Assignment *drv_notation(Arena *a, const char *expr, tj_tensor *const *ops, int n,
                          const tj_options *o, Diag *d) {
   return front_end(a, expr, ops, n, o, false, d);

@@ -350,6 +350,8 @@ tj_status drv_kernel_interpret(tj_kernel *k, tj_phase phase,
  * them), in arena a; NULL with d set on an error. */
 Assignment *drv_front_end(Arena *a, const char *expr, tj_tensor *const *ops, int n,
                           const tj_options *o, Diag *d);
+/* The operand among ops[0..n) named name, or NULL. */
+tj_tensor *drv_operand_named(tj_tensor *const *ops, int n, const char *name);
 /* The assignment as written (`+=` kept, + and * not yet the semiring's),
  * checked against the operands, its sums placed (ir/sums.c): what the
  * routes that rewrite an expression read (driver_accum.c,

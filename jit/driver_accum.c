@@ -63,13 +63,6 @@ struct DrvAccum {
   char out[ACC_NAME];                /* the output's name: a run's T<m> take its dims */
 };
 
-/* The operand named name, or NULL. */
-static tj_tensor *operand_named(tj_tensor *const *ops, int n, const char *name) {
-  for (int k = 0; k < n; k++)
-    if (ops[k] && !strcmp(tj_tensor_name(ops[k]), name)) return ops[k];
-  return NULL;
-}
-
 
 /* ---- the split, on the checked tree (drv_notation: sums placed) ---- */
 
@@ -165,7 +158,7 @@ static bool split_init(Split *s, const char *expr, tj_tensor *const *ops, int n,
   s->as = drv_notation(&s->arena, expr, ops, n, o, &d);
   s->nomem = d.status == TJ_ERR_NOMEM || s->arena.failed;
   if (!s->as || s->nomem) return false;
-  s->out = operand_named(ops, n, s->as->tensors[0]->name);
+  s->out = drv_operand_named(ops, n, s->as->tensors[0]->name);
   if (!s->out || !has_sum(s->as)) return s->out != NULL;
   for (int v = 0; v < s->as->nindices; v++)
     s->whole |= nt_is_root_reduction(s->as, s->as->indices[v]);
@@ -419,7 +412,7 @@ static bool route_texts(Route *r, tj_tensor *const *ops) {
   for (int m = 0; m < r->nsum; m++) {
     char name[ACC_NAME + 16];
     snprintf(name, sizeof name, m ? "%s_sum%d" : "%s_sum", as->tensors[0]->name, m);
-    while (operand_named(ops, r->n, name) && strlen(name) + 1 < sizeof name) strcat(name, "_");
+    while (drv_operand_named(ops, r->n, name) && strlen(name) + 1 < sizeof name) strcat(name, "_");
     TensorVar *t = r->t[m] = arena_alloc(&s->arena, sizeof *t);
     char *copy = arena_alloc(&s->arena, strlen(name) + 1);
     tacc[m] = t && copy ? nt_access(&s->arena, t, lhs->u.access.n, lhs->u.access.idx, 0) : NULL;
@@ -498,7 +491,7 @@ tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands
   if (n + acc->nsum > NT_MAX_TENSORS)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: more than %d operands",
                         NT_MAX_TENSORS - acc->nsum);
-  const tj_tensor *a = operand_named(operands, n, acc->out);
+  const tj_tensor *a = drv_operand_named(operands, n, acc->out);
   if (!a)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: no operand named %s (the output)",
                         acc->out);

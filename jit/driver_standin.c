@@ -28,13 +28,6 @@ struct DrvStandin {
   char out[64];                      /* the output's name */
 };
 
-/* The operand named name, or NULL. */
-static tj_tensor *named(tj_tensor *const *ops, int n, const char *name) {
-  for (int k = 0; k < n; k++)
-    if (ops[k] && !strcmp(tj_tensor_name(ops[k]), name)) return ops[k];
-  return NULL;
-}
-
 /* Whether expr's output among ops has a level no kernel writes: its
  * stand-in's format then goes to *fmt, the output's name to name and
  * whether expr is a `+=` to *accumulate (read from its checked tree,
@@ -57,7 +50,7 @@ static bool wanted(const char *expr, tj_tensor *const *ops, int n, const tj_opti
   if (as) snprintf(name, cap, "%s", as->tensors[0]->name);
   if (as) *accumulate = as->accumulate;
   arena_free(&arena);
-  const tj_tensor *a = as ? named(ops, n, name) : NULL;
+  const tj_tensor *a = as ? drv_operand_named(ops, n, name) : NULL;
   if (!a || a->blocked || a->base) return false;
   return lv_output_standin(tj_tensor_format(a), fmt);
 }
@@ -93,7 +86,7 @@ tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const
     return rt_set_error(nomem ? TJ_ERR_NOMEM : TJ_ERR_INVALID, nomem ? "out of memory"
                         : "tj_compile: %s has no output a stand-in is made for", expr);
   }
-  const tj_tensor *a = named(ops, n, s->out);
+  const tj_tensor *a = drv_operand_named(ops, n, s->out);
   tj_status st = tj_tensor_new(s->out, tj_tensor_dtype(a), tj_tensor_order(a), a->dims, &s->fmt,
                                &s->t);
   if (st == TJ_OK) {
@@ -117,7 +110,7 @@ tj_status drv_standin_run(tj_kernel *k, tj_tensor *const *operands, int n, bool 
   if (!operands) operands = s->orig, n = s->norig;
   if (n <= 0 || n > NT_MAX_TENSORS)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: %d operands", n);
-  tj_tensor *a = named(operands, n, s->out);
+  tj_tensor *a = drv_operand_named(operands, n, s->out);
   tj_format f;
   if (!a)
     return rt_set_error(TJ_ERR_INVALID, "tj_kernel_run: no operand named %s (the output)",
