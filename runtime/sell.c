@@ -454,6 +454,17 @@ AVX512_SLICES(slices_f64_avx512_narrow, col16, NARROW_COLS, x + s->base[sl])
 #undef STEP
 #endif
 
+#ifdef HAVE_AVX512
+/* Decided once per process, before any thread reads it. TJ_SELL_PORTABLE=1
+ * selects the portable loop (tests compare the two). */
+static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
+static bool avx512;
+static void decide_avx512(void) {
+  avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           !getenv("TJ_SELL_PORTABLE");
+}
+#endif
+
 static void run_slices(void *ctx, int64_t lo, int64_t hi) {
   const Job *j = ctx;
   if (j->s->dtype == TJ_F32) {
@@ -461,10 +472,7 @@ static void run_slices(void *ctx, int64_t lo, int64_t hi) {
     return;
   }
 #ifdef HAVE_AVX512
-  static int avx512 = -1;   /* decided once; a race writes the same value */
-  if (avx512 < 0)   /* TJ_SELL_PORTABLE=1: the portable loop (tests compare the two) */
-    avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-             !getenv("TJ_SELL_PORTABLE");
+  pthread_once(&avx512_once, decide_avx512);
   if (avx512) {
     if (j->s->col16) slices_f64_avx512_narrow(j, lo, hi);
     else slices_f64_avx512(j, lo, hi);
