@@ -817,27 +817,25 @@ tj_status tj_compile(tj_context *cx, const char *expr, tj_tensor *const *operand
   return drv_compile(cx, expr, operands, n, schedule, opts, false, out);
 }
 
-/* Whether expr's output (the operand its lhs names) is of order 3 or more
- * and stored in a level order other than its dims' or with a singleton
- * level (COO): the planner's own order for a contraction into it may store
- * coordinates the rhs lacks. (In dim order with a workspace level last, a
- * failed exactness check is its own strictness: TTM over a dense C stores
- * whole fibers, the product's pattern, whichever loops run.) */
-static bool output_reordered(const char *expr, tj_tensor *const *ops, int n) {
-  const char *q = expr + strspn(expr, " \t"), *open = strchr(q, '(');
-  size_t len = open ? (size_t)(open - q) : 0;
-  while (len && (q[len - 1] == ' ' || q[len - 1] == '\t')) len--;
-  for (int t = 0; t < n && len; t++) {
-    const char *name = ops[t] ? tj_tensor_name(ops[t]) : NULL;
-    if (!name || strlen(name) != len || strncmp(name, q, len) != 0) continue;
-    const tj_format *f = tj_tensor_format(ops[t]);
-    bool other = false;
-    for (int l = 0; l < f->order; l++)
-      other |= f->mode_order[l] != l || lv_at(f, l, LV_BRANCHLESS);
-    return f->order >= 3 && other;
-  }
-  return false;
+/* Whether s's output is of order 3 or more and stored in a level order
+ * other than its dims' or with a singleton level (COO): the planner's own
+ * order for a contraction into it may store coordinates the rhs lacks. (In
+ * dim order with a workspace level last, a failed exactness check is its
+ * own strictness: TTM over a dense C stores whole fibers, the product's
+ * pattern, whichever loops run.) */
+static bool output_reordered(const DrvSplit *s) {
+  const tj_tensor *out = drv_split_output(s);
+  if (!out) return false;
+  const tj_format *f = tj_tensor_format(out);
+  bool other = false;
+  for (int l = 0; l < f->order; l++)
+    other |= f->mode_order[l] != l || lv_at(f, l, LV_BRANCHLESS);
+  return f->order >= 3 && other;
 }
+
+static tj_status compile_read(tj_context *cx, DrvSplit *sp, const char *expr,
+                              tj_tensor *const *operands, int n, const char *schedule,
+                              const tj_options *opts, bool exact, tj_kernel **out);
 
 /* The routes of a `=` whose own kernel may store coordinates the rhs
  * lacks, in turn: its own kernel where exact, else (unscheduled)
@@ -845,26 +843,20 @@ static bool output_reordered(const char *expr, tj_tensor *const *ops, int n) {
  * the temporaries (drv_accum_compile) where exact. With level_only, none
  * is tried unless the output's level order has loops. Each try is its own
  * cache entry. */
-static tj_status exact_routes(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
-                              const char *schedule, const tj_options *opts, bool level_only,
-                              tj_kernel **out) {
+static tj_status exact_routes(tj_context *cx, DrvSplit *sp, const char *expr,
+                              tj_tensor *const *ops, int n, const char *schedule,
+                              const tj_options *opts, bool level_only, tj_kernel **out) {
   char level_order[1024];
-  bool unscheduled = !(schedule && *schedule);
-  int level = -1;   /* whether level_order holds the loops; -1: not asked yet */
-  if (level_only &&
-      !(level = unscheduled && drv_accum_level_schedule(expr, ops, n, opts, level_order,
-                                                        sizeof level_order)))
-    return TJ_ERR_UNSUPPORTED;
-  tj_status st = drv_compile(cx, expr, ops, n, schedule, opts, true, out);
+  bool level = !(schedule && *schedule) &&
+               drv_accum_level_schedule(sp, level_order, sizeof level_order);
+  if (level_only && !level) return TJ_ERR_UNSUPPORTED;
+  tj_status st = compile_read(cx, sp, expr, ops, n, schedule, opts, true, out);
   if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
-  if (level < 0)
-    level = unscheduled &&
-            drv_accum_level_schedule(expr, ops, n, opts, level_order, sizeof level_order);
   if (level) {
-    st = drv_compile(cx, expr, ops, n, level_order, opts, true, out);
+    st = compile_read(cx, sp, expr, ops, n, level_order, opts, true, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }
-  return drv_accum_compile(cx, expr, ops, n, schedule, opts, out);
+  return drv_accum_compile(cx, sp, ops, n, schedule, opts, out);
 }
 
 tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operands, int n,
@@ -872,16 +864,25 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
                       tj_kernel **out) {
   if (!cx || !expr || !out || (n > 0 && !operands))
     return rt_set_error(TJ_ERR_INVALID, "tj_compile: NULL argument");
+  DrvSplit *sp;
+  tj_status st = drv_split_read(expr, operands, n, opts, &sp);
+  if (st == TJ_OK) st = compile_read(cx, sp, expr, operands, n, schedule, opts, exact, out);
+  drv_split_free(sp);
+  return st;
+}
+
+/* drv_compile with expr read once into sp (NULL: no route needs it). */
+static tj_status compile_read(tj_context *cx, DrvSplit *sp, const char *expr,
+                              tj_tensor *const *operands, int n, const char *schedule,
+                              const tj_options *opts, bool exact, tj_kernel **out) {
   double t0 = jit_now_ms(), c0 = jit_cpu_ms();
   tj_options o = opts ? *opts : tj_options_default();
   if (o.opt_level < 0 || o.opt_level > 3)
     return rt_set_error(TJ_ERR_INVALID, "optimization level %d is not in 0..3", o.opt_level);
   Diag d;
   diag_init(&d);
-  bool standin;   /* an output no kernel writes */
-  tj_status ss = drv_standin_wanted(expr, operands, n, opts, &standin);
-  if (ss != TJ_OK) return ss;
-  if (standin) return drv_standin_compile(cx, expr, operands, n, schedule, opts, out);
+  if (drv_standin_wanted(sp))   /* an output no kernel writes */
+    return drv_standin_compile(cx, sp, expr, operands, n, schedule, opts, out);
   DrvBlocked *blk = NULL;   /* blocked operands: compiled over their views */
   if (drv_blocked_any(operands, n)) {
     if (o.semiring && strcmp(o.semiring, "plus.times") != 0)
@@ -917,11 +918,8 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
   }
   /* A += with a sum below a sparse output: the sum on its own, else the
    * union form below (out of memory is no reason to store every column). */
-  bool wanted;
-  tj_status ws = drv_accum_wanted(expr, operands, n, opts, true, &wanted);
-  if (ws != TJ_OK) return ws;
-  if (wanted) {
-    tj_status st = drv_accum_compile(cx, expr, operands, n, schedule, opts, out);
+  if (drv_accum_wanted(sp, true)) {
+    tj_status st = drv_accum_compile(cx, sp, operands, n, schedule, opts, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }
   /* A `=` of the same kind whose own kernel would store coordinates where
@@ -930,17 +928,15 @@ tj_status drv_compile(tj_context *cx, const char *expr, tj_tensor *const *operan
    * CSR, the operands converted), else the same route, else (below) that
    * kernel. Each try is its own cache entry, so a second compile plans
    * none again. */
-  if (!exact && (ws = drv_accum_wanted(expr, operands, n, opts, false, &wanted)) != TJ_OK)
-    return ws;
-  if (!exact && wanted) {
-    tj_status st = exact_routes(cx, expr, operands, n, schedule, opts, false, out);
+  if (!exact && drv_accum_wanted(sp, false)) {
+    tj_status st = exact_routes(cx, sp, expr, operands, n, schedule, opts, false, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
-  } else if (!exact && !(schedule && *schedule) && output_reordered(expr, operands, n)) {
+  } else if (!exact && !(schedule && *schedule) && output_reordered(sp)) {
     /* Any other sum below a sparse last level of an output of order 3
      * and up in another level order or COO (A(i,j,l) = B(i,j,k) * C(k,l)
      * into sss:2,0,1 runs l, i, j, k and stores every (l, i, j) B's
      * fibers reach): the same routes where its level order has loops. */
-    tj_status st = exact_routes(cx, expr, operands, n, schedule, opts, true, out);
+    tj_status st = exact_routes(cx, sp, expr, operands, n, schedule, opts, true, out);
     if (st == TJ_OK || st == TJ_ERR_NOMEM) return st;
   }
   struct tj_kernel *k = calloc(1, sizeof *k);

@@ -183,22 +183,34 @@ tj_status drv_blocked_finish(const DrvBlocked *b, tj_tensor *const *ops,
  * (driver_accum.c): each additive term with a sum into a temporary T<m>,
  * then `A += <the rhs over the T<m>>`. */
 typedef struct DrvAccum DrvAccum;
-/* Whether expr is such a `+=` (accumulate; else such a `=`), read from
- * its checked tree: an index of the rhs the output lacks, a sparse,
- * unblocked output among ops; into *wanted. TJ_ERR_NOMEM when reading it
- * ran out of memory (then no route may be taken for the union form). */
-tj_status drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
-                           bool accumulate, bool *wanted);
+/* One read of a compile's expression for the routes it may take
+ * (driver_accum.c): its checked tree (drv_notation), its output operand
+ * and the sums that would become temporaries. drv_compile reads it once
+ * and hands it to every route's question. */
+typedef struct DrvSplit DrvSplit;
+/* Reads expr into *out; *out stays NULL where no route needs it (no
+ * operand has a sparse level) or expr does not check (the usual route then
+ * says why). TJ_ERR_NOMEM when reading ran out of memory. */
+tj_status drv_split_read(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
+                         DrvSplit **out);
+void drv_split_free(DrvSplit *s);
+/* The operand the expression writes (NULL for a NULL split). */
+const tj_tensor *drv_split_output(const DrvSplit *s);
+/* Whether the expression is a `+=`. */
+bool drv_split_accumulates(const DrvSplit *s);
+/* Whether s is such a `+=` (accumulate; else such a `=`): an index of the
+ * rhs the output lacks, a sparse, unblocked output among the operands. */
+bool drv_accum_wanted(const DrvSplit *s, bool accumulate);
 /* The schedule `reorder(<A's indices by level but the last>, <sums>,
- * <A's last>)` of expr (`A(...) = rhs` or `+=`) into buf: Gustavson's
- * loops in the output's level order; false when A's last level is full,
- * there is no sum, or buf is too short. */
-bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n,
-                              const tj_options *o, char *buf, size_t len);
-/* Compiles it as T<m> = term m (schedule, opts) and A += the rhs over
- * them; *out is the latter, owning the former. An error when either does not compile (the caller
- * then compiles the union form). */
-tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
+ * <A's last>)` of s (`A(...) = rhs` or `+=`) into buf: Gustavson's loops
+ * in the output's level order; false when A's last level is full, there is
+ * no sum, or buf is too short. */
+bool drv_accum_level_schedule(const DrvSplit *s, char *buf, size_t len);
+/* Compiles s as T<m> = term m (schedule, opts) and A += the rhs over
+ * them; *out is the latter, owning the former. An error when either does
+ * not compile (the caller then compiles the union form). s's arena takes
+ * the texts' trees. */
+tj_status drv_accum_compile(tj_context *cx, DrvSplit *s, tj_tensor *const *ops, int n,
                             const char *schedule, const tj_options *opts, tj_kernel **out);
 /* A run: each T<m> (fresh each run) evaluated, then k in phase. */
 tj_status drv_accum_run(tj_kernel *k, tj_phase phase, tj_tensor *const *operands, int n,
@@ -221,13 +233,12 @@ typedef tj_status (*DrvRunFn)(tj_kernel *k, tj_phase phase, tj_tensor *const *op
  * a stand-in in the levels written in their place and repacked into the
  * output after each run (driver_standin.c). */
 typedef struct DrvStandin DrvStandin;
-/* Whether expr's output among ops is such an output (not blocked, no
- * view), into *wanted; TJ_ERR_NOMEM when reading expr ran out of memory. */
-tj_status drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n,
-                             const tj_options *o, bool *wanted);
+/* Whether s's output is such an output (not blocked, no view). */
+bool drv_standin_wanted(const DrvSplit *s);
 /* tj_compile over the stand-in; *out owns it. */
-tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
-                              const char *schedule, const tj_options *opts, tj_kernel **out);
+tj_status drv_standin_compile(tj_context *cx, const DrvSplit *s, const char *expr,
+                              tj_tensor *const *ops, int n, const char *schedule,
+                              const tj_options *opts, tj_kernel **out);
 /* A run (any phase evaluates): a fresh stand-in (the output's contents
  * under +=) run by `run`, then repacked into the output. */
 tj_status drv_standin_run(tj_kernel *k, tj_tensor *const *operands, int n, bool interpret,

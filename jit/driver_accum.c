@@ -74,7 +74,7 @@ struct DrvAccum {
  * whole rhs, when a sum covers it (a root reduction: `B(i,k) * C(k,j)`,
  * or an index used in two terms, which ir/sums.c sums over both and what
  * lies between), or when no node qualifies. */
-typedef struct Split {
+struct DrvSplit {
   Arena arena;
   bool nomem;                       /* reading it ran out of memory */
   Assignment *as;
@@ -82,7 +82,7 @@ typedef struct Split {
   bool whole;                       /* T = the whole rhs */
   int nsum;                         /* temporaries: 0 when the rhs has no sum */
   const Expr *term[ACC_MAX_TERMS];  /* !whole: T<m> = term[m] */
-} Split;
+};
 
 /* Whether a sum in operand c of e reaches e's value as it is, zero where
  * it is absent: e's algebra (under the semiring) keeps c's zeros, so a
@@ -126,7 +126,7 @@ static bool exact_sum(const Assignment *as, const Expr *e) {
 
 /* Collects the exact sums of e (a node whose absence reaches the rhs's
  * value) into s; false past ACC_MAX_TERMS. */
-static bool collect_sums(Split *s, const Expr *e) {
+static bool collect_sums(DrvSplit *s, const Expr *e) {
   if (e->kind == EX_SUM && exact_sum(s->as, e)) {
     if (s->nsum == ACC_MAX_TERMS) return false;
     s->term[s->nsum++] = e;
@@ -147,11 +147,12 @@ static bool has_sum(const Assignment *as) {
   return false;
 }
 
-/* Reads expr into s (split_free releases it): false when it does not
- * check (the usual route then says why) or its output is no operand. */
-static bool split_init(Split *s, const char *expr, tj_tensor *const *ops, int n,
+/* Reads expr into s (arena_free(&s->arena) releases it): false when it
+ * does not check (the usual route then says why) or its output is no
+ * operand. */
+static bool split_init(DrvSplit *s, const char *expr, tj_tensor *const *ops, int n,
                        const tj_options *o) {
-  *s = (Split){0};
+  *s = (DrvSplit){0};
   arena_init(&s->arena);
   Diag d;
   diag_init(&d);
@@ -167,11 +168,37 @@ static bool split_init(Split *s, const char *expr, tj_tensor *const *ops, int n,
   return true;
 }
 
-static void split_free(Split *s) { arena_free(&s->arena); }
+tj_status drv_split_read(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
+                         DrvSplit **out) {
+  *out = NULL;
+  bool sparse = false;   /* every route it serves has a sparse operand */
+  for (int k = 0; k < n && !sparse; k++)
+    sparse = ops[k] && lv_format_has_sparse(tj_tensor_format(ops[k]));
+  if (!sparse) return TJ_OK;
+  DrvSplit *s = malloc(sizeof *s);
+  if (!s) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  if (split_init(s, expr, ops, n, o)) {
+    *out = s;
+    return TJ_OK;
+  }
+  bool nomem = s->nomem;
+  drv_split_free(s);
+  return nomem ? rt_set_error(TJ_ERR_NOMEM, "out of memory") : TJ_OK;
+}
+
+void drv_split_free(DrvSplit *s) {
+  if (!s) return;
+  arena_free(&s->arena);
+  free(s);
+}
+
+const tj_tensor *drv_split_output(const DrvSplit *s) { return s ? s->out : NULL; }
+
+bool drv_split_accumulates(const DrvSplit *s) { return s && s->as->accumulate; }
 
 /* The indices term m reduces over (the rhs's when whole), in first-use
  * order; returns how many. */
-static int term_sums(const Split *s, int m, const IndexVar **out) {
+static int term_sums(const DrvSplit *s, int m, const IndexVar **out) {
   int n = 0;
   for (int v = 0; v < s->as->nindices; v++) {
     const IndexVar *iv = s->as->indices[v];
@@ -183,33 +210,23 @@ static int term_sums(const Split *s, int m, const IndexVar **out) {
 
 /* Whether s's rhs is more than one temporary (a term without a sum
  * beside those with, a factor, a function). */
-static bool sum_beside_term(const Split *s) {
+static bool sum_beside_term(const DrvSplit *s) {
   return !s->whole && !(s->nsum == 1 && s->term[0] == s->as->rhs);
 }
 
-tj_status drv_accum_wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
-                           bool accumulate, bool *wanted) {
-  Split s;
-  bool ok = split_init(&s, expr, ops, n, o) && s.nsum > 0 && s.as->accumulate == accumulate;
-  if (s.nomem) {
-    split_free(&s);
-    return rt_set_error(TJ_ERR_NOMEM, "out of memory");
-  }
-  const tj_tensor *out = ok ? s.out : NULL;
-  ok = out && !out->blocked && !out->base && lv_format_has_sparse(tj_tensor_format(out));
+bool drv_accum_wanted(const DrvSplit *s, bool accumulate) {
+  if (!s || s->nsum == 0 || s->as->accumulate != accumulate) return false;
+  const tj_tensor *out = s->out;
+  if (out->blocked || out->base || !lv_format_has_sparse(tj_tensor_format(out))) return false;
   /* `=`: only an output whose last level is sparse, a matrix (SpGEMM into
    * CSC, DCSC, COO) or, beside a term without a sum, any order from 2 (a
    * contraction plus a tensor, whose own kernel walks the term's loops
    * over their whole extent). Elsewhere the exactness check is stricter
    * than the lattice's pattern (a dense tail's whole rows, TTM's fibers
    * are the semantics' own), and the route would store less than it. */
-  const tj_format *f = ok ? tj_tensor_format(out) : NULL;
-  if (ok && !accumulate)
-    ok = f->order >= 2 && !lv_at(f, f->order - 1, LV_FULL) &&
-         (f->order == 2 || sum_beside_term(&s));
-  split_free(&s);
-  *wanted = ok;
-  return TJ_OK;
+  const tj_format *f = tj_tensor_format(out);
+  return accumulate || (f->order >= 2 && !lv_at(f, f->order - 1, LV_FULL) &&
+                        (f->order == 2 || sum_beside_term(s)));
 }
 
 tj_kernel *drv_accum_sum(const DrvAccum *a, int m) {
@@ -291,7 +308,7 @@ static int t_formats(const tj_format *a, tj_format out[ACC_MAX_FORMATS]) {
  * buf: Gustavson's loops in A's level order, the operands converted to
  * fit (CSC SpGEMM over CSR operands converts B and C, not the larger T).
  * False when A's last level is full (a dense tail: no workspace). */
-static bool level_reorder(const Split *s, const tj_format *f, const IndexVar *const *sums,
+static bool level_reorder(const DrvSplit *s, const tj_format *f, const IndexVar *const *sums,
                           int nsum, char *buf, size_t len) {
   const Expr *lhs = s->as->lhs;
   if (f->order != lhs->u.access.n || lv_at(f, f->order - 1, LV_FULL)) return false;
@@ -306,17 +323,13 @@ static bool level_reorder(const Split *s, const tj_format *f, const IndexVar *co
   return at < len;
 }
 
-bool drv_accum_level_schedule(const char *expr, tj_tensor *const *ops, int n,
-                              const tj_options *o, char *buf, size_t len) {
-  Split s;
-  bool ok = split_init(&s, expr, ops, n, o) && s.nsum > 0;
+bool drv_accum_level_schedule(const DrvSplit *s, char *buf, size_t len) {
+  if (!s || s->nsum == 0) return false;
   const IndexVar *sums[NT_MAX_INDICES];
   int nsum = 0;
-  for (int v = 0; ok && v < s.as->nindices; v++)
-    if (nt_is_reduction_var(s.as, s.as->indices[v])) sums[nsum++] = s.as->indices[v];
-  ok = ok && level_reorder(&s, tj_tensor_format(s.out), sums, nsum, buf, len);
-  split_free(&s);
-  return ok;
+  for (int v = 0; v < s->as->nindices; v++)
+    if (nt_is_reduction_var(s->as, s->as->indices[v])) sums[nsum++] = s->as->indices[v];
+  return level_reorder(s, tj_tensor_format(s->out), sums, nsum, buf, len);
 }
 
 /* One compile of the route: the temporaries' names, their kernels' text
@@ -325,7 +338,7 @@ typedef struct Route {
   tj_context *cx;
   const tj_options *opts;
   const char *schedule;        /* the user's, for the temporaries' kernels */
-  Split *s;
+  DrvSplit *s;
   const tj_tensor *a;          /* the output */
   tj_tensor **ops2;            /* the operands, then the temporaries */
   int n, nsum;
@@ -405,7 +418,7 @@ static Expr *as_temporary(Arena *a, const Expr *e, const void *ctx) {
  * reductions written out, when s is whole) and A = the rhs over the
  * T<m> (or +=); false when out of memory. */
 static bool route_texts(Route *r, tj_tensor *const *ops) {
-  Split *s = r->s;
+  DrvSplit *s = r->s;
   Assignment *as = s->as;
   const Expr *lhs = as->lhs;
   Expr *tacc[ACC_MAX_TERMS];
@@ -445,18 +458,13 @@ static bool route_texts(Route *r, tj_tensor *const *ops) {
   return rest && (r->add_expr = statement_text(lhs, as->accumulate ? "+=" : "=", rest));
 }
 
-tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
+tj_status drv_accum_compile(tj_context *cx, DrvSplit *s, tj_tensor *const *ops, int n,
                             const char *schedule, const tj_options *opts, tj_kernel **out) {
-  Split s;
-  Route r = {.cx = cx, .opts = opts, .schedule = schedule, .s = &s, .n = n};
-  if (split_init(&s, expr, ops, n, opts)) r.nsum = s.nsum;
-  if (r.nsum == 0 || n + r.nsum > NT_MAX_TENSORS) {
-    bool nomem = s.nomem;
-    split_free(&s);
-    if (nomem) return rt_set_error(TJ_ERR_NOMEM, "out of memory");
+  Route r = {.cx = cx, .opts = opts, .schedule = schedule, .s = s, .n = n,
+             .nsum = s ? s->nsum : 0};
+  if (r.nsum == 0 || n + r.nsum > NT_MAX_TENSORS)
     return rt_set_error(TJ_ERR_UNSUPPORTED, "not an assignment with a sum below the output");
-  }
-  r.a = s.out;
+  r.a = s->out;
   DrvAccum *acc = calloc(1, sizeof *acc);
   if (acc) pthread_mutex_init(&acc->t_lock, NULL);
   r.ops2 = calloc((size_t)(n + r.nsum), sizeof *r.ops2);
@@ -475,12 +483,11 @@ tj_status drv_accum_compile(tj_context *cx, const char *expr, tj_tensor *const *
   if (st == TJ_OK) {
     acc->norig = n;
     memcpy(acc->orig, ops, (size_t)n * sizeof *ops);
-    snprintf(acc->out, sizeof acc->out, "%s", s.as->tensors[0]->name);
+    snprintf(acc->out, sizeof acc->out, "%s", s->as->tensors[0]->name);
     (*out)->acc = acc;
   } else {
     drv_accum_free(acc);
   }
-  split_free(&s);
   return st;
 }
 

@@ -13,6 +13,7 @@
  * `+=`. The schedule, the plan and the kernel are the stand-in's, so the
  * output costs one repack a run over a CSR-like output.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,40 +29,19 @@ struct DrvStandin {
   char out[64];                      /* the output's name */
 };
 
-/* Whether expr's output among ops has a level no kernel writes: its
- * stand-in's format then goes to *fmt, the output's name to name and
- * whether expr is a `+=` to *accumulate (read from its checked tree,
- * drv_notation). Blocked outputs and views keep their own routes (and
- * messages); an expression that does not check is not taken (the usual
- * route says why). */
-static bool wanted(const char *expr, tj_tensor *const *ops, int n, const tj_options *o,
-                   tj_format *fmt, char *name, size_t cap, bool *accumulate, bool *nomem) {
-  bool any = false;   /* no such operand: no parse */
-  *nomem = false;
-  for (int k = 0; k < n && !any; k++)
-    any = ops[k] && lv_output_standin(tj_tensor_format(ops[k]), fmt);
-  if (!any) return false;
-  Arena arena;
-  arena_init(&arena);
-  Diag d;
-  diag_init(&d);
-  const Assignment *as = drv_notation(&arena, expr, ops, n, o, &d);
-  *nomem = d.status == TJ_ERR_NOMEM || arena.failed;
-  if (as) snprintf(name, cap, "%s", as->tensors[0]->name);
-  if (as) *accumulate = as->accumulate;
-  arena_free(&arena);
-  const tj_tensor *a = as ? drv_operand_named(ops, n, name) : NULL;
+/* Whether s's output has a level no kernel writes: its stand-in's
+ * format then goes to *fmt. Blocked outputs and views keep their own
+ * routes (and messages); no split (an expression that does not check) is
+ * not taken (the usual route says why). */
+static bool wanted(const DrvSplit *s, tj_format *fmt) {
+  const tj_tensor *a = drv_split_output(s);
   if (!a || a->blocked || a->base) return false;
   return lv_output_standin(tj_tensor_format(a), fmt);
 }
 
-tj_status drv_standin_wanted(const char *expr, tj_tensor *const *ops, int n,
-                             const tj_options *o, bool *want) {
+bool drv_standin_wanted(const DrvSplit *s) {
   tj_format f;
-  char name[64];
-  bool accumulate, nomem;
-  *want = wanted(expr, ops, n, o, &f, name, sizeof name, &accumulate, &nomem);
-  return nomem ? rt_set_error(TJ_ERR_NOMEM, "out of memory") : TJ_OK;
+  return wanted(s, &f);
 }
 
 void drv_standin_free(DrvStandin *s) {
@@ -70,8 +50,9 @@ void drv_standin_free(DrvStandin *s) {
   free(s);
 }
 
-tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const *ops, int n,
-                              const char *schedule, const tj_options *opts, tj_kernel **out) {
+tj_status drv_standin_compile(tj_context *cx, const DrvSplit *sp, const char *expr,
+                              tj_tensor *const *ops, int n, const char *schedule,
+                              const tj_options *opts, tj_kernel **out) {
   if (n <= 0 || n > NT_MAX_TENSORS)
     return rt_set_error(TJ_ERR_INVALID, "tj_compile: %d operands", n);
   DrvStandin *s = calloc(1, sizeof *s);
@@ -80,12 +61,13 @@ tj_status drv_standin_compile(tj_context *cx, const char *expr, tj_tensor *const
     free(s), free(ops2);
     return rt_set_error(TJ_ERR_NOMEM, "out of memory");
   }
-  bool nomem;
-  if (!wanted(expr, ops, n, opts, &s->fmt, s->out, sizeof s->out, &s->accumulate, &nomem)) {
+  if (!wanted(sp, &s->fmt)) {
     free(s), free(ops2);
-    return rt_set_error(nomem ? TJ_ERR_NOMEM : TJ_ERR_INVALID, nomem ? "out of memory"
-                        : "tj_compile: %s has no output a stand-in is made for", expr);
+    return rt_set_error(TJ_ERR_INVALID, "tj_compile: %s has no output a stand-in is made for",
+                        expr);
   }
+  s->accumulate = drv_split_accumulates(sp);
+  snprintf(s->out, sizeof s->out, "%s", tj_tensor_name(drv_split_output(sp)));
   const tj_tensor *a = drv_operand_named(ops, n, s->out);
   tj_status st = tj_tensor_new(s->out, tj_tensor_dtype(a), tj_tensor_order(a), a->dims, &s->fmt,
                                &s->t);
