@@ -178,12 +178,21 @@ static const char *index_list(const char *p, BlkAccess *ac) {
   }
 }
 
+/* Past the numeric literal at p (`1.5e-3`), or p when none starts there. */
+static const char *skip_number(const char *p) {
+  if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1])))) return p;
+  const char *q = p;
+  while (isalnum((unsigned char)*q) || *q == '.' ||
+         ((*q == '+' || *q == '-') && (q[-1] == 'e' || q[-1] == 'E')))
+    q++;
+  return q;
+}
+
 static bool scan(const char *expr, tj_tensor *const *ops, int n, BlkScan *s, Diag *d) {
   for (const char *p = expr; *p;) {
-    if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
-      while (isalnum((unsigned char)*p) || *p == '.' ||
-             ((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E')))
-        p++;
+    const char *num = skip_number(p);
+    if (num != p) {
+      p = num;
       continue;
     }
     if (!(isalpha((unsigned char)*p) || *p == '_')) {
@@ -594,6 +603,66 @@ static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size
   return ok && puts_(sch, len, cap, ") ");
 }
 
+/* What one top-level term of the right-hand side reads (term_kinds). */
+typedef struct BlkTerms {
+  bool blocked_sum;    /* a term with a blocked access and an index of its own (a sum) */
+  bool unblocked;      /* a term with no blocked access (a dense operand, a literal) */
+} BlkTerms;
+
+/* Records what the term [from, to) of the right-hand side reads. */
+static void note_term(const BlkScan *s, tj_tensor *const *ops, const char *from,
+                      const char *to, BlkTerms *tk) {
+  bool blocked = false, sums = false;
+  for (int a = 1; a < s->nacc; a++) {
+    const BlkAccess *ac = &s->acc[a];
+    if (ac->start < from || ac->start >= to) continue;
+    blocked |= ops[ac->op]->blocked;
+    for (int m = 0; m < ac->n; m++) sums |= !in_access(&s->acc[0], ac->idx[m]);
+  }
+  tk->blocked_sum |= blocked && sums;
+  tk->unblocked |= !blocked;
+}
+
+/* The right-hand side after the output access acc[0] cut at its `+` and
+ * `-` outside parentheses (a sign that follows an operator, a '(' or
+ * nothing is unary; a literal's exponent is no cut), each term noted. */
+static BlkTerms term_kinds(const BlkScan *s, tj_tensor *const *ops) {
+  BlkTerms tk = {0};
+  const char *p = skip_ws(s->acc[0].close + 1);
+  p += *p == '+' ? 2 : 1;   /* `+=` or `=` */
+  const char *from = p;
+  char last = 0;            /* the last character outside spaces */
+  for (int depth = 0; *p;) {
+    const char *num = skip_number(p);
+    if (num != p) {
+      p = num, last = '0';
+      continue;
+    }
+    depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+    bool operand_end = isalnum((unsigned char)last) || last == '_' || last == ')';
+    if (depth == 0 && (*p == '+' || *p == '-') && operand_end) {
+      note_term(s, ops, from, p, &tk);
+      from = p + 1;
+    }
+    if (!isspace((unsigned char)*p)) last = *p;
+    p++;
+  }
+  note_term(s, ops, from, p, &tk);
+  return tk;
+}
+
+/* Whether the expression runs as a sequence of statements (sequence(),
+ * jit/driver_sequence.c): a dense output defined by a sum over a blocked
+ * operand plus terms that read none (`y(i) = V(i,j) * x(j) + u(i)`).
+ * One nest would run u's loop over i_i inside V's levels, which the
+ * blocks' constant loops cannot take; as `y = u`, then `y += V * x`, each
+ * statement keeps its own loops. */
+static bool wants_sequence(const BlkScan *s, tj_tensor *const *ops, bool out_access) {
+  if (!out_access || ops[s->acc[0].op]->blocked) return false;
+  BlkTerms tk = term_kinds(s, ops);
+  return tk.blocked_sum && tk.unblocked;
+}
+
 void drv_blocked_free(DrvBlocked *b) {
   if (!b) return;
   free(b->expr);
@@ -642,6 +711,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
   }
   ok = ok && puts_(&buf, &len, &cap, p);
   if (ok) mark_in_place(s, out_access ? s->acc[0].op : -1, b);
+  if (ok && wants_sequence(s, ops, out_access)) ok = puts_(&sch, &slen, &scap, "sequence() ");
   ok = ok && loop_order(s, ops, &sch, &slen, &scap);
   for (int i = 0; ok && i < s->nix; i++) {   /* the block loops run k times */
     if (s->ix[i].sparse_inner) continue;
@@ -670,6 +740,30 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
   for (int k = 0; k < n; k++) b->orig[k] = ops[k];
   free(s);
   return b;
+}
+
+/* The first blocked input of b (its name), NULL when none. */
+static const char *blocked_input(const DrvBlocked *b) {
+  for (int k = 0; k < b->n; k++)
+    if (b->op[k].levels && k != b->out_op) return b->op[k].name;
+  return NULL;
+}
+
+tj_status drv_blocked_explain(const DrvBlocked *b, const char *expr, tj_status st) {
+  const char *msg = tj_last_error(), *comma = strchr(msg, ',');
+  const char *input = blocked_input(b);
+  if (st == TJ_OK || st == TJ_ERR_NOMEM || !input || !b->schedule || strncmp(msg, "bound(", 6) ||
+      !comma || !strstr(b->schedule, "bound("))
+    return st;
+  char directive[BLK_NAME + 16];   /* `bound(j_i`: one the plan added? */
+  snprintf(directive, sizeof directive, "%.*s,", (int)(comma - msg), msg);
+  if (!strstr(b->schedule, directive)) return st;
+  return rt_set_error(TJ_ERR_UNSUPPORTED, "%s: a sum over the blocks of %s sits inside a "
+                      "function, a product or a parenthesized sum with operands that are not "
+                      "blocked, where the loops over its blocks cannot run; write the sum as a "
+                      "term of the right-hand side (y(i) = %s(i,j) * x(j) + u(i) runs as "
+                      "statements in turn) or convert %s to CSR",
+                      expr, input, input, input);
 }
 
 const char *drv_blocked_expr(const DrvBlocked *b) { return b->expr; }
