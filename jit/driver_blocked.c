@@ -41,6 +41,11 @@
  * copied in).
  * A view whose frame disagrees with another operand's, or with '?' slice
  * values, runs on a converted copy made at every run (make_copy).
+ * The rhs's top-level terms (term_kinds) steer the plan: with a 2:4 view,
+ * an index a prefix of terms all sum is renamed per term
+ * (split_shared_sums), so two views in two terms walk their windows
+ * alone; a sum over blocks beside terms that read no blocked operand runs
+ * as sequence() (wants_sequence: y = u, then y += V * x).
  * Refused with a message: a sparse operand indexed by a
  * blocked index, a blocked index outside an access (sum(j, ...)), two block
  * sizes for one index, extents that are not multiples of the block, and

@@ -9,7 +9,10 @@
  * inside one block, of one block and striding past blocks; a view that
  * cuts its blocks is read in place through block windows (no masks);
  * dynamic ('?') slices run through a converted copy, one kernel for every
- * value; the refusals name the culprit. */
+ * value; sums over views beside dense vectors, literals and scalars
+ * (sequences), and two views in two terms (their own j, windows, no
+ * masks, 2:4 too), `=` and `+=`, 1 and 2 threads; the refusals name the
+ * culprit. */
 #include <check.h>
 #include <ctype.h>
 #include <math.h>
