@@ -787,18 +787,24 @@ static void split_shared_sums(BlkScan *s, tj_tensor *const *ops, int n, bool out
       bool every = !in_access(&s->acc[0], v) && upto >= 2;
       for (int t = 1; t <= upto && every; t++) every = term_uses(s, v, t);
       for (int k = 0; k < nnames && every; k++) every = strcmp(names[k], v) != 0;
-      if (every && nnames < BLK_MAX_ACC) last[nnames] = upto, snprintf(names[nnames++], BLK_NAME, "%s", v);
+      if (every && nnames < BLK_MAX_ACC)
+        last[nnames] = upto, snprintf(names[nnames++], BLK_NAME, "%s", v);
     }
-  for (int k = 0; k < nnames; k++)
-    for (int t = 2; t <= last[k]; t++) {
-      char suffix[16], renamed[BLK_NAME + 8];
+  for (int k = 0; k < nnames; k++) {
+    char renamed[BLK_MAX_ACC][BLK_NAME + 8];
+    bool fits = last[k] <= BLK_MAX_ACC;
+    for (int t = 2; t <= last[k] && fits; t++) {
+      char suffix[16];
       snprintf(suffix, sizeof suffix, "_t%d", t);
-      fresh(s, names[k], suffix, renamed);
+      fresh(s, names[k], suffix, renamed[t - 1]);
+      fits = strlen(renamed[t - 1]) < BLK_NAME;
+    }
+    for (int t = 2; t <= last[k] && fits; t++)   /* else one index (correct, masked) */
       for (int a = 1; a < s->nacc; a++)
         for (int m = 0; s->acc[a].term == t && m < s->acc[a].n; m++)
           if (!strcmp(s->acc[a].idx[m], names[k]))
-            snprintf(s->acc[a].idx[m], BLK_NAME, "%s", renamed);
-    }
+            memcpy(s->acc[a].idx[m], renamed[t - 1], strlen(renamed[t - 1]) + 1);
+  }
 }
 
 void drv_blocked_free(DrvBlocked *b) {
