@@ -903,6 +903,7 @@ static tj_status compile_read(tj_context *cx, DrvSplit *sp, const char *expr,
                               opts, out);
     drv_blocked_finish(blk, operands, views, n, NULL, false);   /* padded copies: runs make their own */
     free(views);
+    if (!drv_blocked_output(blk)) st = drv_blocked_explain(blk, expr, st);
     if (st != TJ_OK && st != TJ_ERR_NOMEM && drv_blocked_output(blk)) {
       char why[512];   /* the rewritten kernel's reason, said of the blocked output */
       snprintf(why, sizeof why, "%s", tj_last_error());

@@ -144,6 +144,10 @@ bool drv_blocked_any(tj_tensor *const *ops, int n);
 DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
                              const char *schedule, Diag *d);
 void drv_blocked_free(DrvBlocked *b);
+/* st, or where the rewritten kernel of expr failed on a bound(...) the
+ * plan added (a sum over blocks nested beside unblocked operands), a
+ * refusal naming the construct in the user's terms (tj_last_error). */
+tj_status drv_blocked_explain(const DrvBlocked *b, const char *expr, tj_status st);
 const char *drv_blocked_expr(const DrvBlocked *b);
 const char *drv_blocked_schedule(const DrvBlocked *b);
 /* The output's name when it is blocked (a kernel writes it through its

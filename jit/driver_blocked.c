@@ -41,6 +41,11 @@
  * copied in).
  * A view whose frame disagrees with another operand's, or with '?' slice
  * values, runs on a converted copy made at every run (make_copy).
+ * The rhs's top-level terms (term_kinds) steer the plan: with a 2:4 view,
+ * an index a prefix of terms all sum is renamed per term
+ * (split_shared_sums), so two views in two terms walk their windows
+ * alone; a sum over blocks beside terms that read no blocked operand runs
+ * as sequence() (wants_sequence: y = u, then y += V * x).
  * Refused with a message: a sparse operand indexed by a
  * blocked index, a blocked index outside an access (sum(j, ...)), two block
  * sizes for one index, extents that are not multiples of the block, and
@@ -114,6 +119,7 @@ typedef struct BlkAccess {
   const char *open, *close;    /* its '(' and ')' */
   int n;
   char idx[TJ_MAX_ORDER][BLK_NAME];
+  int term;                    /* its top-level term of the rhs (term_kinds); 0: the output */
 } BlkAccess;
 
 typedef struct BlkIndex {
@@ -178,12 +184,21 @@ static const char *index_list(const char *p, BlkAccess *ac) {
   }
 }
 
+/* Past the numeric literal at p (`1.5e-3`), or p when none starts there. */
+static const char *skip_number(const char *p) {
+  if (!(isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1])))) return p;
+  const char *q = p;
+  while (isalnum((unsigned char)*q) || *q == '.' ||
+         ((*q == '+' || *q == '-') && (q[-1] == 'e' || q[-1] == 'E')))
+    q++;
+  return q;
+}
+
 static bool scan(const char *expr, tj_tensor *const *ops, int n, BlkScan *s, Diag *d) {
   for (const char *p = expr; *p;) {
-    if (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) {
-      while (isalnum((unsigned char)*p) || *p == '.' ||
-             ((*p == '+' || *p == '-') && (p[-1] == 'e' || p[-1] == 'E')))
-        p++;
+    const char *num = skip_number(p);
+    if (num != p) {
+      p = num;
       continue;
     }
     if (!(isalpha((unsigned char)*p) || *p == '_')) {
@@ -458,6 +473,67 @@ static bool alone(const BlkScan *s, tj_tensor *const *ops, const BlkAccess *ac, 
   return true;
 }
 
+/* Whether dim m of the access ac of a view read in place is read through
+ * a bool mask (open_masks); *windowed: through a block window instead. */
+static bool masked_dim(const BlkScan *s, const BlkAccess *ac, tj_tensor *const *ops, bool out,
+                       const DrvBlocked *b, int m, bool *windowed) {
+  tj_tensor *t = ops[ac->op];
+  RtBlockFrame fr;
+  *windowed = false;
+  if (!b->op[ac->op].view || b->op[ac->op].copy || ac->n != t->order) return false;
+  if (!index_of((BlkScan *)s, ac->idx[m]) || !rt_block_frame(t, m, &fr) || !fr.masked)
+    return false;
+  if (out && in_access(&s->acc[0], ac->idx[m])) return false;
+  *windowed = rt_block_windowed(t, m) && (!sparse_mod(t, m) || alone(s, ops, ac, m));
+  return !*windowed;
+}
+
+static bool term_uses(const BlkScan *s, const char *name, int term);
+typedef struct BlkTerms BlkTerms;
+
+/* A blocked index's loops visit every position of its blocks: past the
+ * extent (the last block's padding) and, in a view read through masks,
+ * the frame's positions outside the view. Blocked operands are zero
+ * there, so a sum over the index adds nothing there, unless a top-level
+ * term that reads no such index is inside that sum (u(i) in `y(i) = u(i)
+ * + A(i,j) * x(j) + B(i,j) * z(j)`, whose sum over j is the whole rhs):
+ * it would be added once per position, not per column. Refused, naming
+ * the fix (block windows, which visit only the view's positions, need
+ * none of this). */
+/* Whether index v is used by two top-level terms or more, and the sum
+ * over the prefix of terms up to the last of them (the smallest
+ * subexpression of the left-to-right sum holding every use) holds a term
+ * that does not read v. */
+static bool term_without(const BlkScan *s, const char *v, int nterms) {
+  int uses = 0, upto = 0;
+  for (int t = 1; t <= nterms; t++)
+    if (term_uses(s, v, t)) uses++, upto = t;
+  return uses >= 2 && uses < upto;
+}
+
+static bool padded_sum_beside_terms(const BlkScan *s, tj_tensor *const *ops, bool out,
+                                    int nterms, const DrvBlocked *b, Diag *d) {
+  for (int a = 1; a < s->nacc; a++)
+    for (int m = 0; m < s->acc[a].n; m++) {
+      const BlkAccess *ac = &s->acc[a];
+      const BlkOperand *bo = &b->op[ac->op];
+      RtBlockFrame fr;
+      if (!bo->levels || ac->n != ops[ac->op]->order || (out && in_access(&s->acc[0], ac->idx[m])) ||
+          (bo->windowed >> m & 1) || !operand_frame(ops[ac->op], bo, m, &fr))
+        continue;
+      bool masked = bo->view && !bo->copy && fr.masked, padded = fr.nb * fr.k != fr.size;
+      if ((masked || padded) && term_without(s, ac->idx[m], nterms))
+        return diag_error(d, TJ_ERR_UNSUPPORTED, "index %s is summed over a sum of terms one of "
+                          "which does not read it, and %s's loops over %s visit positions that "
+                          "are not %s's (%s); write the terms that read %s first (y(i) = "
+                          "%s(i,j) * x(j) + ... + u(i) sums only them)", ac->idx[m], bo->name,
+                          ac->idx[m], bo->name, masked ? "a view that cuts its blocks"
+                                                       : "the last block's padding",
+                          ac->idx[m], bo->name);
+    }
+  return true;
+}
+
 /* Before the access ac of a view read in place, for each of its dims
  * whose frame is masked (an edge block partly outside the slice, a
  * stride), one of:
@@ -478,16 +554,13 @@ static bool open_masks(const BlkScan *s, const BlkAccess *ac, tj_tensor *const *
                        bool out, DrvBlocked *b, int *closing, char **buf, size_t *len,
                        size_t *cap, Diag *d) {
   tj_tensor *t = ops[ac->op];
-  if (!b->op[ac->op].view || b->op[ac->op].copy || ac->n != t->order) return true;
   for (int m = 0; m < ac->n; m++) {
-    RtBlockFrame fr;
-    const BlkIndex *ix = index_of((BlkScan *)s, ac->idx[m]);
-    if (!ix || !rt_block_frame(t, m, &fr) || !fr.masked) continue;
-    if (out && in_access(&s->acc[0], ac->idx[m])) continue;
-    if (rt_block_windowed(t, m) && (!sparse_mod(t, m) || alone(s, ops, ac, m))) {
-      b->op[ac->op].windowed |= 1u << m;
+    bool windowed;
+    if (!masked_dim(s, ac, ops, out, b, m, &windowed)) {
+      b->op[ac->op].windowed |= (uint32_t)windowed << m;
       continue;
     }
+    const BlkIndex *ix = index_of((BlkScan *)s, ac->idx[m]);
     if (b->n + b->nmask >= NT_MAX_TENSORS)
       return diag_error(d, TJ_ERR_UNSUPPORTED, "more than %d operands with the masks of "
                         "view %s", NT_MAX_TENSORS, t->name);
@@ -594,6 +667,186 @@ static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size
   return ok && puts_(sch, len, cap, ") ");
 }
 
+/* What one top-level term of the right-hand side reads (term_kinds). */
+struct BlkTerms {
+  bool blocked_sum;    /* a term with a blocked access and an index of its own (a sum) */
+  bool unblocked;      /* a term with no blocked access (a dense operand, a literal) */
+  int n;               /* the terms, numbered 1 .. n */
+};
+
+/* Records what term `term` [from, to) of the right-hand side reads, its
+ * number in its accesses. */
+static void note_term(BlkScan *s, tj_tensor *const *ops, const char *from, const char *to,
+                      int term, BlkTerms *tk) {
+  bool blocked = false, sums = false;
+  tk->n = term;
+  for (int a = 1; a < s->nacc; a++) {
+    BlkAccess *ac = &s->acc[a];
+    if (ac->start < from || ac->start >= to) continue;
+    ac->term = term;
+    blocked |= ops[ac->op]->blocked;
+    for (int m = 0; m < ac->n; m++) sums |= !in_access(&s->acc[0], ac->idx[m]);
+  }
+  tk->blocked_sum |= blocked && sums;
+  tk->unblocked |= !blocked;
+}
+
+/* The right-hand side after the output access acc[0] cut at its `+` and
+ * `-` outside parentheses (a sign that follows an operator, a '(' or
+ * nothing is unary; a literal's exponent is no cut), each term noted. */
+static BlkTerms term_kinds(BlkScan *s, tj_tensor *const *ops) {
+  BlkTerms tk = {0};
+  int term = 1;
+  const char *p = skip_ws(s->acc[0].close + 1);
+  p += *p == '+' ? 2 : 1;   /* `+=` or `=` */
+  const char *from = p;
+  char last = 0;            /* the last character outside spaces */
+  for (int depth = 0; *p;) {
+    const char *num = skip_number(p);
+    if (num != p) {
+      p = num, last = '0';
+      continue;
+    }
+    depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+    bool operand_end = isalnum((unsigned char)last) || last == '_' || last == ')';
+    if (depth == 0 && (*p == '+' || *p == '-') && operand_end) {
+      note_term(s, ops, from, p, term++, &tk);
+      from = p + 1;
+    }
+    if (!isspace((unsigned char)*p)) last = *p;
+    p++;
+  }
+  note_term(s, ops, from, p, term, &tk);
+  return tk;
+}
+
+
+/* Whether an index of the rhs (not the output's) is used by two terms or
+ * more, the last of them the last term: summed over the whole rhs, which
+ * a sequence cannot cut into statements. */
+static bool whole_rhs_sum(const BlkScan *s, int nterms) {
+  for (int a = 1; a < s->nacc; a++)
+    for (int m = 0; m < s->acc[a].n; m++) {
+      const char *v = s->acc[a].idx[m];
+      int uses = 0;
+      for (int t = 1; t <= nterms; t++) uses += term_uses(s, v, t);
+      if (!in_access(&s->acc[0], v) && uses >= 2 && term_uses(s, v, nterms)) return true;
+    }
+  return false;
+}
+
+/* Whether the expression runs as a sequence of statements (sequence(),
+ * jit/driver_sequence.c): a dense output defined by a sum over a blocked
+ * operand plus terms that read none (`y(i) = V(i,j) * x(j) + u(i)`).
+ * One nest would run u's loop over i_i inside V's levels, which the
+ * blocks' constant loops cannot take; as `y = u`, then `y += V * x`, each
+ * statement keeps its own loops. */
+static bool wants_sequence(BlkScan *s, tj_tensor *const *ops, bool out_access) {
+  if (!out_access || ops[s->acc[0].op]->blocked) return false;
+  BlkTerms tk = term_kinds(s, ops);
+  return tk.blocked_sum && tk.unblocked && !whole_rhs_sum(s, tk.n);
+}
+
+/* Whether index name is in an access of term `term` (any term: -1). */
+static bool term_uses(const BlkScan *s, const char *name, int term) {
+  for (int a = 1; a < s->nacc; a++)
+    if ((term < 0 || s->acc[a].term == term) && in_access(&s->acc[a], name)) return true;
+  return false;
+}
+
+/* Whether some operand is a view of an n_out_of_m tensor (its cut dims
+ * walk block windows only where no other blocked access shares them). */
+static bool structured_view(tj_tensor *const *ops, int n) {
+  for (int k = 0; k < n; k++)
+    if (ops[k] && ops[k]->blocked && ops[k]->base && rt_format_structured(&ops[k]->ufmt))
+      return true;
+  return false;
+}
+
+/* Gives each term of the rhs its own copy of an index that every term of
+ * a prefix t1 + ... + tk of the rhs sums, and no later term uses
+ * (`y(i) = V(i,j) * x(j) + V2(i,j) * z(j)` reads as `V(i,j) * x(j) +
+ * V2(i,j_t2) * z(j_t2)`): a sum over that prefix (the smallest
+ * subexpression holding every use) is the sum of the terms' sums
+ * (plus.times: the only semiring over blocked operands),
+ * and two views of n_out_of_m tensors sharing no index walk their block
+ * windows alone, where one index would co-iterate them through masks.
+ * Only with such a view, for an index that walks its window, and where
+ * every use of the index stands at its term's top: inside a function
+ * (`max(V2(i,j) * z(j), 0)`) the term's own copy would move the sum into
+ * the function. BSR views take windows in either form, and one loop over j
+ * is one pass over the output. */
+/* Whether access a stands at the top of its term: no parenthesis of the
+ * rhs is open at its name (not inside a function, a parenthesized sum or
+ * a denominator's parentheses), so its term's sum over an index of its is
+ * over the whole term. */
+static bool at_term_top(const BlkScan *s, const BlkAccess *a) {
+  int depth = 0;
+  for (const char *p = s->acc[0].close + 1; p < a->start; p++)
+    depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+  return depth == 0;
+}
+
+/* Whether index v walks a block window of a view of an n_out_of_m tensor
+ * (it indexes a dim of such a view that a mod level stores): the only
+ * index whose own copy per term saves masks. */
+static bool structured_window_index(const BlkScan *s, tj_tensor *const *ops, const char *v) {
+  for (int a = 1; a < s->nacc; a++) {
+    const tj_tensor *t = ops[s->acc[a].op];
+    if (!t->blocked || !t->base || !rt_format_structured(&t->ufmt)) continue;
+    for (int l = 0; l < t->ufmt.order; l++) {
+      int m = t->ufmt.mode_order[l];
+      if (t->ufmt.lvl_op[l] == TJ_LVL_MOD && m < s->acc[a].n && !strcmp(s->acc[a].idx[m], v))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* Whether every use of v in terms 1..upto is at its term's top. */
+static bool summed_at_term_tops(const BlkScan *s, const char *v, int upto) {
+  for (int a = 1; a < s->nacc; a++)
+    if (s->acc[a].term >= 1 && s->acc[a].term <= upto && in_access(&s->acc[a], v) &&
+        !at_term_top(s, &s->acc[a]))
+      return false;
+  return true;
+}
+
+static void split_shared_sums(BlkScan *s, tj_tensor *const *ops, int n, bool out_access) {
+  if (!out_access || !structured_view(ops, n)) return;
+  BlkTerms tk = term_kinds(s, ops);
+  if (tk.n < 2) return;
+  char names[BLK_MAX_ACC][BLK_NAME];
+  int nnames = 0, last[BLK_MAX_ACC];
+  for (int a = 1; a < s->nacc; a++)   /* summed indices used by each term of a prefix */
+    for (int m = 0; m < s->acc[a].n; m++) {
+      const char *v = s->acc[a].idx[m];
+      int upto = 0;   /* the last term using v */
+      for (int t = 1; t <= tk.n; t++) upto = term_uses(s, v, t) ? t : upto;
+      bool every = !in_access(&s->acc[0], v) && upto >= 2 &&
+                   structured_window_index(s, ops, v) && summed_at_term_tops(s, v, upto);
+      for (int t = 1; t <= upto && every; t++) every = term_uses(s, v, t);
+      for (int k = 0; k < nnames && every; k++) every = strcmp(names[k], v) != 0;
+      if (every && nnames < BLK_MAX_ACC)
+        last[nnames] = upto, snprintf(names[nnames++], BLK_NAME, "%s", v);
+    }
+  for (int k = 0; k < nnames; k++) {
+    char renamed[BLK_MAX_ACC][BLK_NAME + 8];
+    bool fits = last[k] <= BLK_MAX_ACC;
+    for (int t = 2; t <= last[k] && fits; t++) {
+      char suffix[16];
+      snprintf(suffix, sizeof suffix, "_t%d", t);
+      fresh(s, names[k], suffix, renamed[t - 1]);
+      fits = strlen(renamed[t - 1]) < BLK_NAME;
+    }
+    for (int t = 2; t <= last[k] && fits; t++)   /* else one index (correct, masked) */
+      for (int a = 1; a < s->nacc; a++)
+        for (int m = 0; s->acc[a].term == t && m < s->acc[a].n; m++)
+          if (!strcmp(s->acc[a].idx[m], names[k]))
+            memcpy(s->acc[a].idx[m], renamed[t - 1], strlen(renamed[t - 1]) + 1);
+  }
+}
+
 void drv_blocked_free(DrvBlocked *b) {
   if (!b) return;
   free(b->expr);
@@ -623,6 +876,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
     }
   ok = ok && scan(expr, ops, n, s, d);
   bool out_access = ok && s->nacc > 0 && s->acc[0].start == skip_ws(expr);   /* not `s = ...` */
+  if (ok) split_shared_sums(s, ops, n, out_access);
   ok = ok && find_blocked(s, ops, out_access, d);
   if (out_access && b->op[s->acc[0].op].view)
     ok = diag_error(d, TJ_ERR_UNSUPPORTED, "output %s is a view (a slice of blocked tensor "
@@ -641,7 +895,10 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
     p = ac->close + 1;
   }
   ok = ok && puts_(&buf, &len, &cap, p);
+  ok = ok && padded_sum_beside_terms(s, ops, out_access, out_access ? term_kinds(s, ops).n : 0,
+                                     b, d);
   if (ok) mark_in_place(s, out_access ? s->acc[0].op : -1, b);
+  if (ok && wants_sequence(s, ops, out_access)) ok = puts_(&sch, &slen, &scap, "sequence() ");
   ok = ok && loop_order(s, ops, &sch, &slen, &scap);
   for (int i = 0; ok && i < s->nix; i++) {   /* the block loops run k times */
     if (s->ix[i].sparse_inner) continue;
@@ -670,6 +927,30 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
   for (int k = 0; k < n; k++) b->orig[k] = ops[k];
   free(s);
   return b;
+}
+
+/* The first blocked input of b (its name), NULL when none. */
+static const char *blocked_input(const DrvBlocked *b) {
+  for (int k = 0; k < b->n; k++)
+    if (b->op[k].levels && k != b->out_op) return b->op[k].name;
+  return NULL;
+}
+
+tj_status drv_blocked_explain(const DrvBlocked *b, const char *expr, tj_status st) {
+  const char *msg = tj_last_error(), *comma = strchr(msg, ',');
+  const char *input = blocked_input(b);
+  if (st == TJ_OK || st == TJ_ERR_NOMEM || !input || !b->schedule || strncmp(msg, "bound(", 6) ||
+      !comma || !strstr(b->schedule, "bound("))
+    return st;
+  char directive[BLK_NAME + 16];   /* `bound(j_i`: one the plan added? */
+  snprintf(directive, sizeof directive, "%.*s,", (int)(comma - msg), msg);
+  if (!strstr(b->schedule, directive)) return st;
+  return rt_set_error(TJ_ERR_UNSUPPORTED, "%s: a sum over the blocks of %s sits inside a "
+                      "function, a product or a parenthesized sum with operands that are not "
+                      "blocked, where the loops over its blocks cannot run; write the sum as a "
+                      "term of the right-hand side (y(i) = %s(i,j) * x(j) + u(i) runs as "
+                      "statements in turn) or convert %s to CSR",
+                      expr, input, input, input);
 }
 
 const char *drv_blocked_expr(const DrvBlocked *b) { return b->expr; }

@@ -9,8 +9,12 @@
  * inside one block, of one block and striding past blocks; a view that
  * cuts its blocks is read in place through block windows (no masks);
  * dynamic ('?') slices run through a converted copy, one kernel for every
- * value; the refusals name the culprit. */
+ * value; sums over views beside dense vectors, literals and scalars
+ * (sequences), and two views in two terms (their own j, windows, no
+ * masks, 2:4 too), `=` and `+=`, 1 and 2 threads; the refusals name the
+ * culprit. */
 #include <check.h>
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -489,6 +493,227 @@ START_TEST(structured_views_through_windows) {
 }
 END_TEST
 
+/* ---- sums with operands that are not blocked (issue 15, defect 1) ---- */
+
+/* The plain-loop products over view (r, c) of the dense matrix d (cols
+ * columns) that the sum shapes below are made of. */
+typedef struct Products {
+  double *vx, *v2x, *vrow, *vtu, *vb;   /* V x, V2 x, V's row sums, V^T u, V B (r.size x K) */
+} Products;
+
+static Products products(const double *d, const double *d2, int64_t cols, Slice r, Slice c,
+                         int64_t K) {
+  Products p = {calloc((size_t)r.size, sizeof(double)), calloc((size_t)r.size, sizeof(double)),
+                calloc((size_t)r.size, sizeof(double)), calloc((size_t)c.size, sizeof(double)),
+                calloc((size_t)(r.size * K), sizeof(double))};
+  for (int64_t i = 0; i < r.size; i++)
+    for (int64_t j = 0; j < c.size; j++) {
+      double v = at(d, cols, r, c, i, j);
+      p.vx[i] += v * xval(j, 0);
+      p.v2x[i] += at(d2, cols, r, c, i, j) * xval(j, 0);
+      p.vrow[i] += v;
+      p.vtu[j] += v * yval(i, 0);
+      for (int64_t k = 0; k < K; k++) p.vb[i * K + k] += v * xval(j, k);
+    }
+  return p;
+}
+
+static void products_free(Products *p) {
+  free(p->vx), free(p->v2x), free(p->vrow), free(p->vtu), free(p->vb);
+}
+
+/* The sum shapes: a sum over view V beside terms that read no blocked
+ * operand (a dense vector, a literal, a scalar), `=` and `+=`, transposed,
+ * two views, SpMM plus a matrix. out: 'y' (r.size, starts stale or, for
+ * `+=`, at yval), 'z' (c.size, stale), 'Y' (r.size x K, stale). */
+typedef struct SumShape {
+  const char *expr;
+  char out;
+} SumShape;
+
+static const SumShape sum_shapes[] = {
+    {"y(i) = V(i,j) * x(j) + u(i)", 'y'},
+    {"y(i) = u(i) - V(i,j) * x(j)", 'y'},
+    {"y(i) += V(i,j) * x(j) + u(i)", 'y'},
+    {"y(i) = 2 * V(i,j) * x(j) + 3", 'y'},
+    {"y(i) = V(i,j) * x(j) * s - 2.5e-1 + u(i)", 'y'},
+    {"y(i) = V(i,j) + u(i)", 'y'},
+    {"y(i) = V(i,j) * x(j) + V2(i,j) * x(j) + u(i)", 'y'},
+    {"z(j) = V(i,j) * u(i) + x(j)", 'z'},
+    {"z(j) += V(i,j) * u(i) - x(j)", 'z'},
+    {"Y(i,k) = V(i,j) * B(j,k) + F(i,k)", 'Y'},
+    {"y(i) = V(i,j) * x(j) - V2(i,j) * x(j)", 'y'},
+    {"y(i) += V2(i,j) * x(j) + V(i,j) * x(j)", 'y'},
+};
+
+/* The value shape q should leave at (i, k) of its output (k: Y's column;
+ * start: the output's value before the run). */
+static double sum_want(int q, const Products *p, int64_t i, int64_t k, int64_t K, double start) {
+  const double s = 2.5;
+  switch (q) {
+  case 0: return p->vx[i] + yval(i, 0);
+  case 1: return yval(i, 0) - p->vx[i];
+  case 2: return start + p->vx[i] + yval(i, 0);
+  case 3: return 2 * p->vx[i] + 3;
+  case 4: return p->vx[i] * s - 2.5e-1 + yval(i, 0);
+  case 5: return p->vrow[i] + yval(i, 0);
+  case 6: return p->vx[i] + p->v2x[i] + yval(i, 0);
+  case 7: return p->vtu[i] + xval(i, 0);
+  case 8: return start + p->vtu[i] - xval(i, 0);
+  case 9: return p->vb[i * K + k] + yval(i, k);
+  case 10: return p->vx[i] - p->v2x[i];
+  default: return start + p->v2x[i] + p->vx[i];
+  }
+}
+
+/* Whether expr names tensor name (a whole identifier). */
+static bool names(const char *expr, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = strstr(expr, name); p; p = strstr(p + 1, name)) {
+    bool starts = p == expr || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+    if (starts && !(isalnum((unsigned char)p[n]) || p[n] == '_')) return true;
+  }
+  return false;
+}
+
+/* Runs every sum shape over views V, V2 (of a and a2 by r, c) on 1 and 2
+ * threads, its dense inputs the caller's arrays between NaN guards (read
+ * in place or copied: either way nothing outside them reaches the result),
+ * and checks each output against plain loops over d and d2; a sum nested
+ * in max() beside u is refused naming the construct (refuses_nested: BSR)
+ * or computed (2:4). */
+static void check_sum_shapes(tj_tensor *a, tj_tensor *a2, const double *d, const double *d2,
+                             int b_size, int64_t cols, Slice r, Slice c, bool refuses_nested,
+                             const char *what) {
+  const int64_t K = 3, G = 16;
+  tj_tensor *v, *v2, *sc;
+  OK(tj_tensor_slice(a, "V", (int64_t[]){r.off, c.off}, (int64_t[]){r.size, c.size},
+                     (int64_t[]){r.stride, c.stride}, &v));
+  OK(tj_tensor_slice(a2, "V2", (int64_t[]){r.off, c.off}, (int64_t[]){r.size, c.size},
+                     (int64_t[]){r.stride, c.stride}, &v2));
+  OK(tj_tensor_new("s", TJ_F64, 0, NULL, NULL, &sc));
+  OK(tj_tensor_insert(sc, NULL, 2.5));
+  OK(tj_tensor_pack(sc));
+  double *xb, *ub, *bb, *fb;
+  tj_tensor *x = guarded("x", 1, &c.size, NULL, &xb, G, xval);
+  tj_tensor *u = guarded("u", 1, &r.size, NULL, &ub, G, yval);
+  tj_tensor *b = guarded("B", 2, (int64_t[]){c.size, K}, NULL, &bb, G, xval);
+  tj_tensor *f = guarded("F", 2, (int64_t[]){r.size, K}, NULL, &fb, G, yval);
+  Products p = products(d, d2, cols, r, c, K);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int q = 0; q < (int)(sizeof sum_shapes / sizeof sum_shapes[0]); q++)
+    for (int threads = 1; threads <= 2; threads++) {
+      const SumShape *sh = &sum_shapes[q];
+      bool accum = strstr(sh->expr, "+=") != NULL;
+      tj_tensor *out = sh->out == 'y' ? dense("y", 1, &r.size, accum ? yval : stale)
+                       : sh->out == 'z' ? dense("z", 1, &c.size, stale)
+                                        : dense("Y", 2, (int64_t[]){r.size, K}, stale);
+      tj_tensor *all[] = {out, v, v2, x, u, b, f, sc}, *ops[8];
+      int nops = 0;
+      for (int t = 0; t < 8; t++)
+        if (names(sh->expr, tj_tensor_name(all[t]))) ops[nops++] = all[t];
+      tj_options o = tj_options_default();
+      o.nthreads = threads;
+      tj_kernel *k;
+      ck_assert_msg(tj_compile(cx, sh->expr, ops, nops, NULL, &o, &k) == TJ_OK, "%s %s: %s",
+                    what, sh->expr, tj_last_error());
+      /* two views in two terms: each sum its own index, each view through
+       * its block window alone (no masks, also for 2:4) */
+      ck_assert_msg(!notation_has(k, "mask("), "%s %s: masks", what, sh->expr);
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+      int64_t n = sh->out == 'z' ? c.size : r.size, ncols = sh->out == 'Y' ? K : 1;
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t kk = 0; kk < ncols; kk++) {
+          double got, start = sh->out == 'z' ? stale(i, 0) : yval(i, 0);
+          OK(tj_tensor_get(out, sh->out == 'Y' ? (int64_t[]){i, kk} : &i, &got));
+          double want = sum_want(q, &p, i, kk, K, start);
+          ck_assert_msg(got == want, "%s %s (%d threads) at (%lld,%lld): %g, want %g", what,
+                        sh->expr, threads, (long long)i, (long long)kk, got, want);
+        }
+      tj_tensor_free(out);
+    }
+  /* a sum nested beside an unblocked operand: BSR's constant block loops
+   * cannot run inside it (refused in the user's terms); 2:4 walks its
+   * blocks' positions and computes it */
+  tj_tensor *y = dense("y", 1, &r.size, stale);
+  tj_kernel *k;
+  tj_status st = tj_compile(cx, "y(i) = max(V(i,j) * x(j), u(i))", (tj_tensor *[]){y, v, x, u},
+                            4, NULL, NULL, &k);
+  if (!refuses_nested) {
+    OK(st);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < r.size; i++) {
+      double got;
+      OK(tj_tensor_get(y, &i, &got));
+      double want = p.vx[i] > yval(i, 0) ? p.vx[i] : yval(i, 0);
+      ck_assert_msg(got == want, "%s max(V x, u) at %lld: %g, want %g", what, (long long)i,
+                    got, want);
+    }
+  } else {
+    ck_assert_int_eq(st, TJ_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(tj_last_error(), "a sum over the blocks of V sits inside a function"),
+                  "%s", tj_last_error());
+  }
+  /* u(i) inside the sum over j (the smallest subexpression holding every
+   * use of j is the whole rhs: u is added once per column of the view).
+   * Block windows (BSR, a cut j) visit only the view's columns: computed;
+   * the last block's padding or 2:4's masks (V and V2 share j) would add u
+   * at other positions too: refused, naming the fix */
+  st = tj_compile(cx, "y(i) = u(i) + V(i,j) * x(j) + V2(i,j) * x(j)",
+                  (tj_tensor *[]){y, v, v2, x, u}, 5, NULL, NULL, &k);
+  bool cuts = cut(b_size, cols, c), padded = !cuts && c.size % b_size != 0;
+  if (padded || (cuts && !refuses_nested)) {
+    ck_assert_int_eq(st, TJ_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(tj_last_error(), "index j is summed over a sum of terms one of which "
+                                          "does not read it"),
+                  "%s: %s", what, tj_last_error());
+  } else {
+    ck_assert_msg(st == TJ_OK, "%s: %s", what, tj_last_error());
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < r.size; i++) {
+      double got, want = (double)c.size * yval(i, 0) + p.vx[i] + p.v2x[i];
+      OK(tj_tensor_get(y, &i, &got));
+      ck_assert_msg(got == want, "%s u + V x + V2 x at %lld: %g, want %g", what, (long long)i,
+                    got, want);
+    }
+  }
+  tj_context_free(cx);
+  products_free(&p);
+  tj_tensor *all[] = {y, x, u, b, f, sc, v, v2};
+  for (int t = 0; t < 8; t++) tj_tensor_free(all[t]);
+  free(xb), free(ub), free(bb), free(fb);
+}
+
+START_TEST(sums_beside_bsr_views) {
+  const BCase *bc = &bcases[_i];
+  char spec[64], what[64];
+  bsr_spec(bc->b, spec, sizeof spec);
+  snprintf(what, sizeof what, "BSR %dx%d case %d", bc->b, bc->b, _i);
+  double *d = random_dense(bc->rows, bc->cols, 61u + (unsigned)_i, 35);
+  double *d2 = random_dense(bc->rows, bc->cols, 17u + (unsigned)_i, 30);
+  tj_tensor *a = matrix("A", spec, bc->rows, bc->cols, d);
+  tj_tensor *a2 = matrix("A2", spec, bc->rows, bc->cols, d2);
+  check_sum_shapes(a, a2, d, d2, bc->b, bc->cols, bc->r, bc->c, true, what);
+  tj_tensor_free(a), tj_tensor_free(a2);
+  free(d), free(d2);
+}
+END_TEST
+
+START_TEST(sums_beside_structured_views) {
+  const NCase *nc = &ncases[_i];
+  char what[64];
+  snprintf(what, sizeof what, "2:4 case %d", _i);
+  double *d = random_24(nc->rows, nc->cols, 7u + (unsigned)_i);
+  double *d2 = random_24(nc->rows, nc->cols, 71u + (unsigned)_i);
+  tj_tensor *a = matrix("A", "ddn2:0,1/4,1%4", nc->rows, nc->cols, d);
+  tj_tensor *a2 = matrix("A2", "ddn2:0,1/4,1%4", nc->rows, nc->cols, d2);
+  check_sum_shapes(a, a2, d, d2, 4, nc->cols, nc->r, nc->c, false, what);
+  tj_tensor_free(a), tj_tensor_free(a2);
+  free(d), free(d2);
+}
+END_TEST
+
 /* A view with '?' slice values runs through a converted copy of the
  * slice made at each run: one kernel serves every value. */
 START_TEST(dynamic_slices_through_a_copy) {
@@ -628,6 +853,8 @@ int main(void) {
   tcase_add_loop_test(tc, kernels_over_blocked_views, 0, (int)(sizeof bcases / sizeof bcases[0]));
   tcase_add_loop_test(tc, dense_inputs_read_in_place, 0, (int)(sizeof bcases / sizeof bcases[0]));
   tcase_add_loop_test(tc, structured_views_through_windows, 0, (int)(sizeof ncases / sizeof ncases[0]));
+  tcase_add_loop_test(tc, sums_beside_bsr_views, 0, (int)(sizeof bcases / sizeof bcases[0]));
+  tcase_add_loop_test(tc, sums_beside_structured_views, 0, (int)(sizeof ncases / sizeof ncases[0]));
   tcase_add_test(tc, entries_outside_the_slice_stay_out);
   tcase_add_test(tc, dynamic_slices_through_a_copy);
   tcase_add_test(tc, refusals);
