@@ -573,6 +573,15 @@ static void restore_output(tj_tensor *out, tj_tensor *before) {
   rt_storage_detach(rt_tensor_storage(before));
 }
 
+/* After a run of a sparse output assembled away from the caller's arrays
+ * (callers: its storage before, with them): the result goes back into them
+ * where it fits them all; the arrays of its own the storage had before the
+ * run are freed (the caller's never are). */
+static void release_shadow(tj_storage *out, tj_storage *callers) {
+  rt_storage_keep_callers(out, callers);
+  rt_storage_clear(callers);   /* frees what was not foreign */
+}
+
 /* A sparse output with 8- or 16-bit positions: the kernel stores them
  * narrowed, so a level whose count outgrows posWidth is found after the
  * run. The output is then emptied (under +=, the caller gives it back its
@@ -664,6 +673,13 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
     if (cs != TJ_OK) return cs;
     ops[old] = before;
   }
+  /* A sparse output over the caller's arrays is assembled into arrays of
+   * its own, which go back into the caller's after the run when all fit
+   * (a kernel grows one array at a time: written in place, a caller could
+   * see new positions over its old, shorter coordinates). */
+  tj_storage *out_st = rt_tensor_storage(ops[0]), callers = *out_st;
+  bool shadow = ph != PHASE_COMPUTE && out_st->foreign &&
+                lv_format_has_sparse(tj_tensor_format(ops[0]));
   tj_tensor *tmp[NT_MAX_TENSORS] = {0};
   tj_storage *st[NT_MAX_TENSORS];
   tj_status status = TJ_OK;
@@ -707,6 +723,8 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
                 : split_extent(e, ph, st) < 4 * threads ? 0
                 : threads * (how == PAR_STATIC ? 1 : how == PAR_DYNAMIC ? 16 : 4);
   bool ran = status == TJ_OK;   /* the kernel writes the output from here */
+  shadow = shadow && ran;
+  if (shadow) rt_storage_detach(out_st);
   bool sell = status == TJ_OK && !interpret && ph != PHASE_ASSEMBLE && sell_ready(e, ops, st);
   if (sell) {
     status = run_sell(e, ops, st);
@@ -733,6 +751,7 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   if (status == TJ_OK && ph != PHASE_COMPUTE) status = check_narrow_positions(ops[0]);
   if (before && status == TJ_OK && ph == PHASE_ASSEMBLE) status = keep_values(k, ops[0], before);
   if (before && ran && status != TJ_OK) restore_output(ops[0], before);   /* no data lost */
+  if (shadow) release_shadow(out_st, &callers);
   tj_tensor_free(before);
   return status;
 }

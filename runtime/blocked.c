@@ -342,34 +342,6 @@ tj_status rt_tensor_structured_temp(const tj_tensor *t, bool with_contents, tj_t
   return TJ_OK;
 }
 
-/* An array of the caller's (foreign in old) that the repacked array of s
- * fits: the contents go back into it, so a wrapped output is written in
- * place while it fits, as kernels write one. */
-static void back_in_place(tj_storage *s, const tj_storage *old, void **p, void *was,
-                          int64_t cap, int64_t len, int w, uint32_t bit) {
-  if (!(old->foreign & bit) || !was || !*p || len > cap) return;
-  memcpy(was, *p, (size_t)(len * w));
-  free(*p);
-  *p = was;
-  s->foreign |= bit;
-}
-
-static void keep_callers_arrays(tj_storage *s, const tj_storage *old) {
-  for (int l = 0; l < s->order; l++) {
-    tj_level_storage *lv = &s->levels[l];
-    const tj_level_storage *ol = &old->levels[l];
-    back_in_place(s, old, &lv->pos, ol->pos, ol->pos_cap, lv->pos_len, s->pos_width,
-                  TJ_FOREIGN_POS(l));
-    if (lv->pos == ol->pos) lv->pos_cap = ol->pos_cap;
-    back_in_place(s, old, &lv->crd, ol->crd, ol->crd_cap, lv->crd_len, s->crd_width,
-                  TJ_FOREIGN_CRD(l));
-    if (lv->crd == ol->crd) lv->crd_cap = ol->crd_cap;
-  }
-  back_in_place(s, old, &s->vals, old->vals, old->vals_cap, s->vals_len,
-                rt_dtype_size(s->dtype), TJ_FOREIGN_VALS);
-  if (s->vals == old->vals) s->vals_cap = old->vals_cap;
-}
-
 tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src, bool restore) {
   int64_t *c = NULL, n = 0, dc[TJ_MAX_ORDER];
   RtVal *v = NULL;
@@ -389,7 +361,7 @@ tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src, bool res
   }
   free(c), free(v);
   if (st == TJ_OK) st = tj_tensor_pack(dst);
-  if (st == TJ_OK && old.foreign) keep_callers_arrays(&dst->st, &old);
+  if (st == TJ_OK && old.foreign) rt_storage_keep_callers(&dst->st, &old);
   if (st != TJ_OK) {   /* dst empty, or as it was under restore; its buffer empty */
     free(dst->coo.coords), free(dst->coo.vals);
     memset(&dst->coo, 0, sizeof dst->coo);
@@ -397,7 +369,7 @@ tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src, bool res
     if (before) {
       dst->st = before->st;
       rt_storage_detach(&before->st);
-      if (old.foreign) keep_callers_arrays(&dst->st, &old);
+      if (old.foreign) rt_storage_keep_callers(&dst->st, &old);
     }
   }
   tj_tensor_free(before);

@@ -100,6 +100,15 @@ tj_status rt_storage_clear(tj_storage *s);
 /* Forgets s's arrays without freeing them (they live on elsewhere):
  * arrays NULL, lengths, capacities and foreign bits 0. */
 void rt_storage_detach(tj_storage *s);
+/* s, just written into arrays of tensorjit's own, and callers, the
+ * storage it had before with the arrays the caller wrapped (foreign):
+ * when every array of s fits the caller's in its place, the contents go
+ * back into the caller's arrays (s's own freed, foreign bits restored), so
+ * a wrapped output is written in place while it fits; else s keeps its
+ * own arrays and the caller's are left as they were. Never some of each:
+ * a caller reading pos from its arrays and crd from its old ones would
+ * read past their ends (wrap.c). */
+void rt_storage_keep_callers(tj_storage *s, const tj_storage *callers);
 /* Stored entries of s (the vals length). */
 int64_t rt_storage_nnz(const tj_storage *s);
 /* Value at position i of s's vals, as a double. */

@@ -23,6 +23,7 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tensor.h"
 
@@ -408,4 +409,50 @@ tj_status tj_tensor_changed(tj_tensor *t) {
   if (!t) return rt_set_error(TJ_ERR_INVALID, "tj_tensor_changed: NULL tensor");
   rt_tensor_touch(t);
   return TJ_OK;
+}
+
+/* One array of s and the caller's in its place (was: NULL, or not
+ * foreign in bit, when the caller had none there). */
+typedef struct {
+  void **p;
+  void *was;
+  int64_t *cap, was_cap, len;
+  int width;
+  uint32_t bit;
+} CallerSlot;
+
+static int caller_slots(tj_storage *s, const tj_storage *callers, CallerSlot *slot) {
+  int n = 0;
+  for (int l = 0; l < s->order; l++) {
+    tj_level_storage *lv = &s->levels[l];
+    const tj_level_storage *cl = &callers->levels[l];
+    slot[n++] = (CallerSlot){&lv->pos, cl->pos, &lv->pos_cap, cl->pos_cap, lv->pos_len,
+                             s->pos_width, TJ_FOREIGN_POS(l)};
+    slot[n++] = (CallerSlot){&lv->crd, cl->crd, &lv->crd_cap, cl->crd_cap, lv->crd_len,
+                             s->crd_width, TJ_FOREIGN_CRD(l)};
+  }
+  slot[n++] = (CallerSlot){&s->vals, callers->vals, &s->vals_cap, callers->vals_cap,
+                           s->vals_len, rt_dtype_size(s->dtype), TJ_FOREIGN_VALS};
+  return n;
+}
+
+void rt_storage_keep_callers(tj_storage *s, const tj_storage *callers) {
+  CallerSlot slot[2 * TJ_MAX_ORDER + 1];
+  int n = caller_slots(s, callers, slot);
+  for (int k = 0; k < n; k++) {
+    const CallerSlot *c = &slot[k];
+    bool theirs = (callers->foreign & c->bit) && c->was;
+    if (theirs && c->len > c->was_cap) return;   /* one does not fit: none goes back */
+  }
+  for (int k = 0; k < n; k++) {
+    const CallerSlot *c = &slot[k];
+    if (!(callers->foreign & c->bit) || !c->was) continue;
+    if (*c->p != c->was) {
+      if (c->len > 0) memcpy(c->was, *c->p, (size_t)(c->len * c->width));
+      if (!(s->foreign & c->bit)) free(*c->p);
+      *c->p = c->was;
+    }
+    *c->cap = c->was_cap;
+    s->foreign |= c->bit;
+  }
 }

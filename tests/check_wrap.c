@@ -154,11 +154,12 @@ START_TEST(compute_rerun_after_values_change) {
 }
 END_TEST
 
-/* A wrapped sparse output too small for the result: the kernel writes the
- * caller's pos in place (it has the right length) and moves crd and vals,
- * which must grow, into arrays of the tensor's own, never reallocating the
- * caller's (stack) arrays. A + B = [0 7 7 1; 0 0 0 0; 3 0 6 0]: pos
- * {0,3,3,5}, crd {1,2,3,0,2}, vals {7,7,1,3,6}. */
+/* A wrapped sparse output too small for the result: the result goes into
+ * arrays of the tensor's own, all of them, and the caller's (stack) arrays
+ * keep the old, empty matrix: its pos is not half new (pos {0,3,3,5} over a
+ * 1-entry crd would send a caller reading it past the end). A + B =
+ * [0 7 7 1; 0 0 0 0; 3 0 6 0]: pos {0,3,3,5}, crd {1,2,3,0,2}, vals
+ * {7,7,1,3,6}. */
 START_TEST(wrapped_sparse_output_grows_into_its_own_arrays) {
   tj_format csr;
   OK(tj_format_parse("ds", &csr));
@@ -175,6 +176,7 @@ START_TEST(wrapped_sparse_output_grows_into_its_own_arrays) {
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   tj_arrays c;
   OK(tj_tensor_arrays(ops[0], &c));
+  ck_assert_ptr_ne(c.pos[1], cpos);
   ck_assert_ptr_ne(c.crd[1], ccrd);
   ck_assert_ptr_ne(c.vals, cvals);
   ck_assert_int_eq(c.vals_len, 5);
@@ -190,6 +192,92 @@ START_TEST(wrapped_sparse_output_grows_into_its_own_arrays) {
   tj_context_free(cx);
   for (int i = 0; i < 3; i++) tj_tensor_free(ops[i]);
   ck_assert(ccrd[0] == -7 && cvals[0] == -7);
+  ck_assert(cpos[0] == 0 && cpos[1] == 0 && cpos[2] == 0 && cpos[3] == 0);
+}
+END_TEST
+
+/* C = [1 0 0 0; 0 0 0 2; 0 0 0 0] wrapped (pos {0,1,2,2}, crd {0,3}, vals
+ * {1,2}), then C += A .* B' where the product adds (0,1) and (2,2), as
+ * the reviewer's scipy program did (SpGEMM += into a wrapped CSR): A .* B
+ * = [0 10 0 0; 0 0 0 0; 0 0 8 0], so C = [1 10 0 0; 0 0 0 2; 0 0 8 0]: pos
+ * {0,2,3,4}, crd {0,1,3,2}, vals {1,10,2,8}. Four entries do not fit the
+ * caller's two: the tensor holds the result, and the caller's arrays the
+ * old C whole. By evaluate, and by assemble then compute. */
+START_TEST(accumulate_into_wrapped_output_never_half_written) {
+  tj_format csr;
+  OK(tj_format_parse("ds", &csr));
+  for (int phases = 0; phases < 2; phases++) {
+    int32_t cpos[] = {0, 1, 2, 2}, ccrd[] = {0, 3};
+    double cvals[] = {1, 2};
+    tj_arrays ca = csr_arrays(&csr, cpos, ccrd, cvals);
+    TwoCsr m;
+    tj_tensor *ops[3];
+    OK(tj_tensor_wrap("C", &ca, 0, &ops[0]));
+    wrap_two(&m, &csr, &ops[1], &ops[2]);
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k = compile(cx, "C(i,j) += A(i,j) * B(i,j)", ops, 3);
+    if (phases) {
+      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    } else {
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    }
+    tj_arrays c;
+    OK(tj_tensor_arrays(ops[0], &c));
+    int32_t want_pos[] = {0, 2, 3, 4}, want_crd[] = {0, 1, 3, 2};
+    double want_vals[] = {1, 10, 2, 8};
+    ck_assert_int_eq(c.vals_len, 4);
+    ck_assert(memcmp(c.pos[1], want_pos, sizeof want_pos) == 0);
+    ck_assert(memcmp(c.crd[1], want_crd, sizeof want_crd) == 0);
+    ck_assert(memcmp(c.vals, want_vals, sizeof want_vals) == 0);
+    /* the caller's arrays: the old C, whole */
+    ck_assert(cpos[0] == 0 && cpos[1] == 1 && cpos[2] == 2 && cpos[3] == 2);
+    ck_assert(ccrd[0] == 0 && ccrd[1] == 3 && cvals[0] == 1 && cvals[1] == 2);
+    tj_kernel_free(k);
+    tj_context_free(cx);
+    for (int i = 0; i < 3; i++) tj_tensor_free(ops[i]);
+  }
+}
+END_TEST
+
+/* A result that fits every wrapped array is written into the caller's,
+ * all of them: C wrapped over A's pattern with zeros (pos {0,2,2,4}, crd
+ * {1,3,0,2}), C = A .* A = [0 4 0 1; 0 0 0 0; 9 0 16 0] (4 entries) lands
+ * in the caller's pos, crd and vals; then C = A .* B (2 entries: pos
+ * {0,1,1,2}, crd {1,2}, vals {10,8}) too, its first two crd and vals. */
+START_TEST(result_that_fits_goes_into_the_callers_arrays) {
+  tj_format csr;
+  OK(tj_format_parse("ds", &csr));
+  int32_t cpos[] = {0, 2, 2, 4}, ccrd[] = {1, 3, 0, 2};
+  double cvals[] = {0, 0, 0, 0};
+  tj_arrays ca = csr_arrays(&csr, cpos, ccrd, cvals);
+  TwoCsr m;
+  tj_tensor *ops[3];
+  OK(tj_tensor_wrap("C", &ca, 0, &ops[0]));
+  wrap_two(&m, &csr, &ops[1], &ops[2]);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_tensor *sq[2] = {ops[0], ops[1]};
+  tj_kernel *k = compile(cx, "C(i,j) = A(i,j) * A(i,j)", sq, 2);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  tj_arrays c;
+  OK(tj_tensor_arrays(ops[0], &c));
+  ck_assert_ptr_eq(c.pos[1], cpos);
+  ck_assert_ptr_eq(c.crd[1], ccrd);
+  ck_assert_ptr_eq(c.vals, cvals);
+  ck_assert(cvals[0] == 4 && cvals[1] == 1 && cvals[2] == 9 && cvals[3] == 16);
+  tj_kernel *k2 = compile(cx, "C(i,j) = A(i,j) * B(i,j)", ops, 3);
+  OK(tj_kernel_run(k2, TJ_EVALUATE, NULL, 0));
+  OK(tj_tensor_arrays(ops[0], &c));
+  ck_assert_ptr_eq(c.pos[1], cpos);
+  ck_assert_ptr_eq(c.vals, cvals);
+  ck_assert_int_eq(c.vals_len, 2);
+  ck_assert(cpos[0] == 0 && cpos[1] == 1 && cpos[2] == 1 && cpos[3] == 2);
+  ck_assert(ccrd[0] == 1 && ccrd[1] == 2 && cvals[0] == 10 && cvals[1] == 8);
+  tj_kernel_free(k), tj_kernel_free(k2);
+  tj_context_free(cx);
+  for (int i = 0; i < 3; i++) tj_tensor_free(ops[i]);
 }
 END_TEST
 
@@ -539,6 +627,8 @@ static Suite *wrap_suite(void) {
   tcase_add_test(k, csc_input_changes_are_seen);
   tcase_add_test(k, compute_rerun_after_values_change);
   tcase_add_test(k, wrapped_sparse_output_grows_into_its_own_arrays);
+  tcase_add_test(k, accumulate_into_wrapped_output_never_half_written);
+  tcase_add_test(k, result_that_fits_goes_into_the_callers_arrays);
   tcase_add_test(k, i64_wrapped_values_are_exact);
   tcase_add_test(k, column_major_operand_in_a_kernel);
   tcase_add_test(k, csf_with_64_bit_indices);

@@ -828,3 +828,61 @@ def test_format_struct_matches_the_library():
     assert _lib.lib.tj_format_parse(b"dsdd:0/4,1/4,0%4,1%4[1:5:1,2:6:1]", fmt) == 0
     assert all(b == 0xAA for b in buf[size:])
     assert fmt.contents.levels == b"dsdd"
+
+
+def _two_of_four(rng, m, n):
+    """A dense m x n matrix with at most 2 nonzeros in each 4-column block."""
+    d = np.zeros((m, n))
+    for i in range(m):
+        for b0 in range(0, n, 4):
+            w = min(4, n - b0)
+            k = rng.integers(1, min(2, w) + 1)
+            d[i, b0 + rng.choice(w, k, replace=False)] = rng.standard_normal(k)
+    return d
+
+
+@pytest.mark.parametrize("cut", [(0, 0, 24), (4, 0, 16), (1, 1, 13), (2, 2, 9)])
+def test_two_structured_views_in_functions_and_over_rows(cut):
+    """Two 2:4 views in two terms: j used by both is summed over the whole
+    right-hand side (the einsum rule), also where one term holds it inside
+    a function; and the rows' index summed in both terms (review of the
+    per-term index copies: both gave wrong values or failed)."""
+    rng = np.random.default_rng(25)
+    m, n, fmt = 12, 24, "ddn2:0,1/4,1%4"
+    d1, d2 = _two_of_four(rng, m, n), _two_of_four(rng, m, n)
+    a1 = tensorjit.tensor(sp.csr_matrix(d1), name="A", format=fmt)
+    a2 = tensorjit.tensor(sp.csr_matrix(d2), name="A2", format=fmt)
+    o1, o2, w = cut
+    v, v2 = a1[0:m, o1:o1 + w], a2[0:m, o2:o2 + w]
+    vd, v2d = d1[:, o1:o1 + w], d2[:, o2:o2 + w]
+    x, z, u = np.arange(1.0, w + 1), np.linspace(-1, 2, w), rng.standard_normal(m)
+    cases = [
+        ("y(i) = V(i,j) * x(j) + max(V2(i,j) * z(j), 0)",
+         vd @ x + np.maximum(v2d * z, 0).sum(1)),
+        ("y(i) = max(V(i,j) * x(j), 0) + V2(i,j) * z(j)",
+         np.maximum(vd * x, 0).sum(1) + v2d @ z),
+        ("y(i) = V(i,j) * x(j) - abs(V2(i,j) * z(j))", vd @ x - np.abs(v2d * z).sum(1)),
+        ("y(i) = V(i,j) * x(j) + V2(i,j) * z(j)", vd @ x + v2d @ z),
+    ]
+    for expr, want in cases:
+        got = tensorjit.compile(expr)(V=v, V2=v2, x=x, z=z)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=expr)
+    got = tensorjit.compile("z(j) = V(i,j) * u(i) + V2(i,j) * u(i)")(V=v, V2=v2, u=u)
+    np.testing.assert_allclose(got, vd.T @ u + v2d.T @ u, rtol=1e-12, atol=1e-12)
+
+
+def test_accumulate_into_wrapped_csr_leaves_callers_arrays_whole():
+    """+= into a CSR output over scipy's arrays that must grow: the result
+    is in the tensor, and the scipy matrix keeps its old contents whole (its
+    indptr was rewritten over its old, shorter indices: toarray() read past
+    them)."""
+    a0 = sp.csr_matrix(np.array([[1.0, 0, 0], [0, 0, 2], [0, 0, 0]]))
+    b = sp.csr_matrix(np.array([[0.0, 1, 0], [0, 0, 0], [1, 0, 0]]))
+    c = sp.csr_matrix(np.eye(3))
+    old = a0.toarray()
+    at = tensorjit.tensor(a0, name="A", format="ds")
+    k = tensorjit.compile("A(i,j) += B(i,k) * C(k,j)", formats={"A": "ds", "B": "ds", "C": "ds"})
+    k(out=at, B=b, C=c)
+    np.testing.assert_array_equal(at.to_numpy(), old + (b @ c).toarray())
+    assert a0.indptr.tolist() == [0, 1, 2, 2]
+    np.testing.assert_array_equal(a0.toarray(), old)
