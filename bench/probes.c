@@ -31,8 +31,18 @@ double probe_triad_gbs(int nth, int quick) {
   return 3.0 * 8.0 * (double)n / best / 1e9;
 }
 
-typedef double vd8 __attribute__((vector_size(64)));
-typedef float vf16 __attribute__((vector_size(64)));
+/* The widest vector register the build targets: 512-bit where AVX-512 is
+ * on, 256-bit otherwise (an AVX2-only host cannot hold a 64-byte vector in
+ * one "x" register, and the probe must measure one register's FMA rate). */
+#if defined(__AVX512F__)
+#define PROBE_VBYTES 64
+#else
+#define PROBE_VBYTES 32
+#endif
+#define PROBE_DLANES (PROBE_VBYTES / 8)
+#define PROBE_FLANES (PROBE_VBYTES / 4)
+typedef double vd8 __attribute__((vector_size(PROBE_VBYTES)));
+typedef float vf16 __attribute__((vector_size(PROBE_VBYTES)));
 
 #define FMA_CHAINS 16
 static double fma_run_d(long iters) {
@@ -45,7 +55,7 @@ static double fma_run_d(long iters) {
     __asm__ volatile("" : "+x"(m));
   }
   double r = 0;
-  for (int c = 0; c < FMA_CHAINS; c++) for (int l = 0; l < 8; l++) r += acc[c][l];
+  for (int c = 0; c < FMA_CHAINS; c++) for (int l = 0; l < PROBE_DLANES; l++) r += acc[c][l];
   return r;
 }
 static double fma_run_f(long iters) {
@@ -58,7 +68,7 @@ static double fma_run_f(long iters) {
     __asm__ volatile("" : "+x"(m));
   }
   double r = 0;
-  for (int c = 0; c < FMA_CHAINS; c++) for (int l = 0; l < 16; l++) r += acc[c][l];
+  for (int c = 0; c < FMA_CHAINS; c++) for (int l = 0; l < PROBE_FLANES; l++) r += acc[c][l];
   return r;
 }
 
@@ -74,6 +84,6 @@ double probe_fma_gflops(int nth, int f32) {
   }
   volatile double v = sink;
   (void)v;
-  double lanes = f32 ? 16 : 8;
+  double lanes = f32 ? PROBE_FLANES : PROBE_DLANES;
   return 2.0 * lanes * FMA_CHAINS * (double)iters * nth / best / 1e9;
 }
