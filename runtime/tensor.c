@@ -44,7 +44,7 @@ bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w) {
   if (n < old || (uint64_t)n > (SIZE_MAX - RT_ALIGN) / w) return false;
   size_t ob = (size_t)old * w, nb = (size_t)(n ? n : 1) * w;
   char *q;
-  if (*p && ob >= RT_HUGE_BYTES) {
+  if (*p && ob > RT_REMAP_BYTES) {
     /* a mapped block moves by mremap, keeping its page offset (so its
      * alignment) and the advice, without a copy */
     q = realloc(*p, nb);

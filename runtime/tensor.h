@@ -127,11 +127,18 @@ bool rt_dtype_is_int(int dt);
  * TLB once per 2 MB instead of once per 4 kB. Freed with free(). NULL when
  * out of memory or when n * w overflows. */
 #define RT_HUGE_BYTES ((size_t)4 << 20)
+/* Arrays above this many bytes grow by realloc: glibc maps every block
+ * above its mmap threshold, which adapts up to 32 MB, so realloc moves such
+ * a block by mremap, without a copy and keeping its page offset (so its
+ * alignment). A smaller block may sit in the heap, where realloc copies it
+ * to a 16-byte boundary and the alignment then took a second copy (6 of
+ * the 7 grows from 4 to 32 MB of a cage11 SpGEMM output did). */
+#define RT_REMAP_BYTES ((size_t)32 << 20)
 void *rt_array_new(int64_t n, size_t w, bool zero);
 /* Grows array *p from old to n elements of w bytes, zeroing the new part
  * (tj_rt_reserve); keeps the alignment and huge-page advice of
  * rt_array_new (a fresh array and a copy; realloc, whose mremap keeps
- * the page offset, only from RT_HUGE_BYTES). */
+ * the page offset, only above RT_REMAP_BYTES). */
 bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w);
 /* Whether t's storage has its arrays (it was packed, read or computed);
  * a tensor only created (tj_tensor_new) has none and reads as empty. */

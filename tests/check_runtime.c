@@ -490,10 +490,21 @@ START_TEST(reserve_growth) {
   ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, (int64_t)(RT_HUGE_BYTES / 8) + 5), TJ_KERNEL_OK);
   ck_assert_int_eq((uintptr_t)s->vals % 64, 0);
   ck_assert_double_eq(((double *)s->vals)[RT_HUGE_BYTES / 8 + 4], 0);
-  ((double *)s->vals)[7] = 2.5;   /* grown again from a mapped block: mremap */
+  ((double *)s->vals)[7] = 2.5;   /* grown again, up to RT_REMAP_BYTES: a fresh array */
   ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, 3 * (int64_t)s->vals_cap), TJ_KERNEL_OK);
   ck_assert_int_eq((uintptr_t)s->vals % 64, 0);
   ck_assert_double_eq(((double *)s->vals)[7], 2.5);
+  ck_assert_double_eq(((double *)s->vals)[s->vals_cap - 1], 0);
+  /* past RT_REMAP_BYTES: realloc (mremap), the alignment, contents and zeroed tail kept */
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, (int64_t)(RT_REMAP_BYTES / 8) + 5), TJ_KERNEL_OK);
+  ck_assert((size_t)s->vals_cap * 8 > RT_REMAP_BYTES);
+  ((double *)s->vals)[s->vals_cap - 2] = -1.5;
+  int64_t was = s->vals_cap;
+  ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_VALS, 0, was + 1), TJ_KERNEL_OK);
+  ck_assert_int_eq((uintptr_t)s->vals % 64, 0);
+  ck_assert_double_eq(((double *)s->vals)[7], 2.5);
+  ck_assert_double_eq(((double *)s->vals)[was - 2], -1.5);
+  ck_assert_double_eq(((double *)s->vals)[was], 0);
   ck_assert_double_eq(((double *)s->vals)[s->vals_cap - 1], 0);
   rt_storage_clear(s);
   ck_assert_int_eq(tj_rt_reserve(s, TJ_ARR_CRD, 1, 100), TJ_KERNEL_OK);
