@@ -35,6 +35,14 @@ typedef double vd8 __attribute__((vector_size(64)));
 typedef float vf16 __attribute__((vector_size(64)));
 
 #define FMA_CHAINS 16
+/* Hides m's value from the optimizer each iteration. A 64-byte vector fits
+ * one register only with AVX-512 ("x"); below it, memory (one load per 16
+ * chains), since "+x" on it does not compile there. */
+#if defined(__AVX512F__)
+#define OPAQUE(m) __asm__ volatile("" : "+x"(m))
+#else
+#define OPAQUE(m) __asm__ volatile("" : "+m"(m))
+#endif
 static double fma_run_d(long iters) {
   vd8 acc[FMA_CHAINS], m, s;
   for (int c = 0; c < FMA_CHAINS; c++) acc[c] = (vd8){0} + (double)c * 1e-3;
@@ -42,7 +50,7 @@ static double fma_run_d(long iters) {
   for (long it = 0; it < iters; it++) {
 #pragma clang loop unroll(full)
     for (int c = 0; c < FMA_CHAINS; c++) acc[c] = acc[c] * m + s;
-    __asm__ volatile("" : "+x"(m));
+    OPAQUE(m);
   }
   double r = 0;
   for (int c = 0; c < FMA_CHAINS; c++) for (int l = 0; l < 8; l++) r += acc[c][l];
@@ -55,7 +63,7 @@ static double fma_run_f(long iters) {
   for (long it = 0; it < iters; it++) {
 #pragma clang loop unroll(full)
     for (int c = 0; c < FMA_CHAINS; c++) acc[c] = acc[c] * m + s;
-    __asm__ volatile("" : "+x"(m));
+    OPAQUE(m);
   }
   double r = 0;
   for (int c = 0; c < FMA_CHAINS; c++) for (int l = 0; l < 16; l++) r += acc[c][l];
