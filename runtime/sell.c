@@ -382,7 +382,7 @@ PORTABLE(double, slices_f64)
 PORTABLE(float, slices_f32)
 
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
-#define HAVE_AVX512 1
+#define HAVE_X86_SIMD 1
 /* How far ahead (entries) the AVX-512 loop prefetches the copy's values
  * and columns: the copy is read once a run, often from DRAM while the CSR
  * arrays sit in cache, and the hardware prefetcher alone leaves the loop
@@ -452,31 +452,113 @@ PORTABLE(float, slices_f32)
 AVX512_SLICES(slices_f64_avx512, col, WIDE_COLS, x)
 AVX512_SLICES(slices_f64_avx512_narrow, col16, NARROW_COLS, x + s->base[sl])
 #undef STEP
+
+
+/* One 4-lane half of an AVX2 step: x gathered only where k < the lane's
+ * row length (the mask; padding lanes gather nothing and hold 0, so an
+ * inf/NaN x never reaches a sum, and their lines of x are not read), then
+ * one FMA with the half's 4 values. On Zen 2 a masked gather costs what an
+ * unmasked one does (AVX2's gather always takes a mask). */
+#define HALF(acc, lenh, k, at, COLS4, xs)                                               \
+  acc = _mm256_fmadd_pd(_mm256_loadu_pd(val + (at)),                                   \
+                        _mm256_mask_i32gather_pd(_mm256_setzero_pd(), xs, COLS4(at),    \
+                                                 _mm256_castsi256_pd(                   \
+                                                     _mm256_cmpgt_epi64(lenh, k)), 8),  \
+                        acc)
+
+/* 4 columns of step at as 32-bit lanes: wide, or narrow (16-bit offsets). */
+#define WIDE_COLS4(at) _mm_loadu_si128((const __m128i *)(s->col + (at)))
+#define NARROW_COLS4(at) _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)(s->col16 + (at))))
+
+/* slices_f64 in AVX2 + FMA over the wide (col) or narrow (col16, xs = x +
+ * base[sl]) copy: an 8-row slice is two 4-lane halves, each with its own
+ * accumulator, its lengths widened to 64 bits once a slice; per step k one
+ * masked gather and one FMA a half (HALF). Prefetches the copy as the
+ * AVX-512 loop does. */
+#define AVX2_SLICES(name, cols, COLS4, XS)                                                \
+  __attribute__((target("avx2,fma"))) static void name(const Job *j, int64_t lo,          \
+                                                        int64_t hi) {                     \
+    const RtSell *s = j->s;                                                              \
+    const double *val = s->val, *x = j->x;                                               \
+    double *y = j->y;                                                                    \
+    const __m256i one = _mm256_set1_epi64x(1);                                           \
+    for (int64_t sl = lo; sl < hi; sl++) {                                               \
+      const int32_t *len = s->len + sl * C;                                              \
+      __m256i len0 = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)len));       \
+      __m256i len1 = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(len + 4))); \
+      const double *xs = XS;                                                             \
+      __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();                        \
+      __m256i k = _mm256_setzero_si256();                                                \
+      for (int64_t at = s->off[sl], end = s->off[sl + 1]; at < end; at += C) {           \
+        _mm_prefetch((const char *)(val + at + j->ahead), _MM_HINT_T0);                  \
+        _mm_prefetch((const char *)(s->cols + at + j->ahead), _MM_HINT_T0);              \
+        HALF(a0, len0, k, at, COLS4, xs);                                                \
+        HALF(a1, len1, k, at + 4, COLS4, xs);                                            \
+        k = _mm256_add_epi64(k, one);                                                    \
+      }                                                                                  \
+      int64_t row0 = sl * C;                                                             \
+      if (!s->perm && row0 + C <= s->rows) {                                             \
+        if (j->acc) {                                                                    \
+          a0 = _mm256_add_pd(a0, _mm256_loadu_pd(y + row0));                             \
+          a1 = _mm256_add_pd(a1, _mm256_loadu_pd(y + row0 + 4));                         \
+        }                                                                                \
+        _mm256_storeu_pd(y + row0, a0);                                                  \
+        _mm256_storeu_pd(y + row0 + 4, a1);                                              \
+      } else {                                                                           \
+        double lanes[C];                                                                 \
+        _mm256_storeu_pd(lanes, a0);                                                     \
+        _mm256_storeu_pd(lanes + 4, a1);                                                 \
+        STORE_SLICE(double, s, sl, lanes, y, j->acc)                                     \
+      }                                                                                  \
+    }                                                                                    \
+  }
+AVX2_SLICES(slices_f64_avx2, col, WIDE_COLS4, x)
+AVX2_SLICES(slices_f64_avx2_narrow, col16, NARROW_COLS4, x + s->base[sl])
+#undef HALF
 #endif
+
+typedef void (*SliceLoop)(const Job *j, int64_t lo, int64_t hi);
+
+/* The f64 loops this CPU runs, wide and narrow columns: AVX-512, else
+ * AVX2 + FMA, else (or TJ_SELL_PORTABLE=1) the portable one;
+ * TJ_SELL_AVX2=1 keeps an AVX-512 CPU on AVX2 (tests run each). Chosen
+ * once, by pick_loops under pthread_once. */
+static SliceLoop f64_wide = slices_f64, f64_narrow = slices_f64;
+static const char *f64_isa = "portable";
+static pthread_once_t picked = PTHREAD_ONCE_INIT;
+
+static void pick_loops(void) {
+  const char *portable = getenv("TJ_SELL_PORTABLE"), *avx2 = getenv("TJ_SELL_AVX2");
+  if (portable && *portable && strcmp(portable, "0")) return;
+#ifdef HAVE_X86_SIMD
+  bool only_avx2 = avx2 && *avx2 && strcmp(avx2, "0");
+  if (!only_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
+    f64_wide = slices_f64_avx512, f64_narrow = slices_f64_avx512_narrow, f64_isa = "avx512";
+    return;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    f64_wide = slices_f64_avx2, f64_narrow = slices_f64_avx2_narrow, f64_isa = "avx2";
+#else
+  (void)avx2;
+#endif
+}
+
+const char *rt_sell_isa(void) {
+  pthread_once(&picked, pick_loops);
+  return f64_isa;
+}
 
 static void run_slices(void *ctx, int64_t lo, int64_t hi) {
   const Job *j = ctx;
-  if (j->s->dtype == TJ_F32) {
-    slices_f32(j, lo, hi);
-    return;
-  }
-#ifdef HAVE_AVX512
-  static int avx512 = -1;   /* decided once; a race writes the same value */
-  if (avx512 < 0)   /* TJ_SELL_PORTABLE=1: the portable loop (tests compare the two) */
-    avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-             !getenv("TJ_SELL_PORTABLE");
-  if (avx512) {
-    if (j->s->col16) slices_f64_avx512_narrow(j, lo, hi);
-    else slices_f64_avx512(j, lo, hi);
-    return;
-  }
-#endif
-  slices_f64(j, lo, hi);
+  if (j->s->dtype == TJ_F32) slices_f32(j, lo, hi);
+  else if (j->s->col16) f64_narrow(j, lo, hi);
+  else f64_wide(j, lo, hi);
 }
 
 void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate) {
   Job j = {s, x, y, accumulate, 0};
-#ifdef HAVE_AVX512
+  pthread_once(&picked, pick_loops);
+#ifdef HAVE_X86_SIMD
   j.ahead = s->cols * (int64_t)sizeof(double) <= PREFETCH_MAX_X ? PREFETCH : 0;
 #endif
   if (s->nslices == 0) return;

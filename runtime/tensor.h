@@ -461,6 +461,10 @@ void rt_sell_stats(const RtSell *s, int64_t *nnz, int64_t *padded, bool *sorted)
 /* Whether s keeps 16-bit column offsets from each slice's least column
  * (every slice's columns span at most 65536; see sell.c). */
 bool rt_sell_narrow(const RtSell *s);
+/* The instruction set of the f64 SELL loop this process runs: "avx512",
+ * "avx2" (AVX2 + FMA) or "portable" (TJ_SELL_PORTABLE=1, or neither;
+ * TJ_SELL_AVX2=1 stops at AVX2), decided once at the first call or run. */
+const char *rt_sell_isa(void);
 void rt_sell_free(RtSell *s);
 /* t changed (its arrays, or values in place): derived copies (the SELL
  * copy) are dropped. Every library call that changes a tensor calls it. */

@@ -9,8 +9,10 @@
  * CSR loops by mean row length (both branches, and its boundary), 16-bit
  * column offsets where every slice's columns span less than 2^16 (and
  * 32-bit columns one past that), and
- * refusals with their messages. ctest runs it twice: AVX-512 (when the CPU has it) and the
- * portable loop (TJ_SELL_PORTABLE=1). */
+ * refusals with their messages; seeded matrices against a plain loop
+ * over their entries. ctest runs it three times: the widest loop the CPU
+ * has (AVX-512, AVX2 + FMA), AVX2 (TJ_SELL_AVX2=1) and the portable loop
+ * (TJ_SELL_PORTABLE=1). */
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
@@ -377,6 +379,110 @@ START_TEST(copy_only_where_rows_are_short) {
 }
 END_TEST
 
+/* Seeded matrices against a plain loop over their entries, run by the f64
+ * loop this CPU picks (ctest runs the suite as picked, with TJ_SELL_AVX2=1
+ * and with TJ_SELL_PORTABLE=1). Integer values, so every order of the
+ * sums gives the same doubles and y is compared exactly. Column 0 holds
+ * no entry and x(0) = inf: only padding (wide columns: column 0) could
+ * read it, and y must stay finite. Rows of length 0, a last slice short
+ * of 8 rows, narrow and wide columns, rows kept in order or sorted; y =
+ * and y +=, on 1 and 2 threads. */
+static const struct {
+  int64_t rows, cols;
+  int most;          /* row lengths 1..most, or exactly most when uniform */
+  int empty_every;   /* every such row is empty (0: none) */
+  bool uniform, narrow, sorted;
+} shapes[] = {
+    {203, 3000, 20, 5, false, true, true},        /* narrow, short last slice, empty rows */
+    {203, 300000, 20, 5, false, false, true},     /* wide */
+    {200, 300000, 9, 0, true, false, false},      /* wide, full slices in row order */
+    {203, 3000, 9, 0, true, true, false},         /* narrow, in row order, short last slice */
+    {5, 100000, 7, 2, false, false, false},       /* one slice of 5 rows: no order pads less */
+};
+
+static uint64_t next_rand(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 33;
+}
+
+static int64_t shape_len(int c, int64_t i, uint64_t *rnd) {
+  if (shapes[c].empty_every && i % shapes[c].empty_every == 0) return 0;
+  return shapes[c].uniform ? shapes[c].most : 1 + (int64_t)(next_rand(rnd) % (uint64_t)shapes[c].most);
+}
+
+START_TEST(fast_loop_against_a_plain_loop) {
+  const int64_t n = shapes[_i].rows, m = shapes[_i].cols;
+  uint64_t rnd = 11 + (uint64_t)_i;
+  int64_t *pos = calloc((size_t)n + 1, sizeof *pos);
+  int64_t *crd = malloc((size_t)(n * shapes[_i].most) * sizeof *crd);
+  double *val = malloc((size_t)(n * shapes[_i].most) * sizeof *val);
+  tj_format f;
+  OK(tj_format_parse("ds", &f));
+  tj_tensor *a;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){n, m}, &f, &a));
+  for (int64_t i = 0; i < n; i++) {   /* distinct columns 1.. of row i, ascending */
+    int64_t len = shape_len(_i, i, &rnd), c = 0;
+    pos[i + 1] = pos[i] + len;
+    for (int64_t e = 0; e < len; e++) {
+      c += 1 + (int64_t)(next_rand(&rnd) % (uint64_t)((m - 1 - c) / (len - e)));
+      crd[pos[i] + e] = c;
+      val[pos[i] + e] = (double)(int64_t)(next_rand(&rnd) % 7) - 3;   /* -3..3, 0 as 4 */
+      if (val[pos[i] + e] == 0) val[pos[i] + e] = 4;
+      OK(tj_tensor_insert(a, (int64_t[]){i, c}, val[pos[i] + e]));
+    }
+  }
+  OK(tj_tensor_pack(a));
+  tj_tensor *x = vec("x", TJ_F64, m, 0), *y = vec("y", TJ_F64, n, 0);
+  tj_arrays ar;
+  OK(tj_tensor_arrays(x, &ar));
+  double *xv = ar.vals;
+  for (int64_t j = 0; j < m; j++) xv[j] = (double)(j % 11) - 5;
+  xv[0] = INFINITY;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int acc = 0; acc <= 1; acc++)
+    for (int t = 1; t <= 2; t++) {
+      OK(tj_tensor_arrays(y, &ar));
+      double *yv = ar.vals;
+      for (int64_t i = 0; i < n; i++) yv[i] = acc ? (double)(i % 13) : -7;
+      tj_kernel *k = compile(cx, acc ? "y(i) += A(i,j) * x(j)" : "y(i) = A(i,j) * x(j)", y, a, x, t);
+      OK(tj_kernel_run(k, acc ? TJ_COMPUTE : TJ_EVALUATE, NULL, 0));
+      ck_assert_ptr_nonnull(a->sell);
+      for (int64_t i = 0; i < n; i++) {
+        double want = acc ? (double)(i % 13) : 0, got;
+        for (int64_t p = pos[i]; p < pos[i + 1]; p++) want += val[p] * xv[crd[p]];
+        OK(tj_tensor_get(y, &i, &got));
+        ck_assert_msg(got == want, "%s, shape %d, %d threads, %s: y(%lld) = %g, want %g",
+                      rt_sell_isa(), _i, t, acc ? "+=" : "=", (long long)i, got, want);
+      }
+    }
+  int64_t nnz, padded;
+  bool sorted;
+  rt_sell_stats(a->sell, &nnz, &padded, &sorted);
+  ck_assert_int_eq(nnz, pos[n]);
+  ck_assert_msg(rt_sell_narrow(a->sell) == shapes[_i].narrow, "shape %d: narrow", _i);
+  ck_assert_msg(sorted == shapes[_i].sorted, "shape %d: sorted", _i);
+  free(pos), free(crd), free(val);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+/* The loop each environment asks for, on a CPU with AVX2 and FMA: the
+ * widest it has, AVX2 under TJ_SELL_AVX2=1, the portable one under
+ * TJ_SELL_PORTABLE=1. */
+START_TEST(loop_picked_by_cpu_and_environment) {
+  const char *portable = getenv("TJ_SELL_PORTABLE"), *avx2 = getenv("TJ_SELL_AVX2");
+  const char *isa = rt_sell_isa();
+  if (portable && !strcmp(portable, "1")) ck_assert_str_eq(isa, "portable");
+  else if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) ck_assert_str_eq(isa, "portable");
+  else if ((avx2 && !strcmp(avx2, "1")) || !__builtin_cpu_supports("avx512f") ||
+           !__builtin_cpu_supports("avx512vl"))
+    ck_assert_str_eq(isa, "avx2");
+  else ck_assert_str_eq(isa, "avx512");
+}
+END_TEST
+
 static void refused(tj_context *cx, const char *expr, tj_tensor *const *ops, const char *sched,
                     tj_status want, const char *msg) {
   tj_kernel *k = NULL;
@@ -456,6 +562,8 @@ int main(void) {
   tcase_add_test(tc, narrow_columns_where_slices_span_less_than_2_16);
   tcase_add_loop_test(tc, copy_only_where_rows_are_short, 0,
                       (int)(sizeof choices / sizeof choices[0]));
+  tcase_add_loop_test(tc, fast_loop_against_a_plain_loop, 0, (int)(sizeof shapes / sizeof shapes[0]));
+  tcase_add_test(tc, loop_picked_by_cpu_and_environment);
   tcase_add_test(tc, refusals_say_why);
   tcase_add_test(tc, copy_outlives_a_concurrent_change);
   suite_add_tcase(s, tc);
