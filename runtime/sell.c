@@ -454,17 +454,21 @@ AVX512_SLICES(slices_f64_avx512_narrow, col16, NARROW_COLS, x + s->base[sl])
 #undef STEP
 
 
-/* One 4-lane half of an AVX2 step: x gathered only where k < the lane's
- * row length (the mask; padding lanes gather nothing and hold 0, so an
- * inf/NaN x never reaches a sum, and their lines of x are not read), then
- * one FMA with the half's 4 values. On Zen 2 a masked gather costs what an
- * unmasked one does (AVX2's gather always takes a mask). */
+/* One 4-lane half of an AVX2 step: x read lane by lane (4 scalar loads;
+ * padding lanes read column 0 or the slice's base, both inside x), the
+ * lanes past their row's length zeroed by the mask k < len (so a padding
+ * lane's inf/NaN never reaches a sum), then one FMA with the 4 values.
+ * Not vgatherdpd: on Zen 2 the gather ran the cage11 loop 1.5x slower
+ * (1.00-1.05 ms against 0.64-0.71, cache flushed between runs, thread
+ * CPU medians of 41, three alternating runs). */
 #define HALF(acc, lenh, k, at, COLS4, xs)                                               \
-  acc = _mm256_fmadd_pd(_mm256_loadu_pd(val + (at)),                                   \
-                        _mm256_mask_i32gather_pd(_mm256_setzero_pd(), xs, COLS4(at),    \
-                                                 _mm256_castsi256_pd(                   \
-                                                     _mm256_cmpgt_epi64(lenh, k)), 8),  \
-                        acc)
+  do {                                                                                 \
+    __m128i c4 = COLS4(at);                                                            \
+    __m256d xv = _mm256_set_pd(xs[_mm_extract_epi32(c4, 3)], xs[_mm_extract_epi32(c4, 2)], \
+                               xs[_mm_extract_epi32(c4, 1)], xs[_mm_cvtsi128_si32(c4)]); \
+    xv = _mm256_and_pd(xv, _mm256_castsi256_pd(_mm256_cmpgt_epi64(lenh, k)));          \
+    acc = _mm256_fmadd_pd(_mm256_loadu_pd(val + (at)), xv, acc);                       \
+  } while (0)
 
 /* 4 columns of step at as 32-bit lanes: wide, or narrow (16-bit offsets). */
 #define WIDE_COLS4(at) _mm_loadu_si128((const __m128i *)(s->col + (at)))
@@ -472,8 +476,8 @@ AVX512_SLICES(slices_f64_avx512_narrow, col16, NARROW_COLS, x + s->base[sl])
 
 /* slices_f64 in AVX2 + FMA over the wide (col) or narrow (col16, xs = x +
  * base[sl]) copy: an 8-row slice is two 4-lane halves, each with its own
- * accumulator, its lengths widened to 64 bits once a slice; per step k one
- * masked gather and one FMA a half (HALF). Prefetches the copy as the
+ * accumulator, its lengths widened to 64 bits once a slice; per step k
+ * four loads of x and one FMA a half (HALF). Prefetches the copy as the
  * AVX-512 loop does. */
 #define AVX2_SLICES(name, cols, COLS4, XS)                                                \
   __attribute__((target("avx2,fma"))) static void name(const Job *j, int64_t lo,          \
