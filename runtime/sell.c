@@ -15,8 +15,8 @@
  *   slice s: rows perm[8s .. 8s+7], width w_s = max len; entry k of lane r
  *            at col/val[off[s] + 8k + r]; lanes past len[8s+r] are padding
  *            (column 0, value 0; their x never reaches a sum: the portable
- *            loop skips them, the AVX-512 one masks its FMA, so x's
- *            inf/NaN stay out)
+ *            loop skips them, the AVX-512 one masks its FMA, the AVX2 one
+ *            zeroes their x before its FMA, so x's inf/NaN stay out)
  *
  * The copy pays on short rows only (rt_sell_pays): from about 32 entries
  * a row (4 gathers) the CSR loop's exit and reduction are amortized, and
@@ -347,7 +347,7 @@ typedef struct Job {
   const void *x;
   void *y;
   bool acc;
-  int64_t ahead;   /* entries the AVX-512 loop prefetches ahead (0: none, see PREFETCH) */
+  int64_t ahead;   /* entries the SIMD loops prefetch ahead (0: none, see PREFETCH) */
 } Job;
 
 /* Writes (or adds) slice sl's C sums to y. */
