@@ -119,11 +119,21 @@ bool rt_sell_form(const tj_storage *a) {
          a->dims[1] <= INT32_MAX && a->levels[1].pos && a->levels[1].pos_len == a->dims[0] + 1;
 }
 
+/* On AVX2 + FMA (Zen 2) the copy paid at every mean row length timed,
+ * where the AVX-512 loop stops paying at 32: thread CPU medians of 41,
+ * the CSR loops over SELL, 64 MB written between runs: cage11 (14 a row)
+ * 1.73, bcsstk33 (68) 1.38, banded rows of L +- L/4 at L = 64: 1.18-1.37
+ * and L = 128: 1.28-1.39 (x lane by lane costs no more per entry than the
+ * CSR loop's 4-wide gathers, and the copy has no per-row exit). */
+double rt_sell_max_mean(void) {
+  const char *env = getenv("TJ_SELL_MAX_MEAN");
+  if (env && *env) return atof(env);
+  return strcmp(rt_sell_isa(), "avx2") ? RT_SELL_MAX_MEAN : RT_SELL_MAX_MEAN_AVX2;
+}
+
 bool rt_sell_pays(const tj_storage *a) {
   int64_t rows = a->dims[0], nnz = rt_idx(a->levels[1].pos, a->pos_width, rows);
-  const char *env = getenv("TJ_SELL_MAX_MEAN");
-  double most = env && *env ? atof(env) : RT_SELL_MAX_MEAN;
-  return (double)nnz < most * (double)rows;
+  return (double)nnz < rt_sell_max_mean() * (double)rows;
 }
 
 static bool built_from(const RtSell *s, const tj_storage *a) {

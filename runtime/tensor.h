@@ -437,14 +437,18 @@ void rt_pattern_free(RtPattern *p);
 #define RT_SELL_C 8
 #define RT_SELL_SIGMA 256
 #define RT_SELL_MAX_MEAN 32
+#define RT_SELL_MAX_MEAN_AVX2 128
 typedef struct RtSell RtSell;
 /* Whether a is a CSR matrix the SELL copy takes (f64/f32, identity mode
  * order, dims < 2^31, packed). */
 bool rt_sell_form(const tj_storage *a);
 /* Whether a SELL copy of a (rt_sell_form) pays over the CSR loops: its
- * rows average fewer than RT_SELL_MAX_MEAN entries (TJ_SELL_MAX_MEAN=<x>
- * overrides; see sell.c). O(1). */
+ * rows average fewer than rt_sell_max_mean() entries. O(1). */
 bool rt_sell_pays(const tj_storage *a);
+/* The mean row length below which the copy pays: TJ_SELL_MAX_MEAN, else
+ * RT_SELL_MAX_MEAN_AVX2 where the AVX2 loop runs (rt_sell_isa), else
+ * RT_SELL_MAX_MEAN (see sell.c). */
+double rt_sell_max_mean(void);
 /* t's SELL copy, built now unless t holds one built from its current
  * arrays, with a reference the caller gives back by rt_sell_release (the
  * copy stays valid until then, even if t changes or is freed meanwhile).

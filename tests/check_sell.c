@@ -6,7 +6,8 @@
  * row counts not a multiple of 8, an infinite x entry only padding would
  * touch, +=, f32, 64-bit indices, 2 threads, the copy rebuilt after pack,
  * tj_tensor_arrays and tj_tensor_changed, the choice of the copy or the
- * CSR loops by mean row length (both branches, and its boundary), 16-bit
+ * CSR loops by mean row length (both branches, and its boundary; 128 on
+ * the AVX2 loop, 32 on the others), 16-bit
  * column offsets where every slice's columns span less than 2^16 (and
  * 32-bit columns one past that), and
  * refusals with their messages; seeded matrices against a plain loop
@@ -17,6 +18,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -328,34 +330,39 @@ END_TEST
 
 /* Rows of A: row i holds columns 0 .. len(i)-1, each of value i + 1, so
  * with x(j) = 1 + j, y(i) = (i + 1) len (len + 1) / 2 by hand. The copy
- * pays when the rows average fewer than 32 entries (RT_SELL_MAX_MEAN),
- * else the CSR loops run and A keeps no copy. */
+ * pays when the rows average fewer than B entries (rt_sell_max_mean: 128
+ * where the AVX2 loop runs, else 32), else the CSR loops run and A keeps
+ * no copy. */
 static const struct {
-  int rows, base, step;   /* len(i) = base + i % step, and row 7 one less when step is 0 */
-  const char *max_mean;   /* TJ_SELL_MAX_MEAN, or NULL */
+  int rows, over, step;   /* len(i) = B + over + i % step, and row 7 one less when step is 0 */
+  int raise;              /* TJ_SELL_MAX_MEAN = raise x B, or 0: unset */
   bool sell;
 } choices[] = {
-    {9, 32, 3, NULL, false},   /* 32, 33, 34, ...: mean 33 */
-    {9, 30, 3, NULL, true},    /* mean 31 */
-    {8, 32, 1, NULL, false},   /* all 32: mean exactly 32 */
-    {8, 32, 0, NULL, true},    /* row 7 holds 31: mean 31.875 */
-    {9, 32, 3, "64", true},    /* mean 33 under a raised bound */
+    {9, 0, 3, 0, false},    /* B, B + 1, B + 2, ...: mean B + 1 */
+    {9, -2, 3, 0, true},    /* mean B - 1 */
+    {8, 0, 1, 0, false},    /* all B: mean exactly B */
+    {8, 0, 0, 0, true},     /* row 7 holds B - 1: mean B - 1/8 */
+    {9, 0, 3, 2, true},     /* mean B + 1 under a bound of 2B */
 };
 
-static int64_t choice_len(int c, int64_t i) {
-  if (choices[c].step == 0) return choices[c].base - (i == 7);
-  return choices[c].base + i % choices[c].step;
+static int64_t choice_len(int c, int64_t bound, int64_t i) {
+  if (choices[c].step == 0) return bound + choices[c].over - (i == 7);
+  return bound + choices[c].over + i % choices[c].step;
 }
 
 START_TEST(copy_only_where_rows_are_short) {
-  if (choices[_i].max_mean) setenv("TJ_SELL_MAX_MEAN", choices[_i].max_mean, 1);
-  const int64_t n = choices[_i].rows, m = 40;
+  const int64_t bound = (int64_t)rt_sell_max_mean();
+  ck_assert_int_eq(bound, strcmp(rt_sell_isa(), "avx2") ? 32 : 128);
+  char raised[32];
+  snprintf(raised, sizeof raised, "%lld", (long long)(choices[_i].raise * bound));
+  if (choices[_i].raise) setenv("TJ_SELL_MAX_MEAN", raised, 1);
+  const int64_t n = choices[_i].rows, m = bound + 8;
   tj_format f;
   OK(tj_format_parse("ds", &f));
   tj_tensor *a;
   OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){n, m}, &f, &a));
   for (int64_t i = 0; i < n; i++)
-    for (int64_t j = 0; j < choice_len(_i, i); j++)
+    for (int64_t j = 0; j < choice_len(_i, bound, i); j++)
       OK(tj_tensor_insert(a, (int64_t[]){i, j}, (double)(i + 1)));
   OK(tj_tensor_pack(a));
   tj_tensor *x = vec("x", TJ_F64, m, 1), *y = vec("y", TJ_F64, n, -1);
@@ -367,7 +374,7 @@ START_TEST(copy_only_where_rows_are_short) {
     ck_assert_msg((a->sell != NULL) == choices[_i].sell, "case %d, %d threads: copy %s", _i, t,
                   a->sell ? "made" : "not made");
     for (int64_t i = 0; i < n; i++) {
-      double got, len = (double)choice_len(_i, i);
+      double got, len = (double)choice_len(_i, bound, i);
       OK(tj_tensor_get(y, &i, &got));
       ck_assert_msg(got == (double)(i + 1) * len * (len + 1) / 2, "case %d: y(%lld) = %g", _i,
                     (long long)i, got);
