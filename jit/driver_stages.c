@@ -135,7 +135,8 @@ static tj_status print_named(const tj_kernel *k, tj_stage stage, FILE *f) {
               "// loops run where the copy does not pay (rows of %d entries or more on\n"
               "// average) or cannot be made (%s never packed, 2^31 rows or more)\n",
               RT_SELL_C, e->as->tensors[e->sell_a]->name, e->as->tensors[e->sell_a]->name,
-              RT_SELL_MAX_MEAN, e->as->tensors[e->sell_a]->name);
+              (int)rt_sell_max_mean(e->as->tensors[e->sell_a]->decl.dtype),
+              e->as->tensors[e->sell_a]->name);
     return print_lir(k, PHASE_COMPUTE, f);
   case TJ_STAGE_C: return print_backend(k, BE_STAGE_SOURCE, f);
   case TJ_STAGE_LLVM: return print_backend(k, BE_STAGE_LLVM, f);

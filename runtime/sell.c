@@ -15,8 +15,8 @@
  *   slice s: rows perm[8s .. 8s+7], width w_s = max len; entry k of lane r
  *            at col/val[off[s] + 8k + r]; lanes past len[8s+r] are padding
  *            (column 0, value 0; their x never reaches a sum: the portable
- *            loop skips them, the AVX-512 one masks its FMA, so x's
- *            inf/NaN stay out)
+ *            loop skips them, the AVX-512 one masks its FMA, the AVX2 one
+ *            zeroes their x before its FMA, so x's inf/NaN stay out)
  *
  * The copy pays on short rows only (rt_sell_pays): from about 32 entries
  * a row (4 gathers) the CSR loop's exit and reduction are amortized, and
@@ -119,11 +119,25 @@ bool rt_sell_form(const tj_storage *a) {
          a->dims[1] <= INT32_MAX && a->levels[1].pos && a->levels[1].pos_len == a->dims[0] + 1;
 }
 
+/* On AVX2 + FMA (Zen 2) the copy paid at every mean row length timed,
+ * where the AVX-512 loop stops paying at 32: thread CPU medians of 41,
+ * the CSR loops over SELL, 64 MB written between runs: cage11 (14 a row)
+ * 1.73, bcsstk33 (68) 1.38, banded rows of L +- L/4 at L = 64: 1.18-1.37
+ * and L = 128: 1.28-1.39 (x lane by lane costs no more per entry than the
+ * CSR loop's 4-wide gathers, and the copy has no per-row exit). */
+double rt_sell_max_mean(tj_dtype dt) {
+  const char *env = getenv("TJ_SELL_MAX_MEAN");
+  if (env && *env) return atof(env);
+  /* f32 runs the portable loop on every host: the AVX2 bound is f64's
+   * (review: a banded f32 matrix of 64 a row ran 1.20-1.26x slower through
+   * the copy than through the CSR loops) */
+  return dt == TJ_F64 && !strcmp(rt_sell_isa(), "avx2") ? RT_SELL_MAX_MEAN_AVX2
+                                                       : RT_SELL_MAX_MEAN;
+}
+
 bool rt_sell_pays(const tj_storage *a) {
   int64_t rows = a->dims[0], nnz = rt_idx(a->levels[1].pos, a->pos_width, rows);
-  const char *env = getenv("TJ_SELL_MAX_MEAN");
-  double most = env && *env ? atof(env) : RT_SELL_MAX_MEAN;
-  return (double)nnz < most * (double)rows;
+  return (double)nnz < rt_sell_max_mean((tj_dtype)a->dtype) * (double)rows;
 }
 
 static bool built_from(const RtSell *s, const tj_storage *a) {
@@ -347,7 +361,7 @@ typedef struct Job {
   const void *x;
   void *y;
   bool acc;
-  int64_t ahead;   /* entries the AVX-512 loop prefetches ahead (0: none, see PREFETCH) */
+  int64_t ahead;   /* entries the SIMD loops prefetch ahead (0: none, see PREFETCH) */
 } Job;
 
 /* Writes (or adds) slice sl's C sums to y. */
@@ -382,7 +396,7 @@ PORTABLE(double, slices_f64)
 PORTABLE(float, slices_f32)
 
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
-#define HAVE_AVX512 1
+#define HAVE_X86_SIMD 1
 /* How far ahead (entries) the AVX-512 loop prefetches the copy's values
  * and columns: the copy is read once a run, often from DRAM while the CSR
  * arrays sit in cache, and the hardware prefetcher alone leaves the loop
@@ -452,39 +466,117 @@ PORTABLE(float, slices_f32)
 AVX512_SLICES(slices_f64_avx512, col, WIDE_COLS, x)
 AVX512_SLICES(slices_f64_avx512_narrow, col16, NARROW_COLS, x + s->base[sl])
 #undef STEP
+
+
+/* One 4-lane half of an AVX2 step: x read lane by lane (4 scalar loads;
+ * padding lanes read column 0 or the slice's base, both inside x), the
+ * lanes past their row's length zeroed by the mask k < len (so a padding
+ * lane's inf/NaN never reaches a sum), then one FMA with the 4 values.
+ * Not vgatherdpd: on Zen 2 the gather ran the cage11 loop 1.5x slower
+ * (1.00-1.05 ms against 0.64-0.71, cache flushed between runs, thread
+ * CPU medians of 41, three alternating runs). */
+#define HALF(acc, lenh, k, at, COLS4, xs)                                               \
+  do {                                                                                 \
+    __m128i c4 = COLS4(at);                                                            \
+    __m256d xv = _mm256_set_pd(xs[_mm_extract_epi32(c4, 3)], xs[_mm_extract_epi32(c4, 2)], \
+                               xs[_mm_extract_epi32(c4, 1)], xs[_mm_cvtsi128_si32(c4)]); \
+    xv = _mm256_and_pd(xv, _mm256_castsi256_pd(_mm256_cmpgt_epi64(lenh, k)));          \
+    acc = _mm256_fmadd_pd(_mm256_loadu_pd(val + (at)), xv, acc);                       \
+  } while (0)
+
+/* 4 columns of step at as 32-bit lanes: wide, or narrow (16-bit offsets). */
+#define WIDE_COLS4(at) _mm_loadu_si128((const __m128i *)(s->col + (at)))
+#define NARROW_COLS4(at) _mm_cvtepu16_epi32(_mm_loadl_epi64((const __m128i *)(s->col16 + (at))))
+
+/* slices_f64 in AVX2 + FMA over the wide (col) or narrow (col16, xs = x +
+ * base[sl]) copy: an 8-row slice is two 4-lane halves, each with its own
+ * accumulator, its lengths widened to 64 bits once a slice; per step k
+ * four loads of x and one FMA a half (HALF). Prefetches the copy as the
+ * AVX-512 loop does. */
+#define AVX2_SLICES(name, cols, COLS4, XS)                                                \
+  __attribute__((target("avx2,fma"))) static void name(const Job *j, int64_t lo,          \
+                                                        int64_t hi) {                     \
+    const RtSell *s = j->s;                                                              \
+    const double *val = s->val, *x = j->x;                                               \
+    double *y = j->y;                                                                    \
+    const __m256i one = _mm256_set1_epi64x(1);                                           \
+    for (int64_t sl = lo; sl < hi; sl++) {                                               \
+      const int32_t *len = s->len + sl * C;                                              \
+      __m256i len0 = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)len));       \
+      __m256i len1 = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(len + 4))); \
+      const double *xs = XS;                                                             \
+      __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();                        \
+      __m256i k = _mm256_setzero_si256();                                                \
+      for (int64_t at = s->off[sl], end = s->off[sl + 1]; at < end; at += C) {           \
+        _mm_prefetch((const char *)(val + at + j->ahead), _MM_HINT_T0);                  \
+        _mm_prefetch((const char *)(s->cols + at + j->ahead), _MM_HINT_T0);              \
+        HALF(a0, len0, k, at, COLS4, xs);                                                \
+        HALF(a1, len1, k, at + 4, COLS4, xs);                                            \
+        k = _mm256_add_epi64(k, one);                                                    \
+      }                                                                                  \
+      int64_t row0 = sl * C;                                                             \
+      if (!s->perm && row0 + C <= s->rows) {                                             \
+        if (j->acc) {                                                                    \
+          a0 = _mm256_add_pd(a0, _mm256_loadu_pd(y + row0));                             \
+          a1 = _mm256_add_pd(a1, _mm256_loadu_pd(y + row0 + 4));                         \
+        }                                                                                \
+        _mm256_storeu_pd(y + row0, a0);                                                  \
+        _mm256_storeu_pd(y + row0 + 4, a1);                                              \
+      } else {                                                                           \
+        double lanes[C];                                                                 \
+        _mm256_storeu_pd(lanes, a0);                                                     \
+        _mm256_storeu_pd(lanes + 4, a1);                                                 \
+        STORE_SLICE(double, s, sl, lanes, y, j->acc)                                     \
+      }                                                                                  \
+    }                                                                                    \
+  }
+AVX2_SLICES(slices_f64_avx2, col, WIDE_COLS4, x)
+AVX2_SLICES(slices_f64_avx2_narrow, col16, NARROW_COLS4, x + s->base[sl])
+#undef HALF
 #endif
 
-#ifdef HAVE_AVX512
-/* Decided once per process, before any thread reads it. TJ_SELL_PORTABLE=1
- * selects the portable loop (tests compare the two). */
-static pthread_once_t avx512_once = PTHREAD_ONCE_INIT;
-static bool avx512;
-static void decide_avx512(void) {
-  avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-           !getenv("TJ_SELL_PORTABLE");
-}
+typedef void (*SliceLoop)(const Job *j, int64_t lo, int64_t hi);
+
+/* The f64 loops this CPU runs, wide and narrow columns: AVX-512, else
+ * AVX2 + FMA, else (or TJ_SELL_PORTABLE=1) the portable one;
+ * TJ_SELL_AVX2=1 keeps an AVX-512 CPU on AVX2 (tests run each). Chosen
+ * once, by pick_loops under pthread_once. */
+static SliceLoop f64_wide = slices_f64, f64_narrow = slices_f64;
+static const char *f64_isa = "portable";
+static pthread_once_t picked = PTHREAD_ONCE_INIT;
+
+static void pick_loops(void) {
+  const char *portable = getenv("TJ_SELL_PORTABLE"), *avx2 = getenv("TJ_SELL_AVX2");
+  if (portable && *portable && strcmp(portable, "0")) return;
+#ifdef HAVE_X86_SIMD
+  bool only_avx2 = avx2 && *avx2 && strcmp(avx2, "0");
+  if (!only_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
+    f64_wide = slices_f64_avx512, f64_narrow = slices_f64_avx512_narrow, f64_isa = "avx512";
+    return;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    f64_wide = slices_f64_avx2, f64_narrow = slices_f64_avx2_narrow, f64_isa = "avx2";
+#else
+  (void)avx2;
 #endif
+}
+
+const char *rt_sell_isa(void) {
+  pthread_once(&picked, pick_loops);
+  return f64_isa;
+}
 
 static void run_slices(void *ctx, int64_t lo, int64_t hi) {
   const Job *j = ctx;
-  if (j->s->dtype == TJ_F32) {
-    slices_f32(j, lo, hi);
-    return;
-  }
-#ifdef HAVE_AVX512
-  pthread_once(&avx512_once, decide_avx512);
-  if (avx512) {
-    if (j->s->col16) slices_f64_avx512_narrow(j, lo, hi);
-    else slices_f64_avx512(j, lo, hi);
-    return;
-  }
-#endif
-  slices_f64(j, lo, hi);
+  if (j->s->dtype == TJ_F32) slices_f32(j, lo, hi);
+  else if (j->s->col16) f64_narrow(j, lo, hi);
+  else f64_wide(j, lo, hi);
 }
 
 void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate) {
   Job j = {s, x, y, accumulate, 0};
-#ifdef HAVE_AVX512
+  pthread_once(&picked, pick_loops);
+#ifdef HAVE_X86_SIMD
   j.ahead = s->cols * (int64_t)sizeof(double) <= PREFETCH_MAX_X ? PREFETCH : 0;
 #endif
   if (s->nslices == 0) return;

@@ -453,14 +453,18 @@ void rt_pattern_free(RtPattern *p);
 #define RT_SELL_C 8
 #define RT_SELL_SIGMA 256
 #define RT_SELL_MAX_MEAN 32
+#define RT_SELL_MAX_MEAN_AVX2 128
 typedef struct RtSell RtSell;
 /* Whether a is a CSR matrix the SELL copy takes (f64/f32, identity mode
  * order, dims < 2^31, packed). */
 bool rt_sell_form(const tj_storage *a);
 /* Whether a SELL copy of a (rt_sell_form) pays over the CSR loops: its
- * rows average fewer than RT_SELL_MAX_MEAN entries (TJ_SELL_MAX_MEAN=<x>
- * overrides; see sell.c). O(1). */
+ * rows average fewer than rt_sell_max_mean() entries. O(1). */
 bool rt_sell_pays(const tj_storage *a);
+/* The mean row length below which the copy pays: TJ_SELL_MAX_MEAN, else
+ * RT_SELL_MAX_MEAN_AVX2 for f64 where the AVX2 loop runs (rt_sell_isa),
+ * else RT_SELL_MAX_MEAN (see sell.c). */
+double rt_sell_max_mean(tj_dtype dt);
 /* t's SELL copy, built now unless t holds one built from its current
  * arrays, with a reference the caller gives back by rt_sell_release (the
  * copy stays valid until then, even if t changes or is freed meanwhile).
@@ -477,6 +481,10 @@ void rt_sell_stats(const RtSell *s, int64_t *nnz, int64_t *padded, bool *sorted)
 /* Whether s keeps 16-bit column offsets from each slice's least column
  * (every slice's columns span at most 65536; see sell.c). */
 bool rt_sell_narrow(const RtSell *s);
+/* The instruction set of the f64 SELL loop this process runs: "avx512",
+ * "avx2" (AVX2 + FMA) or "portable" (TJ_SELL_PORTABLE=1, or neither;
+ * TJ_SELL_AVX2=1 stops at AVX2), decided once at the first call or run. */
+const char *rt_sell_isa(void);
 void rt_sell_free(RtSell *s);
 /* t changed (its arrays, or values in place): derived copies (the SELL
  * copy) are dropped. Every library call that changes a tensor calls it. */

@@ -6,15 +6,19 @@
  * row counts not a multiple of 8, an infinite x entry only padding would
  * touch, +=, f32, 64-bit indices, 2 threads, the copy rebuilt after pack,
  * tj_tensor_arrays and tj_tensor_changed, the choice of the copy or the
- * CSR loops by mean row length (both branches, and its boundary), 16-bit
+ * CSR loops by mean row length (both branches, and its boundary; 128 on
+ * the AVX2 loop, 32 on the others), 16-bit
  * column offsets where every slice's columns span less than 2^16 (and
  * 32-bit columns one past that), and
- * refusals with their messages. ctest runs it twice: AVX-512 (when the CPU has it) and the
- * portable loop (TJ_SELL_PORTABLE=1). */
+ * refusals with their messages; seeded matrices against a plain loop
+ * over their entries. ctest runs it three times: the widest loop the CPU
+ * has (AVX-512, AVX2 + FMA), AVX2 (TJ_SELL_AVX2=1) and the portable loop
+ * (TJ_SELL_PORTABLE=1). */
 #include <check.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,34 +330,40 @@ END_TEST
 
 /* Rows of A: row i holds columns 0 .. len(i)-1, each of value i + 1, so
  * with x(j) = 1 + j, y(i) = (i + 1) len (len + 1) / 2 by hand. The copy
- * pays when the rows average fewer than 32 entries (RT_SELL_MAX_MEAN),
- * else the CSR loops run and A keeps no copy. */
+ * pays when the rows average fewer than B entries (rt_sell_max_mean: 128
+ * where the AVX2 loop runs, else 32), else the CSR loops run and A keeps
+ * no copy. */
 static const struct {
-  int rows, base, step;   /* len(i) = base + i % step, and row 7 one less when step is 0 */
-  const char *max_mean;   /* TJ_SELL_MAX_MEAN, or NULL */
+  int rows, over, step;   /* len(i) = B + over + i % step, and row 7 one less when step is 0 */
+  int raise;              /* TJ_SELL_MAX_MEAN = raise x B, or 0: unset */
   bool sell;
 } choices[] = {
-    {9, 32, 3, NULL, false},   /* 32, 33, 34, ...: mean 33 */
-    {9, 30, 3, NULL, true},    /* mean 31 */
-    {8, 32, 1, NULL, false},   /* all 32: mean exactly 32 */
-    {8, 32, 0, NULL, true},    /* row 7 holds 31: mean 31.875 */
-    {9, 32, 3, "64", true},    /* mean 33 under a raised bound */
+    {9, 0, 3, 0, false},    /* B, B + 1, B + 2, ...: mean B + 1 */
+    {9, -2, 3, 0, true},    /* mean B - 1 */
+    {8, 0, 1, 0, false},    /* all B: mean exactly B */
+    {8, 0, 0, 0, true},     /* row 7 holds B - 1: mean B - 1/8 */
+    {9, 0, 3, 2, true},     /* mean B + 1 under a bound of 2B */
 };
 
-static int64_t choice_len(int c, int64_t i) {
-  if (choices[c].step == 0) return choices[c].base - (i == 7);
-  return choices[c].base + i % choices[c].step;
+static int64_t choice_len(int c, int64_t bound, int64_t i) {
+  if (choices[c].step == 0) return bound + choices[c].over - (i == 7);
+  return bound + choices[c].over + i % choices[c].step;
 }
 
 START_TEST(copy_only_where_rows_are_short) {
-  if (choices[_i].max_mean) setenv("TJ_SELL_MAX_MEAN", choices[_i].max_mean, 1);
-  const int64_t n = choices[_i].rows, m = 40;
+  const int64_t bound = (int64_t)rt_sell_max_mean(TJ_F64);
+  ck_assert_int_eq(bound, strcmp(rt_sell_isa(), "avx2") ? 32 : 128);
+  ck_assert_int_eq((int64_t)rt_sell_max_mean(TJ_F32), 32);   /* f32: the portable loop */
+  char raised[32];
+  snprintf(raised, sizeof raised, "%lld", (long long)(choices[_i].raise * bound));
+  if (choices[_i].raise) setenv("TJ_SELL_MAX_MEAN", raised, 1);
+  const int64_t n = choices[_i].rows, m = bound + 8;
   tj_format f;
   OK(tj_format_parse("ds", &f));
   tj_tensor *a;
   OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){n, m}, &f, &a));
   for (int64_t i = 0; i < n; i++)
-    for (int64_t j = 0; j < choice_len(_i, i); j++)
+    for (int64_t j = 0; j < choice_len(_i, bound, i); j++)
       OK(tj_tensor_insert(a, (int64_t[]){i, j}, (double)(i + 1)));
   OK(tj_tensor_pack(a));
   tj_tensor *x = vec("x", TJ_F64, m, 1), *y = vec("y", TJ_F64, n, -1);
@@ -365,7 +375,7 @@ START_TEST(copy_only_where_rows_are_short) {
     ck_assert_msg((a->sell != NULL) == choices[_i].sell, "case %d, %d threads: copy %s", _i, t,
                   a->sell ? "made" : "not made");
     for (int64_t i = 0; i < n; i++) {
-      double got, len = (double)choice_len(_i, i);
+      double got, len = (double)choice_len(_i, bound, i);
       OK(tj_tensor_get(y, &i, &got));
       ck_assert_msg(got == (double)(i + 1) * len * (len + 1) / 2, "case %d: y(%lld) = %g", _i,
                     (long long)i, got);
@@ -374,6 +384,110 @@ START_TEST(copy_only_where_rows_are_short) {
   tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
   tj_context_free(cx);
   unsetenv("TJ_SELL_MAX_MEAN");   /* CK_FORK=no runs the next test here */
+}
+END_TEST
+
+/* Seeded matrices against a plain loop over their entries, run by the f64
+ * loop this CPU picks (ctest runs the suite as picked, with TJ_SELL_AVX2=1
+ * and with TJ_SELL_PORTABLE=1). Integer values, so every order of the
+ * sums gives the same doubles and y is compared exactly. Column 0 holds
+ * no entry and x(0) = inf: only padding (wide columns: column 0) could
+ * read it, and y must stay finite. Rows of length 0, a last slice short
+ * of 8 rows, narrow and wide columns, rows kept in order or sorted; y =
+ * and y +=, on 1 and 2 threads. */
+static const struct {
+  int64_t rows, cols;
+  int most;          /* row lengths 1..most, or exactly most when uniform */
+  int empty_every;   /* every such row is empty (0: none) */
+  bool uniform, narrow, sorted;
+} shapes[] = {
+    {203, 3000, 20, 5, false, true, true},        /* narrow, short last slice, empty rows */
+    {203, 300000, 20, 5, false, false, true},     /* wide */
+    {200, 300000, 9, 0, true, false, false},      /* wide, full slices in row order */
+    {203, 3000, 9, 0, true, true, false},         /* narrow, in row order, short last slice */
+    {5, 100000, 7, 2, false, false, false},       /* one slice of 5 rows: no order pads less */
+};
+
+static uint64_t next_rand(uint64_t *s) {
+  *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+  return *s >> 33;
+}
+
+static int64_t shape_len(int c, int64_t i, uint64_t *rnd) {
+  if (shapes[c].empty_every && i % shapes[c].empty_every == 0) return 0;
+  return shapes[c].uniform ? shapes[c].most : 1 + (int64_t)(next_rand(rnd) % (uint64_t)shapes[c].most);
+}
+
+START_TEST(fast_loop_against_a_plain_loop) {
+  const int64_t n = shapes[_i].rows, m = shapes[_i].cols;
+  uint64_t rnd = 11 + (uint64_t)_i;
+  int64_t *pos = calloc((size_t)n + 1, sizeof *pos);
+  int64_t *crd = malloc((size_t)(n * shapes[_i].most) * sizeof *crd);
+  double *val = malloc((size_t)(n * shapes[_i].most) * sizeof *val);
+  tj_format f;
+  OK(tj_format_parse("ds", &f));
+  tj_tensor *a;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){n, m}, &f, &a));
+  for (int64_t i = 0; i < n; i++) {   /* distinct columns 1.. of row i, ascending */
+    int64_t len = shape_len(_i, i, &rnd), c = 0;
+    pos[i + 1] = pos[i] + len;
+    for (int64_t e = 0; e < len; e++) {
+      c += 1 + (int64_t)(next_rand(&rnd) % (uint64_t)((m - 1 - c) / (len - e)));
+      crd[pos[i] + e] = c;
+      val[pos[i] + e] = (double)(int64_t)(next_rand(&rnd) % 7) - 3;   /* -3..3, 0 as 4 */
+      if (val[pos[i] + e] == 0) val[pos[i] + e] = 4;
+      OK(tj_tensor_insert(a, (int64_t[]){i, c}, val[pos[i] + e]));
+    }
+  }
+  OK(tj_tensor_pack(a));
+  tj_tensor *x = vec("x", TJ_F64, m, 0), *y = vec("y", TJ_F64, n, 0);
+  tj_arrays ar;
+  OK(tj_tensor_arrays(x, &ar));
+  double *xv = ar.vals;
+  for (int64_t j = 0; j < m; j++) xv[j] = (double)(j % 11) - 5;
+  xv[0] = INFINITY;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int acc = 0; acc <= 1; acc++)
+    for (int t = 1; t <= 2; t++) {
+      OK(tj_tensor_arrays(y, &ar));
+      double *yv = ar.vals;
+      for (int64_t i = 0; i < n; i++) yv[i] = acc ? (double)(i % 13) : -7;
+      tj_kernel *k = compile(cx, acc ? "y(i) += A(i,j) * x(j)" : "y(i) = A(i,j) * x(j)", y, a, x, t);
+      OK(tj_kernel_run(k, acc ? TJ_COMPUTE : TJ_EVALUATE, NULL, 0));
+      ck_assert_ptr_nonnull(a->sell);
+      for (int64_t i = 0; i < n; i++) {
+        double want = acc ? (double)(i % 13) : 0, got;
+        for (int64_t p = pos[i]; p < pos[i + 1]; p++) want += val[p] * xv[crd[p]];
+        OK(tj_tensor_get(y, &i, &got));
+        ck_assert_msg(got == want, "%s, shape %d, %d threads, %s: y(%lld) = %g, want %g",
+                      rt_sell_isa(), _i, t, acc ? "+=" : "=", (long long)i, got, want);
+      }
+    }
+  int64_t nnz, padded;
+  bool sorted;
+  rt_sell_stats(a->sell, &nnz, &padded, &sorted);
+  ck_assert_int_eq(nnz, pos[n]);
+  ck_assert_msg(rt_sell_narrow(a->sell) == shapes[_i].narrow, "shape %d: narrow", _i);
+  ck_assert_msg(sorted == shapes[_i].sorted, "shape %d: sorted", _i);
+  free(pos), free(crd), free(val);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
+/* The loop each environment asks for, on a CPU with AVX2 and FMA: the
+ * widest it has, AVX2 under TJ_SELL_AVX2=1, the portable one under
+ * TJ_SELL_PORTABLE=1. */
+START_TEST(loop_picked_by_cpu_and_environment) {
+  const char *portable = getenv("TJ_SELL_PORTABLE"), *avx2 = getenv("TJ_SELL_AVX2");
+  const char *isa = rt_sell_isa();
+  if (portable && !strcmp(portable, "1")) ck_assert_str_eq(isa, "portable");
+  else if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) ck_assert_str_eq(isa, "portable");
+  else if ((avx2 && !strcmp(avx2, "1")) || !__builtin_cpu_supports("avx512f") ||
+           !__builtin_cpu_supports("avx512vl"))
+    ck_assert_str_eq(isa, "avx2");
+  else ck_assert_str_eq(isa, "avx512");
 }
 END_TEST
 
@@ -456,6 +570,8 @@ int main(void) {
   tcase_add_test(tc, narrow_columns_where_slices_span_less_than_2_16);
   tcase_add_loop_test(tc, copy_only_where_rows_are_short, 0,
                       (int)(sizeof choices / sizeof choices[0]));
+  tcase_add_loop_test(tc, fast_loop_against_a_plain_loop, 0, (int)(sizeof shapes / sizeof shapes[0]));
+  tcase_add_test(tc, loop_picked_by_cpu_and_environment);
   tcase_add_test(tc, refusals_say_why);
   tcase_add_test(tc, copy_outlives_a_concurrent_change);
   suite_add_tcase(s, tc);
