@@ -176,16 +176,10 @@ struct LirStmt {
     struct { LirExpr *cond; LirStmt *body; } whl;                  /* LS_WHILE */
     struct { LirExpr *cond; LirStmt *then, *els; } cond;           /* LS_IF */
     struct { LirHelper h; int operand; int arr; int level;         /* LS_CALL */
-             LirExpr *a, *b; LirVar *ptr; const int32_t *plan; bool refill; } call;
+             LirExpr *a, *b; LirVar *ptr; const int32_t *plan; } call;
              /* RESERVE: operand, arr, level, a = need.
                 ALLOC: ptr = result, a = bytes. FREE: ptr.
-                SORT_CRD and ZERO: ptr, a = lo, b = hi. ZERO's refill: the
-                lowering's word that the statements after it in its list
-                update every value of [lo, hi) (a dense output's row), by
-                loops over all of its coordinates, sums of products only:
-                where each value is then updated once, outside every
-                reduction, the update may store (`=`) and the zeroing go
-                (lower/promote.c).
+                SORT_CRD and ZERO: ptr, a = lo, b = hi.
                 GETT: plan = LIR_GETT_WORDS words (TJ_GP_*). */
     LirStmt *block;                                                /* LS_BLOCK */
     const char *comment;                                           /* LS_COMMENT */

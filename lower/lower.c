@@ -736,47 +736,6 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
   return false;
 }
 
-/* Whether e is a product of accesses and literals. */
-static bool product_only(const Expr *e) {
-  if (e->kind == EX_ACCESS || e->kind == EX_LITERAL) return true;
-  return e->kind == EX_OP && e->u.op.id == OP_MUL && product_only(e->u.op.a) &&
-         product_only(e->u.op.b);
-}
-
-/* With zero_rows, whether the updates after a row's zeroing reach every
- * value of the row: `=` of one product (plus.times: sums add, absent
- * entries are 0), every loop below the row loop over an output index
- * runs over all its coordinates (every operand's level there dense, no
- * split, fuse or bound but the extent itself: a block's rows) and no operand is sliced or read through a block window. Marks the
- * row's ZERO as a refill (ir/loop_ir.h), which promotion may turn into
- * one store per value. */
-static bool rows_refilled(const Lowerer *lw, AMask alive) {
-  if (!lw->zero_rows || lw->nest.keeps_old || lw->nest.semiring || lw->out_def ||
-      lw->valued_masks || lw->out_init != 0 || (lw->out_op != OP_NONE && lw->out_op != OP_ADD) ||
-      !product_only(lw->nest.rhs) || lw->plan->split_sum || lw->is_bool)
-    return false;
-  for (int x = 0; x < lw->nacc; x++) {
-    const tj_format *f = lw->acc[x].f;
-    if (lw_access_sliced(lw, x)) return false;
-    for (int l = 0; l < f->order; l++)
-      if (f->win[l].block) return false;
-  }
-  for (int d = 1; d < lw->nest.nloops; d++) {
-    const CinLoopForm *f = lw->nest.form[d];
-    const IndexVar *v = lw->nest.order[d];
-    if (!nt_uses_index(lw->nest.lhs, v)) continue;
-    bool whole_bound = f && f->bound_kind == BOUND_MAX_EXACT && f->bound == v->extent;
-    if (f && (f->split || f->divide || f->pos || (f->bound_kind && !whole_bound) || f->fuse ||
-              f->fused || f->outer_at))
-      return false;
-    for (int x = 1; x < lw->nacc; x++) {
-      int l = (alive >> x) & 1 ? lw_level_at(lw, x, d) : -1;
-      if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL)) return false;
-    }
-  }
-  return true;
-}
-
 /* The loop nest of in's notation, which must be the order in's plan was
  * made for (its conversions follow that order). */
 static bool read_nest(Lowerer *lw, const LowerInput *in, Diag *d) {
@@ -828,7 +787,6 @@ static Lowerer *lower_stmt(Arena *a, const LowerInput *in, LowerPhase phase, boo
   AMask alive = lw->nacc >= 64 ? ~(AMask)0 : (((AMask)1 << lw->nacc) - 1);
   lw->stores_all = stores_every_entry(lw, alive & ~(AMask)1);
   lw->zero_rows = !lw->stores_all && !lw->partials && rows_zeroed_in_loop(lw, alive & ~(AMask)1);
-  lw->rows_refilled = rows_refilled(lw, alive & ~(AMask)1);
   LirStmt *body = conversion_notes(lw);
   lir_append(&body, declare_operands(lw));
   if (ranged) lir_append(&body, declare_range(lw));

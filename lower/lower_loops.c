@@ -1651,10 +1651,8 @@ static LirStmt *single_loop(Lowerer *lw, LoopCtx *cx, LirExpr *extent) {
     LirExpr *lo = rows ? lw_ref(lw, lw->range_lo) : lw_i64(lw, 0);
     LirExpr *hi = rows ? lw_ref(lw, lw->range_hi) : lw_form_extent(lw, cx->depth, extent);
     LirStmt *body = NULL;
-    if (zeroing) {
+    if (zeroing)
       body = zero_rows(lw, lw_ref(lw, iv), lir_bin(a, LOP_ADD, lw_ref(lw, iv), lw_i64(lw, 1)));
-      if (body && body->kind == LS_CALL) body->u.call.refill = lw->rows_refilled;
-    }
     LirVar *saved_base = lw->leaf_base;
     LirExpr *saved_lo = lw->leaf_lo;
     bool saved_used = lw->leaf_base_used;

@@ -90,8 +90,6 @@ typedef struct Lowerer {
   bool zero_rows;                          /* the depth-0 loop zeroes the dense
                                               output's rows it reaches (and the
                                               gaps before them), not the prologue */
-  bool rows_refilled;                      /* zero_rows, and each row is then
-                                              updated whole (the ZERO's refill) */
   LirVar *range_lo, *range_hi;
   LirVar *fuse_f[NT_MAX_INDICES];          /* the inner loop of a fuse, by depth:
                                               the fused loop's variable f and */

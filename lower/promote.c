@@ -35,8 +35,6 @@
 
 #include "lower.h"
 
-#define PROMOTE_CHOICES 16
-
 typedef struct Promote {
   Arena *a;
   LirKernel *k;
@@ -45,8 +43,6 @@ typedef struct Promote {
   char *inside;    /* var id -> declared or assigned in the loop at hand */
   int ninside;     /* its entries (jamming adds variables) */
   bool whole;      /* in a choice's branches: no more row groups */
-  const LirStmt *choice[PROMOTE_CHOICES];   /* the IFs groups_by_length made */
-  int nchoice;
 } Promote;
 
 static bool known(const Promote *p, const LirVar *v) { return v->id < p->nvars; }
@@ -634,7 +630,6 @@ static bool groups_by_length(Promote *p, LirStmt **slot) {
   choice->next = K->next;
   Kg->next = K->next = NULL;
   *slot = choice;
-  if (p->nchoice < PROMOTE_CHOICES) p->choice[p->nchoice++] = choice;
   return true;
 }
 
@@ -817,149 +812,6 @@ static int walk(Promote *p, LirStmt **slot, bool around_free) {
   return n;
 }
 
-/* ---- one store per value: refilled rows ----
- *
- * A row's ZERO that the lowering marks a refill (ir/loop_ir.h) is followed
- * in its list by loops whose updates reach every value of the row. When,
- * after promotion, every update of output values there sits outside every
- * reduction (each loop around it below the row moves its index, so no two
- * iterations update one value) and no two updates on one path are the
- * same, each value is updated exactly once: `C[idx] += acc` becomes
- * `C[idx] = acc` and the ZERO goes, one pass over the row instead of two
- * (BSR SpMM and SpMV). The only IFs allowed are groups_by_length's choices
- * (both branches copies of one loop). `+=` outputs have no such ZERO. */
-
-#define ONCE_UPDATES 64
-#define ONCE_DEPTH 16
-
-typedef struct Once {
-  LirStmt *upd[ONCE_UPDATES];   /* the updates met on the path walked */
-  int n;
-  const LirVar *iv[ONCE_DEPTH]; /* the loops around the statement at hand */
-  int depth;
-} Once;
-
-typedef struct OnceIdx {
-  const Promote *p;
-  const Once *o;
-} OnceIdx;
-
-/* Stops at a variable of the refilled statements that is no loop's
- * induction variable around the update (a reduction's coordinate). */
-static LirVisit not_around(const LirExpr *e, void *cx) {
-  const OnceIdx *x = cx;
-  if (e->kind != LE_VAR) return LV_DESCEND;
-  const LirVar *v = e->u.var;
-  if (v->id >= x->p->ninside || !x->p->inside[v->id]) return LV_DESCEND;
-  for (int d = 0; d < x->o->depth; d++)
-    if (x->o->iv[d] == v) return LV_DESCEND;
-  return LV_STOP;
-}
-
-/* Whether the output update u is made once per value: `+=`, reading no
- * output value, its index moved by every loop around it and by nothing
- * else declared after the ZERO, unlike every update before it on its path. */
-static bool update_once(const Promote *p, Once *o, LirStmt *u) {
-  if (u->u.store.op != LOP_ADD || u->u.store.atomic || loads_outvals(p, u->u.store.idx) ||
-      loads_outvals(p, u->u.store.e) || reads_inside(p, u->u.store.ptr) || o->n == ONCE_UPDATES)
-    return false;
-  OnceIdx x = {p, o};
-  if (lir_expr_walk(u->u.store.idx, not_around, &x)) return false;
-  for (int d = 0; d < o->depth; d++)
-    if (lir_count_reads(u->u.store.idx, o->iv[d]) == 0) return false;
-  for (int i = 0; i < o->n; i++)
-    if (lir_expr_equal(o->upd[i]->u.store.ptr, u->u.store.ptr) &&
-        lir_expr_equal(o->upd[i]->u.store.idx, u->u.store.idx))
-      return false;
-  o->upd[o->n++] = u;
-  return true;
-}
-
-static bool is_choice(const Promote *p, const LirStmt *s) {
-  for (int i = 0; i < p->nchoice; i++)
-    if (p->choice[i] == s) return true;
-  return false;
-}
-
-/* Walks list s after a refill ZERO, noting its output updates in o; false
- * when one is not made once per value or s holds a call, a while, a field
- * store or an IF other than a choice. */
-static bool once_list(const Promote *p, LirStmt *s, Once *o) {
-  for (; s; s = s->next) {
-    switch (s->kind) {
-    case LS_DECL: case LS_ASSIGN: case LS_COMMENT: case LS_PREFETCH: break;
-    case LS_STORE:
-      if (is_outvals(p, s->u.store.ptr) && !update_once(p, o, s)) return false;
-      break;
-    case LS_FOR:
-      if (o->depth == ONCE_DEPTH) return false;
-      o->iv[o->depth++] = s->u.loop.iv;
-      if (!once_list(p, s->u.loop.body, o)) return false;
-      o->depth--;
-      break;
-    case LS_BLOCK:
-      if (!once_list(p, s->u.block, o)) return false;
-      break;
-    case LS_IF: {   /* each branch after what came before; then both seen */
-      if (!is_choice(p, s)) return false;
-      Once els = *o;
-      if (!once_list(p, s->u.cond.then, o) || !once_list(p, s->u.cond.els, &els)) return false;
-      for (int i = 0; i < els.n; i++) {
-        bool seen = false;
-        for (int j = 0; j < o->n; j++) seen |= o->upd[j] == els.upd[i];
-        if (seen) continue;
-        if (o->n == ONCE_UPDATES) return false;
-        o->upd[o->n++] = els.upd[i];
-      }
-      break;
-    }
-    default: return false;
-    }
-  }
-  return true;
-}
-
-/* Marks what list s declares or assigns. */
-static bool mark_rest(Promote *p, const LirStmt *s) {
-  if (p->ninside < p->k->nvars) {
-    p->ninside = p->k->nvars;
-    p->inside = arena_alloc(p->a, (size_t)p->ninside);
-    if (!p->inside) return p->ninside = 0, false;
-  }
-  memset(p->inside, 0, (size_t)p->ninside);
-  mark_list(p, s);
-  return true;
-}
-
-/* The rewrite at each refill ZERO in the list at *slot and below; how
- * many rows' zeroing went. */
-static int store_once(Promote *p, LirStmt **slot) {
-  int n = 0;
-  for (; *slot; slot = &(*slot)->next) {
-    LirStmt *s = *slot;
-    switch (s->kind) {
-    case LS_FOR: n += store_once(p, &s->u.loop.body); break;
-    case LS_WHILE: n += store_once(p, &s->u.whl.body); break;
-    case LS_IF: n += store_once(p, &s->u.cond.then) + store_once(p, &s->u.cond.els); break;
-    case LS_BLOCK: n += store_once(p, &s->u.block); break;
-    case LS_CALL: {
-      const LirVar *ptr = s->u.call.ptr;
-      if (s->u.call.h != LH_ZERO || !s->u.call.refill || !known(p, ptr) || !p->outvals[ptr->id] ||
-          !mark_rest(p, s->next))
-        break;
-      Once *o = arena_alloc(p->a, sizeof *o);
-      if (!o || (o->n = 0, o->depth = 0, !once_list(p, s->next, o)) || o->n == 0) break;
-      for (int i = 0; i < o->n; i++) o->upd[i]->u.store.op = -1;
-      *slot = s->next;   /* the ZERO goes */
-      n++;
-      return n + store_once(p, slot);   /* the rest of the list */
-    }
-    default: break;
-    }
-  }
-  return n;
-}
-
 int lower_promote(Arena *a, LirKernel *k) {
   if (k->nvars == 0) return 0;
   Promote p = {.a = a, .k = k, .nvars = k->nvars};
@@ -968,6 +820,5 @@ int lower_promote(Arena *a, LirKernel *k) {
   if (!p.outvals || !bad) return 0;
   find_outvals(&p, k->body, bad);
   for (int i = 0; i < p.nvars; i++) p.outvals[i] &= !bad[i];
-  int n = walk(&p, &k->body, false);
-  return n + store_once(&p, &k->body);
+  return walk(&p, &k->body, false);
 }
