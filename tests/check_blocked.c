@@ -6,6 +6,8 @@
  * plain C loop over a dense copy (and the reference interpreter), plus the
  * refusals. */
 #include <check.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -678,6 +680,76 @@ static void spmm_both_lengths(const char *spec, int64_t m, int64_t n, int b) {
   spmm_case(spec, m, n, b, 7);
 }
 
+/* SpMM and SpMV over BSR A into outputs that start as NaN, so a value
+ * the kernel neither zeroes nor stores shows (a guard for a kernel that
+ * stores C's rows once instead of zeroing and adding: bench/README.md);
+ * A has an empty block row and block rows both shorter and longer than
+ * the row groups' limit; `+=` adds to what C held. 1 and 2 threads,
+ * extents that are and are not block multiples, against plain loops. */
+static void stored_once_case(const char *spec, int64_t m, int64_t n, int b, int64_t p,
+                             bool accumulate, int nthreads) {
+  double *ad;
+  tj_tensor *a = blocked_matrix(spec, m, n, b, b, 9, &ad);
+  for (int64_t i = b; i < 2 * b && i < m; i++)   /* block row 1 empty: its rows of A zero */
+    for (int64_t j = 0; j < n; j++) ad[i * n + j] = 0;
+  tj_tensor *ae;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){m, n}, tj_tensor_format(a), &ae));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++)
+      if (ad[i * n + j] != 0) OK(tj_tensor_insert(ae, (int64_t[]){i, j}, ad[i * n + j]));
+  OK(tj_tensor_pack(ae));
+  tj_tensor_free(a);
+  int64_t bd[2] = {n, p}, cd[2] = {m, p};
+  double *bv = malloc(sizeof *bv * (size_t)(n * p)), *old = malloc(sizeof *old * (size_t)(m * p));
+  double *want = malloc(sizeof *want * (size_t)(m * p)), *nan = malloc(sizeof *nan * (size_t)(m * p));
+  for (int64_t e = 0; e < n * p; e++) bv[e] = (double)(e % 13) - 6;
+  for (int64_t e = 0; e < m * p; e++) old[e] = (double)(e % 5) + 1, nan[e] = NAN;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t k = 0; k < p; k++) {
+      double sum = accumulate ? old[i * p + k] : 0;
+      for (int64_t j = 0; j < n; j++) sum += ad[i * n + j] * bv[j * p + k];
+      want[i * p + k] = sum;
+    }
+  const char *expr = p == 1 ? (accumulate ? "y(i) += A(i,j) * x(j)" : "y(i) = A(i,j) * x(j)")
+                            : (accumulate ? "C(i,k) += A(i,j) * B(j,k)" : "C(i,k) = A(i,j) * B(j,k)");
+  tj_tensor *bt = p == 1 ? dense_tensor("x", 1, &n, bv) : dense_tensor("B", 2, bd, bv);
+  tj_tensor *c = p == 1 ? dense_tensor("y", 1, &m, accumulate ? old : nan)
+                        : dense_tensor("C", 2, cd, accumulate ? old : nan);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = {0};
+  o.opt_level = 3, o.nthreads = nthreads;
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, (tj_tensor *[]){c, ae, bt}, 3, NULL, &o, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  check_values(c, want, m, p);
+  if (!accumulate) {   /* again over NaN: every value stored again */
+    tj_tensor_free(c);
+    c = p == 1 ? dense_tensor("y", 1, &m, nan) : dense_tensor("C", 2, cd, nan);
+    OK(tj_compile(cx, expr, (tj_tensor *[]){c, ae, bt}, 3, NULL, &o, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    check_values(c, want, m, p);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(c), tj_tensor_free(bt), tj_tensor_free(ae);
+  free(ad), free(bv), free(old), free(want), free(nan);
+}
+
+START_TEST(bsr_outputs_over_nan) {
+  const char *b4 = "dsdd:0/4,1/4,0%4,1%4", *b8 = "dsdd:0/8,1/8,0%8,1%8";
+  for (int th = 1; th <= 2; th++)
+    for (int acc = 0; acc <= 1; acc++) {
+      stored_once_case(b4, 32, 128, 4, 64, acc, th);   /* short and long block rows */
+      stored_once_case(b4, 18, 23, 4, 45, acc, th);    /* not block multiples */
+      stored_once_case(b8, 64, 160, 8, 45, acc, th);
+      stored_once_case(b8, 21, 13, 8, 7, acc, th);
+      stored_once_case("dsdd:0/2,1/3,0%2,1%3", 9, 7, 3, 5, acc, th);
+      stored_once_case(b4, 32, 128, 4, 1, acc, th);    /* SpMV */
+      stored_once_case(b8, 21, 13, 8, 1, acc, th);
+    }
+}
+END_TEST
+
 START_TEST(spmm_bsr_groups_by_row_length) {
   spmm_both_lengths("dsdd:0/8,1/8,0%8,1%8", 64, 160, 8);
   spmm_both_lengths("dsdd:0/4,1/4,0%4,1%4", 32, 128, 4);
@@ -758,6 +830,7 @@ int main(void) {
   tcase_add_test(tc, bsr_outputs_by_hand);
   tcase_add_test(tc, bsr_outputs);
   tcase_add_test(tc, spmm_bsr_groups_by_row_length);
+  tcase_add_test(tc, bsr_outputs_over_nan);
   tcase_add_test(tc, refuses_unsupported_kernels);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
