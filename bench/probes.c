@@ -52,7 +52,7 @@ static double fma_run_d(long iters) {
   for (long it = 0; it < iters; it++) {
 #pragma clang loop unroll(full)
     for (int c = 0; c < FMA_CHAINS; c++) acc[c] = acc[c] * m + s;
-    __asm__ volatile("" : "+m"(m)); /* "+x" cannot hold 64 bytes without AVX-512 */
+    __asm__ volatile("" : "+x"(m));
   }
   double r = 0;
   for (int c = 0; c < FMA_CHAINS; c++) for (int l = 0; l < PROBE_DLANES; l++) r += acc[c][l];
@@ -65,7 +65,7 @@ static double fma_run_f(long iters) {
   for (long it = 0; it < iters; it++) {
 #pragma clang loop unroll(full)
     for (int c = 0; c < FMA_CHAINS; c++) acc[c] = acc[c] * m + s;
-    __asm__ volatile("" : "+m"(m)); /* "+x" cannot hold 64 bytes without AVX-512 */
+    __asm__ volatile("" : "+x"(m));
   }
   double r = 0;
   for (int c = 0; c < FMA_CHAINS; c++) for (int l = 0; l < PROBE_FLANES; l++) r += acc[c][l];
