@@ -285,10 +285,14 @@ enum {
  * first violation is TJ_ERR_FORMAT with a message naming the tensor, the
  * level, the array and the position. On any failure nothing is created
  * and the caller's arrays are untouched.
- * When the tensor is an output, kernels write its arrays in place while
- * they are large enough (a dense output always is); an array that must
- * grow is copied into one the tensor owns, and tj_tensor_arrays then
- * points there. tj_tensor_pack replaces them by arrays of its own. */
+ * When the tensor is an output, a dense one is written in place; a sparse
+ * one is assembled into arrays of the tensor's own and copied back into
+ * the caller's when the result fits every one of them (in place, as
+ * tj_tensor_arrays then shows), else it stays in the tensor's arrays
+ * (tj_tensor_arrays points there) and the caller's keep their old contents
+ * whole: never new positions over old coordinates. A values-only
+ * TJ_COMPUTE writes the arrays the tensor holds in place.
+ * tj_tensor_pack replaces them by arrays of its own. */
 tj_status tj_tensor_wrap(const char *name, const tj_arrays *a, unsigned flags,
                          tj_tensor **out);
 
