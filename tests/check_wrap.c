@@ -119,6 +119,18 @@ static void wrap_two(TwoCsr *m, const tj_format *csr, tj_tensor **a, tj_tensor *
   OK(tj_tensor_wrap("B", &ba, 0, b));
 }
 
+/* Checks that 3 x 4 CSR tensor t holds n entries: pos, crd and vals (its
+ * arrays as tj_tensor_arrays hands them out). */
+static void expect_csr(tj_tensor *t, int64_t n, const int32_t *pos, const int32_t *crd,
+                       const double *vals) {
+  tj_arrays c;
+  OK(tj_tensor_arrays(t, &c));
+  ck_assert_int_eq(c.vals_len, n);
+  ck_assert(memcmp(c.pos[1], pos, 4 * sizeof *pos) == 0);
+  ck_assert(memcmp(c.crd[1], crd, (size_t)n * sizeof *crd) == 0);
+  ck_assert(memcmp(c.vals, vals, (size_t)n * sizeof *vals) == 0);
+}
+
 /* C = A .* B, B = [0 5 7 0; 0 0 0 0; 0 0 2 0] (CSR pos {0,2,2,3}, crd
  * {1,2,2}, vals {5,7,2}): C holds (0,1) = 10 and (2,2) = 8, so pos
  * {0,1,1,2}, crd {1,2}, vals {10,8}. After A(2,2) = 0.5 in place, a compute
@@ -179,12 +191,8 @@ START_TEST(wrapped_sparse_output_grows_into_its_own_arrays) {
   ck_assert_ptr_ne(c.pos[1], cpos);
   ck_assert_ptr_ne(c.crd[1], ccrd);
   ck_assert_ptr_ne(c.vals, cvals);
-  ck_assert_int_eq(c.vals_len, 5);
-  int32_t want_pos[] = {0, 3, 3, 5}, want_crd[] = {1, 2, 3, 0, 2};
-  double want_vals[] = {7, 7, 1, 3, 6};
-  ck_assert(memcmp(c.pos[1], want_pos, sizeof want_pos) == 0);
-  ck_assert(memcmp(c.crd[1], want_crd, sizeof want_crd) == 0);
-  ck_assert(memcmp(c.vals, want_vals, sizeof want_vals) == 0);
+  expect_csr(ops[0], 5, (int32_t[]){0, 3, 3, 5}, (int32_t[]){1, 2, 3, 0, 2},
+             (double[]){7, 7, 1, 3, 6});
   double v;
   int64_t at[2] = {2, 2};
   OK(tj_tensor_get(ops[0], at, &v));
@@ -223,14 +231,8 @@ START_TEST(accumulate_into_wrapped_output_never_half_written) {
     } else {
       OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
     }
-    tj_arrays c;
-    OK(tj_tensor_arrays(ops[0], &c));
-    int32_t want_pos[] = {0, 2, 3, 4}, want_crd[] = {0, 1, 3, 2};
-    double want_vals[] = {1, 10, 2, 8};
-    ck_assert_int_eq(c.vals_len, 4);
-    ck_assert(memcmp(c.pos[1], want_pos, sizeof want_pos) == 0);
-    ck_assert(memcmp(c.crd[1], want_crd, sizeof want_crd) == 0);
-    ck_assert(memcmp(c.vals, want_vals, sizeof want_vals) == 0);
+    expect_csr(ops[0], 4, (int32_t[]){0, 2, 3, 4}, (int32_t[]){0, 1, 3, 2},
+               (double[]){1, 10, 2, 8});
     /* the caller's arrays: the old C, whole */
     ck_assert(cpos[0] == 0 && cpos[1] == 1 && cpos[2] == 2 && cpos[3] == 2);
     ck_assert(ccrd[0] == 0 && ccrd[1] == 3 && cvals[0] == 1 && cvals[1] == 2);
