@@ -119,6 +119,29 @@ static void wrap_two(TwoCsr *m, const tj_format *csr, tj_tensor **a, tj_tensor *
   OK(tj_tensor_wrap("B", &ba, 0, b));
 }
 
+/* A wrapped CSR output C over the caller's arrays (cpos, ccrd, cvals:
+ * pos[3] entries), the operands A and B of wrap_two, and a context: ops is
+ * {C, A, B}. wrapped_out_free releases all but the caller's arrays. */
+typedef struct WrappedOut {
+  TwoCsr m;
+  tj_tensor *ops[3];
+  tj_context *cx;
+} WrappedOut;
+
+static void wrapped_out(WrappedOut *w, int32_t *cpos, int32_t *ccrd, double *cvals) {
+  tj_format csr;
+  OK(tj_format_parse("ds", &csr));
+  tj_arrays ca = csr_arrays(&csr, cpos, ccrd, cvals);
+  OK(tj_tensor_wrap("C", &ca, 0, &w->ops[0]));
+  wrap_two(&w->m, &csr, &w->ops[1], &w->ops[2]);
+  OK(tj_context_new(&w->cx));
+}
+
+static void wrapped_out_free(WrappedOut *w) {
+  tj_context_free(w->cx);
+  for (int i = 0; i < 3; i++) tj_tensor_free(w->ops[i]);
+}
+
 /* Checks that 3 x 4 CSR tensor t holds n entries: pos, crd and vals (its
  * arrays as tj_tensor_arrays hands them out). */
 static void expect_csr(tj_tensor *t, int64_t n, const int32_t *pos, const int32_t *crd,
@@ -173,18 +196,12 @@ END_TEST
  * [0 7 7 1; 0 0 0 0; 3 0 6 0]: pos {0,3,3,5}, crd {1,2,3,0,2}, vals
  * {7,7,1,3,6}. */
 START_TEST(wrapped_sparse_output_grows_into_its_own_arrays) {
-  tj_format csr;
-  OK(tj_format_parse("ds", &csr));
   int32_t cpos[] = {0, 0, 0, 0}, ccrd[1] = {-7};
   double cvals[1] = {-7};
-  tj_arrays ca = csr_arrays(&csr, cpos, ccrd, cvals);   /* empty: 0 entries */
-  TwoCsr m;
-  tj_tensor *ops[3];
-  OK(tj_tensor_wrap("C", &ca, 0, &ops[0]));
-  wrap_two(&m, &csr, &ops[1], &ops[2]);
-  tj_context *cx;
-  OK(tj_context_new(&cx));
-  tj_kernel *k = compile(cx, "C(i,j) = A(i,j) + B(i,j)", ops, 3);
+  WrappedOut w;
+  wrapped_out(&w, cpos, ccrd, cvals);   /* empty: 0 entries */
+  tj_tensor **ops = w.ops;
+  tj_kernel *k = compile(w.cx, "C(i,j) = A(i,j) + B(i,j)", ops, 3);
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   tj_arrays c;
   OK(tj_tensor_arrays(ops[0], &c));
@@ -197,8 +214,7 @@ START_TEST(wrapped_sparse_output_grows_into_its_own_arrays) {
   int64_t at[2] = {2, 2};
   OK(tj_tensor_get(ops[0], at, &v));
   ck_assert(v == 6);
-  tj_context_free(cx);
-  for (int i = 0; i < 3; i++) tj_tensor_free(ops[i]);
+  wrapped_out_free(&w);
   ck_assert(ccrd[0] == -7 && cvals[0] == -7);
   ck_assert(cpos[0] == 0 && cpos[1] == 0 && cpos[2] == 0 && cpos[3] == 0);
 }
@@ -212,33 +228,25 @@ END_TEST
  * caller's two: the tensor holds the result, and the caller's arrays the
  * old C whole. By evaluate, and by assemble then compute. */
 START_TEST(accumulate_into_wrapped_output_never_half_written) {
-  tj_format csr;
-  OK(tj_format_parse("ds", &csr));
   for (int phases = 0; phases < 2; phases++) {
     int32_t cpos[] = {0, 1, 2, 2}, ccrd[] = {0, 3};
     double cvals[] = {1, 2};
-    tj_arrays ca = csr_arrays(&csr, cpos, ccrd, cvals);
-    TwoCsr m;
-    tj_tensor *ops[3];
-    OK(tj_tensor_wrap("C", &ca, 0, &ops[0]));
-    wrap_two(&m, &csr, &ops[1], &ops[2]);
-    tj_context *cx;
-    OK(tj_context_new(&cx));
-    tj_kernel *k = compile(cx, "C(i,j) += A(i,j) * B(i,j)", ops, 3);
+    WrappedOut w;
+    wrapped_out(&w, cpos, ccrd, cvals);
+    tj_kernel *k = compile(w.cx, "C(i,j) += A(i,j) * B(i,j)", w.ops, 3);
     if (phases) {
       OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
       OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
     } else {
       OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
     }
-    expect_csr(ops[0], 4, (int32_t[]){0, 2, 3, 4}, (int32_t[]){0, 1, 3, 2},
+    expect_csr(w.ops[0], 4, (int32_t[]){0, 2, 3, 4}, (int32_t[]){0, 1, 3, 2},
                (double[]){1, 10, 2, 8});
     /* the caller's arrays: the old C, whole */
     ck_assert(cpos[0] == 0 && cpos[1] == 1 && cpos[2] == 2 && cpos[3] == 2);
     ck_assert(ccrd[0] == 0 && ccrd[1] == 3 && cvals[0] == 1 && cvals[1] == 2);
     tj_kernel_free(k);
-    tj_context_free(cx);
-    for (int i = 0; i < 3; i++) tj_tensor_free(ops[i]);
+    wrapped_out_free(&w);
   }
 }
 END_TEST
@@ -249,17 +257,12 @@ END_TEST
  * in the caller's pos, crd and vals; then C = A .* B (2 entries: pos
  * {0,1,1,2}, crd {1,2}, vals {10,8}) too, its first two crd and vals. */
 START_TEST(result_that_fits_goes_into_the_callers_arrays) {
-  tj_format csr;
-  OK(tj_format_parse("ds", &csr));
   int32_t cpos[] = {0, 2, 2, 4}, ccrd[] = {1, 3, 0, 2};
   double cvals[] = {0, 0, 0, 0};
-  tj_arrays ca = csr_arrays(&csr, cpos, ccrd, cvals);
-  TwoCsr m;
-  tj_tensor *ops[3];
-  OK(tj_tensor_wrap("C", &ca, 0, &ops[0]));
-  wrap_two(&m, &csr, &ops[1], &ops[2]);
-  tj_context *cx;
-  OK(tj_context_new(&cx));
+  WrappedOut w;
+  wrapped_out(&w, cpos, ccrd, cvals);
+  tj_tensor **ops = w.ops;
+  tj_context *cx = w.cx;
   tj_tensor *sq[2] = {ops[0], ops[1]};
   tj_kernel *k = compile(cx, "C(i,j) = A(i,j) * A(i,j)", sq, 2);
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
@@ -278,8 +281,7 @@ START_TEST(result_that_fits_goes_into_the_callers_arrays) {
   ck_assert(cpos[0] == 0 && cpos[1] == 1 && cpos[2] == 1 && cpos[3] == 2);
   ck_assert(ccrd[0] == 1 && ccrd[1] == 2 && cvals[0] == 10 && cvals[1] == 8);
   tj_kernel_free(k), tj_kernel_free(k2);
-  tj_context_free(cx);
-  for (int i = 0; i < 3; i++) tj_tensor_free(ops[i]);
+  wrapped_out_free(&w);
 }
 END_TEST
 
