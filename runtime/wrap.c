@@ -436,17 +436,20 @@ static int caller_slots(tj_storage *s, const tj_storage *callers, CallerSlot *sl
   return n;
 }
 
+/* Whether the caller had an array of its own in c's place. */
+static bool callers_own(const tj_storage *callers, const CallerSlot *c) {
+  return (callers->foreign & c->bit) && c->was;
+}
+
 void rt_storage_keep_callers(tj_storage *s, const tj_storage *callers) {
   CallerSlot slot[2 * TJ_MAX_ORDER + 1];
   int n = caller_slots(s, callers, slot);
+  for (int k = 0; k < n; k++)
+    if (callers_own(callers, &slot[k]) && slot[k].len > slot[k].was_cap)
+      return;   /* one does not fit: none goes back */
   for (int k = 0; k < n; k++) {
     const CallerSlot *c = &slot[k];
-    bool theirs = (callers->foreign & c->bit) && c->was;
-    if (theirs && c->len > c->was_cap) return;   /* one does not fit: none goes back */
-  }
-  for (int k = 0; k < n; k++) {
-    const CallerSlot *c = &slot[k];
-    if (!(callers->foreign & c->bit) || !c->was) continue;
+    if (!callers_own(callers, c)) continue;
     if (*c->p != c->was) {
       if (c->len > 0) memcpy(c->was, *c->p, (size_t)(c->len * c->width));
       if (!(s->foreign & c->bit)) free(*c->p);
