@@ -104,13 +104,49 @@ static tj_status sort_perm(const tj_tensor *t, const int64_t *coords,
   return TJ_OK;
 }
 
+/* The last level of the run of singletons below level l (l itself when
+ * level l + 1 is not a singleton). */
+static int singleton_chain_end(const tj_storage *s, int l) {
+  while (l + 1 < s->order && s->levels[l + 1].kind == TJ_LVL_SINGLETON) l++;
+  return l;
+}
+
+/* The first nonunique level, or -1. */
+static int nonunique_head(const tj_storage *s) {
+  for (int l = 0; l < s->order; l++)
+    if (s->levels[l].flags & TJ_LVL_NONUNIQUE) return l;
+  return -1;
+}
+
+/* The last level of a COO run whose tuple pack stores once, or -1: the run
+ * is the first nonunique (compressed) level and the singletons under it,
+ * and levels follow it that are all dense or unique compressed (`uqd`,
+ * blocked COO `uqdd`, `uqs`, `ucs`). Each such tuple then owns one fiber
+ * (block) of the levels below, which is what kernels read: entries that
+ * share the tuple share the fiber, and pack sums duplicates. */
+static int grouped_run_end(const tj_storage *s) {
+  int nu = nonunique_head(s);
+  if (nu < 0 || s->levels[nu].kind == TJ_LVL_SINGLETON) return -1;
+  int end = singleton_chain_end(s, nu);
+  if (end == nu || end == s->order - 1) return -1;
+  for (int l = end + 1; l < s->order; l++) {
+    const tj_level_storage *lv = &s->levels[l];
+    bool plain = lv->kind == TJ_LVL_DENSE || lv->kind == TJ_LVL_COMPRESSED ||
+                 lv->kind == TJ_LVL_LOOSE_COMPRESSED;
+    if (!plain || (lv->flags & TJ_LVL_NONUNIQUE)) return -1;
+  }
+  return end;
+}
+
 /* Whether the format may hold one coordinate tuple twice: it has a
  * nonunique level and the levels below the deepest one are not all unique
- * singletons. COO's `uq` may not (its singleton is unique within each run
- * of equal rows, so (i, j) is unique and pack sums duplicates, as wrap's
- * validation demands of arrays it adopts); `uc` and `us` may, and pack
- * keeps their duplicates. */
+ * singletons, and it is not a COO run over fibers (grouped_run_end). COO's
+ * `uq` may not (its singleton is unique within each run of equal rows, so
+ * (i, j) is unique and pack sums duplicates, as wrap's validation demands
+ * of arrays it adopts); `uc` and `us` may, and pack keeps their
+ * duplicates. */
 static bool keeps_duplicates(const tj_storage *s) {
+  if (grouped_run_end(s) >= 0) return false;
   int deepest = -1;
   for (int l = 0; l < s->order; l++)
     if (s->levels[l].flags & TJ_LVL_NONUNIQUE) deepest = l;
@@ -223,10 +259,25 @@ static int first_nonunique(const tj_storage *s) {
 
 static void *alloc_idx(int64_t n, int w) { return rt_array_new(n, (size_t)w, true); }
 
-/* Builds compressed level l: fills pos (P+1) and crd, updates par and P. */
+/* Whether sorted entry e starts a new position of a compressed level:
+ * every entry does when group < 0, else one whose parent or coordinates
+ * at levels l..group differ from entry e - 1's. */
+static bool starts_position(const Sorted *so, const int64_t *par, int l,
+                            int group, int64_t e, int64_t prev_par) {
+  if (group < 0 || e == 0 || par[e] != prev_par) return true;
+  for (int k = l; k <= group; k++)
+    if (so->lc[k][e] != so->lc[k][e - 1]) return true;
+  return false;
+}
+
+/* Builds compressed level l: fills pos (P+1) and crd, updates par and P.
+ * Entries that agree on their parent and on the coordinates of levels
+ * l..group share a position (group = l: a unique level; group past l: a
+ * nonunique level over a run of unique singletons, one position per
+ * tuple); group < 0 gives every entry its own position. */
 static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
                                   const Sorted *so, int64_t *par, int64_t *P,
-                                  bool unique) {
+                                  int group) {
   tj_level_storage *lv = &s->levels[l];
   int pw = s->pos_width, cw = s->crd_width;
   const int64_t *c = so->lc[l];
@@ -234,7 +285,7 @@ static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
   lv->pos = alloc_idx(*P + 1, pw);
   int64_t q = -1, prev_par = -1;
   for (int64_t e = 0; e < so->n; e++)
-    if (!unique || par[e] != prev_par || c[e] != c[e - 1]) q++, prev_par = par[e];
+    if (starts_position(so, par, l, group, e, prev_par)) q++, prev_par = par[e];
   int64_t nq = q + 1;
   lv->crd = alloc_idx(nq, cw);
   if (!lv->pos || !lv->crd) return nomem(t);
@@ -244,7 +295,7 @@ static tj_status build_compressed(const tj_tensor *t, tj_storage *s, int l,
   if (!count) return nomem(t);
   q = -1, prev_par = -1;
   for (int64_t e = 0; e < so->n; e++) {
-    if (!unique || par[e] != prev_par || c[e] != c[e - 1]) {
+    if (starts_position(so, par, l, group, e, prev_par)) {
       q++, prev_par = par[e];
       count[par[e] + 1]++;
       rt_idx_set(lv->crd, cw, q, c[e]);
@@ -357,6 +408,14 @@ static tj_status loosen(const tj_tensor *t, const tj_storage *s, tj_level_storag
   return TJ_OK;
 }
 
+/* build_compressed's group for level l (nu: the first nonunique level,
+ * run_end: grouped_run_end): unique above nu and below a grouped run, the
+ * run's tuple at nu, else one position per entry. */
+static int compressed_group(int l, int nu, int run_end) {
+  if (l < nu || (run_end >= 0 && l > run_end)) return l;
+  return l == nu ? run_end : -1;
+}
+
 /* Builds every level of s (arrays NULL on entry) from sorted entries. */
 static tj_status build_levels(const tj_tensor *t, tj_storage *s,
                               const Sorted *so) {
@@ -364,6 +423,9 @@ static tj_status build_levels(const tj_tensor *t, tj_storage *s,
   if (!par) return nomem(t);
   int64_t P = 1;
   int nu = first_nonunique(s);
+  /* Below the first nonunique level: one position per entry, or, over a
+   * grouped COO run, one per run tuple and unique levels below it. */
+  int run_end = grouped_run_end(s);
   tj_status st = TJ_OK;
   for (int l = 0; l < s->order && st == TJ_OK; l++) {
     tj_level_storage *lv = &s->levels[l];
@@ -376,9 +438,9 @@ static tj_status build_levels(const tj_tensor *t, tj_storage *s,
       for (int64_t e = 0; e < so->n; e++) par[e] = par[e] * lv->size + so->lc[l][e];
       P *= lv->size;
     } else if (lv->kind == TJ_LVL_COMPRESSED) {
-      st = build_compressed(t, s, l, so, par, &P, l < nu);
+      st = build_compressed(t, s, l, so, par, &P, compressed_group(l, nu, run_end));
     } else if (lv->kind == TJ_LVL_LOOSE_COMPRESSED) {
-      st = build_compressed(t, s, l, so, par, &P, l < nu);
+      st = build_compressed(t, s, l, so, par, &P, compressed_group(l, nu, run_end));
       if (st == TJ_OK) st = loosen(t, s, lv);
     } else if (lv->kind == TJ_LVL_N_OUT_OF_M) {
       st = build_structured(t, s, l, so, par, &P);

@@ -391,6 +391,44 @@ def test_tensor_in_any_format():
         np.testing.assert_array_equal(t.to_numpy(), d)
 
 
+def test_coo_over_dense_levels_stores_one_fiber_per_tuple(tmp_path):
+    """`uqd` and blocked COO `uqdd`: entries that share (i, j) (or a block)
+    share one dense fiber (block), so kernels see every value. Packing used
+    to give each entry its own fiber and kernels read the first only."""
+    m = np.zeros((4, 4))
+    m[1, 0], m[1, 1] = 0.5, 2.0
+    x = np.array([1.0, 10.0, 100.0, 1000.0])
+    t = tensorjit.tensor(m, "A", format="uqdd:0/2,1/2,0%2,1%2")
+    a = t.arrays()
+    np.testing.assert_array_equal(a["crd"][0], [0])     # one block, (0, 0)
+    np.testing.assert_array_equal(a["vals"], [0, 0, 0.5, 2.0])
+    y = tensorjit.compile("y(i) = A(i,j) * x(j)")(A=t, x=x)
+    np.testing.assert_array_equal(y, [0, 20.5, 0, 0])
+    assert tensorjit.compile("s = A(i,j)")(A=t) == 2.5
+    d = RNG.random((5, 6, 7))
+    d[d < 0.7] = 0
+    d[0, 1, 0], d[0, 1, 2] = 1.0, 2.0                    # two k in one (i, j)
+    c = RNG.random(7)
+    for fmt in ("uqd", "uqs", "ucs", "wzd", "uqo", "uqs:1,2,0"):
+        b = tensorjit.tensor(d, "B", format=fmt)
+        if fmt == "uqd":
+            assert len(b.arrays()["crd"][1]) == np.count_nonzero(d.any(axis=2))
+        got = tensorjit.compile("A(i,j) = B(i,j,k) * c(k)")(B=b, c=c)
+        np.testing.assert_allclose(got, d @ c, rtol=1e-12, err_msg=fmt)
+        s = tensorjit.compile("s = B(i,j,k)")(B=b)
+        np.testing.assert_allclose(s, d.sum(), rtol=1e-12, err_msg=fmt)
+    # `uc` keeps duplicates (nothing below the run): the last value does
+    # not overwrite the first.
+    mtx = tmp_path / "dup.mtx"
+    mtx.write_text("%%MatrixMarket matrix coordinate real general\n"
+                   "3 3 4\n1 1 1\n1 1 2\n2 3 4\n2 3 8\n")
+    u = tensorjit.read(str(mtx), format="uc")
+    assert u.nnz == 4
+    np.testing.assert_array_equal(u.arrays()["vals"], [1, 2, 4, 8])
+    u.rename("U")
+    assert tensorjit.compile("s = U(i,j)")(U=u) == 15.0
+
+
 def test_bsr_tensors_and_kernels():
     """BSR in both spellings: storage is scipy's bsr_matrix (same arrays),
     SpMV and SpMM over it match numpy, and unaligned extents pad."""
