@@ -311,9 +311,12 @@ static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
     rt_sell_free(s);
     return fits;
   }
-  if (narrow) s->col16 = calloc((size_t)(s->padded ? s->padded : 1), sizeof *s->col16);
-  else s->col = calloc((size_t)(s->padded ? s->padded : 1), sizeof *s->col);
-  s->val = calloc((size_t)(s->padded ? s->padded : 1), (size_t)rt_dtype_size(a->dtype));
+  /* as the tensor's own arrays (rt_array_new): on a cache line, so each
+   * step's 64-byte load of values is one line, not two (calloc put them 16
+   * bytes past a page), and advised huge pages */
+  if (narrow) s->col16 = rt_array_new(s->padded, sizeof *s->col16, true);
+  else s->col = rt_array_new(s->padded, sizeof *s->col, true);
+  s->val = rt_array_new(s->padded, (size_t)rt_dtype_size(a->dtype), true);
   if (!(s->col || s->col16) || !s->val) goto nomem;
   fill(s, a);
   s->src_pos = lv->pos, s->src_crd = lv->crd, s->src_vals = a->vals;
@@ -401,12 +404,15 @@ PORTABLE(float, slices_f32)
  * and columns: the copy is read once a run, often from DRAM while the CSR
  * arrays sit in cache, and the hardware prefetcher alone leaves the loop
  * waiting on it (cage11, copy evicted: -10 to -18% time with 128-1024;
- * u200k: -15%). Not where x passes PREFETCH_MAX_X bytes: there the gathers'
- * misses on x bound the loop and the prefetches compete with them (u1M,
- * x of 8 MB: +7 to +9%); the loop then prefetches the line it is about to
- * read (ahead 0), which costs next to nothing. */
+ * u200k: -15%). On AMD not where x passes PREFETCH_MAX_X_AMD bytes: there
+ * the gathers' misses on x bound the loop and the prefetches compete with
+ * them (Zen, u1M, x of 8 MB: +7 to +9%); the loop then prefetches the line
+ * it is about to read (ahead 0), which costs next to nothing. On the
+ * Intel Xeon host (2 MB L2 a core) the prefetch ahead paid on u1M as well
+ * (paired with MKL in one process, 21 rounds: MKL / SELL 0.88-0.96 ahead
+ * 0, 0.99-1.01 ahead 512), so other vendors prefetch at every size. */
 #define PREFETCH 512
-#define PREFETCH_MAX_X (4 << 20)
+#define PREFETCH_MAX_X_AMD (4 << 20)
 
 /* The 8 columns of step at as 32-bit lanes: wide, or narrow (16-bit
  * offsets, the gather then reading from x + the slice's base). */
@@ -543,6 +549,7 @@ typedef void (*SliceLoop)(const Job *j, int64_t lo, int64_t hi);
  * once, by pick_loops under pthread_once. */
 static SliceLoop f64_wide = slices_f64, f64_narrow = slices_f64;
 static const char *f64_isa = "portable";
+static int64_t prefetch_max_x = INT64_MAX;   /* x's bytes up to which the loops prefetch ahead */
 static pthread_once_t picked = PTHREAD_ONCE_INIT;
 
 static void pick_loops(void) {
@@ -550,6 +557,7 @@ static void pick_loops(void) {
   if (portable && *portable && strcmp(portable, "0")) return;
 #ifdef HAVE_X86_SIMD
   bool only_avx2 = avx2 && *avx2 && strcmp(avx2, "0");
+  if (__builtin_cpu_is("amd")) prefetch_max_x = PREFETCH_MAX_X_AMD;
   if (!only_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
     f64_wide = slices_f64_avx512, f64_narrow = slices_f64_avx512_narrow, f64_isa = "avx512";
     return;
@@ -577,7 +585,7 @@ void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate) {
   Job j = {s, x, y, accumulate, 0};
   pthread_once(&picked, pick_loops);
 #ifdef HAVE_X86_SIMD
-  j.ahead = s->cols * (int64_t)sizeof(double) <= PREFETCH_MAX_X ? PREFETCH : 0;
+  j.ahead = s->cols * (int64_t)sizeof(double) <= prefetch_max_x ? PREFETCH : 0;
 #endif
   if (s->nslices == 0) return;
   if (tj_rt_threads() > 1 && s->padded + s->rows >= tj_rt_par_min_work())
