@@ -40,6 +40,11 @@
  * thread-CPU medians, SELL over the CSR loops went from 1.13 to 1.27
  * (warm) and 0.98 to 1.21 (both evicted).
  *
+ * Where x passes 4 MB the copy is a chain of column panels, each a SELL
+ * copy of the entries in 2 MB of x's columns, run one after another with y
+ * added to after the first: a panel's gathers then hit L2 instead of L3
+ * (panel_cols; u1M).
+ *
  * The copy is the tensor's (tj_tensor.sell), built at the first run that
  * asks for it and dropped by rt_tensor_touch whenever the library changes
  * the tensor (pack, tj_tensor_arrays, a kernel writing it,
