@@ -656,6 +656,18 @@ static void run_slices(void *ctx, int64_t lo, int64_t hi) {
   else f64_wide(j, lo, hi);
 }
 
+/* Work (padded entries plus rows) from which a panel splits across
+ * threads: TJ_PAR_MIN_WORK when set, else 2^18. On the Intel Xeon host
+ * (2 cores shared, 2-thread rows by wall clock, 31 reps) wiki-Vote's copy
+ * (117 k) ran 0.98-1.02x its 1-thread time on 2 threads, waking the
+ * second thread costing what it saved; luxembourg_osm (360 k) ran 1.62-1.87x
+ * and cage11 (625 k) 1.93-2.08x. */
+#define SELL_PAR_MIN_WORK (1 << 18)
+static int64_t par_min_work(void) {
+  const char *env = getenv("TJ_PAR_MIN_WORK");
+  return env && *env ? tj_rt_par_min_work() : SELL_PAR_MIN_WORK;
+}
+
 /* y (+)= the product of one panel s with x. */
 static void spmv_panel(const RtSell *s, const void *x, void *y, bool accumulate) {
   Job j = {s, x, y, accumulate, 0};
@@ -664,7 +676,7 @@ static void spmv_panel(const RtSell *s, const void *x, void *y, bool accumulate)
   j.ahead = (s->chi - s->clo) * (int64_t)sizeof(double) <= prefetch_max_x ? PREFETCH : 0;
 #endif
   if (s->nslices == 0) return;
-  if (tj_rt_threads() > 1 && s->padded + s->rows >= tj_rt_par_min_work())
+  if (tj_rt_threads() > 1 && s->padded + s->rows >= par_min_work())
     tj_rt_parallel_for(0, s->nslices, s->off, 8, run_slices, &j);
   else
     run_slices(&j, 0, s->nslices);
