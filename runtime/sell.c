@@ -40,6 +40,11 @@
  * thread-CPU medians, SELL over the CSR loops went from 1.13 to 1.27
  * (warm) and 0.98 to 1.21 (both evicted).
  *
+ * Where x passes 4 MB the copy is a chain of column panels, each a SELL
+ * copy of the entries in 2 MB of x's columns, run one after another with y
+ * added to after the first: a panel's gathers then hit L2 instead of L3
+ * (panel_cols; u1M).
+ *
  * The copy is the tensor's (tj_tensor.sell), built at the first run that
  * asks for it and dropped by rt_tensor_touch whenever the library changes
  * the tensor (pack, tj_tensor_arrays, a kernel writing it,
@@ -63,6 +68,8 @@ struct RtSell {
                        (rt_sell_get / rt_sell_release), under build_lock */
   int32_t dtype;
   int64_t rows, cols, nslices, nnz, padded;
+  int64_t clo, chi; /* the column panel it holds: entries with clo <= column < chi */
+  struct RtSell *next;   /* the next column panel, or NULL (see panel_cols) */
   int64_t *off;     /* nslices + 1 entry offsets (multiples of C) */
   int32_t *len;     /* nslices * C row lengths, 0 past the last row */
   int32_t *perm;    /* slot -> row (nslices * C, -1 past the last row); NULL: identity */
@@ -77,6 +84,7 @@ struct RtSell {
 
 void rt_sell_free(RtSell *s) {
   if (!s) return;
+  rt_sell_free(s->next);
   free(s->off);
   free(s->len);
   free(s->perm);
@@ -146,6 +154,9 @@ static bool built_from(const RtSell *s, const tj_storage *a) {
          s->src_crd_len == a->levels[1].crd_len && s->src_vals_len == a->vals_len &&
          s->dtype == a->dtype && s->rows == a->dims[0];
 }
+
+/* Whether column c lies in s's panel. */
+static bool in_panel(const RtSell *s, int64_t c) { return c >= s->clo && c < s->chi; }
 
 /* Entries after padding rows [0, n) in slices of C in the order of
  * slot (NULL: identity). */
@@ -229,6 +240,7 @@ static bool choose_narrow(RtSell *s, const tj_storage *a, bool *narrow) {
       int64_t p0 = rt_idx(lv->pos, a->pos_width, row), p1 = rt_idx(lv->pos, a->pos_width, row + 1);
       for (int64_t q = p0; q < p1; q++) {
         int64_t c = rt_idx(lv->crd, a->crd_width, q);
+        if (!in_panel(s, c)) continue;
         if (c < lo) lo = c;
         if (c > hi) hi = c;
       }
@@ -251,19 +263,33 @@ static void fill(RtSell *s, const tj_storage *a) {
       int64_t slot = sl * C + r;
       int64_t row = s->perm ? s->perm[slot] : slot;
       if (row < 0 || row >= s->rows) continue;
-      int64_t p0 = rt_idx(lv->pos, a->pos_width, row);
-      for (int32_t k = 0; k < s->len[slot]; k++) {
-        int64_t at = s->off[sl] + (int64_t)k * C + r;
-        int64_t c = rt_idx(lv->crd, a->crd_width, p0 + k);
+      int64_t p0 = rt_idx(lv->pos, a->pos_width, row), p1 = rt_idx(lv->pos, a->pos_width, row + 1);
+      int32_t k = 0;
+      for (int64_t q = p0; q < p1; q++) {
+        int64_t c = rt_idx(lv->crd, a->crd_width, q);
+        if (!in_panel(s, c)) continue;
+        int64_t at = s->off[sl] + (int64_t)k++ * C + r;
         if (s->col16) s->col16[at] = (uint16_t)(c - s->base[sl]);
         else s->col[at] = (int32_t)c;
-        memcpy((char *)s->val + at * vw, (const char *)a->vals + (p0 + k) * vw, (size_t)vw);
+        memcpy((char *)s->val + at * vw, (const char *)a->vals + q * vw, (size_t)vw);
       }
     }
 }
 
-/* A SELL copy of a into *out; on failure *out is NULL and the error recorded. */
-static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
+/* Row r's entries in s's panel. */
+static int64_t panel_len(const RtSell *s, const tj_storage *a, int64_t r) {
+  const tj_level_storage *lv = &a->levels[1];
+  int64_t p0 = rt_idx(lv->pos, a->pos_width, r), p1 = rt_idx(lv->pos, a->pos_width, r + 1);
+  if (s->clo == 0 && s->chi >= s->cols) return p1 - p0;
+  int64_t l = 0;
+  for (int64_t q = p0; q < p1; q++) l += in_panel(s, rt_idx(lv->crd, a->crd_width, q));
+  return l;
+}
+
+/* A SELL copy of a's entries in columns [clo, chi) into *out; on failure
+ * *out is NULL and the error recorded. */
+static tj_status build_panel(const tj_storage *a, const char *name, int64_t clo, int64_t chi,
+                             RtSell **out) {
   const tj_level_storage *lv = &a->levels[1];
   int64_t n = a->dims[0];
   *out = NULL;
@@ -273,10 +299,12 @@ static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
   s->dtype = a->dtype;
   s->rows = n;
   s->cols = a->dims[1];
+  s->clo = clo, s->chi = chi;
   s->nslices = (n + C - 1) / C;
-  s->nnz = rt_idx(lv->pos, a->pos_width, n);
+  s->nnz = 0;
   for (int64_t r = 0; r < n; r++) {
-    int64_t l = rt_idx(lv->pos, a->pos_width, r + 1) - rt_idx(lv->pos, a->pos_width, r);
+    int64_t l = panel_len(s, a, r);
+    s->nnz += l;
     if (l > INT32_MAX) {
       free(rowlen);
       rt_sell_free(s);
@@ -311,9 +339,12 @@ static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
     rt_sell_free(s);
     return fits;
   }
-  if (narrow) s->col16 = calloc((size_t)(s->padded ? s->padded : 1), sizeof *s->col16);
-  else s->col = calloc((size_t)(s->padded ? s->padded : 1), sizeof *s->col);
-  s->val = calloc((size_t)(s->padded ? s->padded : 1), (size_t)rt_dtype_size(a->dtype));
+  /* as the tensor's own arrays (rt_array_new): on a cache line, so each
+   * step's 64-byte load of values is one line, not two (calloc put them 16
+   * bytes past a page), and advised huge pages */
+  if (narrow) s->col16 = rt_array_new(s->padded, sizeof *s->col16, true);
+  else s->col = rt_array_new(s->padded, sizeof *s->col, true);
+  s->val = rt_array_new(s->padded, (size_t)rt_dtype_size(a->dtype), true);
   if (!(s->col || s->col16) || !s->val) goto nomem;
   fill(s, a);
   s->src_pos = lv->pos, s->src_crd = lv->crd, s->src_vals = a->vals;
@@ -325,6 +356,44 @@ nomem:
   free(rowlen);
   rt_sell_free(s);
   return rt_set_error(TJ_ERR_NOMEM, "out of memory for the SELL copy of %s", name);
+}
+
+/* Columns a panel of the copy spans: all of x's (one panel) while x
+ * takes at most PANEL_MIN_X bytes, else PANEL_X bytes of x. A gather of
+ * u1M's x (1 M columns, 8 MB, random columns) misses the 2 MB L2 of the
+ * Intel Xeon host and waits on L3: the whole copy ran no faster than
+ * MKL's ESB loop (paired in one process, 15-21 rounds, MKL / SELL
+ * 0.91-1.08). In panels of 2 MB of x, the copy read panel by panel (y
+ * added to after the first), x's panel stays in L2 and the same loop ran
+ * 1.89x MKL's speed (1.67-2.17), though row-ordered panels padded 1.64x.
+ * TJ_SELL_PANEL_X sets PANEL_X (bytes; tests make small panels). */
+#define PANEL_MIN_X (4 << 20)
+#define PANEL_X (2 << 20)
+static int64_t panel_cols(const tj_storage *a) {
+  int64_t cols = a->dims[1], xb = cols * rt_dtype_size(a->dtype), px = PANEL_X;
+  const char *env = getenv("TJ_SELL_PANEL_X");
+  if (env && *env) px = atoll(env);
+  else if (xb <= PANEL_MIN_X) return cols > 0 ? cols : 1;
+  int64_t w = px / rt_dtype_size(a->dtype);
+  return w < 1 ? 1 : w < cols ? w : cols > 0 ? cols : 1;
+}
+
+/* A SELL copy of a into *out: a chain of column panels (panel_cols); on
+ * failure *out is NULL and the error recorded. */
+static tj_status build(const tj_storage *a, const char *name, RtSell **out) {
+  int64_t w = panel_cols(a), cols = a->dims[1];
+  RtSell *head = NULL, **tail = &head;
+  *out = NULL;
+  for (int64_t clo = 0; clo < cols || clo == 0; clo += w) {
+    tj_status st = build_panel(a, name, clo, clo + w < cols ? clo + w : cols, tail);
+    if (st != TJ_OK) {
+      rt_sell_free(head);
+      return st;
+    }
+    tail = &(*tail)->next;
+  }
+  *out = head;
+  return TJ_OK;
 }
 
 
@@ -347,12 +416,21 @@ tj_status rt_sell_get(tj_tensor *t, const RtSell **out) {
 }
 
 void rt_sell_stats(const RtSell *s, int64_t *nnz, int64_t *padded, bool *sorted) {
-  *nnz = s->nnz;
-  *padded = s->padded;
-  *sorted = s->perm != NULL;
+  *nnz = 0, *padded = 0, *sorted = false;
+  for (; s; s = s->next) *nnz += s->nnz, *padded += s->padded, *sorted |= s->perm != NULL;
 }
 
-bool rt_sell_narrow(const RtSell *s) { return s->col16 != NULL; }
+bool rt_sell_narrow(const RtSell *s) {
+  for (; s; s = s->next)
+    if (!s->col16) return false;
+  return true;
+}
+
+int64_t rt_sell_panels(const RtSell *s) {
+  int64_t n = 0;
+  for (; s; s = s->next) n++;
+  return n;
+}
 
 /* ---- the kernel ---- */
 
@@ -401,12 +479,15 @@ PORTABLE(float, slices_f32)
  * and columns: the copy is read once a run, often from DRAM while the CSR
  * arrays sit in cache, and the hardware prefetcher alone leaves the loop
  * waiting on it (cage11, copy evicted: -10 to -18% time with 128-1024;
- * u200k: -15%). Not where x passes PREFETCH_MAX_X bytes: there the gathers'
- * misses on x bound the loop and the prefetches compete with them (u1M,
- * x of 8 MB: +7 to +9%); the loop then prefetches the line it is about to
- * read (ahead 0), which costs next to nothing. */
+ * u200k: -15%). On AMD not where x passes PREFETCH_MAX_X_AMD bytes: there
+ * the gathers' misses on x bound the loop and the prefetches compete with
+ * them (Zen, u1M, x of 8 MB: +7 to +9%); the loop then prefetches the line
+ * it is about to read (ahead 0), which costs next to nothing. On the
+ * Intel Xeon host (2 MB L2 a core) the prefetch ahead paid on u1M as well
+ * (paired with MKL in one process, 21 rounds: MKL / SELL 0.88-0.96 ahead
+ * 0, 0.99-1.01 ahead 512), so other vendors prefetch at every size. */
 #define PREFETCH 512
-#define PREFETCH_MAX_X (4 << 20)
+#define PREFETCH_MAX_X_AMD (4 << 20)
 
 /* The 8 columns of step at as 32-bit lanes: wide, or narrow (16-bit
  * offsets, the gather then reading from x + the slice's base). */
@@ -543,6 +624,7 @@ typedef void (*SliceLoop)(const Job *j, int64_t lo, int64_t hi);
  * once, by pick_loops under pthread_once. */
 static SliceLoop f64_wide = slices_f64, f64_narrow = slices_f64;
 static const char *f64_isa = "portable";
+static int64_t prefetch_max_x = INT64_MAX;   /* x's bytes up to which the loops prefetch ahead */
 static pthread_once_t picked = PTHREAD_ONCE_INIT;
 
 static void pick_loops(void) {
@@ -550,6 +632,7 @@ static void pick_loops(void) {
   if (portable && *portable && strcmp(portable, "0")) return;
 #ifdef HAVE_X86_SIMD
   bool only_avx2 = avx2 && *avx2 && strcmp(avx2, "0");
+  if (__builtin_cpu_is("amd")) prefetch_max_x = PREFETCH_MAX_X_AMD;
   if (!only_avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")) {
     f64_wide = slices_f64_avx512, f64_narrow = slices_f64_avx512_narrow, f64_isa = "avx512";
     return;
@@ -573,15 +656,32 @@ static void run_slices(void *ctx, int64_t lo, int64_t hi) {
   else f64_wide(j, lo, hi);
 }
 
-void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate) {
+/* Work (padded entries plus rows) from which a panel splits across
+ * threads: TJ_PAR_MIN_WORK when set, else 2^18. On the Intel Xeon host
+ * (2 cores shared, 2-thread rows by wall clock, 31 reps) wiki-Vote's copy
+ * (117 k) ran 0.98-1.02x its 1-thread time on 2 threads, waking the
+ * second thread costing what it saved; luxembourg_osm (360 k) ran 1.62-1.87x
+ * and cage11 (625 k) 1.93-2.08x. */
+#define SELL_PAR_MIN_WORK (1 << 18)
+static int64_t par_min_work(void) {
+  const char *env = getenv("TJ_PAR_MIN_WORK");
+  return env && *env ? tj_rt_par_min_work() : SELL_PAR_MIN_WORK;
+}
+
+/* y (+)= the product of one panel s with x. */
+static void spmv_panel(const RtSell *s, const void *x, void *y, bool accumulate) {
   Job j = {s, x, y, accumulate, 0};
   pthread_once(&picked, pick_loops);
 #ifdef HAVE_X86_SIMD
-  j.ahead = s->cols * (int64_t)sizeof(double) <= PREFETCH_MAX_X ? PREFETCH : 0;
+  j.ahead = (s->chi - s->clo) * (int64_t)sizeof(double) <= prefetch_max_x ? PREFETCH : 0;
 #endif
   if (s->nslices == 0) return;
-  if (tj_rt_threads() > 1 && s->padded + s->rows >= tj_rt_par_min_work())
+  if (tj_rt_threads() > 1 && s->padded + s->rows >= par_min_work())
     tj_rt_parallel_for(0, s->nslices, s->off, 8, run_slices, &j);
   else
     run_slices(&j, 0, s->nslices);
+}
+
+void rt_sell_spmv(const RtSell *s, const void *x, void *y, bool accumulate) {
+  for (bool acc = accumulate; s; s = s->next, acc = true) spmv_panel(s, x, y, acc);
 }

@@ -481,6 +481,8 @@ void rt_sell_stats(const RtSell *s, int64_t *nnz, int64_t *padded, bool *sorted)
 /* Whether s keeps 16-bit column offsets from each slice's least column
  * (every slice's columns span at most 65536; see sell.c). */
 bool rt_sell_narrow(const RtSell *s);
+/* The column panels of the copy (1 unless x passes 4 MB; see sell.c). */
+int64_t rt_sell_panels(const RtSell *s);
 /* The instruction set of the f64 SELL loop this process runs: "avx512",
  * "avx2" (AVX2 + FMA) or "portable" (TJ_SELL_PORTABLE=1, or neither;
  * TJ_SELL_AVX2=1 stops at AVX2), decided once at the first call or run. */

@@ -11,7 +11,8 @@
  * column offsets where every slice's columns span less than 2^16 (and
  * 32-bit columns one past that), and
  * refusals with their messages; seeded matrices against a plain loop
- * over their entries. ctest runs it three times: the widest loop the CPU
+ * over their entries; column panels where x passes 4 MB (and smaller
+ * under TJ_SELL_PANEL_X). ctest runs it three times: the widest loop the CPU
  * has (AVX-512, AVX2 + FMA), AVX2 (TJ_SELL_AVX2=1) and the portable loop
  * (TJ_SELL_PORTABLE=1). */
 #include <check.h>
@@ -476,6 +477,72 @@ START_TEST(fast_loop_against_a_plain_loop) {
 }
 END_TEST
 
+/* Column panels: where x passes 4 MB (600000 f64 columns) the copy is
+ * 3 panels of 2 MB of x (262144 columns), read one after another with y
+ * added to after the first; TJ_SELL_PANEL_X=80000 cuts the same matrix
+ * into 60 panels of 10000 columns, where most rows have no entry. y = and
+ * y += on 1 and 2 threads against a plain loop over the entries; x(0) is
+ * inf and no row stores column 0, which padding lanes read. */
+static const struct { const char *panel_x; int64_t panels; } panel_runs[] = {
+    {NULL, 3}, {"80000", 60}};
+
+START_TEST(column_panels_where_x_passes_4_mb) {
+  const int64_t n = 203, m = 600000;
+  if (panel_runs[_i].panel_x) setenv("TJ_SELL_PANEL_X", panel_runs[_i].panel_x, 1);
+  uint64_t rnd = 5;
+  int64_t *pos = calloc((size_t)n + 1, sizeof *pos), *crd = malloc((size_t)n * 20 * sizeof *crd);
+  double *val = malloc((size_t)n * 20 * sizeof *val);
+  tj_format f;
+  OK(tj_format_parse("ds", &f));
+  tj_tensor *a;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){n, m}, &f, &a));
+  for (int64_t i = 0; i < n; i++) {   /* 0..20 distinct columns 1.. of row i, ascending */
+    int64_t len = i % 7 == 0 ? 0 : 1 + (int64_t)(next_rand(&rnd) % 20), c = 0;
+    pos[i + 1] = pos[i] + len;
+    for (int64_t e = 0; e < len; e++) {
+      c += 1 + (int64_t)(next_rand(&rnd) % (uint64_t)((m - 1 - c) / (len - e)));
+      crd[pos[i] + e] = c;
+      val[pos[i] + e] = (double)(int64_t)(next_rand(&rnd) % 5) + 1;
+      OK(tj_tensor_insert(a, (int64_t[]){i, c}, val[pos[i] + e]));
+    }
+  }
+  OK(tj_tensor_pack(a));
+  tj_tensor *x = vec("x", TJ_F64, m, 0), *y = vec("y", TJ_F64, n, 0);
+  tj_arrays ar;
+  OK(tj_tensor_arrays(x, &ar));
+  double *xv = ar.vals;
+  for (int64_t j = 0; j < m; j++) xv[j] = (double)(j % 11) - 5;
+  xv[0] = INFINITY;
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int acc = 0; acc <= 1; acc++)
+    for (int t = 1; t <= 2; t++) {
+      OK(tj_tensor_arrays(y, &ar));
+      double *yv = ar.vals;
+      for (int64_t i = 0; i < n; i++) yv[i] = acc ? (double)(i % 13) : -7;
+      tj_kernel *k = compile(cx, acc ? "y(i) += A(i,j) * x(j)" : "y(i) = A(i,j) * x(j)", y, a, x, t);
+      OK(tj_kernel_run(k, acc ? TJ_COMPUTE : TJ_EVALUATE, NULL, 0));
+      ck_assert_ptr_nonnull(a->sell);
+      ck_assert_int_eq(rt_sell_panels(a->sell), panel_runs[_i].panels);
+      for (int64_t i = 0; i < n; i++) {
+        double want = acc ? (double)(i % 13) : 0, got;
+        for (int64_t p = pos[i]; p < pos[i + 1]; p++) want += val[p] * xv[crd[p]];
+        OK(tj_tensor_get(y, &i, &got));
+        ck_assert_msg(got == want, "%s, run %d, %d threads, %s: y(%lld) = %g, want %g",
+                      rt_sell_isa(), _i, t, acc ? "+=" : "=", (long long)i, got, want);
+      }
+    }
+  int64_t nnz, padded;
+  bool sorted;
+  rt_sell_stats(a->sell, &nnz, &padded, &sorted);
+  ck_assert_int_eq(nnz, pos[n]);
+  unsetenv("TJ_SELL_PANEL_X");   /* CK_FORK=no runs the next test here */
+  free(pos), free(crd), free(val);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  tj_context_free(cx);
+}
+END_TEST
+
 /* The loop each environment asks for, on a CPU with AVX2 and FMA: the
  * widest it has, AVX2 under TJ_SELL_AVX2=1, the portable one under
  * TJ_SELL_PORTABLE=1. */
@@ -571,6 +638,8 @@ int main(void) {
   tcase_add_loop_test(tc, copy_only_where_rows_are_short, 0,
                       (int)(sizeof choices / sizeof choices[0]));
   tcase_add_loop_test(tc, fast_loop_against_a_plain_loop, 0, (int)(sizeof shapes / sizeof shapes[0]));
+  tcase_add_loop_test(tc, column_panels_where_x_passes_4_mb, 0,
+                      (int)(sizeof panel_runs / sizeof panel_runs[0]));
   tcase_add_test(tc, loop_picked_by_cpu_and_environment);
   tcase_add_test(tc, refusals_say_why);
   tcase_add_test(tc, copy_outlives_a_concurrent_change);
