@@ -559,6 +559,29 @@ START_TEST(reserve_growth) {
 }
 END_TEST
 
+/* The bitmap sort of distinct 32-bit lists (workspace rows): 100 values
+ * 655 apart (1000, 1655, ..., 65845: a span of four 64-word groups) in a
+ * shuffled order come out as 1000 + 655 k; a repeated value gives the
+ * bitmap up and leaves it clear, so the list is sorted with its repeat and
+ * a second distinct list after it gets no stale entry. */
+START_TEST(sort_crd_bitmap) {
+  int32_t c[101];
+  for (int k = 0; k < 100; k++) c[k] = 1000 + 655 * ((k * 37) % 100);
+  c[100] = -5; /* past the list: untouched */
+  tj_rt_sort_crd(c, 100, 4);
+  for (int k = 0; k < 100; k++) ck_assert_int_eq(c[k], 1000 + 655 * k);
+  ck_assert_int_eq(c[100], -5);
+  for (int k = 0; k < 100; k++) c[k] = 1000 + 655 * ((k * 37) % 100);
+  c[100] = 1000 + 655 * 50; /* a repeat of the 51st */
+  tj_rt_sort_crd(c, 101, 4);
+  for (int k = 0; k <= 50; k++) ck_assert_int_eq(c[k], 1000 + 655 * k);
+  for (int k = 51; k < 101; k++) ck_assert_int_eq(c[k], 1000 + 655 * (k - 1));
+  for (int k = 0; k < 40; k++) c[k] = 3 + 1601 * ((k * 7) % 40); /* 3 .. 62442 */
+  tj_rt_sort_crd(c, 40, 4);
+  for (int k = 0; k < 40; k++) ck_assert_int_eq(c[k], 3 + 1601 * k);
+}
+END_TEST
+
 /* Parallel loops share only enough work: a body records its ranges. */
 typedef struct Calls {
   int n;
@@ -717,6 +740,7 @@ static Suite *runtime_suite(void) {
   tcase_add_loop_test(tc, format_parse_errors, 0,
                       sizeof bad_formats / sizeof *bad_formats);
   tcase_add_test(tc, reserve_growth);
+  tcase_add_test(tc, sort_crd_bitmap);
   tcase_add_test(tc, parallel_min_work);
   tcase_add_test(tc, dense_cast_print);
   tcase_add_test(tc, argument_errors);
