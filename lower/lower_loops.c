@@ -2129,7 +2129,8 @@ static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
  * entry, so pOut + the sum of their remaining lengths bounds the leaf's
  * end. The cases then append with no capacity check: a sparse add's merge
  * kept the check, its growth call and the pointer reloads out of a loop
- * whose registers they had spilled (cage11: evaluate 9.8 -> ... ms).
+ * whose registers they had spilled (cage11: 9.8 -> 8.1 ms, the hand
+ * loop 8.5).
  * NULL where the bound does not hold or nothing is assembled. */
 static LirStmt *merge_room(Lowerer *lw, const LoopCtx *cx, AMask all) {
   Arena *a = A(lw);
