@@ -502,8 +502,7 @@ static void walk(Pass *p, LirStmt **slot) {
       if (free_loop && named && has_loop(s->u.loop.body) && vectorizable(&p->v, s, false)) {
         Loaded L = {.n = 0};
         int tiers[8], n = 0;
-        int fibers = sparse_depth(s->u.loop.body, &L);
-        if (fibers >= 2) {
+        if (sparse_depth(s->u.loop.body, &L) >= 2) {
           /* every pass re-walks the fibers: halve down to one register;
            * tiers wider than the extent are left out (tier_cap) */
           int cap = tier_cap(p, s->u.loop.iv);
@@ -523,14 +522,6 @@ static void walk(Pass *p, LirStmt **slot) {
           if (acc >= 2) while (2 * acc * regs <= budget) regs *= 2;
           while (acc * regs > budget && regs > 1) regs /= 2;
           if (regs > 1) tiers[n++] = p->width * regs;
-          /* Around one fiber with one accumulator: halving tiers down to
-           * one register, so that TTM's 16 columns walk each fiber once in
-           * 2 registers, not twice in 1 (openflight_sym compute 2.55 ->
-           * 2.45 ms, medians of 41, alternating runs). Several accumulators
-           * keep their register split (BSR's tiers, tests/check_blocked.c),
-           * dense nests their tiers (tests/check_lower.c). */
-          for (regs /= 2; fibers == 1 && acc < 2 && regs > 1 && n < 7; regs /= 2)
-            tiers[n++] = p->width * regs;
         }
         tiers[n++] = p->width;
         n = fit_trips(s, tiers, n);
