@@ -185,6 +185,11 @@ typedef struct Lowerer {
   LirExpr *leaf_lo;                        /* its iteration iv appends at
                                               leaf_base + (iv - leaf_lo) */
   bool leaf_base_used;                     /* case_body appended there */
+  int leaf_room;                           /* 1 + the depth of a merge over the
+                                              output's leaf that made room for
+                                              all its appends before its loops
+                                              (merge_room): its cases append
+                                              unchecked; 0: none */
   int nnames, names_cap;                   /* base names handed out (lw_name) */
   const char **names;
   int *name_uses;

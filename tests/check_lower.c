@@ -80,6 +80,11 @@ START_TEST(sparse_add_three_whiles) {
   HAS(t, "A_vals[pOut1] = B1 == j && C1 == j ? B_val_1 + C_val_1 : B1 == j ? B_val : C_val;");
   ck_assert_ptr_null(strstr(t, "else if"));
   HAS(t, "A1_crd[pOut1] = (int32_t)j;");
+  /* room for a row's entries (at most both fibers') is made once, before
+   * the merge: the three loops append unchecked (merge_room) */
+  HAS(t, "if (pOut1 + (pB1_end - pB1) + (pC1_end - pC1) - 1 >= out1_crd_cap)");
+  ck_assert_int_eq(count(t, ">= out1_crd_cap)"), 1);
+  ck_assert(strstr(t, ">= out1_crd_cap)") < strstr(t, "while (p"));
   free(t);
   /* a lattice where some iterator's coordinate alone computes nothing
    * (B * C + D at B alone) keeps its chain */
