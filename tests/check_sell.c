@@ -396,6 +396,39 @@ END_TEST
  * read it, and y must stay finite. Rows of length 0, a last slice short
  * of 8 rows, narrow and wide columns, rows kept in order or sorted; y =
  * and y +=, on 1 and 2 threads. */
+/* Runs y = A x and y += A x on 1 and 2 threads over CSR A (the copy made
+ * by method(sell); `panels` of them unless negative) and compares every
+ * y(i) exactly with a plain loop over pos/crd/val; x(j) = j % 11 - 5 with
+ * x(0) = inf, which only padding lanes may read. `what` and `run` name
+ * the case in messages. */
+static void runs_match_plain_loop(tj_context *cx, tj_tensor *a, tj_tensor *x, tj_tensor *y,
+                                  const int64_t *pos, const int64_t *crd, const double *val,
+                                  const char *what, int run, int64_t panels) {
+  int64_t n = y->dims[0], m = x->dims[0];
+  tj_arrays ar;
+  OK(tj_tensor_arrays(x, &ar));
+  double *xv = ar.vals;
+  for (int64_t j = 0; j < m; j++) xv[j] = (double)(j % 11) - 5;
+  xv[0] = INFINITY;
+  for (int acc = 0; acc <= 1; acc++)
+    for (int t = 1; t <= 2; t++) {
+      OK(tj_tensor_arrays(y, &ar));
+      double *yv = ar.vals;
+      for (int64_t i = 0; i < n; i++) yv[i] = acc ? (double)(i % 13) : -7;
+      tj_kernel *k = compile(cx, acc ? "y(i) += A(i,j) * x(j)" : "y(i) = A(i,j) * x(j)", y, a, x, t);
+      OK(tj_kernel_run(k, acc ? TJ_COMPUTE : TJ_EVALUATE, NULL, 0));
+      ck_assert_ptr_nonnull(a->sell);
+      if (panels >= 0) ck_assert_int_eq(rt_sell_panels(a->sell), panels);
+      for (int64_t i = 0; i < n; i++) {
+        double want = acc ? (double)(i % 13) : 0, got;
+        for (int64_t p = pos[i]; p < pos[i + 1]; p++) want += val[p] * xv[crd[p]];
+        OK(tj_tensor_get(y, &i, &got));
+        ck_assert_msg(got == want, "%s, %s %d, %d threads, %s: y(%lld) = %g, want %g",
+                      rt_sell_isa(), what, run, t, acc ? "+=" : "=", (long long)i, got, want);
+      }
+    }
+}
+
 static const struct {
   int64_t rows, cols;
   int most;          /* row lengths 1..most, or exactly most when uniform */
@@ -442,29 +475,9 @@ START_TEST(fast_loop_against_a_plain_loop) {
   }
   OK(tj_tensor_pack(a));
   tj_tensor *x = vec("x", TJ_F64, m, 0), *y = vec("y", TJ_F64, n, 0);
-  tj_arrays ar;
-  OK(tj_tensor_arrays(x, &ar));
-  double *xv = ar.vals;
-  for (int64_t j = 0; j < m; j++) xv[j] = (double)(j % 11) - 5;
-  xv[0] = INFINITY;
   tj_context *cx;
   OK(tj_context_new(&cx));
-  for (int acc = 0; acc <= 1; acc++)
-    for (int t = 1; t <= 2; t++) {
-      OK(tj_tensor_arrays(y, &ar));
-      double *yv = ar.vals;
-      for (int64_t i = 0; i < n; i++) yv[i] = acc ? (double)(i % 13) : -7;
-      tj_kernel *k = compile(cx, acc ? "y(i) += A(i,j) * x(j)" : "y(i) = A(i,j) * x(j)", y, a, x, t);
-      OK(tj_kernel_run(k, acc ? TJ_COMPUTE : TJ_EVALUATE, NULL, 0));
-      ck_assert_ptr_nonnull(a->sell);
-      for (int64_t i = 0; i < n; i++) {
-        double want = acc ? (double)(i % 13) : 0, got;
-        for (int64_t p = pos[i]; p < pos[i + 1]; p++) want += val[p] * xv[crd[p]];
-        OK(tj_tensor_get(y, &i, &got));
-        ck_assert_msg(got == want, "%s, shape %d, %d threads, %s: y(%lld) = %g, want %g",
-                      rt_sell_isa(), _i, t, acc ? "+=" : "=", (long long)i, got, want);
-      }
-    }
+  runs_match_plain_loop(cx, a, x, y, pos, crd, val, "shape", _i, -1);
   int64_t nnz, padded;
   bool sorted;
   rt_sell_stats(a->sell, &nnz, &padded, &sorted);
@@ -508,30 +521,9 @@ START_TEST(column_panels_where_x_passes_4_mb) {
   }
   OK(tj_tensor_pack(a));
   tj_tensor *x = vec("x", TJ_F64, m, 0), *y = vec("y", TJ_F64, n, 0);
-  tj_arrays ar;
-  OK(tj_tensor_arrays(x, &ar));
-  double *xv = ar.vals;
-  for (int64_t j = 0; j < m; j++) xv[j] = (double)(j % 11) - 5;
-  xv[0] = INFINITY;
   tj_context *cx;
   OK(tj_context_new(&cx));
-  for (int acc = 0; acc <= 1; acc++)
-    for (int t = 1; t <= 2; t++) {
-      OK(tj_tensor_arrays(y, &ar));
-      double *yv = ar.vals;
-      for (int64_t i = 0; i < n; i++) yv[i] = acc ? (double)(i % 13) : -7;
-      tj_kernel *k = compile(cx, acc ? "y(i) += A(i,j) * x(j)" : "y(i) = A(i,j) * x(j)", y, a, x, t);
-      OK(tj_kernel_run(k, acc ? TJ_COMPUTE : TJ_EVALUATE, NULL, 0));
-      ck_assert_ptr_nonnull(a->sell);
-      ck_assert_int_eq(rt_sell_panels(a->sell), panel_runs[_i].panels);
-      for (int64_t i = 0; i < n; i++) {
-        double want = acc ? (double)(i % 13) : 0, got;
-        for (int64_t p = pos[i]; p < pos[i + 1]; p++) want += val[p] * xv[crd[p]];
-        OK(tj_tensor_get(y, &i, &got));
-        ck_assert_msg(got == want, "%s, run %d, %d threads, %s: y(%lld) = %g, want %g",
-                      rt_sell_isa(), _i, t, acc ? "+=" : "=", (long long)i, got, want);
-      }
-    }
+  runs_match_plain_loop(cx, a, x, y, pos, crd, val, "run", _i, panel_runs[_i].panels);
   int64_t nnz, padded;
   bool sorted;
   rt_sell_stats(a->sell, &nnz, &padded, &sorted);
