@@ -29,7 +29,7 @@ def tensor(x, name="T", format=None, trusted=False):
         t = Tensor.from_scipy(x, name, trusted=True)
     else:
         t = as_tensor(x, name)
-    if format is not None and t.format != Tensor.empty("", t.shape, t.dtype, format).format:
+    if format is not None and t.format != Tensor.empty(name, t.shape, t.dtype, format).format:
         t = t.convert(format)
     return t
 

@@ -69,6 +69,19 @@ def _options(opts):
     return o
 
 
+
+def _overlaps(out, operands):
+    """Whether the numpy array out may share memory with an operand: a numpy
+    array, or one of a scipy.sparse matrix's arrays."""
+    for x in operands:
+        arrays = [x] if isinstance(x, np.ndarray) else \
+            [getattr(x, a) for a in ("data", "indices", "indptr", "row", "col")
+             if isinstance(getattr(x, a, None), np.ndarray)]
+        if any(np.may_share_memory(out, a) for a in arrays):
+            return True
+    return False
+
+
 class Kernel:
     """A compiled expression; call it with the operands by name."""
 
@@ -168,7 +181,14 @@ class Kernel:
         Tensors) named as in the expression; returns the output as a numpy
         array (dense), a scipy.sparse matrix (CSR/CSC output) or a Tensor.
         out: a numpy array (or Tensor) to write into instead (needed by +=
-        to accumulate into existing values)."""
+        to accumulate into existing values). An out that shares memory with
+        an operand is computed into a copy first, as numpy does, so the
+        kernel never reads what it is overwriting."""
+        if isinstance(out, np.ndarray) and _overlaps(out, operands.values()):
+            tmp = out.copy()
+            self(out=tmp, **operands)
+            out[...] = tmp
+            return out
         plan = self._plan
         if plan is not None and {name: _key(x) for name, x in operands.items()} == plan.keys:
             got = plan.run(out)

@@ -391,6 +391,36 @@ def test_tensor_in_any_format():
         np.testing.assert_array_equal(t.to_numpy(), d)
 
 
+def test_out_sharing_memory_with_an_operand():
+    """out= the very array an operand reads (or a view of it) gives numpy's
+    answer, as numpy's own out= does: the kernel writes a copy first."""
+    a = sp.random(20, 20, density=0.3, format="csr", random_state=3)
+    x = RNG.random(20)
+    want = a @ x
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)")
+    for _ in range(2):                      # the second call takes the fast path
+        xx = x.copy()
+        got = k(A=a, x=xx, out=xx)
+        assert got is xx
+        np.testing.assert_allclose(xx, want, rtol=1e-12)
+    m = RNG.random((6, 6))
+    want = m[:, ::-1] + 1.0
+    s = tensorjit.compile("B(i,j) = A(i,j) + 1")
+    mm = m.copy()
+    s(A=mm[:, ::-1], out=mm)
+    np.testing.assert_allclose(mm, want, rtol=1e-12)
+    acc = tensorjit.compile("y(i) += A(i,j) * x(j)")
+    xx = x.copy()
+    acc(A=a, x=xx, out=xx)
+    np.testing.assert_allclose(xx, x + a @ x, rtol=1e-12)
+
+
+def test_format_errors_name_the_tensor():
+    with pytest.raises(TensorJitError, match="tensor A: level 1 has extent 257"):
+        tensorjit.tensor(np.zeros((1, 257)), "A",
+                         format="(i,j) -> (i : dense, j : compressed), posWidth = 8, crdWidth = 8")
+
+
 def test_coo_over_dense_levels_stores_one_fiber_per_tuple(tmp_path):
     """`uqd` and blocked COO `uqdd`: entries that share (i, j) (or a block)
     share one dense fiber (block), so kernels see every value. Packing used
