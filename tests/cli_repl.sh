@@ -253,4 +253,22 @@ y(i) = A(i,j) * x(j)
 A = zeros(3, 3, "ds")
 :check' 1 'error: check failed: y\([0-9]\) is [0-9.e+-]+ but the reference gives inf'
 
+# A :def the library refuses (a taken name, a body naming a non-parameter)
+# is refused at once and the session keeps its definitions: it was added
+# and every later compile failed, even of expressions not calling it.
+# After a failed expression, :check says which kernel it checks.
+repl_expect def_refused_and_stale_kernel 'x = random(4)
+:def relu(x) = max(x, 0)
+:def relu(x) = max(x, 1)
+:def bad(x) = q + 1
+:def
+y(i) = relu(x(i)) * 2
+z(i) = x(j)
+:check' 1 \
+  "^error: :def: 1:1: 'relu' is already a function" \
+  "^error: :def: 1:10: bad: 'q' is not a parameter" \
+  '^definitions: relu\(x\) = max\(x, 0\)$' '^y: order 1' \
+  '^note: the last expression failed; this is the kernel of y\(i\) = relu\(x\(i\)\) \* 2$' \
+  '^check: ok'
+
 finish

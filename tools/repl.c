@@ -40,6 +40,8 @@ struct Repl {
   tj_kernel *k;                      /* last kernel (owned by cx) */
   char *last_expr;
   XsScan last;                       /* the last kernel's tensors */
+  bool stale;                        /* an expression failed after it: the
+                                        commands on it say which they use */
   tj_tensor *before;                 /* its output before it ran, when it
                                         accumulated (+=): what :check adds to */
   char schedule[512];
@@ -331,11 +333,41 @@ static bool do_expression(Repl *r, const char *expr) {
   return true;
 }
 
+/* Says which kernel the commands use when the last expression failed. */
+static void note_stale(const Repl *r) {
+  if (r->stale) printf("note: the last expression failed; this is the kernel of %s\n", r->last_expr);
+}
+
 /* Binds the last kernel's tensors as they are now in the session. */
 static bool last_ops(Repl *r, tj_tensor **ops) {
   if (!r->k) return tool_fail("no kernel yet: evaluate an expression first");
+  note_stale(r);
   for (int t = 0; t < r->last.ntensors; t++)
     if (!(ops[t] = get(r, r->last.tensors[t].name))) return false;
+  return true;
+}
+
+/* Adds the definition text to the session's after the library accepts
+ * the whole list (compiling `s = 0` under it): a definition that names a
+ * taken function or a name that is not its parameter is refused at once
+ * and the session keeps its definitions. */
+static bool add_definition(Repl *r, const char *text) {
+  char trial[sizeof r->defs];
+  size_t used = strlen(r->defs);
+  if (used + strlen(text) + 2 > sizeof trial) return tool_fail(":def: definitions too long");
+  snprintf(trial, sizeof trial, "%s%s%s", r->defs, used ? ";" : "", text);
+  tj_tensor *s;
+  if (tj_tensor_new("s", TJ_F64, 0, NULL, NULL, &s) != TJ_OK) return tool_fail_lib(":def");
+  tj_options opts = r->opts;
+  opts.defs = trial;
+  tj_kernel *k = NULL;
+  bool ok = tj_compile(r->cx, "s = 0", &s, 1, NULL, &opts, &k) == TJ_OK;
+  if (!ok) tool_fail(":def: %s", tj_last_error());
+  tj_kernel_free(k);
+  tj_tensor_free(s);
+  if (!ok) return false;
+  memcpy(r->defs, trial, sizeof trial);
+  r->opts.defs = r->defs;
   return true;
 }
 
@@ -356,12 +388,7 @@ static bool colon_command(Repl *r, const char *cmd, const char *rest) {
     if (*rest) r->opts.backend = strcmp(rest, "c") ? TJ_BACKEND_LLVM : TJ_BACKEND_C;
     printf("backend: %s\n", r->opts.backend == TJ_BACKEND_C ? "c" : "llvm");
   } else if (!strcmp(cmd, "def")) {
-    size_t used = strlen(r->defs);
-    if (*rest) {
-      if (used + strlen(rest) + 2 > sizeof r->defs) return tool_fail(":def: definitions too long");
-      snprintf(r->defs + used, sizeof r->defs - used, "%s%s", used ? ";" : "", rest);
-      r->opts.defs = r->defs;
-    }
+    if (*rest && !add_definition(r, rest)) return false;
     printf("definitions: %s\n", r->defs[0] ? r->defs : "(none)");
   } else if (!strcmp(cmd, "semiring")) {
     if (strlen(rest) >= sizeof r->semiring) return tool_fail(":semiring: name too long");
@@ -386,6 +413,7 @@ static bool colon_command(Repl *r, const char *cmd, const char *rest) {
     return ok;
   } else if (kop_stage(cmd, &st)) {
     if (!r->k) return tool_fail("no kernel yet: evaluate an expression first");
+    note_stale(r);
     fflush(stdout);
     if (tj_kernel_print(r->k, st, stdout) != TJ_OK) return tool_fail_lib(cmd);
   } else {
@@ -487,7 +515,9 @@ static bool assignment(Repl *r, char *line) {
     }
   }
   if (!strchr(line, '=')) return tool_fail("unknown command '%s' (see :help)", line);
-  return do_expression(r, line);
+  bool ok = do_expression(r, line);
+  r->stale = !ok && r->k;
+  return ok;
 }
 
 static bool execute(Repl *r, char *line) {
