@@ -143,8 +143,7 @@ static int grouped_run_end(const tj_storage *s) {
  * singletons, and it is not a COO run over fibers (grouped_run_end). COO's
  * `uq` may not (its singleton is unique within each run of equal rows, so
  * (i, j) is unique and pack sums duplicates, as wrap's validation demands
- * of arrays it adopts); `uc` and `us` may, and pack keeps their
- * duplicates. */
+ * of arrays it adopts); `uc` may, and pack keeps its duplicates. */
 static bool keeps_duplicates(const tj_storage *s) {
   if (grouped_run_end(s) >= 0) return false;
   int deepest = -1;

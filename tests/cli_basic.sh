@@ -74,6 +74,11 @@ expect bsr_output_union "$OK" 'A(i,j) = B(i,j) + C(i,j)' -f=A:$BSR4 -f=B:$BSR4 -
   -d=A:10,13 -g=B:s:0.05 -g=C:s:0.05 -check
 expect structured_output "$OK" 'O(i,j) = B(i,j) * U(i,k) * V(k,j)' -f=O:ddn2:0,1/4,1%4 \
   -f=B:ddn2:0,1/4,1%4 -d=O:6,10 -d=k:3 -g=B:s:0.5 -g=U:d -g=V:d -check
+# -g=B:s keeps at most n per block also where the 2:4 level runs down the
+# rows (it kept them only along the last dim: "the block holds 3 nonzeros").
+expect structured_down_rows "$OK" 'y(i) = A(i,j) * x(j)' \
+  '-f=A:(i,j) -> (i floordiv 4 : dense, j : dense, i mod 4 : structured[2, 4])' \
+  -d=A:9,13 -g=A:s:0.5 -g=x:d -check
 expect sparse_mul_sparse_out "$OK" 'C(i,j) = A(i,j) * B(i,j)' -f=A:ds -f=B:ds -f=C:ds \
   -g=A:s:0.3 -g=B:s:0.3 -d=A:20,30 -check
 expect vector_add_sparse "$OK" 'z(i) = x(i) + y(i)' -f=x:s -f=y:s -f=z:s -g=x:s:0.2 \

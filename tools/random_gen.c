@@ -72,15 +72,25 @@ static void draw(Rng *r, int order, const int64_t *dims, int64_t *c) {
   for (int m = 0; m < order; m++) c[m] = below(r, dims[m]);
 }
 
-/* The n of an n_out_of_m format whose blocks run along the last dim (m in
- * *m), else 0: the uniform fill then keeps at most n entries per block
- * (what pruning to 2:4 keeps), so the tensor packs. */
-static int structured_last(const tj_tensor *t, int *m) {
+/* The n of an n_out_of_m format whose last level is the n level (its dim
+ * in *d, its m in *m), else 0: the uniform fill then keeps at most n
+ * entries per block (what pruning to 2:4 keeps), so the tensor packs. */
+static int structured_last(const tj_tensor *t, int *d, int *m) {
   const tj_format *f = tj_tensor_format(t);
   int l = f->order - 1;
-  if (l < 0 || f->levels[l] != 'n' || f->mode_order[l] != tj_tensor_order(t) - 1) return 0;
+  if (l < 0 || f->levels[l] != 'n') return 0;
+  *d = f->mode_order[l];
   *m = f->lvl_k[l];
   return f->lvl_n[l];
+}
+
+/* The linear number of the block of coordinate c: c with c[d] replaced by
+ * c[d] / m, over dims with dims[d] rounded up to whole blocks. */
+static int64_t block_of(const int64_t *c, int order, const int64_t *dims, int d, int m) {
+  int64_t lin = 0;
+  for (int k = 0; k < order; k++)
+    lin = lin * (k == d ? (dims[k] + m - 1) / m : dims[k]) + (k == d ? c[k] / m : c[k]);
+  return lin;
 }
 
 static bool fill_uniform(tj_tensor *t, Rng *r, double total, double p, bool all) {
@@ -88,18 +98,25 @@ static bool fill_uniform(tj_tensor *t, Rng *r, double total, double p, bool all)
   int64_t dims[TJ_MAX_ORDER_PUBLIC], c[TJ_MAX_ORDER_PUBLIC + 1] = {0};
   for (int m = 0; m < order; m++) dims[m] = tj_tensor_dim(t, m);
   tj_dtype dt = tj_tensor_dtype(t);
-  int bm = 1, bn = structured_last(t, &bm), kept = 0;
-  int64_t block = -1;
+  int bd = 0, bm = 1, bn = structured_last(t, &bd, &bm);
   if (all || total <= EXACT_LIMIT || bn) {   /* in row-major order */
-    for (int64_t e = 0; e < (int64_t)total; e++) {
+    unsigned char *kept = NULL;               /* entries kept per block */
+    double blocks = dims[bd] ? total / (double)dims[bd] * (double)((dims[bd] + bm - 1) / bm) : 0;
+    if (bn && !(kept = calloc((size_t)blocks + 1, 1)))
+      return tool_fail("out of memory generating %s", tj_tensor_name(t));
+    bool ok = true;
+    for (int64_t e = 0; ok && e < (int64_t)total; e++) {
       if (!all && unit(r) >= p) continue;
       unlinear(e, order, dims, c);
-      int64_t b = bn ? e - c[order - 1] % bm : 0;   /* the block's first entry */
-      if (bn && b != block) block = b, kept = 0;
-      if (bn && kept++ >= bn) continue;
-      if (!insert(t, c, value(r, dt))) return false;
+      if (bn) {
+        unsigned char *n = &kept[block_of(c, order, dims, bd, bm)];
+        if (*n >= bn) continue;
+        (*n)++;
+      }
+      ok = insert(t, c, value(r, dt));
     }
-    return true;
+    free(kept);
+    return ok;
   }
   int64_t count = (int64_t)llround(p * total);
   for (int64_t e = 0; e < count; e++) {
