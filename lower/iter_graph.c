@@ -107,9 +107,9 @@ static bool check_input_format(const TensorVar *t, Diag *d) {
     bool singleton_next = l + 1 < f->order && lv_at(f, l + 1, LV_BRANCHLESS);
     if (lv_has(lt, LV_HAS_POS) && !lv_has(lt, LV_UNIQUE) && !singleton_next)
       return diag_error(d, TJ_ERR_FORMAT,
-                        "%s: a compressed-nonunique level ('u', level %d) "
-                        "must be followed by a singleton level ('q')",
-                        t->name, l);
+                        "%s: a compressed-nonunique level ('%c', level %d) "
+                        "must be followed by a singleton level ('q', 'c' or 'z')",
+                        t->name, f->levels[l], l);
     if (lv_has(lt, LV_BRANCHLESS) && (l == 0 || lv_at(f, l - 1, LV_FULL)))
       return diag_error(d, TJ_ERR_FORMAT,
                         "%s: a singleton level ('q', level %d) needs a "
