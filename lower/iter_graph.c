@@ -104,11 +104,14 @@ static bool check_input_format(const TensorVar *t, Diag *d) {
   const tj_format *f = &t->decl.format;
   for (int l = 0; l < f->order; l++) {
     const LevelType *lt = lv_of(f, l);
-    bool singleton_next = l + 1 < f->order && lv_at(f, l + 1, LV_BRANCHLESS);
-    if (lv_has(lt, LV_HAS_POS) && !lv_has(lt, LV_UNIQUE) && !singleton_next)
+    /* a run of a last level is one entry, its duplicates summed; a run
+     * over a dense or compressed level would own several fibers */
+    bool run_ok = l + 1 == f->order || lv_at(f, l + 1, LV_BRANCHLESS);
+    if (lv_has(lt, LV_HAS_POS) && !lv_has(lt, LV_UNIQUE) && !run_ok)
       return diag_error(d, TJ_ERR_FORMAT,
-                        "%s: a compressed-nonunique level ('%c', level %d) "
-                        "must be followed by a singleton level ('q', 'c' or 'z')",
+                        "%s: a compressed-nonunique level ('%c', level %d) must be "
+                        "the last level or be followed by a singleton level "
+                        "('q', 'c' or 'z')",
                         t->name, f->levels[l], l);
     if (lv_has(lt, LV_BRANCHLESS) && (l == 0 || lv_at(f, l - 1, LV_FULL)))
       return diag_error(d, TJ_ERR_FORMAT,

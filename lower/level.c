@@ -214,6 +214,8 @@ bool lw_out_in_run(const tj_format *f, int l) {
 
 bool lw_output_level_ok(const tj_format *f, int l) {
   if (lv_at(f, l, LV_INSERT) || lv_at(f, l, LV_APPEND | LV_UNIQUE | LV_HAS_POS)) return true;
+  if (l == f->order - 1 && lv_at(f, l, LV_APPEND | LV_HAS_POS))
+    return true; /* a trailing nonunique level, written with unique coordinates */
   if (!lv_at(f, l, LV_APPEND) || !lw_out_in_run(f, l)) return false;
   for (int k = l + 1; k < f->order; k++) /* the run reaches the last level */
     if (!lv_at(f, k, LV_BRANCHLESS)) return false;

@@ -17,7 +17,7 @@ expect_fail unknown_double_dash "unknown flag '-frobnicate'" --frobnicate "$E"
 expect_fail flag_without_value "expected -i=<name>:<value>" "$E" -i=A
 expect_fail flag_bad_name "expected -f=<name>:<value>" "$E" -f=1A:ds
 expect_fail two_expressions "more than one expression" "$E" "$E"
-expect_fail nonunique_without_singleton "A: a compressed-nonunique level ('w', level 1) must be followed by a singleton level ('q', 'c' or 'z')" -f=A:dw -g=A:s:0.2 -g=x:d -d=A:20,30 "$E"
+expect_fail nonunique_over_fibers "A: a compressed-nonunique level ('w', level 0) must be the last level or be followed by a singleton level ('q', 'c' or 'z')" -f=A:ws -g=A:s:0.2 -g=x:d -d=A:20,30 "$E"
 expect_fail empty_expression "the expression is empty" ''
 expect_fail repl_with_expression "-repl takes no expression" -repl "$E"
 expect_fail time_zero "-time=0: repetitions" "$E" -time=0

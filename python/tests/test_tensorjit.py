@@ -954,3 +954,68 @@ def test_accumulate_into_wrapped_csr_leaves_callers_arrays_whole():
     np.testing.assert_array_equal(at.to_numpy(), old + (b @ c).toarray())
     assert a0.indptr.tolist() == [0, 1, 2, 2]
     np.testing.assert_array_equal(a0.toarray(), old)
+
+
+def _csr_with_duplicates(shuffle=False):
+    """A 5 x 6 scipy CSR whose rows hold columns twice or three times, built
+    by hand (scipy keeps them: not canonical), and its arrays; duplicates
+    3 and -2 at (0, 2) sum to 1. shuffle: columns unsorted within rows."""
+    rows = [[(2, 3.0), (2, -2.0), (4, 1.5)], [(0, 2.0), (0, 2.0), (0, 1.0)], [],
+            [(1, -1.0), (5, 6.0), (5, -6.0), (5, 2.0)], [(3, 0.5), (3, 0.25)]]
+    if shuffle:
+        rows = [r[::-1] for r in rows]
+    indptr = np.cumsum([0] + [len(r) for r in rows]).astype(np.int32)
+    indices = np.array([c for r in rows for c, _ in r], dtype=np.int32)
+    data = np.array([v for r in rows for _, v in r])
+    m = sp.csr_matrix((data, indices, indptr), shape=(5, 6))
+    assert not m.has_canonical_format
+    return m, indptr, indices, data
+
+
+@pytest.mark.parametrize("fmt", ["du", "dw"])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_trailing_nonunique_levels_sum_duplicates(fmt, nthreads):
+    """du / dw (a CSR whose rows repeat columns) in every kernel shape:
+    duplicates stand for their sum, as in scipy (toarray sums them), also
+    under nonlinear operators (squared or clamped after summing)."""
+    m, indptr, indices, data = _csr_with_duplicates(shuffle=fmt == "dw")
+    a = tensorjit.Tensor.wrap("A", data, m.shape, fmt, pos={1: indptr}, crd={1: indices})
+    d = m.toarray()   # scipy's sum of the duplicates
+    assert d[0, 2] == 1.0 and d[3, 5] == 2.0
+    x, b = RNG.random(6), RNG.random((6, 3))
+    c = sparse(5, 6, density=0.3, seed=23)
+    opts = {"nthreads": nthreads}
+    k = tensorjit.compile("y(i) = A(i,j) * x(j)", **opts)
+    np.testing.assert_allclose(k(A=a, x=x), m @ x, rtol=1e-12)
+    k = tensorjit.compile("C(i,k) = A(i,j) * B(j,k)", **opts)
+    np.testing.assert_allclose(k(A=a, B=b), m @ b, rtol=1e-12)
+    for out in (None, "ds", "du"):
+        formats = {"E": out} if out else {}
+        cases = [("E(i,j) = A(i,j) + B(i,j)", {"B": c}, d + c.toarray()),
+                 ("E(i,j) = A(i,j) + B(i,j)", {"B": m}, 2 * d),
+                 ("E(i,j) = A(i,j) * A(i,j)", {}, d * d),
+                 ("E(i,j) = max(A(i,j), 0)", {}, np.maximum(d, 0)),
+                 ("E(i,j) = A(i,j)", {}, d)]
+        for expr, more, want in cases:
+            got = tensorjit.compile(expr, formats=formats, **opts)(A=a, **more)
+            if out == "du":
+                got = got.convert("ds").to_scipy()
+                assert got.has_canonical_format, expr
+            got = got.toarray() if out else got
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg="%s into %s" % (expr, out))
+    assert np.maximum(d, 0)[0, 2] == 1.0   # max(3 + -2, 0), not max(3, -2, 0)
+
+
+def test_nonunique_output_stores_each_coordinate_once():
+    """A du output holds unique, ascending columns per row (always valid du
+    storage), its values the sums."""
+    m, indptr, indices, data = _csr_with_duplicates()
+    a = tensorjit.Tensor.wrap("A", data, m.shape, "du", pos={1: indptr}, crd={1: indices})
+    e = tensorjit.compile("E(i,j) = A(i,j)", formats={"E": "du"})(A=a)
+    assert e.format == "du"
+    arr = e.arrays()
+    ref = m.copy()
+    ref.sum_duplicates()
+    np.testing.assert_array_equal(arr["pos"][1], ref.indptr)
+    np.testing.assert_array_equal(arr["crd"][1], ref.indices)
+    np.testing.assert_allclose(arr["vals"], ref.data)

@@ -1,0 +1,328 @@
+/* Trailing nonunique compressed levels (issue 15): a CSR whose rows may
+ * hold a column twice (`du`), also unsorted (`dw`), and their order-3
+ * forms (`ddu`, `dsu`). Duplicates stand for the sum of their values, as
+ * in scipy and MLIR's COO, in every kernel: SpMV, SpMM, sparse add, A .* A
+ * and max(A, 0) (summed before the operator), `=` into dense, CSR and
+ * `du` outputs, on 1 and 2 threads (ctest sets TJ_PAR_MIN_WORK=0, so the
+ * parallel paths run on these small inputs). Every value is worked out by
+ * hand below; a `du` output holds each coordinate once. A nonunique level
+ * with a compressed or dense level under it stays refused, by name. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorjit.h"
+
+#define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
+
+static tj_format parse(const char *spec) {
+  tj_format f;
+  OK(tj_format_parse(spec, &f));
+  return f;
+}
+
+/* A (4 x 5) with duplicates, as summed:
+ *   row 0: (0,1)=3 (0,1)=-2 (0,3)=4           -> [0  1 0 4 0]
+ *   row 1: (1,0)=2 (1,0)=2 (1,0)=1            -> [5  0 0 0 0]
+ *   row 2: empty                              -> [0  0 0 0 0]
+ *   row 3: (3,2)=-1 (3,4)=6 (3,4)=-6 (3,4)=2  -> [0  0 -1 0 2]
+ * `du` stores the columns of a row ascending; `dw` in the order below
+ * (row 0: 3, 1, 1; row 3: 4, 2, 4, 4). */
+static const double A_SUM[20] = {0, 1, 0, 4, 0, 5, 0, 0, 0, 0,
+                                 0, 0, 0, 0, 0, 0, 0, -1, 0, 2};
+
+static tj_tensor *wrap_a(const char *name, const char *spec) {
+  static int32_t pos[] = {0, 3, 6, 6, 10};
+  static int32_t crd_u[] = {1, 1, 3, 0, 0, 0, 2, 4, 4, 4};
+  static double vals_u[] = {3, -2, 4, 2, 2, 1, -1, 6, -6, 2};
+  static int32_t crd_w[] = {3, 1, 1, 0, 0, 0, 4, 2, 4, 4};
+  static double vals_w[] = {4, 3, -2, 2, 2, 1, 6, -1, -6, 2};
+  tj_format f = parse(spec);
+  bool w = f.levels[1] == 'w';
+  tj_arrays a = {.dtype = TJ_F64, .order = 2, .dims = (int64_t[]){4, 5}, .fmt = &f};
+  a.pos[1] = pos, a.pos_len[1] = 5;
+  a.crd[1] = w ? crd_w : crd_u, a.crd_len[1] = 10;
+  a.vals = w ? vals_w : vals_u, a.vals_len = 10;
+  tj_tensor *t;
+  OK(tj_tensor_wrap(name, &a, 0, &t));
+  return t;
+}
+
+static tj_tensor *from_values(const char *name, const char *spec, int order,
+                              const int64_t *dims, const double *v) {
+  tj_format f = spec ? parse(spec) : tj_format_dense(order);
+  tj_tensor *t;
+  OK(tj_tensor_new(name, TJ_F64, order, dims, &f, &t));
+  int64_t n = 1;
+  for (int m = 0; m < order; m++) n *= dims[m];
+  for (int64_t e = 0; v && e < n; e++) {
+    int64_t c[4], r = e;
+    for (int m = order - 1; m >= 0; m--) c[m] = r % dims[m], r /= dims[m];
+    if (v[e] != 0) OK(tj_tensor_insert(t, c, v[e]));
+  }
+  OK(tj_tensor_pack(t));
+  return t;
+}
+
+/* Compiles expr on nthreads threads and evaluates it once. */
+static void run(const char *expr, tj_tensor **ops, int n, int nthreads) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = nthreads;
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, ops, n, NULL, &o, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  tj_context_free(cx);
+}
+
+/* Every value of t (order <= 3) against want, row-major. */
+static void expect(const tj_tensor *t, const double *want, const char *what) {
+  int order = tj_tensor_order(t);
+  int64_t n = 1, dims[3] = {1, 1, 1};
+  for (int m = 0; m < order; m++) n *= dims[m] = tj_tensor_dim(t, m);
+  for (int64_t e = 0; e < n; e++) {
+    int64_t c[3], r = e;
+    for (int m = order - 1; m >= 0; m--) c[m] = r % dims[m], r /= dims[m];
+    double x;
+    OK(tj_tensor_get(t, c, &x));
+    ck_assert_msg(x == want[e], "%s: %s entry %lld = %g, want %g", what, tj_tensor_name(t),
+                  (long long)e, x, want[e]);
+  }
+}
+
+/* Whether t stores each coordinate at most once (what a kernel writes). */
+static void expect_unique(const tj_tensor *t, const char *what) {
+  int64_t *crd, n;
+  double *vals;
+  int order = tj_tensor_order(t);
+  OK(tj_tensor_unpack(t, &crd, &vals, &n));
+  for (int64_t e = 1; e < n; e++)
+    ck_assert_msg(memcmp(crd + (e - 1) * order, crd + e * order, order * sizeof *crd) != 0,
+                  "%s: %s stores entry %lld twice", what, tj_tensor_name(t), (long long)e);
+  free(crd), free(vals);
+}
+
+static const char *A_SPECS[] = {"du", "dw"};
+
+/* y = A x, x = [1 2 3 4 5]: row 0 = 1*2 + 4*4 = 18, row 1 = 5*1 = 5,
+ * row 3 = -1*3 + 2*5 = 7. */
+START_TEST(spmv) {
+  for (int th = 1; th <= 2; th++) {
+    tj_tensor *a = wrap_a("A", A_SPECS[_i]);
+    tj_tensor *x = from_values("x", NULL, 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+    tj_tensor *y = from_values("y", NULL, 1, (int64_t[]){4}, NULL);
+    run("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th);
+    expect(y, (double[]){18, 5, 0, 7}, A_SPECS[_i]);
+    tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  }
+}
+END_TEST
+
+/* C = A B, B's rows b0 = [1 0], b1 = [0 1], b2 = [1 1], b3 = [2 0],
+ * b4 = [0 3]: row 0 = b1 + 4 b3 = [8 1]; row 1 = 5 b0 = [5 0]; row 3 =
+ * -b2 + 2 b4 = [-1 5]. Into a dense and into a CSR output. */
+START_TEST(spmm) {
+  const double want[] = {8, 1, 5, 0, 0, 0, -1, 5};
+  const double b_vals[] = {1, 0, 0, 1, 1, 1, 2, 0, 0, 3};
+  const char *outs[] = {NULL, "ds"};
+  for (int th = 1; th <= 2; th++)
+    for (int o = 0; o < 2; o++) {
+      tj_tensor *a = wrap_a("A", A_SPECS[_i]);
+      tj_tensor *b = from_values("B", o ? "ds" : NULL, 2, (int64_t[]){5, 2}, b_vals);
+      tj_tensor *c = from_values("C", outs[o], 2, (int64_t[]){4, 2}, NULL);
+      run("C(i,k) = A(i,j) * B(j,k)", (tj_tensor *[]){c, a, b}, 3, th);
+      expect(c, want, A_SPECS[_i]);
+      tj_tensor_free(a), tj_tensor_free(b), tj_tensor_free(c);
+    }
+}
+END_TEST
+
+/* E = A + F, F(0,1) = 10, F(1,2) = 7, F(3,4) = -2 (CSR): the union sees
+ * each of A's coordinates once, its duplicates summed: E(0,1) = 11,
+ * E(3,4) = 0 (stored: both have an entry there). Into dense, CSR and du. */
+START_TEST(add_csr) {
+  double fv[20] = {0};
+  fv[1] = 10, fv[7] = 7, fv[19] = -2;
+  const double want[] = {0, 11, 0, 4, 0, 5, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0};
+  const char *outs[] = {NULL, "ds", "du"};
+  for (int th = 1; th <= 2; th++)
+    for (int o = 0; o < 3; o++) {
+      tj_tensor *a = wrap_a("A", A_SPECS[_i]);
+      tj_tensor *f = from_values("F", "ds", 2, (int64_t[]){4, 5}, fv);
+      tj_tensor *e = from_values("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      run("E(i,j) = A(i,j) + F(i,j)", (tj_tensor *[]){e, a, f}, 3, th);
+      expect(e, want, A_SPECS[_i]);
+      if (o) {
+        expect_unique(e, A_SPECS[_i]);
+        ck_assert_int_eq(tj_tensor_nnz(e), 6);   /* (0,1) (0,3) (1,0) (1,2) (3,2) (3,4) */
+      }
+      tj_tensor_free(a), tj_tensor_free(f), tj_tensor_free(e);
+    }
+}
+END_TEST
+
+/* E = A + A' with A' = A stored `du` and `dw` again: 2 A. */
+START_TEST(add_nonunique) {
+  double want[20];
+  for (int e = 0; e < 20; e++) want[e] = 2 * A_SUM[e];
+  const char *outs[] = {NULL, "ds", "du"};
+  for (int th = 1; th <= 2; th++)
+    for (int o = 0; o < 3; o++) {
+      tj_tensor *a = wrap_a("A", A_SPECS[_i]);
+      tj_tensor *b = wrap_a("B", A_SPECS[1 - _i]);
+      tj_tensor *e = from_values("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      run("E(i,j) = A(i,j) + B(i,j)", (tj_tensor *[]){e, a, b}, 3, th);
+      expect(e, want, A_SPECS[_i]);
+      if (o) expect_unique(e, A_SPECS[_i]);
+      tj_tensor_free(a), tj_tensor_free(b), tj_tensor_free(e);
+    }
+}
+END_TEST
+
+/* Nonlinear operators see the sum, never a duplicate: A .* A squares the
+ * sums (E(0,1) = 1, not 9 + 4; E(3,4) = 4, not 36 + 36 + 4) and
+ * max(A, 0) takes the max of the sum (E(0,1) = 1, not 3; E(3,2) = 0). */
+START_TEST(nonlinear) {
+  double sq[20], relu[20];
+  for (int e = 0; e < 20; e++) sq[e] = A_SUM[e] * A_SUM[e], relu[e] = A_SUM[e] > 0 ? A_SUM[e] : 0;
+  const char *outs[] = {NULL, "ds", "du"};
+  for (int th = 1; th <= 2; th++)
+    for (int o = 0; o < 3; o++) {
+      tj_tensor *a = wrap_a("A", A_SPECS[_i]);
+      tj_tensor *e = from_values("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      run("E(i,j) = A(i,j) * A(i,j)", (tj_tensor *[]){e, a}, 2, th);
+      expect(e, sq, A_SPECS[_i]);
+      run("E(i,j) = max(A(i,j), 0)", (tj_tensor *[]){e, a}, 2, th);
+      expect(e, relu, A_SPECS[_i]);
+      if (o) expect_unique(e, A_SPECS[_i]);
+      tj_tensor_free(a), tj_tensor_free(e);
+    }
+  /* a sum of a nonlinear term: sum over j of A(i,j)^2 = [1+16, 25, 0, 1+4] */
+  tj_tensor *a = wrap_a("A", A_SPECS[_i]);
+  tj_tensor *y = from_values("y", NULL, 1, (int64_t[]){4}, NULL);
+  run("y(i) = A(i,j) * A(i,j)", (tj_tensor *[]){y, a}, 2, 1);
+  expect(y, (double[]){17, 25, 0, 5}, A_SPECS[_i]);
+  tj_tensor_free(a), tj_tensor_free(y);
+}
+END_TEST
+
+/* `=` copies the sums: into dense, into CSR (one entry per coordinate,
+ * (3,4) stored with 2) and into du. */
+START_TEST(copy) {
+  const char *outs[] = {NULL, "ds", "du"};
+  for (int th = 1; th <= 2; th++)
+    for (int o = 0; o < 3; o++) {
+      tj_tensor *a = wrap_a("A", A_SPECS[_i]);
+      tj_tensor *e = from_values("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      run("E(i,j) = A(i,j)", (tj_tensor *[]){e, a}, 2, th);
+      expect(e, A_SUM, A_SPECS[_i]);
+      if (o) {
+        expect_unique(e, A_SPECS[_i]);
+        ck_assert_int_eq(tj_tensor_nnz(e), 5);
+      }
+      tj_tensor_free(a), tj_tensor_free(e);
+    }
+}
+END_TEST
+
+/* TTV y(i,j) = T(i,j,k) v(k) over 2 x 2 x 3 tensors whose last level has
+ * duplicates, v = [1 10 100]: T(0,0,:) = {k=1: 1, 1}, T(0,1,:) = {k=0: 5,
+ * k=2: 1, -1}, T(1,1,:) = {k=2: 3, 4}: y = [[20 5] [0 700]]. As `ddu`
+ * and as `dsu` (row 1 has only j = 1). */
+START_TEST(ttv) {
+  static int32_t ddu_pos[] = {0, 2, 5, 5, 7}, ddu_crd[] = {1, 1, 0, 2, 2, 2, 2};
+  static int32_t dsu_p1[] = {0, 2, 3}, dsu_c1[] = {0, 1, 1};
+  static int32_t dsu_p2[] = {0, 2, 5, 7};
+  static double tv[] = {1, 1, 5, 1, -1, 3, 4};
+  for (int s = 0; s < 2; s++) {
+    tj_format f = parse(s ? "dsu" : "ddu");
+    tj_arrays ar = {.dtype = TJ_F64, .order = 3, .dims = (int64_t[]){2, 2, 3}, .fmt = &f};
+    if (s) {
+      ar.pos[1] = dsu_p1, ar.pos_len[1] = 3, ar.crd[1] = dsu_c1, ar.crd_len[1] = 3;
+      ar.pos[2] = dsu_p2, ar.pos_len[2] = 4;
+    } else {
+      ar.pos[2] = ddu_pos, ar.pos_len[2] = 5;
+    }
+    ar.crd[2] = ddu_crd, ar.crd_len[2] = 7;
+    ar.vals = tv, ar.vals_len = 7;
+    tj_tensor *t;
+    OK(tj_tensor_wrap("T", &ar, 0, &t));
+    tj_tensor *v = from_values("v", NULL, 1, (int64_t[]){3}, (double[]){1, 10, 100});
+    for (int th = 1; th <= 2; th++) {
+      tj_tensor *y = from_values("y", s ? "ds" : NULL, 2, (int64_t[]){2, 2}, NULL);
+      run("y(i,j) = T(i,j,k) * v(k)", (tj_tensor *[]){y, t, v}, 3, th);
+      expect(y, (double[]){20, 5, 0, 700}, s ? "dsu" : "ddu");
+      tj_tensor_free(y);
+    }
+    tj_tensor_free(t), tj_tensor_free(v);
+  }
+}
+END_TEST
+
+/* Pack keeps a trailing nonunique level's duplicates, and the value API
+ * reads their sum: the same meaning the kernels give them. */
+START_TEST(pack_keeps_duplicates) {
+  tj_format f = parse("du");
+  tj_tensor *t;
+  OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){2, 3}, &f, &t));
+  OK(tj_tensor_insert(t, (int64_t[]){0, 2}, 3));
+  OK(tj_tensor_insert(t, (int64_t[]){0, 2}, -2));
+  OK(tj_tensor_insert(t, (int64_t[]){1, 0}, 4));
+  OK(tj_tensor_pack(t));
+  ck_assert_int_eq(tj_tensor_nnz(t), 3);
+  expect(t, (double[]){0, 0, 1, 4, 0, 0}, "packed du");
+  tj_tensor *y = from_values("y", NULL, 1, (int64_t[]){2}, NULL);
+  tj_tensor *x = from_values("x", NULL, 1, (int64_t[]){3}, (double[]){1, 1, 10});
+  run("y(i) = max(A(i,j), 0) * x(j)", (tj_tensor *[]){y, t, x}, 3, 1);
+  expect(y, (double[]){10, 4}, "packed du");
+  tj_tensor_free(t), tj_tensor_free(x), tj_tensor_free(y);
+}
+END_TEST
+
+/* A nonunique level over a compressed or dense one (`us`, `ud`) is
+ * refused by name: its runs would own several fibers each. */
+START_TEST(refused_below) {
+  const char *specs[] = {"us", "ud"};
+  for (int s = 0; s < 2; s++) {
+    tj_format f = parse(specs[s]);
+    tj_tensor *a, *x, *y;
+    OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){3, 3}, &f, &a));
+    OK(tj_tensor_pack(a));
+    x = from_values("x", NULL, 1, (int64_t[]){3}, NULL);
+    y = from_values("y", NULL, 1, (int64_t[]){3}, NULL);
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *k;
+    ck_assert_int_eq(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, NULL,
+                                NULL, &k), TJ_ERR_FORMAT);
+    ck_assert_msg(strstr(tj_last_error(), "A: a compressed-nonunique level ('u', level 0) "
+                                          "must be the last level or be followed by a "
+                                          "singleton level"), "%s", tj_last_error());
+    tj_context_free(cx);
+    tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  }
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("nonunique");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, spmv, 0, 2);
+  tcase_add_loop_test(tc, spmm, 0, 2);
+  tcase_add_loop_test(tc, add_csr, 0, 2);
+  tcase_add_loop_test(tc, add_nonunique, 0, 2);
+  tcase_add_loop_test(tc, nonlinear, 0, 2);
+  tcase_add_loop_test(tc, copy, 0, 2);
+  tcase_add_test(tc, ttv);
+  tcase_add_test(tc, pack_keeps_duplicates);
+  tcase_add_test(tc, refused_below);
+  suite_add_tcase(s, tc);
+  SRunner *r = srunner_create(s);
+  srunner_run_all(r, CK_NORMAL);
+  int failed = srunner_ntests_failed(r);
+  srunner_free(r);
+  return failed ? 1 : 0;
+}
