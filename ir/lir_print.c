@@ -492,15 +492,6 @@ static void print_call(Printer *p, const LirStmt *s) {
     }
     fprintf(p->out, ", sizeof *%s);\n", ptr);
     break;
-  case LH_MARKED_CRD: /* n = tj_rt_marked_crd(ptr + lo, t, extent, marks, ...) */
-    fprintf(p->out, "%s = tj_rt_marked_crd(%s + ", s->u.call.result->name, ptr);
-    print_expr(p, s->u.call.a, P_ADD + 1);
-    fputs(", ", p->out);
-    print_expr(p, s->u.call.b, P_COND);
-    fputs(", ", p->out);
-    print_expr(p, s->u.call.c, P_COND);
-    fprintf(p->out, ", (uint8_t *)%s, sizeof *%s);\n", s->u.call.marks->name, ptr);
-    break;
   case LH_ZERO:
     fprintf(p->out, "memset(%s + ", ptr);
     print_expr(p, s->u.call.a, P_ADD + 1);
@@ -632,8 +623,6 @@ static void uses_stmt(Uses *u, const LirStmt *s) {
     LirHelper h = s->u.call.h;
     u->can_fail |= h == LH_RESERVE || h == LH_ALLOC || h == LH_GETT;
     if (s->u.call.ptr) u->vars[s->u.call.ptr->id] = 1;
-    if (s->u.call.marks) u->vars[s->u.call.marks->id] = 1;
-    if (s->u.call.result) u->vars[s->u.call.result->id] = 1;
   }
   n = lir_stmt_bodies(s, body);
   for (int i = 0; i < n; i++) uses_list(u, body[i]);

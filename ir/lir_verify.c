@@ -296,14 +296,6 @@ static bool check_call(Verifier *v, const LirStmt *s) {
       return fail(v, "sort of a non-integer array");
     return expect_int(v, s->u.call.a, "sort range start") &&
            expect_int(v, s->u.call.b, "sort range end");
-  case LH_MARKED_CRD:
-    if (!lir_type_is_int(lir_elem_type(pt)))
-      return fail(v, "marked coordinates into a non-integer array");
-    if (!check_var(v, s->u.call.marks) || !check_var(v, s->u.call.result)) return false;
-    if (s->u.call.marks->type != LT_PTR_BOOL || s->u.call.result->type != LT_I64)
-      return fail(v, "marked coordinates need bool marks and an i64 count");
-    return expect_int(v, s->u.call.a, "row start") && expect_int(v, s->u.call.b, "record count") &&
-           expect_int(v, s->u.call.c, "workspace extent");
   case LH_ZERO:
     return expect_int(v, s->u.call.a, "zero range start") &&
            expect_int(v, s->u.call.b, "zero range end");
@@ -352,7 +344,7 @@ static bool check_scope(Verifier *v, const LirStmt *s) {
 static void describe(Verifier *v, const LirStmt *s) {
   static const char *helper[] = {"tj_rt_reserve", "tj_rt_alloc", "tj_rt_free",
                                  "tj_rt_sort_crd", "zero", "tj_rt_gett",
-                                 "tj_rt_threads", "tj_rt_thread_slot", "tj_rt_marked_crd"};
+                                 "tj_rt_threads", "tj_rt_thread_slot"};
   const char *vn = NULL;
   switch (s->kind) {
   case LS_DECL: vn = s->u.decl.var ? s->u.decl.var->name : "?";
@@ -363,7 +355,7 @@ static void describe(Verifier *v, const LirStmt *s) {
     snprintf(v->where, sizeof v->where, "for loop over '%s'", vn); break;
   case LS_CALL:
     snprintf(v->where, sizeof v->where, "call of %s",
-             s->u.call.h <= LH_MARKED_CRD ? helper[s->u.call.h] : "?");
+             s->u.call.h <= LH_THREAD_SLOT ? helper[s->u.call.h] : "?");
     break;
   default: {
     static const char *kind[] = {"", "", "store", "setfield", "",

@@ -51,7 +51,7 @@ int lir_stmt_exprs(const LirStmt *s, LirExpr *x[4]) {
   case LS_FOR: x[0] = s->u.loop.lo, x[1] = s->u.loop.hi, x[2] = s->u.loop.step; return 3;
   case LS_WHILE: x[0] = s->u.whl.cond; return 1;
   case LS_IF: x[0] = s->u.cond.cond; return 1;
-  case LS_CALL: x[0] = s->u.call.a, x[1] = s->u.call.b, x[2] = s->u.call.c; return 3;
+  case LS_CALL: x[0] = s->u.call.a, x[1] = s->u.call.b; return 2;
   case LS_PREFETCH: x[0] = s->u.prefetch.ptr, x[1] = s->u.prefetch.idx; return 2;
   default: return 0;   /* BLOCK, COMMENT */
   }
@@ -149,10 +149,6 @@ static void capture_list(Capture *w, const LirStmt *s) {
       if (s->u.call.h == LH_FREE || s->u.call.h == LH_THREADS || s->u.call.h == LH_THREAD_SLOT)
         write_var(w, s->u.call.ptr);
       use_var(w, s->u.call.ptr);
-      if (s->u.call.h == LH_MARKED_CRD) {
-        use_var(w, s->u.call.marks);
-        write_var(w, s->u.call.result);
-      }
       break;
     default: break;
     }

@@ -731,29 +731,6 @@ static bool call_sort(Emitter *e, const LirStmt *s) {
   return true;
 }
 
-/* result = tj_rt_marked_crd(&ptr[lo], t, extent, marks, sizeof elem) */
-static bool call_marked(Emitter *e, const LirStmt *s) {
-  const LirVar *v = s->u.call.ptr;
-  if (!v || !lir_type_is_ptr(v->type) || !lir_type_is_int(lir_elem_type(v->type)))
-    return em_bug(e, "MARKED_CRD needs an integer pointer variable");
-  LLVMValueRef var = em_slot(e, v), marks = em_slot(e, s->u.call.marks);
-  LLVMValueRef res = em_slot(e, s->u.call.result);
-  LLVMValueRef lo = emit_expr(e, s->u.call.a), t = emit_expr(e, s->u.call.b);
-  LLVMValueRef ext = emit_expr(e, s->u.call.c);
-  if (!var || !marks || !res || !lo || !t || !ext) return false;
-  lo = LLVMBuildIntCast2(e->b, lo, e->i64, 1, "");
-  LLVMTypeRef et = em_mem_type(e, lir_elem_type(v->type));
-  LLVMValueRef base = LLVMBuildInBoundsGEP2(e->b, et, LLVMBuildLoad2(e->b, e->ptr, var, ""),
-                                            &lo, 1, "");
-  LLVMTypeRef pt[] = {e->ptr, e->i64, e->i64, e->ptr, e->i32};
-  LLVMValueRef args[] = {base, LLVMBuildIntCast2(e->b, t, e->i64, 1, ""),
-                         LLVMBuildIntCast2(e->b, ext, e->i64, 1, ""),
-                         LLVMBuildLoad2(e->b, e->ptr, marks, ""),
-                         LLVMConstInt(e->i32, (unsigned)em_elem_bytes(v->type), 0)};
-  LLVMBuildStore(e->b, em_helper(e, "tj_rt_marked_crd", e->i64, pt, 5, args), res);
-  return true;
-}
-
 /* memset(ptr + lo, 0, (hi - lo) * sizeof elem) */
 static bool call_zero(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.call.ptr;
@@ -805,7 +782,6 @@ static bool emit_call(Emitter *e, const LirStmt *s) {
   case LH_GETT: return emit_gett_call(e, s);
   case LH_THREADS:
   case LH_THREAD_SLOT: return call_thread(e, s);
-  case LH_MARKED_CRD: return call_marked(e, s);
   }
   return em_bug(e, "unknown runtime helper");
 }

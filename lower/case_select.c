@@ -51,9 +51,7 @@ static bool stmt_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int n
     return x->u.call.h == y->u.call.h && x->u.call.operand == y->u.call.operand &&
            x->u.call.arr == y->u.call.arr && x->u.call.level == y->u.call.level &&
            x->u.call.ptr == y->u.call.ptr && x->u.call.plan == y->u.call.plan &&
-           lir_expr_equal(x->u.call.a, y->u.call.a) && lir_expr_equal(x->u.call.b, y->u.call.b) &&
-           lir_expr_equal(x->u.call.c, y->u.call.c) && x->u.call.marks == y->u.call.marks &&
-           x->u.call.result == y->u.call.result;
+           lir_expr_equal(x->u.call.a, y->u.call.a) && lir_expr_equal(x->u.call.b, y->u.call.b);
   case LS_BLOCK: return stmts_same(x->u.block, y->u.block, vals, nvals, at);
   case LS_COMMENT: return true;
   default: return false; /* declarations (of fresh variables) and loops differ */

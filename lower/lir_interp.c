@@ -545,26 +545,6 @@ static Exit exec_range(Interp *in, const LirStmt *s) {
   return EX_OK;
 }
 
-/* count = tj_rt_marked_crd(ptr + lo, t, extent, marks, width), the row's
- * room (extent entries from lo) and the marks (tj_rt_marks_bytes) checked. */
-static Exit exec_marked(Interp *in, const LirStmt *s) {
-  Val p = in->env[s->u.call.ptr->id], m = in->env[s->u.call.marks->id], lo, t, ext;
-  LirType et = lir_elem_type(s->u.call.ptr->type);
-  int64_t n = 0, nm = 0;
-  if (!eval(in, s->u.call.a, &lo) || !eval(in, s->u.call.b, &t) || !eval(in, s->u.call.c, &ext))
-    return EX_FAULT;
-  if (!ptr_extent(in, p.p, et, &n) || !ptr_extent(in, m.p, LT_BOOL, &nm)) return EX_FAULT;
-  if (lo.i < 0 || lo.i + ext.i > n || nm < tj_rt_marks_bytes(ext.i) || t.i > ext.i) {
-    fault(in, "marked coordinates from %lld over %lld out of bounds 0..%lld",
-          (long long)lo.i, (long long)ext.i, (long long)n);
-    return EX_FAULT;
-  }
-  in->env[s->u.call.result->id].i =
-      tj_rt_marked_crd(p.p.base + lo.i * elem_size(et), t.i, ext.i, (uint8_t *)m.p.base,
-                       elem_size(et));
-  return EX_OK;
-}
-
 /* A helper's return code: 0 goes on, else the kernel's fail exit. */
 static Exit helper_rc(Interp *in, int32_t rc) {
   if (rc == 0) return EX_OK;
@@ -587,7 +567,6 @@ static Exit exec_call(Interp *in, const LirStmt *s) {
   case LH_THREAD_SLOT:
     in->env[s->u.call.ptr->id].i = s->u.call.h == LH_THREADS ? 1 : 0;
     return EX_OK;
-  case LH_MARKED_CRD: return exec_marked(in, s);
   default: return exec_range(in, s);
   }
 }

@@ -585,23 +585,6 @@ LirExpr *lw_ws_extent(Lowerer *lw) {
   return lw_ref(lw, lw->dim[0][mode]);
 }
 
-/* Declares ws_touched = (n + 63) / 64 * 64, where the marks' touched bytes
- * start, and sets *len to the marks' length with them (tj_rt_marks_bytes):
- * ws_touched + (ws_touched / 64 + 63) / 64 * 64. */
-static LirStmt *touched_bytes(Lowerer *lw, LirExpr **len) {
-  Arena *a = lw->a;
-  LirExpr *c63 = lw_i64(lw, 63), *c64 = lw_i64(lw, 64);
-  LirExpr *at = lir_bin(a, LOP_MUL, lir_bin(a, LOP_DIV, lir_bin(a, LOP_ADD, lw_ws_extent(lw), c63),
-                                            c64), c64);
-  lw->ws_touched = lw_var(lw, "ws_touched", LT_I64);
-  LirStmt *s = lir_decl(a, lw->ws_touched, at);
-  LirExpr *words = lir_bin(a, LOP_DIV, lw_ref(lw, lw->ws_touched), lw_i64(lw, 64));
-  LirExpr *round = lir_bin(a, LOP_MUL, lir_bin(a, LOP_DIV, lir_bin(a, LOP_ADD, words, lw_i64(lw, 63)),
-                                               lw_i64(lw, 64)), lw_i64(lw, 64));
-  *len = lir_bin(a, LOP_ADD, lw_ref(lw, lw->ws_touched), round);
-  return s;
-}
-
 /* Workspace arrays over the scattered index (values, marks, touched list;
  * no list where it is kept in the output's crd; values alone where the
  * compute phase drains along the assembled coordinates). */
@@ -615,16 +598,13 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
   int nws = lw_ws_drains_assembled(lw) ? 1 : lw_ws_list_in_crd(lw) ? 2 : 3;
-  LirExpr *marks_len = n;
-  if (lw_ws_marks_order(lw)) /* touched bytes from (n + 63) / 64 * 64 on (tj_rt_marks_bytes) */
-    s = touched_bytes(lw, &marks_len);
   for (int w = 0; w < nws; w++) {
     *ws[w].v = lw_var(lw, ws[w].name, ws[w].t);
     lir_append(&s, lir_decl(a, *ws[w].v, NULL));
     LirStmt *al = lir_call(a, LH_ALLOC);
     al->u.call.ptr = *ws[w].v;
     /* the list has a spare slot: the branchless mark stores before it counts */
-    LirExpr *len = w == 2 ? lir_bin(a, LOP_ADD, n, lw_i64(lw, 1)) : w == 1 ? marks_len : n;
+    LirExpr *len = w == 2 ? lir_bin(a, LOP_ADD, n, lw_i64(lw, 1)) : n;
     al->u.call.a = lir_bin(a, LOP_MUL, len, lw_i64(lw, ws[w].bytes));
     lir_append(&s, al);
     LirStmt *fr = lir_call(a, LH_FREE);

@@ -447,28 +447,6 @@ bool lw_ws_list_in_crd(const Lowerer *lw) {
   return lw->plan->out_sparse && lw->emit_index;
 }
 
-bool lw_ws_marks_order(const Lowerer *lw) {
-  return lw_ws_list_in_crd(lw) && lv_at(lw->acc[0].f, lw->out_last, LV_ORDERED);
-}
-
-/* The scatter's records for tj_rt_marked_crd, stores that wait on no load:
- *   crd[p + n] = j; n = min(n + 1, extent); mark[j] = 1; mark[touched + j / 64] = 1;
- * (the room before the row holds crd[p + extent]). */
-static LirStmt *record_marks(Lowerer *lw, LirExpr *j) {
-  Arena *a = A(lw);
-  LirVar *p = lw->out_p[lw->out_last];
-  LirExpr *at = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
-  LirStmt *s = lw_store_index(lw, lw->crd_ptr[0][lw->out_last], at, j);
-  LirExpr *next = lir_bin(a, LOP_ADD, lw_ref(lw, lw->ws_n), lw_i64(lw, 1));
-  lir_append(&s, lir_assign(a, lw->ws_n, lir_bin(a, LOP_MIN, next, lw_ws_extent(lw))));
-  LirExpr *one = lir_const_int(a, LT_BOOL, 1);
-  lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_mark), j, one));
-  LirExpr *word = lir_bin(a, LOP_ADD, lw_ref(lw, lw->ws_touched),
-                          lir_bin(a, LOP_DIV, j, lw_i64(lw, 64)));
-  lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_mark), word, one));
-  return s;
-}
-
 /* Output position of a dense (located) output. */
 static LirExpr *out_index(Lowerer *lw) {
   if (lw->plan->out_like) return lw_out_like_index(lw);
@@ -497,10 +475,6 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     LirStmt *s = NULL;
     if (lw->emit_values) s = update_output(lw, lw->ws_vals, ws_index, gen_expr(lw, lw->root, alive));
     if (lw_ws_drains_assembled(lw)) return s; /* drained along the assembled crd */
-    if (lw_ws_marks_order(lw)) {
-      lir_append(&s, record_marks(lw, j));
-      return s;
-    }
     /* Without a branch: whether j is new is a coin toss on SpGEMM's rows
      * (cage11 x cage11: ~200 products onto ~100 columns a row), so
      *   list[n] = j; n += !mark[j]; mark[j] = 1;
@@ -735,20 +709,6 @@ static LirStmt *sort_touched(Lowerer *lw, LirVar *ptr, LirVar *at) {
   return lir_if(a, dense, scan, sort);
 }
 
-/* The row's distinct coordinates in order from the marks the scatter
- * recorded (record_marks), marks cleared:
- *   n = tj_rt_marked_crd(crd + p, n, extent, mark, sizeof *crd) */
-static LirStmt *marked_in_order(Lowerer *lw, LirVar *crd, LirVar *p) {
-  LirStmt *c = lir_call(A(lw), LH_MARKED_CRD);
-  c->u.call.ptr = crd;
-  c->u.call.a = lw_ref(lw, p);
-  c->u.call.b = lw_ref(lw, lw->ws_n);
-  c->u.call.c = lw_ws_extent(lw);
-  c->u.call.marks = lw->ws_mark;
-  c->u.call.result = lw->ws_n;
-  return c;
-}
-
 /* The drain where the touched list is the output's crd from p on: the row's
  * coordinates are already in place (sorted there), so only the values move:
  *   sort(crd + p, n); for (q = p; q < p + n; q++) { j = crd[q]; vals[q] = ws[j];
@@ -759,16 +719,13 @@ static LirStmt *drain_in_crd(Lowerer *lw) {
   LirVar *p = lw->out_p[l], *crd = lw->crd_ptr[0][l];
   LirVar *q = lw_var(lw, "q", LT_I64);
   LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
-  bool by_marks = lw_ws_marks_order(lw);
-  LirStmt *s = by_marks ? marked_in_order(lw, crd, p) : sort_touched(lw, crd, p);
+  LirStmt *s = sort_touched(lw, crd, p);
   LirStmt *body = lir_decl(a, j, lw_load_index(lw, crd, lw_ref(lw, q)));
   if (lw->emit_values) lir_append(&body, move_ws_value(lw, j, lw_ref(lw, q), NULL));
-  if (by_marks && !lw->emit_values) body = NULL;   /* the helper cleared the marks */
-  else if (!by_marks)
-    lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
-                                lir_const_int(a, LT_BOOL, 0)));
+  lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
+                              lir_const_int(a, LT_BOOL, 0)));
   LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
-  if (body) lir_append(&s, lir_for(a, q, lw_ref(lw, p), end, body));
+  lir_append(&s, lir_for(a, q, lw_ref(lw, p), end, body));
   lir_append(&s, lir_update(a, p, LOP_ADD, lw_ref(lw, lw->ws_n)));
   lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
   return s;

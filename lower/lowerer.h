@@ -150,7 +150,6 @@ typedef struct Lowerer {
   const Expr *sum_node[NT_MAX_INDICES];
   LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
-  LirVar *ws_touched;   /* where ws_mark's touched bytes start (lw_ws_marks_order) */
   /* A subexpression's workspace (precompute.c): read as access vws_x of
    * tensor slot vws_t (after the kernel's operands), a dense row. */
   int vws_x, vws_t;
@@ -346,9 +345,6 @@ bool lw_ws_drains_assembled(const Lowerer *lw);
  * the row's end (a sparse output whose coordinates this phase writes): no
  * list of its own, sorted in place. */
 bool lw_ws_list_in_crd(const Lowerer *lw);
-/* Whether a row's coordinates come in order from the workspace's marks
- * (tj_rt_marked_crd): the list is in an ordered level's crd. */
-bool lw_ws_marks_order(const Lowerer *lw);
 /* The workspace's extent: the output dim its index runs over. */
 LirExpr *lw_ws_extent(Lowerer *lw);
 /* The additive terms of lw->root into out (LW_MAX_ACCESS entries):

@@ -274,11 +274,7 @@ static int uses(const LirStmt *s, const LirVar *v, bool *only_add) {
            uses(s->u.cond.els, v, only_add);
       break;
     case LS_BLOCK: n += uses(s->u.block, v, only_add); break;
-    case LS_CALL:
-      n += lir_count_reads(s->u.call.a, v) + lir_count_reads(s->u.call.b, v) +
-           lir_count_reads(s->u.call.c, v) + (s->u.call.marks == v);
-      if (s->u.call.result == v) *only_add = false;
-      break;
+    case LS_CALL: n += lir_count_reads(s->u.call.a, v) + lir_count_reads(s->u.call.b, v); break;
     default: break;
     }
   }

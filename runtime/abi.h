@@ -110,16 +110,6 @@ int32_t tj_rt_alloc(int64_t n, void **out);
 void tj_rt_free(void *p);
 /* Sorts n coordinates of width w bytes in place, ascending. */
 void tj_rt_sort_crd(void *crd, int64_t n, int32_t w);
-/* Bytes of a workspace's marks over `extent` coordinates with its touched
- * bytes (one per 64 coordinates) from tj_rt_marks_at(extent) on. */
-int64_t tj_rt_marks_bytes(int64_t extent);
-int64_t tj_rt_marks_at(int64_t extent);
-/* Writes the distinct coordinates a scatter marked (mark: extent bytes,
- * then the touched bytes) to crd in ascending order, of width w bytes,
- * and returns their number. crd holds the t coordinates the scatter
- * recorded (repeats allowed) when t < extent, and has room for extent;
- * marks and touched bytes are cleared. */
-int64_t tj_rt_marked_crd(void *crd, int64_t t, int64_t extent, uint8_t *mark, int32_t w);
 
 
 /* The body of a parallel loop, outlined by the JIT: runs iterations

@@ -138,14 +138,9 @@ START_TEST(spgemm_workspace) {
   /* the touched list is A's crd from the row's end on, room made first */
   HAS(t, "if (pOut1 + A_dim1 >= out1_crd_cap)");
   HAS(t, "A1_crd[pOut1 + ws_n] = (int32_t)j;");
-  /* every product recorded without a load (capped at the extent), its
-   * mark and touched byte stored; the row read back in order, no sort */
-  HAS(t, "ws_n = (ws_n + 1 < A_dim1 ? ws_n + 1 : A_dim1);");
-  HAS(t, "ws_mark[ws_touched + j / 64] = true;");
+  HAS(t, "ws_n += (int64_t)!ws_mark[j];");
   ck_assert_int_eq(count(t, "ws_list"), 0);
-  ck_assert_int_eq(count(t, "tj_rt_sort_crd"), 0);
-  HAS(t, "ws_n = tj_rt_marked_crd(A1_crd + pOut1, ws_n, A_dim1, (uint8_t *)ws_mark, "
-         "sizeof *A1_crd);");
+  HAS(t, "tj_rt_sort_crd(A1_crd + pOut1, pOut1 + ws_n - pOut1, sizeof *A1_crd)");
   HAS(t, "A_vals[q] = ws_vals[j_1];");
   HAS(t, "tj_rt_free(ws_vals)");
   free(t);

@@ -582,52 +582,6 @@ START_TEST(sort_crd_bitmap) {
 }
 END_TEST
 
-/* Marks a scatter records for tj_rt_marked_crd: crd[t] = j (t capped at
- * the extent), mark[j] and the touched byte of j's 64-word. */
-static void record(int32_t *crd, int64_t *t, int64_t extent, uint8_t *mark, int32_t j) {
-  crd[*t] = j;
-  *t = *t + 1 < extent ? *t + 1 : extent;
-  mark[j] = 1;
-  mark[tj_rt_marks_at(extent) + j / 64] = 1;
-}
-
-/* A workspace row's coordinates read back in order from its marks: a short
- * list with repeats (sorted, repeats dropped), a long one over three
- * 4096-column groups (read from the marks), and a full list (past the
- * extent: the whole extent read); the marks are all zero after each. */
-START_TEST(marked_crd_in_order) {
-  enum { EXT = 10000 };
-  ck_assert_int_eq(tj_rt_marks_at(EXT), 10048);
-  ck_assert_int_eq(tj_rt_marks_bytes(EXT), 10048 + 192);
-  uint8_t *mark = calloc((size_t)tj_rt_marks_bytes(EXT), 1);
-  static int32_t crd[EXT + 1];
-  int64_t t = 0;
-  int32_t few[] = {9000, 3, 64, 3, 9000, 63, 4095, 4096};
-  for (int k = 0; k < 8; k++) record(crd, &t, EXT, mark, few[k]);
-  ck_assert_int_eq(tj_rt_marked_crd(crd, t, EXT, mark, 4), 6);
-  int32_t want[] = {3, 63, 64, 4095, 4096, 9000};
-  for (int k = 0; k < 6; k++) ck_assert_int_eq(crd[k], want[k]);
-  for (int64_t b = 0; b < tj_rt_marks_bytes(EXT); b++) ck_assert_int_eq(mark[b], 0);
-  t = 0;   /* 100 columns 97 apart from 5 (5 .. 9608), each twice, shuffled */
-  for (int r = 0; r < 2; r++)
-    for (int k = 0; k < 100; k++) record(crd, &t, EXT, mark, 5 + 97 * ((k * 37) % 100));
-  ck_assert_int_eq(t, 200);
-  ck_assert_int_eq(tj_rt_marked_crd(crd, t, EXT, mark, 4), 100);
-  for (int k = 0; k < 100; k++) ck_assert_int_eq(crd[k], 5 + 97 * k);
-  for (int64_t b = 0; b < tj_rt_marks_bytes(EXT); b++) ck_assert_int_eq(mark[b], 0);
-  t = 0;   /* every even column, then every column below 5000: 10000
-              records fill the list; 7500 distinct */
-  for (int j = 0; j < EXT; j += 2) record(crd, &t, EXT, mark, j);
-  for (int j = 0; j < 5000; j++) record(crd, &t, EXT, mark, j);
-  ck_assert_int_eq(t, EXT);
-  ck_assert_int_eq(tj_rt_marked_crd(crd, t, EXT, mark, 4), 7500);
-  for (int k = 0; k < 5000; k++) ck_assert_int_eq(crd[k], k);
-  for (int k = 5000; k < 7500; k++) ck_assert_int_eq(crd[k], 5000 + 2 * (k - 5000));
-  for (int64_t b = 0; b < tj_rt_marks_bytes(EXT); b++) ck_assert_int_eq(mark[b], 0);
-  free(mark);
-}
-END_TEST
-
 /* Parallel loops share only enough work: a body records its ranges. */
 typedef struct Calls {
   int n;
@@ -787,7 +741,6 @@ static Suite *runtime_suite(void) {
                       sizeof bad_formats / sizeof *bad_formats);
   tcase_add_test(tc, reserve_growth);
   tcase_add_test(tc, sort_crd_bitmap);
-  tcase_add_test(tc, marked_crd_in_order);
   tcase_add_test(tc, parallel_min_work);
   tcase_add_test(tc, dense_cast_print);
   tcase_add_test(tc, argument_errors);
