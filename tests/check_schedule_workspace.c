@@ -368,10 +368,10 @@ START_TEST(subexpr_workspace_stages) {
   ck_assert_msg(strstr(s, "j (produces w): [B C] [B] [C]\nj (reads w): [x]\n"), "%s", s);
   free(s);
   s = stage_of(false, "precompute(B(i,j) + C(i,j), {j}, w)", TJ_STAGE_C);
-  /* the producer's union stores one select (lower/case_select.c), into
-     this thread's row of w (the row loop is parallel) */
-  ck_assert_msg(strstr(s, "w_vals[w_row * w_dim0 + j] = B1 == j && C1 == j ? B_val_1 + C_val_1 : B1 == j ? B_val : "
-                          "C_val;") &&
+  /* the producer's union stores one add of selects (lower/case_select.c),
+     into this thread's row of w (the row loop is parallel) */
+  ck_assert_msg(strstr(s, "w_vals[w_row * w_dim0 + j] = (B1 == j ? B_val_1 : -0.0) + "
+                          "(B1 == j ? (C1 == j ? C_val_1 : -0.0) : C_val_1);") &&
                     strstr(s, "the workspace's entries back to 0") &&
                     strstr(s, "tj_rt_free(w_vals)"),
                 "%.3000s", s);

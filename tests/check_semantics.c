@@ -1416,6 +1416,87 @@ START_TEST(test_union_selects_and_nonordered_by_hand) {
 }
 END_TEST
 
+/* A sparse add's one store of an add of selects (lower/case_select.c)
+ * keeps every stored value exactly, by hand: an entry of one side alone
+ * keeps a stored -0.0 (not +0.0 from adding 0) and a NaN; where both
+ * store, the sum; in f64, f32 and i64, evaluate and assemble + compute.
+ * Row 0: B = [-0, NaN, 1, .], C = [., 2, -0, -0]; row 1: B empty,
+ * C = [., 5, ., .]; row 2: B = [7, ., ., 3], C empty. (Wrapped arrays:
+ * pack would sum -0.0 into +0.0.) */
+static tj_tensor *wrapped_csr(const char *name, tj_dtype dt, int32_t *pos, int32_t *crd,
+                              const double *v, int n, void *vals) {
+  for (int q = 0; q < n; q++) {
+    if (dt == TJ_F64) ((double *)vals)[q] = v[q];
+    else if (dt == TJ_F32) ((float *)vals)[q] = (float)v[q];
+    else ((int64_t *)vals)[q] = isnan(v[q]) ? 11 : (int64_t)v[q];
+  }
+  static tj_format f;
+  ck_assert_int_eq(tj_format_parse("ds", &f), TJ_OK);
+  static const int64_t dims[2] = {3, 4};
+  tj_arrays a = {.dtype = dt, .order = 2, .dims = dims, .fmt = &f, .vals = vals, .vals_len = n};
+  a.pos[1] = pos, a.pos_len[1] = 4, a.crd[1] = crd, a.crd_len[1] = n;
+  tj_tensor *t;
+  ck_assert_msg(tj_tensor_wrap(name, &a, 0, &t) == TJ_OK, "%s", tj_last_error());
+  return t;
+}
+
+/* The value stored at (i, j) of CSR t, read from its arrays (tj_tensor_get
+ * would not tell -0.0 from an absent entry), as a double; NaN if absent. */
+static double stored_at(tj_tensor *t, int64_t i, int64_t j) {
+  tj_arrays a;
+  ck_assert_int_eq(tj_tensor_arrays(t, &a), TJ_OK);
+  const int32_t *pos = a.pos[1], *crd = a.crd[1];
+  for (int32_t q = pos[i]; q < pos[i + 1]; q++) {
+    if (crd[q] != j) continue;
+    if (a.dtype == TJ_F64) return ((const double *)a.vals)[q];
+    if (a.dtype == TJ_F32) return ((const float *)a.vals)[q];
+    return (double)((const int64_t *)a.vals)[q];
+  }
+  ck_abort_msg("A(%lld,%lld) is not stored", (long long)i, (long long)j);
+  return NAN;
+}
+
+START_TEST(test_sparse_add_keeps_signed_zeros_and_nans) {
+  int32_t bp[] = {0, 3, 3, 5}, bc[] = {0, 1, 2, 0, 3}, cp[] = {0, 3, 4, 4}, cc[] = {1, 2, 3, 1};
+  const double bv[] = {-0.0, NAN, 1, 7, 3}, cv[] = {2, -0.0, -0.0, 5};
+  static const int64_t wi[][2] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {1, 1}, {2, 0}, {2, 3}};
+  const double want[] = {-0.0, NAN, 1, -0.0, 5, 7, 3};
+  const double want_int[] = {0, 13, 1, 0, 5, 7, 3};   /* NaN stored as 11 */
+  static const tj_dtype dts[] = {TJ_F64, TJ_F32, TJ_I64};
+  for (int d = 0; d < 3; d++)
+    for (int two = 0; two < 2; two++) {
+      int64_t bvals[5], cvals[4];   /* 8 bytes a value: room for every dtype */
+      tj_format f;
+      OK(tj_format_parse("ds", &f));
+      int64_t dims[2] = {3, 4};
+      tj_tensor *ops[3];
+      OK(tj_tensor_new("A", dts[d], 2, dims, &f, &ops[0]));
+      ops[1] = wrapped_csr("B", dts[d], bp, bc, bv, 5, bvals);
+      ops[2] = wrapped_csr("C", dts[d], cp, cc, cv, 4, cvals);
+      tj_context *cx;
+      OK(tj_context_new(&cx));
+      tj_kernel *k;
+      OK(tj_compile(cx, "A(i,j) = B(i,j) + C(i,j)", ops, 3, NULL, NULL, &k));
+      if (two) {
+        OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+        OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+      } else {
+        OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+      }
+      ck_assert_int_eq(tj_tensor_nnz(ops[0]), 7);
+      for (int q = 0; q < 7; q++) {
+        double got, w = dts[d] == TJ_I64 ? want_int[q] : want[q];
+        got = stored_at(ops[0], wi[q][0], wi[q][1]);
+        ck_assert_msg(isnan(w) ? isnan(got) : got == w && signbit(got) == signbit(w),
+                      "%s A(%lld,%lld) = %g, want %g", tj_dtype_name(dts[d]),
+                      (long long)wi[q][0], (long long)wi[q][1], got, w);
+      }
+      tj_context_free(cx);
+      free_all(ops, 3);
+    }
+}
+END_TEST
+
 /* Sparse outputs with dense levels below their last compressed one (a
  * block of values per stored fiber), by hand: TTM into `ssd`, SpMM into
  * `sd` (rows compressed, each stored row dense), one and two threads, one
@@ -1633,6 +1714,7 @@ static Suite *semantics_suite(void) {
   tcase_add_test(tc, test_kept_mask_pattern);
   tcase_add_test(tc, test_dense_tail_outputs_by_hand);
   tcase_add_test(tc, test_union_selects_and_nonordered_by_hand);
+  tcase_add_test(tc, test_sparse_add_keeps_signed_zeros_and_nans);
   suite_add_tcase(s, tc);
   return s;
 }
