@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tensorjit.h"
+#include "util/tensors.h"
 
 #define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
 
@@ -89,21 +90,6 @@ static tj_tensor *wrap_a(const char *spec) {
   return t;
 }
 
-static tj_tensor *dense(const char *name, int order, const int64_t *dims, const double *v) {
-  tj_format f = tj_format_dense(order);
-  tj_tensor *t;
-  OK(tj_tensor_new(name, TJ_F64, order, dims, &f, &t));
-  int64_t n = 1;
-  for (int m = 0; m < order; m++) n *= dims[m];
-  for (int64_t e = 0; v && e < n; e++) {
-    int64_t c[4], r = e;
-    for (int m = order - 1; m >= 0; m--) c[m] = r % dims[m], r /= dims[m];
-    if (v[e] != 0) OK(tj_tensor_insert(t, c, v[e]));
-  }
-  OK(tj_tensor_pack(t));
-  return t;
-}
-
 static tj_tensor *sparse(const char *name, const char *spec, int64_t rows, int64_t cols,
                          const double *v) {
   tj_format f = parse(spec);
@@ -157,8 +143,8 @@ START_TEST(spmv_in_place) {
   const char *specs[] = {"do", "uz", "wz"};
   for (int s = 0; s < 3; s++) {
     tj_tensor *a = wrap_a(specs[s]);
-    tj_tensor *x = dense("x", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
-    tj_tensor *y = dense("y", 1, (int64_t[]){4}, NULL);
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
     /* wz's rows are runs of equal coordinates: read through a copy in uq */
     run("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, s == 2,
         s == 2 ? "// A is read through a copy in format uq (stored wz): its nonordered "
@@ -174,8 +160,8 @@ END_TEST
  * [4 9]; row 3 = 7 b0 + 8 b2 + 6 b4 = [15 26]. */
 START_TEST(spmm_in_place) {
   tj_tensor *a = wrap_a("do");
-  tj_tensor *b = dense("B", 2, (int64_t[]){5, 2}, (double[]){1, 0, 0, 1, 1, 1, 2, 0, 0, 3});
-  tj_tensor *c = dense("C", 2, (int64_t[]){4, 2}, NULL);
+  tj_tensor *b = tu_tensor("B", "dd", 2, (int64_t[]){5, 2}, (double[]){1, 0, 0, 1, 1, 1, 2, 0, 0, 3});
+  tj_tensor *c = tu_tensor("C", "dd", 2, (int64_t[]){4, 2}, NULL);
   run("C(i,j) = A(i,k) * B(k,j)", (tj_tensor *[]){c, a, b}, 3, 0, NULL);
   expect(c, (double[]){4, 9, 0, 0, 4, 9, 15, 26});
   tj_tensor_free(a), tj_tensor_free(b), tj_tensor_free(c);
@@ -246,8 +232,8 @@ START_TEST(ttv_in_place) {
   ar.vals = tv, ar.vals_len = 5;
   tj_tensor *t;
   OK(tj_tensor_wrap("A", &ar, 0, &t));
-  tj_tensor *v = dense("v", 1, (int64_t[]){4}, (double[]){1, 10, 100, 1000});
-  tj_tensor *y = dense("y", 2, (int64_t[]){2, 2}, NULL);
+  tj_tensor *v = tu_tensor("v", "d", 1, (int64_t[]){4}, (double[]){1, 10, 100, 1000});
+  tj_tensor *y = tu_tensor("y", "dd", 2, (int64_t[]){2, 2}, NULL);
   run("y(i,j) = A(i,j,k) * v(k)", (tj_tensor *[]){y, t, v}, 3, 0, NULL);
   expect(y, (double[]){3, 1020, 0, 405});
   tj_tensor_free(t), tj_tensor_free(v), tj_tensor_free(y);

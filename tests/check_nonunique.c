@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tensorjit.h"
+#include "util/tensors.h"
 
 #define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
 
@@ -46,22 +47,6 @@ static tj_tensor *wrap_a(const char *name, const char *spec) {
   a.vals = w ? vals_w : vals_u, a.vals_len = 10;
   tj_tensor *t;
   OK(tj_tensor_wrap(name, &a, 0, &t));
-  return t;
-}
-
-static tj_tensor *from_values(const char *name, const char *spec, int order,
-                              const int64_t *dims, const double *v) {
-  tj_format f = spec ? parse(spec) : tj_format_dense(order);
-  tj_tensor *t;
-  OK(tj_tensor_new(name, TJ_F64, order, dims, &f, &t));
-  int64_t n = 1;
-  for (int m = 0; m < order; m++) n *= dims[m];
-  for (int64_t e = 0; v && e < n; e++) {
-    int64_t c[4], r = e;
-    for (int m = order - 1; m >= 0; m--) c[m] = r % dims[m], r /= dims[m];
-    if (v[e] != 0) OK(tj_tensor_insert(t, c, v[e]));
-  }
-  OK(tj_tensor_pack(t));
   return t;
 }
 
@@ -111,8 +96,8 @@ static const char *A_SPECS[] = {"du", "dw"};
 START_TEST(spmv) {
   for (int th = 1; th <= 2; th++) {
     tj_tensor *a = wrap_a("A", A_SPECS[_i]);
-    tj_tensor *x = from_values("x", NULL, 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
-    tj_tensor *y = from_values("y", NULL, 1, (int64_t[]){4}, NULL);
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
     run("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th);
     expect(y, (double[]){18, 5, 0, 7}, A_SPECS[_i]);
     tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
@@ -126,12 +111,12 @@ END_TEST
 START_TEST(spmm) {
   const double want[] = {8, 1, 5, 0, 0, 0, -1, 5};
   const double b_vals[] = {1, 0, 0, 1, 1, 1, 2, 0, 0, 3};
-  const char *outs[] = {NULL, "ds"};
+  const char *outs[] = {"dd", "ds"};
   for (int th = 1; th <= 2; th++)
     for (int o = 0; o < 2; o++) {
       tj_tensor *a = wrap_a("A", A_SPECS[_i]);
-      tj_tensor *b = from_values("B", o ? "ds" : NULL, 2, (int64_t[]){5, 2}, b_vals);
-      tj_tensor *c = from_values("C", outs[o], 2, (int64_t[]){4, 2}, NULL);
+      tj_tensor *b = tu_tensor("B", o ? "ds" : "dd", 2, (int64_t[]){5, 2}, b_vals);
+      tj_tensor *c = tu_tensor("C", outs[o], 2, (int64_t[]){4, 2}, NULL);
       run("C(i,k) = A(i,j) * B(j,k)", (tj_tensor *[]){c, a, b}, 3, th);
       expect(c, want, A_SPECS[_i]);
       tj_tensor_free(a), tj_tensor_free(b), tj_tensor_free(c);
@@ -146,12 +131,12 @@ START_TEST(add_csr) {
   double fv[20] = {0};
   fv[1] = 10, fv[7] = 7, fv[19] = -2;
   const double want[] = {0, 11, 0, 4, 0, 5, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0};
-  const char *outs[] = {NULL, "ds", "du"};
+  const char *outs[] = {"dd", "ds", "du"};
   for (int th = 1; th <= 2; th++)
     for (int o = 0; o < 3; o++) {
       tj_tensor *a = wrap_a("A", A_SPECS[_i]);
-      tj_tensor *f = from_values("F", "ds", 2, (int64_t[]){4, 5}, fv);
-      tj_tensor *e = from_values("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      tj_tensor *f = tu_tensor("F", "ds", 2, (int64_t[]){4, 5}, fv);
+      tj_tensor *e = tu_tensor("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
       run("E(i,j) = A(i,j) + F(i,j)", (tj_tensor *[]){e, a, f}, 3, th);
       expect(e, want, A_SPECS[_i]);
       if (o) {
@@ -167,12 +152,12 @@ END_TEST
 START_TEST(add_nonunique) {
   double want[20];
   for (int e = 0; e < 20; e++) want[e] = 2 * A_SUM[e];
-  const char *outs[] = {NULL, "ds", "du"};
+  const char *outs[] = {"dd", "ds", "du"};
   for (int th = 1; th <= 2; th++)
     for (int o = 0; o < 3; o++) {
       tj_tensor *a = wrap_a("A", A_SPECS[_i]);
       tj_tensor *b = wrap_a("B", A_SPECS[1 - _i]);
-      tj_tensor *e = from_values("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      tj_tensor *e = tu_tensor("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
       run("E(i,j) = A(i,j) + B(i,j)", (tj_tensor *[]){e, a, b}, 3, th);
       expect(e, want, A_SPECS[_i]);
       if (o) expect_unique(e, A_SPECS[_i]);
@@ -187,11 +172,11 @@ END_TEST
 START_TEST(nonlinear) {
   double sq[20], relu[20];
   for (int e = 0; e < 20; e++) sq[e] = A_SUM[e] * A_SUM[e], relu[e] = A_SUM[e] > 0 ? A_SUM[e] : 0;
-  const char *outs[] = {NULL, "ds", "du"};
+  const char *outs[] = {"dd", "ds", "du"};
   for (int th = 1; th <= 2; th++)
     for (int o = 0; o < 3; o++) {
       tj_tensor *a = wrap_a("A", A_SPECS[_i]);
-      tj_tensor *e = from_values("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      tj_tensor *e = tu_tensor("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
       run("E(i,j) = A(i,j) * A(i,j)", (tj_tensor *[]){e, a}, 2, th);
       expect(e, sq, A_SPECS[_i]);
       run("E(i,j) = max(A(i,j), 0)", (tj_tensor *[]){e, a}, 2, th);
@@ -201,7 +186,7 @@ START_TEST(nonlinear) {
     }
   /* a sum of a nonlinear term: sum over j of A(i,j)^2 = [1+16, 25, 0, 1+4] */
   tj_tensor *a = wrap_a("A", A_SPECS[_i]);
-  tj_tensor *y = from_values("y", NULL, 1, (int64_t[]){4}, NULL);
+  tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
   run("y(i) = A(i,j) * A(i,j)", (tj_tensor *[]){y, a}, 2, 1);
   expect(y, (double[]){17, 25, 0, 5}, A_SPECS[_i]);
   tj_tensor_free(a), tj_tensor_free(y);
@@ -211,11 +196,11 @@ END_TEST
 /* `=` copies the sums: into dense, into CSR (one entry per coordinate,
  * (3,4) stored with 2) and into du. */
 START_TEST(copy) {
-  const char *outs[] = {NULL, "ds", "du"};
+  const char *outs[] = {"dd", "ds", "du"};
   for (int th = 1; th <= 2; th++)
     for (int o = 0; o < 3; o++) {
       tj_tensor *a = wrap_a("A", A_SPECS[_i]);
-      tj_tensor *e = from_values("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      tj_tensor *e = tu_tensor("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
       run("E(i,j) = A(i,j)", (tj_tensor *[]){e, a}, 2, th);
       expect(e, A_SUM, A_SPECS[_i]);
       if (o) {
@@ -249,9 +234,9 @@ START_TEST(ttv) {
     ar.vals = tv, ar.vals_len = 7;
     tj_tensor *t;
     OK(tj_tensor_wrap("T", &ar, 0, &t));
-    tj_tensor *v = from_values("v", NULL, 1, (int64_t[]){3}, (double[]){1, 10, 100});
+    tj_tensor *v = tu_tensor("v", "d", 1, (int64_t[]){3}, (double[]){1, 10, 100});
     for (int th = 1; th <= 2; th++) {
-      tj_tensor *y = from_values("y", s ? "ds" : NULL, 2, (int64_t[]){2, 2}, NULL);
+      tj_tensor *y = tu_tensor("y", s ? "ds" : "dd", 2, (int64_t[]){2, 2}, NULL);
       run("y(i,j) = T(i,j,k) * v(k)", (tj_tensor *[]){y, t, v}, 3, th);
       expect(y, (double[]){20, 5, 0, 700}, s ? "dsu" : "ddu");
       tj_tensor_free(y);
@@ -273,8 +258,8 @@ START_TEST(pack_keeps_duplicates) {
   OK(tj_tensor_pack(t));
   ck_assert_int_eq(tj_tensor_nnz(t), 3);
   expect(t, (double[]){0, 0, 1, 4, 0, 0}, "packed du");
-  tj_tensor *y = from_values("y", NULL, 1, (int64_t[]){2}, NULL);
-  tj_tensor *x = from_values("x", NULL, 1, (int64_t[]){3}, (double[]){1, 1, 10});
+  tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){2}, NULL);
+  tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){3}, (double[]){1, 1, 10});
   run("y(i) = max(A(i,j), 0) * x(j)", (tj_tensor *[]){y, t, x}, 3, 1);
   expect(y, (double[]){10, 4}, "packed du");
   tj_tensor_free(t), tj_tensor_free(x), tj_tensor_free(y);
@@ -290,8 +275,8 @@ START_TEST(refused_below) {
     tj_tensor *a, *x, *y;
     OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){3, 3}, &f, &a));
     OK(tj_tensor_pack(a));
-    x = from_values("x", NULL, 1, (int64_t[]){3}, NULL);
-    y = from_values("y", NULL, 1, (int64_t[]){3}, NULL);
+    x = tu_tensor("x", "d", 1, (int64_t[]){3}, NULL);
+    y = tu_tensor("y", "d", 1, (int64_t[]){3}, NULL);
     tj_context *cx;
     OK(tj_context_new(&cx));
     tj_kernel *k;
