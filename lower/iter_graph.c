@@ -130,9 +130,10 @@ static bool check_output_format(const Assignment *as, Diag *d) {
     if (!lw_output_level_ok(f, l))
       return diag_error(d, TJ_ERR_UNSUPPORTED,
                         "output %s: level %d is '%c'; outputs support dense "
-                        "('d') and compressed ('s', 'o') levels, and a "
+                        "('d') and compressed ('s', 'o') levels, a "
                         "compressed-nonunique level with singletons down to "
-                        "the last level (COO: 'uq', 'uqq')",
+                        "the last level (COO: 'uq', 'uqq'), and one as the "
+                        "last level ('u', 'w': each coordinate written once)",
                         t->name, l, f->levels[l]);
     seen_sparse |= !lv_at(f, l, LV_FULL);
   }

@@ -2213,7 +2213,8 @@ LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
     return lir_block(a, s);
   }
   if (lw->nest.unroll[depth] || lw->nest.vec[depth])
-    return refuse_unroll(lw, &cx, "co-iterates sparse operands in while loops");
+    return refuse_unroll(lw, &cx, "co-iterates sparse operands (or walks duplicates) in "
+                                  "while loops");
   if (!lw_form_check(lw, depth, "co-iterates sparse operands (or walks duplicates) in while "
                      "loops", -1))
     return NULL;
