@@ -224,7 +224,18 @@ class Kernel:
             if name not in self.names:
                 raise TensorJitError(1, "tensorjit: %r is not a tensor of %r (its tensors: %s)"
                                      % (name, self.expr, ", ".join(sorted(self.names))))
-        return {name: self._input(name, x) for name, x in operands.items()}
+        tensors, bound = {}, set()
+        for name, x in operands.items():
+            if isinstance(x, Tensor) and id(x) in bound:
+                # one Tensor for two operands: the library binds by name, so
+                # the second gets a tensor of its own over the same arrays
+                tensors[name] = self._input(name, x._alias(name))
+                self._inputs.pop(name, None)   # never reused: x may change
+            else:
+                tensors[name] = self._input(name, x)
+                if isinstance(x, Tensor):
+                    bound.add(id(x))
+        return tensors
 
     def compute(self, out, **operands):
         """Recomputes the values of out, a sparse result of this kernel (the

@@ -224,6 +224,19 @@ class Tensor:
     def rename(self, name):
         check(lib.tj_tensor_rename(self._h, name.encode()))
 
+    def _alias(self, name):
+        """A second tensor named name over this one's arrays (no copy), for
+        one Tensor bound to two operands of a call; valid while this one is
+        not changed (repacked, assembled anew), so never kept past the call."""
+        if self.is_view:
+            raise TensorJitError(1, "tensorjit: the view %s is bound to two operands; "
+                                 "pass a view of its own for %s" % (self.name, name))
+        a = self._arrays()
+        h = ctypes.c_void_p()
+        check(lib.tj_tensor_wrap(name.encode(), ctypes.byref(a), _lib.WRAP_TRUSTED,
+                                 ctypes.byref(h)))
+        return Tensor(h.value, keep=(self,))
+
     @property
     def shape(self):
         return self._meta()[0]

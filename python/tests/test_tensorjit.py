@@ -391,6 +391,24 @@ def test_tensor_in_any_format():
         np.testing.assert_array_equal(t.to_numpy(), d)
 
 
+def test_one_tensor_bound_to_several_operands():
+    """The library binds operands by name: one Tensor passed for B, C and D
+    was renamed to each in turn and the call failed ("unknown tensor 'B'").
+    Values against scipy, sparse and dense outputs, and the call repeated."""
+    b = sp.random(6, 7, density=0.4, format="csr", random_state=3)
+    c = sp.random(6, 7, density=0.4, format="csr", random_state=4)
+    B, C = tensorjit.tensor(b, "B"), tensorjit.tensor(c, "C")
+    k = tensorjit.compile("A(i,j) = B(i,j) + C(i,j) + D(i,j)", formats={"A": "ds"})
+    for _ in range(2):
+        np.testing.assert_allclose(k(B=B, C=B, D=B).toarray(), 3 * b.toarray())
+        np.testing.assert_allclose(k(B=C, C=B, D=C).toarray(), (2 * c + b).toarray())
+    sq = tensorjit.compile("A(i,j) = B(i,j) * C(i,j)")
+    np.testing.assert_allclose(sq(B=B, C=B), b.multiply(b).toarray())
+    v = B.slice((slice(0, 3), slice(None)))
+    with pytest.raises(TensorJitError, match="bound to two operands"):
+        sq(B=v, C=v)
+
+
 def test_out_sharing_memory_with_an_operand():
     """out= the very array an operand reads (or a view of it) gives numpy's
     answer, as numpy's own out= does: the kernel writes a copy first."""
