@@ -2,11 +2,13 @@
  *
  * Format conversion goes through COO: the source's entries (in its level
  * order) become the insertion buffer of a fresh tensor, which pack sorts
- * into the target's level order. Zeros that are dense fill in the source
- * (it has a dense level) are dropped by tj_tensor_convert and kept by
+ * into the target's level order. Zeros that may be fill in the source
+ * (its last level is dense, or an n_out_of_m level pads) are dropped by
+ * tj_tensor_convert and kept by
  * rt_tensor_convert_all (a kernel's operand read in another format: its
  * stored entries, zeros included, are what min, max and semirings reduce
- * over); explicit zeros of all-sparse sources are kept. An all-dense tensor to another all-dense level order (a
+ * over); explicit zeros under a sparse last level (CSR, COO) are kept.
+ * An all-dense tensor to another all-dense level order (a
  * transpose; not a view, whose values are its base's) moves its values
  * directly (permute_dense). A dtype cast keeps
  * the index arrays and converts the values.

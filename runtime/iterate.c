@@ -77,12 +77,16 @@ static void collect(void *ctx, const int64_t *coord, int64_t p) {
   c->vals[c->n++] = v;
 }
 
-/* Whether s stores fill (zeros that are no entries): a dense level, or an
- * n_out_of_m level's padding slots. */
-static bool has_dense(const tj_storage *s) {
+/* Whether s's values may hold fill (zeros that are no entries): its last
+ * level is dense (a dense matrix, CSR of dense rows `sd`, BSR's blocks),
+ * or an n_out_of_m level pads its blocks. Under a compressed or singleton
+ * last level every value is a stored coordinate's, so a zero there is an
+ * explicit entry (CSR's `ds` included): min, max and semirings tell it
+ * from an absent one, and conversion keeps it. */
+static bool has_fill(const tj_storage *s) {
+  if (s->order == 0 || s->levels[s->order - 1].kind == TJ_LVL_DENSE) return true;
   for (int l = 0; l < s->order; l++)
-    if (s->levels[l].kind == TJ_LVL_DENSE || s->levels[l].kind == TJ_LVL_N_OUT_OF_M)
-      return true;
+    if (s->levels[l].kind == TJ_LVL_N_OUT_OF_M) return true;
   return false;
 }
 
@@ -90,7 +94,7 @@ tj_status rt_tensor_level_entries_val(const tj_tensor *t, bool drop_fill,
                                       int64_t **coords, RtVal **vals, int64_t *n) {
   if (t->base) return rt_view_entries(t, drop_fill, coords, vals, n);
   const tj_storage *s = &t->st;
-  Collect c = {.s = s, .drop_zero = drop_fill && has_dense(s),
+  Collect c = {.s = s, .drop_zero = drop_fill && has_fill(s),
                .cap = s->vals_len};
   c.coords = malloc((size_t)(c.cap * s->order + 1) * sizeof *c.coords);
   c.vals = malloc((size_t)(c.cap + 1) * sizeof *c.vals);

@@ -247,6 +247,48 @@ START_TEST(refusals) {
 }
 END_TEST
 
+/* An explicit zero under a sparse last level is an entry (min, max and
+ * semirings tell it from an absent one): every conversion into a sparse
+ * format keeps it. A zero under a dense last level is fill: a conversion
+ * from dense rows drops it. A is the 2 x 3 CSR [0* . 5; . 7 .], 0* stored. */
+START_TEST(explicit_zeros) {
+  tj_format csr = parse("ds");
+  tj_arrays arr = {.dtype = TJ_F64, .order = 2, .dims = (int64_t[]){2, 3}, .fmt = &csr};
+  arr.pos[1] = (int32_t[]){0, 2, 3}, arr.pos_len[1] = 3;
+  arr.crd[1] = (int32_t[]){0, 2, 1}, arr.crd_len[1] = 3;
+  arr.vals = (double[]){0, 5, 7}, arr.vals_len = 3;
+  tj_tensor *a;
+  OK(tj_tensor_wrap("A", &arr, 0, &a));
+  const char *sparse[] = {"ds", "ds:1,0", "ss", "uq", "du", "ls", "do"};
+  for (size_t k = 0; k < sizeof sparse / sizeof *sparse; k++) {
+    tj_format f = parse(sparse[k]);
+    tj_tensor *b;
+    OK(tj_tensor_convert(a, &f, &b));
+    int64_t *co, n;
+    double *v;
+    OK(tj_tensor_unpack(b, &co, &v, &n));
+    ck_assert_msg(n == 3, "%s: %lld entries, want 3 (the explicit zero kept)", sparse[k],
+                  (long long)n);
+    bool zero_at_00 = false;
+    for (int64_t e = 0; e < n; e++) zero_at_00 |= co[2 * e] == 0 && co[2 * e + 1] == 0 && v[e] == 0;
+    ck_assert_msg(zero_at_00, "%s: no stored 0 at (0,0)", sparse[k]);
+    free(co), free(v);
+    tj_tensor_free(b);
+  }
+  const char *dense_rows[] = {"dd", "sd"};  /* zeros under a dense last level are fill */
+  for (int k = 0; k < 2; k++) {
+    tj_format f = parse(dense_rows[k]), back = parse("ds");
+    tj_tensor *b, *c;
+    OK(tj_tensor_convert(a, &f, &b));
+    OK(tj_tensor_convert(b, &back, &c));
+    ck_assert_msg(tj_tensor_nnz(c) == 2, "%s -> ds: %lld entries, want 2", dense_rows[k],
+                  (long long)tj_tensor_nnz(c));
+    tj_tensor_free(b), tj_tensor_free(c);
+  }
+  tj_tensor_free(a);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("convert");
   TCase *tc = tcase_create("convert");
@@ -255,6 +297,7 @@ int main(void) {
   tcase_add_loop_test(tc, order3_pairs, 0, NORD3 * NORD3);
   tcase_add_loop_test(tc, kernel_outputs, 0, NBOUT * 2);
   tcase_add_test(tc, refusals);
+  tcase_add_test(tc, explicit_zeros);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

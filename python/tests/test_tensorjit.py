@@ -391,6 +391,21 @@ def test_tensor_in_any_format():
         np.testing.assert_array_equal(t.to_numpy(), d)
 
 
+def test_explicit_zero_survives_a_format_conversion_under_min_plus():
+    """A stored 0 is an entry: under min.plus it is 0 + x, where an absent
+    entry is +inf. Converting CSR to CSC for the kernel dropped it (9, not
+    1). A = [0* 5; 7 .] with 0* stored; y(j) = min_i A(i,j) + x(i)."""
+    a = tensorjit.Tensor.wrap("A", np.array([0.0, 5.0, 7.0]), (2, 2), "ds",
+                              pos={1: np.array([0, 2, 3], np.int32)},
+                              crd={1: np.array([0, 1, 0], np.int32)})
+    x = np.array([1.0, 2.0])
+    want = [min(0 + 1, 7 + 2), 5 + 1]
+    for fmt in ("ds", "ds:1,0", "uq"):
+        k = tensorjit.compile("y(j) = A(i,j) * x(i)", semiring="min.plus",
+                              formats={"A": fmt})
+        np.testing.assert_array_equal(k(A=a, x=x), want)
+
+
 def test_one_tensor_bound_to_several_operands():
     """The library binds operands by name: one Tensor passed for B, C and D
     was renamed to each in turn and the call failed ("unknown tensor 'B'").
