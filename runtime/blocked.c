@@ -352,7 +352,7 @@ tj_status rt_tensor_assign_levels(tj_tensor *dst, const tj_tensor *src, bool res
   rt_storage_clear(&dst->st);
   free(dst->coo.coords), free(dst->coo.vals);
   memset(&dst->coo, 0, sizeof dst->coo);
-  st = rt_tensor_level_entries_val(src, false, &c, &v, &n);
+  st = rt_tensor_level_entries_val(src, RT_DROP_NONE, &c, &v, &n);
   int nl = src->st.order;
   for (int64_t e = 0; e < n && st == TJ_OK; e++) {
     const int64_t *lc = c + e * nl;

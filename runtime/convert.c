@@ -19,7 +19,7 @@
 
 /* src's entries (dim coordinates) as t's insertion buffer, mapped to t's
  * levels when t is blocked; with drop_fill, dense fill is skipped. */
-static tj_status take_entries(tj_tensor *t, const tj_tensor *src, bool drop_fill) {
+static tj_status take_entries(tj_tensor *t, const tj_tensor *src, RtDrop drop_fill) {
   int64_t n, *coords;
   RtVal *vals;
   tj_status st = rt_tensor_entries_val(src, drop_fill, &coords, &vals, &n);
@@ -82,21 +82,21 @@ static tj_status permute_dense(const tj_tensor *src, tj_tensor *t) {
   return TJ_OK;
 }
 
-static tj_status convert(const tj_tensor *src, const tj_format *fmt, bool drop_fill,
+static tj_status convert(const tj_tensor *src, const tj_format *fmt, RtDrop drop_fill,
                          tj_tensor **out);
 
 tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
                             tj_tensor **out) {
   if (!src || !fmt || !out)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_convert: NULL argument");
-  return convert(src, fmt, true, out);
+  return convert(src, fmt, RT_DROP_FILL, out);
 }
 
 tj_status rt_tensor_convert_all(const tj_tensor *src, const tj_format *fmt, tj_tensor **out) {
-  return convert(src, fmt, false, out);
+  return convert(src, fmt, RT_DROP_NONE, out);
 }
 
-static tj_status convert(const tj_tensor *src, const tj_format *fmt, bool drop_fill,
+static tj_status convert(const tj_tensor *src, const tj_format *fmt, RtDrop drop_fill,
                          tj_tensor **out) {
   *out = NULL;
   tj_format f = *fmt;

@@ -102,7 +102,8 @@ static int open_output(const char **path, char **real, char **tmp) {
   return -1;
 }
 
-/* Writes t's stored entries, 1-based coordinates and values (integers
+/* Writes t's stored entries (less every zero of a format with a dense
+ * level, RT_DROP_DENSE_ZEROS), 1-based coordinates and values (integers
  * exact, floats %.17g), one per line (gzip-compressed when path ends in .gz): after the Matrix
  * Market header `coordinate real general` when mtx, else as FROSTT .tns,
  * where an order-0 tensor is one line holding its value. The file appears
@@ -110,7 +111,7 @@ static int open_output(const char **path, char **real, char **tmp) {
 static tj_status write_entries(const tj_tensor *t, const char *path, bool mtx) {
   int64_t *coords, n;
   RtVal *vals;
-  tj_status st = rt_tensor_entries_val(t, true, &coords, &vals, &n);
+  tj_status st = rt_tensor_entries_val(t, RT_DROP_DENSE_ZEROS, &coords, &vals, &n);
   if (st != TJ_OK) return st;
   size_t len = strlen(path);
   bool gz = len > 3 && !strcmp(path + len - 3, ".gz");

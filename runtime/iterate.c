@@ -90,11 +90,19 @@ static bool has_fill(const tj_storage *s) {
   return false;
 }
 
-tj_status rt_tensor_level_entries_val(const tj_tensor *t, bool drop_fill,
+/* Whether s has a dense level anywhere. */
+static bool any_dense(const tj_storage *s) {
+  for (int l = 0; l < s->order; l++)
+    if (s->levels[l].kind == TJ_LVL_DENSE || s->levels[l].kind == TJ_LVL_N_OUT_OF_M) return true;
+  return false;
+}
+
+tj_status rt_tensor_level_entries_val(const tj_tensor *t, RtDrop drop_fill,
                                       int64_t **coords, RtVal **vals, int64_t *n) {
   if (t->base) return rt_view_entries(t, drop_fill, coords, vals, n);
   const tj_storage *s = &t->st;
-  Collect c = {.s = s, .drop_zero = drop_fill && has_fill(s),
+  Collect c = {.s = s, .drop_zero = drop_fill == RT_DROP_FILL ? has_fill(s)
+                 : drop_fill == RT_DROP_DENSE_ZEROS && any_dense(s),
                .cap = s->vals_len};
   c.coords = malloc((size_t)(c.cap * s->order + 1) * sizeof *c.coords);
   c.vals = malloc((size_t)(c.cap + 1) * sizeof *c.vals);
@@ -122,7 +130,7 @@ static void entries_to_dims(const tj_tensor *t, int64_t *coords, RtVal *vals, in
   *n = k;
 }
 
-tj_status rt_tensor_entries_val(const tj_tensor *t, bool drop_fill,
+tj_status rt_tensor_entries_val(const tj_tensor *t, RtDrop drop_fill,
                                 int64_t **coords, RtVal **vals, int64_t *n) {
   if (t->base) return rt_view_entries(t, drop_fill, coords, vals, n);   /* in dims already */
   tj_status st = rt_tensor_level_entries_val(t, drop_fill, coords, vals, n);
@@ -130,7 +138,7 @@ tj_status rt_tensor_entries_val(const tj_tensor *t, bool drop_fill,
   return st;
 }
 
-tj_status rt_tensor_entries(const tj_tensor *t, bool drop_fill,
+tj_status rt_tensor_entries(const tj_tensor *t, RtDrop drop_fill,
                             int64_t **coords, double **vals, int64_t *n) {
   RtVal *v;
   tj_status st = rt_tensor_entries_val(t, drop_fill, coords, &v, n);
@@ -151,7 +159,7 @@ tj_status tj_tensor_unpack(const tj_tensor *t, int64_t **coords,
                            double **vals, int64_t *nnz) {
   if (!t || !coords || !vals || !nnz)
     return rt_set_error(TJ_ERR_INVALID, "tj_tensor_unpack: NULL argument");
-  return rt_tensor_entries(t, false, coords, vals, nnz);
+  return rt_tensor_entries(t, RT_DROP_NONE, coords, vals, nnz);
 }
 
 /* First position in [lo, hi) whose coordinate is >= c. */
@@ -253,7 +261,7 @@ static void add_dense(void *ctx, const int64_t *coord, int64_t p) {
 static tj_status blocked_to_dense(const tj_tensor *t, double *out, uint8_t *stored) {
   int64_t *coords, n;
   double *vals;
-  tj_status st = rt_tensor_entries(t, false, &coords, &vals, &n);
+  tj_status st = rt_tensor_entries(t, RT_DROP_NONE, &coords, &vals, &n);
   for (int64_t e = 0; st == TJ_OK && e < n; e++) {
     int64_t lin = 0;
     for (int m = 0; m < t->order; m++) lin = lin * t->dims[m] + coords[e * t->order + m];

@@ -499,7 +499,7 @@ static tj_status combine(tj_tensor *t, int64_t **coords, RtVal **vals,
   }
   int64_t *c0 = NULL, n0 = 0;
   RtVal *v0 = NULL;
-  tj_status st = rt_tensor_level_entries_val(t, false, &c0, &v0, &n0);
+  tj_status st = rt_tensor_level_entries_val(t, RT_DROP_NONE, &c0, &v0, &n0);
   if (st != TJ_OK) return st;
   int order = t->fmt.order;
   int64_t nt = n0 + t->coo.n;

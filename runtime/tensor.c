@@ -296,7 +296,7 @@ int64_t tj_tensor_nnz(const tj_tensor *t) {
   if (!t->base) return t->st.vals_len;
   int64_t *coords, n = 0;   /* a view: the stored entries inside its slice */
   RtVal *vals;
-  if (rt_view_entries(t, false, &coords, &vals, &n) != TJ_OK) return 0;
+  if (rt_view_entries(t, RT_DROP_NONE, &coords, &vals, &n) != TJ_OK) return 0;
   free(coords), free(vals);
   return n;
 }
@@ -325,7 +325,7 @@ void tj_tensor_print(const tj_tensor *t, void *file, int64_t max_entries) {
           tj_tensor_nnz(t), t->base ? " view of " : "", t->base ? t->base->name : "");
   int64_t *coords = NULL, n = 0;
   double *vals = NULL;
-  if (rt_tensor_entries(t, false, &coords, &vals, &n) != TJ_OK) {
+  if (rt_tensor_entries(t, RT_DROP_NONE, &coords, &vals, &n) != TJ_OK) {
     fprintf(out, "  (entries unavailable: %s)\n", tj_last_error());
     return;
   }
