@@ -18,11 +18,11 @@
 #include "tensor.h"
 
 /* src's entries (dim coordinates) as t's insertion buffer, mapped to t's
- * levels when t is blocked; with drop_fill, dense fill is skipped. */
-static tj_status take_entries(tj_tensor *t, const tj_tensor *src, RtDrop drop_fill) {
+ * levels when t is blocked, less the zeros drop names. */
+static tj_status take_entries(tj_tensor *t, const tj_tensor *src, RtDrop drop) {
   int64_t n, *coords;
   RtVal *vals;
-  tj_status st = rt_tensor_entries_val(src, drop_fill, &coords, &vals, &n);
+  tj_status st = rt_tensor_entries_val(src, drop, &coords, &vals, &n);
   if (st != TJ_OK) return st;
   if (t->blocked) {
     int nl = t->fmt.order;
@@ -82,7 +82,7 @@ static tj_status permute_dense(const tj_tensor *src, tj_tensor *t) {
   return TJ_OK;
 }
 
-static tj_status convert(const tj_tensor *src, const tj_format *fmt, RtDrop drop_fill,
+static tj_status convert(const tj_tensor *src, const tj_format *fmt, RtDrop drop,
                          tj_tensor **out);
 
 tj_status tj_tensor_convert(const tj_tensor *src, const tj_format *fmt,
@@ -96,7 +96,7 @@ tj_status rt_tensor_convert_all(const tj_tensor *src, const tj_format *fmt, tj_t
   return convert(src, fmt, RT_DROP_NONE, out);
 }
 
-static tj_status convert(const tj_tensor *src, const tj_format *fmt, RtDrop drop_fill,
+static tj_status convert(const tj_tensor *src, const tj_format *fmt, RtDrop drop,
                          tj_tensor **out) {
   *out = NULL;
   tj_format f = *fmt;
@@ -112,7 +112,7 @@ static tj_status convert(const tj_tensor *src, const tj_format *fmt, RtDrop drop
       rt_format_all_dense(&src->fmt) && rt_format_all_dense(&t->fmt)) {
     st = permute_dense(src, t);
   } else {
-    st = take_entries(t, src, drop_fill);
+    st = take_entries(t, src, drop);
     if (st == TJ_OK) st = tj_tensor_pack(t);
   }
   if (st != TJ_OK) {

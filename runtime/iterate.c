@@ -77,33 +77,30 @@ static void collect(void *ctx, const int64_t *coord, int64_t p) {
   c->vals[c->n++] = v;
 }
 
-/* Whether s's values may hold fill (zeros that are no entries): its last
- * level is dense (a dense matrix, CSR of dense rows `sd`, BSR's blocks),
- * or an n_out_of_m level pads its blocks. Under a compressed or singleton
- * last level every value is a stored coordinate's, so a zero there is an
- * explicit entry (CSR's `ds` included): min, max and semirings tell it
- * from an absent one, and conversion keeps it. */
-static bool has_fill(const tj_storage *s) {
-  if (s->order == 0 || s->levels[s->order - 1].kind == TJ_LVL_DENSE) return true;
-  for (int l = 0; l < s->order; l++)
-    if (s->levels[l].kind == TJ_LVL_N_OUT_OF_M) return true;
+/* Whether a walk under rule drop skips s's zero values. Fill (zeros that
+ * are no entries) lies under a dense last level (a dense matrix, CSR of
+ * dense rows `sd`, BSR's blocks) or in an n_out_of_m level's padding;
+ * under a compressed or singleton last level every value is a stored
+ * coordinate's, so a zero there is an explicit entry (CSR's `ds`
+ * included): min, max and semirings tell it from an absent one, and
+ * conversion keeps it. RT_DROP_DENSE_ZEROS drops every zero of a format
+ * with any dense level. An order-0 tensor keeps its value. */
+static bool drops_zeros(const tj_storage *s, RtDrop drop) {
+  if (drop == RT_DROP_NONE || s->order == 0) return false;
+  if (drop == RT_DROP_FILL && s->levels[s->order - 1].kind == TJ_LVL_DENSE) return true;
+  for (int l = 0; l < s->order; l++) {
+    int32_t k = s->levels[l].kind;
+    if (k == TJ_LVL_N_OUT_OF_M || (drop == RT_DROP_DENSE_ZEROS && k == TJ_LVL_DENSE))
+      return true;
+  }
   return false;
 }
 
-/* Whether s has a dense level anywhere. */
-static bool any_dense(const tj_storage *s) {
-  for (int l = 0; l < s->order; l++)
-    if (s->levels[l].kind == TJ_LVL_DENSE || s->levels[l].kind == TJ_LVL_N_OUT_OF_M) return true;
-  return false;
-}
-
-tj_status rt_tensor_level_entries_val(const tj_tensor *t, RtDrop drop_fill,
+tj_status rt_tensor_level_entries_val(const tj_tensor *t, RtDrop drop,
                                       int64_t **coords, RtVal **vals, int64_t *n) {
-  if (t->base) return rt_view_entries(t, drop_fill, coords, vals, n);
+  if (t->base) return rt_view_entries(t, drop, coords, vals, n);
   const tj_storage *s = &t->st;
-  Collect c = {.s = s, .drop_zero = drop_fill == RT_DROP_FILL ? has_fill(s)
-                 : drop_fill == RT_DROP_DENSE_ZEROS && any_dense(s),
-               .cap = s->vals_len};
+  Collect c = {.s = s, .drop_zero = drops_zeros(s, drop), .cap = s->vals_len};
   c.coords = malloc((size_t)(c.cap * s->order + 1) * sizeof *c.coords);
   c.vals = malloc((size_t)(c.cap + 1) * sizeof *c.vals);
   if (!c.coords || !c.vals) {
@@ -130,18 +127,18 @@ static void entries_to_dims(const tj_tensor *t, int64_t *coords, RtVal *vals, in
   *n = k;
 }
 
-tj_status rt_tensor_entries_val(const tj_tensor *t, RtDrop drop_fill,
+tj_status rt_tensor_entries_val(const tj_tensor *t, RtDrop drop,
                                 int64_t **coords, RtVal **vals, int64_t *n) {
-  if (t->base) return rt_view_entries(t, drop_fill, coords, vals, n);   /* in dims already */
-  tj_status st = rt_tensor_level_entries_val(t, drop_fill, coords, vals, n);
+  if (t->base) return rt_view_entries(t, drop, coords, vals, n);   /* in dims already */
+  tj_status st = rt_tensor_level_entries_val(t, drop, coords, vals, n);
   if (st == TJ_OK && t->blocked) entries_to_dims(t, *coords, *vals, n);
   return st;
 }
 
-tj_status rt_tensor_entries(const tj_tensor *t, RtDrop drop_fill,
+tj_status rt_tensor_entries(const tj_tensor *t, RtDrop drop,
                             int64_t **coords, double **vals, int64_t *n) {
   RtVal *v;
-  tj_status st = rt_tensor_entries_val(t, drop_fill, coords, &v, n);
+  tj_status st = rt_tensor_entries_val(t, drop, coords, &v, n);
   if (st != TJ_OK) return st;
   double *d = malloc((size_t)(*n + 1) * sizeof *d);
   if (!d) {

@@ -54,9 +54,9 @@ void rt_view_to_base(const tj_tensor *v, const int64_t *vc, int64_t *bc) {
   }
 }
 
-tj_status rt_view_entries(const tj_tensor *v, RtDrop drop_fill, int64_t **coords,
+tj_status rt_view_entries(const tj_tensor *v, RtDrop drop, int64_t **coords,
                           RtVal **vals, int64_t *n) {
-  tj_status st = rt_tensor_entries_val(v->base, drop_fill, coords, vals, n);
+  tj_status st = rt_tensor_entries_val(v->base, drop, coords, vals, n);
   if (st != TJ_OK) return st;
   int order = v->order;
   int64_t k = 0, c[TJ_MAX_ORDER];

@@ -360,21 +360,21 @@ bool rt_view_from_base(const tj_tensor *v, const int64_t *bc, int64_t *vc);
 /* The base coordinates of view coordinates vc. */
 void rt_view_to_base(const tj_tensor *v, const int64_t *vc, int64_t *bc);
 /* rt_tensor_entries_val of a view: its base's entries inside the slice. */
-tj_status rt_view_entries(const tj_tensor *v, RtDrop drop_fill, int64_t **coords,
+tj_status rt_view_entries(const tj_tensor *v, RtDrop drop, int64_t **coords,
                           RtVal **vals, int64_t *n);
 
 /* ---- pack, unpack, conversion (pack.c, convert.c) ---- */
 
 /* Stored entries of t as COO in level order, less the zeros drop names.
  * The arrays are malloc'd, owned by the caller; coords[e*order + mode]. */
-tj_status rt_tensor_entries(const tj_tensor *t, RtDrop drop_fill,
+tj_status rt_tensor_entries(const tj_tensor *t, RtDrop drop,
                             int64_t **coords, double **vals, int64_t *n);
 /* The same with values exact in t's dtype. */
-tj_status rt_tensor_entries_val(const tj_tensor *t, RtDrop drop_fill,
+tj_status rt_tensor_entries_val(const tj_tensor *t, RtDrop drop,
                                 int64_t **coords, RtVal **vals, int64_t *n);
 /* rt_tensor_entries_val in level coordinates of t's storage (the same as
  * dims unless t is blocked): coords[e*levels + l]. */
-tj_status rt_tensor_level_entries_val(const tj_tensor *t, RtDrop drop_fill,
+tj_status rt_tensor_level_entries_val(const tj_tensor *t, RtDrop drop,
                                       int64_t **coords, RtVal **vals, int64_t *n);
 /* The sum (in t's dtype) of the values stored at coord, 0 if none. */
 RtVal rt_tensor_lookup(const tj_tensor *t, const int64_t *coord);
