@@ -7,28 +7,31 @@
 #include "level.h"
 
 static const LevelType level_types[] = {
-  {'d', "dense", LV_FULL | LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_LOCATE | LV_INSERT, 'd', 'd'},
+  {'d', "dense",
+    LV_FULL | LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_LOCATE | LV_INSERT, 'd', 'd', 'd'},
   {'s', "compressed",
-    LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's', 's'},
+    LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's', 's', 's'},
   {'u', "compressed(nonunique)",
-    LV_ORDERED | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u', 'u'},
+    LV_ORDERED | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u', 'u', 's'},
   {'o', "compressed(nonordered)",
-    LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's', 'o'},
+    LV_UNIQUE | LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 's', 'o', 'o'},
   /* unsorted COO's row level: runs of equal coordinates need order, so an
-   * operand with it is always converted (to 'u') */
+   * operand with it is always converted (to 'u'; to 's' where its runs own
+   * fibers: `ws`) */
   {'w', "compressed(nonunique, nonordered)",
-    LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u', 'w'},
+    LV_COMPACT | LV_APPEND | LV_HAS_POS | LV_HAS_CRD, 'u', 'w', 'o'},
   {'q', "singleton",
-    LV_ORDERED | LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q', 'q'},
+    LV_ORDERED | LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q', 'q', 'q'},
   {'c', "singleton(nonunique)",
-    LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'c', 'c'},
+    LV_ORDERED | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'c', 'c', 'c'},
   /* coordinates in any order under a run of equal parents (unsorted COO) */
   {'z', "singleton(nonordered)",
-    LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q', 'z'},
+    LV_UNIQUE | LV_BRANCHLESS | LV_COMPACT | LV_APPEND | LV_HAS_CRD, 'q', 'z', 'z'},
   /* lo and hi per segment (pos[2p], pos[2p+1]): not compact, not appended */
-  {'l', "loose_compressed", LV_ORDERED | LV_UNIQUE | LV_HAS_POS | LV_HAS_CRD, 'l', 's'},
+  {'l', "loose_compressed", LV_ORDERED | LV_UNIQUE | LV_HAS_POS | LV_HAS_CRD, 'l', 's', 'l'},
   /* n of every block of m (2:4): n coordinates per parent, no pos array */
-  {'n', "n_out_of_m", LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_FIXED_SEG | LV_HAS_CRD, 'n', 'n'},
+  {'n', "n_out_of_m",
+    LV_ORDERED | LV_UNIQUE | LV_COMPACT | LV_FIXED_SEG | LV_HAS_CRD, 'n', 'n', 'n'},
 };
 
 const LevelType *lv_of(const tj_format *f, int l) {
@@ -71,6 +74,21 @@ bool lv_make_ordered(tj_format *f) {
     f->levels[l] = c;
   }
   return changed;
+}
+
+bool lv_runs_own_fibers(const tj_format *f, int l) {
+  return lv_at(f, l, LV_HAS_POS) && !lv_at(f, l, LV_UNIQUE) && l + 1 < f->order &&
+         !lv_at(f, l + 1, LV_BRANCHLESS);
+}
+
+int lv_make_runs_unique(tj_format *f) {
+  int first = -1;
+  for (int l = 0; l < f->order; l++) {
+    if (!lv_runs_own_fibers(f, l)) continue;
+    f->levels[l] = lv_of(f, l)->unique;   /* never a singleton: l + 1 keeps its answer */
+    if (first < 0) first = l;
+  }
+  return first;
 }
 
 bool lv_format_has_sparse(const tj_format *f) {

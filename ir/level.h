@@ -38,6 +38,9 @@ typedef struct LevelType {
                         operand stored without order is converted to */
   char written;      /* the letter a kernel writes for it in an output (itself,
                         or a stand-in converted into it after each run) */
+  char unique;       /* the letter of the same level with LV_UNIQUE: what a
+                        nonunique level over a level with fibers of its own
+                        is read as (its runs' fibers merged, lv_make_runs_unique) */
 } LevelType;
 
 /* The type of level l of f (f->levels[l] must be a letter the format
@@ -54,6 +57,14 @@ bool lv_at(const tj_format *f, int l, unsigned props);
 /* f with every level that is not ordered replaced by its ordered
  * counterpart (LevelType.ordered); true if one was. */
 bool lv_make_ordered(tj_format *f);
+/* Whether level l of f is a compressed-nonunique level whose runs would
+ * own several fibers each: a dense or compressed level is below it (`us`,
+ * `ud`, `ws`), not a singleton (COO's `uq`) and not nothing (`du`). */
+bool lv_runs_own_fibers(const tj_format *f, int l);
+/* f with every level lv_runs_own_fibers names replaced by its unique
+ * counterpart (LevelType.unique: `us` -> `ss`); the first such level, or -1
+ * (f unchanged). */
+int lv_make_runs_unique(tj_format *f);
 /* Whether f has dimSlices or block windows (a view's format), and f
  * without them (the format of a converted copy). */
 bool lv_format_sliced(const tj_format *f);

@@ -214,6 +214,7 @@ static bool merge_plans(CacheEntry *e, const Assignment *as, Diag *d) {
     p->pattern[t] = by->plan.pattern[t];
     p->vec_layout[t] = by->plan.vec_layout[t];
     p->order_why[t] = by->plan.order_why[t];
+    p->order_prop[t] = by->plan.order_prop[t];
     p->order_level[t] = by->plan.order_level[t];
     p->order_var[t] = by->plan.order_var[t];
   }

@@ -104,15 +104,6 @@ static bool check_input_format(const TensorVar *t, Diag *d) {
   const tj_format *f = &t->decl.format;
   for (int l = 0; l < f->order; l++) {
     const LevelType *lt = lv_of(f, l);
-    /* a run of a last level is one entry, its duplicates summed; a run
-     * over a dense or compressed level would own several fibers */
-    bool run_ok = l + 1 == f->order || lv_at(f, l + 1, LV_BRANCHLESS);
-    if (lv_has(lt, LV_HAS_POS) && !lv_has(lt, LV_UNIQUE) && !run_ok)
-      return diag_error(d, TJ_ERR_FORMAT,
-                        "%s: a compressed-nonunique level ('%c', level %d) must be "
-                        "the last level or be followed by a singleton level "
-                        "('q', 'c' or 'z')",
-                        t->name, f->levels[l], l);
     if (lv_has(lt, LV_BRANCHLESS) && (l == 0 || lv_at(f, l - 1, LV_FULL)))
       return diag_error(d, TJ_ERR_FORMAT,
                         "%s: a singleton level ('q', level %d) needs a "
@@ -132,8 +123,9 @@ static bool check_output_format(const Assignment *as, Diag *d) {
                         "output %s: level %d is '%c'; outputs support dense "
                         "('d') and compressed ('s', 'o') levels, a "
                         "compressed-nonunique level with singletons down to "
-                        "the last level (COO: 'uq', 'uqq'), and one as the "
-                        "last level ('u', 'w': each coordinate written once)",
+                        "the last level (COO: 'uq', 'uqq'), and one with no "
+                        "singleton below it ('du', 'us', 'ud': each coordinate "
+                        "written once)",
                         t->name, l, f->levels[l]);
     seen_sparse |= !lv_at(f, l, LV_FULL);
   }
@@ -262,6 +254,7 @@ static void plan_order_conversions(const AccessList *acc, LowerPlan *p) {
       if (!why) continue;
       p->convert[t->id] = true;
       p->order_why[t->id] = why;
+      p->order_prop[t->id] = "nonordered";
       p->order_level[t->id] = l;
       p->order_var[t->id] = v;
     }
@@ -270,15 +263,34 @@ static void plan_order_conversions(const AccessList *acc, LowerPlan *p) {
     if (p->convert[t] && !p->pattern[t]) lv_make_ordered(&p->fmt[t]);
 }
 
+/* A nonunique level over a dense or compressed one (`us`, `ud`) is read
+ * through a copy whose such levels are unique (`ss`, `sd`): a run of equal
+ * coordinates there owns one fiber per position, and the copy merges them
+ * into one, summing the entries they share (lv_make_runs_unique). */
+static void plan_unique_conversions(const AccessList *acc, LowerPlan *p) {
+  for (int k = 1; k < acc->n; k++) {
+    const TensorVar *t = acc->e[k]->u.access.t;
+    if (p->convert[t->id]) continue;
+    int l = lv_make_runs_unique(&p->fmt[t->id]);
+    if (l < 0) continue;
+    p->convert[t->id] = true;
+    p->order_why[t->id] = "above a dense or compressed level: a repeated coordinate owns "
+                          "a fiber per position, which the copy merges, summing duplicates";
+    p->order_prop[t->id] = "nonunique";
+    p->order_level[t->id] = l;
+    p->order_var[t->id] = level_var(acc->e[k], &p->fmt[t->id], l);
+  }
+}
+
 void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPlan *p) {
   for (int t = 1; t < as->ntensors; t++) {
     if (!p->convert[t] || p->pattern[t] || !p->order_why[t]) continue;
     char from[96], to[96];
     tj_format_print(&as->tensors[t]->decl.format, from, sizeof from);
     tj_format_print(&p->fmt[t], to, sizeof to);
-    fprintf(out, "// %s is read through a copy in format %s (stored %s): its nonordered "
-            "level %d over %s is %s\n", as->tensors[t]->name, to, from, p->order_level[t],
-            p->order_var[t]->name, p->order_why[t]);
+    fprintf(out, "// %s is read through a copy in format %s (stored %s): its %s "
+            "level %d over %s is %s\n", as->tensors[t]->name, to, from, p->order_prop[t],
+            p->order_level[t], p->order_var[t]->name, p->order_why[t]);
   }
 }
 
@@ -314,6 +326,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
 
   AccessList acc;
   if (!collect_all(as, &acc, d)) return false;
+  plan_unique_conversions(&acc, p);
   bool rejected[LW_MAX_ACCESS] = {0};
   for (int k = 0; k < acc.n; k++) {
     const TensorVar *t = acc.e[k]->u.access.t;

@@ -214,8 +214,9 @@ bool lw_out_in_run(const tj_format *f, int l) {
 
 bool lw_output_level_ok(const tj_format *f, int l) {
   if (lv_at(f, l, LV_INSERT) || lv_at(f, l, LV_APPEND | LV_UNIQUE | LV_HAS_POS)) return true;
-  if (l == f->order - 1 && lv_at(f, l, LV_APPEND | LV_HAS_POS))
-    return true; /* a trailing nonunique level, written with unique coordinates */
+  if (lv_at(f, l, LV_APPEND | LV_HAS_POS) && !lw_out_in_run(f, l))
+    return true; /* a nonunique level outside a COO run (`du`, `us`, `ud`): written
+                    with unique coordinates, valid storage of it */
   if (!lv_at(f, l, LV_APPEND) || !lw_out_in_run(f, l)) return false;
   for (int k = l + 1; k < f->order; k++) /* the run reaches the last level */
     if (!lv_at(f, k, LV_BRANCHLESS)) return false;

@@ -43,8 +43,11 @@ typedef struct LowerPlan {
   tj_format fmt[NT_MAX_TENSORS];       /* format each operand is read in */
   bool convert[NT_MAX_TENSORS];        /* fmt differs from the declared one */
   const char *order_why[NT_MAX_TENSORS]; /* with convert: why a level stored
-                                          without order is read in order
-                                          (static text; NULL: another reason) */
+                                          without order is read in order, or a
+                                          nonunique one as unique (static text;
+                                          NULL: another reason) */
+  const char *order_prop[NT_MAX_TENSORS]; /* with order_why: the property the
+                                          copy drops ("nonordered", "nonunique") */
   int order_level[NT_MAX_TENSORS];     /* that level */
   const IndexVar *order_var[NT_MAX_TENSORS]; /* its index (NULL: none) */
   bool pattern[NT_MAX_TENSORS];        /* with convert: a sparse mask read as a

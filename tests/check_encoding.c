@@ -47,6 +47,15 @@ static const Enc encs[] = {
      "uq", "(d0, d1) -> (d0 : compressed(nonunique), d1 : singleton)"},
     {"(i, j, k) -> (i : compressed(nonunique), j : singleton(nonunique), k : singleton)", "ucq",
      "(d0, d1, d2) -> (d0 : compressed(nonunique), d1 : singleton(nonunique), d2 : singleton)"},
+    /* issue 15: a nonunique level over a compressed or dense one */
+    {"(d0, d1) -> (d0 : compressed(nonunique), d1 : compressed)", "us",
+     "(d0, d1) -> (d0 : compressed(nonunique), d1 : compressed)"},
+    {"(d0, d1) -> (d0 : compressed(nonunique), d1 : dense)", "ud",
+     "(d0, d1) -> (d0 : compressed(nonunique), d1 : dense)"},
+    {"(i, j, k) -> (i : compressed(nonunique, nonordered), k : compressed(nonunique), "
+     "j : compressed)", "wus:0,2,1",
+     "(d0, d1, d2) -> (d0 : compressed(nonunique, nonordered), d2 : compressed(nonunique), "
+     "d1 : compressed)"},
     {"(i, j) -> (i : dense, j : compressed(nonordered))", "do",
      "(d0, d1) -> (d0 : dense, d1 : compressed(nonordered))"},
     {"#COO = #sparse_tensor.encoding<{\n  map = (d0, d1) -> (d0 : compressed(nonunique, "

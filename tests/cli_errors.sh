@@ -17,7 +17,6 @@ expect_fail unknown_double_dash "unknown flag '-frobnicate'" --frobnicate "$E"
 expect_fail flag_without_value "expected -i=<name>:<value>" "$E" -i=A
 expect_fail flag_bad_name "expected -f=<name>:<value>" "$E" -f=1A:ds
 expect_fail two_expressions "more than one expression" "$E" "$E"
-expect_fail nonunique_over_fibers "A: a compressed-nonunique level ('w', level 0) must be the last level or be followed by a singleton level ('q', 'c' or 'z')" -f=A:ws -g=A:s:0.2 -g=x:d -d=A:20,30 "$E"
 expect_fail empty_expression "the expression is empty" ''
 expect_fail repl_with_expression "-repl takes no expression" -repl "$E"
 expect_fail time_zero "-time=0: repetitions" "$E" -time=0
@@ -81,8 +80,8 @@ expect_fail parallel_balanced_dense "parallelize(i, balanced): no sparse level b
   'y(i) = A(i,j) * x(j)' -g=A:d -g=x:d -d=A:8,8 -s='parallelize(i, balanced)'
 expect_fail unroll_duplicates "unroll(j, 2): the loop over j co-iterates sparse operands (or walks duplicates) in while loops" \
   'y(i) = A(i,j) * x(j)' -f=A:du -g=A:s:0.3 -g=x:d -d=A:6,5 -s='unroll(j, 2)'
-expect_fail output_nonunique_over_fibers "output E: level 0 is 'u'; outputs support dense ('d') and compressed ('s', 'o') levels, a compressed-nonunique level with singletons down to the last level (COO: 'uq', 'uqq'), and one as the last level ('u', 'w': each coordinate written once)" \
-  'E(i,j) = A(i,j) * 2' -f=A:ds -f=E:uu -g=A:s:0.3 -d=A:6,5
+expect_fail output_nonunique_run_short "output E: level 0 is 'u'; outputs support dense ('d') and compressed ('s', 'o') levels, a compressed-nonunique level with singletons down to the last level (COO: 'uq', 'uqq'), and one with no singleton below it ('du', 'us', 'ud': each coordinate written once)" \
+  'E(i,j,k) = A(i,j,k) * 2' -f=A:sss -f=E:ucs -g=A:s:0.3 -d=A:4,5,6
 expect_fail unroll_while "unroll(j, 2): the loop over j co-iterates sparse operands (or walks duplicates) in while loops" \
   'C(i,j) = A(i,j) + B(i,j)' -f=A:ds -f=B:ds -g=A:s:0.3 -g=B:s:0.3 -d=A:6,6 -s='unroll(j, 2)'
 
