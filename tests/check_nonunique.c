@@ -5,8 +5,12 @@
  * and max(A, 0) (summed before the operator), `=` into dense, CSR and
  * `du` outputs, on 1 and 2 threads (ctest sets TJ_PAR_MIN_WORK=0, so the
  * parallel paths run on these small inputs). Every value is worked out by
- * hand below; a `du` output holds each coordinate once. A nonunique level
- * with a compressed or dense level under it stays refused, by name. */
+ * hand below; a `du` output holds each coordinate once.
+ * A nonunique level over a compressed or dense level (`us`, `ws`, `ud`,
+ * 3-level `uss`, `sus`): a row repeated at level 0 owns one fiber per
+ * position, and the matrix is the sum of them all. Kernels read such an
+ * operand through a copy that merges the fibers (`ss`, `sd`: -print-cin
+ * says so) and write such an output with each coordinate once. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -266,28 +270,226 @@ START_TEST(pack_keeps_duplicates) {
 }
 END_TEST
 
-/* A nonunique level over a compressed or dense one (`us`, `ud`) is
- * refused by name: its runs would own several fibers each. */
-START_TEST(refused_below) {
-  const char *specs[] = {"us", "ud"};
-  for (int s = 0; s < 2; s++) {
-    tj_format f = parse(specs[s]);
-    tj_tensor *a, *x, *y;
-    OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){3, 3}, &f, &a));
-    OK(tj_tensor_pack(a));
-    x = tu_tensor("x", "d", 1, (int64_t[]){3}, NULL);
-    y = tu_tensor("y", "d", 1, (int64_t[]){3}, NULL);
-    tj_context *cx;
-    OK(tj_context_new(&cx));
-    tj_kernel *k;
-    ck_assert_int_eq(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, NULL,
-                                NULL, &k), TJ_ERR_FORMAT);
-    ck_assert_msg(strstr(tj_last_error(), "A: a compressed-nonunique level ('u', level 0) "
-                                          "must be the last level or be followed by a "
-                                          "singleton level"), "%s", tj_last_error());
-    tj_context_free(cx);
-    tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+/* R (4 x 5), rows repeated at level 0, each position owning a fiber:
+ *   position 0, row 0: (0,1)=3  (0,3)=4
+ *   position 1, row 0: (0,1)=-2 (0,4)=1     row 0 = [0 1 0 4 1]
+ *   position 2, row 1: (1,0)=5              row 1 = [5 0 0 0 0]
+ *   position 3, row 3: (3,2)=-1 (3,4)=6     row 2 = 0
+ *   position 4, row 3: (3,4)=-4             row 3 = [0 0 -1 0 2]
+ * `us` stores the positions in that order; `ws` in the order 4, 0, 2, 1, 3
+ * (rows 3, 0, 1, 0, 3); `ud` each position's row densely. */
+static const double R_SUM[20] = {0, 1, 0, 4, 1, 5, 0, 0, 0, 0,
+                                 0, 0, 0, 0, 0, 0, 0, -1, 0, 2};
+
+static tj_tensor *wrap_r(const char *name, const char *spec) {
+  static int32_t pos0[] = {0, 5};
+  static int32_t crd0_u[] = {0, 0, 1, 3, 3}, crd0_w[] = {3, 0, 1, 0, 3};
+  static int32_t pos1_u[] = {0, 2, 4, 5, 7, 8}, crd1_u[] = {1, 3, 1, 4, 0, 2, 4, 4};
+  static double vals_u[] = {3, 4, -2, 1, 5, -1, 6, -4};
+  static int32_t pos1_w[] = {0, 1, 3, 4, 6, 8}, crd1_w[] = {4, 1, 3, 0, 1, 4, 2, 4};
+  static double vals_w[] = {-4, 3, 4, 5, -2, 1, -1, 6};
+  static double vals_d[] = {0, 3, 0, 4, 0, 0, -2, 0, 0, 1, 5, 0, 0, 0, 0,
+                            0, 0, -1, 0, 6, 0, 0, 0, 0, -4};
+  tj_format f = parse(spec);
+  bool w = !strcmp(spec, "ws"), d = !strcmp(spec, "ud");
+  tj_arrays a = {.dtype = TJ_F64, .order = 2, .dims = (int64_t[]){4, 5}, .fmt = &f};
+  a.pos[0] = pos0, a.pos_len[0] = 2;
+  a.crd[0] = w ? crd0_w : crd0_u, a.crd_len[0] = 5;
+  if (d) {
+    a.vals = vals_d, a.vals_len = 25;
+  } else {
+    a.pos[1] = w ? pos1_w : pos1_u, a.pos_len[1] = 6;
+    a.crd[1] = w ? crd1_w : crd1_u, a.crd_len[1] = 8;
+    a.vals = w ? vals_w : vals_u, a.vals_len = 8;
   }
+  tj_tensor *t;
+  OK(tj_tensor_wrap(name, &a, 0, &t));
+  return t;
+}
+
+static const char *R_SPECS[] = {"us", "ws", "ud"};
+static const char *R_COPIES[] = {"ss", "ss", "sd"};
+
+/* Whether -print-cin of expr over ops says operand R is read through a
+ * copy in format copy, merging its repeated rows. */
+static void expect_copy_note(const char *expr, tj_tensor **ops, int n, const char *spec,
+                             const char *copy) {
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, ops, n, NULL, NULL, &k));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  OK(tj_kernel_print(k, TJ_STAGE_CIN, out));
+  fclose(out);
+  char want[160];
+  snprintf(want, sizeof want, "// R is read through a copy in format %s (stored %s): its "
+           "nonunique level 0 over i is above a dense or compressed level", copy, spec);
+  ck_assert_msg(strstr(text, want), "%s: want '%s' in\n%s", spec, want, text);
+  free(text);
+  tj_context_free(cx);
+}
+
+/* y = R x, x = [1 2 3 4 5]: row 0 = 1*2 + 4*4 + 1*5 = 23, row 1 = 5,
+ * row 3 = -1*3 + 2*5 = 7 (every fiber of a row counted once). */
+START_TEST(fibers_spmv) {
+  for (int th = 1; th <= 2; th++) {
+    tj_tensor *r = wrap_r("R", R_SPECS[_i]);
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
+    run("y(i) = R(i,j) * x(j)", (tj_tensor *[]){y, r, x}, 3, th);
+    expect(y, (double[]){23, 5, 0, 7}, R_SPECS[_i]);
+    if (th == 1)
+      expect_copy_note("y(i) = R(i,j) * x(j)", (tj_tensor *[]){y, r, x}, 3, R_SPECS[_i],
+                       R_COPIES[_i]);
+    tj_tensor_free(r), tj_tensor_free(x), tj_tensor_free(y);
+  }
+}
+END_TEST
+
+/* C = R B, B's rows b0 = [1 0], b1 = [0 1], b2 = [1 1], b3 = [2 0],
+ * b4 = [0 3]: row 0 = b1 + 4 b3 + b4 = [8 4]; row 1 = 5 b0 = [5 0];
+ * row 3 = -b2 + 2 b4 = [-1 5]. Into dense, CSR and `us`. */
+START_TEST(fibers_spmm) {
+  const double want[] = {8, 4, 5, 0, 0, 0, -1, 5};
+  const double b_vals[] = {1, 0, 0, 1, 1, 1, 2, 0, 0, 3};
+  const char *outs[] = {"dd", "ds", "us"};
+  for (int th = 1; th <= 2; th++)
+    for (int o = 0; o < 3; o++) {
+      tj_tensor *r = wrap_r("R", R_SPECS[_i]);
+      tj_tensor *b = tu_tensor("B", o ? "ds" : "dd", 2, (int64_t[]){5, 2}, b_vals);
+      tj_tensor *c = tu_tensor("C", outs[o], 2, (int64_t[]){4, 2}, NULL);
+      run("C(i,k) = R(i,j) * B(j,k)", (tj_tensor *[]){c, r, b}, 3, th);
+      expect(c, want, R_SPECS[_i]);
+      if (o) expect_unique(c, R_SPECS[_i]);
+      tj_tensor_free(r), tj_tensor_free(b), tj_tensor_free(c);
+    }
+}
+END_TEST
+
+/* E = R + F, F(0,1) = 10, F(1,2) = 7, F(3,4) = -2 (CSR): row 0 =
+ * [0 11 0 4 1], row 1 = [5 0 7 0 0], row 3 = [0 0 -1 0 0], (3,4) stored
+ * (6 - 4 - 2 = 0). Into dense, CSR, `us` and `ud` outputs; a sparse one
+ * holds each of (0,1) (0,3) (0,4) (1,0) (1,2) (3,2) (3,4) once; from `ud`,
+ * whose rows 0, 1 and 3 are stored whole (zeros too, as in `sd`), each of
+ * those 15 coordinates once. */
+START_TEST(fibers_add) {
+  double fv[20] = {0};
+  fv[1] = 10, fv[7] = 7, fv[19] = -2;
+  const double want[] = {0, 11, 0, 4, 1, 5, 0, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, -1, 0, 0};
+  const char *outs[] = {"dd", "ds", "us", "ud"};
+  for (int th = 1; th <= 2; th++)
+    for (int o = 0; o < 4; o++) {
+      tj_tensor *r = wrap_r("R", R_SPECS[_i]);
+      tj_tensor *f = tu_tensor("F", "ds", 2, (int64_t[]){4, 5}, fv);
+      tj_tensor *e = tu_tensor("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      run("E(i,j) = R(i,j) + F(i,j)", (tj_tensor *[]){e, r, f}, 3, th);
+      expect(e, want, R_SPECS[_i]);
+      if (o) expect_unique(e, R_SPECS[_i]);
+      if (o == 1 || o == 2) ck_assert_int_eq(tj_tensor_nnz(e), _i == 2 ? 15 : 7);
+      tj_tensor_free(r), tj_tensor_free(f), tj_tensor_free(e);
+    }
+}
+END_TEST
+
+/* Nonlinear operators see the sum of a row's fibers: R .* R squares
+ * (0,1) = 3 - 2 = 1 (not 9 + 4) and (3,4) = 6 - 4 = 2 (not 36 + 16);
+ * max(R, 0) of (0,1) is 1 (not 3) and of (3,2) = -1 is 0. `=` copies
+ * the sums. Into dense, CSR and `us`: (0,1) (0,3) (0,4) (1,0) (3,2) (3,4)
+ * once each, or the 15 coordinates of rows 0, 1, 3 from `ud`. */
+START_TEST(fibers_nonlinear) {
+  const double sq[20] = {0, 1, 0, 16, 1, 25, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 4};
+  const double relu[20] = {0, 1, 0, 4, 1, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+  const char *outs[] = {"dd", "ds", "us"};
+  for (int th = 1; th <= 2; th++)
+    for (int o = 0; o < 3; o++) {
+      tj_tensor *r = wrap_r("R", R_SPECS[_i]);
+      tj_tensor *e = tu_tensor("E", outs[o], 2, (int64_t[]){4, 5}, NULL);
+      run("E(i,j) = R(i,j) * R(i,j)", (tj_tensor *[]){e, r}, 2, th);
+      expect(e, sq, R_SPECS[_i]);
+      run("E(i,j) = max(R(i,j), 0)", (tj_tensor *[]){e, r}, 2, th);
+      expect(e, relu, R_SPECS[_i]);
+      run("E(i,j) = R(i,j)", (tj_tensor *[]){e, r}, 2, th);
+      expect(e, R_SUM, R_SPECS[_i]);
+      if (o) {
+        expect_unique(e, R_SPECS[_i]);
+        ck_assert_int_eq(tj_tensor_nnz(e), _i == 2 ? 15 : 6);
+      }
+      tj_tensor_free(r), tj_tensor_free(e);
+    }
+}
+END_TEST
+
+/* Converting R to CSR, DCSR or dense merges its fibers: the sums, each
+ * coordinate once (6 entries in CSR and DCSR). */
+START_TEST(fibers_convert) {
+  const char *tos[] = {"ds", "ss", "dd", "us"};
+  for (int k = 0; k < 4; k++) {
+    tj_tensor *r = wrap_r("R", R_SPECS[_i]), *c;
+    tj_format f = parse(tos[k]);
+    OK(tj_tensor_convert(r, &f, &c));
+    expect(c, R_SUM, tos[k]);
+    if (k < 2) {
+      ck_assert_int_eq(tj_tensor_nnz(c), 6);
+      expect_unique(c, tos[k]);
+    }
+    tj_tensor_free(r), tj_tensor_free(c);
+  }
+}
+END_TEST
+
+/* TTV y(i,j) = T(i,j,k) v(k), T 2 x 2 x 3 with v = [1 10 100]:
+ *   fiber (0,0) a: k=1: 1;  fiber (0,0) b: k=1: 1, k=2: 2;
+ *   fiber (0,1): k=0: 5;    fiber (1,1): k=2: 3
+ * y = [[1*10 + 1*10 + 2*100 = 220, 5], [0, 300]]. As `uss` (row 0
+ * repeated at level 0: positions (0: j=0), (0: j=0, 1), (1: j=1)) and as
+ * `sus` (j = 0 repeated under i = 0). */
+START_TEST(fibers_ttv) {
+  static int32_t uss_p0[] = {0, 3}, uss_c0[] = {0, 0, 1};
+  static int32_t uss_p1[] = {0, 1, 3, 4}, uss_c1[] = {0, 0, 1, 1};
+  static int32_t sus_p0[] = {0, 2}, sus_c0[] = {0, 1};
+  static int32_t sus_p1[] = {0, 3, 4}, sus_c1[] = {0, 0, 1, 1};
+  static int32_t p2[] = {0, 1, 3, 4, 5}, c2[] = {1, 1, 2, 0, 2};
+  static double tv[] = {1, 1, 2, 5, 3};
+  for (int s = 0; s < 2; s++) {
+    tj_format f = parse(s ? "sus" : "uss");
+    tj_arrays ar = {.dtype = TJ_F64, .order = 3, .dims = (int64_t[]){2, 2, 3}, .fmt = &f};
+    ar.pos[0] = s ? sus_p0 : uss_p0, ar.pos_len[0] = 2;
+    ar.crd[0] = s ? sus_c0 : uss_c0, ar.crd_len[0] = s ? 2 : 3;
+    ar.pos[1] = s ? sus_p1 : uss_p1, ar.pos_len[1] = s ? 3 : 4;
+    ar.crd[1] = s ? sus_c1 : uss_c1, ar.crd_len[1] = 4;
+    ar.pos[2] = p2, ar.pos_len[2] = 5, ar.crd[2] = c2, ar.crd_len[2] = 5;
+    ar.vals = tv, ar.vals_len = 5;
+    tj_tensor *t;
+    OK(tj_tensor_wrap("T", &ar, 0, &t));
+    tj_tensor *v = tu_tensor("v", "d", 1, (int64_t[]){3}, (double[]){1, 10, 100});
+    for (int th = 1; th <= 2; th++)
+      for (int o = 0; o < 2; o++) {
+        tj_tensor *y = tu_tensor("y", o ? "ss" : "dd", 2, (int64_t[]){2, 2}, NULL);
+        run("y(i,j) = T(i,j,k) * v(k)", (tj_tensor *[]){y, t, v}, 3, th);
+        expect(y, (double[]){220, 5, 0, 300}, s ? "sus" : "uss");
+        tj_tensor_free(y);
+      }
+    tj_tensor_free(t), tj_tensor_free(v);
+  }
+}
+END_TEST
+
+/* What stays refused, by name: an output whose nonunique level starts a
+ * run of singletons that stops short of the last level (`ucs`). */
+START_TEST(refused_short_run) {
+  tj_tensor *a = tu_tensor("A", "sss", 3, (int64_t[]){2, 2, 2}, NULL);
+  tj_tensor *e = tu_tensor("E", "ucs", 3, (int64_t[]){2, 2, 2}, NULL);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  ck_assert_int_eq(tj_compile(cx, "E(i,j,k) = A(i,j,k)", (tj_tensor *[]){e, a}, 2, NULL, NULL,
+                              &k), TJ_ERR_UNSUPPORTED);
+  ck_assert_msg(strstr(tj_last_error(), "output E: level 0 is 'u'; outputs support dense"),
+                "%s", tj_last_error());
+  tj_context_free(cx);
+  tj_tensor_free(a), tj_tensor_free(e);
 }
 END_TEST
 
@@ -303,7 +505,13 @@ int main(void) {
   tcase_add_loop_test(tc, copy, 0, 2);
   tcase_add_test(tc, ttv);
   tcase_add_test(tc, pack_keeps_duplicates);
-  tcase_add_test(tc, refused_below);
+  tcase_add_loop_test(tc, fibers_spmv, 0, 3);
+  tcase_add_loop_test(tc, fibers_spmm, 0, 3);
+  tcase_add_loop_test(tc, fibers_add, 0, 3);
+  tcase_add_loop_test(tc, fibers_nonlinear, 0, 3);
+  tcase_add_loop_test(tc, fibers_convert, 0, 3);
+  tcase_add_test(tc, fibers_ttv);
+  tcase_add_test(tc, refused_short_run);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
