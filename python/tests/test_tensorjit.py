@@ -1039,6 +1039,75 @@ def test_trailing_nonunique_levels_sum_duplicates(fmt, nthreads):
     assert np.maximum(d, 0)[0, 2] == 1.0   # max(3 + -2, 0), not max(3, -2, 0)
 
 
+def _rows_with_fibers(fmt):
+    """A 5 x 6 matrix stored us / ws / ud: row 0 at three positions and row
+    3 at two, each position owning a fiber of its own; column 2 of row 0
+    in two fibers (3 and -2: sum 1) and column 5 of row 3 in both of its
+    (6 and -4: sum 2). Returns the tensor and numpy's sum of all entries."""
+    fibers = [(0, [(2, 3.0), (4, 1.5)]), (0, [(1, 0.5)]), (0, [(2, -2.0)]),
+              (1, [(0, 2.0)]), (3, [(1, -1.0), (5, 6.0)]), (3, [(5, -4.0)])]
+    if fmt == "ws":
+        fibers = fibers[::-1]
+    d = np.zeros((5, 6))
+    for i, fib in fibers:
+        for j, v in fib:
+            d[i, j] += v
+    pos0 = np.array([0, len(fibers)], dtype=np.int32)
+    crd0 = np.array([i for i, _ in fibers], dtype=np.int32)
+    if fmt == "ud":
+        vals = np.zeros((len(fibers), 6))
+        for p, (_, fib) in enumerate(fibers):
+            for j, v in fib:
+                vals[p, j] = v
+        t = tensorjit.Tensor.wrap("A", vals.ravel(), (5, 6), fmt, pos={0: pos0}, crd={0: crd0})
+        return t, d
+    pos1 = np.cumsum([0] + [len(f) for _, f in fibers]).astype(np.int32)
+    crd1 = np.array([j for _, f in fibers for j, _ in f], dtype=np.int32)
+    vals = np.array([v for _, f in fibers for _, v in f])
+    t = tensorjit.Tensor.wrap("A", vals, (5, 6), fmt, pos={0: pos0, 1: pos1},
+                              crd={0: crd0, 1: crd1})
+    return t, d
+
+
+@pytest.mark.parametrize("fmt", ["us", "ws", "ud"])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_nonunique_levels_over_fibers_sum_them(fmt, nthreads):
+    """us / ws / ud (a row repeated at level 0, each position its own
+    fiber) mean the sum of the fibers, against numpy: SpMV, SpMM, adds,
+    nonlinear operators after summing, copies into dense, CSR and us, and
+    conversions."""
+    a, d = _rows_with_fibers(fmt)
+    assert d[0, 2] == 1.0 and d[3, 5] == 2.0
+    np.testing.assert_array_equal(a.to_numpy(), d)
+    csr = a.convert("ds").to_scipy()
+    assert csr.has_canonical_format
+    np.testing.assert_array_equal(csr.toarray(), d)
+    x, b = RNG.random(6), RNG.random((6, 3))
+    c = sparse(5, 6, density=0.3, seed=29)
+    opts = {"nthreads": nthreads}
+    np.testing.assert_allclose(tensorjit.compile("y(i) = A(i,j) * x(j)", **opts)(A=a, x=x),
+                               d @ x, rtol=1e-12)
+    np.testing.assert_allclose(tensorjit.compile("C(i,k) = A(i,j) * B(j,k)", **opts)(A=a, B=b),
+                               d @ b, rtol=1e-12)
+    for out in (None, "ds", "us"):
+        formats = {"E": out} if out else {}
+        cases = [("E(i,j) = A(i,j) + B(i,j)", {"B": c}, d + c.toarray()),
+                 ("E(i,j) = A(i,j) * A(i,j)", {}, d * d),
+                 ("E(i,j) = max(A(i,j), 0)", {}, np.maximum(d, 0)),
+                 ("E(i,j) = A(i,j)", {}, d)]
+        for expr, more, want in cases:
+            got = tensorjit.compile(expr, formats=formats, **opts)(A=a, **more)
+            if out == "us":
+                assert got.format == "us"
+                crd = got.arrays()["crd"]
+                assert np.all(np.diff(crd[0]) > 0), expr   # each row once
+                got = got.to_numpy()
+            elif out:
+                got = got.toarray()   # a CSR output comes back as scipy's
+            np.testing.assert_allclose(got, want, rtol=1e-12, err_msg="%s into %s" % (expr, out))
+    assert np.maximum(d, 0)[0, 2] == 1.0   # max(3 + -2, 0), not max(3, 0)
+
+
 def test_nonunique_output_stores_each_coordinate_once():
     """A du output holds unique, ascending columns per row (always valid du
     storage), its values the sums."""
