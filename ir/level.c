@@ -85,7 +85,8 @@ int lv_make_runs_unique(tj_format *f) {
   int first = -1;
   for (int l = 0; l < f->order; l++) {
     if (!lv_runs_own_fibers(f, l)) continue;
-    f->levels[l] = lv_of(f, l)->unique;   /* never a singleton: l + 1 keeps its answer */
+    f->levels[l] = lv_of(f, l)->unique;   /* u -> s, w -> o: no singleton, so level l - 1
+                                            keeps its answer */
     if (first < 0) first = l;
   }
   return first;
