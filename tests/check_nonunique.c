@@ -53,22 +53,23 @@ static tj_tensor *wrap_a(const char *name, const char *spec) {
   return t;
 }
 
-/* Compiles expr on nthreads threads under semiring (NULL: plus.times)
- * and evaluates it once. */
-static void run_in(const char *expr, tj_tensor **ops, int n, int nthreads, const char *semiring) {
+/* Compiles expr with schedule sched (NULL: none) on nthreads threads
+ * under semiring (NULL: plus.times) and evaluates it once. */
+static void run_with(const char *expr, tj_tensor **ops, int n, int nthreads, const char *sched,
+                     const char *semiring) {
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_options o = tj_options_default();
   o.nthreads = nthreads;
   o.semiring = semiring;
   tj_kernel *k;
-  OK(tj_compile(cx, expr, ops, n, NULL, &o, &k));
+  OK(tj_compile(cx, expr, ops, n, sched, &o, &k));
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   tj_context_free(cx);
 }
 
 static void run(const char *expr, tj_tensor **ops, int n, int nthreads) {
-  run_in(expr, ops, n, nthreads, NULL);
+  run_with(expr, ops, n, nthreads, NULL, NULL);
 }
 
 /* Every value of t (order <= 3) against want, row-major. */
@@ -258,6 +259,7 @@ END_TEST
 /* Linear uses into a `+` update, where the duplicates are visited one
  * by one (x = [1 2 3 4 5], A y = [18 5 0 7] as in spmv):
  *   y += A x from y = 1                        -> [19 6 1 8]
+ *   y = A x unrolled by 2 (the loop is a for)  -> [18 5 0 7]
  *   y = A x + z, z = [10 20 30 40]             -> [28 25 30 47]
  *   y = A x / 2                                -> [9 2.5 0 3.5]
  *   y(j) = A(i,j) w(i), w = [1 2 3 4]: the columns' sums weighted,
@@ -275,6 +277,8 @@ START_TEST(linear_uses) {
     tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, (double[]){1, 1, 1, 1});
     run("y(i) += A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th);
     expect(y, (double[]){19, 6, 1, 8}, A_SPECS[_i]);
+    run_with("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th, "unroll(j, 2)", NULL);
+    expect(y, (double[]){18, 5, 0, 7}, A_SPECS[_i]);   /* a for loop now: it unrolls */
     tj_tensor *z = tu_tensor("z", "d", 1, (int64_t[]){4}, (double[]){10, 20, 30, 40});
     run("y(i) = A(i,j) * x(j) + z(i)", (tj_tensor *[]){y, a, x, z}, 4, th);
     expect(y, (double[]){28, 25, 30, 47}, A_SPECS[_i]);
@@ -306,7 +310,7 @@ START_TEST(min_plus) {
     tj_tensor *a = wrap_a("A", A_SPECS[_i]);
     tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
     tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
-    run_in("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th, "min.plus");
+    run_with("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th, NULL, "min.plus");
     expect(y, (double[]){3, 6, INFINITY, 2}, A_SPECS[_i]);
     tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
   }
