@@ -35,9 +35,10 @@ static Arena *A(Lowerer *lw) { return lw->a; }
 
 /* A segmented level (lw_level_segmented) is walked by segments of equal
  * coordinates; its children see the whole segment, and a leaf segment's
- * values are summed. */
+ * values are summed; except a trailing one whose duplicates may be
+ * visited one by one (lw_dups_walked): its loop is a unique level's. */
 static bool level_segmented(const Lowerer *lw, int x, int l) {
-  return lw_level_segmented(lw->acc[x].f, l);
+  return lw_level_segmented(lw->acc[x].f, l) && !lw_dups_walked(lw, x, l);
 }
 
 static LirExpr *parent_pos(Lowerer *lw, int x) {
@@ -1396,10 +1397,10 @@ static LirStmt *fused_pos_loop(Lowerer *lw, LoopCtx *cx, Iter *it) {
   const tj_format *fm = r.x >= 0 ? lw->acc[r.x].f : NULL;
   bool rows_ok = r.l >= 0 && (it ? lw_is_sparse_level(lw, r.x, r.l) &&
                                        lv_at(fm, r.l, LV_HAS_POS | LV_UNIQUE) &&
-                                       !level_segmented(lw, r.x, r.l) && !lw->live[r.x]
+                                       !lw_level_segmented(fm, r.l) && !lw->live[r.x]
                                  : lv_at(fm, r.l, LV_FULL));
   if (!rows_ok || lw_level_at(lw, r.x, jd) != r.l + 1 || !lv_at(fm, r.l + 1, LV_HAS_POS) ||
-      level_segmented(lw, r.x, r.l + 1) || !(cx->alive >> r.x & 1))
+      lw_level_segmented(fm, r.l + 1) || !(cx->alive >> r.x & 1))
     return lw_form_check(lw, cx->depth, arena_printf(a, "and the loop of %s are not a dense "
                                                      "or compressed level of %s and the "
                                                      "compressed level right below it",

@@ -2,16 +2,19 @@
  * hold a column twice (`du`), also unsorted (`dw`), and their order-3
  * forms (`ddu`, `dsu`). Duplicates stand for the sum of their values, as
  * in scipy and MLIR's COO, in every kernel: SpMV, SpMM, sparse add, A .* A
- * and max(A, 0) (summed before the operator), `=` into dense, CSR and
- * `du` outputs, on 1 and 2 threads (ctest sets TJ_PAR_MIN_WORK=0, so the
- * parallel paths run on these small inputs). Every value is worked out by
- * hand below; a `du` output holds each coordinate once.
+ * and max(A, 0) (summed before the operator), a min.plus sum, `=` and
+ * `+=` into dense, CSR and `du` outputs, on 1 and 2 threads (ctest sets
+ * TJ_PAR_MIN_WORK=0, so the parallel paths run on these small inputs).
+ * Linear `+` uses visit the duplicates one by one (lower/dup_walk.c),
+ * the others by runs: loop_form pins which loop each gets. Every value is
+ * worked out by hand below; a `du` output holds each coordinate once.
  * A nonunique level over a compressed or dense level (`us`, `ws`, `ud`,
  * 3-level `uss`, `sus`): a row repeated at level 0 owns one fiber per
  * position, and the matrix is the sum of them all. Kernels read such an
  * operand through a copy that merges the fibers (`ss`, `sd`: -print-cin
  * says so) and write such an output with each coordinate once. */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,16 +57,23 @@ static tj_tensor *wrap_a(const char *name, const char *spec) {
   return t;
 }
 
-/* Compiles expr on nthreads threads and evaluates it once. */
-static void run(const char *expr, tj_tensor **ops, int n, int nthreads) {
+/* Compiles expr with schedule sched (NULL: none) on nthreads threads
+ * under semiring (NULL: plus.times) and evaluates it once. */
+static void run_with(const char *expr, tj_tensor **ops, int n, int nthreads, const char *sched,
+                     const char *semiring) {
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_options o = tj_options_default();
   o.nthreads = nthreads;
+  o.semiring = semiring;
   tj_kernel *k;
-  OK(tj_compile(cx, expr, ops, n, NULL, &o, &k));
+  OK(tj_compile(cx, expr, ops, n, sched, &o, &k));
   OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
   tj_context_free(cx);
+}
+
+static void run(const char *expr, tj_tensor **ops, int n, int nthreads) {
+  run_with(expr, ops, n, nthreads, NULL, NULL);
 }
 
 /* Every value of t (order <= 3) against want, row-major. */
@@ -247,6 +257,101 @@ START_TEST(ttv) {
     }
     tj_tensor_free(t), tj_tensor_free(v);
   }
+}
+END_TEST
+
+/* Linear uses into a `+` update, where the duplicates are visited one
+ * by one (x = [1 2 3 4 5], A y = [18 5 0 7] as in spmv):
+ *   y += A x from y = 1                        -> [19 6 1 8]
+ *   y = A x unrolled by 2 (the loop is a for)  -> [18 5 0 7]
+ *   y = A x + z, z = [10 20 30 40]             -> [28 25 30 47]
+ *   y = A x / 2                                -> [9 2.5 0 3.5]
+ *   y(j) = A(i,j) w(i), w = [1 2 3 4]: the columns' sums weighted,
+ *     col 0 = 5*2, col 1 = 1*1, col 2 = -1*4, col 3 = 4*1, col 4 = 2*4
+ *                                              -> [10 1 -4 4 8]
+ *   C += 2 A from C = 1: each duplicate adds into C(i,j) -> 1 + 2 A_SUM
+ *   C = 2 A: a plain store (runs): its sum once          -> 2 A_SUM */
+START_TEST(linear_uses) {
+  const double x_vals[] = {1, 2, 3, 4, 5};
+  double acc[20], twice[20];
+  for (int e = 0; e < 20; e++) twice[e] = 2 * A_SUM[e], acc[e] = 1 + twice[e];
+  for (int th = 1; th <= 2; th++) {
+    tj_tensor *a = wrap_a("A", A_SPECS[_i]);
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, x_vals);
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, (double[]){1, 1, 1, 1});
+    run("y(i) += A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th);
+    expect(y, (double[]){19, 6, 1, 8}, A_SPECS[_i]);
+    run_with("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th, "unroll(j, 2)", NULL);
+    expect(y, (double[]){18, 5, 0, 7}, A_SPECS[_i]);   /* a for loop now: it unrolls */
+    tj_tensor *z = tu_tensor("z", "d", 1, (int64_t[]){4}, (double[]){10, 20, 30, 40});
+    run("y(i) = A(i,j) * x(j) + z(i)", (tj_tensor *[]){y, a, x, z}, 4, th);
+    expect(y, (double[]){28, 25, 30, 47}, A_SPECS[_i]);
+    run("y(i) = A(i,j) * x(j) / 2", (tj_tensor *[]){y, a, x}, 3, th);
+    expect(y, (double[]){9, 2.5, 0, 3.5}, A_SPECS[_i]);
+    tj_tensor *w = tu_tensor("w", "d", 1, (int64_t[]){4}, (double[]){1, 2, 3, 4});
+    tj_tensor *yt = tu_tensor("y", "d", 1, (int64_t[]){5}, NULL);
+    run("y(j) = A(i,j) * w(i)", (tj_tensor *[]){yt, a, w}, 3, th);
+    expect(yt, (double[]){10, 1, -4, 4, 8}, A_SPECS[_i]);
+    double ones[20];
+    for (int e = 0; e < 20; e++) ones[e] = 1;
+    tj_tensor *c = tu_tensor("C", "dd", 2, (int64_t[]){4, 5}, ones);
+    run("C(i,j) += A(i,j) * 2", (tj_tensor *[]){c, a}, 2, th);
+    expect(c, acc, A_SPECS[_i]);
+    run("C(i,j) = A(i,j) * 2", (tj_tensor *[]){c, a}, 2, th);
+    expect(c, twice, A_SPECS[_i]);
+    tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(z);
+    tj_tensor_free(w), tj_tensor_free(yt), tj_tensor_free(c);
+  }
+}
+END_TEST
+
+/* Under min.plus a sum is a min and A(i,j) * x(j) is A + x: the min sees
+ * each coordinate's sum, never a duplicate (row 0: min(1 + 2, 4 + 4) = 3,
+ * not -2 + 2; row 1: 5 + 1, not 1 + 1; row 3: min(-1 + 3, 2 + 5) = 2, not
+ * -6 + 5; row 2 has no entry: the semiring's zero, +inf). */
+START_TEST(min_plus) {
+  for (int th = 1; th <= 2; th++) {
+    tj_tensor *a = wrap_a("A", A_SPECS[_i]);
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
+    run_with("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th, NULL, "min.plus");
+    expect(y, (double[]){3, 6, INFINITY, 2}, A_SPECS[_i]);
+    tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  }
+}
+END_TEST
+
+/* Whether the compute loops of expr over A (`du`) scan for runs of equal
+ * coordinates (the run's end, pA1_seg). */
+static bool scans_runs(const char *expr, const char *semiring) {
+  tj_tensor *a = wrap_a("A", "du");
+  tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, NULL);
+  tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.semiring = semiring;
+  tj_kernel *k;
+  OK(tj_compile(cx, expr, (tj_tensor *[]){y, a, x}, 3, NULL, &o, &k));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  OK(tj_kernel_print(k, TJ_STAGE_COMPUTE, f));
+  fclose(f);
+  bool runs = strstr(text, "pA1_seg") != NULL;
+  free(text);
+  tj_context_free(cx);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  return runs;
+}
+
+/* SpMV and its `+=` walk A's entries as CSR's loop does; a nonlinear use
+ * and a min.plus sum keep the runs. */
+START_TEST(loop_form) {
+  ck_assert(!scans_runs("y(i) = A(i,j) * x(j)", NULL));
+  ck_assert(!scans_runs("y(i) += A(i,j) * x(j)", NULL));
+  ck_assert(scans_runs("y(i) = max(A(i,j), 0) * x(j)", NULL));
+  ck_assert(scans_runs("y(i) = A(i,j) * x(j)", "min.plus"));
 }
 END_TEST
 
@@ -503,6 +608,9 @@ int main(void) {
   tcase_add_loop_test(tc, add_nonunique, 0, 2);
   tcase_add_loop_test(tc, nonlinear, 0, 2);
   tcase_add_loop_test(tc, copy, 0, 2);
+  tcase_add_loop_test(tc, linear_uses, 0, 2);
+  tcase_add_loop_test(tc, min_plus, 0, 2);
+  tcase_add_test(tc, loop_form);
   tcase_add_test(tc, ttv);
   tcase_add_test(tc, pack_keeps_duplicates);
   tcase_add_loop_test(tc, fibers_spmv, 0, 3);
