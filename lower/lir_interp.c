@@ -553,7 +553,7 @@ static Exit exec_marked(Interp *in, const LirStmt *s) {
   int64_t n = 0, nm = 0;
   if (!eval(in, s->u.call.a, &lo) || !eval(in, s->u.call.b, &words)) return EX_FAULT;
   if (!ptr_extent(in, p.p, t, &n) || !ptr_extent(in, m.p, LT_BOOL, &nm)) return EX_FAULT;
-  if (lo.i < 0 || words.i < 0 || nm < words.i * 65 + 8) {
+  if (lo.i < 0 || words.i < 0 || nm < words.i * 65 + 64) {
     fault(in, "marked coordinates: marks of %lld bytes for %lld words", (long long)nm,
           (long long)words.i);
     return EX_FAULT;

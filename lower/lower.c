@@ -588,7 +588,7 @@ LirExpr *lw_ws_extent(Lowerer *lw) {
 /* The marks' words of 64 and their touched bytes, when a row's coordinates
  * may be read back from the marks (lw_ws_reads_marks):
  *   ws_words = extent / 64 + 1; ws_touched = ws_words * 64;
- * the marks then take ws_touched + ws_words + 8 bytes (read 8 at a time). */
+ * the marks then take ws_touched + ws_words + 64 bytes (read 64 at a time). */
 static LirStmt *mark_words(Lowerer *lw, LirExpr **mark_len) {
   Arena *a = lw->a;
   lw->ws_words = lw_var(lw, "ws_words", LT_I64);
@@ -599,7 +599,7 @@ static LirStmt *mark_words(Lowerer *lw, LirExpr **mark_len) {
   lir_append(&s, lir_decl(a, lw->ws_touched, lir_bin(a, LOP_MUL, lw_ref(lw, lw->ws_words),
                                                      lw_i64(lw, 64))));
   *mark_len = lir_bin(a, LOP_ADD, lir_bin(a, LOP_ADD, lw_ref(lw, lw->ws_touched),
-                                          lw_ref(lw, lw->ws_words)), lw_i64(lw, 8));
+                                          lw_ref(lw, lw->ws_words)), lw_i64(lw, 64));
   return s;
 }
 

@@ -8,8 +8,13 @@
  * fresh array the tensor owns, and the caller's stays where it was.
  * No helper aborts: failures come back as TJ_KERNEL_* codes.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "tensor.h"
 
@@ -240,9 +245,46 @@ DEFINE_MARKED_CRD(marked_u16, uint16_t)
 DEFINE_MARKED_CRD(marked_i32, int32_t)
 DEFINE_MARKED_CRD(marked_i64, int64_t)
 
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+/* The same with AVX-512BW: 64 touched bytes, and a word's 64 marks, each
+ * tested by one vptestmb (the touched bytes are readable 64 past words). */
+__attribute__((target("avx512f,avx512bw"))) static int64_t marked_i32_avx512(
+    int32_t *crd, const uint8_t *mark, int64_t words) {
+  uint8_t *tw = (uint8_t *)mark + words * 64;
+  int64_t n = 0;
+  for (int64_t c = 0; c < words; c += 64) {
+    __m512i t = _mm512_loadu_si512(tw + c);
+    uint64_t tm = _mm512_test_epi8_mask(t, t);
+    if (!tm) continue;
+    _mm512_storeu_si512(tw + c, _mm512_setzero_si512());
+    for (; tm; tm &= tm - 1) {
+      int64_t wd = c + __builtin_ctzll(tm);
+      __m512i m = _mm512_loadu_si512(mark + wd * 64);
+      for (uint64_t x = _mm512_test_epi8_mask(m, m); x; x &= x - 1)
+        crd[n++] = (int32_t)(wd * 64 + __builtin_ctzll(x));
+    }
+  }
+  return n;
+}
+#define HAVE_MARKED_AVX512 1
+#endif
+
+static int64_t (*marked_i32_best)(int32_t *, const uint8_t *, int64_t) = marked_i32;
+static pthread_once_t marked_picked = PTHREAD_ONCE_INIT;
+
+/* The 32-bit read-back for this host (AVX-512BW where it runs). */
+static void pick_marked(void) {
+#ifdef HAVE_MARKED_AVX512
+  if (__builtin_cpu_supports("avx512bw")) marked_i32_best = marked_i32_avx512;
+#endif
+}
+
 int64_t tj_rt_marked_crd(void *crd, const void *mark, int64_t words, int32_t w) {
   if (w == 1) return marked_u8(crd, mark, words);
   if (w == 2) return marked_u16(crd, mark, words);
-  if (w == 4) return marked_i32(crd, mark, words);
+  if (w == 4) {
+    pthread_once(&marked_picked, pick_marked);
+    return marked_i32_best(crd, mark, words);
+  }
   return marked_i64(crd, mark, words);
 }
