@@ -501,6 +501,13 @@ static void print_call(Printer *p, const LirStmt *s) {
     print_expr(p, s->u.call.a, P_ADD + 1);
     fprintf(p->out, ") * sizeof *%s);\n", ptr);
     break;
+  case LH_MARKED_CRD:
+    fprintf(p->out, "%s = tj_rt_marked_crd(%s + ", s->u.call.ret->name, ptr);
+    print_expr(p, s->u.call.a, P_ADD + 1);
+    fprintf(p->out, ", %s, ", s->u.call.mark->name);
+    print_expr(p, s->u.call.b, P_COND);
+    fprintf(p->out, ", sizeof *%s);\n", ptr);
+    break;
   case LH_THREADS:
     fprintf(p->out, "%s = tj_rt_threads();\n", ptr);
     break;
@@ -623,6 +630,8 @@ static void uses_stmt(Uses *u, const LirStmt *s) {
     LirHelper h = s->u.call.h;
     u->can_fail |= h == LH_RESERVE || h == LH_ALLOC || h == LH_GETT;
     if (s->u.call.ptr) u->vars[s->u.call.ptr->id] = 1;
+    if (s->u.call.mark) u->vars[s->u.call.mark->id] = 1;
+    if (s->u.call.ret) u->vars[s->u.call.ret->id] = 1;
   }
   n = lir_stmt_bodies(s, body);
   for (int i = 0; i < n; i++) uses_list(u, body[i]);

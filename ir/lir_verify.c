@@ -296,6 +296,14 @@ static bool check_call(Verifier *v, const LirStmt *s) {
       return fail(v, "sort of a non-integer array");
     return expect_int(v, s->u.call.a, "sort range start") &&
            expect_int(v, s->u.call.b, "sort range end");
+  case LH_MARKED_CRD:
+    if (!lir_type_is_int(lir_elem_type(pt)))
+      return fail(v, "marked coordinates into a non-integer array");
+    if (!check_var(v, s->u.call.mark) || !check_var(v, s->u.call.ret)) return false;
+    if (s->u.call.mark->type != LT_PTR_BOOL || s->u.call.ret->type != LT_I64)
+      return fail(v, "marked coordinates need bool marks and an i64 count");
+    return expect_int(v, s->u.call.a, "marked coordinates' start") &&
+           expect_int(v, s->u.call.b, "marked words");
   case LH_ZERO:
     return expect_int(v, s->u.call.a, "zero range start") &&
            expect_int(v, s->u.call.b, "zero range end");
@@ -344,7 +352,7 @@ static bool check_scope(Verifier *v, const LirStmt *s) {
 static void describe(Verifier *v, const LirStmt *s) {
   static const char *helper[] = {"tj_rt_reserve", "tj_rt_alloc", "tj_rt_free",
                                  "tj_rt_sort_crd", "zero", "tj_rt_gett",
-                                 "tj_rt_threads", "tj_rt_thread_slot"};
+                                 "tj_rt_threads", "tj_rt_thread_slot", "tj_rt_marked_crd"};
   const char *vn = NULL;
   switch (s->kind) {
   case LS_DECL: vn = s->u.decl.var ? s->u.decl.var->name : "?";
@@ -355,7 +363,7 @@ static void describe(Verifier *v, const LirStmt *s) {
     snprintf(v->where, sizeof v->where, "for loop over '%s'", vn); break;
   case LS_CALL:
     snprintf(v->where, sizeof v->where, "call of %s",
-             s->u.call.h <= LH_THREAD_SLOT ? helper[s->u.call.h] : "?");
+             s->u.call.h <= LH_MARKED_CRD ? helper[s->u.call.h] : "?");
     break;
   default: {
     static const char *kind[] = {"", "", "store", "setfield", "",

@@ -149,6 +149,9 @@ static void capture_list(Capture *w, const LirStmt *s) {
       if (s->u.call.h == LH_FREE || s->u.call.h == LH_THREADS || s->u.call.h == LH_THREAD_SLOT)
         write_var(w, s->u.call.ptr);
       use_var(w, s->u.call.ptr);
+      use_var(w, s->u.call.mark);
+      write_var(w, s->u.call.ret);
+      use_var(w, s->u.call.ret);
       break;
     default: break;
     }

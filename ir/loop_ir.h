@@ -100,7 +100,8 @@ typedef enum {
   LH_GETT,      /* tj_rt_gett(operands, plan, micro-kernel): a dense
                    contraction by GETT / TTGT / LoG; may fail */
   LH_THREADS,   /* i64 var = tj_rt_threads(): slots of per-thread data */
-  LH_THREAD_SLOT /* i64 var = tj_rt_thread_slot(n): this thread's slot */
+  LH_THREAD_SLOT, /* i64 var = tj_rt_thread_slot(n): this thread's slot */
+  LH_MARKED_CRD /* ret = tj_rt_marked_crd(ptr + lo, mark, words, width) */
 } LirHelper;
 
 /* The words of a GETT plan (TJ_GP_WORDS of runtime/abi.h, which ir/ does
@@ -176,10 +177,13 @@ struct LirStmt {
     struct { LirExpr *cond; LirStmt *body; } whl;                  /* LS_WHILE */
     struct { LirExpr *cond; LirStmt *then, *els; } cond;           /* LS_IF */
     struct { LirHelper h; int operand; int arr; int level;         /* LS_CALL */
-             LirExpr *a, *b; LirVar *ptr; const int32_t *plan; } call;
+             LirExpr *a, *b; LirVar *ptr; const int32_t *plan;
+             LirVar *mark, *ret; } call;
              /* RESERVE: operand, arr, level, a = need.
                 ALLOC: ptr = result, a = bytes. FREE: ptr.
                 SORT_CRD and ZERO: ptr, a = lo, b = hi.
+                MARKED_CRD: ret (i64) = count written to ptr from a on,
+                from mark (bool pointer) of b words of 64 marks.
                 GETT: plan = LIR_GETT_WORDS words (TJ_GP_*). */
     LirStmt *block;                                                /* LS_BLOCK */
     const char *comment;                                           /* LS_COMMENT */

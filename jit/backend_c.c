@@ -38,11 +38,13 @@ static const char helpers_c[] =
     "static int64_t (*tj_p_thread_slot)(int64_t);\n"
     "static void (*tj_p_parallel_for_sched)(int64_t, int64_t, const void *, int32_t,\n"
     "                                       const void *, int32_t, int32_t, tj_par_body, void *);\n"
+    "static int64_t (*tj_p_marked_crd)(void *, const void *, int64_t, int32_t);\n"
     "#define tj_rt_reserve tj_p_reserve\n#define tj_rt_alloc tj_p_alloc\n"
     "#define tj_rt_free tj_p_free\n#define tj_rt_sort_crd tj_p_sort_crd\n"
     "#define tj_rt_gett tj_p_gett\n#define tj_rt_threads tj_p_threads\n"
     "#define tj_rt_thread_slot tj_p_thread_slot\n"
-    "#define tj_rt_parallel_for_sched tj_p_parallel_for_sched\n\n";
+    "#define tj_rt_parallel_for_sched tj_p_parallel_for_sched\n"
+    "#define tj_rt_marked_crd tj_p_marked_crd\n\n";
 
 static const char bind_c[] =
     "\nvoid " BIND_SYMBOL "(void *const *h) {\n"
@@ -55,6 +57,7 @@ static const char bind_c[] =
     "  tj_p_thread_slot = (int64_t (*)(int64_t))h[6];\n"
     "  tj_p_parallel_for_sched = (void (*)(int64_t, int64_t, const void *, int32_t, const void *,\n"
     "                                      int32_t, int32_t, tj_par_body, void *))h[7];\n"
+    "  tj_p_marked_crd = (int64_t (*)(void *, const void *, int64_t, int32_t))h[8];\n"
     "}\n";
 
 typedef struct CState {
@@ -197,7 +200,7 @@ static bool c_compile(void *state, const LirKernel *k, const BackendOptions *o,
   void *const helpers[] = {(void *)tj_rt_reserve, (void *)tj_rt_alloc, (void *)tj_rt_free,
                            (void *)tj_rt_sort_crd, (void *)tj_rt_gett,
                            (void *)tj_rt_threads, (void *)tj_rt_thread_slot,
-                           (void *)tj_rt_parallel_for_sched};
+                           (void *)tj_rt_parallel_for_sched, (void *)tj_rt_marked_crd};
   bind(helpers);
   *out = (BackendKernel){.fn = fn, .handle = so,
                          .times = {.ir_ms = t1 - t0, .codegen_ms = jit_now_ms() - t1,

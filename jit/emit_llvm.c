@@ -731,6 +731,25 @@ static bool call_sort(Emitter *e, const LirStmt *s) {
   return true;
 }
 
+/* ret = tj_rt_marked_crd(&ptr[a], mark, b, width) */
+static bool call_marked(Emitter *e, const LirStmt *s) {
+  const LirVar *v = s->u.call.ptr;
+  LLVMValueRef var = em_slot(e, v), mark = em_slot(e, s->u.call.mark);
+  LLVMValueRef ret = em_slot(e, s->u.call.ret);
+  LLVMValueRef lo = emit_expr(e, s->u.call.a), words = emit_expr(e, s->u.call.b);
+  if (!var || !mark || !ret || !lo || !words) return false;
+  lo = LLVMBuildIntCast2(e->b, lo, e->i64, 1, "");
+  words = LLVMBuildIntCast2(e->b, words, e->i64, 1, "");
+  LLVMTypeRef et = em_mem_type(e, lir_elem_type(v->type));
+  LLVMValueRef base = LLVMBuildInBoundsGEP2(e->b, et, LLVMBuildLoad2(e->b, e->ptr, var, ""),
+                                            &lo, 1, "");
+  LLVMTypeRef pt[] = {e->ptr, e->ptr, e->i64, e->i32};
+  LLVMValueRef args[] = {base, LLVMBuildLoad2(e->b, e->ptr, mark, ""), words,
+                         LLVMConstInt(e->i32, (unsigned)em_elem_bytes(v->type), 0)};
+  LLVMBuildStore(e->b, em_helper(e, "tj_rt_marked_crd", e->i64, pt, 4, args), ret);
+  return true;
+}
+
 /* memset(ptr + lo, 0, (hi - lo) * sizeof elem) */
 static bool call_zero(Emitter *e, const LirStmt *s) {
   const LirVar *v = s->u.call.ptr;
@@ -778,6 +797,7 @@ static bool emit_call(Emitter *e, const LirStmt *s) {
   case LH_ALLOC: return call_alloc(e, s);
   case LH_FREE: return call_free(e, s);
   case LH_SORT_CRD: return call_sort(e, s);
+  case LH_MARKED_CRD: return call_marked(e, s);
   case LH_ZERO: return call_zero(e, s);
   case LH_GETT: return emit_gett_call(e, s);
   case LH_THREADS:

@@ -217,6 +217,7 @@ static bool define_helpers(JitEngine *e, Diag *d) {
       {"tj_rt_alloc", (void *)tj_rt_alloc},
       {"tj_rt_free", (void *)tj_rt_free},
       {"tj_rt_sort_crd", (void *)tj_rt_sort_crd},
+      {"tj_rt_marked_crd", (void *)tj_rt_marked_crd},
       {"tj_rt_gett", (void *)tj_rt_gett},
       {"tj_rt_threads", (void *)tj_rt_threads},
       {"tj_rt_thread_slot", (void *)tj_rt_thread_slot},

@@ -545,6 +545,32 @@ static Exit exec_range(Interp *in, const LirStmt *s) {
   return EX_OK;
 }
 
+/* ret = marked_crd(ptr + lo, mark, words, size), the marks' array and the
+ * output's room checked first. */
+static Exit exec_marked(Interp *in, const LirStmt *s) {
+  Val p = in->env[s->u.call.ptr->id], m = in->env[s->u.call.mark->id], lo, words;
+  LirType t = lir_elem_type(s->u.call.ptr->type);
+  int64_t n = 0, nm = 0;
+  if (!eval(in, s->u.call.a, &lo) || !eval(in, s->u.call.b, &words)) return EX_FAULT;
+  if (!ptr_extent(in, p.p, t, &n) || !ptr_extent(in, m.p, LT_BOOL, &nm)) return EX_FAULT;
+  if (lo.i < 0 || words.i < 0 || nm < words.i * 65 + 64) {
+    fault(in, "marked coordinates: marks of %lld bytes for %lld words", (long long)nm,
+          (long long)words.i);
+    return EX_FAULT;
+  }
+  const uint8_t *mk = (const uint8_t *)m.p.base;
+  int64_t count = 0;
+  for (int64_t j = 0; j < words.i * 64; j++) count += mk[words.i * 64 + j / 64] && mk[j];
+  if (lo.i + count > n) {
+    fault(in, "marked coordinates: %lld from %lld past the array's %lld", (long long)count,
+          (long long)lo.i, (long long)n);
+    return EX_FAULT;
+  }
+  in->env[s->u.call.ret->id].i =
+      tj_rt_marked_crd(p.p.base + lo.i * elem_size(t), m.p.base, words.i, elem_size(t));
+  return EX_OK;
+}
+
 /* A helper's return code: 0 goes on, else the kernel's fail exit. */
 static Exit helper_rc(Interp *in, int32_t rc) {
   if (rc == 0) return EX_OK;
@@ -563,6 +589,7 @@ static Exit exec_call(Interp *in, const LirStmt *s) {
     return helper_rc(in, tj_rt_gett(in->ops, s->u.call.plan, NULL));
   case LH_ALLOC: return exec_alloc(in, s);
   case LH_FREE: return exec_free(in, s);
+  case LH_MARKED_CRD: return exec_marked(in, s);
   case LH_THREADS:      /* serial: one slot, this thread's */
   case LH_THREAD_SLOT:
     in->env[s->u.call.ptr->id].i = s->u.call.h == LH_THREADS ? 1 : 0;

@@ -585,18 +585,38 @@ LirExpr *lw_ws_extent(Lowerer *lw) {
   return lw_ref(lw, lw->dim[0][mode]);
 }
 
+/* The marks' words of 64 and their touched bytes, when a row's coordinates
+ * may be read back from the marks (lw_ws_reads_marks):
+ *   ws_words = extent / 64 + 1; ws_touched = ws_words * 64;
+ * the marks then take ws_touched + ws_words + 64 bytes (read 64 at a time). */
+static LirStmt *mark_words(Lowerer *lw, LirExpr **mark_len) {
+  Arena *a = lw->a;
+  lw->ws_words = lw_var(lw, "ws_words", LT_I64);
+  lw->ws_touched = lw_var(lw, "ws_touched", LT_I64);
+  LirStmt *s = lir_decl(a, lw->ws_words, lir_bin(a, LOP_ADD, lir_bin(a, LOP_DIV, lw_ws_extent(lw),
+                                                                    lw_i64(lw, 64)),
+                                                 lw_i64(lw, 1)));
+  lir_append(&s, lir_decl(a, lw->ws_touched, lir_bin(a, LOP_MUL, lw_ref(lw, lw->ws_words),
+                                                     lw_i64(lw, 64))));
+  *mark_len = lir_bin(a, LOP_ADD, lir_bin(a, LOP_ADD, lw_ref(lw, lw->ws_touched),
+                                          lw_ref(lw, lw->ws_words)), lw_i64(lw, 64));
+  return s;
+}
+
 /* Workspace arrays over the scattered index (values, marks, touched list;
  * no list where it is kept in the output's crd; values alone where the
  * compute phase drains along the assembled coordinates). */
 static LirStmt *allocate_workspace(Lowerer *lw) {
   Arena *a = lw->a;
-  LirExpr *n = lw_ws_extent(lw);
+  LirExpr *n = lw_ws_extent(lw), *mark_len = n;
   struct { LirVar **v; const char *name; LirType t; int bytes; } ws[] = {
       {&lw->ws_vals, "ws_vals", lir_ptr_type(lw->vtype),
        lir_type_bytes(lw->vtype)},
       {&lw->ws_mark, "ws_mark", LT_PTR_BOOL, 1},
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
+  lw->ws_words = lw->ws_touched = NULL;
+  if (lw_ws_reads_marks(lw)) s = mark_words(lw, &mark_len);
   int nws = lw_ws_drains_assembled(lw) ? 1 : lw_ws_list_in_crd(lw) ? 2 : 3;
   for (int w = 0; w < nws; w++) {
     *ws[w].v = lw_var(lw, ws[w].name, ws[w].t);
@@ -604,7 +624,7 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
     LirStmt *al = lir_call(a, LH_ALLOC);
     al->u.call.ptr = *ws[w].v;
     /* the list has a spare slot: the branchless mark stores before it counts */
-    LirExpr *len = w == 2 ? lir_bin(a, LOP_ADD, n, lw_i64(lw, 1)) : n;
+    LirExpr *len = w == 2 ? lir_bin(a, LOP_ADD, n, lw_i64(lw, 1)) : w == 1 ? mark_len : n;
     al->u.call.a = lir_bin(a, LOP_MUL, len, lw_i64(lw, ws[w].bytes));
     lir_append(&s, al);
     LirStmt *fr = lir_call(a, LH_FREE);

@@ -448,6 +448,10 @@ bool lw_ws_list_in_crd(const Lowerer *lw) {
   return lw->plan->out_sparse && lw->emit_index;
 }
 
+bool lw_ws_reads_marks(const Lowerer *lw) {
+  return lw_ws_list_in_crd(lw) && lv_at(lw->acc[0].f, lw->out_last, LV_ORDERED);
+}
+
 /* Output position of a dense (located) output. */
 static LirExpr *out_index(Lowerer *lw) {
   if (lw->plan->out_like) return lw_out_like_index(lw);
@@ -476,6 +480,13 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
     LirStmt *s = NULL;
     if (lw->emit_values) s = update_output(lw, lw->ws_vals, ws_index, gen_expr(lw, lw->root, alive));
     if (lw_ws_drains_assembled(lw)) return s; /* drained along the assembled crd */
+    if (lw->ws_unlisted) { /* a long row: mark[j] = 1; mark[touched + j / 64] = 1 */
+      LirExpr *word = lir_bin(a, LOP_ADD, lw_ref(lw, lw->ws_touched),
+                              lir_bin(a, LOP_DIV, j, lw_i64(lw, 64)));
+      lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_mark), j, lir_const_int(a, LT_BOOL, 1)));
+      lir_append(&s, lir_store(a, lw_ref(lw, lw->ws_mark), word, lir_const_int(a, LT_BOOL, 1)));
+      return s;
+    }
     /* Without a branch: whether j is new is a coin toss on SpGEMM's rows
      * (cage11 x cage11: ~200 products onto ~100 columns a row), so
      *   list[n] = j; n += !mark[j]; mark[j] = 1;
@@ -711,16 +722,17 @@ static LirStmt *sort_touched(Lowerer *lw, LirVar *ptr, LirVar *at) {
 }
 
 /* The drain where the touched list is the output's crd from p on: the row's
- * coordinates are already in place (sorted there), so only the values move:
- *   sort(crd + p, n); for (q = p; q < p + n; q++) { j = crd[q]; vals[q] = ws[j];
+ * coordinates are put in place in order by `order` (the list sorted there,
+ * or read back from the marks), so only the values move:
+ *   <order>; for (q = p; q < p + n; q++) { j = crd[q]; vals[q] = ws[j];
  *   reset; mark[j] = 0 } p += n; n = 0  */
-static LirStmt *drain_in_crd(Lowerer *lw) {
+static LirStmt *drain_in_crd(Lowerer *lw, LirStmt *order) {
   Arena *a = A(lw);
   int l = lw->out_last;
   LirVar *p = lw->out_p[l], *crd = lw->crd_ptr[0][l];
   LirVar *q = lw_var(lw, "q", LT_I64);
   LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
-  LirStmt *s = sort_touched(lw, crd, p);
+  LirStmt *s = order;
   LirStmt *body = lir_decl(a, j, lw_load_index(lw, crd, lw_ref(lw, q)));
   if (lw->emit_values) lir_append(&body, move_ws_value(lw, j, lw_ref(lw, q), NULL));
   lir_append(&body, lir_store(a, lw_ref(lw, lw->ws_mark), lw_ref(lw, j),
@@ -729,6 +741,95 @@ static LirStmt *drain_in_crd(Lowerer *lw) {
   lir_append(&s, lir_for(a, q, lw_ref(lw, p), end, body));
   lir_append(&s, lir_update(a, p, LOP_ADD, lw_ref(lw, lw->ws_n)));
   lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
+  return s;
+}
+
+/* Rows with at most this many products keep the list and the sort; longer
+ * ones scatter without the list and read the marks back (bench/README,
+ * "SpGEMM without the sort"). */
+enum { WS_LIST_PRODUCTS = 64 };
+
+/* Emits bound += the trip count of the workspace variable's loop at depth
+ * (each sparse iterator's segment length; the extent where a lattice point
+ * walks it densely). Loops the plain lowering would not emit as one loop
+ * per lattice point mark the bound unknown (lw->ws_unbounded). */
+static LirStmt *bound_trips(Lowerer *lw, int depth, AMask alive) {
+  Arena *a = A(lw);
+  IndexVar *v = lw->nest.order[depth];
+  LwWindow win;
+  if (lw_wide_at(lw, alive, depth) || lw_index_window(lw, v, &win) ||
+      lw->nest.form[depth]->fused) {
+    lw->ws_unbounded = true;
+    return NULL;
+  }
+  Lattice L;
+  lw_lattice(lw, alive, depth, &L);
+  if (L.overflow) return lw->ws_unbounded = true, NULL;
+  AMask all = 0;
+  bool dense = false;
+  for (int q = 0; q < L.n; q++) {
+    all |= L.p[q].sparse;
+    dense |= L.p[q].full || L.p[q].sparse == 0;
+  }
+  if (dense) return lir_update(a, lw->ws_bound, LOP_ADD, lw_extent_of(lw, v));
+  LirStmt *s = NULL;
+  for (int x = 1; x < lw->nacc; x++) {
+    if (!(all >> x & 1)) continue;
+    Iter it;
+    lir_append(&s, init_iter(lw, x, lw_level_at(lw, x, depth), &it));
+    lir_append(&s, lir_update(a, lw->ws_bound, LOP_ADD,
+                              lir_bin(a, LOP_SUB, lw_ref(lw, it.end), lw_ref(lw, it.p))));
+  }
+  return lir_block(a, s);
+}
+
+/* The producer's loops from depth with target T_BOUND, counting the row's
+ * products into ws_bound = 0 (NULL when not countable):
+ *   bound = 0; for (pB < pB_end) { k = B_crd[pB]; bound += C_pos[k + 1] - C_pos[k]; } */
+static LirStmt *count_products(Lowerer *lw, int depth, AMask alive) {
+  Arena *a = A(lw);
+  bool values = lw->emit_values;
+  lw->ws_bound = lw_var(lw, "ws_bound", LT_I64);
+  lw->ws_unbounded = false;
+  lw->emit_values = false;
+  lw->target = T_BOUND;
+  LirStmt *s = lir_decl(a, lw->ws_bound, lw_i64(lw, 0));
+  lir_append(&s, lw_loops(lw, depth, alive, true));
+  lw->target = T_WS;
+  lw->emit_values = values;
+  return lw->ws_unbounded ? NULL : s;
+}
+
+/* The producer twice, chosen per row by its product count (the list and
+ * the sort pay on short rows, where reading the marks back costs more than
+ * sorting a few coordinates; on long ones the list's append chains each
+ * product behind the previous one's mark load):
+ *   <bound = the row's products>
+ *   if (bound <= 64) { <producer: list in crd[p + n]>; sort(crd + p, n); <values> }
+ *   else { <producer: mark[j] = 1; mark[touched + j / 64] = 1>;
+ *          n = tj_rt_marked_crd(crd + p, mark, words); <values> }
+ * NULL (nothing emitted) where the products are not countable. */
+static LirStmt *scatter_by_length(Lowerer *lw, int depth, AMask alive) {
+  Arena *a = A(lw);
+  int l = lw->out_last;
+  LirVar *p = lw->out_p[l], *crd = lw->crd_ptr[0][l];
+  LirStmt *s = count_products(lw, depth, alive);
+  if (!s || !diag_ok(lw->d)) return lw->target = T_OUT, NULL;
+  LirStmt *listed = lw_loops(lw, depth, alive, true);
+  lir_append(&listed, drain_in_crd(lw, sort_touched(lw, crd, p)));
+  lw->ws_unlisted = true;
+  LirStmt *unlisted = lw_loops(lw, depth, alive, true);
+  lw->ws_unlisted = false;
+  lw->target = T_OUT;
+  LirStmt *read = lir_call(a, LH_MARKED_CRD);
+  read->u.call.ptr = crd;
+  read->u.call.a = lw_ref(lw, p);
+  read->u.call.b = lw_ref(lw, lw->ws_words);
+  read->u.call.mark = lw->ws_mark;
+  read->u.call.ret = lw->ws_n;
+  lir_append(&unlisted, drain_in_crd(lw, read));
+  LirExpr *is_short = lir_bin(a, LOP_LE, lw_ref(lw, lw->ws_bound), lw_i64(lw, WS_LIST_PRODUCTS));
+  lir_append(&s, lir_if(a, is_short, listed, unlisted));
   return s;
 }
 
@@ -754,6 +855,14 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   LirStmt *s = NULL;
   if (lw_ws_list_in_crd(lw))
     s = lw_ensure_out_cap(lw, l, lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ws_extent(lw)));
+  if (lw_ws_reads_marks(lw) && !lw_scatters_terms(lw, depth)) {
+    LirStmt *split = scatter_by_length(lw, depth, alive);
+    if (!diag_ok(lw->d)) return NULL;
+    if (split) {
+      lir_append(&s, split);
+      return lir_block(a, s);
+    }
+  }
   lw->target = T_WS;
   lir_append(&s, lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
                                               : lw_loops(lw, depth, alive, true));
@@ -768,7 +877,7 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
     return lir_block(a, s);
   }
   if (lw_ws_list_in_crd(lw)) {
-    lir_append(&s, drain_in_crd(lw));
+    lir_append(&s, drain_in_crd(lw, sort_touched(lw, lw->crd_ptr[0][l], p)));
     return lir_block(a, s);
   }
   lir_append(&s, sort_touched(lw, lw->ws_list, NULL));
@@ -2155,6 +2264,8 @@ static LirStmt *merge_room(Lowerer *lw, const LoopCtx *cx, AMask all) {
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {
   if (lw_partials_here(lw, depth)) return lw_partials_slot(lw, depth, alive, in_temp);
   if (depth == lw->scope_end) return scope_body(lw, alive);
+  if (lw->target == T_BOUND && lw->nest.order[depth] == lw->nest.ws_var)
+    return bound_trips(lw, depth, alive);
   if (lw_subexpr_skips(lw, depth)) return lw_loops(lw, depth + 1, alive, in_temp);
   if (lw->target == T_OUT && !in_temp) {
     if (depth == lw->nest.ws_depth) return scatter_through_workspace(lw, depth, alive);

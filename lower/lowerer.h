@@ -43,7 +43,8 @@ typedef struct Lattice {
   LatPoint p[LAT_MAX_POINTS];
 } Lattice;
 
-enum { T_OUT, T_TEMP, T_WS, T_VWS, T_VWS_RESET }; /* T_VWS: a subexpression's workspace */
+enum { T_OUT, T_TEMP, T_WS, T_VWS, T_VWS_RESET, /* T_VWS: a subexpression's workspace */
+       T_BOUND };  /* the workspace producer's loops count its products (lw_ws_bound) */
 
 /* A run of equal coordinates (a segmented level, e.g. COO's rows) whose
  * end is not scanned for ahead: the loop over its singleton child walks
@@ -150,6 +151,12 @@ typedef struct Lowerer {
   const Expr *sum_node[NT_MAX_INDICES];
   LirVar *sum_temp[NT_MAX_INDICES];
   LirVar *ws_vals, *ws_mark, *ws_list, *ws_n;
+  /* A row's products bound (T_BOUND): the workspace's marks are followed by
+   * a touched byte per 64 of them, mark[ws_touched + j / 64], ws_touched =
+   * 64 * ws_words; a long row scatters without the list (ws_unlisted) and
+   * reads its coordinates back from the marks. */
+  LirVar *ws_bound, *ws_words, *ws_touched;
+  bool ws_unlisted, ws_unbounded;
   /* A subexpression's workspace (precompute.c): read as access vws_x of
    * tensor slot vws_t (after the kernel's operands), a dense row. */
   int vws_x, vws_t;
@@ -350,6 +357,10 @@ bool lw_ws_drains_assembled(const Lowerer *lw);
  * the row's end (a sparse output whose coordinates this phase writes): no
  * list of its own, sorted in place. */
 bool lw_ws_list_in_crd(const Lowerer *lw);
+/* Whether a row's coordinates may be read back in order from the marks
+ * (the list is the output's crd, its level ordered): the marks then carry
+ * the touched bytes. */
+bool lw_ws_reads_marks(const Lowerer *lw);
 /* The workspace's extent: the output dim its index runs over. */
 LirExpr *lw_ws_extent(Lowerer *lw);
 /* The additive terms of lw->root into out (LW_MAX_ACCESS entries):

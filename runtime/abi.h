@@ -110,6 +110,11 @@ int32_t tj_rt_alloc(int64_t n, void **out);
 void tj_rt_free(void *p);
 /* Sorts n coordinates of width w bytes in place, ascending. */
 void tj_rt_sort_crd(void *crd, int64_t n, int32_t w);
+/* Writes the coordinates marked in mark[0 .. 64 * words) whose touched
+ * byte mark[64 * words + j / 64] is set into crd (width w bytes) in
+ * ascending order, clears those touched bytes, and returns how many it
+ * wrote. The touched bytes are readable 64 past their end. */
+int64_t tj_rt_marked_crd(void *crd, const void *mark, int64_t words, int32_t w);
 
 
 /* The body of a parallel loop, outlined by the JIT: runs iterations

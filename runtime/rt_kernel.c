@@ -8,8 +8,13 @@
  * fresh array the tensor owns, and the caller's stays where it was.
  * No helper aborts: failures come back as TJ_KERNEL_* codes.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "tensor.h"
 
@@ -142,18 +147,20 @@ enum { BITMAP_BITS = 1 << 16, BITMAP_WORDS = BITMAP_BITS / 64 };
 static _Thread_local uint64_t bitmap[BITMAP_WORDS];
 static _Thread_local uint8_t touched[BITMAP_WORDS];
 
-/* The 64 bytes of touched from word g * 64 on (each 0 or 1) as a bit mask,
- * bit i for byte i: a multiply gathers each 8 bytes' low bits into its top
- * byte. */
-static uint64_t touched_mask(int64_t g) {
+/* The 64 bytes from b on (each 0 or 1) as a bit mask, bit i for byte i: a
+ * multiply gathers each 8 bytes' low bits into its top byte. */
+static uint64_t bytes_mask(const uint8_t *b) {
   uint64_t mask = 0;
   for (int c = 0; c < 8; c++) {
     uint64_t v;
-    memcpy(&v, touched + g * 64 + c * 8, sizeof v);
+    memcpy(&v, b + c * 8, sizeof v);
     mask |= ((v * 0x0102040810204080ull) >> 56) << (c * 8);
   }
   return mask;
 }
+
+/* The 64 bytes of touched from word g * 64 on as a bit mask. */
+static uint64_t touched_mask(int64_t g) { return bytes_mask(touched + g * 64); }
 
 #define DEFINE_BITMAP_SORT(NAME, T)                                           \
   static bool NAME(T *a, int64_t n) {                                         \
@@ -206,4 +213,78 @@ void tj_rt_sort_crd(void *crd, int64_t n, int32_t w) {
   } else if (n <= 24 || !bitmap_i64(crd, n)) {
     sort_i64(crd, n, depth);
   }
+}
+
+/* The coordinates marked in a workspace's marks (SpGEMM's list-free
+ * scatter: mark[j] = 1 and mark[64 * words + j / 64] = 1 per product, no
+ * list), read back in ascending order into crd: only the 64-mark words
+ * whose touched byte is set are read, 8 touched bytes tested at a time, a
+ * word's marks turned into a bit mask and walked by its set bits. The
+ * touched bytes read are cleared; the marks are not (the caller clears
+ * each mark as it moves the entry's value). */
+#define DEFINE_MARKED_CRD(NAME, T)                                            \
+  static int64_t NAME(T *crd, const uint8_t *mark, int64_t words) {           \
+    uint8_t *tw = (uint8_t *)mark + words * 64;                               \
+    int64_t n = 0;                                                            \
+    for (int64_t c = 0; c < words; c += 8) {                                  \
+      uint64_t t8;                                                            \
+      memcpy(&t8, tw + c, sizeof t8);                                         \
+      if (!t8) continue;                                                      \
+      memset(tw + c, 0, sizeof t8);                                           \
+      for (uint64_t tm = (t8 * 0x0102040810204080ull) >> 56; tm; tm &= tm - 1) { \
+        int64_t wd = c + __builtin_ctzll(tm);                                 \
+        for (uint64_t x = bytes_mask(mark + wd * 64); x; x &= x - 1)          \
+          crd[n++] = (T)(wd * 64 + __builtin_ctzll(x));                       \
+      }                                                                       \
+    }                                                                         \
+    return n;                                                                 \
+  }
+
+DEFINE_MARKED_CRD(marked_u8, uint8_t)
+DEFINE_MARKED_CRD(marked_u16, uint16_t)
+DEFINE_MARKED_CRD(marked_i32, int32_t)
+DEFINE_MARKED_CRD(marked_i64, int64_t)
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+/* The same with AVX-512BW: 64 touched bytes, and a word's 64 marks, each
+ * tested by one vptestmb (the touched bytes are readable 64 past words). */
+__attribute__((target("avx512f,avx512bw"))) static int64_t marked_i32_avx512(
+    int32_t *crd, const uint8_t *mark, int64_t words) {
+  uint8_t *tw = (uint8_t *)mark + words * 64;
+  int64_t n = 0;
+  for (int64_t c = 0; c < words; c += 64) {
+    __m512i t = _mm512_loadu_si512(tw + c);
+    uint64_t tm = _mm512_test_epi8_mask(t, t);
+    if (!tm) continue;
+    _mm512_storeu_si512(tw + c, _mm512_setzero_si512());
+    for (; tm; tm &= tm - 1) {
+      int64_t wd = c + __builtin_ctzll(tm);
+      __m512i m = _mm512_loadu_si512(mark + wd * 64);
+      for (uint64_t x = _mm512_test_epi8_mask(m, m); x; x &= x - 1)
+        crd[n++] = (int32_t)(wd * 64 + __builtin_ctzll(x));
+    }
+  }
+  return n;
+}
+#define HAVE_MARKED_AVX512 1
+#endif
+
+static int64_t (*marked_i32_best)(int32_t *, const uint8_t *, int64_t) = marked_i32;
+static pthread_once_t marked_picked = PTHREAD_ONCE_INIT;
+
+/* The 32-bit read-back for this host (AVX-512BW where it runs). */
+static void pick_marked(void) {
+#ifdef HAVE_MARKED_AVX512
+  if (__builtin_cpu_supports("avx512bw")) marked_i32_best = marked_i32_avx512;
+#endif
+}
+
+int64_t tj_rt_marked_crd(void *crd, const void *mark, int64_t words, int32_t w) {
+  if (w == 1) return marked_u8(crd, mark, words);
+  if (w == 2) return marked_u16(crd, mark, words);
+  if (w == 4) {
+    pthread_once(&marked_picked, pick_marked);
+    return marked_i32_best(crd, mark, words);
+  }
+  return marked_i64(crd, mark, words);
 }

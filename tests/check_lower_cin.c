@@ -213,6 +213,46 @@ START_TEST(sequence_poisoned) {
 }
 END_TEST
 
+/* SpGEMM A = B C (CSR) run by the loop-IR interpreter on one row of 80
+ * products (past the 64 of the list and the sort): its coordinates are
+ * read back from the marks (tj_rt_marked_crd), bounds-checked there.
+ * B = [1 2]; C row 0: 1 at j = 0..39, row 1: 1 at j = 30..69, so A's row
+ * is 1 at 0..29, 3 at 30..39, 2 at 40..69, ascending. */
+START_TEST(spgemm_long_row_interpreted) {
+  enum { N = 70 };
+  static const char *specs[] = {"A/ds/1,70", "B/ds/1,2", "C/ds/2,70"};
+  Case c;
+  plan_case(&c, "A(i,j) = B(i,k) * C(k,j)", specs, 3, NULL);
+  LirKernel *k = lowered(&c);
+  static int32_t b_pos[] = {0, 2}, b_crd[] = {0, 1}, c_pos[] = {0, 40, 80}, c_crd[80];
+  static double b_v[] = {1, 2}, c_v[80];
+  for (int q = 0; q < 80; q++) c_crd[q] = q < 40 ? q : q - 10, c_v[q] = 1;
+  tj_storage b = csr3(), cm = csr3(), a = csr3();
+  b.dims[0] = 1, b.dims[1] = 2, b.levels[0].size = 1, b.levels[1].size = 2;
+  b.levels[1].pos = b_pos, b.levels[1].crd = b_crd, b.levels[1].pos_len = 2;
+  b.levels[1].crd_len = 2, b.vals = b_v, b.vals_len = b.vals_cap = 2;
+  cm.dims[0] = 2, cm.dims[1] = N, cm.levels[0].size = 2, cm.levels[1].size = N;
+  cm.levels[1].pos = c_pos, cm.levels[1].crd = c_crd, cm.levels[1].pos_len = 3;
+  cm.levels[1].crd_len = 80, cm.vals = c_v, cm.vals_len = cm.vals_cap = 80;
+  a.dims[0] = 1, a.dims[1] = N, a.levels[0].size = 1, a.levels[1].size = N;
+  a.levels[1].pos = a.levels[1].crd = NULL, a.levels[1].pos_len = a.levels[1].crd_len = 0;
+  a.vals = NULL, a.vals_len = a.vals_cap = 0, a.foreign = 0;
+  tj_storage *ops[] = {&a, &b, &cm};
+  Diag d;
+  diag_init(&d);
+  ck_assert_msg(lir_interp(k, ops, &d) == 0, "%s", d.msg);
+  ck_assert_int_eq(a.levels[1].crd_len, N);
+  const int32_t *crd = a.levels[1].crd;
+  const double *v = a.vals;
+  for (int j = 0; j < N; j++) {
+    ck_assert_int_eq(crd[j], j);
+    ck_assert(v[j] == (j < 30 ? 1 : j < 40 ? 3 : 2));
+  }
+  free(a.levels[1].pos), free(a.levels[1].crd), free(a.vals);
+  arena_free(&c.a);
+}
+END_TEST
+
 /* The statement lower_nest folds from the notation's assignments (sums
  * back from their temps' where()s, workspaces from their producers) is
  * the checked rhs, under each schedule that makes a where(). */
@@ -311,6 +351,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, sequence_poisoned);
   tcase_add_loop_test(tc, fold_is_the_statement, 0, sizeof folds / sizeof *folds);
   tcase_add_test(tc, edited_notation_lowers_as_edited);
+  tcase_add_test(tc, spgemm_long_row_interpreted);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -676,6 +676,67 @@ START_TEST(spgemm_long_rows) {
 }
 END_TEST
 
+/* A = B * C with rows on both sides of the per-row choice (<= 64 products:
+ * the list and the sort; more: the marks read back in order), B 4 x 3, C 3
+ * x 200 (4 words of 64 marks, the last one partial):
+ *   C row 0: 1 at j = 0..99; row 1: 2 at j = 50..149; row 2: 7 at 5, 9 at 199
+ *   B row 0 = [1 1 0]: 200 products, A row 0 = 1 at 0..49, 3 at 50..99, 2 at 100..149
+ *   B row 1 = [0 0 2]: 2 products,   A row 1 = 14 at 5, 18 at 199
+ *   B row 2 = [0 1 1]: 102 products, A row 2 = 7 at 5, 2 at 50..149, 9 at 199
+ *   B row 3 empty
+ * (a long row after a short one and after a long one: the marks and touched
+ * bytes are clear again). Values and pattern by hand; the last level's
+ * segments ascending. CSR, DCSR and CSC, 1 and 2 threads, evaluate and
+ * assemble + compute, twice. */
+START_TEST(spgemm_short_and_long_rows) {
+  enum { R = 4, K = 3, N = 200 };
+  static const char *fmts[] = {"ds", "ss", "ds:1,0"};
+  const char *fmt = fmts[_i % 3];
+  int threads = 1 + _i / 3 % 2;
+  bool split = _i / 6;
+  static double b[R * K], c[K * N], want[R * N];
+  static unsigned char stored[R * N];
+  memset(b, 0, sizeof b), memset(c, 0, sizeof c), memset(want, 0, sizeof want);
+  memset(stored, 0, sizeof stored);
+  b[0] = b[1] = 1, b[K + 2] = 2, b[2 * K + 1] = b[2 * K + 2] = 1;
+  for (int j = 0; j < 100; j++) c[j] = 1, c[N + 50 + j] = 2;
+  c[2 * N + 5] = 7, c[2 * N + 199] = 9;
+  for (int j = 0; j < 150; j++) want[j] = j < 50 ? 1 : j < 100 ? 3 : 2, stored[j] = 1;
+  want[N + 5] = 14, want[N + 199] = 18, stored[N + 5] = stored[N + 199] = 1;
+  for (int j = 50; j < 150; j++) want[2 * N + j] = 2, stored[2 * N + j] = 1;
+  want[2 * N + 5] = 7, want[2 * N + 199] = 9, stored[2 * N + 5] = stored[2 * N + 199] = 1;
+  int64_t da[2] = {R, N}, db[2] = {R, K}, dc[2] = {K, N};
+  tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, da, NULL), tu_tensor("B", "ds", 2, db, b),
+                       tu_tensor("C", "ds", 2, dc, c)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, &o);
+  char what[64];
+  snprintf(what, sizeof what, "%s, %d threads, %s", fmt, threads, split ? "split" : "evaluate");
+  for (int rep = 0; rep < 2; rep++) {
+    if (split) {
+      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+    } else {
+      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    }
+    expect(ops[0], want, stored, R * N, what);
+    ck_assert_int_eq(tj_tensor_nnz(ops[0]), 150 + 2 + 102);
+    tj_arrays ar;
+    OK(tj_tensor_arrays(ops[0], &ar));
+    const int32_t *pos = ar.pos[1], *crd = ar.crd[1];
+    for (int64_t seg = 0; seg + 1 < ar.pos_len[1]; seg++)
+      for (int32_t q = pos[seg] + 1; q < pos[seg + 1]; q++)
+        ck_assert_msg(crd[q - 1] < crd[q], "%s: segment %lld not ascending at %d", what,
+                      (long long)seg, q);
+  }
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
 /* A = B * C where the touched list of a row is the output's crd from the
  * row's end on (room for the extent made before each row, sorted in place
  * on the crd's width): rows of 0 entries (B's row empty, or only through
@@ -1513,6 +1574,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, spgemm_assign_direct_level_order);
   tcase_add_test(tc, spgemm_other_sizes);
   tcase_add_loop_test(tc, spgemm_long_rows, 0, 8);
+  tcase_add_loop_test(tc, spgemm_short_and_long_rows, 0, 12);
   tcase_add_loop_test(tc, spgemm_row_shapes, 0, 20);
   tcase_add_loop_test(tc, spgemm_order3, 0, 6);
   tcase_add_test(tc, spgemm_pattern_exact);

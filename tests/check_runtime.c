@@ -582,6 +582,36 @@ START_TEST(sort_crd_bitmap) {
 }
 END_TEST
 
+/* The marks of 3 words (192 marks, then 3 touched bytes and 64 to spare)
+ * read back: 1, 40, 63, 64, 130, 191 marked, words 0 and 2 touched (word
+ * 1's 64 is not read): 1, 40, 63, 130, 191 in order, the touched bytes
+ * cleared, the marks kept; then word 1 alone at width 2, word 2 at 8. */
+START_TEST(marked_crd_reads_marks) {
+  static uint8_t mark[3 * 64 + 3 + 64];
+  memset(mark, 0, sizeof mark);
+  const int on[] = {1, 40, 63, 64, 130, 191};
+  for (int k = 0; k < 6; k++) mark[on[k]] = 1;
+  mark[192 + 0] = 1, mark[192 + 2] = 1;   /* word 1 (64) not touched */
+  int32_t c4[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+  ck_assert_int_eq(tj_rt_marked_crd(c4, mark, 3, 4), 5);
+  const int32_t want[] = {1, 40, 63, 130, 191};
+  for (int k = 0; k < 5; k++) ck_assert_int_eq(c4[k], want[k]);
+  ck_assert_int_eq(c4[5], -1);
+  for (int w = 0; w < 3; w++) ck_assert_int_eq(mark[192 + w], 0);   /* touched cleared */
+  ck_assert_int_eq(mark[130], 1);                                     /* marks kept */
+  ck_assert_int_eq(tj_rt_marked_crd(c4, mark, 3, 4), 0);              /* nothing touched */
+  mark[192 + 1] = 1;
+  uint16_t c2[4] = {0};
+  ck_assert_int_eq(tj_rt_marked_crd(c2, mark, 3, 2), 1);
+  ck_assert_int_eq(c2[0], 64);
+  int64_t c8[2] = {0};
+  mark[192 + 2] = 1;
+  ck_assert_int_eq(tj_rt_marked_crd(c8, mark, 3, 8), 2);
+  ck_assert_int_eq(c8[0], 130);
+  ck_assert_int_eq(c8[1], 191);
+}
+END_TEST
+
 /* Parallel loops share only enough work: a body records its ranges. */
 typedef struct Calls {
   int n;
@@ -741,6 +771,7 @@ static Suite *runtime_suite(void) {
                       sizeof bad_formats / sizeof *bad_formats);
   tcase_add_test(tc, reserve_growth);
   tcase_add_test(tc, sort_crd_bitmap);
+  tcase_add_test(tc, marked_crd_reads_marks);
   tcase_add_test(tc, parallel_min_work);
   tcase_add_test(tc, dense_cast_print);
   tcase_add_test(tc, argument_errors);
