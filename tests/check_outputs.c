@@ -654,12 +654,7 @@ START_TEST(spgemm_long_rows) {
   o.nthreads = threads;
   tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, &o);
   for (int rep = 0; rep < 2; rep++) {   /* the second run reuses the grown arrays */
-    if (split) {
-      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-    } else {
-      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-    }
+    tu_run(k, split);
     char what[64];
     snprintf(what, sizeof what, "%s, %d threads, %s", fmt, threads, split ? "split" : "evaluate");
     expect(ops[0], want, stored, R * N, what);
@@ -716,12 +711,7 @@ START_TEST(spgemm_short_and_long_rows) {
   char what[64];
   snprintf(what, sizeof what, "%s, %d threads, %s", fmt, threads, split ? "split" : "evaluate");
   for (int rep = 0; rep < 2; rep++) {
-    if (split) {
-      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-    } else {
-      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-    }
+    tu_run(k, split);
     expect(ops[0], want, stored, R * N, what);
     ck_assert_int_eq(tj_tensor_nnz(ops[0]), 150 + 2 + 102);
     tj_arrays ar;
@@ -795,12 +785,7 @@ START_TEST(spgemm_row_shapes) {
   o.nthreads = threads;
   tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, &o);
   for (int rep = 0; rep < 2; rep++) {
-    if (split) {
-      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-    } else {
-      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-    }
+    tu_run(k, split);
     char what[128];
     snprintf(what, sizeof what, "%s, %d threads, %s", fmts[f], threads, split ? "split" : "evaluate");
     expect(ops[0], want, stored, (int64_t)R * N, what);

@@ -530,12 +530,7 @@ START_TEST(sddmm_into_csr_by_hand) {
       tj_kernel *k;
       OK(tj_compile(cx, SDDMM, (tj_tensor *[]){A, B, C, D}, 4, scheds[r], &two, &k));
       for (int rep = 0; rep < 2; rep++) {
-        if (split) {
-          OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-          OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-        } else {
-          OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-        }
+        tu_run(k, split);
         int64_t *crd, nnz;
         double *v;
         OK(tj_tensor_unpack(A, &crd, &v, &nnz));

@@ -42,12 +42,7 @@ static void expect_opts(const char *expr, tj_tensor **ops, int nops, const tj_op
   int threads = o.nthreads;
   tj_kernel *k;
   OK(tj_compile(cx, expr, ops, nops, NULL, &o, &k));
-  if (two_phases) {
-    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-  } else {
-    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-  }
+  tu_run(k, two_phases);
   int order = tj_tensor_order(ops[0]);
   for (int64_t e = 0; e < n; e++) {
     int64_t c[4], r = e;
@@ -1477,12 +1472,7 @@ START_TEST(test_sparse_add_keeps_signed_zeros_and_nans) {
       OK(tj_context_new(&cx));
       tj_kernel *k;
       OK(tj_compile(cx, "A(i,j) = B(i,j) + C(i,j)", ops, 3, NULL, NULL, &k));
-      if (two) {
-        OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-        OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-      } else {
-        OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-      }
+      tu_run(k, two);
       ck_assert_int_eq(tj_tensor_nnz(ops[0]), 7);
       for (int q = 0; q < 7; q++) {
         double got, w = dts[d] == TJ_I64 ? want_int[q] : want[q];

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tensorjit.h"
+#include "util/tensors.h"
 
 #define OK(call) ck_assert_msg((call) == TJ_OK, "%s", tj_last_error())
 
@@ -234,12 +235,7 @@ START_TEST(accumulate_into_wrapped_output_never_half_written) {
     WrappedOut w;
     wrapped_out(&w, cpos, ccrd, cvals);
     tj_kernel *k = compile(w.cx, "C(i,j) += A(i,j) * B(i,j)", w.ops, 3);
-    if (phases) {
-      OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
-      OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
-    } else {
-      OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
-    }
+    tu_run(k, phases);
     expect_csr(w.ops[0], 4, (int32_t[]){0, 2, 3, 4}, (int32_t[]){0, 1, 3, 2},
                (double[]){1, 10, 2, 8});
     /* the caller's arrays: the old C, whole */

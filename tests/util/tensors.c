@@ -25,3 +25,12 @@ tj_tensor *tu_tensor(const char *name, const char *fmt, int order, const int64_t
   OK(tj_tensor_pack(t));
   return t;
 }
+
+void tu_run(tj_kernel *k, bool split) {
+  if (split) {
+    OK(tj_kernel_run(k, TJ_ASSEMBLE, NULL, 0));
+    OK(tj_kernel_run(k, TJ_COMPUTE, NULL, 0));
+  } else {
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  }
+}

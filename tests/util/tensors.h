@@ -3,6 +3,7 @@
 #ifndef TJ_TESTS_TENSORS_H
 #define TJ_TESTS_TENSORS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "tensorjit.h"
@@ -12,5 +13,9 @@
  * a failing call fails the running Check test with tensorjit's message. */
 tj_tensor *tu_tensor(const char *name, const char *fmt, int order, const int64_t *dims,
                      const double *vals);
+
+/* Runs k on its bound operands: ASSEMBLE then COMPUTE when split, else
+ * EVALUATE; a failing phase fails the running Check test. */
+void tu_run(tj_kernel *k, bool split);
 
 #endif
