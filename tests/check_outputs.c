@@ -621,6 +621,22 @@ START_TEST(spgemm_other_sizes) {
 }
 END_TEST
 
+/* SpGEMM A = B * C on `threads` threads: B (dims[0] x dims[1]) and C
+ * (dims[1] x dims[2]) CSR from the row-major values b and c, A empty in
+ * format fmt; ops and *cx (a new context, the caller's) as compiled. */
+static tj_kernel *spgemm_kernel(tj_context **cx, tj_tensor *ops[3], const char *fmt,
+                                const int64_t dims[3], const double *b, const double *c,
+                                int threads) {
+  int64_t da[2] = {dims[0], dims[2]}, db[2] = {dims[0], dims[1]}, dc[2] = {dims[1], dims[2]};
+  ops[0] = tu_tensor("A", fmt, 2, da, NULL);
+  ops[1] = tu_tensor("B", "ds", 2, db, b);
+  ops[2] = tu_tensor("C", "ds", 2, dc, c);
+  OK(tj_context_new(cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  return compile(*cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, &o);
+}
+
 /* A = B * C into CSR and nonordered CSR with rows of ~2,000 entries, past
  * the output's first capacity (1024) inside the first row: the room for a
  * row's entries is made once before they are appended. Checked by a
@@ -645,14 +661,9 @@ START_TEST(spgemm_long_rows) {
           want[i * N + j] += b[i * K + k] * c[k * N + j];
           stored[i * N + j] = 1;
         }
-  int64_t da[2] = {R, N}, db[2] = {R, K}, dc[2] = {K, N};
-  tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, da, NULL), tu_tensor("B", "ds", 2, db, b),
-                       tu_tensor("C", "ds", 2, dc, c)};
+  tj_tensor *ops[3];
   tj_context *cx;
-  OK(tj_context_new(&cx));
-  tj_options o = tj_options_default();
-  o.nthreads = threads;
-  tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, &o);
+  tj_kernel *k = spgemm_kernel(&cx, ops, fmt, (int64_t[3]){R, K, N}, b, c, threads);
   for (int rep = 0; rep < 2; rep++) {   /* the second run reuses the grown arrays */
     tu_run(k, split);
     char what[64];
@@ -700,14 +711,9 @@ START_TEST(spgemm_short_and_long_rows) {
   want[N + 5] = 14, want[N + 199] = 18, stored[N + 5] = stored[N + 199] = 1;
   for (int j = 50; j < 150; j++) want[2 * N + j] = 2, stored[2 * N + j] = 1;
   want[2 * N + 5] = 7, want[2 * N + 199] = 9, stored[2 * N + 5] = stored[2 * N + 199] = 1;
-  int64_t da[2] = {R, N}, db[2] = {R, K}, dc[2] = {K, N};
-  tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, da, NULL), tu_tensor("B", "ds", 2, db, b),
-                       tu_tensor("C", "ds", 2, dc, c)};
+  tj_tensor *ops[3];
   tj_context *cx;
-  OK(tj_context_new(&cx));
-  tj_options o = tj_options_default();
-  o.nthreads = threads;
-  tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, &o);
+  tj_kernel *k = spgemm_kernel(&cx, ops, fmt, (int64_t[3]){R, K, N}, b, c, threads);
   char what[64];
   snprintf(what, sizeof what, "%s, %d threads, %s", fmt, threads, split ? "split" : "evaluate");
   for (int rep = 0; rep < 2; rep++) {
