@@ -147,14 +147,17 @@ enum { BITMAP_BITS = 1 << 16, BITMAP_WORDS = BITMAP_BITS / 64 };
 static _Thread_local uint64_t bitmap[BITMAP_WORDS];
 static _Thread_local uint8_t touched[BITMAP_WORDS];
 
-/* The 64 bytes from b on (each 0 or 1) as a bit mask, bit i for byte i: a
- * multiply gathers each 8 bytes' low bits into its top byte. */
+/* The 8 bytes of v (each 0 or 1) as a bit mask, bit i for byte i: the
+ * multiply gathers each byte's low bit into the top byte. */
+static uint64_t byte_bits(uint64_t v) { return (v * 0x0102040810204080ull) >> 56; }
+
+/* The 64 bytes from b on (each 0 or 1) as a bit mask, bit i for byte i. */
 static uint64_t bytes_mask(const uint8_t *b) {
   uint64_t mask = 0;
   for (int c = 0; c < 8; c++) {
     uint64_t v;
     memcpy(&v, b + c * 8, sizeof v);
-    mask |= ((v * 0x0102040810204080ull) >> 56) << (c * 8);
+    mask |= byte_bits(v) << (c * 8);
   }
   return mask;
 }
@@ -231,7 +234,7 @@ void tj_rt_sort_crd(void *crd, int64_t n, int32_t w) {
       memcpy(&t8, tw + c, sizeof t8);                                         \
       if (!t8) continue;                                                      \
       memset(tw + c, 0, sizeof t8);                                           \
-      for (uint64_t tm = (t8 * 0x0102040810204080ull) >> 56; tm; tm &= tm - 1) { \
+      for (uint64_t tm = byte_bits(t8); tm; tm &= tm - 1) {                  \
         int64_t wd = c + __builtin_ctzll(tm);                                 \
         for (uint64_t x = bytes_mask(mark + wd * 64); x; x &= x - 1)          \
           crd[n++] = (T)(wd * 64 + __builtin_ctzll(x));                       \
