@@ -41,51 +41,90 @@ static int64_t parents(const tj_storage *c, int l) {
   return l == 1 ? c->levels[1].pos_len - 1 : c->levels[l - 1].crd_len;
 }
 
-static tj_status concat_level(tj_storage *out, tj_storage *const *chunks, int n, int l) {
-  int64_t npar = 0, ncrd = 0;
-  for (int c = 0; c < n; c++) {
-    npar += parents(chunks[c], l);
-    ncrd += chunks[c]->levels[l].crd_len;
+/* Where each chunk's part of the output starts: per level, its first
+ * parent (at) and first coordinate (base); and its first value. */
+typedef struct {
+  tj_storage *out;
+  tj_storage *const *chunks;
+  int64_t (*at)[TJ_MAX_ORDER], (*base)[TJ_MAX_ORDER], *vbase;
+} ConcatJob;
+
+/* Copies chunks [lo, hi) into their parts of the output: positions
+ * shifted by the coordinates of the chunks before, coordinates and values
+ * end to end. Chunks write disjoint ranges, so they copy in parallel. */
+static void copy_chunks(void *ctx, int64_t lo, int64_t hi) {
+  const ConcatJob *j = ctx;
+  const tj_storage *out = j->out;
+  int32_t pw = out->pos_width, cw = out->crd_width, w = rt_dtype_size((tj_dtype)out->dtype);
+  for (int64_t c = lo; c < hi; c++) {
+    const tj_storage *ch = j->chunks[c];
+    for (int l = 1; l < out->order; l++) {
+      const tj_level_storage *s = &ch->levels[l];
+      const tj_level_storage *o = &out->levels[l];
+      int64_t at = j->at[c][l], base = j->base[c][l], np = parents(ch, l);
+      for (int64_t q = 1; q <= np; q++) rt_idx_set(o->pos, pw, at + q, rt_idx(s->pos, pw, q) + base);
+      if (s->crd_len) memcpy((char *)o->crd + base * cw, s->crd, (size_t)(s->crd_len * cw));
+    }
+    if (ch->vals_len)
+      memcpy((char *)out->vals + j->vbase[c] * w, ch->vals, (size_t)(ch->vals_len * w));
   }
-  if (tj_rt_reserve(out, TJ_ARR_POS, l, npar + 1) || tj_rt_reserve(out, TJ_ARR_CRD, l, ncrd))
-    return rt_set_error(TJ_ERR_NOMEM, "out of memory assembling %lld entries", (long long)ncrd);
-  tj_level_storage *o = &out->levels[l];
-  int32_t pw = out->pos_width, cw = out->crd_width;
-  rt_idx_set(o->pos, pw, 0, 0);
-  int64_t at = 0, base = 0;
-  for (int c = 0; c < n; c++) {
-    const tj_level_storage *s = &chunks[c]->levels[l];
-    int64_t np = parents(chunks[c], l);
-    for (int64_t q = 1; q <= np; q++) rt_idx_set(o->pos, pw, at + q, rt_idx(s->pos, pw, q) + base);
-    if (s->crd_len) memcpy((char *)o->crd + base * cw, s->crd, (size_t)(s->crd_len * cw));
-    at += np;
-    base += s->crd_len;
+}
+
+/* Sizes the output's arrays for the n chunks and records where each
+ * chunk's part starts (job's at, base, vbase). */
+static tj_status concat_layout(tj_storage *out, tj_storage *const *chunks, int n,
+                               const ConcatJob *job) {
+  for (int l = 1; l < out->order; l++) {
+    int64_t npar = 0, ncrd = 0;
+    for (int c = 0; c < n; c++) {
+      job->at[c][l] = npar;
+      job->base[c][l] = ncrd;
+      npar += parents(chunks[c], l);
+      ncrd += chunks[c]->levels[l].crd_len;
+    }
+    if (tj_rt_reserve(out, TJ_ARR_POS, l, npar + 1) || tj_rt_reserve(out, TJ_ARR_CRD, l, ncrd))
+      return rt_set_error(TJ_ERR_NOMEM, "out of memory assembling %lld entries", (long long)ncrd);
+    rt_idx_set(out->levels[l].pos, out->pos_width, 0, 0);
+    out->levels[l].pos_len = npar + 1;
+    out->levels[l].crd_len = ncrd;
   }
-  o->pos_len = npar + 1;
-  o->crd_len = ncrd;
+  int64_t nv = 0;
+  for (int c = 0; c < n; c++) {
+    job->vbase[c] = nv;
+    nv += chunks[c]->vals_len;
+  }
+  if (tj_rt_reserve(out, TJ_ARR_VALS, 0, nv))
+    return rt_set_error(TJ_ERR_NOMEM, "out of memory assembling %lld values", (long long)nv);
+  out->vals_len = nv;
   return TJ_OK;
 }
 
+/* Joins the chunks end to end. The copy runs on the runtime's threads
+ * when the output is large enough to pay for them: serially it was half
+ * of a 2-thread sparse add's time (u200k + u200k': 6.4 M entries, the
+ * chunks built in 14 ms and copied in about as long, page faults of the
+ * fresh output included). */
 tj_status rt_storage_concat(tj_storage *out, tj_storage *const *chunks, int n) {
-  int last = out->order - 1;
   if (out->order < 2 || out->levels[0].kind != TJ_LVL_DENSE)
     return rt_set_error(TJ_ERR_INTERNAL, "concat: output's first level is not dense");
-  for (int l = 1; l <= last; l++) {
-    tj_status st = concat_level(out, chunks, n, l);
-    if (st != TJ_OK) return st;
+  int64_t (*at)[TJ_MAX_ORDER] = calloc((size_t)n, sizeof *at);
+  int64_t (*base)[TJ_MAX_ORDER] = calloc((size_t)n, sizeof *base);
+  int64_t *vbase = calloc((size_t)n, sizeof *vbase);
+  ConcatJob job = {out, chunks, at, base, vbase};
+  tj_status st = !at || !base || !vbase
+                     ? rt_set_error(TJ_ERR_NOMEM, "out of memory joining %d chunks", n)
+                     : concat_layout(out, chunks, n, &job);
+  if (st == TJ_OK) {
+    int64_t work = out->vals_len + out->levels[1].pos_len;
+    if (work >= tj_rt_par_min_work())
+      tj_rt_parallel_for_sched(0, n, NULL, 0, NULL, 0, TJ_PAR_DYNAMIC, copy_chunks, &job);
+    else
+      copy_chunks(&job, 0, n);
   }
-  int64_t nv = out->levels[last].crd_len;
-  int w = rt_dtype_size((tj_dtype)out->dtype);
-  if (tj_rt_reserve(out, TJ_ARR_VALS, 0, nv))
-    return rt_set_error(TJ_ERR_NOMEM, "out of memory assembling %lld values", (long long)nv);
-  int64_t base = 0;
-  for (int c = 0; c < n; c++) {
-    int64_t m = chunks[c]->vals_len;
-    if (m) memcpy((char *)out->vals + base * w, chunks[c]->vals, (size_t)(m * w));
-    base += m;
-  }
-  out->vals_len = nv;
-  return TJ_OK;
+  free(at);
+  free(base);
+  free(vbase);
+  return st;
 }
 
 /* a how b on integers (u64: the bits of an unsigned value, compared so;
