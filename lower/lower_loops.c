@@ -830,8 +830,10 @@ static LirStmt *count_products(Lowerer *lw, int depth, AMask alive) {
   LirStmt *count = lw_loops(lw, depth, alive, true);
   keep_scalar(count);
   LirStmt *guard = NULL;
+  bool unbounded = lw->ws_unbounded;   /* a loop at depth not bounded: count every row */
   LirExpr *trips = lw->ws_short_trips && depth == lw->nest.ws_depth
                        ? trips_at(lw, depth, alive, &guard) : NULL;
+  lw->ws_unbounded = unbounded;
   if (trips) {
     lir_append(&guard, lir_if(a, lir_bin(a, LOP_GT, trips, lw_ref(lw, lw->ws_short_trips)),
                               count, NULL));
