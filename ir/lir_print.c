@@ -395,7 +395,8 @@ static void print_prefetch(Printer *p, const LirStmt *s) {
 
 static void print_attrs(Printer *p, LoopAttrs at, int ind) {
   bool asked = at.vectorize && !at.vec_width;
-  if (!at.parallel && !at.vec_width && !at.unroll && !at.remainder && !asked) return;
+  if (!at.parallel && !at.vec_width && !at.unroll && !at.remainder && !at.scalar && !asked)
+    return;
   indent(p, ind);
   fputs("/*", p->out);
   if (at.parallel && at.schedule)
@@ -407,6 +408,7 @@ static void print_attrs(Printer *p, LoopAttrs at, int ind) {
   if (at.unroll) fprintf(p->out, " unroll(%d)", at.unroll);
   if (at.masked_tail) fputs(" masked-tail", p->out);
   if (at.remainder) fputs(" remainder", p->out);
+  if (at.scalar) fputs(" scalar", p->out);
   fputs(" */\n", p->out);
 }
 

@@ -150,6 +150,9 @@ typedef struct LoopAttrs {
                         masked step of W lanes into the same accumulators
                         (other backends run it as written; a copy with its
                         own body runs as written everywhere) */
+  bool scalar;       /* kept scalar: a short loop (a row's product count,
+                        lower_loops.c count_products) that neither the
+                        vectorization pass nor LLVM vectorizes or unrolls */
   LirExpr *balance;  /* parallel: a pos array (pointer expr) whose entries
                         weigh iterations for chunking, or NULL */
   LirExpr *leaves;   /* with balance: the pos array one level further down;

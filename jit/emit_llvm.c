@@ -598,7 +598,7 @@ bool em_loop_with(Emitter *e, const LirStmt *s, LLVMValueRef lo, LLVMValueRef hi
   LLVMValueRef next = LLVMBuildNSWAdd(e->b, LLVMBuildLoad2(e->b, t, a, ""), step, "");
   LLVMBuildStore(e->b, next, a);
   em_loop_hints(e, LLVMBuildBr(e->b, cond), s->u.loop.at,
-                s->u.loop.at.remainder || e->no_llvm_vectorize);
+                s->u.loop.at.remainder || s->u.loop.at.scalar || e->no_llvm_vectorize);
   LLVMPositionBuilderAtEnd(e->b, exit);
   return true;
 }

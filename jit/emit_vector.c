@@ -569,7 +569,7 @@ void em_loop_hints(Emitter *e, LLVMValueRef br, LoopAttrs at, bool no_vectorize)
     LLVMMetadataRef u[] = {em_md_str(e, "llvm.loop.unroll.count"),
                            em_md_int(e->i32, at.unroll)};
     ops[n++] = LLVMMDNodeInContext2(e->cx, u, 2);
-  } else if (at.remainder) {
+  } else if (at.remainder || at.scalar) {
     LLVMMetadataRef u[] = {em_md_str(e, "llvm.loop.unroll.disable")};
     ops[n++] = LLVMMDNodeInContext2(e->cx, u, 1);
   }

@@ -603,6 +603,55 @@ static LirStmt *mark_words(Lowerer *lw, LirExpr **mark_len) {
   return s;
 }
 
+/* The longest segment of access x's level l, found once per run:
+ *   m = 0; for (r = 0; r < pos_len - 1; r++) m = max(m, pos[r + 1] - pos[r]) */
+static LirStmt *longest_segment(Lowerer *lw, int x, int l, LirVar *m) {
+  Arena *a = lw->a;
+  LirVar *pos = lw->pos_ptr[lw->acc[x].t][l];
+  LirVar *r = lw_var(lw, "r", LT_I64);
+  LirExpr *len = lir_bin(a, LOP_SUB, lw_load_index(lw, pos, lir_bin(a, LOP_ADD, lw_ref(lw, r),
+                                                                    lw_i64(lw, 1))),
+                         lw_load_index(lw, pos, lw_ref(lw, r)));
+  LirStmt *body = lir_assign(a, m, lir_bin(a, LOP_MAX, lw_ref(lw, m), len));
+  LirExpr *segs = lir_bin(a, LOP_SUB, lir_field(a, lw->k, lw->acc[x].t, LF_POS_LEN, l),
+                          lw_i64(lw, 1));
+  LirStmt *s = lir_decl(a, m, lw_i64(lw, 0));
+  lir_append(&s, lir_for(a, r, lw_i64(lw, 0), segs, body));
+  return s;
+}
+
+/* Rows whose loop above the workspace variable's runs at most
+ * ws_short_trips trips have at most WS_LIST_PRODUCTS products, so they
+ * skip the count (lower_loops.c, scatter_by_length). From the longest
+ * segment of each level walked at the workspace variable's loop (C's rows
+ * in SpGEMM), summed:
+ *   ws_seg_max = <longest segment of C1>; ws_short_trips = 64 / max(ws_seg_max, 1)
+ * Nothing (ws_short_trips NULL) unless that loop is the producer's second
+ * and every level it walks has a compact pos array. */
+static LirStmt *short_trips(Lowerer *lw) {
+  Arena *a = lw->a;
+  int dw = lw->depth_of[lw->nest.ws_var->id];
+  lw->ws_short_trips = NULL;
+  if (dw != lw->nest.ws_depth + 1) return NULL;
+  LirVar *sum = NULL;
+  LirStmt *s = NULL;
+  for (int x = 1; x < lw->nacc; x++) {
+    int l = lw_level_at(lw, x, dw);
+    if (l < 0) continue;
+    if (!lv_at(lw->acc[x].f, l, LV_HAS_POS | LV_COMPACT)) return NULL;
+    LirVar *m = lw_var(lw, "ws_seg_max", LT_I64);
+    lir_append(&s, longest_segment(lw, x, l, m));
+    if (sum) lir_append(&s, lir_update(a, sum, LOP_ADD, lw_ref(lw, m)));
+    else sum = m;
+  }
+  if (!sum) return NULL;
+  lw->ws_short_trips = lw_var(lw, "ws_short_trips", LT_I64);
+  LirExpr *per_trip = lir_bin(a, LOP_MAX, lw_ref(lw, sum), lw_i64(lw, 1));
+  lir_append(&s, lir_decl(a, lw->ws_short_trips,
+                          lir_bin(a, LOP_DIV, lw_i64(lw, WS_LIST_PRODUCTS), per_trip)));
+  return s;
+}
+
 /* Workspace arrays over the scattered index (values, marks, touched list;
  * no list where it is kept in the output's crd; values alone where the
  * compute phase drains along the assembled coordinates). */
@@ -616,7 +665,11 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
   lw->ws_words = lw->ws_touched = NULL;
-  if (lw_ws_reads_marks(lw)) s = mark_words(lw, &mark_len);
+  lw->ws_short_trips = NULL;
+  if (lw_ws_reads_marks(lw)) {
+    s = mark_words(lw, &mark_len);
+    lir_append(&s, short_trips(lw));
+  }
   int nws = lw_ws_drains_assembled(lw) ? 1 : lw_ws_list_in_crd(lw) ? 2 : 3;
   for (int w = 0; w < nws; w++) {
     *ws[w].v = lw_var(lw, ws[w].name, ws[w].t);

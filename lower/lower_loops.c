@@ -744,16 +744,13 @@ static LirStmt *drain_in_crd(Lowerer *lw, LirStmt *order) {
   return s;
 }
 
-/* Rows with at most this many products keep the list and the sort; longer
- * ones scatter without the list and read the marks back (bench/README,
- * "SpGEMM without the sort"). */
-enum { WS_LIST_PRODUCTS = 64 };
-
-/* Emits bound += the trip count of the workspace variable's loop at depth
- * (each sparse iterator's segment length; the extent where a lattice point
- * walks it densely). Loops the plain lowering would not emit as one loop
- * per lattice point mark the bound unknown (lw->ws_unbounded). */
-static LirStmt *bound_trips(Lowerer *lw, int depth, AMask alive) {
+/* An upper bound of the trips of the loop at depth, its iterators' bounds
+ * declared in *decls: the extent where a lattice point walks it densely,
+ * else the segment lengths of its sparse iterators (the least of them when
+ * they only intersect, their sum where they merge). NULL, with
+ * lw->ws_unbounded set, for loops the plain lowering would not emit as one
+ * loop per lattice point (merged wide loops, windows, fused loops). */
+static LirExpr *trips_at(Lowerer *lw, int depth, AMask alive, LirStmt **decls) {
   Arena *a = A(lw);
   IndexVar *v = lw->nest.order[depth];
   LwWindow win;
@@ -771,21 +768,57 @@ static LirStmt *bound_trips(Lowerer *lw, int depth, AMask alive) {
     all |= L.p[q].sparse;
     dense |= L.p[q].full || L.p[q].sparse == 0;
   }
-  if (dense) return lir_update(a, lw->ws_bound, LOP_ADD, lw_extent_of(lw, v));
-  LirStmt *s = NULL;
+  if (dense) return lw_extent_of(lw, v);
+  LirBinOp join = L.n == 1 ? LOP_MIN : LOP_ADD;
+  LirExpr *trips = NULL;
   for (int x = 1; x < lw->nacc; x++) {
     if (!(all >> x & 1)) continue;
     Iter it;
-    lir_append(&s, init_iter(lw, x, lw_level_at(lw, x, depth), &it));
-    lir_append(&s, lir_update(a, lw->ws_bound, LOP_ADD,
-                              lir_bin(a, LOP_SUB, lw_ref(lw, it.end), lw_ref(lw, it.p))));
+    lir_append(decls, init_iter(lw, x, lw_level_at(lw, x, depth), &it));
+    LirExpr *len = lir_bin(a, LOP_SUB, lw_ref(lw, it.end), lw_ref(lw, it.p));
+    trips = trips ? lir_bin(a, join, trips, len) : len;
   }
-  return lir_block(a, s);
+  return trips;
+}
+
+/* Emits bound += the trip count of the workspace variable's loop at depth
+ * (trips_at; nothing where that is not countable). */
+static LirStmt *bound_trips(Lowerer *lw, int depth, AMask alive) {
+  LirStmt *s = NULL;
+  LirExpr *trips = trips_at(lw, depth, alive, &s);
+  if (!trips) return NULL;
+  lir_append(&s, lir_update(A(lw), lw->ws_bound, LOP_ADD, trips));
+  return lir_block(A(lw), s);
+}
+
+/* Marks every loop in s scalar: a row's count is a short sum over B's row
+ * whose vector form (gathers, a masked tail and an unrolled plain copy)
+ * only cost compile time. */
+static void keep_scalar(LirStmt *s) {
+  for (; s; s = s->next) {
+    switch (s->kind) {
+    case LS_FOR:
+      s->u.loop.at.scalar = true;
+      keep_scalar(s->u.loop.body);
+      break;
+    case LS_WHILE: keep_scalar(s->u.whl.body); break;
+    case LS_IF:
+      keep_scalar(s->u.cond.then);
+      keep_scalar(s->u.cond.els);
+      break;
+    case LS_BLOCK: keep_scalar(s->u.block); break;
+    default: break;
+    }
+  }
 }
 
 /* The producer's loops from depth with target T_BOUND, counting the row's
- * products into ws_bound = 0 (NULL when not countable):
- *   bound = 0; for (pB < pB_end) { k = B_crd[pB]; bound += C_pos[k + 1] - C_pos[k]; } */
+ * products into ws_bound = 0 (NULL when not countable); rows whose loop at
+ * depth runs at most ws_short_trips trips (lower.c, short_trips) have no
+ * more than WS_LIST_PRODUCTS products and are not counted:
+ *   bound = 0;
+ *   if (pB_end - pB > ws_short_trips)
+ *     for (pB < pB_end) { k = B_crd[pB]; bound += C_pos[k + 1] - C_pos[k]; } */
 static LirStmt *count_products(Lowerer *lw, int depth, AMask alive) {
   Arena *a = A(lw);
   bool values = lw->emit_values;
@@ -794,7 +827,19 @@ static LirStmt *count_products(Lowerer *lw, int depth, AMask alive) {
   lw->emit_values = false;
   lw->target = T_BOUND;
   LirStmt *s = lir_decl(a, lw->ws_bound, lw_i64(lw, 0));
-  lir_append(&s, lw_loops(lw, depth, alive, true));
+  LirStmt *count = lw_loops(lw, depth, alive, true);
+  keep_scalar(count);
+  LirStmt *guard = NULL;
+  bool unbounded = lw->ws_unbounded;   /* a loop at depth not bounded: count every row */
+  LirExpr *trips = lw->ws_short_trips && depth == lw->nest.ws_depth
+                       ? trips_at(lw, depth, alive, &guard) : NULL;
+  lw->ws_unbounded = unbounded;
+  if (trips) {
+    lir_append(&guard, lir_if(a, lir_bin(a, LOP_GT, trips, lw_ref(lw, lw->ws_short_trips)),
+                              count, NULL));
+    count = lir_block(a, guard);
+  }
+  lir_append(&s, count);
   lw->target = T_WS;
   lw->emit_values = values;
   return lw->ws_unbounded ? NULL : s;

@@ -46,6 +46,11 @@ typedef struct Lattice {
 enum { T_OUT, T_TEMP, T_WS, T_VWS, T_VWS_RESET, /* T_VWS: a subexpression's workspace */
        T_BOUND };  /* the workspace producer's loops count its products (lw_ws_bound) */
 
+/* Rows with at most this many products keep the list and the sort; longer
+ * ones scatter without the list and read the marks back (bench/README,
+ * "SpGEMM chooses per row"). */
+enum { WS_LIST_PRODUCTS = 64 };
+
 /* A run of equal coordinates (a segmented level, e.g. COO's rows) whose
  * end is not scanned for ahead: the loop over its singleton child walks
  * the run and stops where the parent's coordinate changes, then sets seg.
@@ -157,6 +162,10 @@ typedef struct Lowerer {
    * reads its coordinates back from the marks. */
   LirVar *ws_bound, *ws_words, *ws_touched;
   bool ws_unlisted, ws_unbounded;
+  /* Rows whose loop above the workspace variable's runs at most this many
+   * trips have at most WS_LIST_PRODUCTS products and are not counted
+   * (lower.c, short_trips); NULL: every row is counted. */
+  LirVar *ws_short_trips;
   /* A subexpression's workspace (precompute.c): read as access vws_x of
    * tensor slot vws_t (after the kernel's operands), a dense row. */
   int vws_x, vws_t;

@@ -19,7 +19,7 @@
  * 7 entries makes 3 vector steps and one horizontal reduction (the C
  * backend and the interpreter run the scalar remainder). Invalidates nothing: the IR means the
  * same scalar program. Parallel loops are left alone (their chunks are not
- * multiples of W).
+ * multiples of W), and so are loops marked scalar (LoopAttrs.scalar).
  */
 #include <string.h>
 
@@ -498,7 +498,7 @@ static void walk(Pass *p, LirStmt **slot) {
     switch (s->kind) {
     case LS_FOR: {
       bool named = !p->asked || s->u.loop.at.vectorize > 0;
-      bool free_loop = !s->u.loop.at.parallel && !s->u.loop.at.vec_width;
+      bool free_loop = !s->u.loop.at.parallel && !s->u.loop.at.vec_width && !s->u.loop.at.scalar;
       if (free_loop && named && has_loop(s->u.loop.body) && vectorizable(&p->v, s, false)) {
         Loaded L = {.n = 0};
         int tiers[8], n = 0;

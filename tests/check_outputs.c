@@ -733,6 +733,65 @@ START_TEST(spgemm_short_and_long_rows) {
 }
 END_TEST
 
+/* A = B * C where some rows are not counted: C's longest row has 20
+ * entries, so a row of B with at most 64 / 20 = 3 entries has at most 60
+ * products and takes the list without counting (lower.c, short_trips);
+ * longer rows are counted and go either way. B 4 x 8, C 8 x 100:
+ *   C rows 0..3: 1 at j = 0..19, 2 at 10..29, 3 at 40..59, 4 at 60..79;
+ *   rows 4..7: 5 at 99, 6 at 3, 7 at 50, 8 at 98
+ *   B row 0 = [1 1 1 0 0 0 0 0]: 3 trips, not counted (60 products):
+ *     A row 0 = 1 at 0..9, 3 at 10..19, 2 at 20..29, 3 at 40..59
+ *   B row 1 = [2 1 1 1 0 0 0 0]: counted, 80 products (the marks):
+ *     A row 1 = 2 at 0..9, 4 at 10..19, 2 at 20..29, 3 at 40..59, 4 at 60..79
+ *   B row 2 = [0 0 0 1 1 1 2 1]: counted, 24 products (the list):
+ *     A row 2 = 6 at 3, 14 at 50, 4 at 60..79, 8 at 98, 5 at 99
+ *   B row 3 empty
+ * Values and pattern by hand, segments ascending; CSR, DCSR and CSC, 1 and
+ * 2 threads, evaluate and assemble + compute, twice. */
+START_TEST(spgemm_uncounted_rows) {
+  enum { R = 4, K = 8, N = 100 };
+  static const char *fmts[] = {"ds", "ss", "ds:1,0"};
+  const char *fmt = fmts[_i % 3];
+  int threads = 1 + _i / 3 % 2;
+  bool split = _i / 6;
+  static double b[R * K], c[K * N], want[R * N];
+  static unsigned char stored[R * N];
+  memset(c, 0, sizeof c), memset(want, 0, sizeof want), memset(stored, 0, sizeof stored);
+  static const double brows[R * K] = {1, 1, 1, 0, 0, 0, 0, 0, 2, 1, 1, 1, 0, 0, 0, 0,
+                                      0, 0, 0, 1, 1, 1, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0};
+  memcpy(b, brows, sizeof b);
+  for (int j = 0; j < 20; j++)
+    c[j] = 1, c[N + 10 + j] = 2, c[2 * N + 40 + j] = 3, c[3 * N + 60 + j] = 4;
+  c[4 * N + 99] = 5, c[5 * N + 3] = 6, c[6 * N + 50] = 7, c[7 * N + 98] = 8;
+  static const struct { int row, lo, hi; double v; } runs[] = {
+      {0, 0, 10, 1}, {0, 10, 20, 3}, {0, 20, 30, 2}, {0, 40, 60, 3},
+      {1, 0, 10, 2}, {1, 10, 20, 4}, {1, 20, 30, 2}, {1, 40, 60, 3}, {1, 60, 80, 4},
+      {2, 3, 4, 6}, {2, 50, 51, 14}, {2, 60, 80, 4}, {2, 98, 99, 8}, {2, 99, 100, 5}};
+  for (size_t r = 0; r < sizeof runs / sizeof *runs; r++)
+    for (int j = runs[r].lo; j < runs[r].hi; j++)
+      want[runs[r].row * N + j] = runs[r].v, stored[runs[r].row * N + j] = 1;
+  tj_tensor *ops[3];
+  tj_context *cx;
+  tj_kernel *k = spgemm_kernel(&cx, ops, fmt, (int64_t[3]){R, K, N}, b, c, threads);
+  char what[64];
+  snprintf(what, sizeof what, "%s, %d threads, %s", fmt, threads, split ? "split" : "evaluate");
+  for (int rep = 0; rep < 2; rep++) {
+    tu_run(k, split);
+    expect(ops[0], want, stored, R * N, what);
+    ck_assert_int_eq(tj_tensor_nnz(ops[0]), 50 + 70 + 24);
+    tj_arrays ar;
+    OK(tj_tensor_arrays(ops[0], &ar));
+    const int32_t *pos = ar.pos[1], *crd = ar.crd[1];
+    for (int64_t seg = 0; seg + 1 < ar.pos_len[1]; seg++)
+      for (int32_t q = pos[seg] + 1; q < pos[seg + 1]; q++)
+        ck_assert_msg(crd[q - 1] < crd[q], "%s: segment %lld not ascending at %d", what,
+                      (long long)seg, q);
+  }
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
 /* A = B * C where the touched list of a row is the output's crd from the
  * row's end on (room for the extent made before each row, sorted in place
  * on the crd's width): rows of 0 entries (B's row empty, or only through
@@ -1566,6 +1625,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, spgemm_other_sizes);
   tcase_add_loop_test(tc, spgemm_long_rows, 0, 8);
   tcase_add_loop_test(tc, spgemm_short_and_long_rows, 0, 12);
+  tcase_add_loop_test(tc, spgemm_uncounted_rows, 0, 12);
   tcase_add_loop_test(tc, spgemm_row_shapes, 0, 20);
   tcase_add_loop_test(tc, spgemm_order3, 0, 6);
   tcase_add_test(tc, spgemm_pattern_exact);
