@@ -111,11 +111,7 @@ static bool same_value(const LirExpr *x, const LirExpr *y, LirStmt *const *bodie
  * with id the add's exact identity (-0.0 for floats: x + -0.0 is x for
  * every x, -0.0 and NaN included; 0 for integers): the same value for every
  * c1, c2. The merge loop of u200k's add ran 4-6% faster (one add of two
- * masked moves instead of a chain of two selects over the sum). When the
- * last case's own condition c3 is c2, the right side is (c2 ? y : id):
- * the cases are exhaustive (the caller's premise), so where c1 fails c3,
- * that is c2, holds, and the two sides' selects no longer nest (u200k's
- * merge another 5-7% faster in a C copy).
+ * masked moves instead of a chain of two selects over the sum).
  * NULL where the cases are not of that shape. */
 static LirExpr *add_of_selects(Lowerer *lw, LirExpr *const *conds, LirExpr *const *e,
                                LirStmt *const *bodies, LirStmt *const *tail) {
@@ -131,10 +127,7 @@ static LirExpr *add_of_selects(Lowerer *lw, LirExpr *const *conds, LirExpr *cons
   Arena *a = lw->a;
   LirExpr *id = lir_type_is_float(t) ? lir_const_fp(a, t, -0.0) : lir_const_int(a, t, 0);
   LirExpr *tx = lir_select(a, conds[1], x, id);
-  LirExpr *c2 = both->u.bin.b;
-  LirExpr *ty = conds[2] && lir_expr_equal(conds[2], c2)
-                    ? lir_select(a, c2, y, id)
-                    : lir_select(a, conds[1], lir_select(a, c2, y, id), y);
+  LirExpr *ty = lir_select(a, conds[1], lir_select(a, both->u.bin.b, y, id), y);
   return lir_bin(a, LOP_ADD, tx, ty);
 }
 

@@ -77,10 +77,8 @@ START_TEST(sparse_add_three_whiles) {
   HAS(t, "while (pB1 < pB1_end && pC1 < pC1_end)");
   HAS(t, "j = (B1 < C1 ? B1 : C1);");
   /* the cases differ only in the value stored: one store of an add of
-   * selects, -0.0 (the add's exact identity) for an absent side; the last
-   * case's condition (C1 == j) holds wherever B1 == j fails, so C's
-   * select does not nest in B's */
-  HAS(t, "A_vals[pOut1] = (B1 == j ? B_val_1 : -0.0) + (C1 == j ? C_val_1 : -0.0);");
+   * selects, -0.0 (the add's exact identity) for an absent side */
+  HAS(t, "A_vals[pOut1] = (B1 == j ? B_val_1 : -0.0) + (B1 == j ? (C1 == j ? C_val_1 : -0.0) : C_val_1);");
   ck_assert_ptr_null(strstr(t, "else if"));
   HAS(t, "A1_crd[pOut1] = (int32_t)j;");
   /* room for a row's entries (at most both fibers') is made once, before

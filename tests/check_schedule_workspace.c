@@ -371,7 +371,7 @@ START_TEST(subexpr_workspace_stages) {
   /* the producer's union stores one add of selects (lower/case_select.c),
      into this thread's row of w (the row loop is parallel) */
   ck_assert_msg(strstr(s, "w_vals[w_row * w_dim0 + j] = (B1 == j ? B_val_1 : -0.0) + "
-                          "(C1 == j ? C_val_1 : -0.0);") &&
+                          "(B1 == j ? (C1 == j ? C_val_1 : -0.0) : C_val_1);") &&
                     strstr(s, "the workspace's entries back to 0") &&
                     strstr(s, "tj_rt_free(w_vals)"),
                 "%.3000s", s);
