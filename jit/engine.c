@@ -579,6 +579,85 @@ static size_t object_alloc_bytes(const void *bytes, size_t len) {
   return total;
 }
 
+/* The functions of an ELF64 object's code section that holds `symbol`
+ * (offsets and sizes in it), for the perf map: filled by perf_funcs_read
+ * before the JIT takes the object, written by perf_map_write after. */
+typedef struct PerfFuncs {
+  int n;
+  int64_t base;                 /* the offset of `symbol` in its section, -1 if absent */
+  struct { char name[128]; uint64_t off, size; } f[16];
+} PerfFuncs;
+
+/* Whether TJ_PERF_MAP asks for /tmp/perf-<pid>.map lines (perf report
+ * then names the JIT's kernels; read once per process). */
+static bool perf_map_wanted(void) {
+  static int want = -1;
+  if (want < 0) {
+    const char *s = getenv("TJ_PERF_MAP");
+    want = s && *s && strcmp(s, "0") != 0;
+  }
+  return want;
+}
+
+/* Reads the sized STT_FUNC symbols of the section defining symbol from
+ * the ELF64 object bytes[0 .. len) into *pf (at most 16; none if the
+ * object is not ELF64 or lacks symbol). */
+static void perf_funcs_read(const unsigned char *p, size_t len, const char *symbol, PerfFuncs *pf) {
+  pf->n = 0;
+  pf->base = -1;
+  Elf64_Ehdr eh;
+  if (len < sizeof eh || memcmp(p, ELFMAG, SELFMAG) != 0 || p[EI_CLASS] != ELFCLASS64) return;
+  memcpy(&eh, p, sizeof eh);
+  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > len ||
+      (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum)
+    return;
+  for (size_t i = 0; i < eh.e_shnum; i++) {
+    Elf64_Shdr sh, strh;
+    memcpy(&sh, p + eh.e_shoff + i * sizeof sh, sizeof sh);
+    if (sh.sh_type != SHT_SYMTAB || sh.sh_link >= eh.e_shnum) continue;
+    memcpy(&strh, p + eh.e_shoff + sh.sh_link * sizeof strh, sizeof strh);
+    if (sh.sh_offset > len || sh.sh_size > len - sh.sh_offset || strh.sh_offset > len ||
+        strh.sh_size > len - strh.sh_offset)
+      return;
+    size_t nsym = sh.sh_size / sizeof(Elf64_Sym);
+    int sect = -1;
+    for (int pass = 0; pass < 2; pass++)   /* 0: find symbol's section, 1: its functions */
+      for (size_t k = 0; k < nsym; k++) {
+        Elf64_Sym sy;
+        memcpy(&sy, p + sh.sh_offset + k * sizeof sy, sizeof sy);
+        if (ELF64_ST_TYPE(sy.st_info) != STT_FUNC || sy.st_name >= strh.sh_size) continue;
+        const char *name = (const char *)p + strh.sh_offset + sy.st_name;
+        size_t room = strh.sh_size - sy.st_name;
+        if (strnlen(name, room) == room) continue;
+        if (pass == 0 && strcmp(name, symbol) == 0) sect = sy.st_shndx, pf->base = (int64_t)sy.st_value;
+        if (pass == 1 && sy.st_shndx == sect && sy.st_size && pf->n < 16) {
+          snprintf(pf->f[pf->n].name, sizeof pf->f[pf->n].name, "%s", name);
+          pf->f[pf->n].off = sy.st_value;
+          pf->f[pf->n++].size = sy.st_size;
+        }
+      }
+    return;
+  }
+}
+
+/* Appends "start size name" lines for pf's functions, the section placed
+ * so that its symbol is at addr, to /tmp/perf-<pid>.map. */
+static void perf_map_write(const PerfFuncs *pf, uint64_t addr) {
+  if (pf->base < 0 || !pf->n) return;
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+  pthread_mutex_lock(&mu);
+  FILE *f = fopen(path, "a");
+  if (f) {
+    uint64_t sect = addr - (uint64_t)pf->base;
+    for (int i = 0; i < pf->n; i++)
+      fprintf(f, "%" PRIx64 " %" PRIx64 " %s\n", sect + pf->f[i].off, pf->f[i].size, pf->f[i].name);
+    fclose(f);
+  }
+  pthread_mutex_unlock(&mu);
+}
+
 /* Hands obj (ownership passes) to LLJIT under a fresh tracker and looks up
  * symbol; fills out->fn, out->tracker and out->code_bytes. */
 static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
@@ -589,6 +668,10 @@ static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
     return false;
   }
   size_t code_bytes = object_alloc_bytes(LLVMGetBufferStart(obj), LLVMGetBufferSize(obj));
+  PerfFuncs pf = {0};
+  bool perf = perf_map_wanted();
+  if (perf)
+    perf_funcs_read((const unsigned char *)LLVMGetBufferStart(obj), LLVMGetBufferSize(obj), symbol, &pf);
   LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(e->main);
   LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(e->jit, rt, obj);
   LLVMOrcExecutorAddress addr = 0;
@@ -600,6 +683,7 @@ static bool link_object(JitEngine *e, LLVMMemoryBufferRef obj,
     LLVMOrcReleaseResourceTracker(rt);
     return false;
   }
+  if (perf) perf_map_write(&pf, (uint64_t)addr);
   out->fn = (tj_kernel_fn)(uintptr_t)addr;
   out->tracker = rt;
   out->code_bytes = code_bytes;
