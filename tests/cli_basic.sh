@@ -399,4 +399,16 @@ expect schedule_split_spmv "$OK" "$SPMV" -g=A:s:0.1 -d=A:200,150 -g=x:d -nthread
 expect schedule_pos_split_rows "$OK" "$SPMV" -f=A:ss -g=A:s:0.05 -d=A:200,150 -g=x:d \
   -nthreads=2 -s='pos(i, ip, A(i,j)) split(ip, i0, i1, 8) parallelize(i0, dynamic)' -check
 
+# TJ_PERF_MAP=1: each kernel's functions go to /tmp/perf-<pid>.map as
+# "start size name" lines (hex), the evaluate kernel among them.
+TJ_PERF_MAP=1 "$T" "$SPMV" -g=A:s -g=x:d -d=A:50,40 >/dev/null 2>&1 & perf_pid=$!
+wait $perf_pid
+perf_map=/tmp/perf-$perf_pid.map
+if grep -qE '^[0-9a-f]+ [0-9a-f]+ evaluate_tj[0-9a-f]+$' "$perf_map" 2>/dev/null; then
+  pass perf_map_names_kernels
+else
+  fail perf_map_names_kernels "no evaluate line in $perf_map" "$(cat "$perf_map" 2>&1)"
+fi
+rm -f "$perf_map"
+
 finish
