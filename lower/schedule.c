@@ -246,6 +246,12 @@ static bool apply_directives(Arena *a, const Assignment *as, const Cin *cin, con
     p->out_like = 0;
     if (p->ws_depth < 0) p->ws_depth = planned_ws;
   }
+  /* duplicates walked one by one (lower/dup_walk.c) keep to plain loops:
+   * a fused loop or a parallelize the user names reads the copy */
+  bool keep_copy = false;
+  for (int k = 0; k < s->n; k++)
+    keep_copy |= s->d[k].kind == SCHED_FUSE || s->d[k].kind == SCHED_PARALLELIZE;
+  lower_plan_recheck_dups(as, p, keep_copy);
   return true;
 }
 
