@@ -284,21 +284,6 @@ static void plan_unique_conversions(const AccessList *acc, LowerPlan *p) {
   }
 }
 
-void lower_plan_recheck_dups(const Assignment *as, LowerPlan *p, bool keep_copy) {
-  bool lost = false;
-  for (int t = 1; t < as->ntensors; t++)
-    if (p->dups_walked[t] && (keep_copy || !lower_plan_dups_walked(as, p, t)))
-      p->dups_walked[t] = false, lost = true;
-  AccessList acc;
-  Diag quiet;
-  diag_init(&quiet);
-  if (!lost || !collect_all(as, &acc, &quiet)) return;
-  plan_unique_conversions(&acc, p);
-  plan_order_conversions(&acc, p);
-  for (int t = 1; t < as->ntensors; t++)
-    if (p->convert[t]) p->dups_walked[t] = !keep_copy && lower_plan_dups_walked(as, p, t);
-}
-
 /* The first level of f a copy would make unique or ordered for its runs
  * (its fibers merged, its entries sorted), or -1. */
 static int copied_run_level(const tj_format *f) {
@@ -306,6 +291,24 @@ static int copied_run_level(const tj_format *f) {
     if (lv_runs_own_fibers(f, l) || (!lv_at(f, l, LV_UNIQUE) && !lv_at(f, l, LV_ORDERED)))
       return l;
   return -1;
+}
+
+void lower_plan_recheck_dups(const Assignment *as, LowerPlan *p, bool keep_copy) {
+  bool lost = false;
+  for (int t = 1; t < as->ntensors; t++) {
+    bool drop = keep_copy && copied_run_level(&p->fmt[t]) >= 0;
+    if (p->dups_walked[t] && !p->convert[t] && (drop || !lower_plan_dups_walked(as, p, t)))
+      p->dups_walked[t] = false, lost = true;
+  }
+  AccessList acc;
+  Diag quiet;
+  diag_init(&quiet);
+  if (lost && collect_all(as, &acc, &quiet)) {
+    plan_unique_conversions(&acc, p);
+    plan_order_conversions(&acc, p);
+  }
+  for (int t = 1; t < as->ntensors; t++)   /* a copy's levels walk as the copy's rule says */
+    if (p->convert[t]) p->dups_walked[t] = lower_plan_dups_walked(as, p, t);
 }
 
 void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPlan *p) {
@@ -438,8 +441,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
   if (!plan_workspace(as, p, d)) return false;
   plan_order_conversions(&acc, p);
   plan_mask_patterns(as, &acc, loop_pos, p);
-  for (int t = 1; t < as->ntensors; t++)   /* a copy's levels walk as the copy's rule says */
-    if (p->convert[t]) p->dups_walked[t] = lower_plan_dups_walked(as, p, t);
+  lower_plan_recheck_dups(as, p, false);   /* other operands' copies may be sparser */
   return true;
 }
 

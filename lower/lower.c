@@ -748,9 +748,9 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
     if (lw_access_sliced(lw, x)) return false;
   for (int k = 0; k < lw->nest.nloops; k++)   /* a loop over blocks above it repeats it; */
     if (lw->nest.outer_at[k] >= 0 || lw->nest.form[k]->fuse) return false; /* f is no row */
-  for (int x = 1; x < lw->nacc; x++) {   /* rows zeroed up to each coordinate: in order */
-    int l = lw_level_at(lw, x, 0);
-    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL) && !lv_at(lw->acc[x].f, l, LV_ORDERED))
+  for (int x = 1; x < lw->nacc; x++) {   /* rows zeroed up to each coordinate, once: */
+    int l = lw_level_at(lw, x, 0);     /* not for a row repeated or out of order */
+    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL) && !lv_at(lw->acc[x].f, l, LV_ORDERED | LV_UNIQUE))
       return false;
   }
   for (int x = 1; x < lw->nacc; x++) {

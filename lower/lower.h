@@ -250,10 +250,11 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
  * node over its index, or the root's + into a dense output) is linear in
  * it, under plus.times, with no mask, bool output or workspace. */
 bool lower_plan_dups_walked(const Assignment *as, const LowerPlan *p, TensorId t);
-/* After the schedule's directives (workspaces, split sums) or with
- * keep_copy (a fuse or parallelize names the loops): an operand whose
- * duplicates are no longer walked one by one is read through the copy
- * (sorted, its runs' fibers merged) after all. */
+/* After the plan's conversions and the schedule's directives (workspaces,
+ * split sums), or with keep_copy (a fuse or parallelize names the loops:
+ * for operands that would be copied): an operand whose duplicates are no
+ * longer walked one by one is read through the copy (sorted, its runs'
+ * fibers merged) after all; a copy's are walked as its format allows. */
 void lower_plan_recheck_dups(const Assignment *as, LowerPlan *p, bool keep_copy);
 
 /* One comment line per operand the plan reads through an ordered copy of
