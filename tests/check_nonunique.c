@@ -11,8 +11,12 @@
  * A nonunique level over a compressed or dense level (`us`, `ws`, `ud`,
  * 3-level `uss`, `sus`): a row repeated at level 0 owns one fiber per
  * position, and the matrix is the sum of them all. Kernels read such an
- * operand through a copy that merges the fibers (`ss`, `sd`: -print-cin
- * says so) and write such an output with each coordinate once. */
+ * operand in place where each position's fiber may add into its row on
+ * its own (SpMV, SpMM, TTV into dense, `+=`: fibers_split_row cuts a
+ * repeated row between two threads' chunks), elsewhere through a copy
+ * that merges the fibers (`ss`, `sd`); -print-cin says which. A `dw` is
+ * read in place under the same rule, else through a sorted `du` copy.
+ * Such an output is written with each coordinate once. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
