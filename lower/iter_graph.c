@@ -225,7 +225,8 @@ static const char *order_need(const AccessList *acc, int k, int l, const LowerPl
   const Expr *e = acc->e[k];
   const tj_format *f = &p->fmt[e->u.access.t->id];
   const IndexVar *v = *with = level_var(e, f, l);
-  if (lw_level_segmented(f, l)) return "walked by runs of equal coordinates, which must be adjacent";
+  if (lw_level_segmented(f, l) && !p->dups_walked[e->u.access.t->id])
+    return "walked by runs of equal coordinates, which must be adjacent";
   for (int k2 = acc->n - 1; k2 >= 0; k2--) {   /* operands first, then the output */
     const Expr *e2 = acc->e[k2];
     const tj_format *f2 = &p->fmt[e2->u.access.t->id];
@@ -266,11 +267,12 @@ static void plan_order_conversions(const AccessList *acc, LowerPlan *p) {
 /* A nonunique level over a dense or compressed one (`us`, `ud`) is read
  * through a copy whose such levels are unique (`ss`, `sd`): a run of equal
  * coordinates there owns one fiber per position, and the copy merges them
- * into one, summing the entries they share (lv_make_runs_unique). */
+ * into one, summing the entries they share (lv_make_runs_unique); except
+ * where each position's fiber may be walked on its own (dups_walked). */
 static void plan_unique_conversions(const AccessList *acc, LowerPlan *p) {
   for (int k = 1; k < acc->n; k++) {
     const TensorVar *t = acc->e[k]->u.access.t;
-    if (p->convert[t->id]) continue;
+    if (p->convert[t->id] || p->dups_walked[t->id]) continue;
     int l = lv_make_runs_unique(&p->fmt[t->id]);
     if (l < 0) continue;
     p->convert[t->id] = true;
@@ -282,8 +284,50 @@ static void plan_unique_conversions(const AccessList *acc, LowerPlan *p) {
   }
 }
 
-void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPlan *p) {
+/* The first level of f a copy would make unique or ordered for its runs
+ * (its fibers merged, its entries sorted), or -1. */
+static int copied_run_level(const tj_format *f) {
+  for (int l = 0; l < f->order; l++)
+    if (lv_runs_own_fibers(f, l) || (!lv_at(f, l, LV_UNIQUE) && !lv_at(f, l, LV_ORDERED)))
+      return l;
+  return -1;
+}
+
+void lower_plan_recheck_dups(const Assignment *as, LowerPlan *p, bool keep_copy) {
+  bool lost = false;
   for (int t = 1; t < as->ntensors; t++) {
+    bool drop = keep_copy && copied_run_level(&p->fmt[t]) >= 0;
+    if (p->dups_walked[t] && !p->convert[t] && (drop || !lower_plan_dups_walked(as, p, t)))
+      p->dups_walked[t] = false, lost = true;
+  }
+  AccessList acc;
+  Diag quiet;
+  diag_init(&quiet);
+  if (lost && collect_all(as, &acc, &quiet)) {
+    plan_unique_conversions(&acc, p);
+    plan_order_conversions(&acc, p);
+  }
+  for (int t = 1; t < as->ntensors; t++)   /* a copy's levels walk as the copy's rule says */
+    if (p->convert[t]) p->dups_walked[t] = lower_plan_dups_walked(as, p, t);
+}
+
+void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPlan *p) {
+  AccessList acc;
+  Diag quiet;
+  diag_init(&quiet);
+  if (!collect_all(as, &acc, &quiet)) acc.n = 0;
+  for (int t = 1; t < as->ntensors; t++) {
+    int l = copied_run_level(&p->fmt[t]);
+    const Expr *e = NULL;
+    for (int k = 1; k < acc.n && !e; k++)
+      if (acc.e[k]->u.access.t->id == t) e = acc.e[k];
+    if (!p->convert[t] && p->dups_walked[t] && l >= 0 && e) {
+      char from[96];
+      tj_format_print(&p->fmt[t], from, sizeof from);
+      fprintf(out, "// %s is read in place (stored %s): its nonunique level %d over %s is "
+              "walked entry by entry, each entry adding its share to the same sum\n",
+              as->tensors[t]->name, from, l, level_var(e, &p->fmt[t], l)->name);
+    }
     if (!p->convert[t] || p->pattern[t] || !p->order_why[t]) continue;
     char from[96], to[96];
     tj_format_print(&as->tensors[t]->decl.format, from, sizeof from);
@@ -326,6 +370,9 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
 
   AccessList acc;
   if (!collect_all(as, &acc, d)) return false;
+  p->ws_depth = p->vws_depth = -1;   /* the workspaces: none yet (a sparse output's
+                                        is planned below; such plans walk no runs) */
+  for (int t = 1; t < as->ntensors; t++) p->dups_walked[t] = lower_plan_dups_walked(as, p, t);
   plan_unique_conversions(&acc, p);
   bool rejected[LW_MAX_ACCESS] = {0};
   for (int k = 0; k < acc.n; k++) {
@@ -368,6 +415,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
        (conversion keeps stored zeros). */
     if (stores_zero_fill(&f))
       for (int l = 0; l < f.order; l++) f.levels[l] = 's';
+    lv_make_runs_unique(&f);   /* a copy anyway: its runs' fibers merged */
     mode_order_for(acc.e[k], loop_pos, &f);
     if (transposed[t->id] &&
         memcmp(f.mode_order, p->fmt[t->id].mode_order, sizeof f.mode_order))
@@ -393,6 +441,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
   if (!plan_workspace(as, p, d)) return false;
   plan_order_conversions(&acc, p);
   plan_mask_patterns(as, &acc, loop_pos, p);
+  lower_plan_recheck_dups(as, p, false);   /* other operands' copies may be sparser */
   return true;
 }
 

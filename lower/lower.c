@@ -291,7 +291,8 @@ static bool setup_accesses(Lowerer *lw) {
    * loop runs around its where (lw_subexpr_alloc) */
   lw->par_ok = lw->opt->parallel && !lw_out_appended(lw) && nest->nloops > 0 &&
                nest->ws_depth < 0 && (!vws || lw->par_depth < nest->vws_depth) &&
-               (!reduction || lw->atomic || lw->partials);
+               (!reduction || lw->atomic || lw->partials) &&
+               (reduction || !lw_walks_dups_at(lw, lw->par_depth)); /* a row repeated */
   if (nest->par_asked >= 0 && pf && pf->fuse && reduction && !lw->atomic)
     return diag_error(lw->d, TJ_ERR_UNSUPPORTED, "parallelize: the fused loop %s sums over "
                       "%s into entries other iterations update too; parallelize(..., atomics)",
@@ -800,6 +801,11 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
     if (lw_access_sliced(lw, x)) return false;
   for (int k = 0; k < lw->nest.nloops; k++)   /* a loop over blocks above it repeats it; */
     if (lw->nest.outer_at[k] >= 0 || lw->nest.form[k]->fuse) return false; /* f is no row */
+  for (int x = 1; x < lw->nacc; x++) {   /* rows zeroed up to each coordinate, once: */
+    int l = lw_level_at(lw, x, 0);     /* not for a row repeated or out of order */
+    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL) && !lv_at(lw->acc[x].f, l, LV_ORDERED | LV_UNIQUE))
+      return false;
+  }
   for (int x = 1; x < lw->nacc; x++) {
     int l = lw_level_at(lw, x, 0);
     const tj_format *f = lw->acc[x].f;

@@ -55,6 +55,10 @@ typedef struct LowerPlan {
                                           an entry), a valued mask located in
                                           O(1) instead of co-iterated again for
                                           every iteration of an outer loop */
+  bool dups_walked[NT_MAX_TENSORS];    /* the operand's nonunique levels are walked
+                                          entry by entry, each adding its share
+                                          (lower/dup_walk.c): read in place, no
+                                          sorted or merged copy for them */
   bool vec_layout[NT_MAX_TENSORS];     /* with convert: a dense operand read through
                                           a copy whose last mode is the vector
                                           loop's index (lower_plan_vector_layout) */
@@ -238,6 +242,20 @@ typedef struct LowerInput {
  * converted. Refuses what cannot be lowered with a message. */
 bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                 bool strict, LowerPlan *plan, Diag *d);
+
+/* Whether operand t's nonunique levels may be walked entry by entry under
+ * plan p (lower/dup_walk.c): its format's nonunique levels have positions
+ * and own fibers or are last, it is read once, walked alone (every other
+ * access dense over its indices), and each nonunique level's sum (the sum
+ * node over its index, or the root's + into a dense output) is linear in
+ * it, under plus.times, with no mask, bool output or workspace. */
+bool lower_plan_dups_walked(const Assignment *as, const LowerPlan *p, TensorId t);
+/* After the plan's conversions and the schedule's directives (workspaces,
+ * split sums), or with keep_copy (a fuse or parallelize names the loops:
+ * for operands that would be copied): an operand whose duplicates are no
+ * longer walked one by one is read through the copy (sorted, its runs'
+ * fibers merged) after all; a copy's are walked as its format allows. */
+void lower_plan_recheck_dups(const Assignment *as, LowerPlan *p, bool keep_copy);
 
 /* One comment line per operand the plan reads through an ordered copy of
  * a level stored without order: its stored and read formats and why the

@@ -217,11 +217,15 @@ bool lw_is_sparse_level(const Lowerer *lw, int x, int level);
 /* Whether level l of f may repeat a coordinate inside its range: nonunique
  * levels, and singletons below them (COO keeps duplicate entries). */
 bool lw_level_segmented(const tj_format *f, int l);
-/* dup_walk.c: whether the loop over level l of access x, a trailing
- * nonunique level, visits its duplicates one by one (as a unique level's
- * loop does) in the current scope: x walks it alone and its value reaches
- * a `+` update linearly, so the duplicates' shares add up to their sum. */
+/* dup_walk.c: whether the loop over level l of access x, a nonunique
+ * level, visits its duplicates one by one (as a unique level's loop does):
+ * the plan's decision (LowerPlan.dups_walked): x walks it alone and its
+ * value reaches a `+` update linearly, so the duplicates' shares add up to
+ * their sum. */
 bool lw_dups_walked(const Lowerer *lw, int x, int l);
+/* Whether the loop at depth walks some access's duplicates one by one
+ * (its iterations may then update the same output entry). */
+bool lw_walks_dups_at(const Lowerer *lw, int depth);
 /* Notes a read of access x's run end other than by the loop that finds it
  * lazily (LazyRun): the run's end is then scanned for ahead. */
 void lw_seg_end_read(Lowerer *lw, int x);

@@ -225,6 +225,12 @@ static bool apply_directives(Arena *a, const Assignment *as, const Cin *cin, con
    * dense one: one kernel, its row loop parallel, no row chunks. */
   p->out_like = lower_plan_out_like(as, p, cin);
   int planned_ws = p->ws_depth;   /* a reduction between its levels needs no row workspace */
+  /* duplicates walked one by one (lower/dup_walk.c) keep to plain loops:
+   * under a fuse or a parallelize the user names, the copy is read */
+  bool keep_copy = false;
+  for (int k = 0; k < s->n; k++)
+    keep_copy |= s->d[k].kind == SCHED_FUSE || s->d[k].kind == SCHED_PARALLELIZE;
+  if (keep_copy) lower_plan_recheck_dups(as, p, true);
   if (p->out_like) p->rangeable = false, p->pos_rows = 0, p->ws_depth = -1;
   for (int k = 0; k < s->n; k++) {
     const SchedDirective *sd = &s->d[k];
@@ -246,6 +252,7 @@ static bool apply_directives(Arena *a, const Assignment *as, const Cin *cin, con
     p->out_like = 0;
     if (p->ws_depth < 0) p->ws_depth = planned_ws;
   }
+  lower_plan_recheck_dups(as, p, keep_copy);   /* a workspace or split sum now: the copy */
   return true;
 }
 

@@ -95,8 +95,13 @@ static tj_status parse_size(RtReader *r, Header *h) {
       return rd_error(r, "array of %" PRId64 " x %" PRId64 " overflows 64 "
                       "bits", h->rows, h->cols);
     h->nnz = h->rows * h->cols;
-    if (h->sym == SYM_SYMMETRIC) h->nnz = h->rows * (h->rows + 1) / 2;
-    if (h->sym == SYM_SKEW) h->nnz = h->rows * (h->rows - 1) / 2;
+    /* a triangle of a square array (not square: refused below); r (r + 1)
+     * / 2 with the even factor halved first, never past r * r */
+    int64_t n = h->rows;
+    if (h->sym != SYM_GENERAL && h->rows == h->cols) {
+      int64_t half_up = n % 2 ? n * ((n + 1) / 2) : n / 2 * (n + 1);
+      h->nnz = h->sym == SYM_SYMMETRIC ? half_up : half_up - n;
+    }
   } else if ((st = scan_size(r, &p, "entry count", &h->nnz))) {
     return st;
   }

@@ -11,8 +11,12 @@
  * A nonunique level over a compressed or dense level (`us`, `ws`, `ud`,
  * 3-level `uss`, `sus`): a row repeated at level 0 owns one fiber per
  * position, and the matrix is the sum of them all. Kernels read such an
- * operand through a copy that merges the fibers (`ss`, `sd`: -print-cin
- * says so) and write such an output with each coordinate once. */
+ * operand in place where each position's fiber may add into its row on
+ * its own (SpMV, SpMM, TTV into dense, `+=`: fibers_split_row cuts a
+ * repeated row between two threads' chunks), elsewhere through a copy
+ * that merges the fibers (`ss`, `sd`); -print-cin says which. A `dw` is
+ * read in place under the same rule, else through a sorted `du` copy.
+ * Such an output is written with each coordinate once. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -415,10 +419,8 @@ static tj_tensor *wrap_r(const char *name, const char *spec) {
 static const char *R_SPECS[] = {"us", "ws", "ud"};
 static const char *R_COPIES[] = {"ss", "ss", "sd"};
 
-/* Whether -print-cin of expr over ops says operand R is read through a
- * copy in format copy, merging its repeated rows. */
-static void expect_copy_note(const char *expr, tj_tensor **ops, int n, const char *spec,
-                             const char *copy) {
+/* -print-cin of expr over ops (owned by the caller: free()). */
+static char *cin_text(const char *expr, tj_tensor **ops, int n) {
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_kernel *k;
@@ -428,12 +430,35 @@ static void expect_copy_note(const char *expr, tj_tensor **ops, int n, const cha
   FILE *out = open_memstream(&text, &len);
   OK(tj_kernel_print(k, TJ_STAGE_CIN, out));
   fclose(out);
+  tj_context_free(cx);
+  return text;
+}
+
+/* Whether -print-cin of expr over ops says operand R is read through a
+ * copy in format copy, merging its repeated rows. */
+static void expect_copy_note(const char *expr, tj_tensor **ops, int n, const char *spec,
+                             const char *copy) {
+  char *text = cin_text(expr, ops, n);
   char want[160];
   snprintf(want, sizeof want, "// R is read through a copy in format %s (stored %s): its "
            "nonunique level 0 over i is above a dense or compressed level", copy, spec);
   ck_assert_msg(strstr(text, want), "%s: want '%s' in\n%s", spec, want, text);
   free(text);
-  tj_context_free(cx);
+}
+
+/* Whether -print-cin of expr over ops says operand name (stored spec) is
+ * read in place, its nonunique level `level` over index v walked entry by
+ * entry, and claims no copy of it. */
+static void expect_in_place(const char *expr, tj_tensor **ops, int n, const char *name,
+                            const char *spec, int level, const char *v) {
+  char *text = cin_text(expr, ops, n);
+  char want[200], copy[64];
+  snprintf(want, sizeof want, "// %s is read in place (stored %s): its nonunique level %d "
+           "over %s is walked entry by entry", name, spec, level, v);
+  snprintf(copy, sizeof copy, "// %s is read through a copy", name);
+  ck_assert_msg(strstr(text, want), "%s: want '%s' in\n%s", expr, want, text);
+  ck_assert_msg(!strstr(text, copy), "%s: no copy of %s wanted in\n%s", expr, name, text);
+  free(text);
 }
 
 /* y = R x, x = [1 2 3 4 5]: row 0 = 1*2 + 4*4 + 1*5 = 23, row 1 = 5,
@@ -445,10 +470,21 @@ START_TEST(fibers_spmv) {
     tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
     run("y(i) = R(i,j) * x(j)", (tj_tensor *[]){y, r, x}, 3, th);
     expect(y, (double[]){23, 5, 0, 7}, R_SPECS[_i]);
-    if (th == 1)
-      expect_copy_note("y(i) = R(i,j) * x(j)", (tj_tensor *[]){y, r, x}, 3, R_SPECS[_i],
-                       R_COPIES[_i]);
-    tj_tensor_free(r), tj_tensor_free(x), tj_tensor_free(y);
+    /* y += R x from y = 1: each position's fiber adds into its row */
+    tj_tensor *y1 = tu_tensor("y", "d", 1, (int64_t[]){4}, (double[]){1, 1, 1, 1});
+    run("y(i) += R(i,j) * x(j)", (tj_tensor *[]){y1, r, x}, 3, th);
+    expect(y1, (double[]){24, 6, 1, 8}, R_SPECS[_i]);
+    /* a nonlinear use sees each row's sum: max(R, 0) x, row 0 = 1*2 +
+     * 4*4 + 1*5 = 23, row 3 = 2*5 (not 6*5) */
+    run("y(i) = max(R(i,j), 0) * x(j)", (tj_tensor *[]){y, r, x}, 3, th);
+    expect(y, (double[]){23, 5, 0, 10}, R_SPECS[_i]);
+    if (th == 1) {
+      expect_in_place("y(i) = R(i,j) * x(j)", (tj_tensor *[]){y, r, x}, 3, "R", R_SPECS[_i],
+                      0, "i");
+      expect_copy_note("y(i) = max(R(i,j), 0) * x(j)", (tj_tensor *[]){y, r, x}, 3,
+                       R_SPECS[_i], R_COPIES[_i]);
+    }
+    tj_tensor_free(r), tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(y1);
   }
 }
 END_TEST
@@ -581,6 +617,105 @@ START_TEST(fibers_ttv) {
 }
 END_TEST
 
+/* S (4 x 3) with row 1 repeated at positions 1 and 2 (overlapping at
+ * column 1), so two chunks of its level-0 positions ([0, 2), [2, 4), on
+ * 2 threads) split the row between them:
+ *   position 0, row 0: (0,0)=1 (0,2)=2     row 0 = [1 0 2]
+ *   position 1, row 1: (1,0)=3 (1,1)=4     row 1 = [3 9 6]
+ *   position 2, row 1: (1,1)=5 (1,2)=6     row 2 = [0 0 7]
+ *   position 3, row 2: (2,2)=7             row 3 = 0
+ * `us`, or `ud` (each position's row stored whole). */
+static tj_tensor *wrap_s(const char *spec) {
+  static int32_t pos0[] = {0, 4}, crd0[] = {0, 1, 1, 2};
+  static int32_t pos1[] = {0, 2, 4, 6, 7}, crd1[] = {0, 2, 0, 1, 1, 2, 2};
+  static double vals[] = {1, 2, 3, 4, 5, 6, 7};
+  static double vals_d[] = {1, 0, 2, 3, 4, 0, 0, 5, 6, 0, 0, 7};
+  tj_format f = parse(spec);
+  bool d = !strcmp(spec, "ud");
+  tj_arrays a = {.dtype = TJ_F64, .order = 2, .dims = (int64_t[]){4, 3}, .fmt = &f};
+  a.pos[0] = pos0, a.pos_len[0] = 2, a.crd[0] = crd0, a.crd_len[0] = 4;
+  if (!d) a.pos[1] = pos1, a.pos_len[1] = 5, a.crd[1] = crd1, a.crd_len[1] = 7;
+  a.vals = d ? vals_d : vals, a.vals_len = d ? 12 : 7;
+  tj_tensor *t;
+  OK(tj_tensor_wrap("S", &a, 0, &t));
+  return t;
+}
+
+/* S read in place, on 1 and 2 threads (every run of 2 threads cut into
+ * chunks: TJ_PARTIAL_RATIO=0), x = [1 10 100]:
+ *   y = S x = [201 693 700 0]; y += S x from 1 -> [202 694 701 1];
+ *   C = S B, B's rows [1 0] [0 1] [1 1] -> [[3 2] [9 15] [7 7] [0 0]]. */
+START_TEST(fibers_split_row) {
+  static const char *specs[] = {"us", "ud"};
+  setenv("TJ_PARTIAL_RATIO", "0", 1);
+  for (int th = 1; th <= 2; th++) {
+    tj_tensor *a = wrap_s(specs[_i]);
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){3}, (double[]){1, 10, 100});
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
+    run("y(i) = S(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th);
+    expect(y, (double[]){201, 693, 700, 0}, specs[_i]);
+    tj_tensor *y1 = tu_tensor("y", "d", 1, (int64_t[]){4}, (double[]){1, 1, 1, 1});
+    run("y(i) += S(i,j) * x(j)", (tj_tensor *[]){y1, a, x}, 3, th);
+    expect(y1, (double[]){202, 694, 701, 1}, specs[_i]);
+    tj_tensor *b = tu_tensor("B", "dd", 2, (int64_t[]){3, 2}, (double[]){1, 0, 0, 1, 1, 1});
+    tj_tensor *c = tu_tensor("C", "dd", 2, (int64_t[]){4, 2}, NULL);
+    run("C(i,k) = S(i,j) * B(j,k)", (tj_tensor *[]){c, a, b}, 3, th);
+    expect(c, (double[]){3, 2, 9, 15, 7, 7, 0, 0}, specs[_i]);
+    if (th == 1) {
+      expect_in_place("y(i) = S(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, "S", specs[_i], 0,
+                      "i");
+      expect_in_place("C(i,k) = S(i,j) * B(j,k)", (tj_tensor *[]){c, a, b}, 3, "S", specs[_i],
+                      0, "i");
+    }
+    tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y), tj_tensor_free(y1);
+    tj_tensor_free(b), tj_tensor_free(c);
+  }
+  unsetenv("TJ_PARTIAL_RATIO");
+}
+END_TEST
+
+/* A `dw` SpMV reads A in place (its duplicates, out of order, each add
+ * their share: spmv's values); max(A, 0) x sorts a copy, whose runs
+ * then sum before the max. */
+START_TEST(dw_in_place) {
+  tj_tensor *a = wrap_a("A", "dw");
+  tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+  tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
+  expect_in_place("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, "A", "dw", 1, "j");
+  char *text = cin_text("y(i) = max(A(i,j), 0) * x(j)", (tj_tensor *[]){y, a, x}, 3);
+  ck_assert_msg(strstr(text, "// A is read through a copy in format du (stored dw): its "
+                             "nonordered level 1 over j is walked by runs"), "%s", text);
+  free(text);
+  /* max(A, 0) x = row 0: 1*2 + 4*4, row 1: 5*1, row 3: 2*5 */
+  for (int th = 1; th <= 2; th++) {
+    run("y(i) = max(A(i,j), 0) * x(j)", (tj_tensor *[]){y, a, x}, 3, th);
+    expect(y, (double[]){18, 5, 0, 10}, "dw");
+  }
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+}
+END_TEST
+
+/* TTV over `uss` and `sus` into a dense output reads T in place (fibers_ttv
+ * pins the values; a CSR output there keeps the copy). */
+START_TEST(ttv_in_place) {
+  static int32_t p0[] = {0, 3}, c0[] = {0, 0, 1}, p1[] = {0, 1, 3, 4}, c1[] = {0, 0, 1, 1};
+  static int32_t p2[] = {0, 1, 3, 4, 5}, c2[] = {1, 1, 2, 0, 2};
+  static double tv[] = {1, 1, 2, 5, 3};
+  tj_format f = parse("uss");
+  tj_arrays ar = {.dtype = TJ_F64, .order = 3, .dims = (int64_t[]){2, 2, 3}, .fmt = &f};
+  ar.pos[0] = p0, ar.pos_len[0] = 2, ar.crd[0] = c0, ar.crd_len[0] = 3;
+  ar.pos[1] = p1, ar.pos_len[1] = 4, ar.crd[1] = c1, ar.crd_len[1] = 4;
+  ar.pos[2] = p2, ar.pos_len[2] = 5, ar.crd[2] = c2, ar.crd_len[2] = 5;
+  ar.vals = tv, ar.vals_len = 5;
+  tj_tensor *t;
+  OK(tj_tensor_wrap("T", &ar, 0, &t));
+  tj_tensor *v = tu_tensor("v", "d", 1, (int64_t[]){3}, (double[]){1, 10, 100});
+  tj_tensor *y = tu_tensor("y", "dd", 2, (int64_t[]){2, 2}, NULL);
+  expect_in_place("y(i,j) = T(i,j,k) * v(k)", (tj_tensor *[]){y, t, v}, 3, "T", "uss", 0, "i");
+  tj_tensor_free(t), tj_tensor_free(v), tj_tensor_free(y);
+}
+END_TEST
+
 /* What stays refused, by name: an output whose nonunique level starts a
  * run of singletons that stops short of the last level (`ucs`). */
 START_TEST(refused_short_run) {
@@ -619,6 +754,9 @@ int main(void) {
   tcase_add_loop_test(tc, fibers_nonlinear, 0, 3);
   tcase_add_loop_test(tc, fibers_convert, 0, 3);
   tcase_add_test(tc, fibers_ttv);
+  tcase_add_loop_test(tc, fibers_split_row, 0, 2);
+  tcase_add_test(tc, dw_in_place);
+  tcase_add_test(tc, ttv_in_place);
   tcase_add_test(tc, refused_short_run);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
