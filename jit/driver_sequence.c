@@ -188,10 +188,38 @@ static bool all_taken(const Schedule *s, const bool *taken, Diag *d) {
   return true;
 }
 
+/* Where one statement reads an operand through a copy that another reads
+ * in place (its duplicates walked one by one, lower/dup_walk.c), the
+ * other reads the copy too: the kernel holds one array set per operand.
+ * Repeated until no statement changes (a copy only ever replaces). */
+static void share_copies(CacheEntry *e, const Assignment *as) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int t = 1; t < as->ntensors; t++) {
+      bool copied = false, in_place = false;
+      for (int q = 0; q < e->nseq; q++) {
+        const LowerPlan *sp = &e->seq[q].plan;
+        if (!nt_reads_tensor(e->seq[q].as->rhs, t)) continue;
+        copied |= sp->convert[t] && !sp->pattern[t];
+        in_place |= sp->dups_walked[t] && !sp->convert[t];
+      }
+      if (!copied || !in_place) continue;
+      for (int q = 0; q < e->nseq; q++) {
+        LowerPlan *sp = &e->seq[q].plan;
+        if (!nt_reads_tensor(e->seq[q].as->rhs, t) || !sp->dups_walked[t] || sp->convert[t])
+          continue;
+        lower_plan_recheck_dups(e->seq[q].as, sp, true);
+        changed = true;
+      }
+    }
+  }
+}
+
 /* e->plan: the first statement's, with every statement's conversions; no
  * row chunks (the kernel runs whole, its nests' own loops in parallel). */
 static bool merge_plans(CacheEntry *e, const Assignment *as, Diag *d) {
   LowerPlan *p = &e->plan;
+  share_copies(e, as);
   *p = e->seq[0].plan;
   for (int t = 1; t < as->ntensors; t++) {
     const SeqStmt *by = NULL;

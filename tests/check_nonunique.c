@@ -674,6 +674,39 @@ START_TEST(fibers_split_row) {
 }
 END_TEST
 
+/* Under sequence() each term is a statement of its own, and one kernel
+ * holds one copy of each operand: where the linear term would read S or
+ * A in place and the nonlinear one through a copy, both read the copy.
+ * x = [1 10 100], z = [1 1 1]: S x = [201 693 700 0]; the square of S's
+ * sums, S.*S z = [1+4, 9+81+36, 49, 0] (squaring row 1's entries one by
+ * one would give 9+16+25+36 there): y = [206 819 749 0]. Over `dw` A
+ * with x = [1 2 3 4 5], z = [1 1 1 1 1]: A x = [18 5 0 7], max(A, 0) z
+ * = [5 5 0 2]: y = [23 10 0 9]. */
+START_TEST(sequence_shares_copy) {
+  static const char *specs[] = {"us", "ud"};
+  for (int th = 1; th <= 2; th++) {
+    for (int q = 0; q < 2; q++) {
+      tj_tensor *a = wrap_s(specs[q]);
+      tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){3}, (double[]){1, 10, 100});
+      tj_tensor *z = tu_tensor("z", "d", 1, (int64_t[]){3}, (double[]){1, 1, 1});
+      tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
+      run_with("y(i) = S(i,j) * x(j) + S(i,k) * S(i,k) * z(k)", (tj_tensor *[]){y, a, x, z}, 4,
+               th, "sequence()", NULL);
+      expect(y, (double[]){206, 819, 749, 0}, specs[q]);
+      tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(z), tj_tensor_free(y);
+    }
+    tj_tensor *a = wrap_a("A", "dw");
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+    tj_tensor *z = tu_tensor("z", "d", 1, (int64_t[]){5}, (double[]){1, 1, 1, 1, 1});
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
+    run_with("y(i) = A(i,j) * x(j) + max(A(i,k), 0) * z(k)", (tj_tensor *[]){y, a, x, z}, 4, th,
+             "sequence()", NULL);
+    expect(y, (double[]){23, 10, 0, 9}, "dw");
+    tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(z), tj_tensor_free(y);
+  }
+}
+END_TEST
+
 /* A `dw` SpMV reads A in place (its duplicates, out of order, each add
  * their share: spmv's values); max(A, 0) x sorts a copy, whose runs
  * then sum before the max. */
@@ -756,6 +789,7 @@ int main(void) {
   tcase_add_test(tc, fibers_ttv);
   tcase_add_loop_test(tc, fibers_split_row, 0, 2);
   tcase_add_test(tc, dw_in_place);
+  tcase_add_test(tc, sequence_shares_copy);
   tcase_add_test(tc, ttv_in_place);
   tcase_add_test(tc, refused_short_run);
   suite_add_tcase(s, tc);
