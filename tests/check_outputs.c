@@ -682,6 +682,26 @@ START_TEST(spgemm_long_rows) {
 }
 END_TEST
 
+/* Runs SpGEMM kernel k twice (evaluate, or assemble + compute when split)
+ * and checks its output A's n values and pattern against want and stored,
+ * its entry count, and that every segment's coordinates ascend. */
+static void spgemm_check_runs(tj_kernel *k, tj_tensor *A, const double *want,
+                              const unsigned char *stored, int64_t n, int64_t nnz, bool split,
+                              const char *what) {
+  for (int rep = 0; rep < 2; rep++) {
+    tu_run(k, split);
+    expect(A, want, stored, n, what);
+    ck_assert_int_eq(tj_tensor_nnz(A), nnz);
+    tj_arrays ar;
+    OK(tj_tensor_arrays(A, &ar));
+    const int32_t *pos = ar.pos[1], *crd = ar.crd[1];
+    for (int64_t seg = 0; seg + 1 < ar.pos_len[1]; seg++)
+      for (int32_t q = pos[seg] + 1; q < pos[seg + 1]; q++)
+        ck_assert_msg(crd[q - 1] < crd[q], "%s: segment %lld not ascending at %d", what,
+                      (long long)seg, q);
+  }
+}
+
 /* A = B * C with rows on both sides of the per-row choice (<= 64 products:
  * the list and the sort; more: the marks read back in order), B 4 x 3, C 3
  * x 200 (4 words of 64 marks, the last one partial):
@@ -716,18 +736,7 @@ START_TEST(spgemm_short_and_long_rows) {
   tj_kernel *k = spgemm_kernel(&cx, ops, fmt, (int64_t[3]){R, K, N}, b, c, threads);
   char what[64];
   snprintf(what, sizeof what, "%s, %d threads, %s", fmt, threads, split ? "split" : "evaluate");
-  for (int rep = 0; rep < 2; rep++) {
-    tu_run(k, split);
-    expect(ops[0], want, stored, R * N, what);
-    ck_assert_int_eq(tj_tensor_nnz(ops[0]), 150 + 2 + 102);
-    tj_arrays ar;
-    OK(tj_tensor_arrays(ops[0], &ar));
-    const int32_t *pos = ar.pos[1], *crd = ar.crd[1];
-    for (int64_t seg = 0; seg + 1 < ar.pos_len[1]; seg++)
-      for (int32_t q = pos[seg] + 1; q < pos[seg + 1]; q++)
-        ck_assert_msg(crd[q - 1] < crd[q], "%s: segment %lld not ascending at %d", what,
-                      (long long)seg, q);
-  }
+  spgemm_check_runs(k, ops[0], want, stored, R * N, 150 + 2 + 102, split, what);
   tj_context_free(cx);
   for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
 }
@@ -775,18 +784,7 @@ START_TEST(spgemm_uncounted_rows) {
   tj_kernel *k = spgemm_kernel(&cx, ops, fmt, (int64_t[3]){R, K, N}, b, c, threads);
   char what[64];
   snprintf(what, sizeof what, "%s, %d threads, %s", fmt, threads, split ? "split" : "evaluate");
-  for (int rep = 0; rep < 2; rep++) {
-    tu_run(k, split);
-    expect(ops[0], want, stored, R * N, what);
-    ck_assert_int_eq(tj_tensor_nnz(ops[0]), 50 + 70 + 24);
-    tj_arrays ar;
-    OK(tj_tensor_arrays(ops[0], &ar));
-    const int32_t *pos = ar.pos[1], *crd = ar.crd[1];
-    for (int64_t seg = 0; seg + 1 < ar.pos_len[1]; seg++)
-      for (int32_t q = pos[seg] + 1; q < pos[seg + 1]; q++)
-        ck_assert_msg(crd[q - 1] < crd[q], "%s: segment %lld not ascending at %d", what,
-                      (long long)seg, q);
-  }
+  spgemm_check_runs(k, ops[0], want, stored, R * N, 50 + 70 + 24, split, what);
   tj_context_free(cx);
   for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
 }
