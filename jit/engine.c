@@ -588,15 +588,20 @@ typedef struct PerfFuncs {
   struct { char name[128]; uint64_t off, size; } f[16];
 } PerfFuncs;
 
+static pthread_once_t perf_map_once = PTHREAD_ONCE_INIT;
+static bool perf_map_on;
+
+static void perf_map_read_env(void) {
+  const char *s = getenv("TJ_PERF_MAP");
+  perf_map_on = s && *s && strcmp(s, "0") != 0;
+}
+
 /* Whether TJ_PERF_MAP asks for /tmp/perf-<pid>.map lines (perf report
- * then names the JIT's kernels; read once per process). */
+ * then names the JIT's kernels; read once per process, under
+ * pthread_once: kernels compile on several threads at once). */
 static bool perf_map_wanted(void) {
-  static int want = -1;
-  if (want < 0) {
-    const char *s = getenv("TJ_PERF_MAP");
-    want = s && *s && strcmp(s, "0") != 0;
-  }
-  return want;
+  pthread_once(&perf_map_once, perf_map_read_env);
+  return perf_map_on;
 }
 
 /* Reads the sized STT_FUNC symbols of the section defining symbol from
