@@ -549,6 +549,16 @@ static bool emit_asm_text(Build *b, JitKernel *out, Diag *d) {
   return out->asm_text ? true : diag_error(d, TJ_ERR_NOMEM, "out of memory");
 }
 
+/* Reads the ELF64 header of bytes[0 .. len) into *eh: false if the object
+ * is not ELF64 or its section table does not lie inside it. */
+static bool elf64_header(const unsigned char *p, size_t len, Elf64_Ehdr *eh) {
+  if (len < sizeof *eh || memcmp(p, ELFMAG, SELFMAG) != 0 || p[EI_CLASS] != ELFCLASS64)
+    return false;
+  memcpy(eh, p, sizeof *eh);
+  return eh->e_shentsize == sizeof(Elf64_Shdr) && eh->e_shoff <= len &&
+         (len - eh->e_shoff) / sizeof(Elf64_Shdr) >= eh->e_shnum;
+}
+
 /* The memory JITLink takes for an object's contents: its allocated
  * (SHF_ALLOC) ELF sections grouped as its in-process memory manager groups
  * them (code, read-only data, writable data), each group rounded up to
@@ -558,12 +568,7 @@ static bool emit_asm_text(Build *b, JitKernel *out, Diag *d) {
 static size_t object_alloc_bytes(const void *bytes, size_t len) {
   const unsigned char *p = bytes;
   Elf64_Ehdr eh;
-  if (len < sizeof eh || memcmp(p, ELFMAG, SELFMAG) != 0 || p[EI_CLASS] != ELFCLASS64)
-    return len;
-  memcpy(&eh, p, sizeof eh);
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > len ||
-      (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum)
-    return len;
+  if (!elf64_header(p, len, &eh)) return len;
   size_t group[3] = {0};   /* code, read-only, writable */
   for (size_t i = 0; i < eh.e_shnum; i++) {
     Elf64_Shdr sh;
@@ -611,11 +616,7 @@ static void perf_funcs_read(const unsigned char *p, size_t len, const char *symb
   pf->n = 0;
   pf->base = -1;
   Elf64_Ehdr eh;
-  if (len < sizeof eh || memcmp(p, ELFMAG, SELFMAG) != 0 || p[EI_CLASS] != ELFCLASS64) return;
-  memcpy(&eh, p, sizeof eh);
-  if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > len ||
-      (len - eh.e_shoff) / sizeof(Elf64_Shdr) < eh.e_shnum)
-    return;
+  if (!elf64_header(p, len, &eh)) return;
   for (size_t i = 0; i < eh.e_shnum; i++) {
     Elf64_Shdr sh, strh;
     memcpy(&sh, p + eh.e_shoff + i * sizeof sh, sizeof sh);
