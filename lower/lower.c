@@ -797,22 +797,19 @@ static bool rows_zeroed_in_loop(Lowerer *lw, AMask alive) {
       lw->nest.lhs->u.access.idx[of->mode_order[0]] != lw->nest.order[0] ||
       lw->first_red == 0 || !lw_single_loop_at(lw, alive, 0))
     return false;
-  for (int x = 1; x < lw->nacc; x++)   /* rows found by a slice's raw coordinates: no */
-    if (lw_access_sliced(lw, x)) return false;
   for (int k = 0; k < lw->nest.nloops; k++)   /* a loop over blocks above it repeats it; */
     if (lw->nest.outer_at[k] >= 0 || lw->nest.form[k]->fuse) return false; /* f is no row */
-  for (int x = 1; x < lw->nacc; x++) {   /* rows zeroed up to each coordinate, once: */
-    int l = lw_level_at(lw, x, 0);     /* not for a row repeated or out of order */
-    if (l >= 0 && !lv_at(lw->acc[x].f, l, LV_FULL) && !lv_at(lw->acc[x].f, l, LV_ORDERED | LV_UNIQUE))
-      return false;
-  }
+  bool sparse_rows = false;   /* some operand's row level, or the level below, is sparse */
   for (int x = 1; x < lw->nacc; x++) {
     int l = lw_level_at(lw, x, 0);
     const tj_format *f = lw->acc[x].f;
-    if (l >= 0 && (!lv_at(f, l, LV_FULL) || (l + 1 < f->order && !lv_at(f, l + 1, LV_FULL))))
-      return true;
+    if (lw_access_sliced(lw, x)) return false;   /* rows found by a slice's raw coordinates */
+    if (l < 0) continue;
+    if (!lv_at(f, l, LV_FULL) && !lv_at(f, l, LV_ORDERED | LV_UNIQUE))
+      return false;   /* rows zeroed up to each coordinate, once: not a row repeated or out of order */
+    if (!lv_at(f, l, LV_FULL) || (l + 1 < f->order && !lv_at(f, l + 1, LV_FULL))) sparse_rows = true;
   }
-  return false;
+  return sparse_rows;
 }
 
 /* The loop nest of in's notation, which must be the order in's plan was
