@@ -110,7 +110,7 @@ extern const Peer P_TJ_C;
 /* tensorjit's variants of a case (peers_tj.c): into a `do` output, and
  * its assemble and compute phases alone; unranked. P_TJ_1T, the case's
  * 1-thread kernel, joins every 2-thread table (run_case). */
-extern const Peer P_TJ_UNSORTED, P_TJ_ASSEMBLE, P_TJ_COMPUTE, P_TJ_1T, P_TJ_LOOPS;
+extern const Peer P_TJ_UNSORTED, P_TJ_ASSEMBLE, P_TJ_COMPUTE, P_TJ_FRESH, P_TJ_1T, P_TJ_LOOPS;
 /* MKL (peers_mkl.c), loaded at run time when CMake found mkl_rt. */
 extern const Peer P_MKL_GEMM, P_MKL_MV, P_MKL_MM, P_MKL_ADD, P_MKL_SP2M, P_MKL_SP2M_SORTED;
 int mkl_available(void);

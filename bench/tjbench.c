@@ -495,7 +495,7 @@ static void run_add(tj_context *cx, const char *input, tj_tensor *A) {
   c->flops = (double)(nnz_of(A) + nnz_of(C));
   case_peer(c, &P_HAND_ADD); case_peer(c, &P_GRB_ADD); case_peer(c, &P_MKL_ADD);
   case_peer(c, &P_MLIR); case_peer(c, &P_TJ_C);
-  case_peer(c, &P_TJ_ASSEMBLE); case_peer(c, &P_TJ_COMPUTE);
+  case_peer(c, &P_TJ_ASSEMBLE); case_peer(c, &P_TJ_COMPUTE); case_peer(c, &P_TJ_FRESH);
   run_case(cx, c);
   case_free(c, A, NULL);
 }

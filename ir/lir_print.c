@@ -466,9 +466,9 @@ static void print_call(Printer *p, const LirStmt *s) {
   const char *ptr = s->u.call.ptr ? s->u.call.ptr->name : "0";
   switch (s->u.call.h) {
   case LH_RESERVE:
-    fprintf(p->out, "if ((rc = tj_rt_reserve(%s, %s, %d, ",
+    fprintf(p->out, "if ((rc = tj_rt_reserve(%s, %s%s, %d, ",
             p->opname[s->u.call.operand], arr_const(s->u.call.arr),
-            s->u.call.level);
+            s->u.call.raw ? " | TJ_ARR_NOZERO" : "", s->u.call.level);
     print_expr(p, s->u.call.a, P_COND);
     fputs(")) != 0) goto fail;\n", p->out);
     break;

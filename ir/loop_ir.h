@@ -181,8 +181,10 @@ struct LirStmt {
     struct { LirExpr *cond; LirStmt *then, *els; } cond;           /* LS_IF */
     struct { LirHelper h; int operand; int arr; int level;         /* LS_CALL */
              LirExpr *a, *b; LirVar *ptr; const int32_t *plan;
-             LirVar *mark, *ret; } call;
-             /* RESERVE: operand, arr, level, a = need.
+             LirVar *mark, *ret; bool raw; } call;
+             /* RESERVE: operand, arr, level, a = need; raw: the kernel
+                writes every new entry before reading it, so the new
+                space is not zeroed (TJ_ARR_NOZERO).
                 ALLOC: ptr = result, a = bytes. FREE: ptr.
                 SORT_CRD and ZERO: ptr, a = lo, b = hi.
                 MARKED_CRD: ret (i64) = count written to ptr from a on,

@@ -676,7 +676,8 @@ static bool call_reserve(Emitter *e, const LirStmt *s) {
   if (!n) return false;
   LLVMTypeRef pt[] = {e->ptr, e->i32, e->i32, e->i64};
   LLVMValueRef args[] = {e->ops[s->u.call.operand],
-                         LLVMConstInt(e->i32, (unsigned)s->u.call.arr, 0),
+                         LLVMConstInt(e->i32, (unsigned)s->u.call.arr |
+                                                  (s->u.call.raw ? TJ_ARR_NOZERO : 0u), 0),
                          LLVMConstInt(e->i32, (unsigned)s->u.call.level, 0), n};
   return em_fail_if_nonzero(e, em_helper(e, "tj_rt_reserve", e->i32, pt, 4, args));
 }

@@ -52,6 +52,7 @@ static bool stmt_same(const LirStmt *x, const LirStmt *y, LirExpr ***vals, int n
   case LS_CALL:
     return x->u.call.h == y->u.call.h && x->u.call.operand == y->u.call.operand &&
            x->u.call.arr == y->u.call.arr && x->u.call.level == y->u.call.level &&
+           x->u.call.raw == y->u.call.raw &&
            x->u.call.ptr == y->u.call.ptr && x->u.call.plan == y->u.call.plan &&
            x->u.call.mark == y->u.call.mark && x->u.call.ret == y->u.call.ret &&
            lir_expr_equal(x->u.call.a, y->u.call.a) && lir_expr_equal(x->u.call.b, y->u.call.b);

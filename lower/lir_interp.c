@@ -583,7 +583,8 @@ static Exit exec_call(Interp *in, const LirStmt *s) {
   switch (s->u.call.h) {
   case LH_RESERVE:
     if (!eval(in, s->u.call.a, &need)) return EX_FAULT;
-    return helper_rc(in, tj_rt_reserve(in->ops[s->u.call.operand], s->u.call.arr,
+    return helper_rc(in, tj_rt_reserve(in->ops[s->u.call.operand],
+                                       s->u.call.arr | (s->u.call.raw ? TJ_ARR_NOZERO : 0),
                                        s->u.call.level, need.i));
   case LH_GETT:   /* the runtime's portable micro-kernel */
     return helper_rc(in, tj_rt_gett(in->ops, s->u.call.plan, NULL));

@@ -113,19 +113,29 @@ LirStmt *lw_reserve(Lowerer *lw, int arr, int level, LirExpr *need) {
   return s;
 }
 
+/* lw_reserve of space the kernel writes before it reads: not zeroed. */
+static LirStmt *reserve_raw(Lowerer *lw, int arr, int level, LirExpr *need) {
+  LirStmt *s = lw_reserve(lw, arr, level, need);
+  s->u.call.raw = true;
+  return s;
+}
+
 LirStmt *lw_reload(Lowerer *lw, LirVar *ptr, LirField f, int level) {
   return lir_assign(lw->a, ptr, lir_field(lw->a, lw->k, 0, f, level));
 }
 
-/* Emits: if (index >= cap) { cap = max(2 * cap, index + 1); reserve;
- * reload the pointer }, for the output array `arr` of level l. */
+/* Emits: if (index >= cap) { cap = max(2 * cap, index + 1[, hint]);
+ * reserve; reload the pointer }, for the output array `arr` of level l
+ * (raw: the new space is not zeroed). */
 static LirStmt *grow_if_full(Lowerer *lw, LirVar *cap, int arr, int l, LirExpr *index,
-                             LirStmt *more) {
+                             LirStmt *more, LirExpr *hint, bool raw) {
   Arena *a = lw->a;
   LirExpr *twice = lir_bin(a, LOP_MUL, lw_ref(lw, cap), lw_i64(lw, 2));
-  LirStmt *grow = lir_assign(a, cap, lir_bin(a, LOP_MAX, twice,
-                                             lir_bin(a, LOP_ADD, index, lw_i64(lw, 1))));
-  lir_append(&grow, lw_reserve(lw, arr, l, lw_ref(lw, cap)));
+  LirExpr *ncap = lir_bin(a, LOP_MAX, twice, lir_bin(a, LOP_ADD, index, lw_i64(lw, 1)));
+  if (hint) ncap = lir_bin(a, LOP_MAX, ncap, hint);
+  LirStmt *grow = lir_assign(a, cap, ncap);
+  lir_append(&grow, raw ? reserve_raw(lw, arr, l, lw_ref(lw, cap))
+                        : lw_reserve(lw, arr, l, lw_ref(lw, cap)));
   if (arr == TJ_ARR_CRD) lir_append(&grow, lw_reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
   else lir_append(&grow, lw_reload(lw, lw->pos_ptr[0][l], LF_POS, l));
   lir_append(&grow, more);
@@ -134,24 +144,30 @@ static LirStmt *grow_if_full(Lowerer *lw, LirVar *cap, int arr, int l, LirExpr *
 
 /* Room for an output entry at index in level l (and its value). */
 LirStmt *lw_ensure_out_cap(Lowerer *lw, int l, LirExpr *index) {
+  return lw_ensure_out_room(lw, l, index, NULL, false);
+}
+
+LirStmt *lw_ensure_out_room(Lowerer *lw, int l, LirExpr *index, LirExpr *hint, bool raw) {
   if (lw->phase == PHASE_COMPUTE) return NULL;
   LirStmt *more = NULL;
   for (int k = lw_out_run_start(lw->acc[0].f, l); k < l; k++) { /* the run's crd grow together */
-    lir_append(&more, lw_reserve(lw, TJ_ARR_CRD, k, lw_ref(lw, lw->crd_cap[l])));
+    LirExpr *cap = lw_ref(lw, lw->crd_cap[l]);
+    lir_append(&more, raw ? reserve_raw(lw, TJ_ARR_CRD, k, cap) : lw_reserve(lw, TJ_ARR_CRD, k, cap));
     lir_append(&more, lw_reload(lw, lw->crd_ptr[0][k], LF_CRD, k));
   }
   if (l == lw->out_last && lw->emit_values) {
-    lir_append(&more, lw_reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, lw_ref(lw, lw->crd_cap[l]))));
+    LirExpr *n = lw_out_vals(lw, lw_ref(lw, lw->crd_cap[l]));
+    lir_append(&more, raw ? reserve_raw(lw, TJ_ARR_VALS, 0, n) : lw_reserve(lw, TJ_ARR_VALS, 0, n));
     lir_append(&more, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
   }
-  return grow_if_full(lw, lw->crd_cap[l], TJ_ARR_CRD, l, index, more);
+  return grow_if_full(lw, lw->crd_cap[l], TJ_ARR_CRD, l, index, more, hint, raw);
 }
 
 /* Room for pos entry index of level l (a compressed level under a
  * compressed parent). */
 LirStmt *lw_ensure_pos_cap(Lowerer *lw, int l, LirExpr *index) {
   if (lw->phase == PHASE_COMPUTE || !lw->pos_cap[l]) return NULL;
-  return grow_if_full(lw, lw->pos_cap[l], TJ_ARR_POS, l, index, NULL);
+  return grow_if_full(lw, lw->pos_cap[l], TJ_ARR_POS, l, index, NULL, NULL, false);
 }
 
 /* ---- set-up ---- */
@@ -456,11 +472,14 @@ static LirStmt *prepare_dense_output(Lowerer *lw) {
   Arena *a = lw->a;
   LirVar *n = lw->out_size = lw_var(lw, "out_size", LT_I64);
   LirStmt *s = lir_decl(a, n, out_prefix_size(lw, lw->acc[0].f->order));
-  lir_append(&s, lw_reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
+  bool zero = (!lw->nest.keeps_old || lw->ranged) && lw->phase != PHASE_ASSEMBLE &&
+              !lw->zero_rows && !lw->stores_all;
+  /* the kernel's own zeroing, or its stores, write every entry first */
+  bool raw = zero || (lw->stores_all && lw->phase != PHASE_ASSEMBLE);
+  lir_append(&s, raw ? reserve_raw(lw, TJ_ARR_VALS, 0, lw_ref(lw, n))
+                     : lw_reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
   lir_append(&s, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
-  if ((!lw->nest.keeps_old || lw->ranged) && lw->phase != PHASE_ASSEMBLE && !lw->zero_rows &&
-      !lw->stores_all)
-    lir_append(&s, zero_dense_output(lw, n));
+  if (zero) lir_append(&s, zero_dense_output(lw, n));
   lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, n)));
   return s;
 }
@@ -511,7 +530,7 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
       lir_append(&s, lir_decl(a, lw->pos_cap[l], lw_i64(lw, 1024)));
       plen = lw_ref(lw, lw->pos_cap[l]);
     }
-    lir_append(&s, lw_reserve(lw, TJ_ARR_POS, l, plen));
+    lir_append(&s, reserve_raw(lw, TJ_ARR_POS, l, plen));   /* zeroed right below */
     lir_append(&s, lw_reload(lw, lw->pos_ptr[0][l], LF_POS, l));
     LirStmt *z = lir_call(a, LH_ZERO);
     z->u.call.ptr = lw->pos_ptr[0][l];
@@ -565,7 +584,7 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
   }
   if (lw->phase == PHASE_ASSEMBLE) {
     LirExpr *n = lw_out_vals(lw, lw_ref(lw, lw->out_p[last]));
-    lir_append(&s, lw_reserve(lw, TJ_ARR_VALS, 0, n));
+    lir_append(&s, reserve_raw(lw, TJ_ARR_VALS, 0, n));   /* zeroed right below */
     lir_append(&s, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
     LirStmt *z = lir_call(a, LH_ZERO);
     z->u.call.ptr = lw->vals_ptr[0];

@@ -2277,6 +2277,35 @@ static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
   return NULL;
 }
 
+/* What the rest of a merge's levels can append, from this row on: pOut +
+ * the sum over the merged accesses of their level's crd_len - position.
+ * A capacity hint only (each row still checks its own room); NULL in a
+ * row-range kernel (its rows end before the levels do) or where an access
+ * is sliced (its crd_len is the base's). */
+static LirExpr *merge_rest(Lowerer *lw, const LoopCtx *cx, AMask all) {
+  Arena *a = A(lw);
+  if (lw->ranged) return NULL;
+  LirExpr *rest = lw_ref(lw, lw->out_p[lw->out_last]);
+  for (int x = 1; x < lw->nacc; x++) {
+    if (!(all >> x & 1)) continue;
+    int l = lw_level_at(lw, x, cx->depth);
+    if (l < 0 || lw_access_sliced(lw, x)) return NULL;
+    LirExpr *len = lir_field(a, lw->k, lw->acc[x].t, LF_CRD_LEN, l);
+    rest = lir_bin(a, LOP_ADD, rest, lir_bin(a, LOP_SUB, len, lw_ref(lw, cx->it[x].p)));
+  }
+  return rest;
+}
+
+/* Whether every entry the merge appends has its coordinate and (when
+ * emitted) its value stored at the append, before anything reads it: the
+ * merge is the innermost loop, nothing is reduced, and no mask, hit flag,
+ * partial or workspace stands between a case and its store. */
+static bool merge_writes_all(const Lowerer *lw, const LoopCtx *cx) {
+  return cx->depth == lw->nest.nloops - 1 && lw->first_red >= lw->nest.nloops &&
+         !lw->valued_masks && !lw->out_hit && !lw->partials && lw->nest.ws_depth < 0 &&
+         lw->nest.vws_depth < 0;
+}
+
 /* Room, made once before the point loops of a merge over the sparse
  * output's leaf level, for every entry the merge can append: each trip of
  * a point loop without a dense counter steps at least one of the merged
@@ -2286,6 +2315,13 @@ static LirStmt *refuse_unroll(Lowerer *lw, const LoopCtx *cx, const char *how) {
  * kept the check, its growth call and the pointer reloads out of a loop
  * whose registers they had spilled (cage11: 9.8 -> 8.1 ms, the hand
  * loop 8.5).
+ * When it grows, it grows at once to what the rest of the merged levels
+ * can append (pOut + the sum of crd_len - position: the whole output of a
+ * CSR add, not a doubling chain of copies into fresh pages), and when the
+ * merge is the innermost loop and stores each entry it appends
+ * (merge_writes_all), the new space is not zeroed: a fresh output's
+ * arrays are touched once, by the merge (u200k evaluate into a fresh
+ * output: the doublings' copies and zeroing were two thirds of its time).
  * NULL where the bound does not hold or nothing is assembled. */
 static LirStmt *merge_room(Lowerer *lw, const LoopCtx *cx, AMask all) {
   Arena *a = A(lw);
@@ -2303,7 +2339,8 @@ static LirStmt *merge_room(Lowerer *lw, const LoopCtx *cx, AMask all) {
     if (all >> x & 1)
       end = lir_bin(a, LOP_ADD, end, lir_bin(a, LOP_SUB, lw_ref(lw, cx->it[x].end),
                                               lw_ref(lw, cx->it[x].p)));
-  return lw_ensure_out_cap(lw, l, lir_bin(a, LOP_SUB, end, lw_i64(lw, 1)));
+  return lw_ensure_out_room(lw, l, lir_bin(a, LOP_SUB, end, lw_i64(lw, 1)),
+                            merge_rest(lw, cx, all), merge_writes_all(lw, cx));
 }
 
 LirStmt *lw_loops(Lowerer *lw, int depth, AMask alive, bool in_temp) {

@@ -496,6 +496,9 @@ LirExpr *lw_level_size(Lowerer *lw, int x, int level);
 LirExpr *lw_load_index(Lowerer *lw, LirVar *arr, LirExpr *idx);
 LirStmt *lw_store_index(Lowerer *lw, LirVar *arr, LirExpr *idx, LirExpr *v);
 LirStmt *lw_ensure_out_cap(Lowerer *lw, int level, LirExpr *index);
+/* lw_ensure_out_cap growing to at least hint (NULL: none) entries, the
+ * new space not zeroed when raw (every appended entry is written). */
+LirStmt *lw_ensure_out_room(Lowerer *lw, int level, LirExpr *index, LirExpr *hint, bool raw);
 /* tj_rt_reserve of the output's array arr (TJ_ARR_*) of level to need
  * entries; then the pointer variable ptr reloaded from field f. */
 LirStmt *lw_reserve(Lowerer *lw, int arr, int level, LirExpr *need);

@@ -92,6 +92,11 @@ typedef struct tj_storage {
 
 /* Which array of a storage a runtime helper acts on. */
 typedef enum { TJ_ARR_POS = 0, TJ_ARR_CRD = 1, TJ_ARR_VALS = 2 } tj_array_kind;
+/* Or-ed into tj_rt_reserve's arr: the kernel writes every entry of the new
+ * space before it reads it (it zeroes the array itself, or appends each
+ * entry with its value), so the new space is left as the allocator gave
+ * it: a fresh output's arrays are then touched once, by the kernel. */
+#define TJ_ARR_NOZERO 0x100
 
 /* Kernel return codes (0 = success). */
 enum { TJ_KERNEL_OK = 0, TJ_KERNEL_NOMEM = 1, TJ_KERNEL_SHAPE = 2 };
@@ -102,7 +107,8 @@ typedef int32_t (*tj_kernel_fn)(tj_storage **operands);
  * Each returns 0 or a TJ_KERNEL_* code; none aborts. */
 
 /* Ensures level `level`'s array `arr` (or vals) of s holds at least `need`
- * entries, growing by doubling; new entries are zeroed. */
+ * entries, growing by doubling; new entries are zeroed (unless arr has
+ * TJ_ARR_NOZERO). */
 int32_t tj_rt_reserve(tj_storage *s, int32_t arr, int32_t level, int64_t need);
 /* Allocates n zeroed bytes for a kernel workspace into *out (NULL if n==0). */
 int32_t tj_rt_alloc(int64_t n, void **out);

@@ -71,7 +71,9 @@ static void copy_chunks(void *ctx, int64_t lo, int64_t hi) {
 }
 
 /* Sizes the output's arrays for the n chunks and records where each
- * chunk's part starts (job's at, base, vbase). */
+ * chunk's part starts (job's at, base, vbase). The copy writes every
+ * entry (pos[0] here), so the new space is not zeroed first: a fresh
+ * output's pages are then touched by the copy, on all its threads. */
 static tj_status concat_layout(tj_storage *out, tj_storage *const *chunks, int n,
                                const ConcatJob *job) {
   for (int l = 1; l < out->order; l++) {
@@ -82,7 +84,8 @@ static tj_status concat_layout(tj_storage *out, tj_storage *const *chunks, int n
       npar += parents(chunks[c], l);
       ncrd += chunks[c]->levels[l].crd_len;
     }
-    if (tj_rt_reserve(out, TJ_ARR_POS, l, npar + 1) || tj_rt_reserve(out, TJ_ARR_CRD, l, ncrd))
+    if (tj_rt_reserve(out, TJ_ARR_POS | TJ_ARR_NOZERO, l, npar + 1) ||
+        tj_rt_reserve(out, TJ_ARR_CRD | TJ_ARR_NOZERO, l, ncrd))
       return rt_set_error(TJ_ERR_NOMEM, "out of memory assembling %lld entries", (long long)ncrd);
     rt_idx_set(out->levels[l].pos, out->pos_width, 0, 0);
     out->levels[l].pos_len = npar + 1;
@@ -93,7 +96,7 @@ static tj_status concat_layout(tj_storage *out, tj_storage *const *chunks, int n
     job->vbase[c] = nv;
     nv += chunks[c]->vals_len;
   }
-  if (tj_rt_reserve(out, TJ_ARR_VALS, 0, nv))
+  if (tj_rt_reserve(out, TJ_ARR_VALS | TJ_ARR_NOZERO, 0, nv))
     return rt_set_error(TJ_ERR_NOMEM, "out of memory assembling %lld values", (long long)nv);
   out->vals_len = nv;
   return TJ_OK;

@@ -1,7 +1,8 @@
 /* Helpers that JIT-compiled kernels call (see abi.h).
  *
  * Output arrays grow by doubling through tj_rt_reserve; new space is
- * zeroed so a kernel may accumulate into it. Arrays are malloc/free memory
+ * zeroed so a kernel may accumulate into it, unless the kernel says it
+ * writes every new entry first (TJ_ARR_NOZERO). Arrays are malloc/free memory
  * (rt_array_new: large ones advised for huge pages), the same the runtime
  * uses, so a tensor owns what a kernel grew. An array the caller wrapped
  * (tj_storage.foreign) is never realloc'd: growing it copies it into a
@@ -28,6 +29,8 @@ int32_t tj_rt_reserve(tj_storage *s, int32_t arr, int32_t level, int64_t need) {
   void **p;
   int64_t *cap;
   uint32_t bit;
+  bool zero = !(arr & TJ_ARR_NOZERO);
+  arr &= ~TJ_ARR_NOZERO;
   if (arr == TJ_ARR_VALS) {
     p = &s->vals, cap = &s->vals_cap, bit = TJ_FOREIGN_VALS;
   } else {
@@ -46,12 +49,14 @@ int32_t tj_rt_reserve(tj_storage *s, int32_t arr, int32_t level, int64_t need) {
   if (ncap > INT64_MAX / w || (uint64_t)(ncap * w) > SIZE_MAX)
     return TJ_KERNEL_NOMEM;
   if (s->foreign & bit) {   /* the caller's array: copy it, never realloc it */
-    void *q = rt_array_new(ncap, (size_t)w, true);
+    void *q = rt_array_new(ncap, (size_t)w, false);
     if (!q) return TJ_KERNEL_NOMEM;
-    if (*p && *cap) memcpy(q, *p, (size_t)(*cap * w));
+    int64_t kept = *p ? *cap : 0;
+    if (kept) memcpy(q, *p, (size_t)(kept * w));
+    if (zero) memset((char *)q + kept * w, 0, (size_t)((ncap - kept) * w));
     *p = q;
     s->foreign &= ~bit;
-  } else if (!rt_array_grow(p, *p ? *cap : 0, ncap, (size_t)w)) {
+  } else if (!rt_array_grow(p, *p ? *cap : 0, ncap, (size_t)w, zero)) {
     return TJ_KERNEL_NOMEM;
   }
   *cap = ncap;

@@ -40,7 +40,7 @@ void *rt_array_new(int64_t n, size_t w, bool zero) {
   return p;
 }
 
-bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w) {
+bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w, bool zero) {
   if (n < old || (uint64_t)n > (SIZE_MAX - RT_ALIGN) / w) return false;
   size_t ob = (size_t)old * w, nb = (size_t)(n ? n : 1) * w;
   char *q;
@@ -64,7 +64,7 @@ bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w) {
     if (*p && ob) memcpy(q, *p, ob);
     free(*p);
   }
-  memset(q + ob, 0, nb - ob);
+  if (zero) memset(q + ob, 0, nb - ob);
   *p = q;
   return true;
 }

@@ -136,10 +136,10 @@ bool rt_dtype_is_int(int dt);
 #define RT_REMAP_BYTES ((size_t)32 << 20)
 void *rt_array_new(int64_t n, size_t w, bool zero);
 /* Grows array *p from old to n elements of w bytes, zeroing the new part
- * (tj_rt_reserve); keeps the alignment and huge-page advice of
+ * when zero (tj_rt_reserve); keeps the alignment and huge-page advice of
  * rt_array_new (a fresh array and a copy; realloc, whose mremap keeps
  * the page offset, only above RT_REMAP_BYTES). */
-bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w);
+bool rt_array_grow(void **p, int64_t old, int64_t n, size_t w, bool zero);
 /* Whether t's storage has its arrays (it was packed, read or computed);
  * a tensor only created (tj_tensor_new) has none and reads as empty. */
 bool rt_tensor_is_packed(const tj_tensor *t);

@@ -86,7 +86,25 @@ START_TEST(sparse_add_three_whiles) {
   HAS(t, "if (pOut1 + (pB1_end - pB1) + (pC1_end - pC1) - 1 >= out1_crd_cap)");
   ck_assert_int_eq(count(t, ">= out1_crd_cap)"), 1);
   ck_assert(strstr(t, ">= out1_crd_cap)") < strstr(t, "while (p"));
+  /* it grows at once to what the rest of B and C can append, and leaves
+   * the new space unzeroed (every appended entry is stored); the first
+   * reservation and the positions' (zeroed by the kernel) stay as they were */
+  HAS(t, "pOut1 + (B->levels[1].crd_len - pB1) + (C->levels[1].crd_len - pC1)");
+  HAS(t, "tj_rt_reserve(A, TJ_ARR_CRD | TJ_ARR_NOZERO, 1, out1_crd_cap)");
+  HAS(t, "tj_rt_reserve(A, TJ_ARR_VALS | TJ_ARR_NOZERO, 0, out1_crd_cap)");
+  HAS(t, "tj_rt_reserve(A, TJ_ARR_CRD, 1, out1_crd_cap)");
+  HAS(t, "tj_rt_reserve(A, TJ_ARR_POS | TJ_ARR_NOZERO, 1, 1 * A_dim0 + 1)");
   free(t);
+  /* with a reduction below the merge a value is summed before its store:
+   * the merge's growth keeps zeroing */
+  Case r;
+  const char *s3[] = {"A/ds/5,6", "B/sss/5,6,7", "C/sss/5,6,7"};
+  plan(&r, "A(i,j) = B(i,j,k) + C(i,j,k)", s3, 3, true);
+  t = lowered(&r, PHASE_EVALUATE);
+  ck_assert_ptr_null(strstr(t, "TJ_ARR_VALS | TJ_ARR_NOZERO"));
+  ck_assert_ptr_null(strstr(t, "TJ_ARR_CRD | TJ_ARR_NOZERO"));
+  free(t);
+  arena_free(&r.a);
   /* a lattice where some iterator's coordinate alone computes nothing
    * (B * C + D at B alone) keeps its chain */
   Case d;

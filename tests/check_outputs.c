@@ -593,6 +593,70 @@ START_TEST(other_operands) {
 }
 END_TEST
 
+/* A CSR add A = B + C whose output grows past its first 1024 entries: the
+ * merge then grows it at once to what the rest of B and C can append and
+ * leaves the new space unzeroed (merge_room), so every entry must come
+ * from the merge's own stores. Pattern p of a 300 x 200 operand stores
+ * (i, j) where (i + 2 j) % p == 0, with the value i + j / 256 (B) or
+ * 1000 - j (C); by hand A stores the union with the sum of the stored sides.
+ * The same output is handed back for three runs, its pattern growing,
+ * then shrinking (stale entries past its new end must not show), and a
+ * fresh output is assembled (values all 0) then computed. */
+enum { ADD_R = 300, ADD_C = 200, ADD_CELLS = ADD_R * ADD_C };
+static double add_side(int i, int j, int p, bool b) {
+  if ((i + 2 * j) % p) return 0;
+  return b ? i + j / 256.0 : 1000.0 - j;
+}
+static tj_tensor *add_operand(const char *name, int p, bool b) {
+  int64_t dims[2] = {ADD_R, ADD_C};
+  double *v = malloc(ADD_CELLS * sizeof *v);
+  for (int c = 0; c < ADD_CELLS; c++) v[c] = add_side(c / ADD_C, c % ADD_C, p, b);
+  tj_tensor *t = tu_tensor(name, "ds", 2, dims, v);
+  free(v);
+  return t;
+}
+static void add_expect(const tj_tensor *A, int pb, int pc, bool zero, const char *what) {
+  double *want = malloc(ADD_CELLS * sizeof *want);
+  unsigned char *st = malloc(ADD_CELLS);
+  for (int c = 0; c < ADD_CELLS; c++) {
+    int i = c / ADD_C, j = c % ADD_C;
+    st[c] = (i + 2 * j) % pb == 0 || (i + 2 * j) % pc == 0;
+    want[c] = zero ? 0 : add_side(i, j, pb, true) + add_side(i, j, pc, false);
+  }
+  expect(A, want, st, ADD_CELLS, what);
+  free(want);
+  free(st);
+}
+
+START_TEST(add_output_grows_and_is_handed_back) {
+  int64_t dims[2] = {ADD_R, ADD_C};
+  tj_tensor *ops[3] = {tu_tensor("A", "ds", 2, dims, NULL), add_operand("B", 3, true),
+                       add_operand("C", 5, false)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = 1;
+  tj_kernel *k = compile(cx, "A(i,j) = B(i,j) + C(i,j)", ops, 3, &o);
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  add_expect(ops[0], 3, 5, false, "fresh A, B % 3, C % 5");   /* 28,000 entries */
+  tj_tensor *wide[3] = {ops[0], add_operand("B", 2, true), add_operand("C", 3, false)};
+  OK(tj_kernel_run(k, TJ_EVALUATE, wide, 3));
+  add_expect(ops[0], 2, 3, false, "A handed back, B % 2, C % 3");   /* 40,000 */
+  tj_tensor *narrow[3] = {ops[0], add_operand("B", 7, true), add_operand("C", 11, false)};
+  OK(tj_kernel_run(k, TJ_EVALUATE, narrow, 3));
+  add_expect(ops[0], 7, 11, false, "A handed back again, B % 7, C % 11");
+  tj_tensor *fresh[3] = {tu_tensor("A", "ds", 2, dims, NULL), ops[1], ops[2]};
+  OK(tj_kernel_run(k, TJ_ASSEMBLE, fresh, 3));
+  add_expect(fresh[0], 3, 5, true, "fresh A assembled");
+  OK(tj_kernel_run(k, TJ_COMPUTE, fresh, 3));
+  add_expect(fresh[0], 3, 5, false, "fresh A computed");
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+  for (int t = 1; t < 3; t++) tj_tensor_free(wide[t]), tj_tensor_free(narrow[t]);
+  tj_tensor_free(fresh[0]);
+}
+END_TEST
+
 /* SpGEMM += compiled at 6 x 7 runs on operands of other sizes (each run's
  * temporary takes the run's output dims): A 9 x 11 holding A(0,10) = 5,
  * B 9 x 8 with B(i, i % 8) = 1, C 8 x 11 with C(k, k) = 2, so by hand A
@@ -1632,6 +1696,7 @@ static Suite *suite(void) {
   tcase_add_test(tc, wrapped_output);
   tcase_add_test(tc, old_name_taken);
   tcase_add_test(tc, other_operands);
+  tcase_add_test(tc, add_output_grows_and_is_handed_back);
   suite_add_tcase(s, tc);
   TCase *plus = tcase_create("contraction_plus_term");
   tcase_set_timeout(plus, 600);
