@@ -452,6 +452,11 @@ bool lw_ws_reads_marks(const Lowerer *lw) {
   return lw_ws_list_in_crd(lw) && lv_at(lw->acc[0].f, lw->out_last, LV_ORDERED);
 }
 
+bool lw_ws_in_place(const Lowerer *lw) {
+  return lw_ws_list_in_crd(lw) && lw->emit_values && !lw->partials &&
+         !lv_at(lw->acc[0].f, lw->out_last, LV_ORDERED);
+}
+
 /* Output position of a dense (located) output. */
 static LirExpr *out_index(Lowerer *lw) {
   if (lw->plan->out_like) return lw_out_like_index(lw);
@@ -460,6 +465,43 @@ static LirExpr *out_index(Lowerer *lw) {
 
 /* The workspace's position: the coordinate of its variable. */
 static LirExpr *ws_index(Lowerer *lw) { return lw_ref(lw, lw->coord[lw->nest.ws_var->id]); }
+
+/* The entry a product of a row accumulated in place adds to: vals[p + at - 1]. */
+static LirExpr *in_place_index(Lowerer *lw) {
+  Arena *a = A(lw);
+  return lir_bin(a, LOP_ADD, lw_ref(lw, lw->out_p[lw->out_last]),
+                 lir_bin(a, LOP_SUB, lw_ref(lw, lw->ws_at), lw_i64(lw, 1)));
+}
+
+/* A product into a nonordered row accumulated in place (lw_ws_in_place):
+ * the mark of j is its entry's position in the row + 1, 0 while untouched;
+ * the first touch appends j and the identity to the row, so no workspace
+ * values, no value gather and no clears but the marks (drain_in_place):
+ *   at = mark[j];
+ *   if (at == 0) { crd[p + n] = j; vals[p + n] = init; n += 1; mark[j] = n; at = n; }
+ *   vals[p + at - 1] (op)= v
+ * A branch rather than selects: the C copy of cage11 x cage11 (2.3
+ * products an entry) ran 19.8 ms against 15.7 branch-free, but bcsstk33
+ * (16.5 products an entry) 37 against 61 and luxembourg_osm 2.0 against
+ * 3.2: every product then stores the mark and the crd. */
+static LirStmt *accumulate_in_place(Lowerer *lw, AMask alive) {
+  Arena *a = A(lw);
+  int l = lw->out_last;
+  LirVar *p = lw->out_p[l], *at = lw_var(lw, "ws_at", LT_I64);
+  LirStmt *s = lir_decl(a, at, lir_cast(a, LT_I64, lir_load(a, lw_ref(lw, lw->ws_mark), ws_index(lw))));
+  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+  LirStmt *first = lw_store_index(lw, lw->crd_ptr[0][l], end, ws_index(lw));
+  end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+  lir_append(&first, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), end, vconst(lw, lw->out_init)));
+  lir_append(&first, lir_update(a, lw->ws_n, LOP_ADD, lw_i64(lw, 1)));
+  lir_append(&first, lw_store_index(lw, lw->ws_mark, ws_index(lw), lw_ref(lw, lw->ws_n)));
+  lir_append(&first, lir_assign(a, at, lw_ref(lw, lw->ws_n)));
+  lir_append(&s, lir_if(a, lir_bin(a, LOP_EQ, lw_ref(lw, at), lw_i64(lw, 0)), first, NULL));
+  lw->ws_at = at;
+  lir_append(&s, update_output(lw, lw->vals_ptr[0], in_place_index, gen_expr(lw, lw->root, alive)));
+  lw->ws_at = NULL;
+  return s;
+}
 
 static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   Arena *a = A(lw);
@@ -476,6 +518,7 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
                              : lir_store(a, w, j, v);
   }
   if (lw->target == T_WS) {
+    if (lw_ws_in_place(lw)) return accumulate_in_place(lw, alive);
     LirExpr *j = lw_ref(lw, lw->coord[lw->nest.ws_var->id]);
     LirStmt *s = NULL;
     if (lw->emit_values) s = update_output(lw, lw->ws_vals, ws_index, gen_expr(lw, lw->root, alive));
@@ -744,6 +787,22 @@ static LirStmt *drain_in_crd(Lowerer *lw, LirStmt *order) {
   return s;
 }
 
+/* The drain of a row accumulated in place (accumulate_in_place): only its
+ * marks are cleared, along the row's coordinates:
+ *   for (q = p; q < p + n; q++) mark[crd[q]] = 0; p += n; n = 0  */
+static LirStmt *drain_in_place(Lowerer *lw) {
+  Arena *a = A(lw);
+  int l = lw->out_last;
+  LirVar *p = lw->out_p[l], *q = lw_var(lw, "q", LT_I64);
+  LirExpr *j = lw_load_index(lw, lw->crd_ptr[0][l], lw_ref(lw, q));
+  LirStmt *body = lw_store_index(lw, lw->ws_mark, j, lw_i64(lw, 0));
+  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+  LirStmt *s = lir_for(a, q, lw_ref(lw, p), end, body);
+  lir_append(&s, lir_update(a, p, LOP_ADD, lw_ref(lw, lw->ws_n)));
+  lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
+  return s;
+}
+
 /* An upper bound of the trips of the loop at depth, its iterators' bounds
  * declared in *decls: the extent where a lattice point walks it densely,
  * else the segment lengths of its sparse iterators (the least of them when
@@ -919,6 +978,10 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   }
   if (lw_ws_drains_assembled(lw)) {
     lir_append(&s, drain_assembled(lw, l));
+    return lir_block(a, s);
+  }
+  if (lw_ws_in_place(lw)) {
+    lir_append(&s, drain_in_place(lw));
     return lir_block(a, s);
   }
   if (lw_ws_list_in_crd(lw)) {

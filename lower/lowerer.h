@@ -162,6 +162,9 @@ typedef struct Lowerer {
    * reads its coordinates back from the marks. */
   LirVar *ws_bound, *ws_words, *ws_touched;
   bool ws_unlisted, ws_unbounded;
+  /* A nonordered output's row accumulated in place (lw_ws_in_place): the
+   * product's entry is vals[p + ws_at - 1], ws_at read from its mark. */
+  LirVar *ws_at;
   /* Rows whose loop above the workspace variable's runs at most this many
    * trips have at most WS_LIST_PRODUCTS products and are not counted
    * (lower.c, short_trips); NULL: every row is counted. */
@@ -374,6 +377,10 @@ bool lw_ws_list_in_crd(const Lowerer *lw);
  * (the list is the output's crd, its level ordered): the marks then carry
  * the touched bytes. */
 bool lw_ws_reads_marks(const Lowerer *lw);
+/* Whether a row accumulates straight into the output (a nonordered level
+ * whose coordinates and values this phase writes): the marks hold each
+ * touched coordinate's position in the row + 1, no workspace values. */
+bool lw_ws_in_place(const Lowerer *lw);
 /* The workspace's extent: the output dim its index runs over. */
 LirExpr *lw_ws_extent(Lowerer *lw);
 /* The additive terms of lw->root into out (LW_MAX_ACCESS entries):
