@@ -696,6 +696,14 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
     lir_append(&s, lw_fill(lw, lw->ws_vals, lw_i64(lw, 0), n, lw->out_init));
   lw->ws_n = lw_var(lw, "ws_n", LT_I64);
   lir_append(&s, lir_decl(a, lw->ws_n, lw_i64(lw, 0)));
+  lw->ws_prods = lw->ws_branchless = NULL;
+  lw->ws_select = false;
+  if (in_place && lw_ws_in_place_selects(lw)) { /* rows choose (lower_loops.c, scatter_in_place) */
+    lw->ws_prods = lw_var(lw, "ws_prods", LT_I64);
+    lir_append(&s, lir_decl(a, lw->ws_prods, lw_i64(lw, 0)));
+    lw->ws_branchless = lw_var(lw, "ws_branchless", LT_BOOL);
+    lir_append(&s, lir_decl(a, lw->ws_branchless, lir_const_int(a, LT_BOOL, 0)));
+  }
   return s;
 }
 

@@ -473,6 +473,13 @@ static LirExpr *in_place_index(Lowerer *lw) {
                  lir_bin(a, LOP_SUB, lw_ref(lw, lw->ws_at), lw_i64(lw, 1)));
 }
 
+/* Whether a row accumulated in place may take the producer's copy without
+ * the first-touch branch: the update is one loop-IR operation. */
+bool lw_ws_in_place_selects(const Lowerer *lw) {
+  return lw->out_op != OP_NONE && !lw->out_def &&
+         lw_lir_op(lw, lw->out_op) != LOP_NONE;
+}
+
 /* A product into a nonordered row accumulated in place (lw_ws_in_place):
  * the mark of j is its entry's position in the row + 1, 0 while untouched;
  * the first touch appends j and the identity to the row, so no workspace
@@ -480,15 +487,37 @@ static LirExpr *in_place_index(Lowerer *lw) {
  *   at = mark[j];
  *   if (at == 0) { crd[p + n] = j; vals[p + n] = init; n += 1; mark[j] = n; at = n; }
  *   vals[p + at - 1] (op)= v
- * A branch rather than selects: the C copy of cage11 x cage11 (2.3
- * products an entry) ran 19.8 ms against 15.7 branch-free, but bcsstk33
- * (16.5 products an entry) 37 against 61 and luxembourg_osm 2.0 against
- * 3.2: every product then stores the mark and the crd. */
+ * or, in the copy without the branch (ws_select; vals[p + n] holds the
+ * identity, so the first touch adds to it too; crd[p + n] is the spare
+ * slot when j is not new; a select of the value instead became a branch
+ * in x86 code, as floating-point selects do):
+ *   at = mark[j]; slot = at == 0 ? n : at - 1; vals[p + slot] op= v;
+ *   crd[p + n] = j; mark[j] = slot + 1; n += at == 0; vals[p + n] = init
+ * Where rows choose (ws_prods), each product counts: prods += 1. */
 static LirStmt *accumulate_in_place(Lowerer *lw, AMask alive) {
   Arena *a = A(lw);
   int l = lw->out_last;
   LirVar *p = lw->out_p[l], *at = lw_var(lw, "ws_at", LT_I64);
   LirStmt *s = lir_decl(a, at, lir_cast(a, LT_I64, lir_load(a, lw_ref(lw, lw->ws_mark), ws_index(lw))));
+  if (lw->ws_prods) lir_append(&s, lir_update(a, lw->ws_prods, LOP_ADD, lw_i64(lw, 1)));
+  if (lw->ws_select) { /* vals[p + n] holds the identity (scatter_in_place) */
+    LirVar *slot = lw_var(lw, "ws_slot", LT_I64);
+    LirExpr *is_new = lir_bin(a, LOP_EQ, lw_ref(lw, at), lw_i64(lw, 0));
+    lir_append(&s, lir_decl(a, slot, lir_select(a, is_new, lw_ref(lw, lw->ws_n),
+                                               lir_bin(a, LOP_SUB, lw_ref(lw, at), lw_i64(lw, 1)))));
+    LirExpr *idx = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, slot));
+    lir_append(&s, lir_store_update(a, lw_ref(lw, lw->vals_ptr[0]), idx,
+                                    (LirBinOp)lw_lir_op(lw, lw->out_op), gen_expr(lw, lw->root, alive)));
+    LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+    lir_append(&s, lw_store_index(lw, lw->crd_ptr[0][l], end, ws_index(lw)));
+    lir_append(&s, lw_store_index(lw, lw->ws_mark, ws_index(lw),
+                                  lir_bin(a, LOP_ADD, lw_ref(lw, slot), lw_i64(lw, 1))));
+    is_new = lir_bin(a, LOP_EQ, lw_ref(lw, at), lw_i64(lw, 0));
+    lir_append(&s, lir_update(a, lw->ws_n, LOP_ADD, lir_cast(a, LT_I64, is_new)));
+    end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+    lir_append(&s, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), end, vconst(lw, lw->out_init)));
+    return s;
+  }
   LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
   LirStmt *first = lw_store_index(lw, lw->crd_ptr[0][l], end, ws_index(lw));
   end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
@@ -500,6 +529,33 @@ static LirStmt *accumulate_in_place(Lowerer *lw, AMask alive) {
   lw->ws_at = at;
   lir_append(&s, update_output(lw, lw->vals_ptr[0], in_place_index, gen_expr(lw, lw->root, alive)));
   lw->ws_at = NULL;
+  return s;
+}
+
+/* The producer of a row accumulated in place, in two copies chosen per row
+ * by the row before: with the first-touch branch where a row has many
+ * products an entry (the branch is then predictable: bcsstk33 x bcsstk33,
+ * 16.5) or few entries (luxembourg_osm, 3.4 a row), without it otherwise
+ * (cage11 x cage11, 2.3 products an entry: the branch is a coin toss). A C
+ * copy (medians, ms): branch / select / per row: cage11 21.2 / 17.8 / 18.2,
+ * bcsstk33 38.9 / 70.6 / 39.8, luxembourg_osm 2.12 / 3.19 / 2.28.
+ *   prods = 0;
+ *   if (branchless) { vals[p] = init; <producer, ws_select> } else <producer>
+ *   branchless = n > 8 && prods < 4 * n   */
+static LirStmt *scatter_in_place(Lowerer *lw, int depth, AMask alive) {
+  Arena *a = A(lw);
+  LirStmt *s = lir_assign(a, lw->ws_prods, lw_i64(lw, 0));
+  lw->ws_select = true;
+  LirStmt *sel = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), lw_ref(lw, lw->out_p[lw->out_last]),
+                           vconst(lw, lw->out_init));
+  lir_append(&sel, lw_loops(lw, depth, alive, true));
+  lw->ws_select = false;
+  LirStmt *br = lw_loops(lw, depth, alive, true);
+  lir_append(&s, lir_if(a, lw_ref(lw, lw->ws_branchless), sel, br));
+  LirExpr *many = lir_bin(a, LOP_GT, lw_ref(lw, lw->ws_n), lw_i64(lw, 8));
+  LirExpr *dense = lir_bin(a, LOP_LT, lw_ref(lw, lw->ws_prods),
+                           lir_bin(a, LOP_MUL, lw_ref(lw, lw->ws_n), lw_i64(lw, 4)));
+  lir_append(&s, lir_assign(a, lw->ws_branchless, lir_bin(a, LOP_AND, many, dense)));
   return s;
 }
 
@@ -968,8 +1024,11 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
     }
   }
   lw->target = T_WS;
-  lir_append(&s, lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
-                                              : lw_loops(lw, depth, alive, true));
+  if (lw->ws_branchless && !lw_scatters_terms(lw, depth))
+    lir_append(&s, scatter_in_place(lw, depth, alive));
+  else
+    lir_append(&s, lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
+                                                : lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   if (!diag_ok(lw->d)) return NULL;
   if (!lw->plan->out_sparse) {

@@ -792,34 +792,49 @@ END_TEST
 
 /* A = B * C into a nonordered CSR output, accumulated in place (the mark of
  * a column holds its entry's position in the row + 1; the first product
- * appends the entry, later ones add to it), B 4 x 3, C 3 x 6:
+ * appends the entry, later ones add to it; a row after one of more than 8
+ * entries and under 4 products an entry takes the copy without the
+ * first-touch branch), B 5 x 4, C 4 x 12:
  *   C row 0: 1 at j = 0, 2 at 2, 3 at 5;  row 1: 4 at 2, 5 at 3;
- *   row 2: 6 at 0, 8 at 1, 7 at 5
- *   B row 0 = [1 2 0]: A row 0 = 1 at 0, 2 + 8 = 10 at 2, 10 at 3, 3 at 5
- *   B row 1 = [0 1 3]: A row 1 = 18 at 0, 24 at 1, 4 at 2, 5 at 3, 21 at 5
- *   B row 2 empty
- *   B row 3 = [2 0 1]: A row 3 = 2 + 6 = 8 at 0, 8 at 1, 4 at 2, 6 + 7 = 13 at 5
- * Under min.plus (b + c, the least): row 0 = 2 at 0, min(3, 6) = 3 at 2,
- * 7 at 3, 4 at 5; row 1 = 9 at 0, 11 at 1, 5 at 2, 6 at 3, 10 at 5; row 3
- * = min(3, 7) = 3 at 0, 9 at 1, 4 at 2, min(5, 8) = 5 at 5. Every row
- * reuses columns of the row before (its marks must be clear again). Each
- * row's coordinate set and values by hand, in any order; crd widths 32
- * (marks u32), 16 and 64 (marks i64); 1 and 2 threads; evaluate and
- * assemble + compute, twice. */
+ *   row 2: 6 at 0, 8 at 1, 7 at 5;  row 3: 1 at 2..11
+ *   B row 0 = [0 0 0 2]: A row 0 = 2 at 2..11 (10 entries, 10 products)
+ *   B row 1 = [1 2 0 1] (branch-free): A row 1 = 1 at 0, 2 + 8 + 1 = 11 at 2,
+ *     10 + 1 = 11 at 3, 1 at 4, 3 + 1 = 4 at 5, 1 at 6..11 (11 entries)
+ *   B row 2 = [0 1 3 0] (branch-free): A row 2 = 18 at 0, 24 at 1, 4 at 2,
+ *     5 at 3, 21 at 5
+ *   B row 3 empty
+ *   B row 4 = [2 0 1 0] (the branch): A row 4 = 2 + 6 = 8 at 0, 8 at 1,
+ *     4 at 2, 6 + 7 = 13 at 5
+ * Under min.plus (b + c, the least): row 0 = 3 at 2..11; row 1 = 2 at 0
+ * and 2..11 (min(3, 6, 2) at 2, ...); row 2 = 9 at 0, 11 at 1, 5 at 2, 6
+ * at 3, 10 at 5; row 4 = min(3, 7) = 3 at 0, 9 at 1, 4 at 2, min(5, 8) = 5
+ * at 5. Every row reuses columns of the row before (its marks must be
+ * clear again). Each row's coordinate set and values by hand, in any
+ * order; crd widths 32 (marks u32), 16 and 64 (marks i64); 1 and 2
+ * threads; evaluate and assemble + compute, twice. */
 START_TEST(spgemm_nonordered_in_place) {
-  enum { R = 4, K = 3, N = 6 };
+  enum { R = 5, K = 4, N = 12 };
   static const char *fmts[] = {
       "do", "(i, j) -> (i : dense, j : compressed(nonordered)), crdWidth = 16",
       "(i, j) -> (i : dense, j : compressed(nonordered)), posWidth = 64, crdWidth = 64"};
   const char *fmt = fmts[_i % 3];
   int threads = 1 + _i / 3 % 2;
   bool split = _i / 6 % 2, min_plus = _i / 12;
-  static const double b[R * K] = {1, 2, 0, 0, 1, 3, 0, 0, 0, 2, 0, 1};
-  static const double c[K * N] = {1, 0, 2, 0, 0, 3, 0, 0, 4, 5, 0, 0, 6, 8, 0, 0, 0, 7};
-  static const double times[R * N] = {1, 0, 10, 10, 0, 3, 18, 24, 4, 5, 0, 21,
-                                      0, 0, 0,  0,  0, 0, 8,  8,  4, 0, 0, 13};
-  static const double plus[R * N] = {2, 0, 3, 7, 0, 4, 9, 11, 5, 6, 0, 10,
-                                     0, 0, 0, 0, 0, 0, 3, 9,  4, 0, 0, 5};
+  static const double b[R * K] = {0, 0, 0, 2, 1, 2, 0, 1, 0, 1, 3, 0, 0, 0, 0, 0, 2, 0, 1, 0};
+  double c[K * N] = {0}, times[R * N] = {0}, plus[R * N] = {0};
+  c[0] = 1, c[2] = 2, c[5] = 3, c[N + 2] = 4, c[N + 3] = 5;
+  c[2 * N] = 6, c[2 * N + 1] = 8, c[2 * N + 5] = 7;
+  for (int j = 2; j < N; j++) c[3 * N + j] = 1;
+  for (int j = 2; j < N; j++) times[j] = 2, plus[j] = 3;                /* row 0 */
+  for (int j = 0; j < N; j++) times[N + j] = j == 1 ? 0 : 1;            /* row 1 */
+  times[N + 2] = 11, times[N + 3] = 11, times[N + 5] = 4;
+  for (int j = 0; j < N; j++) plus[N + j] = j == 1 ? 0 : 2;
+  static const double row2[6] = {18, 24, 4, 5, 0, 21}, row2p[6] = {9, 11, 5, 6, 0, 10};
+  static const double row4[6] = {8, 8, 4, 0, 0, 13}, row4p[6] = {3, 9, 4, 0, 0, 5};
+  for (int j = 0; j < 6; j++) {
+    times[2 * N + j] = row2[j], plus[2 * N + j] = row2p[j];
+    times[4 * N + j] = row4[j], plus[4 * N + j] = row4p[j];
+  }
   unsigned char stored[R * N];
   for (int q = 0; q < R * N; q++) stored[q] = times[q] != 0;
   int64_t da[2] = {R, N}, db[2] = {R, K}, dc[2] = {K, N};
@@ -837,7 +852,7 @@ START_TEST(spgemm_nonordered_in_place) {
   for (int rep = 0; rep < 2; rep++) {
     tu_run(k, split);
     expect(ops[0], min_plus ? plus : times, stored, R * N, what);
-    ck_assert_int_eq(tj_tensor_nnz(ops[0]), 4 + 5 + 4);
+    ck_assert_int_eq(tj_tensor_nnz(ops[0]), 10 + 11 + 5 + 4);
   }
   tj_context_free(cx);
   for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
