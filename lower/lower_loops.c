@@ -537,8 +537,10 @@ static LirStmt *accumulate_in_place(Lowerer *lw, AMask alive) {
  * products an entry (the branch is then predictable: bcsstk33 x bcsstk33,
  * 16.5) or few entries (luxembourg_osm, 3.4 a row), without it otherwise
  * (cage11 x cage11, 2.3 products an entry: the branch is a coin toss). A C
- * copy (medians, ms): branch / select / per row: cage11 21.2 / 17.8 / 18.2,
- * bcsstk33 38.9 / 70.6 / 39.8, luxembourg_osm 2.12 / 3.19 / 2.28.
+ * copy (medians, ms): branch / select / per row (the branch unless the row
+ * before had more than 8 entries and under 5 products an entry): cage11
+ * 21.2 / 17.8 / 18.2, bcsstk33 38.9 / 70.6 / 39.8, luxembourg_osm 2.12 /
+ * 3.19 / 2.28 (under 3: 18.5, 39.1, 2.33; bench/README.md).
  *   prods = 0;
  *   if (branchless) { vals[p] = init; <producer, ws_select> } else <producer>
  *   branchless = n > 8 && prods < 4 * n   */
