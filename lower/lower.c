@@ -678,20 +678,27 @@ static LirStmt *short_trips(Lowerer *lw) {
 static LirStmt *allocate_workspace(Lowerer *lw) {
   Arena *a = lw->a;
   LirExpr *n = lw_ws_extent(lw), *mark_len = n;
+  /* a row accumulated in place marks positions in the row + 1 (at most
+   * the extent: u32 under a crd of up to 32 bits), and has no values */
+  bool in_place = lw_ws_in_place(lw);
+  LirType mark_t = !in_place ? LT_PTR_BOOL
+                   : lir_type_bytes(lir_elem_type(lw->crd_ptr[0][lw->out_last]->type)) <= 4
+                       ? LT_PTR_U32 : LT_PTR_I64;
   struct { LirVar **v; const char *name; LirType t; int bytes; } ws[] = {
       {&lw->ws_vals, "ws_vals", lir_ptr_type(lw->vtype),
        lir_type_bytes(lw->vtype)},
-      {&lw->ws_mark, "ws_mark", LT_PTR_BOOL, 1},
+      {&lw->ws_mark, "ws_mark", mark_t, lir_type_bytes(lir_elem_type(mark_t))},
       {&lw->ws_list, "ws_list", LT_PTR_I64, 8}};
   LirStmt *s = NULL;
   lw->ws_words = lw->ws_touched = NULL;
   lw->ws_short_trips = NULL;
+  lw->ws_vals = lw->ws_mark = lw->ws_list = NULL;
   if (lw_ws_reads_marks(lw)) {
     s = mark_words(lw, &mark_len);
     lir_append(&s, short_trips(lw));
   }
   int nws = lw_ws_drains_assembled(lw) ? 1 : lw_ws_list_in_crd(lw) ? 2 : 3;
-  for (int w = 0; w < nws; w++) {
+  for (int w = in_place ? 1 : 0; w < nws; w++) {
     *ws[w].v = lw_var(lw, ws[w].name, ws[w].t);
     lir_append(&s, lir_decl(a, *ws[w].v, NULL));
     LirStmt *al = lir_call(a, LH_ALLOC);
@@ -704,9 +711,18 @@ static LirStmt *allocate_workspace(Lowerer *lw) {
     fr->u.call.ptr = *ws[w].v;
     lir_append(&lw->k->cleanup, fr);
   }
-  if (lw->out_init != 0) lir_append(&s, lw_fill(lw, lw->ws_vals, lw_i64(lw, 0), n, lw->out_init));
+  if (lw->out_init != 0 && lw->ws_vals)
+    lir_append(&s, lw_fill(lw, lw->ws_vals, lw_i64(lw, 0), n, lw->out_init));
   lw->ws_n = lw_var(lw, "ws_n", LT_I64);
   lir_append(&s, lir_decl(a, lw->ws_n, lw_i64(lw, 0)));
+  lw->ws_prods = lw->ws_branchless = NULL;
+  lw->ws_select = false;
+  if (in_place && lw_ws_in_place_selects(lw)) { /* rows choose (lower_loops.c, scatter_in_place) */
+    lw->ws_prods = lw_var(lw, "ws_prods", LT_I64);
+    lir_append(&s, lir_decl(a, lw->ws_prods, lw_i64(lw, 0)));
+    lw->ws_branchless = lw_var(lw, "ws_branchless", LT_BOOL);
+    lir_append(&s, lir_decl(a, lw->ws_branchless, lir_const_int(a, LT_BOOL, 0)));
+  }
   return s;
 }
 

@@ -452,6 +452,11 @@ bool lw_ws_reads_marks(const Lowerer *lw) {
   return lw_ws_list_in_crd(lw) && lv_at(lw->acc[0].f, lw->out_last, LV_ORDERED);
 }
 
+bool lw_ws_in_place(const Lowerer *lw) {
+  return lw_ws_list_in_crd(lw) && lw->emit_values && !lw->partials &&
+         !lv_at(lw->acc[0].f, lw->out_last, LV_ORDERED);
+}
+
 /* Output position of a dense (located) output. */
 static LirExpr *out_index(Lowerer *lw) {
   if (lw->plan->out_like) return lw_out_like_index(lw);
@@ -460,6 +465,101 @@ static LirExpr *out_index(Lowerer *lw) {
 
 /* The workspace's position: the coordinate of its variable. */
 static LirExpr *ws_index(Lowerer *lw) { return lw_ref(lw, lw->coord[lw->nest.ws_var->id]); }
+
+/* The entry a product of a row accumulated in place adds to: vals[p + at - 1]. */
+static LirExpr *in_place_index(Lowerer *lw) {
+  Arena *a = A(lw);
+  return lir_bin(a, LOP_ADD, lw_ref(lw, lw->out_p[lw->out_last]),
+                 lir_bin(a, LOP_SUB, lw_ref(lw, lw->ws_at), lw_i64(lw, 1)));
+}
+
+/* Whether a row accumulated in place may take the producer's copy without
+ * the first-touch branch: the update is one loop-IR operation. */
+bool lw_ws_in_place_selects(const Lowerer *lw) {
+  return lw->out_op != OP_NONE && !lw->out_def &&
+         lw_lir_op(lw, lw->out_op) != LOP_NONE;
+}
+
+/* A product into a nonordered row accumulated in place (lw_ws_in_place):
+ * the mark of j is its entry's position in the row + 1, 0 while untouched;
+ * the first touch appends j and the identity to the row, so no workspace
+ * values, no value gather and no clears but the marks (drain_in_place):
+ *   at = mark[j];
+ *   if (at == 0) { crd[p + n] = j; vals[p + n] = init; n += 1; mark[j] = n; at = n; }
+ *   vals[p + at - 1] (op)= v
+ * or, in the copy without the branch (ws_select; vals[p + n] holds the
+ * identity, so the first touch adds to it too; crd[p + n] is the spare
+ * slot when j is not new; a select of the value instead became a branch
+ * in x86 code, as floating-point selects do):
+ *   at = mark[j]; slot = at == 0 ? n : at - 1; vals[p + slot] op= v;
+ *   crd[p + n] = j; mark[j] = slot + 1; n += at == 0; vals[p + n] = init
+ * Where rows choose (ws_prods), each product counts: prods += 1. */
+static LirStmt *accumulate_in_place(Lowerer *lw, AMask alive) {
+  Arena *a = A(lw);
+  int l = lw->out_last;
+  LirVar *p = lw->out_p[l], *at = lw_var(lw, "ws_at", LT_I64);
+  LirStmt *s = lir_decl(a, at, lir_cast(a, LT_I64, lir_load(a, lw_ref(lw, lw->ws_mark), ws_index(lw))));
+  if (lw->ws_prods) lir_append(&s, lir_update(a, lw->ws_prods, LOP_ADD, lw_i64(lw, 1)));
+  if (lw->ws_select) { /* vals[p + n] holds the identity (scatter_in_place) */
+    LirVar *slot = lw_var(lw, "ws_slot", LT_I64);
+    LirExpr *is_new = lir_bin(a, LOP_EQ, lw_ref(lw, at), lw_i64(lw, 0));
+    lir_append(&s, lir_decl(a, slot, lir_select(a, is_new, lw_ref(lw, lw->ws_n),
+                                               lir_bin(a, LOP_SUB, lw_ref(lw, at), lw_i64(lw, 1)))));
+    LirExpr *idx = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, slot));
+    lir_append(&s, lir_store_update(a, lw_ref(lw, lw->vals_ptr[0]), idx,
+                                    (LirBinOp)lw_lir_op(lw, lw->out_op), gen_expr(lw, lw->root, alive)));
+    LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+    lir_append(&s, lw_store_index(lw, lw->crd_ptr[0][l], end, ws_index(lw)));
+    lir_append(&s, lw_store_index(lw, lw->ws_mark, ws_index(lw),
+                                  lir_bin(a, LOP_ADD, lw_ref(lw, slot), lw_i64(lw, 1))));
+    is_new = lir_bin(a, LOP_EQ, lw_ref(lw, at), lw_i64(lw, 0));
+    lir_append(&s, lir_update(a, lw->ws_n, LOP_ADD, lir_cast(a, LT_I64, is_new)));
+    end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+    lir_append(&s, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), end, vconst(lw, lw->out_init)));
+    return s;
+  }
+  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+  LirStmt *first = lw_store_index(lw, lw->crd_ptr[0][l], end, ws_index(lw));
+  end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+  lir_append(&first, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), end, vconst(lw, lw->out_init)));
+  lir_append(&first, lir_update(a, lw->ws_n, LOP_ADD, lw_i64(lw, 1)));
+  lir_append(&first, lw_store_index(lw, lw->ws_mark, ws_index(lw), lw_ref(lw, lw->ws_n)));
+  lir_append(&first, lir_assign(a, at, lw_ref(lw, lw->ws_n)));
+  lir_append(&s, lir_if(a, lir_bin(a, LOP_EQ, lw_ref(lw, at), lw_i64(lw, 0)), first, NULL));
+  lw->ws_at = at;
+  lir_append(&s, update_output(lw, lw->vals_ptr[0], in_place_index, gen_expr(lw, lw->root, alive)));
+  lw->ws_at = NULL;
+  return s;
+}
+
+/* The producer of a row accumulated in place, in two copies chosen per row
+ * by the row before: with the first-touch branch where a row has many
+ * products an entry (the branch is then predictable: bcsstk33 x bcsstk33,
+ * 16.5) or few entries (luxembourg_osm, 3.4 a row), without it otherwise
+ * (cage11 x cage11, 2.3 products an entry: the branch is a coin toss). A C
+ * copy (medians, ms): branch / select / per row (the branch unless the row
+ * before had more than 8 entries and under 5 products an entry): cage11
+ * 21.2 / 17.8 / 18.2, bcsstk33 38.9 / 70.6 / 39.8, luxembourg_osm 2.12 /
+ * 3.19 / 2.28 (under 3: 18.5, 39.1, 2.33; bench/README.md).
+ *   prods = 0;
+ *   if (branchless) { vals[p] = init; <producer, ws_select> } else <producer>
+ *   branchless = n > 8 && prods < 4 * n   */
+static LirStmt *scatter_in_place(Lowerer *lw, int depth, AMask alive) {
+  Arena *a = A(lw);
+  LirStmt *s = lir_assign(a, lw->ws_prods, lw_i64(lw, 0));
+  lw->ws_select = true;
+  LirStmt *sel = lir_store(a, lw_ref(lw, lw->vals_ptr[0]), lw_ref(lw, lw->out_p[lw->out_last]),
+                           vconst(lw, lw->out_init));
+  lir_append(&sel, lw_loops(lw, depth, alive, true));
+  lw->ws_select = false;
+  LirStmt *br = lw_loops(lw, depth, alive, true);
+  lir_append(&s, lir_if(a, lw_ref(lw, lw->ws_branchless), sel, br));
+  LirExpr *many = lir_bin(a, LOP_GT, lw_ref(lw, lw->ws_n), lw_i64(lw, 8));
+  LirExpr *dense = lir_bin(a, LOP_LT, lw_ref(lw, lw->ws_prods),
+                           lir_bin(a, LOP_MUL, lw_ref(lw, lw->ws_n), lw_i64(lw, 4)));
+  lir_append(&s, lir_assign(a, lw->ws_branchless, lir_bin(a, LOP_AND, many, dense)));
+  return s;
+}
 
 static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
   Arena *a = A(lw);
@@ -476,6 +576,7 @@ static LirStmt *innermost_unguarded(Lowerer *lw, AMask alive) {
                              : lir_store(a, w, j, v);
   }
   if (lw->target == T_WS) {
+    if (lw_ws_in_place(lw)) return accumulate_in_place(lw, alive);
     LirExpr *j = lw_ref(lw, lw->coord[lw->nest.ws_var->id]);
     LirStmt *s = NULL;
     if (lw->emit_values) s = update_output(lw, lw->ws_vals, ws_index, gen_expr(lw, lw->root, alive));
@@ -744,6 +845,22 @@ static LirStmt *drain_in_crd(Lowerer *lw, LirStmt *order) {
   return s;
 }
 
+/* The drain of a row accumulated in place (accumulate_in_place): only its
+ * marks are cleared, along the row's coordinates:
+ *   for (q = p; q < p + n; q++) mark[crd[q]] = 0; p += n; n = 0  */
+static LirStmt *drain_in_place(Lowerer *lw) {
+  Arena *a = A(lw);
+  int l = lw->out_last;
+  LirVar *p = lw->out_p[l], *q = lw_var(lw, "q", LT_I64);
+  LirExpr *j = lw_load_index(lw, lw->crd_ptr[0][l], lw_ref(lw, q));
+  LirStmt *body = lw_store_index(lw, lw->ws_mark, j, lw_i64(lw, 0));
+  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
+  LirStmt *s = lir_for(a, q, lw_ref(lw, p), end, body);
+  lir_append(&s, lir_update(a, p, LOP_ADD, lw_ref(lw, lw->ws_n)));
+  lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
+  return s;
+}
+
 /* An upper bound of the trips of the loop at depth, its iterators' bounds
  * declared in *decls: the extent where a lattice point walks it densely,
  * else the segment lengths of its sparse iterators (the least of them when
@@ -909,8 +1026,11 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
     }
   }
   lw->target = T_WS;
-  lir_append(&s, lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
-                                              : lw_loops(lw, depth, alive, true));
+  if (lw->ws_branchless && !lw_scatters_terms(lw, depth))
+    lir_append(&s, scatter_in_place(lw, depth, alive));
+  else
+    lir_append(&s, lw_scatters_terms(lw, depth) ? scatter_terms(lw, depth, alive)
+                                                : lw_loops(lw, depth, alive, true));
   lw->target = T_OUT;
   if (!diag_ok(lw->d)) return NULL;
   if (!lw->plan->out_sparse) {
@@ -919,6 +1039,10 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   }
   if (lw_ws_drains_assembled(lw)) {
     lir_append(&s, drain_assembled(lw, l));
+    return lir_block(a, s);
+  }
+  if (lw_ws_in_place(lw)) {
+    lir_append(&s, drain_in_place(lw));
     return lir_block(a, s);
   }
   if (lw_ws_list_in_crd(lw)) {

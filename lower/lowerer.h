@@ -162,6 +162,13 @@ typedef struct Lowerer {
    * reads its coordinates back from the marks. */
   LirVar *ws_bound, *ws_words, *ws_touched;
   bool ws_unlisted, ws_unbounded;
+  /* A nonordered output's row accumulated in place (lw_ws_in_place): the
+   * product's entry is vals[p + ws_at - 1], ws_at read from its mark; rows
+   * count their products into ws_prods, and ws_branchless (set from the
+   * row before) picks the copy of the producer without the first-touch
+   * branch (ws_select while lowering it). */
+  LirVar *ws_at, *ws_prods, *ws_branchless;
+  bool ws_select;
   /* Rows whose loop above the workspace variable's runs at most this many
    * trips have at most WS_LIST_PRODUCTS products and are not counted
    * (lower.c, short_trips); NULL: every row is counted. */
@@ -374,6 +381,13 @@ bool lw_ws_list_in_crd(const Lowerer *lw);
  * (the list is the output's crd, its level ordered): the marks then carry
  * the touched bytes. */
 bool lw_ws_reads_marks(const Lowerer *lw);
+/* Whether a row accumulates straight into the output (a nonordered level
+ * whose coordinates and values this phase writes): the marks hold each
+ * touched coordinate's position in the row + 1, no workspace values. */
+bool lw_ws_in_place(const Lowerer *lw);
+/* Whether such a row may also take a copy of its producer without the
+ * first-touch branch (the update is one loop-IR operation). */
+bool lw_ws_in_place_selects(const Lowerer *lw);
 /* The workspace's extent: the output dim its index runs over. */
 LirExpr *lw_ws_extent(Lowerer *lw);
 /* The additive terms of lw->root into out (LW_MAX_ACCESS entries):

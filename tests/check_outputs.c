@@ -854,6 +854,75 @@ START_TEST(spgemm_uncounted_rows) {
 }
 END_TEST
 
+/* A = B * C into a nonordered CSR output, accumulated in place (the mark of
+ * a column holds its entry's position in the row + 1; the first product
+ * appends the entry, later ones add to it; a row after one of more than 8
+ * entries and under 4 products an entry takes the copy without the
+ * first-touch branch), B 5 x 4, C 4 x 12:
+ *   C row 0: 1 at j = 0, 2 at 2, 3 at 5;  row 1: 4 at 2, 5 at 3;
+ *   row 2: 6 at 0, 8 at 1, 7 at 5;  row 3: 1 at 2..11
+ *   B row 0 = [0 0 0 2]: A row 0 = 2 at 2..11 (10 entries, 10 products)
+ *   B row 1 = [1 2 0 1] (branch-free): A row 1 = 1 at 0, 2 + 8 + 1 = 11 at 2,
+ *     10 + 1 = 11 at 3, 1 at 4, 3 + 1 = 4 at 5, 1 at 6..11 (11 entries)
+ *   B row 2 = [0 1 3 0] (branch-free): A row 2 = 18 at 0, 24 at 1, 4 at 2,
+ *     5 at 3, 21 at 5
+ *   B row 3 empty
+ *   B row 4 = [2 0 1 0] (the branch): A row 4 = 2 + 6 = 8 at 0, 8 at 1,
+ *     4 at 2, 6 + 7 = 13 at 5
+ * Under min.plus (b + c, the least): row 0 = 3 at 2..11; row 1 = 2 at 0
+ * and 2..11 (min(3, 6, 2) at 2, ...); row 2 = 9 at 0, 11 at 1, 5 at 2, 6
+ * at 3, 10 at 5; row 4 = min(3, 7) = 3 at 0, 9 at 1, 4 at 2, min(5, 8) = 5
+ * at 5. Every row reuses columns of the row before (its marks must be
+ * clear again). Each row's coordinate set and values by hand, in any
+ * order; crd widths 32 (marks u32), 16 and 64 (marks i64); 1 and 2
+ * threads; evaluate and assemble + compute, twice. */
+START_TEST(spgemm_nonordered_in_place) {
+  enum { R = 5, K = 4, N = 12 };
+  static const char *fmts[] = {
+      "do", "(i, j) -> (i : dense, j : compressed(nonordered)), crdWidth = 16",
+      "(i, j) -> (i : dense, j : compressed(nonordered)), posWidth = 64, crdWidth = 64"};
+  const char *fmt = fmts[_i % 3];
+  int threads = 1 + _i / 3 % 2;
+  bool split = _i / 6 % 2, min_plus = _i / 12;
+  static const double b[R * K] = {0, 0, 0, 2, 1, 2, 0, 1, 0, 1, 3, 0, 0, 0, 0, 0, 2, 0, 1, 0};
+  double c[K * N] = {0}, times[R * N] = {0}, plus[R * N] = {0};
+  c[0] = 1, c[2] = 2, c[5] = 3, c[N + 2] = 4, c[N + 3] = 5;
+  c[2 * N] = 6, c[2 * N + 1] = 8, c[2 * N + 5] = 7;
+  for (int j = 2; j < N; j++) c[3 * N + j] = 1;
+  for (int j = 2; j < N; j++) times[j] = 2, plus[j] = 3;                /* row 0 */
+  for (int j = 0; j < N; j++) times[N + j] = j == 1 ? 0 : 1;            /* row 1 */
+  times[N + 2] = 11, times[N + 3] = 11, times[N + 5] = 4;
+  for (int j = 0; j < N; j++) plus[N + j] = j == 1 ? 0 : 2;
+  static const double row2[6] = {18, 24, 4, 5, 0, 21}, row2p[6] = {9, 11, 5, 6, 0, 10};
+  static const double row4[6] = {8, 8, 4, 0, 0, 13}, row4p[6] = {3, 9, 4, 0, 0, 5};
+  for (int j = 0; j < 6; j++) {
+    times[2 * N + j] = row2[j], plus[2 * N + j] = row2p[j];
+    times[4 * N + j] = row4[j], plus[4 * N + j] = row4p[j];
+  }
+  unsigned char stored[R * N];
+  for (int q = 0; q < R * N; q++) stored[q] = times[q] != 0;
+  int64_t da[2] = {R, N}, db[2] = {R, K}, dc[2] = {K, N};
+  tj_tensor *ops[3] = {tu_tensor("A", fmt, 2, da, NULL), tu_tensor("B", "ds", 2, db, b),
+                       tu_tensor("C", "ds", 2, dc, c)};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options o = tj_options_default();
+  o.nthreads = threads;
+  if (min_plus) o.semiring = "min.plus";
+  tj_kernel *k = compile(cx, "A(i,j) = B(i,k) * C(k,j)", ops, 3, &o);
+  char what[160];
+  snprintf(what, sizeof what, "%s, %s, %d threads, %s", fmt, min_plus ? "min.plus" : "plus.times",
+           threads, split ? "split" : "evaluate");
+  for (int rep = 0; rep < 2; rep++) {
+    tu_run(k, split);
+    expect(ops[0], min_plus ? plus : times, stored, R * N, what);
+    ck_assert_int_eq(tj_tensor_nnz(ops[0]), 10 + 11 + 5 + 4);
+  }
+  tj_context_free(cx);
+  for (int t = 0; t < 3; t++) tj_tensor_free(ops[t]);
+}
+END_TEST
+
 /* A = B * C where the touched list of a row is the output's crd from the
  * row's end on (room for the extent made before each row, sorted in place
  * on the crd's width): rows of 0 entries (B's row empty, or only through
@@ -1688,6 +1757,7 @@ static Suite *suite(void) {
   tcase_add_loop_test(tc, spgemm_long_rows, 0, 8);
   tcase_add_loop_test(tc, spgemm_short_and_long_rows, 0, 12);
   tcase_add_loop_test(tc, spgemm_uncounted_rows, 0, 12);
+  tcase_add_loop_test(tc, spgemm_nonordered_in_place, 0, 24);
   tcase_add_loop_test(tc, spgemm_row_shapes, 0, 20);
   tcase_add_loop_test(tc, spgemm_order3, 0, 6);
   tcase_add_test(tc, spgemm_pattern_exact);
