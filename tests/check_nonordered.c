@@ -218,6 +218,32 @@ START_TEST(order_where_needed) {
 }
 END_TEST
 
+/* Where the rhs is nonzero without A (A + F with F dense, A + 1), j's
+ * loop walks every column and merges A's row with it (crd == j), so A is
+ * read through a sorted copy, into a dense or a nonordered output alike
+ * (read in place, row 0's stored order 3, 0, 4 lost A(0,0) and A(0,4):
+ * [10 10 10 11 10]). */
+START_TEST(order_where_dense_walk) {
+  double tens[20];
+  for (int q = 0; q < 20; q++) tens[q] = 10;
+  const char *outs[] = {"dd", "do"};
+  for (int o = 0; o < 2; o++) {
+    tj_tensor *a = wrap_a("do");
+    tj_tensor *f = tu_tensor("F", "dd", 2, (int64_t[]){4, 5}, tens);
+    tj_tensor *e = o ? sparse("E", outs[o], 4, 5, NULL)
+                     : tu_tensor("E", "dd", 2, (int64_t[]){4, 5}, NULL);
+    run("E(i,j) = A(i,j) + F(i,j)", (tj_tensor *[]){e, a, f}, 3, 1,
+        "// A is read through a copy in format ds (stored do): its nonordered level 1 over j "
+        "is merged with a walk of every coordinate");
+    expect(e, (double[]){12, 10, 10, 11, 13, 10, 10, 10, 10, 10,
+                         10, 15, 14, 10, 10, 17, 10, 18, 10, 16});
+    run("E(i,j) = A(i,j) + 1", (tj_tensor *[]){e, a}, 2, 1, "is merged with a walk");
+    expect(e, (double[]){3, 1, 1, 2, 4, 1, 1, 1, 1, 1, 1, 6, 5, 1, 1, 8, 1, 9, 1, 7});
+    tj_tensor_free(a), tj_tensor_free(f), tj_tensor_free(e);
+  }
+}
+END_TEST
+
 /* TTV y(i,j) = T(i,j,k) v(k) over a 2 x 2 x 4 `doo` tensor whose j and k
  * levels are unsorted: T(0,1,3) = 1, T(0,1,1) = 2, T(0,0,0) = 3,
  * T(1,1,2) = 4, T(1,1,0) = 5; v = [1 10 100 1000]: y(0,0) = 3, y(0,1) =
@@ -249,6 +275,7 @@ int main(void) {
   tcase_add_test(tc, spmm_in_place);
   tcase_add_test(tc, spgemm_in_place);
   tcase_add_test(tc, order_where_needed);
+  tcase_add_test(tc, order_where_dense_walk);
   tcase_add_test(tc, ttv_in_place);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
