@@ -284,12 +284,22 @@ static bool loop_full_at(const Assignment *as, const LowerPlan *p, const IndexVa
   return rhs_full_at(&pr, as->rhs, pr.depth_of[v->id]);
 }
 
+/* Whether a level below level l of f is sparse: the output's positions
+ * there are appended one fiber of l after another, in l's order. */
+static bool sparse_below(const tj_format *f, int l) {
+  for (int l2 = l + 1; l2 < f->order; l2++)
+    if (!lv_at(f, l2, LV_FULL)) return true;
+  return false;
+}
+
 /* Why level l (index v) of access k, stored without order, must be read
  * in order, or NULL: its loop merges it with another sparse level (a union
  * or intersection walks both lists in step) or with the dense walk of
  * every coordinate (loop_full_at), or appends v to an ordered output
- * level (not through a workspace, which sorts), or it is walked by runs
- * of equal coordinates (a nonunique level) that must be adjacent. */
+ * level (not through a workspace, which sorts) or appends the fibers of a
+ * dense output level over v (CSR's rows: each row's positions follow the
+ * previous row's), or it is walked by runs of equal coordinates (a
+ * nonunique level) that must be adjacent. */
 static const char *order_need(const Assignment *as, const AccessList *acc, int k, int l,
                               const LowerPlan *p, const IndexVar **with) {
   const Expr *e = acc->e[k];
@@ -304,7 +314,13 @@ static const char *order_need(const Assignment *as, const AccessList *acc, int k
     const Expr *e2 = acc->e[k2];
     const tj_format *f2 = &p->fmt[e2->u.access.t->id];
     for (int l2 = 0; k2 != k && l2 < f2->order; l2++) {
-      if (level_var(e2, f2, l2) != v || lv_at(f2, l2, LV_FULL)) continue;
+      if (level_var(e2, f2, l2) != v) continue;
+      if (lv_at(f2, l2, LV_FULL)) {
+        if (k2 == 0 && sparse_below(f2, l2))
+          return "the loop of a dense output level whose sparse levels below are appended "
+                 "in its order";
+        continue;
+      }
       if (k2 > 0) return "co-iterated with another sparse level";
       if (lv_at(f2, l2, LV_ORDERED) && p->ws_var != v)
         return "appended in order to an ordered output level";

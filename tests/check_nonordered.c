@@ -244,6 +244,43 @@ START_TEST(order_where_dense_walk) {
 }
 END_TEST
 
+/* A CSR output's rows are appended in the loop's order (row i's
+ * positions follow row i-1's), so an `os` A whose rows are stored in the
+ * order 2, 0 is read through a sorted copy: A = [[0 2] [0 0] [1 0]], G = 2 A
+ * (read in place, both rows landed in row 0: indptr [0 2 2 2]); into a
+ * dense output it is read in place. */
+START_TEST(order_where_rows_appended) {
+  static int32_t p0[] = {0, 2}, c0[] = {2, 0}, p1[] = {0, 1, 2}, c1[] = {0, 1};
+  static double v[] = {1, 2};
+  tj_format f = parse("os");
+  tj_arrays ar = {.dtype = TJ_F64, .order = 2, .dims = (int64_t[]){3, 2}, .fmt = &f};
+  ar.pos[0] = p0, ar.pos_len[0] = 2, ar.crd[0] = c0, ar.crd_len[0] = 2;
+  ar.pos[1] = p1, ar.pos_len[1] = 3, ar.crd[1] = c1, ar.crd_len[1] = 2;
+  ar.vals = v, ar.vals_len = 2;
+  const char *outs[] = {"ds", "do", "dd"};
+  for (int o = 0; o < 3; o++) {
+    tj_tensor *a;
+    OK(tj_tensor_wrap("A", &ar, 0, &a));
+    tj_tensor *g = o < 2 ? sparse("G", outs[o], 3, 2, NULL)
+                         : tu_tensor("G", "dd", 2, (int64_t[]){3, 2}, NULL);
+    run("G(i,j) = A(i,j) * 2", (tj_tensor *[]){g, a}, 2, o < 2,
+        o < 2 ? "// A is read through a copy in format ss (stored os): its nonordered level 0 "
+                "over i is the loop of a dense output level whose sparse levels below are "
+                "appended in its order" : NULL);
+    expect(g, (double[]){0, 4, 0, 0, 2, 0});
+    if (o < 2) {
+      int64_t *crd, n;
+      double *vals;
+      OK(tj_tensor_unpack(g, &crd, &vals, &n));
+      ck_assert_int_eq(n, 2);
+      ck_assert(crd[0] == 0 && crd[1] == 1 && crd[2] == 2 && crd[3] == 0);
+      free(crd), free(vals);
+    }
+    tj_tensor_free(a), tj_tensor_free(g);
+  }
+}
+END_TEST
+
 /* TTV y(i,j) = T(i,j,k) v(k) over a 2 x 2 x 4 `doo` tensor whose j and k
  * levels are unsorted: T(0,1,3) = 1, T(0,1,1) = 2, T(0,0,0) = 3,
  * T(1,1,2) = 4, T(1,1,0) = 5; v = [1 10 100 1000]: y(0,0) = 3, y(0,1) =
@@ -276,6 +313,7 @@ int main(void) {
   tcase_add_test(tc, spgemm_in_place);
   tcase_add_test(tc, order_where_needed);
   tcase_add_test(tc, order_where_dense_walk);
+  tcase_add_test(tc, order_where_rows_appended);
   tcase_add_test(tc, ttv_in_place);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
