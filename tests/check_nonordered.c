@@ -281,6 +281,36 @@ START_TEST(order_where_rows_appended) {
 }
 END_TEST
 
+/* Under sequence() the statement that would read A in place (A x) reads
+ * the sorted copy that A .* A z (a co-iteration) needs, instead of the
+ * sequence being refused. x = [1 2 3 4 5], z = 1: row 0 = (2 + 4 + 15) +
+ * (4 + 1 + 9) = 35; row 2 = (10 + 12) + (25 + 16) = 63; row 3 = (7 + 24 +
+ * 30) + (49 + 64 + 36) = 210; on 1 and 2 threads. */
+START_TEST(sequence_shares_sorted_copy) {
+  for (int th = 1; th <= 2; th++) {
+    tj_tensor *a = wrap_a("do");
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+    tj_tensor *z = tu_tensor("z", "d", 1, (int64_t[]){5}, (double[]){1, 1, 1, 1, 1});
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_options o = tj_options_default();
+    o.nthreads = th;
+    tj_kernel *k;
+    OK(tj_compile(cx, "y(i) = A(i,j) * x(j) + A(i,k) * A(i,k) * z(k)",
+                  (tj_tensor *[]){y, a, x, z}, 4, "sequence()", &o, &k));
+    tj_format f;
+    int converted = -1;
+    OK(tj_kernel_operand_format(k, "A", &f, &converted));
+    ck_assert_int_eq(converted, 1);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    tj_context_free(cx);
+    expect(y, (double[]){35, 0, 63, 210});
+    tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(z), tj_tensor_free(y);
+  }
+}
+END_TEST
+
 /* TTV y(i,j) = T(i,j,k) v(k) over a 2 x 2 x 4 `doo` tensor whose j and k
  * levels are unsorted: T(0,1,3) = 1, T(0,1,1) = 2, T(0,0,0) = 3,
  * T(1,1,2) = 4, T(1,1,0) = 5; v = [1 10 100 1000]: y(0,0) = 3, y(0,1) =
@@ -314,6 +344,7 @@ int main(void) {
   tcase_add_test(tc, order_where_needed);
   tcase_add_test(tc, order_where_dense_walk);
   tcase_add_test(tc, order_where_rows_appended);
+  tcase_add_test(tc, sequence_shares_sorted_copy);
   tcase_add_test(tc, ttv_in_place);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
