@@ -441,8 +441,23 @@ done:
   return status;
 }
 
+/* The first position from p (at most end) that does not continue the run
+ * of equal level-0 coordinates at p - 1 (p > first): a chunk boundary
+ * there leaves a run whole (COO `uc`'s duplicates of one entry, which
+ * stand for their sum: split, a min.plus SpMV took the least of the
+ * parts). */
+static int64_t run_end(const tj_storage *a, int64_t first, int64_t p, int64_t end) {
+  const void *crd = a->levels[0].crd;
+  int32_t cw = a->crd_width;
+  if (!crd || p <= first) return p;
+  int64_t prev = rt_idx(crd, cw, p - 1);
+  while (p < end && rt_idx(crd, cw, p) == prev) p++;
+  return p;
+}
+
 /* A seg_rows plan's run: operand x's level-0 positions cut into nchunks
- * ranges of equal length, each read by the whole kernel through a copy of
+ * ranges of about equal length (no run of equal coordinates split: run_end),
+ * each read by the whole kernel through a copy of
  * x's storage whose level-0 pos is {lo, hi} (the same crd and vals
  * arrays), into a partial output of its own, combined in chunk order.
  * Under = the first chunk's is the output itself; under += every chunk
@@ -469,13 +484,16 @@ static tj_status run_segments(tj_kernel *k, tj_storage **st, int nchunks, Diag *
     status = rt_set_error(TJ_ERR_NOMEM, "out of memory splitting positions");
     goto done;
   }
-  for (int c = 0; c < nchunks; c++) {
+  for (int64_t c = 0, lo = first; c < nchunks; c++) {
     outs[c] = c < own ? out : &chunk[c - own];
     views[c] = *a;
     views[c].levels[0].pos = &pos[2 * c];
     views[c].levels[0].pos_len = 2;
-    rt_idx_set(&pos[2 * c], w, 0, first + (end - first) * c / nchunks);
-    rt_idx_set(&pos[2 * c], w, 1, first + (end - first) * (c + 1) / nchunks);
+    int64_t at = first + (end - first) * (c + 1) / nchunks;
+    int64_t hi = c + 1 < nchunks ? run_end(a, first, at > lo ? at : lo, end) : end;
+    rt_idx_set(&pos[2 * c], w, 0, lo);
+    rt_idx_set(&pos[2 * c], w, 1, hi);
+    lo = hi;
   }
   ParStrategy how = e->plan.row_strategy;
   RtVal identity = rt_val_from_double(out->dtype, nt_root_identity(e->as));

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/level.h"
 #include "driver.h"
 
 /* Whether only directives a sequence leaves alone by default are in s. */
@@ -188,28 +189,47 @@ static bool all_taken(const Schedule *s, const bool *taken, Diag *d) {
   return true;
 }
 
+/* Whether plan sp reads operand t in place through a level stored without
+ * order (a `do` SpMV's), which a sorted copy would store in order. */
+static bool unordered_in_place(const LowerPlan *sp, int t) {
+  tj_format f = sp->fmt[t];
+  return !sp->convert[t] && !sp->pattern[t] && lv_make_ordered(&f);
+}
+
 /* Where one statement reads an operand through a copy that another reads
- * in place (its duplicates walked one by one, lower/dup_walk.c), the
- * other reads the copy too: the kernel holds one array set per operand.
- * Repeated until no statement changes (a copy only ever replaces). */
+ * in place (its duplicates walked one by one, lower/dup_walk.c, or a level
+ * stored without order walked alone), the other reads the copy too: the
+ * kernel holds one array set per operand. Repeated until no statement
+ * changes (a copy only ever replaces). */
 static void share_copies(CacheEntry *e, const Assignment *as) {
   for (bool changed = true; changed;) {
     changed = false;
     for (int t = 1; t < as->ntensors; t++) {
-      bool copied = false, in_place = false;
+      bool in_place = false;
+      const LowerPlan *copy = NULL;
       for (int q = 0; q < e->nseq; q++) {
         const LowerPlan *sp = &e->seq[q].plan;
         if (!nt_reads_tensor(e->seq[q].as->rhs, t)) continue;
-        copied |= sp->convert[t] && !sp->pattern[t];
-        in_place |= sp->dups_walked[t] && !sp->convert[t];
+        if (sp->convert[t] && !sp->pattern[t] && !copy) copy = sp;
+        in_place |= (sp->dups_walked[t] && !sp->convert[t]) || unordered_in_place(sp, t);
       }
-      if (!copied || !in_place) continue;
+      if (!copy || !in_place) continue;
       for (int q = 0; q < e->nseq; q++) {
         LowerPlan *sp = &e->seq[q].plan;
-        if (!nt_reads_tensor(e->seq[q].as->rhs, t) || !sp->dups_walked[t] || sp->convert[t])
-          continue;
-        lower_plan_recheck_dups(e->seq[q].as, sp, true);
-        changed = true;
+        if (!nt_reads_tensor(e->seq[q].as->rhs, t) || sp->convert[t]) continue;
+        if (sp->dups_walked[t]) {
+          lower_plan_recheck_dups(e->seq[q].as, sp, true);
+          changed = true;
+        }
+        if (unordered_in_place(sp, t)) {   /* reads the sorted copy */
+          lv_make_ordered(&sp->fmt[t]);
+          sp->convert[t] = true;
+          sp->order_why[t] = copy->order_why[t];
+          sp->order_prop[t] = copy->order_prop[t];
+          sp->order_level[t] = copy->order_level[t];
+          sp->order_var[t] = copy->order_var[t];
+          changed = true;
+        }
       }
     }
   }

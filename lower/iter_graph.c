@@ -215,23 +215,112 @@ static void plan_mask_patterns(const Assignment *as, const AccessList *acc, cons
   }
 }
 
+/* What rhs_full_at reads: the plan, each index's loop depth, and the
+ * depth of the output's leaf. */
+#define LEAF_CASES_MAX 12   /* accesses walked at the leaf whose cases are tried */
+
+typedef struct Presence {
+  const Assignment *as;
+  const LowerPlan *p;
+  int depth_of[NT_MAX_INDICES];
+  int leaf;
+  const Expr *walked[LEAF_CASES_MAX];   /* the accesses the leaf's loop walks */
+  int nwalked;
+  unsigned present;   /* by_case: which of them the leaf's case stores */
+  bool by_case;       /* at the leaf too, only those in present are */
+} Presence;
+
+/* Whether access e's next level at the loop at `depth` is sparse (the
+ * loop walks it). */
+static bool walked_at(const Presence *pr, const Expr *e, int depth) {
+  const tj_format *f = &pr->p->fmt[e->u.access.t->id];
+  int bound = 0;
+  for (int l = 0; l < f->order; l++)
+    if (pr->depth_of[level_var(e, f, l)->id] < depth) bound++;
+  return bound < f->order && pr->depth_of[level_var(e, f, bound)->id] == depth &&
+         !lv_at(f, bound, LV_FULL);
+}
+
+/* Whether e may be present at every coordinate of the loop at `depth`
+ * once the leaf's coordinate is stored (lw_lattice's rules over the plan:
+ * its lattice there has a full point). Below the leaf, an access the
+ * leaf's loop walks counts as present (a stored coordinate has entries
+ * below it). */
+static bool rhs_full_at(const Presence *pr, const Expr *e, int depth) {
+  double zero = nt_semiring_zero(pr->as->semiring);
+  switch (e->kind) {
+  case EX_ACCESS:
+    for (int a = 0; a < pr->nwalked; a++)
+      if (pr->walked[a] == e && (depth > pr->leaf || pr->by_case)) return pr->present >> a & 1;
+    return !walked_at(pr, e, depth);
+  case EX_LITERAL: return e->u.lit.value != zero;
+  case EX_SUM: return nt_sum_identity(e) != zero || rhs_full_at(pr, e->u.sum.a, depth);
+  default: break;
+  }
+  Expr *k[2];
+  int n = nt_children(e, k);
+  bool x = rhs_full_at(pr, k[0], depth), y = n == 2 && rhs_full_at(pr, k[1], depth);
+  switch (nt_expr_algebra(e, pr->as->semiring)) {
+  case OA_INTERSECT:
+  case OA_NUMERATOR: return x && y;
+  case OA_UNION: return x || y;
+  case OA_KEEP:
+  case OA_LEFT: return x;
+  case OA_RIGHT:
+  case OA_EXCEPT: return y;
+  case OA_DENSE: return true;
+  }
+  return true;
+}
+
+/* Whether the loop over v walks every coordinate (its lattice has a full
+ * point: the rhs may be nonzero where the sparse accesses there are absent,
+ * as in A + B with B dense, A + 1 or exp(A)); a sparse level walked in it
+ * is then merged with the loop's counter (crd == v), in order. */
+static bool loop_full_at(const Assignment *as, const LowerPlan *p, const IndexVar *v) {
+  Presence pr = {.as = as, .p = p, .leaf = NT_MAX_INDICES};
+  for (int x = 0; x < NT_MAX_INDICES; x++) pr.depth_of[x] = NT_MAX_INDICES;
+  for (int k = 0; k < p->nloops; k++) pr.depth_of[p->order[k]->id] = k;
+  return rhs_full_at(&pr, as->rhs, pr.depth_of[v->id]);
+}
+
+/* Whether a level below level l of f is sparse: the output's positions
+ * there are appended one fiber of l after another, in l's order. */
+static bool sparse_below(const tj_format *f, int l) {
+  for (int l2 = l + 1; l2 < f->order; l2++)
+    if (!lv_at(f, l2, LV_FULL)) return true;
+  return false;
+}
+
 /* Why level l (index v) of access k, stored without order, must be read
  * in order, or NULL: its loop merges it with another sparse level (a union
- * or intersection walks both lists in step), or appends v to an ordered
- * output level (not through a workspace, which sorts), or it is walked by
- * runs of equal coordinates (a nonunique level) that must be adjacent. */
-static const char *order_need(const AccessList *acc, int k, int l, const LowerPlan *p,
-                              const IndexVar **with) {
+ * or intersection walks both lists in step) or with the dense walk of
+ * every coordinate (loop_full_at), or appends v to an ordered output
+ * level (not through a workspace, which sorts) or appends the fibers of a
+ * dense output level over v (CSR's rows: each row's positions follow the
+ * previous row's), or it is walked by runs of equal coordinates (a
+ * nonunique level) that must be adjacent. */
+static const char *order_need(const Assignment *as, const AccessList *acc, int k, int l,
+                              const LowerPlan *p, const IndexVar **with) {
   const Expr *e = acc->e[k];
   const tj_format *f = &p->fmt[e->u.access.t->id];
   const IndexVar *v = *with = level_var(e, f, l);
   if (lw_level_segmented(f, l) && !p->dups_walked[e->u.access.t->id])
     return "walked by runs of equal coordinates, which must be adjacent";
+  if (loop_full_at(as, p, v))
+    return "merged with a walk of every coordinate (the expression is nonzero where it "
+           "is absent)";
   for (int k2 = acc->n - 1; k2 >= 0; k2--) {   /* operands first, then the output */
     const Expr *e2 = acc->e[k2];
     const tj_format *f2 = &p->fmt[e2->u.access.t->id];
     for (int l2 = 0; k2 != k && l2 < f2->order; l2++) {
-      if (level_var(e2, f2, l2) != v || lv_at(f2, l2, LV_FULL)) continue;
+      if (level_var(e2, f2, l2) != v) continue;
+      if (lv_at(f2, l2, LV_FULL)) {
+        if (k2 == 0 && sparse_below(f2, l2))
+          return "the loop of a dense output level whose sparse levels below are appended "
+                 "in its order";
+        continue;
+      }
       if (k2 > 0) return "co-iterated with another sparse level";
       if (lv_at(f2, l2, LV_ORDERED) && p->ws_var != v)
         return "appended in order to an ordered output level";
@@ -244,14 +333,14 @@ static const char *order_need(const AccessList *acc, int k, int l, const LowerPl
  * walks it alone; where order is needed (order_need) the operand is
  * converted to its ordered counterpart, and so is any operand converted
  * for another reason (the copy is sorted anyway). */
-static void plan_order_conversions(const AccessList *acc, LowerPlan *p) {
+static void plan_order_conversions(const Assignment *as, const AccessList *acc, LowerPlan *p) {
   for (int k = 1; k < acc->n; k++) {
     const TensorVar *t = acc->e[k]->u.access.t;
     tj_format *f = &p->fmt[t->id];
     for (int l = 0; l < f->order && !p->convert[t->id]; l++) {
       if (lv_at(f, l, LV_ORDERED)) continue;
       const IndexVar *v = NULL;
-      const char *why = order_need(acc, k, l, p, &v);
+      const char *why = order_need(as, acc, k, l, p, &v);
       if (!why) continue;
       p->convert[t->id] = true;
       p->order_why[t->id] = why;
@@ -305,7 +394,7 @@ void lower_plan_recheck_dups(const Assignment *as, LowerPlan *p, bool keep_copy)
   diag_init(&quiet);
   if (lost && collect_all(as, &acc, &quiet)) {
     plan_unique_conversions(&acc, p);
-    plan_order_conversions(&acc, p);
+    plan_order_conversions(as, &acc, p);
   }
   for (int t = 1; t < as->ntensors; t++)   /* a copy's levels walk as the copy's rule says */
     if (p->convert[t]) p->dups_walked[t] = lower_plan_dups_walked(as, p, t);
@@ -439,7 +528,7 @@ static bool plan_once(const Assignment *as, IndexVar *const *want, int nwant,
                           t->name);
   }
   if (!plan_workspace(as, p, d)) return false;
-  plan_order_conversions(&acc, p);
+  plan_order_conversions(as, &acc, p);
   plan_mask_patterns(as, &acc, loop_pos, p);
   lower_plan_recheck_dups(as, p, false);   /* other operands' copies may be sparser */
   return true;
@@ -586,64 +675,6 @@ bool lower_plan(const Assignment *as, IndexVar *const *want, int nwant,
                    (as->root_def || nt_op_is_reduction(as->root_op));
   p->seg_rows = dense_outer ? 0 : seg_rows_operand(as, &acc, p);
   return check_sum_order(as, p, d);
-}
-
-/* What rhs_full_at reads: the plan, each index's loop depth, and the
- * depth of the output's leaf. */
-#define LEAF_CASES_MAX 12   /* accesses walked at the leaf whose cases are tried */
-
-typedef struct Presence {
-  const Assignment *as;
-  const LowerPlan *p;
-  int depth_of[NT_MAX_INDICES];
-  int leaf;
-  const Expr *walked[LEAF_CASES_MAX];   /* the accesses the leaf's loop walks */
-  int nwalked;
-  unsigned present;   /* by_case: which of them the leaf's case stores */
-  bool by_case;       /* at the leaf too, only those in present are */
-} Presence;
-
-/* Whether access e's next level at the loop at `depth` is sparse (the
- * loop walks it). */
-static bool walked_at(const Presence *pr, const Expr *e, int depth) {
-  const tj_format *f = &pr->p->fmt[e->u.access.t->id];
-  int bound = 0;
-  for (int l = 0; l < f->order; l++)
-    if (pr->depth_of[level_var(e, f, l)->id] < depth) bound++;
-  return bound < f->order && pr->depth_of[level_var(e, f, bound)->id] == depth &&
-         !lv_at(f, bound, LV_FULL);
-}
-
-/* Whether e may be present at every coordinate of the loop at `depth`
- * once the leaf's coordinate is stored (lw_lattice's rules over the plan:
- * its lattice there has a full point). Below the leaf, an access the
- * leaf's loop walks counts as present (a stored coordinate has entries
- * below it). */
-static bool rhs_full_at(const Presence *pr, const Expr *e, int depth) {
-  double zero = nt_semiring_zero(pr->as->semiring);
-  switch (e->kind) {
-  case EX_ACCESS:
-    for (int a = 0; a < pr->nwalked; a++)
-      if (pr->walked[a] == e && (depth > pr->leaf || pr->by_case)) return pr->present >> a & 1;
-    return !walked_at(pr, e, depth);
-  case EX_LITERAL: return e->u.lit.value != zero;
-  case EX_SUM: return nt_sum_identity(e) != zero || rhs_full_at(pr, e->u.sum.a, depth);
-  default: break;
-  }
-  Expr *k[2];
-  int n = nt_children(e, k);
-  bool x = rhs_full_at(pr, k[0], depth), y = n == 2 && rhs_full_at(pr, k[1], depth);
-  switch (nt_expr_algebra(e, pr->as->semiring)) {
-  case OA_INTERSECT:
-  case OA_NUMERATOR: return x && y;
-  case OA_UNION: return x || y;
-  case OA_KEEP:
-  case OA_LEFT: return x;
-  case OA_RIGHT:
-  case OA_EXCEPT: return y;
-  case OA_DENSE: return true;
-  }
-  return true;
 }
 
 /* Collects into pr->walked the accesses of e the leaf's loop walks; false

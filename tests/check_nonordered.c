@@ -218,6 +218,99 @@ START_TEST(order_where_needed) {
 }
 END_TEST
 
+/* Where the rhs is nonzero without A (A + F with F dense, A + 1), j's
+ * loop walks every column and merges A's row with it (crd == j), so A is
+ * read through a sorted copy, into a dense or a nonordered output alike
+ * (read in place, row 0's stored order 3, 0, 4 lost A(0,0) and A(0,4):
+ * [10 10 10 11 10]). */
+START_TEST(order_where_dense_walk) {
+  double tens[20];
+  for (int q = 0; q < 20; q++) tens[q] = 10;
+  const char *outs[] = {"dd", "do"};
+  for (int o = 0; o < 2; o++) {
+    tj_tensor *a = wrap_a("do");
+    tj_tensor *f = tu_tensor("F", "dd", 2, (int64_t[]){4, 5}, tens);
+    tj_tensor *e = o ? sparse("E", outs[o], 4, 5, NULL)
+                     : tu_tensor("E", "dd", 2, (int64_t[]){4, 5}, NULL);
+    run("E(i,j) = A(i,j) + F(i,j)", (tj_tensor *[]){e, a, f}, 3, 1,
+        "// A is read through a copy in format ds (stored do): its nonordered level 1 over j "
+        "is merged with a walk of every coordinate");
+    expect(e, (double[]){12, 10, 10, 11, 13, 10, 10, 10, 10, 10,
+                         10, 15, 14, 10, 10, 17, 10, 18, 10, 16});
+    run("E(i,j) = A(i,j) + 1", (tj_tensor *[]){e, a}, 2, 1, "is merged with a walk");
+    expect(e, (double[]){3, 1, 1, 2, 4, 1, 1, 1, 1, 1, 1, 6, 5, 1, 1, 8, 1, 9, 1, 7});
+    tj_tensor_free(a), tj_tensor_free(f), tj_tensor_free(e);
+  }
+}
+END_TEST
+
+/* A CSR output's rows are appended in the loop's order (row i's
+ * positions follow row i-1's), so an `os` A whose rows are stored in the
+ * order 2, 0 is read through a sorted copy: A = [[0 2] [0 0] [1 0]], G = 2 A
+ * (read in place, both rows landed in row 0: indptr [0 2 2 2]); into a
+ * dense output it is read in place. */
+START_TEST(order_where_rows_appended) {
+  static int32_t p0[] = {0, 2}, c0[] = {2, 0}, p1[] = {0, 1, 2}, c1[] = {0, 1};
+  static double v[] = {1, 2};
+  tj_format f = parse("os");
+  tj_arrays ar = {.dtype = TJ_F64, .order = 2, .dims = (int64_t[]){3, 2}, .fmt = &f};
+  ar.pos[0] = p0, ar.pos_len[0] = 2, ar.crd[0] = c0, ar.crd_len[0] = 2;
+  ar.pos[1] = p1, ar.pos_len[1] = 3, ar.crd[1] = c1, ar.crd_len[1] = 2;
+  ar.vals = v, ar.vals_len = 2;
+  const char *outs[] = {"ds", "do", "dd"};
+  for (int o = 0; o < 3; o++) {
+    tj_tensor *a;
+    OK(tj_tensor_wrap("A", &ar, 0, &a));
+    tj_tensor *g = o < 2 ? sparse("G", outs[o], 3, 2, NULL)
+                         : tu_tensor("G", "dd", 2, (int64_t[]){3, 2}, NULL);
+    run("G(i,j) = A(i,j) * 2", (tj_tensor *[]){g, a}, 2, o < 2,
+        o < 2 ? "// A is read through a copy in format ss (stored os): its nonordered level 0 "
+                "over i is the loop of a dense output level whose sparse levels below are "
+                "appended in its order" : NULL);
+    expect(g, (double[]){0, 4, 0, 0, 2, 0});
+    if (o < 2) {
+      int64_t *crd, n;
+      double *vals;
+      OK(tj_tensor_unpack(g, &crd, &vals, &n));
+      ck_assert_int_eq(n, 2);
+      ck_assert(crd[0] == 0 && crd[1] == 1 && crd[2] == 2 && crd[3] == 0);
+      free(crd), free(vals);
+    }
+    tj_tensor_free(a), tj_tensor_free(g);
+  }
+}
+END_TEST
+
+/* Under sequence() the statement that would read A in place (A x) reads
+ * the sorted copy that A .* A z (a co-iteration) needs, instead of the
+ * sequence being refused. x = [1 2 3 4 5], z = 1: row 0 = (2 + 4 + 15) +
+ * (4 + 1 + 9) = 35; row 2 = (10 + 12) + (25 + 16) = 63; row 3 = (7 + 24 +
+ * 30) + (49 + 64 + 36) = 210; on 1 and 2 threads. */
+START_TEST(sequence_shares_sorted_copy) {
+  for (int th = 1; th <= 2; th++) {
+    tj_tensor *a = wrap_a("do");
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5});
+    tj_tensor *z = tu_tensor("z", "d", 1, (int64_t[]){5}, (double[]){1, 1, 1, 1, 1});
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){4}, NULL);
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_options o = tj_options_default();
+    o.nthreads = th;
+    tj_kernel *k;
+    OK(tj_compile(cx, "y(i) = A(i,j) * x(j) + A(i,k) * A(i,k) * z(k)",
+                  (tj_tensor *[]){y, a, x, z}, 4, "sequence()", &o, &k));
+    tj_format f;
+    int converted = -1;
+    OK(tj_kernel_operand_format(k, "A", &f, &converted));
+    ck_assert_int_eq(converted, 1);
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    tj_context_free(cx);
+    expect(y, (double[]){35, 0, 63, 210});
+    tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(z), tj_tensor_free(y);
+  }
+}
+END_TEST
+
 /* TTV y(i,j) = T(i,j,k) v(k) over a 2 x 2 x 4 `doo` tensor whose j and k
  * levels are unsorted: T(0,1,3) = 1, T(0,1,1) = 2, T(0,0,0) = 3,
  * T(1,1,2) = 4, T(1,1,0) = 5; v = [1 10 100 1000]: y(0,0) = 3, y(0,1) =
@@ -249,6 +342,9 @@ int main(void) {
   tcase_add_test(tc, spmm_in_place);
   tcase_add_test(tc, spgemm_in_place);
   tcase_add_test(tc, order_where_needed);
+  tcase_add_test(tc, order_where_dense_walk);
+  tcase_add_test(tc, order_where_rows_appended);
+  tcase_add_test(tc, sequence_shares_sorted_copy);
   tcase_add_test(tc, ttv_in_place);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

@@ -325,6 +325,43 @@ START_TEST(min_plus) {
 }
 END_TEST
 
+/* A COO `uc` whose duplicates (0,2) = 5 and (0,2) = -10 stand for -5 sit
+ * at positions 1 and 2, where 2 threads' chunks of level-0 positions meet
+ * (every run cut into chunks: TJ_PARTIAL_RATIO=0): a chunk boundary keeps
+ * the run whole. A = [[1 0 -5] [0 2 0]], x = [1 2 3]: under min.plus
+ * y = [min(1 + 1, -5 + 3), 2 + 2] = [-2 4] (split, the min saw 5 + 3 and
+ * -10 + 3: -7); plus.times y = [1 - 15, 4] = [-14 4]. */
+START_TEST(coo_run_whole_in_chunk) {
+  static int32_t p0[] = {0, 4}, rows[] = {0, 0, 0, 1}, cols[] = {0, 2, 2, 1};
+  static double v[] = {1, 5, -10, 2};
+  const char *was = getenv("TJ_PAR_MIN_WORK");
+  char *old = was ? strdup(was) : NULL;
+  setenv("TJ_PARTIAL_RATIO", "0", 1);
+  setenv("TJ_PAR_MIN_WORK", "0", 1);
+  tj_format f = parse("uc");
+  tj_arrays ar = {.dtype = TJ_F64, .order = 2, .dims = (int64_t[]){2, 3}, .fmt = &f};
+  ar.pos[0] = p0, ar.pos_len[0] = 2, ar.crd[0] = rows, ar.crd_len[0] = 4;
+  ar.crd[1] = cols, ar.crd_len[1] = 4;
+  ar.vals = v, ar.vals_len = 4;
+  tj_tensor *a;
+  OK(tj_tensor_wrap("A", &ar, 0, &a));
+  for (int th = 1; th <= 2; th++) {
+    tj_tensor *x = tu_tensor("x", "d", 1, (int64_t[]){3}, (double[]){1, 2, 3});
+    tj_tensor *y = tu_tensor("y", "d", 1, (int64_t[]){2}, NULL);
+    run_with("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th, NULL, "min.plus");
+    expect(y, (double[]){-2, 4}, "uc min.plus");
+    run("y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, th);
+    expect(y, (double[]){-14, 4}, "uc");
+    tj_tensor_free(x), tj_tensor_free(y);
+  }
+  tj_tensor_free(a);
+  unsetenv("TJ_PARTIAL_RATIO");
+  if (old) setenv("TJ_PAR_MIN_WORK", old, 1);
+  else unsetenv("TJ_PAR_MIN_WORK");
+  free(old);
+}
+END_TEST
+
 /* Whether the compute loops of expr over A (`du`) scan for runs of equal
  * coordinates (the run's end, pA1_seg). */
 static bool scans_runs(const char *expr, const char *semiring) {
@@ -778,6 +815,7 @@ int main(void) {
   tcase_add_loop_test(tc, copy, 0, 2);
   tcase_add_loop_test(tc, linear_uses, 0, 2);
   tcase_add_loop_test(tc, min_plus, 0, 2);
+  tcase_add_test(tc, coo_run_whole_in_chunk);
   tcase_add_test(tc, loop_form);
   tcase_add_test(tc, ttv);
   tcase_add_test(tc, pack_keeps_duplicates);
