@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <dlfcn.h>
 
 #include "bench.h"
@@ -848,6 +849,35 @@ tj_tensor *real_matrix(const char *data, const char *file) {
   return t;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The .mtx files of <data>/matrices, sorted by name, into *out (each and
+ * the array the caller's to free); their count, 0 when none or unreadable. */
+static int matrix_files(const char *data, char ***out) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/matrices", data);
+  DIR *d = opendir(path);
+  int n = 0, cap = 0;
+  char **names = NULL;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (len < 5 || strcmp(e->d_name + len - 4, ".mtx")) continue;
+    if (n == cap) {
+      char **grown = realloc(names, (size_t)(cap = cap ? 2 * cap : 16) * sizeof *names);
+      if (!grown) break;
+      names = grown;
+    }
+    if (!(names[n] = strdup(e->d_name))) break;
+    n++;
+  }
+  if (d) closedir(d);
+  if (n) qsort(names, (size_t)n, sizeof *names, by_name);
+  *out = names;
+  return n;
+}
+
 int main(int argc, char **argv) {
   const char *data = TJ_BENCH_DATA;
   g_set.out_dir = "results";
@@ -940,6 +970,22 @@ int main(int argc, char **argv) {
       if (real[r].add) run_add(cx, real[r].name, A);
       if (real[r].spgemm) run_spgemm(cx, real[r].name, A);
       tj_tensor_free(A);
+    }
+    if (!q) { /* SpMV CSR over every other matrix of the data set (issue 18's "every matrix") */
+      char **rest = NULL;
+      int nrest = matrix_files(data, &rest);
+      for (int f = 0; f < nrest; f++) {
+        bool listed = false;
+        for (size_t r = 0; r < sizeof real / sizeof real[0]; r++) listed |= !strcmp(rest[f], real[r].file);
+        tj_tensor *A = listed ? NULL : real_matrix(data, rest[f]);
+        if (A) {
+          *strrchr(rest[f], '.') = '\0';
+          run_matrix(cx, rest[f], A, 0);
+          tj_tensor_free(A);
+        }
+        free(rest[f]);
+      }
+      free(rest);
     }
   }
   /* order-3 tensors */
