@@ -67,6 +67,27 @@ int lir_stmt_bodies(const LirStmt *s, LirStmt *body[2]) {
   }
 }
 
+/* The deepest nesting of FOR and WHILE loops in the statement list s. */
+static int loop_depth(const LirStmt *s) {
+  int deepest = 0;
+  for (; s; s = s->next) {
+    LirStmt *body[2];
+    int n = lir_stmt_bodies(s, body), d = 0;
+    for (int i = 0; i < n; i++) {
+      int di = loop_depth(body[i]);
+      if (di > d) d = di;
+    }
+    if (s->kind == LS_FOR || s->kind == LS_WHILE) d++;
+    if (d > deepest) deepest = d;
+  }
+  return deepest;
+}
+
+bool lir_par_light(const LirStmt *loop) {
+  const LoopAttrs *at = &loop->u.loop.at;
+  return at->balance && loop_depth(loop->u.loop.body) <= (at->leaves ? 2 : 1);
+}
+
 /* ---- questions about one expression ---- */
 
 typedef struct Marked {

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "emit_internal.h"
+#include "../runtime/abi.h"
 
 enum { CTX_OPERANDS, CTX_LO, CTX_STEP, CTX_VARS };
 
@@ -164,7 +165,8 @@ static bool call_runtime(Emitter *e, const LirStmt *s, LLVMValueRef fn,
   LLVMTypeRef ft = LLVMFunctionType(e->vd, pt, 9, 0);
   LLVMValueRef rt = LLVMGetNamedFunction(e->m, "tj_rt_parallel_for_sched");
   if (!rt) rt = LLVMAddFunction(e->m, "tj_rt_parallel_for_sched", ft);
-  LLVMValueRef strategy = LLVMConstInt(e->i32, (unsigned)s->u.loop.at.schedule, 0);
+  unsigned how = (unsigned)s->u.loop.at.schedule | (bal && lir_par_light(s) ? TJ_PAR_LIGHT : 0u);
+  LLVMValueRef strategy = LLVMConstInt(e->i32, how, 0);
   LLVMValueRef args[] = {lo, hi, pos, pw, leaf, lw, strategy, fn, ctx};
   LLVMBuildCall2(e->b, ft, rt, args, 9, "");
   return true;

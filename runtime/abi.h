@@ -147,6 +147,11 @@ enum {
   TJ_PAR_BALANCED = 2,  /* 8 chunks per thread, equal in rows plus nonzeros */
   TJ_PAR_DYNAMIC = 3    /* 16 equal chunks of rows per thread, handed out as threads free up */
 };
+/* Or-ed into a strategy: each unit of the weights (a row or an entry the
+ * pos/leaf arrays count) is one trip of the body's innermost loop, a few
+ * nanoseconds (SpMV's multiply-add), so sharing the loop pays only from
+ * twice the work of a body with loops under its entries (SpMM). */
+#define TJ_PAR_LIGHT 0x100
 /* tj_rt_parallel_for_leaves with an explicit strategy (TJ_PAR_*). */
 void tj_rt_parallel_for_sched(int64_t lo, int64_t hi, const void *pos, int32_t pos_width,
                               const void *leaf, int32_t leaf_width, int32_t strategy,

@@ -34,7 +34,12 @@ int64_t tj_rt_thread_slot(int64_t n) {
  * machine (tjbench --only spmv-csr, TJ_PAR_MIN_WORK swept) wiki-Vote's SpMV
  * (8 k rows, 104 k entries: 112 k) took 0.040 ms on one thread and 0.028 ms
  * on two (MKL 0.027), so 2^16 rather than 2^17 (measured at load 20, where
- * it lost); smaller loops stay serial. */
+ * it lost); smaller loops stay serial. A TJ_PAR_LIGHT loop (the units are
+ * its innermost trips: SpMV, TTV's leaves) needs twice that: on the Intel
+ * host with the 260 MB L3 (2026-12-04) bcsstk13's SpMV (2 k rows, 84 k
+ * entries) ran 1.39-1.53x slower on two threads than on one, waking the
+ * second one costing ~35 us, while TTV over openflight_sym (~163 k leaf
+ * units) gained 1.38x (bench/README.md, "SpMV CSR on every matrix"). */
 enum { PAR_MIN_WORK = 1 << 16 };
 
 int64_t tj_rt_par_min_work(void) {
@@ -95,9 +100,11 @@ void tj_rt_parallel_for_sched(int64_t lo, int64_t hi, const void *pos, int32_t p
     return;
   }
   if (nt > hi - lo) nt = (int)(hi - lo);
+  bool light = strategy & TJ_PAR_LIGHT;
+  strategy &= ~TJ_PAR_LIGHT;
   if (pos) { /* too little work to share: one thread */
     Weights w = {pos, leaf, pos_width, leaf_width};
-    if (work_at(&w, hi) - work_at(&w, lo) < tj_rt_par_min_work()) {
+    if (work_at(&w, hi) - work_at(&w, lo) < tj_rt_par_min_work() * (light ? 2 : 1)) {
       body(ctx, lo, hi);
       return;
     }

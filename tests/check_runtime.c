@@ -648,6 +648,18 @@ START_TEST(parallel_min_work) {
   int64_t covered = 0;
   for (int c = 0; c < many.n; c++) covered += many.hi[c] - many.lo[c];
   ck_assert_int_eq(covered, ROWS);
+  /* a light body (one innermost trip a unit) needs twice the work */
+  Calls light = {0};
+  tj_rt_parallel_for_sched(0, ROWS, pos, 4, NULL, 0, TJ_PAR_DEFAULT | TJ_PAR_LIGHT, record_range,
+                           &light);
+  ck_assert_int_eq(light.n, 1);
+  ck_assert(light.lo[0] == 0 && light.hi[0] == ROWS);
+  setenv("TJ_PAR_MIN_WORK", "5500", 1); /* half the loop's work: a light one is shared */
+  Calls shared = {0};
+  tj_rt_parallel_for_sched(0, ROWS, pos, 4, NULL, 0, TJ_PAR_STATIC | TJ_PAR_LIGHT, record_range,
+                           &shared);
+  ck_assert_int_eq(shared.n, 2); /* static: one block a thread, the flag stripped */
+  ck_assert_int_eq(shared.hi[0] - shared.lo[0] + shared.hi[1] - shared.lo[1], ROWS);
   unsetenv("TJ_PAR_MIN_WORK");
   ck_assert_int_eq(tj_rt_par_min_work(), 1 << 16);
   if (saved) setenv("TJ_PAR_MIN_WORK", saved, 1);

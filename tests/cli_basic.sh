@@ -399,6 +399,15 @@ expect schedule_split_spmv "$OK" "$SPMV" -g=A:s:0.1 -d=A:200,150 -g=x:d -nthread
 expect schedule_pos_split_rows "$OK" "$SPMV" -f=A:ss -g=A:s:0.05 -d=A:200,150 -g=x:d \
   -nthreads=2 -s='pos(i, ip, A(i,j)) split(ip, i0, i1, 8) parallelize(i0, dynamic)' -check
 
+# A parallel loop whose weighed units are its innermost trips (SpMV's rows
+# and entries) is marked light, so the runtime shares it only from twice the
+# work; SpMM's entries hold a loop, so it is not.
+expect par_light_spmv 'TJ_PAR_DEFAULT \| TJ_PAR_LIGHT, evaluate_par[0-9]' "$SPMV" -f=A:ds -g=A:s:0.1 \
+  -d=A:200,150 -g=x:d -nthreads=2 -s='parallelize(i)' -print-c
+expect par_heavy_spmm 'A1_pos, \(int32_t\)sizeof \*A1_pos, 0, 0, TJ_PAR_DEFAULT, evaluate_par0' \
+  'C(i,j) = A(i,k) * B(k,j)' -f=A:ds -g=A:s:0.1 -g=B:d -d=A:50,40 -d=j:30 -nthreads=2 \
+  -s='parallelize(i)' -print-c
+
 # TJ_PERF_MAP=1: each kernel's functions go to /tmp/perf-<pid>.map as
 # "start size name" lines (hex), the evaluate kernel among them.
 TJ_PERF_MAP=1 "$T" "$SPMV" -g=A:s -g=x:d -d=A:50,40 >/dev/null 2>&1 & perf_pid=$!
