@@ -829,7 +829,7 @@ static bool print_par_call(Printer *p, const LirStmt *s, int ind) {
     print_expr(p, w[i], P_UNARY);
   }
   fprintf(f, ", %s%s, %s_par%d, &tj_c%d);\n", strategy_c(at->schedule),
-          unit && lir_par_light(s) ? " | TJ_PAR_LIGHT" : "", kn, n, n);
+          lir_par_light(s) ? " | TJ_PAR_LIGHT" : "", kn, n, n);
   indent(p, ind);
   fputs("}\n", f);
   lir_capture_free(&c);

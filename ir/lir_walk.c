@@ -85,7 +85,8 @@ static int loop_depth(const LirStmt *s) {
 
 bool lir_par_light(const LirStmt *loop) {
   const LoopAttrs *at = &loop->u.loop.at;
-  return at->balance && loop_depth(loop->u.loop.body) <= (at->leaves ? 2 : 1);
+  return lir_unit_step(loop) && at->balance &&
+         loop_depth(loop->u.loop.body) <= (at->leaves ? 2 : 1);
 }
 
 /* ---- questions about one expression ---- */

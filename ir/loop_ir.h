@@ -290,10 +290,11 @@ int lir_stmt_exprs(const LirStmt *s, LirExpr *x[4]);
 /* The statement lists nested in s (FOR, WHILE: the body; IF: then, els;
  * BLOCK: its list; any may be NULL); returns how many. */
 int lir_stmt_bodies(const LirStmt *s, LirStmt *body[2]);
-/* Whether the parallel FOR loop's weights (its balance pos, and leaves)
- * count the trips of its innermost loop: no loop under the weighed
- * level's (SpMV's row loop holds one loop; SpMM's two). The runtime then
- * shares it only from twice the work (TJ_PAR_LIGHT). */
+/* Whether the parallel FOR loop's weights (its balance pos, and leaves;
+ * passed for a unit step only) count the trips of its innermost loop: no
+ * loop under the weighed level's (SpMV's row loop holds one loop; SpMM's
+ * two). The runtime then shares it only from twice the work
+ * (TJ_PAR_LIGHT). */
 bool lir_par_light(const LirStmt *loop);
 /* Does e read a variable v with v->id < nmark and mark[v->id] set? */
 bool lir_reads_marked(const LirExpr *e, const char *mark, int nmark);

@@ -165,7 +165,7 @@ static bool call_runtime(Emitter *e, const LirStmt *s, LLVMValueRef fn,
   LLVMTypeRef ft = LLVMFunctionType(e->vd, pt, 9, 0);
   LLVMValueRef rt = LLVMGetNamedFunction(e->m, "tj_rt_parallel_for_sched");
   if (!rt) rt = LLVMAddFunction(e->m, "tj_rt_parallel_for_sched", ft);
-  unsigned how = (unsigned)s->u.loop.at.schedule | (bal && lir_par_light(s) ? TJ_PAR_LIGHT : 0u);
+  unsigned how = (unsigned)s->u.loop.at.schedule | (lir_par_light(s) ? TJ_PAR_LIGHT : 0u);
   LLVMValueRef strategy = LLVMConstInt(e->i32, how, 0);
   LLVMValueRef args[] = {lo, hi, pos, pw, leaf, lw, strategy, fn, ctx};
   LLVMBuildCall2(e->b, ft, rt, args, 9, "");

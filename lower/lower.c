@@ -113,10 +113,11 @@ LirStmt *lw_reserve(Lowerer *lw, int arr, int level, LirExpr *need) {
   return s;
 }
 
-/* lw_reserve of space the kernel writes before it reads: not zeroed. */
-static LirStmt *reserve_raw(Lowerer *lw, int arr, int level, LirExpr *need) {
+/* lw_reserve; raw: the kernel writes the new space before it reads it,
+ * so it is not zeroed (TJ_ARR_NOZERO). */
+static LirStmt *reserve(Lowerer *lw, int arr, int level, LirExpr *need, bool raw) {
   LirStmt *s = lw_reserve(lw, arr, level, need);
-  s->u.call.raw = true;
+  s->u.call.raw = raw;
   return s;
 }
 
@@ -134,8 +135,7 @@ static LirStmt *grow_if_full(Lowerer *lw, LirVar *cap, int arr, int l, LirExpr *
   LirExpr *ncap = lir_bin(a, LOP_MAX, twice, lir_bin(a, LOP_ADD, index, lw_i64(lw, 1)));
   if (hint) ncap = lir_bin(a, LOP_MAX, ncap, hint);
   LirStmt *grow = lir_assign(a, cap, ncap);
-  lir_append(&grow, raw ? reserve_raw(lw, arr, l, lw_ref(lw, cap))
-                        : lw_reserve(lw, arr, l, lw_ref(lw, cap)));
+  lir_append(&grow, reserve(lw, arr, l, lw_ref(lw, cap), raw));
   if (arr == TJ_ARR_CRD) lir_append(&grow, lw_reload(lw, lw->crd_ptr[0][l], LF_CRD, l));
   else lir_append(&grow, lw_reload(lw, lw->pos_ptr[0][l], LF_POS, l));
   lir_append(&grow, more);
@@ -151,13 +151,11 @@ LirStmt *lw_ensure_out_room(Lowerer *lw, int l, LirExpr *index, LirExpr *hint, b
   if (lw->phase == PHASE_COMPUTE) return NULL;
   LirStmt *more = NULL;
   for (int k = lw_out_run_start(lw->acc[0].f, l); k < l; k++) { /* the run's crd grow together */
-    LirExpr *cap = lw_ref(lw, lw->crd_cap[l]);
-    lir_append(&more, raw ? reserve_raw(lw, TJ_ARR_CRD, k, cap) : lw_reserve(lw, TJ_ARR_CRD, k, cap));
+    lir_append(&more, reserve(lw, TJ_ARR_CRD, k, lw_ref(lw, lw->crd_cap[l]), raw));
     lir_append(&more, lw_reload(lw, lw->crd_ptr[0][k], LF_CRD, k));
   }
   if (l == lw->out_last && lw->emit_values) {
-    LirExpr *n = lw_out_vals(lw, lw_ref(lw, lw->crd_cap[l]));
-    lir_append(&more, raw ? reserve_raw(lw, TJ_ARR_VALS, 0, n) : lw_reserve(lw, TJ_ARR_VALS, 0, n));
+    lir_append(&more, reserve(lw, TJ_ARR_VALS, 0, lw_out_vals(lw, lw_ref(lw, lw->crd_cap[l])), raw));
     lir_append(&more, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
   }
   return grow_if_full(lw, lw->crd_cap[l], TJ_ARR_CRD, l, index, more, hint, raw);
@@ -476,8 +474,7 @@ static LirStmt *prepare_dense_output(Lowerer *lw) {
               !lw->zero_rows && !lw->stores_all;
   /* the kernel's own zeroing, or its stores, write every entry first */
   bool raw = zero || (lw->stores_all && lw->phase != PHASE_ASSEMBLE);
-  lir_append(&s, raw ? reserve_raw(lw, TJ_ARR_VALS, 0, lw_ref(lw, n))
-                     : lw_reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n)));
+  lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, lw_ref(lw, n), raw));
   lir_append(&s, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
   if (zero) lir_append(&s, zero_dense_output(lw, n));
   lir_append(&s, lir_setfield(a, 0, LF_VALS_LEN, 0, lw_ref(lw, n)));
@@ -530,7 +527,7 @@ static LirStmt *prepare_sparse_output(Lowerer *lw) {
       lir_append(&s, lir_decl(a, lw->pos_cap[l], lw_i64(lw, 1024)));
       plen = lw_ref(lw, lw->pos_cap[l]);
     }
-    lir_append(&s, reserve_raw(lw, TJ_ARR_POS, l, plen));   /* zeroed right below */
+    lir_append(&s, reserve(lw, TJ_ARR_POS, l, plen, true));   /* zeroed right below */
     lir_append(&s, lw_reload(lw, lw->pos_ptr[0][l], LF_POS, l));
     LirStmt *z = lir_call(a, LH_ZERO);
     z->u.call.ptr = lw->pos_ptr[0][l];
@@ -584,7 +581,7 @@ static LirStmt *finish_sparse_output(Lowerer *lw) {
   }
   if (lw->phase == PHASE_ASSEMBLE) {
     LirExpr *n = lw_out_vals(lw, lw_ref(lw, lw->out_p[last]));
-    lir_append(&s, reserve_raw(lw, TJ_ARR_VALS, 0, n));   /* zeroed right below */
+    lir_append(&s, reserve(lw, TJ_ARR_VALS, 0, n, true));   /* zeroed right below */
     lir_append(&s, lw_reload(lw, lw->vals_ptr[0], LF_VALS, 0));
     LirStmt *z = lir_call(a, LH_ZERO);
     z->u.call.ptr = lw->vals_ptr[0];

@@ -473,6 +473,12 @@ static LirExpr *in_place_index(Lowerer *lw) {
                  lir_bin(a, LOP_SUB, lw_ref(lw, lw->ws_at), lw_i64(lw, 1)));
 }
 
+/* The end of the row the workspace drains into: p + n (the output's
+ * position past the row's n entries). */
+static LirExpr *row_end(Lowerer *lw) {
+  return lir_bin(A(lw), LOP_ADD, lw_ref(lw, lw->out_p[lw->out_last]), lw_ref(lw, lw->ws_n));
+}
+
 /* Whether a row accumulated in place may take the producer's copy without
  * the first-touch branch: the update is one loop-IR operation. */
 bool lw_ws_in_place_selects(const Lowerer *lw) {
@@ -508,20 +514,16 @@ static LirStmt *accumulate_in_place(Lowerer *lw, AMask alive) {
     LirExpr *idx = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, slot));
     lir_append(&s, lir_store_update(a, lw_ref(lw, lw->vals_ptr[0]), idx,
                                     (LirBinOp)lw_lir_op(lw, lw->out_op), gen_expr(lw, lw->root, alive)));
-    LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
-    lir_append(&s, lw_store_index(lw, lw->crd_ptr[0][l], end, ws_index(lw)));
+    lir_append(&s, lw_store_index(lw, lw->crd_ptr[0][l], row_end(lw), ws_index(lw)));
     lir_append(&s, lw_store_index(lw, lw->ws_mark, ws_index(lw),
                                   lir_bin(a, LOP_ADD, lw_ref(lw, slot), lw_i64(lw, 1))));
     is_new = lir_bin(a, LOP_EQ, lw_ref(lw, at), lw_i64(lw, 0));
     lir_append(&s, lir_update(a, lw->ws_n, LOP_ADD, lir_cast(a, LT_I64, is_new)));
-    end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
-    lir_append(&s, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), end, vconst(lw, lw->out_init)));
+    lir_append(&s, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), row_end(lw), vconst(lw, lw->out_init)));
     return s;
   }
-  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
-  LirStmt *first = lw_store_index(lw, lw->crd_ptr[0][l], end, ws_index(lw));
-  end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
-  lir_append(&first, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), end, vconst(lw, lw->out_init)));
+  LirStmt *first = lw_store_index(lw, lw->crd_ptr[0][l], row_end(lw), ws_index(lw));
+  lir_append(&first, lir_store(a, lw_ref(lw, lw->vals_ptr[0]), row_end(lw), vconst(lw, lw->out_init)));
   lir_append(&first, lir_update(a, lw->ws_n, LOP_ADD, lw_i64(lw, 1)));
   lir_append(&first, lw_store_index(lw, lw->ws_mark, ws_index(lw), lw_ref(lw, lw->ws_n)));
   lir_append(&first, lir_assign(a, at, lw_ref(lw, lw->ws_n)));
@@ -854,8 +856,7 @@ static LirStmt *drain_in_place(Lowerer *lw) {
   LirVar *p = lw->out_p[l], *q = lw_var(lw, "q", LT_I64);
   LirExpr *j = lw_load_index(lw, lw->crd_ptr[0][l], lw_ref(lw, q));
   LirStmt *body = lw_store_index(lw, lw->ws_mark, j, lw_i64(lw, 0));
-  LirExpr *end = lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n));
-  LirStmt *s = lir_for(a, q, lw_ref(lw, p), end, body);
+  LirStmt *s = lir_for(a, q, lw_ref(lw, p), row_end(lw), body);
   lir_append(&s, lir_update(a, p, LOP_ADD, lw_ref(lw, lw->ws_n)));
   lir_append(&s, lir_assign(a, lw->ws_n, lw_i64(lw, 0)));
   return s;
@@ -1052,8 +1053,7 @@ static LirStmt *scatter_through_workspace(Lowerer *lw, int depth, AMask alive) {
   lir_append(&s, sort_touched(lw, lw->ws_list, NULL));
   LirVar *q = lw_var(lw, "q", LT_I64);
   LirVar *j = lw_var(lw, lw->nest.ws_var->name, LT_I64);
-  LirExpr *last = lir_bin(a, LOP_SUB, lir_bin(a, LOP_ADD, lw_ref(lw, p), lw_ref(lw, lw->ws_n)),
-                          lw_i64(lw, 1));
+  LirExpr *last = lir_bin(a, LOP_SUB, row_end(lw), lw_i64(lw, 1));
   lir_append(&s, lw_ensure_out_cap(lw, l, last));   /* n = 0: p - 1 < cap, no call */
   LirStmt *body = lir_decl(a, j, lir_load(a, lw_ref(lw, lw->ws_list), lw_ref(lw, q)));
   if (lw->emit_index)
