@@ -69,11 +69,13 @@ static bool read_mat(Mat *m, const char *path, const char *name) {
   return true;
 }
 
-/* nb block rows of 8, per block row `per` distinct block columns, dense. */
-static void block_mat(Mat *m, int64_t nb, int per) {
-  snprintf(m->name, sizeof m->name, "blocks8-%lld", (long long)nb * 8);
-  m->n = nb * 8;
-  m->nnz = nb * per * 64;
+/* nb block rows of bs (4 or 8), per block row `per` distinct block
+ * columns, each block dense: blocks8-N (6 a block row) and blocks4-N (27 a
+ * block row, as a 27-point stencil over nodes of 4 unknowns gives). */
+static void block_mat(Mat *m, int64_t nb, int per, int bs) {
+  snprintf(m->name, sizeof m->name, "blocks%d-%lld", bs, (long long)nb * bs);
+  m->n = nb * bs;
+  m->nnz = nb * per * bs * bs;
   m->coords = malloc(sizeof *m->coords * 2 * (size_t)m->nnz);
   m->vals = malloc(sizeof *m->vals * (size_t)m->nnz);
   uint64_t s = 7;
@@ -87,10 +89,10 @@ static void block_mat(Mat *m, int64_t nb, int per) {
         fresh = true;
         for (int q = 0; q < k; q++) fresh = fresh && cols[q] != cols[k];
       } while (!fresh);
-      for (int ii = 0; ii < 8; ii++)
-        for (int jj = 0; jj < 8; jj++, e++) {
-          m->coords[2 * e] = ib * 8 + ii;
-          m->coords[2 * e + 1] = cols[k] * 8 + jj;
+      for (int ii = 0; ii < bs; ii++)
+        for (int jj = 0; jj < bs; jj++, e++) {
+          m->coords[2 * e] = ib * bs + ii;
+          m->coords[2 * e + 1] = cols[k] * bs + jj;
           m->vals[e] = rng_val(&s);
         }
     }
@@ -444,7 +446,7 @@ int main(int argc, char **argv) {
   if (quick) reps = 3;
   if (reps < 1) reps = 1;
   if (reps > 64) reps = 64;
-  Mat mats[4];
+  Mat mats[6];
   int nm = 0;
   const char *files[] = {"bcsstk13", "bcsstk33"};
   for (int f = 0; f < 2; f++) {
@@ -456,15 +458,20 @@ int main(int argc, char **argv) {
   if (strstr("2:4", only)) run_24(quick ? 512 : 2048, reps);
   if (strstr("views", only)) {   /* 20000 rows, 960,000 entries */
     Mat vm;
-    block_mat(&vm, quick ? 256 : 2500, 6);
+    block_mat(&vm, quick ? 256 : 2500, 6, 8);
     run_views(&vm, reps);
     free(vm.coords), free(vm.vals);
   }
   /* Two sizes: 4096 rows, whose B (2 MB with 64 columns) and A stay in
    * cache, and 32768 rows (B 16 MB, A 12 MB), where both BSR and CSR wait
    * on memory (each reads the same B rows once per block row of 8). */
-  block_mat(&mats[nm++], quick ? 64 : 512, 6);
-  block_mat(&mats[nm++], quick ? 512 : 4096, 6);
+  block_mat(&mats[nm++], quick ? 64 : 512, 6, 8);
+  block_mat(&mats[nm++], quick ? 512 : 4096, 6, 8);
+  /* 4x4 blocks, 27 a block row (108 entries a row: a block row's B rows,
+   * 54 KB, outgrow L1, so CSR rereads them row by row from L2), 4096 rows
+   * (B 2 MB) and 16384 (B 8 MB, A 21 MB). Their b = 8 rows pad 2x. */
+  block_mat(&mats[nm++], quick ? 128 : 1024, 27, 4);
+  block_mat(&mats[nm++], quick ? 512 : 4096, 27, 4);
   for (int k = 0; k < nm; k++) {
     if (strstr(mats[k].name, only)) {
       run(&mats[k], 4, reps);

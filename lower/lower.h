@@ -499,10 +499,17 @@ int lower_peel(Arena *a, LirKernel *k, int width);
  * inside a vector loop over j, whose body loads B[f(crd[p], j)] (a row
  * segment at a sparse coordinate), first prefetches the lines of
  * B[f(crd[q], j)], q = min(p + ahead, crd_len - 1), in a copy of the vector
- * loop that runs when B holds at least LOWER_PREFETCH_MIN_BYTES. Keeps the
- * meaning. Returns how many loops it rewrote. */
+ * loop that runs when B holds at least LOWER_PREFETCH_MIN_BYTES. Where the
+ * row is read in a constant loop over a block (BSR: B[(crd[p]*4 + j_i)*n +
+ * j], j_i < LOWER_PREFETCH_BLOCK_TRIPS) and feeds LOWER_PREFETCH_BLOCK_USES
+ * products or more, each of the block's rows is prefetched ahead / trips
+ * blocks ahead, from LOWER_PREFETCH_BLOCK_MIN_BYTES. Keeps the meaning.
+ * Returns how many loops it rewrote. */
 #define LOWER_PREFETCH_AHEAD 8
 #define LOWER_PREFETCH_MIN_BYTES ((int64_t)16 << 20)
+#define LOWER_PREFETCH_BLOCK_TRIPS 8
+#define LOWER_PREFETCH_BLOCK_USES 4
+#define LOWER_PREFETCH_BLOCK_MIN_BYTES ((int64_t)1 << 20)
 int lower_prefetch(Arena *a, LirKernel *k, int ahead);
 
 /* Prints the merge lattice of every loop of the plan (-print-lattice). */

@@ -27,6 +27,18 @@
  * hint, in copies of the loops (vector tiers share their bodies).
  * TJ_PREFETCH=0 turns it off, TJ_PREFETCH=<n> sets D.
  *
+ * The row may be read in a constant loop over a block's rows inside p's
+ * body (BSR SpMM: B[(crd[p] * 4 + j_i) * n + j] for j_i < 4): then each
+ * of the block's c rows is prefetched, j_i replaced by 0 .. c - 1, and
+ * ahead is D / c blocks (the same rows ahead as a CSR row's D entries).
+ * Only rows that feed LOWER_PREFETCH_BLOCK_USES products or more (the
+ * block's rows jammed: each prefetched line serves that many FMAs) are
+ * prefetched, and the copy runs from LOWER_PREFETCH_BLOCK_MIN_BYTES, where
+ * a CSR row's hints (one FMA a line) wait for 16 MB. 4x4 BSR SpMM, 64
+ * columns, 27 dense 4x4 blocks a block row, CSR/BSR (tjblocked, one
+ * pinned thread, two runs): 4096 rows (B 2 MB) 1.71-1.75x -> 1.87-1.99x,
+ * 16384 rows (B 8 MB) 1.46-1.51x -> 1.54-1.57x.
+ *
  * Second, segments reached through a coordinate (SpGEMM's rows of C at
  * k = B's crd[p]): a scalar unit-step `for` over p outside vector loops
  * whose straight-line body declares x = crd[p] and lo = pos[g(x)] (an
@@ -64,12 +76,29 @@ typedef struct Decls {
   int n;
   int nvars;
   bool assigns_decl;   /* an ASSIGN to one of them: values not pure */
+  bool blocks;            /* enter a block loop (below) */
+  const LirStmt *inner;   /* the one constant loop over a block's rows whose
+                             declarations follow first_inner, or NULL */
+  int first_inner;
+  int trips;              /* its trip count */
 } Decls;
+
+/* A `for (v = 0; v < c; v++)`, 2 <= c <= LOWER_PREFETCH_BLOCK_TRIPS,
+ * scalar: the trip count, else 0. */
+static int block_trips(const LirStmt *s) {
+  if (s->kind != LS_FOR || s->u.loop.at.vec_width > 0 || !lir_unit_step(s)) return 0;
+  const LirExpr *lo = s->u.loop.lo, *hi = s->u.loop.hi;
+  if (lo->kind != LE_CONST || hi->kind != LE_CONST || lo->u.c.i != 0) return 0;
+  return hi->u.c.i >= 2 && hi->u.c.i <= LOWER_PREFETCH_BLOCK_TRIPS ? (int)hi->u.c.i : 0;
+}
 
 static void collect(const LirStmt *s, Decls *ds, char *declared) {
   for (; s; s = s->next) {
     if (s->kind == LS_BLOCK) collect(s->u.block, ds, declared);
-    else if (s->kind == LS_DECL && ds->n < 64) {
+    else if (ds->blocks && !ds->inner && block_trips(s)) {
+      ds->inner = s, ds->first_inner = ds->n, ds->trips = block_trips(s);
+      collect(s->u.loop.body, ds, declared);
+    } else if (s->kind == LS_DECL && ds->n < 64) {
       ds->d[ds->n++] = s;
       if (s->u.decl.var->id < ds->nvars) declared[s->u.decl.var->id] = 1;
     } else if (s->kind == LS_ASSIGN && s->u.assign.var->id < ds->nvars &&
@@ -177,11 +206,24 @@ static bool emit_slice(Pf *p, const Decls *ds, const LirVar *iv, const Slice *sl
   return !a->failed;
 }
 
-/* emit_slice, then the prefetch of ptr[idx]. */
+/* emit_slice, then the prefetch of ptr[idx]; where idx reads the block
+ * loop's iv, once for each of its values (the declarations inside that
+ * loop renamed again for each). */
 static bool emit(Pf *p, const Decls *ds, const LirVar *iv, const Slice *sl, LirExpr **ren,
-                 const LirExpr *ptr, const LirExpr *idx, LirStmt **out) {
-  if (!emit_slice(p, ds, iv, sl, ren, p->ahead, out)) return false;
-  lir_append(out, lir_prefetch(p->a, (LirExpr *)ptr, lir_clone_renamed(p->a, ren, p->nvars, idx)));
+                 int ahead, const LirExpr *ptr, const LirExpr *idx, LirStmt **out) {
+  const LirVar *bv = ds->inner ? ds->inner->u.loop.iv : NULL;
+  int copies = bv && bv->id < p->nvars && sl->need[bv->id] ? ds->trips : 1;
+  for (int c = 0; c < copies; c++) {
+    if (copies > 1) {
+      ren[bv->id] = lir_const_int(p->a, bv->type, c);
+      for (int i = ds->first_inner; i < ds->n; i++) {
+        const LirVar *x = ds->d[i]->u.decl.var;
+        if (x->id < p->nvars) ren[x->id] = NULL;
+      }
+    }
+    if (!emit_slice(p, ds, iv, sl, ren, ahead, out)) return false;
+    lir_append(out, lir_prefetch(p->a, (LirExpr *)ptr, lir_clone_renamed(p->a, ren, p->nvars, idx)));
+  }
   return !p->a->failed;
 }
 
@@ -193,11 +235,41 @@ typedef struct Targets {
   LirExpr **ren;
   LirStmt *out;
   const LirExpr *len;   /* the coordinate array's length q is clamped to */
+  int ahead;            /* positions ahead (blocks, with a block loop) */
+  const LirStmt *at;    /* the statement target() is walking */
   int n;
   bool failed;
 } Targets;
 
-static LirExpr *is_big(Pf *p, const LirExpr *ptr);
+static LirExpr *is_big(Pf *p, const LirExpr *ptr, int64_t min_bytes);
+
+/* How many times the statements s (nested ones too) read v. */
+static int reads_in(const LirStmt *s, const LirVar *v) {
+  int n = 0;
+  for (; s; s = s->next) {
+    LirExpr *x[4];
+    LirStmt *body[2];
+    int ne = lir_stmt_exprs(s, x), nb = lir_stmt_bodies(s, body);
+    for (int i = 0; i < ne; i++) n += x[i] ? lir_count_reads(x[i], v) : 0;
+    for (int i = 0; i < nb; i++) n += reads_in(body[i], v);
+  }
+  return n;
+}
+
+/* In a block loop, whether the row the declaration `at` loads (x = B[f])
+ * feeds LOWER_PREFETCH_BLOCK_USES products or more: the block's rows are
+ * jammed, so each prefetched line serves as many FMAs. Two rows of a 4x4
+ * block a pass (short block rows: the pass is made twice, the second from
+ * L1) lost with the hints: blocks8-4096 0.587 -> 0.642 ms. */
+static bool block_row_used_enough(const Targets *t, const LirExpr *load) {
+  const LirStmt *at = t->at;
+  if (!t->ds->inner) return true;
+  if (!at || at->kind != LS_DECL) return false;
+  const LirExpr *init = at->u.decl.init;
+  if (init && init->kind == LE_CAST) init = init->u.cast;
+  return init == load && reads_in(t->ds->inner->u.loop.body, at->u.decl.var) >=
+                             LOWER_PREFETCH_BLOCK_USES;
+}
 
 /* A load B[f] whose index reads the vector loop's iv and, through the
  * body's declarations, the coordinate at p: prefetched. */
@@ -209,36 +281,44 @@ static LirVisit target(const LirExpr *e, void *cx) {
   if (!slice(t->p, t->ds, t->iv, idx, &t->sl) || t->viv->id >= t->sl.nvars ||
       !t->sl.need[t->viv->id])
     return LV_DESCEND;
-  LirExpr *big = is_big(t->p, ptr);
+  if (!block_row_used_enough(t, e)) return LV_DESCEND;
+  LirExpr *big = is_big(t->p, ptr, t->ds->inner ? LOWER_PREFETCH_BLOCK_MIN_BYTES
+                                                 : LOWER_PREFETCH_MIN_BYTES);
   if (!big) return LV_DESCEND;   /* no size to ask: not prefetched */
   /* one look-ahead position serves the loop: a row read through another
    * coordinate array (another length) is left alone */
   if (t->len && !lir_expr_equal(t->len, t->sl.len)) return LV_DESCEND;
   t->len = t->sl.len;
-  if (!emit(t->p, t->ds, t->iv, &t->sl, t->ren, ptr, idx, &t->out)) t->failed = true;
+  if (!emit(t->p, t->ds, t->iv, &t->sl, t->ren, t->ahead, ptr, idx, &t->out)) t->failed = true;
   Pf *p = t->p;
-  p->guard = p->guard ? lir_bin(p->a, LOP_OR, p->guard, big) : big;
+  if (!p->guard) p->guard = big;
+  else if (!lir_expr_equal(p->guard, big) &&
+           !(p->guard->kind == LE_BIN && p->guard->u.bin.op == LOP_OR &&
+             lir_expr_equal(p->guard->u.bin.b, big)))
+    p->guard = lir_bin(p->a, LOP_OR, p->guard, big);
   t->n++;
   return t->failed ? LV_STOP : LV_SKIP;
 }
 
-/* The body's straight-line statements' loads, as target() asks. */
+/* The body's straight-line statements' loads (and its block loop's), as
+ * target() asks. */
 static void targets_in(Targets *t, const LirStmt *s) {
   for (; s && !t->failed; s = s->next) {
-    if (s->kind == LS_BLOCK) {
-      targets_in(t, s->u.block);
+    if (s->kind == LS_BLOCK || s == t->ds->inner) {
+      targets_in(t, s->kind == LS_BLOCK ? s->u.block : s->u.loop.body);
       continue;
     }
     LirExpr *x[4];
     int n = s->kind == LS_DECL || s->kind == LS_ASSIGN || s->kind == LS_STORE
                 ? lir_stmt_exprs(s, x) : 0;
+    t->at = s;
     for (int i = 0; i < n; i++) lir_expr_walk(x[i], target, t);
   }
 }
 
-/* The array's size in bytes >= LOWER_PREFETCH_MIN_BYTES, when ptr was
- * declared from an input's array field; NULL otherwise. */
-static LirExpr *is_big(Pf *p, const LirExpr *ptr) {
+/* The array's size in bytes >= min_bytes, when ptr was declared from an
+ * input's array field; NULL otherwise. */
+static LirExpr *is_big(Pf *p, const LirExpr *ptr, int64_t min_bytes) {
   const LirStmt *d = find_decl(p->k->body, ptr->u.var);
   const LirExpr *f = d ? d->u.decl.init : NULL;
   if (f && f->kind == LE_CAST) f = f->u.cast;
@@ -252,7 +332,7 @@ static LirExpr *is_big(Pf *p, const LirExpr *ptr) {
   int64_t bytes = lir_type_bytes(lir_elem_type(ptr->type));
   Arena *a = p->a;
   LirExpr *n = lir_field(a, p->k, op, len, lv);
-  return lir_bin(a, LOP_GE, n, lir_const_int(a, LT_I64, LOWER_PREFETCH_MIN_BYTES / bytes));
+  return lir_bin(a, LOP_GE, n, lir_const_int(a, LT_I64, min_bytes / bytes));
 }
 
 /* A copy of loop with the prefetches at the top of its body, or NULL when
@@ -268,10 +348,12 @@ static LirStmt *rewrite(Pf *p, const LirStmt *loop, const LirVar *viv) {
   if (!declared || !ds || !t.sl.need || !t.ren || !c) return NULL;
   memset(declared, 0, (size_t)p->nvars);
   memset(t.ren, 0, sizeof *t.ren * (size_t)p->nvars);
-  ds->n = 0, ds->nvars = p->nvars, ds->assigns_decl = false;
+  ds->n = 0, ds->nvars = p->nvars, ds->assigns_decl = false, ds->inner = NULL;
+  ds->blocks = true;
   t.sl.nvars = p->nvars;
   collect(loop->u.loop.body, ds, declared);
   if (ds->assigns_decl || ds->n >= 64) return NULL;
+  t.ahead = ds->inner ? (p->ahead / ds->trips > 0 ? p->ahead / ds->trips : 1) : p->ahead;
   t.out = NULL;
   targets_in(&t, loop->u.loop.body);
   if (t.failed || t.n == 0 || !t.out) return NULL;
@@ -413,7 +495,8 @@ static LirStmt *seg_rewrite(Pf *p, const LirStmt *loop) {
   if (!declared || !ds || !sl.need || !ren || !c) return NULL;
   memset(declared, 0, (size_t)p->nvars);
   memset(ren, 0, sizeof *ren * (size_t)p->nvars);
-  ds->n = 0, ds->nvars = p->nvars, ds->assigns_decl = false;
+  ds->n = 0, ds->nvars = p->nvars, ds->assigns_decl = false, ds->inner = NULL;
+  ds->blocks = false;
   collect(loop->u.loop.body, ds, declared);
   if (ds->assigns_decl || ds->n >= 64) return NULL;
   const LirStmt *lo = NULL;   /* lo = pos[g], declared in the body */

@@ -3,7 +3,8 @@
  * over j, in a copy taken when B holds 16 MB or more; TJ_PREFETCH turns it
  * off or sets the distance, and keys the cache; kernels with it (the JIT
  * and the C backend, B big and small) give the values of a hand loop.
- * SpGEMM's loop over B's row prefetches the rows of C it reaches.
+ * SpGEMM's loop over B's row prefetches the rows of C it reaches; BSR
+ * SpMM's loop over a block row's blocks the rows of B each block reads.
  */
 #include <check.h>
 #include <math.h>
@@ -190,6 +191,102 @@ START_TEST(spmv_is_left_alone) {
 }
 END_TEST
 
+/* BSR 4x4 SpMM, C(i,j) = A(i,k) * B(k,j), B 2048 x 64 doubles (1 MB):
+ * block rows of 20 blocks run their 4 rows whole (4 accumulators of 32
+ * lanes) and prefetch the 4 rows of B two blocks ahead (the block loop's
+ * j_i replaced by 0..3); block rows of 3 blocks run as two passes of 2 rows
+ * (each B row feeding 2 products) and take no hints. Values against a
+ * plain loop, JIT and C backend, with and without the hints, and with a
+ * B of 500 rows (256 KB), whose run takes the copy without them. */
+START_TEST(bsr_spmm_prefetches_block_rows) {
+  unsetenv("TJ_PREFETCH");
+  enum { NB = 512, LONG = 20, SHORT = 3 };
+  for (int big = 0; big < 2; big++) {
+    int64_t nbc = big ? NB : 125, n = NB * 4, m = nbc * 4;
+    uint64_t s = 11;
+    int32_t *pos = malloc(sizeof *pos * (n + 1));
+    int32_t *crd = malloc(sizeof *crd * n * LONG * 4);
+    double *av = malloc(sizeof *av * n * LONG * 4);
+    double *b = malloc(sizeof *b * (size_t)(m * COLS));
+    double *c = malloc(sizeof *c * (size_t)(n * COLS));
+    double *want = calloc((size_t)(n * COLS), sizeof *want);
+    ck_assert(pos && crd && av && b && c && want);
+    for (int64_t q = 0; q < m * COLS; q++) b[q] = (double)(rnd(&s) % 2001) / 1000 - 1;
+    int32_t nnz = 0, cols[LONG];
+    pos[0] = 0;
+    for (int ib = 0; ib < NB; ib++) {
+      int per = ib % 2 ? SHORT : LONG, k = 0;
+      while (k < per) {   /* distinct block columns, the last block row's at the end */
+        int32_t cb = (int32_t)(ib == NB - 2 ? nbc - 1 - k : (int64_t)(rnd(&s) % (uint64_t)nbc));
+        bool seen = false;
+        for (int q = 0; q < k; q++) seen |= cols[q] == cb;
+        if (!seen) cols[k++] = cb;
+      }
+      qsort(cols, (size_t)per, sizeof *cols, cmp_i32);
+      for (int ii = 0; ii < 4; ii++) {
+        for (int q = 0; q < per; q++)
+          for (int jj = 0; jj < 4; jj++, nnz++)
+            crd[nnz] = cols[q] * 4 + jj, av[nnz] = (double)(rnd(&s) % 1001) / 500 - 1;
+        pos[ib * 4 + ii + 1] = nnz;
+      }
+    }
+    for (int64_t i = 0; i < n; i++)
+      for (int32_t p = pos[i]; p < pos[i + 1]; p++)
+        for (int j = 0; j < COLS; j++) want[i * COLS + j] += av[p] * b[(int64_t)crd[p] * COLS + j];
+    tj_format csr, bsr;
+    OK(tj_format_parse("ds", &csr));
+    OK(tj_format_parse("dsdd:0/4,1/4,0%4,1%4", &bsr));
+    int64_t da[2] = {n, m}, db[2] = {m, COLS}, dc[2] = {n, COLS};
+    tj_arrays a = {.dtype = TJ_F64, .order = 2, .dims = da, .fmt = &csr};
+    a.pos[1] = pos, a.pos_len[1] = n + 1;
+    a.crd[1] = crd, a.crd_len[1] = nnz;
+    a.vals = av, a.vals_len = nnz;
+    tj_arrays ba = {.dtype = TJ_F64, .order = 2, .dims = db, .vals = b, .vals_len = m * COLS};
+    tj_arrays ca = {.dtype = TJ_F64, .order = 2, .dims = dc, .vals = c, .vals_len = n * COLS};
+    tj_tensor *A, *Ab, *B, *C;
+    OK(tj_tensor_wrap("A", &a, 0, &A));
+    OK(tj_tensor_convert(A, &bsr, &Ab));
+    OK(tj_tensor_wrap("B", &ba, 0, &B));
+    OK(tj_tensor_wrap("C", &ca, 0, &C));
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    for (int off = 0; off < 2; off++) {
+      if (off) setenv("TJ_PREFETCH", "0", 1);
+      for (int backend = 0; backend < 2; backend++) {
+        if (backend && system("cc --version >/dev/null 2>&1") != 0) continue;
+        tj_options o = tj_options_default();
+        o.backend = backend ? TJ_BACKEND_C : TJ_BACKEND_LLVM;
+        tj_kernel *k;
+        OK(tj_compile(cx, "C(i,j) = A(i,k) * B(k,j)", (tj_tensor *[]){C, Ab, B}, 3, NULL, &o, &k));
+        char *text = after(k, "prefetch");
+        int hints = off ? 0 : 4;   /* the 32- and 8-lane tiers of the long form */
+        ck_assert_msg(count(text, "__builtin_prefetch(&B_vals[pf_pB_") == 2 * hints, "%s", text);
+        if (hints) {
+          ck_assert_msg(count(text, "if (B->vals_len >= 131072) {") == 2, "%s", text);
+          ck_assert_msg(count(text, "pA1_1 + 2 < A->levels[1].crd_len - 1") == 2, "%s", text);
+          for (int r = 0; r < 4; r++) {
+            char row[32];
+            snprintf(row, sizeof row, " * 4 + %d) * B_dim2 + j", r);
+            ck_assert_msg(count(text, row) >= 2, "%s: %s", row, text);
+          }
+        }
+        free(text);
+        memset(c, 0xff, sizeof *c * (size_t)(n * COLS));
+        OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+        for (int64_t q = 0; q < n * COLS; q++)
+          ck_assert_msg(fabs(c[q] - want[q]) <= 1e-12 * (1 + fabs(want[q])),
+                        "big %d off %d backend %d: C[%lld][%lld] = %.17g, want %.17g", big, off,
+                        backend, (long long)(q / COLS), (long long)(q % COLS), c[q], want[q]);
+      }
+      unsetenv("TJ_PREFETCH");
+    }
+    tj_context_free(cx);
+    tj_tensor_free(A), tj_tensor_free(Ab), tj_tensor_free(B), tj_tensor_free(C);
+    free(pos), free(crd), free(av), free(b), free(c), free(want);
+  }
+}
+END_TEST
+
 /* SpGEMM A = B * C (CSR): the loop over B's row prefetches the first
  * lines of C's row at B's coordinate 4 entries ahead (its crd and values,
  * through C's pos), running on into B's next rows and clamped at B's last
@@ -262,6 +359,7 @@ int main(void) {
   tcase_add_test(tc, spmm_small_b_and_c_backend);
   tcase_add_test(tc, spmv_is_left_alone);
   tcase_add_test(tc, spgemm_prefetches_rows_of_c);
+  tcase_add_test(tc, bsr_spmm_prefetches_block_rows);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);
