@@ -352,6 +352,12 @@ START_TEST(spmv_bsr) {
   /* Extents that are not multiples of the block: padded copies of x, y. */
   spmv_case("dsdd:0/4,1/4,0%4,1%4", 18, 23, 4, 4);
   spmv_case("dsdd:0/2,1/3,0%2,1%3", 7, 5, 2, 3);
+  /* ELL-like slices of 8 rows: each slice's columns compressed, the 8 rows'
+   * values of a column side by side (SELL's layout without the padding
+   * count); 37 rows, the last slice cut. */
+  spmv_case("(i,j) -> (i floordiv 8 : dense, j : compressed, i mod 8 : dense)", 37, 29, 8, 1);
+  /* Rows of 1x4 blocks (a row's columns in runs of 4). */
+  spmv_case("(i,j) -> (i : dense, j floordiv 4 : compressed, j mod 4 : dense)", 21, 30, 1, 4);
 }
 END_TEST
 
@@ -385,6 +391,7 @@ static void spmm_case(const char *spec, int64_t m, int64_t n, int b, int64_t p) 
 
 START_TEST(spmm_bsr) {
   spmm_case("dsdd:0/4,1/4,0%4,1%4", 24, 32, 4, 5);
+  spmm_case("(i,j) -> (i floordiv 8 : dense, j : compressed, i mod 8 : dense)", 37, 29, 8, 45);
   spmm_case("dsdd:0/8,1/8,0%8,1%8", 32, 16, 8, 5);
   spmm_case("dsdd:0/4,1/4,0%4,1%4", 10, 14, 4, 5);
   spmm_case("dsdd:0/4,1/4,0%4,1%4", 24, 32, 4, 45);
