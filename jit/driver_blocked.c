@@ -245,7 +245,7 @@ static bool used_name(const BlkScan *s, const char *name) {
 /* A fresh index name: base + suffix, with '_' added until unused. */
 static void fresh(const BlkScan *s, const char *base, const char *suffix, char *out) {
   char buf[BLK_NAME + 8];
-  snprintf(buf, sizeof buf, "%s%s", base, suffix);
+  snprintf(buf, sizeof buf, "%.*s%.7s", BLK_NAME - 1, base, suffix);
   while (used_name(s, buf) && strlen(buf) + 1 < sizeof buf) strcat(buf, "_");
   snprintf(out, BLK_NAME + 8, "%s", buf);
 }

@@ -679,7 +679,7 @@ static tj_status run_bound(tj_kernel *k, tj_phase phase, tj_tensor *const *opera
   LowerPhase ph = phase == TJ_ASSEMBLE ? PHASE_ASSEMBLE
                   : phase == TJ_COMPUTE ? PHASE_COMPUTE : PHASE_EVALUATE;
   bool plain = !layout_copy_pays(e, ops);   /* the variant reading every operand as declared */
-  int var = plain ? DRV_PLAIN(ph) : (int)ph;
+  int var = plain ? (int)DRV_PLAIN(ph) : (int)ph;
   if (!interpret && !drv_ensure_compiled(e, var, &d)) return drv_fail(&d);
   if (interpret && !drv_ensure_lowered(e, var, &d)) return drv_fail(&d);
   /* += into a sparse output reads a copy of the output as it was (a copy,

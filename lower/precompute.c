@@ -127,8 +127,9 @@ bool lower_plan_subexpr_workspace(const Assignment *as, LowerPlan *p, const Expr
   const Expr *anc[NT_MAX_HEIGHT];
   int n = path_to(as->rhs, e, anc, 0);
   if (n < 0) return TJ_BUG(d, "the precomputed node is not in the right-hand side");
-  IndexVar *ws[NT_MAX_INDICES];
+  IndexVar *ws[NT_MAX_INDICES] = {0};
   int wd[NT_MAX_INDICES];
+  if (nvars < 1) return TJ_BUG(d, "a workspace over no index");
   if (!order_vars(p, vars, nvars, ws, wd, arg, d)) return false;
   IndexVar *j = ws[nvars - 1];
   /* A sum over a subexpression: the workspace is built inside its loop over
