@@ -1014,7 +1014,7 @@ static int run_tile(Arena *a, LirKernel *k, const LowerOptions *o) {
 
 /* The vector type is the output's: every value of a kernel has it. */
 static int run_promote(Arena *a, LirKernel *k, const LowerOptions *o) {
-  return o->promote ? lower_promote(a, k) : 0;
+  return o->promote ? lower_promote(a, k, o->vector_bits) : 0;
 }
 
 static int run_vectorize(Arena *a, LirKernel *k, const LowerOptions *o) {

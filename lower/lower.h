@@ -482,9 +482,11 @@ LirStmt *lower_clone_stmt(Arena *a, LirKernel *k, LirStmt *s);
  * before it, and the elements get them after it; a loop of at most
  * LOWER_JAM_MAX constant trips that alone moves such an element is
  * jammed first. For dense outputs (an update after a loop of no trips
- * adds zero). Keeps the meaning up to reassociation of the sums. Returns
- * how many loops it rewrote. */
-int lower_promote(Arena *a, LirKernel *k);
+ * adds zero). A jammed loop of 8 trips (or of 4, below 512-bit vectors:
+ * vector_bits) runs in groups of 4 (2) rows, chosen at run time by the
+ * row's length (lower/promote.c). Keeps the meaning up to reassociation
+ * of the sums. Returns how many loops it rewrote. */
+int lower_promote(Arena *a, LirKernel *k, int vector_bits);
 
 /* Peeling of short gather reductions: a scalar loop `t += e` over a
  * sparse fiber whose body gathers (x[crd[p]]) computes a fiber of 1 to

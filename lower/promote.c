@@ -43,6 +43,7 @@ typedef struct Promote {
   char *inside;    /* var id -> declared or assigned in the loop at hand */
   int ninside;     /* its entries (jamming adds variables) */
   bool whole;      /* in a choice's branches: no more row groups */
+  int vector_bits; /* the target's vector registers (row groups of 4x4) */
 } Promote;
 
 static bool known(const Promote *p, const LirVar *v) { return v->id < p->nvars; }
@@ -476,12 +477,21 @@ static LirStmt *lanes_across(Promote *p, LirStmt *L, const Accs *A) {
  * read 4 cache lines of each row in a row, not 2. A candidate of 4 trips
  * (4x4) goes as two groups of 2 rows: 2 accumulators of 64 lanes, one
  * pass over B's whole rows instead of two half rows (tjblocked,
- * blocks8-32768 4x4: 0.98x -> 1.21x CSR; blocks8-4096 within noise). */
+ * blocks8-32768 4x4: 0.98x -> 1.21x CSR; blocks8-4096 within noise; a
+ * Zen 2 host, AVX2) where the target's vectors are narrower than 512
+ * bits. With AVX-512 a 4x4 block's rows stay whole (4 accumulators of 32
+ * lanes, 16 of the 32 registers), whose loop over the blocks prefetches
+ * B's rows (lower/prefetch.c): blocks8-32768 4x4 7.97 -> 6.99-7.35 ms,
+ * blocks8-4096 0.548-0.571 -> 0.536-0.558 (a Xeon VM, two runs each);
+ * in hand C on that host, without prefetch, whole was faster too (0.502
+ * against 0.575 ms). */
 
 #define PROMOTE_GROUP 4
 
 /* The rows of a group for a candidate of `trips` rows. */
-static int64_t group_of(int64_t trips) { return trips == 4 ? 2 : PROMOTE_GROUP; }
+static int64_t group_of(const Promote *p, int64_t trips) {
+  return trips != 4 ? PROMOTE_GROUP : p->vector_bits >= 512 ? 4 : 2;
+}
 
 static LirStmt *first_candidate(Promote *p, LirStmt *s) {
   for (; s; s = s->next) {
@@ -537,7 +547,7 @@ static bool split_groups(Promote *p, LirStmt **slot) {
   LirStmt *q = first_candidate(p, L->u.loop.body);
   if (!q || !groupable(p, L, q)) return false;
   int64_t lo = q->u.loop.lo->u.c.i, trips = q->u.loop.hi->u.c.i - lo;
-  int64_t G = group_of(trips);
+  int64_t G = group_of(p, trips);
   if (trips <= G || trips > LOWER_JAM_MAX || trips % G) return false;
   LirStmt *copies = NULL;
   for (int64_t g = 0; g < trips / G; g++) {
@@ -600,7 +610,7 @@ static LirStmt *group_loop(Promote *p, LirStmt *s, int64_t *trips) {
     LirStmt *q = first_candidate(p, s->u.loop.body);
     if (!q || !groupable(p, s, q)) continue;
     *trips = q->u.loop.hi->u.c.i - q->u.loop.lo->u.c.i;
-    int64_t G = group_of(*trips);
+    int64_t G = group_of(p, *trips);
     if (*trips > G && *trips <= LOWER_JAM_MAX && *trips % G == 0) return s;
   }
   return NULL;
@@ -812,9 +822,9 @@ static int walk(Promote *p, LirStmt **slot, bool around_free) {
   return n;
 }
 
-int lower_promote(Arena *a, LirKernel *k) {
+int lower_promote(Arena *a, LirKernel *k, int vector_bits) {
   if (k->nvars == 0) return 0;
-  Promote p = {.a = a, .k = k, .nvars = k->nvars};
+  Promote p = {.a = a, .k = k, .nvars = k->nvars, .vector_bits = vector_bits};
   p.outvals = arena_alloc(a, (size_t)p.nvars);
   char *bad = arena_alloc(a, (size_t)p.nvars);
   if (!p.outvals || !bad) return 0;

@@ -635,7 +635,11 @@ START_TEST(spmm_bsr_is_register_blocked) {
     char *lowered = ir_after(spec, b, "lower"), *text = ir_after(spec, b, "promote");
     ck_assert_int_eq(count(lowered, "double acc_"), 0);
     ck_assert_int_eq(count(lowered, "C_vals[(i_b * "), 1);   /* one update, in the i_i loop */
-    int accs = b == 4 ? 8 : 16, walks = 3;
+    /* 8x8 and, below AVX-512, 4x4 run short block rows in groups (of 4
+     * and of 2 rows) and long ones whole, chosen at run time: three walks
+     * of the row; with AVX-512 a 4x4 row is always whole: one walk. */
+    bool whole = b == 4 && __builtin_cpu_supports("avx512f");
+    int accs = whole ? 4 : b == 4 ? 8 : 16, walks = whole ? 1 : 3;
     ck_assert_int_eq(count(text, "double acc_"), accs);
     ck_assert_int_eq(count(text, "] += acc_"), accs);
     ck_assert_int_eq(count(text, "for (int64_t i_i"), 0);      /* jammed */
@@ -644,7 +648,7 @@ START_TEST(spmm_bsr_is_register_blocked) {
     ck_assert_int_eq(count(text, "= B_vals["), walks);         /* shared by a group's rows */
     char cond[96];
     snprintf(cond, sizeof cond, "(int64_t)A1_pos[pA0 + 1] - (int64_t)A1_pos[pA0]) * %d <= 64)", b);
-    ck_assert_int_eq(count(text, cond), 1);
+    ck_assert_int_eq(count(text, cond), whole ? 0 : 1);
     ck_assert_int_eq(count(text, "double t"), 0);               /* fused into acc */
     /* The accumulators sit outside the loop over the row's blocks: the
      * update of C comes after that loop's end. */
@@ -652,12 +656,11 @@ START_TEST(spmm_bsr_is_register_blocked) {
     ck_assert(row && upd && row < upd && strstr(text, "double acc_") < row);
     free(lowered), free(text);
     /* The vector loop over k has as many lanes as the accumulators leave
-     * registers for (16 of AVX-512's 32): 2 rows of 64 lanes, 4 of 32, 8
-     * of 16. */
+     * registers for (16 of AVX-512's 32): 4 rows of 32 lanes, 8 of 16. */
     text = ir_after(spec, b, "vectorize");
     if (__builtin_cpu_supports("avx512f")) {
       ck_assert_msg(strstr(text, "vector(32)"), "%s", text);
-      ck_assert_msg((b == 4) == (strstr(text, "vector(64)") != NULL), "%s", text);
+      ck_assert_msg(!strstr(text, "vector(64)"), "%s", text);
       ck_assert_msg((b == 8) == (strstr(text, "vector(16)") != NULL), "%s", text);
     }
     free(text);

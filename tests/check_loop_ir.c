@@ -1116,7 +1116,7 @@ START_TEST(test_promote_row_groups) {
     for (int i = 0; i < 8; i++) ck_assert(want[i] == 15);   /* the interpreter, by hand */
     ck_assert(want[8] == (extra == 1 ? 15 : extra == 2 ? 30 : 0));
     for (int q = 0; q < 5; q++) ck_assert(want[16 + q] == (extra == 3 ? 4 * (q + 1) * (q + 2) : 0));
-    lower_promote(A, k);
+    lower_promote(A, k, 512);
     diag_init(&d);
     ck_assert_msg(lir_verify(k, &d), "extra %d: %s", extra, d.msg);
     ck_assert_int_eq(run(k, (tj_storage *[]){&y2, &x}, &d), 0);

@@ -192,10 +192,11 @@ START_TEST(spmv_is_left_alone) {
 END_TEST
 
 /* BSR 4x4 SpMM, C(i,j) = A(i,k) * B(k,j), B 2048 x 64 doubles (1 MB):
- * block rows of 20 blocks run their 4 rows whole (4 accumulators of 32
- * lanes) and prefetch the 4 rows of B two blocks ahead (the block loop's
- * j_i replaced by 0..3); block rows of 3 blocks run as two passes of 2 rows
- * (each B row feeding 2 products) and take no hints. Values against a
+ * block rows run their 4 rows whole (4 accumulators of 32 lanes) and
+ * prefetch the 4 rows of B two blocks ahead (the block loop's j_i replaced
+ * by 0..3); below AVX-512, short block rows (3 blocks here, 20 in the
+ * others) run as two passes of 2 rows (each B row feeding 2 products) and
+ * take no hints: the same count either way. Values against a
  * plain loop, JIT and C backend, with and without the hints, and with a
  * B of 500 rows (256 KB), whose run takes the copy without them. */
 START_TEST(bsr_spmm_prefetches_block_rows) {
