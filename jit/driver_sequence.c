@@ -224,10 +224,7 @@ static void share_copies(CacheEntry *e, const Assignment *as) {
         if (unordered_in_place(sp, t)) {   /* reads the sorted copy */
           lv_make_ordered(&sp->fmt[t]);
           sp->convert[t] = true;
-          sp->order_why[t] = copy->order_why[t];
-          sp->order_prop[t] = copy->order_prop[t];
-          sp->order_level[t] = copy->order_level[t];
-          sp->order_var[t] = copy->order_var[t];
+          sp->copy_why[t] = copy->copy_why[t];
           changed = true;
         }
       }
@@ -261,10 +258,7 @@ static bool merge_plans(CacheEntry *e, const Assignment *as, Diag *d) {
     p->convert[t] = by->plan.convert[t];
     p->pattern[t] = by->plan.pattern[t];
     p->vec_layout[t] = by->plan.vec_layout[t];
-    p->order_why[t] = by->plan.order_why[t];
-    p->order_prop[t] = by->plan.order_prop[t];
-    p->order_level[t] = by->plan.order_level[t];
-    p->order_var[t] = by->plan.order_var[t];
+    p->copy_why[t] = by->plan.copy_why[t];
   }
   p->rangeable = p->reduce_rows = false;
   p->pos_rows = p->out_like = p->seg_rows = 0;

@@ -343,10 +343,7 @@ static void plan_order_conversions(const Assignment *as, const AccessList *acc, 
       const char *why = order_need(as, acc, k, l, p, &v);
       if (!why) continue;
       p->convert[t->id] = true;
-      p->order_why[t->id] = why;
-      p->order_prop[t->id] = "nonordered";
-      p->order_level[t->id] = l;
-      p->order_var[t->id] = v;
+      p->copy_why[t->id] = (CopyWhy){why, "nonordered", l, v};
     }
   }
   for (int t = 1; t < NT_MAX_TENSORS; t++)
@@ -365,11 +362,10 @@ static void plan_unique_conversions(const AccessList *acc, LowerPlan *p) {
     int l = lv_make_runs_unique(&p->fmt[t->id]);
     if (l < 0) continue;
     p->convert[t->id] = true;
-    p->order_why[t->id] = "above a dense or compressed level: a repeated coordinate owns "
-                          "a fiber per position, which the copy merges, summing duplicates";
-    p->order_prop[t->id] = "nonunique";
-    p->order_level[t->id] = l;
-    p->order_var[t->id] = level_var(acc->e[k], &p->fmt[t->id], l);
+    p->copy_why[t->id] = (CopyWhy){"above a dense or compressed level: a repeated coordinate "
+                                   "owns a fiber per position, which the copy merges, "
+                                   "summing duplicates",
+                                   "nonunique", l, level_var(acc->e[k], &p->fmt[t->id], l)};
   }
 }
 
@@ -417,13 +413,14 @@ void lower_plan_print_conversions(FILE *out, const Assignment *as, const LowerPl
               "walked entry by entry, each entry adding its share to the same sum\n",
               as->tensors[t]->name, from, l, level_var(e, &p->fmt[t], l)->name);
     }
-    if (!p->convert[t] || p->pattern[t] || !p->order_why[t]) continue;
+    const CopyWhy *cw = &p->copy_why[t];
+    if (!p->convert[t] || p->pattern[t] || !cw->why) continue;
     char from[96], to[96];
     tj_format_print(&as->tensors[t]->decl.format, from, sizeof from);
     tj_format_print(&p->fmt[t], to, sizeof to);
     fprintf(out, "// %s is read through a copy in format %s (stored %s): its %s "
-            "level %d over %s is %s\n", as->tensors[t]->name, to, from, p->order_prop[t],
-            p->order_level[t], p->order_var[t]->name, p->order_why[t]);
+            "level %d over %s is %s\n", as->tensors[t]->name, to, from, cw->prop,
+            cw->level, cw->var->name, cw->why);
   }
 }
 

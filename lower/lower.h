@@ -37,19 +37,24 @@
 
 typedef enum { PHASE_ASSEMBLE, PHASE_COMPUTE, PHASE_EVALUATE } LowerPhase;
 
+/* Why an operand is read through a copy that drops a level property: a
+ * level stored without order is read in order, or a nonunique one as
+ * unique (-print-cin says it). */
+typedef struct CopyWhy {
+  const char *why;             /* static text; NULL: another reason */
+  const char *prop;            /* the property the copy drops ("nonordered",
+                                  "nonunique") */
+  int level;                   /* that level */
+  const IndexVar *var;         /* its index (NULL: none) */
+} CopyWhy;
+
 typedef struct LowerPlan {
   int nloops;
   IndexVar *order[NT_MAX_INDICES];     /* loop order, outermost first */
   tj_format fmt[NT_MAX_TENSORS];       /* format each operand is read in */
   bool convert[NT_MAX_TENSORS];        /* fmt differs from the declared one */
-  const char *order_why[NT_MAX_TENSORS]; /* with convert: why a level stored
-                                          without order is read in order, or a
-                                          nonunique one as unique (static text;
-                                          NULL: another reason) */
-  const char *order_prop[NT_MAX_TENSORS]; /* with order_why: the property the
-                                          copy drops ("nonordered", "nonunique") */
-  int order_level[NT_MAX_TENSORS];     /* that level */
-  const IndexVar *order_var[NT_MAX_TENSORS]; /* its index (NULL: none) */
+  CopyWhy copy_why[NT_MAX_TENSORS];    /* with convert: why (its why NULL:
+                                          another reason) */
   bool pattern[NT_MAX_TENSORS];        /* with convert: a sparse mask read as a
                                           dense 0/1 pattern (1 where it stores
                                           an entry), a valued mask located in
