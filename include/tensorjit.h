@@ -197,7 +197,10 @@ int tj_tensor_order(const tj_tensor *t);
 int64_t tj_tensor_dim(const tj_tensor *t, int mode);
 tj_dtype tj_tensor_dtype(const tj_tensor *t);
 const tj_format *tj_tensor_format(const tj_tensor *t);
-/* Stored entries (including explicit zeros and dense fill). */
+/* Stored entries (including explicit zeros and dense fill): the positions
+ * of the last level that the levels above reach, which is its values'
+ * count except under a loose_compressed level, whose gaps between
+ * segments hold no entries (there: the segments' lengths, summed). */
 int64_t tj_tensor_nnz(const tj_tensor *t);
 /* Bytes held by index arrays and values. */
 int64_t tj_tensor_bytes(const tj_tensor *t);
