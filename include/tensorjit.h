@@ -280,9 +280,17 @@ enum {
  * layout that is a permutation of a contiguous one (row- or column-major,
  * any transposition), which becomes the tensor's mode order; other strides
  * (gaps, negative, overlapping) are refused.
+ * A loose_compressed level takes MLIR's arrays as they are: pos holds a
+ * lo and a hi per parent position (2 * parents entries; segment p is
+ * crd[pos[2p] .. pos[2p+1]]), segments in any order with gaps between
+ * them; the next level's parents, or vals, count every crd position,
+ * gaps included. Gap positions are not entries: nothing reads them or
+ * what lies below them.
  * Unless flags has TJ_WRAP_TRUSTED, the contents are validated first:
- * positions start at 0, never decrease, end at the level's crd length;
- * coordinates lie in 0..extent-1; in each segment of an ordered level they
+ * positions start at 0, never decrease, end at the level's crd length
+ * (loose: each segment lies in 0..crd length, lo <= hi, and no position
+ * lies in two segments); coordinates lie in 0..extent-1; in each segment
+ * of an ordered level they
  * increase (strictly where the level is unique; a singleton level compares
  * with the previous position when all coordinates above are equal). The
  * first violation is TJ_ERR_FORMAT with a message naming the tensor, the

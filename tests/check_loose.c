@@ -492,6 +492,39 @@ START_TEST(wrapped_gaps_ttv) {
 }
 END_TEST
 
+/* Schedules over G's gapped dl: a position split walks each segment's lo
+ * .. hi; a fused position loop (one range pos[base] .. pos[base + n] over
+ * all rows) cannot walk lo/hi pairs and is refused (it read pos as a
+ * compressed level's and gave y = 0). */
+START_TEST(wrapped_gaps_schedules) {
+  setenv("TJ_PAR_MIN_WORK", "0", 1);
+  tj_tensor *a = wrap_g("dl", "A"), *x, *y;
+  int64_t n4 = 4, n5 = 5;
+  OK(tj_tensor_new("x", TJ_F64, 1, &n5, NULL, &x));
+  for (int64_t j = 0; j < 5; j++) OK(tj_tensor_insert(x, &j, (double)(j + 1)));
+  OK(tj_tensor_pack(x));
+  OK(tj_tensor_new("y", TJ_F64, 1, &n4, NULL, &y));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_options opt = tj_options_default();
+  opt.nthreads = 2;
+  static const char *const ok[] = {"pos(j, jp, A(i,j)) split(jp, j0, j1, 2)",
+                                   "parallelize(i, dynamic)", "split(i, i0, i1, 2) parallelize(i0)"};
+  tj_kernel *k;
+  for (int s = 0; s < 3; s++) {
+    OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3, ok[s], &opt, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect_dense(y, 4, 1, (double[]){9, 0, 35, 30});
+  }
+  ck_assert_int_ne(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3,
+                              "fuse(i, j, f) pos(f, fp, A(i,j))", NULL, &k), TJ_OK);
+  ck_assert_msg(strstr(tj_last_error(), "fuse"), "%s", tj_last_error());
+  tj_context_free(cx);
+  tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
+  unsetenv("TJ_PAR_MIN_WORK");
+}
+END_TEST
+
 /* A wrapped loose output with gaps: O = A + S (S the identity in CSR) is
  * assembled gap-free and copied back into O's arrays (it fits: 9 of 10
  * positions), pos {0,3, 3,4, 4,7, 7,9}; O += A then doubles A's part. */
@@ -614,6 +647,7 @@ int main(void) {
   tcase_add_test(tc, wrapped_gaps_kernels);
   tcase_add_test(tc, wrapped_gaps_ttv);
   tcase_add_test(tc, wrapped_gaps_output);
+  tcase_add_test(tc, wrapped_gaps_schedules);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
