@@ -519,6 +519,31 @@ START_TEST(wrapped_gaps_schedules) {
   ck_assert_int_ne(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, a, x}, 3,
                               "fuse(i, j, f) pos(f, fp, A(i,j))", NULL, &k), TJ_OK);
   ck_assert_msg(strstr(tj_last_error(), "fuse"), "%s", tj_last_error());
+  /* G as "ls", rows 0, 2, 3 at level-0 positions 1..3 of 5; the gap
+   * parents 0 and 4 own level-1 segments of garbage. A fused loop over
+   * the rows' positions runs pos1[1] .. pos1[4]: no gap in it. */
+  tj_format ls;
+  OK(tj_format_parse("ls", &ls));
+  int32_t p0[2] = {1, 4}, c0[5] = {9, 0, 2, 3, 1}, p1[6] = {0, 2, 4, 7, 8, 10};
+  int32_t c1[10] = {99, 7, 1, 4, 0, 2, 3, 4, -1, 5};
+  double v1[10] = {GAP, GAP, 2, 1, 3, 4, 5, 6, GAP, GAP};
+  tj_arrays ar = {.dtype = TJ_F64, .order = 2, .dims = gd, .fmt = &ls};
+  ar.pos[0] = p0, ar.pos_len[0] = 2, ar.crd[0] = c0, ar.crd_len[0] = 5;
+  ar.pos[1] = p1, ar.pos_len[1] = 6, ar.crd[1] = c1, ar.crd_len[1] = 10;
+  ar.vals = v1, ar.vals_len = 10;
+  tj_tensor *b;
+  OK(tj_tensor_wrap("A", &ar, 0, &b));
+  ck_assert_int_eq(tj_tensor_nnz(b), 6);
+  static const char *const fused[] = {"fuse(i, j, f) pos(f, fp, A(i,j))",
+                                      "fuse(i, j, f) pos(f, fp, A(i,j)) split(fp, f0, f1, 2)",
+                                      "pos(i, ip, A(i,j)) split(ip, i0, i1, 2) parallelize(i0)",
+                                      NULL};
+  for (int s = 0; s < 4; s++) {
+    OK(tj_compile(cx, "y(i) = A(i,j) * x(j)", (tj_tensor *[]){y, b, x}, 3, fused[s], &opt, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    expect_dense(y, 4, 1, (double[]){9, 0, 35, 30});
+  }
+  tj_tensor_free(b);
   tj_context_free(cx);
   tj_tensor_free(a), tj_tensor_free(x), tj_tensor_free(y);
   unsetenv("TJ_PAR_MIN_WORK");
