@@ -20,6 +20,13 @@
  * An n_out_of_m level takes a crd array only, n entries per parent
  * position, each block's ascending and unique (2:4 over m x n: crd and
  * vals of m * ceil(n/4) * 2 entries).
+ * A loose_compressed level takes MLIR's arrays as they are: a lo and a hi
+ * per parent position (pos of 2 * parents entries), segments in any order
+ * with gaps, crd as long as the caller's (the next level's parents, or
+ * vals, count its gap positions too). Validation checks each segment's
+ * bounds and that no position lies in two, and from there down checks
+ * only positions some segment reaches (a live mask per level): gaps and
+ * what lies below them may hold anything, as no reader visits them.
  */
 #include <inttypes.h>
 #include <stdlib.h>

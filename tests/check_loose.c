@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tensorjit.h"
 
@@ -316,6 +317,16 @@ START_TEST(wrapped_gaps_read) {
   fclose(mem);
   ck_assert_msg(!strstr(text, "nan") && !strstr(text, "99"), "%s", text);
   free(text);
+  /* written to .mtx and read back: G's 6 entries (ld's zeros are fill) */
+  char dir[] = "/tmp/tj_loose_XXXXXX", path[64];
+  ck_assert(mkdtemp(dir));
+  snprintf(path, sizeof path, "%s/g.mtx", dir);
+  OK(tj_tensor_write(a, path));
+  OK(tj_tensor_read(path, "R", NULL, &c));
+  ck_assert_int_eq(tj_tensor_nnz(c), 6);
+  expect_g(c, 1);
+  tj_tensor_free(c);
+  remove(path), rmdir(dir);
   tj_arrays ar;
   OK(tj_tensor_arrays(a, &ar));
   ck_assert_ptr_eq(ar.vals, ld ? (void *)gld_vals : (void *)g_vals);
@@ -599,6 +610,46 @@ START_TEST(wrapped_gaps_output) {
 }
 END_TEST
 
+static void count_free(void *array, void *user) {
+  free(array);
+  ++*(int *)user;
+}
+
+/* tj_tensor_adopt over malloc'd gapped arrays, then an insert and pack:
+ * the merge reads the entries only (G plus (1,1) = 7, 7 entries), pack's
+ * arrays replace the adopted ones, each freed once at tj_tensor_free. */
+START_TEST(adopted_gaps_insert_pack) {
+  tj_format dl;
+  OK(tj_format_parse("dl", &dl));
+  int32_t *pos = malloc(sizeof g_pos), *crd = malloc(sizeof g_crd);
+  double *vals = malloc(sizeof g_vals);
+  memcpy(pos, g_pos, sizeof g_pos), memcpy(crd, g_crd, sizeof g_crd);
+  memcpy(vals, g_vals, sizeof g_vals);
+  tj_arrays ar = {.dtype = TJ_F64, .order = 2, .dims = gd, .fmt = &dl};
+  ar.pos[1] = pos, ar.pos_len[1] = 8, ar.crd[1] = crd, ar.crd_len[1] = 10;
+  ar.vals = vals, ar.vals_len = 10;
+  int freed = 0;
+  tj_tensor *t;
+  OK(tj_tensor_adopt("T", &ar, 0, count_free, &freed, &t));
+  ck_assert_int_eq(tj_tensor_nnz(t), 6);
+  OK(tj_tensor_insert(t, (int64_t[]){1, 1}, 7));
+  OK(tj_tensor_pack(t));
+  ck_assert_int_eq(tj_tensor_nnz(t), 7);
+  double v;
+  OK(tj_tensor_get(t, (int64_t[]){1, 1}, &v));
+  ck_assert_double_eq(v, 7);
+  OK(tj_tensor_get(t, (int64_t[]){2, 3}, &v));
+  ck_assert_double_eq(v, 5);
+  tj_arrays got;
+  OK(tj_tensor_arrays(t, &got));   /* packed: no gaps */
+  ck_assert_int_eq(got.crd_len[1], 7);
+  const int32_t want_pos[8] = {0, 2, 2, 3, 3, 6, 6, 7};
+  for (int q = 0; q < 8; q++) ck_assert_int_eq(((int32_t *)got.pos[1])[q], want_pos[q]);
+  tj_tensor_free(t);
+  ck_assert_int_eq(freed, 3);
+}
+END_TEST
+
 /* One malformed array per check, each message naming the first bad entry. */
 static void refused(tj_arrays *ar, tj_status want, const char *needle) {
   tj_tensor *w = (tj_tensor *)1;
@@ -673,6 +724,7 @@ int main(void) {
   tcase_add_test(tc, wrapped_gaps_ttv);
   tcase_add_test(tc, wrapped_gaps_output);
   tcase_add_test(tc, wrapped_gaps_schedules);
+  tcase_add_test(tc, adopted_gaps_insert_pack);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
