@@ -135,7 +135,7 @@ static tj_status check_lengths(const tj_tensor *t, const tj_arrays *a) {
        * (validate), the caller's crd and vals may hold gaps */
       tj_status fits = rt_check_positions(t->name, l, a->crd_len[l], s->pos_width);
       if (fits != TJ_OK) return fits;
-      if (P > INT64_MAX / 2 || !a->pos[l] || a->pos_len[l] != 2 * P)
+      if (P > INT64_MAX / 2 || (!a->pos[l] && P > 0) || a->pos_len[l] != 2 * P)
         return rt_set_error(TJ_ERR_SHAPE, "tensor %s: level %d (loose_compressed) needs a "
                             "pos array of %" PRId64 " entries (a lo and a hi per parent "
                             "position), got %" PRId64 "%s", t->name, l,

@@ -707,6 +707,12 @@ START_TEST(wrapped_loose_malformed) {
   refused(&al, TJ_ERR_FORMAT, "crd[4] = 1 does not increase over crd[3] = 3");
   al.pos_len[0] = 1;
   refused(&al, TJ_ERR_SHAPE, "needs a pos array of 2 entries");
+  /* no rows: no parents, so no pos (NULL is fine) and nothing stored */
+  const int64_t none[2] = {0, 5};
+  tj_arrays a0 = {.dtype = TJ_F64, .order = 2, .dims = none, .fmt = &dl};
+  OK(tj_tensor_wrap("W", &a0, 0, &w));
+  ck_assert_int_eq(tj_tensor_nnz(w), 0);
+  tj_tensor_free(w);
 #undef RESET
 }
 END_TEST
