@@ -241,7 +241,9 @@ tj_status tj_tensor_get_u8(const tj_tensor *t, const int64_t *coord, uint8_t *ou
 /* The arrays of a tensor, as the kernel sees them (runtime/abi.h). Level l
  * stores dim fmt->mode_order[l]. A compressed level has pos (one entry per
  * parent position, plus one: pos[p]..pos[p+1] is parent p's segment, pos[0]
- * = 0) and crd (one coordinate per position); a singleton level has crd only
+ * = 0) and crd (one coordinate per position); a loose_compressed level a
+ * lo and a hi per parent position (pos[2p], pos[2p+1]: see tj_tensor_wrap)
+ * and crd; a singleton level has crd only
  * (one per parent position); a dense level neither. pos entries are
  * fmt->pos_width bits, crd entries fmt->crd_width bits (0 means 32), signed.
  * vals holds one value of dtype per position of the last level (for an
