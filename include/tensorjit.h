@@ -197,7 +197,10 @@ int tj_tensor_order(const tj_tensor *t);
 int64_t tj_tensor_dim(const tj_tensor *t, int mode);
 tj_dtype tj_tensor_dtype(const tj_tensor *t);
 const tj_format *tj_tensor_format(const tj_tensor *t);
-/* Stored entries (including explicit zeros and dense fill). */
+/* Stored entries (including explicit zeros and dense fill): the positions
+ * of the last level that the levels above reach, which is its values'
+ * count except under a loose_compressed level, whose gaps between
+ * segments hold no entries (there: the segments' lengths, summed). */
 int64_t tj_tensor_nnz(const tj_tensor *t);
 /* Bytes held by index arrays and values. */
 int64_t tj_tensor_bytes(const tj_tensor *t);
@@ -238,7 +241,9 @@ tj_status tj_tensor_get_u8(const tj_tensor *t, const int64_t *coord, uint8_t *ou
 /* The arrays of a tensor, as the kernel sees them (runtime/abi.h). Level l
  * stores dim fmt->mode_order[l]. A compressed level has pos (one entry per
  * parent position, plus one: pos[p]..pos[p+1] is parent p's segment, pos[0]
- * = 0) and crd (one coordinate per position); a singleton level has crd only
+ * = 0) and crd (one coordinate per position); a loose_compressed level a
+ * lo and a hi per parent position (pos[2p], pos[2p+1]: see tj_tensor_wrap)
+ * and crd; a singleton level has crd only
  * (one per parent position); a dense level neither. pos entries are
  * fmt->pos_width bits, crd entries fmt->crd_width bits (0 means 32), signed.
  * vals holds one value of dtype per position of the last level (for an
@@ -277,9 +282,17 @@ enum {
  * layout that is a permutation of a contiguous one (row- or column-major,
  * any transposition), which becomes the tensor's mode order; other strides
  * (gaps, negative, overlapping) are refused.
+ * A loose_compressed level takes MLIR's arrays as they are: pos holds a
+ * lo and a hi per parent position (2 * parents entries; segment p is
+ * crd[pos[2p] .. pos[2p+1]]), segments in any order with gaps between
+ * them; the next level's parents, or vals, count every crd position,
+ * gaps included. Gap positions are not entries: nothing reads them or
+ * what lies below them.
  * Unless flags has TJ_WRAP_TRUSTED, the contents are validated first:
- * positions start at 0, never decrease, end at the level's crd length;
- * coordinates lie in 0..extent-1; in each segment of an ordered level they
+ * positions start at 0, never decrease, end at the level's crd length
+ * (loose: each segment lies in 0..crd length, lo <= hi, and no position
+ * lies in two segments); coordinates lie in 0..extent-1; in each segment
+ * of an ordered level they
  * increase (strictly where the level is unique; a singleton level compares
  * with the previous position when all coordinates above are equal). The
  * first violation is TJ_ERR_FORMAT with a message naming the tensor, the

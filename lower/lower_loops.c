@@ -1677,7 +1677,9 @@ static LirStmt *fused_pos_loop(Lowerer *lw, LoopCtx *cx, Iter *it) {
                                        lv_at(fm, r.l, LV_HAS_POS | LV_UNIQUE) &&
                                        !lw_level_segmented(fm, r.l) && !lw->live[r.x]
                                  : lv_at(fm, r.l, LV_FULL));
-  if (!rows_ok || lw_level_at(lw, r.x, jd) != r.l + 1 || !lv_at(fm, r.l + 1, LV_HAS_POS) ||
+  /* the positions of all rows one range: a compact pos (not loose's lo/hi pairs) */
+  if (!rows_ok || lw_level_at(lw, r.x, jd) != r.l + 1 ||
+      !lv_at(fm, r.l + 1, LV_HAS_POS | LV_COMPACT) ||
       lw_level_segmented(fm, r.l + 1) || !(cx->alive >> r.x & 1))
     return lw_form_check(lw, cx->depth, arena_printf(a, "and the loop of %s are not a dense "
                                                      "or compressed level of %s and the "

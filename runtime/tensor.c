@@ -78,7 +78,22 @@ bool rt_tensor_is_packed(const tj_tensor *t) {
   return (t->base ? t->base->st.vals : t->st.vals) != NULL;
 }
 
-int64_t rt_storage_nnz(const tj_storage *s) { return s->vals_len; }
+static void count_one(void *ctx, const int64_t *coord, int64_t p) {
+  (void)coord, (void)p;
+  ++*(int64_t *)ctx;
+}
+
+/* vals_len, but under a loose_compressed level the positions its segments
+ * reach: the gaps between segments hold no entries. */
+int64_t rt_storage_nnz(const tj_storage *s) {
+  for (int l = 0; l < s->order; l++)
+    if (s->levels[l].kind == TJ_LVL_LOOSE_COMPRESSED) {
+      int64_t n = 0;
+      rt_storage_walk(s, count_one, &n);
+      return n;
+    }
+  return s->vals_len;
+}
 
 void rt_storage_detach(tj_storage *s) {
   for (int l = 0; l < s->order; l++) {
@@ -293,7 +308,7 @@ tj_dtype tj_tensor_dtype(const tj_tensor *t) { return (tj_dtype)t->st.dtype; }
 const tj_format *tj_tensor_format(const tj_tensor *t) { return &t->ufmt; }
 
 int64_t tj_tensor_nnz(const tj_tensor *t) {
-  if (!t->base) return t->st.vals_len;
+  if (!t->base) return rt_storage_nnz(&t->st);
   int64_t *coords, n = 0;   /* a view: the stored entries inside its slice */
   RtVal *vals;
   if (rt_view_entries(t, RT_DROP_NONE, &coords, &vals, &n) != TJ_OK) return 0;

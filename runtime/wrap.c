@@ -20,6 +20,13 @@
  * An n_out_of_m level takes a crd array only, n entries per parent
  * position, each block's ascending and unique (2:4 over m x n: crd and
  * vals of m * ceil(n/4) * 2 entries).
+ * A loose_compressed level takes MLIR's arrays as they are: a lo and a hi
+ * per parent position (pos of 2 * parents entries), segments in any order
+ * with gaps, crd as long as the caller's (the next level's parents, or
+ * vals, count its gap positions too). Validation checks each segment's
+ * bounds and that no position lies in two, and from there down checks
+ * only positions some segment reaches (a live mask per level): gaps and
+ * what lies below them may hold anything, as no reader visits them.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -30,6 +37,7 @@
 static const char *kind_name(const tj_level_storage *lv) {
   return lv->kind == TJ_LVL_DENSE ? "dense"
          : lv->kind == TJ_LVL_COMPRESSED ? "compressed"
+         : lv->kind == TJ_LVL_LOOSE_COMPRESSED ? "loose_compressed"
          : lv->kind == TJ_LVL_N_OUT_OF_M ? "n_out_of_m" : "singleton";
 }
 
@@ -74,12 +82,6 @@ static tj_status strided_order(const char *name, int order, const int64_t *dims,
  * strides give; widths 0 mean 32 (the caller's arrays have a width). */
 static tj_status wrap_format(const char *name, const tj_arrays *a, tj_format *f) {
   *f = a->fmt ? *a->fmt : tj_format_dense(a->order);
-  for (int l = 0; l < f->order && l < TJ_MAX_ORDER; l++) {
-    const RtLevelType *lt = rt_level_type(f->levels[l]);
-    if (lt && lt->kind == TJ_LVL_LOOSE_COMPRESSED)
-      return rt_set_error(TJ_ERR_UNSUPPORTED, "tensor %s: wrapping loose_compressed levels "
-                          "is not supported yet; insert and pack, or convert", name);
-  }
   if (a->strides) {
     if (a->fmt && !rt_format_all_dense(a->fmt))
       return rt_set_error(TJ_ERR_INVALID, "tensor %s: strides describe dense data, but "
@@ -128,6 +130,17 @@ static tj_status check_lengths(const tj_tensor *t, const tj_arrays *a) {
         return rt_set_error(TJ_ERR_SHAPE, "tensor %s: level %d (compressed): pos[%" PRId64
                             "] = %" PRId64 " but the crd array has %" PRId64 " entries",
                             t->name, l, P, last, a->crd_len[l]);
+    } else if (lv->kind == TJ_LVL_LOOSE_COMPRESSED) {
+      /* lo and hi per parent position; each segment's bounds are content
+       * (validate), the caller's crd and vals may hold gaps */
+      tj_status fits = rt_check_positions(t->name, l, a->crd_len[l], s->pos_width);
+      if (fits != TJ_OK) return fits;
+      if (P > INT64_MAX / 2 || (!a->pos[l] && P > 0) || a->pos_len[l] != 2 * P)
+        return rt_set_error(TJ_ERR_SHAPE, "tensor %s: level %d (loose_compressed) needs a "
+                            "pos array of %" PRId64 " entries (a lo and a hi per parent "
+                            "position), got %" PRId64 "%s", t->name, l,
+                            P > INT64_MAX / 2 ? INT64_MAX : 2 * P, a->pos_len[l],
+                            a->pos[l] ? "" : " (NULL)");
     } else if (lv->kind == TJ_LVL_N_OUT_OF_M) {
       if (a->pos[l])
         return rt_set_error(TJ_ERR_INVALID, "tensor %s: level %d is n_out_of_m and takes no "
@@ -164,18 +177,27 @@ typedef struct LevelCheck {
   int64_t parents;
   const uint8_t *tie_in;
   uint8_t *tie_out;
+  /* live_in[p] (NULL: all live) says parent position p is an entry's: under
+   * a loose_compressed level, positions no segment covers (gaps) are not,
+   * and nothing below them is read or checked. live_out, when non-NULL,
+   * receives the same for this level's positions. */
+  const uint8_t *live_in;
+  uint8_t *live_out;
 } LevelCheck;
+
+static bool is_live(const LevelCheck *c, int64_t p) { return !c->live_in || c->live_in[p]; }
 
 static tj_status bad_order(const LevelCheck *c, int64_t q, int64_t prev, int64_t cur,
                            int64_t seg) {
   const tj_level_storage *lv = &c->t->st.levels[c->l];
   bool unique = !(lv->flags & TJ_LVL_NONUNIQUE);
+  bool segmented = lv->kind == TJ_LVL_COMPRESSED || lv->kind == TJ_LVL_LOOSE_COMPRESSED;
   return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d (%s): crd[%" PRId64 "] = %" PRId64
                       " %s crd[%" PRId64 "] = %" PRId64 " %s %" PRId64 " (the level is "
                       "ordered%s)", c->t->name, c->l, kind_name(lv), q, cur,
                       unique ? "does not increase over" : "is less than", q - 1, prev,
-                      lv->kind == TJ_LVL_COMPRESSED ? "in the segment of parent position"
-                                                    : "under equal coordinates at parent position",
+                      segmented ? "in the segment of parent position"
+                                : "under equal coordinates at parent position",
                       seg, unique ? " and unique" : "");
 }
 
@@ -217,24 +239,85 @@ static tj_status check_pos(const LevelCheck *c) {
   return TJ_OK;
 }
 
+/* The coordinates of segment lo..hi of parent p: in range, in order;
+ * tie_out and live_out for its positions. prev_parent is the last parent
+ * before p with a non-empty segment, prev_hi the end of that segment. */
+static tj_status check_segment(const LevelCheck *c, int64_t p, int64_t lo, int64_t hi,
+                               int64_t prev_parent, int64_t prev_hi) {
+  const tj_storage *s = &c->t->st;
+  const tj_level_storage *lv = &s->levels[c->l];
+  for (int64_t q = lo; q < hi; q++) {
+    int64_t v = rt_idx(lv->crd, s->crd_width, q);
+    tj_status st = crd_range(c, q, v);
+    if (st != TJ_OK) return st;
+    int64_t prev = q > 0 ? rt_idx(lv->crd, s->crd_width, q - 1) : -1;
+    if (q > lo && !in_order(lv, prev, v)) return bad_order(c, q, prev, v, p);
+    if (c->tie_out)   /* q - 1 ends the previous parent's segment, or is in p's */
+      c->tie_out[q] = q > 0 && prev == v &&
+                      (q > lo || (prev_hi == q && parents_tie(c->tie_in, prev_parent, p)));
+    if (c->live_out) c->live_out[q] = 1;
+  }
+  return TJ_OK;
+}
+
 static tj_status check_compressed(const LevelCheck *c) {
   const tj_storage *s = &c->t->st;
   const tj_level_storage *lv = &s->levels[c->l];
   tj_status st = check_pos(c);
   if (st != TJ_OK) return st;
-  int64_t prev_parent = -1;
+  int64_t prev_parent = -1, prev_hi = -1;
   for (int64_t p = 0; p < c->parents; p++) {
+    if (!is_live(c, p)) continue;
     int64_t lo = rt_idx(lv->pos, s->pos_width, p), hi = rt_idx(lv->pos, s->pos_width, p + 1);
+    if ((st = check_segment(c, p, lo, hi, prev_parent, prev_hi)) != TJ_OK) return st;
+    if (hi > lo) prev_parent = p, prev_hi = hi;
+  }
+  return TJ_OK;
+}
+
+/* The parent before p whose segment covers position q (an overlap). */
+static int64_t loose_owner(const LevelCheck *c, int64_t p, int64_t q) {
+  const tj_storage *s = &c->t->st;
+  const tj_level_storage *lv = &s->levels[c->l];
+  for (int64_t o = 0; o < p; o++) {
+    if (!is_live(c, o)) continue;
+    int64_t lo = rt_idx(lv->pos, s->pos_width, 2 * o);
+    int64_t hi = rt_idx(lv->pos, s->pos_width, 2 * o + 1);
+    if (lo <= q && q < hi) return o;
+  }
+  return -1;
+}
+
+/* loose_compressed: each live parent's segment pos[2p] .. pos[2p+1] lies
+ * in 0..crd_len, no position lies in two segments (one entry, one
+ * parent), and each segment's coordinates are checked as compressed's.
+ * Positions no segment covers are gaps: neither checked nor live. */
+static tj_status check_loose(const LevelCheck *c, uint8_t *covered) {
+  const tj_storage *s = &c->t->st;
+  const tj_level_storage *lv = &s->levels[c->l];
+  int64_t prev_parent = -1, prev_hi = -1;
+  for (int64_t p = 0; p < c->parents; p++) {
+    if (!is_live(c, p)) continue;
+    int64_t lo = rt_idx(lv->pos, s->pos_width, 2 * p);
+    int64_t hi = rt_idx(lv->pos, s->pos_width, 2 * p + 1);
+    if (lo < 0 || hi < lo || hi > lv->crd_len)
+      return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d (loose_compressed): the segment "
+                          "of parent position %" PRId64 ", pos[%" PRId64 "] = %" PRId64
+                          " .. pos[%" PRId64 "] = %" PRId64 ", %s", c->t->name, c->l, p,
+                          2 * p, lo, 2 * p + 1, hi,
+                          hi < lo ? "ends before it starts"
+                                  : "lies outside the crd array");
     for (int64_t q = lo; q < hi; q++) {
-      int64_t v = rt_idx(lv->crd, s->crd_width, q);
-      if ((st = crd_range(c, q, v)) != TJ_OK) return st;
-      int64_t prev = q > 0 ? rt_idx(lv->crd, s->crd_width, q - 1) : -1;
-      if (q > lo && !in_order(lv, prev, v)) return bad_order(c, q, prev, v, p);
-      if (c->tie_out)
-        c->tie_out[q] = q > 0 && prev == v &&
-                        (q > lo || parents_tie(c->tie_in, prev_parent, p));
+      if (covered[q])
+        return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d (loose_compressed): "
+                            "position %" PRId64 " lies in the segments of parent positions %"
+                            PRId64 " and %" PRId64 " (segments must not overlap)",
+                            c->t->name, c->l, q, loose_owner(c, p, q), p);
+      covered[q] = 1;
     }
-    if (hi > lo) prev_parent = p;
+    tj_status st = check_segment(c, p, lo, hi, prev_parent, prev_hi);
+    if (st != TJ_OK) return st;
+    if (hi > lo) prev_parent = p, prev_hi = hi;
   }
   return TJ_OK;
 }
@@ -243,6 +326,7 @@ static tj_status check_singleton(const LevelCheck *c) {
   const tj_storage *s = &c->t->st;
   const tj_level_storage *lv = &s->levels[c->l];
   for (int64_t q = 0; q < c->parents; q++) {
+    if (!is_live(c, q)) continue;
     int64_t v = rt_idx(lv->crd, s->crd_width, q);
     tj_status st = crd_range(c, q, v);
     if (st != TJ_OK) return st;
@@ -250,6 +334,7 @@ static tj_status check_singleton(const LevelCheck *c) {
     int64_t prev = q > 0 ? rt_idx(lv->crd, s->crd_width, q - 1) : -1;
     if (same_above && !in_order(lv, prev, v)) return bad_order(c, q, prev, v, q);
     if (c->tie_out) c->tie_out[q] = same_above && prev == v;
+    if (c->live_out) c->live_out[q] = 1;
   }
   return TJ_OK;
 }
@@ -260,6 +345,8 @@ static tj_status check_structured(const LevelCheck *c) {
   const tj_storage *s = &c->t->st;
   const tj_level_storage *lv = &s->levels[c->l];
   for (int64_t q = 0; q < c->parents * lv->n; q++) {
+    if (!is_live(c, q / lv->n)) continue;
+    if (c->live_out) c->live_out[q] = 1;
     int64_t v = rt_idx(lv->crd, s->crd_width, q);
     tj_status st = crd_range(c, q, v);
     if (st != TJ_OK) return st;
@@ -280,10 +367,22 @@ static bool has_singleton_below(const tj_storage *s, int l) {
   return false;
 }
 
-/* Checks every position and coordinate of t's (installed) storage. */
+static uint8_t *bytes(int64_t n) { return calloc((size_t)(n > 0 ? n : 1), 1); }
+
+/* The live mask below a dense level of the given size. */
+static uint8_t *live_dense(const uint8_t *live, int64_t parents, int64_t size) {
+  uint8_t *out = bytes(parents * size);
+  for (int64_t p = 0; out && p < parents; p++)
+    if (live[p]) memset(out + p * size, 1, (size_t)size);
+  return out;
+}
+
+/* Checks every position and coordinate of t's (installed) storage. Once a
+ * loose_compressed level is met, a live mask per level says which
+ * positions are entries' (gaps and what hangs below them are skipped). */
 static tj_status validate(const tj_tensor *t) {
   const tj_storage *s = &t->st;
-  uint8_t *tie_in = NULL;
+  uint8_t *tie_in = NULL, *live = NULL;
   int64_t P = 1;
   tj_status st = TJ_OK;
   for (int l = 0; l < s->order && st == TJ_OK; l++) {
@@ -293,31 +392,41 @@ static tj_status validate(const tj_tensor *t) {
         free(tie_in);
         tie_in = NULL;
       }
+      if (live) {
+        uint8_t *next = live_dense(live, P, lv->size);
+        free(live);
+        if (!(live = next)) st = rt_set_error(TJ_ERR_NOMEM, "out of memory validating tensor %s", t->name);
+      }
       P *= lv->size;
       continue;
     }
-    LevelCheck c = {t, l, P, tie_in, NULL};
-    if (has_singleton_below(s, l) &&
-        !(c.tie_out = calloc((size_t)(lv->crd_len ? lv->crd_len : 1), 1)))
+    bool loose = lv->kind == TJ_LVL_LOOSE_COMPRESSED;
+    LevelCheck c = {t, l, P, tie_in, NULL, live, NULL};
+    if (has_singleton_below(s, l) && !(c.tie_out = bytes(lv->crd_len)))
+      st = rt_set_error(TJ_ERR_NOMEM, "out of memory validating tensor %s", t->name);
+    if (st == TJ_OK && (live || loose) && !(c.live_out = bytes(lv->crd_len)))
       st = rt_set_error(TJ_ERR_NOMEM, "out of memory validating tensor %s", t->name);
     if (st == TJ_OK)
       st = lv->kind == TJ_LVL_COMPRESSED    ? check_compressed(&c)
+           : loose                          ? check_loose(&c, c.live_out)
            : lv->kind == TJ_LVL_N_OUT_OF_M ? check_structured(&c) : check_singleton(&c);
     free(tie_in);
+    free(live);
     tie_in = c.tie_out;
+    live = c.live_out;
     P = lv->crd_len;
   }
   free(tie_in);
+  free(live);
   return st;
 }
-
 /* Points t's storage at a's arrays, all marked foreign. */
 static void install(tj_tensor *t, const tj_arrays *a) {
   tj_storage *s = &t->st;
   for (int l = 0; l < s->order; l++) {
     tj_level_storage *lv = &s->levels[l];
     if (lv->kind == TJ_LVL_DENSE) continue;
-    if (lv->kind == TJ_LVL_COMPRESSED) {
+    if (lv->kind == TJ_LVL_COMPRESSED || lv->kind == TJ_LVL_LOOSE_COMPRESSED) {
       lv->pos = a->pos[l];
       lv->pos_len = lv->pos_cap = a->pos_len[l];
       s->foreign |= TJ_FOREIGN_POS(l);

@@ -1121,3 +1121,52 @@ def test_nonunique_output_stores_each_coordinate_once():
     np.testing.assert_array_equal(arr["pos"][1], ref.indptr)
     np.testing.assert_array_equal(arr["crd"][1], ref.indices)
     np.testing.assert_allclose(arr["vals"], ref.data)
+
+
+def _loose_with_gaps(m, seed):
+    """scipy CSR m as MLIR may hand out a loose_compressed level ("dl"):
+    rows' segments in shuffled order, a gap after each holding NaN values
+    and out-of-range columns. Returns (pos, crd, vals), pos 2 per row."""
+    rng = np.random.default_rng(seed)
+    rows, pos, crd, vals = m.shape[0], [], [], []
+    lohi = np.zeros(2 * rows, dtype=np.int32)
+    for i in rng.permutation(rows):
+        a, b = m.indptr[i], m.indptr[i + 1]
+        lohi[2 * i], lohi[2 * i + 1] = len(crd), len(crd) + b - a
+        crd += list(m.indices[a:b])
+        vals += list(m.data[a:b])
+        gap = int(rng.integers(0, 3))
+        crd += [m.shape[1] + 7] * gap
+        vals += [np.nan] * gap
+    return lohi, np.array(crd, dtype=np.int32), np.array(vals)
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_wrapped_loose_arrays_with_gaps(nthreads, monkeypatch):
+    """A wrapped "dl" tensor over arrays with gaps (NaN, bad columns) and
+    segments out of order, read in place: values against scipy; a segment
+    overlapping another is refused."""
+    monkeypatch.setenv("TJ_PAR_MIN_WORK", "0")
+    m = sparse(40, 30, density=0.15, seed=31)
+    pos, crd, vals = _loose_with_gaps(m, 5)
+    a = tensorjit.Tensor.wrap("A", vals, m.shape, "dl", pos={1: pos}, crd={1: crd})
+    assert a.nnz == m.nnz and len(vals) > m.nnz
+    np.testing.assert_array_equal(a.to_numpy(), m.toarray())
+    assert a.arrays()["vals"].ctypes.data == vals.ctypes.data   # no copy
+    x, b = RNG.random(30), RNG.random((30, 4))
+    c = sparse(40, 30, density=0.2, seed=32)
+    opts = {"nthreads": nthreads}
+    np.testing.assert_allclose(tensorjit.compile("y(i) = A(i,j) * x(j)", **opts)(A=a, x=x),
+                               m @ x, rtol=1e-12)
+    np.testing.assert_allclose(tensorjit.compile("C(i,k) = A(i,j) * B(j,k)", **opts)(A=a, B=b),
+                               m @ b, rtol=1e-12)
+    got = tensorjit.compile("E(i,j) = A(i,j) + B(i,j)", formats={"E": "ds"}, **opts)(A=a, B=c)
+    np.testing.assert_allclose(got.toarray(), (m + c).toarray(), rtol=1e-12)
+    bt = sparse(30, 20, density=0.2, seed=33)
+    got = tensorjit.compile("F(i,k) = A(i,j) * B(j,k)", formats={"F": "ds"}, **opts)(A=a, B=bt)
+    np.testing.assert_allclose(got.toarray(), (m @ bt).toarray(), rtol=1e-12)
+    rows = [i for i in range(40) if m.indptr[i + 1] > m.indptr[i]]
+    bad = pos.copy()
+    bad[2 * rows[1]], bad[2 * rows[1] + 1] = pos[2 * rows[0]], pos[2 * rows[0] + 1]
+    with pytest.raises(TensorJitError, match="segments must not overlap"):
+        tensorjit.Tensor.wrap("A", vals, m.shape, "dl", pos={1: bad}, crd={1: crd})
