@@ -1017,10 +1017,16 @@ bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_ten
 
 /* out[k] = a converted copy of view ops[k] (blocked, the view's extents,
  * its own blocks from 0) seen as the tensor of its levels; freed by
- * drv_blocked_finish. */
+ * drv_blocked_finish. An n_out_of_m level is copied as a compressed one
+ * (the output stand-in's format): the view's blocks from 0 are not the
+ * base's, so one may hold more than n of the base's entries (1:4 over
+ * columns 3 and 4, viewed from column 2); the plan treats both as a
+ * sparse mod level. */
 static bool make_copy(tj_tensor *const *ops, int k, tj_tensor **out, Diag *d) {
   tj_format f = ops[k]->ufmt;
   rt_format_unslice(&f);
+  for (int l = 0; l < f.order; l++)
+    if (f.levels[l] == 'n') f.levels[l] = 's', f.lvl_n[l] = 0;
   tj_tensor *c;
   tj_status st = tj_tensor_convert(ops[k], &f, &c);
   if (st != TJ_OK) return diag_error(d, st, "%s", tj_last_error());
