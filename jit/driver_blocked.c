@@ -614,8 +614,17 @@ static void mark_in_place(const BlkScan *s, int out, DrvBlocked *b) {
  * register-blocked micro-kernel. When the first level is a reduction's
  * (C(i,k) = B(i,j) * A(j,k), A blocked), the others go just above the
  * first in-block loop of a reduction index instead. */
-static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size_t *len,
-                       size_t *cap) {
+/* Whether the kernel's output (if any) stores every level dense. */
+static bool dense_output(const BlkScan *s, tj_tensor *const *ops, bool out_access) {
+  if (!out_access) return true;
+  const tj_format *f = &ops[s->acc[0].op]->ufmt;
+  for (int l = 0; l < f->order; l++)
+    if (!lv_at(f, l, LV_FULL)) return false;
+  return true;
+}
+
+static bool loop_order(const BlkScan *s, tj_tensor *const *ops, bool out_access, char **sch,
+                       size_t *len, size_t *cap) {
   const BlkAccess *blk = NULL;
   for (int a = 1; a < s->nacc; a++)
     if (ops[s->acc[a].op]->blocked) {
@@ -647,10 +656,13 @@ static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size
   if (n == levels || at < 0) return true;   /* the levels' order is the default's */
   /* n_out_of_m SpMM: the dense block loop (j_b) is tiled, its tiles
    * outermost, so B's rows of one tile (BLK_TILE blocks of 2:4: 128 rows,
-   * 64 KB with 64 columns) stay in cache for every row of A. */
+   * 64 KB with 64 columns) stay in cache for every row of A. Not into a
+   * sparse output, which is appended in loop order: the tiles above its
+   * rows would be refused (2:4 SpMM into CSR, TTM into `sss`). */
   char tile[BLK_NAME + 8] = "", inner[BLK_NAME + 8] = "";
   bool ok = true;
-  if (structured && f->lvl_op[at] == TJ_LVL_FLOORDIV && lv_at(f, at, LV_FULL)) {
+  if (structured && f->lvl_op[at] == TJ_LVL_FLOORDIV && lv_at(f, at, LV_FULL) &&
+      dense_output(s, ops, out_access)) {
     fresh(s, order[at], "o", tile);
     fresh(s, order[at], "n", inner);
     char dir[4 * BLK_NAME + 64];
@@ -899,7 +911,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
                                      b, d);
   if (ok) mark_in_place(s, out_access ? s->acc[0].op : -1, b);
   if (ok && wants_sequence(s, ops, out_access)) ok = puts_(&sch, &slen, &scap, "sequence() ");
-  ok = ok && loop_order(s, ops, &sch, &slen, &scap);
+  ok = ok && loop_order(s, ops, out_access, &sch, &slen, &scap);
   for (int i = 0; ok && i < s->nix; i++) {   /* the block loops run k times */
     if (s->ix[i].sparse_inner) continue;
     char dir[3 * BLK_NAME + 64];

@@ -340,6 +340,48 @@ START_TEST(structured_outputs_by_hand) {
 }
 END_TEST
 
+/* 2:4 SpMM into a sparse output: its block loop was tiled above the
+ * output's rows (a split the plan adds for dense outputs), and the kernel
+ * was refused with a message about directives the user never wrote
+ * ("split(j_b, j_bo, j_bn, 32): the loop over j_b has loops between its
+ * halves ..."). B as in small(); D(j,0) = 1, D(j,1) = j: C = B D is
+ * row 0: 1 + 2 + 3 + 4 = 10, 2*2 + 3*7 + 4*9 = 61; row 1: 11, 5*4 + 6*5 = 50. */
+START_TEST(spmm_into_sparse_outputs) {
+  tj_tensor *b = small("ddn2:0,1/4,1%4", "B"), *dm;
+  tj_format dd = parse("dd");
+  OK(tj_tensor_new("D", TJ_F64, 2, (int64_t[]){10, 2}, &dd, &dm));
+  for (int64_t j = 0; j < 10; j++) {
+    OK(tj_tensor_insert(dm, (int64_t[]){j, 0}, 1));
+    OK(tj_tensor_insert(dm, (int64_t[]){j, 1}, (double)j));
+  }
+  OK(tj_tensor_pack(dm));
+  const double want[2][2] = {{10, 61}, {11, 50}};
+  const char *outs[] = {"ds", "ss", "uq"};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int o = 0; o < 3; o++) {
+    tj_format f = parse(outs[o]);
+    tj_tensor *c;
+    tj_kernel *k;
+    OK(tj_tensor_new("C", TJ_F64, 2, (int64_t[]){2, 2}, &f, &c));
+    OK(tj_compile(cx, "C(i,k) = B(i,j) * D(j,k)", (tj_tensor *[]){c, b, dm}, 3, NULL, NULL, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    ck_assert_int_eq(tj_tensor_nnz(c), 4);
+    for (int64_t i = 0; i < 2; i++)
+      for (int64_t kk = 0; kk < 2; kk++) {
+        double v;
+        OK(tj_tensor_get(c, (int64_t[]){i, kk}, &v));
+        ck_assert_msg(v == want[i][kk], "%s: C(%lld,%lld) = %g, want %g", outs[o], (long long)i,
+                      (long long)kk, v, want[i][kk]);
+      }
+    tj_kernel_free(k);
+    tj_tensor_free(c);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(b), tj_tensor_free(dm);
+}
+END_TEST
+
 /* n_out_of_m outputs against plain loops at sizes that are and are not
  * multiples of m: O = A * 3 and the sampled product O = A .* (U V). */
 START_TEST(structured_outputs_match_plain_loops) {
@@ -535,6 +577,7 @@ int main(void) {
   tcase_add_test(tc, refuses_blocks_that_do_not_fit);
   tcase_add_loop_test(tc, kernels_match_plain_loops, 0, (int)(sizeof cases / sizeof cases[0]));
   tcase_add_test(tc, structured_outputs_by_hand);
+  tcase_add_test(tc, spmm_into_sparse_outputs);
   tcase_add_test(tc, structured_outputs_match_plain_loops);
   tcase_add_test(tc, wraps_structured_arrays);
   tcase_add_test(tc, failed_accumulate_keeps_the_output);
