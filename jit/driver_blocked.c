@@ -653,7 +653,12 @@ static bool loop_order(const BlkScan *s, tj_tensor *const *ops, bool out_access,
       if (!seen && n < (int)(sizeof order / sizeof order[0]))
         snprintf(order[n++], BLK_NAME + 8, "%s", name);
     }
-  if (n == levels || at < 0) return true;   /* the levels' order is the default's */
+  /* the levels' order is the default's, but for a sparse output the
+   * planner may put a workspace's loop (j of Y(i,j) = T(i,j,k) * x(k))
+   * below the blocks, reading a 2:4 T through a transposed copy that no
+   * n_out_of_m format can hold: keep the levels' order then */
+  bool dense_out = dense_output(s, ops, out_access);
+  if (at < 0 || (n == levels && dense_out)) return true;
   /* n_out_of_m SpMM: the dense block loop (j_b) is tiled, its tiles
    * outermost, so B's rows of one tile (BLK_TILE blocks of 2:4: 128 rows,
    * 64 KB with 64 columns) stay in cache for every row of A. Not into a
@@ -661,8 +666,7 @@ static bool loop_order(const BlkScan *s, tj_tensor *const *ops, bool out_access,
    * rows would be refused (2:4 SpMM into CSR, TTM into `sss`). */
   char tile[BLK_NAME + 8] = "", inner[BLK_NAME + 8] = "";
   bool ok = true;
-  if (structured && f->lvl_op[at] == TJ_LVL_FLOORDIV && lv_at(f, at, LV_FULL) &&
-      dense_output(s, ops, out_access)) {
+  if (structured && f->lvl_op[at] == TJ_LVL_FLOORDIV && lv_at(f, at, LV_FULL) && dense_out) {
     fresh(s, order[at], "o", tile);
     fresh(s, order[at], "n", inner);
     char dir[4 * BLK_NAME + 64];

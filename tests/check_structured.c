@@ -382,6 +382,49 @@ START_TEST(spmm_into_sparse_outputs) {
 }
 END_TEST
 
+/* TTV over a 3-tensor 2:4 along k into a sparse output: the planner put
+ * the workspace's loop over j below k's blocks, reading T through a
+ * transposed copy no n_out_of_m format holds, and the run failed
+ * ("evaluate: format "dddn": n_out_of_m level 3 must store a dim mod m").
+ * T (2 x 2 x 4): (0,0,1) = 1, (0,0,3) = 2, (0,1,2) = 5, (1,1,0) = 3,
+ * (1,1,2) = 4; x = (1, 10, 100, 1000): Y = [[2010, 500], [0, 403]]. */
+START_TEST(ttv_into_sparse_outputs) {
+  tj_format tf = parse("dddn2:0,1,2/4,2%4"), xf = parse("d");
+  tj_tensor *t, *x;
+  OK(tj_tensor_new("T", TJ_F64, 3, (int64_t[]){2, 2, 4}, &tf, &t));
+  int64_t at[5][3] = {{0, 0, 1}, {0, 0, 3}, {0, 1, 2}, {1, 1, 0}, {1, 1, 2}};
+  double tv[5] = {1, 2, 5, 3, 4};
+  for (int e = 0; e < 5; e++) OK(tj_tensor_insert(t, at[e], tv[e]));
+  OK(tj_tensor_pack(t));
+  OK(tj_tensor_new("x", TJ_F64, 1, (int64_t[]){4}, &xf, &x));
+  for (int64_t k = 0, v = 1; k < 4; k++, v *= 10) OK(tj_tensor_insert(x, &k, (double)v));
+  OK(tj_tensor_pack(x));
+  const double want[2][2] = {{2010, 500}, {0, 403}};
+  const char *outs[] = {"ds", "ss", "uq", "do"};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int o = 0; o < 4; o++) {
+    tj_format f = parse(outs[o]);
+    tj_tensor *y;
+    tj_kernel *k;
+    OK(tj_tensor_new("Y", TJ_F64, 2, (int64_t[]){2, 2}, &f, &y));
+    OK(tj_compile(cx, "Y(i,j) = T(i,j,k) * x(k)", (tj_tensor *[]){y, t, x}, 3, NULL, NULL, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < 2; i++)
+      for (int64_t j = 0; j < 2; j++) {
+        double v;
+        OK(tj_tensor_get(y, (int64_t[]){i, j}, &v));
+        ck_assert_msg(v == want[i][j], "%s: Y(%lld,%lld) = %g, want %g", outs[o], (long long)i,
+                      (long long)j, v, want[i][j]);
+      }
+    tj_kernel_free(k);
+    tj_tensor_free(y);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(t), tj_tensor_free(x);
+}
+END_TEST
+
 /* n_out_of_m outputs against plain loops at sizes that are and are not
  * multiples of m: O = A * 3 and the sampled product O = A .* (U V). */
 START_TEST(structured_outputs_match_plain_loops) {
@@ -578,6 +621,7 @@ int main(void) {
   tcase_add_loop_test(tc, kernels_match_plain_loops, 0, (int)(sizeof cases / sizeof cases[0]));
   tcase_add_test(tc, structured_outputs_by_hand);
   tcase_add_test(tc, spmm_into_sparse_outputs);
+  tcase_add_test(tc, ttv_into_sparse_outputs);
   tcase_add_test(tc, structured_outputs_match_plain_loops);
   tcase_add_test(tc, wraps_structured_arrays);
   tcase_add_test(tc, failed_accumulate_keeps_the_output);
