@@ -350,6 +350,47 @@ static bool resolve_frames(BlkScan *s, tj_tensor *const *ops, DrvBlocked *b, Dia
   return true;
 }
 
+/* The position of the mod level storing index `name` in access ac's
+ * tensor t (counted among its mod levels), or -1. */
+static int mod_rank(const BlkAccess *ac, const tj_tensor *t, const char *name) {
+  for (int l = 0, r = 0; l < t->ufmt.order; l++) {
+    if (t->ufmt.lvl_op[l] != TJ_LVL_MOD) continue;
+    if (!strcmp(ac->idx[t->ufmt.mode_order[l]], name)) return r;
+    r++;
+  }
+  return -1;
+}
+
+/* Two blocked operands whose blocks store the indices they share in
+ * different orders (A's `1%4,0%4` column-major blocks beside B's or the
+ * output's row-major `0%4,1%4`) have no loop order over a block that both
+ * walk: refused naming them (the planner's own error named a bound(...)
+ * directive it had added, or a sum inside a function that is not there). */
+static bool same_block_orders(const BlkScan *s, tj_tensor *const *ops, Diag *d) {
+  for (int a = 0; a < s->nacc; a++)
+    for (int b = a + 1; b < s->nacc; b++) {
+      const BlkAccess *x = &s->acc[a], *y = &s->acc[b];
+      const tj_tensor *tx = ops[x->op], *ty = ops[y->op];
+      if (!tx->blocked || !ty->blocked || tx == ty || x->n != tx->order || y->n != ty->order)
+        continue;
+      for (int m = 0; m < x->n; m++)
+        for (int q = 0; q < x->n; q++) {
+          const char *u = x->idx[m], *v = x->idx[q];
+          int xu = mod_rank(x, tx, u), xv = mod_rank(x, tx, v);
+          int yu = mod_rank(y, ty, u), yv = mod_rank(y, ty, v);
+          if (xu < 0 || xv < 0 || yu < 0 || yv < 0 || xu >= xv || yu < yv) continue;
+          return diag_error(d, TJ_ERR_UNSUPPORTED, "%s and %s store their blocks in different "
+                            "orders (%s's %s mod %d above its %s mod %d, %s's below); give "
+                            "them the same mod levels' order (convert one of them)",
+                            tj_tensor_name(tx), tj_tensor_name(ty), tj_tensor_name(tx), u,
+                            index_of((BlkScan *)s, u) ? index_of((BlkScan *)s, u)->k : 0, v,
+                            index_of((BlkScan *)s, v) ? index_of((BlkScan *)s, v)->k : 0,
+                            tj_tensor_name(ty));
+        }
+    }
+  return true;
+}
+
 /* Appends `text` to the growing buffer. */
 static bool put(char **buf, size_t *len, size_t *cap, const char *text, size_t n) {
   if (*len + n + 1 > *cap) {
@@ -893,7 +934,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
   ok = ok && scan(expr, ops, n, s, d);
   bool out_access = ok && s->nacc > 0 && s->acc[0].start == skip_ws(expr);   /* not `s = ...` */
   if (ok) split_shared_sums(s, ops, n, out_access);
-  ok = ok && find_blocked(s, ops, out_access, d);
+  ok = ok && find_blocked(s, ops, out_access, d) && same_block_orders(s, ops, d);
   if (out_access && b->op[s->acc[0].op].view)
     ok = diag_error(d, TJ_ERR_UNSUPPORTED, "output %s is a view (a slice of blocked tensor "
                     "%s); views are read-only: compute into a tensor of its own",

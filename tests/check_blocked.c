@@ -790,6 +790,24 @@ START_TEST(refuses_unsupported_kernels) {
                   "schedules over blocked operands");
   compile_refused("y(i) = sum(j, A(i,j) * x(j))", (tj_tensor *[]){y, a, x}, 3, NULL,
                   "appears outside an access");
+  /* Blocks stored column-major (1%4,0%4) beside row-major ones: no loop
+   * order over a block suits both, refused naming them (the message was
+   * about a bound(i_i, ...) the plan had added, or a sum inside a
+   * function the expression does not have). */
+  tj_format cm;
+  OK(tj_format_parse("dsdd:0/4,1/4,1%4,0%4", &cm));
+  tj_tensor *c;
+  OK(tj_tensor_convert(a, &cm, &c));
+  OK(tj_tensor_rename(c, "C"));
+  const char *orders = "A and C store their blocks in different orders (A's i mod 4 above its "
+                       "j mod 4, C's below)";
+  compile_refused("B(i,j) = A(i,j) + C(i,j)", (tj_tensor *[]){b, a, c}, 3, NULL,
+                  "B and C store their blocks in different orders");
+  tj_tensor *dn = dense_tensor("D", 2, d2, NULL);
+  compile_refused("D(i,j) = A(i,j) + C(i,j)", (tj_tensor *[]){dn, a, c}, 3, NULL, orders);
+  compile_refused("B(i,j) = C(i,j) * 2", (tj_tensor *[]){b, c}, 2, NULL,
+                  "B and C store their blocks in different orders");
+  tj_tensor_free(c), tj_tensor_free(dn);
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_options o = tj_options_default();
