@@ -252,14 +252,19 @@ static void fresh(const BlkScan *s, const char *base, const char *suffix, char *
 
 /* The blocked indices: the index of every floordiv / mod level of a
  * blocked operand, with its block size (out: acc[0] is the output's). */
-static bool find_blocked(BlkScan *s, tj_tensor *const *ops, bool out, Diag *d) {
+static bool find_blocked(BlkScan *s, tj_tensor *const *ops, bool out, bool accum, Diag *d) {
   for (int a = 0; a < s->nacc; a++) {
     const BlkAccess *ac = &s->acc[a];
     tj_tensor *t = ops[ac->op];
     if (!t->blocked) continue;
     if (ac->n != t->order) return true;   /* the checker names the arity error */
     for (int l = 0; l < t->ufmt.order; l++) {
-      if ((a > 0 || !out) && t->ufmt.lvl_op[l] == TJ_LVL_MOD && !lv_at(&t->ufmt, l, LV_FULL)) {
+      /* an output's sparse mod level (2:4's stand-in) is read too under
+       * `+=`: its old entries are a union's operand, so the loop is no
+       * constant range (O(i,j) += A(i,j) * 2 over a dense A was refused
+       * naming a bound(j_i, ...) the plan had added) */
+      if ((a > 0 || !out || accum) && t->ufmt.lvl_op[l] == TJ_LVL_MOD &&
+          !lv_at(&t->ufmt, l, LV_FULL)) {
         BlkIndex *ix = index_of(s, ac->idx[t->ufmt.mode_order[l]]);
         if (ix) ix->sparse_inner = true;   /* its floordiv level comes first */
       }
@@ -934,7 +939,8 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
   ok = ok && scan(expr, ops, n, s, d);
   bool out_access = ok && s->nacc > 0 && s->acc[0].start == skip_ws(expr);   /* not `s = ...` */
   if (ok) split_shared_sums(s, ops, n, out_access);
-  ok = ok && find_blocked(s, ops, out_access, d) && same_block_orders(s, ops, d);
+  bool accum = out_access && !strncmp(skip_ws(s->acc[0].close + 1), "+=", 2);
+  ok = ok && find_blocked(s, ops, out_access, accum, d) && same_block_orders(s, ops, d);
   if (out_access && b->op[s->acc[0].op].view)
     ok = diag_error(d, TJ_ERR_UNSUPPORTED, "output %s is a view (a slice of blocked tensor "
                     "%s); views are read-only: compute into a tensor of its own",

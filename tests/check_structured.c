@@ -481,6 +481,47 @@ END_TEST
  * holds A(0,0) = 1, A(0,1) = 2, A(3,5) = 7; B(0,2) = 5 would put a third
  * nonzero in A's block (0, 0..3), so the run fails naming the block, and
  * A still reads 1, 2, 7 there (it was emptied). */
+/* `+=` into a 2:4 output from a dense operand: the output's old entries
+ * are a union's operand, so its mod loop is no constant range; it was
+ * refused naming a bound(j_i, j_i_k, 4, max_exact) the plan had added.
+ * O as in small(); A (dense) (0,0) = 4, (0,2) = 1, (0,6) = 7:
+ * O += 2 A is (0,0) 9, (0,2) 4, (0,6) 14, (0,7) 3, (0,9) 4, (1,4) 5,
+ * (1,5) 6. With A(0,1) = 1 too, block (0, 0..3) holds 3: refused, O kept. */
+START_TEST(accumulates_a_dense_operand) {
+  tj_tensor *o = small("ddn2:0,1/4,1%4", "O"), *a;
+  tj_format dd = parse("dd");
+  OK(tj_tensor_new("A", TJ_F64, 2, dims2x10, &dd, &a));
+  OK(tj_tensor_insert(a, (int64_t[]){0, 0}, 4));
+  OK(tj_tensor_insert(a, (int64_t[]){0, 2}, 1));
+  OK(tj_tensor_insert(a, (int64_t[]){0, 6}, 7));
+  OK(tj_tensor_pack(a));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "O(i,j) += A(i,j) * 2", (tj_tensor *[]){o, a}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double want[2][10] = {{9, 0, 4, 0, 0, 0, 14, 3, 0, 4}, {0, 0, 0, 0, 5, 6, 0, 0, 0, 0}};
+  for (int pass = 0; pass < 2; pass++) {
+    for (int64_t i = 0; i < 2; i++)
+      for (int64_t j = 0; j < 10; j++) {
+        double v;
+        OK(tj_tensor_get(o, (int64_t[]){i, j}, &v));
+        ck_assert_msg(v == want[i][j], "pass %d: O(%lld,%lld) = %g, want %g", pass,
+                      (long long)i, (long long)j, v, want[i][j]);
+      }
+    if (pass) break;
+    OK(tj_tensor_insert(a, (int64_t[]){0, 1}, 1));   /* block (0, 0..3) would hold 3 */
+    OK(tj_tensor_pack(a));
+    ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, NULL, 0), TJ_ERR_FORMAT);
+    ck_assert_msg(strstr(tj_last_error(), "the block at (0, 0..3) holds 3 nonzeros"), "%s",
+                  tj_last_error());
+  }
+  tj_kernel_free(k);
+  tj_context_free(cx);
+  tj_tensor_free(o), tj_tensor_free(a);
+}
+END_TEST
+
 START_TEST(failed_accumulate_keeps_the_output) {
   tj_format f;
   ck_assert_int_eq(tj_format_parse("ddn2:0,1/4,1%4", &f), TJ_OK);
@@ -625,6 +666,7 @@ int main(void) {
   tcase_add_test(tc, structured_outputs_match_plain_loops);
   tcase_add_test(tc, wraps_structured_arrays);
   tcase_add_test(tc, failed_accumulate_keeps_the_output);
+  tcase_add_test(tc, accumulates_a_dense_operand);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
