@@ -312,6 +312,29 @@ START_TEST(wraps_bsr_arrays) {
   a.vals_len = 11;
   ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_SHAPE);
   ck_assert_msg(strstr(tj_last_error(), "needs 12 values"), "%s", tj_last_error());
+  /* The same arrays as a 3 x 5 matrix: row 3 and column 5 are padding,
+   * where vals[7] = 5 (block (0,2)'s (1,5)) and vals[10] = 8 (block
+   * (1,1)'s (3,2)) lie. They were accepted, get read 0 there, and a sum
+   * over the blocks added them in (row sums 7, 8, 13 instead of 7, 3, 13). */
+  a.vals_len = 12;
+  dims[0] = 3, dims[1] = 5;
+  ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "tensor A: vals[7] = 5 lies in a block's padding"), "%s",
+                tj_last_error());
+  vals[7] = 0;
+  ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "vals[10] = 8"), "%s", tj_last_error());
+  vals[10] = 0;
+  OK(tj_tensor_wrap("A", &a, 0, &t));
+  double sums[3] = {7, 3, 13};
+  int64_t three = 3;
+  y = dense_tensor("y", 1, &three, NULL);
+  OK(tj_context_new(&cx));
+  OK(tj_compile(cx, "y(i) = A(i,j)", (tj_tensor *[]){y, t}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  check_values(y, sums, 3, 1);
+  tj_context_free(cx);
+  tj_tensor_free(y), tj_tensor_free(t);
 }
 END_TEST
 

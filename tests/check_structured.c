@@ -649,6 +649,15 @@ START_TEST(wraps_structured_arrays) {
   ar.pos[2] = NULL, ar.pos_len[2] = 0;
   OK(tj_tensor_wrap("W", &ar, 0, &w));   /* mended: wraps again */
   tj_tensor_free(w);
+  /* row 0's last block (columns 8..11 of 10) with its 4 at column 11, in
+   * the padding: it was accepted, read 0 by get and summed by kernels */
+  crd[5] = 3;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "tensor W: vals[5] = 4 lies in a block's padding"), "%s",
+                tj_last_error());
+  vals[5] = 0;   /* a zero there is the fill of a block with fewer than n entries */
+  OK(tj_tensor_wrap("W", &ar, 0, &w));
+  tj_tensor_free(w);
 }
 END_TEST
 
