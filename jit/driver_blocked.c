@@ -252,14 +252,19 @@ static void fresh(const BlkScan *s, const char *base, const char *suffix, char *
 
 /* The blocked indices: the index of every floordiv / mod level of a
  * blocked operand, with its block size (out: acc[0] is the output's). */
-static bool find_blocked(BlkScan *s, tj_tensor *const *ops, bool out, Diag *d) {
+static bool find_blocked(BlkScan *s, tj_tensor *const *ops, bool out, bool accum, Diag *d) {
   for (int a = 0; a < s->nacc; a++) {
     const BlkAccess *ac = &s->acc[a];
     tj_tensor *t = ops[ac->op];
     if (!t->blocked) continue;
     if (ac->n != t->order) return true;   /* the checker names the arity error */
     for (int l = 0; l < t->ufmt.order; l++) {
-      if ((a > 0 || !out) && t->ufmt.lvl_op[l] == TJ_LVL_MOD && !lv_at(&t->ufmt, l, LV_FULL)) {
+      /* an output's sparse mod level (2:4's stand-in) is read too under
+       * `+=`: its old entries are a union's operand, so the loop is no
+       * constant range (O(i,j) += A(i,j) * 2 over a dense A was refused
+       * naming a bound(j_i, ...) the plan had added) */
+      if ((a > 0 || !out || accum) && t->ufmt.lvl_op[l] == TJ_LVL_MOD &&
+          !lv_at(&t->ufmt, l, LV_FULL)) {
         BlkIndex *ix = index_of(s, ac->idx[t->ufmt.mode_order[l]]);
         if (ix) ix->sparse_inner = true;   /* its floordiv level comes first */
       }
@@ -347,6 +352,47 @@ static bool resolve_frames(BlkScan *s, tj_tensor *const *ops, DrvBlocked *b, Dia
       }
     }
   }
+  return true;
+}
+
+/* The position of the mod level storing index `name` in access ac's
+ * tensor t (counted among its mod levels), or -1. */
+static int mod_rank(const BlkAccess *ac, const tj_tensor *t, const char *name) {
+  for (int l = 0, r = 0; l < t->ufmt.order; l++) {
+    if (t->ufmt.lvl_op[l] != TJ_LVL_MOD) continue;
+    if (!strcmp(ac->idx[t->ufmt.mode_order[l]], name)) return r;
+    r++;
+  }
+  return -1;
+}
+
+/* Two blocked operands whose blocks store the indices they share in
+ * different orders (A's `1%4,0%4` column-major blocks beside B's or the
+ * output's row-major `0%4,1%4`) have no loop order over a block that both
+ * walk: refused naming them (the planner's own error named a bound(...)
+ * directive it had added, or a sum inside a function that is not there). */
+static bool same_block_orders(const BlkScan *s, tj_tensor *const *ops, Diag *d) {
+  for (int a = 0; a < s->nacc; a++)
+    for (int b = a + 1; b < s->nacc; b++) {
+      const BlkAccess *x = &s->acc[a], *y = &s->acc[b];
+      const tj_tensor *tx = ops[x->op], *ty = ops[y->op];
+      if (!tx->blocked || !ty->blocked || tx == ty || x->n != tx->order || y->n != ty->order)
+        continue;
+      for (int m = 0; m < x->n; m++)
+        for (int q = 0; q < x->n; q++) {
+          const char *u = x->idx[m], *v = x->idx[q];
+          int xu = mod_rank(x, tx, u), xv = mod_rank(x, tx, v);
+          int yu = mod_rank(y, ty, u), yv = mod_rank(y, ty, v);
+          if (xu < 0 || xv < 0 || yu < 0 || yv < 0 || xu >= xv || yu < yv) continue;
+          return diag_error(d, TJ_ERR_UNSUPPORTED, "%s and %s store their blocks in different "
+                            "orders (%s's %s mod %d above its %s mod %d, %s's below); give "
+                            "them the same mod levels' order (convert one of them)",
+                            tj_tensor_name(tx), tj_tensor_name(ty), tj_tensor_name(tx), u,
+                            index_of((BlkScan *)s, u) ? index_of((BlkScan *)s, u)->k : 0, v,
+                            index_of((BlkScan *)s, v) ? index_of((BlkScan *)s, v)->k : 0,
+                            tj_tensor_name(ty));
+        }
+    }
   return true;
 }
 
@@ -614,8 +660,17 @@ static void mark_in_place(const BlkScan *s, int out, DrvBlocked *b) {
  * register-blocked micro-kernel. When the first level is a reduction's
  * (C(i,k) = B(i,j) * A(j,k), A blocked), the others go just above the
  * first in-block loop of a reduction index instead. */
-static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size_t *len,
-                       size_t *cap) {
+/* Whether the kernel's output (if any) stores every level dense. */
+static bool dense_output(const BlkScan *s, tj_tensor *const *ops, bool out_access) {
+  if (!out_access) return true;
+  const tj_format *f = &ops[s->acc[0].op]->ufmt;
+  for (int l = 0; l < f->order; l++)
+    if (!lv_at(f, l, LV_FULL)) return false;
+  return true;
+}
+
+static bool loop_order(const BlkScan *s, tj_tensor *const *ops, bool out_access, char **sch,
+                       size_t *len, size_t *cap) {
   const BlkAccess *blk = NULL;
   for (int a = 1; a < s->nacc; a++)
     if (ops[s->acc[a].op]->blocked) {
@@ -644,13 +699,20 @@ static bool loop_order(const BlkScan *s, tj_tensor *const *ops, char **sch, size
       if (!seen && n < (int)(sizeof order / sizeof order[0]))
         snprintf(order[n++], BLK_NAME + 8, "%s", name);
     }
-  if (n == levels || at < 0) return true;   /* the levels' order is the default's */
+  /* the levels' order is the default's, but for a sparse output the
+   * planner may put a workspace's loop (j of Y(i,j) = T(i,j,k) * x(k))
+   * below the blocks, reading a 2:4 T through a transposed copy that no
+   * n_out_of_m format can hold: keep the levels' order then */
+  bool dense_out = dense_output(s, ops, out_access);
+  if (at < 0 || (n == levels && dense_out)) return true;
   /* n_out_of_m SpMM: the dense block loop (j_b) is tiled, its tiles
    * outermost, so B's rows of one tile (BLK_TILE blocks of 2:4: 128 rows,
-   * 64 KB with 64 columns) stay in cache for every row of A. */
+   * 64 KB with 64 columns) stay in cache for every row of A. Not into a
+   * sparse output, which is appended in loop order: the tiles above its
+   * rows would be refused (2:4 SpMM into CSR, TTM into `sss`). */
   char tile[BLK_NAME + 8] = "", inner[BLK_NAME + 8] = "";
   bool ok = true;
-  if (structured && f->lvl_op[at] == TJ_LVL_FLOORDIV && lv_at(f, at, LV_FULL)) {
+  if (structured && f->lvl_op[at] == TJ_LVL_FLOORDIV && lv_at(f, at, LV_FULL) && dense_out) {
     fresh(s, order[at], "o", tile);
     fresh(s, order[at], "n", inner);
     char dir[4 * BLK_NAME + 64];
@@ -877,7 +939,8 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
   ok = ok && scan(expr, ops, n, s, d);
   bool out_access = ok && s->nacc > 0 && s->acc[0].start == skip_ws(expr);   /* not `s = ...` */
   if (ok) split_shared_sums(s, ops, n, out_access);
-  ok = ok && find_blocked(s, ops, out_access, d);
+  bool accum = out_access && !strncmp(skip_ws(s->acc[0].close + 1), "+=", 2);
+  ok = ok && find_blocked(s, ops, out_access, accum, d) && same_block_orders(s, ops, d);
   if (out_access && b->op[s->acc[0].op].view)
     ok = diag_error(d, TJ_ERR_UNSUPPORTED, "output %s is a view (a slice of blocked tensor "
                     "%s); views are read-only: compute into a tensor of its own",
@@ -899,7 +962,7 @@ DrvBlocked *drv_blocked_plan(const char *expr, tj_tensor *const *ops, int n,
                                      b, d);
   if (ok) mark_in_place(s, out_access ? s->acc[0].op : -1, b);
   if (ok && wants_sequence(s, ops, out_access)) ok = puts_(&sch, &slen, &scap, "sequence() ");
-  ok = ok && loop_order(s, ops, &sch, &slen, &scap);
+  ok = ok && loop_order(s, ops, out_access, &sch, &slen, &scap);
   for (int i = 0; ok && i < s->nix; i++) {   /* the block loops run k times */
     if (s->ix[i].sparse_inner) continue;
     char dir[3 * BLK_NAME + 64];
@@ -1017,10 +1080,16 @@ bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_ten
 
 /* out[k] = a converted copy of view ops[k] (blocked, the view's extents,
  * its own blocks from 0) seen as the tensor of its levels; freed by
- * drv_blocked_finish. */
+ * drv_blocked_finish. An n_out_of_m level is copied as a compressed one
+ * (the output stand-in's format): the view's blocks from 0 are not the
+ * base's, so one may hold more than n of the base's entries (1:4 over
+ * columns 3 and 4, viewed from column 2); the plan treats both as a
+ * sparse mod level. */
 static bool make_copy(tj_tensor *const *ops, int k, tj_tensor **out, Diag *d) {
   tj_format f = ops[k]->ufmt;
   rt_format_unslice(&f);
+  for (int l = 0; l < f.order; l++)
+    if (f.levels[l] == 'n') f.levels[l] = 's', f.lvl_n[l] = 0;
   tj_tensor *c;
   tj_status st = tj_tensor_convert(ops[k], &f, &c);
   if (st != TJ_OK) return diag_error(d, st, "%s", tj_last_error());

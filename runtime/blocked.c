@@ -13,6 +13,7 @@
  * so the view copies nothing). jit/driver_blocked.c rewrites the
  * expression to match.
  */
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "tensor.h"
@@ -59,11 +60,14 @@ static void take_array(tj_storage *ts, const tj_storage *vs, void **tp, void *vp
   ts->foreign = (ts->foreign & ~bit) | (vs->foreign & bit);
 }
 
-/* The walk that zeroes a blocked tensor's padding. */
+/* The walk that zeroes a blocked tensor's padding (or, check, finds the
+ * first nonzero value there). */
 typedef struct PadWalk {
   const tj_tensor *t;
   RtVal zero;
   int64_t base[TJ_MAX_ORDER];   /* per dim: its block's first coordinate */
+  bool check;
+  int64_t bad;                  /* check: the first nonzero's position, or -1 */
 } PadWalk;
 
 static void zero_subtree(PadWalk *w, int l, int64_t p);
@@ -95,7 +99,9 @@ static void pad_walk(PadWalk *w, int l, int64_t p, uint32_t unknown, uint32_t ed
 static void zero_subtree(PadWalk *w, int l, int64_t p) {
   const tj_storage *s = &w->t->st;
   if (l == s->order) {
-    if (p < s->vals_len) rt_storage_put((tj_storage *)s, p, w->zero);
+    if (p >= s->vals_len) return;
+    if (!w->check) rt_storage_put((tj_storage *)s, p, w->zero);
+    else if (w->bad < 0 && !rt_val_is_zero(s->dtype, rt_storage_get(s, p))) w->bad = p;
     return;
   }
   const tj_level_storage *lv = &s->levels[l];
@@ -126,16 +132,34 @@ static void pad_walk(PadWalk *w, int l, int64_t p, uint32_t unknown, uint32_t ed
   });
 }
 
-void rt_tensor_zero_padding(tj_tensor *t) {
-  if (!t->blocked || !t->st.vals) return;
+/* The dims of blocked tensor t whose extents are not block multiples. */
+static uint32_t padded_dims(const tj_tensor *t) {
   uint32_t padded = 0;
   for (int l = 0; l < t->ufmt.order; l++) {
     int m = t->ufmt.mode_order[l];
     if (t->ufmt.lvl_op[l] == TJ_LVL_FLOORDIV && t->dims[m] % t->ufmt.lvl_k[l])
       padded |= 1u << m;
   }
-  PadWalk w = {.t = t, .zero = rt_val_from_double(t->st.dtype, 0)};
+  return padded;
+}
+
+void rt_tensor_zero_padding(tj_tensor *t) {
+  if (!t->blocked || !t->st.vals) return;
+  uint32_t padded = padded_dims(t);
+  PadWalk w = {.t = t, .zero = rt_val_from_double(t->st.dtype, 0), .bad = -1};
   if (padded) pad_walk(&w, 0, 0, padded, 0);
+}
+
+tj_status rt_tensor_check_padding(const tj_tensor *t) {
+  if (!t->blocked || !t->st.vals) return TJ_OK;
+  uint32_t padded = padded_dims(t);
+  PadWalk w = {.t = t, .check = true, .bad = -1};
+  if (padded) pad_walk(&w, 0, 0, padded, 0);
+  if (w.bad < 0) return TJ_OK;
+  return rt_set_error(TJ_ERR_FORMAT, "tensor %s: vals[%" PRId64 "] = %g lies in a block's padding "
+                      "past the extents; padding holds zeros, never entries (a sum over the "
+                      "blocks would read it)", t->name, w.bad,
+                      rt_val_to_double(t->st.dtype, rt_storage_get(&t->st, w.bad)));
 }
 
 void rt_tensor_view_levels_finish(tj_tensor *t, const tj_tensor *v) {

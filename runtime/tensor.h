@@ -299,6 +299,10 @@ void rt_tensor_become_levels(tj_tensor *t);
  * past a dim's extent to zero (walking only the last block of each padded
  * dim). */
 void rt_tensor_zero_padding(tj_tensor *t);
+/* TJ_ERR_FORMAT naming the first nonzero value of blocked tensor t in the
+ * padding past a dim's extent (a wrapped tensor's: kernels would sum it
+ * in, `s = A(i,j)`), else TJ_OK. */
+tj_status rt_tensor_check_padding(const tj_tensor *t);
 /* Whether blocked format f ends in an n_out_of_m level. */
 bool rt_format_structured(const tj_format *f);
 /* A kernel's stand-in for an n_out_of_m output t: a fresh tensor over t's

@@ -16,7 +16,8 @@
  * hands them out (BSR 4x4: pos and crd of level 1, the block columns,
  * and 16 values per stored block), checked against the level extents
  * ceil(m/4), ceil(n/4), 4, 4; values in a block's padding past an extent
- * are never entries, and kernels read them only against zero padding.
+ * are never entries and must be zero (checked unless trusted: a sum over
+ * the blocks, `s = A(i,j)`, reads them).
  * An n_out_of_m level takes a crd array only, n entries per parent
  * position, each block's ascending and unique (2:4 over m x n: crd and
  * vals of m * ceil(n/4) * 2 entries).
@@ -454,6 +455,7 @@ tj_status tj_tensor_wrap(const char *name, const tj_arrays *a, unsigned flags,
   if (st == TJ_OK) {
     install(t, a);
     if (!(flags & TJ_WRAP_TRUSTED)) st = validate(t);
+    if (st == TJ_OK && !(flags & TJ_WRAP_TRUSTED)) st = rt_tensor_check_padding(t);
   }
   if (st != TJ_OK) {
     tj_tensor_free(t);   /* foreign arrays are not freed */

@@ -312,6 +312,29 @@ START_TEST(wraps_bsr_arrays) {
   a.vals_len = 11;
   ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_SHAPE);
   ck_assert_msg(strstr(tj_last_error(), "needs 12 values"), "%s", tj_last_error());
+  /* The same arrays as a 3 x 5 matrix: row 3 and column 5 are padding,
+   * where vals[7] = 5 (block (0,2)'s (1,5)) and vals[10] = 8 (block
+   * (1,1)'s (3,2)) lie. They were accepted, get read 0 there, and a sum
+   * over the blocks added them in (row sums 7, 8, 13 instead of 7, 3, 13). */
+  a.vals_len = 12;
+  dims[0] = 3, dims[1] = 5;
+  ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "tensor A: vals[7] = 5 lies in a block's padding"), "%s",
+                tj_last_error());
+  vals[7] = 0;
+  ck_assert_int_eq(tj_tensor_wrap("A", &a, 0, &t), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "vals[10] = 8"), "%s", tj_last_error());
+  vals[10] = 0;
+  OK(tj_tensor_wrap("A", &a, 0, &t));
+  double sums[3] = {7, 3, 13};
+  int64_t three = 3;
+  y = dense_tensor("y", 1, &three, NULL);
+  OK(tj_context_new(&cx));
+  OK(tj_compile(cx, "y(i) = A(i,j)", (tj_tensor *[]){y, t}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  check_values(y, sums, 3, 1);
+  tj_context_free(cx);
+  tj_tensor_free(y), tj_tensor_free(t);
 }
 END_TEST
 
@@ -800,6 +823,24 @@ START_TEST(refuses_unsupported_kernels) {
                   "schedules over blocked operands");
   compile_refused("y(i) = sum(j, A(i,j) * x(j))", (tj_tensor *[]){y, a, x}, 3, NULL,
                   "appears outside an access");
+  /* Blocks stored column-major (1%4,0%4) beside row-major ones: no loop
+   * order over a block suits both, refused naming them (the message was
+   * about a bound(i_i, ...) the plan had added, or a sum inside a
+   * function the expression does not have). */
+  tj_format cm;
+  OK(tj_format_parse("dsdd:0/4,1/4,1%4,0%4", &cm));
+  tj_tensor *c;
+  OK(tj_tensor_convert(a, &cm, &c));
+  OK(tj_tensor_rename(c, "C"));
+  const char *orders = "A and C store their blocks in different orders (A's i mod 4 above its "
+                       "j mod 4, C's below)";
+  compile_refused("B(i,j) = A(i,j) + C(i,j)", (tj_tensor *[]){b, a, c}, 3, NULL,
+                  "B and C store their blocks in different orders");
+  tj_tensor *dn = dense_tensor("D", 2, d2, NULL);
+  compile_refused("D(i,j) = A(i,j) + C(i,j)", (tj_tensor *[]){dn, a, c}, 3, NULL, orders);
+  compile_refused("B(i,j) = C(i,j) * 2", (tj_tensor *[]){b, c}, 2, NULL,
+                  "B and C store their blocks in different orders");
+  tj_tensor_free(c), tj_tensor_free(dn);
   tj_context *cx;
   OK(tj_context_new(&cx));
   tj_options o = tj_options_default();

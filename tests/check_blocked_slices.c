@@ -748,6 +748,64 @@ START_TEST(dynamic_slices_through_a_copy) {
 }
 END_TEST
 
+/* A copy of an n_out_of_m view (a '?' slice, or a fixed one whose frame
+ * differs from another operand's) has blocks from the view's start, not
+ * the base's, so one may hold more than n entries: 1:4 over columns 3 and
+ * 4 (one per block) viewed from column 2 puts both in the view's block 0.
+ * The copy was made in the view's n_out_of_m format and refused ("tensor V:
+ * the block at (0, 0..3) holds 2 nonzeros"); it is compressed there now.
+ * Values by hand. */
+START_TEST(structured_copies_cut_inside_blocks) {
+  /* A (2 x 8, 1:4): (0,3) = 1, (0,4) = 2, (1,1) = 4, (1,5) = 8 */
+  double d[2 * 8] = {0};
+  d[3] = 1, d[4] = 2, d[8 + 1] = 4, d[8 + 5] = 8;
+  tj_tensor *a = matrix("A", "ddn1:0,1/4,1%4", 2, 8, d), *v;
+  tj_format f = parse("ddn1:0,1/4,1%4[:,?:?:1]");
+  OK(tj_tensor_view(a, "V", &f, &v));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k = NULL;
+  /* columns 2..5: y = (1*10 + 2*100, 8*1000); columns 1..6: y = (1*100 + 2*1000, 4*1 + 8*10^4) */
+  const int64_t off[2] = {2, 1}, size[2] = {4, 6};
+  const double want[2][2] = {{210, 8000}, {2100, 80004}};
+  double xs[6] = {1, 10, 100, 1000, 10000, 100000};
+  for (int s = 0; s < 2; s++) {
+    OK(tj_tensor_slice_set(v, (int64_t[]){0, off[s]}, (int64_t[]){2, size[s]}, NULL));
+    tj_tensor *x = tu_tensor("x", "d", 1, &size[s], xs), *y;
+    OK(tj_tensor_new("y", TJ_F64, 1, (int64_t[]){2}, NULL, &y));
+    if (!k) OK(tj_compile(cx, "y(i) = V(i,j) * x(j)", (tj_tensor *[]){y, v, x}, 3, NULL, NULL, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){y, v, x}, 3));
+    for (int64_t i = 0; i < 2; i++) {
+      double got;
+      OK(tj_tensor_get(y, &i, &got));
+      ck_assert_msg(got == want[s][i], "slice %d: y(%lld) = %g, want %g", s, (long long)i, got,
+                    want[s][i]);
+    }
+    tj_tensor_free(x), tj_tensor_free(y);
+  }
+  tj_kernel_free(k);
+  /* a fixed view cut inside its blocks beside an unsliced 1:4 operand: W
+   * (2 x 4) (0,0) = 5, (1,2) = 7; C = A[:, 2:6] + W = [[5 1 2 0], [0 0 7 8]] */
+  tj_tensor *u, *c;
+  double w[2 * 4] = {5, 0, 0, 0, 0, 0, 7, 0};
+  tj_tensor *wt = matrix("W", "ddn1:0,1/4,1%4", 2, 4, w);
+  OK(tj_tensor_slice(a, "U", (int64_t[]){0, 2}, (int64_t[]){2, 4}, NULL, &u));
+  OK(tj_tensor_new("C", TJ_F64, 2, (int64_t[]){2, 4}, NULL, &c));
+  OK(tj_compile(cx, "C(i,j) = U(i,j) + W(i,j)", (tj_tensor *[]){c, u, wt}, 3, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, (tj_tensor *[]){c, u, wt}, 3));
+  const double cw[2 * 4] = {5, 1, 2, 0, 0, 0, 7, 8};
+  for (int64_t e = 0; e < 8; e++) {
+    double got;
+    OK(tj_tensor_get(c, (int64_t[]){e / 4, e % 4}, &got));
+    ck_assert_msg(got == cw[e], "C(%lld,%lld) = %g, want %g", (long long)(e / 4),
+                  (long long)(e % 4), got, cw[e]);
+  }
+  tj_kernel_free(k);
+  tj_context_free(cx);
+  tj_tensor_free(c), tj_tensor_free(u), tj_tensor_free(wt), tj_tensor_free(v), tj_tensor_free(a);
+}
+END_TEST
+
 /* The kernel reads only the entries inside the slice: an inf and a NaN in
  * the cut edge blocks, outside the view, never reach y. */
 START_TEST(entries_outside_the_slice_stay_out) {
@@ -857,6 +915,7 @@ int main(void) {
   tcase_add_loop_test(tc, sums_beside_structured_views, 0, (int)(sizeof ncases / sizeof ncases[0]));
   tcase_add_test(tc, entries_outside_the_slice_stay_out);
   tcase_add_test(tc, dynamic_slices_through_a_copy);
+  tcase_add_test(tc, structured_copies_cut_inside_blocks);
   tcase_add_test(tc, refusals);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);

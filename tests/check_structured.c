@@ -340,6 +340,91 @@ START_TEST(structured_outputs_by_hand) {
 }
 END_TEST
 
+/* 2:4 SpMM into a sparse output: its block loop was tiled above the
+ * output's rows (a split the plan adds for dense outputs), and the kernel
+ * was refused with a message about directives the user never wrote
+ * ("split(j_b, j_bo, j_bn, 32): the loop over j_b has loops between its
+ * halves ..."). B as in small(); D(j,0) = 1, D(j,1) = j: C = B D is
+ * row 0: 1 + 2 + 3 + 4 = 10, 2*2 + 3*7 + 4*9 = 61; row 1: 11, 5*4 + 6*5 = 50. */
+START_TEST(spmm_into_sparse_outputs) {
+  tj_tensor *b = small("ddn2:0,1/4,1%4", "B"), *dm;
+  tj_format dd = parse("dd");
+  OK(tj_tensor_new("D", TJ_F64, 2, (int64_t[]){10, 2}, &dd, &dm));
+  for (int64_t j = 0; j < 10; j++) {
+    OK(tj_tensor_insert(dm, (int64_t[]){j, 0}, 1));
+    OK(tj_tensor_insert(dm, (int64_t[]){j, 1}, (double)j));
+  }
+  OK(tj_tensor_pack(dm));
+  const double want[2][2] = {{10, 61}, {11, 50}};
+  const char *outs[] = {"ds", "ss", "uq"};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int o = 0; o < 3; o++) {
+    tj_format f = parse(outs[o]);
+    tj_tensor *c;
+    tj_kernel *k;
+    OK(tj_tensor_new("C", TJ_F64, 2, (int64_t[]){2, 2}, &f, &c));
+    OK(tj_compile(cx, "C(i,k) = B(i,j) * D(j,k)", (tj_tensor *[]){c, b, dm}, 3, NULL, NULL, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    ck_assert_int_eq(tj_tensor_nnz(c), 4);
+    for (int64_t i = 0; i < 2; i++)
+      for (int64_t kk = 0; kk < 2; kk++) {
+        double v;
+        OK(tj_tensor_get(c, (int64_t[]){i, kk}, &v));
+        ck_assert_msg(v == want[i][kk], "%s: C(%lld,%lld) = %g, want %g", outs[o], (long long)i,
+                      (long long)kk, v, want[i][kk]);
+      }
+    tj_kernel_free(k);
+    tj_tensor_free(c);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(b), tj_tensor_free(dm);
+}
+END_TEST
+
+/* TTV over a 3-tensor 2:4 along k into a sparse output: the planner put
+ * the workspace's loop over j below k's blocks, reading T through a
+ * transposed copy no n_out_of_m format holds, and the run failed
+ * ("evaluate: format "dddn": n_out_of_m level 3 must store a dim mod m").
+ * T (2 x 2 x 4): (0,0,1) = 1, (0,0,3) = 2, (0,1,2) = 5, (1,1,0) = 3,
+ * (1,1,2) = 4; x = (1, 10, 100, 1000): Y = [[2010, 500], [0, 403]]. */
+START_TEST(ttv_into_sparse_outputs) {
+  tj_format tf = parse("dddn2:0,1,2/4,2%4"), xf = parse("d");
+  tj_tensor *t, *x;
+  OK(tj_tensor_new("T", TJ_F64, 3, (int64_t[]){2, 2, 4}, &tf, &t));
+  int64_t at[5][3] = {{0, 0, 1}, {0, 0, 3}, {0, 1, 2}, {1, 1, 0}, {1, 1, 2}};
+  double tv[5] = {1, 2, 5, 3, 4};
+  for (int e = 0; e < 5; e++) OK(tj_tensor_insert(t, at[e], tv[e]));
+  OK(tj_tensor_pack(t));
+  OK(tj_tensor_new("x", TJ_F64, 1, (int64_t[]){4}, &xf, &x));
+  for (int64_t k = 0, v = 1; k < 4; k++, v *= 10) OK(tj_tensor_insert(x, &k, (double)v));
+  OK(tj_tensor_pack(x));
+  const double want[2][2] = {{2010, 500}, {0, 403}};
+  const char *outs[] = {"ds", "ss", "uq", "do"};
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  for (int o = 0; o < 4; o++) {
+    tj_format f = parse(outs[o]);
+    tj_tensor *y;
+    tj_kernel *k;
+    OK(tj_tensor_new("Y", TJ_F64, 2, (int64_t[]){2, 2}, &f, &y));
+    OK(tj_compile(cx, "Y(i,j) = T(i,j,k) * x(k)", (tj_tensor *[]){y, t, x}, 3, NULL, NULL, &k));
+    OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+    for (int64_t i = 0; i < 2; i++)
+      for (int64_t j = 0; j < 2; j++) {
+        double v;
+        OK(tj_tensor_get(y, (int64_t[]){i, j}, &v));
+        ck_assert_msg(v == want[i][j], "%s: Y(%lld,%lld) = %g, want %g", outs[o], (long long)i,
+                      (long long)j, v, want[i][j]);
+      }
+    tj_kernel_free(k);
+    tj_tensor_free(y);
+  }
+  tj_context_free(cx);
+  tj_tensor_free(t), tj_tensor_free(x);
+}
+END_TEST
+
 /* n_out_of_m outputs against plain loops at sizes that are and are not
  * multiples of m: O = A * 3 and the sampled product O = A .* (U V). */
 START_TEST(structured_outputs_match_plain_loops) {
@@ -396,6 +481,47 @@ END_TEST
  * holds A(0,0) = 1, A(0,1) = 2, A(3,5) = 7; B(0,2) = 5 would put a third
  * nonzero in A's block (0, 0..3), so the run fails naming the block, and
  * A still reads 1, 2, 7 there (it was emptied). */
+/* `+=` into a 2:4 output from a dense operand: the output's old entries
+ * are a union's operand, so its mod loop is no constant range; it was
+ * refused naming a bound(j_i, j_i_k, 4, max_exact) the plan had added.
+ * O as in small(); A (dense) (0,0) = 4, (0,2) = 1, (0,6) = 7:
+ * O += 2 A is (0,0) 9, (0,2) 4, (0,6) 14, (0,7) 3, (0,9) 4, (1,4) 5,
+ * (1,5) 6. With A(0,1) = 1 too, block (0, 0..3) holds 3: refused, O kept. */
+START_TEST(accumulates_a_dense_operand) {
+  tj_tensor *o = small("ddn2:0,1/4,1%4", "O"), *a;
+  tj_format dd = parse("dd");
+  OK(tj_tensor_new("A", TJ_F64, 2, dims2x10, &dd, &a));
+  OK(tj_tensor_insert(a, (int64_t[]){0, 0}, 4));
+  OK(tj_tensor_insert(a, (int64_t[]){0, 2}, 1));
+  OK(tj_tensor_insert(a, (int64_t[]){0, 6}, 7));
+  OK(tj_tensor_pack(a));
+  tj_context *cx;
+  OK(tj_context_new(&cx));
+  tj_kernel *k;
+  OK(tj_compile(cx, "O(i,j) += A(i,j) * 2", (tj_tensor *[]){o, a}, 2, NULL, NULL, &k));
+  OK(tj_kernel_run(k, TJ_EVALUATE, NULL, 0));
+  double want[2][10] = {{9, 0, 4, 0, 0, 0, 14, 3, 0, 4}, {0, 0, 0, 0, 5, 6, 0, 0, 0, 0}};
+  for (int pass = 0; pass < 2; pass++) {
+    for (int64_t i = 0; i < 2; i++)
+      for (int64_t j = 0; j < 10; j++) {
+        double v;
+        OK(tj_tensor_get(o, (int64_t[]){i, j}, &v));
+        ck_assert_msg(v == want[i][j], "pass %d: O(%lld,%lld) = %g, want %g", pass,
+                      (long long)i, (long long)j, v, want[i][j]);
+      }
+    if (pass) break;
+    OK(tj_tensor_insert(a, (int64_t[]){0, 1}, 1));   /* block (0, 0..3) would hold 3 */
+    OK(tj_tensor_pack(a));
+    ck_assert_int_eq(tj_kernel_run(k, TJ_EVALUATE, NULL, 0), TJ_ERR_FORMAT);
+    ck_assert_msg(strstr(tj_last_error(), "the block at (0, 0..3) holds 3 nonzeros"), "%s",
+                  tj_last_error());
+  }
+  tj_kernel_free(k);
+  tj_context_free(cx);
+  tj_tensor_free(o), tj_tensor_free(a);
+}
+END_TEST
+
 START_TEST(failed_accumulate_keeps_the_output) {
   tj_format f;
   ck_assert_int_eq(tj_format_parse("ddn2:0,1/4,1%4", &f), TJ_OK);
@@ -523,6 +649,15 @@ START_TEST(wraps_structured_arrays) {
   ar.pos[2] = NULL, ar.pos_len[2] = 0;
   OK(tj_tensor_wrap("W", &ar, 0, &w));   /* mended: wraps again */
   tj_tensor_free(w);
+  /* row 0's last block (columns 8..11 of 10) with its 4 at column 11, in
+   * the padding: it was accepted, read 0 by get and summed by kernels */
+  crd[5] = 3;
+  ck_assert_int_eq(tj_tensor_wrap("W", &ar, 0, &w), TJ_ERR_FORMAT);
+  ck_assert_msg(strstr(tj_last_error(), "tensor W: vals[5] = 4 lies in a block's padding"), "%s",
+                tj_last_error());
+  vals[5] = 0;   /* a zero there is the fill of a block with fewer than n entries */
+  OK(tj_tensor_wrap("W", &ar, 0, &w));
+  tj_tensor_free(w);
 }
 END_TEST
 
@@ -535,9 +670,12 @@ int main(void) {
   tcase_add_test(tc, refuses_blocks_that_do_not_fit);
   tcase_add_loop_test(tc, kernels_match_plain_loops, 0, (int)(sizeof cases / sizeof cases[0]));
   tcase_add_test(tc, structured_outputs_by_hand);
+  tcase_add_test(tc, spmm_into_sparse_outputs);
+  tcase_add_test(tc, ttv_into_sparse_outputs);
   tcase_add_test(tc, structured_outputs_match_plain_loops);
   tcase_add_test(tc, wraps_structured_arrays);
   tcase_add_test(tc, failed_accumulate_keeps_the_output);
+  tcase_add_test(tc, accumulates_a_dense_operand);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

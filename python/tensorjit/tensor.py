@@ -266,7 +266,7 @@ class Tensor:
         f = a.fmt.contents
         pw, cw = _INDEX[f.pos_width // 8], _INDEX[f.crd_width // 8]
         out = {"pos": {}, "crd": {}, "vals": _view(self, a.vals, a.vals_len, _NP[a.dtype])}
-        for l in range(a.order):
+        for l in range(f.order):   # levels: more than dims when blocked (BSR, 2:4)
             if a.pos[l]:
                 out["pos"][l] = _view(self, a.pos[l], a.pos_len[l], pw)
             if a.crd[l]:

@@ -523,6 +523,25 @@ def test_bsr_tensors_and_kernels():
                                d[:7, :11] @ x[:11], rtol=1e-12)
 
 
+def test_arrays_give_every_level_of_a_blocked_tensor():
+    """arrays() lists the levels, not the dims: a 2:4 tensor's coordinates
+    are on level 2 of a matrix, and were left out (so they could not be
+    wrapped back). By hand: rows [1 0 2 0 | 0 0 0 3], [0 0 0 0 | 5 6 0 0];
+    a block with fewer than 2 nonzeros fills the smallest free slots."""
+    d = np.array([[1.0, 0, 2, 0, 0, 0, 0, 3], [0, 0, 0, 0, 5, 6, 0, 0]])
+    t = tensorjit.tensor(d, "A", format="ddn2:0,1/4,1%4")
+    a = t.arrays()
+    np.testing.assert_array_equal(a["crd"][2], [0, 2, 0, 3, 0, 1, 0, 1])
+    np.testing.assert_array_equal(a["vals"], [1, 2, 0, 3, 0, 0, 5, 6])
+    w = tensorjit.Tensor.wrap("A", a["vals"], t.shape, t.format, crd=a["crd"])
+    x = np.array([1.0, 10, 100, 1000, 1e4, 1e5, 1e6, 1e7])
+    np.testing.assert_array_equal(tensorjit.compile("y(i) = A(i,j) * x(j)")(A=w, x=x),
+                                  [201 + 3e7, 5e4 + 6e5])
+    b = tensorjit.tensor(d, "B", format="dssd:0/2,1/2,0%2,1%2")   # a compressed mod level
+    assert sorted(b.arrays()["crd"]) == [1, 2]
+    np.testing.assert_array_equal(b.arrays()["crd"][2], [0, 0, 1, 0])
+
+
 def test_gil_is_released_while_a_kernel_runs():
     """Another Python thread keeps running during a long kernel: the
     longest pause it sees is much shorter than the kernel."""
