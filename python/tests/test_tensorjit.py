@@ -1088,6 +1088,15 @@ def _rows_with_fibers(fmt):
     return t, d
 
 
+def _spmv_spmm_match(a, dense, cols, opts):
+    """SpMV and SpMM over tensor a against dense (numpy or scipy) products."""
+    x, b = RNG.random(dense.shape[1]), RNG.random((dense.shape[1], cols))
+    np.testing.assert_allclose(tensorjit.compile("y(i) = A(i,j) * x(j)", **opts)(A=a, x=x),
+                               dense @ x, rtol=1e-12)
+    np.testing.assert_allclose(tensorjit.compile("C(i,k) = A(i,j) * B(j,k)", **opts)(A=a, B=b),
+                               dense @ b, rtol=1e-12)
+
+
 @pytest.mark.parametrize("fmt", ["us", "ws", "ud"])
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_nonunique_levels_over_fibers_sum_them(fmt, nthreads):
@@ -1101,13 +1110,9 @@ def test_nonunique_levels_over_fibers_sum_them(fmt, nthreads):
     csr = a.convert("ds").to_scipy()
     assert csr.has_canonical_format
     np.testing.assert_array_equal(csr.toarray(), d)
-    x, b = RNG.random(6), RNG.random((6, 3))
     c = sparse(5, 6, density=0.3, seed=29)
     opts = {"nthreads": nthreads}
-    np.testing.assert_allclose(tensorjit.compile("y(i) = A(i,j) * x(j)", **opts)(A=a, x=x),
-                               d @ x, rtol=1e-12)
-    np.testing.assert_allclose(tensorjit.compile("C(i,k) = A(i,j) * B(j,k)", **opts)(A=a, B=b),
-                               d @ b, rtol=1e-12)
+    _spmv_spmm_match(a, d, 3, opts)
     for out in (None, "ds", "us"):
         formats = {"E": out} if out else {}
         cases = [("E(i,j) = A(i,j) + B(i,j)", {"B": c}, d + c.toarray()),
@@ -1172,13 +1177,9 @@ def test_wrapped_loose_arrays_with_gaps(nthreads, monkeypatch):
     assert a.nnz == m.nnz and len(vals) > m.nnz
     np.testing.assert_array_equal(a.to_numpy(), m.toarray())
     assert a.arrays()["vals"].ctypes.data == vals.ctypes.data   # no copy
-    x, b = RNG.random(30), RNG.random((30, 4))
     c = sparse(40, 30, density=0.2, seed=32)
     opts = {"nthreads": nthreads}
-    np.testing.assert_allclose(tensorjit.compile("y(i) = A(i,j) * x(j)", **opts)(A=a, x=x),
-                               m @ x, rtol=1e-12)
-    np.testing.assert_allclose(tensorjit.compile("C(i,k) = A(i,j) * B(j,k)", **opts)(A=a, B=b),
-                               m @ b, rtol=1e-12)
+    _spmv_spmm_match(a, m, 4, opts)
     got = tensorjit.compile("E(i,j) = A(i,j) + B(i,j)", formats={"E": "ds"}, **opts)(A=a, B=c)
     np.testing.assert_allclose(got.toarray(), (m + c).toarray(), rtol=1e-12)
     bt = sparse(30, 20, density=0.2, seed=33)
