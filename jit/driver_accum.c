@@ -267,13 +267,17 @@ static bool next_order(int32_t *m, int n) {
 }
 
 /* Adds f to out unless it is there or all dense (no pattern to keep). */
+/* T takes the default widths, not A's: a count past A's narrow posWidth is
+ * then refused where A is written, naming A (it named the temporary). */
 static void add_format(tj_format *out, int *n, const tj_format *f) {
   if (!lv_format_has_sparse(f)) return;
   for (int k = 0; k < *n; k++)
     if (!strcmp(out[k].levels, f->levels) &&
         !memcmp(out[k].mode_order, f->mode_order, (size_t)f->order * sizeof *f->mode_order))
       return;
-  out[(*n)++] = *f;
+  out[*n] = *f;
+  out[*n].pos_width = out[*n].crd_width = 0;
+  ++*n;
 }
 
 /* The formats T is tried in, best first, without repeats: A's own (the
@@ -290,7 +294,6 @@ static int t_formats(const tj_format *a, tj_format out[ACC_MAX_FORMATS]) {
     lv[1][l] = l || !lv_at(a, 0, LV_FULL) ? 's' : 'd', lv[2][l] = 's';
   add_format(out, &n, a);
   tj_format f = tj_format_dense(order);
-  f.pos_width = a->pos_width, f.crd_width = a->crd_width;
   memcpy(f.mode_order, a->mode_order, sizeof f.mode_order);
   for (int m = -1; m < 6; m++) {   /* -1: A's mode order; then each in turn */
     if (m == 0) for (int l = 0; l < order; l++) f.mode_order[l] = l;

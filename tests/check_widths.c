@@ -317,6 +317,50 @@ START_TEST(narrow_accumulate_keeps_old) {
 }
 END_TEST
 
+/* SpGEMM into an 8-bit COO output runs through a temporary (COO's
+ * singleton level takes no workspace): 255 products fit; 256 fail the
+ * run naming O, not the temporary (the temporary has default widths, so
+ * the count is refused where O is written), and O is emptied. */
+START_TEST(narrow_spgemm_through_temporary) {
+  for (int over = 0; over < 2; over++) {
+    int64_t n = 255 + over;
+    tj_format f32 = csr(32, 32), fo;
+    OK(tj_format_parse("uq", &fo));
+    fo.pos_width = 8, fo.crd_width = 16;
+    tj_tensor *a, *b, *o;
+    OK(tj_tensor_new("A", TJ_F64, 2, (int64_t[]){1, n}, &f32, &a));
+    OK(tj_tensor_new("B", TJ_F64, 2, (int64_t[]){n, n}, &f32, &b));
+    OK(tj_tensor_new("O", TJ_F64, 2, (int64_t[]){1, n}, &fo, &o));
+    for (int64_t c = 0; c < n; c++) {   /* A a row of ones, B the identity times 3 */
+      OK(tj_tensor_insert(a, (int64_t[]){0, c}, 1));
+      OK(tj_tensor_insert(b, (int64_t[]){c, c}, 3));
+    }
+    OK(tj_tensor_pack(a));
+    OK(tj_tensor_pack(b));
+    tj_context *cx;
+    OK(tj_context_new(&cx));
+    tj_kernel *kn;
+    OK(tj_compile(cx, "O(i,j) = A(i,k) * B(k,j)", (tj_tensor *[]){o, a, b}, 3, NULL, NULL, &kn));
+    tj_status st = tj_kernel_run(kn, TJ_EVALUATE, NULL, 0);
+    if (over) {
+      ck_assert_int_eq(st, TJ_ERR_FORMAT);
+      ck_assert_msg(strstr(tj_last_error(), "tensor O: level 0 has 256 positions, more than "
+                                            "posWidth 8 holds (at most 255)"),
+                    "%s", tj_last_error());
+      ck_assert_int_eq(tj_tensor_nnz(o), 0);
+    } else {
+      OK(st);
+      ck_assert_int_eq(tj_tensor_nnz(o), 255);
+      double v;
+      OK(tj_tensor_get(o, (int64_t[]){0, 254}, &v));
+      ck_assert_double_eq(v, 3);
+    }
+    tj_context_free(cx);
+    tj_tensor_free(o), tj_tensor_free(a), tj_tensor_free(b);
+  }
+}
+END_TEST
+
 /* SpGEMM into 8- and 16-bit CSR (a workspace, sorted rows), columns above
  * 127 / 32767 and at the extent's end, against plain loops. */
 START_TEST(narrow_spgemm) {
@@ -393,6 +437,7 @@ int main(void) {
   tcase_add_test(tc, narrow_sparse_outputs);
   tcase_add_test(tc, narrow_accumulate_keeps_old);
   tcase_add_test(tc, narrow_spgemm);
+  tcase_add_test(tc, narrow_spgemm_through_temporary);
   suite_add_tcase(s, tc);
   SRunner *r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);
