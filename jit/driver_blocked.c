@@ -1008,12 +1008,17 @@ tj_status drv_blocked_explain(const DrvBlocked *b, const char *expr, tj_status s
   char directive[BLK_NAME + 16];   /* `bound(j_i`: one the plan added? */
   snprintf(directive, sizeof directive, "%.*s,", (int)(comma - msg), msg);
   if (!strstr(b->schedule, directive)) return st;
+  /* the likeliest cause, and the planner's own words (on a directive the
+   * user did not write) in case it is another */
+  char said[512];
+  snprintf(said, sizeof said, "%s", msg);
   return rt_set_error(TJ_ERR_UNSUPPORTED, "%s: a sum over the blocks of %s sits inside a "
                       "function, a product or a parenthesized sum with operands that are not "
                       "blocked, where the loops over its blocks cannot run; write the sum as a "
                       "term of the right-hand side (y(i) = %s(i,j) * x(j) + u(i) runs as "
-                      "statements in turn) or convert %s to CSR",
-                      expr, input, input, input);
+                      "statements in turn) or convert %s to CSR (the planner, on a directive "
+                      "tensorjit added for the blocks: %s)",
+                      expr, input, input, input, said);
 }
 
 const char *drv_blocked_expr(const DrvBlocked *b) { return b->expr; }

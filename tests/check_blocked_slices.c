@@ -654,6 +654,9 @@ static void check_sum_shapes(tj_tensor *a, tj_tensor *a2, const double *d, const
     ck_assert_int_eq(st, TJ_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(tj_last_error(), "a sum over the blocks of V sits inside a function"),
                   "%s", tj_last_error());
+    ck_assert_msg(strstr(tj_last_error(), "(the planner, on a directive tensorjit added for the "
+                                          "blocks: bound("),
+                  "%s", tj_last_error());
   }
   /* u(i) inside the sum over j (the smallest subexpression holding every
    * use of j is the whole rhs: u is added once per column of the view).
