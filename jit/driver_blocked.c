@@ -384,13 +384,12 @@ static bool same_block_orders(const BlkScan *s, tj_tensor *const *ops, Diag *d) 
           int xu = mod_rank(x, tx, u), xv = mod_rank(x, tx, v);
           int yu = mod_rank(y, ty, u), yv = mod_rank(y, ty, v);
           if (xu < 0 || xv < 0 || yu < 0 || yv < 0 || xu >= xv || yu < yv) continue;
+          const BlkIndex *iu = index_of((BlkScan *)s, u), *iv = index_of((BlkScan *)s, v);
           return diag_error(d, TJ_ERR_UNSUPPORTED, "%s and %s store their blocks in different "
                             "orders (%s's %s mod %d above its %s mod %d, %s's below); give "
                             "them the same mod levels' order (convert one of them)",
                             tj_tensor_name(tx), tj_tensor_name(ty), tj_tensor_name(tx), u,
-                            index_of((BlkScan *)s, u) ? index_of((BlkScan *)s, u)->k : 0, v,
-                            index_of((BlkScan *)s, v) ? index_of((BlkScan *)s, v)->k : 0,
-                            tj_tensor_name(ty));
+                            iu ? iu->k : 0, v, iv ? iv->k : 0, tj_tensor_name(ty));
         }
     }
   return true;

@@ -292,8 +292,10 @@ static int64_t loose_owner(const LevelCheck *c, int64_t p, int64_t q) {
 /* loose_compressed: each live parent's segment pos[2p] .. pos[2p+1] lies
  * in 0..crd_len, no position lies in two segments (one entry, one
  * parent), and each segment's coordinates are checked as compressed's.
- * Positions no segment covers are gaps: neither checked nor live. */
-static tj_status check_loose(const LevelCheck *c, uint8_t *covered) {
+ * Positions no segment covers are gaps: neither checked nor live. The
+ * live mask of this level's positions (live_out) is the record of the
+ * positions a segment covered so far. */
+static tj_status check_loose(const LevelCheck *c) {
   const tj_storage *s = &c->t->st;
   const tj_level_storage *lv = &s->levels[c->l];
   int64_t prev_parent = -1, prev_hi = -1;
@@ -309,12 +311,11 @@ static tj_status check_loose(const LevelCheck *c, uint8_t *covered) {
                           hi < lo ? "ends before it starts"
                                   : "lies outside the crd array");
     for (int64_t q = lo; q < hi; q++) {
-      if (covered[q])
+      if (c->live_out[q])
         return rt_set_error(TJ_ERR_FORMAT, "tensor %s: level %d (loose_compressed): "
                             "position %" PRId64 " lies in the segments of parent positions %"
                             PRId64 " and %" PRId64 " (segments must not overlap)",
                             c->t->name, c->l, q, loose_owner(c, p, q), p);
-      covered[q] = 1;
     }
     tj_status st = check_segment(c, p, lo, hi, prev_parent, prev_hi);
     if (st != TJ_OK) return st;
@@ -409,7 +410,7 @@ static tj_status validate(const tj_tensor *t) {
       st = rt_set_error(TJ_ERR_NOMEM, "out of memory validating tensor %s", t->name);
     if (st == TJ_OK)
       st = lv->kind == TJ_LVL_COMPRESSED    ? check_compressed(&c)
-           : loose                          ? check_loose(&c, c.live_out)
+           : loose                          ? check_loose(&c)
            : lv->kind == TJ_LVL_N_OUT_OF_M ? check_structured(&c) : check_singleton(&c);
     free(tie_in);
     free(live);
@@ -421,6 +422,7 @@ static tj_status validate(const tj_tensor *t) {
   free(live);
   return st;
 }
+
 /* Points t's storage at a's arrays, all marked foreign. */
 static void install(tj_tensor *t, const tj_arrays *a) {
   tj_storage *s = &t->st;
@@ -455,7 +457,7 @@ tj_status tj_tensor_wrap(const char *name, const tj_arrays *a, unsigned flags,
   if (st == TJ_OK) {
     install(t, a);
     if (!(flags & TJ_WRAP_TRUSTED)) st = validate(t);
-    if (st == TJ_OK && !(flags & TJ_WRAP_TRUSTED)) st = rt_tensor_check_padding(t);
+    if (!(flags & TJ_WRAP_TRUSTED) && st == TJ_OK) st = rt_tensor_check_padding(t);
   }
   if (st != TJ_OK) {
     tj_tensor_free(t);   /* foreign arrays are not freed */

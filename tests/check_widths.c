@@ -317,6 +317,17 @@ START_TEST(narrow_accumulate_keeps_old) {
 }
 END_TEST
 
+/* A and B packed, and the kernel O(i,j) = A(i,k) * B(k,j) in a new
+ * context (*cx, the caller frees it). */
+static tj_kernel *spgemm(tj_tensor *o, tj_tensor *a, tj_tensor *b, tj_context **cx) {
+  OK(tj_tensor_pack(a));
+  OK(tj_tensor_pack(b));
+  OK(tj_context_new(cx));
+  tj_kernel *kn;
+  OK(tj_compile(*cx, "O(i,j) = A(i,k) * B(k,j)", (tj_tensor *[]){o, a, b}, 3, NULL, NULL, &kn));
+  return kn;
+}
+
 /* SpGEMM into an 8-bit COO output runs through a temporary (COO's
  * singleton level takes no workspace): 255 products fit; 256 fail the
  * run naming O, not the temporary (the temporary has default widths, so
@@ -335,12 +346,8 @@ START_TEST(narrow_spgemm_through_temporary) {
       OK(tj_tensor_insert(a, (int64_t[]){0, c}, 1));
       OK(tj_tensor_insert(b, (int64_t[]){c, c}, 3));
     }
-    OK(tj_tensor_pack(a));
-    OK(tj_tensor_pack(b));
     tj_context *cx;
-    OK(tj_context_new(&cx));
-    tj_kernel *kn;
-    OK(tj_compile(cx, "O(i,j) = A(i,k) * B(k,j)", (tj_tensor *[]){o, a, b}, 3, NULL, NULL, &kn));
+    tj_kernel *kn = spgemm(o, a, b, &cx);
     tj_status st = tj_kernel_run(kn, TJ_EVALUATE, NULL, 0);
     if (over) {
       ck_assert_int_eq(st, TJ_ERR_FORMAT);
@@ -384,12 +391,8 @@ START_TEST(narrow_spgemm) {
     for (int r = 0; r < 3; r++)
       for (int c = 0; c < 4; c++)
         if (ad[r][c] != 0) OK(tj_tensor_insert(a, (int64_t[]){r, c}, ad[r][c]));
-    OK(tj_tensor_pack(a));
-    OK(tj_tensor_pack(b));
     tj_context *cx;
-    OK(tj_context_new(&cx));
-    tj_kernel *kn;
-    OK(tj_compile(cx, "O(i,j) = A(i,k) * B(k,j)", (tj_tensor *[]){o, a, b}, 3, NULL, NULL, &kn));
+    tj_kernel *kn = spgemm(o, a, b, &cx);
     OK(tj_kernel_run(kn, TJ_EVALUATE, NULL, 0));
     int64_t *co, nnz;
     double *vo;
