@@ -1092,8 +1092,7 @@ bool drv_blocked_views(const DrvBlocked *b, tj_tensor *const *ops, int n, tj_ten
 static bool make_copy(tj_tensor *const *ops, int k, tj_tensor **out, Diag *d) {
   tj_format f = ops[k]->ufmt;
   rt_format_unslice(&f);
-  for (int l = 0; l < f.order; l++)
-    if (f.levels[l] == 'n') f.levels[l] = 's', f.lvl_n[l] = 0;
+  rt_format_unstructure(&f);
   tj_tensor *c;
   tj_status st = tj_tensor_convert(ops[k], &f, &c);
   if (st != TJ_OK) return diag_error(d, st, "%s", tj_last_error());

@@ -350,10 +350,14 @@ bool rt_format_structured(const tj_format *f) {
   return f->ndims && f->order > 0 && f->levels[f->order - 1] == 'n';
 }
 
+void rt_format_unstructure(tj_format *f) {
+  for (int l = 0; l < f->order; l++)
+    if (f->levels[l] == 'n') f->levels[l] = 's', f->lvl_n[l] = 0;
+}
+
 tj_status rt_tensor_structured_temp(const tj_tensor *t, bool with_contents, tj_tensor **out) {
   tj_format f = t->fmt;
-  for (int l = 0; l < f.order; l++)
-    if (f.levels[l] == 'n') f.levels[l] = 's', f.lvl_n[l] = 0;
+  rt_format_unstructure(&f);
   tj_tensor *w;
   tj_status st = tj_tensor_new(t->name, (tj_dtype)t->st.dtype, t->st.order, t->st.dims, &f, &w);
   if (st != TJ_OK) return st;

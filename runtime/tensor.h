@@ -305,6 +305,10 @@ void rt_tensor_zero_padding(tj_tensor *t);
 tj_status rt_tensor_check_padding(const tj_tensor *t);
 /* Whether blocked format f ends in an n_out_of_m level. */
 bool rt_format_structured(const tj_format *f);
+/* f with its n_out_of_m levels compressed: the format of an n_out_of_m
+ * output's stand-in, and of a converted copy of a view of one (whose own
+ * blocks may hold more than n entries). */
+void rt_format_unstructure(tj_format *f);
 /* A kernel's stand-in for an n_out_of_m output t: a fresh tensor over t's
  * levels (name, dtype, dims and levels of t->st) whose n_out_of_m level is
  * compressed, empty or holding t's entries (with_contents, for +=).
